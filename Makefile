@@ -1,0 +1,68 @@
+# tessera - the two commands a newcomer needs:
+#   make demo    install what is missing, build, run the worked example
+#   make check   install what is missing, build (normal + ASan/UBSan + fuzz
+#                targets), run every test and replay the fuzz corpora
+# and, for maintainers: make bench, make fuzz, make clean.
+JOBS     ?= $(shell nproc)
+BUILD    := build
+ASAN     := build-asan
+FUZZ     := build-fuzz
+TESSERA  := $(BUILD)/tessera
+FUZZ_SECONDS ?= 600
+
+.PHONY: all deps build demo check check-build check-asan check-fuzz bench fuzz clean docs
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+demo: build
+	@mkdir -p out
+	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
+	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
+	@echo
+	@echo "SVG picture of the fleet: out/fleet.svg"
+
+check: deps check-build check-asan check-fuzz
+
+check-build: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+$(ASAN)/build.ninja:
+	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON
+
+check-asan: deps $(ASAN)/build.ninja
+	ninja -C $(ASAN)
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ctest --output-on-failure -j $(JOBS)
+
+$(FUZZ)/build.ninja:
+	CC=clang cmake -S . -B $(FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON
+
+check-fuzz: deps $(FUZZ)/build.ninja
+	ninja -C $(FUZZ)
+	cd $(FUZZ) && ctest --output-on-failure -j $(JOBS)
+
+# Real fuzzing: every target for FUZZ_SECONDS, new finds kept in the corpus.
+fuzz: deps $(FUZZ)/build.ninja
+	ninja -C $(FUZZ)
+	@for f in $(FUZZ)/fuzz/fuzz_*; do \
+	    name=$$(basename $$f | sed 's/^fuzz_//'); \
+	    echo "== fuzzing $$name for $(FUZZ_SECONDS) s"; \
+	    mkdir -p fuzz/corpus/$$name fuzz/findings; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=fuzz/findings/ \
+	        fuzz/corpus/$$name || exit 1; \
+	done
+
+bench: build
+	bench/run
+
+clean:
+	rm -rf $(BUILD) $(ASAN) $(FUZZ) out

@@ -1,0 +1,55 @@
+/*
+ * cli.h - what the tessera subcommands share: exit codes, printing located
+ * errors, loading a spec with its catalog. The CLI parses flags, calls the
+ * modules and prints; it holds no logic of its own.
+ */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include "catalog/catalog.h"
+#include "decide/decide.h"
+#include "plan/plan.h"
+#include "spec/spec.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_BAD_INPUT = 2 };
+
+#define CLI_MAX_FILES 64
+
+/* Files named by repeated -f / --catalog flags. */
+struct cli_files {
+    const char *paths[CLI_MAX_FILES];
+    size_t n;
+};
+
+/* Add path; 0 (and a message) when there are too many. */
+int cli_files_add(struct cli_files *f, const char *path);
+
+/* Print every error of diag to stderr as "tessera: file:line:col: path: msg". */
+void cli_print_diag(const struct ts_diag *diag);
+void cli_print_error(const struct ts_error *e);
+
+/* Everything a plan needs, loaded and decided. */
+struct cli_job {
+    struct cat_catalog *cat;
+    struct spec_model *model;
+    struct decide_result *decisions;
+    struct plan *plan;
+};
+
+/* Load catalog + spec and decide; returns CLI_OK or an exit code (errors printed). */
+int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
+                   const struct cli_files *catalog);
+/* ... and plan. */
+int cli_job_plan(struct cli_job *job, const struct cli_files *spec,
+                 const struct cli_files *catalog, const struct plan_options *opt);
+void cli_job_free(struct cli_job *job);
+
+/* Write text to path ("-" = stdout) atomically; returns an exit code. */
+int cli_write(const char *path, const char *text, size_t len);
+
+int cmd_plan(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_catalog(int argc, char **argv);
+int cmd_docs(int argc, char **argv);
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * common.c - helpers every subcommand uses (see cli.h).
+ */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "util/file.h"
+
+int cli_files_add(struct cli_files *f, const char *path)
+{
+    if (f->n == CLI_MAX_FILES) {
+        fprintf(stderr, "tessera: at most %d files\n", CLI_MAX_FILES);
+        return 0;
+    }
+    f->paths[f->n++] = path;
+    return 1;
+}
+
+void cli_print_error(const struct ts_error *e)
+{
+    char buf[TS_MSG_MAX + 2 * TS_PATH_MAX + 64];
+    ts_error_format(e, buf, sizeof(buf));
+    fprintf(stderr, "tessera: %s\n", buf);
+}
+
+void cli_print_diag(const struct ts_diag *diag)
+{
+    for (int i = 0; i < diag->count; i++)
+        cli_print_error(&diag->items[i]);
+    if (diag->dropped)
+        fprintf(stderr, "tessera: ... and %d more errors\n", diag->dropped);
+}
+
+static int status_exit(ts_status st)
+{
+    return st == TS_INFEASIBLE ? CLI_FAIL : st == TS_NOMEM || st == TS_INTERNAL ? CLI_FAIL
+                                                                                 : CLI_BAD_INPUT;
+}
+
+int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
+                   const struct cli_files *catalog)
+{
+    struct ts_diag diag = {0};
+    memset(job, 0, sizeof(*job));
+    if (spec->n == 0) {
+        fprintf(stderr, "tessera: no spec given: use -f FILE\n");
+        return CLI_BAD_INPUT;
+    }
+    ts_status st = cat_load(catalog->paths, catalog->n, &job->cat, &diag);
+    if (st == TS_OK)
+        st = spec_load(spec->paths, spec->n, &job->model, &diag);
+    if (st == TS_OK)
+        st = decide_run(job->model, job->cat, &job->decisions, &diag);
+    if (st != TS_OK) {
+        cli_print_diag(&diag);
+        if (diag.count == 0)
+            fprintf(stderr, "tessera: %s\n", ts_status_str(st));
+        return status_exit(st);
+    }
+    return CLI_OK;
+}
+
+int cli_job_plan(struct cli_job *job, const struct cli_files *spec,
+                 const struct cli_files *catalog, const struct plan_options *opt)
+{
+    int rc = cli_job_decide(job, spec, catalog);
+    if (rc != CLI_OK)
+        return rc;
+    struct ts_diag diag = {0};
+    ts_status st = plan_build(job->model, job->cat, job->decisions, opt, &job->plan, &diag);
+    if (st != TS_OK) {
+        cli_print_diag(&diag);
+        if (diag.count == 0)
+            fprintf(stderr, "tessera: plan: %s\n", ts_status_str(st));
+        return status_exit(st);
+    }
+    struct ts_error e;
+    if (plan_verify(job->plan, &e) != TS_OK) {
+        fprintf(stderr, "tessera: internal error: the plan breaks a rule: %s\n", e.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+void cli_job_free(struct cli_job *job)
+{
+    plan_free(job->plan);
+    decide_free(job->decisions);
+    spec_model_free(job->model);
+    cat_free(job->cat);
+    memset(job, 0, sizeof(*job));
+}
+
+int cli_write(const char *path, const char *text, size_t len)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(text, 1, len, stdout) != len) {
+            fprintf(stderr, "tessera: cannot write to standard output\n");
+            return CLI_FAIL;
+        }
+        return CLI_OK;
+    }
+    struct ts_error e;
+    if (ts_file_write(path, text, len, &e) != TS_OK) {
+        cli_print_error(&e);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}

@@ -1,0 +1,58 @@
+/*
+ * main.c - the `tessera` command: a table of subcommands, each in its own
+ * cmd_<verb>.c file. Exit codes: 0 ok, 1 the job failed, 2 bad usage or
+ * bad input.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+
+#define TESSERA_VERSION "0.1.0"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"plan", cmd_plan, "decide each workload's isolation and lay out the fleet"},
+    {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
+    {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
+    {"docs", cmd_docs, "print the generated field reference of the spec format"},
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tessera <command> [options]\n\n"
+                 "tessera turns tenants' contracts and workloads into GPU isolation decisions\n"
+                 "and a fleet layout.\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'tessera <command> --help' for a command's options.\n"
+                 "Exit codes: 0 ok, 1 the job failed, 2 bad usage or bad input.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_BAD_INPUT;
+    }
+    const char *verb = argv[1];
+    if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(verb, "--version") == 0 || strcmp(verb, "version") == 0) {
+        printf("tessera %s\n", TESSERA_VERSION);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(verb, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "tessera: unknown command '%s'\n", verb);
+    usage(stderr);
+    return CLI_BAD_INPUT;
+}

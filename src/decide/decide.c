@@ -1,0 +1,619 @@
+/*
+ * decide.c - the decision table (see decide.h and DESIGN.md).
+ *
+ * decide_run first checks the fleet against the catalog, then walks every
+ * workload through decide_one: an explicit `isolation:` request is
+ * validated against the contract, otherwise the rules R1..R6 are tried in
+ * order. Each rule that fires fills one decide_row with a reason string
+ * that quotes the numbers.
+ */
+#include "decide/decide.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const decide_mech_names[] = {"whole", "mig", "mps", "time-slicing",
+                                         "memory-fraction", "vgpu", NULL};
+
+#define CUDA_MEMORY_FRACTIONS 1304 /* CUDA 13.4: driver-enforced memory limits */
+#define MAX_MODELS 64
+
+struct ctx {
+    const struct spec_model *m;
+    const struct cat_catalog *cat;
+    struct ts_arena *arena;
+    struct ts_diag *diag;
+    const struct cat_model *models[MAX_MODELS]; /* distinct fleet models, fleet order */
+    size_t nmodels;
+};
+
+/* ---- fleet checks ---- */
+
+static void suggest_models(struct ctx *c, const struct spec_loc *loc, const char *name)
+{
+    char list[600] = "";
+    for (size_t i = 0; i < c->cat->nmodels; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", c->cat->models[i].name);
+    }
+    spec_report_loc(c->diag, loc, "model: unknown GPU model '%s' (known: %s)", name, list);
+}
+
+static void add_model(struct ctx *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i] == model)
+            return;
+    if (c->nmodels < MAX_MODELS)
+        c->models[c->nmodels++] = model;
+}
+
+static void check_canary(struct ctx *c, const struct spec_fleet_node *n, const char *canary,
+                         int explicit_on_node)
+{
+    int has_mig = 0;
+    for (size_t g = 0; g < n->ngpus; g++) {
+        const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
+        if (!model || !model->mig)
+            continue;
+        has_mig = 1;
+        if (!cat_profile_find(model, canary))
+            spec_report_loc(c->diag, &n->loc, "canary: %s has no MIG profile '%s'", model->name,
+                            canary);
+    }
+    if (!has_mig && explicit_on_node)
+        spec_report_loc(c->diag, &n->loc, "canary: node '%s' has no MIG-capable GPU to keep a "
+                        "'%s' slice free on", n->name, canary);
+}
+
+static void check_fleet(struct ctx *c)
+{
+    const struct spec_fleet *f = c->m->fleet;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct spec_fleet_node *n = &f->nodes[i];
+        for (size_t g = 0; g < n->ngpus; g++) {
+            const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
+            if (!model)
+                suggest_models(c, &n->gpus[g].loc, n->gpus[g].model);
+            else
+                add_model(c, model);
+        }
+        const char *canary = n->canary ? n->canary : f->canary;
+        if (canary)
+            check_canary(c, n, canary, n->canary != NULL);
+    }
+    if (c->m->pricebook)
+        for (size_t i = 0; i < c->m->pricebook->nprices; i++) {
+            const struct spec_price *p = &c->m->pricebook->prices[i];
+            if (!cat_model_find(c->cat, p->model))
+                suggest_models(c, &p->loc, p->model);
+        }
+}
+
+/* ---- node facts ---- */
+
+enum node_fact { FACT_VGPU, FACT_MPS, FACT_FRACTIONS };
+
+static int node_has(const struct spec_fleet_node *n, enum node_fact f)
+{
+    switch (f) {
+    case FACT_VGPU: return n->vgpu_licensed;
+    case FACT_MPS: return n->mps_allowed;
+    case FACT_FRACTIONS: return spec_cuda_version(n->cuda_version) >= CUDA_MEMORY_FRACTIONS;
+    }
+    return 0;
+}
+
+/* 1 if some node holding model has fact f. */
+static int fleet_has(const struct ctx *c, const struct cat_model *model, enum node_fact f)
+{
+    const struct spec_fleet *fl = c->m->fleet;
+    for (size_t i = 0; i < fl->nnodes; i++)
+        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
+            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == model &&
+                node_has(&fl->nodes[i], f))
+                return 1;
+    return 0;
+}
+
+/* ---- profiles ---- */
+
+static const struct cat_profile *smallest_profile(const struct cat_model *model, double need,
+                                                  int compute)
+{
+    const struct cat_profile *best = NULL;
+    for (size_t i = 0; i < model->nprofiles; i++) {
+        const struct cat_profile *p = &model->profiles[i];
+        if (!cat_profile_plain(p) || p->memory_gib < need || p->compute < compute)
+            continue;
+        if (!best || p->mem_units < best->mem_units ||
+            (p->mem_units == best->mem_units && p->compute < best->compute))
+            best = p;
+    }
+    return best;
+}
+
+static double largest_profile_gib(const struct cat_model *model)
+{
+    double best = 0;
+    for (size_t i = 0; i < model->nprofiles; i++)
+        if (cat_profile_plain(&model->profiles[i]) && model->profiles[i].memory_gib > best)
+            best = model->profiles[i].memory_gib;
+    return best;
+}
+
+/* ---- decision helpers ---- */
+
+struct wctx {
+    const struct spec_tenant *t;
+    const struct spec_workload *w;
+    struct decide_row *row;
+    double need;
+    const char *sizing;   /* "30 GiB + 8 GiB KV cache = 38 GiB" */
+};
+
+static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
+{
+    struct ts_error e;
+    ts_err_at(&e, TS_INVALID, x->w->loc.file, x->w->loc.line, x->w->loc.column, x->w->loc.path,
+              "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    va_end(ap);
+    ts_diag_add(c->diag, &e);
+}
+
+static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model *model,
+                const char *rule, const char *reason)
+{
+    x->row->mech = mech;
+    x->row->model = model;
+    x->row->rule = rule;
+    x->row->reason = ts_arena_printf(c->arena, "%s: %s", rule, reason);
+    x->row->security_boundary = mech == DECIDE_WHOLE || mech == DECIDE_MIG || mech == DECIDE_VGPU;
+}
+
+/* Candidate models for x in fleet order; NULL-terminated in out. */
+static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_model **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i])
+            out[n++] = c->models[i];
+    out[n] = NULL;
+    return n;
+}
+
+/* The first candidate with a MIG profile that fits; sets *profile. */
+static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
+                                       const struct cat_profile **profile)
+{
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    for (size_t i = 0; cands[i]; i++) {
+        if (!cands[i]->mig)
+            continue;
+        const struct cat_profile *p = smallest_profile(cands[i], x->need, x->w->compute_slices);
+        if (p) {
+            *profile = p;
+            return cands[i];
+        }
+    }
+    return NULL;
+}
+
+static int any_mig(struct ctx *c, const struct wctx *x)
+{
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    for (size_t i = 0; cands[i]; i++)
+        if (cands[i]->mig)
+            return 1;
+    return 0;
+}
+
+/* The first candidate where the workload fits on `gpus` whole cards. */
+static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, int *gpus)
+{
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    for (size_t i = 0; cands[i]; i++) {
+        int n = (int)ceil(x->need / cands[i]->memory_gib - 1e-9);
+        if (n < 1)
+            n = 1;
+        if (n <= x->w->gpus || (x->w->gpus > 1 && n <= 64)) {
+            *gpus = n > x->w->gpus ? n : x->w->gpus;
+            return cands[i];
+        }
+    }
+    return NULL;
+}
+
+static void decide_mig(struct ctx *c, struct wctx *x, const struct cat_model *model,
+                       const struct cat_profile *p, const char *rule, const char *why)
+{
+    x->row->profile = p;
+    x->row->gpus = 1;
+    const char *compute = x->w->compute_slices > 1
+                              ? ts_arena_printf(c->arena, " and %d compute slices",
+                                                x->w->compute_slices)
+                              : "";
+    set(c, x, DECIDE_MIG, model, rule,
+        ts_arena_printf(c->arena, "%s; %s%s -> %s on %s (%.2f GiB, %.2f GiB headroom)", why,
+                        x->sizing, compute, p->name, model->name, p->memory_gib,
+                        p->memory_gib - x->need));
+}
+
+static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const char *why)
+{
+    int gpus = 1;
+    const struct cat_model *model = whole_fit(c, x, &gpus);
+    if (!model) {
+        const struct cat_model *cands[MAX_MODELS + 1];
+        candidates(c, x, cands);
+        double biggest = 0;
+        for (size_t i = 0; cands[i]; i++)
+            biggest = cands[i]->memory_gib > biggest ? cands[i]->memory_gib : biggest;
+        fail(c, x, "needs %.1f GiB, more than any card in the fleet (largest %.1f GiB); set "
+             "gpus: %d to spread it over several GPUs", x->need, biggest,
+             biggest > 0 ? (int)ceil(x->need / biggest) : 2);
+        return;
+    }
+    x->row->gpus = gpus;
+    set(c, x, DECIDE_WHOLE, model, rule,
+        ts_arena_printf(c->arena, "%s; %s -> %d whole %s (%.1f GiB each)", why, x->sizing, gpus,
+                        model->name, model->memory_gib));
+}
+
+/* A model for a sharing mechanism: first candidate with fact (or any). */
+static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int fact)
+{
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    for (size_t i = 0; cands[i]; i++)
+        if (x->need <= cands[i]->memory_gib && (fact < 0 || fleet_has(c, cands[i], fact)))
+            return cands[i];
+    return NULL;
+}
+
+static int default_sm_percent(double need, double card)
+{
+    int pct = (int)ceil(need / card * 100.0 / 5.0 - 1e-9) * 5;
+    return pct < 5 ? 5 : pct > 100 ? 100 : pct;
+}
+
+static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
+{
+    const struct cat_model *model = share_model(c, x, FACT_MPS);
+    if (!model) {
+        fail(c, x, "MPS needs a node that allows it (mps: true) with a card of at least %.1f "
+             "GiB; none in the fleet", x->need);
+        return;
+    }
+    x->row->gpus = 1;
+    x->row->cap_gib = ceil(x->need);
+    x->row->sm_percent = x->w->sm_percent ? x->w->sm_percent
+                                          : default_sm_percent(x->need, model->memory_gib);
+    set(c, x, DECIDE_MPS, model, "R4",
+        ts_arena_printf(c->arena, "%s shares one MPS server per tenant; %s -> %.0f GiB pinned-"
+                        "memory cap, %d%% of SMs on %s (not a security boundary)", why, x->sizing,
+                        x->row->cap_gib, x->row->sm_percent, model->name));
+}
+
+static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, const char *why)
+{
+    const struct cat_model *model = share_model(c, x, FACT_FRACTIONS);
+    int enforce = DECIDE_ENFORCE_DRIVER;
+    if (!model) {
+        model = share_model(c, x, -1);
+        enforce = DECIDE_ENFORCE_SHIM;
+    }
+    if (!model) {
+        fail(c, x, "needs %.1f GiB, more than any card in the fleet; lower "
+             "memoryHighWaterGiB or add a larger card", x->need);
+        return;
+    }
+    x->row->gpus = 1;
+    x->row->cap_gib = ceil(x->need);
+    x->row->enforce = enforce;
+    set(c, x, DECIDE_MEMORY_FRACTION, model, rule,
+        ts_arena_printf(c->arena, "%s; %s -> %.0f GiB memory-enforced fraction of %s, enforced "
+                        "by %s (not a security boundary)", why, x->sizing, x->row->cap_gib,
+                        model->name,
+                        enforce == DECIDE_ENFORCE_DRIVER ? "the driver (CUDA 13.4+)"
+                                                         : "tessera's shim (driver below CUDA 13.4)"));
+}
+
+static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
+{
+    const struct cat_model *model = share_model(c, x, -1);
+    if (!model) {
+        fail(c, x, "needs %.1f GiB, more than any card in the fleet", x->need);
+        return;
+    }
+    x->row->gpus = 1;
+    x->row->cap_gib = ceil(x->need);
+    set(c, x, DECIDE_TIME_SLICING, model, "R6",
+        ts_arena_printf(c->arena, "%s time-slices: no isolation and no guarantee; %s",
+                        why, x->sizing));
+}
+
+static void decide_vm(struct ctx *c, struct wctx *x)
+{
+    const struct cat_profile *p = NULL;
+    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
+    if (mig && fleet_has(c, mig, FACT_VGPU)) {
+        decide_mig(c, x, mig, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
+        x->row->mech = DECIDE_VGPU;
+        return;
+    }
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    for (size_t i = 0; cands[i]; i++)
+        if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) && x->need <= cands[i]->memory_gib &&
+            x->w->gpus == 1) {
+            decide_whole(c, x, "R1", "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
+                         "sized to the whole card");
+            x->row->mech = DECIDE_VGPU;
+            return;
+        }
+    if (mig)
+        decide_mig(c, x, mig, p, "R1", "runs in a VM and no node is vGPU-licensed: the MIG "
+                   "instance is passed through");
+    else
+        decide_whole(c, x, "R1", "runs in a VM and no node is vGPU-licensed: the whole GPU is "
+                     "passed through");
+}
+
+/* Why R3 applies, or NULL. */
+static const char *boundary_reason(struct ctx *c, const struct wctx *x)
+{
+    const char *why = NULL;
+    if (x->w->trust == SPEC_TRUST_UNTRUSTED)
+        why = "untrusted data";
+    else if (x->t->data_class != SPEC_DATA_INTERNAL)
+        why = ts_arena_printf(c->arena, "%s data", spec_data_class_names[x->t->data_class]);
+    else if (x->t->contract == SPEC_CONTRACT_DEDICATED)
+        why = "a dedicated-compute contract";
+    else if (x->t->contract == SPEC_CONTRACT_ISOLATED)
+        why = "an isolated (SLA) contract";
+    if (why && x->w->p99_ms > 0)
+        why = ts_arena_printf(c->arena, "%s with a %g ms p99", why, x->w->p99_ms);
+    return why;
+}
+
+static int needs_boundary_for_data(const struct wctx *x)
+{
+    return x->w->trust == SPEC_TRUST_UNTRUSTED || x->t->data_class != SPEC_DATA_INTERNAL ||
+           x->t->contract == SPEC_CONTRACT_DEDICATED;
+}
+
+static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
+{
+    const struct cat_profile *p = NULL;
+    const struct cat_model *model = mig_fit(c, x, &p);
+    if (model) {
+        decide_mig(c, x, model, p, "R3",
+                   ts_arena_printf(c->arena, "%s needs a hardware boundary", why));
+        return;
+    }
+    if (any_mig(c, x)) {
+        decide_whole(c, x, "R2", ts_arena_printf(c->arena, "%s needs a hardware boundary and "
+                     "no MIG profile is large enough", why));
+        return;
+    }
+    if (needs_boundary_for_data(x)) {
+        decide_whole(c, x, "R3", ts_arena_printf(c->arena, "%s needs a hardware boundary; no "
+                     "MIG-capable card in the fleet, so a whole GPU", why));
+        return;
+    }
+    decide_fraction(c, x, "R3", ts_arena_printf(c->arena, "%s on a fleet without MIG: SLA "
+                    "memory is protected by an enforced fraction", why));
+}
+
+static int big_for_mig(struct ctx *c, const struct wctx *x)
+{
+    const struct cat_model *cands[MAX_MODELS + 1];
+    candidates(c, x, cands);
+    double largest = 0;
+    int mig = 0;
+    for (size_t i = 0; cands[i]; i++)
+        if (cands[i]->mig) {
+            mig = 1;
+            double g = largest_profile_gib(cands[i]);
+            largest = g > largest ? g : largest;
+        }
+    return mig && x->need > largest;
+}
+
+/* R2's trigger text, or NULL. */
+static const char *whole_reason(struct ctx *c, const struct wctx *x)
+{
+    const struct spec_workload *w = x->w;
+    if (w->gpus > 1)
+        return ts_arena_printf(c->arena, "needs %d GPUs per replica%s", w->gpus,
+                               w->peer_to_peer ? " with peer-to-peer" : "");
+    if (w->kind == SPEC_WK_FINE_TUNE || w->kind == SPEC_WK_TRAINING)
+        return ts_arena_printf(c->arena, "%s needs whole-card bandwidth",
+                               spec_wkind_names[w->kind]);
+    if (big_for_mig(c, x))
+        return "memory above the largest MIG profile";
+    return NULL;
+}
+
+/* An explicit isolation request: check it against the contract. */
+static const char *forbid_request(const struct wctx *x)
+{
+    int sharing = x->w->isolation == SPEC_ISO_MPS || x->w->isolation == SPEC_ISO_TIME_SLICING ||
+                  x->w->isolation == SPEC_ISO_MEMORY_FRACTION;
+    if (!sharing)
+        return NULL;
+    if (x->t->contract == SPEC_CONTRACT_DEDICATED)
+        return "a dedicated contract promises compute no other process shares";
+    if (needs_boundary_for_data(x))
+        return "untrusted, confidential or regulated data needs a hardware boundary (mig or whole)";
+    if (x->t->contract == SPEC_CONTRACT_ISOLATED && x->w->isolation != SPEC_ISO_MEMORY_FRACTION)
+        return "an isolated (SLA) contract cannot share SMs with other processes";
+    return NULL;
+}
+
+static void decide_requested(struct ctx *c, struct wctx *x)
+{
+    const char *no = forbid_request(x);
+    const char *iso = spec_isolation_names[x->w->isolation];
+    if (no) {
+        fail(c, x, "isolation: %s is not allowed for tenant '%s': %s", iso, x->t->name, no);
+        return;
+    }
+    const char *why = ts_arena_printf(c->arena, "isolation: %s was requested", iso);
+    const struct cat_profile *p = NULL;
+    const struct cat_model *model;
+    switch (x->w->isolation) {
+    case SPEC_ISO_WHOLE: decide_whole(c, x, "R2", why); break;
+    case SPEC_ISO_MIG:
+        model = mig_fit(c, x, &p);
+        if (model)
+            decide_mig(c, x, model, p, "R3", why);
+        else
+            fail(c, x, "isolation: mig was requested but no MIG-capable card in the fleet has a "
+                 "profile with %.1f GiB%s", x->need, x->w->gpu_model ? " (gpuModel limits the choice)" : "");
+        break;
+    case SPEC_ISO_MPS: decide_mps(c, x, why); break;
+    case SPEC_ISO_MEMORY_FRACTION: decide_fraction(c, x, "R5", why); break;
+    case SPEC_ISO_TIME_SLICING: decide_timeslice(c, x, why); break;
+    case SPEC_ISO_VGPU: decide_vm(c, x); break;
+    default: break;
+    }
+}
+
+static void decide_auto(struct ctx *c, struct wctx *x)
+{
+    const struct spec_workload *w = x->w;
+    const char *why;
+    if (w->vm || x->t->contract == SPEC_CONTRACT_VM)
+        decide_vm(c, x);
+    else if ((why = whole_reason(c, x)))
+        decide_whole(c, x, "R2", why);
+    else if ((why = boundary_reason(c, x)))
+        decide_boundary(c, x, why);
+    else if (w->p99_ms > 0 && !w->best_effort)
+        decide_mps(c, x, ts_arena_printf(c->arena, "trusted latency-sensitive work (%g ms p99)",
+                                         w->p99_ms));
+    else if (!w->best_effort && x->t->contract != SPEC_CONTRACT_BEST_EFFORT &&
+             w->kind != SPEC_WK_DEV)
+        decide_fraction(c, x, "R5", "trusted work without a latency target: OOM is the main risk");
+    else
+        decide_timeslice(c, x, ts_arena_printf(c->arena, "best-effort %s work",
+                                               spec_wkind_names[w->kind]));
+}
+
+static void decide_one(struct ctx *c, struct wctx *x)
+{
+    const struct spec_workload *w = x->w;
+    x->need = w->memory_gib + w->kv_cache_gib;
+    x->row->need_gib = x->need;
+    x->sizing = w->kv_cache_gib > 0
+                    ? ts_arena_printf(c->arena, "%g GiB + %g GiB KV cache = %g GiB", w->memory_gib,
+                                      w->kv_cache_gib, x->need)
+                    : ts_arena_printf(c->arena, "%g GiB", x->need);
+    if (w->gpu_model && !cat_model_find(c->cat, w->gpu_model)) {
+        fail(c, x, "gpuModel: unknown GPU model '%s'", w->gpu_model);
+        return;
+    }
+    const struct cat_model *cands[MAX_MODELS + 1];
+    if (candidates(c, x, cands) == 0) {
+        fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
+        return;
+    }
+    if (w->isolation == SPEC_ISO_CUDA_STREAMS) {
+        fail(c, x, "isolation: CUDA streams are not a tenancy mechanism (no memory or fault "
+             "isolation, one context); use mig for a boundary or mps for trusted sharing");
+        return;
+    }
+    if (w->isolation != SPEC_ISO_AUTO)
+        decide_requested(c, x);
+    else
+        decide_auto(c, x);
+}
+
+/* Workloads naming one pool must share a mechanism and trust each other. */
+static void check_pools(struct ctx *c, const struct decide_result *r)
+{
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct decide_row *a = &r->rows[i];
+        if (!a->workload->pool)
+            continue;
+        int shared = a->mech == DECIDE_MPS || a->mech == DECIDE_TIME_SLICING ||
+                     a->mech == DECIDE_MEMORY_FRACTION;
+        struct wctx x = {a->tenant, a->workload, NULL, 0, NULL};
+        if (!shared) {
+            fail(c, &x, "pool: '%s' is a sharing pool, but this workload gets %s (%s)",
+                 a->workload->pool, decide_mech_names[a->mech], a->rule);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            const struct decide_row *b = &r->rows[j];
+            if (!b->workload->pool || strcmp(a->workload->pool, b->workload->pool) != 0)
+                continue;
+            if (!spec_tenants_trust(c->m, a->tenant->name, b->tenant->name))
+                fail(c, &x, "pool: tenants '%s' and '%s' do not trust each other, so they cannot "
+                     "share pool '%s' (each must list the other in trusts)", a->tenant->name,
+                     b->tenant->name, a->workload->pool);
+            else if (a->mech != b->mech || a->model != b->model)
+                fail(c, &x, "pool: '%s' mixes %s on %s with %s on %s (%s/%s); one pool is one "
+                     "mechanism on one card model", a->workload->pool, decide_mech_names[a->mech],
+                     a->model->name, decide_mech_names[b->mech], b->model->name, b->tenant->name,
+                     b->workload->name);
+            else
+                continue;
+            break;
+        }
+    }
+}
+
+ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
+                     struct decide_result **out, struct ts_diag *diag)
+{
+    struct decide_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        return TS_NOMEM;
+    ts_arena_init(&r->arena);
+    struct ctx c = {m, cat, &r->arena, diag, {0}, 0};
+    check_fleet(&c);
+    size_t total = 0;
+    for (size_t i = 0; i < m->ntenants; i++)
+        total += m->tenants[i].nworkloads;
+    r->rows = ts_arena_array(&r->arena, total ? total : 1, sizeof(*r->rows));
+    for (size_t i = 0; r->rows && diag->count == 0 && i < m->ntenants; i++)
+        for (size_t j = 0; j < m->tenants[i].nworkloads; j++) {
+            struct decide_row *row = &r->rows[r->nrows];
+            row->tenant = &m->tenants[i];
+            row->workload = &m->tenants[i].workloads[j];
+            row->index = (int)r->nrows++;
+            struct wctx x = {row->tenant, row->workload, row, 0, NULL};
+            decide_one(&c, &x);
+        }
+    if (r->rows && diag->count == 0)
+        check_pools(&c, r);
+    if (!r->rows || diag->count || diag->dropped) {
+        ts_status st = r->rows ? TS_INVALID : TS_NOMEM;
+        decide_free(r);
+        return st;
+    }
+    *out = r;
+    return TS_OK;
+}
+
+void decide_free(struct decide_result *r)
+{
+    if (!r)
+        return;
+    ts_arena_free(&r->arena);
+    free(r);
+}

@@ -1,0 +1,56 @@
+/*
+ * decide.h - the decision table: per workload, which isolation mechanism,
+ * which GPU model and MIG profile, and why.
+ *
+ * The rules are DESIGN.md's table, tried in order (R1 VM, R2 whole GPU,
+ * R3 hardware boundary, R4 MPS, R5 memory-enforced fraction, R6
+ * time-slicing). Each decision carries the rule id and a reason with the
+ * numbers that drove it. Impossible requests (CUDA streams as isolation, a
+ * dedicated contract with no way to give dedicated compute, a workload
+ * larger than any card without multi-GPU, a sharing mechanism the contract
+ * forbids, unknown GPU models) are located errors that say what to change.
+ * decide is a pure function of the model and the catalog.
+ */
+#ifndef DECIDE_DECIDE_H
+#define DECIDE_DECIDE_H
+
+#include "catalog/catalog.h"
+#include "spec/model.h"
+
+enum decide_mech {
+    DECIDE_WHOLE, DECIDE_MIG, DECIDE_MPS, DECIDE_TIME_SLICING, DECIDE_MEMORY_FRACTION,
+    DECIDE_VGPU,
+};
+extern const char *const decide_mech_names[];
+
+enum decide_enforce { DECIDE_ENFORCE_NONE, DECIDE_ENFORCE_DRIVER, DECIDE_ENFORCE_SHIM };
+
+struct decide_row {
+    const struct spec_tenant *tenant;
+    const struct spec_workload *workload;
+    int index;                         /* position in spec order (stable sort key) */
+    int mech;                          /* enum decide_mech */
+    const struct cat_model *model;     /* GPU model it runs on */
+    const struct cat_profile *profile; /* MIG profile (mig, or MIG-backed vgpu) */
+    int gpus;                          /* whole GPUs per replica (whole, vgpu) */
+    double need_gib;                   /* high-water mark + KV cache */
+    double cap_gib;                    /* memory cap in a sharing pool */
+    int sm_percent;                    /* MPS active thread percentage */
+    int enforce;                       /* memory-fraction: who enforces the limit */
+    int security_boundary;             /* 0 when the mechanism does not isolate data */
+    const char *rule;                  /* "R1".."R6" */
+    const char *reason;
+};
+
+struct decide_result {
+    struct ts_arena arena;
+    struct decide_row *rows;
+    size_t nrows;
+};
+
+/* Decide every workload of m. On failure diag names each problem. */
+ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
+                     struct decide_result **out, struct ts_diag *diag);
+void decide_free(struct decide_result *r);
+
+#endif

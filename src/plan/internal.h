@@ -1,0 +1,78 @@
+/*
+ * internal.h - what the plan module's files share: the MIG packing problem
+ * (items to place, cards they may go on) and the solvers' entry points.
+ * Not part of plan's public interface.
+ */
+#ifndef PLAN_INTERNAL_H
+#define PLAN_INTERNAL_H
+
+#include "plan/plan.h"
+
+#define PLAN_MAX_PER_CARD CAT_GRID_MAX
+
+/* One MIG instance to place. */
+struct plan_item {
+    const struct decide_row *row;        /* NULL: canary slice */
+    int replica;
+    const struct cat_profile *profile;
+    const struct spec_fleet_node *node;  /* canary: only on this node; else NULL */
+    int group;                           /* spread group (one per workload), -1 none */
+    int spread_node;                     /* group's replicas on distinct nodes */
+};
+
+/* Pack items onto cards (all of model); card_of[i] = index into cards. */
+struct plan_mig {
+    const struct cat_model *model;
+    struct plan_item *items;
+    size_t nitems;
+    struct plan_gpu **cards;
+    size_t ncards;
+};
+
+/* 1 if item i may go on card c (node restriction only). */
+int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c);
+
+/* Find starts for n profiles on one card of model (DFS, deterministic:
+ * profiles in the given order, lowest start first). 1 if found. */
+int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles,
+                size_t n, int *starts);
+
+/* First-fit decreasing. Returns cards used, or -1 when items do not fit. */
+int plan__heuristic(const struct plan_mig *pm, int *card_of);
+
+/* GLPK; returns cards used or -1 (no solution within the limit); *optimal
+ * set when GLPK proved it. Skips (returns -1) when the model is too large. */
+int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, int *optimal);
+
+/* Lower bound on cards for pm's items. */
+int plan__mig_bound(const struct plan_mig *pm);
+/* Lower bound on the cards of model that whole GPUs and pools need. */
+int plan__other_bound(const struct decide_result *d, const struct cat_model *model);
+/* 1 for best-effort time-slicing that may ride on other tenants' cards. */
+int plan__is_guest(const struct decide_row *r);
+
+#endif
+
+/* ---- shared by plan.c, mig.c, pools.c ---- */
+
+struct plan_build {
+    struct plan *p;
+    const struct spec_model *m;
+    const struct cat_catalog *cat;
+    const struct decide_result *d;
+    const struct plan_options *opt;
+    struct ts_diag *diag;
+    int used_exact;         /* some MIG model's layout came from GLPK */
+    int mig_proven;         /* every MIG model's card count proven minimal */
+    int bound;              /* lower bound, summed over models */
+};
+
+/* Append an instance to gpu (arena-grown). 0 on out of memory. */
+int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst);
+/* Place every MIG instance (and canary slices). */
+ts_status plan__mig(struct plan_build *b);
+/* Whole GPUs, sharing pools and best-effort guests. */
+ts_status plan__pools(struct plan_build *b);
+/* Report a placement failure located at the workload. */
+void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));

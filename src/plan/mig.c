@@ -1,0 +1,193 @@
+/*
+ * mig.c - the MIG phase of plan_build: per MIG-capable model, collect the
+ * instances to place (workload replicas and canary slices), pack them with
+ * the heuristic and, when it may do better, with GLPK, then write each
+ * card's instances at their canonical placements.
+ */
+#include "plan/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The canary profile of node n on model, or NULL. */
+static const struct cat_profile *canary_for(const struct plan_build *b,
+                                            const struct spec_fleet_node *n,
+                                            const struct cat_model *model)
+{
+    const char *name = n->canary ? n->canary : b->m->fleet->canary;
+    if (!name)
+        return NULL;
+    /* one canary per node: on its first MIG model that has the profile */
+    for (size_t g = 0; g < n->ngpus; g++) {
+        const struct cat_model *first = cat_model_find(b->cat, n->gpus[g].model);
+        if (first && first->mig && cat_profile_find(first, name))
+            return first == model ? cat_profile_find(model, name) : NULL;
+    }
+    return NULL;
+}
+
+static size_t count_items(const struct plan_build *b, const struct cat_model *model)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->d->nrows; i++)
+        if (b->d->rows[i].profile && b->d->rows[i].model == model)
+            n += (size_t)b->d->rows[i].workload->replicas;
+    return n + b->m->fleet->nnodes;
+}
+
+static void collect_items(const struct plan_build *b, struct plan_mig *pm)
+{
+    for (size_t i = 0; i < b->d->nrows; i++) {
+        const struct decide_row *r = &b->d->rows[i];
+        if (!r->profile || r->model != pm->model)
+            continue;
+        int spread = r->workload->replicas > 1 && r->workload->spread != SPEC_SPREAD_NONE;
+        for (int k = 0; k < r->workload->replicas; k++)
+            pm->items[pm->nitems++] = (struct plan_item){
+                r, k, r->profile, NULL, spread ? r->index : -1,
+                r->workload->spread == SPEC_SPREAD_NODE};
+    }
+    const struct spec_fleet *f = b->m->fleet;
+    for (size_t n = 0; n < f->nnodes; n++) {
+        const struct cat_profile *c = canary_for(b, &f->nodes[n], pm->model);
+        if (c)
+            pm->items[pm->nitems++] = (struct plan_item){NULL, 0, c, &f->nodes[n], -1, 0};
+    }
+}
+
+static int collect_cards(struct plan_build *b, struct plan_mig *pm)
+{
+    pm->cards = ts_arena_array(&b->p->arena, b->p->ngpus + 1, sizeof(*pm->cards));
+    if (!pm->cards)
+        return 0;
+    for (size_t i = 0; i < b->p->ngpus; i++)
+        if (b->p->gpus[i].model == pm->model)
+            pm->cards[pm->ncards++] = &b->p->gpus[i];
+    return 1;
+}
+
+/* Canonical order of a card's items (as heur.c sorts them). */
+static int cmp_on_card(const void *a, const void *b)
+{
+    const struct plan_item *x = *(const struct plan_item *const *)a;
+    const struct plan_item *y = *(const struct plan_item *const *)b;
+    if (x->profile->mem_units != y->profile->mem_units)
+        return y->profile->mem_units - x->profile->mem_units;
+    if (x->profile->compute != y->profile->compute)
+        return y->profile->compute - x->profile->compute;
+    if (x->profile->id != y->profile->id)
+        return x->profile->id - y->profile->id;
+    int xi = x->row ? x->row->index : 1 << 30, yi = y->row ? y->row->index : 1 << 30;
+    return xi != yi ? xi - yi : x->replica - y->replica;
+}
+
+static ts_status write_card(struct plan_build *b, const struct plan_mig *pm, const int *card_of,
+                            size_t c)
+{
+    const struct plan_item *items[PLAN_MAX_PER_CARD];
+    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
+    int starts[PLAN_MAX_PER_CARD];
+    size_t n = 0;
+    for (size_t i = 0; i < pm->nitems; i++)
+        if (card_of[i] == (int)c && n < PLAN_MAX_PER_CARD)
+            items[n++] = &pm->items[i];
+    if (n == 0)
+        return TS_OK;
+    qsort(items, n, sizeof(items[0]), cmp_on_card);
+    for (size_t i = 0; i < n; i++)
+        profs[i] = items[i]->profile;
+    if (!plan__place(pm->model, profs, n, starts))
+        return TS_INTERNAL; /* the solvers only return placeable cards */
+    struct plan_gpu *gpu = pm->cards[c];
+    gpu->mode = PLAN_MIG;
+    for (size_t i = 0; i < n; i++) {
+        struct plan_inst in = {items[i]->row, items[i]->replica, profs[i], starts[i],
+                               profs[i]->mem_units, 0, profs[i]->memory_gib, 0, 0};
+        if (!plan__add_inst(b->p, gpu, &in))
+            return TS_NOMEM;
+    }
+    return TS_OK;
+}
+
+/* Heuristic, then GLPK when it might save a card; the better wins. */
+static int solve(struct plan_build *b, const struct plan_mig *pm, int *card_of, int bound)
+{
+    int used = plan__heuristic(pm, card_of);
+    int solver = b->opt->solver;
+    int want_exact = solver == PLAN_SOLVER_EXACT ||
+                     (solver == PLAN_SOLVER_AUTO && (used < 0 || used > bound));
+    if (!want_exact) {
+        b->mig_proven &= used == bound;
+        return used;
+    }
+    int *exact = malloc((pm->nitems + 1) * sizeof(*exact));
+    int optimal = 0;
+    int e = exact ? plan__exact(pm, b->opt->time_limit_s, exact, &optimal) : -1;
+    if (e >= 0 && (used < 0 || e <= used)) {
+        memcpy(card_of, exact, pm->nitems * sizeof(*exact));
+        used = e;
+        b->used_exact = 1;
+    }
+    b->mig_proven &= optimal || used == bound;
+    free(exact);
+    return used;
+}
+
+static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int bound)
+{
+    const struct decide_row *r = NULL;
+    for (size_t i = 0; i < pm->nitems && !r; i++)
+        r = pm->items[i].row;
+    plan__fail(b, r, "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
+               "least %d, and replica spread or canary slices may need more); add cards or "
+               "shrink the workloads", pm->nitems, pm->ncards, pm->model->name, bound);
+}
+
+static ts_status mig_model(struct plan_build *b, const struct cat_model *model)
+{
+    struct plan_mig pm = {model, NULL, 0, NULL, 0};
+    pm.items = ts_arena_array(&b->p->arena, count_items(b, model), sizeof(*pm.items));
+    if (!pm.items || !collect_cards(b, &pm))
+        return TS_NOMEM;
+    collect_items(b, &pm);
+    int bound = plan__mig_bound(&pm);
+    b->bound += bound + plan__other_bound(b->d, model);
+    if (pm.nitems == 0)
+        return TS_OK;
+    int *card_of = ts_arena_array(&b->p->arena, pm.nitems, sizeof(int));
+    if (!card_of)
+        return TS_NOMEM;
+    if (solve(b, &pm, card_of, bound) < 0) {
+        explain_failure(b, &pm, bound);
+        return TS_INFEASIBLE;
+    }
+    for (size_t c = 0; c < pm.ncards; c++) {
+        ts_status st = write_card(b, &pm, card_of, c);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}
+
+static int in_fleet(const struct plan *p, const struct cat_model *model)
+{
+    for (size_t i = 0; i < p->ngpus; i++)
+        if (p->gpus[i].model == model)
+            return 1;
+    return 0;
+}
+
+ts_status plan__mig(struct plan_build *b)
+{
+    for (size_t k = 0; k < b->cat->nmodels; k++) {
+        const struct cat_model *model = &b->cat->models[k];
+        if (!in_fleet(b->p, model))
+            continue;
+        ts_status st = model->mig ? mig_model(b, model) : TS_OK;
+        if (!model->mig)
+            b->bound += plan__other_bound(b->d, model);
+        if (st)
+            return st;
+    }
+    return TS_OK;
+}

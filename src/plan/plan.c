@@ -1,0 +1,178 @@
+/*
+ * plan.c - plan_build: cards of the fleet, the phases (MIG in mig.c, whole
+ * GPUs, pools and guests in pools.c), canonical card order, and totals.
+ */
+#include "plan/internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const plan_mode_names[] = {"free", "mig", "whole", "mps", "time-slicing",
+                                       "memory-fraction", "vgpu", NULL};
+
+int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst)
+{
+    if (gpu->ninst == gpu->cap) {
+        size_t cap = gpu->cap ? gpu->cap * 2 : 8;
+        struct plan_inst *n = ts_arena_array(&p->arena, cap, sizeof(*n));
+        if (!n)
+            return 0;
+        if (gpu->ninst)
+            memcpy(n, gpu->inst, gpu->ninst * sizeof(*n));
+        gpu->inst = n;
+        gpu->cap = cap;
+    }
+    gpu->inst[gpu->ninst++] = *inst;
+    return 1;
+}
+
+void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
+{
+    struct ts_error e;
+    const struct spec_loc *loc = r ? &r->workload->loc : &b->m->fleet->loc;
+    ts_err_at(&e, TS_INFEASIBLE, loc->file, loc->line, loc->column, loc->path, "%s", "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    va_end(ap);
+    ts_diag_add(b->diag, &e);
+}
+
+static ts_status make_cards(struct plan_build *b)
+{
+    const struct spec_fleet *f = b->m->fleet;
+    size_t n = 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        for (size_t g = 0; g < f->nodes[i].ngpus; g++)
+            n += (size_t)f->nodes[i].gpus[g].count;
+    b->p->gpus = ts_arena_array(&b->p->arena, n ? n : 1, sizeof(*b->p->gpus));
+    if (!b->p->gpus)
+        return TS_NOMEM;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        int index = 0;
+        for (size_t g = 0; g < f->nodes[i].ngpus; g++)
+            for (int k = 0; k < f->nodes[i].gpus[g].count; k++) {
+                struct plan_gpu *gpu = &b->p->gpus[b->p->ngpus++];
+                gpu->node = &f->nodes[i];
+                gpu->index = index++;
+                gpu->model = cat_model_find(b->cat, f->nodes[i].gpus[g].model);
+            }
+    }
+    return TS_OK;
+}
+
+/* ---- canonical order ---- */
+
+static int mode_rank(int mode)
+{
+    static const int rank[] = {[PLAN_MIG] = 0, [PLAN_VGPU] = 1, [PLAN_MPS] = 2,
+                               [PLAN_MEMORY_FRACTION] = 3, [PLAN_TIME_SLICING] = 4,
+                               [PLAN_WHOLE] = 5, [PLAN_FREE] = 6};
+    return rank[mode];
+}
+
+static long card_key(const struct plan_gpu *g)
+{
+    long best = 1L << 40;
+    for (size_t i = 0; i < g->ninst; i++) {
+        const struct plan_inst *in = &g->inst[i];
+        long k = in->row ? (long)in->row->index * 4096 + in->replica * 64 + in->gpu_part
+                         : (1L << 39);
+        best = k < best ? k : best;
+    }
+    return ((long)mode_rank(g->mode) << 44) + best;
+}
+
+static int cmp_cards(const void *a, const void *b)
+{
+    long x = card_key(a), y = card_key(b);
+    return x < y ? -1 : x > y;
+}
+
+/* Within each run of identical cards (same node and model), order the
+ * cards by what they hold and renumber them with the run's indices. */
+static void canonical_order(struct plan *p)
+{
+    for (size_t i = 0; i < p->ngpus;) {
+        size_t j = i + 1;
+        while (j < p->ngpus && p->gpus[j].node == p->gpus[i].node &&
+               p->gpus[j].model == p->gpus[i].model)
+            j++;
+        int first = p->gpus[i].index;
+        qsort(&p->gpus[i], j - i, sizeof(p->gpus[0]), cmp_cards);
+        for (size_t k = i; k < j; k++)
+            p->gpus[k].index = first + (int)(k - i);
+        i = j;
+    }
+}
+
+/* ---- totals ---- */
+
+static void totals(struct plan_build *b)
+{
+    struct plan *p = b->p;
+    struct plan_summary *s = &p->summary;
+    s->gpus_total = (int)p->ngpus;
+    for (size_t i = 0; i < p->ngpus; i++) {
+        const struct plan_gpu *g = &p->gpus[i];
+        if (g->mode == PLAN_FREE)
+            continue;
+        s->gpus_used++;
+        double reserved = 0;
+        for (size_t k = 0; k < g->ninst; k++) {
+            const struct plan_inst *in = &g->inst[k];
+            if (in->guest)
+                continue;
+            reserved += in->mem_gib;
+            if (in->row) /* a multi-GPU replica's need is spread over its GPUs */
+                s->reserved_unused_gib += in->mem_gib - in->row->need_gib / in->row->gpus;
+        }
+        if (g->model->memory_gib > reserved)
+            s->idle_gib += g->model->memory_gib - reserved;
+    }
+    s->naive = plan_naive(b->d);
+    s->lower_bound = b->bound;
+    s->savings_percent = s->naive > 0 ? 100.0 * (s->naive - s->gpus_used) / s->naive : 0;
+    s->solver = b->used_exact ? "exact (GLPK)" : "heuristic";
+    s->optimal = s->gpus_used <= s->lower_bound;
+}
+
+ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
+                     const struct decide_result *d, const struct plan_options *opt,
+                     struct plan **out, struct ts_diag *diag)
+{
+    struct plan *p = calloc(1, sizeof(*p));
+    if (!p)
+        return TS_NOMEM;
+    ts_arena_init(&p->arena);
+    p->model = m;
+    p->decisions = d;
+    struct plan_options defaults = {PLAN_SOLVER_AUTO, 10.0};
+    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 1, 0};
+    ts_status st = make_cards(&b);
+    if (st == TS_OK)
+        st = plan__mig(&b);
+    if (st == TS_OK)
+        st = plan__pools(&b);
+    if (st == TS_OK && (diag->count || diag->dropped))
+        st = TS_INFEASIBLE;
+    if (st != TS_OK) {
+        plan_free(p);
+        return st;
+    }
+    canonical_order(p);
+    totals(&b);
+    *out = p;
+    return TS_OK;
+}
+
+void plan_free(struct plan *p)
+{
+    if (!p)
+        return;
+    ts_arena_free(&p->arena);
+    free(p);
+}

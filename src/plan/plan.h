@@ -1,0 +1,95 @@
+/*
+ * plan.h - the fleet layout: which card holds what, where.
+ *
+ * plan_build turns decisions into concrete cards of the fleet:
+ *   - MIG instances with explicit placements (start unit on the board's
+ *     grid), packed to use as few cards as possible: exactly with GLPK
+ *     (plan/exact.c) when the problem is small enough to solve within the
+ *     time limit, else (or as its starting point) first-fit decreasing
+ *     (plan/heur.c); a canary slice per node when the fleet asks for one;
+ *   - whole GPUs (multi-GPU replicas stay on one node);
+ *   - sharing pools (MPS, memory-enforced fractions, time-slicing) whose
+ *     per-client memory caps add up to no more than the card, holding only
+ *     tenants that trust each other;
+ *   - best-effort time-sliced guests on cards whose owners trust them;
+ *   - replicas on distinct GPUs (distinct nodes when asked).
+ * It reports GPUs used against a lower bound (plan/bound.c) and the naive
+ * one-card-per-workload count. Output is canonical: equal specs give equal
+ * plans (cards of one model on one node are ordered by what they hold).
+ */
+#ifndef PLAN_PLAN_H
+#define PLAN_PLAN_H
+
+#include "decide/decide.h"
+
+enum plan_mode {
+    PLAN_FREE, PLAN_MIG, PLAN_WHOLE, PLAN_MPS, PLAN_TIME_SLICING, PLAN_MEMORY_FRACTION,
+    PLAN_VGPU,
+};
+extern const char *const plan_mode_names[];
+
+enum plan_solver { PLAN_SOLVER_AUTO, PLAN_SOLVER_EXACT, PLAN_SOLVER_HEURISTIC };
+
+struct plan_inst {
+    const struct decide_row *row;       /* NULL for the canary slice */
+    int replica;                        /* 0-based */
+    const struct cat_profile *profile;  /* MIG: the instance's profile */
+    int start, size;                    /* placement in grid units (MIG) */
+    int gpu_part;                       /* whole: which GPU of a multi-GPU replica */
+    double mem_gib;                     /* memory reserved for it */
+    int sm_percent;                     /* MPS */
+    int guest;                          /* time-sliced guest on a whole card */
+};
+
+struct plan_gpu {
+    const struct spec_fleet_node *node;
+    int index;                          /* index on the node (nvidia-smi order) */
+    const struct cat_model *model;
+    int mode;                           /* enum plan_mode */
+    int sharing;                        /* whole card also time-sliced by guests */
+    struct plan_inst *inst;
+    size_t ninst, cap;
+};
+
+struct plan_summary {
+    int gpus_used;
+    int gpus_total;
+    int naive;
+    int lower_bound;
+    double savings_percent;             /* (naive - used) / naive * 100 */
+    double reserved_unused_gib;         /* reserved for workloads beyond their need */
+    double idle_gib;                    /* memory of used cards nobody reserved */
+    const char *solver;                 /* "exact (GLPK)", "heuristic", ... */
+    int optimal;                        /* 1 when gpus_used is proven minimal */
+};
+
+struct plan {
+    struct ts_arena arena;
+    const struct spec_model *model;
+    const struct decide_result *decisions;
+    struct plan_gpu *gpus;
+    size_t ngpus;
+    struct plan_summary summary;
+};
+
+struct plan_options {
+    int solver;                         /* enum plan_solver */
+    double time_limit_s;                /* GLPK time limit */
+};
+
+/* Build the plan. On failure diag says what cannot be placed and why. */
+ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
+                     const struct decide_result *d, const struct plan_options *opt,
+                     struct plan **out, struct ts_diag *diag);
+void plan_free(struct plan *p);
+
+/* Lower bound on cards for the decisions (plan/bound.c). */
+int plan_lower_bound(const struct spec_model *m, const struct cat_catalog *cat,
+                     const struct decide_result *d);
+/* The naive count: every workload its own whole GPU(s), replicas once. */
+int plan_naive(const struct decide_result *d);
+
+/* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
+ts_status plan_verify(const struct plan *p, struct ts_error *err);
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * report.c - text and JSON renderings of a plan (see report.h).
+ */
+#include "report/report.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *report_inst_owner(const struct plan_inst *in, char *buf, size_t size)
+{
+    if (!in->row)
+        snprintf(buf, size, "canary");
+    else
+        snprintf(buf, size, "%s/%s", in->row->tenant->name, in->row->workload->name);
+    return buf;
+}
+
+static const char *profile_name(const struct decide_row *r, char *buf, size_t size)
+{
+    if (r->profile)
+        snprintf(buf, size, "%s", r->profile->name);
+    else if (r->gpus > 1)
+        snprintf(buf, size, "whole x%d", r->gpus);
+    else if (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU)
+        snprintf(buf, size, "whole");
+    else
+        snprintf(buf, size, "%.0f GiB", r->cap_gib);
+    return buf;
+}
+
+static void text_decisions(const struct plan *p, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out, "Decisions\n%-14s %-14s %-15s %-10s %-16s %-4s %s\n", "TENANT", "WORKLOAD",
+                   "MECHANISM", "PROFILE", "GPU MODEL", "RULE", "REASON");
+    for (size_t i = 0; i < p->decisions->nrows; i++) {
+        const struct decide_row *r = &p->decisions->rows[i];
+        char prof[32];
+        ts_sbuf_printf(out, "%-14s %-14s %-15s %-10s %-16s %-4s %s\n", r->tenant->name,
+                       r->workload->name, decide_mech_names[r->mech], profile_name(r, prof, sizeof(prof)), r->model->name,
+                       r->rule, r->reason);
+    }
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const struct plan_inst *x = *(const struct plan_inst *const *)a;
+    const struct plan_inst *y = *(const struct plan_inst *const *)b;
+    return x->start - y->start;
+}
+
+static void text_instance(const struct plan_gpu *g, const struct plan_inst *in,
+                          struct ts_sbuf *out)
+{
+    char owner[160];
+    report_inst_owner(in, owner, sizeof(owner));
+    if (g->mode == PLAN_MIG)
+        ts_sbuf_printf(out, "    %-10s @%d:%d  %-32s r%d\n", in->profile->name, in->start, in->size,
+                       owner, in->replica);
+    else if (in->guest)
+        ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d (best-effort guest)\n", "time-slice",
+                       in->mem_gib, owner, in->replica);
+    else if (g->mode == PLAN_MPS)
+        ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d, %d%% SMs\n", "mps client",
+                       in->mem_gib, owner, in->replica, in->sm_percent);
+    else if (g->mode == PLAN_WHOLE || g->mode == PLAN_VGPU)
+        ts_sbuf_printf(out, "    %-10s %5.1f GiB  %-28s r%d%s%s\n", "whole", in->mem_gib, owner,
+                       in->replica, in->row->workload->schedule ? ", " : "",
+                       in->row->workload->schedule ? in->row->workload->schedule : "");
+    else
+        ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d\n", "share", in->mem_gib, owner,
+                       in->replica);
+}
+
+static void text_gpus(const struct plan *p, struct ts_sbuf *out)
+{
+    ts_sbuf_puts(out, "\nLayout\n");
+    for (size_t i = 0; i < p->ngpus; i++) {
+        const struct plan_gpu *g = &p->gpus[i];
+        ts_sbuf_printf(out, "%s gpu %d  %s  %s%s\n", g->node->name, g->index, g->model->name,
+                       plan_mode_names[g->mode], g->sharing ? " + time-slicing" : "");
+        const struct plan_inst *sorted[64];
+        size_t n = g->ninst < 64 ? g->ninst : 64;
+        for (size_t k = 0; k < n; k++)
+            sorted[k] = &g->inst[k];
+        if (g->mode == PLAN_MIG)
+            qsort(sorted, n, sizeof(sorted[0]), cmp_start);
+        for (size_t k = 0; k < n; k++)
+            text_instance(g, sorted[k], out);
+    }
+}
+
+static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out, "\nSummary\n"
+                        "  GPUs used          %d of %d\n"
+                        "  naive              %d (one guaranteed GPU per workload)\n"
+                        "  saving             %d GPUs, %.0f%% less hardware\n"
+                        "  lower bound        %d%s\n"
+                        "  solver             %s\n"
+                        "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
+                        "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
+                   s->gpus_used, s->gpus_total, s->naive, s->naive - s->gpus_used,
+                   s->savings_percent, s->lower_bound,
+                   s->optimal ? " (the plan meets it: optimal)" : " (the plan may not be optimal)",
+                   s->solver, s->reserved_unused_gib, s->idle_gib);
+}
+
+void report_text(const struct plan *p, struct ts_sbuf *out)
+{
+    text_decisions(p, out);
+    text_gpus(p, out);
+    text_summary(&p->summary, out);
+}
+
+/* ---- JSON ---- */
+
+static json_t *round_to(double v, double unit)
+{
+    return json_real(round(v / unit) * unit);
+}
+
+static json_t *json_decision(const struct decide_row *r)
+{
+    static const char *const enforce[] = {"none", "driver", "shim"};
+    json_t *o = json_object();
+    json_object_set_new(o, "tenant", json_string(r->tenant->name));
+    json_object_set_new(o, "workload", json_string(r->workload->name));
+    json_object_set_new(o, "mechanism", json_string(decide_mech_names[r->mech]));
+    json_object_set_new(o, "profile", r->profile ? json_string(r->profile->name) : json_null());
+    json_object_set_new(o, "gpuModel", json_string(r->model->name));
+    json_object_set_new(o, "gpus", json_integer(r->gpus));
+    json_object_set_new(o, "replicas", json_integer(r->workload->replicas));
+    json_object_set_new(o, "rule", json_string(r->rule));
+    json_object_set_new(o, "reason", json_string(r->reason));
+    json_object_set_new(o, "needGiB", round_to(r->need_gib, 0.01));
+    json_object_set_new(o, "capGiB", round_to(r->cap_gib, 0.01));
+    json_object_set_new(o, "smPercent", json_integer(r->sm_percent));
+    json_object_set_new(o, "securityBoundary", json_boolean(r->security_boundary));
+    json_object_set_new(o, "enforcement", json_string(enforce[r->enforce]));
+    return o;
+}
+
+static json_t *json_instance(const struct plan_gpu *g, const struct plan_inst *in)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "profile", in->profile ? json_string(in->profile->name) : json_null());
+    json_object_set_new(o, "start", g->mode == PLAN_MIG ? json_integer(in->start) : json_null());
+    json_object_set_new(o, "size", g->mode == PLAN_MIG ? json_integer(in->size) : json_null());
+    json_object_set_new(o, "tenant", in->row ? json_string(in->row->tenant->name) : json_null());
+    json_object_set_new(o, "workload",
+                        in->row ? json_string(in->row->workload->name) : json_null());
+    json_object_set_new(o, "replica", json_integer(in->replica));
+    json_object_set_new(o, "gpuPart", json_integer(in->gpu_part));
+    json_object_set_new(o, "memoryGiB", round_to(in->mem_gib, 0.01));
+    json_object_set_new(o, "smPercent", json_integer(in->sm_percent));
+    json_object_set_new(o, "guest", json_boolean(in->guest));
+    json_object_set_new(o, "canary", json_boolean(in->row == NULL));
+    return o;
+}
+
+static json_t *json_gpu(const struct plan_gpu *g)
+{
+    json_t *o = json_object(), *insts = json_array();
+    json_object_set_new(o, "node", json_string(g->node->name));
+    json_object_set_new(o, "index", json_integer(g->index));
+    json_object_set_new(o, "model", json_string(g->model->name));
+    json_object_set_new(o, "mode", json_string(plan_mode_names[g->mode]));
+    json_object_set_new(o, "sharing", json_string(g->sharing ? "time-slicing" : "none"));
+    const struct plan_inst *sorted[64];
+    size_t n = g->ninst < 64 ? g->ninst : 64;
+    for (size_t k = 0; k < n; k++)
+        sorted[k] = &g->inst[k];
+    if (g->mode == PLAN_MIG)
+        qsort(sorted, n, sizeof(sorted[0]), cmp_start);
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(insts, json_instance(g, sorted[k]));
+    json_object_set_new(o, "instances", insts);
+    return o;
+}
+
+static json_t *json_summary(const struct plan_summary *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "gpusUsed", json_integer(s->gpus_used));
+    json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
+    json_object_set_new(o, "naiveGpus", json_integer(s->naive));
+    json_object_set_new(o, "savingsPercent", round_to(s->savings_percent, 0.1));
+    json_object_set_new(o, "lowerBound", json_integer(s->lower_bound));
+    json_object_set_new(o, "optimal", json_boolean(s->optimal));
+    json_object_set_new(o, "solver", json_string(s->solver));
+    json_object_set_new(o, "reservedUnusedGiB", round_to(s->reserved_unused_gib, 0.01));
+    json_object_set_new(o, "idleGiB", round_to(s->idle_gib, 0.01));
+    return o;
+}
+
+ts_status report_json(const struct plan *p, struct ts_sbuf *out)
+{
+    json_t *root = json_object(), *decisions = json_array(), *gpus = json_array();
+    json_object_set_new(root, "apiVersion", json_string("tessera.dev/v1alpha1"));
+    json_object_set_new(root, "kind", json_string("Plan"));
+    json_object_set_new(root, "summary", json_summary(&p->summary));
+    for (size_t i = 0; i < p->decisions->nrows; i++)
+        json_array_append_new(decisions, json_decision(&p->decisions->rows[i]));
+    for (size_t i = 0; i < p->ngpus; i++)
+        json_array_append_new(gpus, json_gpu(&p->gpus[i]));
+    json_object_set_new(root, "decisions", decisions);
+    json_object_set_new(root, "gpus", gpus);
+    char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    if (!text)
+        return TS_NOMEM;
+    ts_sbuf_puts(out, text);
+    ts_sbuf_puts(out, "\n");
+    free(text);
+    return ts_sbuf_status(out);
+}

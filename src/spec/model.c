@@ -1,0 +1,215 @@
+/*
+ * model.c - assembling the tenancy model from loaded documents, and the
+ * rules that span documents: one Fleet, at most one PriceBook, unique names,
+ * namespaces owned by one tenant, references that resolve, and workloads that
+ * do not contradict themselves. Catalog references (GPU models, profiles)
+ * are checked by decide, which has the catalog.
+ */
+#include "spec/model.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "spec/spec.h"
+
+static size_t count_kind(const struct spec_object *objs, size_t n, const char *kind)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += strcmp(objs[i].kind->kind, kind) == 0;
+    return c;
+}
+
+static void collect(struct spec_model *m, const struct spec_object *objs, size_t n,
+                    struct ts_diag *diag)
+{
+    size_t nt = count_kind(objs, n, "Tenant");
+    m->tenants = ts_arena_array(&m->arena, nt ? nt : 1, sizeof(*m->tenants));
+    for (size_t i = 0; i < n && m->tenants; i++) {
+        const char *k = objs[i].kind->kind;
+        if (strcmp(k, "Tenant") == 0) {
+            m->tenants[m->ntenants++] = *(struct spec_tenant *)objs[i].obj;
+        } else if (strcmp(k, "Fleet") == 0) {
+            if (m->fleet)
+                spec_report_loc(diag, &objs[i].loc, "a second Fleet document; a spec describes "
+                                "one fleet (the first is '%s')", m->fleet->name);
+            else
+                m->fleet = objs[i].obj;
+        } else if (strcmp(k, "PriceBook") == 0) {
+            if (m->pricebook)
+                spec_report_loc(diag, &objs[i].loc, "a second PriceBook document (the first is "
+                                "'%s')", m->pricebook->name);
+            else
+                m->pricebook = objs[i].obj;
+        }
+    }
+}
+
+static void check_tenant_names(const struct spec_model *m, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < m->ntenants; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(m->tenants[i].name, m->tenants[j].name) == 0)
+                spec_report_loc(diag, &m->tenants[i].loc, "duplicate tenant name '%s' (first "
+                                "at %s:%d)", m->tenants[i].name, m->tenants[j].loc.file,
+                                m->tenants[j].loc.line);
+}
+
+static void check_namespaces(const struct spec_model *m, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < m->ntenants; i++) {
+        const struct spec_tenant *t = &m->tenants[i];
+        for (size_t a = 0; a < t->nnamespaces; a++)
+            for (size_t j = 0; j < i; j++) {
+                const struct spec_tenant *u = &m->tenants[j];
+                for (size_t b = 0; b < u->nnamespaces; b++)
+                    if (strcmp(t->namespaces[a], u->namespaces[b]) == 0)
+                        spec_report_loc(diag, &t->loc, "namespaces: '%s' already belongs to "
+                                        "tenant '%s'", t->namespaces[a], u->name);
+            }
+    }
+}
+
+static void check_trust(const struct spec_model *m, const struct spec_tenant *t,
+                        struct ts_diag *diag)
+{
+    for (size_t i = 0; i < t->ntrusts; i++) {
+        if (strcmp(t->trusts[i], t->name) == 0)
+            spec_report_loc(diag, &t->loc, "trusts: a tenant need not list itself");
+        else if (!spec_tenant_find(m, t->trusts[i]))
+            spec_report_loc(diag, &t->loc, "trusts: no tenant named '%s'", t->trusts[i]);
+    }
+    for (size_t i = 0; i < t->nuses; i++) {
+        const struct spec_use *u = &t->uses[i];
+        const struct spec_tenant *owner = spec_tenant_find(m, u->tenant);
+        int found = 0;
+        for (size_t w = 0; owner && w < owner->nworkloads; w++)
+            found |= strcmp(owner->workloads[w].name, u->workload) == 0;
+        if (!owner)
+            spec_report_loc(diag, &u->loc, "no tenant named '%s'", u->tenant);
+        else if (!found)
+            spec_report_loc(diag, &u->loc, "tenant '%s' has no workload named '%s'", u->tenant,
+                            u->workload);
+    }
+}
+
+static void check_workload(const struct spec_tenant *t, const struct spec_workload *w,
+                           struct ts_diag *diag)
+{
+    if (w->best_effort && w->p99_ms > 0)
+        spec_report_loc(diag, &w->loc, "bestEffort and p99Ms contradict each other: a "
+                        "best-effort workload has no latency target");
+    if (t->contract == SPEC_CONTRACT_BEST_EFFORT && w->p99_ms > 0)
+        spec_report_loc(diag, &w->loc, "p99Ms: tenant '%s' has a best-effort contract, which "
+                        "cannot promise a latency target", t->name);
+    if (w->peer_to_peer && w->gpus < 2)
+        spec_report_loc(diag, &w->loc, "peerToPeer needs gpus of 2 or more (gpus is %d)",
+                        w->gpus);
+    if (t->contract == SPEC_CONTRACT_VM && w->isolation != SPEC_ISO_AUTO &&
+        w->isolation != SPEC_ISO_VGPU && w->isolation != SPEC_ISO_WHOLE &&
+        w->isolation != SPEC_ISO_MIG)
+        spec_report_loc(diag, &w->loc, "isolation: a vm tenant's workloads run in virtual "
+                        "machines, which can get vgpu, whole or mig, not %s",
+                        spec_isolation_names[w->isolation]);
+}
+
+static void check_workloads(const struct spec_tenant *t, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < t->nworkloads; i++) {
+        const struct spec_workload *w = &t->workloads[i];
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(w->name, t->workloads[j].name) == 0)
+                spec_report_loc(diag, &w->loc, "duplicate workload name '%s' in tenant '%s'",
+                                w->name, t->name);
+        check_workload(t, w, diag);
+    }
+}
+
+static int valid_cuda_version(const char *v)
+{
+    return spec_cuda_version(v) > 0;
+}
+
+static void check_fleet(const struct spec_fleet *f, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct spec_fleet_node *n = &f->nodes[i];
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(n->name, f->nodes[j].name) == 0)
+                spec_report_loc(diag, &n->loc, "duplicate node name '%s'", n->name);
+        if (n->cuda_version && !valid_cuda_version(n->cuda_version))
+            spec_report_loc(diag, &n->loc, "cudaVersion: '%s' is not a version like \"13.4\"",
+                            n->cuda_version);
+    }
+}
+
+static void check_pricebook(const struct spec_pricebook *p, struct ts_diag *diag)
+{
+    const char *c = p->currency;
+    if (strlen(c) != 3 || !isupper((unsigned char)c[0]) || !isupper((unsigned char)c[1]) ||
+        !isupper((unsigned char)c[2]))
+        spec_report_loc(diag, &p->loc, "currency: '%s' is not an ISO 4217 code like EUR", c);
+    for (size_t i = 0; i < p->nprices; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(p->prices[i].model, p->prices[j].model) == 0)
+                spec_report_loc(diag, &p->prices[i].loc, "duplicate price for model '%s'",
+                                p->prices[i].model);
+}
+
+void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, size_t n,
+                         struct ts_diag *diag)
+{
+    collect(m, objs, n, diag);
+    if (!m->fleet) {
+        struct ts_error e;
+        ts_err(&e, TS_INVALID, "no Fleet document: a spec needs one Fleet (kind: Fleet) that "
+               "lists the GPU nodes");
+        ts_diag_add(diag, &e);
+        return;
+    }
+    check_fleet(m->fleet, diag);
+    check_tenant_names(m, diag);
+    check_namespaces(m, diag);
+    for (size_t i = 0; i < m->ntenants; i++) {
+        check_trust(m, &m->tenants[i], diag);
+        check_workloads(&m->tenants[i], diag);
+    }
+    if (m->pricebook)
+        check_pricebook(m->pricebook, diag);
+}
+
+const struct spec_tenant *spec_tenant_find(const struct spec_model *m, const char *name)
+{
+    for (size_t i = 0; i < m->ntenants; i++)
+        if (strcmp(m->tenants[i].name, name) == 0)
+            return &m->tenants[i];
+    return NULL;
+}
+
+static int lists(const struct spec_tenant *t, const char *name)
+{
+    for (size_t i = 0; i < t->ntrusts; i++)
+        if (strcmp(t->trusts[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int spec_tenants_trust(const struct spec_model *m, const char *a, const char *b)
+{
+    if (strcmp(a, b) == 0)
+        return 1;
+    const struct spec_tenant *ta = spec_tenant_find(m, a), *tb = spec_tenant_find(m, b);
+    return ta && tb && lists(ta, b) && lists(tb, a);
+}
+
+int spec_cuda_version(const char *v)
+{
+    if (!v)
+        return 0;
+    int major = 0, minor = 0, n = 0;
+    if (sscanf(v, "%3d.%3d%n", &major, &minor, &n) != 2 || v[n] != '\0' || major <= 0 ||
+        major > 99 || minor < 0 || minor > 99)
+        return 0;
+    return major * 100 + minor;
+}

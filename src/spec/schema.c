@@ -1,0 +1,530 @@
+/*
+ * schema.c - the table-driven mapping reader (see schema.h).
+ */
+#include "spec/schema.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FIELDS 64
+#define MAX_LIST 10000
+
+static const char *node_kind(const struct spec_node *n)
+{
+    switch (n->type) {
+    case SPEC_NODE_MAP: return "a mapping";
+    case SPEC_NODE_SEQ: return "a list";
+    default: return n->plain ? "a scalar" : "a quoted string";
+    }
+}
+
+static void vreport(struct ts_diag *diag, const char *file, int line, int col,
+                    const char *path, const char *fmt, va_list ap)
+{
+    struct ts_error e;
+    ts_err_at(&e, TS_INVALID, file, line, col, path, "%s", "");
+    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    ts_diag_add(diag, &e);
+}
+
+void spec_report(struct spec_ctx *ctx, const struct spec_node *node,
+                 const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(ctx->diag, ctx->file, node ? node->line : 0, node ? node->column : 0,
+            path, fmt, ap);
+    va_end(ap);
+}
+
+void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc,
+                     const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(diag, loc->file, loc->line, loc->column, loc->path, fmt, ap);
+    va_end(ap);
+}
+
+static int is_null(const struct spec_node *n)
+{
+    return n->type == SPEC_NODE_SCALAR && n->plain &&
+           (n->len == 0 || strcmp(n->value, "~") == 0 || strcmp(n->value, "null") == 0);
+}
+
+int spec_is_dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+static int is_dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    char label[64];
+    for (const char *p = s;;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        if (len == 0 || len > 63)
+            return 0;
+        memcpy(label, p, len);
+        label[len] = '\0';
+        if (!spec_is_dns_label(label))
+            return 0;
+        if (!dot)
+            return 1;
+        p = dot + 1;
+    }
+}
+
+/* Strict YAML-ish decimal: -?digits[.digits][e[+-]digits]. */
+static int parse_decimal(const char *s, double *out)
+{
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!isdigit((unsigned char)*p))
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return 0;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    if (*p)
+        return 0;
+    double d = strtod(s, NULL);
+    if (!isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+int spec_parse_money(const char *s, int64_t *micro)
+{
+    const char *p = s;
+    int64_t whole = 0, frac = 0;
+    int digits = 0, places = 0;
+    for (; isdigit((unsigned char)*p); p++, digits++) {
+        if (whole > (INT64_MAX / 10 - 9) / 1000000)
+            return 0;
+        whole = whole * 10 + (*p - '0');
+    }
+    if (digits == 0)
+        return 0;
+    if (*p == '.') {
+        for (p++; isdigit((unsigned char)*p); p++, places++) {
+            if (places == 6)
+                return 0;
+            frac = frac * 10 + (*p - '0');
+        }
+        if (places == 0)
+            return 0;
+    }
+    if (*p)
+        return 0;
+    for (int i = places; i < 6; i++)
+        frac *= 10;
+    *micro = whole * 1000000 + frac;
+    return 1;
+}
+
+static void *at(void *base, size_t off)
+{
+    return (char *)base + off;
+}
+
+static int want_scalar(struct spec_ctx *ctx, const struct spec_node *n, const char *path,
+                       const char *what)
+{
+    if (n->type == SPEC_NODE_SCALAR && !is_null(n))
+        return 1;
+    if (is_null(n))
+        spec_report(ctx, n, path, "must be %s, got nothing", what);
+    else
+        spec_report(ctx, n, path, "must be %s, got %s", what, node_kind(n));
+    return 0;
+}
+
+static int read_number(struct spec_ctx *ctx, const struct spec_field *f,
+                       const struct spec_node *n, const char *path, double *out)
+{
+    const char *what = f->type == SPEC_F_INT ? "a whole number" : "a number";
+    if (!want_scalar(ctx, n, path, what))
+        return 1;
+    double d;
+    if (!n->plain || !parse_decimal(n->value, &d)) {
+        spec_report(ctx, n, path, "must be %s, got %s '%.40s'", what,
+                    n->plain ? "text" : "a quoted string", n->value);
+        return 1;
+    }
+    if (f->type == SPEC_F_INT && d != floor(d)) {
+        spec_report(ctx, n, path, "must be a whole number, got %s", n->value);
+        return 1;
+    }
+    if (d < f->min || d > f->max) {
+        spec_report(ctx, n, path, "must be between %g and %g, got %s", f->min, f->max, n->value);
+        return 1;
+    }
+    *out = d;
+    return 0;
+}
+
+static int read_enum(struct spec_ctx *ctx, const struct spec_field *f,
+                     const struct spec_node *n, const char *path, int *out)
+{
+    if (!want_scalar(ctx, n, path, "a string"))
+        return 1;
+    for (int i = 0; f->enums[i]; i++) {
+        if (strcmp(n->value, f->enums[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    char list[400] = "";
+    for (int i = 0; f->enums[i]; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", f->enums[i]);
+    }
+    spec_report(ctx, n, path, "must be one of %s; got '%.60s'", list, n->value);
+    return 1;
+}
+
+static int read_string(struct spec_ctx *ctx, enum spec_ftype t, const struct spec_node *n,
+                       const char *path, const char **out)
+{
+    if (!want_scalar(ctx, n, path, "a string"))
+        return 1;
+    if (strlen(n->value) != n->len) {
+        spec_report(ctx, n, path, "must not contain NUL characters");
+        return 1;
+    }
+    if (t == SPEC_F_NAME && !spec_is_dns_label(n->value)) {
+        spec_report(ctx, n, path, "'%.80s' is not a valid name (lowercase letters, digits "
+                    "and '-', starting and ending with a letter or digit, at most 63)", n->value);
+        return 1;
+    }
+    if (t == SPEC_F_DNS && !is_dns_subdomain(n->value)) {
+        spec_report(ctx, n, path, "'%.80s' is not a valid DNS subdomain name", n->value);
+        return 1;
+    }
+    *out = n->value;
+    return 0;
+}
+
+static int read_bool(struct spec_ctx *ctx, const struct spec_node *n, const char *path, int *out)
+{
+    if (!want_scalar(ctx, n, path, "true or false"))
+        return 1;
+    if (n->plain && strcmp(n->value, "true") == 0)
+        *out = 1;
+    else if (n->plain && strcmp(n->value, "false") == 0)
+        *out = 0;
+    else {
+        spec_report(ctx, n, path, "must be true or false, got '%.40s'", n->value);
+        return 1;
+    }
+    return 0;
+}
+
+static int read_money(struct spec_ctx *ctx, const struct spec_node *n, const char *path,
+                      int64_t *out)
+{
+    if (!want_scalar(ctx, n, path, "an amount"))
+        return 1;
+    if (!spec_parse_money(n->value, out)) {
+        spec_report(ctx, n, path, "must be a non-negative amount with at most 6 decimal "
+                    "places, like \"2.50\"; got '%.40s'", n->value);
+        return 1;
+    }
+    return 0;
+}
+
+static int check_count(struct spec_ctx *ctx, const struct spec_field *f,
+                       const struct spec_node *n, const char *path)
+{
+    if (n->type != SPEC_NODE_SEQ) {
+        spec_report(ctx, n, path, "must be a list, got %s", node_kind(n));
+        return 1;
+    }
+    double max = f->max > 0 ? f->max : MAX_LIST;
+    if ((double)n->count < f->min || (double)n->count > max) {
+        spec_report(ctx, n, path, "must have between %g and %g items, got %zu", f->min, max,
+                    n->count);
+        return 1;
+    }
+    return 0;
+}
+
+static int read_strings(struct spec_ctx *ctx, const struct spec_field *f,
+                        const struct spec_node *n, const char *path, void *out)
+{
+    if (check_count(ctx, f, n, path))
+        return 1;
+    const char **arr = ts_arena_array(ctx->arena, n->count + 1, sizeof(*arr));
+    if (!arr) {
+        spec_report(ctx, n, path, "out of memory");
+        return 1;
+    }
+    int bad = 0;
+    enum spec_ftype t = f->type == SPEC_F_NAMES ? SPEC_F_NAME : SPEC_F_STR;
+    for (size_t i = 0; i < n->count; i++) {
+        char *p = ts_arena_printf(ctx->arena, "%s[%zu]", path, i);
+        bad += read_string(ctx, t, n->items[i], p, &arr[i]);
+        for (size_t j = 0; j < i && !bad; j++)
+            if (arr[j] && arr[i] && strcmp(arr[j], arr[i]) == 0) {
+                spec_report(ctx, n->items[i], p, "duplicate entry '%.80s'", arr[i]);
+                bad++;
+            }
+    }
+    *(const char ***)at(out, f->off) = arr;
+    *(size_t *)at(out, f->count_off) = n->count;
+    return bad;
+}
+
+static int read_list(struct spec_ctx *ctx, const struct spec_field *f,
+                     const struct spec_node *n, const char *path, void *out)
+{
+    if (check_count(ctx, f, n, path))
+        return 1;
+    char *arr = ts_arena_array(ctx->arena, n->count ? n->count : 1, f->sub->size);
+    if (!arr) {
+        spec_report(ctx, n, path, "out of memory");
+        return 1;
+    }
+    int bad = 0;
+    for (size_t i = 0; i < n->count; i++) {
+        char *p = ts_arena_printf(ctx->arena, "%s[%zu]", path, i);
+        bad += spec_schema_read(ctx, n->items[i], f->sub, arr + i * f->sub->size, p);
+    }
+    *(void **)at(out, f->off) = arr;
+    *(size_t *)at(out, f->count_off) = n->count;
+    return bad;
+}
+
+static int read_field(struct spec_ctx *ctx, const struct spec_field *f,
+                      const struct spec_node *n, const char *path, void *out)
+{
+    double d = 0;
+    int bad;
+    switch (f->type) {
+    case SPEC_F_STR:
+    case SPEC_F_NAME:
+    case SPEC_F_DNS:
+        return read_string(ctx, f->type, n, path, (const char **)at(out, f->off));
+    case SPEC_F_NUM:
+        bad = read_number(ctx, f, n, path, &d);
+        if (!bad)
+            *(double *)at(out, f->off) = d;
+        return bad;
+    case SPEC_F_INT:
+        bad = read_number(ctx, f, n, path, &d);
+        if (!bad)
+            *(int *)at(out, f->off) = (int)d;
+        return bad;
+    case SPEC_F_BOOL: return read_bool(ctx, n, path, (int *)at(out, f->off));
+    case SPEC_F_ENUM: return read_enum(ctx, f, n, path, (int *)at(out, f->off));
+    case SPEC_F_MONEY: return read_money(ctx, n, path, (int64_t *)at(out, f->off));
+    case SPEC_F_NAMES:
+    case SPEC_F_STRS: return read_strings(ctx, f, n, path, out);
+    case SPEC_F_LIST: return read_list(ctx, f, n, path, out);
+    case SPEC_F_OBJ: return spec_schema_read(ctx, n, f->sub, at(out, f->off), path);
+    }
+    return 1;
+}
+
+static void apply_defaults(const struct spec_schema *s, void *out)
+{
+    for (size_t i = 0; i < s->nfields; i++) {
+        const struct spec_field *f = &s->fields[i];
+        if (f->type == SPEC_F_NUM)
+            *(double *)at(out, f->off) = f->def;
+        else if (f->type == SPEC_F_INT || f->type == SPEC_F_BOOL || f->type == SPEC_F_ENUM)
+            *(int *)at(out, f->off) = (int)f->def;
+    }
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    size_t row[41];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t best = prev + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+static void report_unknown(struct spec_ctx *ctx, const struct spec_schema *s,
+                           const struct spec_node *key, const char *path)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < s->nfields; i++) {
+        size_t d = edit_distance(key->value, s->fields[i].key);
+        if (d < best_d) {
+            best_d = d;
+            best = s->fields[i].key;
+        }
+    }
+    if (best)
+        spec_report(ctx, key, path, "unknown field '%.60s' (did you mean '%s'?)", key->value, best);
+    else
+        spec_report(ctx, key, path, "unknown field '%.60s'", key->value);
+}
+
+static const char *join(struct spec_ctx *ctx, const char *path, const char *key)
+{
+    if (!path || !*path)
+        return key;
+    return ts_arena_printf(ctx->arena, "%s.%s", path, key);
+}
+
+static int find_field(const struct spec_schema *s, const char *key)
+{
+    for (size_t i = 0; i < s->nfields; i++)
+        if (strcmp(s->fields[i].key, key) == 0)
+            return (int)i;
+    return -1;
+}
+
+int spec_schema_read(struct spec_ctx *ctx, const struct spec_node *map,
+                     const struct spec_schema *s, void *out, const char *path)
+{
+    if (map->type != SPEC_NODE_MAP) {
+        spec_report(ctx, map, path, "must be a mapping, got %s", node_kind(map));
+        return 1;
+    }
+    apply_defaults(s, out);
+    if (s->loc_off != SPEC_NO_LOC) {
+        struct spec_loc *loc = at(out, s->loc_off);
+        loc->file = ctx->file;
+        loc->line = map->line;
+        loc->column = map->column;
+        loc->path = path;
+    }
+    const struct spec_node *seen[MAX_FIELDS] = {0};
+    int bad = 0;
+    for (size_t i = 0; i + 1 < map->count; i += 2) {
+        const struct spec_node *k = map->items[i], *v = map->items[i + 1];
+        if (k->type != SPEC_NODE_SCALAR) {
+            spec_report(ctx, k, path, "keys must be plain strings, got %s", node_kind(k));
+            bad++;
+            continue;
+        }
+        int fi = find_field(s, k->value);
+        if (fi < 0) {
+            report_unknown(ctx, s, k, path);
+            bad++;
+            continue;
+        }
+        const char *fpath = join(ctx, path, k->value);
+        if (seen[fi]) {
+            spec_report(ctx, k, fpath, "duplicate field (first set at line %d)", seen[fi]->line);
+            bad++;
+            continue;
+        }
+        seen[fi] = k;
+        bad += read_field(ctx, &s->fields[fi], v, fpath, out);
+    }
+    for (size_t i = 0; i < s->nfields; i++) {
+        if (s->fields[i].required && !seen[i]) {
+            spec_report(ctx, map, path, "missing required field '%s'", s->fields[i].key);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static const char *type_doc(const struct spec_field *f)
+{
+    switch (f->type) {
+    case SPEC_F_STR: return "string";
+    case SPEC_F_NAME: return "name";
+    case SPEC_F_DNS: return "DNS name";
+    case SPEC_F_NUM: return "number";
+    case SPEC_F_INT: return "integer";
+    case SPEC_F_BOOL: return "boolean";
+    case SPEC_F_ENUM: return "enum";
+    case SPEC_F_MONEY: return "amount";
+    case SPEC_F_NAMES: return "list of names";
+    case SPEC_F_STRS: return "list of strings";
+    case SPEC_F_LIST: return "list of objects";
+    case SPEC_F_OBJ: return "object";
+    }
+    return "?";
+}
+
+static void doc_range(struct ts_sbuf *out, const struct spec_field *f)
+{
+    if (f->type == SPEC_F_ENUM) {
+        for (int i = 0; f->enums[i]; i++)
+            ts_sbuf_printf(out, "%s`%s`", i ? ", " : "", f->enums[i]);
+        if (!f->required)
+            ts_sbuf_printf(out, " (default `%s`)", f->enums[(int)f->def]);
+    } else if (f->type == SPEC_F_NUM || f->type == SPEC_F_INT) {
+        ts_sbuf_printf(out, "%g to %g", f->min, f->max);
+        if (!f->required)
+            ts_sbuf_printf(out, " (default %g)", f->def);
+    } else if (f->type == SPEC_F_BOOL && !f->required) {
+        ts_sbuf_printf(out, "default %s", f->def ? "true" : "false");
+    } else if ((f->type == SPEC_F_LIST || f->type == SPEC_F_NAMES || f->type == SPEC_F_STRS) &&
+               (f->min > 0 || f->max > 0)) {
+        ts_sbuf_printf(out, "%g to %g items", f->min, f->max > 0 ? f->max : MAX_LIST);
+    }
+}
+
+void spec_schema_doc(struct ts_sbuf *out, const struct spec_schema *s)
+{
+    ts_sbuf_printf(out, "\n### %s\n\n| field | type | required | range | meaning |\n"
+                        "|---|---|---|---|---|\n", s->name);
+    for (size_t i = 0; i < s->nfields; i++) {
+        const struct spec_field *f = &s->fields[i];
+        ts_sbuf_printf(out, "| `%s` | %s%s%s | %s | ", f->key, type_doc(f),
+                       f->sub ? " of " : "", f->sub ? f->sub->name : "",
+                       f->required ? "yes" : "no");
+        doc_range(out, f);
+        ts_sbuf_printf(out, " | %s |\n", f->help ? f->help : "");
+    }
+    for (size_t i = 0; i < s->nfields; i++)
+        if (s->fields[i].sub)
+            spec_schema_doc(out, s->fields[i].sub);
+}

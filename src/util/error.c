@@ -1,0 +1,77 @@
+/*
+ * error.c - status strings, located errors and the bounded diagnostic list.
+ * See error.h for the conventions every module follows.
+ */
+#include "util/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TS__STR(name, msg) msg,
+static const char *const status_strings[] = {TS_STATUS_MAP(TS__STR)};
+#undef TS__STR
+
+const char *ts_status_str(ts_status s)
+{
+    if ((unsigned)s >= TS_STATUS_LAST)
+        return "unknown status";
+    return status_strings[s];
+}
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+ts_status ts_err(struct ts_error *err, ts_status code, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    memset(err, 0, sizeof(*err));
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file,
+                    int line, int column, const char *path, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    memset(err, 0, sizeof(*err));
+    err->code = code;
+    copy_str(err->file, sizeof(err->file), file);
+    copy_str(err->path, sizeof(err->path), path);
+    err->line = line;
+    err->column = column;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void ts_diag_add(struct ts_diag *d, const struct ts_error *e)
+{
+    if (d->count < TS_DIAG_MAX)
+        d->items[d->count++] = *e;
+    else
+        d->dropped++;
+}
+
+void ts_error_format(const struct ts_error *e, char *buf, size_t size)
+{
+    char where[TS_PATH_MAX + 32] = "";
+    if (e->file[0] && e->line > 0)
+        snprintf(where, sizeof(where), "%s:%d:%d: ", e->file, e->line, e->column);
+    else if (e->file[0])
+        snprintf(where, sizeof(where), "%s: ", e->file);
+    if (e->path[0])
+        snprintf(buf, size, "%s%s: %s", where, e->path, e->msg);
+    else
+        snprintf(buf, size, "%s%s", where, e->msg);
+}

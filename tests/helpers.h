@@ -1,0 +1,41 @@
+/*
+ * helpers.h - small helpers shared by the cmocka unit tests: paths to the
+ * source tree and fixtures, loading the worked example, decide + plan in
+ * one call.
+ */
+#ifndef TESTS_HELPERS_H
+#define TESTS_HELPERS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "catalog/catalog.h"
+#include "decide/decide.h"
+#include "plan/plan.h"
+#include "spec/spec.h"
+
+/* $TESSERA_SRC/rel (static buffer, valid until the next call). */
+const char *th_src_path(const char *rel);
+
+/* Everything from one spec text: catalog (built-in), model, decisions, plan.
+ * Fields after a failed stage stay NULL; diag holds the errors. */
+struct th_job {
+    struct cat_catalog *cat;
+    struct spec_model *model;
+    struct decide_result *d;
+    struct plan *plan;
+    struct ts_diag diag;
+    ts_status st;
+};
+void th_run_text(struct th_job *j, const char *yaml, int solver);
+void th_run_file(struct th_job *j, const char *path, int solver);
+void th_free(struct th_job *j);
+
+/* The first diag message, for asserts ("" when none). */
+const char *th_first_error(const struct th_job *j);
+
+/* The decision of tenant/workload, or NULL. */
+const struct decide_row *th_row(const struct th_job *j, const char *tenant, const char *workload);
+
+#endif
