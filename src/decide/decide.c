@@ -61,8 +61,9 @@ static void check_canary(struct ctx *c, const struct spec_fleet_node *n, const c
             continue;
         has_mig = 1;
         if (!cat_profile_find(model, canary))
-            spec_report_loc(c->diag, &n->loc, "canary: %s has no MIG profile '%s'", model->name,
-                            canary);
+            spec_report_loc(c->diag, &n->loc, "canary: %s has no MIG profile '%s' (set this "
+                            "node's canary to one of its profiles; see tessera catalog show %s)",
+                            model->name, canary, model->name);
     }
     if (!has_mig && explicit_on_node)
         spec_report_loc(c->diag, &n->loc, "canary: node '%s' has no MIG-capable GPU to keep a "
@@ -282,6 +283,12 @@ static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, 
     return NULL;
 }
 
+/* A sharing pool's memory cap: the need rounded up to a quarter GiB. */
+static double cap_for(double need)
+{
+    return ceil(need * 4.0 - 1e-9) / 4.0;
+}
+
 static int default_sm_percent(double need, double card)
 {
     int pct = (int)ceil(need / card * 100.0 / 5.0 - 1e-9) * 5;
@@ -297,11 +304,11 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
         return;
     }
     x->row->gpus = 1;
-    x->row->cap_gib = ceil(x->need);
+    x->row->cap_gib = cap_for(x->need);
     x->row->sm_percent = x->w->sm_percent ? x->w->sm_percent
                                           : default_sm_percent(x->need, model->memory_gib);
     set(c, x, DECIDE_MPS, model, "R4",
-        ts_arena_printf(c->arena, "%s shares one MPS server per tenant; %s -> %.0f GiB pinned-"
+        ts_arena_printf(c->arena, "%s shares one MPS server per tenant; %s -> %g GiB pinned-"
                         "memory cap, %d%% of SMs on %s (not a security boundary)", why, x->sizing,
                         x->row->cap_gib, x->row->sm_percent, model->name));
 }
@@ -320,10 +327,10 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
         return;
     }
     x->row->gpus = 1;
-    x->row->cap_gib = ceil(x->need);
+    x->row->cap_gib = cap_for(x->need);
     x->row->enforce = enforce;
     set(c, x, DECIDE_MEMORY_FRACTION, model, rule,
-        ts_arena_printf(c->arena, "%s; %s -> %.0f GiB memory-enforced fraction of %s, enforced "
+        ts_arena_printf(c->arena, "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
                         "by %s (not a security boundary)", why, x->sizing, x->row->cap_gib,
                         model->name,
                         enforce == DECIDE_ENFORCE_DRIVER ? "the driver (CUDA 13.4+)"
@@ -338,7 +345,7 @@ static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
         return;
     }
     x->row->gpus = 1;
-    x->row->cap_gib = ceil(x->need);
+    x->row->cap_gib = cap_for(x->need);
     set(c, x, DECIDE_TIME_SLICING, model, "R6",
         ts_arena_printf(c->arena, "%s time-slices: no isolation and no guarantee; %s",
                         why, x->sizing));

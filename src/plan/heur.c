@@ -2,11 +2,14 @@
  * heur.c - best-fit decreasing for MIG instances.
  *
  * Items go largest first (memory units, then compute slices); each goes on
- * the fullest already-open card where a valid placement of everything on
- * that card still exists (plan__place), else on the next card that may
- * hold it. Spread rules (replicas on distinct GPUs or nodes) and canary
- * node restrictions are respected. Fast enough for thousands of items; the
- * exact solver (exact.c) improves on it where it can.
+ * an open card where a valid placement of everything on that card still
+ * exists (plan__place), else on the next card that may hold it. Four
+ * strategies run and the one using fewest cards wins: best fit (fullest
+ * card) or worst fit (emptiest card), starting from no open card or from
+ * as many as the lower bound says are needed (which spreads big items
+ * before small ones fill the gaps). Spread rules (replicas on distinct GPUs
+ * or nodes) and canary node restrictions are respected. Fast enough for
+ * thousands of items; the exact solver (exact.c) improves on it where it can.
  */
 #include "plan/internal.h"
 
@@ -81,15 +84,20 @@ static int fits(const struct plan_mig *pm, const int *card_of, size_t i, size_t 
     return plan__place(pm->model, profs, n, starts);
 }
 
-static int place_item(const struct plan_mig *pm, int *card_of, char *open, size_t i)
+static int place_item(const struct plan_mig *pm, int *card_of, char *open, size_t i,
+                      int worst_fit)
 {
     int best = -1, best_units = -1, units;
-    for (size_t c = 0; c < pm->ncards; c++)
-        if (open[c] && plan__item_allowed(pm, i, c) && spread_ok(pm, card_of, i, c) &&
-            fits(pm, card_of, i, c, &units) && units > best_units) {
+    for (size_t c = 0; c < pm->ncards; c++) {
+        if (!open[c] || !plan__item_allowed(pm, i, c) || !spread_ok(pm, card_of, i, c) ||
+            !fits(pm, card_of, i, c, &units))
+            continue;
+        int better = worst_fit ? units < best_units : units > best_units;
+        if (best < 0 || better) {
             best = (int)c;
             best_units = units;
         }
+    }
     for (size_t c = 0; best < 0 && c < pm->ncards; c++)
         if (!open[c] && pm->cards[c]->mode == PLAN_FREE && plan__item_allowed(pm, i, c) &&
             spread_ok(pm, card_of, i, c) && fits(pm, card_of, i, c, &units)) {
@@ -100,26 +108,53 @@ static int place_item(const struct plan_mig *pm, int *card_of, char *open, size_
     return best >= 0;
 }
 
+/* One strategy; returns cards used or -1. */
+static int run(const struct plan_mig *pm, const size_t *order, int *card_of, char *open,
+               int preopen, int worst_fit)
+{
+    memset(open, 0, pm->ncards + 1);
+    for (size_t i = 0; i < pm->nitems; i++)
+        card_of[i] = -1;
+    for (size_t c = 0; c < pm->ncards && preopen > 0; c++)
+        if (pm->cards[c]->mode == PLAN_FREE) {
+            open[c] = 1;
+            preopen--;
+        }
+    for (size_t k = 0; k < pm->nitems; k++)
+        if (!place_item(pm, card_of, open, order[k], worst_fit))
+            return -1;
+    int used = 0;
+    for (size_t c = 0; c < pm->ncards; c++)
+        for (size_t i = 0; i < pm->nitems; i++)
+            if (card_of[i] == (int)c) {
+                used++;
+                break;
+            }
+    return used;
+}
+
 int plan__heuristic(const struct plan_mig *pm, int *card_of)
 {
     size_t *order = malloc((pm->nitems + 1) * sizeof(*order));
     char *open = calloc(pm->ncards + 1, 1);
-    int used = -1;
-    if (!order || !open)
+    int *trial = malloc((pm->nitems + 1) * sizeof(*trial));
+    int best = -1;
+    if (!order || !open || !trial)
         goto out;
-    for (size_t i = 0; i < pm->nitems; i++) {
+    for (size_t i = 0; i < pm->nitems; i++)
         order[i] = i;
-        card_of[i] = -1;
-    }
     qsort_r(order, pm->nitems, sizeof(*order), cmp_items, (void *)pm);
-    for (size_t k = 0; k < pm->nitems; k++)
-        if (!place_item(pm, card_of, open, order[k]))
-            goto out;
-    used = 0;
-    for (size_t c = 0; c < pm->ncards; c++)
-        used += open[c];
+    int bound = plan__mig_bound(pm);
+    for (int strategy = 0; strategy < 4; strategy++) {
+        int used = run(pm, order, trial, open, strategy & 2 ? bound : 0, strategy & 1);
+        if (used >= 0 && (best < 0 || used < best)) {
+            best = used;
+            memcpy(card_of, trial, pm->nitems * sizeof(*trial));
+        }
+    }
 out:
     free(order);
     free(open);
-    return used;
+    free(trial);
+    return best;
 }

@@ -63,7 +63,8 @@ struct plan_build {
     const struct plan_options *opt;
     struct ts_diag *diag;
     int used_exact;         /* some MIG model's layout came from GLPK */
-    int mig_proven;         /* every MIG model's card count proven minimal */
+    int glpk_ran;           /* GLPK was asked (and may have confirmed the heuristic) */
+    int glpk_timeout;       /* GLPK stopped at its time limit somewhere */
     int bound;              /* lower bound, summed over models */
 };
 

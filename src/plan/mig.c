@@ -116,28 +116,44 @@ static int solve(struct plan_build *b, const struct plan_mig *pm, int *card_of, 
     int solver = b->opt->solver;
     int want_exact = solver == PLAN_SOLVER_EXACT ||
                      (solver == PLAN_SOLVER_AUTO && (used < 0 || used > bound));
-    if (!want_exact) {
-        b->mig_proven &= used == bound;
+    if (!want_exact)
         return used;
-    }
     int *exact = malloc((pm->nitems + 1) * sizeof(*exact));
     int optimal = 0;
     int e = exact ? plan__exact(pm, b->opt->time_limit_s, exact, &optimal) : -1;
-    if (e >= 0 && (used < 0 || e <= used)) {
+    b->glpk_ran = 1;
+    if (e >= 0 && (used < 0 || e < used)) { /* ties keep the heuristic's tidier layout */
         memcpy(card_of, exact, pm->nitems * sizeof(*exact));
         used = e;
         b->used_exact = 1;
     }
-    b->mig_proven &= optimal || used == bound;
+    b->glpk_timeout |= !optimal;
     free(exact);
     return used;
+}
+
+static int nodes_with_model(const struct plan_mig *pm)
+{
+    int n = 0;
+    for (size_t c = 0; c < pm->ncards; c++)
+        n += c == 0 || pm->cards[c]->node != pm->cards[c - 1]->node;
+    return n;
 }
 
 static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int bound)
 {
     const struct decide_row *r = NULL;
-    for (size_t i = 0; i < pm->nitems && !r; i++)
-        r = pm->items[i].row;
+    for (size_t i = 0; i < pm->nitems; i++) {
+        const struct plan_item *it = &pm->items[i];
+        if (it->spread_node && it->replica + 1 > nodes_with_model(pm)) {
+            plan__fail(b, it->row, "%d replicas spread across nodes need %d nodes with %s "
+                       "cards; the fleet has %d (use spread: gpu, or add nodes)",
+                       it->row->workload->replicas, it->row->workload->replicas,
+                       pm->model->name, nodes_with_model(pm));
+            return;
+        }
+        r = r ? r : it->row;
+    }
     plan__fail(b, r, "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
                "least %d, and replica spread or canary slices may need more); add cards or "
                "shrink the workloads", pm->nitems, pm->ncards, pm->model->name, bound);

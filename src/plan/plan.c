@@ -74,27 +74,74 @@ static int mode_rank(int mode)
     return rank[mode];
 }
 
-static long card_key(const struct plan_gpu *g)
+/* What a card holds, independent of replica numbers: the sorted list of
+ * its instances' spec positions. Cards compare on mode, then this list. */
+static int holdings(const struct plan_gpu *g, int *keys, int max)
 {
-    long best = 1L << 40;
-    for (size_t i = 0; i < g->ninst; i++) {
-        const struct plan_inst *in = &g->inst[i];
-        long k = in->row ? (long)in->row->index * 4096 + in->replica * 64 + in->gpu_part
-                         : (1L << 39);
-        best = k < best ? k : best;
-    }
-    return ((long)mode_rank(g->mode) << 44) + best;
+    int n = 0;
+    for (size_t i = 0; i < g->ninst && n < max; i++)
+        keys[n++] = g->inst[i].row ? g->inst[i].row->index : 1 << 30;
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && keys[b - 1] > keys[b]; b--) {
+            int t = keys[b];
+            keys[b] = keys[b - 1];
+            keys[b - 1] = t;
+        }
+    return n;
 }
 
 static int cmp_cards(const void *a, const void *b)
 {
-    long x = card_key(a), y = card_key(b);
-    return x < y ? -1 : x > y;
+    const struct plan_gpu *x = a, *y = b;
+    if (mode_rank(x->mode) != mode_rank(y->mode))
+        return mode_rank(x->mode) - mode_rank(y->mode);
+    int kx[64], ky[64];
+    int nx = holdings(x, kx, 64), ny = holdings(y, ky, 64);
+    for (int i = 0; i < nx && i < ny; i++)
+        if (kx[i] != ky[i])
+            return kx[i] - ky[i];
+    return ny - nx; /* fuller card first */
+}
+
+static int cmp_inst_start(const void *a, const void *b)
+{
+    const struct plan_inst *x = a, *y = b;
+    return x->start - y->start;
+}
+
+/* Replicas are interchangeable: number them in card order (and a
+ * multi-GPU replica's parts keep one number). */
+static ts_status renumber_replicas(struct plan *p)
+{
+    const struct decide_result *d = p->decisions;
+    for (size_t r = 0; r < d->nrows; r++) {
+        int reps = d->rows[r].workload->replicas, next = 0;
+        int *map = calloc((size_t)reps, sizeof(int));
+        if (!map)
+            return TS_NOMEM;
+        for (int k = 0; k < reps; k++)
+            map[k] = -1;
+        for (size_t i = 0; i < p->ngpus; i++)
+            for (size_t k = 0; k < p->gpus[i].ninst; k++) {
+                struct plan_inst *in = &p->gpus[i].inst[k];
+                if (in->row != &d->rows[r] || in->replica < 0 || in->replica >= reps)
+                    continue;
+                if (map[in->replica] < 0)
+                    map[in->replica] = next++;
+                in->replica = -1 - map[in->replica]; /* mark as done */
+            }
+        for (size_t i = 0; i < p->ngpus; i++)
+            for (size_t k = 0; k < p->gpus[i].ninst; k++)
+                if (p->gpus[i].inst[k].row == &d->rows[r] && p->gpus[i].inst[k].replica < 0)
+                    p->gpus[i].inst[k].replica = -1 - p->gpus[i].inst[k].replica;
+        free(map);
+    }
+    return TS_OK;
 }
 
 /* Within each run of identical cards (same node and model), order the
  * cards by what they hold and renumber them with the run's indices. */
-static void canonical_order(struct plan *p)
+static ts_status canonical_order(struct plan *p)
 {
     for (size_t i = 0; i < p->ngpus;) {
         size_t j = i + 1;
@@ -103,10 +150,15 @@ static void canonical_order(struct plan *p)
             j++;
         int first = p->gpus[i].index;
         qsort(&p->gpus[i], j - i, sizeof(p->gpus[0]), cmp_cards);
-        for (size_t k = i; k < j; k++)
+        for (size_t k = i; k < j; k++) {
             p->gpus[k].index = first + (int)(k - i);
+            if (p->gpus[k].mode == PLAN_MIG)
+                qsort(p->gpus[k].inst, p->gpus[k].ninst, sizeof(struct plan_inst),
+                      cmp_inst_start);
+        }
         i = j;
     }
+    return renumber_replicas(p);
 }
 
 /* ---- totals ---- */
@@ -136,8 +188,14 @@ static void totals(struct plan_build *b)
     s->naive = plan_naive(b->d);
     s->lower_bound = b->bound;
     s->savings_percent = s->naive > 0 ? 100.0 * (s->naive - s->gpus_used) / s->naive : 0;
-    s->solver = b->used_exact ? "exact (GLPK)" : "heuristic";
     s->optimal = s->gpus_used <= s->lower_bound;
+    if (b->glpk_timeout)
+        s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"
+                                  : "heuristic (GLPK stopped at the time limit)";
+    else
+        s->solver = b->used_exact  ? "exact (GLPK)"
+                    : b->glpk_ran ? "heuristic (GLPK proved no layout uses fewer cards)"
+                                  : "heuristic";
 }
 
 ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
@@ -151,7 +209,7 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     p->model = m;
     p->decisions = d;
     struct plan_options defaults = {PLAN_SOLVER_AUTO, 10.0};
-    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 1, 0};
+    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0};
     ts_status st = make_cards(&b);
     if (st == TS_OK)
         st = plan__mig(&b);
@@ -159,11 +217,12 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
         st = plan__pools(&b);
     if (st == TS_OK && (diag->count || diag->dropped))
         st = TS_INFEASIBLE;
+    if (st == TS_OK)
+        st = canonical_order(p);
     if (st != TS_OK) {
         plan_free(p);
         return st;
     }
-    canonical_order(p);
     totals(&b);
     *out = p;
     return TS_OK;

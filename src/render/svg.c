@@ -17,9 +17,9 @@
 #define BAR_W 720
 #define TOP 70
 
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                      "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6",
-                                      "#d37295", "#a0cbe8"};
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1",
+                                      "#9c755f", "#edc948", "#76b7b2", "#ff9da7", "#17becf",
+                                      "#8c564b", "#bcbd22"};
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
 
 static const char *tenant_colour(const struct plan *p, const struct plan_inst *in)
@@ -28,6 +28,23 @@ static const char *tenant_colour(const struct plan *p, const struct plan_inst *i
         return "#bab0ac";
     size_t idx = (size_t)(in->row->tenant - p->model->tenants);
     return palette[idx % NPALETTE];
+}
+
+/* Text that fits w pixels at about charw pixels a character ("..." when cut). */
+static void fitted(struct ts_sbuf *out, const char *text, double w, double charw)
+{
+    size_t max = w > 2 * charw ? (size_t)((w - 4) / charw) : 0, len = strlen(text);
+    if (len <= max) {
+        ts_sbuf_xml(out, text);
+        return;
+    }
+    char buf[128];
+    size_t keep = max > 1 ? max - 1 : 0;
+    snprintf(buf, sizeof(buf), "%.*s", (int)(keep < sizeof(buf) - 1 ? keep : sizeof(buf) - 1),
+             text);
+    ts_sbuf_xml(out, buf);
+    if (max > 0)
+        ts_sbuf_puts(out, "\u2026");
 }
 
 static void cell(struct ts_sbuf *out, double x, double y, double w, const char *fill,
@@ -39,9 +56,9 @@ static void cell(struct ts_sbuf *out, double x, double y, double w, const char *
     if (w < 36)
         return;
     ts_sbuf_printf(out, "<text x=\"%.1f\" y=\"%d\" class=\"c\">", x + w / 2, (int)y + 16);
-    ts_sbuf_xml(out, line1);
+    fitted(out, line1, w, 7.2);
     ts_sbuf_printf(out, "</text>\n<text x=\"%.1f\" y=\"%d\" class=\"s\">", x + w / 2, (int)y + 31);
-    ts_sbuf_xml(out, line2);
+    fitted(out, line2, w, 5.8);
     ts_sbuf_puts(out, "</text>\n");
 }
 
@@ -54,8 +71,12 @@ static void mig_row(const struct plan *p, const struct plan_gpu *g, double y, st
                        BAR_X + u * unit, (int)y, unit, ROW_H - 8);
     for (size_t k = 0; k < g->ninst; k++) {
         const struct plan_inst *in = &g->inst[k];
-        char owner[160];
+        char owner[200];
         report_inst_owner(in, owner, sizeof(owner));
+        if (in->row && in->row->workload->replicas > 1) {
+            size_t len = strlen(owner);
+            snprintf(owner + len, sizeof(owner) - len, " r%d", in->replica);
+        }
         cell(out, BAR_X + in->start * unit, y, in->size * unit, tenant_colour(p, in),
              in->profile->name, owner, 0);
     }

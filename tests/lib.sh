@@ -1,0 +1,30 @@
+# lib.sh - helpers for the shell tests: a pass/fail counter, checks that
+# print what they expected and what they got, and a summary line in the
+# "N passed, M failed" form CI reads. Source it; call `finish` last.
+PASS=0
+FAIL=0
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+ok()   { PASS=$((PASS + 1)); }
+bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
+
+# expect_rc WANT CMD...: run CMD, compare its exit code.
+expect_rc() {
+    want=$1; shift
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then ok; else
+        bad "$* exited $got, expected $want"; head -5 "$TMP/err"; fi
+}
+
+# expect_in FILE TEXT: FILE contains TEXT (fixed string).
+expect_in() {
+    if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1"; head -20 "$1"; fi
+}
+
+finish() {
+    echo "$TEST_NAME: $PASS passed, $FAIL failed"
+    [ "$FAIL" -eq 0 ]
+}

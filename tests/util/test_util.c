@@ -1,0 +1,108 @@
+/*
+ * test_util.c - arena, capped string builder, located error formatting,
+ * capped file reads and atomic writes.
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "util/arena.h"
+#include "util/error.h"
+#include "util/file.h"
+#include "util/sbuf.h"
+
+static void test_arena(void **state)
+{
+    (void)state;
+    struct ts_arena a;
+    ts_arena_init(&a);
+    char *big = ts_arena_alloc(&a, 200000); /* larger than a block */
+    assert_non_null(big);
+    memset(big, 'x', 200000);
+    for (int i = 0; i < 10000; i++) {
+        int *p = ts_arena_alloc(&a, sizeof(int));
+        assert_non_null(p);
+        assert_int_equal(*p, 0); /* zeroed */
+        assert_int_equal((unsigned long)p % 16, 0);
+    }
+    assert_null(ts_arena_array(&a, (size_t)-1 / 4, 8)); /* overflow refused */
+    assert_string_equal(ts_arena_printf(&a, "%s-%d", "gpu", 7), "gpu-7");
+    assert_string_equal(ts_arena_strndup(&a, "abcdef", 3), "abc");
+    assert_null(ts_arena_strdup(&a, NULL));
+    ts_arena_free(&a);
+    assert_null(a.head);
+}
+
+static void test_sbuf_cap(void **state)
+{
+    (void)state;
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, 10);
+    ts_sbuf_puts(&b, "0123456789");
+    assert_int_equal(ts_sbuf_status(&b), TS_OK);
+    ts_sbuf_puts(&b, "x");
+    assert_int_equal(ts_sbuf_status(&b), TS_TOO_LARGE);
+    assert_string_equal(ts_sbuf_str(&b), "0123456789"); /* nothing half-appended */
+    ts_sbuf_release(&b);
+    ts_sbuf_init(&b, 100);
+    ts_sbuf_xml(&b, "<a & \"b\">");
+    assert_string_equal(ts_sbuf_str(&b), "&lt;a &amp; &quot;b&quot;&gt;");
+    ts_sbuf_release(&b);
+}
+
+static void test_error_format(void **state)
+{
+    (void)state;
+    struct ts_error e;
+    char buf[1024];
+    ts_err_at(&e, TS_INVALID, "spec.yaml", 12, 7, "Tenant/a.spec.workloads[0].kind", "bad %s", "x");
+    ts_error_format(&e, buf, sizeof(buf));
+    assert_string_equal(buf, "spec.yaml:12:7: Tenant/a.spec.workloads[0].kind: bad x");
+    ts_err(&e, TS_IO, "plain");
+    ts_error_format(&e, buf, sizeof(buf));
+    assert_string_equal(buf, "plain");
+    assert_string_equal(ts_status_str(TS_TOO_LARGE), "input too large");
+    assert_string_equal(ts_status_str((ts_status)999), "unknown status");
+    struct ts_diag d = {0};
+    for (int i = 0; i < TS_DIAG_MAX + 5; i++)
+        ts_diag_add(&d, &e);
+    assert_int_equal(d.count, TS_DIAG_MAX);
+    assert_int_equal(d.dropped, 5);
+}
+
+static void test_files(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tessera-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct ts_error e;
+    assert_int_equal(ts_file_write(path, "hello", 5, &e), TS_OK);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(ts_file_read(path, 100, &text, &len, &e), TS_OK);
+    assert_int_equal(len, 5);
+    assert_string_equal(text, "hello");
+    free(text);
+    assert_int_equal(ts_file_read(path, 4, &text, &len, &e), TS_TOO_LARGE);
+    assert_string_equal(e.file, path);
+    assert_non_null(strstr(e.msg, "larger than the limit of 4 bytes"));
+    unlink(path);
+    assert_int_equal(ts_file_read(path, 100, &text, &len, &e), TS_IO);
+    assert_non_null(strstr(e.msg, "cannot open"));
+    assert_int_equal(ts_file_write("/nonexistent-dir/x", "a", 1, &e), TS_IO);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_sbuf_cap),
+        cmocka_unit_test(test_error_format),
+        cmocka_unit_test(test_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
