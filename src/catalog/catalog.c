@@ -288,9 +288,13 @@ void cat_free(struct cat_catalog *c)
 
 const struct cat_model *cat_model_find(const struct cat_catalog *c, const char *name)
 {
-    for (size_t i = 0; i < c->nmodels; i++) {
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (strcasecmp(c->models[i].name, name) == 0)
+            return &c->models[i];
+    /* product names: models loaded later (--catalog files) win */
+    for (size_t i = c->nmodels; i-- > 0;) {
         const struct cat_model *m = &c->models[i];
-        if (strcasecmp(m->name, name) == 0 || strcasecmp(m->display, name) == 0)
+        if (strcasecmp(m->display, name) == 0)
             return m;
         for (size_t j = 0; j < m->nproduct_names; j++)
             if (strcasecmp(m->product_names[j], name) == 0)

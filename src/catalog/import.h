@@ -10,6 +10,33 @@
  * `tessera plan --catalog` accepts. Profiles are keyed by their ID, so the
  * names the driver prints (7g.79gb vs 7g.80gb) stay display only.
  * Every error names the file and line.
+ *
+ * What it decides, and where it refuses to guess:
+ *  - GPU: `gpu`, or the GPU of the first -lgip row; other GPUs' rows are
+ *    kept apart and ignored.
+ *  - Product name: from `nvidia-smi -L` (the header table's name, which
+ *    nvidia-smi may cut short, only when there is no -L line). Without one
+ *    it is an error: the name is the architecture's only source.
+ *  - Architecture: from words of the product name (A100/A800/A30: ampere;
+ *    H100/H800/H200/H20/GH200: hopper; B200/B300/GB200/GB300/Blackwell:
+ *    blackwell). An unknown card is an error, not a guess: the architecture
+ *    drives decisions (MPS limits), so a wrong one would plan silently wrong.
+ *  - Memory: the header table's total MiB, else the largest profile's GiB;
+ *    sms: the full-card (largest) MIG profile's.
+ *  - Grid: the largest start + size over all placements; compute slices:
+ *    the largest profile's.
+ *  - name: NULL gives a slug of the product name ("nvidia-h100-pcie"),
+ *    which sits beside the built-in models; a fleet may use that name or
+ *    the product name (cat_model_find prefers --catalog models for product
+ *    names). To replace a built-in model, pass its name (h100-80gb-pcie).
+ *  - Rows of one profile ID seen twice must agree (the Free count may
+ *    differ); placements without an -lgip row, -lgip rows without
+ *    placements, and malformed rows inside an -lgip table are errors.
+ *    Outside a table, a row is read as -lgip only if all of it parses (an
+ *    excerpt whose table header was cut off); rows of other tables never.
+ * Limits: 1024 bytes a line, 64 profiles a GPU, 64 GPUs, 64 files,
+ * TS_INPUT_MAX bytes a file, placements within 32 units. A NUL byte is
+ * refused as binary input. After an error, free the importer.
  */
 #ifndef CAT_IMPORT_H
 #define CAT_IMPORT_H

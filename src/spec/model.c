@@ -1,8 +1,9 @@
 /*
  * model.c - assembling the tenancy model from loaded documents, and the
  * rules that span documents: one Fleet, at most one PriceBook, unique names,
- * namespaces owned by one tenant, references that resolve, and workloads that
- * do not contradict themselves. Catalog references (GPU models, profiles)
+ * uses that resolve, and workloads that do not contradict themselves. Rules
+ * about bare-string list items (namespaces, trusts) run in spec.c, which
+ * still has their YAML nodes. Catalog references (GPU models, profiles)
  * are checked by decide, which has the catalog.
  */
 #include "spec/model.h"
@@ -33,53 +34,48 @@ static void collect(struct spec_model *m, const struct spec_object *objs, size_t
         } else if (strcmp(k, "Fleet") == 0) {
             if (m->fleet)
                 spec_report_loc(diag, &objs[i].loc, "a second Fleet document; a spec describes "
-                                "one fleet (the first is '%s')", m->fleet->name);
+                                "one fleet (the first is '%s' at %s:%d)", m->fleet->name,
+                                m->fleet->loc.file, m->fleet->loc.line);
             else
                 m->fleet = objs[i].obj;
         } else if (strcmp(k, "PriceBook") == 0) {
             if (m->pricebook)
-                spec_report_loc(diag, &objs[i].loc, "a second PriceBook document (the first is "
-                                "'%s')", m->pricebook->name);
+                spec_report_loc(diag, &objs[i].loc, "a second PriceBook document; a spec has at "
+                                "most one (the first is '%s' at %s:%d)", m->pricebook->name,
+                                m->pricebook->loc.file, m->pricebook->loc.line);
             else
                 m->pricebook = objs[i].obj;
         }
     }
 }
 
-static void check_tenant_names(const struct spec_model *m, struct ts_diag *diag)
+/* Tenant names, at each document's metadata.name. */
+static void check_tenant_names(const struct spec_object *objs, size_t n, struct ts_diag *diag)
 {
-    for (size_t i = 0; i < m->ntenants; i++)
+    for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < i; j++)
-            if (strcmp(m->tenants[i].name, m->tenants[j].name) == 0)
-                spec_report_loc(diag, &m->tenants[i].loc, "duplicate tenant name '%s' (first "
-                                "at %s:%d)", m->tenants[i].name, m->tenants[j].loc.file,
-                                m->tenants[j].loc.line);
-}
-
-static void check_namespaces(const struct spec_model *m, struct ts_diag *diag)
-{
-    for (size_t i = 0; i < m->ntenants; i++) {
-        const struct spec_tenant *t = &m->tenants[i];
-        for (size_t a = 0; a < t->nnamespaces; a++)
-            for (size_t j = 0; j < i; j++) {
-                const struct spec_tenant *u = &m->tenants[j];
-                for (size_t b = 0; b < u->nnamespaces; b++)
-                    if (strcmp(t->namespaces[a], u->namespaces[b]) == 0)
-                        spec_report_loc(diag, &t->loc, "namespaces: '%s' already belongs to "
-                                        "tenant '%s'", t->namespaces[a], u->name);
+            if (strcmp(objs[i].kind->kind, "Tenant") == 0 &&
+                strcmp(objs[j].kind->kind, "Tenant") == 0 &&
+                strcmp(objs[i].name, objs[j].name) == 0) {
+                spec_report_loc(diag, &objs[i].loc, "duplicate tenant name '%s' (first at "
+                                "%s:%d)", objs[i].name, objs[j].loc.file, objs[j].loc.line);
+                break;
             }
-    }
 }
 
-static void check_trust(const struct spec_model *m, const struct spec_tenant *t,
-                        struct ts_diag *diag)
+/* ", " joined workload names of t, for messages. */
+static const char *workload_names(struct ts_arena *a, const struct spec_tenant *t)
 {
-    for (size_t i = 0; i < t->ntrusts; i++) {
-        if (strcmp(t->trusts[i], t->name) == 0)
-            spec_report_loc(diag, &t->loc, "trusts: a tenant need not list itself");
-        else if (!spec_tenant_find(m, t->trusts[i]))
-            spec_report_loc(diag, &t->loc, "trusts: no tenant named '%s'", t->trusts[i]);
+    char list[200] = "";
+    for (size_t w = 0; w < t->nworkloads; w++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof(list) - len, "%s%s", w ? ", " : "", t->workloads[w].name);
     }
+    return ts_arena_strdup(a, t->nworkloads ? list : "none");
+}
+
+static void check_uses(struct spec_model *m, const struct spec_tenant *t, struct ts_diag *diag)
+{
     for (size_t i = 0; i < t->nuses; i++) {
         const struct spec_use *u = &t->uses[i];
         const struct spec_tenant *owner = spec_tenant_find(m, u->tenant);
@@ -87,10 +83,11 @@ static void check_trust(const struct spec_model *m, const struct spec_tenant *t,
         for (size_t w = 0; owner && w < owner->nworkloads; w++)
             found |= strcmp(owner->workloads[w].name, u->workload) == 0;
         if (!owner)
-            spec_report_loc(diag, &u->loc, "no tenant named '%s'", u->tenant);
+            spec_report_loc(diag, &u->loc, "tenant: no tenant named '%s'", u->tenant);
         else if (!found)
-            spec_report_loc(diag, &u->loc, "tenant '%s' has no workload named '%s'", u->tenant,
-                            u->workload);
+            spec_report_loc(diag, &u->loc, "workload: tenant '%s' has no workload named '%s' "
+                            "(its workloads: %s)", u->tenant, u->workload,
+                            workload_names(&m->arena, owner));
     }
 }
 
@@ -99,13 +96,14 @@ static void check_workload(const struct spec_tenant *t, const struct spec_worklo
 {
     if (w->best_effort && w->p99_ms > 0)
         spec_report_loc(diag, &w->loc, "bestEffort and p99Ms contradict each other: a "
-                        "best-effort workload has no latency target");
-    if (t->contract == SPEC_CONTRACT_BEST_EFFORT && w->p99_ms > 0)
+                        "best-effort workload has no latency target; remove one of them");
+    else if (t->contract == SPEC_CONTRACT_BEST_EFFORT && w->p99_ms > 0)
         spec_report_loc(diag, &w->loc, "p99Ms: tenant '%s' has a best-effort contract, which "
-                        "cannot promise a latency target", t->name);
+                        "cannot promise a latency target; remove p99Ms or change the contract",
+                        t->name);
     if (w->peer_to_peer && w->gpus < 2)
-        spec_report_loc(diag, &w->loc, "peerToPeer needs gpus of 2 or more (gpus is %d)",
-                        w->gpus);
+        spec_report_loc(diag, &w->loc, "peerToPeer needs gpus: 2 or more (gpus is %d); raise "
+                        "gpus or remove peerToPeer", w->gpus);
     if (t->contract == SPEC_CONTRACT_VM && w->isolation != SPEC_ISO_AUTO &&
         w->isolation != SPEC_ISO_VGPU && w->isolation != SPEC_ISO_WHOLE &&
         w->isolation != SPEC_ISO_MIG)
@@ -120,8 +118,8 @@ static void check_workloads(const struct spec_tenant *t, struct ts_diag *diag)
         const struct spec_workload *w = &t->workloads[i];
         for (size_t j = 0; j < i; j++)
             if (strcmp(w->name, t->workloads[j].name) == 0)
-                spec_report_loc(diag, &w->loc, "duplicate workload name '%s' in tenant '%s'",
-                                w->name, t->name);
+                spec_report_loc(diag, &w->loc, "duplicate workload name '%s' in tenant '%s' "
+                                "(first at line %d)", w->name, t->name, t->workloads[j].loc.line);
         check_workload(t, w, diag);
     }
 }
@@ -137,7 +135,8 @@ static void check_fleet(const struct spec_fleet *f, struct ts_diag *diag)
         const struct spec_fleet_node *n = &f->nodes[i];
         for (size_t j = 0; j < i; j++)
             if (strcmp(n->name, f->nodes[j].name) == 0)
-                spec_report_loc(diag, &n->loc, "duplicate node name '%s'", n->name);
+                spec_report_loc(diag, &n->loc, "duplicate node name '%s' (first at line %d)",
+                                n->name, f->nodes[j].loc.line);
         if (n->cuda_version && !valid_cuda_version(n->cuda_version))
             spec_report_loc(diag, &n->loc, "cudaVersion: '%s' is not a version like \"13.4\"",
                             n->cuda_version);
@@ -169,10 +168,9 @@ void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, s
         return;
     }
     check_fleet(m->fleet, diag);
-    check_tenant_names(m, diag);
-    check_namespaces(m, diag);
+    check_tenant_names(objs, n, diag);
     for (size_t i = 0; i < m->ntenants; i++) {
-        check_trust(m, &m->tenants[i], diag);
+        check_uses(m, &m->tenants[i], diag);
         check_workloads(&m->tenants[i], diag);
     }
     if (m->pricebook)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAX_FIELDS 64
 #define MAX_LIST 10000
@@ -22,6 +23,7 @@ static const char *node_kind(const struct spec_node *n)
     }
 }
 
+__attribute__((format(printf, 6, 0)))
 static void vreport(struct ts_diag *diag, const char *file, int line, int col,
                     const char *path, const char *fmt, va_list ap)
 {
@@ -67,28 +69,75 @@ int spec_is_dns_label(const char *s)
     return 1;
 }
 
-static int is_dns_subdomain(const char *s)
+#define LABEL_CHARS "use lowercase letters, digits and '-'"
+
+static int label_char(unsigned char c)
+{
+    return islower(c) || isdigit(c) || c == '-';
+}
+
+/* Why the label s[0..n) is not a DNS-1123 label, into why; 0 when it is one. */
+static int label_problem(const char *s, size_t n, char *why, size_t size)
+{
+    if (n == 0)
+        return snprintf(why, size, "it is empty"), 1;
+    if (n > 63)
+        return snprintf(why, size, "it has %zu characters; a name has at most 63", n), 1;
+    for (size_t i = 0; i < n; i++)
+        if (isupper((unsigned char)s[i]))
+            return snprintf(why, size, "it has uppercase letters (%s)", LABEL_CHARS), 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!label_char(c) && isprint(c))
+            return snprintf(why, size, "'%c' is not allowed (%s)", c, LABEL_CHARS), 1;
+        if (!label_char(c))
+            return snprintf(why, size, "byte 0x%02X is not allowed (%s)", c, LABEL_CHARS), 1;
+    }
+    if (s[0] == '-' || s[n - 1] == '-')
+        return snprintf(why, size, "it must start and end with a letter or digit"), 1;
+    return 0;
+}
+
+/* Why s is not a name (or, with dots, a DNS subdomain); 0 when it is one. */
+static int name_problem(const char *s, int subdomain, char *why, size_t size)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 253)
-        return 0;
-    char label[64];
+    if (!subdomain)
+        return label_problem(s, n, why, size);
+    if (n > 253)
+        return snprintf(why, size, "it has %zu characters; a DNS name has at most 253", n), 1;
     for (const char *p = s;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
-        if (len == 0 || len > 63)
-            return 0;
-        memcpy(label, p, len);
-        label[len] = '\0';
-        if (!spec_is_dns_label(label))
-            return 0;
-        if (!dot)
+        if (len == 0)
+            return snprintf(why, size, "it has an empty part between dots"), 1;
+        if (label_problem(p, len, why, size))
             return 1;
+        if (!dot)
+            return 0;
         p = dot + 1;
     }
 }
 
-/* Strict YAML-ish decimal: -?digits[.digits][e[+-]digits]. */
+/* A valid name close to s (lowercase, other characters as '-'), or "". */
+static void name_suggestion(const char *s, int subdomain, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = s; *p && n + 1 < size; p++) {
+        unsigned char c = (unsigned char)tolower((unsigned char)*p);
+        char ch = label_char(c) || (subdomain && c == '.') ? (char)c : '-';
+        if (!(ch == '-' && (n == 0 || out[n - 1] == '-')))
+            out[n++] = ch;
+    }
+    while (n > 0 && out[n - 1] == '-')
+        n--;
+    out[n] = '\0';
+    char why[120];
+    if (n == 0 || strcmp(out, s) == 0 || name_problem(out, subdomain, why, sizeof(why)))
+        out[0] = '\0';
+}
+
+/* Strict YAML-ish decimal: [+-]digits[.digits][e[+-]digits]. */
 static int parse_decimal(const char *s, double *out)
 {
     const char *p = s;
@@ -116,10 +165,7 @@ static int parse_decimal(const char *s, double *out)
     }
     if (*p)
         return 0;
-    double d = strtod(s, NULL);
-    if (!isfinite(d))
-        return 0;
-    *out = d;
+    *out = strtod(s, NULL); /* +-HUGE_VAL on overflow: the range check rejects it */
     return 1;
 }
 
@@ -176,7 +222,13 @@ static int read_number(struct spec_ctx *ctx, const struct spec_field *f,
     if (!want_scalar(ctx, n, path, what))
         return 1;
     double d;
-    if (!n->plain || !parse_decimal(n->value, &d)) {
+    int number = parse_decimal(n->value, &d);
+    if (!n->plain && number) {
+        spec_report(ctx, n, path, "must be %s, got a quoted string '%.40s'; remove the quotes",
+                    what, n->value);
+        return 1;
+    }
+    if (!number) {
         spec_report(ctx, n, path, "must be %s, got %s '%.40s'", what,
                     n->plain ? "text" : "a quoted string", n->value);
         return 1;
@@ -191,6 +243,43 @@ static int read_number(struct spec_ctx *ctx, const struct spec_field *f,
     }
     *out = d;
     return 0;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    size_t row[41];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t best = prev + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+/* How close cand is to a mistyped word: an edit distance under 3, 3 when
+ * one is a prefix of the other (4+ characters), else 99. */
+static size_t closeness(const char *word, const char *cand)
+{
+    size_t d = edit_distance(word, cand);
+    if (d < 3)
+        return d;
+    size_t lw = strlen(word), lc = strlen(cand), n = lw < lc ? lw : lc;
+    return n >= 4 && strncasecmp(word, cand, n) == 0 ? 3 : 99;
 }
 
 static int read_enum(struct spec_ctx *ctx, const struct spec_field *f,
@@ -209,7 +298,20 @@ static int read_enum(struct spec_ctx *ctx, const struct spec_field *f,
         size_t len = strlen(list);
         snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", f->enums[i]);
     }
-    spec_report(ctx, n, path, "must be one of %s; got '%.60s'", list, n->value);
+    const char *best = NULL;
+    size_t best_d = 4;
+    for (int i = 0; f->enums[i]; i++) {
+        size_t d = closeness(n->value, f->enums[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = f->enums[i];
+        }
+    }
+    if (best)
+        spec_report(ctx, n, path, "must be one of %s; got '%.60s' (did you mean '%s'?)", list,
+                    n->value, best);
+    else
+        spec_report(ctx, n, path, "must be one of %s; got '%.60s'", list, n->value);
     return 1;
 }
 
@@ -222,13 +324,13 @@ static int read_string(struct spec_ctx *ctx, enum spec_ftype t, const struct spe
         spec_report(ctx, n, path, "must not contain NUL characters");
         return 1;
     }
-    if (t == SPEC_F_NAME && !spec_is_dns_label(n->value)) {
-        spec_report(ctx, n, path, "'%.80s' is not a valid name (lowercase letters, digits "
-                    "and '-', starting and ending with a letter or digit, at most 63)", n->value);
-        return 1;
-    }
-    if (t == SPEC_F_DNS && !is_dns_subdomain(n->value)) {
-        spec_report(ctx, n, path, "'%.80s' is not a valid DNS subdomain name", n->value);
+    char why[120], fix[80];
+    if ((t == SPEC_F_NAME || t == SPEC_F_DNS) &&
+        name_problem(n->value, t == SPEC_F_DNS, why, sizeof(why))) {
+        name_suggestion(n->value, t == SPEC_F_DNS, fix, sizeof(fix));
+        spec_report(ctx, n, path, "'%.80s' is not a valid %s: %s%s%s%s", n->value,
+                    t == SPEC_F_DNS ? "DNS name" : "name", why, *fix ? "; try '" : "", fix,
+                    *fix ? "'" : "");
         return 1;
     }
     *out = n->value;
@@ -294,10 +396,12 @@ static int read_strings(struct spec_ctx *ctx, const struct spec_field *f,
     for (size_t i = 0; i < n->count; i++) {
         char *p = ts_arena_printf(ctx->arena, "%s[%zu]", path, i);
         bad += read_string(ctx, t, n->items[i], p, &arr[i]);
-        for (size_t j = 0; j < i && !bad; j++)
-            if (arr[j] && arr[i] && strcmp(arr[j], arr[i]) == 0) {
-                spec_report(ctx, n->items[i], p, "duplicate entry '%.80s'", arr[i]);
+        for (size_t j = 0; j < i && arr[i]; j++)
+            if (arr[j] && strcmp(arr[j], arr[i]) == 0) {
+                spec_report(ctx, n->items[i], p, "duplicate entry '%.80s' (first at line %d)",
+                            arr[i], n->items[j]->line);
                 bad++;
+                break;
             }
     }
     *(const char ***)at(out, f->off) = arr;
@@ -367,45 +471,22 @@ static void apply_defaults(const struct spec_schema *s, void *out)
     }
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40)
-        return 99;
-    size_t row[41];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-            size_t best = prev + cost;
-            if (row[j] + 1 < best)
-                best = row[j] + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
 static void report_unknown(struct spec_ctx *ctx, const struct spec_schema *s,
                            const struct spec_node *key, const char *path)
 {
     const char *best = NULL;
-    size_t best_d = 3;
+    size_t best_d = 4;
     for (size_t i = 0; i < s->nfields; i++) {
-        size_t d = edit_distance(key->value, s->fields[i].key);
+        size_t d = closeness(key->value, s->fields[i].key);
         if (d < best_d) {
             best_d = d;
             best = s->fields[i].key;
         }
     }
-    if (best)
+    if (strcmp(key->value, "<<") == 0)
+        spec_report(ctx, key, path, "YAML merge keys ('<<') are not supported; write the "
+                    "fields out, or alias a whole mapping");
+    else if (best)
         spec_report(ctx, key, path, "unknown field '%.60s' (did you mean '%s'?)", key->value, best);
     else
         spec_report(ctx, key, path, "unknown field '%.60s'", key->value);

@@ -2,6 +2,9 @@
  * spec.c - the document envelope, the Fleet/Tenant/PriceBook schemas and the
  * cross-document checks (see spec.h). Field tables here are the single
  * source of truth for the format; docs/spec.md is generated from them.
+ * Most cross-document rules live in model.c; the two about list items the
+ * model keeps as bare strings (a namespace owned twice, trusts naming no
+ * tenant) run here, where the YAML nodes still give each item's place.
  */
 #include "spec/spec.h"
 
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "util/file.h"
 
 const char *const spec_contract_names[] = {"dedicated", "isolated", "shared-trusted",
@@ -171,23 +175,31 @@ static const struct spec_kind spec_kinds[] = {
 
 /* ---- the envelope ---- */
 
+/* Objects read so far, with the YAML node of each one's spec: part. */
 struct objlist {
     struct spec_object *items;
+    const struct spec_node **specs;
     size_t count, cap;
 };
 
-static int push_object(struct ts_arena *a, struct objlist *l, const struct spec_object *o)
+static int push_object(struct ts_arena *a, struct objlist *l, const struct spec_object *o,
+                       const struct spec_node *spec)
 {
     if (l->count == l->cap) {
         size_t ncap = l->cap ? l->cap * 2 : 16;
         struct spec_object *n = ts_arena_array(a, ncap, sizeof(*n));
-        if (!n)
+        const struct spec_node **sp = ts_arena_array(a, ncap, sizeof(*sp));
+        if (!n || !sp)
             return 0;
-        if (l->count)
+        if (l->count) {
             memcpy(n, l->items, l->count * sizeof(*n));
+            memcpy(sp, l->specs, l->count * sizeof(*sp));
+        }
         l->items = n;
+        l->specs = sp;
         l->cap = ncap;
     }
+    l->specs[l->count] = spec;
     l->items[l->count++] = *o;
     return 1;
 }
@@ -201,54 +213,120 @@ static const struct spec_kind *find_kind(const struct spec_kind *kinds, size_t n
     return NULL;
 }
 
+/* metadata: read with the schema walker so it gets the same checks. */
+struct metadata {
+    const char *name;
+};
+static const struct spec_field metadata_fields[] = {
+    {"name", SPEC_F_NAME, OFF(struct metadata, name), 0, 1, 0, 0, 0, NULL, NULL,
+     "the object's name"},
+};
+static const struct spec_schema metadata_schema = {
+    "metadata", sizeof(struct metadata), SPEC_NO_LOC, SPEC_FIELDS(metadata_fields)};
+
+enum { ENV_API, ENV_KIND, ENV_META, ENV_SPEC, ENV_KEYS };
+static const char *const envelope_names[ENV_KEYS] = {"apiVersion", "kind", "metadata", "spec"};
+
+/* The document's top-level keys and values, by ENV_*. */
 struct envelope {
-    const char *api_version, *kind, *name;
-    const struct spec_node *spec;
+    const struct spec_node *key[ENV_KEYS], *value[ENV_KEYS];
+    const char *path;                 /* "documents[N]" */
 };
 
 static int envelope_key(struct spec_ctx *ctx, const struct spec_node *k,
-                        const struct spec_node *v, struct envelope *env, const char *path)
+                        const struct spec_node *v, struct envelope *env)
 {
     if (k->type != SPEC_NODE_SCALAR) {
-        spec_report(ctx, k, path, "keys must be plain strings");
+        spec_report(ctx, k, env->path, "keys must be plain strings");
         return 1;
     }
-    const char *key = k->value;
-    const char **slot = strcmp(key, "apiVersion") == 0 ? &env->api_version
-                        : strcmp(key, "kind") == 0     ? &env->kind
-                                                       : NULL;
-    if (slot) {
-        if (v->type != SPEC_NODE_SCALAR || v->len == 0) {
-            spec_report(ctx, v, key, "must be a string");
+    for (int i = 0; i < ENV_KEYS; i++) {
+        if (strcmp(k->value, envelope_names[i]) != 0)
+            continue;
+        if (env->key[i]) {
+            spec_report(ctx, k, ts_arena_printf(ctx->arena, "%s.%s", env->path, k->value),
+                        "duplicate field (first set at line %d)", env->key[i]->line);
             return 1;
         }
-        *slot = v->value;
+        env->key[i] = k;
+        env->value[i] = v;
         return 0;
     }
-    if (strcmp(key, "spec") == 0) {
-        env->spec = v;
-        return 0;
-    }
-    if (strcmp(key, "metadata") == 0) {
-        const struct spec_node *name = spec_node_get(v, "name");
-        int bad = 0;
-        for (size_t i = 0; v->type == SPEC_NODE_MAP && i + 1 < v->count; i += 2)
-            if (strcmp(v->items[i]->value, "name") != 0) {
-                spec_report(ctx, v->items[i], "metadata", "unknown field '%.60s'",
-                            v->items[i]->value);
-                bad++;
-            }
-        if (!name || name->type != SPEC_NODE_SCALAR || !spec_is_dns_label(name->value)) {
-            spec_report(ctx, name ? name : v, "metadata.name",
-                        "must be a name (lowercase letters, digits and '-', at most 63)");
-            return bad + 1;
+    for (int i = 0; i < ENV_KEYS; i++)
+        if (strcasecmp(k->value, envelope_names[i]) == 0) {
+            spec_report(ctx, k, env->path, "unknown field '%.60s' (did you mean '%s'?)",
+                        k->value, envelope_names[i]);
+            return 1;
         }
-        env->name = name->value;
-        return bad;
-    }
-    spec_report(ctx, k, path, "unknown field '%.60s' (a document has apiVersion, kind, "
-                "metadata and spec)", key);
+    spec_report(ctx, k, env->path, "unknown field '%.60s' (a document has apiVersion, kind, "
+                "metadata and spec)", k->value);
     return 1;
+}
+
+/* A required top-level string; NULL (after reporting) when absent or wrong. */
+static const char *envelope_string(struct spec_ctx *ctx, const struct spec_node *root,
+                                   const struct envelope *env, int which, const char *hint)
+{
+    const struct spec_node *v = env->value[which];
+    const char *name = envelope_names[which];
+    if (!v) {
+        spec_report(ctx, root, env->path, "missing required field '%s'; it must be %s", name,
+                    hint);
+        return NULL;
+    }
+    if (v->type != SPEC_NODE_SCALAR || v->len == 0) {
+        spec_report(ctx, v, ts_arena_printf(ctx->arena, "%s.%s", env->path, name),
+                    "must be %s, got %s", hint, v->type == SPEC_NODE_SCALAR ? "nothing"
+                    : v->type == SPEC_NODE_MAP ? "a mapping" : "a list");
+        return NULL;
+    }
+    return v->value;
+}
+
+/* apiVersion and kind; the kind, or NULL after reporting. */
+static const struct spec_kind *envelope_kind(struct spec_ctx *ctx, const struct spec_node *root,
+                                             const struct envelope *env,
+                                             const struct spec_kind *kinds, size_t nkinds)
+{
+    const char *api = envelope_string(ctx, root, env, ENV_API, SPEC_API_VERSION);
+    if (!api)
+        return NULL;
+    if (strcmp(api, SPEC_API_VERSION) != 0) {
+        spec_report(ctx, env->value[ENV_API], ts_arena_printf(ctx->arena, "%s.apiVersion",
+                    env->path), "must be %s, got '%.60s'", SPEC_API_VERSION, api);
+        return NULL;
+    }
+    char list[200] = "";
+    for (size_t i = 0; i < nkinds; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", kinds[i].kind);
+    }
+    const char *hint = ts_arena_printf(ctx->arena, "one of %s", list);
+    const char *kind = envelope_string(ctx, root, env, ENV_KIND, hint);
+    if (!kind)
+        return NULL;
+    const struct spec_kind *k = find_kind(kinds, nkinds, kind);
+    if (!k)
+        spec_report(ctx, env->value[ENV_KIND], ts_arena_printf(ctx->arena, "%s.kind",
+                    env->path), "must be %s; got '%.40s'", hint, kind);
+    return k;
+}
+
+/* metadata.name, or NULL after reporting; *at gets the name's node. */
+static const char *envelope_name(struct spec_ctx *ctx, const struct spec_node *root,
+                                 const struct envelope *env, const struct spec_node **at)
+{
+    const struct spec_node *v = env->value[ENV_META];
+    if (!v) {
+        spec_report(ctx, root, env->path, "missing required field 'metadata' (with a name)");
+        return NULL;
+    }
+    struct metadata md = {0};
+    const char *path = ts_arena_printf(ctx->arena, "%s.metadata", env->path);
+    if (spec_schema_read(ctx, v, &metadata_schema, &md, path) != 0)
+        return NULL;
+    *at = spec_node_get(v, "name");
+    return md.name;
 }
 
 static void read_document(struct spec_ctx *ctx, const struct spec_doc *doc,
@@ -258,67 +336,86 @@ static void read_document(struct spec_ctx *ctx, const struct spec_doc *doc,
     const struct spec_node *root = doc->root;
     if (!root)
         return; /* an empty document, e.g. a trailing '---' */
-    char *docpath = ts_arena_printf(ctx->arena, "documents[%zu]", index);
+    struct envelope env = {{0}, {0}, ts_arena_printf(ctx->arena, "documents[%zu]", index)};
     if (root->type != SPEC_NODE_MAP) {
-        spec_report(ctx, root, docpath, "a document must be a mapping");
+        spec_report(ctx, root, env.path, "a document must be a mapping with apiVersion, kind, "
+                    "metadata and spec");
         return;
     }
-    struct envelope env = {0};
     int bad = 0;
     for (size_t i = 0; i + 1 < root->count; i += 2)
-        bad += envelope_key(ctx, root->items[i], root->items[i + 1], &env, docpath);
-    if (!env.api_version || strcmp(env.api_version, SPEC_API_VERSION) != 0) {
-        spec_report(ctx, root, docpath, "apiVersion must be %s", SPEC_API_VERSION);
+        bad += envelope_key(ctx, root->items[i], root->items[i + 1], &env);
+    const struct spec_kind *k = envelope_kind(ctx, root, &env, kinds, nkinds);
+    if (!k)
         return;
-    }
-    const struct spec_kind *k = env.kind ? find_kind(kinds, nkinds, env.kind) : NULL;
-    if (!k) {
-        char list[200] = "";
-        for (size_t i = 0; i < nkinds; i++) {
-            size_t len = strlen(list);
-            snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", kinds[i].kind);
-        }
-        spec_report(ctx, root, docpath, "kind must be one of %s; got '%.40s'", list,
-                    env.kind ? env.kind : "");
+    const struct spec_node *name_node = NULL;
+    const char *name = envelope_name(ctx, root, &env, &name_node);
+    const struct spec_node *spec = env.value[ENV_SPEC];
+    if (!spec)
+        spec_report(ctx, root, env.path, "missing required field 'spec'");
+    if (bad || !name || !spec)
         return;
-    }
-    if (!env.spec) {
-        spec_report(ctx, root, docpath, "missing required field 'spec'");
-        return;
-    }
-    if (bad || !env.name)
-        return;
-    struct spec_object o = {k, ts_arena_alloc(ctx->arena, k->schema->size), env.name, {0}};
+    struct spec_object o = {k, ts_arena_alloc(ctx->arena, k->schema->size), name, {0}};
     if (!o.obj)
         return;
-    const char *path = ts_arena_printf(ctx->arena, "%s/%s.spec", k->kind, env.name);
-    o.loc = (struct spec_loc){ctx->file, root->line, root->column, path};
-    *(const char **)((char *)o.obj + k->name_off) = env.name;
-    if (spec_schema_read(ctx, env.spec, k->schema, o.obj, path) == 0)
-        push_object(ctx->arena, out, &o);
+    const char *path = ts_arena_printf(ctx->arena, "%s/%s.spec", k->kind, name);
+    o.loc = (struct spec_loc){ctx->file, name_node->line, name_node->column,
+                              ts_arena_printf(ctx->arena, "%s/%s.metadata.name", k->kind, name)};
+    *(const char **)((char *)o.obj + k->name_off) = name;
+    if (spec_schema_read(ctx, spec, k->schema, o.obj, path) == 0)
+        push_object(ctx->arena, out, &o, spec);
 }
 
-static ts_status load_text(const char *text, size_t len, const char *name,
-                           const struct spec_kind *kinds, size_t nkinds,
-                           struct ts_arena *arena, struct objlist *out, struct ts_diag *diag)
+static void load_text(const char *text, size_t len, const char *name,
+                      const struct spec_kind *kinds, size_t nkinds,
+                      struct ts_arena *arena, struct objlist *out, struct ts_diag *diag)
 {
     struct spec_doc *docs = NULL;
     size_t ndocs = 0;
     struct ts_error e;
-    if (memchr(text, '\0', len)) {
-        ts_err_at(&e, TS_INVALID, name, 0, 0, NULL, "file contains NUL bytes (binary?)");
-        ts_diag_add(diag, &e);
-        return TS_INVALID;
-    }
     const char *fname = ts_arena_strdup(arena, name);
     if (spec_yaml_parse(text, len, fname, arena, &docs, &ndocs, &e) != TS_OK) {
         ts_diag_add(diag, &e);
-        return e.code;
+        return;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < ndocs; i++)
+        used += docs[i].root != NULL;
+    if (used == 0) {
+        ts_err_at(&e, TS_INVALID, fname, 0, 0, NULL, "the file holds no YAML documents (it "
+                  "is empty or only comments)");
+        ts_diag_add(diag, &e);
+        return;
     }
     struct spec_ctx ctx = {arena, fname, diag};
     for (size_t i = 0; i < ndocs; i++)
         read_document(&ctx, &docs[i], kinds, nkinds, i, out);
-    return TS_OK;
+}
+
+static void load_files(const char *const *paths, size_t npaths,
+                       const struct spec_kind *kinds, size_t nkinds,
+                       struct ts_arena *arena, struct objlist *l, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < npaths; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        struct ts_error e;
+        if (ts_file_read(paths[i], TS_INPUT_MAX, &text, &len, &e) != TS_OK) {
+            ts_diag_add(diag, &e);
+            continue;
+        }
+        const char *name = strcmp(paths[i], "-") == 0 ? "<stdin>" : paths[i];
+        load_text(text, len, name, kinds, nkinds, arena, l, diag);
+        free(text);
+    }
+}
+
+static ts_status loaded(const struct objlist *l, struct spec_object **objs, size_t *nobjs,
+                        const struct ts_diag *diag)
+{
+    *objs = l->items;
+    *nobjs = l->count;
+    return diag->count || diag->dropped ? TS_INVALID : TS_OK;
 }
 
 ts_status spec_load_objects_text(const char *text, size_t len, const char *name,
@@ -328,9 +425,7 @@ ts_status spec_load_objects_text(const char *text, size_t len, const char *name,
 {
     struct objlist l = {0};
     load_text(text, len, name, kinds, nkinds, arena, &l, diag);
-    *objs = l.items;
-    *nobjs = l.count;
-    return diag->count || diag->dropped ? TS_INVALID : TS_OK;
+    return loaded(&l, objs, nobjs, diag);
 }
 
 ts_status spec_load_objects(const char *const *paths, size_t npaths,
@@ -339,29 +434,98 @@ ts_status spec_load_objects(const char *const *paths, size_t npaths,
                             size_t *nobjs, struct ts_diag *diag)
 {
     struct objlist l = {0};
-    for (size_t i = 0; i < npaths; i++) {
-        char *text = NULL;
-        size_t len = 0;
-        struct ts_error e;
-        if (ts_file_read(paths[i], TS_INPUT_MAX, &text, &len, &e) != TS_OK) {
-            ts_diag_add(diag, &e);
-            continue;
-        }
-        load_text(text, len, paths[i], kinds, nkinds, arena, &l, diag);
-        free(text);
+    load_files(paths, npaths, kinds, nkinds, arena, &l, diag);
+    return loaded(&l, objs, nobjs, diag);
+}
+
+/* ---- list items the model keeps as plain strings ----
+ * A tenant's namespaces and trusts are bare strings in the model, so the
+ * rules about them run here, on the YAML nodes, and point at the item. */
+
+static int is_tenant(const struct objlist *l, size_t i)
+{
+    return strcmp(l->items[i].kind->kind, "Tenant") == 0;
+}
+
+static const struct spec_node *tenant_item(const struct objlist *l, size_t i, const char *key,
+                                           size_t j)
+{
+    const struct spec_node *list = spec_node_get(l->specs[i], key);
+    return list && j < list->count ? list->items[j] : NULL;
+}
+
+static void report_item(struct ts_arena *a, struct ts_diag *diag, const struct objlist *l,
+                        size_t i, const char *key, size_t j, const char *msg)
+{
+    const struct spec_node *n = tenant_item(l, i, key, j);
+    const struct spec_tenant *t = l->items[i].obj;
+    struct spec_loc loc = {t->loc.file, n->line, n->column,
+                           ts_arena_printf(a, "%s.%s[%zu]", t->loc.path, key, j)};
+    spec_report_loc(diag, &loc, "%s", msg);
+}
+
+/* The first earlier tenant that lists namespace ns, or -1. */
+static long namespace_owner(const struct objlist *l, size_t before, const char *ns)
+{
+    for (size_t i = 0; i < before; i++) {
+        const struct spec_tenant *u = l->items[i].obj;
+        for (size_t b = 0; is_tenant(l, i) && b < u->nnamespaces; b++)
+            if (strcmp(u->namespaces[b], ns) == 0)
+                return (long)i;
     }
-    *objs = l.items;
-    *nobjs = l.count;
-    return diag->count || diag->dropped ? TS_INVALID : TS_OK;
+    return -1;
+}
+
+static void check_namespace_owners(struct ts_arena *a, const struct objlist *l,
+                                   struct ts_diag *diag)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        const struct spec_tenant *t = l->items[i].obj;
+        for (size_t j = 0; is_tenant(l, i) && j < t->nnamespaces; j++) {
+            long o = namespace_owner(l, i, t->namespaces[j]);
+            if (o < 0)
+                continue;
+            const struct spec_object *owner = &l->items[o];
+            report_item(a, diag, l, i, "namespaces", j, ts_arena_printf(a, "'%s' already "
+                        "belongs to tenant '%s' (%s:%d); a namespace has one owner",
+                        t->namespaces[j], owner->name, owner->loc.file, owner->loc.line));
+        }
+    }
+}
+
+static int tenant_exists(const struct objlist *l, const char *name)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (is_tenant(l, i) && strcmp(l->items[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void check_trusts(struct ts_arena *a, const struct objlist *l, struct ts_diag *diag)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        const struct spec_tenant *t = l->items[i].obj;
+        for (size_t j = 0; is_tenant(l, i) && j < t->ntrusts; j++) {
+            if (strcmp(t->trusts[j], t->name) == 0)
+                report_item(a, diag, l, i, "trusts", j, "a tenant need not list itself");
+            else if (!tenant_exists(l, t->trusts[j]))
+                report_item(a, diag, l, i, "trusts", j,
+                            ts_arena_printf(a, "no tenant named '%s'", t->trusts[j]));
+        }
+    }
 }
 
 /* ---- the tenancy spec ---- */
 
-static ts_status finish_load(struct spec_model *m, struct spec_object *objs, size_t n,
+/* Objects read cleanly: assemble the model and run the cross-document rules. */
+static ts_status finish_load(struct spec_model *m, const struct objlist *l,
                              struct spec_model **out, struct ts_diag *diag)
 {
-    if (diag->count == 0 && diag->dropped == 0)
-        spec_model_assemble(m, objs, n, diag);
+    if (diag->count == 0 && diag->dropped == 0) {
+        spec_model_assemble(m, l->items, l->count, diag);
+        check_namespace_owners(&m->arena, l, diag);
+        check_trusts(&m->arena, l, diag);
+    }
     if (diag->count || diag->dropped) {
         spec_model_free(m);
         return TS_INVALID;
@@ -392,10 +556,9 @@ ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model *
     struct spec_model *m = new_model();
     if (!m)
         return no_memory(diag);
-    struct spec_object *objs = NULL;
-    size_t n = 0;
-    spec_load_objects(paths, npaths, spec_kinds, NKINDS, &m->arena, &objs, &n, diag);
-    return finish_load(m, objs, n, out, diag);
+    struct objlist l = {0};
+    load_files(paths, npaths, spec_kinds, NKINDS, &m->arena, &l, diag);
+    return finish_load(m, &l, out, diag);
 }
 
 ts_status spec_load_text(const char *text, size_t len, const char *name,
@@ -404,10 +567,9 @@ ts_status spec_load_text(const char *text, size_t len, const char *name,
     struct spec_model *m = new_model();
     if (!m)
         return no_memory(diag);
-    struct spec_object *objs = NULL;
-    size_t n = 0;
-    spec_load_objects_text(text, len, name, spec_kinds, NKINDS, &m->arena, &objs, &n, diag);
-    return finish_load(m, objs, n, out, diag);
+    struct objlist l = {0};
+    load_text(text, len, name, spec_kinds, NKINDS, &m->arena, &l, diag);
+    return finish_load(m, &l, out, diag);
 }
 
 void spec_model_free(struct spec_model *m)

@@ -11,7 +11,9 @@
 #include "helpers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXP 16
 
@@ -23,17 +25,22 @@ struct enum_state {
     int valid;
 };
 
-/* Does some choice of starts make this multiset valid? */
+/* Does some choice of starts make this multiset valid? Overlaps are pruned
+ * as we go; the leaf asks cat_geometry_check, the function under test. */
 static int placeable(const struct cat_model *m, const struct cat_profile **profs, int *starts,
-                     int n, int k)
+                     int n, int k, unsigned long long used)
 {
     if (k == n) {
         struct ts_error e;
         return cat_geometry_check(m, profs, starts, (size_t)n, &e) == TS_OK;
     }
     for (size_t s = 0; s < profs[k]->nstarts; s++) {
-        starts[k] = profs[k]->starts[s];
-        if (placeable(m, profs, starts, n, k + 1))
+        int start = profs[k]->starts[s];
+        unsigned long long mask = ((1ull << profs[k]->mem_units) - 1) << start;
+        if ((used & mask) || (k > 0 && profs[k - 1] == profs[k] && start < starts[k - 1]))
+            continue;
+        starts[k] = start;
+        if (placeable(m, profs, starts, n, k + 1, used | mask))
             return 1;
     }
     return 0;
@@ -47,7 +54,7 @@ static void enumerate(struct enum_state *st, int p)
         for (int i = 0; i < st->nplain; i++)
             for (int c = 0; c < st->count[i]; c++)
                 profs[n++] = st->plain[i];
-        if (n > 0 && n <= st->m->grid && placeable(st->m, profs, starts, n, 0))
+        if (n > 0 && n <= st->m->grid && placeable(st->m, profs, starts, n, 0, 0))
             st->valid++;
         return;
     }
@@ -149,6 +156,29 @@ static void test_lookups(void **state)
     cat_free(c);
 }
 
+/* A --catalog model wins product-name lookups; catalog names stay exact. */
+static void test_user_model_precedence(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/tessera-catalog-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *doc = "apiVersion: tessera.dev/v1alpha1\nkind: GpuModel\nmetadata: {name: lab-h100}\n"
+                      "spec:\n  displayName: Lab H100\n  productNames: [\"NVIDIA H100 PCIe\"]\n"
+                      "  memoryGiB: 79.6\n  architecture: hopper\n";
+    assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
+    close(fd);
+    struct cat_catalog *c = NULL;
+    struct ts_diag d = {0};
+    const char *paths[] = {path};
+    assert_int_equal(cat_load(paths, 1, &c, &d), TS_OK);
+    assert_string_equal(cat_model_find(c, "NVIDIA H100 PCIe")->name, "lab-h100");
+    assert_string_equal(cat_model_find(c, "h100-80gb-pcie")->name, "h100-80gb-pcie");
+    assert_string_equal(cat_model_find(c, "lab-h100")->name, "lab-h100");
+    cat_free(c);
+    unlink(path);
+}
+
 /* Malformed GpuModel documents are located errors, never a catalog. */
 static void test_bad_catalog_documents(void **state)
 {
@@ -189,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_geometry_counts),
         cmocka_unit_test(test_geometry_rules),
         cmocka_unit_test(test_lookups),
+        cmocka_unit_test(test_user_model_precedence),
         cmocka_unit_test(test_bad_catalog_documents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
