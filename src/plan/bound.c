@@ -12,6 +12,7 @@
 #include "plan/internal.h"
 
 #include <math.h>
+#include <string.h>
 
 static int ceil_div(double a, double b)
 {
@@ -51,21 +52,58 @@ int plan__is_guest(const struct decide_row *r)
             r->workload->kind == SPEC_WK_DEV);
 }
 
-/* Sharing mechanisms: memory / card, per mechanism. */
+/* Rows whose clients may share cards with r's: same mechanism and model,
+ * and the same named pool, or (MPS) the same tenant, or (fractions and
+ * time-slicing) any tenant; trust is checked card by card. */
+int plan__same_group(const struct decide_row *a, const struct decide_row *r)
+{
+    if (a->mech != r->mech || a->model != r->model || a->profile || plan__is_guest(a))
+        return 0;
+    if (a->workload->pool || r->workload->pool)
+        return a->workload->pool && r->workload->pool &&
+               strcmp(a->workload->pool, r->workload->pool) == 0;
+    return r->mech != DECIDE_MPS || a->tenant == r->tenant;
+}
+
+/* Cards r's group needs at least: memory, SM shares, clients, spread. */
+int plan__group_bound(const struct decide_result *d, const struct decide_row *r)
+{
+    double mem = 0, sm = 0, clients = 0;
+    int spread = 1;
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct decide_row *a = &d->rows[i];
+        if (!plan__same_group(a, r))
+            continue;
+        mem += a->cap_gib * a->workload->replicas;
+        sm += (double)a->sm_percent * a->workload->replicas;
+        clients += a->workload->replicas;
+        if (a->workload->spread != SPEC_SPREAD_NONE && a->workload->replicas > spread)
+            spread = a->workload->replicas;
+    }
+    double need = mem / r->model->memory_gib;
+    if (r->mech == DECIDE_MPS) {
+        need = sm / 100.0 > need ? sm / 100.0 : need;
+        need = clients / r->model->mps_max_clients > need ? clients / r->model->mps_max_clients
+                                                          : need;
+    }
+    int bound = (int)(need + 1.0 - 1e-9);
+    return spread > bound ? spread : bound;
+}
+
+/* Sharing pools of one mechanism on model: the sum of their groups' bounds. */
 static int pool_bound(const struct decide_result *d, const struct cat_model *model, int mech)
 {
-    double mem = 0;
-    int spread = 0;
+    int total = 0;
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
-        if (r->model != model || r->mech != mech || plan__is_guest(r))
+        if (r->model != model || r->mech != mech || r->profile || plan__is_guest(r))
             continue;
-        mem += r->cap_gib * r->workload->replicas;
-        if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > spread)
-            spread = r->workload->replicas;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = !plan__same_group(&d->rows[j], r);
+        total += first ? plan__group_bound(d, r) : 0;
     }
-    int b = ceil_div(mem, model->memory_gib);
-    return spread > b ? spread : b;
+    return total;
 }
 
 int plan__other_bound(const struct decide_result *d, const struct cat_model *model)

@@ -8,13 +8,29 @@
  * card) or worst fit (emptiest card), starting from no open card or from
  * as many as the lower bound says are needed (which spreads big items
  * before small ones fill the gaps). Spread rules (replicas on distinct GPUs
- * or nodes) and canary node restrictions are respected. Fast enough for
- * thousands of items; the exact solver (exact.c) improves on it where it can.
+ * or nodes) and canary node restrictions are respected.
+ *
+ * Each card keeps what it holds (profiles, spread groups, units, compute),
+ * so a try costs O(instances on the card) and the placement search runs
+ * only when units and compute leave room: tens of thousands of instances
+ * on hundreds of cards plan in well under a second (bench/RESULTS.md).
  */
 #include "plan/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+struct card {
+    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
+    int groups[PLAN_MAX_PER_CARD];
+    int n, units, compute, open;
+};
+
+struct state {
+    const struct plan_mig *pm;
+    struct card *cards;
+    int *card_of;
+};
 
 /* Canonical order: bigger first, then profile id, then spec order. */
 static int cmp_items(const void *a, const void *b, void *arg)
@@ -39,39 +55,33 @@ int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c)
     return !pm->items[i].node || pm->items[i].node == pm->cards[c]->node;
 }
 
-static int spread_ok(const struct plan_mig *pm, const int *card_of, size_t i, size_t c)
+static int card_has_group(const struct card *k, int group)
 {
-    const struct plan_item *it = &pm->items[i];
+    for (int j = 0; j < k->n; j++)
+        if (k->groups[j] == group)
+            return 1;
+    return 0;
+}
+
+static int spread_ok(const struct state *s, size_t i, size_t c)
+{
+    const struct plan_item *it = &s->pm->items[i];
     if (it->group < 0)
         return 1;
-    for (size_t j = 0; j < pm->nitems; j++) {
-        if (j == i || card_of[j] < 0 || pm->items[j].group != it->group)
-            continue;
-        if ((size_t)card_of[j] == c)
+    if (!it->spread_node)
+        return !card_has_group(&s->cards[c], it->group);
+    for (size_t d = 0; d < s->pm->ncards; d++)
+        if (s->pm->cards[d]->node == s->pm->cards[c]->node &&
+            card_has_group(&s->cards[d], it->group))
             return 0;
-        if (it->spread_node && pm->cards[card_of[j]]->node == pm->cards[c]->node)
-            return 0;
-    }
     return 1;
 }
 
-static int fits(const struct plan_mig *pm, const int *card_of, size_t i, size_t c, int *units)
+/* Same order as the canonical sort, so equal profiles sit together. */
+static void sort_profiles(const struct cat_profile **profs, int n)
 {
-    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
-    int starts[PLAN_MAX_PER_CARD];
-    size_t n = 0;
-    *units = 0;
-    for (size_t j = 0; j < pm->nitems; j++)
-        if (card_of[j] == (int)c) {
-            if (n == PLAN_MAX_PER_CARD - 1)
-                return 0;
-            profs[n++] = pm->items[j].profile;
-            *units += pm->items[j].profile->mem_units;
-        }
-    profs[n++] = pm->items[i].profile;
-    /* same order as the canonical sort, so equal profiles sit together */
-    for (size_t a = 1; a < n; a++)
-        for (size_t b = a; b > 0; b--) {
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0; b--) {
             const struct cat_profile *x = profs[b - 1], *y = profs[b];
             int swap = x->mem_units < y->mem_units ||
                        (x->mem_units == y->mem_units &&
@@ -81,80 +91,106 @@ static int fits(const struct plan_mig *pm, const int *card_of, size_t i, size_t 
             profs[b - 1] = y;
             profs[b] = x;
         }
-    return plan__place(pm->model, profs, n, starts);
 }
 
-static int place_item(const struct plan_mig *pm, int *card_of, char *open, size_t i,
-                      int worst_fit)
+static int fits(const struct state *s, size_t i, size_t c)
 {
-    int best = -1, best_units = -1, units;
-    for (size_t c = 0; c < pm->ncards; c++) {
-        if (!open[c] || !plan__item_allowed(pm, i, c) || !spread_ok(pm, card_of, i, c) ||
-            !fits(pm, card_of, i, c, &units))
+    const struct card *k = &s->cards[c];
+    const struct cat_profile *p = s->pm->items[i].profile;
+    const struct cat_model *m = s->pm->model;
+    if (k->n == PLAN_MAX_PER_CARD || k->units + p->mem_units > m->grid ||
+        k->compute + p->compute > m->compute_slices)
+        return 0;
+    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
+    int starts[PLAN_MAX_PER_CARD];
+    memcpy(profs, k->profs, (size_t)k->n * sizeof(profs[0]));
+    profs[k->n] = p;
+    sort_profiles(profs, k->n + 1);
+    return plan__place(m, profs, (size_t)k->n + 1, starts);
+}
+
+static void put(struct state *s, size_t i, size_t c)
+{
+    struct card *k = &s->cards[c];
+    const struct plan_item *it = &s->pm->items[i];
+    k->profs[k->n] = it->profile;
+    k->groups[k->n] = it->group;
+    k->n++;
+    k->units += it->profile->mem_units;
+    k->compute += it->profile->compute;
+    k->open = 1;
+    s->card_of[i] = (int)c;
+}
+
+static int may_take(const struct state *s, size_t i, size_t c)
+{
+    return plan__item_allowed(s->pm, i, c) && spread_ok(s, i, c) && fits(s, i, c);
+}
+
+static int place_item(struct state *s, size_t i, int worst_fit)
+{
+    int best = -1;
+    for (size_t c = 0; c < s->pm->ncards; c++) {
+        if (!s->cards[c].open)
             continue;
-        int better = worst_fit ? units < best_units : units > best_units;
-        if (best < 0 || better) {
+        int units = s->cards[c].units;
+        int better = best < 0 || (worst_fit ? units < s->cards[best].units
+                                            : units > s->cards[best].units);
+        if (better && may_take(s, i, c))
             best = (int)c;
-            best_units = units;
-        }
     }
-    for (size_t c = 0; best < 0 && c < pm->ncards; c++)
-        if (!open[c] && pm->cards[c]->mode == PLAN_FREE && plan__item_allowed(pm, i, c) &&
-            spread_ok(pm, card_of, i, c) && fits(pm, card_of, i, c, &units)) {
+    for (size_t c = 0; best < 0 && c < s->pm->ncards; c++)
+        if (!s->cards[c].open && s->pm->cards[c]->mode == PLAN_FREE && may_take(s, i, c))
             best = (int)c;
-            open[c] = 1;
-        }
-    card_of[i] = best;
-    return best >= 0;
+    if (best < 0)
+        return 0;
+    put(s, i, (size_t)best);
+    return 1;
 }
 
 /* One strategy; returns cards used or -1. */
-static int run(const struct plan_mig *pm, const size_t *order, int *card_of, char *open,
-               int preopen, int worst_fit)
+static int run(struct state *s, const size_t *order, int preopen, int worst_fit)
 {
-    memset(open, 0, pm->ncards + 1);
+    const struct plan_mig *pm = s->pm;
+    memset(s->cards, 0, (pm->ncards + 1) * sizeof(*s->cards));
     for (size_t i = 0; i < pm->nitems; i++)
-        card_of[i] = -1;
+        s->card_of[i] = -1;
     for (size_t c = 0; c < pm->ncards && preopen > 0; c++)
         if (pm->cards[c]->mode == PLAN_FREE) {
-            open[c] = 1;
+            s->cards[c].open = 1;
             preopen--;
         }
     for (size_t k = 0; k < pm->nitems; k++)
-        if (!place_item(pm, card_of, open, order[k], worst_fit))
+        if (!place_item(s, order[k], worst_fit))
             return -1;
     int used = 0;
     for (size_t c = 0; c < pm->ncards; c++)
-        for (size_t i = 0; i < pm->nitems; i++)
-            if (card_of[i] == (int)c) {
-                used++;
-                break;
-            }
+        used += s->cards[c].n > 0;
     return used;
 }
 
 int plan__heuristic(const struct plan_mig *pm, int *card_of)
 {
     size_t *order = malloc((pm->nitems + 1) * sizeof(*order));
-    char *open = calloc(pm->ncards + 1, 1);
-    int *trial = malloc((pm->nitems + 1) * sizeof(*trial));
+    struct state s = {pm, calloc(pm->ncards + 1, sizeof(struct card)),
+                      malloc((pm->nitems + 1) * sizeof(int))};
     int best = -1;
-    if (!order || !open || !trial)
+    if (!order || !s.cards || !s.card_of)
         goto out;
     for (size_t i = 0; i < pm->nitems; i++)
         order[i] = i;
     qsort_r(order, pm->nitems, sizeof(*order), cmp_items, (void *)pm);
     int bound = plan__mig_bound(pm);
     for (int strategy = 0; strategy < 4; strategy++) {
-        int used = run(pm, order, trial, open, strategy & 2 ? bound : 0, strategy & 1);
+        int used = run(&s, order, strategy & 2 ? bound : 0, strategy & 1);
         if (used >= 0 && (best < 0 || used < best)) {
             best = used;
-            memcpy(card_of, trial, pm->nitems * sizeof(*trial));
+            memcpy(card_of, s.card_of, pm->nitems * sizeof(int));
         }
     }
 out:
     free(order);
-    free(open);
-    free(trial);
+    free(s.cards);
+    free(s.card_of);
     return best;
 }

@@ -48,6 +48,11 @@ int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, in
 int plan__mig_bound(const struct plan_mig *pm);
 /* Lower bound on the cards of model that whole GPUs and pools need. */
 int plan__other_bound(const struct decide_result *d, const struct cat_model *model);
+/* Rows that may share pool cards (same mechanism and model; same named
+ * pool, or for MPS the same tenant); and how many cards such a group needs
+ * at least (memory, SM shares, MPS clients, replica spread). */
+int plan__same_group(const struct decide_row *a, const struct decide_row *r);
+int plan__group_bound(const struct decide_result *d, const struct decide_row *r);
 /* 1 for best-effort time-slicing that may ride on other tenants' cards. */
 int plan__is_guest(const struct decide_row *r);
 

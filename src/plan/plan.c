@@ -198,6 +198,22 @@ static void totals(struct plan_build *b)
                                   : "heuristic";
 }
 
+#define PLAN_MAX_INSTANCES 100000
+
+/* The planner's input cap: instances (replicas x GPUs) over all workloads. */
+static ts_status check_size(struct plan_build *b)
+{
+    long total = 0;
+    for (size_t i = 0; i < b->d->nrows; i++)
+        total += (long)b->d->rows[i].workload->replicas * b->d->rows[i].gpus;
+    if (total <= PLAN_MAX_INSTANCES)
+        return TS_OK;
+    plan__fail(b, NULL, "the spec asks for %ld GPU instances (replicas x GPUs over all "
+               "workloads); tessera plans at most %d in one run: split the fleet into several "
+               "specs", total, PLAN_MAX_INSTANCES);
+    return TS_TOO_LARGE;
+}
+
 ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d, const struct plan_options *opt,
                      struct plan **out, struct ts_diag *diag)
@@ -210,7 +226,9 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     p->decisions = d;
     struct plan_options defaults = {PLAN_SOLVER_AUTO, 10.0};
     struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0};
-    ts_status st = make_cards(&b);
+    ts_status st = check_size(&b);
+    if (st == TS_OK)
+        st = make_cards(&b);
     if (st == TS_OK)
         st = plan__mig(&b);
     if (st == TS_OK)

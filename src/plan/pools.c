@@ -147,26 +147,68 @@ static void explain_full_pool(struct plan_build *b, const struct decide_row *r,
                r->mech == DECIDE_MPS ? (sm > 100 ? ", SM shares above 100%" : "") : "");
 }
 
+static int group_cards(const struct plan *p, const struct decide_row *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < p->ngpus; i++)
+        for (size_t k = 0; k < p->gpus[i].ninst; k++)
+            if (plan__same_group(p->gpus[i].inst[k].row, r)) {
+                n++;
+                break;
+            }
+    return n;
+}
+
+static double free_gib(const struct plan_gpu *g)
+{
+    double used = 0;
+    for (size_t k = 0; k < g->ninst; k++)
+        used += g->inst[k].mem_gib;
+    return g->model->memory_gib - used;
+}
+
+/* The emptiest card r may join (worst fit balances replicas that must
+ * spread); NULL when none. */
+static struct plan_gpu *join_target(struct plan_build *b, const struct decide_row *r)
+{
+    struct plan_gpu *best = NULL;
+    for (size_t i = 0; i < b->p->ngpus; i++)
+        if (joins(b, &b->p->gpus[i], r) && (!best || free_gib(&b->p->gpus[i]) > free_gib(best)))
+            best = &b->p->gpus[i];
+    return best;
+}
+
+static struct plan_gpu *open_card(struct plan *p, const struct decide_row *r)
+{
+    for (size_t i = 0; i < p->ngpus; i++) {
+        struct plan_gpu *g = &p->gpus[i];
+        if (g->mode == PLAN_FREE && g->model == r->model && spread_ok(p, g, r)) {
+            g->mode = pool_mode(r->mech);
+            return g;
+        }
+    }
+    return NULL;
+}
+
+/* Until the group has as many cards as it needs at least, open a new one;
+ * then join the emptiest card that takes the client, else open one. A
+ * named pool is one card. */
 static ts_status pool_replica(struct plan_build *b, const struct decide_row *r, int replica)
 {
     struct plan *p = b->p;
-    struct plan_gpu *target = NULL, *named = pool_card(p, r->workload->pool);
-    for (size_t i = 0; i < p->ngpus && !target; i++)
-        if (joins(b, &p->gpus[i], r))
-            target = &p->gpus[i];
+    struct plan_gpu *named = pool_card(p, r->workload->pool), *target = NULL;
+    if (!named && !r->workload->pool && group_cards(p, r) < plan__group_bound(b->d, r))
+        target = open_card(p, r);
+    if (!target)
+        target = join_target(b, r);
     if (!target && named) {
         explain_full_pool(b, r, named);
         return TS_INFEASIBLE;
     }
-    for (size_t i = 0; i < p->ngpus && !target; i++) {
-        struct plan_gpu *g = &p->gpus[i];
-        if (g->mode == PLAN_FREE && g->model == r->model && spread_ok(p, g, r)) {
-            target = g;
-            target->mode = pool_mode(r->mech);
-        }
-    }
+    if (!target)
+        target = open_card(p, r);
     if (!target) {
-        plan__fail(b, r, "no %s card left for replica %d of %s/%s (%s, %.0f GiB); add cards or "
+        plan__fail(b, r, "no %s card left for replica %d of %s/%s (%s, %g GiB); add cards or "
                    "lower replicas", r->model->name, replica + 1, r->tenant->name,
                    r->workload->name, decide_mech_names[r->mech], r->cap_gib);
         return TS_INFEASIBLE;

@@ -292,6 +292,28 @@ static void test_guest_needs_trust_and_schedule(void **state)
     }
 }
 
+/* 20 workloads x 5 spread replicas of 3 GiB MPS clients on 45 GiB cards:
+ * 15 fit a card, so 7 cards; first fit would strand the last workloads'
+ * replicas on 5 fresh cards (10 in all). */
+static void test_pool_balancing(void **state)
+{
+    (void)state;
+    char t[8192];
+    int n = snprintf(t, sizeof(t), DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: "
+                     "shared-trusted\n  namespaces: [a]\n  workloads:\n");
+    for (int i = 0; i < 20; i++)
+        n += snprintf(t + n, sizeof(t) - (size_t)n, "  - {name: w%d, kind: inference, "
+                      "memoryHighWaterGiB: 3, p99Ms: 100, smPercent: 5, replicas: 5}\n", i);
+    struct th_job j;
+    th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 12}]\n", t),
+                PLAN_SOLVER_AUTO);
+    assert_int_equal(j.st, TS_OK);
+    assert_int_equal(j.plan->summary.gpus_used, 7);
+    assert_int_equal(j.plan->summary.lower_bound, 7);
+    assert_verified(j.plan);
+    th_free(&j);
+}
+
 static void test_multi_gpu_same_node(void **state)
 {
     (void)state;
@@ -363,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_memory_fraction_enforcement),
         cmocka_unit_test(test_fraction_caps_and_trust),
         cmocka_unit_test(test_guest_needs_trust_and_schedule),
+        cmocka_unit_test(test_pool_balancing),
         cmocka_unit_test(test_multi_gpu_same_node),
         cmocka_unit_test(test_fleet_too_small),
         cmocka_unit_test(test_verify_catches_corruption),
