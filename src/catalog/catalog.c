@@ -32,6 +32,7 @@ struct raw_model {
     size_t nproducts;
     double memory_gib;
     int sms, arch, mig, grid, compute_slices, mps_max_clients;
+    const char *pci_device_id;
     struct raw_profile *profiles;
     size_t nprofiles;
 };
@@ -69,6 +70,8 @@ static const struct spec_field model_fields[] = {
      "multiprocessors of the whole card (0 = unknown)"},
     {"architecture", SPEC_F_ENUM, OFF(struct raw_model, arch), 0, 1, 0, 0, 0, arch_names, NULL,
      "GPU generation"},
+    {"pciDeviceId", SPEC_F_STR, OFF(struct raw_model, pci_device_id), 0, 0, 0, 0, 0, NULL, NULL,
+     "PCI device ID (vendor 10DE), four hex digits; for VM passthrough"},
     {"mig", SPEC_F_BOOL, OFF(struct raw_model, mig), 0, 0, 0, 0, 0, NULL, NULL,
      "MIG-capable"},
     {"migGrid", SPEC_F_INT, OFF(struct raw_model, grid), 0, 0, 1, CAT_GRID_MAX, 0, NULL, NULL,
@@ -191,7 +194,13 @@ static int convert_model(struct ts_arena *a, const struct raw_model *rm, struct 
         return 1;
     *m = (struct cat_model){rm->loc, rm->name, rm->display, rm->products, rm->nproducts,
                             rm->memory_gib, rm->sms, arch_names[rm->arch], rm->mig, rm->grid,
-                            rm->compute_slices, rm->mps_max_clients, NULL, 0};
+                            rm->compute_slices, rm->mps_max_clients, rm->pci_device_id, NULL, 0};
+    if (m->pci_device_id && (strlen(m->pci_device_id) != 4 ||
+                             strspn(m->pci_device_id, "0123456789abcdefABCDEF") != 4)) {
+        spec_report_loc(diag, &rm->loc, "pciDeviceId: '%s' is not four hex digits like \"2330\"",
+                        m->pci_device_id);
+        return 1;
+    }
     if (!m->mps_max_clients)
         m->mps_max_clients = rm->arch == 0 ? 48 : 64;
     m->profiles = ts_arena_array(a, rm->nprofiles ? rm->nprofiles : 1, sizeof(*m->profiles));

@@ -53,6 +53,7 @@ struct cat_model {
     int grid;                /* placement grid units (MIG cards) */
     int compute_slices;      /* compute slices of the full MIG card */
     int mps_max_clients;     /* 48 before Ampere (Volta), 64 after */
+    const char *pci_device_id; /* e.g. "2330" (vendor 10DE), or NULL */
     struct cat_profile *profiles;
     size_t nprofiles;
 };

@@ -57,6 +57,8 @@ int plan__is_guest(const struct decide_row *r)
  * time-slicing) any tenant; trust is checked card by card. */
 int plan__same_group(const struct decide_row *a, const struct decide_row *r)
 {
+    if (!a) /* a canary slice belongs to no group */
+        return 0;
     if (a->mech != r->mech || a->model != r->model || a->profile || plan__is_guest(a))
         return 0;
     if (a->workload->pool || r->workload->pool)

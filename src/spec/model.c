@@ -156,6 +156,35 @@ static void check_pricebook(const struct spec_pricebook *p, struct ts_diag *diag
                                 p->prices[i].model);
 }
 
+static int has_namespace(const struct spec_tenant *t, const char *ns)
+{
+    for (size_t i = 0; i < t->nnamespaces; i++)
+        if (strcmp(t->namespaces[i], ns) == 0)
+            return 1;
+    return 0;
+}
+
+/* Defaults that depend on other fields: the RBAC group, each workload's
+ * namespace, the lending limit of guaranteed contracts. */
+static void fill_defaults(struct spec_model *m, struct spec_tenant *t, struct ts_diag *diag)
+{
+    if (!t->group)
+        t->group = ts_arena_printf(&m->arena, "tessera:%s", t->name);
+    if (t->lending_limit < 0 && (t->contract == SPEC_CONTRACT_DEDICATED ||
+                                 t->contract == SPEC_CONTRACT_ISOLATED ||
+                                 t->contract == SPEC_CONTRACT_VM))
+        t->lending_limit = 0;
+    for (size_t i = 0; i < t->nworkloads; i++) {
+        struct spec_workload *w = &t->workloads[i];
+        if (!w->namespace_)
+            w->namespace_ = t->namespaces[0];
+        else if (!has_namespace(t, w->namespace_))
+            spec_report_loc(diag, &w->loc, "namespace: '%s' is not one of tenant '%s''s "
+                            "namespaces; add it to namespaces or pick one of them",
+                            w->namespace_, t->name);
+    }
+}
+
 void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, size_t n,
                          struct ts_diag *diag)
 {
@@ -170,6 +199,7 @@ void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, s
     check_fleet(m->fleet, diag);
     check_tenant_names(objs, n, diag);
     for (size_t i = 0; i < m->ntenants; i++) {
+        fill_defaults(m, &m->tenants[i], diag);
         check_uses(m, &m->tenants[i], diag);
         check_workloads(&m->tenants[i], diag);
     }

@@ -63,6 +63,7 @@ struct spec_workload {
     int sm_percent;           /* MPS: active thread percentage (0 = derived) */
     const char *gpu_model;    /* preferred catalog model, or NULL */
     const char *pool;         /* named sharing pool, or NULL */
+    const char *namespace_;   /* where it runs (defaulted to the tenant's first) */
 };
 
 struct spec_use {            /* a tenant consuming another tenant's workload */
@@ -85,6 +86,10 @@ struct spec_tenant {
     size_t nuses;
     struct spec_workload *workloads;
     size_t nworkloads;
+    const char *group;        /* RBAC group (defaulted to tessera:<tenant>) */
+    int borrowing_limit;      /* Kueue, per resource; -1 = no limit */
+    int lending_limit;        /* Kueue, per resource; -1 = contract default */
+    double fair_share_weight; /* Kueue fair sharing weight */
 };
 
 struct spec_node_gpus {

@@ -68,6 +68,8 @@ static const struct spec_field workload_fields[] = {
      "run only on this catalog model"},
     {"pool", SPEC_F_NAME, OFF(struct spec_workload, pool), 0, 0, 0, 0, 0, NULL, NULL,
      "named sharing pool: workloads naming the same pool share one card"},
+    {"namespace", SPEC_F_NAME, OFF(struct spec_workload, namespace_), 0, 0, 0, 0, 0, NULL, NULL,
+     "one of the tenant's namespaces (default: its first)"},
 };
 static const struct spec_schema workload_schema = {
     "Workload", sizeof(struct spec_workload), OFF(struct spec_workload, loc),
@@ -99,6 +101,15 @@ static const struct spec_field tenant_fields[] = {
     {"workloads", SPEC_F_LIST, OFF(struct spec_tenant, workloads),
      CNT(struct spec_tenant, nworkloads), 0, 0, 1000, 0, NULL, &workload_schema,
      "what it runs"},
+    {"group", SPEC_F_STR, OFF(struct spec_tenant, group), 0, 0, 0, 0, 0, NULL, NULL,
+     "identity-provider group given the edit role in its namespaces (default tessera:<name>)"},
+    {"borrowingLimit", SPEC_F_INT, OFF(struct spec_tenant, borrowing_limit), 0, 0, 0, 100000, -1,
+     NULL, NULL, "Kueue: devices of each kind it may borrow from idle quota (default: no limit)"},
+    {"lendingLimit", SPEC_F_INT, OFF(struct spec_tenant, lending_limit), 0, 0, 0, 100000, -1,
+     NULL, NULL, "Kueue: devices of each kind it lends while idle (default: 0 for dedicated, "
+     "isolated and vm contracts, no limit otherwise)"},
+    {"fairShareWeight", SPEC_F_NUM, OFF(struct spec_tenant, fair_share_weight), 0, 0, 0.001, 1000,
+     1, NULL, NULL, "Kueue fair-sharing weight"},
 };
 static const struct spec_schema tenant_schema = {
     "Tenant.spec", sizeof(struct spec_tenant), OFF(struct spec_tenant, loc),
