@@ -29,6 +29,11 @@ demo: build
 	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
 	@echo
 	@echo "SVG picture of the fleet: out/fleet.svg"
+	@echo
+	@echo "== tessera render -f examples/four-h100.yaml -o out/manifests --force"
+	@$(TESSERA) render -f examples/four-h100.yaml -o out/manifests --force >/dev/null
+	@cd out && find manifests -type f | sort | sed 's/^/  /'
+	@echo "Apply with: kubectl apply -k out/manifests (read out/manifests/README.md first)"
 
 check: deps check-build check-asan check-fuzz
 

@@ -1,0 +1,48 @@
+/*
+ * internal.h - what the render files share: the render context and the
+ * builders for each part of the tree. Not part of render's interface.
+ */
+#ifndef RENDER_INTERNAL_H
+#define RENDER_INTERNAL_H
+
+#include "render/names.h"
+#include "render/render.h"
+
+/* A DeviceClass the render uses (deduplicated, sorted by name). */
+struct render_class {
+    char name[160];
+    const struct cat_model *model;
+    int mech;                          /* enum decide_mech (VGPU rows are not classes) */
+    const struct cat_profile *profile; /* MIG */
+};
+
+struct render_ctx {
+    const struct plan *p;
+    const struct render_options *opt;
+    struct render_tree *t;
+    struct ts_error *err;
+    struct render_class *classes;
+    size_t nclasses;
+    char (*plugin)[256];              /* device plugin and KubeVirt resources used, sorted */
+    size_t nplugin;
+};
+
+int render__dra(const struct render_ctx *c);     /* DRA objects wanted */
+int render__plugin(const struct render_ctx *c);  /* device-plugin objects wanted */
+int render__is_vm(const struct decide_row *r);   /* runs in a KubeVirt VM */
+/* Append a kustomization.yaml listing files (NULL-terminated) to the tree. */
+ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files);
+
+/* A node's mig-parted entries (NULL when it has no MIG-capable card). */
+json_t *render__mig_parted(const struct render_ctx *c, const struct spec_fleet_node *n);
+/* A VM row's KubeVirt device: resource name, and the PCI vendor:device
+ * selector (whole GPU) or mdev type name (MIG-backed vGPU). */
+void render__vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
+                       size_t ssize);
+
+ts_status render__cluster(struct render_ctx *c, const char **files, size_t *n);
+ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t);
+ts_status render__node(struct render_ctx *c, const struct spec_fleet_node *n, int *wrote);
+ts_status render__readme(struct render_ctx *c);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * names.h - the names render gives things, in one place: DeviceClasses,
+ * quota resource names, device-plugin resources, Kueue logical resources,
+ * labels, quantities. Admission (later) checks pods against the same names.
+ */
+#ifndef RENDER_NAMES_H
+#define RENDER_NAMES_H
+
+#include <stddef.h>
+#include "decide/decide.h"
+
+#define RENDER_DRIVER "gpu.nvidia.com"
+#define RENDER_LABEL_TENANT "tessera.dev/tenant"
+#define RENDER_LABEL_CONTRACT "tessera.dev/contract"
+#define RENDER_LABEL_WORKLOAD "tessera.dev/workload"
+#define RENDER_SYSTEM_NS "tessera-system"
+#define RENDER_GPU_OPERATOR_NS "gpu-operator"
+
+/* What a decision asks the cluster for, one kind of device per row. */
+struct render_kind {
+    char device_class[160];   /* DRA DeviceClass, e.g. tessera-h100-80gb-sxm-mig-1g.10gb */
+    char plugin_resource[64]; /* device plugin name, e.g. nvidia.com/mig-1g.10gb */
+    char kueue_resource[192]; /* Kueue logical resource for the class (DRA) */
+    int per_replica;          /* devices one replica claims */
+};
+
+/* The kind of device row claims (VM rows included: they use plugin names). */
+void render_kind_of(const struct decide_row *r, struct render_kind *k);
+
+/* The class name for mechanism mech on model (profile for MIG, else NULL). */
+void render_class_name(const char *model, int mech, const char *profile, char *buf, size_t size);
+
+/* A memory quantity: whole GiB as "10Gi", else MiB ("7424Mi"). */
+void render_quantity(double gib, char *buf, size_t size);
+
+/* The node label GPU feature discovery sets for a product name
+ * (spaces become '-'), e.g. NVIDIA-H100-80GB-HBM3. */
+void render_product_label(const char *product, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * readme.c - DIR/README.md: what was rendered, for whom, what the cluster
+ * needs installed first, and the order to apply it in.
+ */
+#include "render/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int uses_mech(const struct render_ctx *c, int mech)
+{
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (d->rows[i].mech == mech && !render__is_vm(&d->rows[i]))
+            return 1;
+    return 0;
+}
+
+static int any_vm(const struct render_ctx *c)
+{
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (render__is_vm(&d->rows[i]))
+            return 1;
+    return 0;
+}
+
+static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    ts_sbuf_printf(o, "## What the cluster needs first\n\n"
+                      "- Kubernetes 1.34 or later (`resource.k8s.io/v1`; quotas per DeviceClass "
+                      "`<class>.deviceclass.resource.k8s.io/devices`).\n");
+    if (render__dra(c)) {
+        ts_sbuf_puts(o, "- The NVIDIA DRA driver for GPUs (driver `gpu.nvidia.com`)");
+        if (uses_mech(c, DECIDE_MPS) || uses_mech(c, DECIDE_TIME_SLICING) ||
+            uses_mech(c, DECIDE_MEMORY_FRACTION))
+            ts_sbuf_printf(o, " with feature gates%s%s",
+                           uses_mech(c, DECIDE_MPS) ? " `MPSSupport=true`" : "",
+                           uses_mech(c, DECIDE_TIME_SLICING) || uses_mech(c, DECIDE_MEMORY_FRACTION)
+                               ? " `TimeSlicingSettings=true`" : "");
+        ts_sbuf_puts(o, "; memory fractions request `capacity.requests.memory`, which needs "
+                        "Kubernetes' `DRAConsumableCapacity` gate and a driver that publishes "
+                        "memory as consumable capacity.\n");
+    }
+    if (render__plugin(c))
+        ts_sbuf_puts(o, "- The NVIDIA device plugin (GPU operator) with `migStrategy: mixed`, "
+                        "pointed at ConfigMap `gpu-operator/tessera-device-plugin-config`.\n");
+    ts_sbuf_puts(o, "- Kueue with the `v1beta2` API (ClusterQueue `cohortName`, hierarchical "
+                    "Cohorts)");
+    if (render__dra(c))
+        ts_sbuf_puts(o, " and its DRA integration: merge `cluster/kueue-configuration-fragment.yaml` "
+                        "into Kueue's Configuration");
+    ts_sbuf_puts(o, ".\n- NVIDIA mig-manager (GPU operator) reading ConfigMap "
+                    "`gpu-operator/tessera-mig-parted-config`, or run the nodes' "
+                    "`create-mig-instances.sh` (which also pins placements; mig-parted cannot).\n");
+    if (any_vm(c))
+        ts_sbuf_puts(o, "- KubeVirt, with `cluster/kubevirt-permitted-host-devices.yaml` merged "
+                        "into its CR (`kubectl patch kubevirt kubevirt -n kubevirt --type merge "
+                        "--patch-file cluster/kubevirt-permitted-host-devices.yaml`); MIG-backed "
+                        "vGPU types need the NVIDIA vGPU manager on the node (check `mdevctl "
+                        "types`).\n");
+}
+
+static void order(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    ts_sbuf_puts(o, "\n## Apply, in this order\n\n1. On each node (drained if its MIG layout "
+                    "changes):\n");
+    const struct spec_fleet *fl = c->p->model->fleet;
+    for (size_t i = 0; i < fl->nnodes; i++) {
+        const char *n = fl->nodes[i].name;
+        int mig = 0, mps = 0;
+        for (size_t g = 0; g < c->p->ngpus; g++) {
+            mig |= c->p->gpus[g].node == &fl->nodes[i] && c->p->gpus[g].mode == PLAN_MIG;
+            mps |= c->p->gpus[g].node == &fl->nodes[i] && c->p->gpus[g].mode == PLAN_MPS;
+        }
+        ts_sbuf_printf(o, "   - `%s`: `nodes/%s/labels.sh`", n, n);
+        if (mig)
+            ts_sbuf_printf(o, ", `nodes/%s/create-mig-instances.sh`", n);
+        if (mps)
+            ts_sbuf_printf(o, ", `nodes/%s/prep-mps.sh`", n);
+        ts_sbuf_puts(o, "\n");
+    }
+    ts_sbuf_puts(o, "2. `kubectl apply -k .` (cluster objects, then tenants, then node "
+                    "ConfigMaps).\n");
+    if (any_vm(c))
+        ts_sbuf_puts(o, "3. The KubeVirt patch above; then start the VMs in `tenants/*/"
+                        "virtualmachines.yaml` (rendered Halted: add disks and memory first).\n");
+}
+
+static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    ts_sbuf_puts(o, "\n## Tenants\n\n| tenant | contract | namespace | workload | mechanism | "
+                    "device | replicas |\n|---|---|---|---|---|---|---|\n");
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        struct render_kind k;
+        render_kind_of(r, &k);
+        ts_sbuf_printf(o, "| %s | %s | %s | %s | %s (%s) | `%s` | %d |\n", r->tenant->name,
+                       spec_contract_names[r->tenant->contract], r->workload->namespace_,
+                       r->workload->name, decide_mech_names[r->mech], r->rule,
+                       render__is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
+                                                                         : k.plugin_resource,
+                       r->workload->replicas);
+    }
+    ts_sbuf_puts(o, "\nEvery namespace's ResourceQuota and LimitRange list every GPU resource "
+                    "of this render: what the plan entitles the namespace to, and 0 for the "
+                    "rest (the DRA driver's own classes `gpu.nvidia.com` and `mig.nvidia.com` "
+                    "included), so a tenant cannot take a device it was not planned.\n");
+}
+
+ts_status render__readme(struct render_ctx *c)
+{
+    struct render_file *f = render__file(c->t, "README.md");
+    if (!f)
+        return TS_NOMEM;
+    struct ts_sbuf *o = &f->body;
+    const struct plan_summary *s = &c->p->summary;
+    ts_sbuf_printf(o, "# GPU tenancy rendered by tessera\n\nDevice API: %s. %zu tenants, %zu "
+                      "workloads; %d of %d GPUs used (naive %d, lower bound %d).\nGenerated "
+                      "files: do not edit; change the spec and render again.\n\n",
+                   render_api_names[c->opt->api], c->p->model->ntenants, c->p->decisions->nrows,
+                   s->gpus_used, s->gpus_total, s->naive, s->lower_bound);
+    prerequisites(c, o);
+    order(c, o);
+    tenants(c, o);
+    return ts_sbuf_status(o);
+}

@@ -1,0 +1,442 @@
+/*
+ * tenant.c - tenants/<tenant>/: per namespace a Namespace, a ResourceQuota
+ * and a LimitRange that list every GPU resource of the render (what the
+ * plan entitles the namespace to, 0 for everything else, the driver's own
+ * classes included), a RoleBinding of the tenant's group to `edit`, a
+ * default-deny NetworkPolicy with the allowances the tenant needs, a Kueue
+ * ClusterQueue and LocalQueue; per workload a ResourceClaimTemplate carrying
+ * the NVIDIA DRA driver's opaque config (or, for VMs, KubeVirt
+ * VirtualMachines).
+ */
+#include "render/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int in_ns(const struct decide_row *r, const struct spec_tenant *t, const char *ns)
+{
+    return r->tenant == t && strcmp(r->workload->namespace_, ns) == 0;
+}
+
+/* Devices of `class` (DRA) the namespace is entitled to. */
+static int class_count(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                       const char *class)
+{
+    int n = 0;
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++) {
+        struct render_kind k;
+        render_kind_of(&d->rows[i], &k);
+        if (in_ns(&d->rows[i], t, ns) && !render__is_vm(&d->rows[i]) &&
+            strcmp(k.device_class, class) == 0)
+            n += k.per_replica * d->rows[i].workload->replicas;
+    }
+    return n;
+}
+
+/* Units of a device-plugin (or KubeVirt) resource the namespace may request
+ * in all (*total) and in one container (*one); GiB for gpu.memory. */
+static void plugin_count(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                         const char *res, double *total, double *one)
+{
+    *total = *one = 0;
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        struct render_kind k;
+        char name[256], sel[256];
+        render_kind_of(r, &k);
+        if (render__is_vm(r))
+            render__vm_device(r, name, sizeof(name), sel, sizeof(sel));
+        const char *mine = render__is_vm(r) ? name : k.plugin_resource;
+        if (!in_ns(r, t, ns) || strcmp(mine, res) != 0)
+            continue;
+        double each = r->mech == DECIDE_MEMORY_FRACTION && !render__is_vm(r) ? r->cap_gib
+                                                                             : k.per_replica;
+        *total += each * r->workload->replicas;
+        *one = each > *one ? each : *one;
+    }
+}
+
+static json_t *amount(const char *res, double v)
+{
+    char buf[64];
+    if (strcmp(res, "nvidia.com/gpu.memory") == 0)
+        render_quantity(v, buf, sizeof(buf));
+    else
+        snprintf(buf, sizeof(buf), "%.0f", v);
+    return json_string(buf);
+}
+
+static json_t *quota(const struct render_ctx *c, const struct spec_tenant *t, const char *ns)
+{
+    json_t *hard = json_object();
+    char key[300];
+    for (size_t i = 0; render__dra(c) && i < c->nclasses; i++) {
+        snprintf(key, sizeof(key), "%s.deviceclass.resource.k8s.io/devices", c->classes[i].name);
+        json_object_set_new(hard, key, amount("", class_count(c, t, ns, c->classes[i].name)));
+    }
+    if (render__dra(c)) { /* the driver's own classes would bypass the plan */
+        json_object_set_new(hard, "gpu.nvidia.com.deviceclass.resource.k8s.io/devices",
+                            json_string("0"));
+        json_object_set_new(hard, "mig.nvidia.com.deviceclass.resource.k8s.io/devices",
+                            json_string("0"));
+    }
+    for (size_t i = 0; i < c->nplugin; i++) {
+        double total, one;
+        plugin_count(c, t, ns, c->plugin[i], &total, &one);
+        snprintf(key, sizeof(key), "requests.%s", c->plugin[i]);
+        json_object_set_new(hard, key, amount(c->plugin[i], total));
+    }
+    json_t *o = render__object("v1", "ResourceQuota", "tessera-gpus", ns);
+    json_object_set_new(o, "spec", json_pack("{s:o}", "hard", hard));
+    return o;
+}
+
+static json_t *limit_range(const struct render_ctx *c, const struct spec_tenant *t, const char *ns)
+{
+    json_t *max = json_object();
+    for (size_t i = 0; i < c->nplugin; i++) {
+        double total, one;
+        plugin_count(c, t, ns, c->plugin[i], &total, &one);
+        json_object_set_new(max, c->plugin[i], amount(c->plugin[i], one));
+    }
+    json_t *o = render__object("v1", "LimitRange", "tessera-gpu-limits", ns);
+    json_object_set_new(o, "spec", json_pack("{s:[{s:s, s:o}]}", "limits", "type", "Container",
+                                             "max", max));
+    return o;
+}
+
+static json_t *role_binding(const struct spec_tenant *t, const char *ns)
+{
+    json_t *o = render__object("rbac.authorization.k8s.io/v1", "RoleBinding", "tessera-tenant-edit",
+                               ns);
+    json_object_set_new(o, "roleRef", json_pack("{s:s, s:s, s:s}", "apiGroup",
+                                                "rbac.authorization.k8s.io", "kind", "ClusterRole",
+                                                "name", "edit"));
+    json_object_set_new(o, "subjects", json_pack("[{s:s, s:s, s:s}]", "apiGroup",
+                                                 "rbac.authorization.k8s.io", "kind", "Group",
+                                                 "name", t->group));
+    return o;
+}
+
+static json_t *namespace_obj(const struct spec_tenant *t, const char *ns)
+{
+    json_t *o = render__object("v1", "Namespace", ns, NULL);
+    json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
+    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(t->name));
+    json_object_set_new(labels, RENDER_LABEL_CONTRACT, json_string(spec_contract_names[t->contract]));
+    return o;
+}
+
+/* ---- network ---- */
+
+static json_t *policy(const char *name, const char *ns, json_t *spec)
+{
+    json_t *o = render__object("networking.k8s.io/v1", "NetworkPolicy", name, ns);
+    json_object_set_new(o, "spec", spec);
+    return o;
+}
+
+static json_t *tenant_peer(const char *tenant)
+{
+    return json_pack("{s:{s:{s:s}}}", "namespaceSelector", "matchLabels", RENDER_LABEL_TENANT,
+                     tenant);
+}
+
+static void network(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                    json_t *docs)
+{
+    json_array_append_new(docs, policy("tessera-default-deny", ns,
+                                       json_pack("{s:{}, s:[s,s]}", "podSelector", "policyTypes",
+                                                 "Ingress", "Egress")));
+    json_t *dns = json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}], s:[{s:s, s:i}, {s:s, s:i}]}",
+                            "to", "namespaceSelector", "matchLabels",
+                            "kubernetes.io/metadata.name", "kube-system", "podSelector",
+                            "matchLabels", "k8s-app", "kube-dns", "ports", "protocol", "UDP",
+                            "port", 53, "protocol", "TCP", "port", 53);
+    json_array_append_new(docs, policy("tessera-allow-tenant", ns,
+        json_pack("{s:{}, s:[s,s], s:[{s:[o]}], s:[{s:[o]}, o]}", "podSelector", "policyTypes",
+                  "Ingress", "Egress", "ingress", "from", tenant_peer(t->name), "egress", "to",
+                  tenant_peer(t->name), dns)));
+    /* consumers reach the shared workloads they use, and only those pods */
+    const struct spec_model *m = c->p->model;
+    for (size_t i = 0; i < t->nuses; i++) {
+        const struct spec_tenant *owner = spec_tenant_find(m, t->uses[i].tenant);
+        char name[200];
+        snprintf(name, sizeof(name), "tessera-uses-%s-%s", t->uses[i].tenant, t->uses[i].workload);
+        json_array_append_new(docs, policy(name, ns,
+            json_pack("{s:{}, s:[s], s:[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]}", "podSelector",
+                      "policyTypes", "Egress", "egress", "to", "namespaceSelector", "matchLabels",
+                      RENDER_LABEL_TENANT, owner->name, "podSelector", "matchLabels",
+                      RENDER_LABEL_WORKLOAD, t->uses[i].workload)));
+    }
+    for (size_t i = 0; i < m->ntenants; i++)
+        for (size_t u = 0; u < m->tenants[i].nuses; u++) {
+            const struct spec_use *use = &m->tenants[i].uses[u];
+            if (strcmp(use->tenant, t->name) != 0)
+                continue;
+            char name[200];
+            snprintf(name, sizeof(name), "tessera-consumer-%s-%s", m->tenants[i].name,
+                     use->workload);
+            json_array_append_new(docs, policy(name, ns,
+                json_pack("{s:{s:{s:s}}, s:[s], s:[{s:[o]}]}", "podSelector", "matchLabels",
+                          RENDER_LABEL_WORKLOAD, use->workload, "policyTypes", "Ingress",
+                          "ingress", "from", tenant_peer(m->tenants[i].name))));
+        }
+}
+
+/* ---- claims ---- */
+
+static json_t *driver_config(const struct decide_row *r)
+{
+    json_t *params = json_pack("{s:s, s:s}", "apiVersion", "resource.nvidia.com/v1beta1", "kind",
+                               r->profile ? "MigDeviceConfig" : "GpuConfig");
+    char mem[64];
+    render_quantity(r->cap_gib, mem, sizeof(mem));
+    if (r->mech == DECIDE_MPS)
+        json_object_set_new(params, "sharing",
+                            json_pack("{s:s, s:{s:i, s:s}}", "strategy", "MPS", "mpsConfig",
+                                      "defaultActiveThreadPercentage", r->sm_percent,
+                                      "defaultPinnedDeviceMemoryLimit", mem));
+    else if (r->mech == DECIDE_TIME_SLICING || r->mech == DECIDE_MEMORY_FRACTION)
+        json_object_set_new(params, "sharing",
+                            json_pack("{s:s, s:{s:s}}", "strategy", "TimeSlicing",
+                                      "timeSlicingConfig", "interval", "Default"));
+    return json_pack("[{s:[s], s:{s:s, s:o}}]", "requests", "gpu", "opaque", "driver",
+                     RENDER_DRIVER, "parameters", params);
+}
+
+static json_t *claim_template(const struct decide_row *r)
+{
+    struct render_kind k;
+    render_kind_of(r, &k);
+    json_t *exactly = json_pack("{s:s, s:s, s:i}", "deviceClassName", k.device_class,
+                                "allocationMode", "ExactCount", "count", k.per_replica);
+    if (r->mech == DECIDE_MEMORY_FRACTION) {
+        char mem[64];
+        render_quantity(r->cap_gib, mem, sizeof(mem));
+        json_object_set_new(exactly, "capacity", json_pack("{s:{s:s}}", "requests", "memory", mem));
+    }
+    json_t *o = render__object("resource.k8s.io/v1", "ResourceClaimTemplate", r->workload->name,
+                               r->workload->namespace_);
+    json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
+    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(r->tenant->name));
+    json_object_set_new(labels, RENDER_LABEL_WORKLOAD, json_string(r->workload->name));
+    json_object_set_new(o, "spec", json_pack("{s:{s:{s:[{s:s, s:o}], s:o}}}", "spec", "devices",
+                                             "requests", "name", "gpu", "exactly", exactly,
+                                             "config", driver_config(r)));
+    return o;
+}
+
+/* ---- VMs ---- */
+
+static json_t *virtual_machine(const struct decide_row *r, int replica)
+{
+    char name[300], device[256], sel[256], vmname[320];
+    render__vm_device(r, device, sizeof(device), sel, sizeof(sel));
+    json_t *gpus = json_array();
+    for (int g = 0; g < (r->profile ? 1 : r->gpus); g++) {
+        snprintf(name, sizeof(name), "gpu%d", g);
+        json_array_append_new(gpus, json_pack("{s:s, s:s}", "name", name, "deviceName", device));
+    }
+    snprintf(vmname, sizeof(vmname), "%s-%d", r->workload->name, replica);
+    json_t *o = render__object("kubevirt.io/v1", "VirtualMachine", vmname, r->workload->namespace_);
+    json_t *labels = json_pack("{s:s, s:s}", RENDER_LABEL_TENANT, r->tenant->name,
+                               RENDER_LABEL_WORKLOAD, r->workload->name);
+    json_object_update(json_object_get(json_object_get(o, "metadata"), "labels"), labels);
+    json_object_set_new(o, "spec", json_pack("{s:s, s:{s:{s:o}, s:{s:{s:{s:o}}}}}", "runStrategy",
+                                             "Halted", "template", "metadata", "labels", labels,
+                                             "spec", "domain", "devices", "gpus", gpus));
+    return o;
+}
+
+/* ---- Kueue ---- */
+
+static void add_resource(json_t *resources, const struct spec_tenant *t, const char *name,
+                         json_t *nominal)
+{
+    json_t *r = json_pack("{s:s, s:o}", "name", name, "nominalQuota", nominal);
+    if (t->borrowing_limit >= 0)
+        json_object_set_new(r, "borrowingLimit", json_integer(t->borrowing_limit));
+    if (t->lending_limit >= 0)
+        json_object_set_new(r, "lendingLimit", json_integer(t->lending_limit));
+    json_array_append_new(resources, r);
+}
+
+/* DRA: one resource group per GPU model, its tessera classes as resources. */
+static void dra_groups(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                       json_t *groups)
+{
+    for (size_t i = 0; i < c->nclasses; i++) {
+        const struct cat_model *m = c->classes[i].model;
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = c->classes[j].model != m;
+        if (!first)
+            continue;
+        json_t *covered = json_array(), *resources = json_array();
+        for (size_t j = i; j < c->nclasses; j++) {
+            int n = class_count(c, t, ns, c->classes[j].name);
+            if (c->classes[j].model != m || n == 0)
+                continue;
+            char logical[200];
+            snprintf(logical, sizeof(logical), "tessera.dev/%s", c->classes[j].name);
+            json_array_append_new(covered, json_string(logical));
+            add_resource(resources, t, logical, json_integer(n));
+        }
+        if (json_array_size(covered))
+            json_array_append_new(groups, json_pack("{s:o, s:[{s:s, s:o}]}", "coveredResources",
+                                                    covered, "flavors", "name", m->name,
+                                                    "resources", resources));
+        else {
+            json_decref(covered);
+            json_decref(resources);
+        }
+    }
+}
+
+static const struct cat_model *ns_model(const struct render_ctx *c, const struct spec_tenant *t,
+                                        const char *ns, const char *res)
+{
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++) {
+        struct render_kind k;
+        render_kind_of(&d->rows[i], &k);
+        if (in_ns(&d->rows[i], t, ns) && strcmp(k.plugin_resource, res) == 0)
+            return d->rows[i].model;
+    }
+    return NULL;
+}
+
+/* Device plugin: one group, one flavor per model the namespace runs on. */
+static void plugin_group(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                         json_t *groups)
+{
+    json_t *covered = json_array(), *flavors = json_array();
+    for (size_t i = 0; i < c->nplugin; i++) {
+        double total, one;
+        plugin_count(c, t, ns, c->plugin[i], &total, &one);
+        const struct cat_model *m = ns_model(c, t, ns, c->plugin[i]);
+        if (total <= 0 || !m)
+            continue; /* VM resources are not queued */
+        json_array_append_new(covered, json_string(c->plugin[i]));
+        json_t *flavor = NULL;
+        for (size_t f = 0; f < json_array_size(flavors) && !flavor; f++)
+            if (strcmp(json_string_value(json_object_get(json_array_get(flavors, f), "name")),
+                       m->name) == 0)
+                flavor = json_array_get(flavors, f);
+        if (!flavor) {
+            flavor = json_pack("{s:s, s:[]}", "name", m->name, "resources");
+            json_array_append_new(flavors, flavor);
+        }
+        add_resource(json_object_get(flavor, "resources"), t, c->plugin[i],
+                     amount(c->plugin[i], total));
+    }
+    /* every flavor must list every covered resource */
+    for (size_t f = 0; f < json_array_size(flavors); f++) {
+        json_t *res = json_object_get(json_array_get(flavors, f), "resources");
+        for (size_t i = 0; i < json_array_size(covered); i++) {
+            const char *name = json_string_value(json_array_get(covered, i));
+            int has = 0;
+            for (size_t k = 0; k < json_array_size(res); k++)
+                has |= strcmp(json_string_value(json_object_get(json_array_get(res, k), "name")),
+                              name) == 0;
+            if (!has)
+                add_resource(res, t, name, json_string("0"));
+        }
+    }
+    if (json_array_size(covered))
+        json_array_append_new(groups, json_pack("{s:o, s:o}", "coveredResources", covered,
+                                                "flavors", flavors));
+    else {
+        json_decref(covered);
+        json_decref(flavors);
+    }
+}
+
+static void queues(const struct render_ctx *c, const struct spec_tenant *t, const char *ns,
+                   json_t *docs)
+{
+    json_t *groups = json_array();
+    if (render__dra(c))
+        dra_groups(c, t, ns, groups);
+    if (render__plugin(c))
+        plugin_group(c, t, ns, groups);
+    if (json_array_size(groups) == 0) {
+        json_decref(groups);
+        return; /* nothing to queue: a consumer of shared services */
+    }
+    char weight[32];
+    snprintf(weight, sizeof(weight), "%g", t->fair_share_weight);
+    json_t *cq = render__object("kueue.x-k8s.io/v1beta2", "ClusterQueue", ns, NULL);
+    json_object_set_new(cq, "spec", json_pack(
+        "{s:s, s:{s:{s:s}}, s:s, s:o, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "cohortName", t->name,
+        "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name", ns, "queueingStrategy",
+        "BestEffortFIFO", "resourceGroups", groups, "preemption", "reclaimWithinCohort", "Any",
+        "withinClusterQueue", "LowerPriority", "borrowWithinCohort", "policy", "Never",
+        "fairSharing", "weight", weight));
+    json_array_append_new(docs, cq);
+    json_t *lq = render__object("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", ns);
+    json_object_set_new(lq, "spec", json_pack("{s:s}", "clusterQueue", ns));
+    json_array_append_new(docs, lq);
+}
+
+/* ---- the tenant's folder ---- */
+
+/* Write docs to the tenant's file (skipped when empty); after an earlier
+ * failure (st) only frees them. */
+static ts_status emit(struct render_ctx *c, const struct spec_tenant *t, const char *file,
+                      json_t *docs, const char **files, size_t *n, ts_status st)
+{
+    if (st != TS_OK || json_array_size(docs) == 0) {
+        json_decref(docs);
+        return st;
+    }
+    struct render_file *f = render__file(c->t, "tenants/%s/%s", t->name, file);
+    if (!f) {
+        json_decref(docs);
+        return TS_NOMEM;
+    }
+    files[(*n)++] = file;
+    return render__docs(f, docs);
+}
+
+ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
+{
+    json_t *nss = json_array(), *quotas = json_array(), *rbac = json_array(), *net = json_array(),
+           *claims = json_array(), *kueue = json_array(), *vms = json_array();
+    for (size_t i = 0; i < t->nnamespaces; i++) {
+        const char *ns = t->namespaces[i];
+        json_array_append_new(nss, namespace_obj(t, ns));
+        json_array_append_new(quotas, quota(c, t, ns));
+        json_array_append_new(quotas, limit_range(c, t, ns));
+        json_array_append_new(rbac, role_binding(t, ns));
+        network(c, t, ns, net);
+        queues(c, t, ns, kueue);
+    }
+    const struct decide_result *d = c->p->decisions;
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        if (r->tenant != t)
+            continue;
+        if (render__is_vm(r))
+            for (int k = 0; k < r->workload->replicas; k++)
+                json_array_append_new(vms, virtual_machine(r, k));
+        else if (render__dra(c))
+            json_array_append_new(claims, claim_template(r));
+    }
+    const char *files[8];
+    size_t n = 0;
+    ts_status st = emit(c, t, "namespaces.yaml", nss, files, &n, TS_OK);
+    st = emit(c, t, "quota.yaml", quotas, files, &n, st);
+    st = emit(c, t, "rbac.yaml", rbac, files, &n, st);
+    st = emit(c, t, "networkpolicies.yaml", net, files, &n, st);
+    st = emit(c, t, "claimtemplates.yaml", claims, files, &n, st);
+    st = emit(c, t, "kueue.yaml", kueue, files, &n, st);
+    st = emit(c, t, "virtualmachines.yaml", vms, files, &n, st);
+    files[n] = NULL;
+    char dir[300];
+    snprintf(dir, sizeof(dir), "tenants/%s", t->name);
+    return st ? st : render__kustomization(c, dir, files);
+}
