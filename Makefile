@@ -24,16 +24,16 @@ build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 demo: build
-	@mkdir -p out
 	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
-	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
+	@$(TESSERA) plan -f examples/four-h100.yaml --svg $(BUILD)/fleet.svg
 	@echo
-	@echo "SVG picture of the fleet: out/fleet.svg"
+	@echo "== tessera render -f examples/four-h100.yaml -o out --force"
+	@$(TESSERA) render -f examples/four-h100.yaml -o out --force >/dev/null
+	@mv $(BUILD)/fleet.svg out/fleet.svg
+	@find out -type f | sort | sed 's/^/  /'
 	@echo
-	@echo "== tessera render -f examples/four-h100.yaml -o out/manifests --force"
-	@$(TESSERA) render -f examples/four-h100.yaml -o out/manifests --force >/dev/null
-	@cd out && find manifests -type f | sort | sed 's/^/  /'
-	@echo "Apply with: kubectl apply -k out/manifests (read out/manifests/README.md first)"
+	@echo "The fleet as a picture: out/fleet.svg"
+	@echo "Apply with: kubectl apply -k out (read out/README.md first)"
 
 check: deps check-build check-asan check-fuzz
 
