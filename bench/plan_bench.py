@@ -38,7 +38,7 @@ def run(tessera, path, solver, limit):
 def main():
     tessera = sys.argv[1]
     quick = "--quick" in sys.argv
-    sizes = [(8, 16, 1), (32, 64, 2), (96, 192, 4), (256, 512, 8)]
+    sizes = [(8, 16, 1), (32, 64, 2), (96, 192, 4), (256, 512, 8), (1000, 3200, 400)]
     if quick:
         sizes = sizes[:2]
     seeds = range(3 if quick else 5)
@@ -47,7 +47,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for workloads, cards, nodes in sizes:
-            tot = {"naive": 0, "lb": 0, "h": 0, "e": 0, "ht": 0.0, "et": 0.0, "efail": 0}
+            tot = {"naive": 0, "lb": 0, "h": 0, "e": 0, "ht": 0.0, "et": 0.0, "efail": 0,
+                   "skipped": 0}
             for seed in seeds:
                 path = os.path.join(tmp, "s.yaml")
                 open(path, "w").write(make_spec(seed, workloads, cards, nodes))
@@ -62,10 +63,13 @@ def main():
                     tot["efail"] += 1; tot["e"] += h["gpusUsed"]
                 else:
                     tot["e"] += e["gpusUsed"]
+                    tot["skipped"] += "too large" in e["solver"]
             n = len(seeds)
             print("| %d | %d | %d | %.1f | %.1f | %.1f | %.3f | %.1f%s | %.2f | %.3f |" % (
                 workloads, cards, n, tot["naive"] / n, tot["lb"] / n, tot["h"] / n, tot["ht"] / n,
-                tot["e"] / n, " (%d no answer)" % tot["efail"] if tot["efail"] else "",
+                tot["e"] / n, (" (%d no answer)" % tot["efail"] if tot["efail"] else "") +
+                (" (GLPK skipped %d: over 40,000 variables)" % tot["skipped"]
+                 if tot["skipped"] else ""),
                 tot["et"] / n, tot["h"] / max(tot["lb"], 1)))
 
 if __name__ == "__main__":

@@ -221,7 +221,9 @@ int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, in
 {
     *optimal = 0;
     int nx = count_vars(pm);
-    if (nx <= 0 || pm->nitems == 0)
+    if (nx < 0)
+        return PLAN_EXACT_TOO_LARGE;
+    if (nx == 0 || pm->nitems == 0)
         return -1;
     struct model m = {pm, glp_create_prob(), {0}, calloc((size_t)nx, sizeof(struct var)), nx,
                       0, 1};

@@ -40,8 +40,10 @@ int plan__place(const struct cat_model *model, const struct cat_profile *const *
 /* First-fit decreasing. Returns cards used, or -1 when items do not fit. */
 int plan__heuristic(const struct plan_mig *pm, int *card_of);
 
-/* GLPK; returns cards used or -1 (no solution within the limit); *optimal
- * set when GLPK proved it. Skips (returns -1) when the model is too large. */
+/* GLPK; returns cards used, -1 (no solution within the limit) or
+ * PLAN_EXACT_TOO_LARGE (not attempted: over its variable cap); *optimal is
+ * set when GLPK proved the answer. */
+#define PLAN_EXACT_TOO_LARGE (-2)
 int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, int *optimal);
 
 /* Lower bound on cards for pm's items. */
@@ -69,6 +71,7 @@ struct plan_build {
     struct ts_diag *diag;
     int used_exact;         /* some MIG model's layout came from GLPK */
     int glpk_ran;           /* GLPK was asked (and may have confirmed the heuristic) */
+    int glpk_skipped;       /* some model was too large for GLPK */
     int glpk_timeout;       /* GLPK stopped at its time limit somewhere */
     int bound;              /* lower bound, summed over models */
 };

@@ -121,6 +121,11 @@ static int solve(struct plan_build *b, const struct plan_mig *pm, int *card_of, 
     int *exact = malloc((pm->nitems + 1) * sizeof(*exact));
     int optimal = 0;
     int e = exact ? plan__exact(pm, b->opt->time_limit_s, exact, &optimal) : -1;
+    if (e == PLAN_EXACT_TOO_LARGE) {
+        b->glpk_skipped = 1;
+        free(exact);
+        return used;
+    }
     b->glpk_ran = 1;
     if (e >= 0 && (used < 0 || e < used)) { /* ties keep the heuristic's tidier layout */
         memcpy(card_of, exact, pm->nitems * sizeof(*exact));

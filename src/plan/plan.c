@@ -192,6 +192,8 @@ static void totals(struct plan_build *b)
     if (b->glpk_timeout)
         s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"
                                   : "heuristic (GLPK stopped at the time limit)";
+    else if (b->glpk_skipped)
+        s->solver = "heuristic (too large for GLPK)";
     else
         s->solver = b->used_exact  ? "exact (GLPK)"
                     : b->glpk_ran ? "heuristic (GLPK proved no layout uses fewer cards)"
@@ -225,7 +227,7 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     p->model = m;
     p->decisions = d;
     struct plan_options defaults = {PLAN_SOLVER_AUTO, 10.0};
-    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0};
+    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0};
     ts_status st = check_size(&b);
     if (st == TS_OK)
         st = make_cards(&b);
