@@ -32,22 +32,10 @@ struct state {
     int *card_of;
 };
 
-/* Canonical order: bigger first, then profile id, then spec order. */
 static int cmp_items(const void *a, const void *b, void *arg)
 {
     const struct plan_mig *pm = arg;
-    const struct plan_item *x = &pm->items[*(const size_t *)a];
-    const struct plan_item *y = &pm->items[*(const size_t *)b];
-    if (x->profile->mem_units != y->profile->mem_units)
-        return y->profile->mem_units - x->profile->mem_units;
-    if (x->profile->compute != y->profile->compute)
-        return y->profile->compute - x->profile->compute;
-    if (x->profile->id != y->profile->id)
-        return x->profile->id - y->profile->id;
-    int xi = x->row ? x->row->index : 1 << 30, yi = y->row ? y->row->index : 1 << 30;
-    if (xi != yi)
-        return xi - yi;
-    return x->replica - y->replica;
+    return plan__item_order(&pm->items[*(const size_t *)a], &pm->items[*(const size_t *)b]);
 }
 
 int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c)

@@ -37,6 +37,10 @@ int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c);
 int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles,
                 size_t n, int *starts);
 
+/* The canonical order of items: bigger profiles first, then profile ID,
+ * then spec order and replica (canary slices last among equals). */
+int plan__item_order(const struct plan_item *x, const struct plan_item *y);
+
 /* First-fit decreasing. Returns cards used, or -1 when items do not fit. */
 int plan__heuristic(const struct plan_mig *pm, int *card_of);
 

@@ -66,19 +66,10 @@ static int collect_cards(struct plan_build *b, struct plan_mig *pm)
     return 1;
 }
 
-/* Canonical order of a card's items (as heur.c sorts them). */
 static int cmp_on_card(const void *a, const void *b)
 {
-    const struct plan_item *x = *(const struct plan_item *const *)a;
-    const struct plan_item *y = *(const struct plan_item *const *)b;
-    if (x->profile->mem_units != y->profile->mem_units)
-        return y->profile->mem_units - x->profile->mem_units;
-    if (x->profile->compute != y->profile->compute)
-        return y->profile->compute - x->profile->compute;
-    if (x->profile->id != y->profile->id)
-        return x->profile->id - y->profile->id;
-    int xi = x->row ? x->row->index : 1 << 30, yi = y->row ? y->row->index : 1 << 30;
-    return xi != yi ? xi - yi : x->replica - y->replica;
+    return plan__item_order(*(const struct plan_item *const *)a,
+                            *(const struct plan_item *const *)b);
 }
 
 static ts_status write_card(struct plan_build *b, const struct plan_mig *pm, const int *card_of,

@@ -50,3 +50,15 @@ int plan__place(const struct cat_model *model, const struct cat_profile *const *
     struct search s = {model, profiles, n, starts};
     return dfs(&s, 0, 0);
 }
+
+int plan__item_order(const struct plan_item *x, const struct plan_item *y)
+{
+    if (x->profile->mem_units != y->profile->mem_units)
+        return y->profile->mem_units - x->profile->mem_units;
+    if (x->profile->compute != y->profile->compute)
+        return y->profile->compute - x->profile->compute;
+    if (x->profile->id != y->profile->id)
+        return x->profile->id - y->profile->id;
+    int xi = x->row ? x->row->index : 1 << 30, yi = y->row ? y->row->index : 1 << 30;
+    return xi != yi ? xi - yi : x->replica - y->replica;
+}

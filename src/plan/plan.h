@@ -41,6 +41,7 @@ struct plan_inst {
     int guest;                          /* time-sliced guest on a whole card */
 };
 
+/* A card's instances: MIG ones in start order (plan_build sorts them). */
 struct plan_gpu {
     const struct spec_fleet_node *node;
     int index;                          /* index on the node (nvidia-smi order) */

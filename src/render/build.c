@@ -19,11 +19,6 @@ int render__plugin(const struct render_ctx *c)
     return c->opt->api == RENDER_DEVICE_PLUGIN || c->opt->api == RENDER_BOTH;
 }
 
-int render__is_vm(const struct decide_row *r)
-{
-    return r->mech == DECIDE_VGPU || r->workload->vm || r->tenant->contract == SPEC_CONTRACT_VM;
-}
-
 ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files)
 {
     int top = strcmp(dir, ".") == 0;
@@ -62,17 +57,15 @@ static ts_status collect(struct render_ctx *c)
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
         struct render_kind k;
-        char name[256], sel[256];
+        char res[256];
         render_kind_of(r, &k);
-        if (render__is_vm(r))
-            render__vm_device(r, name, sizeof(name), sel, sizeof(sel));
-        const char *res = render__is_vm(r) ? name : k.plugin_resource;
+        render_resource_of(r, res, sizeof(res));
         int seen = 0;
         for (size_t j = 0; j < c->nplugin; j++)
             seen |= strcmp(c->plugin[j], res) == 0;
         if (!seen)
             snprintf(c->plugin[c->nplugin++], sizeof(c->plugin[0]), "%s", res);
-        seen = render__is_vm(r);
+        seen = render_is_vm(r);
         for (size_t j = 0; j < c->nclasses && !seen; j++)
             seen = strcmp(c->classes[j].name, k.device_class) == 0;
         if (!seen)

@@ -225,9 +225,9 @@ static ts_status kubevirt_snippet(struct render_ctx *c, int *wrote)
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
         char name[256], selector_text[256];
-        if (!render__is_vm(r))
+        if (!render_is_vm(r))
             continue;
-        render__vm_device(r, name, sizeof(name), selector_text, sizeof(selector_text));
+        render_vm_device(r, name, sizeof(name), selector_text, sizeof(selector_text));
         json_t *list = r->profile ? mdev : pci;
         json_t *entry = r->profile
                             ? json_pack("{s:s, s:s}", "mdevNameSelector", selector_text,

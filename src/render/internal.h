@@ -29,16 +29,11 @@ struct render_ctx {
 
 int render__dra(const struct render_ctx *c);     /* DRA objects wanted */
 int render__plugin(const struct render_ctx *c);  /* device-plugin objects wanted */
-int render__is_vm(const struct decide_row *r);   /* runs in a KubeVirt VM */
 /* Append a kustomization.yaml listing files (NULL-terminated) to the tree. */
 ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files);
 
 /* A node's mig-parted entries (NULL when it has no MIG-capable card). */
 json_t *render__mig_parted(const struct render_ctx *c, const struct spec_fleet_node *n);
-/* A VM row's KubeVirt device: resource name, and the PCI vendor:device
- * selector (whole GPU) or mdev type name (MIG-backed vGPU). */
-void render__vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
-                       size_t ssize);
 
 ts_status render__cluster(struct render_ctx *c, const char **files, size_t *n);
 ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t);

@@ -3,6 +3,7 @@
  */
 #include "render/names.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,4 +47,40 @@ void render_product_label(const char *product, char *buf, size_t size)
     for (char *p = buf; *p; p++)
         if (*p == ' ')
             *p = '-';
+}
+
+void render_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
+                        size_t ssize)
+{
+    char shortname[64] = "GPU";
+    sscanf(r->model->display, "NVIDIA %63s", shortname);
+    if (r->profile) { /* MIG-backed vGPU type, e.g. "NVIDIA H100-1-20C" */
+        int g = 0, gb = 0;
+        sscanf(r->profile->name, "%dg.%dgb", &g, &gb);
+        snprintf(selector, ssize, "NVIDIA %s-%d-%dC", shortname, g, gb);
+    } else {
+        snprintf(selector, ssize, "10DE:%s",
+                 r->model->pci_device_id ? r->model->pci_device_id : "0000");
+    }
+    snprintf(name, nsize, "nvidia.com/%s", r->profile ? selector : r->model->display);
+    for (char *p = name + strlen("nvidia.com/"); *p; p++)
+        *p = *p == ' ' ? '_' : (char)toupper((unsigned char)*p);
+}
+
+const char *render_resource_of(const struct decide_row *r, char *buf, size_t size)
+{
+    char selector[256];
+    struct render_kind k;
+    if (render_is_vm(r)) {
+        render_vm_device(r, buf, size, selector, sizeof(selector));
+    } else {
+        render_kind_of(r, &k);
+        snprintf(buf, size, "%s", k.plugin_resource);
+    }
+    return buf;
+}
+
+int render_is_vm(const struct decide_row *r)
+{
+    return r->mech == DECIDE_VGPU || r->workload->vm || r->tenant->contract == SPEC_CONTRACT_VM;
 }

@@ -37,4 +37,16 @@ void render_quantity(double gib, char *buf, size_t size);
  * (spaces become '-'), e.g. NVIDIA-H100-80GB-HBM3. */
 void render_product_label(const char *product, char *buf, size_t size);
 
+/* 1 when the row runs in a KubeVirt VM. */
+int render_is_vm(const struct decide_row *r);
+
+/* A VM row's KubeVirt device: resource name, and the PCI vendor:device
+ * selector (whole GPU) or mdev type name (MIG-backed vGPU). */
+void render_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
+                      size_t ssize);
+
+/* The extended resource a pod of r requests: the VM's KubeVirt device, or
+ * the device-plugin name. Returns buf. */
+const char *render_resource_of(const struct decide_row *r, char *buf, size_t size);
+
 #endif

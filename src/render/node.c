@@ -14,28 +14,9 @@
  */
 #include "render/internal.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include "render/yaml.h"
-
-void render__vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
-                       size_t ssize)
-{
-    char shortname[64] = "GPU";
-    sscanf(r->model->display, "NVIDIA %63s", shortname);
-    if (r->profile) { /* MIG-backed vGPU type, e.g. "NVIDIA H100-1-20C" */
-        int g = 0, gb = 0;
-        sscanf(r->profile->name, "%dg.%dgb", &g, &gb);
-        snprintf(selector, ssize, "NVIDIA %s-%d-%dC", shortname, g, gb);
-    } else {
-        snprintf(selector, ssize, "10DE:%s",
-                 r->model->pci_device_id ? r->model->pci_device_id : "0000");
-    }
-    snprintf(name, nsize, "nvidia.com/%s", r->profile ? selector : r->model->display);
-    for (char *p = name + strlen("nvidia.com/"); *p; p++)
-        *p = *p == ' ' ? '_' : (char)toupper((unsigned char)*p);
-}
 
 static int node_has(const struct plan *p, const struct spec_fleet_node *n, int mode)
 {

@@ -11,7 +11,7 @@ static int uses_mech(const struct render_ctx *c, int mech)
 {
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++)
-        if (d->rows[i].mech == mech && !render__is_vm(&d->rows[i]))
+        if (d->rows[i].mech == mech && !render_is_vm(&d->rows[i]))
             return 1;
     return 0;
 }
@@ -20,7 +20,7 @@ static int any_vm(const struct render_ctx *c)
 {
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++)
-        if (render__is_vm(&d->rows[i]))
+        if (render_is_vm(&d->rows[i]))
             return 1;
     return 0;
 }
@@ -99,7 +99,7 @@ static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
         ts_sbuf_printf(o, "| %s | %s | %s | %s | %s (%s) | `%s` | %d |\n", r->tenant->name,
                        spec_contract_names[r->tenant->contract], r->workload->namespace_,
                        r->workload->name, decide_mech_names[r->mech], r->rule,
-                       render__is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
+                       render_is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
                                                                          : k.plugin_resource,
                        r->workload->replicas);
     }

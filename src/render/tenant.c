@@ -27,7 +27,7 @@ static int class_count(const struct render_ctx *c, const struct spec_tenant *t, 
     for (size_t i = 0; i < d->nrows; i++) {
         struct render_kind k;
         render_kind_of(&d->rows[i], &k);
-        if (in_ns(&d->rows[i], t, ns) && !render__is_vm(&d->rows[i]) &&
+        if (in_ns(&d->rows[i], t, ns) && !render_is_vm(&d->rows[i]) &&
             strcmp(k.device_class, class) == 0)
             n += k.per_replica * d->rows[i].workload->replicas;
     }
@@ -44,14 +44,11 @@ static void plugin_count(const struct render_ctx *c, const struct spec_tenant *t
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
         struct render_kind k;
-        char name[256], sel[256];
+        char mine[256];
         render_kind_of(r, &k);
-        if (render__is_vm(r))
-            render__vm_device(r, name, sizeof(name), sel, sizeof(sel));
-        const char *mine = render__is_vm(r) ? name : k.plugin_resource;
-        if (!in_ns(r, t, ns) || strcmp(mine, res) != 0)
+        if (!in_ns(r, t, ns) || strcmp(render_resource_of(r, mine, sizeof(mine)), res) != 0)
             continue;
-        double each = r->mech == DECIDE_MEMORY_FRACTION && !render__is_vm(r) ? r->cap_gib
+        double each = r->mech == DECIDE_MEMORY_FRACTION && !render_is_vm(r) ? r->cap_gib
                                                                              : k.per_replica;
         *total += each * r->workload->replicas;
         *one = each > *one ? each : *one;
@@ -234,7 +231,7 @@ static json_t *claim_template(const struct decide_row *r)
 static json_t *virtual_machine(const struct decide_row *r, int replica)
 {
     char name[300], device[256], sel[256], vmname[320];
-    render__vm_device(r, device, sizeof(device), sel, sizeof(sel));
+    render_vm_device(r, device, sizeof(device), sel, sizeof(sel));
     json_t *gpus = json_array();
     for (int g = 0; g < (r->profile ? 1 : r->gpus); g++) {
         snprintf(name, sizeof(name), "gpu%d", g);
@@ -420,7 +417,7 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
         const struct decide_row *r = &d->rows[i];
         if (r->tenant != t)
             continue;
-        if (render__is_vm(r))
+        if (render_is_vm(r))
             for (int k = 0; k < r->workload->replicas; k++)
                 json_array_append_new(vms, virtual_machine(r, k));
         else if (render__dra(c))

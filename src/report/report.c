@@ -44,13 +44,6 @@ static void text_decisions(const struct plan *p, struct ts_sbuf *out)
     }
 }
 
-static int cmp_start(const void *a, const void *b)
-{
-    const struct plan_inst *x = *(const struct plan_inst *const *)a;
-    const struct plan_inst *y = *(const struct plan_inst *const *)b;
-    return x->start - y->start;
-}
-
 static void text_instance(const struct plan_gpu *g, const struct plan_inst *in,
                           struct ts_sbuf *out)
 {
@@ -81,14 +74,8 @@ static void text_gpus(const struct plan *p, struct ts_sbuf *out)
         const struct plan_gpu *g = &p->gpus[i];
         ts_sbuf_printf(out, "%s gpu %d  %s  %s%s\n", g->node->name, g->index, g->model->name,
                        plan_mode_names[g->mode], g->sharing ? " + time-slicing" : "");
-        const struct plan_inst *sorted[64];
-        size_t n = g->ninst < 64 ? g->ninst : 64;
-        for (size_t k = 0; k < n; k++)
-            sorted[k] = &g->inst[k];
-        if (g->mode == PLAN_MIG)
-            qsort(sorted, n, sizeof(sorted[0]), cmp_start);
-        for (size_t k = 0; k < n; k++)
-            text_instance(g, sorted[k], out);
+        for (size_t k = 0; k < g->ninst; k++) /* MIG instances come in start order */
+            text_instance(g, &g->inst[k], out);
     }
 }
 
@@ -169,14 +156,8 @@ static json_t *json_gpu(const struct plan_gpu *g)
     json_object_set_new(o, "model", json_string(g->model->name));
     json_object_set_new(o, "mode", json_string(plan_mode_names[g->mode]));
     json_object_set_new(o, "sharing", json_string(g->sharing ? "time-slicing" : "none"));
-    const struct plan_inst *sorted[64];
-    size_t n = g->ninst < 64 ? g->ninst : 64;
-    for (size_t k = 0; k < n; k++)
-        sorted[k] = &g->inst[k];
-    if (g->mode == PLAN_MIG)
-        qsort(sorted, n, sizeof(sorted[0]), cmp_start);
-    for (size_t k = 0; k < n; k++)
-        json_array_append_new(insts, json_instance(g, sorted[k]));
+    for (size_t k = 0; k < g->ninst; k++)
+        json_array_append_new(insts, json_instance(g, &g->inst[k]));
     json_object_set_new(o, "instances", insts);
     return o;
 }
