@@ -46,12 +46,42 @@ static int cmp_plugin(const void *a, const void *b)
     return strcmp(a, b);
 }
 
+static void add_plugin(struct render_ctx *c, const char *res)
+{
+    for (size_t j = 0; j < c->nplugin; j++)
+        if (strcmp(c->plugin[j], res) == 0)
+            return;
+    snprintf(c->plugin[c->nplugin++], sizeof(c->plugin[0]), "%s", res);
+}
+
+/* What the device plugin advertises on the fleet whether or not a workload
+ * asks for it: whole GPUs, shared GPUs and every MIG profile on a card
+ * (canary slices and VM-backed instances too). Quotas list them all, so a
+ * tenant cannot take one it was not planned. */
+static void add_node_resources(struct render_ctx *c)
+{
+    add_plugin(c, "nvidia.com/gpu");
+    add_plugin(c, "nvidia.com/gpu.shared");
+    for (size_t i = 0; i < c->p->ngpus; i++)
+        for (size_t k = 0; k < c->p->gpus[i].ninst; k++) {
+            const struct cat_profile *prof = c->p->gpus[i].inst[k].profile;
+            char res[256];
+            if (!prof)
+                continue;
+            snprintf(res, sizeof(res), "nvidia.com/mig-%s", prof->name);
+            add_plugin(c, res);
+        }
+}
+
 /* Every DeviceClass and device-plugin (or KubeVirt) resource of the plan. */
 static ts_status collect(struct render_ctx *c)
 {
     const struct decide_result *d = c->p->decisions;
     c->classes = calloc(d->nrows + 1, sizeof(*c->classes));
-    c->plugin = calloc(d->nrows + 1, sizeof(*c->plugin));
+    size_t instances = 0;
+    for (size_t i = 0; i < c->p->ngpus; i++)
+        instances += c->p->gpus[i].ninst;
+    c->plugin = calloc(d->nrows + instances + 3, sizeof(*c->plugin));
     if (!c->classes || !c->plugin)
         return TS_NOMEM;
     for (size_t i = 0; i < d->nrows; i++) {
@@ -60,12 +90,8 @@ static ts_status collect(struct render_ctx *c)
         char res[256];
         render_kind_of(r, &k);
         render_resource_of(r, res, sizeof(res));
-        int seen = 0;
-        for (size_t j = 0; j < c->nplugin; j++)
-            seen |= strcmp(c->plugin[j], res) == 0;
-        if (!seen)
-            snprintf(c->plugin[c->nplugin++], sizeof(c->plugin[0]), "%s", res);
-        seen = render_is_vm(r);
+        add_plugin(c, res);
+        int seen = render_is_vm(r);
         for (size_t j = 0; j < c->nclasses && !seen; j++)
             seen = strcmp(c->classes[j].name, k.device_class) == 0;
         if (!seen)
@@ -74,6 +100,7 @@ static ts_status collect(struct render_ctx *c)
             snprintf(c->classes[c->nclasses - 1].name, sizeof(c->classes[0].name), "%s",
                      k.device_class);
     }
+    add_node_resources(c);
     qsort(c->classes, c->nclasses, sizeof(*c->classes), cmp_class);
     qsort(c->plugin, c->nplugin, sizeof(*c->plugin), cmp_plugin);
     return TS_OK;

@@ -26,6 +26,18 @@ static int node_has(const struct plan *p, const struct spec_fleet_node *n, int m
     return 0;
 }
 
+/* Does node n get its own device-plugin config? (cluster.c's max_clients:
+ * MPS, time-sliced and fraction cards, and whole cards with guests) */
+static int node_shares(const struct plan *p, const struct spec_fleet_node *n)
+{
+    for (size_t i = 0; i < p->ngpus; i++)
+        if (p->gpus[i].node == n && (p->gpus[i].sharing || p->gpus[i].mode == PLAN_MPS ||
+                                     p->gpus[i].mode == PLAN_TIME_SLICING ||
+                                     p->gpus[i].mode == PLAN_MEMORY_FRACTION))
+            return 1;
+    return 0;
+}
+
 /* "1g.10gb": 2, ... for one MIG card. */
 static json_t *mig_devices(const struct plan_gpu *g)
 {
@@ -112,15 +124,20 @@ static const char script_head[] =
     "done\n"
     "die() { echo \"create-mig-instances: $*\" >&2; exit 1; }\n"
     "run() { if [ \"$DRY\" = 1 ]; then echo \"would run: $*\"; else \"$@\"; fi; }\n"
-    "# GPU instances of a card as sorted profileID:start:size\n"
+    "# GPU instances of a card as sorted profileID:start:size; nvidia-smi exits\n"
+    "# non-zero with \"No GPU instances found\" on a card that has none\n"
     "current() {\n"
-    "    nvidia-smi mig -i \"$1\" -lgi 2>/dev/null |\n"
-    "        awk '$3 == \"MIG\" && $7 ~ /^[0-9]+:[0-9]+$/ { print $5 \":\" $7 }' | sort | tr '\\n' ' ' |\n"
-    "        sed 's/ $//'\n"
+    "    local out\n"
+    "    if ! out=$(nvidia-smi mig -i \"$1\" -lgi 2>&1); then\n"
+    "        case \"$out\" in *\"No GPU instances found\"*) return 0 ;; esac\n"
+    "        die \"GPU $1: nvidia-smi mig -lgi failed: $out\"\n"
+    "    fi\n"
+    "    awk '$3 == \"MIG\" && $7 ~ /^[0-9]+:[0-9]+$/ { print $5 \":\" $7 }' <<<\"$out\" | sort |\n"
+    "        tr '\\n' ' ' | sed 's/ $//'\n"
     "}\n"
-    "can_start() { # gpu profile-id start size\n"
+    "can_start() { # gpu profile-id start size (grep reads all: no SIGPIPE under pipefail)\n"
     "    nvidia-smi mig -i \"$1\" -lgipp |\n"
-    "        grep -Eq \"Profile ID +$2 Placements? ?: \\{([0-9]+,)*$3(,[0-9]+)*\\}:$4\"\n"
+    "        grep -E \"Profile ID +$2 Placements? ?: \\{([0-9]+,)*$3(,[0-9]+)*\\}:$4\" >/dev/null\n"
     "}\n"
     "card() { # gpu \"planned list\"\n"
     "    local gpu=$1 want=$2 have\n"
@@ -132,7 +149,7 @@ static const char script_head[] =
     "        [ \"$DRAIN\" = 1 ] || die \"GPU $gpu holds other instances ($have); drain it and rerun with --drain\"\n"
     "        [ -z \"$(nvidia-smi -i \"$gpu\" --query-compute-apps=pid --format=csv,noheader)\" ] ||\n"
     "            die \"GPU $gpu: processes still use it; drain the node first\"\n"
-    "        run nvidia-smi mig -i \"$gpu\" -dci\n"
+    "        run nvidia-smi mig -i \"$gpu\" -dci || true  # a GPU instance may have no compute instance\n"
     "        run nvidia-smi mig -i \"$gpu\" -dgi\n"
     "    fi\n"
     "    for inst in $want; do\n"
@@ -143,7 +160,8 @@ static const char script_head[] =
     "        IFS=: read -r id start size <<<\"$inst\"\n"
     "        run nvidia-smi mig -i \"$gpu\" -cgi \"$id:$start\" -C\n"
     "    done\n"
-    "    [ \"$DRY\" = 1 ] || [ \"$(current \"$gpu\")\" = \"$want\" ] || die \"GPU $gpu: result differs from the plan\"\n"
+    "    if [ \"$DRY\" = 1 ]; then echo \"GPU $gpu: would create $want\"; return; fi\n"
+    "    [ \"$(current \"$gpu\")\" = \"$want\" ] || die \"GPU $gpu: result differs from the plan\"\n"
     "    echo \"GPU $gpu: created $want\"\n"
     "}\n";
 
@@ -181,8 +199,7 @@ static void labels_script(const struct render_ctx *c, const struct spec_fleet_no
                         "%s --overwrite tessera.dev/managed=true", n->name, n->name);
     if (mig)
         ts_sbuf_printf(out, " \\\n    nvidia.com/mig.config=tessera-%s", n->name);
-    if (render__plugin(c) && (node_has(c->p, n, PLAN_MPS) || node_has(c->p, n, PLAN_TIME_SLICING) ||
-                              node_has(c->p, n, PLAN_MEMORY_FRACTION)))
+    if (render__plugin(c) && node_shares(c->p, n))
         ts_sbuf_printf(out, " \\\n    nvidia.com/device-plugin.config=tessera-%s", n->name);
     ts_sbuf_puts(out, "\n");
 }

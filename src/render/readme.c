@@ -109,6 +109,21 @@ static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
                     "included), so a tenant cannot take a device it was not planned.\n");
 }
 
+/* Limits of the device plugin the reader must know about. */
+static void warnings(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    int guests = 0;
+    for (size_t i = 0; i < c->p->ngpus; i++)
+        guests |= c->p->gpus[i].sharing;
+    if (!render__plugin(c) || !guests)
+        return;
+    ts_sbuf_puts(o, "\n## Device-plugin caveat\n\nThe device plugin applies one sharing "
+                    "config to every whole GPU of a node. On a node where best-effort guests "
+                    "time-slice a whole card, that card is advertised as `nvidia.com/gpu.shared`, "
+                    "so its owner requests `nvidia.com/gpu.shared` too and priority (Kueue "
+                    "preemption) keeps the owner first. The DRA objects do not have this limit.\n");
+}
+
 ts_status render__readme(struct render_ctx *c)
 {
     struct render_file *f = render__file(c->t, "README.md");
@@ -124,5 +139,6 @@ ts_status render__readme(struct render_ctx *c)
     prerequisites(c, o);
     order(c, o);
     tenants(c, o);
+    warnings(c, o);
     return ts_sbuf_status(o);
 }

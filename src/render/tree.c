@@ -134,6 +134,22 @@ static int same_bytes(const char *path, const struct ts_sbuf *body)
     return same && off == body->len;
 }
 
+/* write() until done: a short write (file size limit, full disk) is retried
+ * so that the failing call sets errno. */
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
 static ts_status write_one(const char *root, const char *old, const struct render_file *f,
                            struct ts_error *err)
 {
@@ -149,10 +165,13 @@ static ts_status write_one(const char *root, const char *old, const struct rende
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, f->executable ? 0755 : 0644);
     if (fd < 0)
         return ts_err(err, TS_IO, "%s: cannot create: %s", path, strerror(errno));
-    ssize_t w = write(fd, ts_sbuf_str(&f->body), f->body.len);
-    int ok = w == (ssize_t)f->body.len && fsync(fd) == 0;
-    ok = close(fd) == 0 && ok;
-    return ok ? TS_OK : ts_err(err, TS_IO, "%s: cannot write: %s", path, strerror(errno));
+    int ok = write_all(fd, ts_sbuf_str(&f->body), f->body.len) == 0 && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    return ok ? TS_OK : ts_err(err, TS_IO, "%s: cannot write: %s", path, strerror(e));
 }
 
 /* Is every file under dir one that tessera wrote (listed in its manifest)? */
@@ -235,14 +254,15 @@ static void remove_tree(const char *path)
     rmdir(path);
 }
 
-static ts_status write_manifest(const struct render_tree *t, const char *root, struct ts_error *err)
+static ts_status write_manifest(const struct render_tree *t, const char *root, const char *old,
+                                struct ts_error *err)
 {
     struct render_file m = {.path = MANIFEST};
     ts_sbuf_init(&m.body, FILE_MAX);
     ts_sbuf_puts(&m.body, "# files written by tessera render; others make it refuse\n");
     for (size_t i = 0; i < t->nfiles; i++)
         ts_sbuf_printf(&m.body, "%s\n", t->files[i].path);
-    ts_status st = write_one(root, "", &m, err);
+    ts_status st = write_one(root, old, &m, err);
     ts_sbuf_release(&m.body);
     return st;
 }
@@ -264,7 +284,7 @@ ts_status render_write(const struct render_tree *t, const char *dir, int force,
     for (size_t i = 0; st == TS_OK && i < t->nfiles; i++)
         st = write_one(tmp, prev, &t->files[i], err);
     if (st == TS_OK)
-        st = write_manifest(t, tmp, err);
+        st = write_manifest(t, tmp, prev, err);
     if (st == TS_OK && prev[0] && rename(dir, old) != 0)
         st = ts_err(err, TS_IO, "%s: cannot move aside: %s", dir, strerror(errno));
     if (st == TS_OK && rename(tmp, dir) != 0) {

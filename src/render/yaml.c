@@ -63,8 +63,10 @@ static int emit_scalar(yaml_emitter_t *e, const char *text, int quoted)
 {
     yaml_event_t ev;
     yaml_scalar_style_t style = quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE;
+    /* quoted_implicit is always 1: when libyaml must quote a plain string
+     * itself (line breaks), it would otherwise tag it with a bare `!` */
     if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text, (int)strlen(text),
-                                      !quoted, quoted, style))
+                                      !quoted, 1, style))
         return 0;
     return yaml_emitter_emit(e, &ev);
 }

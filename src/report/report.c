@@ -84,13 +84,13 @@ static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
     ts_sbuf_printf(out, "\nSummary\n"
                         "  GPUs used          %d of %d\n"
                         "  naive              %d (one guaranteed GPU per workload)\n"
-                        "  saving             %d GPUs, %.0f%% less hardware\n"
+                        "  saving             %d GPU%s, %.0f%% less hardware\n"
                         "  lower bound        %d%s\n"
                         "  solver             %s\n"
                         "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
                         "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
                    s->gpus_used, s->gpus_total, s->naive, s->naive - s->gpus_used,
-                   s->savings_percent, s->lower_bound,
+                   s->naive - s->gpus_used == 1 ? "" : "s", s->savings_percent, s->lower_bound,
                    s->optimal ? " (the plan meets it: optimal)" : " (the plan may not be optimal)",
                    s->solver, s->reserved_unused_gib, s->idle_gib);
 }
