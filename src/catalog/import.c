@@ -367,7 +367,7 @@ static void lgip_desc(const struct iprof *p, char *buf, size_t n)
 static ts_status store_lgip(struct scan *s, const struct line *l, const struct lgip_row *r)
 {
     struct where w = at(s, l, r->id_tok);
-    struct iprof *p;
+    struct iprof *p = NULL;
     ts_status st = prof_get(s, r->gpu, r->id, w, &p);
     if (st != TS_OK)
         return st;
@@ -466,7 +466,7 @@ static ts_status store_placement(struct scan *s, const struct line *l, int gpu, 
                                  uint32_t starts, int size)
 {
     struct where w = at(s, l, 4);
-    struct iprof *p;
+    struct iprof *p = NULL;
     ts_status st = prof_get(s, gpu, id, w, &p);
     if (st != TS_OK)
         return st;

@@ -50,6 +50,7 @@ int cli_write(const char *path, const char *text, size_t len);
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_render(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_docs(int argc, char **argv);
 

@@ -18,6 +18,7 @@ struct command {
 static const struct command commands[] = {
     {"plan", cmd_plan, "decide each workload's isolation and lay out the fleet"},
     {"render", cmd_render, "write the Kubernetes objects and node configs that enforce the plan"},
+    {"serve", cmd_serve, "serve the admission webhook that keeps tenants inside their plan"},
     {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
     {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
     {"docs", cmd_docs, "print the generated field reference of the spec format"},

@@ -90,7 +90,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* "id:start:size" of each instance, sorted like `LC_ALL=C sort` does. */
-static void planned_list(const struct plan_gpu *g, char *buf, size_t size)
+static void planned_list(const struct plan_gpu *g, struct ts_sbuf *out)
 {
     char items[64][24];
     size_t n = 0;
@@ -98,9 +98,8 @@ static void planned_list(const struct plan_gpu *g, char *buf, size_t size)
         snprintf(items[n++], sizeof(items[0]), "%d:%d:%d", g->inst[k].profile->id,
                  g->inst[k].start, g->inst[k].size);
     qsort(items, n, sizeof(items[0]), cmp_str);
-    buf[0] = '\0';
     for (size_t i = 0; i < n; i++)
-        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", i ? " " : "", items[i]);
+        ts_sbuf_printf(out, "%s%s", i ? " " : "", items[i]);
 }
 
 static const char script_head[] =
@@ -173,9 +172,9 @@ static void mig_script(const struct render_ctx *c, const struct spec_fleet_node 
         const struct plan_gpu *g = &c->p->gpus[i];
         if (g->node != n || g->mode != PLAN_MIG)
             continue;
-        char list[1024];
-        planned_list(g, list, sizeof(list));
-        ts_sbuf_printf(out, "card %d \"%s\"\n", g->index, list);
+        ts_sbuf_printf(out, "card %d \"", g->index);
+        planned_list(g, out);
+        ts_sbuf_puts(out, "\"\n");
     }
 }
 

@@ -1,0 +1,445 @@
+/*
+ * hatch.c - the escape hatches: ways a pod could reach GPUs, or other
+ * tenants' GPU work, around its claims. Checked on every pod in a tenant
+ * namespace, GPU or not (a pod with no GPU request can still take every GPU
+ * through NVIDIA_VISIBLE_DEVICES or a hostPath of /dev/nvidia*), and in every
+ * container, init container and ephemeral container:
+ *   - env that steers the NVIDIA container runtime or CUDA/MPS
+ *     (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
+ *     NVIDIA_MIG_CONFIG_DEVICES, NVIDIA_MIG_MONITOR_DEVICES,
+ *     CUDA_DISABLE_CONTROL, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+ *     CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_PIPE_DIRECTORY), and an
+ *     LD_PRELOAD other than tessera's shim (valueFrom counts as set: its
+ *     value cannot be seen);
+ *   - envFrom without a prefix, or with one that could spell those names
+ *     (admission cannot read the ConfigMap or Secret);
+ *   - privileged containers; added capabilities SYS_ADMIN, SYS_PTRACE,
+ *     SYS_MODULE, SYS_RAWIO or ALL (any case, with or without CAP_);
+ *   - a volume mounted at /var/run/nvidia-container-devices (the runtime's
+ *     volume-mount device list);
+ *   - hostPath volumes at, under or above the GPU device nodes (/dev/nvidia*,
+ *     /dev/dri, /dev/char, /dev/vfio), the MPS pipe and log directories, the
+ *     GPU operator's /run/nvidia and the kubelet's DRA and device-plugin
+ *     sockets, after lexical normalisation (//, ., .., trailing /);
+ *   - hostIPC, hostPID; a runtimeClassName outside the allowed list;
+ *   - nodeName, a kubernetes.io/hostname nodeSelector, or required node
+ *     affinity (kubernetes.io/hostname In, metadata.name In) naming a fleet
+ *     node where the tenant has no planned instance.
+ * Not visible to admission: ENV baked into an image (CUDA images set
+ * NVIDIA_VISIBLE_DEVICES=all), so the container toolkit must run with
+ * accept-nvidia-visible-devices-envvar-when-unprivileged = false; symlinks
+ * on the host under an allowed hostPath.
+ */
+#include "admit/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct { const char *name, *why; } env_hatches[] = {
+    {"NVIDIA_VISIBLE_DEVICES", "GPUs are assigned by claims, not by environment"},
+    {"NVIDIA_DRIVER_CAPABILITIES", "driver capabilities come with the claimed device"},
+    {"NVIDIA_MIG_CONFIG_DEVICES", "MIG geometry belongs to the plan"},
+    {"NVIDIA_MIG_MONITOR_DEVICES", "it would let the container watch every MIG device"},
+    {"CUDA_DISABLE_CONTROL", "it would turn off tessera's CUDA limits"},
+    {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "the SM share is set by the claim's mpsConfig"},
+    {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "the memory limit is set by the claim's mpsConfig"},
+    {"CUDA_MPS_PIPE_DIRECTORY", "it would reach an MPS server other than the claim's"},
+    {"LD_PRELOAD", "it would replace tessera's CUDA shim"},
+};
+#define NHATCHES (sizeof(env_hatches) / sizeof(env_hatches[0]))
+
+/* ---- env ---- */
+
+static void env_var(struct ad_ctx *c, json_t *var, const char *who)
+{
+    const char *name = ad_get_str(c, var, "name");
+    const char *value = ad_get_str(c, var, "value");
+    int from = ad_get(c, var, "valueFrom", JSON_OBJECT) != NULL;
+    for (size_t h = 0; name && !c->bad && h < NHATCHES; h++) {
+        if (strcmp(name, env_hatches[h].name) != 0)
+            continue;
+        if (strcmp(name, "LD_PRELOAD") != 0)
+            ad_deny(c, "escape-hatch/env", "%s sets %s: %s; remove it", who, name,
+                    env_hatches[h].why);
+        else if (from || !value || !c->pol->shim || strcmp(value, c->pol->shim) != 0)
+            ad_deny(c, "escape-hatch/ld-preload", "%s sets LD_PRELOAD to %s: %s; %s%s", who,
+                    from ? "a value from elsewhere" : ad_q(c, value ? value : ""),
+                    env_hatches[h].why, c->pol->shim ? "the only value allowed is " : "remove it",
+                    c->pol->shim ? ad_q(c, c->pol->shim) : "");
+    }
+}
+
+/* The hatch name prefix could start, or "" when it is safe. */
+static const char *prefix_reaches(const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (size_t h = 0; h < NHATCHES; h++)
+        if (strlen(env_hatches[h].name) > n && strncmp(env_hatches[h].name, prefix, n) == 0)
+            return env_hatches[h].name;
+    return "";
+}
+
+static void env_from(struct ad_ctx *c, json_t *src, size_t i, const char *who)
+{
+    const char *prefix = ad_get_str(c, src, "prefix");
+    json_t *cm = ad_get(c, src, "configMapRef", JSON_OBJECT);
+    json_t *secret = ad_get(c, src, "secretRef", JSON_OBJECT);
+    const char *name = ad_get_str(c, cm ? cm : secret, "name");
+    const char *reach = prefix_reaches(prefix ? prefix : "");
+    if (c->bad || !reach[0])
+        return;
+    char with[160] = "without a prefix";
+    if (prefix && prefix[0])
+        snprintf(with, sizeof(with), "with prefix %s", ad_q(c, prefix));
+    ad_deny(c, "escape-hatch/env-from",
+            "%s takes env from %s %s %s: it could set %s, and admission cannot read it; set "
+            "envFrom[%zu].prefix to a safe prefix such as \"APP_\"",
+            who, cm ? "configMap" : secret ? "secret" : "a source", ad_q(c, name ? name : "?"),
+            with, reach, i);
+}
+
+static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
+{
+    json_t *env = ad_get(c, ctr, "env", JSON_ARRAY);
+    size_t mark = ad_push(c, "env");
+    for (size_t i = 0; i < json_array_size(env) && !c->bad; i++) {
+        json_t *var = ad_item(c, env, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        env_var(c, var, who);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+    json_t *from = ad_get(c, ctr, "envFrom", JSON_ARRAY);
+    mark = ad_push(c, "envFrom");
+    for (size_t i = 0; i < json_array_size(from) && !c->bad; i++) {
+        json_t *src = ad_item(c, from, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        env_from(c, src, i, who);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+}
+
+/* ---- privilege ---- */
+
+static int forbidden_cap(const char *cap)
+{
+    static const char *const caps[] = {"SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO",
+                                       "ALL"};
+    if (strncasecmp(cap, "CAP_", 4) == 0)
+        cap += 4;
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+        if (strcasecmp(cap, caps[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void security(struct ad_ctx *c, json_t *ctr, const char *who)
+{
+    json_t *sc = ad_get(c, ctr, "securityContext", JSON_OBJECT);
+    size_t mark = ad_push(c, "securityContext");
+    if (ad_get_true(c, sc, "privileged"))
+        ad_deny(c, "escape-hatch/privileged",
+                "%s is privileged: it would see every GPU on the node; remove "
+                "securityContext.privileged", who);
+    json_t *caps = ad_get(c, sc, "capabilities", JSON_OBJECT);
+    size_t cmark = ad_push(c, "capabilities");
+    json_t *add = ad_get(c, caps, "add", JSON_ARRAY);
+    size_t amark = ad_push(c, "add");
+    for (size_t i = 0; i < json_array_size(add) && !c->bad; i++) {
+        json_t *cap = ad_item(c, add, i, JSON_STRING);
+        if (cap && forbidden_cap(json_string_value(cap)))
+            ad_deny(c, "escape-hatch/capabilities",
+                    "%s adds capability %s: it would reach other tenants' GPU processes or the "
+                    "host; remove it", who, ad_q(c, json_string_value(cap)));
+    }
+    ad_pop(c, amark);
+    ad_pop(c, cmark);
+    ad_pop(c, mark);
+}
+
+/* ---- paths ---- */
+
+/* Normalise an absolute path lexically ("//a/./b/../c/" -> "/a/c"); out
+ * holds at least strlen(in) + 2 bytes. */
+static void normalise(const char *in, char *out)
+{
+    size_t len = 0;
+    out[len++] = '/';
+    while (*in) {
+        while (*in == '/')
+            in++;
+        size_t n = strcspn(in, "/");
+        if (n == 0)
+            break;
+        if (n == 1 && in[0] == '.') {
+            /* nothing */
+        } else if (n == 2 && in[0] == '.' && in[1] == '.') {
+            while (len > 1 && out[len - 1] != '/')
+                len--;
+            if (len > 1)
+                len--;
+        } else {
+            if (len > 1)
+                out[len++] = '/';
+            memcpy(out + len, in, n);
+            len += n;
+        }
+        in += n;
+    }
+    out[len] = '\0';
+}
+
+static const struct { const char *path; int wildcard; } protected_paths[] = {
+    {"/dev/nvidia", 1},          /* /dev/nvidia0, nvidiactl, nvidia-uvm, nvidia-caps... */
+    {"/dev/dri", 0},
+    {"/dev/char", 0},            /* /dev/char/195:0 -> ../nvidia0 */
+    {"/dev/vfio", 0},            /* GPUs bound for passthrough */
+    {"/tmp/nvidia-mps", 0},
+    {"/run/nvidia-mps", 0},
+    {"/var/run/nvidia-mps", 0},
+    {"/var/log/nvidia-mps", 0},
+    {"/run/nvidia", 0},          /* GPU operator: driver root, MPS control daemon pipes */
+    {"/var/run/nvidia", 0},
+    {"/var/lib/kubelet/plugins", 0},        /* the NVIDIA DRA driver's sockets */
+    {"/var/lib/kubelet/device-plugins", 0}, /* device-plugin registration */
+};
+
+static int under(const char *p, const char *dir, int wildcard)
+{
+    size_t n = strlen(dir);
+    return strncmp(p, dir, n) == 0 && (wildcard || p[n] == '\0' || p[n] == '/');
+}
+
+/* Whether the normalised path p is at or under a protected path (1), above
+ * one (2), or clear of them (0); *shown names the protected path. */
+static int protected_hit(const char *p, const char **shown)
+{
+    for (size_t i = 0; i < sizeof(protected_paths) / sizeof(protected_paths[0]); i++) {
+        const char *dir = protected_paths[i].path;
+        *shown = protected_paths[i].wildcard ? "/dev/nvidia*" : dir;
+        if (under(p, dir, protected_paths[i].wildcard))
+            return 1;
+        if (strcmp(p, "/") == 0 || (under(dir, p, 0) && strcmp(dir, p) != 0))
+            return 2;
+    }
+    return 0;
+}
+
+/* path normalised (malloc'd); NULL and a 400 when it is too long or
+ * memory runs out. */
+static char *normalised(struct ad_ctx *c, const char *path)
+{
+    char *norm = strlen(path) <= 4096 ? malloc(strlen(path) + 2) : NULL;
+    if (norm)
+        normalise(path, norm);
+    else
+        ad_bad(c, strlen(path) > 4096 ? "longer than 4096 bytes" : "out of memory");
+    return norm;
+}
+
+/* A path checked against the protected ones; where names what mounts it. */
+static void check_path(struct ad_ctx *c, const char *path, const char *where)
+{
+    char *norm = normalised(c, path);
+    if (!norm)
+        return;
+    const char *shown;
+    int hit = protected_hit(norm, &shown);
+    char written[160] = "";
+    if (hit && strcmp(norm, path) != 0)
+        snprintf(written, sizeof(written), " (written %s)", ad_q(c, path));
+    if (hit)
+        ad_deny(c, "escape-hatch/host-path",
+                "%s %s%s, %s %s: GPU devices, MPS pipes and driver sockets come only with "
+                "claims; remove it", where, ad_q(c, norm), written,
+                hit == 1 ? "under" : "which holds", shown);
+    free(norm);
+}
+
+static void host_path(struct ad_ctx *c, json_t *vol)
+{
+    json_t *hp = ad_get(c, vol, "hostPath", JSON_OBJECT);
+    size_t mark = ad_push(c, "hostPath");
+    const char *path = ad_get_str(c, hp, "path");
+    size_t pmark = ad_push(c, "path");
+    if (path && !c->bad) {
+        char where[200];
+        snprintf(where, sizeof(where), "volume %s mounts host path",
+                 ad_q(c, ad_get_str(c, vol, "name")));
+        check_path(c, path, where);
+    }
+    ad_pop(c, pmark);
+    ad_pop(c, mark);
+}
+
+/* The container toolkit reads the device list from mounts under this path
+ * when it runs with accept-nvidia-visible-devices-as-volume-mounts. */
+#define DEVICE_LIST_MOUNT "/var/run/nvidia-container-devices"
+
+static void mounts(struct ad_ctx *c, json_t *ctr, const char *who)
+{
+    json_t *list = ad_get(c, ctr, "volumeMounts", JSON_ARRAY);
+    size_t mark = ad_push(c, "volumeMounts");
+    for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
+        json_t *m = ad_item(c, list, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        const char *path = ad_get_str(c, m, "mountPath");
+        size_t pmark = ad_push(c, "mountPath");
+        char *norm = path && !c->bad ? normalised(c, path) : NULL;
+        if (norm && (under(norm, DEVICE_LIST_MOUNT, 0) ||
+                     under(norm, "/run/nvidia-container-devices", 0)))
+            ad_deny(c, "escape-hatch/device-mount",
+                    "%s mounts a volume at %s: the NVIDIA runtime would read it as a device "
+                    "list; GPUs are assigned by claims", who, ad_q(c, path));
+        free(norm);
+        ad_pop(c, pmark);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+}
+
+void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who)
+{
+    env_lists(c, ctr, who);
+    security(c, ctr, who);
+    mounts(c, ctr, who);
+}
+
+/* ---- the pod ---- */
+
+static void volumes(struct ad_ctx *c, json_t *spec)
+{
+    json_t *list = ad_get(c, spec, "volumes", JSON_ARRAY);
+    size_t mark = ad_push(c, "volumes");
+    for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
+        json_t *vol = ad_item(c, list, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        host_path(c, vol);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+}
+
+static void host_namespaces(struct ad_ctx *c, json_t *spec)
+{
+    if (ad_get_true(c, spec, "hostIPC"))
+        ad_deny(c, "escape-hatch/host-ipc",
+                "the pod sets hostIPC: it would share memory with other tenants' GPU processes "
+                "and MPS servers; remove it");
+    if (ad_get_true(c, spec, "hostPID"))
+        ad_deny(c, "escape-hatch/host-pid",
+                "the pod sets hostPID: it would see and signal other tenants' GPU processes; "
+                "remove it");
+}
+
+/* "a, b, c" into buf (names that do not fit are left out). */
+static void join(const char *const *names, size_t n, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(buf + len, size - len, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0 || (size_t)w >= size - len) {
+            buf[len] = '\0';
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
+static void runtime_class(struct ad_ctx *c, json_t *spec)
+{
+    const char *rc = ad_get_str(c, spec, "runtimeClassName");
+    if (!rc)
+        return;
+    for (size_t i = 0; i < c->pol->nruntime; i++)
+        if (strcmp(rc, c->pol->runtime[i]) == 0)
+            return;
+    char allowed[256];
+    join(c->pol->runtime, c->pol->nruntime, allowed, sizeof(allowed));
+    ad_deny(c, "escape-hatch/runtime-class",
+            "the pod uses runtimeClassName %s; tenants may use %s%s", ad_q(c, rc),
+            c->pol->nruntime ? "only " : "none", allowed);
+}
+
+/* A node the pod is pinned to: denied when it is a fleet node where the
+ * tenant has nothing planned. */
+static void pinned(struct ad_ctx *c, const char *node, const char *how)
+{
+    if (!node || !ad_is_fleet_node(c->pol, node) || ad_is_planned_node(c->ns, node))
+        return;
+    char nodes[256];
+    join(c->ns->nodes, c->ns->nnodes, nodes, sizeof(nodes));
+    if (c->ns->nnodes)
+        ad_deny(c, "escape-hatch/node", "%s %s, where tenant %s has no planned GPUs; its "
+                "GPUs are on %s", how, ad_q(c, node), c->ns->tenant, nodes);
+    else
+        ad_deny(c, "escape-hatch/node", "%s %s; tenant %s has no planned GPUs on any node", how,
+                ad_q(c, node), c->ns->tenant);
+}
+
+/* matchExpressions (key kubernetes.io/hostname) or matchFields (key
+ * metadata.name) of one node selector term: the In values pin the pod. */
+static void term_pins(struct ad_ctx *c, json_t *term, const char *list, const char *key)
+{
+    json_t *reqs = ad_get(c, term, list, JSON_ARRAY);
+    size_t mark = ad_push(c, list);
+    for (size_t i = 0; i < json_array_size(reqs) && !c->bad; i++) {
+        json_t *r = ad_item(c, reqs, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        const char *k = ad_get_str(c, r, "key"), *op = ad_get_str(c, r, "operator");
+        json_t *values = ad_get(c, r, "values", JSON_ARRAY);
+        size_t vmark = ad_push(c, "values");
+        for (size_t v = 0; k && op && !strcmp(k, key) && !strcmp(op, "In") &&
+                           v < json_array_size(values) && !c->bad; v++) {
+            json_t *val = ad_item(c, values, v, JSON_STRING);
+            pinned(c, json_string_value(val), "required node affinity names node");
+        }
+        ad_pop(c, vmark);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+}
+
+static void node_affinity(struct ad_ctx *c, json_t *spec)
+{
+    const char *path[] = {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"};
+    json_t *cur = spec;
+    size_t mark = c->plen;
+    for (size_t i = 0; i < 3 && cur; i++) {
+        cur = ad_get(c, cur, path[i], JSON_OBJECT);
+        ad_push(c, path[i]);
+    }
+    json_t *terms = ad_get(c, cur, "nodeSelectorTerms", JSON_ARRAY);
+    size_t tmark = ad_push(c, "nodeSelectorTerms");
+    for (size_t i = 0; i < json_array_size(terms) && !c->bad; i++) {
+        json_t *term = ad_item(c, terms, i, JSON_OBJECT);
+        size_t imark = ad_push_index(c, i);
+        term_pins(c, term, "matchExpressions", "kubernetes.io/hostname");
+        term_pins(c, term, "matchFields", "metadata.name");
+        ad_pop(c, imark);
+    }
+    ad_pop(c, tmark);
+    ad_pop(c, mark);
+}
+
+static void placement(struct ad_ctx *c, json_t *spec)
+{
+    pinned(c, ad_get_str(c, spec, "nodeName"), "the pod sets nodeName");
+    json_t *sel = ad_get(c, spec, "nodeSelector", JSON_OBJECT);
+    size_t mark = ad_push(c, "nodeSelector");
+    pinned(c, ad_get_str(c, sel, "kubernetes.io/hostname"),
+           "the pod's nodeSelector names node");
+    ad_pop(c, mark);
+    node_affinity(c, spec);
+}
+
+void ad_hatch_pod(struct ad_ctx *c, json_t *spec)
+{
+    volumes(c, spec);
+    host_namespaces(c, spec);
+    runtime_class(c, spec);
+    placement(c, spec);
+}

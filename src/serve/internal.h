@@ -1,0 +1,84 @@
+/*
+ * internal.h - the parts of `tessera serve`: logging (log.c), metrics
+ * (metrics.c), the reloadable policy and certificate (state.c), and the
+ * HTTP handler (server.c). Not part of serve's interface.
+ */
+#ifndef SERVE_INTERNAL_H
+#define SERVE_INTERNAL_H
+
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include "catalog/catalog.h"
+#include "decide/decide.h"
+#include "spec/spec.h"
+#include "serve/serve.h"
+
+/* ---- log.c: one line per event, key=value or JSON, one write(2) each ---- */
+struct serve_kv {
+    const char *key, *value;
+};
+void serve_log(int json, const char *level, const char *msg, const struct serve_kv *kv, size_t n);
+
+/* ---- metrics.c ---- */
+#define SERVE_BUCKETS 13
+#define SERVE_RULES 64
+
+struct serve_metrics {
+    atomic_ulong requests_allowed, requests_denied, requests_bad, requests_other;
+    atomic_ulong in_flight, reloads_ok, reloads_failed, tls_reloads;
+    atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
+    atomic_ulong latency_count, latency_sum_ns;
+    pthread_mutex_t lock;                /* guards the rule table */
+    char rules[SERVE_RULES][48];
+    unsigned long rule_counts[SERVE_RULES];
+    int nrules;
+};
+void serve_metrics_init(struct serve_metrics *m);
+void serve_metrics_observe(struct serve_metrics *m, double seconds);
+void serve_metrics_denied(struct serve_metrics *m, const char *rule);
+void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *out);
+
+/* ---- state.c: what a request reads, swapped whole on reload ---- */
+struct serve_policy {                    /* one loaded spec, reference counted */
+    struct cat_catalog *cat;             /* the admit policy may point into these */
+    struct spec_model *model;
+    struct decide_result *decisions;
+    struct plan *plan;
+    struct admit_policy *admit;
+    unsigned long generation;
+    atomic_int refs;
+};
+
+struct serve_tls {                       /* one loaded certificate and key */
+    gnutls_pcert_st pcert[8];
+    unsigned npcert;
+    gnutls_privkey_t key;
+};
+
+struct serve_state {
+    const struct serve_options *opt;
+    struct serve_metrics metrics;
+    pthread_mutex_t lock;
+    struct serve_policy *policy;         /* current; NULL before the first load */
+    struct serve_tls *tls, *tls_old;     /* current and previous (freed on the next reload) */
+    unsigned long generation;
+    long long spec_mtime, cert_mtime;    /* newest mtime of each set of files, ns */
+};
+
+ts_status serve_state_init(struct serve_state *s, const struct serve_options *opt,
+                           struct ts_error *err);
+void serve_state_release(struct serve_state *s);
+/* Reload what changed (force: everything). Failures keep the old and log. */
+void serve_state_reload(struct serve_state *s, int force);
+struct serve_policy *serve_policy_get(struct serve_state *s);
+void serve_policy_put(struct serve_policy *p);
+/* GnuTLS callback: hands each handshake the current certificate. */
+int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                       const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
+                       unsigned int *pcert_length, gnutls_privkey_t *key);
+extern struct serve_state *serve_current_state; /* for the GnuTLS callback, which has no user data */
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * serve.h - `tessera serve`: the validating admission webhook over HTTPS.
+ *
+ * libmicrohttpd with GnuTLS, a thread pool sized to the cores, hard limits
+ * on body size, header size, connections and per-connection time. Routes:
+ *   POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
+ *   GET  /healthz   the process is alive
+ *   GET  /readyz    a policy is loaded
+ *   GET  /metrics   Prometheus text: requests, denials by rule, latency
+ *                   histogram, in-flight, reloads
+ * The policy (spec + catalog -> decide -> plan -> admit policy) and the TLS
+ * certificate reload on SIGHUP and when their files change, without
+ * dropping a request; a spec or certificate that fails to load keeps the
+ * old one serving, and the failure is logged and counted.
+ */
+#ifndef SERVE_SERVE_H
+#define SERVE_SERVE_H
+
+#include <stddef.h>
+#include "admit/admit.h"
+
+struct serve_options {
+    const char *listen;                 /* "ADDR:PORT", default "0.0.0.0:8443" */
+    const char *cert_file, *key_file;   /* PEM */
+    const char *const *spec_files;
+    size_t nspec;
+    const char *const *catalog_files;
+    size_t ncatalog;
+    int log_json;                       /* one JSON object per line instead of key=value */
+    unsigned threads;                   /* 0 = one per core */
+    unsigned max_connections;           /* 0 = 1024 */
+    unsigned timeout_s;                 /* per connection, 0 = 10 */
+    unsigned watch_ms;                  /* file check interval, 0 = 1000 */
+    struct admit_options admit;
+};
+
+/* Serve until SIGINT or SIGTERM. Returns TS_OK after a clean stop, or an
+ * error when the first spec, the certificate or the socket cannot be had. */
+ts_status serve_run(const struct serve_options *opt, struct ts_error *err);
+
+#endif

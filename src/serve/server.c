@@ -1,0 +1,317 @@
+/*
+ * server.c - the HTTPS side of `tessera serve` (see serve.h): the
+ * libmicrohttpd daemon and its limits, routing, body collection with a cap,
+ * per-request logging and metrics, and the main loop that watches files
+ * and signals.
+ */
+#include "serve/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HEADER_MEMORY (64 * 1024) /* per connection: request line + headers */
+
+static volatile sig_atomic_t stop_signal, reload_signal;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGHUP)
+        reload_signal = 1;
+    else
+        stop_signal = 1;
+}
+
+/* A POST body being received. */
+struct upload {
+    char *data;
+    size_t len, cap;
+    int too_large;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             const char *body, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
+                                                             MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text)
+{
+    return reply(conn, status, "text/plain; charset=utf-8", text, strlen(text));
+}
+
+static int collect(struct upload *u, const char *data, size_t size)
+{
+    if (u->too_large || size > ADMIT_BODY_MAX - u->len) {
+        u->too_large = 1;
+        return 1; /* keep reading (and dropping) so the client gets its 413 */
+    }
+    if (u->len + size > u->cap) {
+        size_t cap = u->cap ? u->cap : 16384;
+        while (cap < u->len + size)
+            cap *= 2;
+        char *p = realloc(u->data, cap + 1);
+        if (!p)
+            return 0;
+        u->data = p;
+        u->cap = cap;
+    }
+    memcpy(u->data + u->len, data, size);
+    u->len += size;
+    return 1;
+}
+
+static void log_review(struct serve_state *s, const struct admit_verdict *v, double seconds)
+{
+    char ms[32], code[8];
+    snprintf(ms, sizeof(ms), "%.3f", seconds * 1000.0);
+    snprintf(code, sizeof(code), "%d", v->http_status);
+    struct serve_kv kv[] = {{"uid", v->uid},       {"kind", v->kind},   {"namespace", v->ns},
+                            {"tenant", v->tenant}, {"rule", v->rule},   {"status", code},
+                            {"message", v->message}, {"duration_ms", ms}};
+    serve_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
+              sizeof(kv) / sizeof(kv[0]));
+}
+
+static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *conn,
+                                struct upload *u)
+{
+    if (u->too_large) {
+        atomic_fetch_add(&s->metrics.requests_bad, 1);
+        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 3 MiB\n");
+    }
+    double t0 = now_s();
+    atomic_fetch_add(&s->metrics.in_flight, 1);
+    struct serve_policy *p = serve_policy_get(s);
+    struct ts_sbuf out;
+    struct admit_verdict v;
+    ts_sbuf_init(&out, 8u << 20);
+    admit_review(p->admit, u->data ? u->data : "", u->len, &out, &v);
+    serve_policy_put(p);
+    enum MHD_Result ret = reply(conn, (unsigned)v.http_status, "application/json",
+                                ts_sbuf_str(&out), out.len);
+    ts_sbuf_release(&out);
+    double dt = now_s() - t0;
+    atomic_fetch_sub(&s->metrics.in_flight, 1);
+    serve_metrics_observe(&s->metrics, dt);
+    if (v.http_status != 200)
+        atomic_fetch_add(&s->metrics.requests_bad, 1);
+    else if (v.allowed)
+        atomic_fetch_add(&s->metrics.requests_allowed, 1);
+    else {
+        atomic_fetch_add(&s->metrics.requests_denied, 1);
+        serve_metrics_denied(&s->metrics, v.rule);
+    }
+    if (v.http_status != 200 || !v.allowed)
+        log_review(s, &v, dt);
+    return ret;
+}
+
+static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *conn,
+                                 const char *url)
+{
+    if (strcmp(url, "/healthz") == 0)
+        return reply_text(conn, MHD_HTTP_OK, "ok\n");
+    if (strcmp(url, "/readyz") == 0)
+        return s->policy ? reply_text(conn, MHD_HTTP_OK, "ready\n")
+                         : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
+    if (strcmp(url, "/metrics") == 0) {
+        struct ts_sbuf out;
+        ts_sbuf_init(&out, 1u << 20);
+        serve_metrics_text(&s->metrics, s->generation, &out);
+        enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
+                                  ts_sbuf_str(&out), out.len);
+        ts_sbuf_release(&out);
+        return r;
+    }
+    atomic_fetch_add(&s->metrics.requests_other, 1);
+    return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *size, void **ctx)
+{
+    (void)version;
+    struct serve_state *s = cls;
+    int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+    if (!*ctx) { /* first call: headers only */
+        if (post && strcmp(url, "/validate") == 0) {
+            *ctx = calloc(1, sizeof(struct upload));
+            return *ctx ? MHD_YES : MHD_NO;
+        }
+        *ctx = (void *)1; /* mark: no body wanted */
+        if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
+            return route_get(s, conn, url);
+        atomic_fetch_add(&s->metrics.requests_other, 1);
+        return reply_text(conn, post ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED,
+                          post ? "not found\n" : "method not allowed\n");
+    }
+    if (*ctx == (void *)1) {
+        *size = 0; /* a body we did not ask for: drop it */
+        return MHD_YES;
+    }
+    struct upload *u = *ctx;
+    if (*size) {
+        int ok = collect(u, data, *size);
+        *size = 0;
+        return ok ? MHD_YES : MHD_NO;
+    }
+    return validate(s, conn, u);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
+                      enum MHD_RequestTerminationCode code)
+{
+    (void)cls;
+    (void)conn;
+    (void)code;
+    if (*ctx && *ctx != (void *)1) {
+        free(((struct upload *)*ctx)->data);
+        free(*ctx);
+    }
+    *ctx = NULL;
+}
+
+__attribute__((format(printf, 2, 0)))
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct serve_state *s = cls;
+    char msg[1024];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    serve_log(s->opt->log_json, "warn", msg, NULL, 0);
+}
+
+/* "ADDR:PORT", "[ADDR6]:PORT" or ":PORT". */
+static int parse_listen(const char *text, struct sockaddr_storage *sa, int *v6)
+{
+    char host[128] = "0.0.0.0";
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon - text >= (long)sizeof(host))
+        return 0;
+    if (colon > text) {
+        const char *h = text, *e = colon;
+        if (*h == '[' && e[-1] == ']') {
+            h++;
+            e--;
+        }
+        snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
+    }
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 1 || port > 65535)
+        return 0;
+    memset(sa, 0, sizeof(*sa));
+    struct sockaddr_in *a4 = (struct sockaddr_in *)sa;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)sa;
+    *v6 = strchr(host, ':') != NULL;
+    if (*v6) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1;
+    }
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    return inet_pton(AF_INET, host, &a4->sin_addr) == 1;
+}
+
+static unsigned cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_storage *sa, int v6)
+{
+    const struct serve_options *o = s->opt;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, s,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, /* first, so MHD logs nothing by itself */
+        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, serve_tls_retrieve,
+        MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
+        MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 1024u,
+        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_END);
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void main_loop(struct serve_state *s)
+{
+    unsigned ms = s->opt->watch_ms ? s->opt->watch_ms : 1000;
+    while (!stop_signal) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (stop_signal)
+            break;
+        int force = reload_signal;
+        reload_signal = 0;
+        serve_state_reload(s, force);
+    }
+}
+
+ts_status serve_run(const struct serve_options *opt, struct ts_error *err)
+{
+    struct sockaddr_storage sa;
+    int v6 = 0;
+    const char *listen = opt->listen ? opt->listen : "0.0.0.0:8443";
+    if (!parse_listen(listen, &sa, &v6))
+        return ts_err(err, TS_USAGE, "--listen: '%s' is not ADDR:PORT", listen);
+    struct serve_state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    ts_status st = serve_state_init(s, opt, err);
+    struct MHD_Daemon *d = st == TS_OK ? start(s, &sa, v6) : NULL;
+    if (st == TS_OK && !d)
+        st = ts_err(err, TS_IO, "cannot listen on %s: %s", listen, strerror(errno));
+    if (st == TS_OK) {
+        install_signals();
+        struct serve_kv kv[] = {{"listen", listen}};
+        serve_log(opt->log_json, "info", "serving", kv, 1);
+        main_loop(s);
+        MHD_stop_daemon(d); /* waits for requests in flight */
+        serve_log(opt->log_json, "info", "stopped", NULL, 0);
+    }
+    serve_state_release(s);
+    free(s);
+    return st;
+}

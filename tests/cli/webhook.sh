@@ -1,0 +1,160 @@
+#!/bin/bash
+# webhook.sh - `tessera serve` end to end, as the API server meets it: a CA and a
+# serving certificate made with the openssl CLI, the real server on loopback,
+# curl over TLS. Sends every AdmissionReview of tests/fixtures/admission/ and
+# checks each answer against its .expect (HTTP status, allowed, message part);
+# health, readiness and metrics; limits (413, 404, 405, slow client); kill -9 and
+# restart; reload on a changed spec (verdicts change), a broken spec (old policy
+# keeps serving), SIGHUP, and a rotated certificate.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC"
+FIX=tests/fixtures/admission
+PORT=$((20000 + RANDOM % 20000))
+URL=https://127.0.0.1:$PORT
+
+make_cert() { # dir cn
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2-ca" -keyout "$1/ca.key" \
+        -out "$1/ca.crt" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$1/tls.key" -out "$1/tls.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$1/san.cnf"
+    openssl x509 -req -in "$1/tls.csr" -CA "$1/ca.crt" -CAkey "$1/ca.key" -CAcreateserial -days 2 \
+        -extfile "$1/san.cnf" -out "$1/tls.crt" 2>/dev/null
+}
+mkdir -p "$TMP/a" "$TMP/b"
+make_cert "$TMP/a" one
+make_cert "$TMP/b" two
+cp "$TMP/a/tls.crt" "$TMP/a/tls.key" "$TMP/"
+cp examples/four-h100.yaml "$TMP/spec.yaml"
+
+SHIM=/usr/lib/tessera/libtessera-cuda.so
+start() { # [spec]
+    "$TESSERA" serve -f "${1:-$TMP/spec.yaml}" --tls-cert "$TMP/tls.crt" --tls-key "$TMP/tls.key" \
+        --listen 127.0.0.1:$PORT --conn-timeout 2 --shim-path $SHIM 2>>"$TMP/serve.log" &
+    SERVER=$!
+    for _ in $(seq 50); do
+        curl -s --cacert "$TMP/a/ca.crt" $URL/readyz >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    bad "server did not become ready"; cat "$TMP/serve.log"
+}
+post() { # file -> $TMP/resp, prints status
+    curl -s --cacert "$1" -o "$TMP/resp" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary @"$2" $URL/validate
+}
+answer() { # the decoded message or error of $TMP/resp
+    /usr/bin/python3 -c 'import json,sys
+try:
+    r = json.load(open(sys.argv[1]))
+except ValueError:
+    print(open(sys.argv[1]).read()); sys.exit()
+print(r.get("error") or r.get("response", {}).get("status", {}).get("message", ""))' "$TMP/resp"
+}
+check_table() { # folder
+    for f in $1/*.json; do
+        exp=${f%.json}.expect
+        [ -f "$exp" ] || continue
+        want_status=$(sed -n 1p "$exp"); want_allowed=$(sed -n 2p "$exp"); want_msg=$(sed -n 3p "$exp")
+        # the server refuses a body over 3 MiB before admission sees it
+        [ "$(stat -c %s "$f")" -gt $((3 * 1024 * 1024)) ] && want_status=413 want_msg=-
+        status=$(post "$TMP/a/ca.crt" "$f")
+        if [ "$status" != "$want_status" ]; then bad "$f: HTTP $status, expected $want_status"; continue; fi
+        if [ "$status" = 200 ]; then
+            allowed=$(/usr/bin/python3 -c 'import json,sys; print(str(json.load(open(sys.argv[1]))["response"]["allowed"]).lower())' "$TMP/resp")
+            uid_ok=$(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); q=json.load(open(sys.argv[2])); print(r["response"]["uid"]==q["request"]["uid"])' "$TMP/resp" "$f")
+            [ "$uid_ok" = True ] || { bad "$f: uid not echoed"; continue; }
+            [ "$allowed" = "$want_allowed" ] || { bad "$f: allowed=$allowed, expected $want_allowed"; continue; }
+        fi
+        if [ "$want_msg" != "-" ] && ! answer | grep -qF -- "$want_msg"; then
+            bad "$f: answer lacks '$want_msg'"; answer | head -c 300; echo; continue
+        fi
+        ok
+    done
+}
+
+claim_review() { # class -> AdmissionReview of a claim template in client-c-prod
+    cat <<JSON
+{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"c-$1",
+ "kind":{"group":"resource.k8s.io","version":"v1","kind":"ResourceClaimTemplate"},
+ "resource":{"group":"resource.k8s.io","version":"v1","resource":"resourceclaimtemplates"},
+ "namespace":"client-c-prod","operation":"CREATE","userInfo":{"username":"client-c"},
+ "object":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaimTemplate",
+  "metadata":{"name":"gpu","namespace":"client-c-prod"},
+  "spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":
+   "tessera-h100-80gb-sxm-mig-$1","allocationMode":"ExactCount","count":1}}],
+   "config":[{"requests":["gpu"],"opaque":{"driver":"gpu.nvidia.com","parameters":
+    {"apiVersion":"resource.nvidia.com/v1beta1","kind":"MigDeviceConfig"}}}]}}}}}}
+JSON
+}
+allowed() { # class -> true/false
+    claim_review "$1" > "$TMP/claim.json"
+    post "$TMP/a/ca.crt" "$TMP/claim.json" >/dev/null
+    /usr/bin/python3 -c 'import json,sys; print(str(json.load(open(sys.argv[1]))["response"]["allowed"]).lower())' "$TMP/resp"
+}
+
+start "$FIX/sharing/spec.yaml"
+check_table "$FIX/sharing"
+kill -TERM $SERVER; wait $SERVER
+start
+check_table $FIX
+[ "$(allowed 1g.10gb)" = true ] && ok || bad "client-c's 1g.10gb claim should be allowed"
+[ "$(allowed 1g.20gb)" = false ] && ok || bad "client-c's 1g.20gb claim should be denied"
+# health, readiness, metrics, routing and limits
+expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/healthz
+expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/readyz
+curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+expect_in "$TMP/metrics" 'tessera_admission_requests_total{result="denied"}'
+expect_in "$TMP/metrics" 'tessera_admission_duration_seconds_bucket{le="+Inf"}'
+expect_in "$TMP/metrics" 'tessera_admission_denials_total{rule="'
+[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" $URL/nope)" = 404 ] && ok || bad "404"
+[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" -X PUT $URL/validate)" = 405 ] && ok || bad "405"
+head -c $((3 * 1024 * 1024 + 1)) /dev/zero > "$TMP/big"
+[ "$(post "$TMP/a/ca.crt" "$TMP/big")" = 413 ] && ok || bad "413 for a body over 3 MiB"
+expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/healthz  # still serving
+# plain HTTP is refused (HTTPS only)
+expect_rc 0 bash -c "! curl -sf --max-time 3 http://127.0.0.1:$PORT/healthz"
+# a slow client is cut off after --conn-timeout, and does not block others
+(exec 3<>/dev/tcp/127.0.0.1/$PORT; sleep 4) &
+SLOW=$!
+expect_rc 0 curl -sf --max-time 2 --cacert "$TMP/a/ca.crt" $URL/healthz
+wait $SLOW
+# kill -9 and restart: the table still passes
+kill -9 $SERVER; wait $SERVER 2>/dev/null
+start
+check_table $FIX
+# reload with a changed spec: client-c's workload grows to 1g.20gb (and the node to
+# five cards), so 1g.10gb is no longer its
+sed -e 's/    memoryHighWaterGiB: 7.5$/    memoryHighWaterGiB: 15/' \
+    -e 's/{model: h100-80gb-sxm, count: 4}/{model: h100-80gb-sxm, count: 5}/' \
+    examples/four-h100.yaml > "$TMP/spec2.yaml"
+cp "$TMP/spec2.yaml" "$TMP/spec.yaml"
+for _ in $(seq 30); do [ "$(allowed 1g.20gb)" = true ] && break; sleep 0.2; done
+expect_in "$TMP/serve.log" "policy loaded"
+curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+expect_in "$TMP/metrics" 'tessera_reloads_total{result="ok"} 1'
+[ "$(allowed 1g.10gb)" = false ] && ok || bad "after the reload client-c's 1g.10gb claim is denied"
+[ "$(allowed 1g.20gb)" = true ] && ok || bad "after the reload client-c's 1g.20gb claim is allowed"
+# a broken spec keeps the old policy serving
+echo "apiVersion: [" > "$TMP/spec.yaml"
+for _ in $(seq 30); do grep -q "previous policy keeps serving" "$TMP/serve.log" && break; sleep 0.2; done
+expect_in "$TMP/serve.log" "previous policy keeps serving"
+expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/readyz
+curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+expect_in "$TMP/metrics" 'tessera_reloads_total{result="failed"} 1'
+[ "$(allowed 1g.20gb)" = true ] && ok || bad "the last good policy keeps serving"
+# SIGHUP reloads (the spec is good again)
+cp examples/four-h100.yaml "$TMP/spec.yaml"
+kill -HUP $SERVER
+sleep 1.5
+curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+expect_in "$TMP/metrics" 'tessera_reloads_total{result="ok"}'
+# a rotated certificate is served without a restart
+cp "$TMP/b/tls.crt" "$TMP/b/tls.key" "$TMP/"
+for _ in $(seq 30); do curl -sf --cacert "$TMP/b/ca.crt" $URL/healthz >/dev/null 2>&1 && break; sleep 0.2; done
+expect_rc 0 curl -sf --cacert "$TMP/b/ca.crt" $URL/healthz
+expect_rc 0 bash -c "! curl -sf --cacert $TMP/a/ca.crt $URL/healthz"
+# SIGTERM stops cleanly
+kill -TERM $SERVER
+wait $SERVER
+[ $? -eq 0 ] && ok || bad "serve did not exit 0 on SIGTERM"
+expect_in "$TMP/serve.log" "msg=stopped"
+finish
