@@ -34,6 +34,8 @@ demo: build
 	@echo
 	@echo "The fleet as a picture: out/fleet.svg"
 	@echo "Apply with: kubectl apply -k out (read out/README.md first)"
+	@echo
+	@scripts/demo-webhook $(TESSERA)
 
 check: deps check-build check-asan check-fuzz
 

@@ -28,6 +28,7 @@
  * The response is built with jansson; every text in it is valid UTF-8.
  */
 #include "admit/internal.h"
+#include "util/jsonfree.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,7 +248,7 @@ static void respond(struct ad_ctx *c, int annotate, struct ts_sbuf *out, struct 
         ts_sbuf_puts(out, "{\"error\":\"internal: out of memory\"}");
     if (!text)
         v->http_status = 400;
-    free(text);
+    json_free_text(text);
     json_decref(doc);
 }
 

@@ -4,6 +4,7 @@
 #include "report/report.h"
 
 #include <jansson.h>
+#include "util/jsonfree.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,6 +196,6 @@ ts_status report_json(const struct plan *p, struct ts_sbuf *out)
         return TS_NOMEM;
     ts_sbuf_puts(out, text);
     ts_sbuf_puts(out, "\n");
-    free(text);
+    json_free_text(text);
     return ts_sbuf_status(out);
 }

@@ -22,6 +22,11 @@ struct serve_kv {
 };
 void serve_log(int json, const char *level, const char *msg, const struct serve_kv *kv, size_t n);
 
+/* ---- jalloc.c: jansson allocates from a per-thread region during a review ---- */
+void serve_jalloc_install(void);
+void serve_jalloc_begin(void);
+void serve_jalloc_end(void);
+
 /* ---- metrics.c ---- */
 #define SERVE_BUCKETS 13
 #define SERVE_RULES 64

@@ -7,6 +7,7 @@
 #include "serve/internal.h"
 
 #include <jansson.h>
+#include "util/jsonfree.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ void serve_log(int json, const char *level, const char *msg, const struct serve_
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         if (text)
             ts_sbuf_puts(&b, text);
-        free(text);
+        json_free_text(text);
         json_decref(o);
     } else {
         ts_sbuf_printf(&b, "ts=%s level=%s msg=", ts, level);

@@ -108,7 +108,9 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     struct ts_sbuf out;
     struct admit_verdict v;
     ts_sbuf_init(&out, 8u << 20);
+    serve_jalloc_begin();
     admit_review(p->admit, u->data ? u->data : "", u->len, &out, &v);
+    serve_jalloc_end();
     serve_policy_put(p);
     enum MHD_Result ret = reply(conn, (unsigned)v.http_status, "application/json",
                                 ts_sbuf_str(&out), out.len);
@@ -305,6 +307,7 @@ ts_status serve_run(const struct serve_options *opt, struct ts_error *err)
         st = ts_err(err, TS_IO, "cannot listen on %s: %s", listen, strerror(errno));
     if (st == TS_OK) {
         install_signals();
+        serve_jalloc_install();
         struct serve_kv kv[] = {{"listen", listen}};
         serve_log(opt->log_json, "info", "serving", kv, 1);
         main_loop(s);
