@@ -13,12 +13,7 @@ SECS=${SECS:-10}
 W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=bench-ca" -keyout "$W/ca.key" \
-    -out "$W/ca.crt" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$W/tls.key" -out "$W/tls.csr" 2>/dev/null
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$W/san.cnf"
-openssl x509 -req -in "$W/tls.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -CAcreateserial -days 2 \
-    -extfile "$W/san.cnf" -out "$W/tls.crt" 2>/dev/null
+scripts/make-test-cert "$W"
 
 BODY=bench/fixtures/gpu-pod-review.json
 "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" \

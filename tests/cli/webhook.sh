@@ -12,17 +12,8 @@ FIX=tests/fixtures/admission
 PORT=$((20000 + RANDOM % 20000))
 URL=https://127.0.0.1:$PORT
 
-make_cert() { # dir cn
-    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$2-ca" -keyout "$1/ca.key" \
-        -out "$1/ca.crt" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$2" -keyout "$1/tls.key" -out "$1/tls.csr" 2>/dev/null
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' > "$1/san.cnf"
-    openssl x509 -req -in "$1/tls.csr" -CA "$1/ca.crt" -CAkey "$1/ca.key" -CAcreateserial -days 2 \
-        -extfile "$1/san.cnf" -out "$1/tls.crt" 2>/dev/null
-}
-mkdir -p "$TMP/a" "$TMP/b"
-make_cert "$TMP/a" one
-make_cert "$TMP/b" two
+scripts/make-test-cert "$TMP/a" one
+scripts/make-test-cert "$TMP/b" two
 cp "$TMP/a/tls.crt" "$TMP/a/tls.key" "$TMP/"
 cp examples/four-h100.yaml "$TMP/spec.yaml"
 

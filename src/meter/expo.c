@@ -1,0 +1,268 @@
+/*
+ * expo.c - Prometheus text exposition, one line at a time (see expo.h).
+ *
+ * Each complete line is copied into the parser's line buffer and parsed in
+ * place: label values are unescaped into the same buffer, so a sample costs
+ * no allocation. A line longer than METER_LINE_MAX is skipped to its end
+ * and reported once.
+ */
+#include "meter/expo.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct meter_expo {
+    meter_sample_fn on_sample;
+    meter_error_fn on_error;
+    void *ctx;
+    char *buf;
+    size_t len;
+    int overlong;      /* dropping the rest of a too long line */
+    long line, samples, errors;
+    int stopped;
+};
+
+struct meter_expo *meter_expo_new(meter_sample_fn on_sample, meter_error_fn on_error, void *ctx)
+{
+    struct meter_expo *p = calloc(1, sizeof(*p));
+    if (p && !(p->buf = malloc(METER_LINE_MAX + 1))) {
+        free(p);
+        return NULL;
+    }
+    if (p) {
+        p->on_sample = on_sample;
+        p->on_error = on_error;
+        p->ctx = ctx;
+    }
+    return p;
+}
+
+void meter_expo_free(struct meter_expo *p)
+{
+    if (p)
+        free(p->buf);
+    free(p);
+}
+
+static int fail(struct meter_expo *p, const char *start, const char *at, const char *msg)
+{
+    p->errors++;
+    if (p->on_error)
+        p->on_error(p->ctx, p->line, (int)(at - start) + 1, msg);
+    return 0;
+}
+
+static int name_char(int c, int first, int colon)
+{
+    return isalpha(c) || c == '_' || (colon && c == ':') || (!first && isdigit(c));
+}
+
+/* An identifier at *s (metric names may hold ':'); *s moves past it. */
+static char *ident(char **s, int colon)
+{
+    char *start = *s;
+    if (!name_char((unsigned char)**s, 1, colon))
+        return NULL;
+    while (name_char((unsigned char)**s, 0, colon))
+        (*s)++;
+    return start;
+}
+
+static void skip_spaces(char **s)
+{
+    while (**s == ' ' || **s == '\t')
+        (*s)++;
+}
+
+/* "value" with \\ \" \n escapes, unescaped in place; NULL on error. */
+static char *quoted(char **s)
+{
+    if (**s != '"')
+        return NULL;
+    char *in = ++*s, *out = in, *start = in;
+    for (; *in && *in != '"'; in++) {
+        if (*in == '\\') {
+            in++;
+            if (*in == 'n')
+                *out++ = '\n';
+            else if (*in == '\\' || *in == '"')
+                *out++ = *in;
+            else
+                return NULL;
+        } else {
+            *out++ = *in;
+        }
+    }
+    if (*in != '"')
+        return NULL;
+    *s = in + 1;
+    *out = '\0';
+    return start;
+}
+
+static int labels(struct meter_expo *p, char *line, char **s, struct meter_sample *out)
+{
+    (*s)++; /* '{' */
+    for (;;) {
+        skip_spaces(s);
+        if (**s == '}') {
+            (*s)++;
+            return 1;
+        }
+        if (out->nlabels == METER_LABELS_MAX)
+            return fail(p, line, *s, "more than 32 labels");
+        char *name = ident(s, 0), *end = *s;
+        if (!name)
+            return fail(p, line, *s, "expected a label name");
+        skip_spaces(s);
+        if (**s != '=')
+            return fail(p, line, *s, "expected '=' after the label name");
+        (*s)++;
+        skip_spaces(s);
+        char *at = *s, *value = quoted(s);
+        if (!value)
+            return fail(p, line, at, "expected a quoted label value (escapes: \\\\ \\\" \\n)");
+        *end = '\0';
+        out->labels[out->nlabels++] = (struct meter_label){name, value};
+        skip_spaces(s);
+        if (**s == ',')
+            (*s)++;
+        else if (**s != '}')
+            return fail(p, line, *s, "expected ',' or '}' after a label");
+    }
+}
+
+static int number(char **s, double *v)
+{
+    char *start = *s, *end;
+    if (strncasecmp(start, "nan", 3) == 0 && !isalnum((unsigned char)start[3])) {
+        *v = NAN;
+        *s += 3;
+        return 1;
+    }
+    errno = 0;
+    *v = strtod(start, &end);
+    if (end == start || (*end && *end != ' ' && *end != '\t'))
+        return 0;
+    *s = end;
+    return 1;
+}
+
+static int sample_value(struct meter_expo *p, char *line, char **s, struct meter_sample *out)
+{
+    if (**s != ' ' && **s != '\t')
+        return fail(p, line, *s, **s ? "expected a space before the value" : "no value");
+    skip_spaces(s);
+    char *at = *s;
+    if (!**s)
+        return fail(p, line, at, "no value");
+    if (!number(s, &out->value))
+        return fail(p, line, at, "the value is not a number");
+    skip_spaces(s);
+    if (!**s)
+        return 1;
+    at = *s;
+    char *end;
+    errno = 0;
+    long long ts = strtoll(*s, &end, 10);
+    if (end == *s || errno)
+        return fail(p, line, at, "the timestamp is not an integer");
+    *s = end;
+    skip_spaces(s);
+    if (**s)
+        return fail(p, line, *s, "unexpected text after the timestamp");
+    out->has_timestamp = 1;
+    out->timestamp_ms = ts;
+    return 1;
+}
+
+static void parse_line(struct meter_expo *p, char *line)
+{
+    char *s = line;
+    skip_spaces(&s);
+    if (!*s || *s == '#')
+        return;
+    struct meter_sample sample;
+    sample.nlabels = 0;
+    sample.has_timestamp = 0;
+    sample.line = p->line;
+    char *name = ident(&s, 1);
+    if (!name) {
+        fail(p, line, s, "expected a metric name");
+        return;
+    }
+    char *name_end = s;
+    if (*s == '{' && !labels(p, line, &s, &sample))
+        return;
+    if (!sample_value(p, line, &s, &sample))
+        return;
+    *name_end = '\0';
+    sample.metric = name;
+    p->samples++;
+    if (p->on_sample && p->on_sample(p->ctx, &sample))
+        p->stopped = 1;
+}
+
+static void end_line(struct meter_expo *p)
+{
+    p->line++;
+    if (p->overlong) {
+        fail(p, p->buf, p->buf, "line longer than 65536 bytes");
+    } else if (memchr(p->buf, '\0', p->len)) {
+        p->buf[p->len] = '\0';
+        fail(p, p->buf, p->buf + strlen(p->buf), "NUL byte in the line");
+    } else {
+        if (p->len && p->buf[p->len - 1] == '\r')
+            p->len--; /* CRLF line ends */
+        p->buf[p->len] = '\0';
+        parse_line(p, p->buf);
+    }
+    p->len = 0;
+    p->overlong = 0;
+}
+
+ts_status meter_expo_feed(struct meter_expo *p, const char *data, size_t len)
+{
+    for (size_t i = 0; i < len && !p->stopped;) {
+        const char *nl = memchr(data + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (data + i)) : len - i;
+        if (!p->overlong && n <= METER_LINE_MAX - p->len) {
+            memcpy(p->buf + p->len, data + i, n);
+            p->len += n;
+        } else {
+            p->overlong = 1;
+        }
+        i += n;
+        if (nl) {
+            end_line(p);
+            i++;
+        }
+    }
+    return p->stopped ? TS_INTERNAL : TS_OK;
+}
+
+ts_status meter_expo_finish(struct meter_expo *p)
+{
+    if ((p->len || p->overlong) && !p->stopped)
+        end_line(p);
+    return p->stopped ? TS_INTERNAL : TS_OK;
+}
+
+void meter_expo_counts(const struct meter_expo *p, long *lines, long *samples, long *errors)
+{
+    *lines = p->line;
+    *samples = p->samples;
+    *errors = p->errors;
+}
+
+const char *meter_label(const struct meter_sample *s, const char *name)
+{
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (strcmp(s->labels[i].name, name) == 0)
+            return s->labels[i].value;
+    return NULL;
+}
