@@ -7,11 +7,13 @@
  * allocates from that thread's 8 MiB region and frees nothing; the region is
  * rewound when the review is done. Outside a review, or when the region is
  * full (a very large body), allocations go to malloc as usual, and free
- * tells the two apart by address.
+ * tells the two apart by address. A thread's region is freed when the
+ * thread exits (a pthread key destructor).
  */
 #include "serve/internal.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #define REGION (8u << 20)
@@ -45,10 +47,21 @@ void serve_jalloc_install(void)
     json_set_alloc_funcs(region_malloc, region_free);
 }
 
+static pthread_key_t region_key;
+static pthread_once_t region_once = PTHREAD_ONCE_INIT;
+
+static void make_key(void)
+{
+    pthread_key_create(&region_key, free);
+}
+
 void serve_jalloc_begin(void)
 {
-    if (!region.base)
+    if (!region.base) {
+        pthread_once(&region_once, make_key);
         region.base = malloc(REGION);
+        pthread_setspecific(region_key, region.base);
+    }
     region.used = 0;
     region.active = region.base != NULL;
 }
