@@ -1,0 +1,185 @@
+/*
+ * pg.c - the PostgreSQL backend (URL postgres://... or postgresql://...)
+ * through libpq: named prepared statements, parameters as text, result rows
+ * streamed in single-row mode so a long scan never sits in memory whole.
+ * A connection found broken between transactions is reset (and its
+ * statements prepared again) before the next statement; one lost inside a
+ * transaction fails that transaction, which the caller retries whole.
+ */
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/backend.h"
+
+#define MAX_COLS 16
+
+struct pq {
+    PGconn *c;
+    const char *sql[STORE_ST_COUNT];
+    int in_tx;
+};
+
+static ts_status pq_fail(struct pq *q, const PGresult *r, struct ts_error *err)
+{
+    const char *m = r ? PQresultErrorMessage(r) : "";
+    if (!*m)
+        m = PQerrorMessage(q->c);
+    int len = (int)strlen(m);
+    while (len > 0 && (m[len - 1] == '\n' || m[len - 1] == ' '))
+        len--;
+    return ts_err(err, TS_IO, "postgresql: %.*s", len, m);
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg; /* NOTICEs such as "relation already exists, skipping" */
+}
+
+static ts_status pq_open(const char *url, void **out, struct ts_error *err)
+{
+    struct pq *q = calloc(1, sizeof(*q));
+    if (!q)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    *out = q;
+    q->c = PQconnectdb(url);
+    if (!q->c)
+        return ts_err(err, TS_NOMEM, "postgresql: out of memory");
+    if (PQstatus(q->c) != CONNECTION_OK)
+        return pq_fail(q, NULL, err);
+    PQsetNoticeProcessor(q->c, quiet, NULL);
+    return TS_OK;
+}
+
+static void pq_close(void *db)
+{
+    struct pq *q = db;
+    PQfinish(q->c);
+    free(q);
+}
+
+static ts_status pq_prepare_now(struct pq *q, int id, struct ts_error *err)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "s%d", id);
+    PGresult *r = PQprepare(q->c, name, q->sql[id], 0, NULL);
+    ts_status rc = PQresultStatus(r) == PGRES_COMMAND_OK ? TS_OK : pq_fail(q, r, err);
+    PQclear(r);
+    return rc;
+}
+
+static ts_status pq_prepare(void *db, int id, const char *sql, struct ts_error *err)
+{
+    struct pq *q = db;
+    q->sql[id] = sql;
+    return pq_prepare_now(q, id, err);
+}
+
+/* Reconnect a broken connection, unless a transaction was open on it. */
+static ts_status pq_ensure(struct pq *q, struct ts_error *err)
+{
+    if (PQstatus(q->c) == CONNECTION_OK)
+        return TS_OK;
+    if (q->in_tx)
+        return ts_err(err, TS_IO, "postgresql: connection lost inside a transaction");
+    PQreset(q->c);
+    if (PQstatus(q->c) != CONNECTION_OK)
+        return pq_fail(q, NULL, err);
+    ts_status rc = TS_OK;
+    for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++)
+        if (q->sql[i])
+            rc = pq_prepare_now(q, i, err);
+    return rc;
+}
+
+/* Hand every row of r to row; returns non-zero when row asked to stop. */
+static int pq_rows(const PGresult *r, store_row_fn row, void *ctx)
+{
+    const char *cols[MAX_COLS];
+    int n = PQnfields(r) > MAX_COLS ? MAX_COLS : PQnfields(r);
+    for (int t = 0; row && t < PQntuples(r); t++) {
+        for (int i = 0; i < n; i++)
+            cols[i] = PQgetisnull(r, t, i) ? NULL : PQgetvalue(r, t, i);
+        if (row(ctx, cols, n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Read every result of the query in flight; the first error wins. */
+static ts_status pq_drain(struct pq *q, store_row_fn row, void *ctx, int64_t *changes,
+                          struct ts_error *err)
+{
+    ts_status rc = TS_OK;
+    int stop = 0;
+    PGresult *r;
+    while ((r = PQgetResult(q->c)) != NULL) {
+        ExecStatusType s = PQresultStatus(r);
+        if (s == PGRES_SINGLE_TUPLE || s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
+            if (!stop && rc == TS_OK)
+                stop = pq_rows(r, row, ctx);
+            if (s != PGRES_SINGLE_TUPLE && changes)
+                *changes = strtoll(PQcmdTuples(r), NULL, 10);
+        } else if (rc == TS_OK) {
+            rc = pq_fail(q, r, err);
+        }
+        PQclear(r);
+    }
+    return rc;
+}
+
+static ts_status pq_run(void *db, int id, const struct store_param *p, int np,
+                        store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err)
+{
+    struct pq *q = db;
+    char num[STORE_MAX_PARAMS][24], name[16];
+    const char *vals[STORE_MAX_PARAMS];
+    if (np > STORE_MAX_PARAMS)
+        return ts_err(err, TS_INTERNAL, "postgresql: %d parameters, at most %d", np,
+                      STORE_MAX_PARAMS);
+    ts_status rc = pq_ensure(q, err);
+    if (rc != TS_OK)
+        return rc;
+    for (int i = 0; i < np; i++) {
+        snprintf(num[i], sizeof(num[i]), "%lld", (long long)p[i].i);
+        vals[i] = p[i].is_int ? num[i] : p[i].s;
+    }
+    snprintf(name, sizeof(name), "s%d", id);
+    if (!PQsendQueryPrepared(q->c, name, np, vals, NULL, NULL, 0))
+        return pq_fail(q, NULL, err);
+    PQsetSingleRowMode(q->c);
+    return pq_drain(q, row, ctx, changes, err);
+}
+
+static ts_status pq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
+                         struct ts_error *err)
+{
+    struct pq *q = db;
+    int ending = strcmp(sql, "COMMIT") == 0 || strcmp(sql, "ROLLBACK") == 0;
+    if (ending && PQstatus(q->c) != CONNECTION_OK) {
+        q->in_tx = 0;
+        return strcmp(sql, "COMMIT") == 0 ? pq_fail(q, NULL, err) : TS_OK;
+    }
+    ts_status rc = pq_ensure(q, err);
+    if (rc != TS_OK)
+        return rc;
+    if (!PQsendQueryParams(q->c, sql, 0, NULL, NULL, NULL, NULL, 0))
+        return pq_fail(q, NULL, err);
+    rc = pq_drain(q, row, ctx, NULL, err);
+    q->in_tx = ending ? 0 : strncmp(sql, "BEGIN", 5) == 0 ? rc == TS_OK : q->in_tx;
+    return rc;
+}
+
+const struct store_ops store_pg_ops = {
+    .name = "postgresql",
+    .serial_pk = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    .begin_write = "BEGIN",
+    /* concurrent openers of a fresh database would race on CREATE TABLE */
+    .lock_schema = "SELECT pg_advisory_xact_lock(7598452147)",
+    .open = pq_open,
+    .close = pq_close,
+    .prepare = pq_prepare,
+    .run = pq_run,
+    .exec = pq_exec,
+};

@@ -1,0 +1,134 @@
+/*
+ * sqlite.c - the SQLite backend (URL sqlite:PATH): WAL journal, a busy
+ * timeout so several handles and processes can write one file, writes in
+ * BEGIN IMMEDIATE transactions (a reader never has to upgrade its lock).
+ */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include "store/backend.h"
+
+#define BUSY_TIMEOUT_MS 30000
+#define MAX_COLS 16
+
+struct sq {
+    sqlite3 *db;
+    sqlite3_stmt *st[STORE_ST_COUNT];
+};
+
+static ts_status sq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
+                         struct ts_error *err);
+
+static ts_status sq_fail(struct sq *q, struct ts_error *err)
+{
+    return ts_err(err, TS_IO, "sqlite: %s", sqlite3_errmsg(q->db));
+}
+
+static ts_status sq_open(const char *path, void **out, struct ts_error *err)
+{
+    struct sq *q = calloc(1, sizeof(*q));
+    if (!q)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    *out = q;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
+        ts_status rc = q->db ? ts_err(err, TS_IO, "sqlite: %s: %s", path, sqlite3_errmsg(q->db))
+                             : ts_err(err, TS_NOMEM, "sqlite: out of memory");
+        return rc; /* the caller closes */
+    }
+    sqlite3_busy_timeout(q->db, BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(q->db, 1);
+    ts_status rc = sq_exec(q, "PRAGMA journal_mode=WAL", NULL, NULL, err);
+    if (rc == TS_OK)
+        rc = sq_exec(q, "PRAGMA synchronous=NORMAL", NULL, NULL, err);
+    if (rc == TS_OK)
+        rc = sq_exec(q, "PRAGMA foreign_keys=ON", NULL, NULL, err);
+    return rc;
+}
+
+static void sq_close(void *db)
+{
+    struct sq *q = db;
+    for (int i = 0; i < STORE_ST_COUNT; i++)
+        sqlite3_finalize(q->st[i]);
+    sqlite3_close(q->db);
+    free(q);
+}
+
+static ts_status sq_bind(struct sq *q, sqlite3_stmt *s, const struct store_param *p, int np,
+                         struct ts_error *err)
+{
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    for (int i = 0; i < np; i++) {
+        int rc = p[i].is_int ? sqlite3_bind_int64(s, i + 1, p[i].i)
+                 : p[i].s    ? sqlite3_bind_text(s, i + 1, p[i].s, -1, SQLITE_STATIC)
+                             : sqlite3_bind_null(s, i + 1);
+        if (rc != SQLITE_OK)
+            return sq_fail(q, err);
+    }
+    return TS_OK;
+}
+
+/* Step s to the end, handing each row to row; stops early when row says so. */
+static ts_status sq_step_all(struct sq *q, sqlite3_stmt *s, store_row_fn row, void *ctx,
+                             struct ts_error *err)
+{
+    const char *cols[MAX_COLS];
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int n = sqlite3_column_count(s);
+        n = n > MAX_COLS ? MAX_COLS : n;
+        for (int i = 0; i < n; i++)
+            cols[i] = (const char *)sqlite3_column_text(s, i);
+        if (row && row(ctx, cols, n))
+            return TS_OK;
+    }
+    return rc == SQLITE_DONE ? TS_OK : sq_fail(q, err);
+}
+
+static ts_status sq_prepare(void *db, int id, const char *sql, struct ts_error *err)
+{
+    struct sq *q = db;
+    if (sqlite3_prepare_v3(q->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &q->st[id], NULL) !=
+        SQLITE_OK)
+        return sq_fail(q, err);
+    return TS_OK;
+}
+
+static ts_status sq_run(void *db, int id, const struct store_param *p, int np,
+                        store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err)
+{
+    struct sq *q = db;
+    sqlite3_stmt *s = q->st[id];
+    ts_status rc = sq_bind(q, s, p, np, err);
+    if (rc == TS_OK)
+        rc = sq_step_all(q, s, row, ctx, err);
+    if (rc == TS_OK && changes)
+        *changes = sqlite3_changes64(q->db);
+    sqlite3_reset(s); /* release the read snapshot */
+    return rc;
+}
+
+static ts_status sq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
+                         struct ts_error *err)
+{
+    struct sq *q = db;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(q->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return sq_fail(q, err);
+    ts_status rc = sq_step_all(q, s, row, ctx, err);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+const struct store_ops store_sqlite_ops = {
+    .name = "sqlite",
+    .serial_pk = "INTEGER PRIMARY KEY AUTOINCREMENT",
+    .begin_write = "BEGIN IMMEDIATE",
+    .lock_schema = NULL, /* BEGIN IMMEDIATE already holds the write lock */
+    .open = sq_open,
+    .close = sq_close,
+    .prepare = sq_prepare,
+    .run = sq_run,
+    .exec = sq_exec,
+};

@@ -1,0 +1,404 @@
+/*
+ * store.c - the store interface over a backend chosen by URL: migrations,
+ * the SQL both dialects share, batching, and turning rows into structs.
+ * Backends (sqlite.c, pg.c) only talk to their database; see backend.h.
+ */
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/backend.h"
+
+struct store {
+    const struct store_ops *ops;
+    void *db;
+    char *last[9]; /* strings of the entry store_ledger_last returned */
+    char *block_sql; /* the text of STORE_ST_INS_BLOCK */
+};
+
+#define SAMPLE_COLS "node, device, ts_ms, model, profile, tenant, ns, pod, share_ppm, util_ppm"
+#define LEDGER_COLS "ts_ms, node, gpu_uuid, instance_uuid, gi_id, profile, placement, " \
+                    "tenant, workload, source, hash, prev_hash, mac"
+
+#define INS_SAMPLE "INSERT INTO samples (" SAMPLE_COLS ") VALUES "
+#define ON_CONFLICT " ON CONFLICT DO NOTHING"
+
+static const char *const stmt_sql[STORE_ST_COUNT] = {
+    [STORE_ST_INS_SAMPLE] = INS_SAMPLE "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" ON_CONFLICT,
+    [STORE_ST_INS_BLOCK] = NULL, /* built by block_sql() */
+    [STORE_ST_SCAN_SAMPLES] = "SELECT " SAMPLE_COLS " FROM samples "
+                              "WHERE ts_ms >= $1 AND ts_ms < $2 ORDER BY device, ts_ms",
+    [STORE_ST_INS_LEDGER] = "INSERT INTO ledger (" LEDGER_COLS ") VALUES "
+                            "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
+                            "RETURNING seq",
+    [STORE_ST_LAST_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq DESC LIMIT 1",
+    [STORE_ST_SCAN_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq",
+};
+
+/* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
+ * statement becomes the backend's serial primary key type. Append only,
+ * never edit one that has shipped. */
+static const char *const migration_v1[] = {
+    "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
+    " model TEXT NOT NULL, profile TEXT NOT NULL, tenant TEXT NOT NULL, ns TEXT NOT NULL,"
+    " pod TEXT NOT NULL, share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
+    " PRIMARY KEY (device, ts_ms))",
+    "CREATE INDEX samples_ts ON samples (ts_ms)",
+    "CREATE TABLE ledger (seq SERIAL_PK, ts_ms BIGINT NOT NULL, node TEXT NOT NULL,"
+    " gpu_uuid TEXT NOT NULL, instance_uuid TEXT NOT NULL, gi_id TEXT NOT NULL,"
+    " profile TEXT NOT NULL, placement TEXT NOT NULL, tenant TEXT NOT NULL,"
+    " workload TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL,"
+    " prev_hash TEXT NOT NULL, mac TEXT NOT NULL)",
+    NULL};
+static const char *const *const migrations[] = {migration_v1};
+#define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static struct store_param p_str(const char *s) { return (struct store_param){0, 0, s}; }
+static struct store_param p_int(int64_t i) { return (struct store_param){1, i, NULL}; }
+
+static int64_t col_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
+static const char *col_str(const char *s) { return s ? s : ""; }
+
+static int row_first_i64(void *ctx, const char *const *cols, int n)
+{
+    *(int64_t *)ctx = n > 0 ? col_i64(cols[0]) : 0;
+    return 1;
+}
+
+static ts_status exec(struct store *st, const char *sql, struct ts_error *err)
+{
+    return st->ops->exec(st->db, sql, NULL, NULL, err);
+}
+
+static void rollback(struct store *st)
+{
+    st->ops->exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- open, migrate, close --------------------------------------------- */
+
+/* Copy tmpl into dst (size bytes) with the first SERIAL_PK replaced. */
+static void dialect(char *dst, size_t size, const char *tmpl, const char *serial_pk)
+{
+    const char *at = strstr(tmpl, "SERIAL_PK");
+    if (!at)
+        snprintf(dst, size, "%s", tmpl);
+    else
+        snprintf(dst, size, "%.*s%s%s", (int)(at - tmpl), tmpl, serial_pk, at + 9);
+}
+
+static ts_status apply_migration(struct store *st, int64_t v, struct ts_error *err)
+{
+    char sql[2048];
+    for (const char *const *m = migrations[v - 1]; *m; m++) {
+        dialect(sql, sizeof(sql), *m, st->ops->serial_pk);
+        ts_status rc = exec(st, sql, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    /* v is a constant of this build, not user data */
+    snprintf(sql, sizeof(sql), "INSERT INTO schema_version (version) VALUES (%" PRId64 ")", v);
+    return exec(st, sql, err);
+}
+
+static ts_status migrate_locked(struct store *st, struct ts_error *err)
+{
+    ts_status rc = exec(st, "CREATE TABLE IF NOT EXISTS schema_version "
+                            "(version BIGINT PRIMARY KEY)", err);
+    int64_t have = 0;
+    if (rc == TS_OK)
+        rc = st->ops->exec(st->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version",
+                           row_first_i64, &have, err);
+    if (rc == TS_OK && have > SCHEMA_VERSION)
+        return ts_err(err, TS_INVALID, "%s: database schema version %" PRId64
+                      " is newer than this tessera's (%" PRId64 ")", st->ops->name,
+                      have, SCHEMA_VERSION);
+    for (int64_t v = have + 1; rc == TS_OK && v <= SCHEMA_VERSION; v++)
+        rc = apply_migration(st, v, err);
+    return rc;
+}
+
+static ts_status migrate(struct store *st, struct ts_error *err)
+{
+    ts_status rc = exec(st, st->ops->begin_write, err);
+    if (rc != TS_OK)
+        return rc;
+    if (st->ops->lock_schema)
+        rc = exec(st, st->ops->lock_schema, err);
+    if (rc == TS_OK)
+        rc = migrate_locked(st, err);
+    if (rc == TS_OK)
+        return exec(st, "COMMIT", err);
+    rollback(st);
+    return rc;
+}
+
+/* INSERT ... VALUES ($1..$10), ($11..$20), ... for STORE_BLOCK rows. */
+static char *block_sql(void)
+{
+    size_t size = sizeof(INS_SAMPLE ON_CONFLICT) + STORE_MAX_PARAMS * 8;
+    char *sql = malloc(size);
+    if (!sql)
+        return NULL;
+    size_t len = (size_t)snprintf(sql, size, "%s", INS_SAMPLE);
+    for (int p = 1; p <= STORE_MAX_PARAMS; p++)
+        len += (size_t)snprintf(sql + len, size - len, "%s$%d%s", p % 10 == 1 ? "(" : "", p,
+                                p % 10 ? ", " : p < STORE_MAX_PARAMS ? "), " : ")");
+    snprintf(sql + len, size - len, "%s", ON_CONFLICT);
+    return sql;
+}
+
+static ts_status prepare_all(struct store *st, struct ts_error *err)
+{
+    st->block_sql = block_sql();
+    if (!st->block_sql)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    ts_status rc = TS_OK;
+    for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++)
+        rc = st->ops->prepare(st->db, i, stmt_sql[i] ? stmt_sql[i] : st->block_sql, err);
+    return rc;
+}
+
+static const struct store_ops *ops_for(const char *url)
+{
+    if (strncmp(url, "sqlite:", 7) == 0 && url[7])
+        return &store_sqlite_ops;
+    if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
+        return &store_pg_ops;
+    return NULL;
+}
+
+ts_status store_open(const char *url, struct store **out, struct ts_error *err)
+{
+    *out = NULL;
+    const struct store_ops *ops = url ? ops_for(url) : NULL;
+    if (!ops) /* never echo the URL: it may hold a password */
+        return ts_err(err, TS_USAGE, "unsupported database URL: use sqlite:PATH or "
+                      "postgres://[user@]host[:port]/dbname");
+    struct store *st = calloc(1, sizeof(*st));
+    if (!st)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    st->ops = ops;
+    ts_status rc = ops->open(ops == &store_sqlite_ops ? url + 7 : url, &st->db, err);
+    if (rc == TS_OK)
+        rc = migrate(st, err);
+    if (rc == TS_OK)
+        rc = prepare_all(st, err);
+    if (rc != TS_OK) {
+        store_close(st);
+        return rc;
+    }
+    *out = st;
+    return TS_OK;
+}
+
+void store_close(struct store *st)
+{
+    if (!st)
+        return;
+    if (st->db)
+        st->ops->close(st->db);
+    for (size_t i = 0; i < sizeof(st->last) / sizeof(st->last[0]); i++)
+        free(st->last[i]);
+    free(st->block_sql);
+    free(st);
+}
+
+const char *store_backend(const struct store *st)
+{
+    return st->ops->name;
+}
+
+/* ---- samples ----------------------------------------------------------- */
+
+static int sample_cmp(const void *a, const void *b)
+{
+    const struct store_sample *x = *(const struct store_sample *const *)a;
+    const struct store_sample *y = *(const struct store_sample *const *)b;
+    int c = strcmp(col_str(x->device), col_str(y->device));
+    if (c)
+        return c;
+    return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+}
+
+static void sample_params(struct store_param *p, const struct store_sample *s)
+{
+    const struct store_param v[10] = {p_str(s->node), p_str(s->device), p_int(s->ts_ms),
+                                      p_str(s->model), p_str(s->profile), p_str(s->tenant),
+                                      p_str(s->ns), p_str(s->pod), p_int(s->share_ppm),
+                                      p_int(s->util_ppm)};
+    memcpy(p, v, sizeof(v));
+}
+
+/* Insert order[0..k) with one statement (k is 1 or STORE_BLOCK). */
+static ts_status put_rows(struct store *st, const struct store_sample **order, size_t k,
+                          size_t *total, struct ts_error *err)
+{
+    struct store_param p[STORE_MAX_PARAMS]; /* 15 KiB of stack */
+    for (size_t i = 0; i < k; i++)
+        sample_params(p + 10 * i, order[i]);
+    int64_t changes = 0;
+    int id = k == 1 ? STORE_ST_INS_SAMPLE : STORE_ST_INS_BLOCK;
+    ts_status rc = st->ops->run(st->db, id, p, (int)(10 * k), NULL, NULL, &changes, err);
+    *total += (size_t)changes;
+    return rc;
+}
+
+/* Rows go in key order so that concurrent writers of overlapping batches
+ * take their row locks in the same order and never deadlock. */
+ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
+                            size_t *inserted, struct ts_error *err)
+{
+    if (inserted)
+        *inserted = 0;
+    const struct store_sample **order = malloc((n ? n : 1) * sizeof(*order));
+    if (!order)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        order[i] = &s[i];
+    qsort(order, n, sizeof(*order), sample_cmp);
+    size_t total = 0;
+    ts_status rc = exec(st, st->ops->begin_write, err);
+    for (size_t i = 0; rc == TS_OK && i < n;) {
+        size_t k = n - i >= STORE_BLOCK ? STORE_BLOCK : 1;
+        rc = put_rows(st, order + i, k, &total, err);
+        i += k;
+    }
+    free(order);
+    if (rc == TS_OK)
+        rc = exec(st, "COMMIT", err);
+    else
+        rollback(st);
+    if (rc == TS_OK && inserted)
+        *inserted = total;
+    return rc;
+}
+
+struct sample_scan {
+    store_sample_fn fn;
+    void *ctx;
+};
+
+static int sample_row(void *ctx, const char *const *c, int n)
+{
+    struct sample_scan *sc = ctx;
+    if (n < 10)
+        return 1;
+    struct store_sample s = {col_str(c[0]), col_str(c[1]), col_i64(c[2]), col_str(c[3]),
+                             col_str(c[4]), col_str(c[5]), col_str(c[6]), col_str(c[7]),
+                             col_i64(c[8]), col_i64(c[9])};
+    return sc->fn(sc->ctx, &s);
+}
+
+ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms,
+                             store_sample_fn fn, void *ctx, struct ts_error *err)
+{
+    struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
+    struct sample_scan sc = {fn, ctx};
+    return st->ops->run(st->db, STORE_ST_SCAN_SAMPLES, p, 2, sample_row, &sc, NULL, err);
+}
+
+/* ---- ledger ------------------------------------------------------------ */
+
+ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
+                              int64_t *seq_out, struct ts_error *err)
+{
+    struct store_param p[13] = {p_int(e->ts_ms), p_str(e->node), p_str(e->gpu_uuid),
+                                p_str(e->instance_uuid), p_str(e->gi_id), p_str(e->profile),
+                                p_str(e->placement), p_str(e->tenant), p_str(e->workload),
+                                p_str(e->source), p_str(e->hash), p_str(e->prev_hash),
+                                p_str(e->mac)};
+    int64_t seq = 0;
+    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, 13, row_first_i64, &seq,
+                                NULL, err);
+    if (rc == TS_OK && seq_out)
+        *seq_out = seq;
+    return rc;
+}
+
+static void copy_hex(char dst[65], const char *src)
+{
+    snprintf(dst, 65, "%s", col_str(src));
+}
+
+/* Fill e from a row of "seq, LEDGER_COLS"; strings point into cols. */
+static int ledger_from_row(struct store_ledger_entry *e, const char *const *c, int n)
+{
+    if (n < 14)
+        return -1;
+    memset(e, 0, sizeof(*e));
+    e->seq = col_i64(c[0]);
+    e->ts_ms = col_i64(c[1]);
+    const char **str[9] = {&e->node, &e->gpu_uuid, &e->instance_uuid, &e->gi_id,
+                           &e->profile, &e->placement, &e->tenant, &e->workload, &e->source};
+    for (int i = 0; i < 9; i++)
+        *str[i] = col_str(c[2 + i]);
+    copy_hex(e->hash, c[11]);
+    copy_hex(e->prev_hash, c[12]);
+    copy_hex(e->mac, c[13]);
+    return 0;
+}
+
+struct ledger_scan {
+    store_ledger_fn fn;
+    void *ctx;
+};
+
+static int ledger_row(void *ctx, const char *const *c, int n)
+{
+    struct ledger_scan *sc = ctx;
+    struct store_ledger_entry e;
+    if (ledger_from_row(&e, c, n) != 0)
+        return 1;
+    return sc->fn(sc->ctx, &e);
+}
+
+ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
+                            struct ts_error *err)
+{
+    struct ledger_scan sc = {fn, ctx};
+    return st->ops->run(st->db, STORE_ST_SCAN_LEDGER, NULL, 0, ledger_row, &sc, NULL, err);
+}
+
+struct ledger_last {
+    struct store *st;
+    struct store_ledger_entry *out;
+    int found;
+    int nomem;
+};
+
+/* Keep copies of the strings in st->last: the row dies with the statement. */
+static int last_row(void *ctx, const char *const *c, int n)
+{
+    struct ledger_last *l = ctx;
+    if (ledger_from_row(l->out, c, n) != 0)
+        return 1;
+    const char **str[9] = {&l->out->node, &l->out->gpu_uuid, &l->out->instance_uuid,
+                           &l->out->gi_id, &l->out->profile, &l->out->placement,
+                           &l->out->tenant, &l->out->workload, &l->out->source};
+    for (int i = 0; i < 9; i++) {
+        free(l->st->last[i]);
+        l->st->last[i] = strdup(*str[i]);
+        l->nomem |= !l->st->last[i];
+        *str[i] = l->st->last[i] ? l->st->last[i] : "";
+    }
+    l->found = 1;
+    return 1;
+}
+
+ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, int *found,
+                            struct ts_error *err)
+{
+    struct ledger_last l = {st, out, 0, 0};
+    *found = 0;
+    ts_status rc = st->ops->run(st->db, STORE_ST_LAST_LEDGER, NULL, 0, last_row, &l, NULL, err);
+    if (rc == TS_OK && l.nomem)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    if (rc == TS_OK)
+        *found = l.found;
+    return rc;
+}

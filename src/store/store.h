@@ -1,0 +1,88 @@
+/*
+ * store.h - the database behind metering and the custody ledger.
+ *
+ * One interface, two backends chosen by URL:
+ *   sqlite:PATH                 embedded SQLite (the default), WAL mode, busy
+ *                               timeout, so several processes may share PATH
+ *   postgres://... postgresql://...
+ *                               PostgreSQL through libpq, for several replicas
+ *                               writing at once
+ * The schema is versioned (table schema_version); store_open applies the
+ * missing migrations in one transaction, serialised between concurrent
+ * openers. Every statement is prepared; values are never spliced into SQL.
+ *
+ * A struct store is one connection: use it from one thread at a time and do
+ * not call the store from inside a scan callback. Errors name the backend
+ * and carry the database's own message; a bad URL is TS_USAGE.
+ */
+#ifndef TS_STORE_H
+#define TS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/error.h"
+
+struct store;
+
+/* One metering sample. Strings must not be NULL (the schema says NOT NULL:
+ * a NULL fails the whole batch); use "" for "none". */
+struct store_sample {
+    const char *node;
+    const char *device;  /* GPU UUID, or GPU UUID + "/" + GPU instance id for MIG */
+    int64_t ts_ms;       /* scrape time, Unix milliseconds */
+    const char *model;
+    const char *profile; /* "" for a whole GPU */
+    const char *tenant;  /* "unattributed" allowed */
+    const char *ns;
+    const char *pod;
+    int64_t share_ppm;   /* the card share it is charged, parts per million */
+    int64_t util_ppm;    /* engine-active ratio, ppm; -1 when unknown */
+};
+
+/* One custody event; the caller computes the hashes, the store assigns seq. */
+struct store_ledger_entry {
+    int64_t seq;
+    int64_t ts_ms;
+    const char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement,
+        *tenant, *workload, *source;
+    char hash[65];      /* hex SHA-256 */
+    char prev_hash[65]; /* hex SHA-256 */
+    char mac[65];       /* hex HMAC, or "" */
+};
+
+/* Scan callbacks return 0 to go on, anything else to stop (not an error). */
+typedef int (*store_sample_fn)(void *ctx, const struct store_sample *s);
+typedef int (*store_ledger_fn)(void *ctx, const struct store_ledger_entry *e);
+
+ts_status store_open(const char *url, struct store **out, struct ts_error *err);
+void store_close(struct store *st);
+
+/* "sqlite" or "postgresql". */
+const char *store_backend(const struct store *st);
+
+/* Insert a batch in one transaction. Idempotent: the key is (device, ts_ms)
+ * and a sample already stored is skipped; *inserted (may be NULL) counts the
+ * new ones. On failure nothing of the batch is stored. */
+ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
+                            size_t *inserted, struct ts_error *err);
+
+/* Every sample with from_ms <= ts_ms < to_ms, ordered by device, ts_ms.
+ * The sample passed to fn is valid only during the call. */
+ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms,
+                             store_sample_fn fn, void *ctx, struct ts_error *err);
+
+/* Append e (its seq is ignored); *seq_out (may be NULL) gets the assigned
+ * sequence number, strictly increasing. */
+ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
+                              int64_t *seq_out, struct ts_error *err);
+
+/* The entry with the highest seq; *found = 0 on an empty ledger. The strings
+ * in *out stay valid until the next call on st. */
+ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, int *found,
+                            struct ts_error *err);
+
+/* Every entry in seq order. */
+ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
+                            struct ts_error *err);
+
+#endif

@@ -1,0 +1,51 @@
+#!/bin/bash
+# store_pg.sh - the store conformance suite against a real PostgreSQL: starts
+# a throwaway cluster (scripts/pg-test-server) on a random loopback port, runs
+# tests/test_store with TESSERA_TEST_PG_URL and checks the PostgreSQL cases
+# ran and passed; then restarts the server and checks that the data the suite
+# left survived and that a new run (new store_open, fresh migrations) works.
+# The server is always stopped at the end.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC" || exit 1
+SUITE=$(dirname "$TESSERA")/tests/test_store
+PG="$TMP/pg"
+PORT=$((20000 + RANDOM % 20000))
+trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+
+if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
+    bad "pg-test-server start failed"; cat "$TMP/start.err"; finish; exit 1
+fi
+ok
+
+# check MESSAGE CMD...: passes when CMD succeeds.
+check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
+has() { grep -q -- "$1" "$TMP/suite.out"; }
+hasnt() { ! grep -q -- "$1" "$TMP/suite.out"; }
+
+# run_suite LABEL: the whole suite, PostgreSQL cases included and passing
+run_suite() {
+    TESSERA_TEST_PG_URL=$URL "$SUITE" >"$TMP/suite.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ]; then ok; else bad "$1: test_store exited $rc"; grep -E "ERROR|FAIL|LINE" "$TMP/suite.out" | head -20; fi
+    # three groups (common, sqlite, postgresql), nothing skipped
+    check "$1: not 3 passing groups" [ "$(grep -c '^\[  PASSED  \]' "$TMP/suite.out")" -eq 3 ]
+    check "$1: cases skipped" hasnt SKIPPED
+    check "$1: PostgreSQL skipped" hasnt 'store_postgresql: skipped'
+    check "$1: expected 9 SQLite cases" has '^\[  PASSED  \] 9 test(s)'
+    check "$1: expected 10 PostgreSQL cases" has '^\[  PASSED  \] 10 test(s)'
+}
+
+count() { psql "$URL" -AtXqc "SELECT count(*) FROM samples" 2>&1; }
+
+run_suite first
+before=$(count)
+check "no samples left by the suite: $before" [ "$before" -gt 0 ]
+
+check "restart failed: $(cat "$TMP/restart.err" 2>/dev/null)" \
+    scripts/pg-test-server restart "$PG" 2>"$TMP/restart.err"
+after=$(count)
+check "samples after restart: $after, before: $before" [ "$after" = "$before" ]
+check "schema_version" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 1 ]
+
+run_suite "after restart"
+finish

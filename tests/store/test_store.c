@@ -1,0 +1,530 @@
+/*
+ * test_store.c - one conformance suite for every store backend: SQLite on a
+ * temporary file always, PostgreSQL when TESSERA_TEST_PG_URL names a
+ * database this suite may wipe (tests/cli/store_pg.sh starts one). Each case
+ * starts from an empty database.
+ */
+#include "helpers.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "store/store.h"
+
+struct fx {
+    char url[512];
+    char dir[64];
+};
+
+/* ---- fixtures ---------------------------------------------------------- */
+
+static int sqlite_setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/tessera-store-XXXXXX");
+    if (!f || !mkdtemp(f->dir))
+        return -1;
+    snprintf(f->url, sizeof(f->url), "sqlite:%s/t.db", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int sqlite_teardown(void **state)
+{
+    struct fx *f = *state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+    int rc = system(cmd);
+    free(f);
+    return rc == 0 ? 0 : -1;
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+static int pg_setup(void **state)
+{
+    const char *url = getenv("TESSERA_TEST_PG_URL");
+    if (!url || !*url) {
+        *state = NULL;
+        return 0;
+    }
+    PGconn *c = PQconnectdb(url);
+    PQsetNoticeProcessor(c, quiet, NULL);
+    PGresult *r = PQexec(c, "DROP TABLE IF EXISTS samples, ledger, schema_version");
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok)
+        fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    struct fx *f = calloc(1, sizeof(*f));
+    snprintf(f->url, sizeof(f->url), "%s", url);
+    *state = f;
+    return ok ? 0 : -1;
+}
+
+static int pg_teardown(void **state)
+{
+    free(*state);
+    return 0;
+}
+
+/* The store of this case's backend; skips when the backend is absent. */
+static struct store *open_or_skip(void **state)
+{
+    struct fx *f = *state;
+    if (!f) {
+        print_message("skipped: TESSERA_TEST_PG_URL not set\n");
+        skip();
+    }
+    struct store *st = NULL;
+    struct ts_error err = {0};
+    ts_status rc = store_open(f->url, &st, &err);
+    if (rc != TS_OK)
+        print_message("store_open: %s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    return st;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static struct store_sample sample(const char *dev, int64_t ts)
+{
+    return (struct store_sample){"node-1", dev, ts, "NVIDIA H100 80GB HBM3", "1g.10gb",
+                                 "client-a", "ns-a", "pod-a", 142857, 500000};
+}
+
+/* What a scan saw: count, order, a checksum and a copy of the first row. */
+struct scan {
+    size_t n;
+    int ordered;
+    char prev_dev[128];
+    int64_t prev_ts, sum_ts;
+    int64_t ts_ms, share_ppm, util_ppm; /* of the first row */
+    char node[64], device[64], model[64], profile[64], tenant[64], ns[64], pod[64];
+};
+
+static void keep_first(struct scan *sc, const struct store_sample *s)
+{
+    sc->ts_ms = s->ts_ms;
+    sc->share_ppm = s->share_ppm;
+    sc->util_ppm = s->util_ppm;
+    snprintf(sc->node, 64, "%s", s->node);
+    snprintf(sc->device, 64, "%s", s->device);
+    snprintf(sc->model, 64, "%s", s->model);
+    snprintf(sc->profile, 64, "%s", s->profile);
+    snprintf(sc->tenant, 64, "%s", s->tenant);
+    snprintf(sc->ns, 64, "%s", s->ns);
+    snprintf(sc->pod, 64, "%s", s->pod);
+}
+
+static int collect(void *ctx, const struct store_sample *s)
+{
+    struct scan *sc = ctx;
+    int c = strcmp(sc->prev_dev, s->device);
+    if (sc->n > 0 && (c > 0 || (c == 0 && s->ts_ms <= sc->prev_ts)))
+        sc->ordered = 0;
+    if (sc->n == 0)
+        keep_first(sc, s);
+    snprintf(sc->prev_dev, sizeof(sc->prev_dev), "%s", s->device);
+    sc->prev_ts = s->ts_ms;
+    sc->sum_ts += s->ts_ms;
+    sc->n++;
+    return 0;
+}
+
+static struct scan scan_all(struct store *st, int64_t from, int64_t to)
+{
+    struct scan sc = {.ordered = 1};
+    struct ts_error err = {0};
+    ts_status rc = store_scan_samples(st, from, to, collect, &sc, &err);
+    if (rc != TS_OK)
+        print_message("scan: %s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    return sc;
+}
+
+static size_t put(struct store *st, const struct store_sample *s, size_t n)
+{
+    size_t ins = 0;
+    struct ts_error err = {0};
+    ts_status rc = store_put_samples(st, s, n, &ins, &err);
+    if (rc != TS_OK)
+        print_message("put: %s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    return ins;
+}
+
+/* ---- cases ------------------------------------------------------------- */
+
+static void test_migrations_idempotent(void **state)
+{
+    struct store *a = open_or_skip(state);
+    struct store_sample s = sample("GPU-1", 1000);
+    assert_int_equal(put(a, &s, 1), 1);
+    struct store *b = open_or_skip(state); /* a second handle, same database */
+    store_close(a);
+    store_close(b);
+    struct store *c = open_or_skip(state);
+    assert_int_equal(scan_all(c, 0, 2000).n, 1);
+    store_close(c);
+}
+
+static void test_round_trip(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample s[3] = {sample("GPU-b", 20), sample("GPU-a/3", 10), sample("GPU-a/3", 5)};
+    s[1] = (struct store_sample){"node-7", "GPU-a/3", 10, "A100", "", "unattributed",
+                                 "kube-system", "", 1000000, -1};
+    assert_int_equal(put(st, s, 3), 3);
+    struct scan sc = scan_all(st, 0, 100);
+    assert_int_equal(sc.n, 3);
+    assert_true(sc.ordered);
+    assert_int_equal(sc.sum_ts, 35);
+    /* the first row is GPU-a/3 at 5: the default sample */
+    assert_string_equal(sc.device, "GPU-a/3");
+    assert_int_equal(sc.ts_ms, 5);
+    assert_string_equal(sc.node, "node-1");
+    assert_string_equal(sc.model, "NVIDIA H100 80GB HBM3");
+    assert_string_equal(sc.profile, "1g.10gb");
+    assert_string_equal(sc.tenant, "client-a");
+    assert_string_equal(sc.ns, "ns-a");
+    assert_string_equal(sc.pod, "pod-a");
+    assert_int_equal(sc.share_ppm, 142857);
+    assert_int_equal(sc.util_ppm, 500000);
+    sc = scan_all(st, 10, 11); /* the odd one: empty strings, -1 */
+    assert_int_equal(sc.n, 1);
+    assert_string_equal(sc.node, "node-7");
+    assert_string_equal(sc.profile, "");
+    assert_string_equal(sc.pod, "");
+    assert_string_equal(sc.tenant, "unattributed");
+    assert_int_equal(sc.share_ppm, 1000000);
+    assert_int_equal(sc.util_ppm, -1);
+    store_close(st);
+}
+
+static void test_idempotent(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample s[50];
+    for (int i = 0; i < 50; i++)
+        s[i] = sample(i % 2 ? "GPU-x" : "GPU-y", 1000 + i / 2 * 15000);
+    assert_int_equal(put(st, s, 50), 50);
+    struct scan before = scan_all(st, 0, INT64_MAX);
+    assert_int_equal(put(st, s, 50), 0);
+    assert_int_equal(put(st, s + 10, 5), 0);
+    struct store_sample dup[2] = {sample("GPU-z", 1), sample("GPU-z", 1)};
+    assert_int_equal(put(st, dup, 2), 1); /* a duplicate inside one batch */
+    struct scan after = scan_all(st, 0, INT64_MAX);
+    assert_int_equal(after.n, before.n + 1);
+    assert_int_equal(after.sum_ts, before.sum_ts + 1);
+    store_close(st);
+}
+
+static void test_out_of_order(void **state)
+{
+    struct store *st = open_or_skip(state);
+    int64_t ts[] = {90, 10, 50, 30, 70};
+    for (int i = 0; i < 5; i++) {
+        struct store_sample s[2] = {sample("GPU-2", ts[i]), sample("GPU-1", ts[i] + 1)};
+        assert_int_equal(put(st, s, 2), 2);
+    }
+    struct scan sc = scan_all(st, 0, 1000);
+    assert_int_equal(sc.n, 10);
+    assert_true(sc.ordered);
+    assert_string_equal(sc.device, "GPU-1");
+    assert_int_equal(sc.ts_ms, 11);
+    store_close(st);
+}
+
+static void test_bounds(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample s[5];
+    for (int i = 0; i < 5; i++)
+        s[i] = sample("GPU-1", 100 * i); /* 0 100 200 300 400 */
+    put(st, s, 5);
+    assert_int_equal(scan_all(st, 100, 300).n, 2); /* 100, 200: to excluded */
+    assert_int_equal(scan_all(st, 101, 300).n, 1);
+    assert_int_equal(scan_all(st, 100, 301).n, 3);
+    assert_int_equal(scan_all(st, 400, 400).n, 0);
+    assert_int_equal(scan_all(st, -1000, 0).n, 0);
+    assert_int_equal(scan_all(st, INT64_MIN, INT64_MAX).n, 5);
+    store_close(st);
+}
+
+static void test_big_batch(void **state)
+{
+    struct store *st = open_or_skip(state);
+    enum { N = 10000 };
+    struct store_sample *s = calloc(N, sizeof(*s));
+    char (*dev)[16] = calloc(64, sizeof(*dev));
+    assert_non_null(s);
+    for (int g = 0; g < 64; g++)
+        snprintf(dev[g], sizeof(dev[g]), "GPU-%02d", g);
+    for (int i = 0; i < N; i++)
+        s[i] = sample(dev[i % 64], (int64_t)(N - i) * 15000); /* newest first */
+    assert_int_equal(put(st, s, N), N);
+    struct scan sc = scan_all(st, 0, INT64_MAX);
+    assert_int_equal(sc.n, N);
+    assert_true(sc.ordered);
+    assert_int_equal(put(st, s, N), 0);
+    free(s);
+    free(dev);
+    store_close(st);
+}
+
+static void test_failed_batch(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample ok = sample("GPU-0", 1);
+    put(st, &ok, 1);
+    struct store_sample s[4] = {sample("GPU-1", 1), sample("GPU-1", 2), sample("GPU-1", 3),
+                                sample("GPU-1", 4)};
+    s[2].device = NULL;
+    size_t ins = 99;
+    struct ts_error err = {0};
+    assert_int_equal(store_put_samples(st, s, 4, &ins, &err), TS_IO);
+    assert_int_equal(ins, 0);
+    assert_non_null(strstr(err.msg, store_backend(st)));
+    assert_non_null(strcasestr(err.msg, "null")); /* the database's own words */
+    assert_int_equal(scan_all(st, 0, 100).n, 1);
+    s[2].device = "GPU-1"; /* the store is usable after a failure */
+    assert_int_equal(put(st, s, 4), 4);
+    store_close(st);
+}
+
+static struct store_ledger_entry entry(const char *tenant, const char *prev)
+{
+    struct store_ledger_entry e = {0, 1700000000000, "node-1", "GPU-aaa", "MIG-bbb", "3",
+                                   "1g.10gb", "6", tenant, "llm", "plan", "", "", ""};
+    memset(e.hash, tenant[strlen(tenant) - 1], 64);
+    snprintf(e.prev_hash, sizeof(e.prev_hash), "%s", prev);
+    return e;
+}
+
+static int ledger_collect(void *ctx, const struct store_ledger_entry *e)
+{
+    char *out = ctx;
+    size_t len = strlen(out);
+    snprintf(out + len, 256 - len, "%lld:%s:%.1s:%s;", (long long)e->seq, e->tenant,
+             e->hash, e->mac);
+    return 0;
+}
+
+static void test_ledger(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_ledger_entry last;
+    int found = 1;
+    struct ts_error err = {0};
+    assert_int_equal(store_ledger_last(st, &last, &found, &err), TS_OK);
+    assert_int_equal(found, 0);
+    int64_t seq[3];
+    const char *tenants[3] = {"client-1", "client-2", "client-3"};
+    for (int i = 0; i < 3; i++) {
+        struct store_ledger_entry e = entry(tenants[i], i ? "11" : "");
+        if (i == 2)
+            snprintf(e.mac, sizeof(e.mac), "%064d", 7);
+        assert_int_equal(store_ledger_append(st, &e, &seq[i], &err), TS_OK);
+        assert_true(i == 0 || seq[i] > seq[i - 1]);
+    }
+    assert_int_equal(store_ledger_last(st, &last, &found, &err), TS_OK);
+    assert_int_equal(found, 1);
+    assert_int_equal(last.seq, seq[2]);
+    assert_int_equal(last.ts_ms, 1700000000000);
+    assert_string_equal(last.tenant, "client-3");
+    assert_string_equal(last.instance_uuid, "MIG-bbb");
+    assert_string_equal(last.gi_id, "3");
+    assert_string_equal(last.placement, "6");
+    assert_string_equal(last.source, "plan");
+    assert_int_equal(strlen(last.hash), 64);
+    assert_string_equal(last.prev_hash, "11");
+    assert_int_equal(strlen(last.mac), 64);
+    char out[256] = "";
+    assert_int_equal(store_ledger_scan(st, ledger_collect, out, &err), TS_OK);
+    char want[256];
+    snprintf(want, sizeof(want), "%lld:client-1:1:;%lld:client-2:2:;%lld:client-3:3:%064d;",
+             (long long)seq[0], (long long)seq[1], (long long)seq[2], 7);
+    assert_string_equal(out, want);
+    store_close(st);
+}
+
+struct writer {
+    const char *url;
+    int reverse; /* write the same keys from the other end */
+    size_t inserted;
+    ts_status rc;
+    char msg[TS_MSG_MAX];
+};
+
+static void *writer_main(void *arg)
+{
+    struct writer *w = arg;
+    struct store *st = NULL;
+    struct ts_error err = {0};
+    w->rc = store_open(w->url, &st, &err);
+    for (int b = 0; w->rc == TS_OK && b < 20; b++) {
+        struct store_sample s[100];
+        for (int i = 0; i < 100; i++) {
+            int64_t k = b * 100 + i, ts = w->reverse ? 1999 - k : k;
+            s[i] = sample(ts % 2 ? "GPU-odd" : "GPU-even", ts);
+        }
+        size_t ins = 0;
+        w->rc = store_put_samples(st, s, 100, &ins, &err);
+        w->inserted += ins;
+    }
+    if (w->rc != TS_OK)
+        snprintf(w->msg, sizeof(w->msg), "%s", err.msg);
+    store_close(st);
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    struct store *st = open_or_skip(state); /* migrated before the race */
+    struct fx *f = *state;
+    struct writer w[2] = {{f->url, 0, 0, TS_OK, ""}, {f->url, 1, 0, TS_OK, ""}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, writer_main, &w[i]), 0);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        if (w[i].rc != TS_OK)
+            print_message("writer %d: %s\n", i, w[i].msg);
+        assert_int_equal(w[i].rc, TS_OK);
+    }
+    assert_int_equal(w[0].inserted + w[1].inserted, 2000); /* each key once */
+    struct scan sc = scan_all(st, 0, INT64_MAX);
+    assert_int_equal(sc.n, 2000);
+    assert_true(sc.ordered);
+    store_close(st);
+}
+
+/* PostgreSQL only: the server drops the connection (as on a restart); the
+ * next call may fail, the one after works, and nothing is lost or doubled. */
+static void test_pg_reconnect(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample s[3] = {sample("GPU-1", 1), sample("GPU-1", 2), sample("GPU-1", 3)};
+    assert_int_equal(put(st, s, 1), 1);
+    PGconn *c = PQconnectdb(((struct fx *)*state)->url);
+    PGresult *r = PQexec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE pid <> pg_backend_pid() AND datname = current_database()");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_true(PQntuples(r) >= 1);
+    PQclear(r);
+    PQfinish(c);
+    size_t ins = 0, total = 0;
+    struct ts_error err = {0};
+    ts_status rc = TS_IO;
+    for (int tries = 0; rc != TS_OK && tries < 3; tries++) { /* a retrying caller */
+        rc = store_put_samples(st, s, 3, &ins, &err);
+        if (rc != TS_OK)
+            assert_non_null(strstr(err.msg, "postgresql: "));
+        total += ins;
+    }
+    assert_int_equal(rc, TS_OK);
+    assert_int_equal(total, 2);
+    assert_int_equal(scan_all(st, 0, 10).n, 3);
+    store_close(st);
+}
+
+static void expect_open_fails(const char *url, ts_status want, const char *part)
+{
+    struct store *st = (struct store *)1;
+    struct ts_error err = {0};
+    assert_int_equal(store_open(url, &st, &err), want);
+    assert_null(st);
+    if (!strstr(err.msg, part))
+        print_message("'%s' not in '%s'\n", part, err.msg);
+    assert_non_null(strstr(err.msg, part));
+}
+
+static void test_bad_urls(void **state)
+{
+    (void)state;
+    expect_open_fails(NULL, TS_USAGE, "sqlite:PATH");
+    expect_open_fails("", TS_USAGE, "unsupported database URL");
+    expect_open_fails("sqlite:", TS_USAGE, "unsupported database URL");
+    expect_open_fails("mysql://u:secret@h/db", TS_USAGE, "postgres://");
+    expect_open_fails("/tmp/x.db", TS_USAGE, "unsupported");
+    expect_open_fails("sqlite:/nonexistent-dir/x/y.db", TS_IO, "sqlite: /nonexistent-dir");
+    expect_open_fails("postgres://nobody:secret@127.0.0.1:1/none?connect_timeout=2", TS_IO,
+                      "postgresql: ");
+    struct ts_error err = {0};
+    struct store *st = NULL;
+    store_open("mysql://u:secret@h/db", &st, &err);
+    assert_null(strstr(err.msg, "secret")); /* never echo credentials */
+}
+
+static int64_t sqlite_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Migrations are recorded once, and a database from a newer tessera is
+ * refused rather than written with an older schema's assumptions. */
+static void test_schema_versions(void **state)
+{
+    assert_int_equal(sqlite_setup(state), 0);
+    struct fx *f = *state;
+    for (int i = 0; i < 3; i++)
+        store_close(open_or_skip(state));
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 1);
+    sqlite3_stmt *s = NULL;
+    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (99)", NULL, NULL,
+                                  NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct store *st = NULL;
+    struct ts_error err = {0};
+    assert_int_equal(store_open(f->url, &st, &err), TS_INVALID);
+    assert_non_null(strstr(err.msg, "newer"));
+    assert_int_equal(sqlite_teardown(state), 0);
+}
+
+#define CASES(setup, teardown)                                             \
+    cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
+    cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),            \
+    cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),            \
+    cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),          \
+    cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),             \
+    cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),          \
+    cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest common[] = {cmocka_unit_test(test_bad_urls),
+                                        cmocka_unit_test(test_schema_versions)};
+    const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
+    const struct CMUnitTest pg[] = {CASES(pg_setup, pg_teardown),
+                                    cmocka_unit_test_setup_teardown(test_pg_reconnect,
+                                                                    pg_setup, pg_teardown)};
+    int failed = cmocka_run_group_tests_name("store_common", common, NULL, NULL);
+    failed += cmocka_run_group_tests_name("store_sqlite", sqlite, NULL, NULL);
+    const char *pg_url = getenv("TESSERA_TEST_PG_URL");
+    if (!pg_url || !*pg_url)
+        printf("store_postgresql: skipped (TESSERA_TEST_PG_URL not set)\n");
+    failed += cmocka_run_group_tests_name("store_postgresql", pg, NULL, NULL);
+    return failed ? 1 : 0;
+}
