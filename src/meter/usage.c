@@ -1,0 +1,103 @@
+/*
+ * usage.c - integrating scrapes into GPU-hours (see usage.h).
+ */
+#include "meter/usage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS_PER_HOUR 3600000
+
+void meter_usage_init(struct meter_usage *u, int64_t interval_ms)
+{
+    memset(u, 0, sizeof(*u));
+    u->interval_ms = interval_ms;
+}
+
+void meter_usage_release(struct meter_usage *u)
+{
+    free(u->totals);
+    meter_usage_init(u, u->interval_ms);
+}
+
+static struct meter_total *total_for(struct meter_usage *u, const char *tenant,
+                                     const char *model, const char *profile)
+{
+    for (size_t i = 0; i < u->ntotals; i++) {
+        struct meter_total *t = &u->totals[i];
+        if (!strcmp(t->tenant, tenant) && !strcmp(t->model, model) && !strcmp(t->profile, profile))
+            return t;
+    }
+    if (u->ntotals == u->cap) {
+        size_t cap = u->cap ? u->cap * 2 : 16;
+        struct meter_total *n = realloc(u->totals, cap * sizeof(*n));
+        if (!n)
+            return NULL;
+        u->totals = n;
+        u->cap = cap;
+    }
+    struct meter_total *t = &u->totals[u->ntotals++];
+    memset(t, 0, sizeof(*t));
+    snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
+    snprintf(t->model, sizeof(t->model), "%s", model);
+    snprintf(t->profile, sizeof(t->profile), "%s", profile);
+    return t;
+}
+
+/* Bill the interval since the previous point to the previous point's owner. */
+static ts_status bill(struct meter_usage *u, int64_t now_ms)
+{
+    int64_t dt = now_ms - u->prev.ts_ms;
+    if (dt > 2 * u->interval_ms)
+        dt = 2 * u->interval_ms;
+    struct meter_total *t = total_for(u, u->prev_tenant, u->prev_model, u->prev_profile);
+    if (!t)
+        return TS_NOMEM;
+    int64_t util = u->prev.util_ppm < 0 ? 1000000 : u->prev.util_ppm;
+    t->alloc_num += (__int128)dt * u->prev.share_ppm;
+    t->usage_num += (__int128)dt * u->prev.share_ppm * util / 1000000;
+    return TS_OK;
+}
+
+static void remember(struct meter_usage *u, const struct meter_point *p)
+{
+    u->prev = *p;
+    snprintf(u->prev_tenant, sizeof(u->prev_tenant), "%s", p->tenant);
+    snprintf(u->prev_model, sizeof(u->prev_model), "%s", p->model);
+    snprintf(u->prev_profile, sizeof(u->prev_profile), "%s", p->profile);
+    u->have_prev = 1;
+}
+
+ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p)
+{
+    if (!u->have_prev || strcmp(u->device, p->device) != 0) {
+        snprintf(u->device, sizeof(u->device), "%s", p->device);
+        remember(u, p);
+        return TS_OK;
+    }
+    if (p->ts_ms < u->prev.ts_ms) {
+        u->out_of_order++;
+        return TS_INVALID;
+    }
+    if (p->ts_ms == u->prev.ts_ms)
+        return TS_OK; /* a re-sent scrape counts once */
+    ts_status st = bill(u, p->ts_ms);
+    remember(u, p);
+    return st;
+}
+
+static int64_t to_uh(__int128 num)
+{
+    return (int64_t)((num + MS_PER_HOUR / 2) / MS_PER_HOUR);
+}
+
+int64_t meter_alloc_uh(const struct meter_total *t)
+{
+    return to_uh(t->alloc_num);
+}
+
+int64_t meter_usage_uh(const struct meter_total *t)
+{
+    return to_uh(t->usage_num);
+}

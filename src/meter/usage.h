@@ -1,0 +1,56 @@
+/*
+ * usage.h - GPU-hours from scrape samples: the integration rules of
+ * metering, as a pure function over samples ordered by (device, time).
+ *
+ * Between two consecutive scrapes of one device, the interval belongs to
+ * the earlier scrape's tenant, model and profile, weighted by the card share
+ * it is charged (allocation basis) and by that share times the engine-active
+ * ratio (usage basis). A gap is capped at twice the scrape interval, so a
+ * missed scrape is not billed as hours of use; a repeated timestamp counts
+ * once. Hours are integers: the exact sum of interval_ms x share_ppm is kept
+ * and divided once, at the end, into micro-GPU-hours (1,000,000 = one whole
+ * GPU for one hour).
+ */
+#ifndef METER_USAGE_H
+#define METER_USAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/error.h"
+
+#define METER_KEY_MAX 96
+
+struct meter_point {          /* one scrape of one device */
+    const char *device;       /* GPU UUID, or UUID/GPU-instance for MIG */
+    int64_t ts_ms;
+    const char *tenant, *model, *profile;
+    int64_t share_ppm;        /* the share of the card it is charged */
+    int64_t util_ppm;         /* engine-active ratio, -1 unknown (counted as full) */
+};
+
+struct meter_total {
+    char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
+    __int128 alloc_num, usage_num; /* sums of ms x ppm (x ppm / 1e6 for usage) */
+};
+
+struct meter_usage {
+    int64_t interval_ms;      /* the scrape interval */
+    struct meter_total *totals;
+    size_t ntotals, cap;
+    /* the device being integrated */
+    char device[METER_KEY_MAX];
+    int have_prev;
+    struct meter_point prev;
+    char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
+    int64_t out_of_order;     /* points older than the previous one of the device */
+};
+
+void meter_usage_init(struct meter_usage *u, int64_t interval_ms);
+void meter_usage_release(struct meter_usage *u);
+/* Add the next point (points must come ordered by device, then time). */
+ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p);
+/* Micro-GPU-hours of a total on each basis (rounded half up). */
+int64_t meter_alloc_uh(const struct meter_total *t);
+int64_t meter_usage_uh(const struct meter_total *t);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * test_usage.c - GPU-hours from scrapes: whole intervals, capped gaps,
+ * re-sent scrapes, out-of-order points, tenant changes on one device, the
+ * usage basis, and exact integer totals over a day of 15 s scrapes.
+ */
+#include "helpers.h"
+
+#include <string.h>
+#include "meter/usage.h"
+
+static const struct meter_total *find(const struct meter_usage *u, const char *tenant)
+{
+    for (size_t i = 0; i < u->ntotals; i++)
+        if (strcmp(u->totals[i].tenant, tenant) == 0)
+            return &u->totals[i];
+    return NULL;
+}
+
+static void add(struct meter_usage *u, const char *dev, int64_t s, const char *tenant,
+                int64_t share, int64_t util)
+{
+    struct meter_point p = {dev, s * 1000, tenant, "h100-80gb-sxm", "1g.10gb", share, util};
+    assert_int_equal(meter_usage_add(u, &p), TS_OK);
+}
+
+static void test_intervals_and_gaps(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    /* a whole card for 3 intervals of 15 s, then a 10-minute gap billed as 30 s */
+    for (int i = 0; i < 4; i++)
+        add(&u, "GPU-a", i * 15, "t1", 1000000, 500000);
+    add(&u, "GPU-a", 45 + 600, "t1", 1000000, 500000);
+    const struct meter_total *t = find(&u, "t1");
+    assert_non_null(t);
+    /* (45 + 30) s of a whole GPU = 75/3600 h = 20833.33 uh */
+    assert_int_equal(meter_alloc_uh(t), 20833);
+    assert_int_equal(meter_usage_uh(t), 10417); /* half of it, rounded half up */
+    meter_usage_release(&u);
+}
+
+static void test_duplicates_and_order(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    add(&u, "GPU-a", 0, "t1", 142857, -1);
+    add(&u, "GPU-a", 15, "t1", 142857, -1);
+    add(&u, "GPU-a", 15, "t1", 142857, -1); /* re-sent: once */
+    add(&u, "GPU-a", 30, "t1", 142857, -1);
+    struct meter_point old = {"GPU-a", 10000, "t1", "m", "p", 1, 1};
+    assert_int_equal(meter_usage_add(&u, &old), TS_INVALID);
+    assert_int_equal(u.out_of_order, 1);
+    /* 30 s x 1/7 of a card: 30000 x 142857 / 3600000 = 1190.475 */
+    assert_int_equal(meter_alloc_uh(find(&u, "t1")), 1190);
+    assert_int_equal(meter_usage_uh(find(&u, "t1")), 1190); /* unknown util counts as full */
+    meter_usage_release(&u);
+}
+
+/* The interval belongs to the tenant of its first scrape; devices are apart. */
+static void test_tenant_change_and_devices(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    add(&u, "GPU-a", 0, "t1", 1000000, 1000000);
+    add(&u, "GPU-a", 15, "t2", 1000000, 1000000);
+    add(&u, "GPU-a", 30, "t2", 1000000, 1000000);
+    add(&u, "GPU-b", 0, "t1", 1000000, 1000000); /* a new device: no interval from GPU-a */
+    add(&u, "GPU-b", 15, "t1", 1000000, 1000000);
+    assert_int_equal(meter_alloc_uh(find(&u, "t1")), 8333); /* 30 s */
+    assert_int_equal(meter_alloc_uh(find(&u, "t2")), 4167); /* 15 s */
+    meter_usage_release(&u);
+}
+
+/* A day of 15 s scrapes of one MIG instance (3/8 of a card): exactly 9 hours,
+ * 375000 ppm x 86,385 s (the last scrape opens no interval). */
+static void test_day_exact(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    for (int64_t s = 0; s < 86400; s += 15)
+        add(&u, "MIG-x", s, "t1", 375000, 250000);
+    int64_t want = (86385LL * 1000 * 375000 + 1800000) / 3600000;
+    assert_int_equal(meter_alloc_uh(find(&u, "t1")), want);
+    /* usage basis: a quarter of that (engine active 25% of the time) */
+    assert_int_equal(meter_usage_uh(find(&u, "t1")),
+                     (86385LL * 1000 * 375000 / 4 + 1800000) / 3600000);
+    meter_usage_release(&u);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_intervals_and_gaps),
+        cmocka_unit_test(test_duplicates_and_order),
+        cmocka_unit_test(test_tenant_change_and_devices),
+        cmocka_unit_test(test_day_exact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
