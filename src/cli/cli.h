@@ -51,6 +51,8 @@ int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_meter(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_docs(int argc, char **argv);
 

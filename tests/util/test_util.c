@@ -12,6 +12,7 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/sbuf.h"
+#include "util/time.h"
 
 static void test_arena(void **state)
 {
@@ -96,6 +97,29 @@ static void test_files(void **state)
     assert_int_equal(ts_file_write("/nonexistent-dir/x", "a", 1, &e), TS_IO);
 }
 
+static void test_times(void **state)
+{
+    (void)state;
+    int64_t ms;
+    assert_true(ts_time_parse("1700000000", &ms) && ms == 1700000000000LL);
+    assert_true(ts_time_parse("1970-01-01T00:00:00Z", &ms) && ms == 0);
+    assert_true(ts_time_parse("2023-11-14T22:13:20Z", &ms) && ms == 1700000000000LL);
+    assert_true(ts_time_parse("2023-11-14T23:13:20+01:00", &ms) && ms == 1700000000000LL);
+    assert_true(ts_time_parse("2023-11-14T22:13:20.25Z", &ms) && ms == 1700000000250LL);
+    assert_true(ts_time_parse("2000-02-29T00:00:00Z", &ms) && ms == 951782400000LL);
+    assert_false(ts_time_parse("2023-11-14 22:13", &ms));
+    assert_false(ts_time_parse("2023-13-01T00:00:00Z", &ms));
+    assert_false(ts_time_parse("2023-11-14T22:13:20", &ms)); /* no zone */
+    assert_false(ts_time_parse("yesterday", &ms));
+    assert_false(ts_time_parse("", &ms));
+    assert_true(ts_duration_parse("15s", &ms) && ms == 15000);
+    assert_true(ts_duration_parse("500ms", &ms) && ms == 500);
+    assert_true(ts_duration_parse("2m", &ms) && ms == 120000);
+    assert_true(ts_duration_parse("30", &ms) && ms == 30000);
+    assert_false(ts_duration_parse("-5s", &ms));
+    assert_false(ts_duration_parse("5 days", &ms));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +127,7 @@ int main(void)
         cmocka_unit_test(test_sbuf_cap),
         cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

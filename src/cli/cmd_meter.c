@@ -1,0 +1,220 @@
+/*
+ * cmd_meter.c - `tessera meter import` (recorded dcgm-exporter scrapes into
+ * the store) and `tessera usage` (GPU-hours per tenant, model and profile).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "meter/ingest.h"
+#include "meter/usage.h"
+#include <jansson.h>
+#include "util/file.h"
+#include "util/jsonfree.h"
+#include "util/time.h"
+
+static void meter_usage_text(FILE *out)
+{
+    fprintf(out,
+            "usage: tessera meter import -f SPEC --db DB --at TIME FILE...\n"
+            "       tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n"
+            "                     [-o text|json]\n\n"
+            "import  store recorded dcgm-exporter scrapes (Prometheus text), one sample per GPU\n"
+            "        or MIG instance, attributed to the tenant that owns its namespace\n"
+            "        (\"unattributed\" otherwise); a scrape stored before is not counted twice.\n"
+            "        TIME is Unix seconds or RFC 3339; samples that carry a timestamp keep it.\n"
+            "usage   GPU-hours per tenant, GPU model and profile on the allocation basis (the\n"
+            "        card share reserved) and the usage basis (times the engine-active ratio);\n"
+            "        gaps between scrapes count at most twice --interval.\n"
+            "DB is sqlite:PATH or postgres://...\n");
+}
+
+struct meter_args {
+    struct cli_files spec;
+    const char *db, *format;
+    int64_t at_ms, from_ms, to_ms, interval_ms;
+    int have_at;
+};
+
+static int parse_args(int argc, char **argv, struct meter_args *a)
+{
+    static const struct option opts[] = {
+        {"filename", required_argument, NULL, 'f'}, {"db", required_argument, NULL, 'd'},
+        {"at", required_argument, NULL, 'a'},       {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},       {"interval", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+        int ok = 1;
+        switch (c) {
+        case 'f': ok = cli_files_add(&a->spec, optarg); break;
+        case 'd': a->db = optarg; break;
+        case 'o': a->format = optarg; break;
+        case 'a': ok = a->have_at = ts_time_parse(optarg, &a->at_ms); break;
+        case 'F': ok = ts_time_parse(optarg, &a->from_ms); break;
+        case 'T': ok = ts_time_parse(optarg, &a->to_ms); break;
+        case 'i': ok = ts_duration_parse(optarg, &a->interval_ms); break;
+        case 'h': meter_usage_text(stdout); exit(CLI_OK);
+        default: ok = 0;
+        }
+        if (!ok) {
+            fprintf(stderr, "tessera: bad value '%s' (times: Unix seconds or RFC 3339 like "
+                    "2026-11-30T10:00:00Z; intervals like 15s)\n", optarg ? optarg : "");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int open_all(const struct meter_args *a, struct cli_job *job, struct store **st)
+{
+    int rc = cli_job_decide(job, &a->spec, &(struct cli_files){0});
+    struct ts_error e = {0};
+    if (rc == CLI_OK && store_open(a->db, st, &e) != TS_OK) {
+        cli_print_error(&e);
+        rc = e.code == TS_USAGE ? CLI_BAD_INPUT : CLI_FAIL;
+    }
+    return rc;
+}
+
+static int import_file(const struct meter_args *a, struct cli_job *job, struct store *st,
+                       const char *path)
+{
+    char *text = NULL;
+    size_t len = 0, n = 0, inserted = 0;
+    struct ts_error e = {0};
+    if (ts_file_read(path, 512u << 20, &text, &len, &e) != TS_OK) {
+        cli_print_error(&e);
+        return CLI_BAD_INPUT;
+    }
+    struct ts_diag diag = {0};
+    struct meter_scrape s;
+    meter_scrape_init(&s, job->model, job->cat, a->at_ms, path, &diag);
+    ts_status ok = meter_scrape_parse(&s, text, len);
+    free(text);
+    struct store_sample *samples = ok == TS_OK ? meter_scrape_samples(&s, &n) : NULL;
+    int rc = samples || n == 0 ? CLI_OK : CLI_FAIL;
+    if (samples && store_put_samples(st, samples, n, &inserted, &e) != TS_OK) {
+        cli_print_error(&e);
+        rc = CLI_FAIL;
+    }
+    cli_print_diag(&diag);
+    printf("%s: %zu devices, %zu new samples, %d lines rejected\n", path, n, inserted, diag.count);
+    meter_scrape_release(&s);
+    return rc == CLI_OK && diag.count ? CLI_FAIL : rc;
+}
+
+int cmd_meter(int argc, char **argv)
+{
+    struct meter_args a = {.format = "text"};
+    if (argc < 2 || strcmp(argv[1], "import") != 0) {
+        int help = argc >= 2 && strcmp(argv[1], "--help") == 0;
+        meter_usage_text(help ? stdout : stderr);
+        return help ? CLI_OK : CLI_BAD_INPUT;
+    }
+    if (!parse_args(argc - 1, argv + 1, &a))
+        return CLI_BAD_INPUT;
+    if (!a.db || !a.have_at || optind + 1 >= argc) {
+        fprintf(stderr, "tessera: meter import needs -f SPEC, --db DB, --at TIME and FILE...\n");
+        return CLI_BAD_INPUT;
+    }
+    struct cli_job job;
+    struct store *st = NULL;
+    int rc = open_all(&a, &job, &st);
+    for (int i = optind + 1; rc != CLI_BAD_INPUT && st && i < argc; i++) {
+        int r = import_file(&a, &job, st, argv[i]);
+        rc = r > rc ? r : rc;
+    }
+    store_close(st);
+    cli_job_free(&job);
+    return rc;
+}
+
+static int add_point(void *ctx, const struct store_sample *s)
+{
+    struct meter_usage *u = ctx;
+    struct meter_point p = {s->device, s->ts_ms, s->tenant, s->model, s->profile, s->share_ppm,
+                            s->util_ppm};
+    meter_usage_add(u, &p); /* the store returns points in order */
+    return 0;
+}
+
+static int cmp_totals(const void *x, const void *y)
+{
+    const struct meter_total *a = x, *b = y;
+    int c = strcmp(a->tenant, b->tenant);
+    c = c ? c : strcmp(a->model, b->model);
+    return c ? c : strcmp(a->profile, b->profile);
+}
+
+static void print_json(const struct meter_usage *u)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < u->ntotals; i++) {
+        const struct meter_total *t = &u->totals[i];
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant,
+                                              "model", t->model, "profile", t->profile,
+                                              "allocationMicroGpuHours",
+                                              (json_int_t)meter_alloc_uh(t),
+                                              "usageMicroGpuHours",
+                                              (json_int_t)meter_usage_uh(t)));
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "tessera.dev/v1alpha1", "kind",
+                            "Usage", "rows", rows);
+    char *text = json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(2));
+    if (text)
+        puts(text);
+    json_free_text(text);
+    json_decref(doc);
+}
+
+static void print_usage(const struct meter_usage *u, int json)
+{
+    if (json) {
+        print_json(u);
+        return;
+    }
+    printf("%-20s %-26s %-10s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE", "GPU-HOURS",
+           "USED GPU-HOURS");
+    for (size_t i = 0; i < u->ntotals; i++) {
+        const struct meter_total *t = &u->totals[i];
+        int64_t a = meter_alloc_uh(t), b = meter_usage_uh(t);
+        printf("%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64 ".%06" PRId64 "\n",
+               t->tenant, t->model, t->profile[0] ? t->profile : "whole", a / 1000000,
+               a % 1000000, b / 1000000, b % 1000000);
+    }
+}
+
+int cmd_usage(int argc, char **argv)
+{
+    struct meter_args a = {.format = "text", .to_ms = INT64_MAX, .interval_ms = 15000};
+    if (!parse_args(argc, argv, &a))
+        return CLI_BAD_INPUT;
+    int json = strcmp(a.format, "json") == 0;
+    if (!a.db || optind < argc || (!json && strcmp(a.format, "text") != 0)) {
+        fprintf(stderr, "tessera: usage needs -f SPEC and --db DB; -o is text or json\n");
+        return CLI_BAD_INPUT;
+    }
+    struct cli_job job;
+    struct store *st = NULL;
+    int rc = open_all(&a, &job, &st);
+    struct meter_usage u;
+    meter_usage_init(&u, a.interval_ms);
+    struct ts_error e = {0};
+    if (rc == CLI_OK && store_scan_samples(st, a.from_ms, a.to_ms, add_point, &u, &e) != TS_OK) {
+        cli_print_error(&e);
+        rc = CLI_FAIL;
+    }
+    if (rc == CLI_OK) {
+        qsort(u.totals, u.ntotals, sizeof(*u.totals), cmp_totals);
+        print_usage(&u, json);
+    }
+    meter_usage_release(&u);
+    store_close(st);
+    cli_job_free(&job);
+    return rc;
+}
