@@ -55,5 +55,6 @@ int cmd_meter(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_docs(int argc, char **argv);
+int cmd_ledger(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve, "serve the admission webhook that keeps tenants inside their plan"},
     {"meter", cmd_meter, "import recorded dcgm-exporter scrapes into the metering store"},
     {"usage", cmd_usage, "GPU-hours per tenant, GPU model and profile from the store"},
+    {"ledger", cmd_ledger, "record and verify which tenant held which GPU or MIG instance, when"},
     {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
     {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
     {"docs", cmd_docs, "print the generated field reference of the spec format"},

@@ -10,6 +10,8 @@
 
 /* 1 and *ms on success, 0 when text is neither form. */
 int ts_time_parse(const char *text, int64_t *ms);
+/* ms as RFC 3339 UTC: "2026-11-30T10:00:00Z" (".250Z" when it has ms). */
+void ts_time_format(int64_t ms, char buf[40]);
 /* "15s", "500ms", "2m", "1h" (a plain number is seconds); 1 on success. */
 int ts_duration_parse(const char *text, int64_t *ms);
 
