@@ -53,6 +53,7 @@ int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
+int cmd_invoice(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);
 int cmd_docs(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);

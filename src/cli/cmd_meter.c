@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "meter/ingest.h"
+#include "meter/invoice.h"
 #include "meter/usage.h"
 #include <jansson.h>
 #include "util/file.h"
@@ -20,7 +21,9 @@ static void meter_usage_text(FILE *out)
     fprintf(out,
             "usage: tessera meter import -f SPEC --db DB --at TIME FILE...\n"
             "       tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n"
-            "                     [-o text|json]\n\n"
+            "                     [-o text|json]\n"
+            "       tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n"
+            "                     [-o text|csv|json|html]\n\n"
             "import  store recorded dcgm-exporter scrapes (Prometheus text), one sample per GPU\n"
             "        or MIG instance, attributed to the tenant that owns its namespace\n"
             "        (\"unattributed\" otherwise); a scrape stored before is not counted twice.\n"
@@ -28,12 +31,14 @@ static void meter_usage_text(FILE *out)
             "usage   GPU-hours per tenant, GPU model and profile on the allocation basis (the\n"
             "        card share reserved) and the usage basis (times the engine-active ratio);\n"
             "        gaps between scrapes count at most twice --interval.\n"
+            "invoice one tenant's month priced with the spec's PriceBook: a line per GPU model\n"
+            "        and profile, billed on the allocation basis, rounded to cents once.\n"
             "DB is sqlite:PATH or postgres://...\n");
 }
 
 struct meter_args {
     struct cli_files spec;
-    const char *db, *format;
+    const char *db, *format, *tenant, *period;
     int64_t at_ms, from_ms, to_ms, interval_ms;
     int have_at;
 };
@@ -44,7 +49,8 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         {"filename", required_argument, NULL, 'f'}, {"db", required_argument, NULL, 'd'},
         {"at", required_argument, NULL, 'a'},       {"from", required_argument, NULL, 'F'},
         {"to", required_argument, NULL, 'T'},       {"interval", required_argument, NULL, 'i'},
-        {"output", required_argument, NULL, 'o'},   {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},   {"tenant", required_argument, NULL, 't'},
+        {"period", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -54,6 +60,8 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         case 'f': ok = cli_files_add(&a->spec, optarg); break;
         case 'd': a->db = optarg; break;
         case 'o': a->format = optarg; break;
+        case 't': a->tenant = optarg; break;
+        case 'p': a->period = optarg; break;
         case 'a': ok = a->have_at = ts_time_parse(optarg, &a->at_ms); break;
         case 'F': ok = ts_time_parse(optarg, &a->from_ms); break;
         case 'T': ok = ts_time_parse(optarg, &a->to_ms); break;
@@ -189,6 +197,22 @@ static void print_usage(const struct meter_usage *u, int json)
     }
 }
 
+/* Open everything and integrate [from, to) into u (totals sorted). */
+static int integrate(const struct meter_args *a, struct cli_job *job, struct meter_usage *u)
+{
+    struct store *st = NULL;
+    int rc = open_all(a, job, &st);
+    meter_usage_init(u, a->interval_ms);
+    struct ts_error e = {0};
+    if (rc == CLI_OK && store_scan_samples(st, a->from_ms, a->to_ms, add_point, u, &e) != TS_OK) {
+        cli_print_error(&e);
+        rc = CLI_FAIL;
+    }
+    store_close(st);
+    qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_totals);
+    return rc;
+}
+
 int cmd_usage(int argc, char **argv)
 {
     struct meter_args a = {.format = "text", .to_ms = INT64_MAX, .interval_ms = 15000};
@@ -200,21 +224,55 @@ int cmd_usage(int argc, char **argv)
         return CLI_BAD_INPUT;
     }
     struct cli_job job;
-    struct store *st = NULL;
-    int rc = open_all(&a, &job, &st);
     struct meter_usage u;
-    meter_usage_init(&u, a.interval_ms);
+    int rc = integrate(&a, &job, &u);
+    if (rc == CLI_OK)
+        print_usage(&u, json);
+    meter_usage_release(&u);
+    cli_job_free(&job);
+    return rc;
+}
+
+int cmd_invoice(int argc, char **argv)
+{
+    struct meter_args a = {.format = "text", .interval_ms = 15000};
+    static const char *const formats[] = {"text", "csv", "json", "html"};
+    if (!parse_args(argc, argv, &a))
+        return CLI_BAD_INPUT;
+    int known = 0;
+    for (int i = 0; i < 4; i++)
+        known |= strcmp(a.format, formats[i]) == 0;
+    if (!a.db || !a.tenant || !a.period || optind < argc || !known ||
+        !invoice_period(a.period, &a.from_ms, &a.to_ms)) {
+        fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
+                "YYYY-MM; -o is text, csv, json or html\n");
+        return CLI_BAD_INPUT;
+    }
+    struct cli_job job;
+    struct meter_usage u;
+    int rc = integrate(&a, &job, &u);
+    struct ts_arena arena;
+    ts_arena_init(&arena);
+    struct invoice inv;
     struct ts_error e = {0};
-    if (rc == CLI_OK && store_scan_samples(st, a.from_ms, a.to_ms, add_point, &u, &e) != TS_OK) {
+    if (rc == CLI_OK && !spec_tenant_find(job.model, a.tenant) && strcmp(a.tenant, "unattributed")) {
+        fprintf(stderr, "tessera: no tenant '%s' in the spec\n", a.tenant);
+        rc = CLI_BAD_INPUT;
+    }
+    if (rc == CLI_OK && invoice_build(&u, job.model, job.cat, a.tenant, a.period, &arena, &inv,
+                                      &e) != TS_OK) {
         cli_print_error(&e);
-        rc = CLI_FAIL;
+        rc = CLI_BAD_INPUT;
     }
     if (rc == CLI_OK) {
-        qsort(u.totals, u.ntotals, sizeof(*u.totals), cmp_totals);
-        print_usage(&u, json);
+        struct ts_sbuf out;
+        ts_sbuf_init(&out, 16u << 20);
+        rc = invoice_write(&inv, a.format, &out) == TS_OK ? cli_write("-", out.data, out.len)
+                                                          : CLI_FAIL;
+        ts_sbuf_release(&out);
     }
+    ts_arena_free(&arena);
     meter_usage_release(&u);
-    store_close(st);
     cli_job_free(&job);
     return rc;
 }

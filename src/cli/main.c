@@ -22,6 +22,7 @@ static const struct command commands[] = {
     {"meter", cmd_meter, "import recorded dcgm-exporter scrapes into the metering store"},
     {"usage", cmd_usage, "GPU-hours per tenant, GPU model and profile from the store"},
     {"ledger", cmd_ledger, "record and verify which tenant held which GPU or MIG instance, when"},
+    {"invoice", cmd_invoice, "price a tenant's GPU-hours for a month with the PriceBook"},
     {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
     {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
     {"docs", cmd_docs, "print the generated field reference of the spec format"},

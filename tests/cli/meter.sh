@@ -21,6 +21,13 @@ metadata: {name: lab}
 spec:
   contract: shared-trusted
   namespaces: [model-playground-stg]
+---
+apiVersion: tessera.dev/v1alpha1
+kind: PriceBook
+metadata: {name: p}
+spec:
+  currency: EUR
+  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
 YAML
 # scrapes at 0, 15, 15 (re-sent), 45 (late: imported last), 30, and 600 (after a gap)
 TIMES="1700000000 1700000015 1700000015 1700000600 1700000030 1700000045"
@@ -52,6 +59,33 @@ PY
 then ok; else bad "usage differs from the reference computation"; fi
 expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB
 expect_in "$TMP/out" "lab                  NVIDIA H100 80GB HBM3      1g.10gb"
+# the invoice prices the same hours: the DCGM model name finds h100-80gb-sxm's price
+expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o json
+cp "$TMP/out" "$TMP/invoice.json"
+if /usr/bin/python3 - "$TMP/usage.json" "$TMP/invoice.json" <<'PY'
+import json, sys
+usage = {r["tenant"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+inv = json.load(open(sys.argv[2]))
+assert inv["currency"] == "EUR" and inv["tenant"] == "lab" and inv["period"] == "2023-11"
+(line,) = inv["lines"]
+assert line["model"] == "h100-80gb-sxm" and line["profile"] == "1g.10gb"
+assert line["pricePerGpuHourMicro"] == 2900000
+uh = usage["lab"]["allocationMicroGpuHours"]
+assert line["microGpuHours"] == uh
+assert inv["totalCents"] == (uh * 2900000 + 5 * 10**9) // 10**10, inv
+PY
+then ok; else bad "invoice differs from the usage and the price"; fi
+expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11
+expect_in "$TMP/out" "Total (allocation basis, billed):"
+expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o csv
+expect_in "$TMP/out" 'lab,2023-11,EUR,"h100-80gb-sxm",1g.10gb,'
+expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o html
+expect_in "$TMP/out" "<h1>Invoice lab 2023-11</h1>"
+# another month has nothing to bill
+expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-12 -o json
+expect_in "$TMP/out" '"totalCents": 0'
+expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant nobody --period 2023-11
+expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-13
 # a malformed line is reported with its place; the rest of the scrape is stored
 { cat $F; echo 'DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-x",GPU_I_PROFILE="<<<NULL>>>"}'; } > "$TMP/bad.prom"
 expect_rc 1 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000700 "$TMP/bad.prom"
