@@ -96,6 +96,18 @@ static void line_amount(char *buf, size_t size, const struct invoice_line *l, in
              (int64_t)(micro % 1000000));
 }
 
+struct line_text {
+    char hours[40], used[40], rate[40], amount[48];
+};
+
+static void line_text(const struct invoice_line *l, struct line_text *t)
+{
+    hours(t->hours, sizeof(t->hours), l->alloc_uh);
+    hours(t->used, sizeof(t->used), l->usage_uh);
+    hours(t->rate, sizeof(t->rate), l->price_micro < 0 ? 0 : l->price_micro);
+    line_amount(t->amount, sizeof(t->amount), l, 0);
+}
+
 static void write_text(const struct invoice *inv, struct ts_sbuf *o, int csv)
 {
     if (csv)
@@ -107,18 +119,15 @@ static void write_text(const struct invoice *inv, struct ts_sbuf *o, int csv)
                        "USED", "RATE", "AMOUNT");
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
-        char h[40], u[40], rate[40], amt[48];
-        hours(h, sizeof(h), l->alloc_uh);
-        hours(u, sizeof(u), l->usage_uh);
-        hours(rate, sizeof(rate), l->price_micro < 0 ? 0 : l->price_micro);
-        line_amount(amt, sizeof(amt), l, 0);
+        struct line_text t;
+        line_text(l, &t);
         const char *prof = l->profile[0] ? l->profile : "whole";
         if (csv)
             ts_sbuf_printf(o, "%s,%s,%s,\"%s\",%s,%s,%s,%s,%s\r\n", inv->tenant, inv->period,
-                           inv->currency, l->model, prof, h, u, rate, amt);
+                           inv->currency, l->model, prof, t.hours, t.used, t.rate, t.amount);
         else
-            ts_sbuf_printf(o, "%-18s %-10s %14s %14s %12s %16s\n", l->model, prof, h, u, rate,
-                           amt);
+            ts_sbuf_printf(o, "%-18s %-10s %14s %14s %12s %16s\n", l->model, prof, t.hours,
+                           t.used, t.rate, t.amount);
     }
     char total[48], usage[48];
     money(total, sizeof(total), inv->total_cents);
@@ -166,15 +175,12 @@ static void write_html(const struct invoice *inv, struct ts_sbuf *o)
                       "<th>Rate<th>Amount</tr>\n", inv->period);
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
-        char h[40], u[40], rate[40], amt[48];
-        hours(h, sizeof(h), l->alloc_uh);
-        hours(u, sizeof(u), l->usage_uh);
-        hours(rate, sizeof(rate), l->price_micro < 0 ? 0 : l->price_micro);
-        line_amount(amt, sizeof(amt), l, 0);
+        struct line_text t;
+        line_text(l, &t);
         ts_sbuf_puts(o, "<tr><td>");
         ts_sbuf_xml(o, l->model);
         ts_sbuf_printf(o, "<td>%s<td>%s<td>%s<td>%s<td>%s</tr>\n",
-                       l->profile[0] ? l->profile : "whole", h, u, rate, amt);
+                       l->profile[0] ? l->profile : "whole", t.hours, t.used, t.rate, t.amount);
     }
     char total[48];
     money(total, sizeof(total), inv->total_cents);
