@@ -209,7 +209,8 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
         rc = CLI_FAIL;
     }
     store_close(st);
-    qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_totals);
+    if (u->ntotals) /* qsort wants a non-NULL base even for zero items */
+        qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_totals);
     return rc;
 }
 
