@@ -106,29 +106,32 @@ void ad_pop(struct ad_ctx *c, size_t mark)
 
 /* ---- errors and denials ---- */
 
-void ad_bad_at(struct ad_ctx *c, const char *where, const char *fmt, ...)
+/* The first 400 wins: "<where>: <what>". */
+__attribute__((format(printf, 3, 0)))
+static void vbad(struct ad_ctx *c, const char *where, const char *fmt, va_list ap)
 {
     if (c->bad)
         return;
     char what[AD_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vformat(what, sizeof(what), fmt, ap);
-    va_end(ap);
     format(c->err, sizeof(c->err), "%s: %s", where, what);
     c->bad = 1;
 }
 
-void ad_bad(struct ad_ctx *c, const char *fmt, ...)
+void ad_bad_at(struct ad_ctx *c, const char *where, const char *fmt, ...)
 {
-    if (c->bad)
-        return;
-    char what[AD_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vformat(what, sizeof(what), fmt, ap);
+    vbad(c, where, fmt, ap);
     va_end(ap);
-    ad_bad_at(c, c->plen ? c->path : "body", "%s", what);
+}
+
+void ad_bad(struct ad_ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vbad(c, c->plen ? c->path : "body", fmt, ap);
+    va_end(ap);
 }
 
 #define AD_MORE_ROOM 24 /* "; and 1234 more" */
