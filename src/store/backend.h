@@ -7,26 +7,32 @@
 #ifndef TS_STORE_BACKEND_H
 #define TS_STORE_BACKEND_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
 
-/* A bound value: a string (NULL binds SQL NULL) or, when is_int, i. */
+/* A bound value: a string (NULL binds SQL NULL), or, when is_int, i, or,
+ * when is_blob, the len bytes at s (any bytes, NUL included). */
 struct store_param {
     int is_int;
     int64_t i;
     const char *s;
+    int is_blob;
+    size_t len;
 };
 
-/* Called per result row with the columns as text (NULL for SQL NULL);
- * return non-zero to stop reading rows. */
-typedef int (*store_row_fn)(void *ctx, const char *const *cols, int ncols);
+/* Called per result row with the columns as text (NULL for SQL NULL) and
+ * their lengths in bytes; a BYTEA/BLOB column comes as its raw bytes (not
+ * NUL-terminated). Return non-zero to stop reading rows. */
+typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *lens, int ncols);
 
 /* The statements store.c prepares once per connection, by id.
  * INS_BLOCK inserts STORE_BLOCK samples in one statement. */
 #define STORE_BLOCK 64
 #define STORE_MAX_PARAMS (STORE_BLOCK * 10)
 enum { STORE_ST_INS_SAMPLE, STORE_ST_INS_BLOCK, STORE_ST_SCAN_SAMPLES, STORE_ST_INS_LEDGER,
-       STORE_ST_LAST_LEDGER, STORE_ST_SCAN_LEDGER, STORE_ST_COUNT };
+       STORE_ST_LAST_LEDGER, STORE_ST_SCAN_LEDGER, STORE_ST_PUT_EXPO, STORE_ST_SCAN_EXPO,
+       STORE_ST_COUNT };
 
 struct store_ops {
     const char *name;       /* in error messages: "sqlite", "postgresql" */

@@ -4,15 +4,20 @@
  * streamed in single-row mode so a long scan never sits in memory whole.
  * A connection found broken between transactions is reset (and its
  * statements prepared again) before the next statement; one lost inside a
- * transaction fails that transaction, which the caller retries whole.
+ * transaction fails that transaction, which the caller retries whole. A
+ * BEGIN that finds the connection dead (the server restarted since the last
+ * call) reconnects and begins again at once: nothing had been done yet.
+ * BYTEA values travel in binary as parameters and come back unescaped.
  */
 #include <libpq-fe.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "store/backend.h"
 
 #define MAX_COLS 16
+#define BYTEA_OID 17 /* pg_type.oid of bytea, fixed since PostgreSQL 7 */
 
 struct pq {
     PGconn *c;
@@ -93,16 +98,39 @@ static ts_status pq_ensure(struct pq *q, struct ts_error *err)
     return rc;
 }
 
-/* Hand every row of r to row; returns non-zero when row asked to stop. */
+/* Column i of row t: text as it comes, bytea unescaped into *own (freed
+ * by the caller with PQfreemem); -1 when out of memory. */
+static int pq_column(const PGresult *r, int t, int i, const char **v, size_t *len,
+                     unsigned char **own)
+{
+    *own = NULL;
+    *v = PQgetisnull(r, t, i) ? NULL : PQgetvalue(r, t, i);
+    *len = *v ? (size_t)PQgetlength(r, t, i) : 0;
+    if (!*v || PQftype(r, i) != BYTEA_OID)
+        return 0;
+    *own = PQunescapeBytea((const unsigned char *)*v, len);
+    *v = *own ? (const char *)*own : NULL;
+    return *own ? 0 : -1;
+}
+
+/* Hand every row of r to row; returns 1 when row asked to stop, -1 when
+ * out of memory, else 0. */
 static int pq_rows(const PGresult *r, store_row_fn row, void *ctx)
 {
     const char *cols[MAX_COLS];
+    size_t lens[MAX_COLS];
+    unsigned char *own[MAX_COLS];
     int n = PQnfields(r) > MAX_COLS ? MAX_COLS : PQnfields(r);
     for (int t = 0; row && t < PQntuples(r); t++) {
+        int stop = 0;
         for (int i = 0; i < n; i++)
-            cols[i] = PQgetisnull(r, t, i) ? NULL : PQgetvalue(r, t, i);
-        if (row(ctx, cols, n))
-            return 1;
+            stop |= pq_column(r, t, i, &cols[i], &lens[i], &own[i]);
+        if (!stop)
+            stop = row(ctx, cols, lens, n) ? 1 : 0;
+        for (int i = 0; i < n; i++)
+            PQfreemem(own[i]);
+        if (stop)
+            return stop;
     }
     return 0;
 }
@@ -119,6 +147,8 @@ static ts_status pq_drain(struct pq *q, store_row_fn row, void *ctx, int64_t *ch
         if (s == PGRES_SINGLE_TUPLE || s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK) {
             if (!stop && rc == TS_OK)
                 stop = pq_rows(r, row, ctx);
+            if (stop < 0 && rc == TS_OK)
+                rc = ts_err(err, TS_NOMEM, "postgresql: out of memory");
             if (s != PGRES_SINGLE_TUPLE && changes)
                 *changes = strtoll(PQcmdTuples(r), NULL, 10);
         } else if (rc == TS_OK) {
@@ -135,6 +165,7 @@ static ts_status pq_run(void *db, int id, const struct store_param *p, int np,
     struct pq *q = db;
     char num[STORE_MAX_PARAMS][24], name[16];
     const char *vals[STORE_MAX_PARAMS];
+    int fmt[STORE_MAX_PARAMS], lens[STORE_MAX_PARAMS];
     if (np > STORE_MAX_PARAMS)
         return ts_err(err, TS_INTERNAL, "postgresql: %d parameters, at most %d", np,
                       STORE_MAX_PARAMS);
@@ -144,12 +175,27 @@ static ts_status pq_run(void *db, int id, const struct store_param *p, int np,
     for (int i = 0; i < np; i++) {
         snprintf(num[i], sizeof(num[i]), "%lld", (long long)p[i].i);
         vals[i] = p[i].is_int ? num[i] : p[i].s;
+        fmt[i] = p[i].is_blob && !p[i].is_int; /* 1: binary */
+        if (fmt[i] && p[i].len > INT_MAX)
+            return ts_err(err, TS_TOO_LARGE, "postgresql: a value of %zu bytes", p[i].len);
+        lens[i] = fmt[i] ? (int)p[i].len : 0;
     }
     snprintf(name, sizeof(name), "s%d", id);
-    if (!PQsendQueryPrepared(q->c, name, np, vals, NULL, NULL, 0))
+    if (!PQsendQueryPrepared(q->c, name, np, vals, lens, fmt, 0))
         return pq_fail(q, NULL, err);
     PQsetSingleRowMode(q->c);
     return pq_drain(q, row, ctx, changes, err);
+}
+
+static ts_status pq_exec_once(struct pq *q, const char *sql, store_row_fn row, void *ctx,
+                              struct ts_error *err)
+{
+    ts_status rc = pq_ensure(q, err);
+    if (rc != TS_OK)
+        return rc;
+    if (!PQsendQueryParams(q->c, sql, 0, NULL, NULL, NULL, NULL, 0))
+        return pq_fail(q, NULL, err);
+    return pq_drain(q, row, ctx, NULL, err);
 }
 
 static ts_status pq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
@@ -157,17 +203,15 @@ static ts_status pq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
 {
     struct pq *q = db;
     int ending = strcmp(sql, "COMMIT") == 0 || strcmp(sql, "ROLLBACK") == 0;
+    int begin = strncmp(sql, "BEGIN", 5) == 0;
     if (ending && PQstatus(q->c) != CONNECTION_OK) {
         q->in_tx = 0;
         return strcmp(sql, "COMMIT") == 0 ? pq_fail(q, NULL, err) : TS_OK;
     }
-    ts_status rc = pq_ensure(q, err);
-    if (rc != TS_OK)
-        return rc;
-    if (!PQsendQueryParams(q->c, sql, 0, NULL, NULL, NULL, NULL, 0))
-        return pq_fail(q, NULL, err);
-    rc = pq_drain(q, row, ctx, NULL, err);
-    q->in_tx = ending ? 0 : strncmp(sql, "BEGIN", 5) == 0 ? rc == TS_OK : q->in_tx;
+    ts_status rc = pq_exec_once(q, sql, row, ctx, err);
+    if (rc != TS_OK && begin && !q->in_tx && PQstatus(q->c) != CONNECTION_OK)
+        rc = pq_exec_once(q, sql, row, ctx, err); /* the server went away since last time */
+    q->in_tx = ending ? 0 : begin ? rc == TS_OK : q->in_tx;
     return rc;
 }
 

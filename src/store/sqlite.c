@@ -60,13 +60,29 @@ static ts_status sq_bind(struct sq *q, sqlite3_stmt *s, const struct store_param
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     for (int i = 0; i < np; i++) {
-        int rc = p[i].is_int ? sqlite3_bind_int64(s, i + 1, p[i].i)
-                 : p[i].s    ? sqlite3_bind_text(s, i + 1, p[i].s, -1, SQLITE_STATIC)
-                             : sqlite3_bind_null(s, i + 1);
+        int rc = p[i].is_int    ? sqlite3_bind_int64(s, i + 1, p[i].i)
+                 : !p[i].s      ? sqlite3_bind_null(s, i + 1)
+                 : p[i].is_blob ? sqlite3_bind_blob64(s, i + 1, p[i].s, p[i].len, SQLITE_STATIC)
+                                : sqlite3_bind_text(s, i + 1, p[i].s, -1, SQLITE_STATIC);
         if (rc != SQLITE_OK)
             return sq_fail(q, err);
     }
     return TS_OK;
+}
+
+/* Column i of the current row: text, or raw bytes for a BLOB ("" when
+ * empty: SQLite gives NULL for a zero-length blob). */
+static const char *sq_column(sqlite3_stmt *s, int i, size_t *len)
+{
+    const char *v;
+    if (sqlite3_column_type(s, i) == SQLITE_BLOB) {
+        v = sqlite3_column_blob(s, i);
+        v = v ? v : "";
+    } else {
+        v = (const char *)sqlite3_column_text(s, i);
+    }
+    *len = (size_t)sqlite3_column_bytes(s, i);
+    return v;
 }
 
 /* Step s to the end, handing each row to row; stops early when row says so. */
@@ -74,13 +90,14 @@ static ts_status sq_step_all(struct sq *q, sqlite3_stmt *s, store_row_fn row, vo
                              struct ts_error *err)
 {
     const char *cols[MAX_COLS];
+    size_t lens[MAX_COLS];
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         int n = sqlite3_column_count(s);
         n = n > MAX_COLS ? MAX_COLS : n;
-        for (int i = 0; i < n; i++)
-            cols[i] = (const char *)sqlite3_column_text(s, i);
-        if (row && row(ctx, cols, n))
+        for (int i = 0; row && i < n; i++)
+            cols[i] = sq_column(s, i, &lens[i]);
+        if (row && row(ctx, cols, lens, n))
             return TS_OK;
     }
     return rc == SQLITE_DONE ? TS_OK : sq_fail(q, err);

@@ -35,6 +35,11 @@ static const char *const stmt_sql[STORE_ST_COUNT] = {
                             "RETURNING seq",
     [STORE_ST_LAST_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq DESC LIMIT 1",
     [STORE_ST_SCAN_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq",
+    /* an older text never replaces a newer one (a late import, a slow scrape) */
+    [STORE_ST_PUT_EXPO] = "INSERT INTO expositions (source, ts_ms, body) VALUES ($1, $2, $3) "
+                          "ON CONFLICT (source) DO UPDATE SET ts_ms = excluded.ts_ms, "
+                          "body = excluded.body WHERE excluded.ts_ms >= expositions.ts_ms",
+    [STORE_ST_SCAN_EXPO] = "SELECT source, ts_ms, body FROM expositions ORDER BY source",
 };
 
 /* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
@@ -52,19 +57,30 @@ static const char *const migration_v1[] = {
     " workload TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL,"
     " prev_hash TEXT NOT NULL, mac TEXT NOT NULL)",
     NULL};
-static const char *const *const migrations[] = {migration_v1};
+/* v2: the latest raw exposition text of each source, for /metrics. BYTEA is
+ * PostgreSQL's byte string; SQLite takes any type name and keeps the blob. */
+static const char *const migration_v2[] = {
+    "CREATE TABLE expositions (source TEXT NOT NULL PRIMARY KEY, ts_ms BIGINT NOT NULL,"
+    " body BYTEA NOT NULL)",
+    NULL};
+static const char *const *const migrations[] = {migration_v1, migration_v2};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static struct store_param p_str(const char *s) { return (struct store_param){0, 0, s}; }
-static struct store_param p_int(int64_t i) { return (struct store_param){1, i, NULL}; }
+static struct store_param p_str(const char *s) { return (struct store_param){.s = s}; }
+static struct store_param p_int(int64_t i) { return (struct store_param){.is_int = 1, .i = i}; }
+static struct store_param p_blob(const char *s, size_t len)
+{
+    return (struct store_param){.s = s, .is_blob = 1, .len = len};
+}
 
 static int64_t col_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
 static const char *col_str(const char *s) { return s ? s : ""; }
 
-static int row_first_i64(void *ctx, const char *const *cols, int n)
+static int row_first_i64(void *ctx, const char *const *cols, const size_t *lens, int n)
 {
+    (void)lens;
     *(int64_t *)ctx = n > 0 ? col_i64(cols[0]) : 0;
     return 1;
 }
@@ -283,8 +299,9 @@ struct sample_scan {
     void *ctx;
 };
 
-static int sample_row(void *ctx, const char *const *c, int n)
+static int sample_row(void *ctx, const char *const *c, const size_t *lens, int n)
 {
+    (void)lens;
     struct sample_scan *sc = ctx;
     if (n < 10)
         return 1;
@@ -348,8 +365,9 @@ struct ledger_scan {
     void *ctx;
 };
 
-static int ledger_row(void *ctx, const char *const *c, int n)
+static int ledger_row(void *ctx, const char *const *c, const size_t *lens, int n)
 {
+    (void)lens;
     struct ledger_scan *sc = ctx;
     struct store_ledger_entry e;
     if (ledger_from_row(&e, c, n) != 0)
@@ -372,8 +390,9 @@ struct ledger_last {
 };
 
 /* Keep copies of the strings in st->last: the row dies with the statement. */
-static int last_row(void *ctx, const char *const *c, int n)
+static int last_row(void *ctx, const char *const *c, const size_t *lens, int n)
 {
+    (void)lens;
     struct ledger_last *l = ctx;
     if (ledger_from_row(l->out, c, n) != 0)
         return 1;
@@ -401,4 +420,39 @@ ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, in
     if (rc == TS_OK)
         *found = l.found;
     return rc;
+}
+
+/* ---- expositions ------------------------------------------------------- */
+
+ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_ms,
+                               const char *text, size_t len, struct ts_error *err)
+{
+    if (!source || (!text && len))
+        return ts_err(err, TS_INVALID, "%s: exposition without a source or text",
+                      st->ops->name);
+    if (len > STORE_EXPOSITION_MAX)
+        return ts_err(err, TS_TOO_LARGE, "%s: exposition of %s is %zu bytes, at most %d",
+                      st->ops->name, source, len, STORE_EXPOSITION_MAX);
+    struct store_param p[3] = {p_str(source), p_int(ts_ms), p_blob(text ? text : "", len)};
+    return st->ops->run(st->db, STORE_ST_PUT_EXPO, p, 3, NULL, NULL, NULL, err);
+}
+
+struct expo_scan {
+    store_exposition_fn fn;
+    void *ctx;
+};
+
+static int expo_row(void *ctx, const char *const *c, const size_t *lens, int n)
+{
+    struct expo_scan *sc = ctx;
+    if (n < 3)
+        return 1;
+    return sc->fn(sc->ctx, col_str(c[0]), col_i64(c[1]), c[2] ? c[2] : "", c[2] ? lens[2] : 0);
+}
+
+ts_status store_scan_expositions(struct store *st, store_exposition_fn fn, void *ctx,
+                                 struct ts_error *err)
+{
+    struct expo_scan sc = {fn, ctx};
+    return st->ops->run(st->db, STORE_ST_SCAN_EXPO, NULL, 0, expo_row, &sc, NULL, err);
 }

@@ -14,6 +14,15 @@
  * A struct store is one connection: use it from one thread at a time and do
  * not call the store from inside a scan callback. Errors name the backend
  * and carry the database's own message; a bad URL is TS_USAGE.
+ *
+ * A lost PostgreSQL connection (server restart, failover, idle cut) is not
+ * fatal to the struct store. A call that starts a transaction (put_samples)
+ * reconnects and re-prepares at once and succeeds; any other call in flight
+ * when the connection dies fails with TS_IO ("postgresql: ...", nothing of
+ * it stored), and the next call on the same struct store reconnects. While
+ * the server is down every call fails with TS_IO; callers that must not lose
+ * data keep it and retry (store_put_samples is idempotent, so a retry never
+ * stores a sample twice). SQLite has no connection to lose.
  */
 #ifndef TS_STORE_H
 #define TS_STORE_H
@@ -84,5 +93,24 @@ ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, in
 /* Every entry in seq order. */
 ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
                             struct ts_error *err);
+
+/* Expositions: the latest raw scrape body of each source (a scrape target
+ * URL or an imported file), for re-serving it tenant-labelled on /metrics.
+ * Any bytes are kept as they are (NUL and invalid UTF-8 included). */
+#define STORE_EXPOSITION_MAX (16 * 1024 * 1024)
+
+/* The latest exposition text of one source (a scrape target URL or an
+ * imported file), replacing its previous one; text capped by the caller
+ * (above STORE_EXPOSITION_MAX bytes: TS_TOO_LARGE, nothing changed). A text
+ * older than the stored one (smaller ts_ms) is ignored: not an error. */
+ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_ms,
+                               const char *text, size_t len, struct ts_error *err);
+
+/* Called once per source, in source order; text is len bytes, not
+ * NUL-terminated, valid only during the call. Return 0 to go on. */
+typedef int (*store_exposition_fn)(void *ctx, const char *source, int64_t ts_ms,
+                                   const char *text, size_t len);
+ts_status store_scan_expositions(struct store *st, store_exposition_fn fn, void *ctx,
+                                 struct ts_error *err);
 
 #endif

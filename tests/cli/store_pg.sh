@@ -31,8 +31,8 @@ run_suite() {
     check "$1: not 3 passing groups" [ "$(grep -c '^\[  PASSED  \]' "$TMP/suite.out")" -eq 3 ]
     check "$1: cases skipped" hasnt SKIPPED
     check "$1: PostgreSQL skipped" hasnt 'store_postgresql: skipped'
-    check "$1: expected 9 SQLite cases" has '^\[  PASSED  \] 9 test(s)'
-    check "$1: expected 10 PostgreSQL cases" has '^\[  PASSED  \] 10 test(s)'
+    check "$1: expected 11 SQLite cases" has '^\[  PASSED  \] 11 test(s)'
+    check "$1: expected 12 PostgreSQL cases" has '^\[  PASSED  \] 12 test(s)'
 }
 
 count() { psql "$URL" -AtXqc "SELECT count(*) FROM samples" 2>&1; }
@@ -45,7 +45,7 @@ check "restart failed: $(cat "$TMP/restart.err" 2>/dev/null)" \
     scripts/pg-test-server restart "$PG" 2>"$TMP/restart.err"
 after=$(count)
 check "samples after restart: $after, before: $before" [ "$after" = "$before" ]
-check "schema_version" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 1 ]
+check "schema_version" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 2 ]
 
 run_suite "after restart"
 finish

@@ -58,7 +58,7 @@ static int pg_setup(void **state)
     }
     PGconn *c = PQconnectdb(url);
     PQsetNoticeProcessor(c, quiet, NULL);
-    PGresult *r = PQexec(c, "DROP TABLE IF EXISTS samples, ledger, schema_version");
+    PGresult *r = PQexec(c, "DROP TABLE IF EXISTS samples, ledger, expositions, schema_version");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));
@@ -408,35 +408,6 @@ static void test_concurrent_writers(void **state)
     store_close(st);
 }
 
-/* PostgreSQL only: the server drops the connection (as on a restart); the
- * next call may fail, the one after works, and nothing is lost or doubled. */
-static void test_pg_reconnect(void **state)
-{
-    struct store *st = open_or_skip(state);
-    struct store_sample s[3] = {sample("GPU-1", 1), sample("GPU-1", 2), sample("GPU-1", 3)};
-    assert_int_equal(put(st, s, 1), 1);
-    PGconn *c = PQconnectdb(((struct fx *)*state)->url);
-    PGresult *r = PQexec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE pid <> pg_backend_pid() AND datname = current_database()");
-    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
-    assert_true(PQntuples(r) >= 1);
-    PQclear(r);
-    PQfinish(c);
-    size_t ins = 0, total = 0;
-    struct ts_error err = {0};
-    ts_status rc = TS_IO;
-    for (int tries = 0; rc != TS_OK && tries < 3; tries++) { /* a retrying caller */
-        rc = store_put_samples(st, s, 3, &ins, &err);
-        if (rc != TS_OK)
-            assert_non_null(strstr(err.msg, "postgresql: "));
-        total += ins;
-    }
-    assert_int_equal(rc, TS_OK);
-    assert_int_equal(total, 2);
-    assert_int_equal(scan_all(st, 0, 10).n, 3);
-    store_close(st);
-}
-
 static void expect_open_fails(const char *url, ts_status want, const char *part)
 {
     struct store *st = (struct store *)1;
@@ -485,7 +456,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 1);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 2);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 2);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -501,6 +473,190 @@ static void test_schema_versions(void **state)
     assert_int_equal(sqlite_teardown(state), 0);
 }
 
+/* ---- expositions ------------------------------------------------------- */
+
+/* What a scan of expositions saw, concatenated as "source@ts=len:" + bytes. */
+struct expo_seen {
+    char buf[4096];
+    size_t len, calls, stop_after;
+    const char *big;   /* when a text is this long, compare it to big */
+    size_t big_len;
+    int big_ok;
+};
+
+static int expo_collect(void *ctx, const char *source, int64_t ts_ms, const char *text,
+                        size_t len)
+{
+    struct expo_seen *e = ctx;
+    e->calls++;
+    if (e->big && len == e->big_len) {
+        e->big_ok = memcmp(text, e->big, len) == 0;
+        text = "<big>";
+        len = 5;
+    }
+    int n = snprintf(e->buf + e->len, sizeof(e->buf) - e->len, "%s@%lld=%zu:", source,
+                     (long long)ts_ms, len);
+    e->len += (size_t)n;
+    if (e->len + len < sizeof(e->buf)) {
+        memcpy(e->buf + e->len, text, len);
+        e->len += len;
+    }
+    return e->stop_after && e->calls >= e->stop_after;
+}
+
+static ts_status put_expo(struct store *st, const char *src, int64_t ts, const char *t,
+                          size_t len)
+{
+    struct ts_error err = {0};
+    ts_status rc = store_put_exposition(st, src, ts, t, len, &err);
+    if (rc != TS_OK)
+        print_message("put_exposition: %s\n", err.msg);
+    return rc;
+}
+
+static struct expo_seen *scan_expo(struct store *st, struct expo_seen *e)
+{
+    struct ts_error err = {0};
+    ts_status rc = store_scan_expositions(st, expo_collect, e, &err);
+    if (rc != TS_OK)
+        print_message("scan_expositions: %s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    return e;
+}
+
+/* Any bytes survive (NUL, invalid UTF-8, quotes, newlines); one row per
+ * source, sources in order; a newer text replaces, an older one does not. */
+static void test_expositions(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct expo_seen e0 = {0};
+    assert_int_equal(scan_expo(st, &e0)->calls, 0);
+    static const char odd[] = "m{a=\"q\\\"x\\n\"} 1\n\0\xff\xfe\x80 end";
+    const char *b = "http://10.0.0.2:9400/metrics", *a = "http://10.0.0.1:9400/metrics";
+    assert_int_equal(put_expo(st, b, 200, "B1\n", 3), TS_OK);
+    assert_int_equal(put_expo(st, a, 100, odd, sizeof(odd) - 1), TS_OK);
+    struct expo_seen e1 = {0};
+    scan_expo(st, &e1);
+    char want[512];
+    int n = snprintf(want, sizeof(want), "%s@100=%zu:", a, sizeof(odd) - 1);
+    memcpy(want + n, odd, sizeof(odd) - 1);
+    n += (int)sizeof(odd) - 1;
+    n += snprintf(want + n, sizeof(want) - (size_t)n, "%s@200=3:B1\n", b);
+    assert_int_equal(e1.len, (size_t)n);
+    assert_memory_equal(e1.buf, want, (size_t)n);
+    assert_int_equal(put_expo(st, a, 300, "A2", 2), TS_OK);   /* newer: replaces */
+    assert_int_equal(put_expo(st, b, 199, "old", 3), TS_OK);  /* older: ignored */
+    assert_int_equal(put_expo(st, "file.prom", 5, NULL, 0), TS_OK); /* empty text */
+    struct expo_seen e2 = {0};
+    scan_expo(st, &e2);
+    snprintf(want, sizeof(want), "file.prom@5=0:%s@300=2:A2%s@200=3:B1\n", a, b);
+    assert_int_equal(e2.calls, 3);
+    assert_int_equal(e2.len, strlen(want));
+    assert_memory_equal(e2.buf, want, e2.len);
+    struct expo_seen e3 = {.stop_after = 1};
+    assert_int_equal(scan_expo(st, &e3)->calls, 1); /* the callback stops the scan */
+    store_close(st);
+}
+
+/* The cap, bad arguments, and a text near the cap round trip intact. */
+static void test_exposition_limits(void **state)
+{
+    struct store *st = open_or_skip(state);
+    size_t big_len = STORE_EXPOSITION_MAX;
+    char *big = malloc(big_len + 1);
+    assert_non_null(big);
+    for (size_t i = 0; i < big_len + 1; i++)
+        big[i] = (char)(i * 7 + i / 251); /* every byte value, NUL included */
+    struct ts_error err = {0};
+    assert_int_equal(store_put_exposition(st, "s", 1, big, big_len + 1, &err), TS_TOO_LARGE);
+    assert_non_null(strstr(err.msg, "at most"));
+    assert_int_equal(store_put_exposition(st, NULL, 1, "x", 1, &err), TS_INVALID);
+    assert_int_equal(store_put_exposition(st, "s", 1, NULL, 3, &err), TS_INVALID);
+    struct expo_seen e0 = {0};
+    assert_int_equal(scan_expo(st, &e0)->calls, 0); /* nothing stored by the failures */
+    assert_int_equal(put_expo(st, "s", 1, big, big_len), TS_OK);
+    struct expo_seen e1 = {.big = big, .big_len = big_len};
+    scan_expo(st, &e1);
+    assert_int_equal(e1.calls, 1);
+    assert_true(e1.big_ok);
+    free(big);
+    store_close(st);
+}
+
+/* Drop every other connection to the test database, as a restart does. */
+static void pg_kill_others(const char *url)
+{
+    PGconn *c = PQconnectdb(url);
+    PGresult *r = PQexec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE pid <> pg_backend_pid() AND datname = current_database()");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_true(PQntuples(r) >= 1);
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* PostgreSQL only: the server drops the connection (as on a restart). A
+ * batch reconnects at once; a scan or an exposition in flight fails with
+ * the backend named, the next call works; nothing is lost or doubled. */
+static void test_pg_reconnect(void **state)
+{
+    struct store *st = open_or_skip(state);
+    const char *url = ((struct fx *)*state)->url;
+    struct store_sample s[3] = {sample("GPU-1", 1), sample("GPU-1", 2), sample("GPU-1", 3)};
+    assert_int_equal(put(st, s, 1), 1);
+    pg_kill_others(url);
+    assert_int_equal(put(st, s, 3), 2); /* BEGIN found it dead and reconnected */
+    pg_kill_others(url);
+    struct scan sc = {.ordered = 1};
+    struct ts_error err = {0};
+    assert_int_equal(store_scan_samples(st, 0, 10, collect, &sc, &err), TS_IO);
+    assert_non_null(strstr(err.msg, "postgresql: "));
+    assert_int_equal(scan_all(st, 0, 10).n, 3); /* the next call reconnected */
+    pg_kill_others(url);
+    assert_int_equal(store_put_exposition(st, "u", 1, "x", 1, &err), TS_IO);
+    assert_int_equal(put_expo(st, "u", 1, "x", 1), TS_OK);
+    struct expo_seen e = {0};
+    assert_int_equal(scan_expo(st, &e)->calls, 1);
+    assert_int_equal(put(st, s, 3), 0);
+    store_close(st);
+}
+
+/* A database written by a tessera of schema v1 (samples and ledger only)
+ * is upgraded in place: its rows stay, expositions work. */
+static void test_upgrade_from_v1(void **state)
+{
+    assert_int_equal(sqlite_setup(state), 0);
+    struct fx *f = *state;
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
+    const char *v1 =
+        "CREATE TABLE schema_version (version BIGINT PRIMARY KEY);"
+        "INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
+        " model TEXT NOT NULL, profile TEXT NOT NULL, tenant TEXT NOT NULL, ns TEXT NOT NULL,"
+        " pod TEXT NOT NULL, share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
+        " PRIMARY KEY (device, ts_ms));"
+        "CREATE TABLE ledger (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms BIGINT NOT NULL,"
+        " node TEXT NOT NULL, gpu_uuid TEXT NOT NULL, instance_uuid TEXT NOT NULL,"
+        " gi_id TEXT NOT NULL, profile TEXT NOT NULL, placement TEXT NOT NULL,"
+        " tenant TEXT NOT NULL, workload TEXT NOT NULL, source TEXT NOT NULL,"
+        " hash TEXT NOT NULL, prev_hash TEXT NOT NULL, mac TEXT NOT NULL);"
+        "INSERT INTO samples VALUES ('n', 'GPU-old', 42, 'm', '', 't', 'ns', '', 1000000, -1);";
+    assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    struct store *st = open_or_skip(state);
+    struct scan sc = scan_all(st, 0, 100);
+    assert_int_equal(sc.n, 1);
+    assert_string_equal(sc.device, "GPU-old");
+    assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
+    store_close(st);
+    assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 2);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
+    sqlite3_close(db);
+    assert_int_equal(sqlite_teardown(state), 0);
+}
+
 #define CASES(setup, teardown)                                             \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
     cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),            \
@@ -510,12 +666,15 @@ static void test_schema_versions(void **state)
     cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),             \
     cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),          \
     cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),                \
-    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
+    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),    \
+    cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),           \
+    cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown)
 
 int main(void)
 {
     const struct CMUnitTest common[] = {cmocka_unit_test(test_bad_urls),
-                                        cmocka_unit_test(test_schema_versions)};
+                                        cmocka_unit_test(test_schema_versions),
+                                        cmocka_unit_test(test_upgrade_from_v1)};
     const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
     const struct CMUnitTest pg[] = {CASES(pg_setup, pg_teardown),
                                     cmocka_unit_test_setup_teardown(test_pg_reconnect,
