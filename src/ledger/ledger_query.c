@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ledger/ledger.h"
+#include "util/grow.h"
 #include "util/jsonfree.h"
 
 #define N_STR 9
@@ -109,14 +110,8 @@ static int hist_one(void *ctx, const struct store_ledger_entry *e)
     struct ledger_list *l = h->out;
     if ((h->tenant && strcmp(e->tenant, h->tenant)) || e->ts_ms < h->from || e->ts_ms >= h->to)
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        struct ledger_row *rows = realloc(l->rows, cap * sizeof(*rows));
-        if (!rows)
-            return h->nomem = 1;
-        l->rows = rows;
-        l->cap = cap;
-    }
+    if (!ts_grow((void **)&l->rows, &l->cap, l->n, sizeof(*l->rows)))
+        return h->nomem = 1;
     if (row_copy(&l->rows[l->n], e) != 0)
         return h->nomem = 1;
     l->n++;

@@ -10,6 +10,7 @@
  * file in DIR makes render_write refuse unless forced.
  */
 #include "render/render.h"
+#include "util/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,14 +31,8 @@ const char *const render_api_names[] = {"dra", "device-plugin", "both", NULL};
 
 struct render_file *render__file(struct render_tree *t, const char *fmt, ...)
 {
-    if (t->nfiles == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        struct render_file *f = realloc(t->files, cap * sizeof(*f));
-        if (!f)
-            return NULL;
-        t->files = f;
-        t->cap = cap;
-    }
+    if (!ts_grow((void **)&t->files, &t->cap, t->nfiles, sizeof(*t->files)))
+        return NULL;
     struct render_file *f = &t->files[t->nfiles];
     va_list ap;
     va_start(ap, fmt);
