@@ -9,6 +9,7 @@
 #include "meter/expo.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -56,18 +57,30 @@ static int fail(struct meter_expo *p, const char *start, const char *at, const c
     return 0;
 }
 
-static int name_char(int c, int first, int colon)
-{
-    return isalpha(c) || c == '_' || (colon && c == ':') || (!first && isdigit(c));
-}
+/* Character classes of names, by byte: FIRST may start a label name, NEXT
+ * continue one, COLON is allowed in metric names only (table, not ctype:
+ * the same in every locale, and the hot loop of the parser). */
+enum { FIRST = 1, NEXT = 2, COLON = 4 };
+static const unsigned char name_class[256] = {
+    [':'] = COLON,
+    ['0'] = NEXT, ['1'] = NEXT, ['2'] = NEXT, ['3'] = NEXT, ['4'] = NEXT,
+    ['5'] = NEXT, ['6'] = NEXT, ['7'] = NEXT, ['8'] = NEXT, ['9'] = NEXT,
+    ['_'] = FIRST | NEXT,
+#define L(c) [c] = FIRST | NEXT, [c - 'a' + 'A'] = FIRST | NEXT
+    L('a'), L('b'), L('c'), L('d'), L('e'), L('f'), L('g'), L('h'), L('i'), L('j'), L('k'),
+    L('l'), L('m'), L('n'), L('o'), L('p'), L('q'), L('r'), L('s'), L('t'), L('u'), L('v'),
+    L('w'), L('x'), L('y'), L('z'),
+#undef L
+};
 
 /* An identifier at *s (metric names may hold ':'); *s moves past it. */
 static char *ident(char **s, int colon)
 {
     char *start = *s;
-    if (!name_char((unsigned char)**s, 1, colon))
+    unsigned extra = colon ? COLON : 0;
+    if (!(name_class[(unsigned char)**s] & (FIRST | extra)))
         return NULL;
-    while (name_char((unsigned char)**s, 0, colon))
+    while (name_class[(unsigned char)**s] & (NEXT | extra))
         (*s)++;
     return start;
 }
@@ -83,7 +96,15 @@ static char *quoted(char **s)
 {
     if (**s != '"')
         return NULL;
-    char *in = ++*s, *out = in, *start = in;
+    char *start = ++*s, *quote = strchr(start, '"');
+    char *escape = quote ? memchr(start, '\\', (size_t)(quote - start)) : NULL;
+    if (quote && !escape) { /* most values: no escape, nothing to move */
+        *s = quote + 1;
+        *quote = '\0';
+        return start;
+    }
+    char *in = escape ? escape : start + strlen(start);
+    char *out = in;
     for (; *in && *in != '"'; in++) {
         if (*in == '\\') {
             in++;
@@ -136,9 +157,42 @@ static int labels(struct meter_expo *p, char *line, char **s, struct meter_sampl
     }
 }
 
+/* Plain decimals ("0.250000", "1024", "-3.5"), the exporter's usual
+ * values, without strtod: at most 15 significant digits make an exact
+ * integer, and one division by an exact power of ten rounds correctly, as
+ * strtod would. Anything else (exponents, long mantissas) returns 0. */
+static int plain_decimal(char **s, double *v)
+{
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+                                   1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    char *c = *s;
+    int neg = *c == '-', digits = 0, frac = -1;
+    c += neg || *c == '+';
+    uint64_t m = 0;
+    for (;; c++) {
+        if (*c >= '0' && *c <= '9') {
+            m = m * 10 + (uint64_t)(*c - '0');
+            digits++;
+            frac += frac >= 0;
+        } else if (*c == '.' && frac < 0) {
+            frac = 0;
+        } else {
+            break;
+        }
+    }
+    if (digits == 0 || digits > 15 || (*c && *c != ' ' && *c != '\t'))
+        return 0;
+    double x = (double)m / pow10[frac > 0 ? frac : 0];
+    *v = neg ? -x : x;
+    *s = c;
+    return 1;
+}
+
 static int number(char **s, double *v)
 {
     char *start = *s, *end;
+    if (plain_decimal(s, v))
+        return 1;
     if (strncasecmp(start, "nan", 3) == 0 && !isalnum((unsigned char)start[3])) {
         *v = NAN;
         *s += 3;
@@ -149,6 +203,24 @@ static int number(char **s, double *v)
     if (end == start || (*end && *end != ' ' && *end != '\t'))
         return 0;
     *s = end;
+    return 1;
+}
+
+/* A decimal integer of at most 18 digits (milliseconds until year 33658),
+ * optionally signed. */
+static int timestamp(char **s, long long *ts)
+{
+    char *c = *s;
+    int neg = *c == '-';
+    c += neg || *c == '+';
+    long long v = 0;
+    char *digits = c;
+    while (*c >= '0' && *c <= '9' && c - digits < 18)
+        v = v * 10 + (*c++ - '0');
+    if (c == digits || (*c >= '0' && *c <= '9'))
+        return 0;
+    *ts = neg ? -v : v;
+    *s = c;
     return 1;
 }
 
@@ -166,12 +238,9 @@ static int sample_value(struct meter_expo *p, char *line, char **s, struct meter
     if (!**s)
         return 1;
     at = *s;
-    char *end;
-    errno = 0;
-    long long ts = strtoll(*s, &end, 10);
-    if (end == *s || errno)
+    long long ts;
+    if (!timestamp(s, &ts))
         return fail(p, line, at, "the timestamp is not an integer");
-    *s = end;
     skip_spaces(s);
     if (**s)
         return fail(p, line, *s, "unexpected text after the timestamp");

@@ -1,46 +1,68 @@
 /*
- * ingest.h - one dcgm-exporter scrape to store samples, one per device.
+ * ingest.h - a dcgm-exporter body (one live scrape, or a recorded file that
+ * may hold many scrape times) streamed into the store as samples, one per
+ * device and scrape time.
  *
  * A device is a GPU (its UUID label, `UUID` or the relabelled `uuid`) or a
  * MIG instance (UUID + "/" + GPU_I_ID when GPU_I_PROFILE names a profile);
- * a redacted UUID ("GPU-****") falls back to Hostname + ":gpu" + index.
- * Attribution: the tenant that owns the sample's namespace (`namespace`, or
- * the old `pod_namespace`) in the spec; a sample of no tenant's namespace
- * is kept as "unattributed", never dropped. The card share charged: a MIG
- * instance its memory units over the board's grid (profiles found by name
- * in the catalog, so 7g.79gb finds 7g.80gb), a whole GPU one. The engine
- * ratio: DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL / 100.
+ * a redacted UUID ("GPU-****") falls back to Hostname + ":gpu" + index. A
+ * card split between tenants (MPS, time-slicing, memory fractions) gives
+ * one sample per tenant charged, its key suffixed "#...". Who is charged and
+ * for what share: meter/attrib.h. The engine ratio of a sample:
+ * DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL / 100.
+ *
+ * Memory stays bounded: the body is fed in chunks of any size, and the
+ * devices of one scrape time are flushed to the store (one transaction a
+ * batch) once a later scrape time has begun and the table is full, or at
+ * the end. A flush that fails keeps its samples; meter_ingest_finish may be
+ * called again to retry them (inserts are idempotent on device + time).
  */
 #ifndef METER_INGEST_H
 #define METER_INGEST_H
 
-#include "catalog/catalog.h"
+#include "meter/attrib.h"
 #include "meter/expo.h"
-#include "spec/model.h"
 #include "store/store.h"
 
-#define METER_DEVICES_MAX 4096 /* devices in one scrape */
+#define METER_DEVICES_MAX 4096 /* device-times held before a flush */
 
-struct meter_device;
-
-struct meter_scrape {
-    const struct spec_model *model;
-    const struct cat_catalog *cat;
-    int64_t at_ms;                /* scrape time when samples carry none */
-    const char *file;             /* for messages */
-    struct ts_diag *diag;         /* malformed lines, unknown models */
-    struct meter_device *devices;
-    size_t ndevices;
-    struct ts_arena arena;
+/* A pod seen on a device the plan or ledger gives to another tenant. */
+struct meter_violation {
+    char device[2 * METER_NAME_MAX];
+    char node[METER_NAME_MAX], gpu_uuid[METER_NAME_MAX], gi_id[16], profile[32];
+    char observed[METER_NAME_MAX], planned[METER_NAME_MAX];
+    char ns[METER_NAME_MAX], pod[METER_NAME_MAX];
+    int64_t ts_ms;   /* the first scrape that showed it */
 };
 
-void meter_scrape_init(struct meter_scrape *s, const struct spec_model *m,
-                       const struct cat_catalog *cat, int64_t at_ms, const char *file,
-                       struct ts_diag *diag);
-void meter_scrape_release(struct meter_scrape *s);
-/* Feed the scrape body (any chunking); returns the parser's status. */
-ts_status meter_scrape_parse(struct meter_scrape *s, const char *text, size_t len);
-/* The samples, one per device (valid until release); *n set. */
-struct store_sample *meter_scrape_samples(struct meter_scrape *s, size_t *n);
+struct meter_ingest_counts {
+    size_t devices;        /* device-times seen */
+    size_t inserted;       /* new samples stored */
+    int rejected_lines;    /* malformed lines (each also in diag) */
+    int violations;        /* distinct (device, tenant) custody violations */
+};
+
+/* Where flushed samples go: the store by default (tests may divert). */
+typedef ts_status (*meter_sink_fn)(void *arg, const struct store_sample *s, size_t n,
+                                   size_t *inserted, struct ts_error *err);
+
+struct meter_ingest;
+
+/* source names the body in messages (a file path or a URL); at_ms is the
+ * scrape time of samples without a timestamp. diag gets malformed lines and
+ * unknown profiles. */
+ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_t at_ms,
+                           const char *source, struct ts_diag *diag, struct meter_ingest **out);
+void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, void *arg);
+/* Feed the next chunk. Fails only when a flush to the store fails (err). */
+ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t len,
+                            struct ts_error *err);
+/* End of body: flush everything pending; may be retried after a failure. */
+ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err);
+void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_counts *c);
+/* The custody violations found (valid until free). */
+const struct meter_violation *meter_ingest_violations(const struct meter_ingest *in,
+                                                      size_t *n);
+void meter_ingest_free(struct meter_ingest *in);
 
 #endif

@@ -2,6 +2,7 @@
  * usage.c - integrating scrapes into GPU-hours (see usage.h).
  */
 #include "meter/usage.h"
+#include "util/grow.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,8 @@ static struct meter_total *total_for(struct meter_usage *u, const char *tenant,
         if (!strcmp(t->tenant, tenant) && !strcmp(t->model, model) && !strcmp(t->profile, profile))
             return t;
     }
-    if (u->ntotals == u->cap) {
-        size_t cap = u->cap ? u->cap * 2 : 16;
-        struct meter_total *n = realloc(u->totals, cap * sizeof(*n));
-        if (!n)
-            return NULL;
-        u->totals = n;
-        u->cap = cap;
-    }
+    if (!ts_grow((void **)&u->totals, &u->cap, u->ntotals, sizeof(*u->totals)))
+        return NULL;
     struct meter_total *t = &u->totals[u->ntotals++];
     memset(t, 0, sizeof(*t));
     snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);

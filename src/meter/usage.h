@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include "util/error.h"
 
-#define METER_KEY_MAX 96
+#define METER_KEY_MAX 512 /* > the longest device key ingest makes (384) */
 
 struct meter_point {          /* one scrape of one device */
     const char *device;       /* GPU UUID, or UUID/GPU-instance for MIG */

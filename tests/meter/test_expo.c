@@ -247,6 +247,37 @@ static void test_limits(void **state)
     assert_int_equal(w.samples, 2); /* the last line has no newline */
 }
 
+/* The parser reads plain decimals without strtod: every value, plain or
+ * not, must come out bit for bit as strtod reads it; a timestamp too. */
+static void test_values_as_strtod(void **state)
+{
+    (void)state;
+    static const char *values[] = {
+        "0", "-0", "+7", "1.5", ".5", "5.", "0.1", "0.250000", "1024", "-3.75",
+        "123456789012345", "1234567890.12345", "0.000000000000001", "99999999999999.9",
+        "0.30000000000000004", "9007199254740993", "1e3", "-2.5E-3", "0x1A", "1234567890123456"};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "m{a=\"b\"} %s 1700000000123\n", values[i]);
+        struct seen w;
+        parse(line, strlen(line), 0, &w);
+        assert_int_equal(w.errors, 0);
+        double want = strtod(values[i], NULL);
+        if (memcmp(&w.last_value, &want, sizeof(want)) != 0)
+            fail_msg("%s read as %.17g, strtod says %.17g", values[i], w.last_value, want);
+        assert_int_equal(w.last_ts, 1700000000123LL);
+    }
+    static const char *bad[] = {"1.2.3", "1-2", "--1", "+", "12ab"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[128];
+        snprintf(line, sizeof(line), "m %s\n", bad[i]);
+        struct seen w;
+        parse(line, strlen(line), 0, &w);
+        assert_int_equal(w.errors, 1);
+        assert_string_equal(w.first_error, "the value is not a number");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_values_and_escapes),
         cmocka_unit_test(test_malformed_lines),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_values_as_strtod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /*
- * test_ingest.c - real dcgm-exporter scrapes (tests/fixtures/dcgm) become
- * one sample per device: MIG instances keyed by GPU instance, tenants from
- * namespaces (unattributed kept, never dropped), card shares from the
- * catalog (a driver's 7g.79gb name still finds 7g.80gb), engine ratios.
+ * test_ingest.c - dcgm-exporter bodies become store samples: real scrapes
+ * (tests/fixtures/dcgm) keyed by GPU or MIG instance, tenants from
+ * namespaces (unattributed kept), devices without pods charged to the
+ * plan's tenant, card shares by mechanism and PriceBook basis, custody
+ * violations, chunked input, many scrape times in one body, and a store
+ * that fails once (nothing lost, nothing twice).
  */
 #include "helpers.h"
 
@@ -13,47 +15,128 @@
 #include "util/file.h"
 
 static const char *spec =
-    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
-    "  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]\n---\n"
-    "apiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: lab}\nspec:\n"
-    "  contract: shared-trusted\n  namespaces: [model-playground-stg]\n";
+    "apiVersion: tessera.dev/v1alpha1\n"
+    "kind: Fleet\n"
+    "metadata: {name: f}\n"
+    "spec:\n"
+    "  nodes: [{name: gsrh100-074, mps: true, gpus: [{model: h100-80gb-sxm, count: 3}]}]\n"
+    "---\n"
+    "apiVersion: tessera.dev/v1alpha1\n"
+    "kind: Tenant\n"
+    "metadata: {name: lab}\n"
+    "spec:\n"
+    "  contract: isolated\n"
+    "  namespaces: [model-playground-stg]\n"
+    "  workloads:\n"
+    "  - {name: big, kind: inference, memoryHighWaterGiB: 30, p99Ms: 100, trust: untrusted}\n"
+    "  - {name: small, kind: inference, memoryHighWaterGiB: 8, p99Ms: 100, trust: untrusted}\n"
+    "---\n"
+    "apiVersion: tessera.dev/v1alpha1\n"
+    "kind: Tenant\n"
+    "metadata: {name: team}\n"
+    "spec:\n"
+    "  contract: shared-trusted\n"
+    "  namespaces: [team-ns]\n"
+    "  workloads:\n"
+    "  - {name: a, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: 30}\n"
+    "  - {name: b, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: 70}\n"
+    "---\n"
+    "apiVersion: tessera.dev/v1alpha1\n"
+    "kind: Tenant\n"
+    "metadata: {name: dev}\n"
+    "spec:\n"
+    "  contract: best-effort\n"
+    "  namespaces: [dev-ns]\n"
+    "  workloads:\n"
+    "  - {name: nb, kind: dev, memoryHighWaterGiB: 10}\n"
+    "  - {name: nb2, kind: dev, memoryHighWaterGiB: 10}\n";
 
-struct env {
-    struct cat_catalog *cat;
-    struct spec_model *m;
-    struct ts_diag diag;
-    struct meter_scrape s;
+#define ROWS_MAX 20000
+
+/* A sink that keeps "device|ts|tenant|share|util|profile" rows; fail_next
+ * makes the next batch fail like a store that went away. */
+struct sink {
+    char *rows[ROWS_MAX];
+    size_t n;
+    int fail_next, batches;
 };
 
-static struct store_sample *scrape(struct env *e, const char *file, size_t *n)
+static ts_status keep(void *arg, const struct store_sample *s, size_t n, size_t *inserted,
+                      struct ts_error *err)
+{
+    struct sink *k = arg;
+    if (k->fail_next) {
+        k->fail_next = 0;
+        return ts_err(err, TS_IO, "store went away");
+    }
+    k->batches++;
+    for (size_t i = 0; i < n && k->n < ROWS_MAX; i++) {
+        char row[512];
+        snprintf(row, sizeof(row), "%s|%lld|%s|%lld|%lld|%s", s[i].device, (long long)s[i].ts_ms,
+                 s[i].tenant, (long long)s[i].share_ppm, (long long)s[i].util_ppm, s[i].profile);
+        k->rows[k->n++] = strdup(row);
+    }
+    *inserted = n;
+    return TS_OK;
+}
+
+struct env {
+    struct th_job job;
+    struct meter_ctx ctx;
+    struct ts_diag diag;
+    struct sink sink;
+    struct meter_ingest *in;
+};
+
+static void start(struct env *e, const char *yaml)
 {
     memset(e, 0, sizeof(*e));
-    assert_int_equal(cat_load(NULL, 0, &e->cat, &e->diag), TS_OK);
-    assert_int_equal(spec_load_text(spec, strlen(spec), "t.yaml", &e->m, &e->diag), TS_OK);
+    th_run_text(&e->job, yaml ? yaml : spec, PLAN_SOLVER_HEURISTIC);
+    assert_non_null(e->job.plan);
+    e->ctx = (struct meter_ctx){e->job.model, e->job.cat, e->job.plan, NULL, 0, 0};
+    assert_int_equal(meter_ingest_new(&e->ctx, NULL, 1700000000000LL, "t.prom", &e->diag,
+                                      &e->in), TS_OK);
+    meter_ingest_set_sink(e->in, keep, &e->sink);
+}
+
+static void feed(struct env *e, const char *text, size_t chunk)
+{
+    struct ts_error err = {0};
+    size_t len = strlen(text);
+    for (size_t off = 0; off < len; off += chunk)
+        assert_int_equal(meter_ingest_feed(e->in, text + off, len - off < chunk ? len - off : chunk,
+                                           &err), TS_OK);
+    assert_int_equal(meter_ingest_finish(e->in, &err), TS_OK);
+}
+
+static void feed_fixture(struct env *e, const char *file)
+{
     char path[1024], *text;
     size_t len;
     struct ts_error err;
     snprintf(path, sizeof(path), "%s/tests/fixtures/dcgm/%s", getenv("TESSERA_SRC"), file);
     assert_int_equal(ts_file_read(path, TS_INPUT_MAX, &text, &len, &err), TS_OK);
-    meter_scrape_init(&e->s, e->m, e->cat, 1700000000000LL, file, &e->diag);
-    assert_int_equal(meter_scrape_parse(&e->s, text, len), TS_OK);
+    feed(e, text, 4096);
     free(text);
-    return meter_scrape_samples(&e->s, n);
 }
 
 static void done(struct env *e)
 {
-    meter_scrape_release(&e->s);
-    spec_model_free(e->m);
-    cat_free(e->cat);
+    for (size_t i = 0; i < e->sink.n; i++)
+        free(e->sink.rows[i]);
+    meter_ingest_free(e->in);
+    th_free(&e->job);
 }
 
-static const struct store_sample *device(const struct store_sample *s, size_t n, const char *key)
+/* The row of device at ts, or fail. */
+static const char *row(const struct env *e, const char *device, long long ts)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s[i].device, key) == 0)
-            return &s[i];
-    fail_msg("no device %s", key);
+    char prefix[256];
+    snprintf(prefix, sizeof(prefix), "%s|%lld|", device, ts);
+    for (size_t i = 0; i < e->sink.n; i++)
+        if (strncmp(e->sink.rows[i], prefix, strlen(prefix)) == 0)
+            return e->sink.rows[i];
+    fail_msg("no row for %s", prefix);
     return NULL;
 }
 
@@ -61,22 +144,18 @@ static void test_mig_pods(void **state)
 {
     (void)state;
     struct env e;
-    size_t n;
-    struct store_sample *s = scrape(&e, "nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom", &n);
-    assert_int_equal(n, 3);
-    assert_int_equal(e.diag.count, 0);
+    start(&e, NULL);
+    feed_fixture(&e, "nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom");
+    assert_int_equal(e.sink.n, 3);
     const char *uuid = "GPU-58e8f5ea-13cc-013a-d88f-2bcf5ae8bc77";
     char key[128];
     for (int gi = 7; gi <= 9; gi++) {
         snprintf(key, sizeof(key), "%s/%d", uuid, gi);
-        const struct store_sample *d = device(s, n, key);
-        assert_string_equal(d->profile, "1g.10gb");
-        assert_string_equal(d->model, "NVIDIA H100 80GB HBM3");
-        assert_string_equal(d->node, "gsrh100-074");
-        assert_int_equal(d->share_ppm, 125000); /* 1 of 8 memory units */
-        assert_int_equal(d->util_ppm, 0);
-        assert_int_equal(d->ts_ms, 1700000000000LL);
-        assert_string_equal(d->tenant, gi == 8 ? "unattributed" : "lab");
+        char want[256];
+        /* 7 and 9 by their pods' namespace, 8 (no pod) by the plan, which gives
+         * lab's 1g.10gb on this card; 1 of 8 memory units each */
+        snprintf(want, sizeof(want), "%s|1700000000000|lab|125000|0|1g.10gb", key);
+        assert_string_equal(row(&e, key, 1700000000000LL), want);
     }
     done(&e);
 }
@@ -85,14 +164,14 @@ static void test_whole_and_redacted(void **state)
 {
     (void)state;
     struct env e;
-    size_t n;
-    struct store_sample *s = scrape(&e, "nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-3g40gb-and-full-gpus.prom", &n);
-    assert_int_equal(n, 5); /* two 3g.40gb instances on GPU 0, GPUs 1-3 whole */
+    start(&e, NULL);
+    feed_fixture(&e, "nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-3g40gb-and-full-gpus.prom");
+    assert_int_equal(e.sink.n, 5); /* two 3g.40gb instances on GPU 0, GPUs 1-3 whole */
     int mig = 0, whole = 0;
-    for (size_t i = 0; i < n; i++) {
-        mig += s[i].share_ppm == 500000 && strcmp(s[i].profile, "3g.40gb") == 0;
-        whole += s[i].share_ppm == 1000000 && !s[i].profile[0];
-        assert_string_equal(s[i].tenant, "unattributed");
+    for (size_t i = 0; i < e.sink.n; i++) {
+        mig += strstr(e.sink.rows[i], "|500000|") && strstr(e.sink.rows[i], "|3g.40gb");
+        whole += strstr(e.sink.rows[i], "|1000000|") != NULL;
+        assert_non_null(strstr(e.sink.rows[i], "|unattributed|"));
     }
     assert_int_equal(mig, 2);
     assert_int_equal(whole, 3);
@@ -103,22 +182,201 @@ static void test_old_profile_name(void **state)
 {
     (void)state;
     struct env e;
-    size_t n;
-    struct store_sample *s = scrape(&e, "nvidia-gpu-operator-issue687_a100-80gb-pcie_mig-7g79gb-profile-name.prom", &n);
-    assert_int_equal(n, 1);
-    assert_string_equal(s[0].device, "GPU-06357e72-c3ee-614b-775f-a89e18e8cc08/0");
-    assert_int_equal(s[0].share_ppm, 1000000); /* 7g.79gb = the full 8-unit profile */
-    assert_int_equal(s[0].util_ppm, -1);        /* this scrape has no engine metric */
+    start(&e, NULL);
+    feed_fixture(&e, "nvidia-gpu-operator-issue687_a100-80gb-pcie_mig-7g79gb-profile-name.prom");
+    assert_int_equal(e.sink.n, 1);
+    /* 7g.79gb = the full 8-unit profile; this scrape has no engine metric */
+    assert_string_equal(e.sink.rows[0],
+                        "GPU-06357e72-c3ee-614b-775f-a89e18e8cc08/0|1700000000000|unattributed|"
+                        "1000000|-1|7g.79gb");
     assert_int_equal(e.diag.count, 0);
     done(&e);
+}
+
+#define H100 "modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"gsrh100-074\""
+
+/* No pod labels: the plan's tenant; MIG shares by memory units. */
+static void test_plan_attribution(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    feed(&e,
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"3g.40gb\","
+         "GPU_I_ID=\"2\"} 50\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"1g.10gb\","
+         "GPU_I_ID=\"9\"} 0\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"7\",UUID=\"GPU-7\"," H100 "} 0\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"8\",UUID=\"GPU-8\"," H100 ",namespace=\"kube-system\","
+         "pod=\"x\"} 0\n", 7);
+    assert_string_equal(row(&e, "GPU-0/2", 1700000000000LL),
+                        "GPU-0/2|1700000000000|lab|500000|500000|3g.40gb");
+    assert_string_equal(row(&e, "GPU-0/9", 1700000000000LL),
+                        "GPU-0/9|1700000000000|lab|125000|0|1g.10gb");
+    /* a card the plan does not have stays unattributed, billed whole */
+    assert_string_equal(row(&e, "GPU-7", 1700000000000LL),
+                        "GPU-7|1700000000000|unattributed|1000000|0|");
+    /* a namespace of no tenant: kept as unattributed, never dropped */
+    assert_string_equal(row(&e, "GPU-8", 1700000000000LL),
+                        "GPU-8|1700000000000|unattributed|1000000|0|");
+    assert_int_equal(e.sink.n, 4);
+    done(&e);
+}
+
+/* Shared cards: MPS by thread %, time-slicing 1/N, one row per client. */
+static void test_sharing_shares(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    feed(&e,
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-1\"," H100 "} 100\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-2\"," H100 ",namespace=\"dev-ns\","
+         "pod=\"nb-0\"} 20\n", 1 << 16);
+    assert_string_equal(row(&e, "GPU-1#team/a/0", 1700000000000LL),
+                        "GPU-1#team/a/0|1700000000000|team|300000|1000000|");
+    assert_string_equal(row(&e, "GPU-1#team/b/0", 1700000000000LL),
+                        "GPU-1#team/b/0|1700000000000|team|700000|1000000|");
+    assert_string_equal(row(&e, "GPU-2#dev-ns/nb-0", 1700000000000LL),
+                        "GPU-2#dev-ns/nb-0|1700000000000|dev|500000|200000|");
+    assert_int_equal(e.sink.n, 3);
+    size_t nv;
+    meter_ingest_violations(e.in, &nv);
+    assert_int_equal(nv, 0);
+    done(&e);
+}
+
+/* A pod of another tenant on lab's instance: billed to who used it, and
+ * reported once however many scrapes show it. */
+static void test_violation(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    feed(&e,
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"3g.40gb\","
+         "GPU_I_ID=\"2\",namespace=\"team-ns\",pod=\"intruder\"} 90 1700000000000\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"3g.40gb\","
+         "GPU_I_ID=\"2\",namespace=\"team-ns\",pod=\"intruder\"} 90 1700000015000\n", 64);
+    assert_string_equal(row(&e, "GPU-0/2", 1700000015000LL),
+                        "GPU-0/2|1700000015000|team|500000|900000|3g.40gb");
+    size_t nv;
+    const struct meter_violation *v = meter_ingest_violations(e.in, &nv);
+    assert_int_equal(nv, 1);
+    assert_string_equal(v[0].observed, "team");
+    assert_string_equal(v[0].planned, "lab");
+    assert_string_equal(v[0].pod, "intruder");
+    assert_string_equal(v[0].gi_id, "2");
+    assert_int_equal(v[0].ts_ms, 1700000000000LL);
+    done(&e);
+}
+
+static const char *basis_spec(const char *basis)
+{
+    static char text[4096];
+    snprintf(text, sizeof(text), "%s\n---\napiVersion: tessera.dev/v1alpha1\nkind: PriceBook\n"
+             "metadata: {name: p}\nspec:\n  currency: EUR\n  migShareBasis: %s\n"
+             "  prices: [{model: h100-80gb-sxm, perGpuHour: \"2.00\"}]\n", spec, basis);
+    return text;
+}
+
+/* 3g.40gb is 4 of 8 memory units and 3 of 7 compute slices. */
+static void test_share_basis(void **state)
+{
+    (void)state;
+    static const struct { const char *basis; const char *want; } cases[] = {
+        {"memory", "GPU-0/2|1700000000000|lab|500000|-1|3g.40gb"},
+        {"compute", "GPU-0/2|1700000000000|lab|428571|-1|3g.40gb"},
+        {"max", "GPU-0/2|1700000000000|lab|500000|-1|3g.40gb"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        struct env e;
+        start(&e, basis_spec(cases[i].basis));
+        feed(&e, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ","
+                 "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\"} 1\n", 100);
+        assert_string_equal(row(&e, "GPU-0/2", 1700000000000LL), cases[i].want);
+        done(&e);
+    }
+    /* 1g.10gb: 1 of 8 memory units, 1 of 7 compute slices: max picks compute */
+    struct env e;
+    start(&e, basis_spec("max"));
+    feed(&e, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"1g.10gb\","
+             "GPU_I_ID=\"9\"} 1\n", 100);
+    assert_string_equal(row(&e, "GPU-0/9", 1700000000000LL),
+                        "GPU-0/9|1700000000000|lab|142857|-1|1g.10gb");
+    done(&e);
+}
+
+/* A day-like body: more scrape times than the table holds, flushed in
+ * batches, every (device, time) once; a store failure in the middle is
+ * retried by finish and loses nothing. */
+static void test_history_and_retry(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    struct ts_sbuf body;
+    ts_sbuf_init(&body, 64u << 20);
+    enum { TIMES = 300, GPUS = 40 };
+    for (int t = 0; t < TIMES; t++)
+        for (int g = 0; g < GPUS; g++)
+            ts_sbuf_printf(&body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n",
+                           g, g, g, 1700000000000LL + t * 15000LL);
+    e.sink.fail_next = 0;
+    struct ts_error err = {0};
+    size_t half = body.len / 2;
+    assert_int_equal(meter_ingest_feed(e.in, body.data, half, &err), TS_OK);
+    e.sink.fail_next = 1; /* the next flush fails */
+    ts_status st = meter_ingest_feed(e.in, body.data + half, body.len - half, &err);
+    if (st == TS_OK)
+        st = meter_ingest_finish(e.in, &err);
+    assert_int_equal(st, TS_IO);
+    assert_int_equal(meter_ingest_finish(e.in, &err), TS_OK); /* the retry */
+    ts_sbuf_release(&body);
+    /* the failure stopped the feed: what was fed before it is all there */
+    struct meter_ingest_counts c;
+    meter_ingest_counts(e.in, &c);
+    assert_int_equal(c.inserted, e.sink.n);
+    assert_true(e.sink.batches >= 2);
+    for (size_t i = 0; i < e.sink.n; i++)
+        for (size_t j = i + 1; j < e.sink.n && j < i + GPUS * 3; j++)
+            assert_string_not_equal(e.sink.rows[i], e.sink.rows[j]);
+    assert_true(e.sink.n >= (size_t)(TIMES * GPUS / 2 - METER_DEVICES_MAX));
+    done(&e);
+}
+
+/* Fed a byte at a time or at once: the same rows. */
+static void test_chunking(void **state)
+{
+    (void)state;
+    struct env a, b;
+    start(&a, NULL);
+    start(&b, NULL);
+    feed_fixture(&a, "nvidia-dcgm-exporter-issue317-a30-mig-1g6gb-x4.prom");
+    char path[1024], *text;
+    size_t len;
+    struct ts_error err;
+    snprintf(path, sizeof(path), "%s/tests/fixtures/dcgm/%s", getenv("TESSERA_SRC"),
+             "nvidia-dcgm-exporter-issue317-a30-mig-1g6gb-x4.prom");
+    assert_int_equal(ts_file_read(path, TS_INPUT_MAX, &text, &len, &err), TS_OK);
+    feed(&b, text, 1);
+    free(text);
+    assert_int_equal(a.sink.n, b.sink.n);
+    assert_true(a.sink.n > 0);
+    for (size_t i = 0; i < a.sink.n; i++)
+        assert_string_equal(a.sink.rows[i], b.sink.rows[i]);
+    done(&a);
+    done(&b);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mig_pods),
-        cmocka_unit_test(test_whole_and_redacted),
-        cmocka_unit_test(test_old_profile_name),
+        cmocka_unit_test(test_mig_pods),          cmocka_unit_test(test_whole_and_redacted),
+        cmocka_unit_test(test_old_profile_name),  cmocka_unit_test(test_plan_attribution),
+        cmocka_unit_test(test_sharing_shares),    cmocka_unit_test(test_violation),
+        cmocka_unit_test(test_share_basis),       cmocka_unit_test(test_history_and_retry),
+        cmocka_unit_test(test_chunking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,289 @@
+/*
+ * attrib.c - charging a scraped device to tenants (see attrib.h).
+ */
+#include "meter/attrib.h"
+#include "util/grow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PPM 1000000
+
+static int has(const char *s)
+{
+    return s && *s;
+}
+
+static int is_mig(const char *profile)
+{
+    return has(profile) && strcmp(profile, "<<<NULL>>>") != 0;
+}
+
+static void set(char dst[METER_NAME_MAX], const char *src)
+{
+    snprintf(dst, METER_NAME_MAX, "%s", src ? src : "");
+}
+
+/* ---- custody facts from the ledger ---- */
+
+static int cmp_custody(const void *x, const void *y)
+{
+    const struct meter_custody *a = x, *b = y;
+    int c = strcmp(a->device, b->device);
+    return c ? c : (a->ts_ms > b->ts_ms) - (a->ts_ms < b->ts_ms);
+}
+
+static int add_custody(void *arg, const struct store_ledger_entry *e)
+{
+    struct meter_ctx *ctx = arg;
+    /* observed entries are what tessera itself reported, not custody given */
+    if (strcmp(e->source, "observed") == 0 || !has(e->gpu_uuid))
+        return 0;
+    if (!ts_grow((void **)&ctx->custody, &ctx->custody_cap, ctx->ncustody,
+                 sizeof(*ctx->custody)))
+        return 1;
+    struct meter_custody *c = &ctx->custody[ctx->ncustody++];
+    snprintf(c->device, sizeof(c->device), "%s%s%s", e->gpu_uuid, has(e->gi_id) ? "/" : "",
+             e->gi_id);
+    set(c->tenant, e->tenant);
+    c->ts_ms = e->ts_ms;
+    return 0;
+}
+
+ts_status meter_ctx_load_custody(struct meter_ctx *ctx, struct store *st, struct ts_error *err)
+{
+    if (!st)
+        return TS_OK;
+    ts_status s = store_ledger_scan(st, add_custody, ctx, err);
+    if (ctx->ncustody)
+        qsort(ctx->custody, ctx->ncustody, sizeof(*ctx->custody), cmp_custody);
+    return s;
+}
+
+void meter_ctx_release(struct meter_ctx *ctx)
+{
+    free(ctx->custody);
+    ctx->custody = NULL;
+    ctx->ncustody = ctx->custody_cap = 0;
+}
+
+/* The tenant holding device at ts_ms by the ledger, or NULL. */
+static const char *custody_at(const struct meter_ctx *ctx, const char *device, int64_t ts_ms)
+{
+    const char *tenant = NULL;
+    for (size_t i = 0; i < ctx->ncustody; i++) {
+        const struct meter_custody *c = &ctx->custody[i];
+        if (strcmp(c->device, device) == 0 && c->ts_ms <= ts_ms)
+            tenant = c->tenant;
+    }
+    return tenant && strcmp(tenant, "unassigned") != 0 ? tenant : NULL;
+}
+
+/* ---- the plan's side ---- */
+
+static const struct plan_gpu *plan_card(const struct meter_ctx *ctx, const struct meter_seen *d)
+{
+    if (!ctx->plan || !has(d->node) || !has(d->gpu_index))
+        return NULL;
+    char *end;
+    long index = strtol(d->gpu_index, &end, 10);
+    if (*end)
+        return NULL;
+    for (size_t i = 0; i < ctx->plan->ngpus; i++) {
+        const struct plan_gpu *g = &ctx->plan->gpus[i];
+        if (g->index == index && strcmp(g->node->name, d->node) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+static const char *inst_tenant(const struct plan_inst *in)
+{
+    return in->row ? in->row->tenant->name : NULL; /* the canary slice has none */
+}
+
+static int is_shared(const struct plan_gpu *g)
+{
+    return g && (g->mode == PLAN_MPS || g->mode == PLAN_TIME_SLICING ||
+                 g->mode == PLAN_MEMORY_FRACTION);
+}
+
+/* The one tenant the plan gives the device, or NULL (*ambiguous set when
+ * several tenants hold instances of that profile on the card). */
+static const char *planned_tenant(const struct plan_gpu *g, const struct meter_seen *d,
+                                  int *ambiguous)
+{
+    const char *tenant = NULL;
+    for (size_t i = 0; g && i < g->ninst; i++) {
+        const struct plan_inst *in = &g->inst[i];
+        if (is_mig(d->profile) && (!in->profile || !cat_profile_find(g->model, d->profile) ||
+                                   cat_profile_find(g->model, d->profile) != in->profile))
+            continue;
+        if (!is_mig(d->profile) && in->guest)
+            continue;
+        const char *t = inst_tenant(in);
+        if (t && tenant && strcmp(t, tenant) != 0)
+            *ambiguous = 1;
+        tenant = tenant ? tenant : t;
+    }
+    return *ambiguous ? NULL : tenant;
+}
+
+/* ---- shares ---- */
+
+static int64_t mig_share(const struct spec_model *sm, const struct cat_model *m,
+                         const struct cat_profile *p)
+{
+    int64_t mem = (int64_t)p->mem_units * PPM / m->grid;
+    int64_t compute = m->compute_slices ? (int64_t)p->compute * PPM / m->compute_slices : mem;
+    int basis = sm->pricebook ? sm->pricebook->mig_share : SPEC_SHARE_MEMORY;
+    if (basis == SPEC_SHARE_COMPUTE)
+        return compute;
+    return basis == SPEC_SHARE_MAX && compute > mem ? compute : mem;
+}
+
+/* A sharing client's share of its card: MPS its thread %, time-slicing
+ * 1/N, a memory fraction its memory over the card's. */
+static int64_t client_share(const struct plan_gpu *g, const struct plan_inst *in)
+{
+    if (g->mode == PLAN_MPS && in->sm_percent > 0)
+        return (int64_t)in->sm_percent * PPM / 100;
+    if (g->mode == PLAN_MEMORY_FRACTION && g->model->memory_gib > 0)
+        return (int64_t)(in->mem_gib * PPM / g->model->memory_gib + 0.5);
+    return g->ninst ? PPM / (int64_t)g->ninst : PPM;
+}
+
+int64_t meter_plan_share(const struct spec_model *sm, const struct plan_gpu *g,
+                         const struct plan_inst *in)
+{
+    if (in->profile && g->model->grid > 0)
+        return mig_share(sm, g->model, in->profile);
+    return is_shared(g) ? client_share(g, in) : PPM;
+}
+
+/* The average share of tenant's clients on a shared card, 0 if it has none. */
+static int64_t tenant_share(const struct plan_gpu *g, const char *tenant)
+{
+    int64_t sum = 0, n = 0;
+    for (size_t i = 0; i < g->ninst; i++)
+        if (inst_tenant(&g->inst[i]) && strcmp(inst_tenant(&g->inst[i]), tenant) == 0) {
+            sum += client_share(g, &g->inst[i]);
+            n++;
+        }
+    return n ? sum / n : 0;
+}
+
+static int64_t whole_share(const struct meter_ctx *ctx, const struct meter_seen *d)
+{
+    if (!is_mig(d->profile))
+        return PPM;
+    const struct cat_model *m = has(d->model) ? cat_model_find(ctx->cat, d->model) : NULL;
+    const struct cat_profile *p = m ? cat_profile_find(m, d->profile) : NULL;
+    return p ? mig_share(ctx->model, m, p) : -1; /* -1: unknown profile */
+}
+
+static void charge(struct meter_verdict *v, const char *tenant, const char *suffix,
+                   int64_t share)
+{
+    if (v->ncharges == METER_CHARGES_MAX)
+        return;
+    struct meter_charge *c = &v->charges[v->ncharges++];
+    set(c->tenant, tenant);
+    set(c->suffix, suffix);
+    c->share_ppm = share;
+}
+
+/* A shared card with no pod label: every plan client is charged its share. */
+static void charge_clients(struct meter_verdict *v, const struct plan_gpu *g)
+{
+    for (size_t i = 0; i < g->ninst; i++) {
+        const struct plan_inst *in = &g->inst[i];
+        if (!in->row)
+            continue;
+        char suffix[METER_NAME_MAX];
+        snprintf(suffix, sizeof(suffix), "#%s/%s/%d", in->row->tenant->name,
+                 in->row->workload->name, in->replica);
+        charge(v, in->row->tenant->name, suffix, client_share(g, in));
+    }
+}
+
+static const char *owner_of(const struct spec_model *m, const char *ns)
+{
+    for (size_t i = 0; has(ns) && i < m->ntenants; i++)
+        for (size_t j = 0; j < m->tenants[i].nnamespaces; j++)
+            if (strcmp(m->tenants[i].namespaces[j], ns) == 0)
+                return m->tenants[i].name;
+    return "unattributed";
+}
+
+/* A pod was seen on the device: bill its tenant, flag a contradiction. */
+static void charge_observed(const struct meter_ctx *ctx, const struct meter_seen *d,
+                            const struct plan_gpu *g, struct meter_verdict *v)
+{
+    const char *tenant = owner_of(ctx->model, d->ns);
+    if (is_shared(g) && !is_mig(d->profile)) {
+        char suffix[METER_NAME_MAX];
+        snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
+        int64_t share = tenant_share(g, tenant);
+        v->violation = share == 0;
+        charge(v, tenant, suffix, share ? share : client_share(g, &g->inst[0]));
+        return;
+    }
+    charge(v, tenant, "", whole_share(ctx, d));
+    v->violation = v->planned[0] && strcmp(v->planned, tenant) != 0;
+    for (size_t i = 0; v->violation && g && !is_mig(d->profile) && i < g->ninst; i++)
+        if (g->inst[i].guest && inst_tenant(&g->inst[i]) &&
+            strcmp(inst_tenant(&g->inst[i]), tenant) == 0)
+            v->violation = 0; /* a best-effort guest the owner trusts */
+}
+
+void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
+                     struct meter_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
+    const struct plan_gpu *g = plan_card(ctx, d);
+    char device[2 * METER_NAME_MAX];
+    snprintf(device, sizeof(device), "%s%s%s", has(d->uuid) ? d->uuid : "",
+             is_mig(d->profile) && has(d->gi_id) ? "/" : "", is_mig(d->profile) && has(d->gi_id)
+             ? d->gi_id : "");
+    const char *held = custody_at(ctx, device, ts_ms);
+    const char *planned = held ? held : planned_tenant(g, d, &v->ambiguous);
+    set(v->planned, planned);
+    if (held)
+        v->ambiguous = 0;
+    if (has(d->ns)) {
+        charge_observed(ctx, d, g, v);
+        return;
+    }
+    if (!held && is_shared(g) && !is_mig(d->profile))
+        charge_clients(v, g);
+    else
+        charge(v, planned ? planned : "unattributed", "", whole_share(ctx, d));
+}
+
+void meter_seen_of(const struct meter_sample *x, struct meter_seen *d)
+{
+    const char *uuid = meter_label(x, "UUID"), *host = meter_label(x, "Hostname");
+    const char *ns = meter_label(x, "namespace"), *pod = meter_label(x, "pod");
+    *d = (struct meter_seen){host ? host : meter_label(x, "hostname"),
+                             meter_label(x, "gpu"),
+                             uuid ? uuid : meter_label(x, "uuid"),
+                             meter_label(x, "GPU_I_ID"),
+                             meter_label(x, "modelName"),
+                             meter_label(x, "GPU_I_PROFILE"),
+                             ns ? ns : meter_label(x, "pod_namespace"),
+                             pod ? pod : meter_label(x, "pod_name")};
+}
+
+const char *meter_tenant_of_sample(const struct meter_ctx *ctx, const struct meter_sample *x)
+{
+    struct meter_seen d;
+    meter_seen_of(x, &d);
+    struct meter_verdict v;
+    meter_attribute(ctx, &d, x->has_timestamp ? x->timestamp_ms : INT64_MAX, &v);
+    if (v.ncharges != 1)
+        return v.ncharges ? "shared" : "unattributed";
+    const struct spec_tenant *t = spec_tenant_find(ctx->model, v.charges[0].tenant);
+    return t ? t->name : "unattributed";
+}
