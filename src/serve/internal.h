@@ -1,7 +1,8 @@
 /*
  * internal.h - the parts of `tessera serve`: logging (log.c), metrics
- * (metrics.c), the reloadable policy and certificate (state.c), and the
- * HTTP handler (server.c). Not part of serve's interface.
+ * (metrics.c), metering on /metrics (metering.c), the reloadable policy and
+ * certificate (state.c), and the HTTP handler (server.c). Not part of
+ * serve's interface.
  */
 #ifndef SERVE_INTERNAL_H
 #define SERVE_INTERNAL_H
@@ -13,8 +14,10 @@
 #include <time.h>
 #include "catalog/catalog.h"
 #include "decide/decide.h"
+#include "meter/usage.h"
 #include "spec/spec.h"
 #include "serve/serve.h"
+#include "util/sbuf.h"
 
 /* ---- log.c: one line per event, key=value or JSON, one write(2) each ---- */
 struct serve_kv {
@@ -46,6 +49,36 @@ void serve_metrics_observe(struct serve_metrics *m, double seconds);
 void serve_metrics_denied(struct serve_metrics *m, const char *rule);
 void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *out);
 
+/* ---- metering.c: the metering part of /metrics (--db) ---- */
+struct serve_meter_dev;
+
+struct serve_meter {
+    const char *url;                     /* NULL: no --db, only the plan's allocation */
+    int log_json;
+    int64_t interval_ms, refresh_ms;     /* scrape interval (gap cap), cache lifetime */
+    pthread_mutex_t lock;                /* guards everything below */
+    struct meter_usage usage;            /* running GPU-hour totals */
+    struct serve_meter_dev *devs;        /* last point integrated per device, sorted */
+    size_t ndevs, devcap, cur;           /* cur: the device usage is on, SIZE_MAX none */
+    int64_t watermark_ms;                /* newest sample integrated */
+    int64_t rebuilt_at, refreshed_at;    /* monotonic ms; 0 never */
+    ts_status scan_status;
+    int up;
+    unsigned long refreshes_ok, refreshes_failed;
+    long rejected_lines;
+    struct ts_sbuf text, dcgm;           /* cached: GPU-hours; relabelled expositions */
+};
+
+/* Checks the URL (TS_USAGE when bad); a database down is only logged. */
+ts_status serve_meter_init(struct serve_meter *m, const struct serve_options *o,
+                           struct ts_error *err);
+void serve_meter_release(struct serve_meter *m);
+struct serve_state;
+/* Append the plan's allocation and, with --db, the metering families,
+ * refreshing them first when the cache is older than refresh_ms. Only for
+ * GET /metrics: it may read the database on the caller's thread. */
+void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sbuf *out);
+
 /* ---- state.c: what a request reads, swapped whole on reload ---- */
 struct serve_policy {                    /* one loaded spec, reference counted */
     struct cat_catalog *cat;             /* the admit policy may point into these */
@@ -66,6 +99,7 @@ struct serve_tls {                       /* one loaded certificate and key */
 struct serve_state {
     const struct serve_options *opt;
     struct serve_metrics metrics;
+    struct serve_meter meter;
     pthread_mutex_t lock;
     struct serve_policy *policy;         /* current; NULL before the first load */
     struct serve_tls *tls, *tls_old;     /* current and previous (freed on the next reload) */

@@ -7,7 +7,10 @@
  *   GET  /healthz   the process is alive
  *   GET  /readyz    a policy is loaded
  *   GET  /metrics   Prometheus text: requests, denials by rule, latency
- *                   histogram, in-flight, reloads
+ *                   histogram, in-flight, reloads; each tenant's allocation
+ *                   in the plan; with a metering store (--db), GPU-hours
+ *                   per tenant and the stored dcgm-exporter series with a
+ *                   tenant label (metering.c)
  * The policy (spec + catalog -> decide -> plan -> admit policy) and the TLS
  * certificate reload on SIGHUP and when their files change, without
  * dropping a request; a spec or certificate that fails to load keeps the
@@ -17,6 +20,7 @@
 #define SERVE_SERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "admit/admit.h"
 
 struct serve_options {
@@ -31,6 +35,9 @@ struct serve_options {
     unsigned max_connections;           /* 0 = 1024 */
     unsigned timeout_s;                 /* per connection, 0 = 10 */
     unsigned watch_ms;                  /* file check interval, 0 = 1000 */
+    const char *db_url;                 /* metering store, NULL = none */
+    int64_t meter_interval_ms;          /* scrape interval of the samples, 0 = 15 s */
+    int64_t meter_refresh_ms;           /* metering cache lifetime, 0 = 10 s */
     struct admit_options admit;
 };
 

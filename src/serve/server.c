@@ -141,8 +141,9 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
                          : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
     if (strcmp(url, "/metrics") == 0) {
         struct ts_sbuf out;
-        ts_sbuf_init(&out, 1u << 20);
+        ts_sbuf_init(&out, 128u << 20);
         serve_metrics_text(&s->metrics, s->generation, &out);
+        serve_meter_text(&s->meter, s, &out);
         enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
                                   ts_sbuf_str(&out), out.len);
         ts_sbuf_release(&out);

@@ -222,6 +222,9 @@ ts_status serve_state_init(struct serve_state *s, const struct serve_options *op
     s->opt = opt;
     serve_metrics_init(&s->metrics);
     pthread_mutex_init(&s->lock, NULL);
+    ts_status rc = serve_meter_init(&s->meter, opt, err);
+    if (rc != TS_OK)
+        return rc;
     s->tls = load_tls(opt, err);
     if (!s->tls)
         return err->code ? err->code : TS_INVALID;
@@ -240,6 +243,7 @@ ts_status serve_state_init(struct serve_state *s, const struct serve_options *op
 
 void serve_state_release(struct serve_state *s)
 {
+    serve_meter_release(&s->meter);
     serve_policy_put(s->policy);
     tls_free(s->tls);
     tls_free(s->tls_old);

@@ -1,0 +1,180 @@
+#!/bin/bash
+# prometheus.sh - tenant-labelled metrics end to end, read by the real Prometheus
+# (Debian's /usr/bin/prometheus): real dcgm-exporter scrapes (tests/fixtures/dcgm)
+# go into a SQLite store with `tessera meter import`; `tessera serve --db` serves
+# /metrics over HTTPS with a test CA; Prometheus scrapes it every second on
+# loopback. Checked through Prometheus's HTTP API: tessera_gpu_hours_total equals
+# what `tessera usage -o json` says (also after a new scrape is imported while
+# serving: the incremental totals), the DCGM series carry the tenants the
+# attribution gives, the plan's allocation is there. Bad cases: a bad --db URL
+# (exit 2 at start), flags that need --db, a store that breaks while serving
+# (tessera_metering_up 0, the page still 200 with the webhook's metrics).
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC"
+PROMETHEUS=/usr/bin/prometheus
+FIX=tests/fixtures/dcgm
+H100=$FIX/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
+DATADOG=$FIX/datadog-integrations-core_dcgm_metrics.txt
+DB=sqlite:$TMP/m.db
+SERVER= PROM=
+trap 'kill $SERVER $PROM 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM
+
+if [ ! -x $PROMETHEUS ]; then
+    bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
+fi
+free_port() {
+    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+PORT=$(free_port)
+PPORT=$(free_port)
+URL=https://127.0.0.1:$PORT
+API=http://127.0.0.1:$PPORT/api/v1
+
+cat > "$TMP/spec.yaml" <<'YAML'
+apiVersion: tessera.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: lab}
+spec:
+  contract: isolated
+  namespaces: [model-playground-stg]
+  workloads:
+  - {name: embed, kind: inference, memoryHighWaterGiB: 7.5, trust: untrusted}
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: ray}
+spec:
+  contract: shared-trusted
+  namespaces: [ray-llm]
+YAML
+scripts/make-test-cert "$TMP/c"
+
+# three scrapes of the H100 node 15 s apart, and a node of the DataDog file
+for t in 1700000000 1700000015 1700000030; do
+    expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at $t $H100
+done
+expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000000 $DATADOG
+
+# bad usage: refused before anything starts
+SERVE=("$TESSERA" serve -f "$TMP/spec.yaml" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key"
+       --listen 127.0.0.1:$PORT)
+serve() { "${SERVE[@]}" "$@"; }
+expect_rc 2 serve --db nope:/x
+expect_in "$TMP/err" "--db: unsupported database URL"
+expect_rc 2 serve --db $DB --metering-refresh soon
+expect_rc 2 serve --metering-refresh 1s
+expect_rc 0 "$TESSERA" serve --help
+expect_in "$TMP/out" "--db DB"
+
+"${SERVE[@]}" --db $DB --metering-refresh 1s 2>"$TMP/serve.log" &
+SERVER=$!
+for _ in $(seq 50); do
+    curl -sf --cacert "$TMP/c/ca.crt" $URL/readyz >/dev/null 2>&1 && break
+    sleep 0.1
+done
+
+cat > "$TMP/prometheus.yml" <<YAML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+- job_name: tessera
+  scheme: https
+  tls_config: {ca_file: $TMP/c/ca.crt}
+  static_configs: [{targets: ['127.0.0.1:$PORT']}]
+YAML
+$PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
+    --web.listen-address=127.0.0.1:$PPORT >"$TMP/prometheus.log" 2>&1 &
+PROM=$!
+
+# q PROMQL -> the query's JSON result in $TMP/q.json
+q() { curl -s --max-time 5 "$API/query" --data-urlencode "query=$1" > "$TMP/q.json"; }
+# up: Prometheus scraped tessera at least once and found the page valid
+deadline=$((SECONDS + 30))
+until curl -s --max-time 2 "$API/targets" 2>/dev/null | grep -q '"health":"up"'; do
+    if [ $SECONDS -ge $deadline ]; then
+        bad "Prometheus never scraped tessera (target not up in 30 s)"
+        curl -s "$API/targets" | head -c 1500; echo; tail -5 "$TMP/prometheus.log"; finish; exit
+    fi
+    sleep 0.5
+done
+ok
+
+# check_hours: Prometheus's tessera_gpu_hours_total equals `tessera usage` row by row
+check_hours() {
+    expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB -o json
+    cp "$TMP/out" "$TMP/usage.json"
+    for _ in $(seq 20); do # the next scrape after a refresh
+        q 'tessera_gpu_hours_total'
+        /usr/bin/python3 - "$TMP/usage.json" "$TMP/q.json" 2>"$TMP/py.err" <<'PY' && return 0
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+got = {}
+for r in json.load(open(sys.argv[2]))["data"]["result"]:
+    m = r["metric"]
+    got[(m["tenant"], m["model"], m["profile"], m["basis"])] = float(r["value"][1])
+want = {}
+for r in rows:
+    key = (r["tenant"], r["model"], r["profile"] or "whole")
+    want[key + ("allocation",)] = r["allocationMicroGpuHours"] / 1e6
+    want[key + ("usage",)] = r["usageMicroGpuHours"] / 1e6
+assert rows and got == want, (got, want)
+PY
+        sleep 0.5
+    done
+    bad "tessera_gpu_hours_total differs from tessera usage"
+    tail -1 "$TMP/py.err"
+    curl -s --cacert "$TMP/c/ca.crt" $URL/metrics | grep "^tessera_gpu\|^tessera_meter"
+}
+check_hours
+# the lab tenant's 1g.10gb slices: three instances over 30 s, 1/8 of a card each
+q 'tessera_gpu_hours_total{tenant="lab",basis="allocation",profile="1g.10gb"}'
+expect_in "$TMP/q.json" '"0.003125"]'
+
+# the DCGM series come back with their tenant: pods of lab's namespace, the idle
+# instance by the plan, the A10G pod of ray-llm, the T4s of nobody
+q 'count by (tenant) (DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_PROFILE="1g.10gb"})'
+expect_in "$TMP/q.json" '{"metric":{"tenant":"lab"},"value":['
+expect_in "$TMP/q.json" '"3"]'
+q 'DCGM_FI_PROF_DRAM_ACTIVE{namespace="ray-llm"}'
+expect_in "$TMP/q.json" '"tenant":"ray"'
+q 'count(DCGM_FI_DEV_FB_USED{tenant="unattributed",modelName="Tesla T4"})'
+expect_in "$TMP/q.json" '"value":['
+q 'count(DCGM_FI_DEV_FB_USED{tenant!="unattributed"}) or vector(0)'
+expect_in "$TMP/q.json" '"0"]'
+# every relabelled series has a tenant
+q 'count({__name__=~"DCGM_.*", tenant=""}) or vector(0)'
+expect_in "$TMP/q.json" '"0"]'
+q 'tessera_tenant_allocation_gpus{tenant="lab",model="h100-80gb-sxm",profile="1g.10gb"}'
+expect_in "$TMP/q.json" '"0.125"]'
+q 'tessera_metering_up'
+expect_in "$TMP/q.json" '"1"]'
+
+# a new scrape while serving: the next refresh integrates only it, and still
+# agrees with a full `tessera usage`
+expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000045 $H100
+check_hours
+q 'tessera_gpu_hours_total{tenant="lab",basis="allocation",profile="1g.10gb"}'
+expect_in "$TMP/q.json" '"0.004688"]'
+
+# the store breaks: the page still answers 200 with the webhook's metrics
+printf 'this is not a database' > "$TMP/m.db"
+rm -f "$TMP/m.db-wal" "$TMP/m.db-shm"
+sleep 1.2
+code=$(curl -s --cacert "$TMP/c/ca.crt" -o "$TMP/metrics" -w '%{http_code}' $URL/metrics)
+[ "$code" = 200 ] && ok || bad "/metrics answered $code with the store broken"
+expect_in "$TMP/metrics" "tessera_metering_up 0"
+expect_in "$TMP/metrics" 'tessera_admission_requests_total{result="allowed"}'
+expect_in "$TMP/metrics" 'tessera_tenant_allocation_gpus{tenant="lab"'
+if grep -q "^tessera_gpu_hours_total" "$TMP/metrics"; then bad "stale GPU-hours served"; else ok; fi
+expect_in "$TMP/serve.log" "metering refresh failed"
+kill $PROM $SERVER 2>/dev/null
+wait 2>/dev/null
+SERVER= PROM=
+finish
