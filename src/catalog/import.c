@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "agent/agent.h"
 #include "catalog/catalog.h"
 #include "spec/schema.h"
 #include "util/file.h"
@@ -750,6 +751,84 @@ static ts_status add_file(struct cat_import *im, const char *text, size_t len, c
     return TS_OK;
 }
 
+/* ---- a NodeInventory document (tessera agent inventory -o json) --------- */
+
+/* Profiles in -lgip's order: compute slices, then memory, then ID. */
+static int before(const struct agent_profile *a, const struct agent_profile *b)
+{
+    if (a->slices != b->slices)
+        return a->slices < b->slices;
+    return a->memory_mib != b->memory_mib ? a->memory_mib < b->memory_mib : a->id < b->id;
+}
+
+/* One profile as -lgip and -lgipp would show it (GiB printed as nvidia-smi
+ * prints MiB / 1024, two decimals). */
+static ts_status inv_profile(struct scan *s, const struct agent_gpu *g,
+                             const struct agent_profile *p)
+{
+    struct iprof *ip = NULL;
+    char gib[32];
+    struct where w = {s->file, 0, 0};
+    ts_status st = prof_get(s, g->index, p->id, w, &ip);
+    if (st != TS_OK)
+        return st;
+    snprintf(gib, sizeof gib, "%.2f", (double)p->memory_mib / 1024.0);
+    if (!parse_profile_name(p->name, ip->name, &ip->compute) || !parse_centi(gib, &ip->cgib))
+        return fail_at(s->err, TS_INVALID, s->im, w, "GPU %d: profile ID %d ('%s', %lld MiB) is "
+                       "not a MIG profile tessera can import", g->index, p->id, p->name,
+                       p->memory_mib);
+    ip->have_row = ip->have_place = 1;
+    ip->row_at = ip->place_at = w;
+    ip->row_seq = s->im->row_seq++;
+    ip->max_count = p->max_count;
+    ip->sms = p->sms;
+    for (int k = 0; k < p->npl; k++) {
+        ip->starts |= (uint32_t)1 << p->pl[k].start;
+        ip->size = p->pl[k].size;
+    }
+    if (s->im->first_lgip_gpu < 0)
+        s->im->first_lgip_gpu = g->index;
+    return TS_OK;
+}
+
+static ts_status inv_gpu(struct scan *s, const struct agent_gpu *g)
+{
+    struct igpu *ig;
+    struct where w = {s->file, 0, 0};
+    ts_status st = gpu_get(s, g->index, w, &ig);
+    const struct agent_profile *order[AGENT_PROFILES_MAX];
+    if (st != TS_OK)
+        return st;
+    snprintf(ig->product, sizeof ig->product, "%s", g->name);
+    ig->product_from_l = 1;
+    ig->product_at = w;
+    ig->mem_mib = (long)g->memory_mib;
+    ig->mem_at = w;
+    for (int i = 0; i < g->nprof; i++) {
+        int k = i;
+        while (k > 0 && before(&g->prof[i], order[k - 1])) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = &g->prof[i];
+    }
+    for (int i = 0; st == TS_OK && i < g->nprof; i++)
+        st = inv_profile(s, g, order[i]);
+    return st;
+}
+
+static ts_status add_inventory(struct scan *s, const char *text, size_t len, const char *file)
+{
+    struct agent_inventory *inv = malloc(sizeof *inv);
+    if (!inv)
+        return ts_err(s->err, TS_NOMEM, "out of memory");
+    ts_status st = agent_inventory_parse(text, len, file, inv, s->err);
+    for (int i = 0; st == TS_OK && i < inv->ngpu; i++)
+        st = inv_gpu(s, &inv->gpu[i]);
+    free(inv);
+    return st;
+}
+
 ts_status cat_import_add(struct cat_import *im, const char *text, size_t len, const char *file,
                          struct ts_error *err)
 {
@@ -757,6 +836,8 @@ ts_status cat_import_add(struct cat_import *im, const char *text, size_t len, co
         return ts_err(err, TS_INTERNAL, "cat_import_add: no importer or no text");
     ts_status st = add_file(im, text, len, file, err);
     struct scan s = {im, (int)im->nfiles - 1, 0, T_NONE, -1, err};
+    if (st == TS_OK && agent_looks_json(text, len))
+        return add_inventory(&s, text, len, file);
     struct line l;
     for (size_t pos = 0; st == TS_OK && pos < len;) {
         const char *p = text + pos;

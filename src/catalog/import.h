@@ -34,6 +34,10 @@
  *    placements, and malformed rows inside an -lgip table are errors.
  *    Outside a table, a row is read as -lgip only if all of it parses (an
  *    excerpt whose table header was cut off); rows of other tables never.
+ * A NodeInventory JSON document (`tessera agent inventory -o json`, see
+ * docs/agent.md) is read too: each GPU's name, memory and MIG profiles with
+ * their placements stand for -L, the header table, -lgip and -lgipp (profile
+ * order and GiB as nvidia-smi prints them), so both give the same GpuModel.
  * Limits: 1024 bytes a line, 64 profiles a GPU, 64 GPUs, 64 files,
  * TS_INPUT_MAX bytes a file, placements within 32 units. A NUL byte is
  * refused as binary input. After an error, free the importer.

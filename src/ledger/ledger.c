@@ -102,9 +102,11 @@ static ts_status validate(const struct ledger_event *ev, struct ts_error *err)
         return ts_err(err, TS_INVALID, "ledger event needs a tenant");
     if (!*nz(ev->gpu_uuid) && !*nz(ev->instance_uuid))
         return ts_err(err, TS_INVALID, "ledger event needs a gpu uuid or an instance uuid");
-    if (strcmp(src, "plan") && strcmp(src, "observed") && strcmp(src, "nvidia-smi"))
+    if (strcmp(src, "plan") && strcmp(src, "observed") && strcmp(src, "nvidia-smi") &&
+        strcmp(src, "inventory"))
         return ts_err(err, TS_INVALID,
-                      "ledger source '%s' is not one of plan, observed, nvidia-smi", src);
+                      "ledger source '%s' is not one of plan, observed, nvidia-smi, inventory",
+                      src);
     if (!placement_ok(nz(ev->placement)))
         return ts_err(err, TS_INVALID, "placement '%s' is not START:SIZE", ev->placement);
     return TS_OK;

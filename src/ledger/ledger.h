@@ -19,7 +19,7 @@
  *   | 8  | placement     | "                                           |
  *   | 9  | tenant        | "                                           |
  *   | 10 | workload      | "                                           |
- *   | 11 | source        | "plan", "observed" or "nvidia-smi"          |
+ *   | 11 | source        | "plan", "observed", "nvidia-smi", "inventory" |
  *
  * e.g. seq 1 -> "17:tessera-ledger-v1,1:1,..." The length prefix makes the
  * encoding unambiguous: no two different entries have the same bytes.
@@ -125,6 +125,14 @@ void ledger_format_time(int64_t ms, char buf[40]);
  * profile) and one per GPU that lists no MIG device. tmpl gives ts_ms, node and
  * tenant ("unassigned" when NULL); source is "nvidia-smi". The strings of
  * *evs point into *arena (one allocation); free both with free(). */
+/* An event from tmpl for one device: gpu_uuid, instance_uuid ("" for a
+ * whole GPU) and profile set, tenant "unassigned" when tmpl has none, and
+ * source. The one place events of observed devices are made
+ * (`--from-nvidia-smi` and `--inventory`). */
+struct ledger_event ledger_event_of(const struct ledger_event *tmpl, const char *gpu_uuid,
+                                    const char *instance_uuid, const char *profile,
+                                    const char *source);
+
 ts_status ledger_parse_smi(const char *text, const struct ledger_event *tmpl,
                            struct ledger_event **evs, size_t *n, char **arena,
                            struct ts_error *err);

@@ -49,16 +49,23 @@ static int smi_line(char *line, struct smi_line *out)
     return 1;
 }
 
+struct ledger_event ledger_event_of(const struct ledger_event *tmpl, const char *gpu_uuid,
+                                    const char *instance_uuid, const char *profile,
+                                    const char *source)
+{
+    struct ledger_event ev = *tmpl;
+    ev.gpu_uuid = gpu_uuid;
+    ev.instance_uuid = instance_uuid ? instance_uuid : "";
+    ev.profile = profile ? profile : "";
+    ev.tenant = tmpl->tenant ? tmpl->tenant : "unassigned";
+    ev.source = source;
+    return ev;
+}
+
 static struct ledger_event event(const struct ledger_event *tmpl, const char *gpu,
                                  const struct smi_line *l)
 {
-    struct ledger_event ev = *tmpl;
-    ev.gpu_uuid = gpu;
-    ev.instance_uuid = l->mig ? l->uuid : "";
-    ev.profile = l->profile;
-    ev.tenant = tmpl->tenant ? tmpl->tenant : "unassigned";
-    ev.source = "nvidia-smi";
-    return ev;
+    return ledger_event_of(tmpl, gpu, l->mig ? l->uuid : "", l->profile, "nvidia-smi");
 }
 
 /* Emit the pending GPU line's event when it had no MIG devices. */

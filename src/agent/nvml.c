@@ -1,0 +1,96 @@
+/*
+ * nvml.c - loading NVML with dlopen (no link-time dependency on the
+ * driver): $TESSERA_NVML_LIBRARY when set (the tests point it at the
+ * stand-in), else libnvidia-ml.so.1 as the driver installs it. Every
+ * function of AGENT_NVML_FUNCS must resolve; then nvmlInit_v2.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "agent/internal.h"
+
+#define NVML_DEFAULT "libnvidia-ml.so.1"
+
+void agent__copy(char *dst, size_t size, const char *src)
+{
+    size_t n = src ? strnlen(src, size - 1) : 0;
+    if (n)
+        memmove(dst, src, n);
+    dst[n] = '\0';
+}
+
+void agent__path(char *dst, size_t size, const char *path, const char *key, long idx)
+{
+    int k = idx >= 0 ? snprintf(dst, size, "%s%s%s[%ld]", path, *path ? "." : "", key, idx)
+                     : snprintf(dst, size, "%s%s%s", path, *path ? "." : "", key);
+    if (k < 0 || (size_t)k >= size)
+        dst[size - 1] = '\0';
+}
+
+ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call,
+                          int gpu, struct ts_error *err)
+{
+    const char *what = n && n->nvmlErrorString ? n->nvmlErrorString(r) : NULL;
+    char card[32] = "";
+    if (gpu >= 0)
+        snprintf(card, sizeof card, " on GPU %d", gpu);
+    return ts_err(err, TS_INTERNAL, "%s%s: %s (NVML error %d)", call, card,
+                  what ? what : "unknown error", r);
+}
+
+static ts_status resolve(struct agent_nvml *n, const char *path, struct ts_error *err)
+{
+    void *sym;
+#define AGENT__RESOLVE(ret, name, params)                                                    \
+    sym = dlsym(n->lib, #name);                                                              \
+    if (!sym)                                                                                \
+        return ts_err(err, TS_NOT_FOUND,                                                     \
+                      "%s has no %s: the NVIDIA driver is too old (R470 or later needed)",   \
+                      path, #name);                                                          \
+    memcpy(&n->name, &sym, sizeof(sym));
+    AGENT_NVML_FUNCS(AGENT__RESOLVE)
+#undef AGENT__RESOLVE
+    return TS_OK;
+}
+
+ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err)
+{
+    const char *env = getenv("TESSERA_NVML_LIBRARY");
+    const char *path = env && *env ? env : NVML_DEFAULT;
+    *out = NULL;
+    struct agent_nvml *n = calloc(1, sizeof(*n));
+    if (!n)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        free(n);
+        if (env && *env)
+            return ts_err(err, TS_NOT_FOUND, "TESSERA_NVML_LIBRARY=%s cannot be loaded: %s",
+                          path, dlerror());
+        return ts_err(err, TS_NOT_FOUND,
+                      "%s not found: install the NVIDIA driver (nvidia-driver / libnvidia-ml1) "
+                      "or run on a GPU node; set TESSERA_NVML_LIBRARY to a path to use another "
+                      "file", NVML_DEFAULT);
+    }
+    ts_status st = resolve(n, path, err);
+    nvmlReturn_t r = st == TS_OK ? n->nvmlInit_v2() : NVML_SUCCESS;
+    if (st == TS_OK && r != NVML_SUCCESS)
+        st = agent__nvml_err(n, r, "nvmlInit_v2", -1, err);
+    if (st != TS_OK) {
+        dlclose(n->lib);
+        free(n);
+        return st;
+    }
+    *out = n;
+    return TS_OK;
+}
+
+void agent_nvml_close(struct agent_nvml *n)
+{
+    if (!n)
+        return;
+    n->nvmlShutdown();
+    dlclose(n->lib);
+    free(n);
+}
