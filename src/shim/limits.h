@@ -1,0 +1,57 @@
+/*
+ * limits.h - the container's limit file (shim/limits.c): what the node side
+ * writes for one container and the shim reads at start.
+ *
+ * The format (documented for users in docs/shim.md) is small key=value text:
+ *
+ *     # written by the tessera node agent; mounted read-only
+ *     version = 1
+ *     memoryLimit = 8Gi        bytes, or with Ki Mi Gi Ti Pi / K M G T P
+ *     smPercent = 30           1..100 (100 = no compute limit)
+ *     region = /run/tessera/ctr-1.region
+ *
+ * `version` is required and must be 1; every other key is optional and may
+ * appear once. Unknown keys, duplicates, bad values and NUL bytes are errors
+ * with the line and column of the fault. The parser is a pure function of
+ * its bytes (no I/O, no allocation), so the fuzzer and the unit tests drive
+ * it directly, and the shim cannot be made to run unlimited by a file it
+ * does not understand (the caller then fails closed).
+ */
+#ifndef SHIM_LIMITS_H
+#define SHIM_LIMITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIM_LIMITS_VERSION 1
+#define SHIM_REGION_PATH_MAX 256   /* bytes of the region path, with its NUL */
+#define SHIM_LIMITS_FILE_MAX 65536 /* bytes a limit file may have */
+
+struct shim_limits {
+    int version;                        /* SHIM_LIMITS_VERSION once parsed */
+    int has_memory;                     /* memoryLimit was given */
+    uint64_t memory_bytes;              /* the container's device memory, bytes */
+    unsigned sm_percent;                /* 1..100; 100 when not given */
+    char region[SHIM_REGION_PATH_MAX];  /* "" when not given */
+};
+
+/* A fault in the input: 1-based line and byte column, and what is wrong. */
+struct shim_limits_error {
+    int line, column;
+    char msg[160];                      /* lowercase, no trailing period */
+};
+
+/* Parse text[0..len) into *out. Returns 0, or -1 with *err filled (err may
+ * be NULL). Thread-safe; touches nothing but out and err. */
+int shim_limits_parse(const char *text, size_t len, struct shim_limits *out,
+                      struct shim_limits_error *err);
+
+/* One value, as in the file: memoryLimit's quantity ("8Gi", "1073741824")
+ * and smPercent's integer. Return 0, or -1 with *bad = the offset of the
+ * faulty byte and *why a static reason. Used for the environment fallback. */
+int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad,
+                      const char **why);
+int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad,
+                        const char **why);
+
+#endif

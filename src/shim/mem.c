@@ -1,0 +1,372 @@
+/*
+ * mem.c - the memory hooks. Every allocation is charged to the container's
+ * region before the real driver is asked (so two processes cannot both pass
+ * the limit), remembered in track.c after it succeeds, and credited when the
+ * matching free succeeds. Over the limit, or fail-closed, the call returns
+ * CUDA_ERROR_OUT_OF_MEMORY without reaching the driver. What is charged:
+ *   cuMemAlloc_v2, cuMemAllocManaged, cuMemAllocAsync(_ptsz),
+ *   cuMemAllocFromPoolAsync(_ptsz)   the bytes asked for;
+ *   cuMemAllocPitch_v2               pitch x height (512-byte rows reserved
+ *                                    first, then corrected to the pitch);
+ *   cuMemCreate                      the size (cuMemMap maps what was charged,
+ *                                    cuMemRelease credits it);
+ *   cuArrayCreate_v2/3DCreate_v2     width x height x depth x channels x
+ *                                    element size (1D/2D count 1 for 0).
+ * cuMemGetInfo_v2 and cuDeviceTotalMem_v2 report the limit as the card.
+ */
+#include "shim/shim.h"
+
+static int limited(void)
+{
+    const struct shim_config *c = shim__config();
+    return c->limited && !c->fail_closed;
+}
+
+/* Charge n bytes before asking the driver: CUDA_SUCCESS or out of memory. */
+static CUresult reserve(uint64_t n)
+{
+    const struct shim_config *c = shim__config();
+    if (c->fail_closed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!c->limited)
+        return CUDA_SUCCESS;
+    return shim__charge(n, c->memory_bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static void unreserve(uint64_t n)
+{
+    if (limited() && n)
+        shim__credit(n);
+}
+
+static void undo_ptr(uint64_t key)
+{
+    __typeof__(&cuMemFree_v2) fn = SHIM_REAL(cuMemFree_v2);
+    if (fn)
+        fn((CUdeviceptr)key);
+}
+
+static void undo_handle(uint64_t key)
+{
+    __typeof__(&cuMemRelease) fn = SHIM_REAL(cuMemRelease);
+    if (fn)
+        fn((CUmemGenericAllocationHandle)key);
+}
+
+static void undo_array(uint64_t key)
+{
+    __typeof__(&cuArrayDestroy) fn = SHIM_REAL(cuArrayDestroy);
+    if (fn)
+        fn((CUarray)(uintptr_t)key);
+}
+
+/* After the driver answered r: remember key's charge, or undo it all. */
+static CUresult keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                     void (*undo)(uint64_t key))
+{
+    if (r != CUDA_SUCCESS) {
+        unreserve(n);
+        return r;
+    }
+    if (!limited() || shim__track_put(k, key, n) == 0)
+        return r;
+    undo(key);
+    unreserve(n);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Forget key's charge, ask the driver to free, credit on success. */
+static CUresult release(enum shim_track_kind k, uint64_t key, CUresult (*call)(uint64_t key,
+                        const void *fn, const void *arg), const void *fn, const void *arg)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t n = shim__track_take(k, key);
+    CUresult r = call(key, fn, arg);
+    if (r == CUDA_SUCCESS)
+        unreserve(n);
+    else if (n)
+        shim__track_put(k, key, n);
+    return r;
+}
+
+static CUresult alloc_ptr(CUresult (*call)(CUdeviceptr *d, uint64_t n, const void *fn,
+                          const void *a, const void *b), const void *fn, CUdeviceptr *dptr,
+                          uint64_t n, const void *a, const void *b)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = reserve(n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = call(dptr, n, fn, a, b);
+    return keep(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, n, undo_ptr);
+}
+
+/* ---- the calls, one adapter per prototype ------------------------------- */
+
+static CUresult call_alloc(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
+                           const void *b)
+{
+    (void)a, (void)b;
+    return ((__typeof__(&cuMemAlloc_v2))fn)(d, n);
+}
+
+static CUresult call_managed(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
+                             const void *b)
+{
+    (void)b;
+    return ((__typeof__(&cuMemAllocManaged))fn)(d, n, *(const unsigned *)a);
+}
+
+static CUresult call_async(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
+                           const void *b)
+{
+    (void)b;
+    return ((__typeof__(&cuMemAllocAsync))fn)(d, n, (CUstream)(uintptr_t)a);
+}
+
+static CUresult call_pool(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
+                          const void *b)
+{
+    return ((__typeof__(&cuMemAllocFromPoolAsync))fn)(d, n, (CUmemoryPool)(uintptr_t)a,
+                                                       (CUstream)(uintptr_t)b);
+}
+
+static CUresult call_free(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuMemFree_v2))fn)((CUdeviceptr)key);
+}
+
+static CUresult call_free_async(uint64_t key, const void *fn, const void *arg)
+{
+    return ((__typeof__(&cuMemFreeAsync))fn)((CUdeviceptr)key, (CUstream)(uintptr_t)arg);
+}
+
+static CUresult call_release(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuMemRelease))fn)((CUmemGenericAllocationHandle)key);
+}
+
+static CUresult call_array_destroy(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuArrayDestroy))fn)((CUarray)(uintptr_t)key);
+}
+
+/* ---- linear allocations ------------------------------------------------- */
+
+SHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize,
+                     NULL, NULL);
+}
+
+SHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    return alloc_ptr(call_managed, (const void *)SHIM_REAL(cuMemAllocManaged), dptr,
+                     bytesize, &flags, NULL);
+}
+
+SHIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize,
+                     stream, NULL);
+}
+
+SHIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr,
+                     bytesize, stream, NULL);
+}
+
+SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream stream)
+{
+    return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync), dptr,
+                     bytesize, pool, stream);
+}
+
+SHIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                  CUmemoryPool pool, CUstream stream)
+{
+    return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync_ptsz), dptr,
+                     bytesize, pool, stream);
+}
+
+/* Rows of round_up(width, 512) bytes: the reservation before the driver
+ * tells the real pitch (UINT64_MAX on overflow, which no limit admits). */
+static uint64_t pitch_estimate(size_t width, size_t height)
+{
+    uint64_t row = ((uint64_t)width + 511u) & ~(uint64_t)511u, total;
+    if (row < width || __builtin_mul_overflow(row, (uint64_t)height, &total))
+        return UINT64_MAX;
+    return total;
+}
+
+SHIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widthBytes,
+                                        size_t height, unsigned int elementSizeBytes)
+{
+    __typeof__(&cuMemAllocPitch_v2) fn = SHIM_REAL(cuMemAllocPitch_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t est = pitch_estimate(widthBytes, height);
+    CUresult r = reserve(est);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(dptr, pitch, widthBytes, height, elementSizeBytes);
+    if (r != CUDA_SUCCESS) {
+        unreserve(est);
+        return r;
+    }
+    uint64_t actual = (uint64_t)*pitch * height;
+    if (actual > est && reserve(actual - est) != CUDA_SUCCESS) {
+        undo_ptr(*dptr);
+        unreserve(est);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (actual < est)
+        unreserve(est - actual);
+    return keep(SHIM_TRACK_PTR, r, *dptr, actual, undo_ptr);
+}
+
+SHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    return release(SHIM_TRACK_PTR, dptr, call_free, (const void *)SHIM_REAL(cuMemFree_v2), NULL);
+}
+
+SHIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    return release(SHIM_TRACK_PTR, dptr, call_free_async,
+                   (const void *)SHIM_REAL(cuMemFreeAsync), stream);
+}
+
+SHIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+    return release(SHIM_TRACK_PTR, dptr, call_free_async,
+                   (const void *)SHIM_REAL(cuMemFreeAsync_ptsz), stream);
+}
+
+/* ---- virtual memory management ------------------------------------------ */
+
+SHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    __typeof__(&cuMemCreate) fn = SHIM_REAL(cuMemCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = reserve(size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(handle, size, prop, flags);
+    return keep(SHIM_TRACK_HANDLE, r, r == CUDA_SUCCESS ? *handle : 0, size, undo_handle);
+}
+
+SHIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    return release(SHIM_TRACK_HANDLE, handle, call_release,
+                   (const void *)SHIM_REAL(cuMemRelease), NULL);
+}
+
+/* ---- arrays ------------------------------------------------------------- */
+
+static uint64_t element_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    default:                        /* 32-bit formats, and any unknown one */
+        return 4;
+    }
+}
+
+/* Bytes of a w x h x d array (0 counts as 1), UINT64_MAX on overflow. */
+static uint64_t array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch)
+{
+    uint64_t dims[4] = {w ? w : 1, h ? h : 1, d ? d : 1, ch ? ch : 1};
+    uint64_t total = element_bytes(f);
+    for (int i = 0; i < 4; i++)
+        if (__builtin_mul_overflow(total, dims[i], &total))
+            return UINT64_MAX;
+    return total;
+}
+
+static CUresult array_done(CUresult r, CUarray *array, uint64_t n)
+{
+    return keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
+                undo_array);
+}
+
+SHIM_EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    __typeof__(&cuArrayCreate_v2) fn = SHIM_REAL(cuArrayCreate_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !array)
+        return fn(array, desc);
+    uint64_t n = array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    CUresult r = reserve(n);
+    return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
+}
+
+SHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    __typeof__(&cuArray3DCreate_v2) fn = SHIM_REAL(cuArray3DCreate_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !array)
+        return fn(array, desc);
+    uint64_t n = array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
+                             desc->NumChannels);
+    CUresult r = reserve(n);
+    return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
+}
+
+SHIM_EXPORT CUresult cuArrayDestroy(CUarray array)
+{
+    return release(SHIM_TRACK_ARRAY, (uint64_t)(uintptr_t)array, call_array_destroy,
+                   (const void *)SHIM_REAL(cuArrayDestroy), NULL);
+}
+
+/* ---- what the application sees ------------------------------------------ */
+
+SHIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    __typeof__(&cuMemGetInfo_v2) fn = SHIM_REAL(cuMemGetInfo_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(free_bytes, total_bytes);
+    const struct shim_config *c = shim__config();
+    if (r != CUDA_SUCCESS || !free_bytes || !total_bytes)
+        return r;
+    if (c->fail_closed) {
+        *free_bytes = 0;
+        return r;
+    }
+    if (!c->limited)
+        return r;
+    uint64_t total = c->memory_bytes < *total_bytes ? c->memory_bytes : *total_bytes;
+    uint64_t used = shim__used();
+    uint64_t left = used >= total ? 0 : total - used;
+    *total_bytes = (size_t)total;
+    *free_bytes = left < *free_bytes ? (size_t)left : *free_bytes;
+    return r;
+}
+
+SHIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    __typeof__(&cuDeviceTotalMem_v2) fn = SHIM_REAL(cuDeviceTotalMem_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(bytes, dev);
+    if (r == CUDA_SUCCESS && bytes && limited() && shim__config()->memory_bytes < *bytes)
+        *bytes = (size_t)shim__config()->memory_bytes;
+    return r;
+}

@@ -1,0 +1,125 @@
+/*
+ * shim.h - what the files of libtessera-cuda.so share (all hidden: the
+ * library exports only the CUDA entry points of hooks.def and dlsym).
+ *
+ *   resolve.c  the real driver, once (pthread_once); dlsym and
+ *              cuGetProcAddress interposition; logging to fd 2
+ *   config.c   the limits: the file (limits.c parses it), else environment
+ *   region.c   the container's accounting region (mmapped file, per-process
+ *              slots, lock-free charge/credit, dead-process reclaim)
+ *   track.c    what each live allocation was charged (fixed lock-free tables)
+ *   mem.c      the memory hooks
+ *   sm.c       the launch hooks and the SM-share limiter
+ * Fast paths (allocation, free, launch) take no lock, call no malloc and no
+ * stdio; the one-time set-up may.
+ */
+#ifndef SHIM_SHIM_H
+#define SHIM_SHIM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shim/limits.h"
+#include "util/cuda_abi.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+#define SHIM_HOOK(name) SHIM_ID_##name,
+enum shim_hook_id {
+#include "shim/hooks.def"
+    SHIM_HOOK_COUNT
+};
+#undef SHIM_HOOK
+
+/* ---- resolve.c ---------------------------------------------------------- */
+
+/* The real driver's function for id (NULL when the driver lacks it). The
+ * first call loads libcuda.so.1 and the configuration. */
+void *shim__real(enum shim_hook_id id);
+#define SHIM_REAL(name) ((__typeof__(&name))shim__real(SHIM_ID_##name))
+/* Our definition in place of the real function p, or p itself. */
+void *shim__translate(void *p);
+/* A symbol of the real driver; only during set-up (sm.c's busy source). */
+void *shim__driver_sym(const char *name);
+/* One line to fd 2, "tessera-cuda: ...". Not for fast paths. */
+void shim__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* CLOCK_MONOTONIC in ns. */
+uint64_t shim__now_ns(void);
+
+/* ---- config.c ----------------------------------------------------------- */
+
+struct shim_config {
+    int fail_closed;            /* the limits could not be read: refuse all */
+    int limited;                /* a memory limit applies */
+    uint64_t memory_bytes;
+    unsigned sm_percent;        /* 100 = no compute limit */
+    char region[SHIM_REGION_PATH_MAX];
+};
+/* Read the limit file (or the environment) once; logs what is refused. */
+void shim__config_load(struct shim_config *c);
+
+/* ---- region.c ----------------------------------------------------------- */
+
+#define SHIM_REGION_MAGIC 0x55435354u   /* "TSCU" little-endian */
+#define SHIM_REGION_VERSION 1u
+#define SHIM_SLOTS 1024
+
+struct shim_slot {
+    _Atomic int32_t pid;        /* 0 free, -1 being reclaimed, else owner */
+    uint32_t pad;
+    _Atomic uint64_t start;     /* owner's start time (/proc stat field 22) */
+    _Atomic uint64_t bytes;     /* device memory charged to the owner */
+};
+
+/* The SM limiter's shared state: one bucket per container (sm.c). */
+struct shim_sm_state {
+    _Atomic int64_t balance_ns;     /* tokens: GPU time the container may use */
+    _Atomic uint64_t refill_at;     /* CLOCK_MONOTONIC of the last refill */
+    _Atomic uint64_t tick_at;       /* ... of the last feedback tick */
+    _Atomic uint64_t allowed_ppm;   /* current refill rate, parts per million */
+    _Atomic uint64_t est_cost_ns;   /* estimated GPU time of one launch */
+    _Atomic uint64_t launches;      /* launches since the last tick */
+    _Atomic uint64_t own_prev;      /* cumulative busy at the last tick */
+    _Atomic uint64_t card_prev;
+};
+
+struct shim_region {
+    uint32_t magic, version;
+    uint64_t size;              /* bytes of this struct */
+    uint64_t limit;             /* memory limit of the creator (information) */
+    uint32_t nslots;
+    _Atomic uint32_t hiwater;   /* slots[0..hiwater) were ever used */
+    struct shim_sm_state sm;
+    struct shim_slot slots[SHIM_SLOTS];
+};
+
+/* Map the region at path (creating it), or a private one when that fails.
+ * Returns -1 when the file exists with another layout (caller fails closed). */
+int shim__region_open(const char *path, uint64_t limit);
+struct shim_region *shim__region(void);
+/* Charge n bytes against limit: 0, or -1 when it would go over. */
+int shim__charge(uint64_t n, uint64_t limit);
+void shim__credit(uint64_t n);
+/* Bytes charged to the container's live processes (reclaims dead ones). */
+uint64_t shim__used(void);
+/* The live pids of the container, for per-process utilisation. */
+int shim__region_pids(pid_t *pids, int max);
+
+/* ---- track.c ------------------------------------------------------------ */
+
+enum shim_track_kind { SHIM_TRACK_PTR, SHIM_TRACK_HANDLE, SHIM_TRACK_ARRAY, SHIM_TRACK_KINDS };
+/* Remember that key was charged bytes: 0, or -1 when the table is full. */
+int shim__track_put(enum shim_track_kind k, uint64_t key, uint64_t bytes);
+/* Forget key: its bytes, or 0 when unknown. */
+uint64_t shim__track_take(enum shim_track_kind k, uint64_t key);
+
+/* ---- sm.c --------------------------------------------------------------- */
+
+/* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
+void shim__sm_init(unsigned sm_percent);
+
+/* The configuration, valid after the first shim__real() call. */
+const struct shim_config *shim__config(void);
+
+#endif

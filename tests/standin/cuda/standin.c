@@ -1,0 +1,945 @@
+/*
+ * standin.c - a stand-in CUDA driver (libcuda.so.1) for machines without a
+ * GPU: every entry point of src/util/cuda_abi.h, on host memory. Test code,
+ * written plainly. Used by the shim's tests (tests/shim/) and by the fight
+ * harness (src/fight/).
+ *
+ * Contract:
+ *   - One device, "Stand-in GPU", 100 SMs, CUDA 12.4 (driver version 12040).
+ *     Total memory: env TESSERA_STANDIN_TOTAL_MEM (bytes, or with a K/M/G
+ *     binary suffix), default 16 GiB. Allocations beyond it fail with
+ *     CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo_v2 reports total minus what
+ *     this process holds. Device memory is anonymous mmap (touched only if
+ *     the program writes it); cuMemcpyHtoD/DtoH copy for real.
+ *   - cuGetProcAddress(_v2) returns the stand-in's own functions: for
+ *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
+ *     STREAM), then cuX_v2, then cuX. The library is linked -Bsymbolic, so
+ *     these are its own definitions even under an LD_PRELOAD interposer.
+ *   - The card: all processes on the machine share ONE stand-in GPU through
+ *     the file named by env TESSERA_STANDIN_GPU (default
+ *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
+ *     (flock(LOCK_EX) on that file, plus a mutex between the threads of one
+ *     process), holds it for the kernel's duration (sleeping, not spinning),
+ *     adds the time to the busy counters in the file, and releases it.
+ *     Launches are synchronous: when cuLaunchKernel returns, the kernel ran.
+ *   - Kernel duration: a function named "tessera_sleep_us" runs for
+ *     *(uint32_t *)kernelParams[0] microseconds; any other function runs for
+ *     env TESSERA_STANDIN_KERNEL_US (default 100). cuModuleLoadData and
+ *     cuModuleLoadFatBinary accept any non-NULL image; cuModuleGetFunction
+ *     returns a function for any name. cuLaunchKernelEx and
+ *     cuLaunchCooperativeKernel behave as cuLaunchKernel.
+ *   - Graphs: tessera_standin_graph_create(us) makes a CUgraphExec whose
+ *     cuGraphLaunch holds the card for us microseconds (test hook; the ABI
+ *     has no graph building).
+ *   - Events record CLOCK_MONOTONIC when recorded (stream order = call
+ *     order); cuEventElapsedTime gives milliseconds between two of them.
+ *   - Busy counters (test hook, what the shim's SM limiter reads when NVML
+ *     is absent): uint64_t tessera_standin_busy_ns(int pid) is the card
+ *     time kernels of process pid have held the card since the lock file was
+ *     created, pid 0 the whole card; tessera_standin_launches(pid) counts
+ *     launches the same way. The file holds a struct standin_card (below):
+ *     header, then 256 per-process slots; a fresh file (size 0) is set up by
+ *     the first launcher. Delete the file to reset the counters.
+ *   - size_t tessera_standin_allocated_bytes(void): device memory this
+ *     process holds (test hook).
+ */
+#include "util/cuda_abi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define PAGE 4096u
+#define CARD_MAGIC 0x44524143u          /* "CARD" */
+#define CARD_SLOTS 256
+
+/* ---- memory ------------------------------------------------------------- */
+
+static _Atomic uint64_t allocated;
+static pthread_once_t total_once = PTHREAD_ONCE_INIT;
+static uint64_t total_mem = 16ull << 30;
+
+static void read_total(void)
+{
+    const char *s = getenv("TESSERA_STANDIN_TOTAL_MEM");
+    if (!s || !*s)
+        return;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    if (v)
+        total_mem = (uint64_t)v << shift;
+}
+
+static uint64_t total(void)
+{
+    pthread_once(&total_once, read_total);
+    return total_mem;
+}
+
+static int take_mem(uint64_t n)
+{
+    uint64_t cur = atomic_load(&allocated);
+    do {
+        if (n > total() || cur > total() - n)
+            return -1;
+    } while (!atomic_compare_exchange_weak(&allocated, &cur, cur + n));
+    return 0;
+}
+
+/* Device memory: n bytes with a header that remembers n in the 8 bytes
+ * before the pointer; small blocks from malloc, large ones from an
+ * anonymous mapping (untouched pages cost nothing). */
+#define SMALL (1u << 20)
+#define SMALL_HDR 64u
+
+static void *map_bytes(uint64_t n)
+{
+    if (n == 0 || n > (1ull << 46) || take_mem(n) != 0)
+        return NULL;
+    char *q = NULL;
+    if (n <= SMALL) {
+        char *p = malloc(n + SMALL_HDR);
+        q = p ? p + SMALL_HDR : NULL;
+    } else {
+        char *p = mmap(NULL, n + PAGE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        q = p != MAP_FAILED ? p + PAGE : NULL;
+    }
+    if (!q) {
+        atomic_fetch_sub(&allocated, n);
+        return NULL;
+    }
+    memcpy(q - 8, &n, 8);
+    return q;
+}
+
+static int unmap_bytes(void *ptr)
+{
+    char *q = ptr;
+    uint64_t n;
+    if (!q)
+        return -1;
+    memcpy(&n, q - 8, 8);
+    atomic_fetch_sub(&allocated, n);
+    if (n <= SMALL)
+        free(q - SMALL_HDR);
+    else
+        munmap(q - PAGE, n + PAGE);
+    return 0;
+}
+
+EXPORT size_t tessera_standin_allocated_bytes(void)
+{
+    return (size_t)atomic_load(&allocated);
+}
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = map_bytes(bytesize);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widthBytes,
+                                   size_t height, unsigned int elementSizeBytes)
+{
+    if (!dptr || !pitch || widthBytes == 0 || height == 0 ||
+        (elementSizeBytes != 4 && elementSizeBytes != 8 && elementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t p = (widthBytes + 511) / 512 * 512;
+    CUresult r = cuMemAlloc_v2(dptr, p * height);
+    if (r == CUDA_SUCCESS)
+        *pitch = p;
+    return r;
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    (void)flags;
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    (void)stream;
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
+{
+    return cuMemAllocAsync(dptr, bytesize, stream);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream stream)
+{
+    (void)stream;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream stream)
+{
+    return cuMemAllocFromPoolAsync(dptr, bytesize, pool, stream);
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    return unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    (void)stream;
+    return cuMemFree_v2(dptr);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+    return cuMemFreeAsync(dptr, stream);
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
+{
+    if (!free_bytes || !total_bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    *total_bytes = (size_t)total();
+    *free_bytes = (size_t)(total() - atomic_load(&allocated));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
+{
+    if (!dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, bytes);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
+{
+    if (!dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, bytes);
+    return CUDA_SUCCESS;
+}
+
+/* Live VMM handles and arrays, so a bad handle is refused, not followed. */
+#define LIVE_MAX 4096
+static void *live[LIVE_MAX];
+static pthread_mutex_t live_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int live_add(void *p)
+{
+    int ok = 0;
+    pthread_mutex_lock(&live_mutex);
+    for (int i = 0; i < LIVE_MAX && !ok; i++)
+        if (!live[i]) {
+            live[i] = p;
+            ok = 1;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return ok ? 0 : -1;
+}
+
+/* Is p live? With drop set, forget it too. */
+static int live_has(const void *p, int drop)
+{
+    int found = 0;
+    pthread_mutex_lock(&live_mutex);
+    for (int i = 0; i < LIVE_MAX && !found; i++)
+        if (p && live[i] == p) {
+            found = 1;
+            if (drop)
+                live[i] = NULL;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return found;
+}
+
+/* VMM: a handle is a heap record of its size and mapping count. */
+struct vmm {
+    uint32_t magic;
+    uint64_t size;
+    _Atomic int maps;
+};
+#define VMM_MAGIC 0x564d4d31u
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    (void)flags;
+    if (!handle || !prop || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (take_mem(size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct vmm *v = calloc(1, sizeof(*v));
+    if (!v) {
+        atomic_fetch_sub(&allocated, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    v->magic = VMM_MAGIC;
+    v->size = size;
+    if (live_add(v) != 0) {
+        free(v);
+        atomic_fetch_sub(&allocated, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
+    return CUDA_SUCCESS;
+}
+
+static struct vmm *vmm_of(CUmemGenericAllocationHandle h, int drop)
+{
+    struct vmm *v = (struct vmm *)(uintptr_t)h;
+    return live_has(v, drop) && v->magic == VMM_MAGIC ? v : NULL;
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    struct vmm *v = vmm_of(handle, 1);
+    if (!v)
+        return CUDA_ERROR_INVALID_HANDLE;
+    atomic_fetch_sub(&allocated, v->size);
+    v->magic = 0;
+    free(v);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    (void)flags;
+    struct vmm *v = vmm_of(handle, 0);
+    if (!v)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!ptr || size == 0 || offset > v->size || size > v->size - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    atomic_fetch_add(&v->maps, 1);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Arrays: a heap record with its size. */
+struct array {
+    uint32_t magic;
+    uint64_t size;
+};
+#define ARRAY_MAGIC 0x41525231u
+
+static uint64_t format_size(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
+        return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default: return 0;
+    }
+}
+
+static CUresult make_array(CUarray *out, size_t w, size_t h, size_t d, CUarray_format f,
+                           unsigned ch)
+{
+    uint64_t n = format_size(f);
+    if (!out || w == 0 || n == 0 || (ch != 1 && ch != 2 && ch != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    n *= (uint64_t)w * (h ? h : 1) * (d ? d : 1) * ch;
+    if (take_mem(n) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct array *a = calloc(1, sizeof(*a));
+    if (!a) {
+        atomic_fetch_sub(&allocated, n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->magic = ARRAY_MAGIC;
+    a->size = n;
+    if (live_add(a) != 0) {
+        free(a);
+        atomic_fetch_sub(&allocated, n);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = (CUarray)a;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+    if (!desc)
+        return CUDA_ERROR_INVALID_VALUE;
+    return make_array(array, desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+}
+
+EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    if (!desc)
+        return CUDA_ERROR_INVALID_VALUE;
+    return make_array(array, desc->Width, desc->Height, desc->Depth, desc->Format,
+                      desc->NumChannels);
+}
+
+EXPORT CUresult cuArrayDestroy(CUarray array)
+{
+    struct array *a = (struct array *)array;
+    if (!live_has(a, 1) || a->magic != ARRAY_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    atomic_fetch_sub(&allocated, a->size);
+    a->magic = 0;
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+/* ---- device, context, errors --------------------------------------------- */
+
+static int initialised;
+struct CUctx_st { int dev; };
+static struct CUctx_st primary;
+
+EXPORT CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    initialised = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDriverGetVersion(int *version)
+{
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    *version = 12040;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetCount(int *count)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    if (!dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    static const char n[] = "Stand-in GPU";
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    size_t k = (size_t)len - 1 < sizeof(n) - 1 ? (size_t)len - 1 : sizeof(n) - 1;
+    memcpy(name, n, k);
+    name[k] = '\0';
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
+{
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *value = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 100 : 0;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = (size_t)total();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = &primary;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
+{
+    (void)flags;
+    if (!ctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = calloc(1, sizeof(struct CUctx_st));
+    return *ctx ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx != &primary)
+        free(ctx);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    (void)ctx;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
+{
+    static const struct { CUresult code; const char *text; } tab[] = {
+        {CUDA_SUCCESS, "no error"},
+        {CUDA_ERROR_INVALID_VALUE, "invalid argument"},
+        {CUDA_ERROR_OUT_OF_MEMORY, "out of memory"},
+        {CUDA_ERROR_NOT_INITIALIZED, "initialization error"},
+        {CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"},
+        {CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"},
+        {CUDA_ERROR_INVALID_CONTEXT, "invalid device context"},
+        {CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"},
+        {CUDA_ERROR_NOT_FOUND, "named symbol not found"},
+        {CUDA_ERROR_NOT_SUPPORTED, "operation not supported"},
+    };
+    if (!str)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (tab[i].code == error) {
+            *str = tab[i].text;
+            return CUDA_SUCCESS;
+        }
+    *str = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- streams and events -------------------------------------------------- */
+
+struct CUstream_st { int unused; };
+struct CUevent_st { uint64_t ns; int recorded; };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+    (void)flags;
+    if (!stream)
+        return CUDA_ERROR_INVALID_VALUE;
+    *stream = calloc(1, sizeof(struct CUstream_st));
+    return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
+{
+    if (!stream)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(stream);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamSynchronize(CUstream stream)
+{
+    (void)stream;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *event, unsigned int flags)
+{
+    (void)flags;
+    if (!event)
+        return CUDA_ERROR_INVALID_VALUE;
+    *event = calloc(1, sizeof(struct CUevent_st));
+    return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(event);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent event, CUstream stream)
+{
+    (void)stream;
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    event->ns = now_ns();
+    event->recorded = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent event)
+{
+    return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+    if (!ms || !start || !end)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!start->recorded || !end->recorded)
+        return CUDA_ERROR_NOT_READY;
+    *ms = (float)(((double)end->ns - (double)start->ns) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+/* ---- the card: modules, launches, busy counters -------------------------- */
+
+struct CUmod_st { int unused; };
+struct CUfunc_st { int sleep_kernel; };
+struct CUgraphExec_st { uint32_t us; };
+
+struct card_slot {
+    _Atomic int32_t pid;
+    _Atomic uint64_t busy_ns, launches;
+};
+
+struct standin_card {
+    uint32_t magic, version;
+    _Atomic uint64_t busy_ns, launches;     /* the whole card */
+    struct card_slot slots[CARD_SLOTS];
+};
+
+static pthread_once_t card_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t card_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int card_fd = -1;
+static struct standin_card *card;
+
+static void open_card(void)
+{
+    const char *path = getenv("TESSERA_STANDIN_GPU");
+    if (!path || !*path)
+        path = "/tmp/tessera-standin-gpu.lock";
+    card_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (card_fd < 0)
+        return;
+    flock(card_fd, LOCK_EX);
+    if (lseek(card_fd, 0, SEEK_END) < (off_t)sizeof(struct standin_card) &&
+        ftruncate(card_fd, sizeof(struct standin_card)) != 0) {
+        flock(card_fd, LOCK_UN);
+        return;
+    }
+    void *p = mmap(NULL, sizeof(struct standin_card), PROT_READ | PROT_WRITE, MAP_SHARED,
+                   card_fd, 0);
+    if (p != MAP_FAILED) {
+        card = p;
+        if (card->magic != CARD_MAGIC) {
+            card->version = 1;
+            card->magic = CARD_MAGIC;
+        }
+    }
+    flock(card_fd, LOCK_UN);
+}
+
+/* The slot of pid (claimed when claim is set; under the card lock). */
+static struct card_slot *slot_of(int pid, int claim)
+{
+    for (int i = 0; i < CARD_SLOTS; i++)
+        if (atomic_load(&card->slots[i].pid) == pid)
+            return &card->slots[i];
+    for (int i = 0; claim && i < CARD_SLOTS; i++) {
+        int32_t p = atomic_load(&card->slots[i].pid);
+        if (p == 0 || (kill(p, 0) != 0 && errno == ESRCH)) {
+            atomic_store(&card->slots[i].busy_ns, 0);
+            atomic_store(&card->slots[i].launches, 0);
+            atomic_store(&card->slots[i].pid, pid);
+            return &card->slots[i];
+        }
+    }
+    return NULL;
+}
+
+static void sleep_until(uint64_t deadline)
+{
+    struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* Take the card, hold it for us microseconds, count it, give it back. */
+static CUresult run_on_card(uint32_t us)
+{
+    pthread_once(&card_once, open_card);
+    if (!card)
+        return CUDA_ERROR_UNKNOWN;
+    pthread_mutex_lock(&card_mutex);
+    while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+    uint64_t start = now_ns();
+    sleep_until(start + (uint64_t)us * 1000u);
+    uint64_t held = now_ns() - start;
+    struct card_slot *s = slot_of((int)getpid(), 1);
+    atomic_fetch_add(&card->busy_ns, held);
+    atomic_fetch_add(&card->launches, 1);
+    if (s) {
+        atomic_fetch_add(&s->busy_ns, held);
+        atomic_fetch_add(&s->launches, 1);
+    }
+    flock(card_fd, LOCK_UN);
+    pthread_mutex_unlock(&card_mutex);
+    return CUDA_SUCCESS;
+}
+
+EXPORT uint64_t tessera_standin_busy_ns(int pid)
+{
+    pthread_once(&card_once, open_card);
+    if (!card)
+        return 0;
+    if (pid == 0)
+        return atomic_load(&card->busy_ns);
+    struct card_slot *s = slot_of(pid, 0);
+    return s ? atomic_load(&s->busy_ns) : 0;
+}
+
+EXPORT uint64_t tessera_standin_launches(int pid)
+{
+    pthread_once(&card_once, open_card);
+    if (!card)
+        return 0;
+    if (pid == 0)
+        return atomic_load(&card->launches);
+    struct card_slot *s = slot_of(pid, 0);
+    return s ? atomic_load(&s->launches) : 0;
+}
+
+EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
+{
+    CUgraphExec g = calloc(1, sizeof(*g));
+    if (g)
+        g->us = us;
+    return g;
+}
+
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    *module = calloc(1, sizeof(struct CUmod_st));
+    return *module ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    return cuModuleLoadData(module, fatCubin);
+}
+
+EXPORT CUresult cuModuleUnload(CUmodule module)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(module);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
+{
+    if (!fn || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *fn = calloc(1, sizeof(struct CUfunc_st));
+    if (!*fn)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*fn)->sleep_kernel = strcmp(name, "tessera_sleep_us") == 0;
+    return CUDA_SUCCESS;
+}
+
+static uint32_t kernel_us(CUfunction f, void **params)
+{
+    if (f->sleep_kernel && params && params[0])
+        return *(const uint32_t *)params[0];
+    const char *s = getenv("TESSERA_STANDIN_KERNEL_US");
+    return s && *s ? (uint32_t)strtoul(s, NULL, 10) : 100u;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, void **params)
+{
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz)
+        return CUDA_ERROR_INVALID_VALUE;
+    return run_on_card(kernel_us(f, params));
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                               unsigned int gridDimZ, unsigned int blockDimX,
+                               unsigned int blockDimY, unsigned int blockDimZ,
+                               unsigned int sharedMemBytes, CUstream stream,
+                               void **kernelParams, void **extra)
+{
+    (void)sharedMemBytes, (void)stream, (void)extra;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  kernelParams);
+}
+
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream stream,
+                                    void **kernelParams, void **extra)
+{
+    return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                          sharedMemBytes, stream, kernelParams, extra);
+}
+
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                 void **kernelParams, void **extra)
+{
+    (void)extra;
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                  config->blockDimY, config->blockDimZ, kernelParams);
+}
+
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                      void **kernelParams, void **extra)
+{
+    return cuLaunchKernelEx(config, f, kernelParams, extra);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                          unsigned int gridDimY, unsigned int gridDimZ,
+                                          unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                          CUstream stream, void **kernelParams)
+{
+    (void)sharedMemBytes, (void)stream;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  kernelParams);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ,
+                                               unsigned int sharedMemBytes, CUstream stream,
+                                               void **kernelParams)
+{
+    return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                                     blockDimZ, sharedMemBytes, stream, kernelParams);
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
+{
+    (void)stream;
+    if (!graph)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return run_on_card(graph->us);
+}
+
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
+{
+    return cuGraphLaunch(graph, stream);
+}
+
+/* ---- cuGetProcAddress ---------------------------------------------------- */
+
+#define FN(name) {#name, (void *)&name}
+static const struct { const char *name; void *fn; } procs[] = {
+    FN(cuInit), FN(cuDriverGetVersion), FN(cuDeviceGet), FN(cuDeviceGetCount),
+    FN(cuDeviceGetName), FN(cuDeviceGetAttribute), FN(cuDeviceTotalMem_v2),
+    FN(cuDevicePrimaryCtxRetain), FN(cuDevicePrimaryCtxRelease_v2), FN(cuCtxCreate_v2),
+    FN(cuCtxDestroy_v2), FN(cuCtxSetCurrent), FN(cuCtxSynchronize), FN(cuGetErrorString),
+    FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
+    FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2), FN(cuMemAllocManaged), FN(cuMemAllocAsync),
+    FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz),
+    FN(cuMemFree_v2), FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemCreate),
+    FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap), FN(cuArrayCreate_v2),
+    FN(cuArray3DCreate_v2), FN(cuArrayDestroy), FN(cuMemGetInfo_v2), FN(cuMemcpyHtoD_v2),
+    FN(cuMemcpyDtoH_v2), FN(cuModuleLoadData), FN(cuModuleLoadFatBinary),
+    FN(cuModuleUnload), FN(cuModuleGetFunction), FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz),
+    FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuLaunchCooperativeKernel),
+    FN(cuLaunchCooperativeKernel_ptsz), FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz),
+    FN(cuStreamCreate), FN(cuStreamDestroy_v2), FN(cuStreamSynchronize), FN(cuEventCreate),
+    FN(cuEventDestroy_v2), FN(cuEventRecord), FN(cuEventSynchronize),
+    FN(cuEventElapsedTime),
+};
+
+static void *find_proc(const char *name, const char *suffix)
+{
+    char want[128];
+    size_t n = strlen(name), k = strlen(suffix);
+    if (n + k >= sizeof(want))
+        return NULL;
+    memcpy(want, name, n);
+    memcpy(want + n, suffix, k + 1);
+    for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++)
+        if (strcmp(procs[i].name, want) == 0)
+            return procs[i].fn;
+    return NULL;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = NULL;
+    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+        p = find_proc(symbol, "_ptsz");
+    if (!p && cudaVersion >= 3020)
+        p = find_proc(symbol, "_v2");
+    if (!p)
+        p = find_proc(symbol, "");
+    *pfn = p;
+    if (status)
+        *status = p ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                 cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
