@@ -1,0 +1,190 @@
+/*
+ * fight.h - `tessera fight`, the noisy-neighbour acceptance test: an SLA
+ * tenant serves fixed requests in a closed loop while a noisy tenant hammers
+ * the same GPU; the harness measures the SLA tenant's latency tail alone and
+ * beside the neighbour under each isolation mechanism (plain time-slicing,
+ * tessera's shim, MPS, MIG) and says whether p99 moved beyond a tolerance.
+ *
+ * Pieces, one file each:
+ *   stats.c   percentiles (type 7), the distribution-free p99 interval, the
+ *             verdict at the tolerance;
+ *   latpipe.c the latency pipe every tenant writes (format in docs/fight.md);
+ *   mig.c     MIG device UUIDs out of `nvidia-smi -L`;
+ *   cuda.c    the driver API through dlopen (src/util/cuda_abi.h);
+ *   ptx.c     the embedded PTX kernels (same as kernels.cu);
+ *   worker.c  the built-in SLA and noisy workloads (`tessera fight --worker`);
+ *   tenant.c  one tenant process: fork/exec, its pipe, its end;
+ *   run.c     phases, mechanisms, order, pooling;
+ *   report.c  text and JSON; plot.c the SVG.
+ * Nothing here prints or exits: the CLI (src/cli/cmd_fight.c) does.
+ */
+#ifndef FIGHT_FIGHT_H
+#define FIGHT_FIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/error.h"
+#include "util/sbuf.h"
+
+/* ---- statistics (stats.c) ---------------------------------------------- */
+
+#define FIGHT_CI_LEVEL 0.95
+
+struct fight_summary {
+    size_t n;
+    double min, mean, max;
+    double p50, p99, p999;       /* type-7 percentiles, microseconds */
+    int ci_ok;                   /* 0 when n is too small for a 95% interval */
+    double p99_lo, p99_hi;       /* 95% distribution-free interval of p99 */
+};
+
+/* Refuse a series that statistics cannot use: fewer than 2 values, NaN,
+ * infinite or negative values (the error names what and x[index]). */
+ts_status fight_check_series(const double *x, size_t n, const char *name,
+                             struct ts_error *err);
+/* Type-7 (Hyndman-Fan, numpy's default) percentile of sorted[0..n), q in
+ * [0,1]: h = (n-1)q, linear between the order statistics around h. */
+double fight_percentile(const double *sorted, size_t n, double q);
+/* 1-based ranks lo < hi with P(X(lo) <= true q-quantile <= X(hi)) >= conf
+ * for any continuous distribution (exact binomial, equal tails). TS_INVALID
+ * when n is too small for such ranks. */
+ts_status fight_quantile_ranks(size_t n, double q, double conf, size_t *lo, size_t *hi,
+                               struct ts_error *err);
+/* Sort a copy of x and fill s; errors as fight_check_series. */
+ts_status fight_summarise(const double *x, size_t n, const char *name,
+                          struct fight_summary *s, struct ts_error *err);
+/* PASS (1) when p99 <= base_p99 * (1 + tol), with 1e-9 relative slack for
+ * rounding; tol is a fraction (0.10 = 10%). */
+int fight_within(double base_p99, double p99, double tol);
+
+/* ---- the latency pipe (latpipe.c) --------------------------------------- */
+
+#define FIGHT_LINE_MAX 256               /* bytes of one line, without '\n' */
+#define FIGHT_SAMPLES_MAX (4u << 20)     /* samples one tenant may report */
+
+/* What one tenant reported over its pipe. */
+struct fight_series {
+    double *lat_us;      /* latency_us values, in order (malloc'd) */
+    double *gpu_us;      /* gpu_us values, NAN where a line had none */
+    size_t n, cap;
+    size_t errors;       /* "error" lines */
+    char first_error[128];
+    double mem_mib_max;  /* largest "mem_mib" value, 0 if none */
+};
+void fight_series_release(struct fight_series *s);
+/* Append one sample (gpu NAN when unknown); TS_TOO_LARGE past the cap. */
+ts_status fight_series_push(struct fight_series *s, double lat, double gpu,
+                            struct ts_error *err);
+
+/* A line-by-line reader that may be fed any chunks. */
+struct fight_reader {
+    const char *name;           /* for errors, e.g. "sla tenant" */
+    struct fight_series *out;
+    long line;                  /* lines completed */
+    char buf[FIGHT_LINE_MAX + 1];
+    size_t len;
+    int too_long, failed;
+};
+void fight_reader_init(struct fight_reader *r, const char *name, struct fight_series *out);
+/* TS_SYNTAX (name:line:column: what) at the first bad line; sticky. */
+ts_status fight_reader_feed(struct fight_reader *r, const char *data, size_t n,
+                            struct ts_error *err);
+/* End of input: a last line without '\n' still counts. */
+ts_status fight_reader_finish(struct fight_reader *r, struct ts_error *err);
+
+/* ---- MIG devices (mig.c) ------------------------------------------------ */
+
+#define FIGHT_MIG_MAX 64
+#define FIGHT_UUID_MAX 96
+/* The MIG device UUIDs in `nvidia-smi -L` text, in order; returns the count
+ * (at most FIGHT_MIG_MAX). */
+size_t fight_mig_parse(const char *text, char uuids[][FIGHT_UUID_MAX], size_t max);
+
+/* ---- the run (run.c) ---------------------------------------------------- */
+
+enum fight_noisy { FIGHT_NOISY_MATMUL, FIGHT_NOISY_STREAM, FIGHT_NOISY_BURST };
+enum fight_mech { FIGHT_TIMESLICE, FIGHT_SHIM, FIGHT_MPS, FIGHT_MIG, FIGHT_NMECH };
+
+/* "matmul"/"stream"/"burst" and back; -1 when unknown. */
+int fight_noisy_parse(const char *s);
+const char *fight_noisy_name(int kind);
+int fight_mech_parse(const char *s);
+const char *fight_mech_name(int mech);
+
+struct fight_opts {
+    const char *self;          /* the tessera binary, to exec workers */
+    const char *driver;        /* "libcuda.so.1" or a path */
+    const char *kernels;       /* fatbin/cubin/PTX file, or NULL: embedded PTX */
+    const char *shim;          /* libtessera-cuda.so, or NULL: not found */
+    const char *sla_cmd, *noisy_cmd;  /* user programs (sh -c), or NULL */
+    int noisy_kind, synthetic, memory;
+    unsigned mechs;            /* bit per enum fight_mech asked for */
+    unsigned expect;           /* mechanisms that gate the exit code; 0: default */
+    double tolerance;          /* fraction */
+    uint64_t seed;
+    int repeat;
+    size_t requests, warmup;
+    int64_t phase_ms;          /* cap on one phase */
+    int64_t solo_ms;           /* the noisy tenant alone */
+    int sla_share, noisy_share; /* percent of SMs (shim, MPS) */
+    double noisy_mem_frac;     /* memory fight: the noisy tenant's limit */
+};
+void fight_opts_default(struct fight_opts *o);
+
+/* One pooled phase kind. */
+struct fight_phase_result {
+    const char *name;          /* "baseline", "timeslice", ... */
+    int ran;                   /* runs done */
+    int status;                /* enum below */
+    char reason[256];          /* skipped/error: why */
+    struct fight_series sla, noisy;
+    struct fight_summary s;    /* of sla (when status >= PASS) */
+    double p99_runs[16];       /* p99 of each repeat */
+    double sla_rps, noisy_ops; /* per second, pooled over runs */
+    double sla_secs, noisy_secs;
+    double slowdown;           /* noisy solo ops/s / noisy ops/s here */
+    int sla_killed;            /* the SLA tenant died of a signal */
+    int sla_exit;              /* its exit status, last run */
+    int gating;
+};
+enum { FIGHT_ST_SKIPPED, FIGHT_ST_ERROR, FIGHT_ST_MEASURED, FIGHT_ST_PASS, FIGHT_ST_FAIL };
+
+enum { FIGHT_PH_BASE, FIGHT_PH_SOLO, FIGHT_PH_MIGBASE, FIGHT_PH_MECH0 };
+#define FIGHT_NPHASE (FIGHT_PH_MECH0 + FIGHT_NMECH)
+
+struct fight_result {
+    struct fight_opts opt;
+    char device[128];
+    int synthetic;             /* the synthetic timings were used */
+    struct fight_phase_result ph[FIGHT_NPHASE];
+    char order[FIGHT_NPHASE * 16][16];  /* phase names in the order run */
+    size_t norder;
+    int verdict;               /* FIGHT_ST_PASS or FIGHT_ST_FAIL */
+    char verdict_why[256];
+};
+
+/* Run the whole fight; TS_USAGE/TS_NOT_FOUND when the driver or a needed
+ * program is missing, TS_IO/TS_INTERNAL when the harness itself fails. */
+ts_status fight_run(const struct fight_opts *o, struct fight_result *r, struct ts_error *err);
+void fight_result_release(struct fight_result *r);
+
+/* ---- output (report.c, plot.c) ------------------------------------------ */
+
+void fight_report_text(const struct fight_result *r, struct ts_sbuf *out);
+ts_status fight_report_json(const struct fight_result *r, struct ts_sbuf *out,
+                            struct ts_error *err);
+void fight_plot_svg(const struct fight_result *r, struct ts_sbuf *out);
+
+/* ---- the built-in workloads (worker.c) ---------------------------------- */
+
+struct fight_worker_opts {
+    const char *role;          /* "sla" or "noisy" */
+    const char *driver, *kernels;
+    int noisy_kind, synthetic, memory;
+    size_t requests;           /* sla: warm-up included */
+    int fd;                    /* where lines go */
+};
+/* Run a worker until done (sla) or SIGTERM (noisy). */
+ts_status fight_worker(const struct fight_worker_opts *w, struct ts_error *err);
+
+#endif

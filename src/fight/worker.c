@@ -1,0 +1,289 @@
+/*
+ * worker.c - the built-in tenants (`tessera fight --worker sla|noisy`),
+ * one process each so the driver sees two clients (see fight.h).
+ *
+ * The SLA tenant serves warm-up + measured requests in a closed loop: one
+ * tessera_fma kernel over 2 blocks per SM, timed with the host's monotonic
+ * clock around launch + synchronise (reported as latency_us) and with CUDA
+ * events around the kernel (gpu_us). The noisy tenant repeats its kind of
+ * operation until SIGTERM and reports each one's time: matmul = long FMA
+ * kernels filling every SM, stream = a copy between two large buffers,
+ * burst = 256 tiny kernels then a synchronise. With --memory, the SLA
+ * tenant allocates and frees its working set per request and reports a
+ * failed allocation as an "error" line; the noisy one first allocates
+ * until the driver refuses, reporting what it holds (mem_mib).
+ * On the stand-in driver (or --synthetic), every operation is a
+ * tessera_sleep_us launch of the durations in internal.h.
+ */
+#include "fight/internal.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "util/file.h"
+
+struct wk {
+    const struct fight_worker_opts *o;
+    struct fight_cuda cu;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction sleep_fn, stream_fn, fma_fn;
+    CUstream stream;
+    CUevent ev0, ev1;
+    int sms, synthetic;
+    size_t total_mem;
+    CUdeviceptr buf_a, buf_b;  /* stream's buffers / fma's output */
+    size_t buf_floats;
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_term(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+#define CK(w, call, what)                                                     \
+    do {                                                                      \
+        ts_status st_ = fight__cuda_check(&(w)->cu, (w)->cu.call, what, err); \
+        if (st_ != TS_OK)                                                     \
+            return st_;                                                       \
+    } while (0)
+
+static ts_status emit(const struct wk *w, const char *line, struct ts_error *err)
+{
+    size_t len = strlen(line), off = 0;
+    while (off < len) {
+        ssize_t n = write(w->o->fd, line + off, len - off);
+        if (n <= 0)
+            return ts_err(err, TS_IO, "worker: the latency pipe closed");
+        off += (size_t)n;
+    }
+    return TS_OK;
+}
+
+static ts_status load_module(struct wk *w, struct ts_error *err)
+{
+    char *image = NULL;
+    size_t len;
+    if (w->o->kernels) {
+        ts_status st = ts_file_read(w->o->kernels, 64u << 20, &image, &len, err);
+        if (st != TS_OK)
+            return st;
+    }
+    CUresult r = w->cu.cuModuleLoadData(&w->mod, image ? image : fight__ptx);
+    free(image);
+    ts_status st = fight__cuda_check(&w->cu, r, "cuModuleLoadData", err);
+    if (st != TS_OK)
+        return st;
+    CK(w, cuModuleGetFunction(&w->sleep_fn, w->mod, "tessera_sleep_us"), "tessera_sleep_us");
+    if (w->synthetic)
+        return TS_OK;
+    CK(w, cuModuleGetFunction(&w->stream_fn, w->mod, "tessera_stream"), "tessera_stream");
+    CK(w, cuModuleGetFunction(&w->fma_fn, w->mod, "tessera_fma"), "tessera_fma");
+    return TS_OK;
+}
+
+static ts_status setup(struct wk *w, struct ts_error *err)
+{
+    ts_status st = fight__cuda_open(&w->cu, w->o->driver, err);
+    if (st != TS_OK)
+        return st;
+    CUdevice dev;
+    char name[128] = "";
+    CK(w, cuInit(0), "cuInit");
+    CK(w, cuDeviceGet(&dev, 0), "cuDeviceGet");
+    CK(w, cuDeviceGetName(name, (int)sizeof(name), dev), "cuDeviceGetName");
+    CK(w, cuDeviceGetAttribute(&w->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+       "cuDeviceGetAttribute");
+    CK(w, cuDeviceTotalMem_v2(&w->total_mem, dev), "cuDeviceTotalMem");
+    w->synthetic = w->o->synthetic || strcmp(name, FIGHT_STANDIN_NAME) == 0;
+    if (w->sms < 1)
+        w->sms = 1;
+    CK(w, cuCtxCreate_v2(&w->ctx, 0, dev), "cuCtxCreate");
+    if ((st = load_module(w, err)) != TS_OK)
+        return st;
+    CK(w, cuStreamCreate(&w->stream, 0), "cuStreamCreate");
+    CK(w, cuEventCreate(&w->ev0, 0), "cuEventCreate");
+    CK(w, cuEventCreate(&w->ev1, 0), "cuEventCreate");
+    if (w->synthetic)
+        return TS_OK;
+    size_t bytes = w->total_mem / 16;
+    if (bytes > (1u << 30))
+        bytes = 1u << 30;
+    w->buf_floats = strcmp(w->o->role, "noisy") == 0 ? bytes / sizeof(float)
+                                                      : (size_t)w->sms * 2 * 256;
+    CK(w, cuMemAlloc_v2(&w->buf_a, w->buf_floats * sizeof(float)), "cuMemAlloc");
+    CK(w, cuMemAlloc_v2(&w->buf_b, w->buf_floats * sizeof(float)), "cuMemAlloc");
+    return TS_OK;
+}
+
+static ts_status launch_sleep(struct wk *w, unsigned us, struct ts_error *err)
+{
+    void *args[] = {&us};
+    CK(w, cuLaunchKernel(w->sleep_fn, 1, 1, 1, 1, 1, 1, 0, w->stream, args, NULL),
+       "cuLaunchKernel(tessera_sleep_us)");
+    return TS_OK;
+}
+
+static ts_status launch_fma(struct wk *w, unsigned blocks_per_sm, unsigned threads,
+                            unsigned iters, struct ts_error *err)
+{
+    unsigned blocks = (unsigned)w->sms * blocks_per_sm;
+    if ((size_t)blocks * threads > w->buf_floats)
+        blocks = (unsigned)(w->buf_floats / threads);
+    void *args[] = {&w->buf_a, &iters};
+    CK(w, cuLaunchKernel(w->fma_fn, blocks, 1, 1, threads, 1, 1, 0, w->stream, args, NULL),
+       "cuLaunchKernel(tessera_fma)");
+    return TS_OK;
+}
+
+/* One operation of the noisy kind (several launches for burst). */
+static ts_status noisy_op(struct wk *w, struct ts_error *err)
+{
+    int kind = w->o->noisy_kind;
+    if (w->synthetic) {
+        unsigned us = kind == FIGHT_NOISY_MATMUL ? FIGHT_SYN_MATMUL_US
+                      : kind == FIGHT_NOISY_STREAM ? FIGHT_SYN_STREAM_US : FIGHT_SYN_BURST_US;
+        int n = kind == FIGHT_NOISY_BURST ? FIGHT_SYN_BURST_N : 1;
+        for (int i = 0; i < n; i++)
+            if (launch_sleep(w, us, err) != TS_OK)
+                return err ? err->code : TS_IO;
+        return TS_OK;
+    }
+    if (kind == FIGHT_NOISY_MATMUL)
+        return launch_fma(w, 16, 256, 1u << 20, err);
+    if (kind == FIGHT_NOISY_BURST) {
+        for (int i = 0; i < 256; i++)
+            if (launch_fma(w, 1, 128, 256, err) != TS_OK)
+                return err ? err->code : TS_IO;
+        return TS_OK;
+    }
+    unsigned long long n = w->buf_floats;
+    void *args[] = {&w->buf_a, &w->buf_b, &n};
+    CK(w, cuLaunchKernel(w->stream_fn, (unsigned)w->sms * 8, 1, 1, 256, 1, 1, 0, w->stream,
+                         args, NULL), "cuLaunchKernel(tessera_stream)");
+    return TS_OK;
+}
+
+/* Time op between events and on the host clock; emit the latency line. */
+static ts_status timed(struct wk *w, int noisy, struct ts_error *err)
+{
+    double t0 = fight__now_ms();
+    CK(w, cuEventRecord(w->ev0, w->stream), "cuEventRecord");
+    ts_status st = noisy ? noisy_op(w, err)
+                   : w->synthetic ? launch_sleep(w, FIGHT_SYN_SLA_US, err)
+                                  : launch_fma(w, 2, 256, 16384, err);
+    if (st != TS_OK)
+        return st;
+    CK(w, cuEventRecord(w->ev1, w->stream), "cuEventRecord");
+    CK(w, cuEventSynchronize(w->ev1), "cuEventSynchronize");
+    double host_us = (fight__now_ms() - t0) * 1000;
+    float ms = 0;
+    CK(w, cuEventElapsedTime(&ms, w->ev0, w->ev1), "cuEventElapsedTime");
+    char line[96];
+    snprintf(line, sizeof(line), "latency_us %.3f gpu_us %.3f\n", host_us, (double)ms * 1000);
+    return emit(w, line, err);
+}
+
+/* SLA, memory fight: allocate the working set around the request. */
+static ts_status sla_request(struct wk *w, struct ts_error *err)
+{
+    if (!w->o->memory)
+        return timed(w, 0, err);
+    CUdeviceptr p;
+    size_t bytes = w->synthetic ? (1u << 20) : (64u << 20);
+    CUresult r = w->cu.cuMemAlloc_v2(&p, bytes);
+    if (r != CUDA_SUCCESS) {
+        struct ts_error e;
+        fight__cuda_check(&w->cu, r, "cuMemAlloc", &e);
+        char line[TS_MSG_MAX + 16];
+        snprintf(line, sizeof(line), "error %s\n", e.msg);
+        return emit(w, line, err);
+    }
+    ts_status st = timed(w, 0, err);
+    w->cu.cuMemFree_v2(p);
+    return st;
+}
+
+/* Noisy, memory fight: take device memory until the driver says no, then
+ * report what it holds (one line, so the harness starts the SLA tenant
+ * only once the card's memory is taken). */
+static ts_status grab_memory(struct wk *w, struct ts_error *err)
+{
+    size_t chunk = w->total_mem / 64 ? w->total_mem / 64 : (1u << 20);
+    size_t held = 0;
+    char line[TS_MSG_MAX + 64] = "";
+    for (int i = 0; i < 128 && !stop_flag; i++) {
+        CUdeviceptr p;
+        CUresult r = w->cu.cuMemAlloc_v2(&p, chunk);
+        if (r != CUDA_SUCCESS) {
+            struct ts_error e;
+            fight__cuda_check(&w->cu, r, "cuMemAlloc", &e);
+            snprintf(line, sizeof(line), "# refused after %.1f MiB: %s\n",
+                     (double)held / 1048576, e.msg);
+            break;
+        }
+        held += chunk;
+    }
+    if (line[0] && emit(w, line, err) != TS_OK)
+        return TS_IO;
+    snprintf(line, sizeof(line), "mem_mib %.1f\n", (double)held / 1048576);
+    return emit(w, line, err);
+}
+
+static ts_status work(struct wk *w, struct ts_error *err)
+{
+    ts_status st = setup(w, err);
+    if (st != TS_OK)
+        return st;
+    if (strcmp(w->o->role, "sla") == 0) {
+        for (size_t i = 0; i < w->o->requests && st == TS_OK && !stop_flag; i++)
+            st = sla_request(w, err);
+        return st;
+    }
+    if (w->o->memory && (st = grab_memory(w, err)) != TS_OK)
+        return st;
+    while (!stop_flag && st == TS_OK)
+        st = timed(w, 1, err);
+    return stop_flag ? TS_OK : st;
+}
+
+/* Give back what setup took, in reverse (each only if it was made). */
+static void teardown(struct wk *w)
+{
+    if (!w->ctx)
+        return;
+    if (w->buf_b)
+        w->cu.cuMemFree_v2(w->buf_b);
+    if (w->buf_a)
+        w->cu.cuMemFree_v2(w->buf_a);
+    if (w->ev1)
+        w->cu.cuEventDestroy_v2(w->ev1);
+    if (w->ev0)
+        w->cu.cuEventDestroy_v2(w->ev0);
+    if (w->stream)
+        w->cu.cuStreamDestroy_v2(w->stream);
+    if (w->mod)
+        w->cu.cuModuleUnload(w->mod);
+    w->cu.cuCtxDestroy_v2(w->ctx);
+}
+
+ts_status fight_worker(const struct fight_worker_opts *o, struct ts_error *err)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    struct wk w;
+    memset(&w, 0, sizeof(w));
+    w.o = o;
+    ts_status st = work(&w, err);
+    teardown(&w);
+    fight__cuda_close(&w.cu);
+    return st;
+}
