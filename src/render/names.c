@@ -84,3 +84,15 @@ int render_is_vm(const struct decide_row *r)
 {
     return r->mech == DECIDE_VGPU || r->workload->vm || r->tenant->contract == SPEC_CONTRACT_VM;
 }
+
+int render_needs_shim(const struct decide_row *r)
+{
+    return !render_is_vm(r) && (r->mech == DECIDE_TIME_SLICING ||
+                                (r->mech == DECIDE_MEMORY_FRACTION &&
+                                 r->enforce == DECIDE_ENFORCE_SHIM));
+}
+
+void render_shim_configmap(const struct decide_row *r, char *buf, size_t size)
+{
+    snprintf(buf, size, "tessera-cuda-limits-%s", r->workload->name);
+}

@@ -49,4 +49,16 @@ void render_vm_device(const struct decide_row *r, char *name, size_t nsize, char
  * the device-plugin name. Returns buf. */
 const char *render_resource_of(const struct decide_row *r, char *buf, size_t size);
 
+/* Where the CUDA shim goes in a pod (docs/shim.md): the library on the
+ * node, the limit file from the workload's ConfigMap, the shared region. */
+#define RENDER_SHIM_LIBRARY "/opt/tessera/lib/libtessera-cuda.so"
+#define RENDER_SHIM_LIMITS "/etc/tessera/cuda-limits"
+#define RENDER_SHIM_REGION_DIR "/run/tessera"
+
+/* 1 when r's memory cap is enforced by tessera's shim, not the driver: a
+ * memory fraction on a driver below CUDA 13.4, or time-slicing. */
+int render_needs_shim(const struct decide_row *r);
+/* The ConfigMap holding r's limit file: "tessera-cuda-limits-<workload>". */
+void render_shim_configmap(const struct decide_row *r, char *buf, size_t size);
+
 #endif

@@ -124,6 +124,46 @@ static void warnings(const struct render_ctx *c, struct ts_sbuf *o)
                     "preemption) keeps the owner first. The DRA objects do not have this limit.\n");
 }
 
+/* The pod side of tessera's CUDA shim, for workloads whose memory cap it
+ * enforces. */
+static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    const struct decide_result *d = c->p->decisions;
+    const struct decide_row *first = NULL;
+    for (size_t i = 0; i < d->nrows && !first; i++)
+        if (render_needs_shim(&d->rows[i]))
+            first = &d->rows[i];
+    if (!first)
+        return;
+    char cm[300];
+    render_shim_configmap(first, cm, sizeof(cm));
+    ts_sbuf_printf(o, "\n## Memory caps the driver does not enforce\n\nThese workloads share "
+                      "a card whose driver cannot enforce their memory cap (time-slicing, or "
+                      "memory fractions below CUDA 13.4); tessera's CUDA shim does "
+                      "(docs/shim.md). Each has a ConfigMap `tessera-cuda-limits-<workload>` "
+                      "with its limit file (in the tenant's `cuda-limits.yaml`):\n\n");
+    for (size_t i = 0; i < d->nrows; i++)
+        if (render_needs_shim(&d->rows[i]))
+            ts_sbuf_printf(o, "- %s/%s\n", d->rows[i].workload->namespace_,
+                           d->rows[i].workload->name);
+    ts_sbuf_printf(o, "\nInstall `libtessera-cuda.so` at `%s` on the GPU nodes, and give each "
+                      "pod of these workloads (here `%s`) the shim, its limit file read-only "
+                      "and a region shared by the pod's processes:\n\n```yaml\n"
+                      "    spec:\n      containers:\n      - name: main\n        env:\n"
+                      "        - {name: LD_PRELOAD, value: %s}\n        volumeMounts:\n"
+                      "        - {name: tessera-shim, mountPath: %s, readOnly: true}\n"
+                      "        - {name: tessera-limits, mountPath: /etc/tessera, readOnly: true}\n"
+                      "        - {name: tessera-region, mountPath: %s}\n      volumes:\n"
+                      "      - {name: tessera-shim, hostPath: {path: %s, type: File}}\n"
+                      "      - name: tessera-limits\n        configMap: {name: %s, items: "
+                      "[{key: cuda-limits, path: cuda-limits}]}\n"
+                      "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
+                      "Run the webhook with `--shim %s`: it then denies any other LD_PRELOAD.\n",
+                   RENDER_SHIM_LIBRARY, first->workload->name, RENDER_SHIM_LIBRARY,
+                   RENDER_SHIM_LIBRARY, RENDER_SHIM_REGION_DIR, RENDER_SHIM_LIBRARY, cm,
+                   RENDER_SHIM_LIBRARY);
+}
+
 ts_status render__readme(struct render_ctx *c)
 {
     struct render_file *f = render__file(c->t, "README.md");
@@ -140,5 +180,6 @@ ts_status render__readme(struct render_ctx *c)
     order(c, o);
     tenants(c, o);
     warnings(c, o);
+    shim_section(c, o);
     return ts_sbuf_status(o);
 }

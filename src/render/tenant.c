@@ -6,7 +6,8 @@
  * default-deny NetworkPolicy with the allowances the tenant needs, a Kueue
  * ClusterQueue and LocalQueue; per workload a ResourceClaimTemplate carrying
  * the NVIDIA DRA driver's opaque config (or, for VMs, KubeVirt
- * VirtualMachines).
+ * VirtualMachines); per workload whose memory cap tessera's CUDA shim
+ * enforces, a ConfigMap with its limit file.
  */
 #include "render/internal.h"
 
@@ -226,6 +227,24 @@ static json_t *claim_template(const struct decide_row *r)
     return o;
 }
 
+/* ---- the CUDA shim's limit file (docs/shim.md) ---- */
+
+static json_t *shim_limits(const struct decide_row *r)
+{
+    char name[300], mem[64], text[512];
+    render_shim_configmap(r, name, sizeof(name));
+    render_quantity(r->cap_gib, mem, sizeof(mem));
+    snprintf(text, sizeof(text), "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
+             "region = %s/cuda.region\n", r->tenant->name, r->workload->name,
+             decide_mech_names[r->mech], r->rule, mem, RENDER_SHIM_REGION_DIR);
+    json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
+    json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
+    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(r->tenant->name));
+    json_object_set_new(labels, RENDER_LABEL_WORKLOAD, json_string(r->workload->name));
+    json_object_set_new(o, "data", json_pack("{s:s}", "cuda-limits", text));
+    return o;
+}
+
 /* ---- VMs ---- */
 
 static json_t *virtual_machine(const struct decide_row *r, int replica)
@@ -402,7 +421,8 @@ static ts_status emit(struct render_ctx *c, const struct spec_tenant *t, const c
 ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
 {
     json_t *nss = json_array(), *quotas = json_array(), *rbac = json_array(), *net = json_array(),
-           *claims = json_array(), *kueue = json_array(), *vms = json_array();
+           *claims = json_array(), *kueue = json_array(), *vms = json_array(),
+           *limits = json_array();
     for (size_t i = 0; i < t->nnamespaces; i++) {
         const char *ns = t->namespaces[i];
         json_array_append_new(nss, namespace_obj(t, ns));
@@ -422,8 +442,10 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
                 json_array_append_new(vms, virtual_machine(r, k));
         else if (render__dra(c))
             json_array_append_new(claims, claim_template(r));
+        if (render_needs_shim(r))
+            json_array_append_new(limits, shim_limits(r));
     }
-    const char *files[8];
+    const char *files[9];
     size_t n = 0;
     ts_status st = emit(c, t, "namespaces.yaml", nss, files, &n, TS_OK);
     st = emit(c, t, "quota.yaml", quotas, files, &n, st);
@@ -432,6 +454,7 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
     st = emit(c, t, "claimtemplates.yaml", claims, files, &n, st);
     st = emit(c, t, "kueue.yaml", kueue, files, &n, st);
     st = emit(c, t, "virtualmachines.yaml", vms, files, &n, st);
+    st = emit(c, t, "cuda-limits.yaml", limits, files, &n, st);
     files[n] = NULL;
     char dir[300];
     snprintf(dir, sizeof(dir), "tenants/%s", t->name);
