@@ -36,6 +36,8 @@ demo: build
 	@echo "Apply with: kubectl apply -k out (read out/README.md first)"
 	@echo
 	@scripts/demo-webhook $(TESSERA)
+	@echo
+	@scripts/demo-meter $(TESSERA) out
 
 check: deps check-build check-asan check-fuzz
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "agent/agent.h"
 #include "cli/cli.h"
 #include "ledger/ledger.h"
 #include "store/store.h"
@@ -18,7 +19,7 @@
 
 struct lopts {
     const char *db, *tenant, *gpu, *inst, *gi, *profile, *placement, *node, *workload,
-        *source, *at, *from, *to, *out, *keyfile, *smi;
+        *source, *at, *from, *to, *out, *keyfile, *smi, *inventory, *spec;
 };
 
 static const struct option OPTS[] = {
@@ -30,7 +31,8 @@ static const struct option OPTS[] = {
     {"source", required_argument, NULL, 's'},     {"at", required_argument, NULL, 'a'},
     {"from", required_argument, NULL, 'F'},       {"to", required_argument, NULL, 'T'},
     {"output", required_argument, NULL, 'o'},     {"hmac-key-file", required_argument, NULL, 'k'},
-    {"from-nvidia-smi", required_argument, NULL, 'S'}, {"help", no_argument, NULL, 'h'},
+    {"from-nvidia-smi", required_argument, NULL, 'S'}, {"inventory", required_argument, NULL, 'Y'},
+    {"filename", required_argument, NULL, 'f'},   {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
 struct verb {
@@ -47,13 +49,18 @@ static void ledger_usage(FILE *f)
             "                             [--at TIME] [--hmac-key-file F]\n"
             "       tessera ledger record --db DB --from-nvidia-smi FILE [--tenant T] [--node N]\n"
             "                             [--at TIME] [--hmac-key-file F]\n"
+            "       tessera ledger record --db DB --inventory FILE [-f SPEC | --tenant T]\n"
+            "                             [--node N] [--at TIME] [--hmac-key-file F]\n"
             "       tessera ledger who --db DB --instance UUID --at TIME\n"
             "       tessera ledger history --db DB --tenant T [--from TIME] [--to TIME]\n"
             "                              [-o text|json]\n"
             "       tessera ledger export --db DB [-o csv|json]\n"
             "       tessera ledger verify --db DB [--hmac-key-file F]\n\n"
             "DB is sqlite:PATH or postgres://...; TIME is Unix seconds or RFC 3339\n"
-            "(2026-11-30T10:00:00Z, 2026-11-30T11:00:00+01:00). verify exits 0 when the\n"
+            "(2026-11-30T10:00:00Z, 2026-11-30T11:00:00+01:00). --inventory FILE is the\n"
+            "output of 'tessera agent inventory -o json': one event per GPU instance (or\n"
+            "whole GPU), source inventory; with -f SPEC the tenant of each instance is the\n"
+            "plan's for that node, GPU and placement. verify exits 0 when the\n"
             "hash chain is intact and 1 naming the first bad entry when it is not.\n");
 }
 
@@ -88,27 +95,6 @@ static int time_arg(const char *s, int64_t *ms)
     return ledger_parse_time(s, ms, &e) == TS_OK ? CLI_OK : fail_err(&e);
 }
 
-/* The key from --hmac-key-file (one trailing newline dropped); NULL if none. */
-static int read_key(const char *path, char **key, size_t *len)
-{
-    struct ts_error e = {0};
-    *key = NULL;
-    *len = 0;
-    if (!path)
-        return CLI_OK;
-    if (ts_file_read(path, 4096, key, len, &e) != TS_OK)
-        return fail_err(&e);
-    while (*len && ((*key)[*len - 1] == '\n' || (*key)[*len - 1] == '\r'))
-        (*key)[--*len] = '\0';
-    if (*len == 0) {
-        fprintf(stderr, "tessera: %s: the hmac key is empty\n", path);
-        free(*key);
-        *key = NULL;
-        return CLI_BAD_INPUT;
-    }
-    return CLI_OK;
-}
-
 /* ---- record --------------------------------------------------------------- */
 
 static int record_events(const struct lopts *o, const struct ledger_event *evs, size_t n)
@@ -116,7 +102,7 @@ static int record_events(const struct lopts *o, const struct ledger_event *evs, 
     struct store *st = NULL;
     char *key = NULL;
     size_t klen = 0;
-    int rc = read_key(o->keyfile, &key, &klen);
+    int rc = cli_read_key(o->keyfile, &key, &klen);
     if (rc == CLI_OK)
         rc = open_db(o, &st);
     for (size_t i = 0; rc == CLI_OK && i < n; i++) {
@@ -154,6 +140,97 @@ static int record_smi(const struct lopts *o, const struct ledger_event *tmpl)
     return rc;
 }
 
+/* ---- record --inventory ------------------------------------------------- */
+
+/* Tenant and workload of the plan's instance of the same profile and
+ * placement ("unassigned" if the plan has none there). */
+static void assign(const struct agent_plan *plan, const char *node, int index,
+                   const struct agent_gi *gi, struct ledger_event *ev)
+{
+    const struct agent_want *w = plan ? agent_plan_find(plan, node, index, gi->pl.start) : NULL;
+    if (!plan)
+        return;
+    if (w && (w->size != gi->pl.size || strcmp(w->profile, gi->profile) != 0))
+        w = NULL;
+    ev->tenant = w && w->tenant ? w->tenant : "unassigned";
+    ev->workload = w && w->workload ? w->workload : "";
+}
+
+/* One event per GPU instance, or per GPU without any; strings live in inv
+ * and in *bufs (gi ids and placements, 32 bytes an event). */
+static size_t inventory_events(const struct agent_inventory *inv, const struct agent_plan *plan,
+                               const struct ledger_event *tmpl, struct ledger_event *evs,
+                               char (*bufs)[2][16])
+{
+    size_t n = 0;
+    const char *node = tmpl->node ? tmpl->node : inv->node;
+    for (int i = 0; i < inv->ngpu; i++) {
+        const struct agent_gpu *g = &inv->gpu[i];
+        struct ledger_event t = *tmpl;
+        t.node = node;
+        if (g->ngi == 0) {
+            const struct agent_target *card = plan ? agent_plan_card(plan, node, g->index) : NULL;
+            if (plan) {
+                t.tenant = card && card->owner ? card->owner : "unassigned";
+                t.workload = card && card->owner_workload ? card->owner_workload : "";
+            }
+            evs[n++] = ledger_event_of(&t, g->uuid, "", "", "inventory");
+            continue;
+        }
+        for (int k = 0; k < g->ngi; k++, n++) {
+            const struct agent_gi *gi = &g->gi[k];
+            assign(plan, node, g->index, gi, &t);
+            evs[n] = ledger_event_of(&t, g->uuid, gi->nci ? gi->ci[0].uuid : "", gi->profile,
+                                     "inventory");
+            snprintf(bufs[n][0], sizeof bufs[n][0], "%d", gi->id);
+            snprintf(bufs[n][1], sizeof bufs[n][1], "%d:%d", gi->pl.start, gi->pl.size);
+            evs[n].gi_id = bufs[n][0];
+            evs[n].placement = bufs[n][1];
+        }
+    }
+    return n;
+}
+
+static int load_inventory(const char *path, struct agent_inventory *inv)
+{
+    struct ts_error e = {0};
+    char *text = NULL;
+    size_t len = 0;
+    ts_status st = ts_file_read(path, TS_INPUT_MAX, &text, &len, &e);
+    if (st == TS_OK)
+        st = agent_inventory_parse(text, len, path, inv, &e);
+    free(text);
+    return st == TS_OK ? CLI_OK : fail_err(&e);
+}
+
+static int record_inventory(const struct lopts *o, const struct ledger_event *tmpl)
+{
+    enum { EVS_MAX = AGENT_GPUS_MAX * AGENT_GIS_MAX };
+    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct ledger_event *evs = calloc(EVS_MAX, sizeof *evs);
+    char(*bufs)[2][16] = calloc(EVS_MAX, sizeof *bufs);
+    struct cli_job job = {0};
+    struct agent_plan plan = {0}, *pp = NULL;
+    struct cli_files spec = {{o->spec}, 1}, none = {0};
+    struct plan_options popt = {PLAN_SOLVER_AUTO, 10.0};
+    struct ts_error e = {0};
+    int rc = inv && evs && bufs ? load_inventory(o->inventory, inv) : CLI_FAIL;
+    if (rc == CLI_OK && o->spec)
+        rc = cli_job_plan(&job, &spec, &none, &popt);
+    if (rc == CLI_OK && o->spec)
+        rc = agent_plan_from_plan(job.plan, &plan, &e) == TS_OK ? CLI_OK : fail_err(&e);
+    pp = rc == CLI_OK && o->spec ? &plan : NULL;
+    if (rc == CLI_OK)
+        rc = record_events(o, evs, inventory_events(inv, pp, tmpl, evs, bufs));
+    if (pp)
+        agent_plan_release(&plan);
+    cli_job_free(&job);
+    free(inv);
+    free(evs);
+    free(bufs);
+    return rc;
+}
+
 static int run_record(const struct lopts *o)
 {
     struct ledger_event ev = {0};
@@ -166,8 +243,18 @@ static int run_record(const struct lopts *o)
     }
     ev.node = o->node;
     ev.tenant = o->tenant;
+    if (o->smi && o->inventory) {
+        fprintf(stderr, "tessera: ledger: --from-nvidia-smi and --inventory exclude each other\n");
+        return CLI_BAD_INPUT;
+    }
+    if ((o->spec && !o->inventory) || (o->spec && o->tenant)) {
+        fprintf(stderr, "tessera: ledger: -f SPEC goes with --inventory, instead of --tenant\n");
+        return CLI_BAD_INPUT;
+    }
     if (o->smi)
         return record_smi(o, &ev);
+    if (o->inventory)
+        return record_inventory(o, &ev);
     if (!need(o->tenant, "--tenant") || !need(o->gpu, "--gpu-uuid"))
         return CLI_BAD_INPUT;
     if (o->gi && (!*o->gi || o->gi[strspn(o->gi, "0123456789")])) {
@@ -317,7 +404,7 @@ static int run_verify(const struct lopts *o)
     char *key = NULL;
     size_t klen = 0;
     struct store *st = NULL;
-    int rc = read_key(o->keyfile, &key, &klen);
+    int rc = cli_read_key(o->keyfile, &key, &klen);
     if (rc != CLI_OK || (rc = open_db(o, &st)) != CLI_OK) {
         free(key);
         return rc;
@@ -342,7 +429,7 @@ static int run_verify(const struct lopts *o)
 /* ---- dispatch ------------------------------------------------------------- */
 
 static const struct verb VERBS[] = {
-    {"record", "dtgiGpPnwsakS", "record one custody event, or every device of nvidia-smi -L",
+    {"record", "dtgiGpPnwsakSYf", "record one custody event, or every device of nvidia-smi -L",
      run_record},
     {"who", "dIa", "the tenant that held a GPU or MIG instance at a time", run_who},
     {"history", "dtFTo", "a tenant's custody entries in [--from, --to)", run_history},
@@ -355,8 +442,9 @@ static int set_opt(struct lopts *o, int c, const char *v)
 {
     const char **slot[] = {&o->db, &o->tenant, &o->gpu, &o->inst, &o->inst, &o->gi,
                            &o->profile, &o->placement, &o->node, &o->workload, &o->source,
-                           &o->at, &o->from, &o->to, &o->out, &o->keyfile, &o->smi};
-    static const char codes[] = "dtgiIGpPnwsaFTokS";
+                           &o->at, &o->from, &o->to, &o->out, &o->keyfile, &o->smi,
+                           &o->inventory, &o->spec};
+    static const char codes[] = "dtgiIGpPnwsaFTokSYf";
     const char *at = strchr(codes, c);
     if (!c || !at)
         return 0;
@@ -372,7 +460,7 @@ static int parse(const struct verb *v, int argc, char **argv, struct lopts *o)
     argv[0] = prog; /* getopt's own messages name the subcommand */
     optind = 1;
     opterr = 1;
-    while ((c = getopt_long(argc, argv, "o:h", OPTS, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:f:h", OPTS, NULL)) != -1) {
         if (c == 'h') {
             printf("tessera ledger %s: %s\n\n", v->name, v->usage);
             ledger_usage(stdout);

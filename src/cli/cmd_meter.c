@@ -2,32 +2,42 @@
  * cmd_meter.c - `tessera meter import` (recorded dcgm-exporter scrapes into
  * the store) and `tessera usage` (GPU-hours per tenant, model and profile).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "ledger/ledger.h"
 #include "meter/ingest.h"
 #include "meter/invoice.h"
 #include "meter/usage.h"
 #include <jansson.h>
 #include "util/file.h"
+#include "util/sbuf.h"
 #include "util/jsonfree.h"
 #include "util/time.h"
 
 static void meter_usage_text(FILE *out)
 {
     fprintf(out,
-            "usage: tessera meter import -f SPEC --db DB --at TIME FILE...\n"
+            "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n"
+            "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"
+            "                     [--count N] ... (tessera meter scrape --help)\n"
             "       tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n"
             "                     [-o text|json]\n"
             "       tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n"
             "                     [-o text|csv|json|html]\n\n"
-            "import  store recorded dcgm-exporter scrapes (Prometheus text), one sample per GPU\n"
-            "        or MIG instance, attributed to the tenant that owns its namespace\n"
-            "        (\"unattributed\" otherwise); a scrape stored before is not counted twice.\n"
-            "        TIME is Unix seconds or RFC 3339; samples that carry a timestamp keep it.\n"
+            "import  store recorded dcgm-exporter scrapes (Prometheus text, streamed), one sample\n"
+            "        per GPU or MIG instance and time, charged to the tenant that owns its pod's\n"
+            "        namespace, else (no pod) to the ledger's or the plan's tenant, else\n"
+            "        \"unattributed\"; shares by mechanism (docs/metering.md). A pod on a device\n"
+            "        planned for another tenant is a custody violation: reported and recorded\n"
+            "        in the ledger. A scrape stored before is not counted twice. TIME is Unix\n"
+            "        seconds or RFC 3339; samples that carry a timestamp keep it.\n"
+            "scrape  pull live from dcgm-exporters over HTTP(S) every --interval, with\n"
+            "        timeouts and retries; what the store could not take is retried, not lost.\n"
             "usage   GPU-hours per tenant, GPU model and profile on the allocation basis (the\n"
             "        card share reserved) and the usage basis (times the engine-active ratio);\n"
             "        gaps between scrapes count at most twice --interval.\n"
@@ -38,7 +48,7 @@ static void meter_usage_text(FILE *out)
 
 struct meter_args {
     struct cli_files spec;
-    const char *db, *format, *tenant, *period;
+    const char *db, *format, *tenant, *period, *keyfile;
     int64_t at_ms, from_ms, to_ms, interval_ms;
     int have_at;
 };
@@ -51,6 +61,7 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         {"to", required_argument, NULL, 'T'},       {"interval", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},   {"tenant", required_argument, NULL, 't'},
         {"period", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
+        {"hmac-key-file", required_argument, NULL, 'k'},
         {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -62,6 +73,7 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         case 'o': a->format = optarg; break;
         case 't': a->tenant = optarg; break;
         case 'p': a->period = optarg; break;
+        case 'k': a->keyfile = optarg; break;
         case 'a': ok = a->have_at = ts_time_parse(optarg, &a->at_ms); break;
         case 'F': ok = ts_time_parse(optarg, &a->from_ms); break;
         case 'T': ok = ts_time_parse(optarg, &a->to_ms); break;
@@ -89,36 +101,115 @@ static int open_all(const struct meter_args *a, struct cli_job *job, struct stor
     return rc;
 }
 
-static int import_file(const struct meter_args *a, struct cli_job *job, struct store *st,
-                       const char *path)
+int cli_meter_open(const struct cli_files *spec, const char *db, struct cli_meter *m)
 {
-    char *text = NULL;
-    size_t len = 0, n = 0, inserted = 0;
+    memset(m, 0, sizeof(*m));
+    struct plan_options popt = {PLAN_SOLVER_AUTO, 10.0}; /* as `tessera plan` lays it out */
+    int rc = cli_job_plan(&m->job, spec, &(struct cli_files){0}, &popt);
     struct ts_error e = {0};
-    if (ts_file_read(path, 512u << 20, &text, &len, &e) != TS_OK) {
+    if (rc == CLI_OK && store_open(db, &m->st, &e) != TS_OK)
+        rc = e.code == TS_USAGE ? CLI_BAD_INPUT : CLI_FAIL;
+    m->ctx = (struct meter_ctx){m->job.model, m->job.cat, m->job.plan, NULL, 0, 0};
+    if (rc == CLI_OK && meter_ctx_load_custody(&m->ctx, m->st, &e) != TS_OK)
+        rc = CLI_FAIL;
+    if (e.code)
         cli_print_error(&e);
+    return rc;
+}
+
+void cli_meter_close(struct cli_meter *m)
+{
+    meter_ctx_release(&m->ctx);
+    store_close(m->st);
+    cli_job_free(&m->job);
+    free(m->key);
+}
+
+/* Report each custody violation and record it in the ledger (source
+ * "observed"; the workload field names the pod). */
+int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
+{
+    size_t n;
+    const struct meter_violation *v = meter_ingest_violations(in, &n);
+    int rc = CLI_OK;
+    for (size_t i = 0; i < n; i++) {
+        char when[40], pod[2 * METER_NAME_MAX + 2];
+        ts_time_format(v[i].ts_ms, when);
+        snprintf(pod, sizeof(pod), "%s/%s", v[i].ns, v[i].pod);
+        fprintf(stderr, "tessera: custody violation: %s on %s (node %s) at %s: pod %s of tenant "
+                "'%s' on a device planned for '%s'\n", v[i].device, v[i].profile[0] ?
+                v[i].profile : "whole GPU", v[i].node, when, pod, v[i].observed, v[i].planned);
+        struct ledger_event ev = {v[i].ts_ms, v[i].node, v[i].gpu_uuid, "", v[i].gi_id,
+                                  v[i].profile, "", v[i].observed, pod, "observed"};
+        struct ts_error e = {0};
+        if (ledger_record(m->st, m->key, m->key_len, &ev, NULL, &e) != TS_OK) {
+            cli_print_error(&e);
+            rc = CLI_FAIL;
+        }
+    }
+    return rc;
+}
+
+/* Keep a file's text for the tenant-labelled /metrics of `tessera serve
+ * --db` (a one-scrape file; a history larger than the cap is not kept). */
+static void keep_exposition(struct cli_meter *m, const char *path, int64_t at_ms,
+                            const struct ts_sbuf *body)
+{
+    struct ts_error e = {0};
+    if (ts_sbuf_status(body) == TS_OK &&
+        store_put_exposition(m->st, path, at_ms, ts_sbuf_str(body), body->len, &e) != TS_OK)
+        cli_print_error(&e);
+}
+
+/* Stream one recorded file through the ingest. */
+static int import_file(const struct meter_args *a, struct cli_meter *m, const char *path)
+{
+    struct ts_diag diag = {0};
+    struct ts_error e = {0};
+    struct meter_ingest *in = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tessera: %s: cannot open: %s\n", path, strerror(errno));
         return CLI_BAD_INPUT;
     }
-    struct ts_diag diag = {0};
-    struct meter_scrape s;
-    meter_scrape_init(&s, job->model, job->cat, a->at_ms, path, &diag);
-    ts_status ok = meter_scrape_parse(&s, text, len);
-    free(text);
-    struct store_sample *samples = ok == TS_OK ? meter_scrape_samples(&s, &n) : NULL;
-    int rc = samples || n == 0 ? CLI_OK : CLI_FAIL;
-    if (samples && store_put_samples(st, samples, n, &inserted, &e) != TS_OK) {
-        cli_print_error(&e);
-        rc = CLI_FAIL;
+    struct ts_sbuf body;
+    ts_sbuf_init(&body, STORE_EXPOSITION_MAX);
+    ts_status st = meter_ingest_new(&m->ctx, m->st, a->at_ms, path, &diag, &in);
+    static char chunk[1 << 16];
+    size_t got;
+    while (st == TS_OK && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        st = meter_ingest_feed(in, chunk, got, &e);
+        if (!body.failed)
+            ts_sbuf_add(&body, chunk, got);
     }
+    if (st == TS_OK && ferror(f))
+        st = ts_err(&e, TS_IO, "%s: read error: %s", path, strerror(errno));
+    if (st == TS_OK)
+        st = meter_ingest_finish(in, &e);
+    fclose(f);
     cli_print_diag(&diag);
-    printf("%s: %zu devices, %zu new samples, %d lines rejected\n", path, n, inserted, diag.count);
-    meter_scrape_release(&s);
-    return rc == CLI_OK && diag.count ? CLI_FAIL : rc;
+    if (e.code)
+        cli_print_error(&e);
+    if (st == TS_OK)
+        keep_exposition(m, path, a->at_ms, &body);
+    ts_sbuf_release(&body);
+    struct meter_ingest_counts c = {0};
+    if (in)
+        meter_ingest_counts(in, &c);
+    printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
+           "violations\n", path, c.devices, c.inserted, c.rejected_lines, c.violations);
+    int rc = st != TS_OK ? CLI_FAIL : c.rejected_lines ? CLI_FAIL : CLI_OK;
+    if (in && cli_meter_violations(m, in) != CLI_OK)
+        rc = CLI_FAIL;
+    meter_ingest_free(in);
+    return rc;
 }
 
 int cmd_meter(int argc, char **argv)
 {
     struct meter_args a = {.format = "text"};
+    if (argc >= 2 && strcmp(argv[1], "scrape") == 0)
+        return cmd_meter_scrape(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "import") != 0) {
         int help = argc >= 2 && strcmp(argv[1], "--help") == 0;
         meter_usage_text(help ? stdout : stderr);
@@ -130,15 +221,15 @@ int cmd_meter(int argc, char **argv)
         fprintf(stderr, "tessera: meter import needs -f SPEC, --db DB, --at TIME and FILE...\n");
         return CLI_BAD_INPUT;
     }
-    struct cli_job job;
-    struct store *st = NULL;
-    int rc = open_all(&a, &job, &st);
-    for (int i = optind + 1; rc != CLI_BAD_INPUT && st && i < argc; i++) {
-        int r = import_file(&a, &job, st, argv[i]);
+    struct cli_meter m;
+    int rc = cli_meter_open(&a.spec, a.db, &m);
+    if (rc == CLI_OK)
+        rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
+    for (int i = optind + 1; rc != CLI_BAD_INPUT && m.st && i < argc; i++) {
+        int r = import_file(&a, &m, argv[i]);
         rc = r > rc ? r : rc;
     }
-    store_close(st);
-    cli_job_free(&job);
+    cli_meter_close(&m);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "util/file.h"
 
@@ -105,6 +106,28 @@ int cli_write(const char *path, const char *text, size_t len)
     if (ts_file_write(path, text, len, &e) != TS_OK) {
         cli_print_error(&e);
         return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+int cli_read_key(const char *path, char **key, size_t *len)
+{
+    struct ts_error e = {0};
+    *key = NULL;
+    *len = 0;
+    if (!path)
+        return CLI_OK;
+    if (ts_file_read(path, 4096, key, len, &e) != TS_OK) {
+        cli_print_error(&e);
+        return CLI_BAD_INPUT; /* a key that cannot be read is bad usage */
+    }
+    while (*len && ((*key)[*len - 1] == '\n' || (*key)[*len - 1] == '\r'))
+        (*key)[--*len] = '\0';
+    if (*len == 0) {
+        fprintf(stderr, "tessera: %s: the hmac key is empty\n", path);
+        free(*key);
+        *key = NULL;
+        return CLI_BAD_INPUT;
     }
     return CLI_OK;
 }

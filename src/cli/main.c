@@ -26,6 +26,8 @@ static const struct command commands[] = {
     {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
     {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
     {"docs", cmd_docs, "print the generated field reference of the spec format"},
+    {"agent", cmd_agent, "node agent: GPU inventory through NVML, apply a plan's MIG geometry"},
+    {"fight", cmd_fight, "the noisy-neighbour test: does an SLA tenant's p99 move?"},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -8,19 +8,7 @@
 cd "$TESSERA_SRC"
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 DB=sqlite:$TMP/m.db
-cat > "$TMP/spec.yaml" <<'YAML'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: shared-trusted
-  namespaces: [model-playground-stg]
+cat "$TESSERA_FIXTURES/meter/lab.yaml" - > "$TMP/spec.yaml" <<'YAML'
 ---
 apiVersion: tessera.dev/v1alpha1
 kind: PriceBook
@@ -34,7 +22,7 @@ TIMES="1700000000 1700000015 1700000015 1700000600 1700000030 1700000045"
 for t in $TIMES; do
     expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at $t $F
 done
-expect_in "$TMP/out" "3 devices, 3 new samples, 0 lines rejected"
+expect_in "$TMP/out" "3 device scrapes, 3 new samples, 0 lines rejected, 0 custody violations"
 expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB -o json
 cp "$TMP/out" "$TMP/usage.json"
 if /usr/bin/python3 - "$F" "$TMP/usage.json" $TIMES <<'PY'
@@ -90,7 +78,56 @@ expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --perio
 { cat $F; echo 'DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-x",GPU_I_PROFILE="<<<NULL>>>"}'; } > "$TMP/bad.prom"
 expect_rc 1 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000700 "$TMP/bad.prom"
 expect_in "$TMP/err" "bad.prom:6:70: no value"
-expect_in "$TMP/out" "3 devices, 3 new samples, 1 lines rejected"
+expect_in "$TMP/out" "3 device scrapes, 3 new samples, 1 lines rejected"
+# custody: a pod of another tenant on lab's planned 3g.40gb is billed to who used it,
+# reported, and recorded in the ledger (MACed with the key); a device without pods
+# goes to the plan's tenant
+cat > "$TMP/cust.yaml" <<'YAML'
+apiVersion: tessera.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 1}]}]
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: lab}
+spec:
+  contract: isolated
+  namespaces: [lab-ns]
+  workloads: [{name: big, kind: inference, memoryHighWaterGiB: 30, p99Ms: 100, trust: untrusted}]
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: other}
+spec:
+  contract: isolated
+  namespaces: [other-ns]
+YAML
+L='gpu="0",UUID="GPU-c",modelName="NVIDIA H100 80GB HBM3",Hostname="n1",GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"'
+printf 'DCGM_FI_DEV_GPU_UTIL{%s,namespace="other-ns",pod="p1"} 40\n' "$L" > "$TMP/intruder.prom"
+printf 'DCGM_FI_DEV_GPU_UTIL{%s} 0\n' "$L" > "$TMP/idle.prom"
+printf 'k3y\n' > "$TMP/key"
+CDB=sqlite:$TMP/cust.db
+expect_rc 0 "$TESSERA" meter import -f "$TMP/cust.yaml" --db $CDB --at 1700000000 "$TMP/idle.prom"
+expect_rc 0 "$TESSERA" meter import -f "$TMP/cust.yaml" --db $CDB --at 1700000015 --hmac-key-file "$TMP/key" "$TMP/intruder.prom"
+expect_in "$TMP/out" "1 custody violations"
+expect_in "$TMP/err" "custody violation: GPU-c/2 on 3g.40gb (node n1) at 2023-11-14T22:13:35Z: pod other-ns/p1 of tenant 'other' on a device planned for 'lab'"
+expect_rc 0 "$TESSERA" meter import -f "$TMP/cust.yaml" --db $CDB --at 1700000030 "$TMP/idle.prom"
+expect_rc 0 "$TESSERA" usage -f "$TMP/cust.yaml" --db $CDB -o json
+# 0-15 s idle (plan: lab), 15-30 s the intruder (other), each 15 s x 4/8 of a card
+if /usr/bin/python3 - "$TMP/out" <<'PY'
+import json, sys
+got = {r["tenant"]: r["allocationMicroGpuHours"] for r in json.load(open(sys.argv[1]))["rows"]}
+want = {"lab": (15000 * 500000 + 1800000) // 3600000, "other": (15000 * 500000 + 1800000) // 3600000}
+assert got == want, (got, want)
+PY
+then ok; else bad "custody usage"; fi
+expect_rc 0 "$TESSERA" ledger history --db $CDB --tenant other
+expect_in "$TMP/out" "observed"
+expect_in "$TMP/out" "other-ns/p1"
+expect_rc 0 "$TESSERA" ledger verify --db $CDB --hmac-key-file "$TMP/key"
+expect_rc 2 "$TESSERA" meter import -f "$TMP/cust.yaml" --db $CDB --at 1 --hmac-key-file "$TMP/nokey" "$TMP/idle.prom"
 # bad input
 expect_rc 2 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at yesterday $F
 expect_in "$TMP/err" "bad value 'yesterday'"
