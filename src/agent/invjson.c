@@ -245,21 +245,39 @@ static ts_status read_prof(const struct agent__rd *r, json_t *o, const char *pat
     return st;
 }
 
-static ts_status read_ci(const struct agent__rd *r, json_t *o, const char *path, struct agent_ci *c)
+/* The fields GPU and compute instances share: id, profileId, profile,
+ * computeSlices, placement. */
+struct inst_head {
+    int *id, *profile_id, *slices;
+    char *profile;
+    size_t profile_size;
+    struct agent_placement *pl;
+};
+
+static ts_status read_head(const struct agent__rd *r, json_t *o, const char *path,
+                           const struct inst_head *h)
 {
     char pp[TS_PATH_MAX];
     sub(pp, sizeof pp, path, "placement");
     ts_status st = agent__get_obj(r, o, path);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "id", path, 0, 255, &c->id);
+        st = agent__get_i(r, o, "id", path, 0, 255, h->id);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "profileId", path, 0, 255, &c->profile_id);
+        st = agent__get_i(r, o, "profileId", path, 0, 255, h->profile_id);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "profile", path, c->profile, sizeof c->profile);
+        st = agent__get_str(r, o, "profile", path, h->profile, h->profile_size);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "computeSlices", path, 1, 32, &c->slices);
+        st = agent__get_i(r, o, "computeSlices", path, 1, 32, h->slices);
     if (st == TS_OK)
-        st = get_placement(r, json_object_get(o, "placement"), pp, &c->pl);
+        st = get_placement(r, json_object_get(o, "placement"), pp, h->pl);
+    return st;
+}
+
+static ts_status read_ci(const struct agent__rd *r, json_t *o, const char *path, struct agent_ci *c)
+{
+    struct inst_head h = {&c->id, &c->profile_id, &c->slices, c->profile, sizeof c->profile,
+                          &c->pl};
+    ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
         st = agent__get_str(r, o, "uuid", path, c->uuid, sizeof c->uuid);
     return st;
@@ -268,19 +286,9 @@ static ts_status read_ci(const struct agent__rd *r, json_t *o, const char *path,
 static ts_status read_gi(const struct agent__rd *r, json_t *o, const char *path, struct agent_gi *gi)
 {
     json_t *cis;
-    char pp[TS_PATH_MAX];
-    sub(pp, sizeof pp, path, "placement");
-    ts_status st = agent__get_obj(r, o, path);
-    if (st == TS_OK)
-        st = agent__get_i(r, o, "id", path, 0, 255, &gi->id);
-    if (st == TS_OK)
-        st = agent__get_i(r, o, "profileId", path, 0, 255, &gi->profile_id);
-    if (st == TS_OK)
-        st = agent__get_str(r, o, "profile", path, gi->profile, sizeof gi->profile);
-    if (st == TS_OK)
-        st = agent__get_i(r, o, "computeSlices", path, 1, 32, &gi->slices);
-    if (st == TS_OK)
-        st = get_placement(r, json_object_get(o, "placement"), pp, &gi->pl);
+    struct inst_head h = {&gi->id, &gi->profile_id, &gi->slices, gi->profile, sizeof gi->profile,
+                          &gi->pl};
+    ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
         st = agent__get_arr(r, o, "computeInstances", path, AGENT_CIS_MAX, &cis);
     for (size_t i = 0; st == TS_OK && i < json_array_size(cis); i++) {
