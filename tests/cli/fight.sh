@@ -55,10 +55,6 @@ if [ ! -e "$standin/libcuda.so.1" ]; then
 fi
 export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
-# The stand-in never frees a CUfunction (cuModuleGetFunction callocs, nothing
-# releases it): suppress that one leak for ASan builds, nothing else.
-printf 'leak:cuModuleGetFunction\n' >"$TMP/lsan.supp"
-export LSAN_OPTIONS="suppressions=$TMP/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 shim="$build/src/shim/libtessera-cuda.so"
 S() { "$TESSERA" fight "$@"; }
 # In the sanitized build, the ASan tessera binary under the ASan shim (with

@@ -786,10 +786,9 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char 
         return CUDA_ERROR_INVALID_VALUE;
     if (!module)
         return CUDA_ERROR_INVALID_HANDLE;
-    *fn = calloc(1, sizeof(struct CUfunc_st));
-    if (!*fn)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    (*fn)->sleep_kernel = strcmp(name, "tessera_sleep_us") == 0;
+    /* two kinds of function, shared by every module: nothing to free */
+    static struct CUfunc_st sleep_fn = {1}, other_fn = {0};
+    *fn = strcmp(name, "tessera_sleep_us") == 0 ? &sleep_fn : &other_fn;
     return CUDA_SUCCESS;
 }
 
