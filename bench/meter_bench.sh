@@ -65,7 +65,7 @@ echo
 echo "| store | device-scrapes | import s | samples/s | peak RSS MiB | usage s | usage = reference |"
 echo "|---|---|---|---|---|---|---|"
 import "sqlite:$W/day.db" "SQLite (WAL, synchronous=NORMAL)"
-if URL=$(scripts/pg-test-server start "$PG" $((20000 + RANDOM % 20000)) 2>"$W/pg.err"); then
+if URL=$(scripts/pg-test-server start "$PG" $((10000 + RANDOM % 20000)) 2>"$W/pg.err"); then
     import "$URL" "PostgreSQL (throwaway, fsync off)"
 else
     echo "| PostgreSQL | skipped: $(head -1 "$W/pg.err") |"

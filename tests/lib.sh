@@ -28,3 +28,24 @@ finish() {
     echo "$TEST_NAME: $PASS passed, $FAIL failed"
     [ "$FAIL" -eq 0 ]
 }
+
+# free_port: a loopback port nobody listens on, below the kernel's ephemeral
+# range, so that an outgoing connection of a test running beside this one
+# cannot take it between now and the listen.
+free_port() {
+    /usr/bin/python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(500):
+    port = random.randrange(10000, low)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        print(port)
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+PY
+}

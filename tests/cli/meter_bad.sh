@@ -11,7 +11,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
-HPORT=$((20000 + RANDOM % 20000))
+HPORT=$(free_port)
 trap 'kill $HPID 2>/dev/null; rm -rf "$TMP"' EXIT
 check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
 ASAN=0

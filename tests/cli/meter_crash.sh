@@ -12,7 +12,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PG="$TMP/pg"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 trap 'kill -9 $IPID 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 
 HOURS=24

@@ -14,8 +14,7 @@ cd "$TESSERA_SRC" || exit 1
 FIX=$TESSERA_SRC/tests/fixtures/dcgm
 H100=nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom   # 3 devices
 A30=nvidia-dcgm-exporter-issue317-a30-mig-1g6gb-x4.prom                  # 6 devices
-BASE=$((20000 + RANDOM % 20000))
-P_HTTP=$BASE P_TLS=$((BASE + 1)) P_STUB=$((BASE + 2)) P_DEAD=$((BASE + 3))
+P_HTTP=$(free_port) P_TLS=$(free_port) P_STUB=$(free_port) P_DEAD=$(free_port)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 

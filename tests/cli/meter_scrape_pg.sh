@@ -10,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PG="$TMP/pg"
-PORT=$((20000 + RANDOM % 20000)) HPORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port) HPORT=$(free_port)
 FIX=tests/fixtures/dcgm
 H100=nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom   # 3 devices
 trap 'kill $SPID $HPID 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT

@@ -23,10 +23,6 @@ trap 'exit 1' INT TERM
 if [ ! -x $PROMETHEUS ]; then
     bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
 fi
-free_port() {
-    /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
 PORT=$(free_port)
 PPORT=$(free_port)
 URL=https://127.0.0.1:$PORT

@@ -9,7 +9,7 @@
 cd "$TESSERA_SRC" || exit 1
 SUITE=$(dirname "$TESSERA")/tests/test_store
 PG="$TMP/pg"
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 
 if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then

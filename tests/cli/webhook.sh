@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 FIX=tests/fixtures/admission
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 
 scripts/make-test-cert "$TMP/a" one
