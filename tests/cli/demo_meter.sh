@@ -19,4 +19,7 @@ expect_in "$TMP/out" "Total (allocation basis, billed): $((cents / 100)).$(print
 expect_in "$TMP/out" "tenant:        client-a"
 expect_in "$TMP/out" "workload:      chat-13b"
 expect_in "$TMP/out" "ledger intact: 16 entries"
+# the fine-tune's whole card (no MIG instance) is recorded as its owner's
+expect_in "$TMP/out" "recorded seq 16: GPU-"
+grep -q "recorded seq 16: GPU-.* - -> provider" "$TMP/out" && ok || bad "whole card not the provider's"
 finish
