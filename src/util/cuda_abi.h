@@ -172,6 +172,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                                    unsigned int sharedMemBytes, CUstream stream,
                                    void **kernelParams);
 CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec graph);
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);

@@ -340,6 +340,9 @@ static int mode_launch(int argc, char **argv)
     uint64_t (*busy)(int) = (uint64_t (*)(int))dlsym(driver(), "tessera_standin_busy_ns");
     printf("launches=%ld busy_ns=%llu\n", n,
            busy ? (unsigned long long)busy((int)getpid()) : 0ull);
+    if (g)
+        cuGraphExecDestroy(g);
+    cuModuleUnload(m);
     return 0;
 }
 

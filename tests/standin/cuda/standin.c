@@ -30,7 +30,7 @@
  *     cuLaunchCooperativeKernel behave as cuLaunchKernel.
  *   - Graphs: tessera_standin_graph_create(us) makes a CUgraphExec whose
  *     cuGraphLaunch holds the card for us microseconds (test hook; the ABI
- *     has no graph building).
+ *     has no graph building); cuGraphExecDestroy frees it.
  *   - Events record CLOCK_MONOTONIC when recorded (stream order = call
  *     order); cuEventElapsedTime gives milliseconds between two of them.
  *   - Busy counters (test hook, what the shim's SM limiter reads when NVML
@@ -757,6 +757,14 @@ EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
     if (g)
         g->us = us;
     return g;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec graph)
+{
+    if (!graph)
+        return CUDA_ERROR_INVALID_HANDLE;
+    free(graph);
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
