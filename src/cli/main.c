@@ -19,7 +19,7 @@ static const struct command commands[] = {
     {"plan", cmd_plan, "decide each workload's isolation and lay out the fleet"},
     {"render", cmd_render, "write the Kubernetes objects and node configs that enforce the plan"},
     {"serve", cmd_serve, "serve the admission webhook that keeps tenants inside their plan"},
-    {"meter", cmd_meter, "import recorded dcgm-exporter scrapes into the metering store"},
+    {"meter", cmd_meter, "import or scrape dcgm-exporter metrics into the metering store"},
     {"usage", cmd_usage, "GPU-hours per tenant, GPU model and profile from the store"},
     {"ledger", cmd_ledger, "record and verify which tenant held which GPU or MIG instance, when"},
     {"invoice", cmd_invoice, "price a tenant's GPU-hours for a month with the PriceBook"},

@@ -158,7 +158,7 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
                       "      - name: tessera-limits\n        configMap: {name: %s, items: "
                       "[{key: cuda-limits, path: cuda-limits}]}\n"
                       "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
-                      "Run the webhook with `--shim %s`: it then denies any other LD_PRELOAD.\n",
+                      "Run the webhook with `--shim-path %s`: it then denies any other LD_PRELOAD.\n",
                    RENDER_SHIM_LIBRARY, first->workload->name, RENDER_SHIM_LIBRARY,
                    RENDER_SHIM_LIBRARY, RENDER_SHIM_REGION_DIR, RENDER_SHIM_LIBRARY, cm,
                    RENDER_SHIM_LIBRARY);
