@@ -63,9 +63,9 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         {"period", required_argument, NULL, 'p'},   {"help", no_argument, NULL, 'h'},
         {"hmac-key-file", required_argument, NULL, 'k'},
         {NULL, 0, NULL, 0}};
-    int c;
+    int c, idx = -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:o:h", opts, &idx)) != -1) {
         int ok = 1;
         switch (c) {
         case 'f': ok = cli_files_add(&a->spec, optarg); break;
@@ -82,10 +82,16 @@ static int parse_args(int argc, char **argv, struct meter_args *a)
         default: ok = 0;
         }
         if (!ok) {
-            fprintf(stderr, "tessera: bad value '%s' (times: Unix seconds or RFC 3339 like "
-                    "2026-11-30T10:00:00Z; intervals like 15s)\n", optarg ? optarg : "");
+            char flag[40] = "";
+            if (idx >= 0)
+                snprintf(flag, sizeof(flag), " for --%s", opts[idx].name);
+            else if (c != '?')
+                snprintf(flag, sizeof(flag), " for -%c", c);
+            fprintf(stderr, "tessera: bad value '%s'%s (times: Unix seconds or RFC 3339 like "
+                    "2026-11-30T10:00:00Z; intervals like 15s)\n", optarg ? optarg : "", flag);
             return 0;
         }
+        idx = -1;
     }
     return 1;
 }
@@ -242,14 +248,6 @@ static int add_point(void *ctx, const struct store_sample *s)
     return 0;
 }
 
-static int cmp_totals(const void *x, const void *y)
-{
-    const struct meter_total *a = x, *b = y;
-    int c = strcmp(a->tenant, b->tenant);
-    c = c ? c : strcmp(a->model, b->model);
-    return c ? c : strcmp(a->profile, b->profile);
-}
-
 static void print_json(const struct meter_usage *u)
 {
     json_t *rows = json_array();
@@ -300,8 +298,7 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
         rc = CLI_FAIL;
     }
     store_close(st);
-    if (u->ntotals) /* qsort wants a non-NULL base even for zero items */
-        qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_totals);
+    meter_usage_sort(u);
     return rc;
 }
 
@@ -334,10 +331,14 @@ int cmd_invoice(int argc, char **argv)
     int known = 0;
     for (int i = 0; i < 4; i++)
         known |= strcmp(a.format, formats[i]) == 0;
-    if (!a.db || !a.tenant || !a.period || optind < argc || !known ||
-        !invoice_period(a.period, &a.from_ms, &a.to_ms)) {
+    if (!a.db || !a.tenant || !a.period || optind < argc || !known) {
         fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
                 "YYYY-MM; -o is text, csv, json or html\n");
+        return CLI_BAD_INPUT;
+    }
+    if (!invoice_period(a.period, &a.from_ms, &a.to_ms)) {
+        fprintf(stderr, "tessera: --period '%s': expected a month as YYYY-MM (2026-11)\n",
+                a.period);
         return CLI_BAD_INPUT;
     }
     struct cli_job job;

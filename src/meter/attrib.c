@@ -68,15 +68,22 @@ void meter_ctx_release(struct meter_ctx *ctx)
     ctx->ncustody = ctx->custody_cap = 0;
 }
 
-/* The tenant holding device at ts_ms by the ledger, or NULL. */
+/* The tenant holding device at ts_ms by the ledger, or NULL. The facts are
+ * sorted by device, then time: find the device's first, walk its run. */
 static const char *custody_at(const struct meter_ctx *ctx, const char *device, int64_t ts_ms)
 {
-    const char *tenant = NULL;
-    for (size_t i = 0; i < ctx->ncustody; i++) {
-        const struct meter_custody *c = &ctx->custody[i];
-        if (strcmp(c->device, device) == 0 && c->ts_ms <= ts_ms)
-            tenant = c->tenant;
+    size_t lo = 0, hi = ctx->ncustody;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(ctx->custody[mid].device, device) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    const char *tenant = NULL;
+    for (size_t i = lo; i < ctx->ncustody && ctx->custody[i].ts_ms <= ts_ms &&
+                        strcmp(ctx->custody[i].device, device) == 0; i++)
+        tenant = ctx->custody[i].tenant;
     return tenant && strcmp(tenant, "unassigned") != 0 ? tenant : NULL;
 }
 
@@ -115,10 +122,11 @@ static const char *planned_tenant(const struct plan_gpu *g, const struct meter_s
                                   int *ambiguous)
 {
     const char *tenant = NULL;
+    const struct cat_profile *want =
+        g && is_mig(d->profile) ? cat_profile_find(g->model, d->profile) : NULL;
     for (size_t i = 0; g && i < g->ninst; i++) {
         const struct plan_inst *in = &g->inst[i];
-        if (is_mig(d->profile) && (!in->profile || !cat_profile_find(g->model, d->profile) ||
-                                   cat_profile_find(g->model, d->profile) != in->profile))
+        if (is_mig(d->profile) && (!want || in->profile != want))
             continue;
         if (!is_mig(d->profile) && in->guest)
             continue;

@@ -232,7 +232,6 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
         return NULL;
     }
     struct entry *d = &in->entries[in->nentries++];
-    const char *profile = meter_label(x, "GPU_I_PROFILE");
     struct meter_seen s;
     meter_seen_of(x, &s);
     copy(d->key, sizeof(d->key), key);
@@ -241,7 +240,7 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
     copy(d->uuid, sizeof(d->uuid), s.uuid);
     copy(d->gi, sizeof(d->gi), s.gi_id);
     copy(d->model, sizeof(d->model), s.model);
-    copy(d->profile, sizeof(d->profile), is_mig(profile) ? profile : "");
+    copy(d->profile, sizeof(d->profile), is_mig(s.profile) ? s.profile : "");
     copy(d->ns, sizeof(d->ns), s.ns);
     copy(d->pod, sizeof(d->pod), s.pod);
     d->ts_ms = ts;

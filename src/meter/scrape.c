@@ -288,10 +288,16 @@ static ts_status check_opts(const struct meter_scrape_opts *o, struct ts_error *
 {
     if (!o->ntargets)
         return ts_err(err, TS_USAGE, "no target to scrape");
-    if (o->interval_ms <= 0 || o->fetch.timeout_ms <= 0 || o->fetch.connect_timeout_ms <= 0)
-        return ts_err(err, TS_USAGE, "interval and timeouts must be positive");
-    if (o->fetch.retries < 0 || o->count < 0 || !o->fetch.max_body)
-        return ts_err(err, TS_USAGE, "retries, count and the body cap must not be negative");
+    if (o->interval_ms <= 0)
+        return ts_err(err, TS_USAGE, "scrape options: interval_ms must be positive");
+    if (o->fetch.timeout_ms <= 0 || o->fetch.connect_timeout_ms <= 0)
+        return ts_err(err, TS_USAGE, "scrape options: fetch.%s must be positive",
+                      o->fetch.timeout_ms <= 0 ? "timeout_ms" : "connect_timeout_ms");
+    if (o->fetch.retries < 0 || o->count < 0)
+        return ts_err(err, TS_USAGE, "scrape options: %s must not be negative",
+                      o->count < 0 ? "count" : "fetch.retries");
+    if (!o->fetch.max_body)
+        return ts_err(err, TS_USAGE, "scrape options: fetch.max_body must not be 0");
     return TS_OK;
 }
 

@@ -82,6 +82,20 @@ ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p)
     return st;
 }
 
+static int cmp_total(const void *x, const void *y)
+{
+    const struct meter_total *a = x, *b = y;
+    int c = strcmp(a->tenant, b->tenant);
+    c = c ? c : strcmp(a->model, b->model);
+    return c ? c : strcmp(a->profile, b->profile);
+}
+
+void meter_usage_sort(struct meter_usage *u)
+{
+    if (u->ntotals) /* qsort wants a non-NULL base even for zero items */
+        qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_total);
+}
+
 static int64_t to_uh(__int128 num)
 {
     return (int64_t)((num + MS_PER_HOUR / 2) / MS_PER_HOUR);

@@ -49,6 +49,8 @@ void meter_usage_init(struct meter_usage *u, int64_t interval_ms);
 void meter_usage_release(struct meter_usage *u);
 /* Add the next point (points must come ordered by device, then time). */
 ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p);
+/* Sort the totals by tenant, model, then profile (for output). */
+void meter_usage_sort(struct meter_usage *u);
 /* Micro-GPU-hours of a total on each basis (rounded half up). */
 int64_t meter_alloc_uh(const struct meter_total *t);
 int64_t meter_usage_uh(const struct meter_total *t);

@@ -194,15 +194,6 @@ static ts_status integrate(struct serve_meter *m, struct store *st, int64_t now,
     return rc;
 }
 
-static int cmp_total(const void *x, const void *y)
-{
-    const struct meter_total *a = *(const struct meter_total *const *)x;
-    const struct meter_total *b = *(const struct meter_total *const *)y;
-    int c = strcmp(a->tenant, b->tenant);
-    c = c ? c : strcmp(a->model, b->model);
-    return c ? c : strcmp(a->profile, b->profile);
-}
-
 /* Micro-units as a decimal with exactly six places. */
 static void put_micro(struct ts_sbuf *o, int64_t uh)
 {
@@ -210,37 +201,39 @@ static void put_micro(struct ts_sbuf *o, int64_t uh)
     ts_sbuf_printf(o, "%s%" PRIu64 ".%06" PRIu64, uh < 0 ? "-" : "", a / 1000000, a % 1000000);
 }
 
+/* "metric{tenant=...,model=...,profile=..." (the caller closes the braces). */
+static void put_row(struct ts_sbuf *o, const char *metric, const char *tenant,
+                    const char *model, const char *profile)
+{
+    ts_sbuf_printf(o, "%s{tenant=", metric);
+    meter_relabel_put_label(o, tenant);
+    ts_sbuf_puts(o, ",model=");
+    meter_relabel_put_label(o, model);
+    ts_sbuf_puts(o, ",profile=");
+    meter_relabel_put_label(o, profile);
+}
+
 static void put_hours(struct ts_sbuf *o, const struct meter_total *t, const char *basis,
                       int64_t uh)
 {
-    ts_sbuf_puts(o, "tessera_gpu_hours_total{tenant=");
-    meter_relabel_put_label(o, t->tenant);
-    ts_sbuf_puts(o, ",model=");
-    meter_relabel_put_label(o, t->model);
-    ts_sbuf_puts(o, ",profile=");
-    meter_relabel_put_label(o, t->profile[0] ? t->profile : "whole");
+    put_row(o, "tessera_gpu_hours_total", t->tenant, t->model,
+            t->profile[0] ? t->profile : "whole");
     ts_sbuf_printf(o, ",basis=\"%s\"} ", basis);
     put_micro(o, uh);
     ts_sbuf_puts(o, "\n");
 }
 
-static ts_status write_hours(const struct meter_usage *u, struct ts_sbuf *o)
+static ts_status write_hours(struct meter_usage *u, struct ts_sbuf *o)
 {
-    const struct meter_total **sorted = calloc(u->ntotals + 1, sizeof(*sorted));
-    if (!sorted)
-        return TS_NOMEM;
-    for (size_t i = 0; i < u->ntotals; i++)
-        sorted[i] = &u->totals[i];
-    qsort(sorted, u->ntotals, sizeof(*sorted), cmp_total);
+    meter_usage_sort(u); /* the totals are found by name: their order is free */
     ts_sbuf_puts(o, "# HELP tessera_gpu_hours_total GPU-hours per tenant, GPU model and "
                     "profile from the metering store (allocation: the card share reserved; "
                     "usage: times the engine-active ratio).\n"
                     "# TYPE tessera_gpu_hours_total counter\n");
     for (size_t i = 0; i < u->ntotals; i++) {
-        put_hours(o, sorted[i], "allocation", meter_alloc_uh(sorted[i]));
-        put_hours(o, sorted[i], "usage", meter_usage_uh(sorted[i]));
+        put_hours(o, &u->totals[i], "allocation", meter_alloc_uh(&u->totals[i]));
+        put_hours(o, &u->totals[i], "usage", meter_usage_uh(&u->totals[i]));
     }
-    free(sorted);
     return ts_sbuf_status(o);
 }
 
@@ -385,12 +378,8 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
                     "loaded plan (a MIG instance counts its share of the card).\n"
                     "# TYPE tessera_tenant_allocation_gpus gauge\n");
     for (size_t i = 0; i < n; i++) {
-        ts_sbuf_puts(o, "tessera_tenant_allocation_gpus{tenant=");
-        meter_relabel_put_label(o, rows[i].tenant);
-        ts_sbuf_puts(o, ",model=");
-        meter_relabel_put_label(o, rows[i].model);
-        ts_sbuf_puts(o, ",profile=");
-        meter_relabel_put_label(o, rows[i].profile);
+        put_row(o, "tessera_tenant_allocation_gpus", rows[i].tenant, rows[i].model,
+                rows[i].profile);
         ts_sbuf_puts(o, "} ");
         meter_relabel_put_value(o, rows[i].gpus);
         ts_sbuf_puts(o, "\n");

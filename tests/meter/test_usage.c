@@ -91,6 +91,30 @@ static void test_day_exact(void **state)
     meter_usage_release(&u);
 }
 
+/* Totals sort by tenant, then model, then profile. */
+static void test_sort(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    static const char *const rows[][3] = {{"t2", "m1", "p1"}, {"t1", "m2", "p1"},
+                                          {"t1", "m1", "p2"}, {"t1", "m1", "p1"}};
+    for (int i = 0; i < 4; i++) {
+        struct meter_point p = {"GPU-a", i * 1000, rows[i][0], rows[i][1], rows[i][2], 1, 1};
+        assert_int_equal(meter_usage_add(&u, &p), TS_OK);
+        p.ts_ms += 500; /* closes an interval: one total per row */
+        assert_int_equal(meter_usage_add(&u, &p), TS_OK);
+    }
+    assert_int_equal(u.ntotals, 4);
+    meter_usage_sort(&u);
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(u.totals[i].tenant, rows[3 - i][0]);
+        assert_string_equal(u.totals[i].model, rows[3 - i][1]);
+        assert_string_equal(u.totals[i].profile, rows[3 - i][2]);
+    }
+    meter_usage_release(&u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -98,6 +122,7 @@ int main(void)
         cmocka_unit_test(test_duplicates_and_order),
         cmocka_unit_test(test_tenant_change_and_devices),
         cmocka_unit_test(test_day_exact),
+        cmocka_unit_test(test_sort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
