@@ -113,6 +113,9 @@ void agent_inventory_text(const struct agent_inventory *inv, struct ts_sbuf *out
  * or the JSON path ("gpus[0].gpuInstances[2].placement.start"). */
 ts_status agent_inventory_parse(const char *text, size_t len, const char *file,
                                 struct agent_inventory *inv, struct ts_error *err);
+/* Read the file at path (at most TS_INPUT_MAX bytes) and parse it as above. */
+ts_status agent_inventory_load(const char *path, struct agent_inventory *inv,
+                               struct ts_error *err);
 /* 1 when text (after blanks) starts like a JSON document. */
 int agent_looks_json(const char *text, size_t len);
 

@@ -197,19 +197,6 @@ static int same_geometry(const struct agent_gpu *a, const struct agent_gpu *b)
     return 1;
 }
 
-/* Read the card again into *now (a copy of the node's inventory slot). */
-static ts_status reread(struct agent_nvml *n, const char *node, int gpu, struct agent_gpu *now,
-                        struct agent_inventory *scratch, struct ts_error *err)
-{
-    ts_status st = agent_inventory_read(n, node, scratch, err);
-    const struct agent_gpu *g = st == TS_OK ? agent_gpu_at(scratch, gpu) : NULL;
-    if (st == TS_OK && !g)
-        st = ts_err(err, TS_INTERNAL, "GPU %d disappeared", gpu);
-    if (g)
-        *now = *g;
-    return st;
-}
-
 /* Processes on the card: refuse, naming them. 1 when some run. */
 static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *log,
                 struct ts_error *err)
@@ -238,7 +225,7 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *l
 }
 
 /* One card; 0 when it ends as planned. */
-static int change_card(struct agent_nvml *n, const char *node, const struct agent_gpu *before,
+static int change_card(struct agent_nvml *n, const struct agent_gpu *before,
                        const struct agent_target *t, const struct agent_diff *diff,
                        const struct cat_catalog *cat, struct ts_sbuf *log)
 {
@@ -257,11 +244,10 @@ static int change_card(struct agent_nvml *n, const char *node, const struct agen
     ts_status st = TS_OK;
     for (int k = 0; st == TS_OK && k < diff->nstep; k++)
         st = run_step(n, d, before, &diff->step[k], &u, &e);
-    struct agent_inventory *scratch = calloc(1, sizeof *scratch);
     struct agent_gpu *now = calloc(1, sizeof *now);
     struct agent_diff check;
-    int bad = st != TS_OK || !scratch || !now;
-    if (!bad && reread(n, node, before->index, now, scratch, &e) == TS_OK) {
+    int bad = st != TS_OK || !now;
+    if (!bad && agent__gpu_read(n, (unsigned)before->index, now, &e) == TS_OK) {
         agent_diff_card(now, t, cat, &check);
         if (check.verdict != AGENT_KEEP)
             st = ts_err(&e, TS_INTERNAL, "verification failed: GPU %d does not match the plan "
@@ -269,10 +255,10 @@ static int change_card(struct agent_nvml *n, const char *node, const struct agen
     } else if (!bad) {
         st = TS_INTERNAL;
     }
-    if (st != TS_OK && scratch && now) {
+    if (st != TS_OK && now) {
         ts_sbuf_printf(log, "  failed: %s\n", e.msg);
         rollback(n, d, before->index, &u, log);
-        if (reread(n, node, before->index, now, scratch, &e) == TS_OK) {
+        if (agent__gpu_read(n, (unsigned)before->index, now, &e) == TS_OK) {
             ts_sbuf_printf(log, "  GPU %d is left with:", before->index);
             geometry_text(now, log);
             ts_sbuf_printf(log, "\n  %s\n", same_geometry(now, before)
@@ -286,7 +272,6 @@ static int change_card(struct agent_nvml *n, const char *node, const struct agen
         geometry_text(now, log);
         ts_sbuf_puts(log, "\n");
     }
-    free(scratch);
     free(now);
     return st != TS_OK || bad;
 }
@@ -347,7 +332,7 @@ ts_status agent_apply(struct agent_nvml *n, const struct agent_plan *p,
         } else {
             log_steps(t, d, opts->dry_run, log);
             if (!opts->dry_run)
-                failed += change_card(n, opts->node, agent_gpu_at(inv, t->index), t, d, cat, log);
+                failed += change_card(n, agent_gpu_at(inv, t->index), t, d, cat, log);
         }
     }
     if (st == TS_OK && failed)

@@ -19,6 +19,11 @@ struct agent_nvml {
 ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call,
                           int gpu, struct ts_error *err);
 
+/* Read GPU i (its NVML index) into *g: what agent_inventory_read reads for
+ * each card, for one card only. */
+ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct agent_gpu *g,
+                          struct ts_error *err);
+
 /* Copy s into a fixed buffer (always NUL-terminated, cut if too long). */
 void agent__copy(char *dst, size_t size, const char *src);
 

@@ -243,7 +243,7 @@ static ts_status read_uuids(struct agent_nvml *n, nvmlDevice_t d, struct agent_g
     return TS_OK;
 }
 
-static ts_status read_gpu(struct agent_nvml *n, unsigned int i, struct agent_gpu *g,
+ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct agent_gpu *g,
                           struct ts_error *err)
 {
     nvmlDevice_t d;
@@ -272,7 +272,7 @@ ts_status agent_inventory_read(struct agent_nvml *n, const char *node,
         return ts_err(err, TS_TOO_LARGE, "%u GPUs: tessera reads at most %d a node", count,
                       AGENT_GPUS_MAX);
     for (unsigned int i = 0; i < count; i++) {
-        ts_status st = read_gpu(n, i, &inv->gpu[i], err);
+        ts_status st = agent__gpu_read(n, i, &inv->gpu[i], err);
         if (st != TS_OK)
             return st;
         inv->ngpu++;

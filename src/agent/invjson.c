@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/internal.h"
+#include "util/file.h"
 #include "util/jsonfree.h"
 
 #define INV_API "tessera.dev/v1alpha1"
@@ -410,6 +411,18 @@ ts_status agent_inventory_parse(const char *text, size_t len, const char *file,
     struct agent__rd r = {file, err};
     ts_status st = read_doc(&r, doc, inv);
     json_decref(doc);
+    return st;
+}
+
+ts_status agent_inventory_load(const char *path, struct agent_inventory *inv,
+                               struct ts_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ts_status st = ts_file_read(path, TS_INPUT_MAX, &text, &len, err);
+    if (st == TS_OK)
+        st = agent_inventory_parse(text, len, path, inv, err);
+    free(text);
     return st;
 }
 

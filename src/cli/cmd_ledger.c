@@ -194,13 +194,7 @@ static size_t inventory_events(const struct agent_inventory *inv, const struct a
 static int load_inventory(const char *path, struct agent_inventory *inv)
 {
     struct ts_error e = {0};
-    char *text = NULL;
-    size_t len = 0;
-    ts_status st = ts_file_read(path, TS_INPUT_MAX, &text, &len, &e);
-    if (st == TS_OK)
-        st = agent_inventory_parse(text, len, path, inv, &e);
-    free(text);
-    return st == TS_OK ? CLI_OK : fail_err(&e);
+    return agent_inventory_load(path, inv, &e) == TS_OK ? CLI_OK : fail_err(&e);
 }
 
 static int record_inventory(const struct lopts *o, const struct ledger_event *tmpl)

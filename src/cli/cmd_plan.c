@@ -9,7 +9,6 @@
 #include "agent/agent.h"
 #include "cli/cli.h"
 #include "render/svg.h"
-#include "util/file.h"
 #include "util/jsonfree.h"
 #include "report/report.h"
 
@@ -59,13 +58,7 @@ static int load_current(const struct cli_files *files, struct current *cur)
         return CLI_FAIL;
     for (size_t i = 0; i < files->n; i++) {
         struct ts_error e = {0};
-        char *text = NULL;
-        size_t len = 0;
-        ts_status st = ts_file_read(files->paths[i], TS_INPUT_MAX, &text, &len, &e);
-        if (st == TS_OK)
-            st = agent_inventory_parse(text, len, files->paths[i], &cur->inv[cur->n], &e);
-        free(text);
-        if (st != TS_OK) {
+        if (agent_inventory_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK) {
             cli_print_error(&e);
             return CLI_BAD_INPUT;
         }
