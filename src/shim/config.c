@@ -73,16 +73,20 @@ static int from_file(struct shim_config *c, const char *path)
     return 1;
 }
 
-/* One environment variable through the file's value parsers. */
-static int env_value(const char *var, int percent, uint64_t *bytes, unsigned *pct)
+enum env_kind { ENV_BYTES, ENV_PERCENT, ENV_REGION };
+
+/* One environment variable through the file's value parsers into out: 1 when
+ * set and good, 0 when unset, -1 when malformed (said, with the column). */
+static int env_value(const char *var, enum env_kind kind, void *out)
 {
     const char *v = getenv(var);
     if (!v)
         return 0;
-    size_t bad = 0;
+    size_t len = strlen(v), bad = 0;
     const char *why = "";
-    int rc = percent ? shim_limits_percent(v, strlen(v), pct, &bad, &why)
-                     : shim_limits_bytes(v, strlen(v), bytes, &bad, &why);
+    int rc = kind == ENV_BYTES     ? shim_limits_bytes(v, len, out, &bad, &why)
+             : kind == ENV_PERCENT ? shim_limits_percent(v, len, out, &bad, &why)
+                                   : shim_limits_region(v, len, out, &bad, &why);
     if (rc != 0) {
         shim__log("%s='%s': column %zu: %s: failing closed, every allocation will fail", var,
                   v, bad + 1, why);
@@ -93,18 +97,10 @@ static int env_value(const char *var, int percent, uint64_t *bytes, unsigned *pc
 
 static void from_env(struct shim_config *c)
 {
-    int m = env_value("TESSERA_CUDA_MEMORY_LIMIT", 0, &c->memory_bytes, NULL);
-    int s = env_value("TESSERA_CUDA_SM_PERCENT", 1, NULL, &c->sm_percent);
-    const char *r = getenv("TESSERA_CUDA_REGION");
-    if (r && (r[0] != '/' || strlen(r) >= sizeof(c->region))) {
-        shim__log("TESSERA_CUDA_REGION: must be an absolute path shorter than %zu bytes: "
-                  "failing closed, every allocation will fail", sizeof(c->region));
-        c->fail_closed = 1;
-    } else if (r) {
-        memcpy(c->region, r, strlen(r) + 1);
-    }
-    if (m < 0 || s < 0)
-        c->fail_closed = 1;
+    int m = env_value("TESSERA_CUDA_MEMORY_LIMIT", ENV_BYTES, &c->memory_bytes);
+    int s = env_value("TESSERA_CUDA_SM_PERCENT", ENV_PERCENT, &c->sm_percent);
+    int r = env_value("TESSERA_CUDA_REGION", ENV_REGION, c->region);
+    c->fail_closed = m < 0 || s < 0 || r < 0;
     c->limited = m > 0;
 }
 

@@ -118,18 +118,25 @@ static int set_sm(struct val *v, struct shim_limits *l)
     return shim_limits_percent(v->s, v->len, &l->sm_percent, v->bad, v->why);
 }
 
+int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX],
+                       size_t *bad, const char **why)
+{
+    struct val v = {s, len, bad, why};
+    if (len == 0 || s[0] != '/')
+        return fail_at(&v, 0, "must be an absolute path");
+    if (len >= SHIM_REGION_PATH_MAX)
+        return fail_at(&v, SHIM_REGION_PATH_MAX - 1, "path too long");
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return fail_at(&v, i, "control character in path");
+    memcpy(out, s, len);
+    out[len] = '\0';
+    return 0;
+}
+
 static int set_region(struct val *v, struct shim_limits *l)
 {
-    if (v->s[0] != '/')
-        return fail_at(v, 0, "must be an absolute path");
-    if (v->len >= sizeof(l->region))
-        return fail_at(v, sizeof(l->region) - 1, "path too long");
-    for (size_t i = 0; i < v->len; i++)
-        if ((unsigned char)v->s[i] < 0x20 || v->s[i] == 0x7f)
-            return fail_at(v, i, "control character in path");
-    memcpy(l->region, v->s, v->len);
-    l->region[v->len] = '\0';
-    return 0;
+    return shim_limits_region(v->s, v->len, l->region, v->bad, v->why);
 }
 
 static const struct key {

@@ -46,12 +46,15 @@ struct shim_limits_error {
 int shim_limits_parse(const char *text, size_t len, struct shim_limits *out,
                       struct shim_limits_error *err);
 
-/* One value, as in the file: memoryLimit's quantity ("8Gi", "1073741824")
- * and smPercent's integer. Return 0, or -1 with *bad = the offset of the
- * faulty byte and *why a static reason. Used for the environment fallback. */
+/* One value, as in the file: memoryLimit's quantity ("8Gi", "1073741824"),
+ * smPercent's integer and region's absolute path (copied with its NUL).
+ * Return 0, or -1 with *bad = the offset of the faulty byte and *why a
+ * static reason (*out untouched). Used for the environment fallback. */
 int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad,
                       const char **why);
 int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad,
                         const char **why);
+int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX],
+                       size_t *bad, const char **why);
 
 #endif

@@ -93,12 +93,12 @@ static alloc_fn path_fn(const char *path)
 }
 
 /* Allocate chunk bytes through fn until refused; free them all. */
-static int run_path(const char *path, size_t chunk)
+static void run_path(const char *path, size_t chunk)
 {
     alloc_fn fn = path_fn(path);
     CHECK(fn != NULL, "%s: no function", path);
     if (!fn)
-        return 1;
+        return;
     CUdeviceptr ptrs[4096];
     int n = 0;
     CUresult r = CUDA_SUCCESS;
@@ -111,7 +111,6 @@ static int run_path(const char *path, size_t chunk)
     CHECK(used_now() == 0, "%s: %zu bytes still charged after the frees", path, used_now());
     CHECK(fn(&ptrs[0], chunk) == CUDA_SUCCESS, "%s: no room after the frees", path);
     cuMemFree_v2(ptrs[0]);
-    return 0;
 }
 
 static int mode_paths(int argc, char **argv)
@@ -215,14 +214,21 @@ static int mode_info(void)
     return 0;
 }
 
+/* cuInit, then one cuMemAlloc_v2 of the decimal bytes: prints rc=N. */
+static CUresult alloc_once(const char *bytes, CUdeviceptr *d)
+{
+    cuInit(0);
+    CUresult r = cuMemAlloc_v2(d, strtoull(bytes, NULL, 10));
+    printf("rc=%d\n", r);
+    return r;
+}
+
 static int mode_try(int argc, char **argv)
 {
     if (argc < 1)
         return 2;
     CUdeviceptr d;
-    cuInit(0);
-    CUresult r = cuMemAlloc_v2(&d, strtoull(argv[0], NULL, 10));
-    printf("rc=%d\n", r);
+    CUresult r = alloc_once(argv[0], &d);
     if (r == CUDA_SUCCESS)
         cuMemFree_v2(d);
     return r == CUDA_SUCCESS ? 0 : 3;
@@ -233,9 +239,7 @@ static int mode_hold(int argc, char **argv)
     if (argc < 2)
         return 2;
     CUdeviceptr d;
-    cuInit(0);
-    CUresult r = cuMemAlloc_v2(&d, strtoull(argv[0], NULL, 10));
-    printf("rc=%d\n", r);
+    CUresult r = alloc_once(argv[0], &d);
     fflush(stdout);
     FILE *f = fopen(argv[1], "w");
     if (f) {

@@ -138,6 +138,16 @@ static void test_env_values(void **state)
     uint64_t b = 0;
     assert_int_equal(shim_limits_bytes("lots", 4, &b, &bad, &why), -1);
     assert_int_equal(bad, 0);
+    char region[SHIM_REGION_PATH_MAX] = "/kept";
+    assert_int_equal(shim_limits_region("run/x", 5, region, &bad, &why), -1);
+    assert_int_equal(bad, 0);
+    assert_string_equal(why, "must be an absolute path");
+    assert_int_equal(shim_limits_region("", 0, region, &bad, &why), -1);
+    assert_int_equal(shim_limits_region("/a\nb", 4, region, &bad, &why), -1);
+    assert_int_equal(bad, 2);
+    assert_string_equal(region, "/kept");             /* untouched on error */
+    assert_int_equal(shim_limits_region("/run/t/r1", 9, region, &bad, &why), 0);
+    assert_string_equal(region, "/run/t/r1");
 }
 
 int main(void)

@@ -241,32 +241,56 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
     return CUDA_SUCCESS;
 }
 
-/* Live VMM handles and arrays, so a bad handle is refused, not followed. */
+/* VMM handles and arrays: heap records of their size, kept in a list of
+ * the live ones, so a bad handle (or one of the other kind) is refused, not
+ * followed. */
 #define LIVE_MAX 4096
-static void *live[LIVE_MAX];
+#define VMM_MAGIC 0x564d4d31u
+#define ARRAY_MAGIC 0x41525231u
+
+struct record {
+    uint32_t magic;
+    uint64_t size;
+    _Atomic int maps;                   /* VMM handles: cuMemMap calls */
+};
+
+static struct record *live[LIVE_MAX];
 static pthread_mutex_t live_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-static int live_add(void *p)
+/* A live record holding size bytes of device memory; NULL: out of memory. */
+static struct record *record_new(uint32_t magic, uint64_t size)
 {
-    int ok = 0;
-    pthread_mutex_lock(&live_mutex);
-    for (int i = 0; i < LIVE_MAX && !ok; i++)
-        if (!live[i]) {
-            live[i] = p;
-            ok = 1;
-        }
-    pthread_mutex_unlock(&live_mutex);
-    return ok ? 0 : -1;
+    if (take_mem(size) != 0)
+        return NULL;
+    struct record *r = calloc(1, sizeof(*r));
+    int added = 0;
+    if (r) {
+        r->magic = magic;
+        r->size = size;
+        pthread_mutex_lock(&live_mutex);
+        for (int i = 0; i < LIVE_MAX && !added; i++)
+            if (!live[i]) {
+                live[i] = r;
+                added = 1;
+            }
+        pthread_mutex_unlock(&live_mutex);
+    }
+    if (!added) {
+        free(r);
+        atomic_fetch_sub(&allocated, size);
+        return NULL;
+    }
+    return r;
 }
 
-/* Is p live? With drop set, forget it too. */
-static int live_has(const void *p, int drop)
+/* The live record p of kind magic, or NULL. With drop set, forget it too. */
+static struct record *record_find(const void *p, uint32_t magic, int drop)
 {
-    int found = 0;
+    struct record *found = NULL;
     pthread_mutex_lock(&live_mutex);
-    for (int i = 0; i < LIVE_MAX && !found; i++)
-        if (p && live[i] == p) {
-            found = 1;
+    for (int i = 0; i < LIVE_MAX && p && !found; i++)
+        if (live[i] == p && live[i]->magic == magic) {
+            found = live[i];
             if (drop)
                 live[i] = NULL;
         }
@@ -274,13 +298,16 @@ static int live_has(const void *p, int drop)
     return found;
 }
 
-/* VMM: a handle is a heap record of its size and mapping count. */
-struct vmm {
-    uint32_t magic;
-    uint64_t size;
-    _Atomic int maps;
-};
-#define VMM_MAGIC 0x564d4d31u
+/* Free the live record p of kind magic and its device memory. */
+static CUresult record_free(const void *p, uint32_t magic)
+{
+    struct record *r = record_find(p, magic, 1);
+    if (!r)
+        return CUDA_ERROR_INVALID_HANDLE;
+    atomic_fetch_sub(&allocated, r->size);
+    free(r);
+    return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                             const CUmemAllocationProp *prop, unsigned long long flags)
@@ -288,46 +315,23 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     (void)flags;
     if (!handle || !prop || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (take_mem(size) != 0)
+    struct record *v = record_new(VMM_MAGIC, size);
+    if (!v)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct vmm *v = calloc(1, sizeof(*v));
-    if (!v) {
-        atomic_fetch_sub(&allocated, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    v->magic = VMM_MAGIC;
-    v->size = size;
-    if (live_add(v) != 0) {
-        free(v);
-        atomic_fetch_sub(&allocated, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
     return CUDA_SUCCESS;
 }
 
-static struct vmm *vmm_of(CUmemGenericAllocationHandle h, int drop)
-{
-    struct vmm *v = (struct vmm *)(uintptr_t)h;
-    return live_has(v, drop) && v->magic == VMM_MAGIC ? v : NULL;
-}
-
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    struct vmm *v = vmm_of(handle, 1);
-    if (!v)
-        return CUDA_ERROR_INVALID_HANDLE;
-    atomic_fetch_sub(&allocated, v->size);
-    v->magic = 0;
-    free(v);
-    return CUDA_SUCCESS;
+    return record_free((const void *)(uintptr_t)handle, VMM_MAGIC);
 }
 
 EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     (void)flags;
-    struct vmm *v = vmm_of(handle, 0);
+    struct record *v = record_find((const void *)(uintptr_t)handle, VMM_MAGIC, 0);
     if (!v)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!ptr || size == 0 || offset > v->size || size > v->size - offset)
@@ -341,13 +345,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Arrays: a heap record with its size. */
-struct array {
-    uint32_t magic;
-    uint64_t size;
-};
-#define ARRAY_MAGIC 0x41525231u
-
+/* Arrays: records of their size (above). */
 static uint64_t format_size(CUarray_format f)
 {
     switch (f) {
@@ -367,20 +365,9 @@ static CUresult make_array(CUarray *out, size_t w, size_t h, size_t d, CUarray_f
     if (!out || w == 0 || n == 0 || (ch != 1 && ch != 2 && ch != 4))
         return CUDA_ERROR_INVALID_VALUE;
     n *= (uint64_t)w * (h ? h : 1) * (d ? d : 1) * ch;
-    if (take_mem(n) != 0)
+    struct record *a = record_new(ARRAY_MAGIC, n);
+    if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct array *a = calloc(1, sizeof(*a));
-    if (!a) {
-        atomic_fetch_sub(&allocated, n);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    a->magic = ARRAY_MAGIC;
-    a->size = n;
-    if (live_add(a) != 0) {
-        free(a);
-        atomic_fetch_sub(&allocated, n);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *out = (CUarray)a;
     return CUDA_SUCCESS;
 }
@@ -402,13 +389,7 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR
 
 EXPORT CUresult cuArrayDestroy(CUarray array)
 {
-    struct array *a = (struct array *)array;
-    if (!live_has(a, 1) || a->magic != ARRAY_MAGIC)
-        return CUDA_ERROR_INVALID_HANDLE;
-    atomic_fetch_sub(&allocated, a->size);
-    a->magic = 0;
-    free(a);
-    return CUDA_SUCCESS;
+    return record_free(array, ARRAY_MAGIC);
 }
 
 /* ---- device, context, errors --------------------------------------------- */
@@ -638,14 +619,18 @@ struct CUmod_st { int unused; };
 struct CUfunc_st { int sleep_kernel; };
 struct CUgraphExec_st { uint32_t us; };
 
+struct counters {
+    _Atomic uint64_t busy_ns, launches;
+};
+
 struct card_slot {
     _Atomic int32_t pid;
-    _Atomic uint64_t busy_ns, launches;
+    struct counters c;
 };
 
 struct standin_card {
     uint32_t magic, version;
-    _Atomic uint64_t busy_ns, launches;     /* the whole card */
+    struct counters all;                    /* the whole card */
     struct card_slot slots[CARD_SLOTS];
 };
 
@@ -689,8 +674,8 @@ static struct card_slot *slot_of(int pid, int claim)
     for (int i = 0; claim && i < CARD_SLOTS; i++) {
         int32_t p = atomic_load(&card->slots[i].pid);
         if (p == 0 || (kill(p, 0) != 0 && errno == ESRCH)) {
-            atomic_store(&card->slots[i].busy_ns, 0);
-            atomic_store(&card->slots[i].launches, 0);
+            atomic_store(&card->slots[i].c.busy_ns, 0);
+            atomic_store(&card->slots[i].c.launches, 0);
             atomic_store(&card->slots[i].pid, pid);
             return &card->slots[i];
         }
@@ -703,6 +688,12 @@ static void sleep_until(uint64_t deadline)
     struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
+}
+
+static void count(struct counters *c, uint64_t held)
+{
+    atomic_fetch_add(&c->busy_ns, held);
+    atomic_fetch_add(&c->launches, 1);
 }
 
 /* Take the card, hold it for us microseconds, count it, give it back. */
@@ -718,37 +709,36 @@ static CUresult run_on_card(uint32_t us)
     sleep_until(start + (uint64_t)us * 1000u);
     uint64_t held = now_ns() - start;
     struct card_slot *s = slot_of((int)getpid(), 1);
-    atomic_fetch_add(&card->busy_ns, held);
-    atomic_fetch_add(&card->launches, 1);
-    if (s) {
-        atomic_fetch_add(&s->busy_ns, held);
-        atomic_fetch_add(&s->launches, 1);
-    }
+    count(&card->all, held);
+    if (s)
+        count(&s->c, held);
     flock(card_fd, LOCK_UN);
     pthread_mutex_unlock(&card_mutex);
     return CUDA_SUCCESS;
 }
 
-EXPORT uint64_t tessera_standin_busy_ns(int pid)
+/* The counters of pid, pid 0 the whole card; NULL when it has none. */
+static struct counters *counters_of(int pid)
 {
     pthread_once(&card_once, open_card);
     if (!card)
-        return 0;
+        return NULL;
     if (pid == 0)
-        return atomic_load(&card->busy_ns);
+        return &card->all;
     struct card_slot *s = slot_of(pid, 0);
-    return s ? atomic_load(&s->busy_ns) : 0;
+    return s ? &s->c : NULL;
+}
+
+EXPORT uint64_t tessera_standin_busy_ns(int pid)
+{
+    struct counters *c = counters_of(pid);
+    return c ? atomic_load(&c->busy_ns) : 0;
 }
 
 EXPORT uint64_t tessera_standin_launches(int pid)
 {
-    pthread_once(&card_once, open_card);
-    if (!card)
-        return 0;
-    if (pid == 0)
-        return atomic_load(&card->launches);
-    struct card_slot *s = slot_of(pid, 0);
-    return s ? atomic_load(&s->launches) : 0;
+    struct counters *c = counters_of(pid);
+    return c ? atomic_load(&c->launches) : 0;
 }
 
 EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
