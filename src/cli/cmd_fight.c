@@ -50,11 +50,18 @@ static void fight_usage(FILE *f)
             "Exit codes: 0 pass, 1 a gating mechanism failed, 2 bad usage or no driver.\n");
 }
 
-static int bad_usage(const char *fmt, const char *arg)
+static int bad_usage(const char *what, const char *arg)
 {
-    fprintf(stderr, "tessera: fight: ");
-    fprintf(stderr, "%s '%s'\n", fmt, arg);
+    fprintf(stderr, "tessera: fight: %s '%s'\n", what, arg);
     return CLI_BAD_INPUT;
+}
+
+/* "tessera: fight: [who: ]file:line:col: message" (the place when e has one). */
+static void print_error(const char *who, const struct ts_error *e)
+{
+    char buf[TS_MSG_MAX + 2 * TS_PATH_MAX + 64];
+    ts_error_format(e, buf, sizeof(buf));
+    fprintf(stderr, "tessera: fight: %s%s%s\n", who ? who : "", who ? ": " : "", buf);
 }
 
 static int parse_size(const char *s, size_t lo, size_t hi, size_t *out)
@@ -99,12 +106,14 @@ static int run_worker(const char *role, const struct fight_opts *o)
         return bad_usage("--worker takes sla or noisy, not", role);
     if (!fd || !parse_size(fd, 0, INT_MAX, &fdn))
         return bad_usage("--worker needs TESSERA_FIGHT_FD, got", fd ? fd : "nothing");
+    /* The harness passes --requests with the warm-up already counted in. */
     struct fight_worker_opts w = {role, o->driver, o->kernels, o->noisy_kind, o->synthetic,
-                                  o->memory, o->requests + o->warmup, (int)fdn};
-    w.requests = o->requests;
+                                  o->memory, o->requests, (int)fdn};
     struct ts_error e = {0};
     if (fight_worker(&w, &e) != TS_OK) {
-        fprintf(stderr, "tessera: fight: %s worker: %s\n", role, e.msg);
+        char who[32];
+        snprintf(who, sizeof(who), "%s worker", role);
+        print_error(who, &e);
         return e.code == TS_NOT_FOUND ? CLI_BAD_INPUT : CLI_FAIL;
     }
     return CLI_OK;
@@ -230,7 +239,7 @@ int cmd_fight(int argc, char **argv)
     struct ts_error e = {0};
     ts_status st = fight_run(&o, &r, &e);
     if (st != TS_OK) {
-        fprintf(stderr, "tessera: fight: %s\n", e.msg);
+        print_error(NULL, &e);
         fight_result_release(&r);
         return st == TS_NOT_FOUND || st == TS_USAGE ? CLI_BAD_INPUT : CLI_FAIL;
     }

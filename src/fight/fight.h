@@ -137,7 +137,8 @@ struct fight_phase_result {
     int ran;                   /* runs done */
     int status;                /* enum below */
     char reason[256];          /* skipped/error: why */
-    struct fight_series sla, noisy;
+    struct fight_series sla;   /* pooled samples after the warm-up */
+    struct fight_series noisy; /* errors and mem_mib_max only: no samples */
     struct fight_summary s;    /* of sla (when status >= PASS) */
     double p99_runs[16];       /* p99 of each repeat */
     double sla_rps, noisy_ops; /* per second, pooled over runs */

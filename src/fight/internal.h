@@ -71,4 +71,11 @@ void fight__tenant_release(struct fight_tenant *t);
 /* Milliseconds on the monotonic clock. */
 double fight__now_ms(void);
 
+/* A malloc'd copy of x[0..n) sorted ascending; NULL when out of memory
+ * (stats.c; the summary and the SVG's tail curves both need one). */
+double *fight__sorted_copy(const double *x, size_t n);
+/* The phase the phase ph is judged against: mig-baseline for MIG (a
+ * smaller device is its own baseline), baseline for the rest (run.c). */
+int fight__baseline_of(int ph);
+
 #endif

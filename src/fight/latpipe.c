@@ -15,6 +15,7 @@
 #include "fight/fight.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,10 +119,14 @@ ts_status fight_series_push(struct fight_series *s, double lat, double gpu,
     return TS_OK;
 }
 
+/* fight_series_push, its cap refused at this line like any other bad line. */
 static ts_status push(struct fight_reader *r, double lat, double gpu, struct ts_error *err)
 {
-    if (r->out->n == FIGHT_SAMPLES_MAX)
-        return bad(r, 1, err, "more than 4194304 samples", NULL, 0);
+    if (r->out->n == FIGHT_SAMPLES_MAX) {
+        char what[48];
+        snprintf(what, sizeof(what), "more than %u samples", FIGHT_SAMPLES_MAX);
+        return bad(r, 1, err, what, NULL, 0);
+    }
     return fight_series_push(r->out, lat, gpu, err);
 }
 
@@ -223,8 +228,11 @@ ts_status fight_reader_feed(struct fight_reader *r, const char *data, size_t n,
             continue;
         }
         r->line++;
-        if (r->too_long)
-            return bad(r, FIGHT_LINE_MAX + 1, err, "line longer than 256 bytes", NULL, 0);
+        if (r->too_long) {
+            char what[48];
+            snprintf(what, sizeof(what), "line longer than %d bytes", FIGHT_LINE_MAX);
+            return bad(r, FIGHT_LINE_MAX + 1, err, what, NULL, 0);
+        }
         ts_status st = one_line(r, r->buf, r->len, err);
         r->len = 0;
         if (st != TS_OK) {

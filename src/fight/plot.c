@@ -6,11 +6,10 @@
  * 240 points q -> the type-7 percentile. Hand-written SVG in the style of
  * src/render/svg.c; `rsvg-convert` renders it (tests/cli/fight.sh).
  */
-#include "fight/fight.h"
+#include "fight/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define W 980
 #define H 520
@@ -22,12 +21,6 @@
 
 static const char *const colours[] = {"#4e79a7", "#b07aa1", "#e15759", "#59a14f",
                                       "#f28e2b", "#76b7b2", "#9c755f"};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static int plotted(const struct fight_phase_result *p)
 {
@@ -68,11 +61,9 @@ static void axes(struct ts_sbuf *out, double lo, double hi)
 static void curve(struct ts_sbuf *out, const struct fight_phase_result *p, const char *colour,
                   double lo, double hi)
 {
-    double *v = malloc(p->sla.n * sizeof(*v));
+    double *v = fight__sorted_copy(p->sla.lat_us, p->sla.n);
     if (!v)
         return;
-    memcpy(v, p->sla.lat_us, p->sla.n * sizeof(*v));
-    qsort(v, p->sla.n, sizeof(*v), cmp_double);
     double ymax = fmin(YMAX, log10((double)p->sla.n));
     ts_sbuf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
                    colour);

@@ -2,7 +2,7 @@
  * ptx.c - the fight's kernels as PTX text, written by hand to match
  * kernels.cu (see there for what each does). cuModuleLoadData JIT-compiles
  * it for whatever card is present (PTX ISA 7.0, sm_70 and later); a fatbin
- * given with --kernels takes precedence. tests/fight/test_ptx.c assembles
+ * given with --kernels takes precedence. tests/fight/test_latpipe.c (ptx_assembles) assembles
  * it with ptxas when ptxas is installed.
  */
 #include "fight/internal.h"

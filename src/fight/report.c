@@ -3,7 +3,7 @@
  * fields are listed in docs/fight.md). Latencies are microseconds,
  * throughputs per second; the p99 ratio is p99 / baseline p99.
  */
-#include "fight/fight.h"
+#include "fight/internal.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -19,7 +19,7 @@ static const char *status_name(int st)
 /* The baseline a mechanism is judged against. */
 static const struct fight_phase_result *base_of(const struct fight_result *r, int ph)
 {
-    return ph == FIGHT_PH_MECH0 + FIGHT_MIG ? &r->ph[FIGHT_PH_MIGBASE] : &r->ph[FIGHT_PH_BASE];
+    return &r->ph[fight__baseline_of(ph)];
 }
 
 static void text_row(const struct fight_result *r, int ph, struct ts_sbuf *out)

@@ -95,7 +95,7 @@ static ts_status series_append(struct fight_series *dst, const struct fight_seri
     return TS_OK;
 }
 
-/* The worker's argv for role (strings in c->argbuf). */
+/* The worker's argv for role (in c->argv; the request count in c->reqbuf). */
 static char **worker_argv(struct fight_ctx *c, const char *role)
 {
     const struct fight_opts *o = c->o;
@@ -147,10 +147,11 @@ static ts_status pump(struct fight_tenant *a, struct fight_tenant *b, int ms,
     if (n == 0)
         return TS_OK;
     poll(p, n, ms);
-    for (int i = 0; i < 2; i++)
-        if (t[i] && t[i]->fd >= 0 && fight__tenant_pump(t[i], err) != TS_OK)
-            return err ? err->code : TS_SYNTAX;
-    return TS_OK;
+    ts_status st = TS_OK;
+    for (int i = 0; i < 2 && st == TS_OK; i++)
+        if (t[i] && t[i]->fd >= 0)
+            st = fight__tenant_pump(t[i], err);
+    return st;
 }
 
 /* What one run measured, before pooling. */
@@ -163,10 +164,10 @@ struct window {
 static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
 {
     double until = fight__now_ms() + 10000;
-    while (noisy->fd >= 0 && noisy->rd.line == 0 && fight__now_ms() < until)
-        if (pump(noisy, NULL, 50, err) != TS_OK)
-            return TS_SYNTAX;
-    return TS_OK;
+    ts_status st = TS_OK;
+    while (st == TS_OK && noisy->fd >= 0 && noisy->rd.line == 0 && fight__now_ms() < until)
+        st = pump(noisy, NULL, 50, err);
+    return st;
 }
 
 static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla,
@@ -180,8 +181,9 @@ static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla,
         limit = start + (double)c->o->solo_ms;
     }
     while (fight__now_ms() < limit && (sla ? sla->fd >= 0 : noisy->fd >= 0)) {
-        if (pump(sla, noisy, 20, err) != TS_OK)
-            return TS_SYNTAX;
+        ts_status st = pump(sla, noisy, 20, err);
+        if (st != TS_OK)
+            return st;
         if (sla && w->t0 < 0 && sla->s.n >= c->o->warmup) {
             w->t0 = fight__now_ms();
             w->n0 = noisy ? noisy->s.n : 0;
@@ -211,7 +213,8 @@ static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct 
     if (noisy) {
         p->noisy_ops += (double)(w->n1 - w->n0);
         p->noisy_secs += secs;
-        if (series_append(&p->noisy, &noisy->s, 0, err) != TS_OK)
+        /* Only its errors and memory are reported: its samples are not copied. */
+        if (series_append(&p->noisy, &noisy->s, noisy->s.n, err) != TS_OK)
             return TS_INTERNAL;
     }
     if (!sla)
@@ -299,14 +302,18 @@ static void summarise(struct fight_result *r, int ph)
     }
 }
 
+int fight__baseline_of(int ph)
+{
+    return ph == FIGHT_PH_MECH0 + FIGHT_MIG ? FIGHT_PH_MIGBASE : FIGHT_PH_BASE;
+}
+
 /* PASS/FAIL of each mechanism, then which gate the verdict. */
 static void judge(struct fight_result *r)
 {
-    const struct fight_phase_result *base = &r->ph[FIGHT_PH_BASE];
     double solo = r->ph[FIGHT_PH_SOLO].noisy_ops;
     for (int m = 0; m < FIGHT_NMECH; m++) {
         struct fight_phase_result *p = &r->ph[FIGHT_PH_MECH0 + m];
-        const struct fight_phase_result *b = m == FIGHT_MIG ? &r->ph[FIGHT_PH_MIGBASE] : base;
+        const struct fight_phase_result *b = &r->ph[fight__baseline_of(FIGHT_PH_MECH0 + m)];
         if (p->status != FIGHT_ST_MEASURED)
             continue;
         p->slowdown = p->noisy_ops > 0 ? solo / p->noisy_ops : 0;

@@ -10,7 +10,7 @@
  * P(lo <= B <= hi-1); lo and hi are chosen with at most (1-conf)/2 in each
  * tail, from the exact binomial CDF (log-space terms, O(n)).
  */
-#include "fight/fight.h"
+#include "fight/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,6 +83,16 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double *fight__sorted_copy(const double *x, size_t n)
+{
+    double *v = malloc(n ? n * sizeof(*v) : 1);
+    if (!v)
+        return NULL;
+    memcpy(v, x, n * sizeof(*v));
+    qsort(v, n, sizeof(*v), cmp_double);
+    return v;
+}
+
 ts_status fight_summarise(const double *x, size_t n, const char *name,
                           struct fight_summary *s, struct ts_error *err)
 {
@@ -90,11 +100,9 @@ ts_status fight_summarise(const double *x, size_t n, const char *name,
     ts_status st = fight_check_series(x, n, name, err);
     if (st != TS_OK)
         return st;
-    double *v = malloc(n * sizeof(*v));
+    double *v = fight__sorted_copy(x, n);
     if (!v)
         return ts_err(err, TS_NOMEM, "%s: out of memory sorting %zu samples", name, n);
-    memcpy(v, x, n * sizeof(*v));
-    qsort(v, n, sizeof(*v), cmp_double);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];

@@ -149,18 +149,18 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
         unsigned us = kind == FIGHT_NOISY_MATMUL ? FIGHT_SYN_MATMUL_US
                       : kind == FIGHT_NOISY_STREAM ? FIGHT_SYN_STREAM_US : FIGHT_SYN_BURST_US;
         int n = kind == FIGHT_NOISY_BURST ? FIGHT_SYN_BURST_N : 1;
-        for (int i = 0; i < n; i++)
-            if (launch_sleep(w, us, err) != TS_OK)
-                return err ? err->code : TS_IO;
-        return TS_OK;
+        ts_status st = TS_OK;
+        for (int i = 0; i < n && st == TS_OK; i++)
+            st = launch_sleep(w, us, err);
+        return st;
     }
     if (kind == FIGHT_NOISY_MATMUL)
         return launch_fma(w, 16, 256, 1u << 20, err);
     if (kind == FIGHT_NOISY_BURST) {
-        for (int i = 0; i < 256; i++)
-            if (launch_fma(w, 1, 128, 256, err) != TS_OK)
-                return err ? err->code : TS_IO;
-        return TS_OK;
+        ts_status st = TS_OK;
+        for (int i = 0; i < 256 && st == TS_OK; i++)
+            st = launch_fma(w, 1, 128, 256, err);
+        return st;
     }
     unsigned long long n = w->buf_floats;
     void *args[] = {&w->buf_a, &w->buf_b, &n};
@@ -229,8 +229,9 @@ static ts_status grab_memory(struct wk *w, struct ts_error *err)
         }
         held += chunk;
     }
-    if (line[0] && emit(w, line, err) != TS_OK)
-        return TS_IO;
+    ts_status st = line[0] ? emit(w, line, err) : TS_OK;
+    if (st != TS_OK)
+        return st;
     snprintf(line, sizeof(line), "mem_mib %.1f\n", (double)held / 1048576);
     return emit(w, line, err);
 }

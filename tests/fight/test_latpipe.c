@@ -111,6 +111,7 @@ static void hostile_bytes(void **state)
     text[sizeof(text) - 1] = '\0';
     assert_int_equal(feed(text, 0, &s, &e), TS_SYNTAX);
     assert_int_equal(e.line, 2);
+    assert_int_equal(e.column, FIGHT_LINE_MAX + 1);
     assert_string_equal(e.msg, "line longer than 256 bytes");
     assert_int_equal(s.n, 1);
     fight_series_release(&s);
