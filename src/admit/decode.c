@@ -263,6 +263,21 @@ json_t *ad_item(struct ad_ctx *c, json_t *arr, size_t i, json_type type)
     return NULL;
 }
 
+void ad_each(struct ad_ctx *c, json_t *obj, const char *key, json_type type, ad_each_fn *fn,
+             const void *arg)
+{
+    json_t *list = ad_get(c, obj, key, JSON_ARRAY);
+    size_t mark = ad_push(c, key);
+    for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
+        json_t *item = ad_item(c, list, i, type);
+        size_t imark = ad_push_index(c, i);
+        if (item)
+            fn(c, item, i, arg);
+        ad_pop(c, imark);
+    }
+    ad_pop(c, mark);
+}
+
 /* ---- loading ---- */
 
 /* Nesting depth of the body, before any parser recurses on it. */

@@ -51,8 +51,10 @@ static const struct { const char *name, *why; } env_hatches[] = {
 
 /* ---- env ---- */
 
-static void env_var(struct ad_ctx *c, json_t *var, const char *who)
+static void env_var(struct ad_ctx *c, json_t *var, size_t i, const void *arg)
 {
+    const char *who = arg;
+    (void)i;
     const char *name = ad_get_str(c, var, "name");
     const char *value = ad_get_str(c, var, "value");
     int from = ad_get(c, var, "valueFrom", JSON_OBJECT) != NULL;
@@ -80,8 +82,9 @@ static const char *prefix_reaches(const char *prefix)
     return "";
 }
 
-static void env_from(struct ad_ctx *c, json_t *src, size_t i, const char *who)
+static void env_from(struct ad_ctx *c, json_t *src, size_t i, const void *arg)
 {
+    const char *who = arg;
     const char *prefix = ad_get_str(c, src, "prefix");
     json_t *cm = ad_get(c, src, "configMapRef", JSON_OBJECT);
     json_t *secret = ad_get(c, src, "secretRef", JSON_OBJECT);
@@ -101,24 +104,8 @@ static void env_from(struct ad_ctx *c, json_t *src, size_t i, const char *who)
 
 static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
 {
-    json_t *env = ad_get(c, ctr, "env", JSON_ARRAY);
-    size_t mark = ad_push(c, "env");
-    for (size_t i = 0; i < json_array_size(env) && !c->bad; i++) {
-        json_t *var = ad_item(c, env, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        env_var(c, var, who);
-        ad_pop(c, imark);
-    }
-    ad_pop(c, mark);
-    json_t *from = ad_get(c, ctr, "envFrom", JSON_ARRAY);
-    mark = ad_push(c, "envFrom");
-    for (size_t i = 0; i < json_array_size(from) && !c->bad; i++) {
-        json_t *src = ad_item(c, from, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        env_from(c, src, i, who);
-        ad_pop(c, imark);
-    }
-    ad_pop(c, mark);
+    ad_each(c, ctr, "env", JSON_OBJECT, env_var, who);
+    ad_each(c, ctr, "envFrom", JSON_OBJECT, env_from, who);
 }
 
 /* ---- privilege ---- */
@@ -135,6 +122,16 @@ static int forbidden_cap(const char *cap)
     return 0;
 }
 
+static void added_cap(struct ad_ctx *c, json_t *cap, size_t i, const void *arg)
+{
+    const char *who = arg;
+    (void)i;
+    if (forbidden_cap(json_string_value(cap)))
+        ad_deny(c, "escape-hatch/capabilities",
+                "%s adds capability %s: it would reach other tenants' GPU processes or the "
+                "host; remove it", who, ad_q(c, json_string_value(cap)));
+}
+
 static void security(struct ad_ctx *c, json_t *ctr, const char *who)
 {
     json_t *sc = ad_get(c, ctr, "securityContext", JSON_OBJECT);
@@ -145,16 +142,7 @@ static void security(struct ad_ctx *c, json_t *ctr, const char *who)
                 "securityContext.privileged", who);
     json_t *caps = ad_get(c, sc, "capabilities", JSON_OBJECT);
     size_t cmark = ad_push(c, "capabilities");
-    json_t *add = ad_get(c, caps, "add", JSON_ARRAY);
-    size_t amark = ad_push(c, "add");
-    for (size_t i = 0; i < json_array_size(add) && !c->bad; i++) {
-        json_t *cap = ad_item(c, add, i, JSON_STRING);
-        if (cap && forbidden_cap(json_string_value(cap)))
-            ad_deny(c, "escape-hatch/capabilities",
-                    "%s adds capability %s: it would reach other tenants' GPU processes or the "
-                    "host; remove it", who, ad_q(c, json_string_value(cap)));
-    }
-    ad_pop(c, amark);
+    ad_each(c, caps, "add", JSON_STRING, added_cap, who);
     ad_pop(c, cmark);
     ad_pop(c, mark);
 }
@@ -258,8 +246,10 @@ static void check_path(struct ad_ctx *c, const char *path, const char *where)
     free(norm);
 }
 
-static void host_path(struct ad_ctx *c, json_t *vol)
+static void host_path(struct ad_ctx *c, json_t *vol, size_t i, const void *arg)
 {
+    (void)i;
+    (void)arg;
     json_t *hp = ad_get(c, vol, "hostPath", JSON_OBJECT);
     size_t mark = ad_push(c, "hostPath");
     const char *path = ad_get_str(c, hp, "path");
@@ -278,49 +268,30 @@ static void host_path(struct ad_ctx *c, json_t *vol)
  * when it runs with accept-nvidia-visible-devices-as-volume-mounts. */
 #define DEVICE_LIST_MOUNT "/var/run/nvidia-container-devices"
 
-static void mounts(struct ad_ctx *c, json_t *ctr, const char *who)
+static void mount(struct ad_ctx *c, json_t *m, size_t i, const void *arg)
 {
-    json_t *list = ad_get(c, ctr, "volumeMounts", JSON_ARRAY);
-    size_t mark = ad_push(c, "volumeMounts");
-    for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
-        json_t *m = ad_item(c, list, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        const char *path = ad_get_str(c, m, "mountPath");
-        size_t pmark = ad_push(c, "mountPath");
-        char *norm = path && !c->bad ? normalised(c, path) : NULL;
-        if (norm && (under(norm, DEVICE_LIST_MOUNT, 0) ||
-                     under(norm, "/run/nvidia-container-devices", 0)))
-            ad_deny(c, "escape-hatch/device-mount",
-                    "%s mounts a volume at %s: the NVIDIA runtime would read it as a device "
-                    "list; GPUs are assigned by claims", who, ad_q(c, path));
-        free(norm);
-        ad_pop(c, pmark);
-        ad_pop(c, imark);
-    }
-    ad_pop(c, mark);
+    const char *who = arg;
+    (void)i;
+    const char *path = ad_get_str(c, m, "mountPath");
+    size_t pmark = ad_push(c, "mountPath");
+    char *norm = path && !c->bad ? normalised(c, path) : NULL;
+    if (norm && (under(norm, DEVICE_LIST_MOUNT, 0) ||
+                 under(norm, "/run/nvidia-container-devices", 0)))
+        ad_deny(c, "escape-hatch/device-mount",
+                "%s mounts a volume at %s: the NVIDIA runtime would read it as a device "
+                "list; GPUs are assigned by claims", who, ad_q(c, path));
+    free(norm);
+    ad_pop(c, pmark);
 }
 
 void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who)
 {
     env_lists(c, ctr, who);
     security(c, ctr, who);
-    mounts(c, ctr, who);
+    ad_each(c, ctr, "volumeMounts", JSON_OBJECT, mount, who);
 }
 
 /* ---- the pod ---- */
-
-static void volumes(struct ad_ctx *c, json_t *spec)
-{
-    json_t *list = ad_get(c, spec, "volumes", JSON_ARRAY);
-    size_t mark = ad_push(c, "volumes");
-    for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
-        json_t *vol = ad_item(c, list, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        host_path(c, vol);
-        ad_pop(c, imark);
-    }
-    ad_pop(c, mark);
-}
 
 static void host_namespaces(struct ad_ctx *c, json_t *spec)
 {
@@ -380,27 +351,29 @@ static void pinned(struct ad_ctx *c, const char *node, const char *how)
                 ad_q(c, node), c->ns->tenant);
 }
 
-/* matchExpressions (key kubernetes.io/hostname) or matchFields (key
- * metadata.name) of one node selector term: the In values pin the pod. */
-static void term_pins(struct ad_ctx *c, json_t *term, const char *list, const char *key)
+/* One requirement of matchExpressions (key kubernetes.io/hostname) or
+ * matchFields (key metadata.name): its In values pin the pod. */
+static void term_req(struct ad_ctx *c, json_t *r, size_t i, const void *arg)
 {
-    json_t *reqs = ad_get(c, term, list, JSON_ARRAY);
-    size_t mark = ad_push(c, list);
-    for (size_t i = 0; i < json_array_size(reqs) && !c->bad; i++) {
-        json_t *r = ad_item(c, reqs, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        const char *k = ad_get_str(c, r, "key"), *op = ad_get_str(c, r, "operator");
-        json_t *values = ad_get(c, r, "values", JSON_ARRAY);
-        size_t vmark = ad_push(c, "values");
-        for (size_t v = 0; k && op && !strcmp(k, key) && !strcmp(op, "In") &&
-                           v < json_array_size(values) && !c->bad; v++) {
-            json_t *val = ad_item(c, values, v, JSON_STRING);
-            pinned(c, json_string_value(val), "required node affinity names node");
-        }
-        ad_pop(c, vmark);
-        ad_pop(c, imark);
+    const char *key = arg;
+    (void)i;
+    const char *k = ad_get_str(c, r, "key"), *op = ad_get_str(c, r, "operator");
+    json_t *values = ad_get(c, r, "values", JSON_ARRAY);
+    size_t vmark = ad_push(c, "values");
+    for (size_t v = 0; k && op && !strcmp(k, key) && !strcmp(op, "In") &&
+                       v < json_array_size(values) && !c->bad; v++) {
+        json_t *val = ad_item(c, values, v, JSON_STRING);
+        pinned(c, json_string_value(val), "required node affinity names node");
     }
-    ad_pop(c, mark);
+    ad_pop(c, vmark);
+}
+
+static void term_pins(struct ad_ctx *c, json_t *term, size_t i, const void *arg)
+{
+    (void)i;
+    (void)arg;
+    ad_each(c, term, "matchExpressions", JSON_OBJECT, term_req, "kubernetes.io/hostname");
+    ad_each(c, term, "matchFields", JSON_OBJECT, term_req, "metadata.name");
 }
 
 static void node_affinity(struct ad_ctx *c, json_t *spec)
@@ -412,16 +385,7 @@ static void node_affinity(struct ad_ctx *c, json_t *spec)
         cur = ad_get(c, cur, path[i], JSON_OBJECT);
         ad_push(c, path[i]);
     }
-    json_t *terms = ad_get(c, cur, "nodeSelectorTerms", JSON_ARRAY);
-    size_t tmark = ad_push(c, "nodeSelectorTerms");
-    for (size_t i = 0; i < json_array_size(terms) && !c->bad; i++) {
-        json_t *term = ad_item(c, terms, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        term_pins(c, term, "matchExpressions", "kubernetes.io/hostname");
-        term_pins(c, term, "matchFields", "metadata.name");
-        ad_pop(c, imark);
-    }
-    ad_pop(c, tmark);
+    ad_each(c, cur, "nodeSelectorTerms", JSON_OBJECT, term_pins, NULL);
     ad_pop(c, mark);
 }
 
@@ -438,7 +402,7 @@ static void placement(struct ad_ctx *c, json_t *spec)
 
 void ad_hatch_pod(struct ad_ctx *c, json_t *spec)
 {
-    volumes(c, spec);
+    ad_each(c, spec, "volumes", JSON_OBJECT, host_path, NULL);
     host_namespaces(c, spec);
     runtime_class(c, spec);
     placement(c, spec);

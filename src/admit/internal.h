@@ -137,6 +137,12 @@ const char *ad_get_str(struct ad_ctx *c, json_t *obj, const char *key);
 int ad_get_true(struct ad_ctx *c, json_t *obj, const char *key);
 /* arr[i] if it has type type, else a 400 at <path>[i] and NULL. */
 json_t *ad_item(struct ad_ctx *c, json_t *arr, size_t i, json_type type);
+/* Call fn on each item of the array obj[key] while the request stays well
+ * formed, at <path>.key[i]: a 400 at <path>.key when it is not an array,
+ * and at <path>.key[i] (fn not called) when an item has not type type. */
+typedef void ad_each_fn(struct ad_ctx *c, json_t *item, size_t i, const void *arg);
+void ad_each(struct ad_ctx *c, json_t *obj, const char *key, json_type type, ad_each_fn *fn,
+             const void *arg);
 /* Parse body into *root, after the size and depth checks. 0 or a 400. */
 int ad_load(struct ad_ctx *c, const char *body, size_t len, json_t **root);
 

@@ -168,45 +168,42 @@ static void claim_audit(struct ad_ctx *c, const char *claim)
     ad_audit_words(c, "dra", "claim");
 }
 
-static void pod_claims(struct ad_ctx *c, json_t *spec)
+/* One of spec.resourceClaims. */
+static void pod_claim(struct ad_ctx *c, json_t *claim, size_t i, const void *arg)
 {
-    json_t *claims = ad_get(c, spec, "resourceClaims", JSON_ARRAY);
-    size_t mark = ad_push(c, "resourceClaims");
-    for (size_t i = 0; i < json_array_size(claims) && !c->bad; i++) {
-        json_t *claim = ad_item(c, claims, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        const char *name = ad_get_str(c, claim, "name");
-        const char *tmpl = ad_get_str(c, claim, "resourceClaimTemplateName");
-        const char *rc = ad_get_str(c, claim, "resourceClaimName");
-        ad_pop(c, imark);
-        if (c->bad)
-            break;
-        ad_gpu(c, "the pod claims %s", ad_q(c, name ? name : "?"));
-        claim_audit(c, tmpl ? tmpl : rc);
-    }
-    ad_pop(c, mark);
+    (void)i;
+    (void)arg;
+    const char *name = ad_get_str(c, claim, "name");
+    const char *tmpl = ad_get_str(c, claim, "resourceClaimTemplateName");
+    const char *rc = ad_get_str(c, claim, "resourceClaimName");
+    if (c->bad)
+        return;
+    ad_gpu(c, "the pod claims %s", ad_q(c, name ? name : "?"));
+    claim_audit(c, tmpl ? tmpl : rc);
+}
+
+/* One of a container's resources.claims. */
+static void container_claim(struct ad_ctx *c, json_t *claim, size_t i, const void *arg)
+{
+    const char *who = arg;
+    (void)i;
+    const char *name = ad_get_str(c, claim, "name");
+    if (!c->bad)
+        ad_gpu(c, "%s uses claim %s", who, ad_q(c, name ? name : "?"));
 }
 
 static void container_claims(struct ad_ctx *c, json_t *ctr, const char *who)
 {
     json_t *res = ad_get(c, ctr, "resources", JSON_OBJECT);
     size_t mark = ad_push(c, "resources");
-    json_t *claims = ad_get(c, res, "claims", JSON_ARRAY);
-    size_t cmark = ad_push(c, "claims");
-    for (size_t i = 0; i < json_array_size(claims) && !c->bad; i++) {
-        json_t *claim = ad_item(c, claims, i, JSON_OBJECT);
-        size_t imark = ad_push_index(c, i);
-        const char *name = ad_get_str(c, claim, "name");
-        ad_pop(c, imark);
-        if (claim && !c->bad)
-            ad_gpu(c, "%s uses claim %s", who, ad_q(c, name ? name : "?"));
-    }
-    ad_pop(c, cmark);
+    ad_each(c, res, "claims", JSON_OBJECT, container_claim, who);
     ad_pop(c, mark);
 }
 
-static void container(struct ad_ctx *c, json_t *ctr, const char *label, size_t index)
+/* One container of a kind; arg is the kind's label ("init container"). */
+static void container(struct ad_ctx *c, json_t *ctr, size_t index, const void *arg)
 {
+    const char *label = arg;
     char who[160];
     const char *name = ad_get_str(c, ctr, "name");
     if (name)
@@ -226,19 +223,9 @@ void ad_pod(struct ad_ctx *c, json_t *spec)
         {"initContainers", "init container"},
         {"ephemeralContainers", "ephemeral container"},
     };
-    for (size_t k = 0; k < 3 && !c->bad; k++) {
-        json_t *list = ad_get(c, spec, kinds[k][0], JSON_ARRAY);
-        size_t mark = ad_push(c, kinds[k][0]);
-        for (size_t i = 0; i < json_array_size(list) && !c->bad; i++) {
-            json_t *ctr = ad_item(c, list, i, JSON_OBJECT);
-            size_t imark = ad_push_index(c, i);
-            if (ctr)
-                container(c, ctr, kinds[k][1], i);
-            ad_pop(c, imark);
-        }
-        ad_pop(c, mark);
-    }
-    pod_claims(c, spec);
+    for (size_t k = 0; k < 3 && !c->bad; k++)
+        ad_each(c, spec, kinds[k][0], JSON_OBJECT, container, kinds[k][1]);
+    ad_each(c, spec, "resourceClaims", JSON_OBJECT, pod_claim, NULL);
     if (c->ns && !c->bad)
         ad_hatch_pod(c, spec);
 }

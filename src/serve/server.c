@@ -30,12 +30,9 @@ static void on_signal(int sig)
         stop_signal = 1;
 }
 
-/* A POST body being received. */
-struct upload {
-    char *data;
-    size_t len, cap;
-    int too_large;
-};
+/* A POST body is received into a ts_sbuf capped at ADMIT_BODY_MAX: past
+ * the cap it fails with TS_TOO_LARGE and drops the rest, so the client
+ * still gets its 413. */
 
 static double now_s(void)
 {
@@ -62,27 +59,6 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
     return reply(conn, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-static int collect(struct upload *u, const char *data, size_t size)
-{
-    if (u->too_large || size > ADMIT_BODY_MAX - u->len) {
-        u->too_large = 1;
-        return 1; /* keep reading (and dropping) so the client gets its 413 */
-    }
-    if (u->len + size > u->cap) {
-        size_t cap = u->cap ? u->cap : 16384;
-        while (cap < u->len + size)
-            cap *= 2;
-        char *p = realloc(u->data, cap + 1);
-        if (!p)
-            return 0;
-        u->data = p;
-        u->cap = cap;
-    }
-    memcpy(u->data + u->len, data, size);
-    u->len += size;
-    return 1;
-}
-
 static void log_review(struct serve_state *s, const struct admit_verdict *v, double seconds)
 {
     char ms[32], code[8];
@@ -96,9 +72,9 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
 }
 
 static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *conn,
-                                struct upload *u)
+                                struct ts_sbuf *u)
 {
-    if (u->too_large) {
+    if (u->failed == TS_TOO_LARGE) {
         atomic_fetch_add(&s->metrics.requests_bad, 1);
         return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 3 MiB\n");
     }
@@ -109,7 +85,7 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     struct admit_verdict v;
     ts_sbuf_init(&out, 8u << 20);
     serve_jalloc_begin();
-    admit_review(p->admit, u->data ? u->data : "", u->len, &out, &v);
+    admit_review(p->admit, ts_sbuf_str(u), u->len, &out, &v);
     serve_jalloc_end();
     serve_policy_put(p);
     enum MHD_Result ret = reply(conn, (unsigned)v.http_status, "application/json",
@@ -162,8 +138,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     if (!*ctx) { /* first call: headers only */
         if (post && strcmp(url, "/validate") == 0) {
-            *ctx = calloc(1, sizeof(struct upload));
-            return *ctx ? MHD_YES : MHD_NO;
+            struct ts_sbuf *u = malloc(sizeof(*u));
+            if (u)
+                ts_sbuf_init(u, ADMIT_BODY_MAX);
+            *ctx = u;
+            return u ? MHD_YES : MHD_NO;
         }
         *ctx = (void *)1; /* mark: no body wanted */
         if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
@@ -176,11 +155,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         *size = 0; /* a body we did not ask for: drop it */
         return MHD_YES;
     }
-    struct upload *u = *ctx;
+    struct ts_sbuf *u = *ctx;
     if (*size) {
-        int ok = collect(u, data, *size);
+        ts_sbuf_add(u, data, *size);
         *size = 0;
-        return ok ? MHD_YES : MHD_NO;
+        return u->failed == TS_NOMEM ? MHD_NO : MHD_YES;
     }
     return validate(s, conn, u);
 }
@@ -192,7 +171,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
     (void)conn;
     (void)code;
     if (*ctx && *ctx != (void *)1) {
-        free(((struct upload *)*ctx)->data);
+        ts_sbuf_release(*ctx);
         free(*ctx);
     }
     *ctx = NULL;

@@ -33,6 +33,20 @@ static long long newest_mtime(const char *const *paths, size_t n)
     return newest;
 }
 
+/* The newest change to the spec or the catalog files. */
+static long long spec_mtime(const struct serve_options *o)
+{
+    long long spec = newest_mtime(o->spec_files, o->nspec);
+    long long cat = newest_mtime(o->catalog_files, o->ncatalog);
+    return cat > spec ? cat : spec;
+}
+
+static long long cert_mtime(const struct serve_options *o)
+{
+    const char *certs[] = {o->cert_file, o->key_file};
+    return newest_mtime(certs, 2);
+}
+
 static void policy_free(struct serve_policy *p)
 {
     admit_policy_free(p->admit);
@@ -200,11 +214,8 @@ static void reload_tls(struct serve_state *s)
 
 void serve_state_reload(struct serve_state *s, int force)
 {
-    const char *certs[] = {s->opt->cert_file, s->opt->key_file};
-    long long spec = newest_mtime(s->opt->spec_files, s->opt->nspec);
-    long long cat = newest_mtime(s->opt->catalog_files, s->opt->ncatalog);
-    long long cert = newest_mtime(certs, 2);
-    spec = cat > spec ? cat : spec;
+    long long spec = spec_mtime(s->opt);
+    long long cert = cert_mtime(s->opt);
     if (force || spec != s->spec_mtime) {
         s->spec_mtime = spec;
         reload_policy(s);
@@ -228,11 +239,8 @@ ts_status serve_state_init(struct serve_state *s, const struct serve_options *op
     s->tls = load_tls(opt, err);
     if (!s->tls)
         return err->code ? err->code : TS_INVALID;
-    const char *certs[] = {opt->cert_file, opt->key_file};
-    s->cert_mtime = newest_mtime(certs, 2);
-    s->spec_mtime = newest_mtime(opt->spec_files, opt->nspec);
-    long long cat = newest_mtime(opt->catalog_files, opt->ncatalog);
-    s->spec_mtime = cat > s->spec_mtime ? cat : s->spec_mtime;
+    s->cert_mtime = cert_mtime(opt);
+    s->spec_mtime = spec_mtime(opt);
     struct serve_policy *p = load_policy(s);
     if (!p)
         return ts_err(err, TS_INVALID, "the spec did not load (see the errors above)");

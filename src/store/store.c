@@ -179,9 +179,12 @@ static ts_status prepare_all(struct store *st, struct ts_error *err)
     return rc;
 }
 
+#define SQLITE_SCHEME "sqlite:"
+#define SQLITE_SCHEME_LEN (sizeof(SQLITE_SCHEME) - 1)
+
 static const struct store_ops *ops_for(const char *url)
 {
-    if (strncmp(url, "sqlite:", 7) == 0 && url[7])
+    if (strncmp(url, SQLITE_SCHEME, SQLITE_SCHEME_LEN) == 0 && url[SQLITE_SCHEME_LEN])
         return &store_sqlite_ops;
     if (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0)
         return &store_pg_ops;
@@ -199,7 +202,7 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
     if (!st)
         return ts_err(err, TS_NOMEM, "out of memory");
     st->ops = ops;
-    ts_status rc = ops->open(ops == &store_sqlite_ops ? url + 7 : url, &st->db, err);
+    ts_status rc = ops->open(ops == &store_sqlite_ops ? url + SQLITE_SCHEME_LEN : url, &st->db, err);
     if (rc == TS_OK)
         rc = migrate(st, err);
     if (rc == TS_OK)

@@ -136,7 +136,7 @@ int ts_duration_parse(const char *text, int64_t *ms)
 {
     char *end;
     double v = strtod(text, &end);
-    if (end == text || v <= 0)
+    if (end == text || !(v > 0)) /* also "nan" */
         return 0;
     double unit = strcmp(end, "") == 0 || strcmp(end, "s") == 0 ? 1000
                   : strcmp(end, "ms") == 0                      ? 1

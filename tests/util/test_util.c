@@ -118,6 +118,9 @@ static void test_times(void **state)
     assert_true(ts_duration_parse("30", &ms) && ms == 30000);
     assert_false(ts_duration_parse("-5s", &ms));
     assert_false(ts_duration_parse("5 days", &ms));
+    assert_false(ts_duration_parse("nan", &ms));   /* was cast to int64_t: undefined */
+    assert_false(ts_duration_parse("nans", &ms));
+    assert_false(ts_duration_parse("inf", &ms));
 }
 
 int main(void)
