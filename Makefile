@@ -24,12 +24,11 @@ build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 demo: build
-	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
-	@$(TESSERA) plan -f examples/four-h100.yaml --svg $(BUILD)/fleet.svg
-	@echo
 	@echo "== tessera render -f examples/four-h100.yaml -o out --force"
 	@$(TESSERA) render -f examples/four-h100.yaml -o out --force >/dev/null
-	@mv $(BUILD)/fleet.svg out/fleet.svg
+	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
+	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
+	@echo
 	@find out -type f | sort | sed 's/^/  /'
 	@echo
 	@echo "The fleet as a picture: out/fleet.svg"

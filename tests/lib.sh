@@ -19,6 +19,9 @@ expect_rc() {
         bad "$* exited $got, expected $want"; head -5 "$TMP/err"; fi
 }
 
+# check MESSAGE CMD...: passes when CMD succeeds; MESSAGE says what failed.
+check() { local msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
+
 # expect_in FILE TEXT: FILE contains TEXT (fixed string).
 expect_in() {
     if grep -qF -- "$2" "$1"; then ok; else bad "'$2' not in $1"; head -20 "$1"; fi
@@ -47,5 +50,7 @@ for _ in range(500):
         pass
     finally:
         s.close()
+else:
+    raise SystemExit("free_port: no free loopback port below %d after 500 tries" % low)
 PY
 }

@@ -9,7 +9,8 @@ expect_rc 0 $V deploy/webhook.yaml
 sed 's/  replicas: 2/  replicas: 2\n  replica: 3/; s/    port: 443/    port: "443"/' \
     deploy/webhook.yaml > "$TMP/bad.yaml"
 expect_rc 1 $V "$TMP/bad.yaml"
-expect_in "$TMP/out" "'replica' was unexpected"
+expect_in "$TMP/out" "(Deployment tessera-webhook) spec: Additional properties are not allowed ('replica' was unexpected)"
+expect_in "$TMP/out" "(Service tessera-webhook) spec.ports.0.port: '443' is not of type 'integer'"
 if /usr/bin/python3 - deploy/webhook.yaml <<'PY'
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}

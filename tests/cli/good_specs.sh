@@ -35,12 +35,9 @@ expect() {
     fi
 }
 
-# The worked example of DESIGN.md.
-expect worked-example "ok: 10 tenants, 7 workloads, 4 of 4 GPUs used" \
-    -f examples/four-h100.yaml
-
-# No PriceBook: pricing is optional.
-cat >"$TMP/no-pricebook.yaml" <<'EOF'
+# fleet MODEL COUNT: a Fleet document of one node, node-1, with COUNT MODEL GPUs.
+fleet() {
+    cat <<EOF
 apiVersion: tessera.dev/v1alpha1
 kind: Fleet
 metadata: {name: lab}
@@ -48,7 +45,16 @@ spec:
   nodes:
   - name: node-1
     gpus:
-    - {model: h100-80gb-sxm, count: 3}
+    - {model: $1, count: $2}
+EOF
+}
+
+# The worked example of DESIGN.md.
+expect worked-example "ok: 10 tenants, 7 workloads, 4 of 4 GPUs used" \
+    -f examples/four-h100.yaml
+
+# No PriceBook: pricing is optional.
+{ fleet h100-80gb-sxm 3; cat <<'EOF'
 ---
 apiVersion: tessera.dev/v1alpha1
 kind: Tenant
@@ -77,6 +83,7 @@ spec:
     memoryHighWaterGiB: 12
     bestEffort: true
 EOF
+} >"$TMP/no-pricebook.yaml"
 expect no-pricebook "ok: 2 tenants, 2 workloads, 3 of 3 GPUs used" \
     -f "$TMP/no-pricebook.yaml"
 
@@ -122,16 +129,7 @@ expect anchors-and-aliases "ok: 1 tenants, 2 workloads, 2 of 4 GPUs used" \
     -f "$TMP/anchors.yaml"
 
 # One spec over two files: the fleet in one, the tenants and prices in another.
-cat >"$TMP/fleet.yaml" <<'EOF'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: lab}
-spec:
-  nodes:
-  - name: node-1
-    gpus:
-    - {model: a100-80gb, count: 2}
-EOF
+fleet a100-80gb 2 >"$TMP/fleet.yaml"
 cat >"$TMP/tenants.yaml" <<'EOF'
 apiVersion: tessera.dev/v1alpha1
 kind: Tenant

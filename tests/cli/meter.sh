@@ -73,7 +73,9 @@ expect_in "$TMP/out" "<h1>Invoice lab 2023-11</h1>"
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-12 -o json
 expect_in "$TMP/out" '"totalCents": 0'
 expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant nobody --period 2023-11
+expect_in "$TMP/err" "no tenant 'nobody' in the spec"
 expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-13
+expect_in "$TMP/err" "--period '2023-13': expected a month as YYYY-MM"
 # a malformed line is reported with its place; the rest of the scrape is stored
 { cat $F; echo 'DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-x",GPU_I_PROFILE="<<<NULL>>>"}'; } > "$TMP/bad.prom"
 expect_rc 1 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000700 "$TMP/bad.prom"
@@ -128,6 +130,7 @@ expect_in "$TMP/out" "observed"
 expect_in "$TMP/out" "other-ns/p1"
 expect_rc 0 "$TESSERA" ledger verify --db $CDB --hmac-key-file "$TMP/key"
 expect_rc 2 "$TESSERA" meter import -f "$TMP/cust.yaml" --db $CDB --at 1 --hmac-key-file "$TMP/nokey" "$TMP/idle.prom"
+expect_in "$TMP/err" "tessera: $TMP/nokey: cannot open"
 # bad input
 expect_rc 2 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at yesterday $F
 expect_in "$TMP/err" "bad value 'yesterday'"

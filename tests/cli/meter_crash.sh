@@ -25,7 +25,6 @@ python3 tests/tools/gen_history.py --hours $HOURS --out "$TMP/history.prom" \
 TOTAL=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$TMP/want.json")
 echo "meter_crash: $TOTAL device-scrapes in $(stat -c %s "$TMP/history.prom") bytes"
 
-check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
 
 # crash_and_recover LABEL DB COUNT_CMD...: import, SIGKILL mid-way, import again.
 crash_and_recover() {
@@ -55,7 +54,9 @@ crash_and_recover() {
     check "$label: second import exited $rc: $(tail -3 "$TMP/second.out")" [ "$rc" -eq 0 ]
     # the second import stores exactly what the first did not
     expect_in "$TMP/second.out" "$TOTAL device scrapes, $((TOTAL - left)) new samples, 0 lines rejected"
-    check "$label: rows after both imports: $("$@")" [ "$("$@")" -eq "$TOTAL" ]
+    local stored
+    stored=$("$@")
+    check "$label: rows after both imports: $stored" [ "$stored" -eq "$TOTAL" ]
     "$TESSERA" usage -f "$TMP/spec.yaml" --db "$db" -o json >"$TMP/usage.json" 2>"$TMP/usage.err"
     if python3 - "$TMP/want.json" "$TMP/usage.json" <<'PY'
 import json, sys

@@ -101,7 +101,6 @@ scrape() {
         bad "meter scrape $* exited $got, expected $want"; head -5 "$TMP/err" "$TMP/out"; fi
 }
 rows() { sqlite3 "$TMP/$1.db" "SELECT count(*) FROM samples" 2>/dev/null || echo 0; }
-check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
 log_has() { if grep -qE -- "$1" "$TMP/err"; then ok; else bad "log lacks /$1/"; cat "$TMP/err"; fi; }
 
 # ---- three rounds over HTTP and HTTPS --------------------------------------

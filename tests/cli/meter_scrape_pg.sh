@@ -14,7 +14,6 @@ PORT=$(free_port) HPORT=$(free_port)
 FIX=tests/fixtures/dcgm
 H100=nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom   # 3 devices
 trap 'kill $SPID $HPID 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
-check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
 
 if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
     bad "pg-test-server start failed"; cat "$TMP/start.err"; finish; exit 1

@@ -501,6 +501,7 @@ expect_in "$TMP/err" "--device-api must be dra, device-plugin or both"
 expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/x" --bogus
 expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/x" stray
 expect_rc 2 "$TESSERA" render -f /nonexistent.yaml -o "$TMP/x"
+expect_in "$TMP/err" "tessera: /nonexistent.yaml: cannot open"
 if [ -e "$TMP/x" ]; then bad "a usage error wrote $TMP/x"; else ok; fi
 
 # ---- the node scripts, run against a stand-in for nvidia-smi ----

@@ -149,6 +149,8 @@ expect_rc 3 P "$TMP/dir" try 1000
 expect_in "$TMP/err" "failing closed"
 TESSERA_CUDA_MEMORY_LIMIT=lots expect_rc 3 P "$TMP/absent" try 1000
 expect_in "$TMP/err" "TESSERA_CUDA_MEMORY_LIMIT='lots': column 1: expected a number"
+TESSERA_CUDA_REGION=run/x expect_rc 3 P "$TMP/absent" try 1000
+expect_in "$TMP/err" "TESSERA_CUDA_REGION='run/x': column 1: must be an absolute path"
 head -c 100 /dev/urandom >"$TMP/junk.region"
 printf 'version = 1\nmemoryLimit = 1Mi\nregion = %s\n' "$TMP/junk.region" >"$TMP/junk"
 expect_rc 3 P "$TMP/junk" try 1000

@@ -17,8 +17,6 @@ if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
 fi
 ok
 
-# check MESSAGE CMD...: passes when CMD succeeds.
-check() { msg=$1; shift; if "$@"; then ok; else bad "$msg"; fi; }
 has() { grep -q -- "$1" "$TMP/suite.out"; }
 hasnt() { ! grep -q -- "$1" "$TMP/suite.out"; }
 
@@ -41,8 +39,9 @@ run_suite first
 before=$(count)
 check "no samples left by the suite: $before" [ "$before" -gt 0 ]
 
-check "restart failed: $(cat "$TMP/restart.err" 2>/dev/null)" \
-    scripts/pg-test-server restart "$PG" 2>"$TMP/restart.err"
+scripts/pg-test-server restart "$PG" 2>"$TMP/restart.err"
+rc=$?
+check "restart failed: $(cat "$TMP/restart.err")" [ "$rc" -eq 0 ]
 after=$(count)
 check "samples after restart: $after, before: $before" [ "$after" = "$before" ]
 check "schema_version" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 2 ]

@@ -138,6 +138,9 @@ kill -HUP $SERVER
 sleep 1.5
 curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
 expect_in "$TMP/metrics" 'tessera_reloads_total{result="ok"}'
+# the count was 1 before: a second good reload happened (HUP or the new mtime)
+n=$(sed -n 's/^tessera_reloads_total{result="ok"} //p' "$TMP/metrics")
+check "good reloads after the spec was fixed: ${n:-none}, expected 2 or more" [ "${n:-0}" -ge 2 ]
 # a rotated certificate is served without a restart
 cp "$TMP/b/tls.crt" "$TMP/b/tls.key" "$TMP/"
 for _ in $(seq 30); do curl -sf --cacert "$TMP/b/ca.crt" $URL/healthz >/dev/null 2>&1 && break; sleep 0.2; done

@@ -56,10 +56,15 @@ static void test_round_trip(void **state)
     assert_string_equal(spec_node_get(root, "flag")->value, "true");
     const struct spec_node *list = spec_node_get(root, "list");
     assert_int_equal(list->count, 3);
+    assert_string_equal(list->items[0]->value, "yes");
     assert_false(list->items[0]->plain);
     assert_string_equal(list->items[1]->value, "1g.10gb");
     assert_true(list->items[1]->plain);
-    assert_string_equal(spec_node_get(spec_node_get(root, "nested"), "a")->value, "#hash");
+    assert_string_equal(list->items[2]->value, "7");
+    assert_true(list->items[2]->plain);
+    const struct spec_node *nested = spec_node_get(root, "nested");
+    assert_string_equal(spec_node_get(nested, "a")->value, "#hash");
+    assert_string_equal(spec_node_get(nested, "b")->value, "two: colons");
     assert_string_equal(spec_node_get(root, "quote")->value, "it's \"quoted\"\nand multi-line");
     assert_int_equal(spec_node_get(root, "emptyMap")->type, SPEC_NODE_MAP);
     assert_int_equal(spec_node_get(root, "emptyList")->count, 0);
