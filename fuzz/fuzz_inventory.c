@@ -8,7 +8,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
-#include "agent/agent.h"
+#include "inventory/inventory.h"
 #include "catalog/import.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -16,16 +16,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data;
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct inv_node *inv = calloc(1, sizeof *inv);
     if (!inv)
         return 0;
-    if (agent_inventory_parse(text, size, "fuzz", inv, NULL) == TS_OK) {
-        if (inv->ngpu > AGENT_GPUS_MAX)
+    if (inv_parse(text, size, "fuzz", inv, NULL) == TS_OK) {
+        if (inv->ngpu > INV_GPUS_MAX)
             abort();
         struct ts_sbuf out;
         ts_sbuf_init(&out, 1u << 24);
-        if (agent_inventory_json(inv, &out) == TS_OK &&
-            agent_inventory_parse(out.data, out.len, "again", inv, NULL) != TS_OK)
+        if (inv_json(inv, &out) == TS_OK &&
+            inv_parse(out.data, out.len, "again", inv, NULL) != TS_OK)
             abort();
         ts_sbuf_release(&out);
     }
@@ -37,8 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cat_import_finish(im, NULL, -1, &yaml, NULL);
     ts_sbuf_release(&yaml);
     cat_import_free(im);
-    struct agent_plan p;
-    if (agent_plan_parse(text, size, "fuzz", &p, NULL) == TS_OK)
-        agent_plan_release(&p);
+    struct reconf_plan p;
+    if (reconf_plan_parse(text, size, "fuzz", &p, NULL) == TS_OK)
+        reconf_plan_release(&p);
     return 0;
 }

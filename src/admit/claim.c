@@ -20,7 +20,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "render/names.h"
+#include "entitle/entitle.h"
 
 #define CONFIG_API "resource.nvidia.com/v1beta1"
 /* The API allows 32 requests and 32 configs per claim, 8 alternatives per
@@ -63,9 +63,9 @@ static void config_usable(struct ad_ctx *c, struct claim *cl, json_t *cfg, size_
     json_t *params = json_object_get(opaque, "parameters");
     const char *api = json_string_value(json_object_get(params, "apiVersion"));
     const char *kind = json_string_value(json_object_get(params, "kind"));
-    if (!driver || strcmp(driver, RENDER_DRIVER) != 0)
+    if (!driver || strcmp(driver, ENTITLE_DRIVER) != 0)
         ad_deny(c, "dra-config/driver",
-                "claim config[%zu] is for driver %s: tenants configure only " RENDER_DRIVER
+                "claim config[%zu] is for driver %s: tenants configure only " ENTITLE_DRIVER
                 " devices; remove it", j, ad_q(c, driver ? driver : ""));
     else if (!api || strcmp(api, CONFIG_API) != 0 || !kind ||
              (strcmp(kind, "GpuConfig") != 0 && strcmp(kind, "MigDeviceConfig") != 0))
@@ -209,7 +209,7 @@ static void class_denied(struct ad_ctx *c, const char *cls, const char *label)
     if (any)
         ad_deny(c, "entitlement/class", "%s; %s asks for %s (class %s)", may, label, any->kind,
                 cls);
-    else if (strcmp(cls, RENDER_DRIVER) == 0 || (n > d && strcmp(cls + n - d, ".nvidia.com") == 0))
+    else if (strcmp(cls, ENTITLE_DRIVER) == 0 || (n > d && strcmp(cls + n - d, ".nvidia.com") == 0))
         ad_deny(c, "entitlement/class",
                 "%s; %s asks for class %s, the driver's own, which bypasses the plan", may, label,
                 ad_q(c, cls));

@@ -1,10 +1,9 @@
 /*
  * policy.c - admit_policy_build: what each namespace may use, from the plan.
  *
- * One entitlement per decision row, named with render's helpers
- * (render_kind_of, render_resource_of, render_is_vm, render_quantity), so
- * what render writes and what admit allows cannot drift: the DeviceClass and
- * its devices per claim, the device-plugin or KubeVirt resource and its
+ * One entitlement per decision row, named by entitle/ (which render uses
+ * too), so what render writes and what admit allows cannot drift: the
+ * DeviceClass and its devices per claim, the device-plugin or KubeVirt resource and its
  * per-container maximum (the LimitRange's number; bytes for
  * nvidia.com/gpu.memory), the MPS thread percentage and the pinned-memory or
  * fraction cap exactly as the claim template states it. Per namespace: its
@@ -17,14 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "render/names.h"
+#include "entitle/entitle.h"
 
 static const char *const default_runtimes[] = {"nvidia", NULL};
 
 static const char *entry_profile(struct ts_arena *a, const struct decide_row *r)
 {
-    struct render_kind k;
-    render_kind_of(r, &k);
+    struct entitle_kind k;
+    entitle_kind_of(r, &k);
     if (r->profile)
         return ts_arena_strdup(a, r->profile->name);
     if (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU)
@@ -32,7 +31,7 @@ static const char *entry_profile(struct ts_arena *a, const struct decide_row *r)
     if (r->mech == DECIDE_TIME_SLICING)
         return "shared";
     char q[64];
-    render_quantity(r->cap_gib, q, sizeof(q));
+    entitle_quantity(r->cap_gib, q, sizeof(q));
     return ts_arena_strdup(a, q);
 }
 
@@ -54,8 +53,8 @@ static const char *entry_kind(struct ts_arena *a, const struct decide_row *r)
 
 static const char *entry_desc(struct ts_arena *a, const struct decide_row *r, const char *cap)
 {
-    struct render_kind k;
-    render_kind_of(r, &k);
+    struct entitle_kind k;
+    entitle_kind_of(r, &k);
     switch (r->mech) {
     case DECIDE_MIG:
         return ts_arena_printf(a, "mig %s", r->profile->name);
@@ -77,26 +76,27 @@ static const char *entry_desc(struct ts_arena *a, const struct decide_row *r, co
 
 static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, struct ad_ent *e)
 {
-    struct render_kind k;
+    struct entitle_kind k;
     char res[256], q[64];
-    render_kind_of(r, &k);
-    int vm = render_is_vm(r);
+    entitle_kind_of(r, &k);
+    int vm = entitle_is_vm(r);
     e->workload = ts_arena_strdup(a, r->workload->name);
     e->mech = r->mech;
     e->cls = vm ? NULL : ts_arena_strdup(a, k.device_class);
     e->mig_class = !vm && r->mech == DECIDE_MIG;
-    e->res = ts_arena_strdup(a, render_resource_of(r, res, sizeof(res)));
+    e->res = ts_arena_strdup(a, entitle_resource_of(r, res, sizeof(res)));
     e->per_claim = k.per_replica;
     e->sm_percent = r->sm_percent;
     if (!vm && (r->mech == DECIDE_MPS || r->mech == DECIDE_MEMORY_FRACTION)) {
-        render_quantity(r->cap_gib, q, sizeof(q));
+        entitle_quantity(r->cap_gib, q, sizeof(q));
         e->cap = ts_arena_strdup(a, q);
         if (ad_quantity_str(q, &e->cap_bytes) != 0)
             return TS_INTERNAL;
     }
-    /* what one container may request, as tenant.c's LimitRange has it */
-    int memory = !vm && r->mech == DECIDE_MEMORY_FRACTION;
-    e->res_each = memory ? e->cap_bytes : k.per_replica;
+    /* what one container may request, as render's LimitRange has it */
+    int memory;
+    double each = entitle_per_container(r, &memory);
+    e->res_each = memory ? e->cap_bytes : each;
     e->res_each_text = memory ? e->cap : ts_arena_printf(a, "%d", k.per_replica);
     e->res_max = e->res_each;
     e->res_max_text = e->res_each_text;

@@ -21,22 +21,22 @@
 
 /* What one card's change did so far, for rollback. */
 struct undo {
-    struct agent_gi destroyed[AGENT_GIS_MAX];
+    struct inv_gi destroyed[INV_GIS_MAX];
     int ndestroyed;
-    int created[AGENT_GIS_MAX];          /* GI ids */
-    int created_profile[AGENT_GIS_MAX];
+    int created[INV_GIS_MAX];          /* GI ids */
+    int created_profile[INV_GIS_MAX];
     int ncreated;
 };
 
 static ts_status find_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int profile_id, int id,
                          nvmlGpuInstance_t *out, struct ts_error *err)
 {
-    nvmlGpuInstance_t gis[AGENT_GIS_MAX];
-    unsigned int count = AGENT_GIS_MAX;
+    nvmlGpuInstance_t gis[INV_GIS_MAX];
+    unsigned int count = INV_GIS_MAX;
     nvmlReturn_t r = n->nvmlDeviceGetGpuInstances(d, (unsigned)profile_id, gis, &count);
     if (r != NVML_SUCCESS)
         return agent__nvml_err(n, r, "nvmlDeviceGetGpuInstances", gpu, err);
-    for (unsigned int i = 0; i < count && i < AGENT_GIS_MAX; i++) {
+    for (unsigned int i = 0; i < count && i < INV_GIS_MAX; i++) {
         nvmlGpuInstanceInfo_t info;
         memset(&info, 0, sizeof info);
         r = n->nvmlGpuInstanceGetInfo(gis[i], &info);
@@ -58,14 +58,14 @@ static ts_status destroy_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int p
     ts_status st = find_gi(n, d, gpu, profile_id, id, &gi, err);
     for (unsigned int k = 0; st == TS_OK && k < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; k++) {
         nvmlComputeInstanceProfileInfo_t cp;
-        nvmlComputeInstance_t cis[AGENT_CIS_MAX];
-        unsigned int count = AGENT_CIS_MAX;
+        nvmlComputeInstance_t cis[INV_CIS_MAX];
+        unsigned int count = INV_CIS_MAX;
         memset(&cp, 0, sizeof cp);
         if (n->nvmlGpuInstanceGetComputeInstanceProfileInfo(
                 gi, k, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &cp) != NVML_SUCCESS)
             continue;
         nvmlReturn_t r = n->nvmlGpuInstanceGetComputeInstances(gi, cp.id, cis, &count);
-        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < AGENT_CIS_MAX; i++)
+        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < INV_CIS_MAX; i++)
             r = n->nvmlComputeInstanceDestroy(cis[i]);
         if (r != NVML_SUCCESS)
             st = agent__nvml_err(n, r, "nvmlComputeInstanceDestroy", gpu, err);
@@ -99,7 +99,7 @@ static ts_status create_ci(struct agent_nvml *n, nvmlGpuInstance_t gi, int gpu, 
 /* A GPU instance at pl with compute instances (ci_ids: profile IDs, or one
  * full one when nci is 0); *id gets its ID. */
 static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu,
-                           const struct agent_gi *spec, int *id, struct ts_error *err)
+                           const struct inv_gi *spec, int *id, struct ts_error *err)
 {
     nvmlGpuInstancePlacement_t pl = {(unsigned)spec->pl.start, (unsigned)spec->pl.size};
     nvmlGpuInstance_t gi;
@@ -121,7 +121,7 @@ static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu,
     return st;
 }
 
-static const struct agent_gi *gi_by_id(const struct agent_gpu *g, int id)
+static const struct inv_gi *gi_by_id(const struct inv_gpu *g, int id)
 {
     for (int i = 0; i < g->ngi; i++)
         if (g->gi[i].id == id)
@@ -129,18 +129,18 @@ static const struct agent_gi *gi_by_id(const struct agent_gpu *g, int id)
     return NULL;
 }
 
-static ts_status run_step(struct agent_nvml *n, nvmlDevice_t d, const struct agent_gpu *before,
-                          const struct agent_step *s, struct undo *u, struct ts_error *err)
+static ts_status run_step(struct agent_nvml *n, nvmlDevice_t d, const struct inv_gpu *before,
+                          const struct reconf_step *s, struct undo *u, struct ts_error *err)
 {
-    if (s->kind == AGENT_DESTROY) {
-        const struct agent_gi *gi = gi_by_id(before, s->gi_id);
+    if (s->kind == RECONF_DESTROY) {
+        const struct inv_gi *gi = gi_by_id(before, s->gi_id);
         ts_status st = destroy_gi(n, d, before->index, gi->profile_id, gi->id, err);
         if (st == TS_OK)
             u->destroyed[u->ndestroyed++] = *gi;
         return st;
     }
-    struct agent_gi spec = {0};
-    const struct agent_profile *p = NULL;
+    struct inv_gi spec = {0};
+    const struct inv_profile *p = NULL;
     for (int i = 0; i < before->nprof; i++)
         p = before->prof[i].id == s->profile_id ? &before->prof[i] : p;
     spec.profile_id = s->profile_id;
@@ -168,7 +168,7 @@ static void rollback(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct
     for (int i = u->ndestroyed - 1; i >= 0; i--) {
         struct ts_error e = {0};
         int id;
-        const struct agent_gi *gi = &u->destroyed[i];
+        const struct inv_gi *gi = &u->destroyed[i];
         if (create_gi(n, d, gpu, gi, &id, &e) != TS_OK)
             ts_sbuf_printf(log, "  rollback: could not recreate %s at %d:%d: %s\n",
                            gi->profile, gi->pl.start, gi->pl.size, e.msg);
@@ -178,7 +178,7 @@ static void rollback(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct
     }
 }
 
-static void geometry_text(const struct agent_gpu *g, struct ts_sbuf *out)
+static void geometry_text(const struct inv_gpu *g, struct ts_sbuf *out)
 {
     if (g->ngi == 0)
         ts_sbuf_puts(out, " no GPU instances");
@@ -187,7 +187,7 @@ static void geometry_text(const struct agent_gpu *g, struct ts_sbuf *out)
                        g->gi[i].pl.size);
 }
 
-static int same_geometry(const struct agent_gpu *a, const struct agent_gpu *b)
+static int same_geometry(const struct inv_gpu *a, const struct inv_gpu *b)
 {
     if (a->ngi != b->ngi)
         return 0;
@@ -217,7 +217,7 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *l
     for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++) {
         char name[256] = "?";
         if (n->nvmlSystemGetProcessName(p[i].pid, name, sizeof name) != NVML_SUCCESS)
-            agent__copy(name, sizeof name, "?");
+            ts_copy(name, sizeof name, "?");
         ts_sbuf_printf(log, "%s pid %u (%s)", i ? "," : "", p[i].pid, name);
     }
     ts_sbuf_puts(log, "; drain the card and run again\n");
@@ -225,8 +225,8 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *l
 }
 
 /* One card; 0 when it ends as planned. */
-static int change_card(struct agent_nvml *n, const struct agent_gpu *before,
-                       const struct agent_target *t, const struct agent_diff *diff,
+static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
+                       const struct reconf_card *t, const struct reconf_diff *diff,
                        const struct cat_catalog *cat, struct ts_sbuf *log)
 {
     struct ts_error e = {0};
@@ -244,14 +244,14 @@ static int change_card(struct agent_nvml *n, const struct agent_gpu *before,
     ts_status st = TS_OK;
     for (int k = 0; st == TS_OK && k < diff->nstep; k++)
         st = run_step(n, d, before, &diff->step[k], &u, &e);
-    struct agent_gpu *now = calloc(1, sizeof *now);
-    struct agent_diff check;
+    struct inv_gpu *now = calloc(1, sizeof *now);
+    struct reconf_diff check;
     int bad = st != TS_OK || !now;
     if (!bad && agent__gpu_read(n, (unsigned)before->index, now, &e) == TS_OK) {
-        agent_diff_card(now, t, cat, &check);
-        if (check.verdict != AGENT_KEEP)
+        reconf_diff_card(now, t, cat, &check);
+        if (check.verdict != RECONF_KEEP)
             st = ts_err(&e, TS_INTERNAL, "verification failed: GPU %d does not match the plan "
-                        "after the change (%s)", before->index, agent_verdict_names[check.verdict]);
+                        "after the change (%s)", before->index, reconf_verdict_names[check.verdict]);
     } else if (!bad) {
         st = TS_INTERNAL;
     }
@@ -276,31 +276,31 @@ static int change_card(struct agent_nvml *n, const struct agent_gpu *before,
     return st != TS_OK || bad;
 }
 
-static void log_steps(const struct agent_target *t, const struct agent_diff *d, int dry,
+static void log_steps(const struct reconf_card *t, const struct reconf_diff *d, int dry,
                       struct ts_sbuf *log)
 {
     ts_sbuf_printf(log, "GPU %d: reconfigure%s\n  1. drain the card\n", t->index,
                    dry ? " (dry run: nothing changed)" : "");
     for (int k = 0; k < d->nstep; k++) {
         ts_sbuf_printf(log, "  %d. ", k + 2);
-        agent_step_text(&d->step[k], log);
+        reconf_step_text(&d->step[k], log);
         ts_sbuf_puts(log, "\n");
     }
 }
 
 /* Every card of the node checked before anything changes. */
-static ts_status check_plan(const struct agent_plan *p, const struct agent_inventory *inv,
+static ts_status check_plan(const struct reconf_plan *p, const struct inv_node *inv,
                             const struct cat_catalog *cat, const char *node,
-                            struct agent_diff *diffs, struct ts_error *err)
+                            struct reconf_diff *diffs, struct ts_error *err)
 {
     int found = 0;
     for (int i = 0; i < p->n; i++) {
         if (strcmp(p->t[i].node, node) != 0)
             continue;
         found++;
-        agent_diff_card(agent_gpu_at(inv, p->t[i].index), &p->t[i], cat, &diffs[i]);
+        reconf_diff_card(inv_gpu_at(inv, p->t[i].index), &p->t[i], cat, &diffs[i]);
         int v = diffs[i].verdict;
-        if (v == AGENT_NO_CARD || v == AGENT_WRONG_MODEL || v == AGENT_NO_PROFILE)
+        if (v == RECONF_NO_CARD || v == RECONF_WRONG_MODEL || v == RECONF_NO_PROFILE)
             return ts_err_at(err, TS_INVALID, NULL, 0, 0, NULL, "%s", diffs[i].why);
     }
     if (!found)
@@ -308,31 +308,31 @@ static ts_status check_plan(const struct agent_plan *p, const struct agent_inven
     return TS_OK;
 }
 
-ts_status agent_apply(struct agent_nvml *n, const struct agent_plan *p,
+ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
                       const struct cat_catalog *cat, const struct agent_apply_opts *opts,
                       struct ts_sbuf *log, struct ts_error *err)
 {
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
-    struct agent_diff *diffs = calloc((size_t)p->n + 1, sizeof *diffs);
+    struct inv_node *inv = calloc(1, sizeof *inv);
+    struct reconf_diff *diffs = calloc((size_t)p->n + 1, sizeof *diffs);
     ts_status st = inv && diffs ? agent_inventory_read(n, opts->node, inv, err)
                                 : ts_err(err, TS_NOMEM, "out of memory");
     if (st == TS_OK)
         st = check_plan(p, inv, cat, opts->node, diffs, err);
     int failed = 0;
     for (int i = 0; st == TS_OK && i < p->n; i++) {
-        const struct agent_target *t = &p->t[i];
+        const struct reconf_card *t = &p->t[i];
         if (strcmp(t->node, opts->node) != 0)
             continue;
-        const struct agent_diff *d = &diffs[i];
-        if (d->verdict == AGENT_KEEP) {
+        const struct reconf_diff *d = &diffs[i];
+        if (d->verdict == RECONF_KEEP) {
             ts_sbuf_printf(log, "GPU %d: keep (matches the plan; not touched)\n", t->index);
-        } else if (d->verdict != AGENT_CHANGE) {
+        } else if (d->verdict != RECONF_CHANGE) {
             ts_sbuf_printf(log, "GPU %d: cannot apply: %s\n", t->index, d->why);
             failed++;
         } else {
             log_steps(t, d, opts->dry_run, log);
             if (!opts->dry_run)
-                failed += change_card(n, agent_gpu_at(inv, t->index), t, d, cat, log);
+                failed += change_card(n, inv_gpu_at(inv, t->index), t, d, cat, log);
         }
     }
     if (st == TS_OK && failed)

@@ -35,10 +35,10 @@ static const char *compute_mode_name(nvmlComputeMode_t m)
 /* "MIG 1g.10gb" -> "1g.10gb". */
 static void profile_name(char *dst, size_t size, const char *nvml)
 {
-    agent__copy(dst, size, strncmp(nvml, "MIG ", 4) == 0 ? nvml + 4 : nvml);
+    ts_copy(dst, size, strncmp(nvml, "MIG ", 4) == 0 ? nvml + 4 : nvml);
 }
 
-static ts_status read_identity(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu *g,
+static ts_status read_identity(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *g,
                                struct ts_error *err)
 {
     nvmlPciInfo_t pci;
@@ -50,11 +50,11 @@ static ts_status read_identity(struct agent_nvml *n, nvmlDevice_t d, struct agen
     memset(&pci, 0, sizeof pci);
     CALL(n, g->index, err, nvmlDeviceGetPciInfo_v3, (d, &pci));
     pci.busId[sizeof pci.busId - 1] = '\0';
-    agent__copy(g->pci, sizeof g->pci, pci.busId);
+    ts_copy(g->pci, sizeof g->pci, pci.busId);
     CALL(n, g->index, err, nvmlDeviceGetMemoryInfo, (d, &mem));
     g->memory_mib = (long long)(mem.total >> 20);
     CALL(n, g->index, err, nvmlDeviceGetComputeMode, (d, &mode));
-    agent__copy(g->compute_mode, sizeof g->compute_mode, compute_mode_name(mode));
+    ts_copy(g->compute_mode, sizeof g->compute_mode, compute_mode_name(mode));
     nvmlReturn_t r = n->nvmlDeviceGetMigMode(d, &cur, &pend);
     if (r == NVML_ERROR_NOT_SUPPORTED) {
         g->mig_current = g->mig_pending = -1;
@@ -67,7 +67,7 @@ static ts_status read_identity(struct agent_nvml *n, nvmlDevice_t d, struct agen
     return TS_OK;
 }
 
-static int have_profile(const struct agent_gpu *g, int id)
+static int have_profile(const struct inv_gpu *g, int id)
 {
     for (int i = 0; i < g->nprof; i++)
         if (g->prof[i].id == id)
@@ -75,17 +75,17 @@ static int have_profile(const struct agent_gpu *g, int id)
     return 0;
 }
 
-static ts_status read_profile(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu *g,
+static ts_status read_profile(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *g,
                               const nvmlGpuInstanceProfileInfo_v2_t *info, struct ts_error *err)
 {
     if (have_profile(g, (int)info->id))
         return TS_OK;
-    if (g->nprof == AGENT_PROFILES_MAX)
+    if (g->nprof == INV_PROFILES_MAX)
         return ts_err(err, TS_TOO_LARGE, "GPU %d offers more than %d MIG profiles", g->index,
-                      AGENT_PROFILES_MAX);
-    struct agent_profile *p = &g->prof[g->nprof++];
-    nvmlGpuInstancePlacement_t pl[AGENT_PLACEMENTS_MAX];
-    unsigned int count = AGENT_PLACEMENTS_MAX;
+                      INV_PROFILES_MAX);
+    struct inv_profile *p = &g->prof[g->nprof++];
+    nvmlGpuInstancePlacement_t pl[INV_PLACEMENTS_MAX];
+    unsigned int count = INV_PLACEMENTS_MAX;
     p->id = (int)info->id;
     char name[sizeof info->name + 1];
     memcpy(name, info->name, sizeof info->name);
@@ -97,12 +97,12 @@ static ts_status read_profile(struct agent_nvml *n, nvmlDevice_t d, struct agent
     p->max_count = (int)info->instanceCount;
     CALL(n, g->index, err, nvmlDeviceGetGpuInstancePossiblePlacements_v2,
          (d, info->id, pl, &count));
-    for (unsigned int i = 0; i < count && i < AGENT_PLACEMENTS_MAX; i++)
-        p->pl[p->npl++] = (struct agent_placement){(int)pl[i].start, (int)pl[i].size};
+    for (unsigned int i = 0; i < count && i < INV_PLACEMENTS_MAX; i++)
+        p->pl[p->npl++] = (struct inv_placement){(int)pl[i].start, (int)pl[i].size};
     return TS_OK;
 }
 
-static ts_status read_profiles(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu *g,
+static ts_status read_profiles(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *g,
                                struct ts_error *err)
 {
     for (unsigned int k = 0; k < NVML_GPU_INSTANCE_PROFILE_COUNT; k++) {
@@ -121,32 +121,32 @@ static ts_status read_profiles(struct agent_nvml *n, nvmlDevice_t d, struct agen
     return TS_OK;
 }
 
-static ts_status add_ci(struct agent_nvml *n, struct agent_gpu *g, struct agent_gi *gi,
+static ts_status add_ci(struct agent_nvml *n, struct inv_gpu *g, struct inv_gi *gi,
                         const nvmlComputeInstanceProfileInfo_t *cp, nvmlComputeInstance_t h,
                         struct ts_error *err)
 {
     nvmlComputeInstanceInfo_t info;
     memset(&info, 0, sizeof info);
     CALL(n, g->index, err, nvmlComputeInstanceGetInfo_v2, (h, &info));
-    if (gi->nci == AGENT_CIS_MAX)
+    if (gi->nci == INV_CIS_MAX)
         return ts_err(err, TS_TOO_LARGE, "GPU %d instance %d has more than %d compute instances",
-                      g->index, gi->id, AGENT_CIS_MAX);
-    struct agent_ci *c = &gi->ci[gi->nci++];
+                      g->index, gi->id, INV_CIS_MAX);
+    struct inv_ci *c = &gi->ci[gi->nci++];
     c->id = (int)info.id;
     c->profile_id = (int)cp->id;
     c->slices = (int)cp->sliceCount;
-    c->pl = (struct agent_placement){(int)info.placement.start, (int)info.placement.size};
+    c->pl = (struct inv_placement){(int)info.placement.start, (int)info.placement.size};
     if (c->slices == gi->slices)
-        agent__copy(c->profile, sizeof c->profile, gi->profile);
+        ts_copy(c->profile, sizeof c->profile, gi->profile);
     else {
         char name[sizeof c->profile];
         int k = snprintf(name, sizeof name, "%dc.%s", c->slices, gi->profile);
-        agent__copy(c->profile, sizeof c->profile, k > 0 ? name : "");
+        ts_copy(c->profile, sizeof c->profile, k > 0 ? name : "");
     }
     return TS_OK;
 }
 
-static ts_status read_cis(struct agent_nvml *n, struct agent_gpu *g, struct agent_gi *gi,
+static ts_status read_cis(struct agent_nvml *n, struct inv_gpu *g, struct inv_gi *gi,
                           nvmlGpuInstance_t h, struct ts_error *err)
 {
     for (unsigned int k = 0; k < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; k++) {
@@ -159,10 +159,10 @@ static ts_status read_cis(struct agent_nvml *n, struct agent_gpu *g, struct agen
         if (r != NVML_SUCCESS)
             return agent__nvml_err(n, r, "nvmlGpuInstanceGetComputeInstanceProfileInfo",
                                    g->index, err);
-        nvmlComputeInstance_t cis[AGENT_CIS_MAX];
-        unsigned int count = AGENT_CIS_MAX;
+        nvmlComputeInstance_t cis[INV_CIS_MAX];
+        unsigned int count = INV_CIS_MAX;
         CALL(n, g->index, err, nvmlGpuInstanceGetComputeInstances, (h, cp.id, cis, &count));
-        for (unsigned int i = 0; i < count && i < AGENT_CIS_MAX; i++) {
+        for (unsigned int i = 0; i < count && i < INV_CIS_MAX; i++) {
             ts_status st = add_ci(n, g, gi, &cp, cis[i], err);
             if (st != TS_OK)
                 return st;
@@ -171,38 +171,38 @@ static ts_status read_cis(struct agent_nvml *n, struct agent_gpu *g, struct agen
     return TS_OK;
 }
 
-static ts_status add_gi(struct agent_nvml *n, struct agent_gpu *g, const struct agent_profile *p,
+static ts_status add_gi(struct agent_nvml *n, struct inv_gpu *g, const struct inv_profile *p,
                         nvmlGpuInstance_t h, struct ts_error *err)
 {
     nvmlGpuInstanceInfo_t info;
     memset(&info, 0, sizeof info);
     CALL(n, g->index, err, nvmlGpuInstanceGetInfo, (h, &info));
-    if (g->ngi == AGENT_GIS_MAX)
+    if (g->ngi == INV_GIS_MAX)
         return ts_err(err, TS_TOO_LARGE, "GPU %d has more than %d GPU instances", g->index,
-                      AGENT_GIS_MAX);
+                      INV_GIS_MAX);
     int k = g->ngi++;
     while (k > 0 && g->gi[k - 1].pl.start > (int)info.placement.start) {
         g->gi[k] = g->gi[k - 1];
         k--;
     }
-    struct agent_gi *gi = &g->gi[k];
+    struct inv_gi *gi = &g->gi[k];
     memset(gi, 0, sizeof *gi);
     gi->id = (int)info.id;
     gi->profile_id = p->id;
     gi->slices = p->slices;
-    agent__copy(gi->profile, sizeof gi->profile, p->name);
-    gi->pl = (struct agent_placement){(int)info.placement.start, (int)info.placement.size};
+    ts_copy(gi->profile, sizeof gi->profile, p->name);
+    gi->pl = (struct inv_placement){(int)info.placement.start, (int)info.placement.size};
     return read_cis(n, g, gi, h, err);
 }
 
-static ts_status read_gis(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu *g,
+static ts_status read_gis(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *g,
                           struct ts_error *err)
 {
     for (int i = 0; i < g->nprof; i++) {
-        nvmlGpuInstance_t gis[AGENT_GIS_MAX];
-        unsigned int count = AGENT_GIS_MAX;
+        nvmlGpuInstance_t gis[INV_GIS_MAX];
+        unsigned int count = INV_GIS_MAX;
         CALL(n, g->index, err, nvmlDeviceGetGpuInstances, (d, (unsigned)g->prof[i].id, gis, &count));
-        for (unsigned int k = 0; k < count && k < AGENT_GIS_MAX; k++) {
+        for (unsigned int k = 0; k < count && k < INV_GIS_MAX; k++) {
             ts_status st = add_gi(n, g, &g->prof[i], gis[k], err);
             if (st != TS_OK)
                 return st;
@@ -211,7 +211,7 @@ static ts_status read_gis(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu
     return TS_OK;
 }
 
-static struct agent_ci *find_ci(struct agent_gpu *g, int gi_id, int ci_id)
+static struct inv_ci *find_ci(struct inv_gpu *g, int gi_id, int ci_id)
 {
     for (int i = 0; i < g->ngi; i++)
         for (int k = 0; g->gi[i].id == gi_id && k < g->gi[i].nci; k++)
@@ -221,7 +221,7 @@ static struct agent_ci *find_ci(struct agent_gpu *g, int gi_id, int ci_id)
 }
 
 /* MIG device handles carry the UUIDs; they map to (GI id, CI id). */
-static ts_status read_uuids(struct agent_nvml *n, nvmlDevice_t d, struct agent_gpu *g,
+static ts_status read_uuids(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *g,
                             struct ts_error *err)
 {
     unsigned int max = 0;
@@ -236,14 +236,14 @@ static ts_status read_uuids(struct agent_nvml *n, nvmlDevice_t d, struct agent_g
             return agent__nvml_err(n, r, "nvmlDeviceGetMigDeviceHandleByIndex", g->index, err);
         CALL(n, g->index, err, nvmlDeviceGetGpuInstanceId, (mig, &gid));
         CALL(n, g->index, err, nvmlDeviceGetComputeInstanceId, (mig, &cid));
-        struct agent_ci *c = find_ci(g, (int)gid, (int)cid);
+        struct inv_ci *c = find_ci(g, (int)gid, (int)cid);
         if (c)
             CALL(n, g->index, err, nvmlDeviceGetUUID, (mig, c->uuid, sizeof c->uuid));
     }
     return TS_OK;
 }
 
-ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct agent_gpu *g,
+ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct inv_gpu *g,
                           struct ts_error *err)
 {
     nvmlDevice_t d;
@@ -262,15 +262,15 @@ ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct agent_gpu
 }
 
 ts_status agent_inventory_read(struct agent_nvml *n, const char *node,
-                               struct agent_inventory *inv, struct ts_error *err)
+                               struct inv_node *inv, struct ts_error *err)
 {
     unsigned int count = 0;
     memset(inv, 0, sizeof *inv);
-    agent__copy(inv->node, sizeof inv->node, node);
+    ts_copy(inv->node, sizeof inv->node, node);
     CALL(n, -1, err, nvmlDeviceGetCount_v2, (&count));
-    if (count > AGENT_GPUS_MAX)
+    if (count > INV_GPUS_MAX)
         return ts_err(err, TS_TOO_LARGE, "%u GPUs: tessera reads at most %d a node", count,
-                      AGENT_GPUS_MAX);
+                      INV_GPUS_MAX);
     for (unsigned int i = 0; i < count; i++) {
         ts_status st = agent__gpu_read(n, i, &inv->gpu[i], err);
         if (st != TS_OK)

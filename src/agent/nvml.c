@@ -12,22 +12,6 @@
 
 #define NVML_DEFAULT "libnvidia-ml.so.1"
 
-void agent__copy(char *dst, size_t size, const char *src)
-{
-    size_t n = src ? strnlen(src, size - 1) : 0;
-    if (n)
-        memmove(dst, src, n);
-    dst[n] = '\0';
-}
-
-void agent__path(char *dst, size_t size, const char *path, const char *key, long idx)
-{
-    int k = idx >= 0 ? snprintf(dst, size, "%s%s%s[%ld]", path, *path ? "." : "", key, idx)
-                     : snprintf(dst, size, "%s%s%s", path, *path ? "." : "", key);
-    if (k < 0 || (size_t)k >= size)
-        dst[size - 1] = '\0';
-}
-
 ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call,
                           int gpu, struct ts_error *err)
 {

@@ -37,73 +37,79 @@ struct raw_model {
     size_t nprofiles;
 };
 
-#define OFF offsetof
+/* Each table names the struct its rows fill as ROW; OFF(member) is where
+ * a value goes in it. */
+#define OFF(member) offsetof(ROW, member)
+#define ROW struct raw_profile
 static const struct spec_field profile_fields[] = {
-    {"name", SPEC_F_STR, OFF(struct raw_profile, name), 0, 1, 0, 0, 0, NULL, NULL,
-     "display name, e.g. 3g.40gb"},
-    {"id", SPEC_F_INT, OFF(struct raw_profile, id), 0, 1, 0, 255, 0, NULL, NULL,
-     "nvidia-smi / NVML profile ID on this board"},
-    {"computeSlices", SPEC_F_INT, OFF(struct raw_profile, compute), 0, 1, 1, 32, 0, NULL, NULL,
-     "compute slices (the g in 3g)"},
-    {"memoryGiB", SPEC_F_NUM, OFF(struct raw_profile, memory_gib), 0, 1, 0.01, 10000, 0, NULL,
-     NULL, "usable memory as nvidia-smi mig -lgip reports it"},
-    {"sms", SPEC_F_INT, OFF(struct raw_profile, sms), 0, 0, 0, 10000, 0, NULL, NULL,
-     "multiprocessors (0 = unknown)"},
-    {"maxCount", SPEC_F_INT, OFF(struct raw_profile, max_count), 0, 1, 1, 32, 0, NULL, NULL,
-     "instances of this profile one card can hold"},
-    {"placements", SPEC_F_STR, OFF(struct raw_profile, placements), 0, 1, 0, 0, 0, NULL, NULL,
-     "allowed starts and size, as nvidia-smi mig -lgipp prints them: \"{0,4}:4\""},
+    {.key = "name", .type = SPEC_F_STR, .offset = OFF(name), .required = 1,
+     .help = "display name, e.g. 3g.40gb"},
+    {.key = "id", .type = SPEC_F_INT, .offset = OFF(id), .required = 1, .max = 255,
+     .help = "nvidia-smi / NVML profile ID on this board"},
+    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute),
+     .required = 1, .min = 1, .max = 32, .help = "compute slices (the g in 3g)"},
+    {.key = "memoryGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
+     .required = 1, .min = 0.01, .max = 10000,
+     .help = "usable memory as nvidia-smi mig -lgip reports it"},
+    {.key = "sms", .type = SPEC_F_INT, .offset = OFF(sms), .max = 10000,
+     .help = "multiprocessors (0 = unknown)"},
+    {.key = "maxCount", .type = SPEC_F_INT, .offset = OFF(max_count),
+     .required = 1, .min = 1, .max = 32, .help = "instances of this profile one card can hold"},
+    {.key = "placements", .type = SPEC_F_STR, .offset = OFF(placements), .required = 1,
+     .help = "allowed starts and size, as nvidia-smi mig -lgipp prints them: \"{0,4}:4\""},
 };
 static const struct spec_schema profile_schema = {
-    "GpuProfile", sizeof(struct raw_profile), OFF(struct raw_profile, loc),
-    SPEC_FIELDS(profile_fields)};
+    .name = "GpuProfile", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(profile_fields)};
+#undef ROW
 
+#define ROW struct raw_model
 static const struct spec_field model_fields[] = {
-    {"displayName", SPEC_F_STR, OFF(struct raw_model, display), 0, 1, 0, 0, 0, NULL, NULL,
-     "human name"},
-    {"productNames", SPEC_F_STRS, OFF(struct raw_model, products),
-     OFF(struct raw_model, nproducts), 0, 0, 32, 0, NULL, NULL,
-     "names NVML and nvidia-smi report for this card"},
-    {"memoryGiB", SPEC_F_NUM, OFF(struct raw_model, memory_gib), 0, 1, 1, 10000, 0, NULL, NULL,
-     "usable memory of the whole card"},
-    {"sms", SPEC_F_INT, OFF(struct raw_model, sms), 0, 0, 0, 10000, 0, NULL, NULL,
-     "multiprocessors of the whole card (0 = unknown)"},
-    {"architecture", SPEC_F_ENUM, OFF(struct raw_model, arch), 0, 1, 0, 0, 0, arch_names, NULL,
-     "GPU generation"},
-    {"pciDeviceId", SPEC_F_STR, OFF(struct raw_model, pci_device_id), 0, 0, 0, 0, 0, NULL, NULL,
-     "PCI device ID (vendor 10DE), four hex digits; for VM passthrough"},
-    {"mig", SPEC_F_BOOL, OFF(struct raw_model, mig), 0, 0, 0, 0, 0, NULL, NULL,
-     "MIG-capable"},
-    {"migGrid", SPEC_F_INT, OFF(struct raw_model, grid), 0, 0, 1, CAT_GRID_MAX, 0, NULL, NULL,
-     "placement grid units (8 on most cards, 4 on A30, 12 on RTX PRO 6000)"},
-    {"computeSlices", SPEC_F_INT, OFF(struct raw_model, compute_slices), 0, 0, 1, 32, 0, NULL,
-     NULL, "compute slices of the full card in MIG mode"},
-    {"mpsMaxClients", SPEC_F_INT, OFF(struct raw_model, mps_max_clients), 0, 0, 1, 1024, 0, NULL,
-     NULL, "MPS clients per device (default 48 on Volta, 64 after)"},
-    {"profiles", SPEC_F_LIST, OFF(struct raw_model, profiles), OFF(struct raw_model, nprofiles),
-     0, 0, 64, 0, NULL, &profile_schema, "MIG GPU-instance profiles"},
+    {.key = "displayName", .type = SPEC_F_STR, .offset = OFF(display), .required = 1,
+     .help = "human name"},
+    {.key = "productNames", .type = SPEC_F_STRS, .offset = OFF(products),
+     .count_offset = OFF(nproducts), .max = 32,
+     .help = "names NVML and nvidia-smi report for this card"},
+    {.key = "memoryGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
+     .required = 1, .min = 1, .max = 10000, .help = "usable memory of the whole card"},
+    {.key = "sms", .type = SPEC_F_INT, .offset = OFF(sms), .max = 10000,
+     .help = "multiprocessors of the whole card (0 = unknown)"},
+    {.key = "architecture", .type = SPEC_F_ENUM, .offset = OFF(arch),
+     .required = 1, .enums = arch_names, .help = "GPU generation"},
+    {.key = "pciDeviceId", .type = SPEC_F_STR, .offset = OFF(pci_device_id),
+     .help = "PCI device ID (vendor 10DE), four hex digits; for VM passthrough"},
+    {.key = "mig", .type = SPEC_F_BOOL, .offset = OFF(mig), .help = "MIG-capable"},
+    {.key = "migGrid", .type = SPEC_F_INT, .offset = OFF(grid), .min = 1, .max = TS_MIG_GRID_MAX,
+     .help = "placement grid units (8 on most cards, 4 on A30, 12 on RTX PRO 6000)"},
+    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute_slices), .min = 1, .max = 32,
+     .help = "compute slices of the full card in MIG mode"},
+    {.key = "mpsMaxClients", .type = SPEC_F_INT, .offset = OFF(mps_max_clients),
+     .min = 1, .max = 1024, .help = "MPS clients per device (default 48 on Volta, 64 after)"},
+    {.key = "profiles", .type = SPEC_F_LIST, .offset = OFF(profiles),
+     .count_offset = OFF(nprofiles), .max = 64, .sub = &profile_schema,
+     .help = "MIG GPU-instance profiles"},
 };
 static const struct spec_schema model_schema = {
-    "GpuModel.spec", sizeof(struct raw_model), OFF(struct raw_model, loc),
+    .name = "GpuModel.spec", .size = sizeof(ROW), .loc_offset = OFF(loc),
     SPEC_FIELDS(model_fields)};
+#undef ROW
 
 static const struct spec_kind cat_kinds[] = {
-    {"GpuModel", &model_schema, OFF(struct raw_model, name)}};
+    {.kind = "GpuModel", .schema = &model_schema, .name_off = offsetof(struct raw_model, name)}};
 
 /* "{0,2,4}:2" -> starts, size. Returns 0 on bad syntax. */
 static int parse_placements(const char *s, struct ts_arena *a, int **starts, size_t *n,
                             int *size)
 {
-    int tmp[CAT_GRID_MAX];
+    int tmp[TS_MIG_GRID_MAX];
     size_t count = 0;
     const char *p = s;
     if (*p++ != '{')
         return 0;
     for (;;) {
-        if (!isdigit((unsigned char)*p) || count == CAT_GRID_MAX)
+        if (!isdigit((unsigned char)*p) || count == TS_MIG_GRID_MAX)
             return 0;
         long v = strtol(p, (char **)&p, 10);
-        if (v < 0 || v >= CAT_GRID_MAX || (count && v <= tmp[count - 1]))
+        if (v < 0 || v >= TS_MIG_GRID_MAX || (count && v <= tmp[count - 1]))
             return 0;
         tmp[count++] = (int)v;
         if (*p == '}')
@@ -115,7 +121,7 @@ static int parse_placements(const char *s, struct ts_arena *a, int **starts, siz
     if (*p++ != ':' || !isdigit((unsigned char)*p))
         return 0;
     long sz = strtol(p, (char **)&p, 10);
-    if (*p || sz < 1 || sz > CAT_GRID_MAX)
+    if (*p || sz < 1 || sz > TS_MIG_GRID_MAX)
         return 0;
     *starts = ts_arena_array(a, count, sizeof(int));
     if (!*starts)

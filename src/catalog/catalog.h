@@ -24,7 +24,7 @@
 #include "util/arena.h"
 #include "util/error.h"
 
-#define CAT_GRID_MAX 32
+#include "util/limits.h"
 
 struct cat_profile {
     struct spec_loc loc;

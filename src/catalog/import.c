@@ -14,7 +14,7 @@
  *
  * Limits: IMP_LINE_MAX bytes a line, IMP_PROFILES_MAX profiles a GPU,
  * IMP_GPUS_MAX GPUs, IMP_FILES_MAX files, TS_INPUT_MAX bytes a file;
- * placements on a grid of at most CAT_GRID_MAX (32) units.
+ * placements on a grid of at most TS_MIG_GRID_MAX (32) units.
  */
 #include "catalog/import.h"
 
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "agent/agent.h"
+#include "inventory/inventory.h"
 #include "catalog/catalog.h"
 #include "spec/schema.h"
 #include "util/file.h"
@@ -433,7 +433,7 @@ static int lgip_filler(const struct line *l)
 /* ---- nvidia-smi mig -lgipp -------------------------------------------- */
 
 /* "{0,2,4}:2" -> starts bitmask and size. Returns 0 on bad syntax, -1 when
- * the placement runs past CAT_GRID_MAX units, 1 when it is good. */
+ * the placement runs past TS_MIG_GRID_MAX units, 1 when it is good. */
 static int parse_placement(const char *s, uint32_t *starts, int *size)
 {
     long v, prev = -1, sz;
@@ -444,13 +444,13 @@ static int parse_placement(const char *s, uint32_t *starts, int *size)
     do {
         if (!parse_uint(p, 999, &v, &p) || v <= prev)
             return 0;
-        *starts |= v < CAT_GRID_MAX ? (uint32_t)1 << v : 0;
+        *starts |= v < TS_MIG_GRID_MAX ? (uint32_t)1 << v : 0;
         prev = v;
     } while (*p++ == ',');
     if (p[-1] != '}' || *p++ != ':' || !parse_uint(p, 999, &sz, NULL) || sz < 1)
         return 0;
     *size = (int)sz;
-    return prev + sz <= CAT_GRID_MAX ? 1 : -1;
+    return prev + sz <= TS_MIG_GRID_MAX ? 1 : -1;
 }
 
 /* Token index of the placement spec in a -lgipp line, or -1. */
@@ -510,7 +510,7 @@ static ts_status scan_lgipp(struct scan *s, const struct line *l)
     if (good < 0)
         return fail_at(s->err, TS_INVALID, s->im, at(s, l, spec),
                        "placement %.40s runs past %d units, the most a card can have",
-                       tok_s(l, spec), CAT_GRID_MAX);
+                       tok_s(l, spec), TS_MIG_GRID_MAX);
     return store_placement(s, l, gpu, id, starts, size);
 }
 
@@ -754,7 +754,7 @@ static ts_status add_file(struct cat_import *im, const char *text, size_t len, c
 /* ---- a NodeInventory document (tessera agent inventory -o json) --------- */
 
 /* Profiles in -lgip's order: compute slices, then memory, then ID. */
-static int before(const struct agent_profile *a, const struct agent_profile *b)
+static int before(const struct inv_profile *a, const struct inv_profile *b)
 {
     if (a->slices != b->slices)
         return a->slices < b->slices;
@@ -763,8 +763,8 @@ static int before(const struct agent_profile *a, const struct agent_profile *b)
 
 /* One profile as -lgip and -lgipp would show it (GiB printed as nvidia-smi
  * prints MiB / 1024, two decimals). */
-static ts_status inv_profile(struct scan *s, const struct agent_gpu *g,
-                             const struct agent_profile *p)
+static ts_status import_inv_profile(struct scan *s, const struct inv_gpu *g,
+                             const struct inv_profile *p)
 {
     struct iprof *ip = NULL;
     char gib[32];
@@ -791,12 +791,12 @@ static ts_status inv_profile(struct scan *s, const struct agent_gpu *g,
     return TS_OK;
 }
 
-static ts_status inv_gpu(struct scan *s, const struct agent_gpu *g)
+static ts_status import_inv_gpu(struct scan *s, const struct inv_gpu *g)
 {
     struct igpu *ig;
     struct where w = {s->file, 0, 0};
     ts_status st = gpu_get(s, g->index, w, &ig);
-    const struct agent_profile *order[AGENT_PROFILES_MAX];
+    const struct inv_profile *order[INV_PROFILES_MAX];
     if (st != TS_OK)
         return st;
     snprintf(ig->product, sizeof ig->product, "%s", g->name);
@@ -813,18 +813,18 @@ static ts_status inv_gpu(struct scan *s, const struct agent_gpu *g)
         order[k] = &g->prof[i];
     }
     for (int i = 0; st == TS_OK && i < g->nprof; i++)
-        st = inv_profile(s, g, order[i]);
+        st = import_inv_profile(s, g, order[i]);
     return st;
 }
 
 static ts_status add_inventory(struct scan *s, const char *text, size_t len, const char *file)
 {
-    struct agent_inventory *inv = malloc(sizeof *inv);
+    struct inv_node *inv = malloc(sizeof *inv);
     if (!inv)
         return ts_err(s->err, TS_NOMEM, "out of memory");
-    ts_status st = agent_inventory_parse(text, len, file, inv, s->err);
+    ts_status st = inv_parse(text, len, file, inv, s->err);
     for (int i = 0; st == TS_OK && i < inv->ngpu; i++)
-        st = inv_gpu(s, &inv->gpu[i]);
+        st = import_inv_gpu(s, &inv->gpu[i]);
     free(inv);
     return st;
 }
@@ -836,7 +836,7 @@ ts_status cat_import_add(struct cat_import *im, const char *text, size_t len, co
         return ts_err(err, TS_INTERNAL, "cat_import_add: no importer or no text");
     ts_status st = add_file(im, text, len, file, err);
     struct scan s = {im, (int)im->nfiles - 1, 0, T_NONE, -1, err};
-    if (st == TS_OK && agent_looks_json(text, len))
+    if (st == TS_OK && inv_looks_json(text, len))
         return add_inventory(&s, text, len, file);
     struct line l;
     for (size_t pos = 0; st == TS_OK && pos < len;) {
@@ -891,7 +891,7 @@ static ts_status pick_gpu(const struct cat_import *im, int gpu, struct model *m,
 
 static int highest_start(uint32_t starts)
 {
-    int u = CAT_GRID_MAX - 1;
+    int u = TS_MIG_GRID_MAX - 1;
     while (u > 0 && !(starts & ((uint32_t)1 << u)))
         u--;
     return u;
@@ -1050,7 +1050,7 @@ static void emit_profile(struct ts_sbuf *y, const struct iprof *p)
                    p->name, p->id, p->compute, p->cgib / 100, p->cgib % 100, p->sms,
                    p->max_count);
     const char *sep = "";
-    for (int u = 0; u < CAT_GRID_MAX; u++)
+    for (int u = 0; u < TS_MIG_GRID_MAX; u++)
         if (p->starts & ((uint32_t)1 << u)) {
             ts_sbuf_printf(y, "%s%d", sep, u);
             sep = ",";

@@ -63,16 +63,16 @@ static int inventory(const char *node, const char *format)
 {
     struct ts_error e = {0};
     struct agent_nvml *n = NULL;
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct inv_node *inv = calloc(1, sizeof *inv);
     struct ts_sbuf out;
     ts_sbuf_init(&out, 16u << 20);
     int rc = CLI_OK;
     if (!inv || agent_nvml_open(&n, &e) != TS_OK || agent_inventory_read(n, node, inv, &e) != TS_OK)
         rc = inv ? exit_for(&e) : CLI_FAIL;
     else if (strcmp(format, "json") == 0)
-        agent_inventory_json(inv, &out);
+        inv_json(inv, &out);
     else
-        agent_inventory_text(inv, &out);
+        inv_text(inv, &out);
     agent_nvml_close(n);
     free(inv);
     if (rc != CLI_OK) {
@@ -88,17 +88,17 @@ static int apply(const char *plan_path, const char *node, int dry, const struct 
     struct ts_diag diag = {0};
     char *text = NULL;
     size_t len = 0;
-    struct agent_plan plan = {0};
+    struct reconf_plan plan = {0};
     struct cat_catalog *cat = NULL;
     if (ts_file_read(plan_path, TS_INPUT_MAX * 4, &text, &len, &e) != TS_OK)
         return exit_for(&e);
-    ts_status st = agent_plan_parse(text, len, plan_path, &plan, &e);
+    ts_status st = reconf_plan_parse(text, len, plan_path, &plan, &e);
     free(text);
     if (st != TS_OK)
         return exit_for(&e);
     if (cat_load(catf->paths, catf->n, &cat, &diag) != TS_OK) {
         cli_print_diag(&diag);
-        agent_plan_release(&plan);
+        reconf_plan_release(&plan);
         return CLI_BAD_INPUT;
     }
     struct agent_nvml *n = NULL;
@@ -112,7 +112,7 @@ static int apply(const char *plan_path, const char *node, int dry, const struct 
     ts_sbuf_release(&log);
     agent_nvml_close(n);
     cat_free(cat);
-    agent_plan_release(&plan);
+    reconf_plan_release(&plan);
     return rc;
 }
 

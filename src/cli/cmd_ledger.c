@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "agent/agent.h"
+#include "inventory/inventory.h"
+#include "reconf/reconf.h"
 #include "cli/cli.h"
 #include "ledger/ledger.h"
 #include "store/store.h"
@@ -144,10 +145,10 @@ static int record_smi(const struct lopts *o, const struct ledger_event *tmpl)
 
 /* Tenant and workload of the plan's instance of the same profile and
  * placement ("unassigned" if the plan has none there). */
-static void assign(const struct agent_plan *plan, const char *node, int index,
-                   const struct agent_gi *gi, struct ledger_event *ev)
+static void assign(const struct reconf_plan *plan, const char *node, int index,
+                   const struct inv_gi *gi, struct ledger_event *ev)
 {
-    const struct agent_want *w = plan ? agent_plan_find(plan, node, index, gi->pl.start) : NULL;
+    const struct reconf_want *w = plan ? reconf_plan_find(plan, node, index, gi->pl.start) : NULL;
     if (!plan)
         return;
     if (w && (w->size != gi->pl.size || strcmp(w->profile, gi->profile) != 0))
@@ -158,18 +159,18 @@ static void assign(const struct agent_plan *plan, const char *node, int index,
 
 /* One event per GPU instance, or per GPU without any; strings live in inv
  * and in *bufs (gi ids and placements, 32 bytes an event). */
-static size_t inventory_events(const struct agent_inventory *inv, const struct agent_plan *plan,
+static size_t inventory_events(const struct inv_node *inv, const struct reconf_plan *plan,
                                const struct ledger_event *tmpl, struct ledger_event *evs,
                                char (*bufs)[2][16])
 {
     size_t n = 0;
     const char *node = tmpl->node ? tmpl->node : inv->node;
     for (int i = 0; i < inv->ngpu; i++) {
-        const struct agent_gpu *g = &inv->gpu[i];
+        const struct inv_gpu *g = &inv->gpu[i];
         struct ledger_event t = *tmpl;
         t.node = node;
         if (g->ngi == 0) {
-            const struct agent_target *card = plan ? agent_plan_card(plan, node, g->index) : NULL;
+            const struct reconf_card *card = plan ? reconf_plan_card(plan, node, g->index) : NULL;
             if (plan) {
                 t.tenant = card && card->owner ? card->owner : "unassigned";
                 t.workload = card && card->owner_workload ? card->owner_workload : "";
@@ -178,7 +179,7 @@ static size_t inventory_events(const struct agent_inventory *inv, const struct a
             continue;
         }
         for (int k = 0; k < g->ngi; k++, n++) {
-            const struct agent_gi *gi = &g->gi[k];
+            const struct inv_gi *gi = &g->gi[k];
             assign(plan, node, g->index, gi, &t);
             evs[n] = ledger_event_of(&t, g->uuid, gi->nci ? gi->ci[0].uuid : "", gi->profile,
                                      "inventory");
@@ -191,20 +192,20 @@ static size_t inventory_events(const struct agent_inventory *inv, const struct a
     return n;
 }
 
-static int load_inventory(const char *path, struct agent_inventory *inv)
+static int load_inventory(const char *path, struct inv_node *inv)
 {
     struct ts_error e = {0};
-    return agent_inventory_load(path, inv, &e) == TS_OK ? CLI_OK : fail_err(&e);
+    return inv_load(path, inv, &e) == TS_OK ? CLI_OK : fail_err(&e);
 }
 
 static int record_inventory(const struct lopts *o, const struct ledger_event *tmpl)
 {
-    enum { EVS_MAX = AGENT_GPUS_MAX * AGENT_GIS_MAX };
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    enum { EVS_MAX = INV_GPUS_MAX * INV_GIS_MAX };
+    struct inv_node *inv = calloc(1, sizeof *inv);
     struct ledger_event *evs = calloc(EVS_MAX, sizeof *evs);
     char(*bufs)[2][16] = calloc(EVS_MAX, sizeof *bufs);
     struct cli_job job = {0};
-    struct agent_plan plan = {0}, *pp = NULL;
+    struct reconf_plan plan = {0}, *pp = NULL;
     struct cli_files spec = {{o->spec}, 1}, none = {0};
     struct plan_options popt = {PLAN_SOLVER_AUTO, 10.0};
     struct ts_error e = {0};
@@ -212,12 +213,12 @@ static int record_inventory(const struct lopts *o, const struct ledger_event *tm
     if (rc == CLI_OK && o->spec)
         rc = cli_job_plan(&job, &spec, &none, &popt);
     if (rc == CLI_OK && o->spec)
-        rc = agent_plan_from_plan(job.plan, &plan, &e) == TS_OK ? CLI_OK : fail_err(&e);
+        rc = reconf_plan_from_plan(job.plan, &plan, &e) == TS_OK ? CLI_OK : fail_err(&e);
     pp = rc == CLI_OK && o->spec ? &plan : NULL;
     if (rc == CLI_OK)
         rc = record_events(o, evs, inventory_events(inv, pp, tmpl, evs, bufs));
     if (pp)
-        agent_plan_release(&plan);
+        reconf_plan_release(&plan);
     cli_job_free(&job);
     free(inv);
     free(evs);

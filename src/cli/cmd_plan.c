@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "agent/agent.h"
+#include "inventory/inventory.h"
+#include "reconf/reconf.h"
 #include "cli/cli.h"
 #include "render/svg.h"
 #include "util/jsonfree.h"
@@ -46,7 +47,7 @@ static int parse_solver(const char *s, int *out)
 
 /* The inventories of --current (NULL, 0 when none); exit code. */
 struct current {
-    struct agent_inventory *inv;
+    struct inv_node *inv;
     int n;
     const struct cat_catalog *cat;
 };
@@ -58,7 +59,7 @@ static int load_current(const struct cli_files *files, struct current *cur)
         return CLI_FAIL;
     for (size_t i = 0; i < files->n; i++) {
         struct ts_error e = {0};
-        if (agent_inventory_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK) {
+        if (inv_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK) {
             cli_print_error(&e);
             return CLI_BAD_INPUT;
         }
@@ -68,7 +69,7 @@ static int load_current(const struct cli_files *files, struct current *cur)
 }
 
 /* The plan JSON with a "reconfiguration" key added (same key order and indent). */
-static void json_with_current(const struct plan *p, const struct agent_plan *ap,
+static void json_with_current(const struct plan *p, const struct reconf_plan *ap,
                               const struct current *cur, struct ts_sbuf *out)
 {
     struct ts_sbuf plain;
@@ -77,7 +78,7 @@ static void json_with_current(const struct plan *p, const struct agent_plan *ap,
     json_t *root = json_loads(ts_sbuf_str(&plain), 0, NULL);
     ts_sbuf_release(&plain);
     if (root)
-        json_object_set_new(root, "reconfiguration", agent_reconf_json(ap, cur->inv, cur->n,
+        json_object_set_new(root, "reconfiguration", reconf_json(ap, cur->inv, cur->n,
                                                                        cur->cat));
     char *text = root ? json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2) |
                                              JSON_REAL_PRECISION(10)) : NULL;
@@ -92,9 +93,9 @@ static void json_with_current(const struct plan *p, const struct agent_plan *ap,
 static void report_current(const struct plan *p, const char *format, const struct current *cur,
                            struct ts_sbuf *out)
 {
-    struct agent_plan ap;
+    struct reconf_plan ap;
     struct ts_error e = {0};
-    if (agent_plan_from_plan(p, &ap, &e) != TS_OK) {
+    if (reconf_plan_from_plan(p, &ap, &e) != TS_OK) {
         out->failed = 1;
         return;
     }
@@ -102,9 +103,9 @@ static void report_current(const struct plan *p, const char *format, const struc
         json_with_current(p, &ap, cur, out);
     } else {
         report_text(p, out);
-        agent_reconf_text(&ap, cur->inv, cur->n, cur->cat, out);
+        reconf_text(&ap, cur->inv, cur->n, cur->cat, out);
     }
-    agent_plan_release(&ap);
+    reconf_plan_release(&ap);
 }
 
 static int emit(const struct plan *p, const char *format, const char *svg_path,

@@ -8,7 +8,7 @@
 
 #include "plan/plan.h"
 
-#define PLAN_MAX_PER_CARD CAT_GRID_MAX
+#define PLAN_MAX_PER_CARD TS_MIG_GRID_MAX
 
 /* One MIG instance to place. */
 struct plan_item {
@@ -62,8 +62,6 @@ int plan__group_bound(const struct decide_result *d, const struct decide_row *r)
 /* 1 for best-effort time-slicing that may ride on other tenants' cards. */
 int plan__is_guest(const struct decide_row *r);
 
-#endif
-
 /* ---- shared by plan.c, mig.c, pools.c ---- */
 
 struct plan_build {
@@ -89,3 +87,5 @@ ts_status plan__pools(struct plan_build *b);
 /* Report a placement failure located at the workload. */
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -255,3 +255,12 @@ void plan_free(struct plan *p)
     ts_arena_free(&p->arena);
     free(p);
 }
+
+const char *plan_inst_owner(const struct plan_inst *in, char *buf, size_t size)
+{
+    if (!in->row)
+        snprintf(buf, size, "canary");
+    else
+        snprintf(buf, size, "%s/%s", in->row->tenant->name, in->row->workload->name);
+    return buf;
+}

@@ -93,4 +93,7 @@ int plan_naive(const struct decide_result *d);
 /* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);
 
+/* "client-a/chat" style label of an instance ("canary" for the canary). */
+const char *plan_inst_owner(const struct plan_inst *in, char *buf, size_t size);
+
 #endif

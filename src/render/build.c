@@ -86,12 +86,12 @@ static ts_status collect(struct render_ctx *c)
         return TS_NOMEM;
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
-        struct render_kind k;
+        struct entitle_kind k;
         char res[256];
-        render_kind_of(r, &k);
-        render_resource_of(r, res, sizeof(res));
+        entitle_kind_of(r, &k);
+        entitle_resource_of(r, res, sizeof(res));
         add_plugin(c, res);
-        int seen = render_is_vm(r);
+        int seen = entitle_is_vm(r);
         for (size_t j = 0; j < c->nclasses && !seen; j++)
             seen = strcmp(c->classes[j].name, k.device_class) == 0;
         if (!seen)

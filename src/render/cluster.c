@@ -18,13 +18,13 @@ static json_t *selector(const struct render_class *k)
     char expr[2048];
     int n = snprintf(expr, sizeof(expr),
                      "device.driver == '%s' && device.attributes['%s'].type == '%s'",
-                     RENDER_DRIVER, RENDER_DRIVER, k->profile ? "mig" : "gpu");
+                     ENTITLE_DRIVER, ENTITLE_DRIVER, k->profile ? "mig" : "gpu");
     if (k->profile)
         n += snprintf(expr + n, sizeof(expr) - (size_t)n,
-                      " && device.attributes['%s'].profile == '%s'", RENDER_DRIVER,
+                      " && device.attributes['%s'].profile == '%s'", ENTITLE_DRIVER,
                       k->profile->name);
     n += snprintf(expr + n, sizeof(expr) - (size_t)n, " && device.attributes['%s'].productName in [",
-                  RENDER_DRIVER);
+                  ENTITLE_DRIVER);
     const struct cat_model *m = k->model;
     for (size_t i = 0; i < m->nproduct_names && (size_t)n < sizeof(expr) - 100; i++)
         n += snprintf(expr + n, sizeof(expr) - (size_t)n, "%s'%s'", i ? ", " : "",
@@ -48,7 +48,7 @@ static json_t *class_config(const struct render_class *k)
     if (k->mech != DECIDE_MPS)
         json_object_set_new(sharing, "timeSlicingConfig", json_pack("{s:s}", "interval",
                                                                     "Default"));
-    return json_pack("[{s:{s:s, s:{s:s, s:s, s:o}}}]", "opaque", "driver", RENDER_DRIVER,
+    return json_pack("[{s:{s:s, s:{s:s, s:s, s:o}}}]", "opaque", "driver", ENTITLE_DRIVER,
                      "parameters", "apiVersion", "resource.nvidia.com/v1beta1", "kind",
                      "GpuConfig", "sharing", sharing);
 }
@@ -89,7 +89,7 @@ static ts_status kueue(struct render_ctx *c)
         if (!first || !model_used(c->p, m))
             continue;
         char label[256];
-        render_product_label(m->nproduct_names ? m->product_names[0] : m->display, label,
+        entitle_product_label(m->nproduct_names ? m->product_names[0] : m->display, label,
                              sizeof(label));
         json_t *o = render__object("kueue.x-k8s.io/v1beta2", "ResourceFlavor", m->name, NULL);
         json_object_set_new(o, "spec", json_pack("{s:{s:s}}", "nodeLabels",
@@ -114,7 +114,7 @@ static ts_status kueue(struct render_ctx *c)
 static ts_status system_namespace(struct render_ctx *c)
 {
     struct render_file *f = render__file(c->t, "cluster/namespace.yaml");
-    json_t *ns = render__object("v1", "Namespace", RENDER_SYSTEM_NS, NULL);
+    json_t *ns = render__object("v1", "Namespace", ENTITLE_SYSTEM_NS, NULL);
     return f ? render__docs(f, json_pack("[o]", ns)) : TS_NOMEM;
 }
 
@@ -176,7 +176,7 @@ static ts_status device_plugin(struct render_ctx *c)
             st = add_plugin_entry(data, key, plugin_config(ts, mps));
     }
     json_t *cm = render__object("v1", "ConfigMap", "tessera-device-plugin-config",
-                                RENDER_GPU_OPERATOR_NS);
+                                ENTITLE_GPU_OPERATOR_NS);
     json_object_set_new(cm, "data", data);
     struct render_file *f = st ? NULL : render__file(c->t, "cluster/device-plugin-config.yaml");
     if (!f) {
@@ -205,7 +205,7 @@ static ts_status mig_parted(struct render_ctx *c)
     ts_status st = render_yaml_doc(doc, 1, &text);
     json_decref(doc);
     json_t *cm = render__object("v1", "ConfigMap", "tessera-mig-parted-config",
-                                RENDER_GPU_OPERATOR_NS);
+                                ENTITLE_GPU_OPERATOR_NS);
     json_object_set_new(cm, "data", json_pack("{s:s}", "config.yaml", ts_sbuf_str(&text)));
     ts_sbuf_release(&text);
     struct render_file *f = st ? NULL : render__file(c->t, "cluster/mig-parted-config.yaml");
@@ -225,9 +225,9 @@ static ts_status kubevirt_snippet(struct render_ctx *c, int *wrote)
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
         char name[256], selector_text[256];
-        if (!render_is_vm(r))
+        if (!entitle_is_vm(r))
             continue;
-        render_vm_device(r, name, sizeof(name), selector_text, sizeof(selector_text));
+        entitle_vm_device(r, name, sizeof(name), selector_text, sizeof(selector_text));
         json_t *list = r->profile ? mdev : pci;
         json_t *entry = r->profile
                             ? json_pack("{s:s, s:s}", "mdevNameSelector", selector_text,

@@ -5,7 +5,7 @@
 #ifndef RENDER_INTERNAL_H
 #define RENDER_INTERNAL_H
 
-#include "render/names.h"
+#include "entitle/entitle.h"
 #include "render/render.h"
 
 /* A DeviceClass the render uses (deduplicated, sorted by name). */

@@ -246,7 +246,7 @@ ts_status render__node(struct render_ctx *c, const struct spec_fleet_node *n, in
     ts_sbuf_release(&text);
     char name[300];
     snprintf(name, sizeof(name), "tessera-node-%s", n->name);
-    json_t *cm = render__object("v1", "ConfigMap", name, RENDER_SYSTEM_NS);
+    json_t *cm = render__object("v1", "ConfigMap", name, ENTITLE_SYSTEM_NS);
     json_object_set_new(cm, "data", data);
     struct render_file *f = st ? NULL : render__file(c->t, "nodes/%s/node-config.yaml", n->name);
     if (!f) {

@@ -11,7 +11,7 @@ static int uses_mech(const struct render_ctx *c, int mech)
 {
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++)
-        if (d->rows[i].mech == mech && !render_is_vm(&d->rows[i]))
+        if (d->rows[i].mech == mech && !entitle_is_vm(&d->rows[i]))
             return 1;
     return 0;
 }
@@ -20,7 +20,7 @@ static int any_vm(const struct render_ctx *c)
 {
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++)
-        if (render_is_vm(&d->rows[i]))
+        if (entitle_is_vm(&d->rows[i]))
             return 1;
     return 0;
 }
@@ -94,12 +94,12 @@ static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
-        struct render_kind k;
-        render_kind_of(r, &k);
+        struct entitle_kind k;
+        entitle_kind_of(r, &k);
         ts_sbuf_printf(o, "| %s | %s | %s | %s | %s (%s) | `%s` | %d |\n", r->tenant->name,
                        spec_contract_names[r->tenant->contract], r->workload->namespace_,
                        r->workload->name, decide_mech_names[r->mech], r->rule,
-                       render_is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
+                       entitle_is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
                                                                          : k.plugin_resource,
                        r->workload->replicas);
     }
@@ -131,19 +131,19 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
     const struct decide_result *d = c->p->decisions;
     const struct decide_row *first = NULL;
     for (size_t i = 0; i < d->nrows && !first; i++)
-        if (render_needs_shim(&d->rows[i]))
+        if (entitle_needs_shim(&d->rows[i]))
             first = &d->rows[i];
     if (!first)
         return;
     char cm[300];
-    render_shim_configmap(first, cm, sizeof(cm));
+    entitle_shim_configmap(first, cm, sizeof(cm));
     ts_sbuf_printf(o, "\n## Memory caps the driver does not enforce\n\nThese workloads share "
                       "a card whose driver cannot enforce their memory cap (time-slicing, or "
                       "memory fractions below CUDA 13.4); tessera's CUDA shim does "
                       "(docs/shim.md). Each has a ConfigMap `tessera-cuda-limits-<workload>` "
                       "with its limit file (in the tenant's `cuda-limits.yaml`):\n\n");
     for (size_t i = 0; i < d->nrows; i++)
-        if (render_needs_shim(&d->rows[i]))
+        if (entitle_needs_shim(&d->rows[i]))
             ts_sbuf_printf(o, "- %s/%s\n", d->rows[i].workload->namespace_,
                            d->rows[i].workload->name);
     ts_sbuf_printf(o, "\nInstall `libtessera-cuda.so` at `%s` on the GPU nodes, and give each "
@@ -159,9 +159,9 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
                       "[{key: cuda-limits, path: cuda-limits}]}\n"
                       "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
                       "Run the webhook with `--shim-path %s`: it then denies any other LD_PRELOAD.\n",
-                   RENDER_SHIM_LIBRARY, first->workload->name, RENDER_SHIM_LIBRARY,
-                   RENDER_SHIM_LIBRARY, RENDER_SHIM_REGION_DIR, RENDER_SHIM_LIBRARY, cm,
-                   RENDER_SHIM_LIBRARY);
+                   ENTITLE_SHIM_LIBRARY, first->workload->name, ENTITLE_SHIM_LIBRARY,
+                   ENTITLE_SHIM_LIBRARY, ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_LIBRARY, cm,
+                   ENTITLE_SHIM_LIBRARY);
 }
 
 ts_status render__readme(struct render_ctx *c)

@@ -10,7 +10,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "report/report.h"
 
 #define ROW_H 46
 #define BAR_X 300
@@ -72,7 +71,7 @@ static void mig_row(const struct plan *p, const struct plan_gpu *g, double y, st
     for (size_t k = 0; k < g->ninst; k++) {
         const struct plan_inst *in = &g->inst[k];
         char owner[200];
-        report_inst_owner(in, owner, sizeof(owner));
+        plan_inst_owner(in, owner, sizeof(owner));
         if (in->row && in->row->workload->replicas > 1) {
             size_t len = strlen(owner);
             snprintf(owner + len, sizeof(owner) - len, " r%d", in->replica);
@@ -89,7 +88,7 @@ static void share_row(const struct plan *p, const struct plan_gpu *g, double y,
     for (size_t k = 0; k < g->ninst; k++) {
         const struct plan_inst *in = &g->inst[k];
         char owner[160], label[200];
-        report_inst_owner(in, owner, sizeof(owner));
+        plan_inst_owner(in, owner, sizeof(owner));
         if (in->guest) {
             snprintf(label, sizeof(label), "+ guest %s (time-sliced)", owner);
             ts_sbuf_printf(out, "<text x=\"%d\" y=\"%d\" class=\"g\">", BAR_X + BAR_W - 6,

@@ -26,9 +26,9 @@ static int class_count(const struct render_ctx *c, const struct spec_tenant *t, 
     int n = 0;
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++) {
-        struct render_kind k;
-        render_kind_of(&d->rows[i], &k);
-        if (in_ns(&d->rows[i], t, ns) && !render_is_vm(&d->rows[i]) &&
+        struct entitle_kind k;
+        entitle_kind_of(&d->rows[i], &k);
+        if (in_ns(&d->rows[i], t, ns) && !entitle_is_vm(&d->rows[i]) &&
             strcmp(k.device_class, class) == 0)
             n += k.per_replica * d->rows[i].workload->replicas;
     }
@@ -44,13 +44,11 @@ static void plugin_count(const struct render_ctx *c, const struct spec_tenant *t
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
-        struct render_kind k;
         char mine[256];
-        render_kind_of(r, &k);
-        if (!in_ns(r, t, ns) || strcmp(render_resource_of(r, mine, sizeof(mine)), res) != 0)
+        int memory;
+        if (!in_ns(r, t, ns) || strcmp(entitle_resource_of(r, mine, sizeof(mine)), res) != 0)
             continue;
-        double each = r->mech == DECIDE_MEMORY_FRACTION && !render_is_vm(r) ? r->cap_gib
-                                                                             : k.per_replica;
+        double each = entitle_per_container(r, &memory);
         *total += each * r->workload->replicas;
         *one = each > *one ? each : *one;
     }
@@ -60,7 +58,7 @@ static json_t *amount(const char *res, double v)
 {
     char buf[64];
     if (strcmp(res, "nvidia.com/gpu.memory") == 0)
-        render_quantity(v, buf, sizeof(buf));
+        entitle_quantity(v, buf, sizeof(buf));
     else
         snprintf(buf, sizeof(buf), "%.0f", v);
     return json_string(buf);
@@ -122,8 +120,8 @@ static json_t *namespace_obj(const struct spec_tenant *t, const char *ns)
 {
     json_t *o = render__object("v1", "Namespace", ns, NULL);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
-    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(t->name));
-    json_object_set_new(labels, RENDER_LABEL_CONTRACT, json_string(spec_contract_names[t->contract]));
+    json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(t->name));
+    json_object_set_new(labels, ENTITLE_LABEL_CONTRACT, json_string(spec_contract_names[t->contract]));
     return o;
 }
 
@@ -138,7 +136,7 @@ static json_t *policy(const char *name, const char *ns, json_t *spec)
 
 static json_t *tenant_peer(const char *tenant)
 {
-    return json_pack("{s:{s:{s:s}}}", "namespaceSelector", "matchLabels", RENDER_LABEL_TENANT,
+    return json_pack("{s:{s:{s:s}}}", "namespaceSelector", "matchLabels", ENTITLE_LABEL_TENANT,
                      tenant);
 }
 
@@ -166,8 +164,8 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
         json_array_append_new(docs, policy(name, ns,
             json_pack("{s:{}, s:[s], s:[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]}", "podSelector",
                       "policyTypes", "Egress", "egress", "to", "namespaceSelector", "matchLabels",
-                      RENDER_LABEL_TENANT, owner->name, "podSelector", "matchLabels",
-                      RENDER_LABEL_WORKLOAD, t->uses[i].workload)));
+                      ENTITLE_LABEL_TENANT, owner->name, "podSelector", "matchLabels",
+                      ENTITLE_LABEL_WORKLOAD, t->uses[i].workload)));
     }
     for (size_t i = 0; i < m->ntenants; i++)
         for (size_t u = 0; u < m->tenants[i].nuses; u++) {
@@ -179,7 +177,7 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
                      use->workload);
             json_array_append_new(docs, policy(name, ns,
                 json_pack("{s:{s:{s:s}}, s:[s], s:[{s:[o]}]}", "podSelector", "matchLabels",
-                          RENDER_LABEL_WORKLOAD, use->workload, "policyTypes", "Ingress",
+                          ENTITLE_LABEL_WORKLOAD, use->workload, "policyTypes", "Ingress",
                           "ingress", "from", tenant_peer(m->tenants[i].name))));
         }
 }
@@ -191,7 +189,7 @@ static json_t *driver_config(const struct decide_row *r)
     json_t *params = json_pack("{s:s, s:s}", "apiVersion", "resource.nvidia.com/v1beta1", "kind",
                                r->profile ? "MigDeviceConfig" : "GpuConfig");
     char mem[64];
-    render_quantity(r->cap_gib, mem, sizeof(mem));
+    entitle_quantity(r->cap_gib, mem, sizeof(mem));
     if (r->mech == DECIDE_MPS)
         json_object_set_new(params, "sharing",
                             json_pack("{s:s, s:{s:i, s:s}}", "strategy", "MPS", "mpsConfig",
@@ -202,25 +200,25 @@ static json_t *driver_config(const struct decide_row *r)
                             json_pack("{s:s, s:{s:s}}", "strategy", "TimeSlicing",
                                       "timeSlicingConfig", "interval", "Default"));
     return json_pack("[{s:[s], s:{s:s, s:o}}]", "requests", "gpu", "opaque", "driver",
-                     RENDER_DRIVER, "parameters", params);
+                     ENTITLE_DRIVER, "parameters", params);
 }
 
 static json_t *claim_template(const struct decide_row *r)
 {
-    struct render_kind k;
-    render_kind_of(r, &k);
+    struct entitle_kind k;
+    entitle_kind_of(r, &k);
     json_t *exactly = json_pack("{s:s, s:s, s:i}", "deviceClassName", k.device_class,
                                 "allocationMode", "ExactCount", "count", k.per_replica);
     if (r->mech == DECIDE_MEMORY_FRACTION) {
         char mem[64];
-        render_quantity(r->cap_gib, mem, sizeof(mem));
+        entitle_quantity(r->cap_gib, mem, sizeof(mem));
         json_object_set_new(exactly, "capacity", json_pack("{s:{s:s}}", "requests", "memory", mem));
     }
     json_t *o = render__object("resource.k8s.io/v1", "ResourceClaimTemplate", r->workload->name,
                                r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
-    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(r->tenant->name));
-    json_object_set_new(labels, RENDER_LABEL_WORKLOAD, json_string(r->workload->name));
+    json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
+    json_object_set_new(labels, ENTITLE_LABEL_WORKLOAD, json_string(r->workload->name));
     json_object_set_new(o, "spec", json_pack("{s:{s:{s:[{s:s, s:o}], s:o}}}", "spec", "devices",
                                              "requests", "name", "gpu", "exactly", exactly,
                                              "config", driver_config(r)));
@@ -232,15 +230,15 @@ static json_t *claim_template(const struct decide_row *r)
 static json_t *shim_limits(const struct decide_row *r)
 {
     char name[300], mem[64], text[512];
-    render_shim_configmap(r, name, sizeof(name));
-    render_quantity(r->cap_gib, mem, sizeof(mem));
+    entitle_shim_configmap(r, name, sizeof(name));
+    entitle_quantity(r->cap_gib, mem, sizeof(mem));
     snprintf(text, sizeof(text), "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
              "region = %s/cuda.region\n", r->tenant->name, r->workload->name,
-             decide_mech_names[r->mech], r->rule, mem, RENDER_SHIM_REGION_DIR);
+             decide_mech_names[r->mech], r->rule, mem, ENTITLE_SHIM_REGION_DIR);
     json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
-    json_object_set_new(labels, RENDER_LABEL_TENANT, json_string(r->tenant->name));
-    json_object_set_new(labels, RENDER_LABEL_WORKLOAD, json_string(r->workload->name));
+    json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
+    json_object_set_new(labels, ENTITLE_LABEL_WORKLOAD, json_string(r->workload->name));
     json_object_set_new(o, "data", json_pack("{s:s}", "cuda-limits", text));
     return o;
 }
@@ -250,7 +248,7 @@ static json_t *shim_limits(const struct decide_row *r)
 static json_t *virtual_machine(const struct decide_row *r, int replica)
 {
     char name[300], device[256], sel[256], vmname[320];
-    render_vm_device(r, device, sizeof(device), sel, sizeof(sel));
+    entitle_vm_device(r, device, sizeof(device), sel, sizeof(sel));
     json_t *gpus = json_array();
     for (int g = 0; g < (r->profile ? 1 : r->gpus); g++) {
         snprintf(name, sizeof(name), "gpu%d", g);
@@ -258,8 +256,8 @@ static json_t *virtual_machine(const struct decide_row *r, int replica)
     }
     snprintf(vmname, sizeof(vmname), "%s-%d", r->workload->name, replica);
     json_t *o = render__object("kubevirt.io/v1", "VirtualMachine", vmname, r->workload->namespace_);
-    json_t *labels = json_pack("{s:s, s:s}", RENDER_LABEL_TENANT, r->tenant->name,
-                               RENDER_LABEL_WORKLOAD, r->workload->name);
+    json_t *labels = json_pack("{s:s, s:s}", ENTITLE_LABEL_TENANT, r->tenant->name,
+                               ENTITLE_LABEL_WORKLOAD, r->workload->name);
     json_object_update(json_object_get(json_object_get(o, "metadata"), "labels"), labels);
     json_object_set_new(o, "spec", json_pack("{s:s, s:{s:{s:o}, s:{s:{s:{s:o}}}}}", "runStrategy",
                                              "Halted", "template", "metadata", "labels", labels,
@@ -317,8 +315,8 @@ static const struct cat_model *ns_model(const struct render_ctx *c, const struct
 {
     const struct decide_result *d = c->p->decisions;
     for (size_t i = 0; i < d->nrows; i++) {
-        struct render_kind k;
-        render_kind_of(&d->rows[i], &k);
+        struct entitle_kind k;
+        entitle_kind_of(&d->rows[i], &k);
         if (in_ns(&d->rows[i], t, ns) && strcmp(k.plugin_resource, res) == 0)
             return d->rows[i].model;
     }
@@ -437,12 +435,12 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
         const struct decide_row *r = &d->rows[i];
         if (r->tenant != t)
             continue;
-        if (render_is_vm(r))
+        if (entitle_is_vm(r))
             for (int k = 0; k < r->workload->replicas; k++)
                 json_array_append_new(vms, virtual_machine(r, k));
         else if (render__dra(c))
             json_array_append_new(claims, claim_template(r));
-        if (render_needs_shim(r))
+        if (entitle_needs_shim(r))
             json_array_append_new(limits, shim_limits(r));
     }
     const char *files[9];

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "render/names.h"
+#include "entitle/entitle.h"
 #include "render/yaml.h"
 
 #define MANIFEST ".tessera-render"

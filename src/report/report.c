@@ -10,15 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *report_inst_owner(const struct plan_inst *in, char *buf, size_t size)
-{
-    if (!in->row)
-        snprintf(buf, size, "canary");
-    else
-        snprintf(buf, size, "%s/%s", in->row->tenant->name, in->row->workload->name);
-    return buf;
-}
-
 static const char *profile_name(const struct decide_row *r, char *buf, size_t size)
 {
     if (r->profile)
@@ -49,7 +40,7 @@ static void text_instance(const struct plan_gpu *g, const struct plan_inst *in,
                           struct ts_sbuf *out)
 {
     char owner[160];
-    report_inst_owner(in, owner, sizeof(owner));
+    plan_inst_owner(in, owner, sizeof(owner));
     if (g->mode == PLAN_MIG)
         ts_sbuf_printf(out, "    %-10s @%d:%d  %-32s r%d\n", in->profile->name, in->start, in->size,
                        owner, in->replica);

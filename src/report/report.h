@@ -13,7 +13,4 @@ void report_text(const struct plan *p, struct ts_sbuf *out);
 /* JSON with sorted keys and two-space indentation. */
 ts_status report_json(const struct plan *p, struct ts_sbuf *out);
 
-/* "client-a/chat" style label of an instance ("canary" for the canary). */
-const char *report_inst_owner(const struct plan_inst *in, char *buf, size_t size);
-
 #endif

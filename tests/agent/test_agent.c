@@ -26,23 +26,23 @@ static const char INV[] =
     "   \"computeInstances\": [{\"id\": 0, \"profileId\": 0, \"profile\": \"1g.10gb\",\n"
     "    \"computeSlices\": 1, \"placement\": {\"start\": 0, \"size\": 1}, \"uuid\": \"MIG-x\"}]}]}]}\n";
 
-static struct agent_inventory *parse_ok(const char *text)
+static struct inv_node *parse_ok(const char *text)
 {
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct inv_node *inv = calloc(1, sizeof *inv);
     struct ts_error e = {0};
-    assert_int_equal(agent_inventory_parse(text, strlen(text), "inv.json", inv, &e), TS_OK);
+    assert_int_equal(inv_parse(text, strlen(text), "inv.json", inv, &e), TS_OK);
     return inv;
 }
 
 static void test_inventory_parse(void **state)
 {
     (void)state;
-    struct agent_inventory *inv = parse_ok(INV);
+    struct inv_node *inv = parse_ok(INV);
     assert_string_equal(inv->node, "n1");
     assert_int_equal(inv->ngpu, 1);
-    const struct agent_gpu *g = agent_gpu_at(inv, 0);
+    const struct inv_gpu *g = inv_gpu_at(inv, 0);
     assert_non_null(g);
-    assert_null(agent_gpu_at(inv, 1));
+    assert_null(inv_gpu_at(inv, 1));
     assert_int_equal(g->memory_mib, 81559);
     assert_int_equal(g->mig_current, 1);
     assert_int_equal(g->nprof, 2);
@@ -51,22 +51,22 @@ static void test_inventory_parse(void **state)
     assert_int_equal(g->gi[0].ci[0].pl.size, 1);
     assert_string_equal(g->gi[0].ci[0].uuid, "MIG-x");
     /* 7g.80gb (the catalog's name) finds the card's 7g.79gb; sizes must agree */
-    assert_int_equal(agent_profile_for(g, "7g.80gb", 8)->id, 0);
-    assert_null(agent_profile_for(g, "7g.80gb", 4));
-    assert_null(agent_profile_for(g, "3g.40gb", 4));
+    assert_int_equal(inv_profile_for(g, "7g.80gb", 8)->id, 0);
+    assert_null(inv_profile_for(g, "7g.80gb", 4));
+    assert_null(inv_profile_for(g, "3g.40gb", 4));
     free(inv);
 }
 
 static void test_inventory_round_trip(void **state)
 {
     (void)state;
-    struct agent_inventory *inv = parse_ok(INV);
+    struct inv_node *inv = parse_ok(INV);
     struct ts_sbuf a, b;
     ts_sbuf_init(&a, 1 << 20);
     ts_sbuf_init(&b, 1 << 20);
-    assert_int_equal(agent_inventory_json(inv, &a), TS_OK);
-    struct agent_inventory *again = parse_ok(ts_sbuf_str(&a));
-    assert_int_equal(agent_inventory_json(again, &b), TS_OK);
+    assert_int_equal(inv_json(inv, &a), TS_OK);
+    struct inv_node *again = parse_ok(ts_sbuf_str(&a));
+    assert_int_equal(inv_json(again, &b), TS_OK);
     assert_string_equal(ts_sbuf_str(&a), ts_sbuf_str(&b));
     assert_memory_equal(inv, again, sizeof *inv);
     ts_sbuf_release(&a);
@@ -88,9 +88,9 @@ static void expect_bad(const char *from, const char *to, const char *path, const
 {
     char text[sizeof INV + 256];
     subst(text, sizeof text, INV, from, to);
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct inv_node *inv = calloc(1, sizeof *inv);
     struct ts_error e = {0};
-    assert_int_not_equal(agent_inventory_parse(text, strlen(text), "inv.json", inv, &e), TS_OK);
+    assert_int_not_equal(inv_parse(text, strlen(text), "inv.json", inv, &e), TS_OK);
     if (strcmp(path, e.path) != 0 || !strstr(e.msg, msg))
         fail_msg("want %s: %s, got %s: %s", path, msg, e.path, e.msg);
     free(inv);
@@ -114,16 +114,16 @@ static void test_inventory_hostile(void **state)
     /* a NUL inside a string, and more GPUs than the limit */
     char nul[] = "{\"apiVersion\": \"tessera.dev/v1alpha1\", \"kind\": \"NodeInventory\", "
                  "\"node\": \"a\\u0000b\", \"gpus\": []}";
-    struct agent_inventory *inv = calloc(1, sizeof *inv);
+    struct inv_node *inv = calloc(1, sizeof *inv);
     struct ts_error e = {0};
-    assert_int_equal(agent_inventory_parse(nul, strlen(nul), "x", inv, &e), TS_SYNTAX);
+    assert_int_equal(inv_parse(nul, strlen(nul), "x", inv, &e), TS_SYNTAX);
     assert_int_equal(e.line, 1);
     char many[8192] = "{\"apiVersion\": \"tessera.dev/v1alpha1\", \"kind\": \"NodeInventory\", "
                       "\"node\": \"a\", \"gpus\": [";
-    for (int i = 0; i <= AGENT_GPUS_MAX; i++)
+    for (int i = 0; i <= INV_GPUS_MAX; i++)
         strcat(many, i ? ",{}" : "{}");
     strcat(many, "]}");
-    assert_int_equal(agent_inventory_parse(many, strlen(many), "x", inv, &e), TS_TOO_LARGE);
+    assert_int_equal(inv_parse(many, strlen(many), "x", inv, &e), TS_TOO_LARGE);
     assert_string_equal(e.path, "gpus");
     free(inv);
 }
@@ -133,15 +133,15 @@ static const char PLAN[] =
     "\"h100-80gb-sxm\", \"mode\": \"mig\", \"instances\": [{\"profile\": \"1g.10gb\", "
     "\"start\": 6, \"size\": 1, \"tenant\": \"t\", \"workload\": \"w\"}]}]}";
 
-static void diff_of(const char *plan_text, const char *inv_text, const struct cat_catalog *cat,
-                    struct agent_diff *d)
+static void diff_of(const char *plan_text, const char *inventory_text, const struct cat_catalog *cat,
+                    struct reconf_diff *d)
 {
-    struct agent_plan p;
+    struct reconf_plan p;
     struct ts_error e = {0};
-    assert_int_equal(agent_plan_parse(plan_text, strlen(plan_text), "p", &p, &e), TS_OK);
-    struct agent_inventory *inv = parse_ok(inv_text);
-    agent_diff_card(agent_gpu_at(inv, p.t[0].index), &p.t[0], cat, d);
-    agent_plan_release(&p);
+    assert_int_equal(reconf_plan_parse(plan_text, strlen(plan_text), "p", &p, &e), TS_OK);
+    struct inv_node *inv = parse_ok(inventory_text);
+    reconf_diff_card(inv_gpu_at(inv, p.t[0].index), &p.t[0], cat, d);
+    reconf_plan_release(&p);
     free(inv);
 }
 
@@ -151,36 +151,36 @@ static void test_diff(void **state)
     struct cat_catalog *cat = NULL;
     struct ts_diag diag = {0};
     assert_int_equal(cat_load(NULL, 0, &cat, &diag), TS_OK);
-    struct agent_diff d;
+    struct reconf_diff d;
     diff_of(PLAN, INV, cat, &d);
-    assert_int_equal(d.verdict, AGENT_KEEP);
+    assert_int_equal(d.verdict, RECONF_KEEP);
     assert_int_equal(d.nstep, 0);
 
     char plan[sizeof PLAN + 64], tmp[sizeof PLAN + 64];
     subst(tmp, sizeof tmp, PLAN, "1g.10gb", "7g.80gb");
     subst(plan, sizeof plan, tmp, "\"start\": 6, \"size\": 1", "\"start\": 0, \"size\": 8");
     diff_of(plan, INV, cat, &d);
-    assert_int_equal(d.verdict, AGENT_CHANGE);
+    assert_int_equal(d.verdict, RECONF_CHANGE);
     assert_int_equal(d.ndestroy, 1);
     assert_int_equal(d.ncreate, 1);
-    assert_int_equal(d.step[0].kind, AGENT_DESTROY);
+    assert_int_equal(d.step[0].kind, RECONF_DESTROY);
     assert_int_equal(d.step[0].gi_id, 3);
-    assert_int_equal(d.step[1].kind, AGENT_CREATE);
+    assert_int_equal(d.step[1].kind, RECONF_CREATE);
     assert_int_equal(d.step[1].profile_id, 0);
 
     subst(tmp, sizeof tmp, plan, "7g.80gb", "5g.80gb");
     diff_of(tmp, INV, cat, &d);
-    assert_int_equal(d.verdict, AGENT_NO_PROFILE);
+    assert_int_equal(d.verdict, RECONF_NO_PROFILE);
 
     subst(plan, sizeof plan, PLAN, "h100-80gb-sxm", "a100-40gb");
     diff_of(plan, INV, cat, &d);
-    assert_int_equal(d.verdict, AGENT_WRONG_MODEL);
+    assert_int_equal(d.verdict, RECONF_WRONG_MODEL);
     assert_non_null(strstr(d.why, "'NVIDIA H100 80GB HBM3'"));
 
     char inv_off[sizeof INV + 8];
     subst(inv_off, sizeof inv_off, INV, "\"current\": \"enabled\"", "\"current\": \"disabled\"");
     diff_of(PLAN, inv_off, cat, &d);
-    assert_int_equal(d.verdict, AGENT_MIG_OFF);
+    assert_int_equal(d.verdict, RECONF_MIG_OFF);
     cat_free(cat);
 }
 
@@ -198,15 +198,15 @@ static void test_plan_parse_errors(void **state)
         {"[]", ""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct agent_plan p;
+        struct reconf_plan p;
         struct ts_error e = {0};
-        assert_int_not_equal(agent_plan_parse(cases[i].text, strlen(cases[i].text), "p", &p, &e),
+        assert_int_not_equal(reconf_plan_parse(cases[i].text, strlen(cases[i].text), "p", &p, &e),
                              TS_OK);
         assert_string_equal(e.path, cases[i].path);
     }
-    struct agent_plan p;
+    struct reconf_plan p;
     struct ts_error e = {0};
-    assert_int_equal(agent_plan_parse("{\"kind\":", 8, "p.json", &p, &e), TS_SYNTAX);
+    assert_int_equal(reconf_plan_parse("{\"kind\":", 8, "p.json", &p, &e), TS_SYNTAX);
     assert_int_equal(e.line, 1);
     assert_string_equal(e.file, "p.json");
 }

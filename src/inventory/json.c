@@ -1,5 +1,5 @@
 /*
- * invjson.c - the NodeInventory document (docs/agent.md): writing it with
+ * json.c - the NodeInventory document (docs/agent.md): writing it with
  * jansson (sorted keys, two-space indent), its text form, and the one
  * reader that `tessera catalog import`, `plan --current` and `ledger record
  * --inventory` share. The reader is strict about what it uses (types,
@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "agent/internal.h"
+#include "inventory/inventory.h"
+#include "util/jsonread.h"
+#include "util/limits.h"
 #include "util/file.h"
 #include "util/jsonfree.h"
 
@@ -19,7 +21,7 @@
 
 /* ---- writing ------------------------------------------------------------- */
 
-static json_t *placement_json(struct agent_placement p)
+static json_t *placement_json(struct inv_placement p)
 {
     return json_pack("{s:i, s:i}", "start", p.start, "size", p.size);
 }
@@ -29,7 +31,7 @@ static const char *mig_word(int m)
     return m < 0 ? "unsupported" : m ? "enabled" : "disabled";
 }
 
-static json_t *profile_json(const struct agent_profile *p)
+static json_t *profile_json(const struct inv_profile *p)
 {
     json_t *pl = json_array();
     for (int i = 0; i < p->npl; i++)
@@ -39,11 +41,11 @@ static json_t *profile_json(const struct agent_profile *p)
                      p->sms, "maxCount", p->max_count, "placements", pl);
 }
 
-static json_t *gi_json(const struct agent_gi *gi)
+static json_t *gi_json(const struct inv_gi *gi)
 {
     json_t *cis = json_array();
     for (int i = 0; i < gi->nci; i++) {
-        const struct agent_ci *c = &gi->ci[i];
+        const struct inv_ci *c = &gi->ci[i];
         json_array_append_new(cis, json_pack("{s:i, s:i, s:s, s:i, s:o, s:s}", "id", c->id,
                                              "profileId", c->profile_id, "profile", c->profile,
                                              "computeSlices", c->slices, "placement",
@@ -54,7 +56,7 @@ static json_t *gi_json(const struct agent_gi *gi)
                      "placement", placement_json(gi->pl), "computeInstances", cis);
 }
 
-static json_t *gpu_json(const struct agent_gpu *g)
+static json_t *gpu_json(const struct inv_gpu *g)
 {
     json_t *profs = json_array(), *gis = json_array();
     for (int i = 0; i < g->nprof; i++)
@@ -68,7 +70,7 @@ static json_t *gpu_json(const struct agent_gpu *g)
                      "computeMode", g->compute_mode, "profiles", profs, "gpuInstances", gis);
 }
 
-ts_status agent_inventory_json(const struct agent_inventory *inv, struct ts_sbuf *out)
+ts_status inv_json(const struct inv_node *inv, struct ts_sbuf *out)
 {
     json_t *gpus = json_array();
     for (int i = 0; i < inv->ngpu; i++)
@@ -87,19 +89,19 @@ ts_status agent_inventory_json(const struct agent_inventory *inv, struct ts_sbuf
 
 /* ---- text ---------------------------------------------------------------- */
 
-static void text_gi(const struct agent_gi *gi, struct ts_sbuf *out)
+static void text_gi(const struct inv_gi *gi, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out, "    GI %-2d %-12s ID %-2d %d slices  at %d:%d\n", gi->id, gi->profile,
                    gi->profile_id, gi->slices, gi->pl.start, gi->pl.size);
     for (int k = 0; k < gi->nci; k++) {
-        const struct agent_ci *c = &gi->ci[k];
+        const struct inv_ci *c = &gi->ci[k];
         ts_sbuf_printf(out, "      CI %-2d %-12s ID %-2d %d slices  at %d:%d  %s\n", c->id,
                        c->profile, c->profile_id, c->slices, c->pl.start, c->pl.size,
                        *c->uuid ? c->uuid : "-");
     }
 }
 
-static void text_gpu(const struct agent_gpu *g, struct ts_sbuf *out)
+static void text_gpu(const struct inv_gpu *g, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out,
                    "GPU %d: %s (%s)\n  pci %s, %lld MiB, MIG %s (pending %s), compute mode %s\n",
@@ -112,7 +114,7 @@ static void text_gpu(const struct agent_gpu *g, struct ts_sbuf *out)
     if (g->nprof)
         ts_sbuf_puts(out, "  profiles (ID, slices, MiB, SMs, max: placements start:size):\n");
     for (int i = 0; i < g->nprof; i++) {
-        const struct agent_profile *p = &g->prof[i];
+        const struct inv_profile *p = &g->prof[i];
         ts_sbuf_printf(out, "    %-12s %3d %2d %7lld %4d %2d:", p->name, p->id, p->slices,
                        p->memory_mib, p->sms, p->max_count);
         for (int k = 0; k < p->npl; k++)
@@ -121,7 +123,7 @@ static void text_gpu(const struct agent_gpu *g, struct ts_sbuf *out)
     }
 }
 
-void agent_inventory_text(const struct agent_inventory *inv, struct ts_sbuf *out)
+void inv_text(const struct inv_node *inv, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out, "node %s: %d GPU%s\n", *inv->node ? inv->node : "(unnamed)",
                    inv->ngpu, inv->ngpu == 1 ? "" : "s");
@@ -131,116 +133,49 @@ void agent_inventory_text(const struct agent_inventory *inv, struct ts_sbuf *out
 
 /* ---- reading --------------------------------------------------------------- */
 
-ts_status agent__bad(const struct agent__rd *r, const char *path, const char *fmt, ...)
-{
-    char msg[TS_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return ts_err_at(r->err, TS_INVALID, r->file, 0, 0, path, "%s", msg);
-}
-
 static void sub(char *dst, size_t n, const char *path, const char *key)
 {
-    agent__path(dst, n, path, key, -1);
-}
-
-ts_status agent__get_int(const struct agent__rd *r, json_t *o, const char *key, const char *path,
-                         long long lo, long long hi, long long *out)
-{
-    char p[TS_PATH_MAX], range[80];
-    sub(p, sizeof p, path, key);
-    json_t *v = json_object_get(o, key);
-    snprintf(range, sizeof range, "an integer from %lld to %lld", lo, hi);
-    if (!v)
-        return agent__bad(r, p, "missing: expected %s", range);
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return agent__bad(r, p, "expected %s", range);
-    *out = json_integer_value(v);
-    return TS_OK;
-}
-
-ts_status agent__get_i(const struct agent__rd *r, json_t *o, const char *key, const char *path,
-                       int lo, int hi, int *out)
-{
-    long long v = 0;
-    ts_status st = agent__get_int(r, o, key, path, lo, hi, &v);
-    *out = (int)v;
-    return st;
-}
-
-ts_status agent__get_str(const struct agent__rd *r, json_t *o, const char *key, const char *path,
-                         char *dst, size_t size)
-{
-    char p[TS_PATH_MAX];
-    sub(p, sizeof p, path, key);
-    json_t *v = json_object_get(o, key);
-    if (!json_is_string(v))
-        return agent__bad(r, p, "%s", v ? "expected a string" : "missing: expected a string");
-    if (json_string_length(v) >= size || strlen(json_string_value(v)) != json_string_length(v))
-        return agent__bad(r, p, "%s", "string too long or with a NUL byte");
-    agent__copy(dst, size, json_string_value(v));
-    return TS_OK;
-}
-
-/* The array at key (max items) or an error; *out borrowed. */
-ts_status agent__get_arr(const struct agent__rd *r, json_t *o, const char *key, const char *path,
-                         size_t max, json_t **out)
-{
-    char p[TS_PATH_MAX], msg[64];
-    sub(p, sizeof p, path, key);
-    *out = json_object_get(o, key);
-    if (!json_is_array(*out))
-        return agent__bad(r, p, "%s", *out ? "expected an array" : "missing: expected an array");
-    snprintf(msg, sizeof msg, "more than %zu items", max);
-    return json_array_size(*out) > max ? ts_err_at(r->err, TS_TOO_LARGE, r->file, 0, 0, p,
-                                                   "%s", msg) : TS_OK;
-}
-
-ts_status agent__get_obj(const struct agent__rd *r, json_t *v, const char *path)
-{
-    return json_is_object(v) ? TS_OK : agent__bad(r, path, "%s", "expected an object");
+    ts_json_path(dst, n, path, key, -1);
 }
 
 /* v: the placement object at path p. */
-static ts_status get_placement(const struct agent__rd *r, json_t *v, const char *p,
-                               struct agent_placement *pl)
+static ts_status get_placement(const struct ts_jread *r, json_t *v, const char *p,
+                               struct inv_placement *pl)
 {
-    ts_status st = agent__get_obj(r, v, p);
+    ts_status st = ts_jread_obj(r, v, p);
     if (st == TS_OK)
-        st = agent__get_i(r, v, "start", p, 0, CAT_GRID_MAX - 1, &pl->start);
+        st = ts_jread_int(r, v, "start", p, 0, TS_MIG_GRID_MAX - 1, &pl->start);
     if (st == TS_OK)
-        st = agent__get_i(r, v, "size", p, 1, CAT_GRID_MAX, &pl->size);
-    if (st == TS_OK && pl->start + pl->size > CAT_GRID_MAX)
-        st = agent__bad(r, p, "%s", "placement runs past 32 memory slices");
+        st = ts_jread_int(r, v, "size", p, 1, TS_MIG_GRID_MAX, &pl->size);
+    if (st == TS_OK && pl->start + pl->size > TS_MIG_GRID_MAX)
+        st = ts_jread_bad(r, p, "%s", "placement runs past 32 memory slices");
     return st;
 }
 
-static ts_status read_prof(const struct agent__rd *r, json_t *o, const char *path,
-                           struct agent_profile *p)
+static ts_status read_prof(const struct ts_jread *r, json_t *o, const char *path,
+                           struct inv_profile *p)
 {
     json_t *pls;
     long long mib = 0;
-    ts_status st = agent__get_obj(r, o, path);
+    ts_status st = ts_jread_obj(r, o, path);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "id", path, 0, 255, &p->id);
+        st = ts_jread_int(r, o, "id", path, 0, 255, &p->id);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "name", path, p->name, sizeof p->name);
+        st = ts_jread_str(r, o, "name", path, p->name, sizeof p->name);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "computeSlices", path, 1, 32, &p->slices);
+        st = ts_jread_int(r, o, "computeSlices", path, 1, 32, &p->slices);
     if (st == TS_OK)
-        st = agent__get_int(r, o, "memoryMiB", path, 1, 10240000, &mib);
+        st = ts_jread_ll(r, o, "memoryMiB", path, 1, 10240000, &mib);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "sms", path, 0, 10000, &p->sms);
+        st = ts_jread_int(r, o, "sms", path, 0, 10000, &p->sms);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "maxCount", path, 1, 32, &p->max_count);
+        st = ts_jread_int(r, o, "maxCount", path, 1, 32, &p->max_count);
     if (st == TS_OK)
-        st = agent__get_arr(r, o, "placements", path, AGENT_PLACEMENTS_MAX, &pls);
+        st = ts_jread_arr(r, o, "placements", path, INV_PLACEMENTS_MAX, &pls);
     p->memory_mib = mib;
     for (size_t i = 0; st == TS_OK && i < json_array_size(pls); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, path, "placements", (long)i);
+        ts_json_path(ip, sizeof ip, path, "placements", (long)i);
         st = get_placement(r, json_array_get(pls, i), ip, &p->pl[p->npl++]);
     }
     return st;
@@ -252,146 +187,146 @@ struct inst_head {
     int *id, *profile_id, *slices;
     char *profile;
     size_t profile_size;
-    struct agent_placement *pl;
+    struct inv_placement *pl;
 };
 
-static ts_status read_head(const struct agent__rd *r, json_t *o, const char *path,
+static ts_status read_head(const struct ts_jread *r, json_t *o, const char *path,
                            const struct inst_head *h)
 {
     char pp[TS_PATH_MAX];
     sub(pp, sizeof pp, path, "placement");
-    ts_status st = agent__get_obj(r, o, path);
+    ts_status st = ts_jread_obj(r, o, path);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "id", path, 0, 255, h->id);
+        st = ts_jread_int(r, o, "id", path, 0, 255, h->id);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "profileId", path, 0, 255, h->profile_id);
+        st = ts_jread_int(r, o, "profileId", path, 0, 255, h->profile_id);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "profile", path, h->profile, h->profile_size);
+        st = ts_jread_str(r, o, "profile", path, h->profile, h->profile_size);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "computeSlices", path, 1, 32, h->slices);
+        st = ts_jread_int(r, o, "computeSlices", path, 1, 32, h->slices);
     if (st == TS_OK)
         st = get_placement(r, json_object_get(o, "placement"), pp, h->pl);
     return st;
 }
 
-static ts_status read_ci(const struct agent__rd *r, json_t *o, const char *path, struct agent_ci *c)
+static ts_status read_ci(const struct ts_jread *r, json_t *o, const char *path, struct inv_ci *c)
 {
     struct inst_head h = {&c->id, &c->profile_id, &c->slices, c->profile, sizeof c->profile,
                           &c->pl};
     ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "uuid", path, c->uuid, sizeof c->uuid);
+        st = ts_jread_str(r, o, "uuid", path, c->uuid, sizeof c->uuid);
     return st;
 }
 
-static ts_status read_gi(const struct agent__rd *r, json_t *o, const char *path, struct agent_gi *gi)
+static ts_status read_gi(const struct ts_jread *r, json_t *o, const char *path, struct inv_gi *gi)
 {
     json_t *cis;
     struct inst_head h = {&gi->id, &gi->profile_id, &gi->slices, gi->profile, sizeof gi->profile,
                           &gi->pl};
     ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
-        st = agent__get_arr(r, o, "computeInstances", path, AGENT_CIS_MAX, &cis);
+        st = ts_jread_arr(r, o, "computeInstances", path, INV_CIS_MAX, &cis);
     for (size_t i = 0; st == TS_OK && i < json_array_size(cis); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, path, "computeInstances", (long)i);
+        ts_json_path(ip, sizeof ip, path, "computeInstances", (long)i);
         st = read_ci(r, json_array_get(cis, i), ip, &gi->ci[gi->nci++]);
     }
     return st;
 }
 
-static ts_status get_mig(const struct agent__rd *r, json_t *o, const char *key, const char *path,
+static ts_status get_mig(const struct ts_jread *r, json_t *o, const char *key, const char *path,
                          int *out)
 {
     char word[16];
-    ts_status st = agent__get_str(r, o, key, path, word, sizeof word);
+    ts_status st = ts_jread_str(r, o, key, path, word, sizeof word);
     *out = !strcmp(word, "enabled") ? 1 : !strcmp(word, "disabled") ? 0 : -1;
     if (st == TS_OK && *out < 0 && strcmp(word, "unsupported")) {
         char p[TS_PATH_MAX];
         sub(p, sizeof p, path, key);
-        st = agent__bad(r, p, "%s", "expected enabled, disabled or unsupported");
+        st = ts_jread_bad(r, p, "%s", "expected enabled, disabled or unsupported");
     }
     return st;
 }
 
-static ts_status read_gpu_ids(const struct agent__rd *r, json_t *o, const char *path,
-                              struct agent_gpu *g)
+static ts_status read_gpu_ids(const struct ts_jread *r, json_t *o, const char *path,
+                              struct inv_gpu *g)
 {
     char mp[TS_PATH_MAX];
     sub(mp, sizeof mp, path, "migMode");
-    ts_status st = agent__get_obj(r, o, path);
+    ts_status st = ts_jread_obj(r, o, path);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "index", path, 0, 1023, &g->index);
+        st = ts_jread_int(r, o, "index", path, 0, 1023, &g->index);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "uuid", path, g->uuid, sizeof g->uuid);
+        st = ts_jread_str(r, o, "uuid", path, g->uuid, sizeof g->uuid);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "name", path, g->name, sizeof g->name);
+        st = ts_jread_str(r, o, "name", path, g->name, sizeof g->name);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "pciBusId", path, g->pci, sizeof g->pci);
+        st = ts_jread_str(r, o, "pciBusId", path, g->pci, sizeof g->pci);
     if (st == TS_OK)
-        st = agent__get_int(r, o, "memoryMiB", path, 0, 10240000, &g->memory_mib);
+        st = ts_jread_ll(r, o, "memoryMiB", path, 0, 10240000, &g->memory_mib);
     if (st == TS_OK)
-        st = agent__get_obj(r, json_object_get(o, "migMode"), mp);
+        st = ts_jread_obj(r, json_object_get(o, "migMode"), mp);
     if (st == TS_OK)
         st = get_mig(r, json_object_get(o, "migMode"), "current", mp, &g->mig_current);
     if (st == TS_OK)
         st = get_mig(r, json_object_get(o, "migMode"), "pending", mp, &g->mig_pending);
     if (st == TS_OK)
-        st = agent__get_str(r, o, "computeMode", path, g->compute_mode, sizeof g->compute_mode);
+        st = ts_jread_str(r, o, "computeMode", path, g->compute_mode, sizeof g->compute_mode);
     return st;
 }
 
-static ts_status read_gpu(const struct agent__rd *r, json_t *o, const char *path, struct agent_gpu *g)
+static ts_status read_gpu(const struct ts_jread *r, json_t *o, const char *path, struct inv_gpu *g)
 {
     json_t *profs, *gis;
     ts_status st = read_gpu_ids(r, o, path, g);
     if (st == TS_OK)
-        st = agent__get_arr(r, o, "profiles", path, AGENT_PROFILES_MAX, &profs);
+        st = ts_jread_arr(r, o, "profiles", path, INV_PROFILES_MAX, &profs);
     if (st == TS_OK)
-        st = agent__get_arr(r, o, "gpuInstances", path, AGENT_GIS_MAX, &gis);
+        st = ts_jread_arr(r, o, "gpuInstances", path, INV_GIS_MAX, &gis);
     for (size_t i = 0; st == TS_OK && i < json_array_size(profs); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, path, "profiles", (long)i);
+        ts_json_path(ip, sizeof ip, path, "profiles", (long)i);
         st = read_prof(r, json_array_get(profs, i), ip, &g->prof[g->nprof++]);
     }
     for (size_t i = 0; st == TS_OK && i < json_array_size(gis); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, path, "gpuInstances", (long)i);
+        ts_json_path(ip, sizeof ip, path, "gpuInstances", (long)i);
         st = read_gi(r, json_array_get(gis, i), ip, &g->gi[g->ngi++]);
     }
     return st;
 }
 
-static ts_status read_doc(const struct agent__rd *r, json_t *doc, struct agent_inventory *inv)
+static ts_status read_doc(const struct ts_jread *r, json_t *doc, struct inv_node *inv)
 {
     char api[32], kind[32];
     json_t *gpus;
-    ts_status st = agent__get_obj(r, doc, "");
+    ts_status st = ts_jread_obj(r, doc, "");
     if (st == TS_OK)
-        st = agent__get_str(r, doc, "apiVersion", "", api, sizeof api);
+        st = ts_jread_str(r, doc, "apiVersion", "", api, sizeof api);
     if (st == TS_OK && strcmp(api, INV_API))
-        st = agent__bad(r, "apiVersion", "expected %s", INV_API);
+        st = ts_jread_bad(r, "apiVersion", "expected %s", INV_API);
     if (st == TS_OK)
-        st = agent__get_str(r, doc, "kind", "", kind, sizeof kind);
+        st = ts_jread_str(r, doc, "kind", "", kind, sizeof kind);
     if (st == TS_OK && strcmp(kind, INV_KIND))
-        st = agent__bad(r, "kind", "expected %s", INV_KIND);
+        st = ts_jread_bad(r, "kind", "expected %s", INV_KIND);
     if (st == TS_OK)
-        st = agent__get_str(r, doc, "node", "", inv->node, sizeof inv->node);
+        st = ts_jread_str(r, doc, "node", "", inv->node, sizeof inv->node);
     if (st == TS_OK)
-        st = agent__get_arr(r, doc, "gpus", "", AGENT_GPUS_MAX, &gpus);
+        st = ts_jread_arr(r, doc, "gpus", "", INV_GPUS_MAX, &gpus);
     for (size_t i = 0; st == TS_OK && i < json_array_size(gpus); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, "", "gpus", (long)i);
+        ts_json_path(ip, sizeof ip, "", "gpus", (long)i);
         st = read_gpu(r, json_array_get(gpus, i), ip, &inv->gpu[inv->ngpu]);
         for (int k = 0; st == TS_OK && k < inv->ngpu; k++)
             if (inv->gpu[k].index == inv->gpu[inv->ngpu].index)
-                st = agent__bad(r, ip, "%s", "GPU index given twice");
+                st = ts_jread_bad(r, ip, "%s", "GPU index given twice");
         inv->ngpu += st == TS_OK;
     }
     return st;
 }
 
-int agent_looks_json(const char *text, size_t len)
+int inv_looks_json(const char *text, size_t len)
 {
     size_t i = 0;
     while (i < len && strchr(" \t\r\n", text[i]) && text[i])
@@ -399,8 +334,8 @@ int agent_looks_json(const char *text, size_t len)
     return i < len && text[i] == '{';
 }
 
-ts_status agent_inventory_parse(const char *text, size_t len, const char *file,
-                                struct agent_inventory *inv, struct ts_error *err)
+ts_status inv_parse(const char *text, size_t len, const char *file,
+                                struct inv_node *inv, struct ts_error *err)
 {
     json_error_t je;
     memset(inv, 0, sizeof *inv);
@@ -408,20 +343,20 @@ ts_status agent_inventory_parse(const char *text, size_t len, const char *file,
     if (!doc)
         return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL,
                          "invalid JSON: %s", je.text);
-    struct agent__rd r = {file, err};
+    struct ts_jread r = {file, err};
     ts_status st = read_doc(&r, doc, inv);
     json_decref(doc);
     return st;
 }
 
-ts_status agent_inventory_load(const char *path, struct agent_inventory *inv,
+ts_status inv_load(const char *path, struct inv_node *inv,
                                struct ts_error *err)
 {
     char *text = NULL;
     size_t len = 0;
     ts_status st = ts_file_read(path, TS_INPUT_MAX, &text, &len, err);
     if (st == TS_OK)
-        st = agent_inventory_parse(text, len, path, inv, err);
+        st = inv_parse(text, len, path, inv, err);
     free(text);
     return st;
 }
@@ -441,7 +376,7 @@ static int split_name(const char *name, int *compute, const char **attrs)
     return 1;
 }
 
-const struct agent_profile *agent_profile_for(const struct agent_gpu *g, const char *name,
+const struct inv_profile *inv_profile_for(const struct inv_gpu *g, const char *name,
                                               int size)
 {
     int want_c, c;
@@ -452,7 +387,7 @@ const struct agent_profile *agent_profile_for(const struct agent_gpu *g, const c
     if (!split_name(name, &want_c, &want_a))
         return NULL;
     for (int i = 0; i < g->nprof; i++) {
-        const struct agent_profile *p = &g->prof[i];
+        const struct inv_profile *p = &g->prof[i];
         if (split_name(p->name, &c, &a) && c == want_c && !strcmp(a, want_a) && p->npl &&
             p->pl[0].size == size)
             return p;

@@ -1,7 +1,7 @@
 /*
- * target.c - the plan's MIG geometry per card, read from a built plan or
+ * reconf.c - the plan's MIG geometry per card, read from a built plan or
  * from `tessera plan -o json` output (docs/plan-json.md), and its
- * difference with what a card holds (struct agent_gpu): keep, or the steps
+ * difference with what a card holds (struct inv_gpu): keep, or the steps
  * (drain, destroy, create) that turn one into the other. Instances that
  * are in both (same profile ID at the same start) stay; destroys come
  * before creates. Also the `plan --current` report built on that.
@@ -9,21 +9,22 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "agent/internal.h"
+#include "reconf/reconf.h"
+#include "util/jsonread.h"
 
-const char *const agent_verdict_names[] = {"keep",      "change",      "mig-disabled",
+const char *const reconf_verdict_names[] = {"keep",      "change",      "mig-disabled",
                                            "mig-enabled", "no-card",   "wrong-model",
                                            "no-profile"};
 
-void agent_plan_release(struct agent_plan *p)
+void reconf_plan_release(struct reconf_plan *p)
 {
     ts_arena_free(&p->arena);
     p->t = NULL;
     p->n = 0;
 }
 
-/* The tenant holding a card without MIG (see agent_target). */
-static void set_owner(struct agent_target *t, const struct plan_gpu *g)
+/* The tenant holding a card without MIG (see struct reconf_card). */
+static void set_owner(struct reconf_card *t, const struct plan_gpu *g)
 {
     for (size_t k = 0; !t->mig && k < g->ninst; k++) {
         const struct plan_inst *in = &g->inst[k];
@@ -41,7 +42,7 @@ static void set_owner(struct agent_target *t, const struct plan_gpu *g)
     }
 }
 
-ts_status agent_plan_from_plan(const struct plan *p, struct agent_plan *out,
+ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
                                struct ts_error *err)
 {
     ts_arena_init(&out->arena);
@@ -49,8 +50,8 @@ ts_status agent_plan_from_plan(const struct plan *p, struct agent_plan *out,
     out->t = ts_arena_array(&out->arena, p->ngpus + 1, sizeof(*out->t));
     for (size_t i = 0; out->t && i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
-        struct agent_target *t = &out->t[out->n++];
-        *t = (struct agent_target){g->node->name, g->model->name, plan_mode_names[g->mode],
+        struct reconf_card *t = &out->t[out->n++];
+        *t = (struct reconf_card){g->node->name, g->model->name, plan_mode_names[g->mode],
                                    NULL, NULL, g->index, g->mode == PLAN_MIG, NULL, 0};
         set_owner(t, g);
         t->want = ts_arena_array(&out->arena, g->ninst + 1, sizeof(*t->want));
@@ -58,13 +59,13 @@ ts_status agent_plan_from_plan(const struct plan *p, struct agent_plan *out,
             break;
         for (size_t k = 0; t->mig && k < g->ninst; k++) {
             const struct plan_inst *in = &g->inst[k];
-            t->want[t->nwant++] = (struct agent_want){
+            t->want[t->nwant++] = (struct reconf_want){
                 in->profile->name, in->start, in->size,
                 in->row ? in->row->tenant->name : NULL, in->row ? in->row->workload->name : NULL};
         }
     }
     if (!out->t || (p->ngpus && !out->t[out->n - 1].want)) {
-        agent_plan_release(out);
+        reconf_plan_release(out);
         return ts_err(err, TS_NOMEM, "out of memory");
     }
     return TS_OK;
@@ -73,29 +74,29 @@ ts_status agent_plan_from_plan(const struct plan *p, struct agent_plan *out,
 /* ---- reading plan JSON ----------------------------------------------------- */
 
 /* A string field copied into the arena; null allowed when nullable. */
-static ts_status plan_str(const struct agent__rd *r, struct ts_arena *a, json_t *o,
+static ts_status plan_str(const struct ts_jread *r, struct ts_arena *a, json_t *o,
                           const char *key, const char *path, int nullable, const char **out)
 {
     char buf[256];
     *out = NULL;
     if (nullable && json_is_null(json_object_get(o, key)))
         return TS_OK;
-    ts_status st = agent__get_str(r, o, key, path, buf, sizeof buf);
+    ts_status st = ts_jread_str(r, o, key, path, buf, sizeof buf);
     if (st == TS_OK && !(*out = ts_arena_strdup(a, buf)))
         st = ts_err(r->err, TS_NOMEM, "out of memory");
     return st;
 }
 
-static ts_status plan_inst(const struct agent__rd *r, struct ts_arena *a, json_t *o,
-                           const char *path, struct agent_want *w)
+static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t *o,
+                           const char *path, struct reconf_want *w)
 {
-    ts_status st = agent__get_obj(r, o, path);
+    ts_status st = ts_jread_obj(r, o, path);
     if (st == TS_OK)
         st = plan_str(r, a, o, "profile", path, 0, &w->profile);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "start", path, 0, CAT_GRID_MAX - 1, &w->start);
+        st = ts_jread_int(r, o, "start", path, 0, TS_MIG_GRID_MAX - 1, &w->start);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "size", path, 1, CAT_GRID_MAX, &w->size);
+        st = ts_jread_int(r, o, "size", path, 1, TS_MIG_GRID_MAX, &w->size);
     if (st == TS_OK)
         st = plan_str(r, a, o, "tenant", path, 1, &w->tenant);
     if (st == TS_OK)
@@ -103,21 +104,21 @@ static ts_status plan_inst(const struct agent__rd *r, struct ts_arena *a, json_t
     return st;
 }
 
-static ts_status plan_gpu(const struct agent__rd *r, struct ts_arena *a, json_t *o,
-                          const char *path, struct agent_target *t)
+static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *o,
+                          const char *path, struct reconf_card *t)
 {
     json_t *insts;
-    ts_status st = agent__get_obj(r, o, path);
+    ts_status st = ts_jread_obj(r, o, path);
     if (st == TS_OK)
         st = plan_str(r, a, o, "node", path, 0, &t->node);
     if (st == TS_OK)
-        st = agent__get_i(r, o, "index", path, 0, 1023, &t->index);
+        st = ts_jread_int(r, o, "index", path, 0, 1023, &t->index);
     if (st == TS_OK)
         st = plan_str(r, a, o, "model", path, 0, &t->model);
     if (st == TS_OK)
         st = plan_str(r, a, o, "mode", path, 0, &t->mode);
     if (st == TS_OK)
-        st = agent__get_arr(r, o, "instances", path, 256, &insts);
+        st = ts_jread_arr(r, o, "instances", path, 256, &insts);
     if (st != TS_OK)
         return st;
     t->mig = strcmp(t->mode, "mig") == 0;
@@ -126,23 +127,23 @@ static ts_status plan_gpu(const struct agent__rd *r, struct ts_arena *a, json_t 
         return ts_err(r->err, TS_NOMEM, "out of memory");
     for (size_t i = 0; st == TS_OK && t->mig && i < json_array_size(insts); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, path, "instances", (long)i);
+        ts_json_path(ip, sizeof ip, path, "instances", (long)i);
         st = plan_inst(r, a, json_array_get(insts, i), ip, &t->want[t->nwant++]);
     }
     return st;
 }
 
-static ts_status plan_doc(const struct agent__rd *r, json_t *doc, struct agent_plan *out)
+static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_plan *out)
 {
     char kind[32];
     json_t *gpus;
-    ts_status st = agent__get_obj(r, doc, "");
+    ts_status st = ts_jread_obj(r, doc, "");
     if (st == TS_OK)
-        st = agent__get_str(r, doc, "kind", "", kind, sizeof kind);
+        st = ts_jread_str(r, doc, "kind", "", kind, sizeof kind);
     if (st == TS_OK && strcmp(kind, "Plan"))
-        st = agent__bad(r, "kind", "expected Plan (the output of tessera plan -o json)");
+        st = ts_jread_bad(r, "kind", "expected Plan (the output of tessera plan -o json)");
     if (st == TS_OK)
-        st = agent__get_arr(r, doc, "gpus", "", 4096, &gpus);
+        st = ts_jread_arr(r, doc, "gpus", "", 4096, &gpus);
     if (st != TS_OK)
         return st;
     out->t = ts_arena_array(&out->arena, json_array_size(gpus) + 1, sizeof(*out->t));
@@ -150,14 +151,14 @@ static ts_status plan_doc(const struct agent__rd *r, json_t *doc, struct agent_p
         return ts_err(r->err, TS_NOMEM, "out of memory");
     for (size_t i = 0; st == TS_OK && i < json_array_size(gpus); i++) {
         char ip[TS_PATH_MAX];
-        agent__path(ip, sizeof ip, "", "gpus", (long)i);
+        ts_json_path(ip, sizeof ip, "", "gpus", (long)i);
         st = plan_gpu(r, &out->arena, json_array_get(gpus, i), ip, &out->t[out->n++]);
     }
     return st;
 }
 
-ts_status agent_plan_parse(const char *text, size_t len, const char *file,
-                           struct agent_plan *out, struct ts_error *err)
+ts_status reconf_plan_parse(const char *text, size_t len, const char *file,
+                           struct reconf_plan *out, struct ts_error *err)
 {
     json_error_t je;
     ts_arena_init(&out->arena);
@@ -167,17 +168,17 @@ ts_status agent_plan_parse(const char *text, size_t len, const char *file,
     if (!doc)
         return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
                          je.text);
-    struct agent__rd r = {file, err};
+    struct ts_jread r = {file, err};
     ts_status st = plan_doc(&r, doc, out);
     json_decref(doc);
     if (st != TS_OK)
-        agent_plan_release(out);
+        reconf_plan_release(out);
     return st;
 }
 
 /* ---- the difference -------------------------------------------------------- */
 
-const struct agent_gpu *agent_gpu_at(const struct agent_inventory *inv, int index)
+const struct inv_gpu *inv_gpu_at(const struct inv_node *inv, int index)
 {
     for (int i = 0; inv && i < inv->ngpu; i++)
         if (inv->gpu[i].index == index)
@@ -185,10 +186,10 @@ const struct agent_gpu *agent_gpu_at(const struct agent_inventory *inv, int inde
     return NULL;
 }
 
-static void verdict(struct agent_diff *d, int v, const char *fmt, ...)
+static void verdict(struct reconf_diff *d, int v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void verdict(struct agent_diff *d, int v, const char *fmt, ...)
+static void verdict(struct reconf_diff *d, int v, const char *fmt, ...)
 {
     va_list ap;
     d->verdict = v;
@@ -198,30 +199,30 @@ static void verdict(struct agent_diff *d, int v, const char *fmt, ...)
 }
 
 /* 1 when the card is not the model the plan put there. */
-static int wrong_model(const struct agent_gpu *g, const struct agent_target *t,
-                       const struct cat_catalog *cat, struct agent_diff *d)
+static int wrong_model(const struct inv_gpu *g, const struct reconf_card *t,
+                       const struct cat_catalog *cat, struct reconf_diff *d)
 {
     const struct cat_model *pm = cat && t->model ? cat_model_find(cat, t->model) : NULL;
     const struct cat_model *cm = cat ? cat_model_find(cat, g->name) : NULL;
     if (!pm || pm == cm)
         return 0;
-    verdict(d, AGENT_WRONG_MODEL, "the plan puts a %s on GPU %d of node %s, but the card is "
+    verdict(d, RECONF_WRONG_MODEL, "the plan puts a %s on GPU %d of node %s, but the card is "
             "'%s' (%s)", t->model, t->index, t->node, g->name,
             cm ? cm->name : "not in the catalog");
     return 1;
 }
 
-static int mode_mismatch(const struct agent_gpu *g, const struct agent_target *t,
-                         struct agent_diff *d)
+static int mode_mismatch(const struct inv_gpu *g, const struct reconf_card *t,
+                         struct reconf_diff *d)
 {
     if (!t->mig && g->mig_current == 1 && strcmp(t->mode, "free") != 0) {
-        verdict(d, AGENT_MIG_ON, "the plan uses GPU %d whole (%s) but its MIG mode is enabled: "
+        verdict(d, RECONF_MIG_ON, "the plan uses GPU %d whole (%s) but its MIG mode is enabled: "
                 "an operator must disable it (nvidia-smi -i %d -mig 0); tessera never changes "
                 "MIG mode", t->index, t->mode, g->index);
         return 1;
     }
     if (t->mig && g->mig_current != 1) {
-        verdict(d, AGENT_MIG_OFF, "the plan gives GPU %d a MIG geometry but its MIG mode is %s "
+        verdict(d, RECONF_MIG_OFF, "the plan gives GPU %d a MIG geometry but its MIG mode is %s "
                 "(pending %s): an operator must enable it (nvidia-smi -i %d -mig 1); tessera "
                 "never changes MIG mode", t->index, g->mig_current < 0 ? "unsupported" :
                 "disabled", g->mig_pending == 1 ? "enabled" : "disabled", g->index);
@@ -230,38 +231,38 @@ static int mode_mismatch(const struct agent_gpu *g, const struct agent_target *t
     return 0;
 }
 
-static void add_step(struct agent_diff *d, int kind, int gi_id, const struct agent_profile *p,
-                     const char *name, struct agent_placement pl)
+static void add_step(struct reconf_diff *d, int kind, int gi_id, const struct inv_profile *p,
+                     const char *name, struct inv_placement pl)
 {
-    struct agent_step *s = &d->step[d->nstep++];
+    struct reconf_step *s = &d->step[d->nstep++];
     s->kind = kind;
     s->gi_id = gi_id;
     s->profile_id = p ? p->id : -1;
-    agent__copy(s->profile, sizeof s->profile, name);
+    ts_copy(s->profile, sizeof s->profile, name);
     s->pl = pl;
-    d->ndestroy += kind == AGENT_DESTROY;
-    d->ncreate += kind == AGENT_CREATE;
+    d->ndestroy += kind == RECONF_DESTROY;
+    d->ncreate += kind == RECONF_CREATE;
 }
 
-void agent_diff_card(const struct agent_gpu *g, const struct agent_target *t,
-                     const struct cat_catalog *cat, struct agent_diff *d)
+void reconf_diff_card(const struct inv_gpu *g, const struct reconf_card *t,
+                     const struct cat_catalog *cat, struct reconf_diff *d)
 {
-    const struct agent_profile *want_p[AGENT_GIS_MAX] = {0};
-    int matched[AGENT_GIS_MAX] = {0}, kept[AGENT_GIS_MAX] = {0};
+    const struct inv_profile *want_p[INV_GIS_MAX] = {0};
+    int matched[INV_GIS_MAX] = {0}, kept[INV_GIS_MAX] = {0};
     memset(d, 0, sizeof *d);
     if (!g) {
-        verdict(d, AGENT_NO_CARD, "node %s has no GPU %d", t->node, t->index);
+        verdict(d, RECONF_NO_CARD, "node %s has no GPU %d", t->node, t->index);
         return;
     }
     if (wrong_model(g, t, cat, d) || mode_mismatch(g, t, d) || !t->mig)
         return;
-    if (t->nwant > AGENT_GIS_MAX) {
-        verdict(d, AGENT_NO_PROFILE, "the plan puts %d instances on GPU %d", t->nwant, t->index);
+    if (t->nwant > INV_GIS_MAX) {
+        verdict(d, RECONF_NO_PROFILE, "the plan puts %d instances on GPU %d", t->nwant, t->index);
         return;
     }
     for (int w = 0; w < t->nwant; w++)
-        if (!(want_p[w] = agent_profile_for(g, t->want[w].profile, t->want[w].size))) {
-            verdict(d, AGENT_NO_PROFILE, "GPU %d ('%s') offers no MIG profile %s of size %d",
+        if (!(want_p[w] = inv_profile_for(g, t->want[w].profile, t->want[w].size))) {
+            verdict(d, RECONF_NO_PROFILE, "GPU %d ('%s') offers no MIG profile %s of size %d",
                     t->index, g->name, t->want[w].profile, t->want[w].size);
             return;
         }
@@ -272,17 +273,17 @@ void agent_diff_card(const struct agent_gpu *g, const struct agent_target *t,
                 matched[w] = kept[i] = 1;
     for (int i = 0; i < g->ngi; i++)
         if (!kept[i])
-            add_step(d, AGENT_DESTROY, g->gi[i].id, NULL, g->gi[i].profile, g->gi[i].pl);
+            add_step(d, RECONF_DESTROY, g->gi[i].id, NULL, g->gi[i].profile, g->gi[i].pl);
     for (int w = 0; w < t->nwant; w++)
         if (!matched[w])
-            add_step(d, AGENT_CREATE, -1, want_p[w], want_p[w]->name,
-                     (struct agent_placement){t->want[w].start, t->want[w].size});
-    d->verdict = d->nstep ? AGENT_CHANGE : AGENT_KEEP;
+            add_step(d, RECONF_CREATE, -1, want_p[w], want_p[w]->name,
+                     (struct inv_placement){t->want[w].start, t->want[w].size});
+    d->verdict = d->nstep ? RECONF_CHANGE : RECONF_KEEP;
 }
 
-void agent_step_text(const struct agent_step *s, struct ts_sbuf *out)
+void reconf_step_text(const struct reconf_step *s, struct ts_sbuf *out)
 {
-    if (s->kind == AGENT_DESTROY)
+    if (s->kind == RECONF_DESTROY)
         ts_sbuf_printf(out, "destroy GPU instance %d (%s at %d:%d) and its compute instances",
                        s->gi_id, s->profile, s->pl.start, s->pl.size);
     else
@@ -290,7 +291,7 @@ void agent_step_text(const struct agent_step *s, struct ts_sbuf *out)
                        s->profile, s->profile_id, s->pl.start, s->pl.size);
 }
 
-const struct agent_target *agent_plan_card(const struct agent_plan *p, const char *node,
+const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node,
                                            int index)
 {
     for (int i = 0; i < p->n; i++)
@@ -299,10 +300,10 @@ const struct agent_target *agent_plan_card(const struct agent_plan *p, const cha
     return NULL;
 }
 
-const struct agent_want *agent_plan_find(const struct agent_plan *p, const char *node,
+const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node,
                                          int index, int start)
 {
-    const struct agent_target *t = agent_plan_card(p, node, index);
+    const struct reconf_card *t = reconf_plan_card(p, node, index);
     for (int k = 0; t && k < t->nwant; k++)
         if (t->want[k].start == start)
             return &t->want[k];
@@ -313,7 +314,7 @@ const struct agent_want *agent_plan_find(const struct agent_plan *p, const char 
 
 enum { RC_KEEP, RC_CHANGE, RC_OPERATOR, RC_UNKNOWN, RC_N };
 
-static const struct agent_inventory *inv_of(const struct agent_inventory *inv, int ninv,
+static const struct inv_node *node_inventory_of(const struct inv_node *inv, int ninv,
                                             const char *node)
 {
     for (int i = 0; i < ninv; i++)
@@ -323,31 +324,31 @@ static const struct agent_inventory *inv_of(const struct agent_inventory *inv, i
 }
 
 /* The diff of target t (verdict -1: no inventory for its node); its class. */
-static int reconf_card(const struct agent_target *t, const struct agent_inventory *inv,
-                       int ninv, const struct cat_catalog *cat, struct agent_diff *d)
+static int report_card(const struct reconf_card *t, const struct inv_node *inv,
+                       int ninv, const struct cat_catalog *cat, struct reconf_diff *d)
 {
-    const struct agent_inventory *ni = inv_of(inv, ninv, t->node);
+    const struct inv_node *ni = node_inventory_of(inv, ninv, t->node);
     if (!ni) {
         memset(d, 0, sizeof *d);
         d->verdict = -1;
         snprintf(d->why, sizeof d->why, "no inventory for node %s", t->node);
         return RC_UNKNOWN;
     }
-    agent_diff_card(agent_gpu_at(ni, t->index), t, cat, d);
-    return d->verdict == AGENT_KEEP ? RC_KEEP : d->verdict == AGENT_CHANGE ? RC_CHANGE
+    reconf_diff_card(inv_gpu_at(ni, t->index), t, cat, d);
+    return d->verdict == RECONF_KEEP ? RC_KEEP : d->verdict == RECONF_CHANGE ? RC_CHANGE
                                                                           : RC_OPERATOR;
 }
 
-void agent_reconf_text(const struct agent_plan *p, const struct agent_inventory *inv, int ninv,
+void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
                        const struct cat_catalog *cat, struct ts_sbuf *out)
 {
     int count[RC_N] = {0}, destroys = 0, creates = 0;
-    struct agent_diff d;
+    struct reconf_diff d;
     ts_sbuf_printf(out, "\nReconfiguration (against %d inventor%s):\n", ninv,
                    ninv == 1 ? "y" : "ies");
     for (int i = 0; i < p->n; i++) {
-        const struct agent_target *t = &p->t[i];
-        int c = reconf_card(t, inv, ninv, cat, &d);
+        const struct reconf_card *t = &p->t[i];
+        int c = report_card(t, inv, ninv, cat, &d);
         count[c]++;
         destroys += d.ndestroy;
         creates += d.ncreate;
@@ -363,7 +364,7 @@ void agent_reconf_text(const struct agent_plan *p, const struct agent_inventory 
         ts_sbuf_puts(out, "reconfigure\n    1. drain the card (its pods are evicted)\n");
         for (int k = 0; k < d.nstep; k++) {
             ts_sbuf_printf(out, "    %d. ", k + 2);
-            agent_step_text(&d.step[k], out);
+            reconf_step_text(&d.step[k], out);
             ts_sbuf_puts(out, "\n");
         }
     }
@@ -372,9 +373,9 @@ void agent_reconf_text(const struct agent_plan *p, const struct agent_inventory 
                    destroys, creates, count[RC_OPERATOR], count[RC_UNKNOWN]);
 }
 
-static json_t *step_json(const struct agent_step *s)
+static json_t *step_json(const struct reconf_step *s)
 {
-    if (s->kind == AGENT_DESTROY)
+    if (s->kind == RECONF_DESTROY)
         return json_pack("{s:s, s:i, s:s, s:i, s:i}", "action", "destroy", "gpuInstance",
                          s->gi_id, "profile", s->profile, "start", s->pl.start, "size",
                          s->pl.size);
@@ -382,16 +383,16 @@ static json_t *step_json(const struct agent_step *s)
                      "profileId", s->profile_id, "start", s->pl.start, "size", s->pl.size);
 }
 
-json_t *agent_reconf_json(const struct agent_plan *p, const struct agent_inventory *inv,
+json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv,
                           int ninv, const struct cat_catalog *cat)
 {
     static const char *const cls[] = {"keep", "reconfigure", "operator", "unknown"};
     int count[RC_N] = {0}, destroys = 0, creates = 0;
     json_t *cards = json_array();
-    struct agent_diff d;
+    struct reconf_diff d;
     for (int i = 0; i < p->n; i++) {
-        const struct agent_target *t = &p->t[i];
-        int c = reconf_card(t, inv, ninv, cat, &d);
+        const struct reconf_card *t = &p->t[i];
+        int c = report_card(t, inv, ninv, cat, &d);
         json_t *steps = json_array();
         count[c]++;
         destroys += d.ndestroy;

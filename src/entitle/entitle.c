@@ -1,14 +1,14 @@
 /*
- * names.c - see names.h.
+ * entitle.c - see entitle.h.
  */
-#include "render/names.h"
+#include "entitle/entitle.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-void render_class_name(const char *model, int mech, const char *profile, char *buf, size_t size)
+void entitle_class_name(const char *model, int mech, const char *profile, char *buf, size_t size)
 {
     if (mech == DECIDE_MIG || (mech == DECIDE_VGPU && profile))
         snprintf(buf, size, "tessera-%s-mig-%s", model, profile);
@@ -17,10 +17,10 @@ void render_class_name(const char *model, int mech, const char *profile, char *b
                  mech == DECIDE_VGPU ? "whole" : decide_mech_names[mech]);
 }
 
-void render_kind_of(const struct decide_row *r, struct render_kind *k)
+void entitle_kind_of(const struct decide_row *r, struct entitle_kind *k)
 {
     const char *profile = r->profile ? r->profile->name : NULL;
-    render_class_name(r->model->name, r->mech, profile, k->device_class, sizeof(k->device_class));
+    entitle_class_name(r->model->name, r->mech, profile, k->device_class, sizeof(k->device_class));
     snprintf(k->kueue_resource, sizeof(k->kueue_resource), "tessera.dev/%s", k->device_class);
     k->per_replica = r->profile ? 1 : r->gpus;
     if (profile)
@@ -33,7 +33,7 @@ void render_kind_of(const struct decide_row *r, struct render_kind *k)
         snprintf(k->plugin_resource, sizeof(k->plugin_resource), "nvidia.com/gpu.shared");
 }
 
-void render_quantity(double gib, char *buf, size_t size)
+void entitle_quantity(double gib, char *buf, size_t size)
 {
     if (fabs(gib - round(gib)) < 1e-9)
         snprintf(buf, size, "%.0fGi", round(gib));
@@ -41,7 +41,7 @@ void render_quantity(double gib, char *buf, size_t size)
         snprintf(buf, size, "%.0fMi", ceil(gib * 1024.0 - 1e-6));
 }
 
-void render_product_label(const char *product, char *buf, size_t size)
+void entitle_product_label(const char *product, char *buf, size_t size)
 {
     snprintf(buf, size, "%s", product);
     for (char *p = buf; *p; p++)
@@ -49,7 +49,7 @@ void render_product_label(const char *product, char *buf, size_t size)
             *p = '-';
 }
 
-void render_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
+void entitle_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
                         size_t ssize)
 {
     char shortname[64] = "GPU";
@@ -67,32 +67,40 @@ void render_vm_device(const struct decide_row *r, char *name, size_t nsize, char
         *p = *p == ' ' ? '_' : (char)toupper((unsigned char)*p);
 }
 
-const char *render_resource_of(const struct decide_row *r, char *buf, size_t size)
+const char *entitle_resource_of(const struct decide_row *r, char *buf, size_t size)
 {
     char selector[256];
-    struct render_kind k;
-    if (render_is_vm(r)) {
-        render_vm_device(r, buf, size, selector, sizeof(selector));
+    struct entitle_kind k;
+    if (entitle_is_vm(r)) {
+        entitle_vm_device(r, buf, size, selector, sizeof(selector));
     } else {
-        render_kind_of(r, &k);
+        entitle_kind_of(r, &k);
         snprintf(buf, size, "%s", k.plugin_resource);
     }
     return buf;
 }
 
-int render_is_vm(const struct decide_row *r)
+int entitle_is_vm(const struct decide_row *r)
 {
     return r->mech == DECIDE_VGPU || r->workload->vm || r->tenant->contract == SPEC_CONTRACT_VM;
 }
 
-int render_needs_shim(const struct decide_row *r)
+int entitle_needs_shim(const struct decide_row *r)
 {
-    return !render_is_vm(r) && (r->mech == DECIDE_TIME_SLICING ||
+    return !entitle_is_vm(r) && (r->mech == DECIDE_TIME_SLICING ||
                                 (r->mech == DECIDE_MEMORY_FRACTION &&
                                  r->enforce == DECIDE_ENFORCE_SHIM));
 }
 
-void render_shim_configmap(const struct decide_row *r, char *buf, size_t size)
+void entitle_shim_configmap(const struct decide_row *r, char *buf, size_t size)
 {
     snprintf(buf, size, "tessera-cuda-limits-%s", r->workload->name);
+}
+
+double entitle_per_container(const struct decide_row *r, int *memory)
+{
+    struct entitle_kind k;
+    entitle_kind_of(r, &k);
+    *memory = r->mech == DECIDE_MEMORY_FRACTION && !entitle_is_vm(r);
+    return *memory ? r->cap_gib : k.per_replica;
 }

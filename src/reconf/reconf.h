@@ -1,0 +1,105 @@
+/*
+ * reconf.h - reconfiguration: the plan's MIG geometry per card (from a
+ * built plan or from `tessera plan -o json`), its difference with what a
+ * card holds (a NodeInventory's struct inv_gpu): keep, or the destroy and
+ * create steps that turn one into the other, and the `plan --current`
+ * report built on that. Pure: used by the plan verb, the ledger's plan
+ * attribution and the node agent's apply.
+ */
+#ifndef RECONF_RECONF_H
+#define RECONF_RECONF_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "catalog/catalog.h"
+#include "inventory/inventory.h"
+#include "plan/plan.h"
+#include "util/arena.h"
+#include "util/error.h"
+#include "util/sbuf.h"
+
+/* ---- the plan's geometry and the difference (target.c) ------------------ */
+
+struct reconf_want {
+    const char *profile;           /* plan's profile name */
+    int start, size;
+    const char *tenant, *workload; /* NULL for the canary */
+};
+
+/* One planned card. mig: the plan gives it a MIG geometry; free: nothing.
+ * owner: a card without MIG held by one tenant (its non-guest clients all
+ * of that tenant), "shared" when several, NULL when free or from JSON. */
+struct reconf_card {
+    const char *node, *model, *mode;
+    const char *owner, *owner_workload;
+    int index, mig;
+    struct reconf_want *want;
+    int nwant;
+};
+
+struct reconf_plan {
+    struct ts_arena arena;
+    struct reconf_card *t;
+    int n;
+};
+
+/* From a built plan (strings borrowed from p, which must outlive out). */
+ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
+                               struct ts_error *err);
+/* From `tessera plan -o json` text; errors name the JSON path. */
+ts_status reconf_plan_parse(const char *text, size_t len, const char *file,
+                           struct reconf_plan *out, struct ts_error *err);
+void reconf_plan_release(struct reconf_plan *p);
+
+enum reconf_step_kind { RECONF_DESTROY, RECONF_CREATE };
+
+struct reconf_step {
+    int kind;                      /* enum reconf_step_kind */
+    int gi_id;                     /* destroy: the instance */
+    int profile_id;
+    char profile[40];
+    struct inv_placement pl;
+};
+
+enum reconf_verdict {
+    RECONF_KEEP,                    /* geometry matches: never touched */
+    RECONF_CHANGE,                  /* steps below */
+    RECONF_MIG_OFF,                 /* plan wants MIG, MIG mode disabled */
+    RECONF_MIG_ON,                  /* plan uses the whole card, MIG mode enabled */
+    RECONF_NO_CARD,                 /* no such GPU index in the inventory */
+    RECONF_WRONG_MODEL,             /* the card is another model than planned */
+    RECONF_NO_PROFILE               /* the card offers no such profile */
+};
+extern const char *const reconf_verdict_names[];
+
+struct reconf_diff {
+    int verdict;                   /* enum reconf_verdict */
+    char why[TS_MSG_MAX];          /* for everything but KEEP and CHANGE */
+    struct reconf_step step[2 * INV_GIS_MAX];
+    int nstep, ndestroy, ncreate;
+};
+
+/* Compare card g (NULL: absent) with target t. cat (may be NULL) checks
+ * that the card is the planned model. Destroys come first, then creates
+ * in start order; instances in both stay. */
+void reconf_diff_card(const struct inv_gpu *g, const struct reconf_card *t,
+                     const struct cat_catalog *cat, struct reconf_diff *out);
+/* "create 3g.40gb (ID 9) at 0:4" etc. */
+void reconf_step_text(const struct reconf_step *s, struct ts_sbuf *out);
+
+/* `plan --current`: every planned card against the inventories (text, or
+ * a JSON object for the plan document's "reconfiguration" key). */
+void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
+                       const struct cat_catalog *cat, struct ts_sbuf *out);
+json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv,
+                                 int ninv, const struct cat_catalog *cat);
+
+/* The planned card node/GPU index, or NULL. */
+const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node,
+                                           int index);
+/* The planned instance of node/GPU index at start, or NULL. */
+const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node,
+                                         int index, int start);
+
+
+#endif
