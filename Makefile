@@ -2,7 +2,7 @@
 #   make demo    install what is missing, build, run the worked example
 #   make check   install what is missing, build (normal + ASan/UBSan + fuzz
 #                targets), run every test and replay the fuzz corpora
-# and, for maintainers: make bench, make fuzz, make clean.
+# and, for maintainers: make bench, make fuzz, make format, make clean.
 JOBS     ?= $(shell nproc)
 BUILD    := build
 ASAN     := build-asan
@@ -10,7 +10,8 @@ FUZZ     := build-fuzz
 TESSERA  := $(BUILD)/tessera
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo check check-build check-asan check-fuzz bench fuzz clean docs
+.PHONY: all deps build demo check check-format check-build check-asan check-fuzz bench fuzz \
+        format clean docs
 
 all: build
 
@@ -38,7 +39,15 @@ demo: build
 	@echo
 	@scripts/demo-meter $(TESSERA) out
 
-check: deps check-build check-asan check-fuzz
+check: deps check-format check-build check-asan check-fuzz
+
+# The code style (.clang-format): check-format fails on a file that differs,
+# format rewrites them.
+check-format: deps
+	scripts/check-format
+
+format:
+	scripts/check-format --fix
 
 check-build: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
