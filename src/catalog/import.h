@@ -16,7 +16,9 @@
  *    kept apart and ignored.
  *  - Product name: from `nvidia-smi -L` (the header table's name, which
  *    nvidia-smi may cut short, only when there is no -L line). Without one
- *    it is an error: the name is the architecture's only source.
+ *    it is an error: the name is the architecture's only source. -L lines
+ *    are read by inventory/smi.h: one that starts like a GPU or MIG device
+ *    line ("GPU 0:", "MIG 3g.40gb Device") must be whole, UUID included.
  *  - Architecture: from words of the product name (A100/A800/A30: ampere;
  *    H100/H800/H200/H20/GH200: hopper; B200/B300/GB200/GB300/Blackwell:
  *    blackwell). An unknown card is an error, not a guess: the architecture

@@ -1,48 +1,26 @@
 /*
  * mig.c - MIG device UUIDs from `nvidia-smi -L` (see fight.h), so the MIG
  * phase can give each tenant its own instance with CUDA_VISIBLE_DEVICES.
- * Both UUID forms are taken: "MIG-<uuid>" (R470 and later) and the older
- * "MIG-GPU-<uuid>/<gi>/<ci>"; a UUID is the text after "(UUID: " on a line
- * that starts (after blanks) with "MIG ", up to ')'.
+ * The output is read by the inventory module's parser (inventory/smi.h),
+ * which takes both UUID forms: "MIG-<uuid>" (R470 and later) and the older
+ * "MIG-GPU-<uuid>/<gi>/<ci>". Output it cannot read gives no devices, so
+ * the MIG phase is skipped rather than run on a guess.
  */
 #include "fight/fight.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include "inventory/smi.h"
 
-/* Copy the UUID of one line into out; 1 when the line names a MIG device. */
-static int line_uuid(const char *line, size_t len, char out[FIGHT_UUID_MAX])
-{
-    size_t i = 0;
-    while (i < len && (line[i] == ' ' || line[i] == '\t'))
-        i++;
-    if (len - i < 4 || memcmp(line + i, "MIG ", 4) != 0)
-        return 0;
-    static const char key[] = "(UUID: ";
-    for (; i + sizeof(key) - 1 <= len; i++) {
-        if (memcmp(line + i, key, sizeof(key) - 1) != 0)
-            continue;
-        size_t start = i + sizeof(key) - 1, end = start;
-        while (end < len && line[end] != ')' && line[end] != ' ')
-            end++;
-        if (end == len || line[end] != ')' || end - start < 5 ||
-            end - start >= FIGHT_UUID_MAX || memcmp(line + start, "MIG-", 4) != 0)
-            return 0;
-        memcpy(out, line + start, end - start);
-        out[end - start] = '\0';
-        return 1;
-    }
-    return 0;
-}
+_Static_assert(FIGHT_UUID_MAX >= INV_SMI_UUID_MAX, "a MIG UUID must fit FIGHT_UUID_MAX");
 
 size_t fight_mig_parse(const char *text, char uuids[][FIGHT_UUID_MAX], size_t max)
 {
+    struct inv_smi *smi = malloc(sizeof(*smi));
     size_t n = 0;
-    while (*text && n < max) {
-        const char *nl = strchr(text, '\n');
-        size_t len = nl ? (size_t)(nl - text) : strlen(text);
-        if (line_uuid(text, len, uuids[n]))
-            n++;
-        text += len + (nl ? 1 : 0);
-    }
+    if (smi && inv_smi_parse(text, strlen(text), NULL, INV_SMI_MIXED, smi, NULL) == TS_OK)
+        for (; n < max && n < (size_t)smi->nmig; n++)
+            memcpy(uuids[n], smi->mig[n].uuid, INV_SMI_UUID_MAX);
+    free(smi);
     return n;
 }

@@ -1,53 +1,14 @@
 /*
- * ledger_smi.c - custody events from `nvidia-smi -L` output:
- *   GPU 0: NVIDIA H100 PCIe (UUID: GPU-...)
- *     MIG 3g.40gb     Device  0: (UUID: MIG-...)
- * Other lines (other nvidia-smi output in the same file) are ignored. A GPU
- * with MIG devices gives one event per device; a GPU without gives one.
+ * ledger_smi.c - custody events from `nvidia-smi -L` output, read by the
+ * inventory module's parser (inventory/smi.h): a GPU with MIG devices
+ * gives one event per device, a GPU without gives one. Lines of other
+ * nvidia-smi output in the same file are skipped; a malformed -L line is
+ * an error at its line and column (the CLI adds the file name).
  */
 #include <stdlib.h>
 #include <string.h>
+#include "inventory/smi.h"
 #include "ledger/ledger.h"
-
-struct smi_line {
-    int mig;          /* 0: GPU line, 1: MIG device line */
-    char *uuid, *profile;
-};
-
-/* The UUID in "(UUID: X)" on line (NUL-terminated in place), or NULL. */
-static char *uuid_of(char *line)
-{
-    char *u = strstr(line, "(UUID: ");
-    if (!u)
-        return NULL;
-    u += 7;
-    char *end = strchr(u, ')');
-    if (!end || end == u)
-        return NULL;
-    *end = '\0';
-    return u;
-}
-
-/* Classify line (modified in place); 0 when it is neither kind. */
-static int smi_line(char *line, struct smi_line *out)
-{
-    char *p = line + strspn(line, " \t");
-    if (strncmp(p, "GPU ", 4) == 0 && (out->uuid = uuid_of(p)) && !strncmp(out->uuid, "GPU-", 4)) {
-        out->mig = 0;
-        out->profile = "";
-        return 1;
-    }
-    if (strncmp(p, "MIG ", 4) != 0 || !strstr(p, "Device"))
-        return 0;
-    char *prof = p + 4 + strspn(p + 4, " ");
-    size_t n = strcspn(prof, " \t");
-    if (!(out->uuid = uuid_of(p)))
-        return 0;
-    prof[n] = '\0';
-    out->mig = 1;
-    out->profile = prof;
-    return 1;
-}
 
 struct ledger_event ledger_event_of(const struct ledger_event *tmpl, const char *gpu_uuid,
                                     const char *instance_uuid, const char *profile,
@@ -62,61 +23,52 @@ struct ledger_event ledger_event_of(const struct ledger_event *tmpl, const char 
     return ev;
 }
 
-static struct ledger_event event(const struct ledger_event *tmpl, const char *gpu,
-                                 const struct smi_line *l)
+/* Events for one GPU: one per MIG device, or one for the whole GPU. */
+static size_t gpu_events(const struct inv_smi *smi, const struct inv_smi_gpu *g,
+                         const struct ledger_event *tmpl, struct ledger_event *out)
 {
-    return ledger_event_of(tmpl, gpu, l->mig ? l->uuid : "", l->profile, "nvidia-smi");
+    if (g->nmig == 0) {
+        out[0] = ledger_event_of(tmpl, g->uuid, "", "", "nvidia-smi");
+        return 1;
+    }
+    for (int k = 0; k < g->nmig; k++) {
+        const struct inv_smi_mig *m = &smi->mig[g->first_mig + k];
+        out[k] = ledger_event_of(tmpl, g->uuid, m->uuid, m->profile, "nvidia-smi");
+    }
+    return (size_t)g->nmig;
 }
 
-/* Emit the pending GPU line's event when it had no MIG devices. */
-static void flush_gpu(struct ledger_event *evs, size_t *n, const struct ledger_event *tmpl,
-                      const struct smi_line *gpu, int had_mig)
+/* All events of smi into *evs (one allocation), in the order listed. */
+static ts_status make_events(const struct inv_smi *smi, const struct ledger_event *tmpl,
+                             struct ledger_event **evs, size_t *n, struct ts_error *err)
 {
-    if (gpu->uuid && !had_mig)
-        evs[(*n)++] = event(tmpl, gpu->uuid, gpu);
+    struct ledger_event *out = calloc((size_t)(smi->ngpu + smi->nmig), sizeof(*out));
+    if (!out)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    size_t k = 0;
+    for (int i = 0; i < smi->ngpu; i++)
+        k += gpu_events(smi, &smi->gpu[i], tmpl, out + k);
+    *evs = out;
+    *n = k;
+    return TS_OK;
 }
 
 ts_status ledger_parse_smi(const char *text, const struct ledger_event *tmpl,
                            struct ledger_event **evs, size_t *n, char **arena,
                            struct ts_error *err)
 {
-    size_t lines = 1;
-    for (const char *p = text; *p; p++)
-        lines += *p == '\n';
-    char *buf = strdup(text);
-    struct ledger_event *out = calloc(lines, sizeof(*out));
-    if (!buf || !out) {
-        free(buf);
-        free(out);
+    struct inv_smi *smi = malloc(sizeof(*smi));
+    if (!smi)
         return ts_err(err, TS_NOMEM, "out of memory");
+    ts_status st = inv_smi_parse(text, strlen(text), NULL, INV_SMI_MIXED, smi, err);
+    if (st == TS_OK && smi->ngpu == 0)
+        st = ts_err(err, TS_INVALID, "no 'GPU n: ... (UUID: ...)' lines (nvidia-smi -L output)");
+    if (st == TS_OK)
+        st = make_events(smi, tmpl, evs, n, err);
+    if (st != TS_OK) {
+        free(smi);
+        return st;
     }
-    struct smi_line gpu = {0}, l;
-    int had_mig = 0;
-    size_t k = 0;
-    for (char *line = buf, *next; line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        line[strcspn(line, "\r")] = '\0';
-        if (!smi_line(line, &l))
-            continue;
-        if (!l.mig) {
-            flush_gpu(out, &k, tmpl, &gpu, had_mig);
-            gpu = l;
-            had_mig = 0;
-        } else if (gpu.uuid) {
-            out[k++] = event(tmpl, gpu.uuid, &l);
-            had_mig = 1;
-        }
-    }
-    flush_gpu(out, &k, tmpl, &gpu, had_mig);
-    if (k == 0) {
-        free(buf);
-        free(out);
-        return ts_err(err, TS_INVALID, "no 'GPU n: ... (UUID: ...)' lines (nvidia-smi -L output)");
-    }
-    *evs = out;
-    *n = k;
-    *arena = buf;
+    *arena = (char *)smi;   /* the strings of *evs live in smi */
     return TS_OK;
 }

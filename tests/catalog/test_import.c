@@ -632,7 +632,8 @@ static void test_empty(void **state)
 static void test_binary(void **state)
 {
     (void)state;
-    static const char bytes[] = "GPU 0: NVIDIA H100 PCIe (UUID: x)\n\x7f" "ELF\x02\x01\x01\0\0\0";
+    static const char bytes[] = "GPU 0: NVIDIA H100 PCIe (UUID: GPU-x)\n"
+                                "\x7f" "ELF\x02\x01\x01\0\0\0";
     struct cat_import *im = cat_import_new();
     struct ts_error e;
     assert_int_equal(cat_import_add(im, bytes, sizeof(bytes) - 1, "a.out", &e), TS_INVALID);
