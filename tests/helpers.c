@@ -3,6 +3,7 @@
  */
 #include "helpers.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,4 +68,17 @@ const struct decide_row *th_row(const struct th_job *j, const char *tenant, cons
             strcmp(j->d->rows[i].workload->name, workload) == 0)
             return &j->d->rows[i];
     return NULL;
+}
+
+int th_tmpdir_make(char *dir, size_t size, const char *name)
+{
+    snprintf(dir, size, "/tmp/tessera-%s-XXXXXX", name);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int th_tmpdir_remove(const char *dir)
+{
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
 }

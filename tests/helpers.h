@@ -38,4 +38,9 @@ const char *th_first_error(const struct th_job *j);
 /* The decision of tenant/workload, or NULL. */
 const struct decide_row *th_row(const struct th_job *j, const char *tenant, const char *workload);
 
+/* A fresh folder /tmp/tessera-NAME-XXXXXX into dir (0, or -1 on failure),
+ * and removing it with everything in it (for cmocka group setup/teardown). */
+int th_tmpdir_make(char *dir, size_t size, const char *name);
+int th_tmpdir_remove(const char *dir);
+
 #endif

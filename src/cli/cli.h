@@ -1,20 +1,95 @@
 /*
- * cli.h - what the tessera subcommands share: exit codes, printing located
- * errors, loading a spec with its catalog. The CLI parses flags, calls the
- * modules and prints; it holds no logic of its own.
+ * cli.h - what the tessera subcommands share: the exit-code rule, the
+ * option tables (opts.c), printing located errors, loading a spec with its
+ * catalog. The CLI parses flags, calls the modules and prints; it holds no
+ * logic of its own.
  */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
 
+#include <stdio.h>
 #include "catalog/catalog.h"
 #include "decide/decide.h"
 #include "plan/plan.h"
 #include "meter/ingest.h"
 #include "spec/spec.h"
+#include "util/limits.h"   /* CLI_* */
 
+/* ---- exit codes (common.c) ------------------------------------------------ */
+
+/* What every verb exits with: 0 ok, 1 the job failed, 2 bad usage or bad input. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_BAD_INPUT = 2 };
 
-#define CLI_MAX_FILES 64
+/* Where a failing status came from: reading what the user named (specs,
+ * catalogs, keys, inventories, plans, recorded scrapes), or doing the job
+ * (laying out, writing, the store, the network, a driver). */
+enum cli_stage { CLI_READING, CLI_DOING };
+
+/* The one exit-code rule, used by every verb:
+ *   0  TS_OK
+ *   2  bad usage or bad input: TS_USAGE, TS_SYNTAX, TS_INVALID, TS_TOO_LARGE,
+ *      and TS_IO or TS_NOT_FOUND while reading
+ *   1  the job failed: TS_INFEASIBLE, TS_NOMEM, TS_INTERNAL, and TS_IO or
+ *      TS_NOT_FOUND while doing the job
+ * A verb's own verdicts (a broken chain, a FAIL, rejected lines) are 1. */
+int cli_exit(ts_status st, enum cli_stage stage);
+/* Print e, then return cli_exit(e->code, stage). */
+int cli_fail(const struct ts_error *e, enum cli_stage stage);
+
+/* ---- option tables (opts.c) ----------------------------------------------- */
+
+/* One option of a verb. One table of these yields the getopt_long list, the
+ * option lines of --help and, through where, the options each subcommand
+ * allows. -h/--help is added to every table. */
+struct cli_opt {
+    int key;            /* what getopt_long returns for it */
+    int letter;         /* 1: -key works too (-f as --filename) */
+    const char *name;   /* the long name, --name */
+    const char *arg;    /* its value in --help ("FILE"); NULL: takes none */
+    unsigned where;     /* the subcommands it applies to (a bit each); CLI_ALL */
+    const char *help;   /* --help text ('\n' continues it); NULL: not shown */
+};
+#define CLI_ALL 0u
+/* --name only, and -key too; the table ends with CLI_END. */
+#define CLI_LONG(k, long_name, value, subs, text)                                              \
+    {.key = (k), .name = (long_name), .arg = (value), .where = (subs), .help = (text)}
+#define CLI_SHORT(k, long_name, value, subs, text)                                             \
+    {.key = (k), .letter = 1, .name = (long_name), .arg = (value), .where = (subs),           \
+     .help = (text)}
+#define CLI_END {0}
+/* A macro's value as a string, for help texts ("default " CLI_STR(X)). */
+#define CLI_STR_(x) #x
+#define CLI_STR(x) CLI_STR_(x)
+
+/* A verb (or a family of subcommands sharing one table). */
+struct cli_verb {
+    const char *name;            /* "plan", "ledger", "meter scrape" */
+    const char *usage;           /* the synopsis and what it does, first in --help */
+    const struct cli_opt *opts;  /* ends with CLI_END */
+    const char *notes;           /* after the options in --help; may be NULL */
+};
+
+/* cli_parse's answer to -h/--help (not an exit code: see cli_help). */
+#define CLI_HELP (-1)
+
+/* What cli_parse hands each option to: CLI_OK, or an exit code after a
+ * message. arg is NULL for an option without a value. */
+typedef int (*cli_set_fn)(void *ctx, int key, const char *arg);
+
+/* Parse argv (argv[0]: the verb or subcommand word) with v's table: each
+ * option goes to set. sub: the subcommand bit whose options apply (CLI_ALL:
+ * all). Returns CLI_OK (optind at the first operand), CLI_HELP, or
+ * CLI_BAD_INPUT after a message (an unknown option: with the usage). */
+int cli_parse(const struct cli_verb *v, unsigned sub, int argc, char **argv, cli_set_fn set,
+              void *ctx);
+/* --help: v's usage, its options that apply to sub, its notes. */
+void cli_usage(const struct cli_verb *v, unsigned sub, FILE *out);
+/* cli_usage on stdout; returns CLI_OK. */
+int cli_help(const struct cli_verb *v, unsigned sub);
+/* The long name of key in v, without "--" (for messages); "?" when none. */
+const char *cli_opt_name(const struct cli_verb *v, int key);
+
+/* ---- files, errors, jobs (common.c) --------------------------------------- */
 
 /* Files named by repeated -f / --catalog flags. */
 struct cli_files {

@@ -9,26 +9,57 @@
 #include "cli/cli.h"
 #include "util/file.h"
 
-static void catalog_usage(FILE *out)
+enum { LIST = 1, SHOW = 2, IMPORT = 4 };
+
+static const struct cli_opt OPTS[] = {
+    CLI_LONG('c', "catalog", "FILE", LIST | SHOW, "extra GpuModel documents to list or show"),
+    CLI_LONG('n', "name", "NAME", IMPORT,
+             "the model's catalog key (default: from the product name)"),
+    CLI_LONG('g', "gpu", "INDEX", IMPORT,
+             "the GPU whose tables to use when the output covers\n"
+             "several (default: the first seen)"),
+    CLI_END};
+
+static const struct cli_verb VERB = {
+    "catalog",
+    "usage: tessera catalog list [--catalog FILE]\n"
+    "       tessera catalog show MODEL [--catalog FILE]\n"
+    "       tessera catalog import FILE... [--name NAME] [--gpu INDEX]\n\n"
+    "list    every GPU model tessera knows (built in, plus --catalog files)\n"
+    "show    one model's MIG profiles: ID, slices, memory, max count, placements\n"
+    "import  read real nvidia-smi output (-L, mig -lgip, mig -lgipp) and print a\n"
+    "        GpuModel document for 'tessera plan --catalog FILE'\n",
+    OPTS, NULL};
+
+struct catalog_args {
+    struct cli_files catalog;
+    const char *name;
+    int gpu;
+};
+
+static int set(void *ctx, int key, const char *arg)
 {
-    fprintf(out,
-            "usage: tessera catalog list [--catalog FILE]\n"
-            "       tessera catalog show MODEL [--catalog FILE]\n"
-            "       tessera catalog import FILE... [--name NAME] [--gpu INDEX]\n\n"
-            "list    every GPU model tessera knows (built in, plus --catalog files)\n"
-            "show    one model's MIG profiles: ID, slices, memory, max count, placements\n"
-            "import  read real nvidia-smi output (-L, mig -lgip, mig -lgipp) and print a\n"
-            "        GpuModel document for 'tessera plan --catalog FILE'\n");
+    struct catalog_args *a = ctx;
+    char *end;
+    switch (key) {
+    case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'n': a->name = arg; return CLI_OK;
+    case 'g':
+        a->gpu = (int)strtol(arg, &end, 10);
+        if (!*end && a->gpu >= 0 && a->gpu <= 1024)
+            return CLI_OK;
+        fprintf(stderr, "tessera: --gpu must be a GPU index\n");
+        return CLI_BAD_INPUT;
+    default: return CLI_BAD_INPUT;
+    }
 }
 
 static int load(const struct cli_files *catalog, struct cat_catalog **cat)
 {
     struct ts_diag diag = {0};
-    if (cat_load(catalog->paths, catalog->n, cat, &diag) != TS_OK) {
-        cli_print_diag(&diag);
-        return CLI_BAD_INPUT;
-    }
-    return CLI_OK;
+    ts_status st = cat_load(catalog->paths, catalog->n, cat, &diag);
+    cli_print_diag(&diag);
+    return cli_exit(st, CLI_READING);
 }
 
 static int list(const struct cat_catalog *cat)
@@ -79,19 +110,15 @@ static int import(int argc, char **argv, const char *name, int gpu)
         size_t len = 0;
         struct ts_error e;
         if (ts_file_read(argv[i], TS_INPUT_MAX, &text, &len, &e) != TS_OK ||
-            cat_import_add(im, text, len, argv[i], &e) != TS_OK) {
-            cli_print_error(&e);
-            rc = CLI_BAD_INPUT;
-        }
+            cat_import_add(im, text, len, argv[i], &e) != TS_OK)
+            rc = cli_fail(&e, CLI_READING);
         free(text);
     }
     struct ts_sbuf out;
-    ts_sbuf_init(&out, 1u << 20);
+    ts_sbuf_init(&out, CLI_ENTRY_MAX);
     struct ts_error e;
-    if (rc == CLI_OK && cat_import_finish(im, name, gpu, &out, &e) != TS_OK) {
-        cli_print_error(&e);
-        rc = CLI_BAD_INPUT;
-    }
+    if (rc == CLI_OK && cat_import_finish(im, name, gpu, &out, &e) != TS_OK)
+        rc = cli_fail(&e, CLI_READING);
     if (rc == CLI_OK)
         rc = cli_write("-", out.data, out.len);
     ts_sbuf_release(&out);
@@ -99,48 +126,45 @@ static int import(int argc, char **argv, const char *name, int gpu)
     return rc;
 }
 
-int cmd_catalog(int argc, char **argv)
+/* The subcommand of word, 0 when none. */
+static unsigned sub_of(const char *word)
 {
-    static const struct option opts[] = {{"catalog", required_argument, NULL, 'c'},
-                                         {"name", required_argument, NULL, 'n'},
-                                         {"gpu", required_argument, NULL, 'g'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    struct cli_files catalog = {0};
-    const char *name = NULL;
-    int gpu = -1, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        char *end;
-        switch (c) {
-        case 'c': if (!cli_files_add(&catalog, optarg)) return CLI_BAD_INPUT; break;
-        case 'n': name = optarg; break;
-        case 'g':
-            gpu = (int)strtol(optarg, &end, 10);
-            if (*end || gpu < 0 || gpu > 1024) {
-                fprintf(stderr, "tessera: --gpu must be a GPU index\n");
-                return CLI_BAD_INPUT;
-            }
-            break;
-        case 'h': catalog_usage(stdout); return CLI_OK;
-        default: catalog_usage(stderr); return CLI_BAD_INPUT;
-        }
-    }
-    const char *verb = optind < argc ? argv[optind] : "";
-    int rest = argc - optind - 1;
-    char **args = argv + optind + 1;
-    if (strcmp(verb, "import") == 0 && rest > 0)
-        return import(rest, args, name, gpu);
-    int is_list = strcmp(verb, "list") == 0 && rest == 0;
-    int is_show = strcmp(verb, "show") == 0 && rest == 1;
-    if (!is_list && !is_show) {
-        catalog_usage(stderr);
+    static const char *const names[] = {"list", "show", "import"};
+    for (unsigned i = 0; i < 3; i++)
+        if (strcmp(word, names[i]) == 0)
+            return 1u << i;
+    return 0;
+}
+
+static int run(unsigned sub, int argc, char **argv, const struct catalog_args *a)
+{
+    if (sub == IMPORT && argc > 0)
+        return import(argc, argv, a->name, a->gpu);
+    if ((sub == LIST && argc != 0) || (sub == SHOW && argc != 1) || sub == IMPORT) {
+        cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cat_catalog *cat = NULL;
-    int rc = load(&catalog, &cat);
+    int rc = load(&a->catalog, &cat);
     if (rc == CLI_OK)
-        rc = is_list ? list(cat) : show(cat, args[0]);
+        rc = sub == LIST ? list(cat) : show(cat, argv[0]);
     cat_free(cat);
     return rc;
+}
+
+int cmd_catalog(int argc, char **argv)
+{
+    const char *word = argc > 1 ? argv[1] : "";
+    unsigned sub = sub_of(word);
+    if (!strcmp(word, "--help") || !strcmp(word, "-h"))
+        return cli_help(&VERB, CLI_ALL);
+    if (!sub) {
+        cli_usage(&VERB, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    struct catalog_args a = {.gpu = -1};
+    int rc = cli_parse(&VERB, sub, argc - 1, argv + 1, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&VERB, sub) : rc;
+    return run(sub, argc - 1 - optind, argv + 1 + optind, &a);
 }

@@ -6,38 +6,43 @@
 #include <stdio.h>
 #include "cli/cli.h"
 
-static void check_usage(FILE *out)
+static const struct cli_opt OPTS[] = {
+    CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
+    CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
+    CLI_END};
+
+static const struct cli_verb VERB = {
+    "check",
+    "usage: tessera check -f SPEC [-f SPEC...] [--catalog FILE]\n\n"
+    "Validate a tenancy spec: syntax, fields, references, contradictions, and that\n"
+    "the fleet can hold it. Exit 0 when it can, 1 when it cannot be placed, 2 on\n"
+    "bad input (every error printed as file:line:column: path: message).\n",
+    OPTS, NULL};
+
+struct check_args {
+    struct cli_files spec, catalog;
+};
+
+static int set(void *ctx, int key, const char *arg)
 {
-    fprintf(out, "usage: tessera check -f SPEC [-f SPEC...] [--catalog FILE]\n\n"
-                 "Validate a tenancy spec: syntax, fields, references, contradictions, and that\n"
-                 "the fleet can hold it. Exit 0 when it can, 1 when it cannot be placed, 2 on\n"
-                 "bad input (every error printed as file:line:column: path: message).\n");
+    struct check_args *a = ctx;
+    return cli_files_add(key == 'f' ? &a->spec : &a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
 }
 
 int cmd_check(int argc, char **argv)
 {
-    static const struct option opts[] = {{"filename", required_argument, NULL, 'f'},
-                                         {"catalog", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    struct cli_files spec = {0}, catalog = {0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'f': if (!cli_files_add(&spec, optarg)) return CLI_BAD_INPUT; break;
-        case 'c': if (!cli_files_add(&catalog, optarg)) return CLI_BAD_INPUT; break;
-        case 'h': check_usage(stdout); return CLI_OK;
-        default: check_usage(stderr); return CLI_BAD_INPUT;
-        }
-    }
+    struct check_args a = {0};
+    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
     if (optind < argc) {
-        check_usage(stderr);
+        cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cli_job job;
-    struct plan_options popt = {PLAN_SOLVER_HEURISTIC, 10.0};
-    int rc = cli_job_plan(&job, &spec, &catalog, &popt);
+    struct plan_options popt = PLAN_OPTIONS_DEFAULT;
+    popt.solver = PLAN_SOLVER_HEURISTIC; /* whether it fits, not the fewest cards */
+    rc = cli_job_plan(&job, &a.spec, &a.catalog, &popt);
     if (rc == CLI_OK) {
         size_t workloads = job.decisions->nrows;
         printf("ok: %zu tenants, %zu workloads, %d of %d GPUs used\n", job.model->ntenants,

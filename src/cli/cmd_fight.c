@@ -2,8 +2,9 @@
  * cmd_fight.c - `tessera fight`: the noisy-neighbour acceptance test
  * (src/fight/, docs/fight.md) from the command line, and its hidden
  * `--worker sla|noisy` mode, which the harness execs once per tenant.
- * Exit codes: 0 every gating mechanism kept the SLA p99 within the
- * tolerance, 1 one did not (or the run failed), 2 bad usage or no driver.
+ * Exit codes (cli_exit): 0 every gating mechanism kept the SLA p99 within
+ * the tolerance, 1 one did not or the test could not run (no driver, no
+ * device, a run that failed), 2 bad usage.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -16,39 +17,52 @@
 #include "util/sbuf.h"
 #include "util/time.h"
 
-static const struct option OPTS[] = {
-    {"noisy-kind", required_argument, NULL, 'k'}, {"mechanisms", required_argument, NULL, 'm'},
-    {"expect", required_argument, NULL, 'e'},     {"tolerance", required_argument, NULL, 't'},
-    {"seed", required_argument, NULL, 's'},       {"repeat", required_argument, NULL, 'r'},
-    {"requests", required_argument, NULL, 'n'},   {"warmup", required_argument, NULL, 'w'},
-    {"phase-time", required_argument, NULL, 'P'}, {"solo-time", required_argument, NULL, 'S'},
-    {"sla", required_argument, NULL, 'A'},        {"noisy", required_argument, NULL, 'N'},
-    {"kernels", required_argument, NULL, 'K'},    {"shim", required_argument, NULL, 'L'},
-    {"driver", required_argument, NULL, 'D'},     {"synthetic", no_argument, NULL, 'y'},
-    {"memory", no_argument, NULL, 'M'},           {"output", required_argument, NULL, 'o'},
-    {"svg", required_argument, NULL, 'g'},        {"worker", required_argument, NULL, 'W'},
-    {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
+static const struct cli_opt OPTS[] = {
+    CLI_LONG('k', "noisy-kind", "KIND", CLI_ALL,
+             "the neighbour: matmul (default), stream or burst"),
+    CLI_LONG('M', "memory", NULL, CLI_ALL, "also fight over memory (allocations per request)"),
+    CLI_LONG('m', "mechanisms", "LIST", CLI_ALL, "timeslice,shim,mps,mig (default: all)"),
+    CLI_LONG('e', "expect", "LIST", CLI_ALL, "the mechanisms that decide the exit code"),
+    CLI_LONG('t', "tolerance", "PCT", CLI_ALL,
+             "the p99 rise allowed over the baseline (default 10)"),
+    CLI_LONG('n', "requests", "N", CLI_ALL, "SLA requests measured per run (default 2000)"),
+    CLI_LONG('w', "warmup", "N", CLI_ALL, "SLA requests dropped first (default 100)"),
+    CLI_LONG('r', "repeat", "N", CLI_ALL, "runs per phase, 1 to 16 (default 1)"),
+    CLI_LONG('s', "seed", "N", CLI_ALL, "shuffles the order of the runs (default 1)"),
+    CLI_LONG('P', "phase-time", "DUR", CLI_ALL, "the longest run (default 60s)"),
+    CLI_LONG('S', "solo-time", "DUR", CLI_ALL,
+             "the neighbour alone, for its slowdown (default 2s)"),
+    CLI_LONG('y', "synthetic", NULL, CLI_ALL, "sleep kernels instead of real work"),
+    CLI_LONG('A', "sla", "CMD", CLI_ALL, "your own SLA tenant (with --noisy)"),
+    CLI_LONG('N', "noisy", "CMD", CLI_ALL, "your own neighbour (with --sla)"),
+    CLI_LONG('K', "kernels", "FILE", CLI_ALL, "fatbin, cubin or PTX of the kernels"),
+    CLI_LONG('L', "shim", "PATH", CLI_ALL, "libtessera-cuda.so for the shim mechanism"),
+    CLI_LONG('D', "driver", "LIB", CLI_ALL, "the CUDA driver (default libcuda.so.1)"),
+    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default) or json"),
+    CLI_LONG('g', "svg", "FILE", CLI_ALL, "also write the latency tails as SVG"),
+    CLI_LONG('W', "worker", "ROLE", CLI_ALL, NULL), /* the harness's own tenants */
+    CLI_END};
 
-static void fight_usage(FILE *f)
-{
-    fprintf(f,
-            "usage: tessera fight [--noisy-kind matmul|stream|burst] [--memory]\n"
-            "                     [--mechanisms LIST] [--expect LIST] [--tolerance PCT]\n"
-            "                     [--requests N] [--warmup N] [--repeat N] [--seed N]\n"
-            "                     [--phase-time DUR] [--solo-time DUR] [--synthetic]\n"
-            "                     [--sla CMD --noisy CMD] [--kernels FILE] [--shim PATH]\n"
-            "                     [--driver LIB] [-o text|json] [--svg FILE]\n\n"
-            "Two tenants fight for GPU 0: an SLA tenant serving fixed requests and a noisy\n"
-            "neighbour. The SLA tenant's latency is measured alone (baseline) and beside the\n"
-            "neighbour under each mechanism of LIST (timeslice,shim,mps,mig; default all,\n"
-            "those that cannot run here are skipped with the reason). A mechanism PASSes\n"
-            "when the SLA p99 stays within PCT (default 10) of its baseline. --expect LIST\n"
-            "names the mechanisms that decide the exit code (default: every mechanism that\n"
-            "ran except timeslice, or timeslice when it ran alone). --sla/--noisy run your\n"
-            "own programs, which write \"latency_us <number>\" lines to the file descriptor\n"
-            "in $TESSERA_FIGHT_FD (docs/fight.md). DUR is like 60s or 500ms.\n"
-            "Exit codes: 0 pass, 1 a gating mechanism failed, 2 bad usage or no driver.\n");
-}
+static const struct cli_verb VERB = {
+    "fight",
+    "usage: tessera fight [--noisy-kind matmul|stream|burst] [--memory]\n"
+    "                     [--mechanisms LIST] [--expect LIST] [--tolerance PCT]\n"
+    "                     [--requests N] [--warmup N] [--repeat N] [--seed N]\n"
+    "                     [--phase-time DUR] [--solo-time DUR] [--synthetic]\n"
+    "                     [--sla CMD --noisy CMD] [--kernels FILE] [--shim PATH]\n"
+    "                     [--driver LIB] [-o text|json] [--svg FILE]\n\n"
+    "Two tenants fight for GPU 0: an SLA tenant serving fixed requests and a noisy\n"
+    "neighbour. The SLA tenant's latency is measured alone (baseline) and beside the\n"
+    "neighbour under each mechanism of LIST (timeslice,shim,mps,mig; default all,\n"
+    "those that cannot run here are skipped with the reason). A mechanism PASSes\n"
+    "when the SLA p99 stays within PCT (default 10) of its baseline. --expect LIST\n"
+    "names the mechanisms that decide the exit code (default: every mechanism that\n"
+    "ran except timeslice, or timeslice when it ran alone). --sla/--noisy run your\n"
+    "own programs, which write \"latency_us <number>\" lines to the file descriptor\n"
+    "in $TESSERA_FIGHT_FD (docs/fight.md). DUR is like 60s or 500ms.\n",
+    OPTS,
+    "Exit codes: 0 pass, 1 a gating mechanism failed or the test could not run\n"
+    "(no driver, no device), 2 bad usage.\n"};
 
 static int bad_usage(const char *what, const char *arg)
 {
@@ -114,17 +128,46 @@ static int run_worker(const char *role, const struct fight_opts *o)
         char who[32];
         snprintf(who, sizeof(who), "%s worker", role);
         print_error(who, &e);
-        return e.code == TS_NOT_FOUND ? CLI_BAD_INPUT : CLI_FAIL;
+        return cli_exit(e.code, CLI_DOING);
     }
     return CLI_OK;
 }
 
-/* One option into o; CLI_OK or an exit code. */
-static int one_opt(int c, const char *arg, struct fight_opts *o, const char **fmt,
-                   const char **svg, const char **worker)
+struct fight_args {
+    struct fight_opts o;
+    const char *fmt, *svg, *worker;
+};
+
+/* --seed, --repeat, --requests, --warmup. */
+static int set_count(int c, const char *arg, struct fight_opts *o)
+{
+    size_t v;
+    switch (c) {
+    case 's':
+        if (!parse_size(arg, 0, SIZE_MAX, &v))
+            return bad_usage("--seed must be a non-negative integer, not", arg);
+        o->seed = v;
+        return CLI_OK;
+    case 'r':
+        if (!parse_size(arg, 1, FIGHT_REPEAT_MAX, &v))
+            return bad_usage("--repeat must be 1 to " CLI_STR(FIGHT_REPEAT_MAX) ", not", arg);
+        o->repeat = (int)v;
+        return CLI_OK;
+    default: /* 'n', 'w' */
+        if (!parse_size(arg, c == 'n' ? 2 : 0, FIGHT_REQUESTS_MAX, &v))
+            return bad_usage(c == 'n'
+                                 ? "--requests must be 2 to " CLI_STR(FIGHT_REQUESTS_MAX) ", not"
+                                 : "--warmup must be 0 to " CLI_STR(FIGHT_REQUESTS_MAX) ", not",
+                             arg);
+        *(c == 'n' ? &o->requests : &o->warmup) = v;
+        return CLI_OK;
+    }
+}
+
+/* --noisy-kind, --mechanisms, --expect, --tolerance, --phase-time, --solo-time. */
+static int set_choice(int c, const char *arg, struct fight_opts *o)
 {
     int64_t ms;
-    size_t v;
     int k;
     switch (c) {
     case 'k':
@@ -138,31 +181,24 @@ static int one_opt(int c, const char *arg, struct fight_opts *o, const char **fm
             return bad_usage("unknown mechanism (timeslice, shim, mps, mig) in", arg);
         return CLI_OK;
     case 't':
-        return parse_tolerance(arg, &o->tolerance)
-                   ? CLI_OK : bad_usage("--tolerance must be a percentage from 0 to 1000, not", arg);
-    case 's':
-        if (!parse_size(arg, 0, SIZE_MAX, &v))
-            return bad_usage("--seed must be a non-negative integer, not", arg);
-        o->seed = v;
+        if (!parse_tolerance(arg, &o->tolerance))
+            return bad_usage("--tolerance must be a percentage from 0 to 1000, not", arg);
         return CLI_OK;
-    case 'r':
-        if (!parse_size(arg, 1, 16, &v))
-            return bad_usage("--repeat must be 1 to 16, not", arg);
-        o->repeat = (int)v;
-        return CLI_OK;
-    case 'n':
-    case 'w':
-        if (!parse_size(arg, c == 'n' ? 2 : 0, 1000000, &v))
-            return bad_usage(c == 'n' ? "--requests must be 2 to 1000000, not"
-                                      : "--warmup must be 0 to 1000000, not", arg);
-        *(c == 'n' ? &o->requests : &o->warmup) = v;
-        return CLI_OK;
-    case 'P':
-    case 'S':
+    default: /* 'P', 'S' */
         if (!ts_duration_parse(arg, &ms) || ms <= 0)
             return bad_usage("a duration is like 30s, 500ms or 2m, not", arg);
         *(c == 'P' ? &o->phase_ms : &o->solo_ms) = ms;
         return CLI_OK;
+    }
+}
+
+static int set(void *ctx, int c, const char *arg)
+{
+    struct fight_args *a = ctx;
+    struct fight_opts *o = &a->o;
+    switch (c) {
+    case 's': case 'r': case 'n': case 'w': return set_count(c, arg, o);
+    case 'k': case 'm': case 'e': case 't': case 'P': case 'S': return set_choice(c, arg, o);
     case 'A': o->sla_cmd = arg; return CLI_OK;
     case 'N': o->noisy_cmd = arg; return CLI_OK;
     case 'K': o->kernels = arg; return CLI_OK;
@@ -173,11 +209,11 @@ static int one_opt(int c, const char *arg, struct fight_opts *o, const char **fm
     case 'o':
         if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0)
             return bad_usage("-o takes text or json, not", arg);
-        *fmt = arg;
+        a->fmt = arg;
         return CLI_OK;
-    case 'g': *svg = arg; return CLI_OK;
-    case 'W': *worker = arg; return CLI_OK;
-    default: fight_usage(stderr); return CLI_BAD_INPUT;
+    case 'g': a->svg = arg; return CLI_OK;
+    case 'W': a->worker = arg; return CLI_OK;
+    default: return CLI_BAD_INPUT;
     }
 }
 
@@ -185,13 +221,11 @@ static int write_outputs(const struct fight_result *r, const char *fmt, const ch
 {
     struct ts_sbuf b;
     struct ts_error e = {0};
-    ts_sbuf_init(&b, 64u << 20);
+    ts_sbuf_init(&b, CLI_REPORT_MAX);
     int rc = CLI_OK;
     if (strcmp(fmt, "json") == 0) {
-        if (fight_report_json(r, &b, &e) != TS_OK) {
-            cli_print_error(&e);
-            rc = CLI_FAIL;
-        }
+        if (fight_report_json(r, &b, &e) != TS_OK)
+            rc = cli_fail(&e, CLI_DOING);
     } else {
         fight_report_text(r, &b);
     }
@@ -199,7 +233,7 @@ static int write_outputs(const struct fight_result *r, const char *fmt, const ch
         rc = cli_write("-", ts_sbuf_str(&b), b.len);
     ts_sbuf_release(&b);
     if (rc == CLI_OK && svg) {
-        ts_sbuf_init(&b, 64u << 20);
+        ts_sbuf_init(&b, CLI_REPORT_MAX);
         fight_plot_svg(r, &b);
         rc = ts_sbuf_status(&b) == TS_OK ? cli_write(svg, ts_sbuf_str(&b), b.len) : CLI_FAIL;
         ts_sbuf_release(&b);
@@ -207,45 +241,43 @@ static int write_outputs(const struct fight_result *r, const char *fmt, const ch
     return rc;
 }
 
-int cmd_fight(int argc, char **argv)
+/* The test itself, o complete; an exit code. */
+static int run(struct fight_args *a)
 {
-    struct fight_opts o;
-    fight_opts_default(&o);
-    const char *fmt = "text", *svg = NULL, *worker = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", OPTS, NULL)) != -1) {
-        if (c == 'h') {
-            fight_usage(stdout);
-            return CLI_OK;
-        }
-        int rc = one_opt(c, optarg, &o, &fmt, &svg, &worker);
-        if (rc != CLI_OK)
-            return rc;
-    }
-    if (optind < argc)
-        return bad_usage("unexpected argument", argv[optind]);
-    if (worker)
-        return run_worker(worker, &o);
-    if (!o.sla_cmd != !o.noisy_cmd)
-        return bad_usage("--sla and --noisy go together; missing", o.sla_cmd ? "--noisy" : "--sla");
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n <= 0)
         return bad_usage("cannot find the tessera binary through", "/proc/self/exe");
     self[n] = '\0';
-    o.self = self;
+    a->o.self = self;
     struct fight_result r;
     struct ts_error e = {0};
-    ts_status st = fight_run(&o, &r, &e);
+    ts_status st = fight_run(&a->o, &r, &e);
     if (st != TS_OK) {
         print_error(NULL, &e);
         fight_result_release(&r);
-        return st == TS_NOT_FOUND || st == TS_USAGE ? CLI_BAD_INPUT : CLI_FAIL;
+        return cli_exit(st, CLI_DOING);
     }
-    int rc = write_outputs(&r, fmt, svg);
+    int rc = write_outputs(&r, a->fmt, a->svg);
     if (rc == CLI_OK && r.verdict != FIGHT_ST_PASS)
         rc = CLI_FAIL;
     fight_result_release(&r);
     return rc;
+}
+
+int cmd_fight(int argc, char **argv)
+{
+    struct fight_args a = {.fmt = "text"};
+    fight_opts_default(&a.o);
+    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+    if (optind < argc)
+        return bad_usage("unexpected argument", argv[optind]);
+    if (a.worker)
+        return run_worker(a.worker, &a.o);
+    if (!a.o.sla_cmd != !a.o.noisy_cmd)
+        return bad_usage("--sla and --noisy go together; missing",
+                         a.o.sla_cmd ? "--noisy" : "--sla");
+    return run(&a);
 }

@@ -1,51 +1,89 @@
 /*
  * cmd_plan.c - `tessera plan`: decide and lay out, print text or JSON,
- * optionally write the SVG picture.
+ * optionally write the SVG picture; with --current, each planned card
+ * against what the nodes hold (reconf/).
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cli/cli.h"
 #include "inventory/inventory.h"
 #include "reconf/reconf.h"
-#include "cli/cli.h"
 #include "render/svg.h"
-#include "util/jsonfree.h"
 #include "report/report.h"
 
-static void plan_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json]\n"
-            "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
-            "                    [--current INVENTORY.json...]\n\n"
-            "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
-            "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
-            "whole GPUs; totals against the lower bound and the naive layout.\n\n"
-            "  -f, --filename FILE   tenancy spec (YAML; repeat for several files)\n"
-            "      --catalog FILE    extra GpuModel documents (e.g. from 'tessera catalog import')\n"
-            "  -o, --output FORMAT   text (default) or json (see docs/plan-json.md)\n"
-            "      --svg FILE        also write the fleet picture as SVG\n"
-            "      --solver NAME     auto (default): heuristic, GLPK when it may save a card;\n"
-            "                        exact: always GLPK; heuristic: never GLPK\n"
-            "      --time-limit SEC  GLPK time limit per GPU model (default 10)\n"
-            "      --current FILE    a node's 'tessera agent inventory -o json' (repeat for\n"
-            "                        several nodes): per planned card, keep or the steps\n"
-            "                        that reconfigure it (JSON: the reconfiguration key)\n");
-}
+static const struct cli_opt OPTS[] = {
+    CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
+    CLI_LONG('c', "catalog", "FILE", CLI_ALL,
+             "extra GpuModel documents (e.g. from 'tessera catalog import')"),
+    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default) or json (see docs/plan-json.md)"),
+    CLI_LONG('s', "svg", "FILE", CLI_ALL, "also write the fleet picture as SVG"),
+    CLI_LONG('S', "solver", "NAME", CLI_ALL,
+             "auto (default): heuristic, GLPK when it may save a card;\n"
+             "exact: always GLPK; heuristic: never GLPK"),
+    CLI_LONG('t', "time-limit", "SEC", CLI_ALL, "GLPK time limit per GPU model (default "
+             CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
+    CLI_LONG('C', "current", "FILE", CLI_ALL,
+             "a node's 'tessera agent inventory -o json' (repeat for\n"
+             "several nodes): per planned card, keep or the steps\n"
+             "that reconfigure it (JSON: the reconfiguration key)"),
+    CLI_END};
 
-static int parse_solver(const char *s, int *out)
+static const struct cli_verb VERB = {
+    "plan",
+    "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json]\n"
+    "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
+    "                    [--current INVENTORY.json...]\n\n"
+    "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
+    "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
+    "whole GPUs; totals against the lower bound and the naive layout.\n",
+    OPTS, NULL};
+
+struct plan_args {
+    struct cli_files spec, catalog, current;
+    const char *format, *svg;
+    struct plan_options popt;
+};
+
+static int set_solver(struct plan_options *popt, const char *arg)
 {
-    static const char *const names[] = {"auto", "exact", "heuristic"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *out = i;
-            return 1;
+    for (int i = 0; plan_solver_names[i]; i++)
+        if (strcmp(arg, plan_solver_names[i]) == 0) {
+            popt->solver = i;
+            return CLI_OK;
         }
-    return 0;
+    fprintf(stderr, "tessera: --solver must be auto, exact or heuristic\n");
+    return CLI_BAD_INPUT;
 }
 
-/* The inventories of --current (NULL, 0 when none); exit code. */
+static int set_time_limit(struct plan_options *popt, const char *arg)
+{
+    char *end = NULL;
+    popt->time_limit_s = strtod(arg, &end);
+    if (!end || *end || popt->time_limit_s <= 0 || popt->time_limit_s > 3600) {
+        fprintf(stderr, "tessera: --time-limit must be seconds between 0 and 3600\n");
+        return CLI_BAD_INPUT;
+    }
+    return CLI_OK;
+}
+
+static int set(void *ctx, int key, const char *arg)
+{
+    struct plan_args *a = ctx;
+    switch (key) {
+    case 'f': return cli_files_add(&a->spec, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'C': return cli_files_add(&a->current, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'o': a->format = arg; return CLI_OK;
+    case 's': a->svg = arg; return CLI_OK;
+    case 't': return set_time_limit(&a->popt, arg);
+    case 'S': return set_solver(&a->popt, arg);
+    default: return CLI_BAD_INPUT;
+    }
+}
+
+/* The inventories of --current (NULL, 0 when none). */
 struct current {
     struct inv_node *inv;
     int n;
@@ -59,35 +97,22 @@ static int load_current(const struct cli_files *files, struct current *cur)
         return CLI_FAIL;
     for (size_t i = 0; i < files->n; i++) {
         struct ts_error e = {0};
-        if (inv_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK) {
-            cli_print_error(&e);
-            return CLI_BAD_INPUT;
-        }
+        if (inv_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK)
+            return cli_fail(&e, CLI_READING);
         cur->n++;
     }
     return CLI_OK;
 }
 
-/* The plan JSON with a "reconfiguration" key added (same key order and indent). */
+/* The plan JSON with its "reconfiguration" key. */
 static void json_with_current(const struct plan *p, const struct reconf_plan *ap,
                               const struct current *cur, struct ts_sbuf *out)
 {
-    struct ts_sbuf plain;
-    ts_sbuf_init(&plain, 64u << 20);
-    report_json(p, &plain);
-    json_t *root = json_loads(ts_sbuf_str(&plain), 0, NULL);
-    ts_sbuf_release(&plain);
-    if (root)
-        json_object_set_new(root, "reconfiguration", reconf_json(ap, cur->inv, cur->n,
-                                                                       cur->cat));
-    char *text = root ? json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2) |
-                                             JSON_REAL_PRECISION(10)) : NULL;
-    json_decref(root);
-    ts_sbuf_puts(out, text ? text : "");
-    ts_sbuf_puts(out, "\n");
-    if (!text)
-        out->failed = 1;
-    json_free_text(text);
+    json_t *doc = report_json_doc(p);
+    if (doc)
+        json_object_set_new(doc, "reconfiguration", reconf_json(ap, cur->inv, cur->n, cur->cat));
+    report_json_dump(doc, out);
+    json_decref(doc);
 }
 
 static void report_current(const struct plan *p, const char *format, const struct current *cur,
@@ -112,7 +137,7 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
                 const struct current *cur)
 {
     struct ts_sbuf out;
-    ts_sbuf_init(&out, 64u << 20);
+    ts_sbuf_init(&out, CLI_REPORT_MAX);
     if (cur->inv)
         report_current(p, format, cur, &out);
     else if (strcmp(format, "json") == 0)
@@ -129,61 +154,32 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     return rc;
 }
 
-int cmd_plan(int argc, char **argv)
+static int run(const struct plan_args *a)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"catalog", required_argument, NULL, 'c'},
-        {"output", required_argument, NULL, 'o'},   {"svg", required_argument, NULL, 's'},
-        {"solver", required_argument, NULL, 'S'},   {"time-limit", required_argument, NULL, 't'},
-        {"current", required_argument, NULL, 'C'},  {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    struct cli_files spec = {0}, catalog = {0}, current = {0};
-    const char *format = "text", *svg = NULL;
-    struct plan_options popt = {PLAN_SOLVER_AUTO, 10.0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'f': if (!cli_files_add(&spec, optarg)) return CLI_BAD_INPUT; break;
-        case 'c': if (!cli_files_add(&catalog, optarg)) return CLI_BAD_INPUT; break;
-        case 'C': if (!cli_files_add(&current, optarg)) return CLI_BAD_INPUT; break;
-        case 'o': format = optarg; break;
-        case 's': svg = optarg; break;
-        case 'S':
-            if (!parse_solver(optarg, &popt.solver)) {
-                fprintf(stderr, "tessera: --solver must be auto, exact or heuristic\n");
-                return CLI_BAD_INPUT;
-            }
-            break;
-        case 't':
-            popt.time_limit_s = strtod(optarg, &end);
-            if (!end || *end || popt.time_limit_s <= 0 || popt.time_limit_s > 3600) {
-                fprintf(stderr, "tessera: --time-limit must be seconds between 0 and 3600\n");
-                return CLI_BAD_INPUT;
-            }
-            break;
-        case 'h': plan_usage(stdout); return CLI_OK;
-        default: plan_usage(stderr); return CLI_BAD_INPUT;
-        }
-    }
-    if (optind < argc || (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)) {
-        fprintf(stderr, "tessera: %s\n", optind < argc ? "unexpected argument" :
-                "-o must be text or json");
-        plan_usage(stderr);
-        return CLI_BAD_INPUT;
-    }
-    struct cli_job job;
+    struct cli_job job = {0};
     struct current cur = {NULL, 0, NULL};
-    int rc = current.n ? load_current(&current, &cur) : CLI_OK;
+    int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
     if (rc == CLI_OK)
-        rc = cli_job_plan(&job, &spec, &catalog, &popt);
-    else
-        memset(&job, 0, sizeof job);
+        rc = cli_job_plan(&job, &a->spec, &a->catalog, &a->popt);
     cur.cat = job.cat;
     if (rc == CLI_OK)
-        rc = emit(job.plan, format, svg, &cur);
+        rc = emit(job.plan, a->format, a->svg, &cur);
     cli_job_free(&job);
     free(cur.inv);
     return rc;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    struct plan_args a = {.format = "text", .popt = PLAN_OPTIONS_DEFAULT};
+    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+    if (optind < argc || (strcmp(a.format, "text") != 0 && strcmp(a.format, "json") != 0)) {
+        fprintf(stderr, "tessera: %s\n", optind < argc ? "unexpected argument" :
+                "-o must be text or json");
+        cli_usage(&VERB, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    return run(&a);
 }

@@ -13,8 +13,6 @@
 #include "meter/scrape.h"
 #include "util/time.h"
 
-#define TARGETS_MAX 256
-
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
@@ -23,30 +21,46 @@ static void on_signal(int sig)
     stop_requested = 1;
 }
 
-static void scrape_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tessera meter scrape -f SPEC --db DB --target URL [--target URL ...]\n"
-            "                            [--interval 15s] [--timeout 5s] [--connect-timeout T]\n"
-            "                            [--retries 3] [--count N] [--max-body 256M]\n"
-            "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n\n"
-            "Every --interval (rounds aligned to multiples of it) GET each target's\n"
-            "dcgm-exporter /metrics over http:// or https:// and store one sample per GPU or\n"
-            "MIG instance, stamped with the time the request was sent (or the sample's own\n"
-            "timestamp). --timeout bounds each attempt, --connect-timeout (default: --timeout)\n"
-            "its connection; a refused or lost connection, a timeout or a 5xx answer is tried\n"
-            "again --retries times, waiting 0.5 s, then 1 s, 2 s...; a 4xx, a TLS failure or a\n"
-            "body over --max-body is not. Scrapes the store could not take wait and are\n"
-            "flushed again before each round and, for up to 30 s, at the end. Each target's\n"
-            "latest body (up to 16 MiB) is kept for tenant-labelled /metrics.\n"
-            "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
-            "One key=value line per scrape on stderr; a summary on stdout. Exit 0 when every\n"
-            "scrape was fetched, parsed and stored, 1 otherwise, 2 on bad usage.\n");
-}
+static const struct cli_opt OPTS[] = {
+    CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
+    CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
+    CLI_LONG('u', "target", "URL", CLI_ALL, "a dcgm-exporter's /metrics (repeat for several)"),
+    CLI_LONG('i', "interval", "DUR", CLI_ALL, "time between rounds (default 15s)"),
+    CLI_LONG('t', "timeout", "DUR", CLI_ALL, "the limit of one attempt (default 5s)"),
+    CLI_LONG('C', "connect-timeout", "DUR", CLI_ALL,
+             "the limit of its connection (default: --timeout)"),
+    CLI_LONG('r', "retries", "N", CLI_ALL,
+             "attempts after the first (default 3, at most " CLI_STR(CLI_RETRIES_MAX) ")"),
+    CLI_LONG('n', "count", "N", CLI_ALL, "rounds to run (default: until a signal)"),
+    CLI_LONG('m', "max-body", "SIZE", CLI_ALL, "the largest body taken (default 256M; K, M, G)"),
+    CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for https:// targets"),
+    CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify https:// targets' certificates"),
+    CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
+    CLI_END};
+
+static const struct cli_verb VERB = {
+    "meter",
+    "usage: tessera meter scrape -f SPEC --db DB --target URL [--target URL ...]\n"
+    "                            [--interval 15s] [--timeout 5s] [--connect-timeout T]\n"
+    "                            [--retries 3] [--count N] [--max-body 256M]\n"
+    "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n\n"
+    "Every --interval (rounds aligned to multiples of it) GET each target's\n"
+    "dcgm-exporter /metrics over http:// or https:// and store one sample per GPU or\n"
+    "MIG instance, stamped with the time the request was sent (or the sample's own\n"
+    "timestamp). --timeout bounds each attempt, --connect-timeout (default: --timeout)\n"
+    "its connection; a refused or lost connection, a timeout or a 5xx answer is tried\n"
+    "again --retries times, waiting 0.5 s, then 1 s, 2 s...; a 4xx, a TLS failure or a\n"
+    "body over --max-body is not. Scrapes the store could not take wait and are\n"
+    "flushed again before each round and, for up to 30 s, at the end. Each target's\n"
+    "latest body (up to 16 MiB) is kept for tenant-labelled /metrics.\n"
+    "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
+    "One key=value line per scrape on stderr; a summary on stdout. Exit 0 when every\n"
+    "scrape was fetched, parsed and stored, 1 otherwise, 2 on bad usage.\n",
+    OPTS, NULL};
 
 struct scrape_args {
     struct cli_files spec;
-    const char *db, *keyfile, *targets[TARGETS_MAX];
+    const char *db, *keyfile, *targets[CLI_TARGETS_MAX];
     size_t ntargets;
     struct meter_scrape_opts o;
     int have_connect;
@@ -69,7 +83,7 @@ static int parse_count(const char *text, long *out, long min)
 {
     char *end;
     long v = strtol(text, &end, 10);
-    if (end == text || *end || v < min || v > 1000000000L)
+    if (end == text || *end || v < min || v > CLI_COUNT_MAX)
         return 0;
     *out = v;
     return 1;
@@ -84,73 +98,63 @@ static int add_target(struct scrape_args *a, const char *url)
                 shown);
         return 0;
     }
-    if (a->ntargets == TARGETS_MAX) {
-        fprintf(stderr, "tessera: at most %d --target\n", TARGETS_MAX);
+    if (a->ntargets == CLI_TARGETS_MAX) {
+        fprintf(stderr, "tessera: at most %d --target\n", CLI_TARGETS_MAX);
         return 0;
     }
     a->targets[a->ntargets++] = url;
     return 1;
 }
 
-static int parse_flag(struct scrape_args *a, int c)
+static int parse_flag(struct scrape_args *a, int c, const char *arg)
 {
     long n = 0;
     struct meter_fetch_opts *f = &a->o.fetch;
     switch (c) {
-    case 'f': return cli_files_add(&a->spec, optarg);
-    case 'd': a->db = optarg; return 1;
-    case 'u': return add_target(a, optarg);
-    case 'k': a->keyfile = optarg; return 1;
-    case 'c': f->cacert = optarg; return 1;
+    case 'f': return cli_files_add(&a->spec, arg);
+    case 'd': a->db = arg; return 1;
+    case 'u': return add_target(a, arg);
+    case 'k': a->keyfile = arg; return 1;
+    case 'c': f->cacert = arg; return 1;
     case 'K': f->insecure = 1; return 1;
-    case 'i': return ts_duration_parse(optarg, &a->o.interval_ms) && a->o.interval_ms > 0;
-    case 't': return ts_duration_parse(optarg, &f->timeout_ms) && f->timeout_ms > 0;
+    case 'i': return ts_duration_parse(arg, &a->o.interval_ms) && a->o.interval_ms > 0;
+    case 't': return ts_duration_parse(arg, &f->timeout_ms) && f->timeout_ms > 0;
     case 'C':
         a->have_connect = 1;
-        return ts_duration_parse(optarg, &f->connect_timeout_ms) && f->connect_timeout_ms > 0;
-    case 'r': return parse_count(optarg, &n, 0) && n <= 100 && (f->retries = (int)n, 1);
-    case 'n': return parse_count(optarg, &a->o.count, 1);
-    case 'm': return parse_size(optarg, &f->max_body);
+        return ts_duration_parse(arg, &f->connect_timeout_ms) && f->connect_timeout_ms > 0;
+    case 'r': return parse_count(arg, &n, 0) && n <= CLI_RETRIES_MAX && (f->retries = (int)n, 1);
+    case 'n': return parse_count(arg, &a->o.count, 1);
+    case 'm': return parse_size(arg, &f->max_body);
     default: return 0;
     }
 }
 
-/* 1: go on; 0: exit with *rc (help, or a message printed). */
-static int parse_args(int argc, char **argv, struct scrape_args *a, int *rc)
+static int set(void *ctx, int key, const char *arg)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'}, {"db", required_argument, NULL, 'd'},
-        {"target", required_argument, NULL, 'u'},   {"interval", required_argument, NULL, 'i'},
-        {"timeout", required_argument, NULL, 't'},  {"connect-timeout", required_argument, NULL, 'C'},
-        {"retries", required_argument, NULL, 'r'},  {"count", required_argument, NULL, 'n'},
-        {"max-body", required_argument, NULL, 'm'}, {"cacert", required_argument, NULL, 'c'},
-        {"insecure", no_argument, NULL, 'K'},       {"hmac-key-file", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    int c, idx = -1;
-    optind = 1;
-    *rc = CLI_BAD_INPUT;
-    while ((c = getopt_long(argc, argv, "f:h", opts, &idx)) != -1) {
-        if (c == 'h') {
-            scrape_usage(stdout);
-            *rc = CLI_OK;
-            return 0;
-        }
-        if (!parse_flag(a, c)) {
-            if (c != '?' && c != 'f' && c != 'u')
-                fprintf(stderr, "tessera: meter scrape: bad value '%s' for --%s\n", optarg,
-                        idx >= 0 ? opts[idx].name : "?");
-            return 0;
-        }
-        idx = -1;
-    }
+    if (parse_flag(ctx, key, arg))
+        return CLI_OK;
+    if (key != 'f' && key != 'u') /* those two said why */
+        fprintf(stderr, "tessera: meter scrape: bad value '%s' for --%s\n", arg,
+                cli_opt_name(&VERB, key));
+    return CLI_BAD_INPUT;
+}
+
+/* CLI_OK to go on, CLI_HELP after --help, else an exit code (a message printed). */
+static int parse_args(int argc, char **argv, struct scrape_args *a)
+{
+    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, a);
+    if (rc == CLI_HELP)
+        cli_help(&VERB, CLI_ALL);
+    if (rc != CLI_OK)
+        return rc;
     if (!a->spec.n || !a->db || !a->ntargets || optind < argc) {
         fprintf(stderr, "tessera: meter scrape needs -f SPEC, --db DB and --target URL "
                 "(see tessera meter scrape --help)\n");
-        return 0;
+        return CLI_BAD_INPUT;
     }
     if (!a->have_connect)
         a->o.fetch.connect_timeout_ms = a->o.fetch.timeout_ms;
-    return 1;
+    return CLI_OK;
 }
 
 /* ---- log lines -------------------------------------------------------- */
@@ -238,8 +242,8 @@ int cmd_meter_scrape(int argc, char **argv)
         .fetch = {.timeout_ms = 5000, .retries = 3, .backoff_ms = 500,
                   .max_body = METER_SCRAPE_BODY_MAX, .stop = &stop_requested}};
     int rc;
-    if (!parse_args(argc, argv, &a, &rc))
-        return rc;
+    if ((rc = parse_args(argc, argv, &a)) != CLI_OK)
+        return rc == CLI_HELP ? CLI_OK : rc;
     a.o.targets = a.targets;
     a.o.ntargets = a.ntargets;
     struct cli_meter m;
@@ -250,10 +254,8 @@ int cmd_meter_scrape(int argc, char **argv)
     struct ts_error e = {0};
     if (rc == CLI_OK) {
         install_signals();
-        if (meter_scrape_run(&m.ctx, m.st, &a.o, log_event, &m, &t, &e) != TS_OK) {
-            cli_print_error(&e);
-            rc = e.code == TS_USAGE ? CLI_BAD_INPUT : CLI_FAIL;
-        }
+        if (meter_scrape_run(&m.ctx, m.st, &a.o, log_event, &m, &t, &e) != TS_OK)
+            rc = cli_fail(&e, CLI_DOING);
         printf("rounds=%ld scrapes=%zu failed=%zu rejected=%zu new_samples=%zu lost=%zu\n",
                t.rounds, t.scrapes, t.failed, t.rejected, t.inserted, t.lost);
     }

@@ -10,140 +10,149 @@
 #include "serve/serve.h"
 #include "util/time.h"
 
-static void serve_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: tessera serve -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
-            "                     [--listen ADDR:PORT] [--catalog FILE] [--log-format text|json]\n"
-            "                     [--threads N] [--conn-timeout SEC] [--runtime-class NAME...]\n"
-            "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
-            "                     [--metering-refresh DUR]]\n\n"
-            "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
-            "admission.k8s.io/v1 AdmissionReview for Pods, workloads with pod templates,\n"
-            "ResourceClaims and ResourceClaimTemplates, and denies what the tenant's plan and\n"
-            "contract do not allow; GET /healthz, /readyz and /metrics (Prometheus).\n"
-            "SIGHUP, or a change to the spec, catalog or certificate files, reloads them;\n"
-            "a spec that fails to load keeps the old policy serving. SIGTERM stops after the\n"
-            "requests in flight.\n"
-            "/metrics also shows each tenant's allocation in the plan and, with --db, the\n"
-            "GPU-hours per tenant from the metering store (as `tessera usage` counts them) and\n"
-            "the stored dcgm-exporter series with a tenant label; a store that fails shows\n"
-            "tessera_metering_up 0, the rest of the page is still served.\n\n"
-            "  -f, --filename FILE     tenancy spec (repeat for several files)\n"
-            "      --tls-cert FILE     PEM certificate (chain) the API server trusts\n"
-            "      --tls-key FILE      its PEM private key\n"
-            "      --listen ADDR:PORT  default 0.0.0.0:8443 ([::]:8443 for IPv6)\n"
-            "      --catalog FILE      extra GpuModel documents\n"
-            "      --log-format FMT    text (key=value, default) or json\n"
-            "      --threads N         worker threads (default: one per core)\n"
-            "      --conn-timeout SEC  close a connection idle this long (default 10)\n"
-            "      --runtime-class N   an allowed runtimeClassName (repeat; default nvidia)\n"
-            "      --shim-path PATH    the LD_PRELOAD value allowed (tessera's CUDA shim)\n"
-            "      --db DB             metering store: sqlite:PATH or postgres://...\n"
-            "      --interval DUR      the scrape interval of the stored samples (default 15s;\n"
-            "                          gaps count at most twice this, as in tessera usage)\n"
-            "      --metering-refresh DUR\n"
-            "                          how long /metrics reuses what it read from the store\n"
-            "                          (default 10s)\n");
-}
+static const struct cli_opt OPTS[] = {
+    CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (repeat for several files)"),
+    CLI_LONG('C', "tls-cert", "FILE", CLI_ALL, "PEM certificate (chain) the API server trusts"),
+    CLI_LONG('K', "tls-key", "FILE", CLI_ALL, "its PEM private key"),
+    CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "default 0.0.0.0:8443 ([::]:8443 for IPv6)"),
+    CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
+    CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
+    CLI_LONG('t', "threads", "N", CLI_ALL, "worker threads (default: one per core)"),
+    CLI_LONG('T', "conn-timeout", "SEC", CLI_ALL, "close a connection idle this long (default 10)"),
+    CLI_LONG('r', "runtime-class", "N", CLI_ALL,
+             "an allowed runtimeClassName (repeat; default nvidia)"),
+    CLI_LONG('s', "shim-path", "PATH", CLI_ALL,
+             "the LD_PRELOAD value allowed (tessera's CUDA shim)"),
+    CLI_LONG('d', "db", "DB", CLI_ALL, "metering store: sqlite:PATH or postgres://..."),
+    CLI_LONG('i', "interval", "DUR", CLI_ALL,
+             "the scrape interval of the stored samples (default 15s;\n"
+             "gaps count at most twice this, as in tessera usage)"),
+    CLI_LONG('R', "metering-refresh", "DUR", CLI_ALL,
+             "how long /metrics reuses what it read from the store\n"
+             "(default 10s)"),
+    CLI_END};
 
-#define MAX_RUNTIME_CLASSES 16
+static const struct cli_verb VERB = {
+    "serve",
+    "usage: tessera serve -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
+    "                     [--listen ADDR:PORT] [--catalog FILE] [--log-format text|json]\n"
+    "                     [--threads N] [--conn-timeout SEC] [--runtime-class NAME...]\n"
+    "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
+    "                     [--metering-refresh DUR]]\n\n"
+    "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
+    "admission.k8s.io/v1 AdmissionReview for Pods, workloads with pod templates,\n"
+    "ResourceClaims and ResourceClaimTemplates, and denies what the tenant's plan and\n"
+    "contract do not allow; GET /healthz, /readyz and /metrics (Prometheus).\n"
+    "SIGHUP, or a change to the spec, catalog or certificate files, reloads them;\n"
+    "a spec that fails to load keeps the old policy serving. SIGTERM stops after the\n"
+    "requests in flight.\n"
+    "/metrics also shows each tenant's allocation in the plan and, with --db, the\n"
+    "GPU-hours per tenant from the metering store (as `tessera usage` counts them) and\n"
+    "the stored dcgm-exporter series with a tenant label; a store that fails shows\n"
+    "tessera_metering_up 0, the rest of the page is still served.\n",
+    OPTS, NULL};
+
+struct serve_args {
+    struct cli_files spec, catalog;
+    struct serve_options o;
+    const char *classes[CLI_RUNTIME_CLASSES_MAX + 1];
+    size_t nclasses;
+};
 
 /* A positive duration for --flag; 0 (and a message) when it is not one. */
 static int duration(const char *flag, const char *text, int64_t *ms)
 {
     if (ts_duration_parse(text, ms) && *ms > 0)
-        return 1;
+        return CLI_OK;
     fprintf(stderr, "tessera: --%s: bad duration '%s' (like 15s, 500ms, 2m)\n", flag, text);
-    return 0;
+    return CLI_BAD_INPUT;
+}
+
+/* An unsigned number from lo to hi, else what (a message) and 0. */
+static int number(const char *text, unsigned lo, unsigned hi, unsigned *out, const char *what)
+{
+    char *end = NULL;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*end || v < lo || v > hi) {
+        fprintf(stderr, "tessera: %s\n", what);
+        return CLI_BAD_INPUT;
+    }
+    *out = (unsigned)v;
+    return CLI_OK;
+}
+
+static int log_format(struct serve_options *o, const char *arg)
+{
+    if (strcmp(arg, "json") != 0 && strcmp(arg, "text") != 0) {
+        fprintf(stderr, "tessera: --log-format must be text or json\n");
+        return CLI_BAD_INPUT;
+    }
+    o->log_json = strcmp(arg, "json") == 0;
+    return CLI_OK;
+}
+
+static int runtime_class(struct serve_args *a, const char *arg)
+{
+    if (a->nclasses == CLI_RUNTIME_CLASSES_MAX) {
+        fprintf(stderr, "tessera: at most %d --runtime-class\n", CLI_RUNTIME_CLASSES_MAX);
+        return CLI_BAD_INPUT;
+    }
+    a->classes[a->nclasses++] = arg;
+    return CLI_OK;
+}
+
+static int set(void *ctx, int key, const char *arg)
+{
+    struct serve_args *a = ctx;
+    struct serve_options *o = &a->o;
+    switch (key) {
+    case 'f': return cli_files_add(&a->spec, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'C': o->cert_file = arg; return CLI_OK;
+    case 'K': o->key_file = arg; return CLI_OK;
+    case 'l': o->listen = arg; return CLI_OK;
+    case 's': o->admit.shim_path = arg; return CLI_OK;
+    case 'd': o->db_url = arg; return CLI_OK;
+    case 'i': return duration("interval", arg, &o->meter_interval_ms);
+    case 'R': return duration("metering-refresh", arg, &o->meter_refresh_ms);
+    case 'L': return log_format(o, arg);
+    case 't': return number(arg, 1, 256, &o->threads, "--threads must be 1 to 256");
+    case 'T':
+        return number(arg, 1, 600, &o->timeout_s, "--conn-timeout must be 1 to 600 seconds");
+    case 'r': return runtime_class(a, arg);
+    default: return CLI_BAD_INPUT;
+    }
+}
+
+static int check_args(int argc, const struct serve_args *a)
+{
+    if (optind < argc || !a->spec.n || !a->o.cert_file || !a->o.key_file) {
+        fprintf(stderr, "tessera: serve needs -f SPEC, --tls-cert and --tls-key\n");
+        cli_usage(&VERB, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    if (!a->o.db_url && (a->o.meter_interval_ms || a->o.meter_refresh_ms)) {
+        fprintf(stderr, "tessera: --interval and --metering-refresh need --db\n");
+        return CLI_BAD_INPUT;
+    }
+    return CLI_OK;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"filename", required_argument, NULL, 'f'},   {"tls-cert", required_argument, NULL, 'C'},
-        {"tls-key", required_argument, NULL, 'K'},    {"listen", required_argument, NULL, 'l'},
-        {"catalog", required_argument, NULL, 'c'},    {"log-format", required_argument, NULL, 'L'},
-        {"threads", required_argument, NULL, 't'},    {"runtime-class", required_argument, NULL, 'r'},
-        {"shim-path", required_argument, NULL, 's'},  {"conn-timeout", required_argument, NULL, 'T'},
-        {"db", required_argument, NULL, 'd'},         {"interval", required_argument, NULL, 'i'},
-        {"metering-refresh", required_argument, NULL, 'R'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    struct cli_files spec = {0}, catalog = {0};
-    struct serve_options o = {0};
-    const char *classes[MAX_RUNTIME_CLASSES + 1] = {0};
-    size_t nclasses = 0;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'f': if (!cli_files_add(&spec, optarg)) return CLI_BAD_INPUT; break;
-        case 'c': if (!cli_files_add(&catalog, optarg)) return CLI_BAD_INPUT; break;
-        case 'C': o.cert_file = optarg; break;
-        case 'K': o.key_file = optarg; break;
-        case 'l': o.listen = optarg; break;
-        case 's': o.admit.shim_path = optarg; break;
-        case 'd': o.db_url = optarg; break;
-        case 'i':
-            if (!duration("interval", optarg, &o.meter_interval_ms))
-                return CLI_BAD_INPUT;
-            break;
-        case 'R':
-            if (!duration("metering-refresh", optarg, &o.meter_refresh_ms))
-                return CLI_BAD_INPUT;
-            break;
-        case 'L':
-            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-                fprintf(stderr, "tessera: --log-format must be text or json\n");
-                return CLI_BAD_INPUT;
-            }
-            o.log_json = strcmp(optarg, "json") == 0;
-            break;
-        case 't':
-            o.threads = (unsigned)strtoul(optarg, &end, 10);
-            if (*end || o.threads < 1 || o.threads > 256) {
-                fprintf(stderr, "tessera: --threads must be 1 to 256\n");
-                return CLI_BAD_INPUT;
-            }
-            break;
-        case 'T':
-            o.timeout_s = (unsigned)strtoul(optarg, &end, 10);
-            if (*end || o.timeout_s < 1 || o.timeout_s > 600) {
-                fprintf(stderr, "tessera: --conn-timeout must be 1 to 600 seconds\n");
-                return CLI_BAD_INPUT;
-            }
-            break;
-        case 'r':
-            if (nclasses == MAX_RUNTIME_CLASSES) {
-                fprintf(stderr, "tessera: at most %d --runtime-class\n", MAX_RUNTIME_CLASSES);
-                return CLI_BAD_INPUT;
-            }
-            classes[nclasses++] = optarg;
-            break;
-        case 'h': serve_usage(stdout); return CLI_OK;
-        default: serve_usage(stderr); return CLI_BAD_INPUT;
-        }
-    }
-    if (optind < argc || !spec.n || !o.cert_file || !o.key_file) {
-        fprintf(stderr, "tessera: serve needs -f SPEC, --tls-cert and --tls-key\n");
-        serve_usage(stderr);
-        return CLI_BAD_INPUT;
-    }
-    if (!o.db_url && (o.meter_interval_ms || o.meter_refresh_ms)) {
-        fprintf(stderr, "tessera: --interval and --metering-refresh need --db\n");
-        return CLI_BAD_INPUT;
-    }
-    o.spec_files = spec.paths;
-    o.nspec = spec.n;
-    o.catalog_files = catalog.paths;
-    o.ncatalog = catalog.n;
-    o.admit.runtime_classes = nclasses ? classes : NULL;
+    struct serve_args a = {0};
+    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+    if ((rc = check_args(argc, &a)) != CLI_OK)
+        return rc;
+    a.o.spec_files = a.spec.paths;
+    a.o.nspec = a.spec.n;
+    a.o.catalog_files = a.catalog.paths;
+    a.o.ncatalog = a.catalog.n;
+    a.o.admit.runtime_classes = a.nclasses ? a.classes : NULL;
     struct ts_error e = {0};
-    if (serve_run(&o, &e) != TS_OK) {
-        cli_print_error(&e);
-        return e.code == TS_USAGE || e.code == TS_INVALID ? CLI_BAD_INPUT : CLI_FAIL;
-    }
+    if (serve_run(&a.o, &e) != TS_OK)
+        return cli_fail(&e, CLI_DOING);
     return CLI_OK;
 }

@@ -1,5 +1,7 @@
 /*
- * common.c - helpers every subcommand uses (see cli.h).
+ * common.c - helpers every subcommand uses (see cli.h): the exit-code rule,
+ * files named by flags, printing errors, loading and planning a spec,
+ * writing output, reading an HMAC key.
  */
 #include "cli/cli.h"
 
@@ -33,10 +35,24 @@ void cli_print_diag(const struct ts_diag *diag)
         fprintf(stderr, "tessera: ... and %d more errors\n", diag->dropped);
 }
 
-static int status_exit(ts_status st)
+int cli_exit(ts_status st, enum cli_stage stage)
 {
-    return st == TS_INFEASIBLE ? CLI_FAIL : st == TS_NOMEM || st == TS_INTERNAL ? CLI_FAIL
-                                                                                 : CLI_BAD_INPUT;
+    switch (st) {
+    case TS_OK: return CLI_OK;
+    case TS_USAGE:
+    case TS_SYNTAX:
+    case TS_INVALID:
+    case TS_TOO_LARGE: return CLI_BAD_INPUT;
+    case TS_IO:
+    case TS_NOT_FOUND: return stage == CLI_READING ? CLI_BAD_INPUT : CLI_FAIL;
+    default: return CLI_FAIL; /* TS_INFEASIBLE, TS_NOMEM, TS_INTERNAL */
+    }
+}
+
+int cli_fail(const struct ts_error *e, enum cli_stage stage)
+{
+    cli_print_error(e);
+    return cli_exit(e->code, stage);
 }
 
 int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
@@ -57,7 +73,7 @@ int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
         cli_print_diag(&diag);
         if (diag.count == 0)
             fprintf(stderr, "tessera: %s\n", ts_status_str(st));
-        return status_exit(st);
+        return cli_exit(st, CLI_READING);
     }
     return CLI_OK;
 }
@@ -74,7 +90,7 @@ int cli_job_plan(struct cli_job *job, const struct cli_files *spec,
         cli_print_diag(&diag);
         if (diag.count == 0)
             fprintf(stderr, "tessera: plan: %s\n", ts_status_str(st));
-        return status_exit(st);
+        return cli_exit(st, CLI_DOING);
     }
     struct ts_error e;
     if (plan_verify(job->plan, &e) != TS_OK) {
@@ -103,10 +119,8 @@ int cli_write(const char *path, const char *text, size_t len)
         return CLI_OK;
     }
     struct ts_error e;
-    if (ts_file_write(path, text, len, &e) != TS_OK) {
-        cli_print_error(&e);
-        return CLI_FAIL;
-    }
+    if (ts_file_write(path, text, len, &e) != TS_OK)
+        return cli_fail(&e, CLI_DOING);
     return CLI_OK;
 }
 
@@ -117,10 +131,8 @@ int cli_read_key(const char *path, char **key, size_t *len)
     *len = 0;
     if (!path)
         return CLI_OK;
-    if (ts_file_read(path, 4096, key, len, &e) != TS_OK) {
-        cli_print_error(&e);
-        return CLI_BAD_INPUT; /* a key that cannot be read is bad usage */
-    }
+    if (ts_file_read(path, CLI_KEY_FILE_MAX, key, len, &e) != TS_OK)
+        return cli_fail(&e, CLI_READING);
     while (*len && ((*key)[*len - 1] == '\n' || (*key)[*len - 1] == '\r'))
         (*key)[--*len] = '\0';
     if (*len == 0) {

@@ -1,13 +1,16 @@
 /*
  * main.c - the `tessera` command: a table of subcommands, each in its own
- * cmd_<verb>.c file. Exit codes: 0 ok, 1 the job failed, 2 bad usage or
- * bad input.
+ * cmd_<verb>.c file, and --version. Exit codes (cli_exit in common.c): 0
+ * ok, 1 the job failed, 2 bad usage or bad input.
  */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
 
-#define TESSERA_VERSION "0.1.0"
+/* From project(VERSION) in CMakeLists.txt, the one place it is written. */
+#ifndef TESSERA_VERSION
+#error "TESSERA_VERSION comes from CMakeLists.txt (target_compile_definitions)"
+#endif
 
 struct command {
     const char *name;
@@ -38,8 +41,14 @@ static void usage(FILE *out)
                  "and a fleet layout.\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'tessera <command> --help' for a command's options.\n"
-                 "Exit codes: 0 ok, 1 the job failed, 2 bad usage or bad input.\n");
+    fprintf(out, "\nRun 'tessera <command> --help' for a command's options;\n"
+                 "'tessera --version' (or 'tessera version') prints the version.\n\n"
+                 "Exit codes, the same for every command:\n"
+                 "  0  ok\n"
+                 "  1  the job failed: the fleet cannot hold the spec, a FAIL verdict, a broken\n"
+                 "     ledger, rejected lines, a file or store that cannot be written, no driver\n"
+                 "  2  bad usage or bad input: unknown options, bad values, a spec, plan or\n"
+                 "     file that cannot be read or parsed, or is invalid or too large\n");
 }
 
 int main(int argc, char **argv)

@@ -8,8 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-#define CANON_MAX (1u << 20)
+#include "util/limits.h"
 
 static const char *nz(const char *s)
 {
@@ -55,7 +54,7 @@ ts_status ledger_hash(const char *prev, const struct store_ledger_entry *e, char
                       struct ts_error *err)
 {
     struct ts_sbuf b;
-    ts_sbuf_init(&b, CANON_MAX);
+    ts_sbuf_init(&b, LEDGER_CANON_MAX);
     ts_sbuf_puts(&b, prev);
     ledger_canonical(e, &b);
     ts_status rc = ts_sbuf_status(&b);

@@ -1,6 +1,8 @@
 /*
  * ledger.h - the custody ledger: which GPU or MIG instance served which
- * tenant, when, as a tamper-evident hash chain in the store (store.h).
+ * tenant, when, as a tamper-evident hash chain in the store (store.h); and
+ * the events of what a node holds (nvidia-smi -L, a NodeInventory with the
+ * plan's tenants), ready to record.
  *
  * Canonical bytes of an entry (version 1). Every item is a netstring:
  * the length of its value in bytes as ASCII decimal (no leading zeros,
@@ -42,7 +44,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "inventory/inventory.h"
+#include "reconf/reconf.h"
 #include "store/store.h"
+#include "util/arena.h"
 #include "util/error.h"
 #include "util/sbuf.h"
 
@@ -136,5 +141,28 @@ struct ledger_event ledger_event_of(const struct ledger_event *tmpl, const char 
 ts_status ledger_parse_smi(const char *text, const struct ledger_event *tmpl,
                            struct ledger_event **evs, size_t *n, char **arena,
                            struct ts_error *err);
+
+/* Events made here (ledger_inventory_events): n of them in ev; the strings
+ * not borrowed from the inputs live in arena. */
+struct ledger_events {
+    struct ledger_event *ev;
+    size_t n, cap;
+    struct ts_arena arena;
+};
+
+/* The custody events of a NodeInventory (`tessera agent inventory -o json`):
+ * one per GPU instance (instance_uuid its first compute instance's MIG
+ * device UUID, gi_id, placement "start:size", profile), or one per GPU that
+ * has none; source "inventory", node tmpl->node or else inv->node, ts_ms
+ * and the rest from tmpl. With plan (NULL: tmpl's tenant, "unassigned" when
+ * none) the tenant and workload are the plan's for that node and GPU: the
+ * planned instance of the same profile and placement, the card's owner for
+ * a GPU without instances, else "unassigned". Strings are borrowed from
+ * inv, plan and tmpl, which must outlive out; release with
+ * ledger_events_release (done already when this fails). */
+ts_status ledger_inventory_events(const struct inv_node *inv, const struct reconf_plan *plan,
+                                  const struct ledger_event *tmpl, struct ledger_events *out,
+                                  struct ts_error *err);
+void ledger_events_release(struct ledger_events *out);
 
 #endif

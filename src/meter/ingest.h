@@ -16,6 +16,8 @@
  * batch) once a later scrape time has begun and the table is full, or at
  * the end. A flush that fails keeps its samples; meter_ingest_finish may be
  * called again to retry them (inserts are idempotent on device + time).
+ * Custody violations it finds go into the ledger through
+ * meter_violation_record (violation.c).
  */
 #ifndef METER_INGEST_H
 #define METER_INGEST_H
@@ -23,8 +25,7 @@
 #include "meter/attrib.h"
 #include "meter/expo.h"
 #include "store/store.h"
-
-#define METER_DEVICES_MAX 4096 /* device-times held before a flush */
+#include "util/limits.h"   /* METER_DEVICES_MAX */
 
 /* A pod seen on a device the plan or ledger gives to another tenant. */
 struct meter_violation {
@@ -63,6 +64,11 @@ void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_coun
 /* The custody violations found (valid until free). */
 const struct meter_violation *meter_ingest_violations(const struct meter_ingest *in,
                                                       size_t *n);
+/* Record v in the custody ledger of st (violation.c; key may be NULL: no
+ * mac): source "observed", the tenant observed, workload "namespace/pod",
+ * v's node, GPU UUID, GI id and profile, at the first scrape that showed it. */
+ts_status meter_violation_record(struct store *st, const void *key, size_t key_len,
+                                 const struct meter_violation *v, struct ts_error *err);
 void meter_ingest_free(struct meter_ingest *in);
 
 #endif

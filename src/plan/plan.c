@@ -12,33 +12,29 @@
 
 const char *const plan_mode_names[] = {"free", "mig", "whole", "mps", "time-slicing",
                                        "memory-fraction", "vgpu", NULL};
+const char *const plan_solver_names[] = {"auto", "exact", "heuristic", NULL};
+
+int plan_mode_shares_card(int mode)
+{
+    return mode == PLAN_MPS || mode == PLAN_TIME_SLICING || mode == PLAN_MEMORY_FRACTION;
+}
 
 int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst)
 {
-    if (gpu->ninst == gpu->cap) {
-        size_t cap = gpu->cap ? gpu->cap * 2 : 8;
-        struct plan_inst *n = ts_arena_array(&p->arena, cap, sizeof(*n));
-        if (!n)
-            return 0;
-        if (gpu->ninst)
-            memcpy(n, gpu->inst, gpu->ninst * sizeof(*n));
-        gpu->inst = n;
-        gpu->cap = cap;
-    }
+    if (!ts_arena_grow(&p->arena, (void **)&gpu->inst, &gpu->cap, gpu->ninst, sizeof(*gpu->inst)))
+        return 0;
     gpu->inst[gpu->ninst++] = *inst;
     return 1;
 }
 
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
 {
-    struct ts_error e;
     const struct spec_loc *loc = r ? &r->workload->loc : &b->m->fleet->loc;
-    ts_err_at(&e, TS_INFEASIBLE, loc->file, loc->line, loc->column, loc->path, "%s", "");
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    ts_diag_vaddf(b->diag, TS_SEV_ERROR, TS_INFEASIBLE, loc->file, loc->line, loc->column,
+                  loc->path, fmt, ap);
     va_end(ap);
-    ts_diag_add(b->diag, &e);
 }
 
 static ts_status make_cards(struct plan_build *b)
@@ -200,8 +196,6 @@ static void totals(struct plan_build *b)
                                   : "heuristic";
 }
 
-#define PLAN_MAX_INSTANCES 100000
-
 /* The planner's input cap: instances (replicas x GPUs) over all workloads. */
 static ts_status check_size(struct plan_build *b)
 {
@@ -226,7 +220,7 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     ts_arena_init(&p->arena);
     p->model = m;
     p->decisions = d;
-    struct plan_options defaults = {PLAN_SOLVER_AUTO, 10.0};
+    static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
     struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0};
     ts_status st = check_size(&b);
     if (st == TS_OK)

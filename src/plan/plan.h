@@ -27,8 +27,13 @@ enum plan_mode {
     PLAN_VGPU,
 };
 extern const char *const plan_mode_names[];
+/* 1 for a sharing pool's card (MPS, time-slicing, memory fractions): the
+ * card of decide_mech_shares_card's mechanisms. */
+int plan_mode_shares_card(int mode);
 
 enum plan_solver { PLAN_SOLVER_AUTO, PLAN_SOLVER_EXACT, PLAN_SOLVER_HEURISTIC };
+/* "auto", "exact", "heuristic" (indexed by enum plan_solver), NULL-ended. */
+extern const char *const plan_solver_names[];
 
 struct plan_inst {
     const struct decide_row *row;       /* NULL for the canary slice */
@@ -77,6 +82,13 @@ struct plan_options {
     int solver;                         /* enum plan_solver */
     double time_limit_s;                /* GLPK time limit */
 };
+
+/* The layout `tessera plan` makes unless told otherwise (and every verb that
+ * lays the fleet out as it does): the heuristic, GLPK where it may save a
+ * card, at most 10 seconds of GLPK per GPU model. */
+#define PLAN_TIME_LIMIT_DEFAULT_S 10
+#define PLAN_OPTIONS_DEFAULT                                                                  \
+    { .solver = PLAN_SOLVER_AUTO, .time_limit_s = PLAN_TIME_LIMIT_DEFAULT_S }
 
 /* Build the plan. On failure diag says what cannot be placed and why. */
 ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,

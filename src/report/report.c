@@ -4,11 +4,12 @@
 #include "report/report.h"
 
 #include <jansson.h>
-#include "util/jsonfree.h"
+#include "util/jsonwrite.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/names.h"
 
 static const char *profile_name(const struct decide_row *r, char *buf, size_t size)
 {
@@ -31,8 +32,8 @@ static void text_decisions(const struct plan *p, struct ts_sbuf *out)
         const struct decide_row *r = &p->decisions->rows[i];
         char prof[32];
         ts_sbuf_printf(out, "%-14s %-14s %-15s %-10s %-16s %-4s %s\n", r->tenant->name,
-                       r->workload->name, decide_mech_names[r->mech], profile_name(r, prof, sizeof(prof)), r->model->name,
-                       r->rule, r->reason);
+                       r->workload->name, decide_mech_names[r->mech],
+                       profile_name(r, prof, sizeof(prof)), r->model->name, r->rule, r->reason);
     }
 }
 
@@ -169,10 +170,10 @@ static json_t *json_summary(const struct plan_summary *s)
     return o;
 }
 
-ts_status report_json(const struct plan *p, struct ts_sbuf *out)
+json_t *report_json_doc(const struct plan *p)
 {
     json_t *root = json_object(), *decisions = json_array(), *gpus = json_array();
-    json_object_set_new(root, "apiVersion", json_string("tessera.dev/v1alpha1"));
+    json_object_set_new(root, "apiVersion", json_string(TS_API_VERSION));
     json_object_set_new(root, "kind", json_string("Plan"));
     json_object_set_new(root, "summary", json_summary(&p->summary));
     for (size_t i = 0; i < p->decisions->nrows; i++)
@@ -181,12 +182,18 @@ ts_status report_json(const struct plan *p, struct ts_sbuf *out)
         json_array_append_new(gpus, json_gpu(&p->gpus[i]));
     json_object_set_new(root, "decisions", decisions);
     json_object_set_new(root, "gpus", gpus);
-    char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+    return root;
+}
+
+ts_status report_json_dump(const json_t *doc, struct ts_sbuf *out)
+{
+    return ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(10), out);
+}
+
+ts_status report_json(const struct plan *p, struct ts_sbuf *out)
+{
+    json_t *root = report_json_doc(p);
+    ts_status st = report_json_dump(root, out);
     json_decref(root);
-    if (!text)
-        return TS_NOMEM;
-    ts_sbuf_puts(out, text);
-    ts_sbuf_puts(out, "\n");
-    json_free_text(text);
-    return ts_sbuf_status(out);
+    return st;
 }

@@ -1,16 +1,26 @@
 /*
  * report.h - the plan for people (text) and for programs (JSON, documented
- * in docs/plan-json.md). Both are deterministic: the same plan gives the
- * same bytes.
+ * in docs/plan-json.md, also as a jansson document a caller may add keys
+ * to). Both are deterministic: the same plan gives the same bytes.
  */
 #ifndef REPORT_REPORT_H
 #define REPORT_REPORT_H
 
+#include <jansson.h>
 #include "plan/plan.h"
 #include "util/sbuf.h"
 
 void report_text(const struct plan *p, struct ts_sbuf *out);
 /* JSON with sorted keys and two-space indentation. */
 ts_status report_json(const struct plan *p, struct ts_sbuf *out);
+
+/* The same document as a jansson object, for a caller that adds keys of its
+ * own (`plan --current` adds "reconfiguration") before report_json_dump;
+ * NULL when out of memory. Release with json_decref. */
+json_t *report_json_doc(const struct plan *p);
+/* doc as report_json writes it: sorted keys, two-space indentation, reals
+ * to 10 significant digits, a final newline (out marked failed and
+ * TS_NOMEM when doc is NULL or cannot be written). */
+ts_status report_json_dump(const json_t *doc, struct ts_sbuf *out);
 
 #endif

@@ -6,14 +6,15 @@
 # checked with python3 and the SVG rendered with rsvg-convert; the shim
 # phase runs when libtessera-cuda.so was built; the memory fight shows the
 # shim capping the neighbour's memory; user programs on the latency pipe,
-# a malformed line (exit 1, line:column named); bad usage and no driver
-# (exit 2 with a message). Needs TESSERA and TESSERA_SRC.
+# a malformed line (exit 1, line:column named); bad usage (exit 2) and no
+# driver or no device (the test cannot run: exit 1, the one exit-code rule of
+# every verb), each with a message. Needs TESSERA and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
 build=$(cd "$(dirname "$TESSERA")" && pwd)
 F() { "$TESSERA" fight "$@"; }
 
-# --- bad usage and no driver: exit 2, and the message says what is wrong
+# --- bad usage: exit 2, and the message says what is wrong
 expect_rc 2 F --mechanisms timeslice,warp
 expect_in "$TMP/err" "unknown mechanism (timeslice, shim, mps, mig) in 'timeslice,warp'"
 expect_rc 2 F --tolerance -5
@@ -28,9 +29,10 @@ expect_rc 2 F -o yaml
 expect_rc 2 F --sla true
 expect_in "$TMP/err" "--sla and --noisy go together"
 expect_rc 2 F stray
-expect_rc 2 F --driver "$TMP/none/libcuda.so.1"
+# --- no driver, no device: the job cannot run, exit 1 (as `agent` without NVML)
+expect_rc 1 F --driver "$TMP/none/libcuda.so.1"
 expect_in "$TMP/err" "no CUDA driver: cannot load '$TMP/none/libcuda.so.1'"
-expect_rc 2 env LD_LIBRARY_PATH="$TMP" "$TESSERA" fight --driver libcuda-absent.so.1
+expect_rc 1 env LD_LIBRARY_PATH="$TMP" "$TESSERA" fight --driver libcuda-absent.so.1
 expect_in "$TMP/err" "no CUDA driver"
 # a driver that loads but finds no device: its reason is passed on
 if command -v cc >/dev/null 2>&1; then
@@ -46,7 +48,7 @@ if command -v cc >/dev/null 2>&1; then
         done
     } >"$TMP/nodev.c"
     if cc -shared -fPIC -o "$TMP/nodev.so" "$TMP/nodev.c" 2>/dev/null; then
-        expect_rc 2 F --driver "$TMP/nodev.so"
+        expect_rc 1 F --driver "$TMP/nodev.so"
         expect_in "$TMP/err" "no usable CUDA device: cuInit: CUDA error 100 (no device here)"
     fi
 fi

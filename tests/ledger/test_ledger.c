@@ -102,8 +102,7 @@ static void assert_broken(const char *path, const char *key, int64_t seq, const 
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/tessera-ledger-XXXXXX");
-    if (!mkdtemp(dir))
+    if (th_tmpdir_make(dir, sizeof dir, "ledger") != 0)
         return -1;
     snprintf(tmpl_path, sizeof tmpl_path, "%s/tmpl.db", dir);
     struct store *st = open_path(tmpl_path);
@@ -121,9 +120,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_tmpdir_remove(dir);
 }
 
 /* ---- the chain and its tampering ------------------------------------------ */

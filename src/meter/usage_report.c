@@ -1,0 +1,83 @@
+/*
+ * usage_report.c - GPU-hours from the store, as a table or the Usage JSON
+ * document (see usage_report.h).
+ */
+#include "meter/usage_report.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <string.h>
+#include "util/jsonwrite.h"
+#include "util/names.h"
+#include "util/units.h"
+
+struct scan {
+    struct meter_usage *u;
+    ts_status st;
+};
+
+static int add_point(void *ctx, const struct store_sample *s)
+{
+    struct scan *sc = ctx;
+    struct meter_point p = {s->device, s->ts_ms, s->tenant, s->model, s->profile, s->share_ppm,
+                            s->util_ppm};
+    /* the store returns points in order; only running out of memory stops */
+    sc->st = meter_usage_add(sc->u, &p) == TS_NOMEM ? TS_NOMEM : TS_OK;
+    return sc->st != TS_OK;
+}
+
+ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms,
+                           struct meter_usage *u, struct ts_error *err)
+{
+    struct scan sc = {u, TS_OK};
+    ts_status rc = store_scan_samples(st, from_ms, to_ms, add_point, &sc, err);
+    if (rc == TS_OK && sc.st != TS_OK)
+        rc = ts_err(err, sc.st, "usage: out of memory");
+    meter_usage_sort(u);
+    return rc;
+}
+
+static json_t *json_row(const struct meter_total *t)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant, "model", t->model,
+                     "profile", t->profile, "allocationMicroGpuHours",
+                     (json_int_t)meter_alloc_uh(t), "usageMicroGpuHours",
+                     (json_int_t)meter_usage_uh(t));
+}
+
+static void write_json(const struct meter_usage *u, struct ts_sbuf *out)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < u->ntotals; i++)
+        json_array_append_new(rows, json_row(&u->totals[i]));
+    json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", TS_API_VERSION, "kind", "Usage",
+                            "rows", rows);
+    ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), out);
+    json_decref(doc);
+}
+
+static void write_text(const struct meter_usage *u, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
+                   "GPU-HOURS", "USED GPU-HOURS");
+    for (size_t i = 0; i < u->ntotals; i++) {
+        const struct meter_total *t = &u->totals[i];
+        int64_t a = meter_alloc_uh(t), b = meter_usage_uh(t);
+        ts_sbuf_printf(out, "%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64
+                       ".%06" PRId64 "\n", t->tenant, t->model,
+                       t->profile[0] ? t->profile : "whole", a / TS_MICRO, a % TS_MICRO,
+                       b / TS_MICRO, b % TS_MICRO);
+    }
+}
+
+ts_status meter_usage_write(const struct meter_usage *u, const char *format,
+                            struct ts_sbuf *out)
+{
+    if (strcmp(format, "json") == 0)
+        write_json(u, out);
+    else if (strcmp(format, "text") == 0)
+        write_text(u, out);
+    else
+        return TS_USAGE;
+    return ts_sbuf_status(out);
+}

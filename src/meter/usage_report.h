@@ -1,0 +1,25 @@
+/*
+ * usage_report.h - what `tessera usage` reports: the samples of a time
+ * range read from the store and integrated (usage.h), written as a table
+ * or as the Usage JSON document (docs/metering.md).
+ */
+#ifndef METER_USAGE_REPORT_H
+#define METER_USAGE_REPORT_H
+
+#include <stdint.h>
+#include "meter/usage.h"
+#include "store/store.h"
+#include "util/sbuf.h"
+
+/* Integrate the samples with from_ms <= ts_ms < to_ms into u (initialised
+ * by the caller with its interval), then sort its totals. */
+ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms,
+                           struct meter_usage *u, struct ts_error *err);
+
+/* u's totals as "text" (a table, GPU-hours with six decimals) or "json"
+ * ({"apiVersion", "kind": "Usage", "rows": [...]} in micro-GPU-hours, keys
+ * sorted, two-space indent); TS_USAGE for another format. */
+ts_status meter_usage_write(const struct meter_usage *u, const char *format,
+                            struct ts_sbuf *out);
+
+#endif

@@ -1,0 +1,65 @@
+#!/bin/bash
+# exit_codes.sh - one exit-code rule for every verb (cli_exit in
+# src/cli/common.c, `tessera --help`, README "Exit codes"): 0 ok, 1 the job
+# failed, 2 bad usage or bad input. Every verb and subcommand answers --help
+# with 0 and its usage, an unknown option with 2, an option that belongs to
+# another subcommand with 2 and "does not apply"; a spec that cannot be read
+# or is invalid gives 2 whichever verb reads it; a fleet that cannot hold the
+# spec gives 1; an output that cannot be written gives 1.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC" || exit 1
+T() { "$TESSERA" "$@"; }
+
+for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
+    "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" \
+    "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify"; do
+    expect_rc 0 T $v --help
+    expect_in "$TMP/out" "usage: tessera"
+    expect_in "$TMP/out" "--help"
+    expect_rc 2 T $v --no-such-option
+done
+for v in plan render serve meter usage invoice catalog agent ledger; do
+    expect_rc 0 T $v --help
+    expect_rc 2 T $v frobnicate
+done
+expect_rc 2 T frobnicate
+expect_rc 2 T
+
+# an option of another subcommand
+expect_rc 2 T usage -f examples/four-h100.yaml --db "sqlite:$TMP/u.db" --tenant x
+expect_in "$TMP/err" "option '--tenant' does not apply"
+expect_rc 2 T agent inventory --plan "$TMP/p.json"
+expect_in "$TMP/err" "does not apply"
+expect_rc 2 T ledger who --db "sqlite:$TMP/l.db" --gpu-uuid G
+expect_in "$TMP/err" "ledger who: option '--gpu-uuid' does not apply"
+expect_rc 2 T catalog list --name x
+expect_in "$TMP/err" "does not apply"
+
+# a spec that cannot be read, or is invalid: 2 in every verb that reads one
+TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1" \
+    TESSERA_STANDIN_NVML=tests/fixtures/agent/h100-mixed.state \
+    "$TESSERA" agent inventory --node gpu-node-1 -o json >"$TMP/inv.json"
+check "no inventory from the stand-in NVML" [ -s "$TMP/inv.json" ]
+cp tests/fixtures/bad/03-negative-memory.yaml "$TMP/bad.yaml"
+for spec in /nonexistent.yaml "$TMP/bad.yaml"; do
+    expect_rc 2 T plan -f "$spec"
+    expect_rc 2 T check -f "$spec"
+    expect_rc 2 T render -f "$spec" -o "$TMP/out-dir"
+    expect_rc 2 T usage -f "$spec" --db "sqlite:$TMP/u.db"
+    expect_rc 2 T invoice -f "$spec" --db "sqlite:$TMP/u.db" --tenant t --period 2026-11
+    expect_rc 2 T meter import -f "$spec" --db "sqlite:$TMP/u.db" --at 1 /dev/null
+    expect_rc 2 T ledger record --db "sqlite:$TMP/l.db" --inventory "$TMP/inv.json" -f "$spec"
+done
+# an input file that cannot be read is bad input too
+expect_rc 2 T ledger record --db "sqlite:$TMP/l.db" --from-nvidia-smi /nonexistent.txt
+expect_rc 2 T ledger record --db "sqlite:$TMP/l.db" --inventory /nonexistent.json
+expect_rc 2 T plan -f examples/four-h100.yaml --current /nonexistent.json
+expect_rc 2 T agent apply --plan /nonexistent.json --node n
+expect_rc 2 T catalog import /nonexistent.txt
+
+# the job failed: the fleet cannot hold the spec; an output cannot be written
+sed 's/count: 4/count: 1/' examples/four-h100.yaml > "$TMP/small.yaml"
+expect_rc 1 T check -f "$TMP/small.yaml"
+expect_rc 1 T plan -f "$TMP/small.yaml"
+expect_rc 1 T plan -f examples/four-h100.yaml --svg /nonexistent-dir/x.svg
+finish
