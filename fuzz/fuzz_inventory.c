@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include "inventory/inventory.h"
 #include "catalog/import.h"
+#include "reconf/reconf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -31,10 +31,8 @@
 
 #include <stddef.h>
 #include "plan/plan.h"
+#include "util/limits.h"   /* ADMIT_BODY_MAX, ADMIT_DEPTH_MAX */
 #include "util/sbuf.h"
-
-#define ADMIT_BODY_MAX (3u * 1024 * 1024)   /* bytes: the API server's own limit */
-#define ADMIT_DEPTH_MAX 64                  /* JSON nesting ({ and [), checked before parsing */
 
 struct admit_options {
     const char *const *runtime_classes; /* allowed runtimeClassName values, NULL-terminated;

@@ -22,13 +22,6 @@
 #include <string.h>
 #include "entitle/entitle.h"
 
-#define CONFIG_API "resource.nvidia.com/v1beta1"
-/* The API allows 32 requests and 32 configs per claim, 8 alternatives per
- * request; more is malformed (and would make the request x config loop
- * quadratic in a 3 MiB body). */
-#define CLAIM_LIST_MAX 128
-/* A count above any entitlement; larger ones are clamped (no overflow). */
-#define COUNT_MAX 1000000000L
 
 struct claim {
     json_t *configs;     /* devices.config */
@@ -67,10 +60,10 @@ static void config_usable(struct ad_ctx *c, struct claim *cl, json_t *cfg, size_
         ad_deny(c, "dra-config/driver",
                 "claim config[%zu] is for driver %s: tenants configure only " ENTITLE_DRIVER
                 " devices; remove it", j, ad_q(c, driver ? driver : ""));
-    else if (!api || strcmp(api, CONFIG_API) != 0 || !kind ||
+    else if (!api || strcmp(api, ENTITLE_CONFIG_API) != 0 || !kind ||
              (strcmp(kind, "GpuConfig") != 0 && strcmp(kind, "MigDeviceConfig") != 0))
         ad_deny(c, "dra-config/kind",
-                "claim config[%zu] is %s %s; tenants may use only " CONFIG_API
+                "claim config[%zu] is %s %s; tenants may use only " ENTITLE_CONFIG_API
                 " GpuConfig or MigDeviceConfig", j, ad_q(c, api ? api : "(no apiVersion)"),
                 ad_q(c, kind ? kind : "(no kind)"));
     else
@@ -161,7 +154,7 @@ static void device_configs(struct ad_ctx *c, struct claim *cl, const struct ad_e
                            const char *label, const char *req, const char *sub)
 {
     const char *want_kind = e->mig_class ? "MigDeviceConfig" : "GpuConfig";
-    const char *want = e->mech == DECIDE_MPS ? "MPS" : ad_sharing(e->mech) ? "TimeSlicing" : NULL;
+    const char *want = entitle_sharing_strategy(e->mech);
     int mps = 0;
     for (size_t j = 0; j < json_array_size(cl->configs); j++) {
         json_t *cfg = json_array_get(cl->configs, j);
@@ -193,7 +186,7 @@ static void device_configs(struct ad_ctx *c, struct claim *cl, const struct ad_e
     if (e->mech == DECIDE_MPS && !mps) {
         ad_may_use(c, 1, 1, may, sizeof(may));
         ad_deny(c, "dra-config/mps-missing",
-                "%s has no MPS config, so MPS would not limit it: add a " CONFIG_API
+                "%s has no MPS config, so MPS would not limit it: add a " ENTITLE_CONFIG_API
                 " GpuConfig with sharing.strategy MPS and mpsConfig limits; %s", label, may);
     }
 }
@@ -204,7 +197,7 @@ static void class_denied(struct ad_ctx *c, const char *cls, const char *label)
 {
     const struct ad_ent *any = ad_any_class(c->pol, cls);
     char may[AD_MSG_MAX / 2];
-    ad_may_use(c, 1, !any || ad_sharing(any->mech), may, sizeof(may));
+    ad_may_use(c, 1, !any || decide_mech_shares_card(any->mech), may, sizeof(may));
     size_t n = strlen(cls), d = strlen(".nvidia.com");
     if (any)
         ad_deny(c, "entitlement/class", "%s; %s asks for %s (class %s)", may, label, any->kind,
@@ -243,14 +236,14 @@ static void capacity(struct ad_ctx *c, json_t *dev, const struct ad_ent *e, cons
     ad_pop(c, mark);
 }
 
-/* list at key of obj, or NULL and a 400 when longer than CLAIM_LIST_MAX. */
+/* list at key of obj, or NULL and a 400 when longer than AD_CLAIM_LIST_MAX. */
 static json_t *claim_list(struct ad_ctx *c, json_t *obj, const char *key)
 {
     json_t *list = ad_get(c, obj, key, JSON_ARRAY);
-    if (json_array_size(list) <= CLAIM_LIST_MAX)
+    if (json_array_size(list) <= AD_CLAIM_LIST_MAX)
         return list;
     size_t mark = ad_push(c, key);
-    ad_bad(c, "more than %d entries", CLAIM_LIST_MAX);
+    ad_bad(c, "more than %d entries", AD_CLAIM_LIST_MAX);
     ad_pop(c, mark);
     return NULL;
 }
@@ -291,8 +284,8 @@ static void device(struct ad_ctx *c, struct claim *cl, json_t *dev, const char *
     if (admin)
         ad_deny(c, "entitlement/admin-access",
                 "%s sets adminAccess, which reaches devices other tenants use; remove it", label);
-    long n = !count ? 1 : json_integer_value(count) > COUNT_MAX ? COUNT_MAX
-                                                                : (long)json_integer_value(count);
+    json_int_t asked = count ? json_integer_value(count) : 1;
+    long n = asked > AD_COUNT_MAX ? AD_COUNT_MAX : (long)asked;
     cl->req[k] = n > cl->req[k] ? n : cl->req[k];
     if (e->mech == DECIDE_MEMORY_FRACTION)
         capacity(c, dev, e, label);

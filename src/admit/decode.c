@@ -70,7 +70,8 @@ static int plain_key(const char *k)
     return 1;
 }
 
-static size_t path_add(struct ad_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t path_add(struct ad_ctx *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static size_t path_add(struct ad_ctx *c, const char *fmt, ...)
 {
     size_t mark = c->plen;

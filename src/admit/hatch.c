@@ -219,11 +219,13 @@ static int protected_hit(const char *p, const char **shown)
  * memory runs out. */
 static char *normalised(struct ad_ctx *c, const char *path)
 {
-    char *norm = strlen(path) <= 4096 ? malloc(strlen(path) + 2) : NULL;
+    char *norm = strlen(path) <= AD_HOST_PATH_MAX ? malloc(strlen(path) + 2) : NULL;
     if (norm)
         normalise(path, norm);
+    else if (strlen(path) > AD_HOST_PATH_MAX)
+        ad_bad(c, "longer than %d bytes", AD_HOST_PATH_MAX);
     else
-        ad_bad(c, strlen(path) > 4096 ? "longer than 4096 bytes" : "out of memory");
+        ad_bad(c, "out of memory");
     return norm;
 }
 
@@ -378,7 +380,8 @@ static void term_pins(struct ad_ctx *c, json_t *term, size_t i, const void *arg)
 
 static void node_affinity(struct ad_ctx *c, json_t *spec)
 {
-    const char *path[] = {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"};
+    const char *path[] = {"affinity", "nodeAffinity",
+                          "requiredDuringSchedulingIgnoredDuringExecution"};
     json_t *cur = spec;
     size_t mark = c->plen;
     for (size_t i = 0; i < 3 && cur; i++) {

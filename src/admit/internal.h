@@ -81,9 +81,7 @@ int ad_is_planned_node(const struct ad_ns *ns, const char *node);
  * rows of one name together. "" when none. */
 void ad_offer(const struct ad_ns *ns, int by_class, char *buf, size_t size);
 
-/* ---- decode.c: the request context ---- */
-#define AD_PATH_MAX 512
-#define AD_MSG_MAX 1024
+/* ---- decode.c: the request context (AD_PATH_MAX, AD_MSG_MAX: util/limits.h) ---- */
 
 struct ad_ctx {
     const struct admit_policy *pol;
@@ -123,8 +121,6 @@ void ad_gpu(struct ad_ctx *c, const char *fmt, ...) __attribute__((format(printf
 /* Add a row (or words) to the audit annotations. */
 void ad_audit(struct ad_ctx *c, const struct ad_ent *e);
 void ad_audit_words(struct ad_ctx *c, const char *mech, const char *profile);
-/* 1 for the mechanisms that share a GPU (MPS, time-slicing, fractions). */
-int ad_sharing(int mech);
 /* "tenant t may use <offer> only" / "tenant t has no GPUs in namespace n",
  * and for a dedicated tenant asking for sharing, why not: the first half of
  * every entitlement denial. */

@@ -76,11 +76,11 @@ static void class_resource(struct ad_ctx *c, const char *cls, double q, const ch
 {
     const struct ad_ent *e = ad_ent_class(c->ns, cls), *any = ad_any_class(c->pol, cls);
     char may[AD_MSG_MAX / 2];
-    ad_may_use(c, 1, any && ad_sharing(any->mech), may, sizeof(may));
+    ad_may_use(c, 1, any && decide_mech_shares_card(any->mech), may, sizeof(may));
     if (!e)
         ad_deny(c, "entitlement/class", "%s; %s requests class %s as an extended resource", may,
                 who, ad_q(c, cls));
-    else if (e->mech == DECIDE_MPS || e->mech == DECIDE_MEMORY_FRACTION)
+    else if (decide_mech_has_memory_cap(e->mech))
         ad_deny(c, e->mech == DECIDE_MPS ? "dra-config/mps-missing" : "fraction/capacity",
                 "%s requests class %s as an extended resource, whose claim cannot carry %s; use "
                 "a ResourceClaimTemplate such as render's %s", who, cls,

@@ -87,7 +87,7 @@ static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, str
     e->res = ts_arena_strdup(a, entitle_resource_of(r, res, sizeof(res)));
     e->per_claim = k.per_replica;
     e->sm_percent = r->sm_percent;
-    if (!vm && (r->mech == DECIDE_MPS || r->mech == DECIDE_MEMORY_FRACTION)) {
+    if (!vm && decide_mech_has_memory_cap(r->mech)) {
         entitle_quantity(r->cap_gib, q, sizeof(q));
         e->cap = ts_arena_strdup(a, q);
         if (ad_quantity_str(q, &e->cap_bytes) != 0)
@@ -350,11 +350,6 @@ void ad_offer(const struct ad_ns *ns, int by_class, char *buf, size_t size)
         if (!seen)
             offer_group(ns, by_class, name, buf, size);
     }
-}
-
-int ad_sharing(int mech)
-{
-    return mech == DECIDE_MPS || mech == DECIDE_TIME_SLICING || mech == DECIDE_MEMORY_FRACTION;
 }
 
 void ad_may_use(struct ad_ctx *c, int by_class, int sharing, char *buf, size_t size)

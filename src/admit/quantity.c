@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QTY_MAX 64  /* characters; real quantities are short */
-
 static double suffix_scale(const char *s)
 {
     static const struct { const char *suffix; double scale; } table[] = {
@@ -68,14 +66,14 @@ static int exponent(const char *s, long *exp)
 int ad_quantity_str(const char *s, double *out)
 {
     size_t len = strlen(s);
-    if (len == 0 || len > QTY_MAX)
+    if (len == 0 || len > AD_QTY_MAX)
         return -1;
     int neg = s[0] == '-';
     const char *p = s + (s[0] == '-' || s[0] == '+');
     size_t n = number_len(p);
     if (n == 0)
         return -1;
-    char num[QTY_MAX + 1];
+    char num[AD_QTY_MAX + 1];
     memcpy(num, p, n);
     num[n] = '\0';
     double v = strtod(num, NULL); /* digits and one '.', nothing strtod reads otherwise */
@@ -104,7 +102,7 @@ int ad_quantity(const json_t *v, double *out)
 
 void ad_quantity_text(const json_t *v, char *buf, size_t size)
 {
-    if (json_is_string(v)) /* ASCII, at most QTY_MAX, once ad_quantity took it */
+    if (json_is_string(v)) /* ASCII, at most AD_QTY_MAX, once ad_quantity took it */
         snprintf(buf, size, "%.64s", json_string_value(v));
     else if (json_is_integer(v))
         snprintf(buf, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));

@@ -21,9 +21,8 @@
 #include "reconf/reconf.h"
 #include "util/arena.h"
 #include "util/error.h"
+#include "util/limits.h"   /* AGENT_PROCS_MAX */
 #include "util/sbuf.h"
-
-#define AGENT_PROCS_MAX 64         /* processes listed per card when refusing */
 
 /* ---- NVML (nvml.c) ------------------------------------------------------ */
 

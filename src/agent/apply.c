@@ -251,7 +251,8 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         reconf_diff_card(now, t, cat, &check);
         if (check.verdict != RECONF_KEEP)
             st = ts_err(&e, TS_INTERNAL, "verification failed: GPU %d does not match the plan "
-                        "after the change (%s)", before->index, reconf_verdict_names[check.verdict]);
+                        "after the change (%s)", before->index,
+                        reconf_verdict_names[check.verdict]);
     } else if (!bad) {
         st = TS_INTERNAL;
     }

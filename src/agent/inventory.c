@@ -201,7 +201,8 @@ static ts_status read_gis(struct agent_nvml *n, nvmlDevice_t d, struct inv_gpu *
     for (int i = 0; i < g->nprof; i++) {
         nvmlGpuInstance_t gis[INV_GIS_MAX];
         unsigned int count = INV_GIS_MAX;
-        CALL(n, g->index, err, nvmlDeviceGetGpuInstances, (d, (unsigned)g->prof[i].id, gis, &count));
+        CALL(n, g->index, err, nvmlDeviceGetGpuInstances,
+             (d, (unsigned)g->prof[i].id, gis, &count));
         for (unsigned int k = 0; k < count && k < INV_GIS_MAX; k++) {
             ts_status st = add_gi(n, g, &g->prof[i], gis[k], err);
             if (st != TS_OK)

@@ -40,6 +40,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlGpuInstance_st *nvmlGpuInstance_t;
 typedef struct nvmlComputeInstance_st *nvmlComputeInstance_t;
 
+/* Buffer sizes nvml.h fixes: part of the ABI, not tessera's caps. */
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32

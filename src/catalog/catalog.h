@@ -3,8 +3,9 @@
  *
  * A catalog is a set of GpuModel documents (the same YAML envelope as the
  * spec). tessera ships one built in (catalog/builtin.yaml, compiled into the
- * binary; facts and sources in shared/reference/mig.md) and a user can add
- * or replace models with --catalog FILE, typically made by
+ * binary; each model's comment there names its sources: the NVIDIA MIG
+ * User Guide and published nvidia-smi mig -lgip/-lgipp outputs) and a
+ * user can add or replace models with --catalog FILE, typically made by
  * `tessera catalog import` from the real `nvidia-smi mig -lgip/-lgipp`
  * output of their board and driver.
  *

@@ -1,5 +1,6 @@
 /*
- * decide.c - the decision table (see decide.h and DESIGN.md).
+ * decide.c - the decision table (see decide.h and docs/spec.md, "Choosing
+ * the mechanism").
  *
  * decide_run first checks the fleet against the catalog, then walks every
  * workload through decide_one: an explicit `isolation:` request is
@@ -14,19 +15,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/limits.h"
 
 const char *const decide_mech_names[] = {"whole", "mig", "mps", "time-slicing",
                                          "memory-fraction", "vgpu", NULL};
 
+int decide_mech_shares_card(int mech)
+{
+    return mech == DECIDE_MPS || mech == DECIDE_TIME_SLICING || mech == DECIDE_MEMORY_FRACTION;
+}
+
+int decide_mech_has_memory_cap(int mech)
+{
+    return mech == DECIDE_MPS || mech == DECIDE_MEMORY_FRACTION;
+}
+
 #define CUDA_MEMORY_FRACTIONS 1304 /* CUDA 13.4: driver-enforced memory limits */
-#define MAX_MODELS 64
 
 struct ctx {
     const struct spec_model *m;
     const struct cat_catalog *cat;
     struct ts_arena *arena;
     struct ts_diag *diag;
-    const struct cat_model *models[MAX_MODELS]; /* distinct fleet models, fleet order */
+    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, fleet order */
     size_t nmodels;
 };
 
@@ -47,7 +58,7 @@ static void add_model(struct ctx *c, const struct cat_model *model)
     for (size_t i = 0; i < c->nmodels; i++)
         if (c->models[i] == model)
             return;
-    if (c->nmodels < MAX_MODELS)
+    if (c->nmodels < DECIDE_MODELS_MAX)
         c->models[c->nmodels++] = model;
 }
 
@@ -160,14 +171,12 @@ static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
 {
-    struct ts_error e;
-    ts_err_at(&e, TS_INVALID, x->w->loc.file, x->w->loc.line, x->w->loc.column, x->w->loc.path,
-              "%s", "");
+    const struct spec_loc *loc = &x->w->loc;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+    ts_diag_vaddf(c->diag, TS_SEV_ERROR, TS_INVALID, loc->file, loc->line, loc->column, loc->path,
+                  fmt, ap);
     va_end(ap);
-    ts_diag_add(c->diag, &e);
 }
 
 static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model *model,
@@ -177,7 +186,7 @@ static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model 
     x->row->model = model;
     x->row->rule = rule;
     x->row->reason = ts_arena_printf(c->arena, "%s: %s", rule, reason);
-    x->row->security_boundary = mech == DECIDE_WHOLE || mech == DECIDE_MIG || mech == DECIDE_VGPU;
+    x->row->security_boundary = !decide_mech_shares_card(mech); /* a shared card isolates no data */
 }
 
 /* Candidate models for x in fleet order; NULL-terminated in out. */
@@ -195,7 +204,7 @@ static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_m
 static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
                                        const struct cat_profile **profile)
 {
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++) {
         if (!cands[i]->mig)
@@ -211,7 +220,7 @@ static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
 
 static int any_mig(struct ctx *c, const struct wctx *x)
 {
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++)
         if (cands[i]->mig)
@@ -222,13 +231,13 @@ static int any_mig(struct ctx *c, const struct wctx *x)
 /* The first candidate where the workload fits on `gpus` whole cards. */
 static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, int *gpus)
 {
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++) {
         int n = (int)ceil(x->need / cands[i]->memory_gib - 1e-9);
         if (n < 1)
             n = 1;
-        if (n <= x->w->gpus || (x->w->gpus > 1 && n <= 64)) {
+        if (n <= x->w->gpus || (x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX)) {
             *gpus = n > x->w->gpus ? n : x->w->gpus;
             return cands[i];
         }
@@ -256,7 +265,7 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
     int gpus = 1;
     const struct cat_model *model = whole_fit(c, x, &gpus);
     if (!model) {
-        const struct cat_model *cands[MAX_MODELS + 1];
+        const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
         candidates(c, x, cands);
         double biggest = 0;
         for (size_t i = 0; cands[i]; i++)
@@ -275,7 +284,7 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
 /* A model for a sharing mechanism: first candidate with fact (or any). */
 static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int fact)
 {
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++)
         if (x->need <= cands[i]->memory_gib && (fact < 0 || fleet_has(c, cands[i], fact)))
@@ -333,8 +342,9 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
         ts_arena_printf(c->arena, "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
                         "by %s (not a security boundary)", why, x->sizing, x->row->cap_gib,
                         model->name,
-                        enforce == DECIDE_ENFORCE_DRIVER ? "the driver (CUDA 13.4+)"
-                                                         : "tessera's shim (driver below CUDA 13.4)"));
+                        enforce == DECIDE_ENFORCE_DRIVER
+                            ? "the driver (CUDA 13.4+)"
+                            : "tessera's shim (driver below CUDA 13.4)"));
 }
 
 static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
@@ -360,11 +370,11 @@ static void decide_vm(struct ctx *c, struct wctx *x)
         x->row->mech = DECIDE_VGPU;
         return;
     }
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++)
-        if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) && x->need <= cands[i]->memory_gib &&
-            x->w->gpus == 1) {
+        if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) &&
+            x->need <= cands[i]->memory_gib && x->w->gpus == 1) {
             decide_whole(c, x, "R1", "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
                          "sized to the whole card");
             x->row->mech = DECIDE_VGPU;
@@ -426,7 +436,7 @@ static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
 
 static int big_for_mig(struct ctx *c, const struct wctx *x)
 {
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     double largest = 0;
     int mig = 0;
@@ -454,12 +464,24 @@ static const char *whole_reason(struct ctx *c, const struct wctx *x)
     return NULL;
 }
 
+/* The mechanism an isolation request names; -1 for auto and CUDA streams. */
+static int requested_mech(int iso)
+{
+    switch (iso) {
+    case SPEC_ISO_WHOLE: return DECIDE_WHOLE;
+    case SPEC_ISO_MIG: return DECIDE_MIG;
+    case SPEC_ISO_MPS: return DECIDE_MPS;
+    case SPEC_ISO_TIME_SLICING: return DECIDE_TIME_SLICING;
+    case SPEC_ISO_MEMORY_FRACTION: return DECIDE_MEMORY_FRACTION;
+    case SPEC_ISO_VGPU: return DECIDE_VGPU;
+    default: return -1;
+    }
+}
+
 /* An explicit isolation request: check it against the contract. */
 static const char *forbid_request(const struct wctx *x)
 {
-    int sharing = x->w->isolation == SPEC_ISO_MPS || x->w->isolation == SPEC_ISO_TIME_SLICING ||
-                  x->w->isolation == SPEC_ISO_MEMORY_FRACTION;
-    if (!sharing)
+    if (!decide_mech_shares_card(requested_mech(x->w->isolation)))
         return NULL;
     if (x->t->contract == SPEC_CONTRACT_DEDICATED)
         return "a dedicated contract promises compute no other process shares";
@@ -489,7 +511,8 @@ static void decide_requested(struct ctx *c, struct wctx *x)
             decide_mig(c, x, model, p, "R3", why);
         else
             fail(c, x, "isolation: mig was requested but no MIG-capable card in the fleet has a "
-                 "profile with %.1f GiB%s", x->need, x->w->gpu_model ? " (gpuModel limits the choice)" : "");
+                 "profile with %.1f GiB%s", x->need,
+                 x->w->gpu_model ? " (gpuModel limits the choice)" : "");
         break;
     case SPEC_ISO_MPS: decide_mps(c, x, why); break;
     case SPEC_ISO_MEMORY_FRACTION: decide_fraction(c, x, "R5", why); break;
@@ -533,7 +556,7 @@ static void decide_one(struct ctx *c, struct wctx *x)
         fail(c, x, "gpuModel: unknown GPU model '%s'", w->gpu_model);
         return;
     }
-    const struct cat_model *cands[MAX_MODELS + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     if (candidates(c, x, cands) == 0) {
         fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
         return;
@@ -556,10 +579,8 @@ static void check_pools(struct ctx *c, const struct decide_result *r)
         const struct decide_row *a = &r->rows[i];
         if (!a->workload->pool)
             continue;
-        int shared = a->mech == DECIDE_MPS || a->mech == DECIDE_TIME_SLICING ||
-                     a->mech == DECIDE_MEMORY_FRACTION;
-        struct wctx x = {a->tenant, a->workload, NULL, 0, NULL};
-        if (!shared) {
+        struct wctx x = {.t = a->tenant, .w = a->workload};
+        if (!decide_mech_shares_card(a->mech)) {
             fail(c, &x, "pool: '%s' is a sharing pool, but this workload gets %s (%s)",
                  a->workload->pool, decide_mech_names[a->mech], a->rule);
             continue;
@@ -591,7 +612,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     if (!r)
         return TS_NOMEM;
     ts_arena_init(&r->arena);
-    struct ctx c = {m, cat, &r->arena, diag, {0}, 0};
+    struct ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     check_fleet(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
@@ -603,7 +624,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
             row->tenant = &m->tenants[i];
             row->workload = &m->tenants[i].workloads[j];
             row->index = (int)r->nrows++;
-            struct wctx x = {row->tenant, row->workload, row, 0, NULL};
+            struct wctx x = {.t = row->tenant, .w = row->workload, .row = row};
             decide_one(&c, &x);
         }
     if (r->rows && diag->count == 0)

@@ -2,7 +2,7 @@
  * decide.h - the decision table: per workload, which isolation mechanism,
  * which GPU model and MIG profile, and why.
  *
- * The rules are DESIGN.md's table, tried in order (R1 VM, R2 whole GPU,
+ * The rules are docs/spec.md's table, tried in order (R1 VM, R2 whole GPU,
  * R3 hardware boundary, R4 MPS, R5 memory-enforced fraction, R6
  * time-slicing). Each decision carries the rule id and a reason with the
  * numbers that drove it. Impossible requests (CUDA streams as isolation, a
@@ -22,6 +22,14 @@ enum decide_mech {
     DECIDE_VGPU,
 };
 extern const char *const decide_mech_names[];
+
+/* 1 when mech puts several workloads on one card: MPS, time-slicing and
+ * memory fractions (a sharing pool), not whole GPUs, MIG or vGPU. */
+int decide_mech_shares_card(int mech);
+/* 1 when mech itself caps each workload's memory, so its claim carries the
+ * cap: MPS (pinned device memory limit) and memory fractions (capacity);
+ * not time-slicing, whose cap only tessera's shim enforces. */
+int decide_mech_has_memory_cap(int mech);
 
 enum decide_enforce { DECIDE_ENFORCE_NONE, DECIDE_ENFORCE_DRIVER, DECIDE_ENFORCE_SHIM };
 

@@ -17,11 +17,23 @@ void entitle_class_name(const char *model, int mech, const char *profile, char *
                  mech == DECIDE_VGPU ? "whole" : decide_mech_names[mech]);
 }
 
+const char *entitle_sharing_strategy(int mech)
+{
+    if (!decide_mech_shares_card(mech))
+        return NULL;
+    return mech == DECIDE_MPS ? "MPS" : "TimeSlicing";
+}
+
+void entitle_kueue_resource(const char *cls, char *buf, size_t size)
+{
+    snprintf(buf, size, TS_API_GROUP "/%s", cls);
+}
+
 void entitle_kind_of(const struct decide_row *r, struct entitle_kind *k)
 {
     const char *profile = r->profile ? r->profile->name : NULL;
     entitle_class_name(r->model->name, r->mech, profile, k->device_class, sizeof(k->device_class));
-    snprintf(k->kueue_resource, sizeof(k->kueue_resource), "tessera.dev/%s", k->device_class);
+    entitle_kueue_resource(k->device_class, k->kueue_resource, sizeof(k->kueue_resource));
     k->per_replica = r->profile ? 1 : r->gpus;
     if (profile)
         snprintf(k->plugin_resource, sizeof(k->plugin_resource), "nvidia.com/mig-%s", profile);

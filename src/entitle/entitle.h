@@ -10,11 +10,16 @@
 
 #include <stddef.h>
 #include "decide/decide.h"
+#include "util/names.h"
 
 #define ENTITLE_DRIVER "gpu.nvidia.com"
-#define ENTITLE_LABEL_TENANT "tessera.dev/tenant"
-#define ENTITLE_LABEL_CONTRACT "tessera.dev/contract"
-#define ENTITLE_LABEL_WORKLOAD "tessera.dev/workload"
+/* The apiVersion of the DRA driver's opaque configs (GpuConfig,
+ * MigDeviceConfig). */
+#define ENTITLE_CONFIG_API "resource.nvidia.com/v1beta1"
+#define ENTITLE_LABEL_TENANT TS_API_GROUP "/tenant"
+#define ENTITLE_LABEL_CONTRACT TS_API_GROUP "/contract"
+#define ENTITLE_LABEL_WORKLOAD TS_API_GROUP "/workload"
+#define ENTITLE_LABEL_MANAGED TS_API_GROUP "/managed"   /* on nodes tessera configures */
 #define ENTITLE_SYSTEM_NS "tessera-system"
 #define ENTITLE_GPU_OPERATOR_NS "gpu-operator"
 
@@ -28,6 +33,14 @@ struct entitle_kind {
 
 /* The kind of device row claims (VM rows included: they use plugin names). */
 void entitle_kind_of(const struct decide_row *r, struct entitle_kind *k);
+
+/* The DRA driver's sharing strategy a claim of mech carries: "MPS",
+ * "TimeSlicing" (time-slicing and memory fractions), or NULL when mech does
+ * not share a card (decide_mech_shares_card). */
+const char *entitle_sharing_strategy(int mech);
+
+/* The Kueue logical resource of DeviceClass cls: "tessera.dev/<cls>". */
+void entitle_kueue_resource(const char *cls, char *buf, size_t size);
 
 /* The class name for mechanism mech on model (profile for MIG, else NULL). */
 void entitle_class_name(const char *model, int mech, const char *profile, char *buf, size_t size);

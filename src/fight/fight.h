@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
+#include "util/limits.h"   /* FIGHT_*_MAX */
 #include "util/sbuf.h"
 
 /* ---- statistics (stats.c) ---------------------------------------------- */
@@ -58,9 +59,7 @@ ts_status fight_summarise(const double *x, size_t n, const char *name,
 int fight_within(double base_p99, double p99, double tol);
 
 /* ---- the latency pipe (latpipe.c) --------------------------------------- */
-
-#define FIGHT_LINE_MAX 256               /* bytes of one line, without '\n' */
-#define FIGHT_SAMPLES_MAX (4u << 20)     /* samples one tenant may report */
+/* (FIGHT_LINE_MAX bytes a line, FIGHT_SAMPLES_MAX samples a tenant) */
 
 /* What one tenant reported over its pipe. */
 struct fight_series {
@@ -94,7 +93,8 @@ ts_status fight_reader_finish(struct fight_reader *r, struct ts_error *err);
 
 /* ---- MIG devices (mig.c) ------------------------------------------------ */
 
-#define FIGHT_MIG_MAX 64
+/* Bytes of a MIG device UUID with its NUL: NVML's UUID buffer size
+ * (NVML_DEVICE_UUID_V2_BUFFER_SIZE). */
 #define FIGHT_UUID_MAX 96
 /* The MIG device UUIDs in `nvidia-smi -L` text, in order; returns the count
  * (at most FIGHT_MIG_MAX). */
@@ -140,7 +140,7 @@ struct fight_phase_result {
     struct fight_series sla;   /* pooled samples after the warm-up */
     struct fight_series noisy; /* errors and mem_mib_max only: no samples */
     struct fight_summary s;    /* of sla (when status >= PASS) */
-    double p99_runs[16];       /* p99 of each repeat */
+    double p99_runs[FIGHT_REPEAT_MAX]; /* p99 of each repeat */
     double sla_rps, noisy_ops; /* per second, pooled over runs */
     double sla_secs, noisy_secs;
     double slowdown;           /* noisy solo ops/s / noisy ops/s here */
@@ -158,7 +158,7 @@ struct fight_result {
     char device[128];
     int synthetic;             /* the synthetic timings were used */
     struct fight_phase_result ph[FIGHT_NPHASE];
-    char order[FIGHT_NPHASE * 16][16];  /* phase names in the order run */
+    char order[FIGHT_NPHASE * FIGHT_REPEAT_MAX][16];  /* phase names in the order run */
     size_t norder;
     int verdict;               /* FIGHT_ST_PASS or FIGHT_ST_FAIL */
     char verdict_why[256];

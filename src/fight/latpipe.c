@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/grow.h"
 
 void fight_series_release(struct fight_series *s)
 {
@@ -101,18 +102,11 @@ ts_status fight_series_push(struct fight_series *s, double lat, double gpu,
 {
     if (s->n == FIGHT_SAMPLES_MAX)
         return ts_err(err, TS_TOO_LARGE, "more than %u samples", FIGHT_SAMPLES_MAX);
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        double *a = realloc(s->lat_us, cap * sizeof(*a));
-        if (!a)
-            return ts_err(err, TS_NOMEM, "out of memory for %zu samples", cap);
-        s->lat_us = a;
-        double *b = realloc(s->gpu_us, cap * sizeof(*b));
-        if (!b)
-            return ts_err(err, TS_NOMEM, "out of memory for %zu samples", cap);
-        s->gpu_us = b;
-        s->cap = cap;
-    }
+    size_t lat_cap = s->cap, gpu_cap = s->cap; /* the two arrays grow together */
+    if (!ts_grow((void **)&s->lat_us, &lat_cap, s->n, sizeof(*s->lat_us)) ||
+        !ts_grow((void **)&s->gpu_us, &gpu_cap, s->n, sizeof(*s->gpu_us)))
+        return ts_err(err, TS_NOMEM, "out of memory for %zu samples", s->n + 1);
+    s->cap = lat_cap;
     s->lat_us[s->n] = lat;
     s->gpu_us[s->n] = gpu;
     s->n++;

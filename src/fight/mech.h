@@ -23,6 +23,7 @@ struct fight_ctx {
     char reqbuf[32];
 };
 
+/* Variables the fight itself sets for one tenant (not an input cap). */
 #define FIGHT_ENV_MAX 8
 struct fight_env {
     char *v[FIGHT_ENV_MAX + 1];        /* NULL-terminated, into buf */

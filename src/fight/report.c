@@ -84,7 +84,7 @@ static json_t *num(double v)
 static json_t *summary_json(const struct fight_phase_result *p)
 {
     json_t *runs = json_array();
-    for (int i = 0; i < p->ran && i < 16; i++)
+    for (int i = 0; i < p->ran && i < FIGHT_REPEAT_MAX; i++)
         json_array_append_new(runs, num(p->p99_runs[i]));
     json_t *ci = p->s.ci_ok ? json_pack("[oo]", num(p->s.p99_lo), num(p->s.p99_hi))
                             : json_null();

@@ -228,8 +228,8 @@ static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct 
         return TS_INTERNAL;
     p->sla_secs += secs;
     struct fight_summary s;
-    if (p->ran < 16 && fight_summarise(p->sla.lat_us + before, p->sla.n - before, "run", &s,
-                                       NULL) == TS_OK)
+    if (p->ran < FIGHT_REPEAT_MAX &&
+        fight_summarise(p->sla.lat_us + before, p->sla.n - before, "run", &s, NULL) == TS_OK)
         p->p99_runs[p->ran] = s.p99;
     if (!c->o->memory && !p->sla_killed && p->sla_exit != 0) {
         char how[64];
@@ -371,7 +371,7 @@ ts_status fight_run(const struct fight_opts *o, struct fight_result *r, struct t
         fight__ctx_release(&c);
         return st;
     }
-    int list[FIGHT_NPHASE * 16];
+    int list[FIGHT_NPHASE * FIGHT_REPEAT_MAX];
     size_t n;
     plan_order(&c, list, &n);
     for (size_t i = 0; i < n && st == TS_OK; i++) {

@@ -70,7 +70,7 @@ static ts_status load_module(struct wk *w, struct ts_error *err)
     char *image = NULL;
     size_t len;
     if (w->o->kernels) {
-        ts_status st = ts_file_read(w->o->kernels, 64u << 20, &image, &len, err);
+        ts_status st = ts_file_read(w->o->kernels, FIGHT_KERNELS_FILE_MAX, &image, &len, err);
         if (st != TS_OK)
             return st;
     }

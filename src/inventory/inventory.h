@@ -5,22 +5,21 @@
  * pointers, so it can be copied to keep the state before a change. Written
  * by the node agent (from NVML), read by `catalog import`, `plan --current`
  * and `ledger record --inventory`. Pure: no driver, no files but inv_load.
- * Limits: INV_*_MAX below; an input beyond them is an error, never cut.
+ * Limits: INV_*_MAX (util/limits.h); an input beyond them is an error,
+ * never cut.
  */
 #ifndef INVENTORY_INVENTORY_H
 #define INVENTORY_INVENTORY_H
 
 #include <stddef.h>
 #include "util/error.h"
+#include "util/limits.h"
 #include "util/sbuf.h"
 
-#define INV_GPUS_MAX 16
-#define INV_PROFILES_MAX 24
-#define INV_PLACEMENTS_MAX 16
-#define INV_GIS_MAX 16
-#define INV_CIS_MAX 8
-#define INV_STR 96               /* UUIDs, names (NVML's V2 buffer size) */
-#define INV_NODE_MAX 254         /* a Kubernetes node name, with its NUL */
+/* Bytes of UUIDs and names: NVML's V2 buffer size
+ * (NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE), the
+ * format these come in. */
+#define INV_STR 96
 
 struct inv_placement {
     int start, size;               /* memory slices */

@@ -14,9 +14,9 @@
 #include "util/jsonread.h"
 #include "util/limits.h"
 #include "util/file.h"
-#include "util/jsonfree.h"
+#include "util/jsonwrite.h"
+#include "util/names.h"
 
-#define INV_API "tessera.dev/v1alpha1"
 #define INV_KIND "NodeInventory"
 
 /* ---- writing ------------------------------------------------------------- */
@@ -75,16 +75,11 @@ ts_status inv_json(const struct inv_node *inv, struct ts_sbuf *out)
     json_t *gpus = json_array();
     for (int i = 0; i < inv->ngpu; i++)
         json_array_append_new(gpus, gpu_json(&inv->gpu[i]));
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "apiVersion", INV_API, "kind", INV_KIND,
-                            "node", inv->node, "gpus", gpus);
-    char *text = doc ? json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "apiVersion", TS_API_VERSION, "kind",
+                            INV_KIND, "node", inv->node, "gpus", gpus);
+    ts_status st = ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), out);
     json_decref(doc);
-    if (!text)
-        return TS_NOMEM;
-    ts_sbuf_puts(out, text);
-    ts_sbuf_puts(out, "\n");
-    json_free_text(text);
-    return ts_sbuf_status(out);
+    return st;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -304,8 +299,8 @@ static ts_status read_doc(const struct ts_jread *r, json_t *doc, struct inv_node
     ts_status st = ts_jread_obj(r, doc, "");
     if (st == TS_OK)
         st = ts_jread_str(r, doc, "apiVersion", "", api, sizeof api);
-    if (st == TS_OK && strcmp(api, INV_API))
-        st = ts_jread_bad(r, "apiVersion", "expected %s", INV_API);
+    if (st == TS_OK && strcmp(api, TS_API_VERSION))
+        st = ts_jread_bad(r, "apiVersion", "expected %s", TS_API_VERSION);
     if (st == TS_OK)
         st = ts_jread_str(r, doc, "kind", "", kind, sizeof kind);
     if (st == TS_OK && strcmp(kind, INV_KIND))
@@ -368,7 +363,7 @@ static int split_name(const char *name, int *compute, const char **attrs)
 {
     char *end;
     long g = strtol(name, &end, 10);
-    if (end == name || *end != 'g' || g < 1 || g > 32)
+    if (end == name || *end != 'g' || g < 1 || g > TS_MIG_SLICES_MAX)
         return 0;
     *compute = (int)g;
     *attrs = strpbrk(end, "+-");

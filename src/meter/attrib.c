@@ -7,8 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PPM 1000000
+#include "util/units.h"
 
 static int has(const char *s)
 {
@@ -112,8 +111,7 @@ static const char *inst_tenant(const struct plan_inst *in)
 
 static int is_shared(const struct plan_gpu *g)
 {
-    return g && (g->mode == PLAN_MPS || g->mode == PLAN_TIME_SLICING ||
-                 g->mode == PLAN_MEMORY_FRACTION);
+    return g && plan_mode_shares_card(g->mode);
 }
 
 /* The one tenant the plan gives the device, or NULL (*ambiguous set when
@@ -143,8 +141,8 @@ static const char *planned_tenant(const struct plan_gpu *g, const struct meter_s
 static int64_t mig_share(const struct spec_model *sm, const struct cat_model *m,
                          const struct cat_profile *p)
 {
-    int64_t mem = (int64_t)p->mem_units * PPM / m->grid;
-    int64_t compute = m->compute_slices ? (int64_t)p->compute * PPM / m->compute_slices : mem;
+    int64_t mem = (int64_t)p->mem_units * TS_PPM / m->grid;
+    int64_t compute = m->compute_slices ? (int64_t)p->compute * TS_PPM / m->compute_slices : mem;
     int basis = sm->pricebook ? sm->pricebook->mig_share : SPEC_SHARE_MEMORY;
     if (basis == SPEC_SHARE_COMPUTE)
         return compute;
@@ -156,10 +154,10 @@ static int64_t mig_share(const struct spec_model *sm, const struct cat_model *m,
 static int64_t client_share(const struct plan_gpu *g, const struct plan_inst *in)
 {
     if (g->mode == PLAN_MPS && in->sm_percent > 0)
-        return (int64_t)in->sm_percent * PPM / 100;
+        return (int64_t)in->sm_percent * TS_PPM / 100;
     if (g->mode == PLAN_MEMORY_FRACTION && g->model->memory_gib > 0)
-        return (int64_t)(in->mem_gib * PPM / g->model->memory_gib + 0.5);
-    return g->ninst ? PPM / (int64_t)g->ninst : PPM;
+        return (int64_t)(in->mem_gib * TS_PPM / g->model->memory_gib + 0.5);
+    return g->ninst ? TS_PPM / (int64_t)g->ninst : TS_PPM;
 }
 
 int64_t meter_plan_share(const struct spec_model *sm, const struct plan_gpu *g,
@@ -167,7 +165,7 @@ int64_t meter_plan_share(const struct spec_model *sm, const struct plan_gpu *g,
 {
     if (in->profile && g->model->grid > 0)
         return mig_share(sm, g->model, in->profile);
-    return is_shared(g) ? client_share(g, in) : PPM;
+    return is_shared(g) ? client_share(g, in) : TS_PPM;
 }
 
 /* The average share of tenant's clients on a shared card, 0 if it has none. */
@@ -185,7 +183,7 @@ static int64_t tenant_share(const struct plan_gpu *g, const char *tenant)
 static int64_t whole_share(const struct meter_ctx *ctx, const struct meter_seen *d)
 {
     if (!is_mig(d->profile))
-        return PPM;
+        return TS_PPM;
     const struct cat_model *m = has(d->model) ? cat_model_find(ctx->cat, d->model) : NULL;
     const struct cat_profile *p = m ? cat_profile_find(m, d->profile) : NULL;
     return p ? mig_share(ctx->model, m, p) : -1; /* -1: unknown profile */

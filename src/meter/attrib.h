@@ -29,9 +29,7 @@
 #include "plan/plan.h"
 #include "spec/model.h"
 #include "store/store.h"
-
-#define METER_NAME_MAX 128
-#define METER_CHARGES_MAX 64
+#include "util/limits.h"   /* METER_NAME_MAX, METER_CHARGES_MAX */
 
 /* One custody-ledger fact: device (GPU UUID, or UUID/GI id) held by tenant
  * from ts_ms on. */

@@ -16,9 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-
-#define METER_LINE_MAX (64 * 1024)
-#define METER_LABELS_MAX 32
+#include "util/limits.h"   /* METER_LINE_MAX, METER_LABELS_MAX */
 
 struct meter_label {
     const char *name, *value;      /* valid during the callback only */

@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
-#define BACKOFF_MAX_MS 30000
+#define BACKOFF_MAX_MS 30000 /* the longest wait between retries: two 15 s rounds */
 #define SNIPPET_MAX 100 /* bytes of a non-2xx body quoted in the message */
 
 struct meter_fetch {

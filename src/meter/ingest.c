@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/units.h"
 
 #define NAME METER_NAME_MAX
-#define VIOLATIONS_MAX 256
 
 struct entry {
     char key[2 * NAME];
@@ -37,7 +37,7 @@ struct meter_ingest {
     struct ts_arena pending_arena;
     struct ts_error flush_err;
     int flush_failed, table_full_warned, unknown_warned, ambiguous_warned;
-    struct meter_violation violations[VIOLATIONS_MAX];
+    struct meter_violation violations[METER_VIOLATIONS_MAX];
     size_t nviolations;
     struct meter_ingest_counts counts;
 };
@@ -51,9 +51,8 @@ static ts_status to_store(void *arg, const struct store_sample *s, size_t n, siz
 /* A problem that rejects no line: the device is still billed. */
 static void warn(struct meter_ingest *in, const struct entry *d, const char *what)
 {
-    struct ts_error e;
-    ts_err_at(&e, TS_NOT_FOUND, in->source, 0, 0, NULL, "device %s: %s", d->key, what);
-    ts_diag_add(in->diag, &e);
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_NOT_FOUND, in->source, 0, 0, NULL, "device %s: %s",
+                 d->key, what);
 }
 
 /* ---- flushing ---- */
@@ -74,7 +73,7 @@ static void note_violation(struct meter_ingest *in, const struct entry *d,
             !strcmp(in->violations[i].observed, observed))
             return;
     in->counts.violations++;
-    if (in->nviolations == VIOLATIONS_MAX)
+    if (in->nviolations == METER_VIOLATIONS_MAX)
         return;
     struct meter_violation *x = &in->violations[in->nviolations++];
     memset(x, 0, sizeof(*x));
@@ -114,7 +113,7 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     if (v.violation)
         note_violation(in, d, &v);
     double ratio = d->engine >= 0 ? d->engine : d->util;
-    int64_t util = ratio < 0 ? -1 : (int64_t)llround(fmin(fmax(ratio, 0.0), 1.0) * 1e6);
+    int64_t util = ratio < 0 ? -1 : (int64_t)llround(fmin(fmax(ratio, 0.0), 1.0) * TS_PPM);
     struct ts_arena *a = &in->pending_arena;
     for (size_t i = 0; i < v.ncharges; i++) {
         struct store_sample *s = pending_slot(in);
@@ -122,7 +121,7 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
         const char *tenant = ts_arena_strdup(a, v.charges[i].tenant);
         if (!s || !key || !tenant)
             return TS_NOMEM;
-        int64_t share = v.charges[i].share_ppm < 0 ? 1000000 : v.charges[i].share_ppm;
+        int64_t share = v.charges[i].share_ppm < 0 ? TS_PPM : v.charges[i].share_ppm;
         *s = (struct store_sample){ts_arena_strdup(a, d->node), key, d->ts_ms,
                                    ts_arena_strdup(a, d->model), ts_arena_strdup(a, d->profile),
                                    tenant, ts_arena_strdup(a, d->ns), ts_arena_strdup(a, d->pod),
@@ -223,10 +222,9 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
         return NULL;
     if (in->nentries == in->cap) {
         if (!in->flush_failed && !in->table_full_warned++) {
-            struct ts_error e;
-            ts_err_at(&e, TS_TOO_LARGE, in->source, 0, 0, NULL, "more than %d devices in one "
-                      "scrape time; the rest of that scrape is skipped", METER_DEVICES_MAX);
-            ts_diag_add(in->diag, &e);
+            ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, 0, 0, NULL,
+                         "more than %d devices in one scrape time; the rest of that scrape is "
+                         "skipped", METER_DEVICES_MAX);
             in->counts.rejected_lines++;
         }
         return NULL;
@@ -274,9 +272,8 @@ static int on_sample(void *arg, const struct meter_sample *x)
 static void on_error(void *arg, long line, int column, const char *msg)
 {
     struct meter_ingest *in = arg;
-    struct ts_error e;
-    ts_err_at(&e, TS_SYNTAX, in->source, (int)line, column, NULL, "%s", msg);
-    ts_diag_add(in->diag, &e);
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_SYNTAX, in->source, (int)line, column, NULL, "%s",
+                 msg);
     in->counts.rejected_lines++;
 }
 

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "util/jsonfree.h"
+#include "util/jsonwrite.h"
+#include "util/names.h"
+#include "util/units.h"
 #include "util/time.h"
 
 int invoice_period(const char *period, int64_t *from_ms, int64_t *to_ms)
@@ -81,7 +83,7 @@ static void money(char *buf, size_t size, int64_t cents)
 
 static void hours(char *buf, size_t size, int64_t uh)
 {
-    snprintf(buf, size, "%" PRId64 ".%06" PRId64, uh / 1000000, uh % 1000000);
+    snprintf(buf, size, "%" PRId64 ".%06" PRId64, uh / TS_MICRO, uh % TS_MICRO);
 }
 
 /* A line's amount in micro-units, for display (the total is exact). */
@@ -91,9 +93,9 @@ static void line_amount(char *buf, size_t size, const struct invoice_line *l, in
         snprintf(buf, size, "unpriced");
         return;
     }
-    __int128 micro = amount_num(usage ? l->usage_uh : l->alloc_uh, l->price_micro) / 1000000;
-    snprintf(buf, size, "%" PRId64 ".%06" PRId64, (int64_t)(micro / 1000000),
-             (int64_t)(micro % 1000000));
+    __int128 micro = amount_num(usage ? l->usage_uh : l->alloc_uh, l->price_micro) / TS_MICRO;
+    snprintf(buf, size, "%" PRId64 ".%06" PRId64, (int64_t)(micro / TS_MICRO),
+             (int64_t)(micro % TS_MICRO));
 }
 
 struct line_text {
@@ -151,18 +153,13 @@ static ts_status write_json(const struct invoice *inv, struct ts_sbuf *o)
                                                (json_int_t)l->price_micro));
     }
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I}", "apiVersion",
-                            "tessera.dev/v1alpha1", "kind", "Invoice", "tenant", inv->tenant,
+                            TS_API_VERSION, "kind", "Invoice", "tenant", inv->tenant,
                             "period", inv->period, "currency", inv->currency, "lines", lines,
                             "totalCents", (json_int_t)inv->total_cents, "usageTotalCents",
                             (json_int_t)inv->usage_total_cents);
-    char *text = doc ? json_dumps(doc, JSON_SORT_KEYS | JSON_INDENT(2)) : NULL;
+    ts_status st = ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), o);
     json_decref(doc);
-    if (!text)
-        return TS_NOMEM;
-    ts_sbuf_puts(o, text);
-    ts_sbuf_puts(o, "\n");
-    json_free_text(text);
-    return ts_sbuf_status(o);
+    return st;
 }
 
 static void write_html(const struct invoice *inv, struct ts_sbuf *o)

@@ -12,7 +12,7 @@
 
 #define FLUSH_TRIES 3          /* in-round tries before a scrape waits in the queue */
 #define FLUSH_BACKOFF_MS 200
-#define DRAIN_BACKOFF_MAX_MS 4000
+#define DRAIN_BACKOFF_MAX_MS 4000 /* the longest wait between tries at the end */
 
 /* One target's scrape: its ingest, and its body kept for /metrics. */
 struct job {

@@ -23,9 +23,7 @@
 #include <stdint.h>
 #include "meter/fetch.h"
 #include "meter/ingest.h"
-
-#define METER_SCRAPE_PENDING_MAX 256      /* scrapes waiting for the store */
-#define METER_SCRAPE_BODY_MAX ((size_t)256 << 20)  /* the default body cap */
+#include "util/limits.h"   /* METER_SCRAPE_PENDING_MAX, METER_SCRAPE_BODY_MAX */
 #define METER_SCRAPE_DRAIN_MS 30000       /* at the end, how long to retry the store */
 
 struct meter_scrape_opts {

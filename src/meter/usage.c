@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/units.h"
 
 #define MS_PER_HOUR 3600000
 
@@ -49,9 +50,9 @@ static ts_status bill(struct meter_usage *u, int64_t now_ms)
     struct meter_total *t = total_for(u, u->prev_tenant, u->prev_model, u->prev_profile);
     if (!t)
         return TS_NOMEM;
-    int64_t util = u->prev.util_ppm < 0 ? 1000000 : u->prev.util_ppm;
+    int64_t util = u->prev.util_ppm < 0 ? TS_PPM : u->prev.util_ppm;
     t->alloc_num += (__int128)dt * u->prev.share_ppm;
-    t->usage_num += (__int128)dt * u->prev.share_ppm * util / 1000000;
+    t->usage_num += (__int128)dt * u->prev.share_ppm * util / TS_PPM;
     return TS_OK;
 }
 

@@ -17,8 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-
-#define METER_KEY_MAX 512 /* > the longest device key ingest makes (384) */
+#include "util/limits.h"   /* METER_KEY_MAX */
 
 struct meter_point {          /* one scrape of one device */
     const char *device;       /* GPU UUID, or UUID/GPU-instance for MIG */

@@ -8,7 +8,7 @@
  * workload's replicas on distinct cards (or nodes); at most as many cards
  * as the heuristic used; identical cards of one node used in order (breaks
  * symmetry). Objective: minimise cards used. Runs under a time limit; a
- * model above MAX_VARS variables is left to the heuristic. (A secondary
+ * model above PLAN_EXACT_VARS_MAX variables is left to the heuristic. (A secondary
  * objective, fewest workloads per card, made GLPK run into its time limit
  * on the worked example; mig.c prefers the heuristic's layout, which keeps
  * workloads together, whenever GLPK finds no fewer cards.)
@@ -18,32 +18,23 @@
 #include <glpk.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_VARS 40000
+#include "util/grow.h"
 
 struct triplets {
     int *ia, *ja;
     double *ar;
-    int n, cap;     /* entries are 1-based for GLPK: slot 0 unused */
+    int n;          /* entries are 1-based for GLPK: slot 0 unused */
+    size_t cap;     /* of each array */
 };
 
 static int add(struct triplets *t, int row, int col, double v)
 {
-    if (t->n + 1 >= t->cap) {
-        int cap = t->cap ? t->cap * 2 : 1024;
-        int *ia = realloc(t->ia, (size_t)cap * sizeof(int));
-        if (ia)
-            t->ia = ia;
-        int *ja = realloc(t->ja, (size_t)cap * sizeof(int));
-        if (ja)
-            t->ja = ja;
-        double *ar = realloc(t->ar, (size_t)cap * sizeof(double));
-        if (ar)
-            t->ar = ar;
-        if (!ia || !ja || !ar)
-            return 0;
-        t->cap = cap;
-    }
+    size_t next = (size_t)t->n + 1, ia_cap = t->cap, ja_cap = t->cap, ar_cap = t->cap;
+    if (!ts_grow((void **)&t->ia, &ia_cap, next, sizeof(*t->ia)) ||
+        !ts_grow((void **)&t->ja, &ja_cap, next, sizeof(*t->ja)) ||
+        !ts_grow((void **)&t->ar, &ar_cap, next, sizeof(*t->ar)))
+        return 0;
+    t->cap = ia_cap; /* the three grow together */
     t->n++;
     t->ia[t->n] = row;
     t->ja[t->n] = col;
@@ -85,7 +76,7 @@ static int count_vars(const struct plan_mig *pm)
         for (size_t c = 0; c < pm->ncards; c++)
             if (plan__item_allowed(pm, i, c) && pm->cards[c]->mode == PLAN_FREE)
                 n += (long)pm->items[i].profile->nstarts;
-    return n > MAX_VARS ? -1 : (int)n;
+    return n > PLAN_EXACT_VARS_MAX ? -1 : (int)n;
 }
 
 static void add_columns(struct model *m)

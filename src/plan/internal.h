@@ -7,7 +7,9 @@
 #define PLAN_INTERNAL_H
 
 #include "plan/plan.h"
+#include "util/limits.h"   /* PLAN_MAX_INSTANCES, PLAN_EXACT_VARS_MAX */
 
+/* MIG instances on one card: each takes at least one slice of the grid. */
 #define PLAN_MAX_PER_CARD TS_MIG_GRID_MAX
 
 /* One MIG instance to place. */

@@ -116,8 +116,7 @@ static int joins(const struct plan_build *b, const struct plan_gpu *g, const str
 
 static int in_pool(const struct decide_row *r)
 {
-    return !r->profile && (r->mech == DECIDE_MPS || r->mech == DECIDE_MEMORY_FRACTION ||
-                           r->mech == DECIDE_TIME_SLICING);
+    return !r->profile && decide_mech_shares_card(r->mech);
 }
 
 static struct plan_gpu *pool_card(struct plan *p, const char *pool)

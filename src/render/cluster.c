@@ -23,8 +23,8 @@ static json_t *selector(const struct render_class *k)
         n += snprintf(expr + n, sizeof(expr) - (size_t)n,
                       " && device.attributes['%s'].profile == '%s'", ENTITLE_DRIVER,
                       k->profile->name);
-    n += snprintf(expr + n, sizeof(expr) - (size_t)n, " && device.attributes['%s'].productName in [",
-                  ENTITLE_DRIVER);
+    n += snprintf(expr + n, sizeof(expr) - (size_t)n,
+                  " && device.attributes['%s'].productName in [", ENTITLE_DRIVER);
     const struct cat_model *m = k->model;
     for (size_t i = 0; i < m->nproduct_names && (size_t)n < sizeof(expr) - 100; i++)
         n += snprintf(expr + n, sizeof(expr) - (size_t)n, "%s'%s'", i ? ", " : "",
@@ -35,21 +35,28 @@ static json_t *selector(const struct render_class *k)
     return json_pack("[{s:{s:s}}]", "cel", "expression", expr);
 }
 
+json_t *render__sharing(int mech, json_t *mps)
+{
+    const char *strategy = entitle_sharing_strategy(mech);
+    json_t *sharing = strategy ? json_pack("{s:s}", "strategy", strategy) : NULL;
+    if (sharing && mps)
+        json_object_set_new(sharing, "mpsConfig", mps);
+    else if (mps)
+        json_decref(mps);
+    if (sharing && mech != DECIDE_MPS)
+        json_object_set_new(sharing, "timeSlicingConfig",
+                            json_pack("{s:s}", "interval", "Default"));
+    return sharing;
+}
+
 /* The sharing strategy a class hands every claim, or NULL. */
 static json_t *class_config(const struct render_class *k)
 {
-    const char *strategy = k->mech == DECIDE_MPS ? "MPS"
-                           : k->mech == DECIDE_TIME_SLICING || k->mech == DECIDE_MEMORY_FRACTION
-                               ? "TimeSlicing"
-                               : NULL;
-    if (!strategy)
+    json_t *sharing = render__sharing(k->mech, NULL);
+    if (!sharing)
         return NULL;
-    json_t *sharing = json_pack("{s:s}", "strategy", strategy);
-    if (k->mech != DECIDE_MPS)
-        json_object_set_new(sharing, "timeSlicingConfig", json_pack("{s:s}", "interval",
-                                                                    "Default"));
     return json_pack("[{s:{s:s, s:{s:s, s:s, s:o}}}]", "opaque", "driver", ENTITLE_DRIVER,
-                     "parameters", "apiVersion", "resource.nvidia.com/v1beta1", "kind",
+                     "parameters", "apiVersion", ENTITLE_CONFIG_API, "kind",
                      "GpuConfig", "sharing", sharing);
 }
 
@@ -149,7 +156,7 @@ static json_t *plugin_config(int ts, int mps)
 static ts_status add_plugin_entry(json_t *data, const char *key, json_t *cfg)
 {
     struct ts_sbuf text;
-    ts_sbuf_init(&text, 1u << 20);
+    ts_sbuf_init(&text, RENDER_ENTRY_MAX);
     ts_status st = render_yaml_doc(cfg, 1, &text);
     json_decref(cfg);
     if (st == TS_OK)
@@ -201,7 +208,7 @@ static ts_status mig_parted(struct render_ctx *c)
     }
     json_t *doc = json_pack("{s:s, s:o}", "version", "v1", "mig-configs", configs);
     struct ts_sbuf text;
-    ts_sbuf_init(&text, 4u << 20);
+    ts_sbuf_init(&text, RENDER_CONFIG_MAX);
     ts_status st = render_yaml_doc(doc, 1, &text);
     json_decref(doc);
     json_t *cm = render__object("v1", "ConfigMap", "tessera-mig-parted-config",
@@ -261,7 +268,7 @@ static ts_status kueue_fragment(struct render_ctx *c)
     json_t *maps = json_array();
     for (size_t i = 0; i < c->nclasses; i++) {
         char logical[200];
-        snprintf(logical, sizeof(logical), "tessera.dev/%s", c->classes[i].name);
+        entitle_kueue_resource(c->classes[i].name, logical, sizeof(logical));
         json_array_append_new(maps, json_pack("{s:s, s:[s]}", "name", logical,
                                               "deviceClassNames", c->classes[i].name));
     }
@@ -271,8 +278,9 @@ static ts_status kueue_fragment(struct render_ctx *c)
         json_decref(doc);
         return TS_NOMEM;
     }
-    ts_sbuf_puts(&f->body, "# Merge into Kueue's Configuration (ConfigMap kueue-manager-config);\n"
-                           "# needs Kueue's DRA integration (feature gate DynamicResourceAllocation).\n");
+    ts_sbuf_puts(&f->body,
+                 "# Merge into Kueue's Configuration (ConfigMap kueue-manager-config);\n"
+                 "# needs Kueue's DRA integration (feature gate DynamicResourceAllocation).\n");
     ts_status st = render_yaml_doc(doc, 1, &f->body);
     json_decref(doc);
     return st;

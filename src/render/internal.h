@@ -7,6 +7,7 @@
 
 #include "entitle/entitle.h"
 #include "render/render.h"
+#include "util/limits.h"
 
 /* A DeviceClass the render uses (deduplicated, sorted by name). */
 struct render_class {
@@ -31,6 +32,11 @@ int render__dra(const struct render_ctx *c);     /* DRA objects wanted */
 int render__plugin(const struct render_ctx *c);  /* device-plugin objects wanted */
 /* Append a kustomization.yaml listing files (NULL-terminated) to the tree. */
 ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files);
+
+/* The DRA driver's "sharing" config for mech: its strategy
+ * (entitle_sharing_strategy), mps (taken; may be NULL) as its mpsConfig, a
+ * default timeSlicingConfig for time-slicing. NULL when mech shares no card. */
+json_t *render__sharing(int mech, json_t *mps);
 
 /* A node's mig-parted entries (NULL when it has no MIG-capable card). */
 json_t *render__mig_parted(const struct render_ctx *c, const struct spec_fleet_node *n);

@@ -7,12 +7,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static int uses_mech(const struct render_ctx *c, int mech)
+/* 1 when a row outside a VM shares its card with this DRA sharing strategy. */
+static int uses_strategy(const struct render_ctx *c, const char *strategy)
 {
     const struct decide_result *d = c->p->decisions;
-    for (size_t i = 0; i < d->nrows; i++)
-        if (d->rows[i].mech == mech && !entitle_is_vm(&d->rows[i]))
+    for (size_t i = 0; i < d->nrows; i++) {
+        const char *s = entitle_sharing_strategy(d->rows[i].mech);
+        if (s && strcmp(s, strategy) == 0 && !entitle_is_vm(&d->rows[i]))
             return 1;
+    }
     return 0;
 }
 
@@ -31,13 +34,11 @@ static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
                       "- Kubernetes 1.34 or later (`resource.k8s.io/v1`; quotas per DeviceClass "
                       "`<class>.deviceclass.resource.k8s.io/devices`).\n");
     if (render__dra(c)) {
-        ts_sbuf_puts(o, "- The NVIDIA DRA driver for GPUs (driver `gpu.nvidia.com`)");
-        if (uses_mech(c, DECIDE_MPS) || uses_mech(c, DECIDE_TIME_SLICING) ||
-            uses_mech(c, DECIDE_MEMORY_FRACTION))
-            ts_sbuf_printf(o, " with feature gates%s%s",
-                           uses_mech(c, DECIDE_MPS) ? " `MPSSupport=true`" : "",
-                           uses_mech(c, DECIDE_TIME_SLICING) || uses_mech(c, DECIDE_MEMORY_FRACTION)
-                               ? " `TimeSlicingSettings=true`" : "");
+        ts_sbuf_puts(o, "- The NVIDIA DRA driver for GPUs (driver `" ENTITLE_DRIVER "`)");
+        int mps = uses_strategy(c, "MPS"), ts = uses_strategy(c, "TimeSlicing");
+        if (mps || ts)
+            ts_sbuf_printf(o, " with feature gates%s%s", mps ? " `MPSSupport=true`" : "",
+                           ts ? " `TimeSlicingSettings=true`" : "");
         ts_sbuf_puts(o, "; memory fractions request `capacity.requests.memory`, which needs "
                         "Kubernetes' `DRAConsumableCapacity` gate and a driver that publishes "
                         "memory as consumable capacity.\n");
@@ -48,8 +49,8 @@ static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
     ts_sbuf_puts(o, "- Kueue with the `v1beta2` API (ClusterQueue `cohortName`, hierarchical "
                     "Cohorts)");
     if (render__dra(c))
-        ts_sbuf_puts(o, " and its DRA integration: merge `cluster/kueue-configuration-fragment.yaml` "
-                        "into Kueue's Configuration");
+        ts_sbuf_puts(o, " and its DRA integration: merge "
+                        "`cluster/kueue-configuration-fragment.yaml` into Kueue's Configuration");
     ts_sbuf_puts(o, ".\n- NVIDIA mig-manager (GPU operator) reading ConfigMap "
                     "`gpu-operator/tessera-mig-parted-config`, or run the nodes' "
                     "`create-mig-instances.sh` (which also pins placements; mig-parted cannot).\n");
@@ -158,7 +159,8 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
                       "      - name: tessera-limits\n        configMap: {name: %s, items: "
                       "[{key: cuda-limits, path: cuda-limits}]}\n"
                       "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
-                      "Run the webhook with `--shim-path %s`: it then denies any other LD_PRELOAD.\n",
+                      "Run the webhook with `--shim-path %s`: it then denies any other "
+                      "LD_PRELOAD.\n",
                    ENTITLE_SHIM_LIBRARY, first->workload->name, ENTITLE_SHIM_LIBRARY,
                    ENTITLE_SHIM_LIBRARY, ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_LIBRARY, cm,
                    ENTITLE_SHIM_LIBRARY);

@@ -121,7 +121,8 @@ static json_t *namespace_obj(const struct spec_tenant *t, const char *ns)
     json_t *o = render__object("v1", "Namespace", ns, NULL);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(t->name));
-    json_object_set_new(labels, ENTITLE_LABEL_CONTRACT, json_string(spec_contract_names[t->contract]));
+    json_object_set_new(labels, ENTITLE_LABEL_CONTRACT,
+                        json_string(spec_contract_names[t->contract]));
     return o;
 }
 
@@ -186,19 +187,17 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
 
 static json_t *driver_config(const struct decide_row *r)
 {
-    json_t *params = json_pack("{s:s, s:s}", "apiVersion", "resource.nvidia.com/v1beta1", "kind",
+    json_t *params = json_pack("{s:s, s:s}", "apiVersion", ENTITLE_CONFIG_API, "kind",
                                r->profile ? "MigDeviceConfig" : "GpuConfig");
     char mem[64];
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
+    json_t *mps = NULL;
     if (r->mech == DECIDE_MPS)
-        json_object_set_new(params, "sharing",
-                            json_pack("{s:s, s:{s:i, s:s}}", "strategy", "MPS", "mpsConfig",
-                                      "defaultActiveThreadPercentage", r->sm_percent,
-                                      "defaultPinnedDeviceMemoryLimit", mem));
-    else if (r->mech == DECIDE_TIME_SLICING || r->mech == DECIDE_MEMORY_FRACTION)
-        json_object_set_new(params, "sharing",
-                            json_pack("{s:s, s:{s:s}}", "strategy", "TimeSlicing",
-                                      "timeSlicingConfig", "interval", "Default"));
+        mps = json_pack("{s:i, s:s}", "defaultActiveThreadPercentage", r->sm_percent,
+                        "defaultPinnedDeviceMemoryLimit", mem);
+    json_t *sharing = render__sharing(r->mech, mps);
+    if (sharing)
+        json_object_set_new(params, "sharing", sharing);
     return json_pack("[{s:[s], s:{s:s, s:o}}]", "requests", "gpu", "opaque", "driver",
                      ENTITLE_DRIVER, "parameters", params);
 }
@@ -295,7 +294,7 @@ static void dra_groups(const struct render_ctx *c, const struct spec_tenant *t, 
             if (c->classes[j].model != m || n == 0)
                 continue;
             char logical[200];
-            snprintf(logical, sizeof(logical), "tessera.dev/%s", c->classes[j].name);
+            entitle_kueue_resource(c->classes[j].name, logical, sizeof(logical));
             json_array_append_new(covered, json_string(logical));
             add_resource(resources, t, logical, json_integer(n));
         }

@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include "entitle/entitle.h"
 #include "render/yaml.h"
+#include "util/limits.h"
 
 #define MANIFEST ".tessera-render"
-#define FILE_MAX (16u << 20)
 
 const char *const render_api_names[] = {"dra", "device-plugin", "both", NULL};
 
@@ -40,7 +40,7 @@ struct render_file *render__file(struct render_tree *t, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return NULL;
-    ts_sbuf_init(&f->body, FILE_MAX);
+    ts_sbuf_init(&f->body, RENDER_FILE_MAX);
     f->executable = 0;
     t->nfiles++;
     return f;
@@ -203,11 +203,11 @@ static char *read_manifest(const char *dir)
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, MANIFEST);
     FILE *f = fopen(path, "rb");
-    char *buf = calloc(1, 1u << 20);
+    char *buf = calloc(1, RENDER_MANIFEST_MAX);
     if (buf)
         buf[0] = '\n';
     if (f && buf)
-        buf[1 + fread(buf + 1, 1, (1u << 20) - 2, f)] = '\0';
+        buf[1 + fread(buf + 1, 1, RENDER_MANIFEST_MAX - 2, f)] = '\0';
     if (f)
         fclose(f);
     return buf;
@@ -253,7 +253,7 @@ static ts_status write_manifest(const struct render_tree *t, const char *root, c
                                 struct ts_error *err)
 {
     struct render_file m = {.path = MANIFEST};
-    ts_sbuf_init(&m.body, FILE_MAX);
+    ts_sbuf_init(&m.body, RENDER_FILE_MAX);
     ts_sbuf_puts(&m.body, "# files written by tessera render; others make it refuse\n");
     for (size_t i = 0; i < t->nfiles; i++)
         ts_sbuf_printf(&m.body, "%s\n", t->files[i].path);

@@ -103,8 +103,8 @@ static int emit_array(yaml_emitter_t *e, const json_t *v)
 {
     yaml_event_t ev;
     size_t n = json_array_size(v);
-    int ok = yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, n ? YAML_BLOCK_SEQUENCE_STYLE
-                                                                        : YAML_FLOW_SEQUENCE_STYLE) &&
+    yaml_sequence_style_t style = n ? YAML_BLOCK_SEQUENCE_STYLE : YAML_FLOW_SEQUENCE_STYLE;
+    int ok = yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, style) &&
              yaml_emitter_emit(e, &ev);
     for (size_t i = 0; ok && i < n; i++)
         ok = emit_value(e, json_array_get(v, i));

@@ -17,6 +17,7 @@
 #include "meter/usage.h"
 #include "spec/spec.h"
 #include "serve/serve.h"
+#include "util/limits.h"
 #include "util/sbuf.h"
 
 /* ---- log.c: one line per event, key=value or JSON, one write(2) each ---- */
@@ -30,9 +31,9 @@ void serve_jalloc_install(void);
 void serve_jalloc_begin(void);
 void serve_jalloc_end(void);
 
-/* ---- metrics.c ---- */
+/* ---- metrics.c (SERVE_RULES_MAX: util/limits.h) ---- */
+/* Latency histogram buckets: the bounds table of metrics.c, plus +Inf. */
 #define SERVE_BUCKETS 13
-#define SERVE_RULES 64
 
 struct serve_metrics {
     atomic_ulong requests_allowed, requests_denied, requests_bad, requests_other;
@@ -40,8 +41,8 @@ struct serve_metrics {
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
     pthread_mutex_t lock;                /* guards the rule table */
-    char rules[SERVE_RULES][48];
-    unsigned long rule_counts[SERVE_RULES];
+    char rules[SERVE_RULES_MAX][48];
+    unsigned long rule_counts[SERVE_RULES_MAX];
     int nrules;
 };
 void serve_metrics_init(struct serve_metrics *m);
@@ -118,6 +119,7 @@ void serve_policy_put(struct serve_policy *p);
 int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
                        const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
                        unsigned int *pcert_length, gnutls_privkey_t *key);
-extern struct serve_state *serve_current_state; /* for the GnuTLS callback, which has no user data */
+/* For the GnuTLS callback, which has no user data. */
+extern struct serve_state *serve_current_state;
 
 #endif

@@ -32,11 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "meter/relabel.h"
+#include "util/units.h"
 
 #define LOOKBACK_MS (10 * 60 * 1000LL)
 #define REBUILD_MS (60 * 60 * 1000LL)
-#define TEXT_MAX ((size_t)16 << 20)      /* the cached GPU-hours text */
-#define RELABEL_MAX ((size_t)64 << 20)   /* the cached relabelled expositions */
 
 /* The last point integrated of one device, to bill the next interval. */
 struct serve_meter_dev {
@@ -69,8 +68,8 @@ ts_status serve_meter_init(struct serve_meter *m, const struct serve_options *o,
     m->refresh_ms = o->meter_refresh_ms > 0 ? o->meter_refresh_ms : 10000;
     meter_usage_init(&m->usage, m->interval_ms);
     m->cur = SIZE_MAX;
-    ts_sbuf_init(&m->text, TEXT_MAX);
-    ts_sbuf_init(&m->dcgm, RELABEL_MAX);
+    ts_sbuf_init(&m->text, SERVE_HOURS_MAX);
+    ts_sbuf_init(&m->dcgm, SERVE_RELABEL_MAX);
     if (!m->url)
         return TS_OK;
     struct store *st = NULL; /* a bad URL stops the start; a database down does not */
@@ -198,7 +197,7 @@ static ts_status integrate(struct serve_meter *m, struct store *st, int64_t now,
 static void put_micro(struct ts_sbuf *o, int64_t uh)
 {
     uint64_t a = uh < 0 ? 0 - (uint64_t)uh : (uint64_t)uh;
-    ts_sbuf_printf(o, "%s%" PRIu64 ".%06" PRIu64, uh < 0 ? "-" : "", a / 1000000, a % 1000000);
+    ts_sbuf_printf(o, "%s%" PRIu64 ".%06" PRIu64, uh < 0 ? "-" : "", a / TS_MICRO, a % TS_MICRO);
 }
 
 /* "metric{tenant=...,model=...,profile=..." (the caller closes the braces). */
@@ -259,7 +258,7 @@ static int add_exposition(void *arg, const char *source, int64_t ts_ms, const ch
 static ts_status relabel(struct serve_meter *m, struct store *st, const struct meter_ctx *ctx,
                          struct ts_error *err)
 {
-    struct relabel_scan x = {meter_relabel_new(ctx, RELABEL_MAX), TS_OK};
+    struct relabel_scan x = {meter_relabel_new(ctx, SERVE_RELABEL_MAX), TS_OK};
     if (!x.r)
         return ts_err(err, TS_NOMEM, "metering: out of memory");
     ts_status rc = store_scan_expositions(st, add_exposition, &x, err);
@@ -271,9 +270,9 @@ static ts_status relabel(struct serve_meter *m, struct store *st, const struct m
     if (rc == TS_OK && x.status == TS_OK && meter_relabel_write(x.r, &m->dcgm) != TS_OK)
         x.status = TS_TOO_LARGE;
     if (rc == TS_OK && x.status != TS_OK) {
-        reset_text(&m->dcgm, RELABEL_MAX); /* the GPU-hours stay */
+        reset_text(&m->dcgm, SERVE_RELABEL_MAX); /* the GPU-hours stay */
         struct ts_error e;
-        ts_err(&e, TS_TOO_LARGE, "relabelled expositions over %zu bytes", RELABEL_MAX);
+        ts_err(&e, TS_TOO_LARGE, "relabelled expositions over %zu bytes", SERVE_RELABEL_MAX);
         log_error(m, "relabelled expositions left out of /metrics", &e);
     }
     meter_relabel_free(x.r);
@@ -292,8 +291,8 @@ static ts_status refresh(struct serve_meter *m, const struct serve_policy *p, in
         rc = meter_ctx_load_custody(&ctx, st, err);
     if (rc == TS_OK)
         rc = integrate(m, st, now, err);
-    reset_text(&m->text, TEXT_MAX);
-    reset_text(&m->dcgm, RELABEL_MAX);
+    reset_text(&m->text, SERVE_HOURS_MAX);
+    reset_text(&m->dcgm, SERVE_RELABEL_MAX);
     if (rc == TS_OK)
         rc = write_hours(&m->usage, &m->text);
     if (rc == TS_OK)
@@ -302,8 +301,8 @@ static ts_status refresh(struct serve_meter *m, const struct serve_policy *p, in
     store_close(st);
     if (rc != TS_OK) {
         forget(m); /* the totals may be half updated: rebuild next time */
-        reset_text(&m->text, TEXT_MAX);
-        reset_text(&m->dcgm, RELABEL_MAX);
+        reset_text(&m->text, SERVE_HOURS_MAX);
+        reset_text(&m->dcgm, SERVE_RELABEL_MAX);
     }
     return rc;
 }
@@ -368,7 +367,7 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
             struct alloc_row r = {in->row->tenant->name, g->model->name,
                                   in->profile ? in->profile->name
                                   : g->mode == PLAN_WHOLE ? "whole" : plan_mode_names[g->mode],
-                                  meter_plan_share(p->model, g, in) / 1e6};
+                                  (double)meter_plan_share(p->model, g, in) / TS_PPM};
             alloc_add(rows, &n, cap, &r);
         }
     }

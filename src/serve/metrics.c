@@ -33,7 +33,7 @@ void serve_metrics_denied(struct serve_metrics *m, const char *rule)
     int i = 0;
     while (i < m->nrules && strcmp(m->rules[i], rule) != 0)
         i++;
-    if (i == m->nrules && m->nrules < SERVE_RULES) {
+    if (i == m->nrules && m->nrules < SERVE_RULES_MAX) {
         snprintf(m->rules[i], sizeof(m->rules[i]), "%s", rule);
         m->nrules++;
     }

@@ -18,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HEADER_MEMORY (64 * 1024) /* per connection: request line + headers */
-
 static volatile sig_atomic_t stop_signal, reload_signal;
 
 static void on_signal(int sig)
@@ -75,15 +73,17 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
                                 struct ts_sbuf *u)
 {
     if (u->failed == TS_TOO_LARGE) {
+        char text[64];
+        snprintf(text, sizeof(text), "request body over %u MiB\n", ADMIT_BODY_MAX >> 20);
         atomic_fetch_add(&s->metrics.requests_bad, 1);
-        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 3 MiB\n");
+        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, text);
     }
     double t0 = now_s();
     atomic_fetch_add(&s->metrics.in_flight, 1);
     struct serve_policy *p = serve_policy_get(s);
     struct ts_sbuf out;
     struct admit_verdict v;
-    ts_sbuf_init(&out, 8u << 20);
+    ts_sbuf_init(&out, SERVE_REVIEW_MAX);
     serve_jalloc_begin();
     admit_review(p->admit, ts_sbuf_str(u), u->len, &out, &v);
     serve_jalloc_end();
@@ -117,7 +117,7 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
                          : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
     if (strcmp(url, "/metrics") == 0) {
         struct ts_sbuf out;
-        ts_sbuf_init(&out, 128u << 20);
+        ts_sbuf_init(&out, SERVE_METRICS_MAX);
         serve_metrics_text(&s->metrics, s->generation, &out);
         serve_meter_text(&s->meter, s, &out);
         enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
@@ -239,7 +239,7 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
         MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
         MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 1024u,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEADER_MEMORY,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_END);

@@ -101,7 +101,7 @@ static ts_status read_datum(const char *path, gnutls_datum_t *out, struct ts_err
 {
     char *text = NULL;
     size_t len = 0;
-    ts_status st = ts_file_read(path, 1u << 20, &text, &len, err);
+    ts_status st = ts_file_read(path, SERVE_TLS_FILE_MAX, &text, &len, err);
     out->data = (unsigned char *)text;
     out->size = (unsigned)len;
     return st;
@@ -122,7 +122,8 @@ static struct serve_tls *load_tls(const struct serve_options *o, struct ts_error
 {
     struct serve_tls *t = calloc(1, sizeof(*t));
     gnutls_datum_t cert = {0}, key = {0};
-    ts_status st = t ? read_datum(o->cert_file, &cert, err) : ts_err(err, TS_NOMEM, "out of memory");
+    ts_status st = t ? read_datum(o->cert_file, &cert, err)
+                     : ts_err(err, TS_NOMEM, "out of memory");
     if (st == TS_OK)
         st = read_datum(o->key_file, &key, err);
     if (st == TS_OK) {
@@ -137,7 +138,8 @@ static struct serve_tls *load_tls(const struct serve_options *o, struct ts_error
     }
     if (st == TS_OK) {
         int rc = gnutls_privkey_init(&t->key);
-        rc = rc < 0 ? rc : gnutls_privkey_import_x509_raw(t->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+        rc = rc < 0 ? rc
+                    : gnutls_privkey_import_x509_raw(t->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
         if (rc < 0)
             st = ts_err(err, TS_INVALID, "%s: not a PEM private key: %s", o->key_file,
                         gnutls_strerror(rc));

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LINE_MAX_BYTES 1024
+#define LINE_MAX_BYTES 1024   /* a limit-file line: its longest real one is a path */
 
 /* What a value parser sees: the value's bytes and where to report. */
 struct val {

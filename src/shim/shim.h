@@ -63,6 +63,8 @@ void shim__config_load(struct shim_config *c);
 
 #define SHIM_REGION_MAGIC 0x55435354u   /* "TSCU" little-endian */
 #define SHIM_REGION_VERSION 1u
+/* Processes one region accounts (one a slot): part of the region's layout,
+ * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
 
 struct shim_slot {

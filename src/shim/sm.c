@@ -36,7 +36,7 @@
 #define DEBT_NS 1000000000ll           /* ... and owes at most 1 s */
 #define SLEEP_MIN_NS 50000ull
 #define SLEEP_MAX_NS 5000000ull
-#define PIDS_MAX 256
+#define PIDS_MAX 256                   /* the region's processes sampled a tick */
 
 /* NVML's ABI, the part used here (nvml.h). */
 typedef struct nvmlDevice_st *nvml_device;

@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-#define MAX_FIELDS 64
-#define MAX_LIST 10000
+#include "util/limits.h"
+#include "util/units.h"
 
 static const char *node_kind(const struct spec_node *n)
 {
@@ -23,23 +22,13 @@ static const char *node_kind(const struct spec_node *n)
     }
 }
 
-__attribute__((format(printf, 6, 0)))
-static void vreport(struct ts_diag *diag, const char *file, int line, int col,
-                    const char *path, const char *fmt, va_list ap)
-{
-    struct ts_error e;
-    ts_err_at(&e, TS_INVALID, file, line, col, path, "%s", "");
-    vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
-    ts_diag_add(diag, &e);
-}
-
 void spec_report(struct spec_ctx *ctx, const struct spec_node *node,
                  const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(ctx->diag, ctx->file, node ? node->line : 0, node ? node->column : 0,
-            path, fmt, ap);
+    ts_diag_vaddf(ctx->diag, TS_SEV_ERROR, TS_INVALID, ctx->file, node ? node->line : 0,
+                  node ? node->column : 0, path, fmt, ap);
     va_end(ap);
 }
 
@@ -48,7 +37,8 @@ void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc,
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(diag, loc->file, loc->line, loc->column, loc->path, fmt, ap);
+    ts_diag_vaddf(diag, TS_SEV_ERROR, TS_INVALID, loc->file, loc->line, loc->column, loc->path,
+                  fmt, ap);
     va_end(ap);
 }
 
@@ -61,7 +51,8 @@ static int is_null(const struct spec_node *n)
 int spec_is_dns_label(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+    if (n == 0 || n > TS_K8S_LABEL_MAX || !isalnum((unsigned char)s[0]) ||
+        !isalnum((unsigned char)s[n - 1]))
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-'))
@@ -81,8 +72,9 @@ static int label_problem(const char *s, size_t n, char *why, size_t size)
 {
     if (n == 0)
         return snprintf(why, size, "it is empty"), 1;
-    if (n > 63)
-        return snprintf(why, size, "it has %zu characters; a name has at most 63", n), 1;
+    if (n > TS_K8S_LABEL_MAX)
+        return snprintf(why, size, "it has %zu characters; a name has at most %d", n,
+                        TS_K8S_LABEL_MAX), 1;
     for (size_t i = 0; i < n; i++)
         if (isupper((unsigned char)s[i]))
             return snprintf(why, size, "it has uppercase letters (%s)", LABEL_CHARS), 1;
@@ -104,8 +96,9 @@ static int name_problem(const char *s, int subdomain, char *why, size_t size)
     size_t n = strlen(s);
     if (!subdomain)
         return label_problem(s, n, why, size);
-    if (n > 253)
-        return snprintf(why, size, "it has %zu characters; a DNS name has at most 253", n), 1;
+    if (n > TS_K8S_NAME_MAX)
+        return snprintf(why, size, "it has %zu characters; a DNS name has at most %d", n,
+                        TS_K8S_NAME_MAX), 1;
     for (const char *p = s;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -175,7 +168,7 @@ int spec_parse_money(const char *s, int64_t *micro)
     int64_t whole = 0, frac = 0;
     int digits = 0, places = 0;
     for (; isdigit((unsigned char)*p); p++, digits++) {
-        if (whole > (INT64_MAX / 10 - 9) / 1000000)
+        if (whole > (INT64_MAX / 10 - 9) / TS_MICRO)
             return 0;
         whole = whole * 10 + (*p - '0');
     }
@@ -194,7 +187,7 @@ int spec_parse_money(const char *s, int64_t *micro)
         return 0;
     for (int i = places; i < 6; i++)
         frac *= 10;
-    *micro = whole * 1000000 + frac;
+    *micro = whole * TS_MICRO + frac;
     return 1;
 }
 
@@ -372,7 +365,7 @@ static int check_count(struct spec_ctx *ctx, const struct spec_field *f,
         spec_report(ctx, n, path, "must be a list, got %s", node_kind(n));
         return 1;
     }
-    double max = f->max > 0 ? f->max : MAX_LIST;
+    double max = f->max > 0 ? f->max : SPEC_LIST_MAX;
     if ((double)n->count < f->min || (double)n->count > max) {
         spec_report(ctx, n, path, "must have between %g and %g items, got %zu", f->min, max,
                     n->count);
@@ -404,8 +397,8 @@ static int read_strings(struct spec_ctx *ctx, const struct spec_field *f,
                 break;
             }
     }
-    *(const char ***)at(out, f->off) = arr;
-    *(size_t *)at(out, f->count_off) = n->count;
+    *(const char ***)at(out, f->offset) = arr;
+    *(size_t *)at(out, f->count_offset) = n->count;
     return bad;
 }
 
@@ -424,8 +417,8 @@ static int read_list(struct spec_ctx *ctx, const struct spec_field *f,
         char *p = ts_arena_printf(ctx->arena, "%s[%zu]", path, i);
         bad += spec_schema_read(ctx, n->items[i], f->sub, arr + i * f->sub->size, p);
     }
-    *(void **)at(out, f->off) = arr;
-    *(size_t *)at(out, f->count_off) = n->count;
+    *(void **)at(out, f->offset) = arr;
+    *(size_t *)at(out, f->count_offset) = n->count;
     return bad;
 }
 
@@ -438,24 +431,24 @@ static int read_field(struct spec_ctx *ctx, const struct spec_field *f,
     case SPEC_F_STR:
     case SPEC_F_NAME:
     case SPEC_F_DNS:
-        return read_string(ctx, f->type, n, path, (const char **)at(out, f->off));
+        return read_string(ctx, f->type, n, path, (const char **)at(out, f->offset));
     case SPEC_F_NUM:
         bad = read_number(ctx, f, n, path, &d);
         if (!bad)
-            *(double *)at(out, f->off) = d;
+            *(double *)at(out, f->offset) = d;
         return bad;
     case SPEC_F_INT:
         bad = read_number(ctx, f, n, path, &d);
         if (!bad)
-            *(int *)at(out, f->off) = (int)d;
+            *(int *)at(out, f->offset) = (int)d;
         return bad;
-    case SPEC_F_BOOL: return read_bool(ctx, n, path, (int *)at(out, f->off));
-    case SPEC_F_ENUM: return read_enum(ctx, f, n, path, (int *)at(out, f->off));
-    case SPEC_F_MONEY: return read_money(ctx, n, path, (int64_t *)at(out, f->off));
+    case SPEC_F_BOOL: return read_bool(ctx, n, path, (int *)at(out, f->offset));
+    case SPEC_F_ENUM: return read_enum(ctx, f, n, path, (int *)at(out, f->offset));
+    case SPEC_F_MONEY: return read_money(ctx, n, path, (int64_t *)at(out, f->offset));
     case SPEC_F_NAMES:
     case SPEC_F_STRS: return read_strings(ctx, f, n, path, out);
     case SPEC_F_LIST: return read_list(ctx, f, n, path, out);
-    case SPEC_F_OBJ: return spec_schema_read(ctx, n, f->sub, at(out, f->off), path);
+    case SPEC_F_OBJ: return spec_schema_read(ctx, n, f->sub, at(out, f->offset), path);
     }
     return 1;
 }
@@ -465,9 +458,9 @@ static void apply_defaults(const struct spec_schema *s, void *out)
     for (size_t i = 0; i < s->nfields; i++) {
         const struct spec_field *f = &s->fields[i];
         if (f->type == SPEC_F_NUM)
-            *(double *)at(out, f->off) = f->def;
+            *(double *)at(out, f->offset) = f->default_value;
         else if (f->type == SPEC_F_INT || f->type == SPEC_F_BOOL || f->type == SPEC_F_ENUM)
-            *(int *)at(out, f->off) = (int)f->def;
+            *(int *)at(out, f->offset) = (int)f->default_value;
     }
 }
 
@@ -515,14 +508,14 @@ int spec_schema_read(struct spec_ctx *ctx, const struct spec_node *map,
         return 1;
     }
     apply_defaults(s, out);
-    if (s->loc_off != SPEC_NO_LOC) {
-        struct spec_loc *loc = at(out, s->loc_off);
+    if (s->loc_offset != SPEC_NO_LOC) {
+        struct spec_loc *loc = at(out, s->loc_offset);
         loc->file = ctx->file;
         loc->line = map->line;
         loc->column = map->column;
         loc->path = path;
     }
-    const struct spec_node *seen[MAX_FIELDS] = {0};
+    const struct spec_node *seen[SPEC_FIELDS_MAX] = {0};
     int bad = 0;
     for (size_t i = 0; i + 1 < map->count; i += 2) {
         const struct spec_node *k = map->items[i], *v = map->items[i + 1];
@@ -580,16 +573,16 @@ static void doc_range(struct ts_sbuf *out, const struct spec_field *f)
         for (int i = 0; f->enums[i]; i++)
             ts_sbuf_printf(out, "%s`%s`", i ? ", " : "", f->enums[i]);
         if (!f->required)
-            ts_sbuf_printf(out, " (default `%s`)", f->enums[(int)f->def]);
+            ts_sbuf_printf(out, " (default `%s`)", f->enums[(int)f->default_value]);
     } else if (f->type == SPEC_F_NUM || f->type == SPEC_F_INT) {
         ts_sbuf_printf(out, "%g to %g", f->min, f->max);
         if (!f->required)
-            ts_sbuf_printf(out, " (default %g)", f->def);
+            ts_sbuf_printf(out, " (default %g)", f->default_value);
     } else if (f->type == SPEC_F_BOOL && !f->required) {
-        ts_sbuf_printf(out, "default %s", f->def ? "true" : "false");
+        ts_sbuf_printf(out, "default %s", f->default_value ? "true" : "false");
     } else if ((f->type == SPEC_F_LIST || f->type == SPEC_F_NAMES || f->type == SPEC_F_STRS) &&
                (f->min > 0 || f->max > 0)) {
-        ts_sbuf_printf(out, "%g to %g items", f->min, f->max > 0 ? f->max : MAX_LIST);
+        ts_sbuf_printf(out, "%g to %g items", f->min, f->max > 0 ? f->max : SPEC_LIST_MAX);
     }
 }
 

@@ -31,10 +31,10 @@ enum spec_ftype {
     SPEC_F_BOOL,      /* int: true or false */
     SPEC_F_ENUM,      /* int: index into enums[] */
     SPEC_F_MONEY,     /* int64_t: decimal with up to 6 places, stored in micro-units */
-    SPEC_F_NAMES,     /* const char **: list of DNS-1123 labels, count at count_off */
-    SPEC_F_STRS,      /* const char **: list of strings, count at count_off */
-    SPEC_F_LIST,      /* void *: array of sub-structs, count at count_off */
-    SPEC_F_OBJ,       /* embedded sub-struct at off */
+    SPEC_F_NAMES,     /* const char **: list of DNS-1123 labels, count at count_offset */
+    SPEC_F_STRS,      /* const char **: list of strings, count at count_offset */
+    SPEC_F_LIST,      /* void *: array of sub-structs, count at count_offset */
+    SPEC_F_OBJ,       /* embedded sub-struct at offset */
 };
 
 /* Where something was written: for errors raised after loading. */
@@ -46,14 +46,19 @@ struct spec_loc {
 
 struct spec_schema;
 
+/* Tables write rows as designated initializers and leave out what is 0 or
+ * NULL: a row without .required is optional; a number must lie in
+ * [.min, .max], so its row sets .max; a list without .max takes up to the
+ * walker's cap of items; an optional value without .default_value gets 0
+ * (false, the first enum name). */
 struct spec_field {
     const char *key;
     enum spec_ftype type;
-    size_t off;                       /* offset of the value */
-    size_t count_off;                 /* lists: offset of the size_t count */
+    size_t offset;                    /* offset of the value */
+    size_t count_offset;              /* lists: offset of the size_t count */
     int required;
     double min, max;                  /* numbers: range; lists: item count range */
-    double def;                       /* default for optional numbers, ints, bools */
+    double default_value;             /* default for optional numbers, ints, bools, enums */
     const char *const *enums;         /* SPEC_F_ENUM: NULL-terminated names */
     const struct spec_schema *sub;    /* SPEC_F_LIST / SPEC_F_OBJ */
     const char *help;                 /* one line for docs/spec.md */
@@ -62,13 +67,14 @@ struct spec_field {
 struct spec_schema {
     const char *name;                 /* for docs */
     size_t size;                      /* sizeof the target struct */
-    size_t loc_off;                   /* offset of a struct spec_loc, or SPEC_NO_LOC */
+    size_t loc_offset;                /* offset of a struct spec_loc, or SPEC_NO_LOC */
     const struct spec_field *fields;
     size_t nfields;
 };
 
 #define SPEC_NO_LOC ((size_t)-1)
-#define SPEC_FIELDS(arr) (arr), (sizeof(arr) / sizeof((arr)[0]))
+/* .fields and .nfields of a spec_schema from one array of rows. */
+#define SPEC_FIELDS(arr) .fields = (arr), .nfields = sizeof(arr) / sizeof((arr)[0])
 
 /* State shared by one load: where errors go and what memory to use. */
 struct spec_ctx {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include "util/file.h"
+#include "util/limits.h"
 
 const char *const spec_contract_names[] = {"dedicated", "isolated", "shared-trusted",
                                            "best-effort", "vm", NULL};
@@ -27,160 +28,183 @@ static const char *const trust_names[] = {"trusted", "untrusted", NULL};
 static const char *const spread_names[] = {"gpu", "node", "none", NULL};
 static const char *const share_names[] = {"memory", "compute", "max", NULL};
 
-#define OFF(type, member) offsetof(type, member)
-#define CNT(type, member) offsetof(type, member)
+/* Each table below names the struct its rows fill as ROW (#undef after);
+ * OFF(member) is where a value goes in it. */
+#define OFF(member) offsetof(ROW, member)
 
 /* ---- Tenant ---- */
+#define ROW struct spec_workload
 static const struct spec_field workload_fields[] = {
-    {"name", SPEC_F_NAME, OFF(struct spec_workload, name), 0, 1, 0, 0, 0, NULL, NULL,
-     "workload name, unique within the tenant"},
-    {"kind", SPEC_F_ENUM, OFF(struct spec_workload, kind), 0, 1, 0, 0, 0, spec_wkind_names,
-     NULL, "what it does"},
-    {"memoryHighWaterGiB", SPEC_F_NUM, OFF(struct spec_workload, memory_gib), 0, 1, 0.01,
-     100000, 0, NULL, NULL, "peak GPU memory of one replica without KV cache (weights + activations)"},
-    {"kvCacheGiB", SPEC_F_NUM, OFF(struct spec_workload, kv_cache_gib), 0, 0, 0, 100000, 0,
-     NULL, NULL, "KV cache one replica keeps on top of the high-water mark"},
-    {"p99Ms", SPEC_F_NUM, OFF(struct spec_workload, p99_ms), 0, 0, 0.001, 3600000, 0, NULL,
-     NULL, "p99 latency target in milliseconds (omit for none)"},
-    {"bestEffort", SPEC_F_BOOL, OFF(struct spec_workload, best_effort), 0, 0, 0, 0, 0, NULL,
-     NULL, "no latency or capacity guarantee"},
-    {"replicas", SPEC_F_INT, OFF(struct spec_workload, replicas), 0, 0, 1, 1000, 1, NULL, NULL,
-     "copies that must run at once"},
-    {"spread", SPEC_F_ENUM, OFF(struct spec_workload, spread), 0, 0, 0, 0, 0, spread_names,
-     NULL, "replicas on distinct GPUs, distinct nodes, or anywhere"},
-    {"gpus", SPEC_F_INT, OFF(struct spec_workload, gpus), 0, 0, 1, 64, 1, NULL, NULL,
-     "GPUs one replica needs (more than 1 = multi-GPU)"},
-    {"peerToPeer", SPEC_F_BOOL, OFF(struct spec_workload, peer_to_peer), 0, 0, 0, 0, 0, NULL,
-     NULL, "needs peer-to-peer / NVLink between its GPUs"},
-    {"vm", SPEC_F_BOOL, OFF(struct spec_workload, vm), 0, 0, 0, 0, 0, NULL, NULL,
-     "runs inside a virtual machine (KubeVirt)"},
-    {"trust", SPEC_F_ENUM, OFF(struct spec_workload, trust), 0, 0, 0, 0, 0, trust_names, NULL,
-     "untrusted = handles other parties' data or runs untrusted code"},
-    {"schedule", SPEC_F_STR, OFF(struct spec_workload, schedule), 0, 0, 0, 0, 0, NULL, NULL,
-     "when it runs, e.g. nightly (omit for always)"},
-    {"isolation", SPEC_F_ENUM, OFF(struct spec_workload, isolation), 0, 0, 0, 0, 0,
-     spec_isolation_names, NULL, "ask for a mechanism; auto lets the decision table choose"},
-    {"computeSlices", SPEC_F_INT, OFF(struct spec_workload, compute_slices), 0, 0, 1, 8, 0,
-     NULL, NULL, "MIG: fewest compute slices the latency target needs (0 = size by memory)"},
-    {"smPercent", SPEC_F_INT, OFF(struct spec_workload, sm_percent), 0, 0, 1, 100, 0, NULL,
-     NULL, "MPS: active thread percentage (0 = proportional to memory)"},
-    {"gpuModel", SPEC_F_STR, OFF(struct spec_workload, gpu_model), 0, 0, 0, 0, 0, NULL, NULL,
-     "run only on this catalog model"},
-    {"pool", SPEC_F_NAME, OFF(struct spec_workload, pool), 0, 0, 0, 0, 0, NULL, NULL,
-     "named sharing pool: workloads naming the same pool share one card"},
-    {"namespace", SPEC_F_NAME, OFF(struct spec_workload, namespace_), 0, 0, 0, 0, 0, NULL, NULL,
-     "one of the tenant's namespaces (default: its first)"},
+    {.key = "name", .type = SPEC_F_NAME, .offset = OFF(name), .required = 1,
+     .help = "workload name, unique within the tenant"},
+    {.key = "kind", .type = SPEC_F_ENUM, .offset = OFF(kind),
+     .required = 1, .enums = spec_wkind_names, .help = "what it does"},
+    {.key = "memoryHighWaterGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
+     .required = 1, .min = 0.01, .max = 100000,
+     .help = "peak GPU memory of one replica without KV cache (weights + activations)"},
+    {.key = "kvCacheGiB", .type = SPEC_F_NUM, .offset = OFF(kv_cache_gib), .max = 100000,
+     .help = "KV cache one replica keeps on top of the high-water mark"},
+    {.key = "p99Ms", .type = SPEC_F_NUM, .offset = OFF(p99_ms), .min = 0.001, .max = 3600000,
+     .help = "p99 latency target in milliseconds (omit for none)"},
+    {.key = "bestEffort", .type = SPEC_F_BOOL, .offset = OFF(best_effort),
+     .help = "no latency or capacity guarantee"},
+    {.key = "replicas", .type = SPEC_F_INT, .offset = OFF(replicas),
+     .min = 1, .max = SPEC_REPLICAS_MAX, .default_value = 1,
+     .help = "copies that must run at once"},
+    {.key = "spread", .type = SPEC_F_ENUM, .offset = OFF(spread), .enums = spread_names,
+     .help = "replicas on distinct GPUs, distinct nodes, or anywhere"},
+    {.key = "gpus", .type = SPEC_F_INT, .offset = OFF(gpus),
+     .min = 1, .max = SPEC_REPLICA_GPUS_MAX, .default_value = 1,
+     .help = "GPUs one replica needs (more than 1 = multi-GPU)"},
+    {.key = "peerToPeer", .type = SPEC_F_BOOL, .offset = OFF(peer_to_peer),
+     .help = "needs peer-to-peer / NVLink between its GPUs"},
+    {.key = "vm", .type = SPEC_F_BOOL, .offset = OFF(vm),
+     .help = "runs inside a virtual machine (KubeVirt)"},
+    {.key = "trust", .type = SPEC_F_ENUM, .offset = OFF(trust), .enums = trust_names,
+     .help = "untrusted = handles other parties' data or runs untrusted code"},
+    {.key = "schedule", .type = SPEC_F_STR, .offset = OFF(schedule),
+     .help = "when it runs, e.g. nightly (omit for always)"},
+    {.key = "isolation", .type = SPEC_F_ENUM, .offset = OFF(isolation),
+     .enums = spec_isolation_names,
+     .help = "ask for a mechanism; auto lets the decision table choose"},
+    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute_slices), .min = 1, .max = 8,
+     .help = "MIG: fewest compute slices the latency target needs (0 = size by memory)"},
+    {.key = "smPercent", .type = SPEC_F_INT, .offset = OFF(sm_percent), .min = 1, .max = 100,
+     .help = "MPS: active thread percentage (0 = proportional to memory)"},
+    {.key = "gpuModel", .type = SPEC_F_STR, .offset = OFF(gpu_model),
+     .help = "run only on this catalog model"},
+    {.key = "pool", .type = SPEC_F_NAME, .offset = OFF(pool),
+     .help = "named sharing pool: workloads naming the same pool share one card"},
+    {.key = "namespace", .type = SPEC_F_NAME, .offset = OFF(namespace_),
+     .help = "one of the tenant's namespaces (default: its first)"},
 };
 static const struct spec_schema workload_schema = {
-    "Workload", sizeof(struct spec_workload), OFF(struct spec_workload, loc),
-    SPEC_FIELDS(workload_fields)};
+    .name = "Workload", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(workload_fields)};
+#undef ROW
 
+#define ROW struct spec_use
 static const struct spec_field use_fields[] = {
-    {"tenant", SPEC_F_NAME, OFF(struct spec_use, tenant), 0, 1, 0, 0, 0, NULL, NULL,
-     "the tenant that runs the shared workload"},
-    {"workload", SPEC_F_NAME, OFF(struct spec_use, workload), 0, 1, 0, 0, 0, NULL, NULL,
-     "its workload"},
+    {.key = "tenant", .type = SPEC_F_NAME, .offset = OFF(tenant), .required = 1,
+     .help = "the tenant that runs the shared workload"},
+    {.key = "workload", .type = SPEC_F_NAME, .offset = OFF(workload), .required = 1,
+     .help = "its workload"},
 };
-static const struct spec_schema use_schema = {"Use", sizeof(struct spec_use),
-                                              OFF(struct spec_use, loc), SPEC_FIELDS(use_fields)};
+static const struct spec_schema use_schema = {
+    .name = "Use", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(use_fields)};
+#undef ROW
 
+#define ROW struct spec_tenant
 static const struct spec_field tenant_fields[] = {
-    {"displayName", SPEC_F_STR, OFF(struct spec_tenant, display_name), 0, 0, 0, 0, 0, NULL,
-     NULL, "human name for reports"},
-    {"contract", SPEC_F_ENUM, OFF(struct spec_tenant, contract), 0, 1, 0, 0, 0,
-     spec_contract_names, NULL, "what the tenant was sold"},
-    {"dataClass", SPEC_F_ENUM, OFF(struct spec_tenant, data_class), 0, 0, 0, 0, 0,
-     spec_data_class_names, NULL, "sensitivity of its data"},
-    {"namespaces", SPEC_F_NAMES, OFF(struct spec_tenant, namespaces),
-     CNT(struct spec_tenant, nnamespaces), 1, 1, 100, 0, NULL, NULL,
-     "Kubernetes namespaces (projects) that belong to it"},
-    {"trusts", SPEC_F_NAMES, OFF(struct spec_tenant, trusts), CNT(struct spec_tenant, ntrusts),
-     0, 0, 1000, 0, NULL, NULL, "tenants it accepts on a shared card (must be mutual)"},
-    {"uses", SPEC_F_LIST, OFF(struct spec_tenant, uses), CNT(struct spec_tenant, nuses), 0, 0,
-     1000, 0, NULL, &use_schema, "shared workloads of other tenants it consumes"},
-    {"workloads", SPEC_F_LIST, OFF(struct spec_tenant, workloads),
-     CNT(struct spec_tenant, nworkloads), 0, 0, 1000, 0, NULL, &workload_schema,
-     "what it runs"},
-    {"group", SPEC_F_STR, OFF(struct spec_tenant, group), 0, 0, 0, 0, 0, NULL, NULL,
-     "identity-provider group given the edit role in its namespaces (default tessera:<name>)"},
-    {"borrowingLimit", SPEC_F_INT, OFF(struct spec_tenant, borrowing_limit), 0, 0, 0, 100000, -1,
-     NULL, NULL, "Kueue: devices of each kind it may borrow from idle quota (default: no limit)"},
-    {"lendingLimit", SPEC_F_INT, OFF(struct spec_tenant, lending_limit), 0, 0, 0, 100000, -1,
-     NULL, NULL, "Kueue: devices of each kind it lends while idle (default: 0 for dedicated, "
-     "isolated and vm contracts, no limit otherwise)"},
-    {"fairShareWeight", SPEC_F_NUM, OFF(struct spec_tenant, fair_share_weight), 0, 0, 0.001, 1000,
-     1, NULL, NULL, "Kueue fair-sharing weight"},
+    {.key = "displayName", .type = SPEC_F_STR, .offset = OFF(display_name),
+     .help = "human name for reports"},
+    {.key = "contract", .type = SPEC_F_ENUM, .offset = OFF(contract),
+     .required = 1, .enums = spec_contract_names, .help = "what the tenant was sold"},
+    {.key = "dataClass", .type = SPEC_F_ENUM, .offset = OFF(data_class),
+     .enums = spec_data_class_names, .help = "sensitivity of its data"},
+    {.key = "namespaces", .type = SPEC_F_NAMES, .offset = OFF(namespaces),
+     .count_offset = OFF(nnamespaces), .required = 1, .min = 1, .max = SPEC_NAMESPACES_MAX,
+     .help = "Kubernetes namespaces (projects) that belong to it"},
+    {.key = "trusts", .type = SPEC_F_NAMES, .offset = OFF(trusts), .count_offset = OFF(ntrusts),
+     .max = SPEC_TRUSTS_MAX, .help = "tenants it accepts on a shared card (must be mutual)"},
+    {.key = "uses", .type = SPEC_F_LIST, .offset = OFF(uses), .count_offset = OFF(nuses),
+     .max = SPEC_USES_MAX, .sub = &use_schema,
+     .help = "shared workloads of other tenants it consumes"},
+    {.key = "workloads", .type = SPEC_F_LIST, .offset = OFF(workloads),
+     .count_offset = OFF(nworkloads), .max = SPEC_WORKLOADS_MAX, .sub = &workload_schema,
+     .help = "what it runs"},
+    {.key = "group", .type = SPEC_F_STR, .offset = OFF(group),
+     .help = "identity-provider group given the edit role in its namespaces (default "
+             "tessera:<name>)"},
+    {.key = "borrowingLimit", .type = SPEC_F_INT, .offset = OFF(borrowing_limit),
+     .max = 100000, .default_value = -1,
+     .help = "Kueue: devices of each kind it may borrow from idle quota (default: no limit)"},
+    {.key = "lendingLimit", .type = SPEC_F_INT, .offset = OFF(lending_limit),
+     .max = 100000, .default_value = -1,
+     .help = "Kueue: devices of each kind it lends while idle (default: 0 for dedicated, isolated "
+             "and vm contracts, no limit otherwise)"},
+    {.key = "fairShareWeight", .type = SPEC_F_NUM, .offset = OFF(fair_share_weight),
+     .min = 0.001, .max = 1000, .default_value = 1, .help = "Kueue fair-sharing weight"},
 };
 static const struct spec_schema tenant_schema = {
-    "Tenant.spec", sizeof(struct spec_tenant), OFF(struct spec_tenant, loc),
-    SPEC_FIELDS(tenant_fields)};
+    .name = "Tenant.spec", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(tenant_fields)};
+#undef ROW
 
 /* ---- Fleet ---- */
+#define ROW struct spec_node_gpus
 static const struct spec_field node_gpu_fields[] = {
-    {"model", SPEC_F_STR, OFF(struct spec_node_gpus, model), 0, 1, 0, 0, 0, NULL, NULL,
-     "catalog model name (see tessera catalog list)"},
-    {"count", SPEC_F_INT, OFF(struct spec_node_gpus, count), 0, 1, 1, 64, 0, NULL, NULL,
-     "how many of them"},
+    {.key = "model", .type = SPEC_F_STR, .offset = OFF(model), .required = 1,
+     .help = "catalog model name (see tessera catalog list)"},
+    {.key = "count", .type = SPEC_F_INT, .offset = OFF(count), .required = 1, .min = 1,
+     .max = SPEC_NODE_GPUS_MAX, .help = "how many of them"},
 };
 static const struct spec_schema node_gpu_schema = {
-    "NodeGpus", sizeof(struct spec_node_gpus), OFF(struct spec_node_gpus, loc),
-    SPEC_FIELDS(node_gpu_fields)};
+    .name = "NodeGpus", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(node_gpu_fields)};
+#undef ROW
 
+#define ROW struct spec_fleet_node
 static const struct spec_field node_fields[] = {
-    {"name", SPEC_F_DNS, OFF(struct spec_fleet_node, name), 0, 1, 0, 0, 0, NULL, NULL,
-     "Kubernetes node name"},
-    {"gpus", SPEC_F_LIST, OFF(struct spec_fleet_node, gpus), CNT(struct spec_fleet_node, ngpus),
-     1, 1, 16, 0, NULL, &node_gpu_schema, "GPU models and counts, in index order"},
-    {"cudaVersion", SPEC_F_STR, OFF(struct spec_fleet_node, cuda_version), 0, 0, 0, 0, 0, NULL,
-     NULL, "driver's CUDA version, e.g. \"13.4\" (memory-enforced fractions need 13.4+)"},
-    {"vgpuLicensed", SPEC_F_BOOL, OFF(struct spec_fleet_node, vgpu_licensed), 0, 0, 0, 0, 0,
-     NULL, NULL, "NVIDIA vGPU licensed on this node"},
-    {"mps", SPEC_F_BOOL, OFF(struct spec_fleet_node, mps_allowed), 0, 0, 0, 0, 1, NULL, NULL,
-     "MPS control daemons may run here"},
-    {"canary", SPEC_F_STR, OFF(struct spec_fleet_node, canary), 0, 0, 0, 0, 0, NULL, NULL,
-     "MIG profile kept free on this node (overrides the fleet's)"},
+    {.key = "name", .type = SPEC_F_DNS, .offset = OFF(name), .required = 1,
+     .help = "Kubernetes node name"},
+    {.key = "gpus", .type = SPEC_F_LIST, .offset = OFF(gpus), .count_offset = OFF(ngpus),
+     .required = 1, .min = 1, .max = SPEC_NODE_MODELS_MAX, .sub = &node_gpu_schema,
+     .help = "GPU models and counts, in index order"},
+    {.key = "cudaVersion", .type = SPEC_F_STR, .offset = OFF(cuda_version),
+     .help = "driver's CUDA version, e.g. \"13.4\" (memory-enforced fractions need 13.4+)"},
+    {.key = "vgpuLicensed", .type = SPEC_F_BOOL, .offset = OFF(vgpu_licensed),
+     .help = "NVIDIA vGPU licensed on this node"},
+    {.key = "mps", .type = SPEC_F_BOOL, .offset = OFF(mps_allowed), .default_value = 1,
+     .help = "MPS control daemons may run here"},
+    {.key = "canary", .type = SPEC_F_STR, .offset = OFF(canary),
+     .help = "MIG profile kept free on this node (overrides the fleet's)"},
 };
 static const struct spec_schema node_schema = {
-    "Node", sizeof(struct spec_fleet_node), OFF(struct spec_fleet_node, loc),
-    SPEC_FIELDS(node_fields)};
+    .name = "Node", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(node_fields)};
+#undef ROW
 
+#define ROW struct spec_fleet
 static const struct spec_field fleet_fields[] = {
-    {"nodes", SPEC_F_LIST, OFF(struct spec_fleet, nodes), CNT(struct spec_fleet, nnodes), 1, 1,
-     10000, 0, NULL, &node_schema, "the GPU nodes"},
-    {"canary", SPEC_F_STR, OFF(struct spec_fleet, canary), 0, 0, 0, 0, 0, NULL, NULL,
-     "MIG profile kept free on every node with MIG cards, for canary rollouts"},
+    {.key = "nodes", .type = SPEC_F_LIST, .offset = OFF(nodes), .count_offset = OFF(nnodes),
+     .required = 1, .min = 1, .max = SPEC_NODES_MAX, .sub = &node_schema,
+     .help = "the GPU nodes"},
+    {.key = "canary", .type = SPEC_F_STR, .offset = OFF(canary),
+     .help = "MIG profile kept free on every node with MIG cards, for canary rollouts"},
 };
 static const struct spec_schema fleet_schema = {
-    "Fleet.spec", sizeof(struct spec_fleet), OFF(struct spec_fleet, loc),
-    SPEC_FIELDS(fleet_fields)};
+    .name = "Fleet.spec", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(fleet_fields)};
+#undef ROW
 
 /* ---- PriceBook ---- */
+#define ROW struct spec_price
 static const struct spec_field price_fields[] = {
-    {"model", SPEC_F_STR, OFF(struct spec_price, model), 0, 1, 0, 0, 0, NULL, NULL,
-     "catalog model name"},
-    {"perGpuHour", SPEC_F_MONEY, OFF(struct spec_price, per_gpu_hour), 0, 1, 0, 0, 0, NULL,
-     NULL, "price of one whole GPU for one hour, e.g. \"2.50\""},
+    {.key = "model", .type = SPEC_F_STR, .offset = OFF(model), .required = 1,
+     .help = "catalog model name"},
+    {.key = "perGpuHour", .type = SPEC_F_MONEY, .offset = OFF(per_gpu_hour), .required = 1,
+     .help = "price of one whole GPU for one hour, e.g. \"2.50\""},
 };
 static const struct spec_schema price_schema = {
-    "Price", sizeof(struct spec_price), OFF(struct spec_price, loc), SPEC_FIELDS(price_fields)};
+    .name = "Price", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(price_fields)};
+#undef ROW
 
+#define ROW struct spec_pricebook
 static const struct spec_field pricebook_fields[] = {
-    {"currency", SPEC_F_STR, OFF(struct spec_pricebook, currency), 0, 1, 0, 0, 0, NULL, NULL,
-     "ISO 4217 code, e.g. EUR"},
-    {"prices", SPEC_F_LIST, OFF(struct spec_pricebook, prices),
-     CNT(struct spec_pricebook, nprices), 1, 1, 1000, 0, NULL, &price_schema,
-     "price per GPU model"},
-    {"migShareBasis", SPEC_F_ENUM, OFF(struct spec_pricebook, mig_share), 0, 0, 0, 0, 0,
-     share_names, NULL, "a MIG instance's share of its card: memory slices, compute slices, or the larger"},
+    {.key = "currency", .type = SPEC_F_STR, .offset = OFF(currency), .required = 1,
+     .help = "ISO 4217 code, e.g. EUR"},
+    {.key = "prices", .type = SPEC_F_LIST, .offset = OFF(prices), .count_offset = OFF(nprices),
+     .required = 1, .min = 1, .max = SPEC_PRICES_MAX, .sub = &price_schema,
+     .help = "price per GPU model"},
+    {.key = "migShareBasis", .type = SPEC_F_ENUM, .offset = OFF(mig_share), .enums = share_names,
+     .help = "a MIG instance's share of its card: memory slices, compute slices, or the larger"},
 };
 static const struct spec_schema pricebook_schema = {
-    "PriceBook.spec", sizeof(struct spec_pricebook), OFF(struct spec_pricebook, loc),
+    .name = "PriceBook.spec", .size = sizeof(ROW), .loc_offset = OFF(loc),
     SPEC_FIELDS(pricebook_fields)};
+#undef ROW
 
 static const struct spec_kind spec_kinds[] = {
-    {"Fleet", &fleet_schema, OFF(struct spec_fleet, name)},
-    {"Tenant", &tenant_schema, OFF(struct spec_tenant, name)},
-    {"PriceBook", &pricebook_schema, OFF(struct spec_pricebook, name)},
+    {.kind = "Fleet", .schema = &fleet_schema, .name_off = offsetof(struct spec_fleet, name)},
+    {.kind = "Tenant", .schema = &tenant_schema, .name_off = offsetof(struct spec_tenant, name)},
+    {.kind = "PriceBook", .schema = &pricebook_schema,
+     .name_off = offsetof(struct spec_pricebook, name)},
 };
 #define NKINDS (sizeof(spec_kinds) / sizeof(spec_kinds[0]))
 
@@ -196,20 +220,11 @@ struct objlist {
 static int push_object(struct ts_arena *a, struct objlist *l, const struct spec_object *o,
                        const struct spec_node *spec)
 {
-    if (l->count == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 16;
-        struct spec_object *n = ts_arena_array(a, ncap, sizeof(*n));
-        const struct spec_node **sp = ts_arena_array(a, ncap, sizeof(*sp));
-        if (!n || !sp)
-            return 0;
-        if (l->count) {
-            memcpy(n, l->items, l->count * sizeof(*n));
-            memcpy(sp, l->specs, l->count * sizeof(*sp));
-        }
-        l->items = n;
-        l->specs = sp;
-        l->cap = ncap;
-    }
+    size_t items_cap = l->cap, specs_cap = l->cap; /* the two arrays grow together */
+    if (!ts_arena_grow(a, (void **)&l->items, &items_cap, l->count, sizeof(*l->items)) ||
+        !ts_arena_grow(a, (void **)&l->specs, &specs_cap, l->count, sizeof(*l->specs)))
+        return 0;
+    l->cap = items_cap;
     l->specs[l->count] = spec;
     l->items[l->count++] = *o;
     return 1;
@@ -228,12 +243,15 @@ static const struct spec_kind *find_kind(const struct spec_kind *kinds, size_t n
 struct metadata {
     const char *name;
 };
+#define ROW struct metadata
 static const struct spec_field metadata_fields[] = {
-    {"name", SPEC_F_NAME, OFF(struct metadata, name), 0, 1, 0, 0, 0, NULL, NULL,
-     "the object's name"},
+    {.key = "name", .type = SPEC_F_NAME, .offset = OFF(name), .required = 1,
+     .help = "the object's name"},
 };
 static const struct spec_schema metadata_schema = {
-    "metadata", sizeof(struct metadata), SPEC_NO_LOC, SPEC_FIELDS(metadata_fields)};
+    .name = "metadata", .size = sizeof(ROW), .loc_offset = SPEC_NO_LOC,
+    SPEC_FIELDS(metadata_fields)};
+#undef ROW
 
 enum { ENV_API, ENV_KIND, ENV_META, ENV_SPEC, ENV_KEYS };
 static const char *const envelope_names[ENV_KEYS] = {"apiVersion", "kind", "metadata", "spec"};
@@ -299,12 +317,12 @@ static const struct spec_kind *envelope_kind(struct spec_ctx *ctx, const struct 
                                              const struct envelope *env,
                                              const struct spec_kind *kinds, size_t nkinds)
 {
-    const char *api = envelope_string(ctx, root, env, ENV_API, SPEC_API_VERSION);
+    const char *api = envelope_string(ctx, root, env, ENV_API, TS_API_VERSION);
     if (!api)
         return NULL;
-    if (strcmp(api, SPEC_API_VERSION) != 0) {
+    if (strcmp(api, TS_API_VERSION) != 0) {
         spec_report(ctx, env->value[ENV_API], ts_arena_printf(ctx->arena, "%s.apiVersion",
-                    env->path), "must be %s, got '%.60s'", SPEC_API_VERSION, api);
+                    env->path), "must be %s, got '%.60s'", TS_API_VERSION, api);
         return NULL;
     }
     char list[200] = "";
@@ -393,9 +411,8 @@ static void load_text(const char *text, size_t len, const char *name,
     for (size_t i = 0; i < ndocs; i++)
         used += docs[i].root != NULL;
     if (used == 0) {
-        ts_err_at(&e, TS_INVALID, fname, 0, 0, NULL, "the file holds no YAML documents (it "
-                  "is empty or only comments)");
-        ts_diag_add(diag, &e);
+        ts_diag_addf(diag, TS_SEV_ERROR, TS_INVALID, fname, 0, 0, NULL, "the file holds no YAML "
+                     "documents (it is empty or only comments)");
         return;
     }
     struct spec_ctx ctx = {arena, fname, diag};

@@ -16,8 +16,7 @@
 
 #include "spec/model.h"
 #include "spec/schema.h"
-
-#define SPEC_API_VERSION "tessera.dev/v1alpha1"
+#include "util/names.h"   /* TS_API_VERSION, every document's apiVersion */
 
 struct spec_kind {
     const char *kind;                 /* e.g. "Tenant" */

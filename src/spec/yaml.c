@@ -14,8 +14,6 @@
 #include <string.h>
 #include <yaml.h>
 
-#define MAX_ANCHORS 1024
-
 struct anchor {
     const char *name;
     struct spec_node *node;
@@ -30,7 +28,7 @@ struct builder {
     const char *stack_anchor[SPEC_YAML_MAX_DEPTH + 1];
     size_t cap[SPEC_YAML_MAX_DEPTH + 1];
     int depth;
-    struct anchor anchors[MAX_ANCHORS];
+    struct anchor anchors[SPEC_YAML_MAX_ANCHORS];
     int nanchors;
     size_t total;                 /* nodes so far, aliases expanded */
     struct spec_doc *docs;
@@ -177,9 +175,9 @@ static ts_status add_anchor(struct builder *b, const char *name, struct spec_nod
 {
     if (!name)
         return TS_OK;
-    if (b->nanchors == MAX_ANCHORS)
+    if (b->nanchors == SPEC_YAML_MAX_ANCHORS)
         return ts_err_at(b->err, TS_TOO_LARGE, b->file, n->line, n->column, NULL,
-                         "more than %d anchors", MAX_ANCHORS);
+                         "more than %d anchors", SPEC_YAML_MAX_ANCHORS);
     b->anchors[b->nanchors].name = name;
     b->anchors[b->nanchors].node = n;
     b->nanchors++;
@@ -212,16 +210,9 @@ static ts_status attach(struct builder *b, struct spec_node *n)
     }
     struct spec_node *parent = b->stack[b->depth - 1];
     size_t *cap = &b->cap[b->depth - 1];
-    if (parent->count == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        struct spec_node **items = ts_arena_array(b->arena, ncap, sizeof(*items));
-        if (!items)
-            return fail(b, n->line, n->column, TS_NOMEM, "out of memory");
-        if (parent->count)
-            memcpy(items, parent->items, parent->count * sizeof(*items));
-        parent->items = items;
-        *cap = ncap;
-    }
+    if (!ts_arena_grow(b->arena, (void **)&parent->items, cap, parent->count,
+                       sizeof(*parent->items)))
+        return fail(b, n->line, n->column, TS_NOMEM, "out of memory");
     parent->items[parent->count++] = n;
     parent->weight += n->weight;
     return TS_OK;
@@ -318,16 +309,8 @@ static ts_status on_doc_start(struct builder *b, const yaml_event_t *e)
     if (b->ndocs == SPEC_YAML_MAX_DOCS)
         return ts_err_at(b->err, TS_TOO_LARGE, b->file, (int)e->start_mark.line + 1, 1,
                          NULL, "more than %d documents", SPEC_YAML_MAX_DOCS);
-    if (b->ndocs == b->docs_cap) {
-        size_t ncap = b->docs_cap ? b->docs_cap * 2 : 8;
-        struct spec_doc *d = ts_arena_array(b->arena, ncap, sizeof(*d));
-        if (!d)
-            return fail(b, 0, 0, TS_NOMEM, "out of memory");
-        if (b->ndocs)
-            memcpy(d, b->docs, b->ndocs * sizeof(*d));
-        b->docs = d;
-        b->docs_cap = ncap;
-    }
+    if (!ts_arena_grow(b->arena, (void **)&b->docs, &b->docs_cap, b->ndocs, sizeof(*b->docs)))
+        return fail(b, 0, 0, TS_NOMEM, "out of memory");
     b->docs[b->ndocs].root = NULL;
     b->docs[b->ndocs].line = (int)e->start_mark.line + 1;
     b->ndocs++;

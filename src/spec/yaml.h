@@ -14,11 +14,7 @@
 #include <stddef.h>
 #include "util/arena.h"
 #include "util/error.h"
-
-#define SPEC_YAML_MAX_DEPTH 64
-#define SPEC_YAML_MAX_NODES 200000      /* after alias expansion */
-#define SPEC_YAML_MAX_SCALAR 65536      /* bytes */
-#define SPEC_YAML_MAX_DOCS 1000
+#include "util/limits.h"   /* SPEC_YAML_MAX_* */
 
 enum spec_node_type { SPEC_NODE_SCALAR, SPEC_NODE_SEQ, SPEC_NODE_MAP };
 

@@ -1,8 +1,9 @@
 /*
- * backend.h - what a store backend (a database driver) provides; private to
- * src/store/. store.c holds all the logic and all the SQL that both dialects
- * accept; a backend only connects, prepares, binds, steps and reports errors.
- * SQL uses $1, $2, ... placeholders, in order, in both dialects.
+ * backend.h - what a store backend (a database driver) provides, and the
+ * columns of the store's tables; private to src/store/. store.c holds all
+ * the logic and all the SQL that both dialects accept; a backend only
+ * connects, prepares, binds, steps and reports errors. SQL uses $1, $2, ...
+ * placeholders, in order, in both dialects.
  */
 #ifndef TS_STORE_BACKEND_H
 #define TS_STORE_BACKEND_H
@@ -26,10 +27,40 @@ struct store_param {
  * NUL-terminated). Return non-zero to stop reading rows. */
 typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *lens, int ncols);
 
+/* The columns each statement names, in order: X(name, type) for each, SEP
+ * between two. The names are those of the members of struct store_sample
+ * and struct store_ledger_entry; type says how a value is bound and read
+ * back: TEXT a string, INT an int64_t, HEX a string kept in a char[65],
+ * BLOB bytes with a length. A ledger row's seq is not listed: the database
+ * assigns it. store.c's migrations create these columns; their text never
+ * changes, so a migration that adds a column adds it here as well. */
+#define STORE_SAMPLE_COLUMNS(X, SEP)                                                     \
+    X(node, TEXT) SEP X(device, TEXT) SEP X(ts_ms, INT) SEP X(model, TEXT) SEP           \
+    X(profile, TEXT) SEP X(tenant, TEXT) SEP X(ns, TEXT) SEP X(pod, TEXT) SEP            \
+    X(share_ppm, INT) SEP X(util_ppm, INT)
+#define STORE_LEDGER_COLUMNS(X, SEP)                                                     \
+    X(ts_ms, INT) SEP X(node, TEXT) SEP X(gpu_uuid, TEXT) SEP X(instance_uuid, TEXT) SEP \
+    X(gi_id, TEXT) SEP X(profile, TEXT) SEP X(placement, TEXT) SEP X(tenant, TEXT) SEP   \
+    X(workload, TEXT) SEP X(source, TEXT) SEP X(hash, HEX) SEP X(prev_hash, HEX) SEP     \
+    X(mac, HEX)
+#define STORE_EXPO_COLUMNS(X, SEP) X(source, TEXT) SEP X(ts_ms, INT) SEP X(body, BLOB)
+
+#define STORE_ONE_(name, type) 1
+enum {
+    STORE_SAMPLE_NCOLS = STORE_SAMPLE_COLUMNS(STORE_ONE_, +),
+    STORE_LEDGER_NCOLS = STORE_LEDGER_COLUMNS(STORE_ONE_, +),
+    STORE_EXPO_NCOLS = STORE_EXPO_COLUMNS(STORE_ONE_, +),
+};
+
+/* The most columns a backend hands to a row callback: the widest row is a
+ * ledger entry with its seq. */
+#define STORE_MAX_COLS 16
+_Static_assert(1 + STORE_LEDGER_NCOLS <= STORE_MAX_COLS, "ledger rows exceed STORE_MAX_COLS");
+
 /* The statements store.c prepares once per connection, by id.
  * INS_BLOCK inserts STORE_BLOCK samples in one statement. */
 #define STORE_BLOCK 64
-#define STORE_MAX_PARAMS (STORE_BLOCK * 10)
+#define STORE_MAX_PARAMS (STORE_BLOCK * STORE_SAMPLE_NCOLS)
 enum { STORE_ST_INS_SAMPLE, STORE_ST_INS_BLOCK, STORE_ST_SCAN_SAMPLES, STORE_ST_INS_LEDGER,
        STORE_ST_LAST_LEDGER, STORE_ST_SCAN_LEDGER, STORE_ST_PUT_EXPO, STORE_ST_SCAN_EXPO,
        STORE_ST_COUNT };

@@ -16,7 +16,6 @@
 #include <string.h>
 #include "store/backend.h"
 
-#define MAX_COLS 16
 #define BYTEA_OID 17 /* pg_type.oid of bytea, fixed since PostgreSQL 7 */
 
 struct pq {
@@ -117,10 +116,10 @@ static int pq_column(const PGresult *r, int t, int i, const char **v, size_t *le
  * out of memory, else 0. */
 static int pq_rows(const PGresult *r, store_row_fn row, void *ctx)
 {
-    const char *cols[MAX_COLS];
-    size_t lens[MAX_COLS];
-    unsigned char *own[MAX_COLS];
-    int n = PQnfields(r) > MAX_COLS ? MAX_COLS : PQnfields(r);
+    const char *cols[STORE_MAX_COLS];
+    size_t lens[STORE_MAX_COLS];
+    unsigned char *own[STORE_MAX_COLS];
+    int n = PQnfields(r) > STORE_MAX_COLS ? STORE_MAX_COLS : PQnfields(r);
     for (int t = 0; row && t < PQntuples(r); t++) {
         int stop = 0;
         for (int i = 0; i < n; i++)

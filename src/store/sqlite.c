@@ -8,7 +8,6 @@
 #include "store/backend.h"
 
 #define BUSY_TIMEOUT_MS 30000
-#define MAX_COLS 16
 
 struct sq {
     sqlite3 *db;
@@ -89,12 +88,12 @@ static const char *sq_column(sqlite3_stmt *s, int i, size_t *len)
 static ts_status sq_step_all(struct sq *q, sqlite3_stmt *s, store_row_fn row, void *ctx,
                              struct ts_error *err)
 {
-    const char *cols[MAX_COLS];
-    size_t lens[MAX_COLS];
+    const char *cols[STORE_MAX_COLS];
+    size_t lens[STORE_MAX_COLS];
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         int n = sqlite3_column_count(s);
-        n = n > MAX_COLS ? MAX_COLS : n;
+        n = n > STORE_MAX_COLS ? STORE_MAX_COLS : n;
         for (int i = 0; row && i < n; i++)
             cols[i] = sq_column(s, i, &lens[i]);
         if (row && row(ctx, cols, lens, n))

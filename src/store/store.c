@@ -10,36 +10,61 @@
 #include <stdlib.h>
 #include <string.h>
 #include "store/backend.h"
+#include "util/sbuf.h"
+
+/* Expanders for backend.h's column lists: COL_NAME gives a column's name,
+ * IS_TEXT 1 for a string column (else 0); COMMA separates array items. */
+#define COMMA ,
+#define COL_NAME(name, type) #name
+#define IS_TEXT(name, type) IS_TEXT_##type
+#define IS_TEXT_TEXT 1
+#define IS_TEXT_INT 0
+#define IS_TEXT_HEX 0
+
+/* "node, device, ..." */
+#define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
+#define LEDGER_COLS STORE_LEDGER_COLUMNS(COL_NAME, ", ")
+#define EXPO_COLS STORE_EXPO_COLUMNS(COL_NAME, ", ")
+/* The ledger's string columns, kept by store_ledger_last. */
+enum { LEDGER_NTEXT = STORE_LEDGER_COLUMNS(IS_TEXT, +) };
 
 struct store {
     const struct store_ops *ops;
     void *db;
-    char *last[9]; /* strings of the entry store_ledger_last returned */
-    char *block_sql; /* the text of STORE_ST_INS_BLOCK */
+    char *last[LEDGER_NTEXT]; /* strings of the entry store_ledger_last returned */
+    char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
 };
 
-#define SAMPLE_COLS "node, device, ts_ms, model, profile, tenant, ns, pod, share_ppm, util_ppm"
-#define LEDGER_COLS "ts_ms, node, gpu_uuid, instance_uuid, gi_id, profile, placement, " \
-                    "tenant, workload, source, hash, prev_hash, mac"
+/* A statement: sql, then for an INSERT the placeholders of nrows rows of
+ * ncols values ($1, $2, ... in order: "($1, $2), ($3, $4)"), then tail. */
+struct stmt {
+    const char *sql;
+    int ncols, nrows;
+    const char *tail;
+};
 
 #define INS_SAMPLE "INSERT INTO samples (" SAMPLE_COLS ") VALUES "
 #define ON_CONFLICT " ON CONFLICT DO NOTHING"
 
-static const char *const stmt_sql[STORE_ST_COUNT] = {
-    [STORE_ST_INS_SAMPLE] = INS_SAMPLE "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)" ON_CONFLICT,
-    [STORE_ST_INS_BLOCK] = NULL, /* built by block_sql() */
-    [STORE_ST_SCAN_SAMPLES] = "SELECT " SAMPLE_COLS " FROM samples "
-                              "WHERE ts_ms >= $1 AND ts_ms < $2 ORDER BY device, ts_ms",
-    [STORE_ST_INS_LEDGER] = "INSERT INTO ledger (" LEDGER_COLS ") VALUES "
-                            "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) "
-                            "RETURNING seq",
-    [STORE_ST_LAST_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq DESC LIMIT 1",
-    [STORE_ST_SCAN_LEDGER] = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq",
+static const struct stmt stmts[STORE_ST_COUNT] = {
+    [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE, .ncols = STORE_SAMPLE_NCOLS, .nrows = 1,
+                             .tail = ON_CONFLICT},
+    [STORE_ST_INS_BLOCK] = {.sql = INS_SAMPLE, .ncols = STORE_SAMPLE_NCOLS,
+                            .nrows = STORE_BLOCK, .tail = ON_CONFLICT},
+    [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
+                                      "AND ts_ms < $2 ORDER BY device, ts_ms"},
+    [STORE_ST_INS_LEDGER] = {.sql = "INSERT INTO ledger (" LEDGER_COLS ") VALUES ",
+                             .ncols = STORE_LEDGER_NCOLS, .nrows = 1, .tail = " RETURNING seq"},
+    [STORE_ST_LAST_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger "
+                                     "ORDER BY seq DESC LIMIT 1"},
+    [STORE_ST_SCAN_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq"},
     /* an older text never replaces a newer one (a late import, a slow scrape) */
-    [STORE_ST_PUT_EXPO] = "INSERT INTO expositions (source, ts_ms, body) VALUES ($1, $2, $3) "
-                          "ON CONFLICT (source) DO UPDATE SET ts_ms = excluded.ts_ms, "
-                          "body = excluded.body WHERE excluded.ts_ms >= expositions.ts_ms",
-    [STORE_ST_SCAN_EXPO] = "SELECT source, ts_ms, body FROM expositions ORDER BY source",
+    [STORE_ST_PUT_EXPO] = {.sql = "INSERT INTO expositions (" EXPO_COLS ") VALUES ",
+                           .ncols = STORE_EXPO_NCOLS, .nrows = 1,
+                           .tail = " ON CONFLICT (source) DO UPDATE SET "
+                                   "ts_ms = excluded.ts_ms, body = excluded.body "
+                                   "WHERE excluded.ts_ms >= expositions.ts_ms"},
+    [STORE_ST_SCAN_EXPO] = {.sql = "SELECT " EXPO_COLS " FROM expositions ORDER BY source"},
 };
 
 /* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
@@ -77,6 +102,18 @@ static struct store_param p_blob(const char *s, size_t len)
 
 static int64_t col_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
 static const char *col_str(const char *s) { return s ? s : ""; }
+static void copy_hex(char dst[65], const char *src)
+{
+    snprintf(dst, 65, "%s", col_str(src));
+}
+
+/* How a column of each type is bound (PARAM_) and read back (GET_). */
+#define PARAM_TEXT(v) p_str(v)
+#define PARAM_INT(v) p_int(v)
+#define PARAM_HEX(v) p_str(v)
+#define GET_TEXT(dst, v) ((dst) = col_str(v))
+#define GET_INT(dst, v) ((dst) = col_i64(v))
+#define GET_HEX(dst, v) copy_hex(dst, v)
 
 static int row_first_i64(void *ctx, const char *const *cols, const size_t *lens, int n)
 {
@@ -153,29 +190,34 @@ static ts_status migrate(struct store *st, struct ts_error *err)
     return rc;
 }
 
-/* INSERT ... VALUES ($1..$10), ($11..$20), ... for STORE_BLOCK rows. */
-static char *block_sql(void)
+/* The text of s (malloc'd), or NULL when out of memory. */
+static char *stmt_text(const struct stmt *s)
 {
-    size_t size = sizeof(INS_SAMPLE ON_CONFLICT) + STORE_MAX_PARAMS * 8;
-    char *sql = malloc(size);
-    if (!sql)
-        return NULL;
-    size_t len = (size_t)snprintf(sql, size, "%s", INS_SAMPLE);
-    for (int p = 1; p <= STORE_MAX_PARAMS; p++)
-        len += (size_t)snprintf(sql + len, size - len, "%s$%d%s", p % 10 == 1 ? "(" : "", p,
-                                p % 10 ? ", " : p < STORE_MAX_PARAMS ? "), " : ")");
-    snprintf(sql + len, size - len, "%s", ON_CONFLICT);
-    return sql;
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, 64 * 1024);
+    ts_sbuf_puts(&b, s->sql);
+    for (int r = 0; r < s->nrows; r++) {
+        ts_sbuf_puts(&b, r ? ", (" : "(");
+        for (int c = 1; c <= s->ncols; c++)
+            ts_sbuf_printf(&b, "%s$%d", c > 1 ? ", " : "", r * s->ncols + c);
+        ts_sbuf_puts(&b, ")");
+    }
+    if (s->tail)
+        ts_sbuf_puts(&b, s->tail);
+    if (ts_sbuf_status(&b) == TS_OK)
+        return b.data;
+    ts_sbuf_release(&b);
+    return NULL;
 }
 
 static ts_status prepare_all(struct store *st, struct ts_error *err)
 {
-    st->block_sql = block_sql();
-    if (!st->block_sql)
-        return ts_err(err, TS_NOMEM, "out of memory");
     ts_status rc = TS_OK;
-    for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++)
-        rc = st->ops->prepare(st->db, i, stmt_sql[i] ? stmt_sql[i] : st->block_sql, err);
+    for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++) {
+        st->sql[i] = stmt_text(&stmts[i]);
+        rc = st->sql[i] ? st->ops->prepare(st->db, i, st->sql[i], err)
+                        : ts_err(err, TS_NOMEM, "out of memory");
+    }
     return rc;
 }
 
@@ -202,7 +244,8 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
     if (!st)
         return ts_err(err, TS_NOMEM, "out of memory");
     st->ops = ops;
-    ts_status rc = ops->open(ops == &store_sqlite_ops ? url + SQLITE_SCHEME_LEN : url, &st->db, err);
+    const char *target = ops == &store_sqlite_ops ? url + SQLITE_SCHEME_LEN : url;
+    ts_status rc = ops->open(target, &st->db, err);
     if (rc == TS_OK)
         rc = migrate(st, err);
     if (rc == TS_OK)
@@ -221,9 +264,10 @@ void store_close(struct store *st)
         return;
     if (st->db)
         st->ops->close(st->db);
-    for (size_t i = 0; i < sizeof(st->last) / sizeof(st->last[0]); i++)
+    for (size_t i = 0; i < LEDGER_NTEXT; i++)
         free(st->last[i]);
-    free(st->block_sql);
+    for (size_t i = 0; i < STORE_ST_COUNT; i++)
+        free(st->sql[i]);
     free(st);
 }
 
@@ -246,10 +290,9 @@ static int sample_cmp(const void *a, const void *b)
 
 static void sample_params(struct store_param *p, const struct store_sample *s)
 {
-    const struct store_param v[10] = {p_str(s->node), p_str(s->device), p_int(s->ts_ms),
-                                      p_str(s->model), p_str(s->profile), p_str(s->tenant),
-                                      p_str(s->ns), p_str(s->pod), p_int(s->share_ppm),
-                                      p_int(s->util_ppm)};
+#define SAMPLE_PARAM(name, type) PARAM_##type(s->name)
+    const struct store_param v[] = {STORE_SAMPLE_COLUMNS(SAMPLE_PARAM, COMMA)};
+#undef SAMPLE_PARAM
     memcpy(p, v, sizeof(v));
 }
 
@@ -259,10 +302,11 @@ static ts_status put_rows(struct store *st, const struct store_sample **order, s
 {
     struct store_param p[STORE_MAX_PARAMS]; /* 15 KiB of stack */
     for (size_t i = 0; i < k; i++)
-        sample_params(p + 10 * i, order[i]);
+        sample_params(p + STORE_SAMPLE_NCOLS * i, order[i]);
     int64_t changes = 0;
     int id = k == 1 ? STORE_ST_INS_SAMPLE : STORE_ST_INS_BLOCK;
-    ts_status rc = st->ops->run(st->db, id, p, (int)(10 * k), NULL, NULL, &changes, err);
+    int np = (int)(STORE_SAMPLE_NCOLS * k);
+    ts_status rc = st->ops->run(st->db, id, p, np, NULL, NULL, &changes, err);
     *total += (size_t)changes;
     return rc;
 }
@@ -306,11 +350,12 @@ static int sample_row(void *ctx, const char *const *c, const size_t *lens, int n
 {
     (void)lens;
     struct sample_scan *sc = ctx;
-    if (n < 10)
+    if (n < STORE_SAMPLE_NCOLS)
         return 1;
-    struct store_sample s = {col_str(c[0]), col_str(c[1]), col_i64(c[2]), col_str(c[3]),
-                             col_str(c[4]), col_str(c[5]), col_str(c[6]), col_str(c[7]),
-                             col_i64(c[8]), col_i64(c[9])};
+    struct store_sample s = {0};
+#define SAMPLE_GET(name, type) GET_##type(s.name, *c++);
+    STORE_SAMPLE_COLUMNS(SAMPLE_GET, )
+#undef SAMPLE_GET
     return sc->fn(sc->ctx, &s);
 }
 
@@ -327,39 +372,27 @@ ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms,
 ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
                               int64_t *seq_out, struct ts_error *err)
 {
-    struct store_param p[13] = {p_int(e->ts_ms), p_str(e->node), p_str(e->gpu_uuid),
-                                p_str(e->instance_uuid), p_str(e->gi_id), p_str(e->profile),
-                                p_str(e->placement), p_str(e->tenant), p_str(e->workload),
-                                p_str(e->source), p_str(e->hash), p_str(e->prev_hash),
-                                p_str(e->mac)};
+#define LEDGER_PARAM(name, type) PARAM_##type(e->name)
+    struct store_param p[] = {STORE_LEDGER_COLUMNS(LEDGER_PARAM, COMMA)};
+#undef LEDGER_PARAM
     int64_t seq = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, 13, row_first_i64, &seq,
-                                NULL, err);
+    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, STORE_LEDGER_NCOLS,
+                                row_first_i64, &seq, NULL, err);
     if (rc == TS_OK && seq_out)
         *seq_out = seq;
     return rc;
 }
 
-static void copy_hex(char dst[65], const char *src)
-{
-    snprintf(dst, 65, "%s", col_str(src));
-}
-
 /* Fill e from a row of "seq, LEDGER_COLS"; strings point into cols. */
 static int ledger_from_row(struct store_ledger_entry *e, const char *const *c, int n)
 {
-    if (n < 14)
+    if (n < 1 + STORE_LEDGER_NCOLS)
         return -1;
     memset(e, 0, sizeof(*e));
-    e->seq = col_i64(c[0]);
-    e->ts_ms = col_i64(c[1]);
-    const char **str[9] = {&e->node, &e->gpu_uuid, &e->instance_uuid, &e->gi_id,
-                           &e->profile, &e->placement, &e->tenant, &e->workload, &e->source};
-    for (int i = 0; i < 9; i++)
-        *str[i] = col_str(c[2 + i]);
-    copy_hex(e->hash, c[11]);
-    copy_hex(e->prev_hash, c[12]);
-    copy_hex(e->mac, c[13]);
+    e->seq = col_i64(*c++);
+#define LEDGER_GET(name, type) GET_##type(e->name, *c++);
+    STORE_LEDGER_COLUMNS(LEDGER_GET, )
+#undef LEDGER_GET
     return 0;
 }
 
@@ -399,10 +432,16 @@ static int last_row(void *ctx, const char *const *c, const size_t *lens, int n)
     struct ledger_last *l = ctx;
     if (ledger_from_row(l->out, c, n) != 0)
         return 1;
-    const char **str[9] = {&l->out->node, &l->out->gpu_uuid, &l->out->instance_uuid,
-                           &l->out->gi_id, &l->out->profile, &l->out->placement,
-                           &l->out->tenant, &l->out->workload, &l->out->source};
-    for (int i = 0; i < 9; i++) {
+#define TEXT_REF(name, type) REF_##type(name)
+#define REF_TEXT(name) &l->out->name,
+#define REF_INT(name)
+#define REF_HEX(name)
+    const char **str[LEDGER_NTEXT] = {STORE_LEDGER_COLUMNS(TEXT_REF, )};
+#undef TEXT_REF
+#undef REF_TEXT
+#undef REF_INT
+#undef REF_HEX
+    for (int i = 0; i < LEDGER_NTEXT; i++) {
         free(l->st->last[i]);
         l->st->last[i] = strdup(*str[i]);
         l->nomem |= !l->st->last[i];
@@ -436,8 +475,9 @@ ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_
     if (len > STORE_EXPOSITION_MAX)
         return ts_err(err, TS_TOO_LARGE, "%s: exposition of %s is %zu bytes, at most %d",
                       st->ops->name, source, len, STORE_EXPOSITION_MAX);
-    struct store_param p[3] = {p_str(source), p_int(ts_ms), p_blob(text ? text : "", len)};
-    return st->ops->run(st->db, STORE_ST_PUT_EXPO, p, 3, NULL, NULL, NULL, err);
+    _Static_assert(STORE_EXPO_NCOLS == 3, "binds source, ts_ms, body");
+    struct store_param p[] = {p_str(source), p_int(ts_ms), p_blob(text ? text : "", len)};
+    return st->ops->run(st->db, STORE_ST_PUT_EXPO, p, STORE_EXPO_NCOLS, NULL, NULL, NULL, err);
 }
 
 struct expo_scan {
@@ -448,7 +488,7 @@ struct expo_scan {
 static int expo_row(void *ctx, const char *const *c, const size_t *lens, int n)
 {
     struct expo_scan *sc = ctx;
-    if (n < 3)
+    if (n < STORE_EXPO_NCOLS) /* source, ts_ms, body */
         return 1;
     return sc->fn(sc->ctx, col_str(c[0]), col_i64(c[1]), c[2] ? c[2] : "", c[2] ? lens[2] : 0);
 }

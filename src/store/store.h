@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
+#include "util/limits.h"   /* STORE_EXPOSITION_MAX */
 
 struct store;
 
@@ -96,8 +97,8 @@ ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
 
 /* Expositions: the latest raw scrape body of each source (a scrape target
  * URL or an imported file), for re-serving it tenant-labelled on /metrics.
- * Any bytes are kept as they are (NUL and invalid UTF-8 included). */
-#define STORE_EXPOSITION_MAX (16 * 1024 * 1024)
+ * Any bytes are kept as they are (NUL and invalid UTF-8 included), up to
+ * STORE_EXPOSITION_MAX bytes. */
 
 /* The latest exposition text of one source (a scrape target URL or an
  * imported file), replacing its previous one; text capped by the caller

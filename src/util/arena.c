@@ -69,6 +69,21 @@ void *ts_arena_array(struct ts_arena *a, size_t n, size_t size)
     return ts_arena_alloc(a, n * size);
 }
 
+int ts_arena_grow(struct ts_arena *a, void **items, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 1;
+    size_t want = *cap ? *cap * 2 : 8;
+    void *p = ts_arena_array(a, want, size);
+    if (!p)
+        return 0;
+    if (n)
+        memcpy(p, *items, n * size);
+    *items = p;
+    *cap = want;
+    return 1;
+}
+
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n)
 {
     if (!s)

@@ -25,6 +25,10 @@ void ts_arena_free(struct ts_arena *a);
 void *ts_arena_alloc(struct ts_arena *a, size_t size);
 /* Zeroed array of n items of size each; NULL on overflow. */
 void *ts_arena_array(struct ts_arena *a, size_t n, size_t size);
+/* ts_grow for an array in the arena: make *items (cap elements of size
+ * bytes, n used) hold at least n + 1, doubling it (from 8) into a new array
+ * and copying the n used. 0 when out of memory (nothing changed). */
+int ts_arena_grow(struct ts_arena *a, void **items, size_t *cap, size_t n, size_t size);
 /* Copies of strings (NUL-terminated); NULL in gives NULL out. */
 char *ts_arena_strdup(struct ts_arena *a, const char *s);
 char *ts_arena_strndup(struct ts_arena *a, const char *s, size_t n);

@@ -1,5 +1,6 @@
 /*
- * error.c - status strings, located errors and the bounded diagnostic list.
+ * error.c - status strings, located errors and the bounded diagnostic list
+ * of errors and warnings.
  * See error.h for the conventions every module follows.
  */
 #include "util/error.h"
@@ -37,20 +38,35 @@ ts_status ts_err(struct ts_error *err, ts_status code, const char *fmt, ...)
     return code;
 }
 
-ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file,
-                    int line, int column, const char *path, const char *fmt, ...)
+static void vfill(struct ts_error *err, ts_status code, const char *file, int line,
+                  int column, const char *path, const char *fmt, va_list ap)
+    __attribute__((format(printf, 7, 0)));
+static void vfill(struct ts_error *err, ts_status code, const char *file, int line,
+                  int column, const char *path, const char *fmt, va_list ap)
 {
-    if (!err)
-        return code;
     memset(err, 0, sizeof(*err));
     err->code = code;
     copy_str(err->file, sizeof(err->file), file);
     copy_str(err->path, sizeof(err->path), path);
     err->line = line;
     err->column = column;
+    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+}
+
+ts_status ts_verr_at(struct ts_error *err, ts_status code, const char *file, int line,
+                     int column, const char *path, const char *fmt, va_list ap)
+{
+    if (err)
+        vfill(err, code, file, line, column, path, fmt, ap);
+    return code;
+}
+
+ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file,
+                    int line, int column, const char *path, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    ts_verr_at(err, code, file, line, column, path, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -61,6 +77,30 @@ void ts_diag_add(struct ts_diag *d, const struct ts_error *e)
         d->items[d->count++] = *e;
     else
         d->dropped++;
+    d->warnings += e->severity == TS_SEV_WARNING;
+}
+
+void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
+                   int line, int column, const char *path, const char *fmt, va_list ap)
+{
+    struct ts_error e;
+    vfill(&e, code, file, line, column, path, fmt, ap);
+    e.severity = sev;
+    ts_diag_add(d, &e);
+}
+
+void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
+                  int line, int column, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ts_diag_vaddf(d, sev, code, file, line, column, path, fmt, ap);
+    va_end(ap);
+}
+
+int ts_diag_errors(const struct ts_diag *d)
+{
+    return d->count + d->dropped - d->warnings;
 }
 
 void ts_error_format(const struct ts_error *e, char *buf, size_t size)
@@ -70,8 +110,9 @@ void ts_error_format(const struct ts_error *e, char *buf, size_t size)
         snprintf(where, sizeof(where), "%s:%d:%d: ", e->file, e->line, e->column);
     else if (e->file[0])
         snprintf(where, sizeof(where), "%s: ", e->file);
+    const char *sev = e->severity == TS_SEV_WARNING ? "warning: " : "";
     if (e->path[0])
-        snprintf(buf, size, "%s%s: %s", where, e->path, e->msg);
+        snprintf(buf, size, "%s%s%s: %s", where, sev, e->path, e->msg);
     else
-        snprintf(buf, size, "%s%s", where, e->msg);
+        snprintf(buf, size, "%s%s%s", where, sev, e->msg);
 }

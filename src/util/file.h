@@ -8,8 +8,7 @@
 
 #include <stddef.h>
 #include "util/error.h"
-
-#define TS_INPUT_MAX (4u * 1024 * 1024)   /* bytes: the largest spec or import */
+#include "util/limits.h"   /* TS_INPUT_MAX, the largest spec or import */
 
 /* Read path ("-" = stdin) into a malloc'd NUL-terminated buffer. */
 ts_status ts_file_read(const char *path, size_t max, char **out, size_t *len,

@@ -1,14 +1,347 @@
 /*
  * limits.h - every cap tessera puts on its inputs and tables, in one place,
  * each with why it has the value it has. An input beyond a cap is an error
- * that names the cap (TS_TOO_LARGE), never cut silently.
+ * that names the cap (TS_TOO_LARGE or a located error), never cut silently;
+ * where a value is cut or clamped instead, its comment says so.
+ *
+ * Grouped by module, bottom up as the build layers them; names keep their
+ * module's prefix (SPEC_, CAT_, ...). Only macros: any module may include
+ * this header (it is in util, below everything).
+ *
+ * What stays where it is used:
+ * - a buffer that is the implementation detail of one function (a scratch
+ *   line, an edit-distance row, a formatted name);
+ * - a size fixed by a file or ABI format, kept beside that format with a
+ *   comment: NVML's buffer sizes (agent/nvml_abi.h, INV_STR, FIGHT_UUID_MAX),
+ *   the shim's region layout and limit file (shim/shim.h, shim/limits.h: the
+ *   shim builds alone and keeps its own), the store's column counts (made by
+ *   the column X-macros in store/backend.h);
+ * - the range a spec field's value must lie in (GiB, milliseconds, weights,
+ *   percentages): that is the schema, in its field table, printed by
+ *   `tessera docs spec`; the counts of its lists are here;
+ * - timing (retry backoffs, timeouts) and how much of a bad input a message
+ *   quotes: tunables beside the code they tune;
+ * - test code.
  */
 #ifndef TS_LIMITS_H
 #define TS_LIMITS_H
 
+/* ---- util: errors and input files ----------------------------------------- */
+
+/* Bytes of one error message, with its NUL: a message names the value, the
+ * rule and the fix in one line; a longer one is cut by snprintf. */
+#define TS_MSG_MAX 512
+/* Bytes of a file name or field path in an error, with its NUL: field
+ * paths run to about 60 ("Tenant/client-a.spec.workloads[0].kvCacheGiB");
+ * a longer one is cut. */
+#define TS_PATH_MAX 256
+/* Errors one ts_diag keeps: enough to fix a file in one pass; the rest are
+ * counted (ts_diag.dropped) and reported as "... and N more". */
+#define TS_DIAG_MAX 50
+/* Bytes of one spec, catalog or import file: a memory budget, several times
+ * the largest real spec; the loader holds the text and its node tree. */
+#define TS_INPUT_MAX (4u * 1024 * 1024)
+
+/* ---- MIG geometry (catalog, inventory, plan) ------------------------------ */
+
 /* MIG placements: memory slices of a card's placement grid. Real cards
- * have 8 (A100/H100/H200/B200) or 4 (A30); 32 leaves room for imported
- * models and fits a uint32_t bit set of starts. */
+ * have 8 (A100/H100/H200/B200), 12 (RTX PRO 6000) or 4 (A30); 32 leaves
+ * room for imported models and fits a uint32_t bit set of starts. */
 #define TS_MIG_GRID_MAX 32
+/* Compute slices of a card or a profile (the 3 of "3g.40gb"): real cards
+ * have 7 (4 on A30 and RTX PRO 6000); the same room as the grid. */
+#define TS_MIG_SLICES_MAX 32
+
+/* ---- Kubernetes names (spec, inventory) ----------------------------------- */
+
+/* Characters of a DNS-1123 label (tenant, workload, namespace and pool
+ * names): Kubernetes' own limit for a label and a namespace name. */
+#define TS_K8S_LABEL_MAX 63
+/* Characters of a DNS-1123 subdomain (node names): Kubernetes' limit for
+ * object names. */
+#define TS_K8S_NAME_MAX 253
+
+/* ---- spec: the YAML loader ------------------------------------------------ */
+
+/* Nesting of mappings and lists: a spec nests under 10 deep; the loader
+ * keeps one stack entry a level. */
+#define SPEC_YAML_MAX_DEPTH 64
+/* Nodes of one file after alias expansion: each alias use counts its
+ * anchored subtree, so an alias bomb ("billion laughs") fails here; a
+ * 10,000-node fleet is about 100,000 nodes. */
+#define SPEC_YAML_MAX_NODES 200000
+/* Bytes of one scalar: real values are names, numbers and short texts. */
+#define SPEC_YAML_MAX_SCALAR 65536
+/* Documents ('---') in one file: a Fleet, a PriceBook and one per tenant, so
+ * about a thousand tenants. */
+#define SPEC_YAML_MAX_DOCS 1000
+/* Anchors in one file: the loader keeps them in a fixed table. */
+#define SPEC_YAML_MAX_ANCHORS 1024
+
+/* ---- spec: the field tables ----------------------------------------------- */
+
+/* Fields of one schema table (the widest, Workload, has about 20): the
+ * reader marks each key seen in a fixed array. */
+#define SPEC_FIELDS_MAX 64
+/* Items of a list whose field sets no .max of its own. */
+#define SPEC_LIST_MAX 10000
+/* Nodes of one fleet: twice the 5,000 nodes Kubernetes supports in one
+ * cluster. */
+#define SPEC_NODES_MAX 10000
+/* GPU model entries of one node: a node carries one model in practice; room
+ * for mixed test rigs. */
+#define SPEC_NODE_MODELS_MAX 16
+/* Cards of one model on one node: HGX boards carry 8, a DGX-2 16. */
+#define SPEC_NODE_GPUS_MAX 64
+/* GPUs one replica spans (multi-GPU): eight 8-GPU nodes. decide refuses a
+ * model that would need more cards than this. */
+#define SPEC_REPLICA_GPUS_MAX 64
+/* Replicas of one workload, workloads, trusted tenants and consumed shared
+ * workloads of one tenant, prices of one PriceBook: far above real
+ * tenancies; they bound the quadratic pool and trust checks. */
+#define SPEC_REPLICAS_MAX 1000
+#define SPEC_WORKLOADS_MAX 1000
+#define SPEC_TRUSTS_MAX 1000
+#define SPEC_USES_MAX 1000
+#define SPEC_PRICES_MAX 1000
+/* Namespaces one tenant owns: each gets its own quota, limits, RBAC and
+ * network policy objects. */
+#define SPEC_NAMESPACES_MAX 100
+
+/* ---- inventory: the NodeInventory document (filled from NVML) ------------- */
+
+/* `nvidia-smi -L` output (one node, or a whole importer's input): GPU
+ * lines, four times INV_GPUS_MAX so outputs of several nodes can be
+ * concatenated; MIG device lines, 8 per GPU (seven 1g instances and the
+ * grid's spare); the largest GPU or device index (a sanity bound); a
+ * product name with its NUL (NVML's name buffer is 96); a profile name with
+ * its NUL ("1c.3g.40gb+me"). */
+#define INV_SMI_GPUS_MAX 64
+#define INV_SMI_MIGS_MAX 512
+#define INV_SMI_INDEX_MAX 1024
+#define INV_SMI_NAME_MAX 128
+#define INV_SMI_PROFILE_MAX 48
+/* GPUs of one node: HGX boards carry 8, a DGX-2 16. */
+#define INV_GPUS_MAX 16
+/* GPU-instance profiles one card offers: NVML defines 17 profile kinds
+ * (NVML_GPU_INSTANCE_PROFILE_COUNT), each read once. */
+#define INV_PROFILES_MAX 24
+/* Placements of one profile: at most one per grid slice (12 on real cards). */
+#define INV_PLACEMENTS_MAX 16
+/* GPU instances on one card: at most one per compute slice (7). */
+#define INV_GIS_MAX 16
+/* Compute instances in one GPU instance: NVML defines 8 compute-instance
+ * profiles (NVML_COMPUTE_INSTANCE_PROFILE_COUNT). */
+#define INV_CIS_MAX 8
+/* A node name with its NUL. */
+#define INV_NODE_MAX (TS_K8S_NAME_MAX + 1)
+
+/* ---- catalog: GPU models (builtin.yaml, imported entries) ----------------- */
+
+/* MIG profiles of one model: NVML has 17 profile kinds; the richest model of
+ * builtin.yaml lists 11. */
+#define CAT_PROFILES_MAX 64
+/* Product names of one model (as NVML and nvidia-smi report them). */
+#define CAT_PRODUCT_NAMES_MAX 32
+/* A profile ID: NVML's and nvidia-smi's IDs are small integers (at most
+ * 67 in builtin.yaml). */
+#define CAT_PROFILE_ID_MAX 255
+/* Instances of one profile one card holds (maxCount): 7 on real cards. */
+#define CAT_PROFILE_COUNT_MAX 32
+/* Multiprocessors of a card or a profile: 132 on H100 SXM. */
+#define CAT_SMS_MAX 10000
+/* GiB of a card or a profile: the largest cards today have under 200. */
+#define CAT_MEMORY_GIB_MAX 10000
+/* catalog import of nvidia-smi output: bytes a line (the longest real one
+ * is 560); tokens kept a line (a longer line is marked); input files (one
+ * per command and GPU, with room); a profile name with its NUL
+ * ("1g.10gb+gfx" is 11). GPUs, their indexes and product names are the
+ * `nvidia-smi -L` parser's caps (INV_SMI_*). */
+#define IMP_LINE_MAX 1024
+#define IMP_TOKENS_MAX 48
+#define IMP_GPUS_MAX INV_SMI_GPUS_MAX
+#define IMP_GPU_INDEX_MAX INV_SMI_INDEX_MAX
+#define IMP_FILES_MAX 64
+#define IMP_NAME_MAX 32
+#define IMP_PRODUCT_MAX INV_SMI_NAME_MAX
+
+/* ---- decide ---------------------------------------------------------------- */
+
+/* Distinct GPU models one fleet uses, the candidates decide tries in fleet
+ * order (the built-in catalog has 18); later ones are not tried. */
+#define DECIDE_MODELS_MAX 64
+
+/* ---- plan ------------------------------------------------------------------ */
+
+/* GPU instances (replicas x GPUs over all workloads) planned in one run:
+ * the layout keeps every instance in memory and sorts them; split a larger
+ * fleet into several specs. */
+#define PLAN_MAX_INSTANCES 100000
+/* Placement variables (item x card x start) of the exact (GLPK) MIG model:
+ * above this the exact solver is not tried and the heuristic layout stands;
+ * a memory and time budget for a solver that gets seconds per model. */
+#define PLAN_EXACT_VARS_MAX 40000
+
+/* ---- render ---------------------------------------------------------------- */
+
+/* Bytes of one rendered file: a memory budget far above the largest ones
+ * (the cluster's DeviceClasses, a big tenant's claims). */
+#define RENDER_FILE_MAX (16u << 20)
+/* Bytes of the manifest of a previous render read back (.tessera-render),
+ * one line a file: thousands of files; what lies beyond is not read. */
+#define RENDER_MANIFEST_MAX (1u << 20)
+/* Bytes of one device-plugin config entry: it goes into a ConfigMap, which
+ * Kubernetes caps at 1 MiB. */
+#define RENDER_ENTRY_MAX (1u << 20)
+/* Bytes of one config text for the nodes (the mig-parted configs, one
+ * node's MIG script or device-plugin config): a memory budget above the
+ * 1 MiB a ConfigMap may hold. */
+#define RENDER_CONFIG_MAX (4u << 20)
+
+/* ---- admit: the admission request ------------------------------------------ */
+
+/* Bytes of one AdmissionReview: the API server's own request limit (3 MiB). */
+#define ADMIT_BODY_MAX (3u * 1024 * 1024)
+/* JSON nesting ({ and [), checked before parsing: a Pod nests about 10 deep;
+ * jansson recurses once a level. */
+#define ADMIT_DEPTH_MAX 64
+/* Bytes of the JSON path of the value being read, with its NUL (keys in it
+ * are clipped to 64 bytes). */
+#define AD_PATH_MAX 512
+/* Bytes of the verdict message, with its NUL: denials joined with "; ",
+ * with "and N more" when they do not fit; read by a person in kubectl. */
+#define AD_MSG_MAX 1024
+/* Characters of a resource quantity ("80Gi", "1500m"): real quantities are
+ * short. */
+#define AD_QTY_MAX 64
+/* Entries of a list in a ResourceClaim: the API allows 32 requests and 32
+ * configs per claim, 8 alternatives per request; more is malformed (and
+ * would make the request x config loop quadratic in a 3 MiB body). */
+#define AD_CLAIM_LIST_MAX 128
+/* A device count above any entitlement; larger ones are clamped to it (no
+ * overflow). */
+#define AD_COUNT_MAX 1000000000L
+/* Bytes of a hostPath checked against the protected ones: Linux's PATH_MAX. */
+#define AD_HOST_PATH_MAX 4096
+
+/* ---- store ----------------------------------------------------------------- */
+
+/* Bytes of one stored exposition (a raw scrape body): dcgm-exporter's body
+ * is tens of KiB a node. */
+#define STORE_EXPOSITION_MAX (16 * 1024 * 1024)
+
+/* ---- ledger ---------------------------------------------------------------- */
+
+/* Bytes of one entry's canonical text (what is hashed): a memory budget far
+ * above an entry (UUIDs, names, a time; under 1 KiB). */
+#define LEDGER_CANON_MAX (1u << 20)
+
+/* ---- meter ----------------------------------------------------------------- */
+
+/* Bytes of one exposition line: dcgm-exporter's lines are under 1 KiB; a
+ * longer line is skipped to its end and reported. */
+#define METER_LINE_MAX (64 * 1024)
+/* Labels of one sample: dcgm-exporter writes about 12. */
+#define METER_LABELS_MAX 32
+/* Bytes kept of a label value (node, UUID, namespace, pod), with its NUL:
+ * namespaces have at most 63 and UUIDs 40; a longer value is cut. */
+#define METER_NAME_MAX 128
+/* Tenants one device time is charged to: the clients of one shared card
+ * (MPS allows 48 on Volta, 64 after); a charge past them is dropped. */
+#define METER_CHARGES_MAX 64
+/* Bytes of a usage key (tenant, model, profile, device), with its NUL: above
+ * the longest device key ingest makes (384). */
+#define METER_KEY_MAX 512
+/* Device-times held before a flush to the store: 512 8-GPU nodes at one
+ * scrape time. */
+#define METER_DEVICES_MAX 4096
+/* Distinct custody violations (device, observed tenant) kept per import
+ * for the report and the ledger; more are counted. */
+#define METER_VIOLATIONS_MAX 256
+/* Scrapes waiting for the store: an hour of 15 s rounds (240) of one
+ * target; beyond that the oldest is dropped and counted as lost. */
+#define METER_SCRAPE_PENDING_MAX 256
+/* Bytes of one scrape body (the default of --max-body): a memory budget far
+ * above dcgm-exporter's body for the largest node. */
+#define METER_SCRAPE_BODY_MAX ((size_t)256 << 20)
+
+/* ---- serve: the webhook ---------------------------------------------------- */
+
+/* Bytes of one AdmissionReview response: the request's own cap (3 MiB)
+ * with room for the verdict. */
+#define SERVE_REVIEW_MAX (8u << 20)
+/* Bytes of the /metrics text: the webhook's own series plus the relabelled
+ * expositions (SERVE_RELABEL_MAX) and GPU-hours (SERVE_HOURS_MAX). */
+#define SERVE_METRICS_MAX (128u << 20)
+/* Bytes of the cached GPU-hours text served on /metrics: a memory budget. */
+#define SERVE_HOURS_MAX ((size_t)16 << 20)
+/* Bytes of the cached relabelled expositions: four stored expositions at
+ * their cap (STORE_EXPOSITION_MAX). */
+#define SERVE_RELABEL_MAX ((size_t)64 << 20)
+/* Bytes libmicrohttpd may use per connection for the request line and
+ * headers: the API server's requests carry a few hundred bytes of them. */
+#define SERVE_HEADER_MAX (64 * 1024)
+/* Bytes of a TLS certificate chain or key file: real ones are a few KiB. */
+#define SERVE_TLS_FILE_MAX (1u << 20)
+/* Distinct admission rules counted in /metrics: the policy has under 40;
+ * a rule past them is not counted. */
+#define SERVE_RULES_MAX 64
+
+/* ---- agent ------------------------------------------------------------------ */
+
+/* Processes listed per card when apply refuses to touch a busy card: enough
+ * to name them; NVML's answer may be longer (listed up to this). */
+#define AGENT_PROCS_MAX 64
+
+/* ---- fight: the noisy-neighbour test ---------------------------------------- */
+
+/* Bytes of one line a tenant reports, without its '\n': a line is a few
+ * numbers. */
+#define FIGHT_LINE_MAX 256
+/* Samples one tenant may report over a run: a memory budget, 64 MiB of
+ * latencies and GPU times (8 bytes each). */
+#define FIGHT_SAMPLES_MAX (4u << 20)
+/* Repeats of each phase (--repeat): the p99 of each is kept and reported. */
+#define FIGHT_REPEAT_MAX 16
+/* Requests (--requests, --warmup) of one run: a million of the SLA tenant's
+ * 100 us kernel take about 100 s. */
+#define FIGHT_REQUESTS_MAX 1000000
+/* MIG devices read from `nvidia-smi -L`: 7 a card, on up to 8 cards; the
+ * fight uses the first two. */
+#define FIGHT_MIG_MAX 64
+/* Bytes of a kernel module image (--kernels): real cubins are a few MiB. */
+#define FIGHT_KERNELS_FILE_MAX (64u << 20)
+
+/* ---- cli: the command's own flags and outputs ---------------------------- */
+
+/* Files one -f or --catalog flag list names: a spec split one file per
+ * tenant, with room. */
+#define CLI_MAX_FILES 64
+/* --target URLs of one scrape loop: one dcgm-exporter a node. */
+#define CLI_TARGETS_MAX 256
+/* --runtime-class values of the webhook: clusters define a handful of
+ * RuntimeClasses (runc, kata, gvisor, nvidia). */
+#define CLI_RUNTIME_CLASSES_MAX 16
+/* A count flag (--count, --retries): a sanity bound, far above any use. */
+#define CLI_COUNT_MAX 1000000000L
+/* --retries of one scrape: with the doubling wait (at most 30 s between
+ * tries) 100 retries wait about 50 minutes. */
+#define CLI_RETRIES_MAX 100
+/* Bytes of an --hmac-key-file: a key is 32 to 64 bytes. */
+#define CLI_KEY_FILE_MAX 4096
+/* Bytes of the nvidia-smi output `ledger record --from-nvidia-smi` reads:
+ * several nodes' output in one file. */
+#define CLI_SMI_FILE_MAX (16u << 20)
+/* Bytes of the plan JSON `agent apply` reads: a plan is several times the
+ * spec it comes from. */
+#define CLI_PLAN_FILE_MAX (TS_INPUT_MAX * 4)
+/* Bytes of what a verb prints, memory budgets by kind of output: a catalog
+ * entry or the field reference; one node's or one tenant's document (an
+ * inventory, an apply log, an invoice); a whole report (plan, usage, the
+ * fight); the custody ledger as CSV (every entry ever recorded). */
+#define CLI_ENTRY_MAX (1u << 20)
+#define CLI_DOC_MAX (16u << 20)
+#define CLI_REPORT_MAX (64u << 20)
+#define CLI_LEDGER_CSV_MAX ((size_t)1 << 34)
 
 #endif

@@ -2,11 +2,14 @@
  * test_catalog.c - the built-in catalog and the geometry rule.
  *
  * The counts of valid MIG geometries are checked against an independent
- * enumeration in shared/reference/mig.md section 8.2: on 7-slice boards, 37
- * distinct non-empty multisets of plain profiles without the 2-unit 1g
- * profile (77 with it); on the 4-unit A30 and the 12-unit RTX PRO 6000, 9.
- * This test brute-forces placements with cat_geometry_check, so a wrong
- * start list or max count in builtin.yaml changes the counts.
+ * enumeration, made apart from this code, from the placement rules
+ * (disjoint memory ranges, each at one of the profile's published
+ * `nvidia-smi mig -lgipp` starts, per-profile max counts; sources in
+ * builtin.yaml): on 7-slice boards, 37 distinct non-empty multisets of
+ * plain profiles without the 2-unit 1g profile (77 with it); on the 4-unit
+ * A30 and the 12-unit RTX PRO 6000, 9. This test brute-forces placements
+ * with cat_geometry_check, so a wrong start list or max count in
+ * builtin.yaml changes the counts.
  */
 #include "helpers.h"
 

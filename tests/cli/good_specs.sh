@@ -49,7 +49,7 @@ spec:
 EOF
 }
 
-# The worked example of DESIGN.md.
+# The worked example of README.md.
 expect worked-example "ok: 10 tenants, 7 workloads, 4 of 4 GPUs used" \
     -f examples/four-h100.yaml
 

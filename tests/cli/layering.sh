@@ -78,10 +78,12 @@ done
 
 # 3. an upward include fails to build; the unchanged module builds.
 expect_rc 0 ninja -C "$SCRATCH/b" tessera_spec
+cp "$SCRATCH/src/spec/model.c" "$TMP/model.c"
 echo '#include "plan/plan.h"' >> "$SCRATCH/src/spec/model.c"
 ninja -C "$SCRATCH/b" tessera_spec > "$TMP/up.log" 2>&1
 check "spec/model.c including plan/plan.h (upward) still builds" test $? -ne 0
 expect_in "$TMP/up.log" "plan/plan.h: No such file or directory"
+cp "$TMP/model.c" "$SCRATCH/src/spec/model.c"
 expect_rc 0 ninja -C "$SCRATCH/b" tessera_admit
 echo '#include "render/render.h"' >> "$SCRATCH/src/admit/policy.c"
 ninja -C "$SCRATCH/b" tessera_admit > "$TMP/side.log" 2>&1

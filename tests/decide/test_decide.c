@@ -1,12 +1,13 @@
 /*
  * test_decide.c - the decision table rule by rule (R1..R6), explicit
- * isolation requests checked against contracts, and the errors that tell
- * a user what to change.
+ * isolation requests checked against contracts, the errors that tell a
+ * user what to change, and the mechanism predicates every module shares.
  */
 #include "helpers.h"
 
 #include <stdio.h>
 #include <string.h>
+#include "entitle/entitle.h"
 
 #define DOC "---\napiVersion: tessera.dev/v1alpha1\n"
 
@@ -184,12 +185,45 @@ static void test_error_location(void **state)
     th_free(&j);
 }
 
+/* One rule per question, the same truth table at every site that asks. */
+static void test_mech_predicates(void **state)
+{
+    (void)state;
+    static const struct {
+        int mech, shares, memory_cap, plan_mode;
+        const char *strategy;
+    } rows[] = {
+        {DECIDE_WHOLE, 0, 0, PLAN_WHOLE, NULL},
+        {DECIDE_MIG, 0, 0, PLAN_MIG, NULL},
+        {DECIDE_MPS, 1, 1, PLAN_MPS, "MPS"},
+        {DECIDE_TIME_SLICING, 1, 0, PLAN_TIME_SLICING, "TimeSlicing"},
+        {DECIDE_MEMORY_FRACTION, 1, 1, PLAN_MEMORY_FRACTION, "TimeSlicing"},
+        {DECIDE_VGPU, 0, 0, PLAN_VGPU, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(decide_mech_shares_card(rows[i].mech), rows[i].shares);
+        assert_int_equal(decide_mech_has_memory_cap(rows[i].mech), rows[i].memory_cap);
+        assert_int_equal(plan_mode_shares_card(rows[i].plan_mode), rows[i].shares);
+        const char *s = entitle_sharing_strategy(rows[i].mech);
+        if (rows[i].strategy)
+            assert_string_equal(s, rows[i].strategy);
+        else
+            assert_null(s);
+    }
+    assert_int_equal(plan_mode_shares_card(PLAN_FREE), 0);
+    assert_int_equal(decide_mech_shares_card(-1), 0);
+    char buf[64];
+    entitle_kueue_resource("tessera-h100-mps", buf, sizeof(buf));
+    assert_string_equal(buf, "tessera.dev/tessera-h100-mps");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_error_location),
+        cmocka_unit_test(test_mech_predicates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

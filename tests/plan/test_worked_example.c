@@ -1,6 +1,6 @@
 /*
  * test_worked_example.c - the first acceptance test: examples/four-h100.yaml
- * must plan exactly as DESIGN.md says. Cards 0 and 1 each hold
+ * (README.md's worked example) must plan exactly so: cards 0 and 1 each hold
  * 2g.20gb@0 + 1g.10gb@2 + 1g.10gb@3 + 3g.40gb@4 (one replica of each
  * production client, mirrored), card 2 seven 1g.10gb for the embedding
  * pool, card 3 whole for the nightly fine-tune with dev time-sliced as a

@@ -1,9 +1,11 @@
 /*
- * test_util.c - arena, capped string builder, located error formatting,
- * capped file reads and atomic writes.
+ * test_util.c - arena (and its doubling arrays), capped string builder
+ * (and JSON written into one), located error formatting, the diagnostic
+ * list (errors and warnings), capped file reads and atomic writes.
  */
 #include "helpers.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include "util/arena.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/jsonwrite.h"
 #include "util/sbuf.h"
 #include "util/time.h"
 
@@ -32,6 +35,16 @@ static void test_arena(void **state)
     assert_string_equal(ts_arena_printf(&a, "%s-%d", "gpu", 7), "gpu-7");
     assert_string_equal(ts_arena_strndup(&a, "abcdef", 3), "abc");
     assert_null(ts_arena_strdup(&a, NULL));
+    /* an arena array that doubles keeps what it held */
+    int *items = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < 100; i++) {
+        assert_true(ts_arena_grow(&a, (void **)&items, &cap, (size_t)i, sizeof(*items)));
+        items[i] = i;
+    }
+    assert_int_equal(cap, 128);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(items[i], i);
     ts_arena_free(&a);
     assert_null(a.head);
 }
@@ -50,6 +63,15 @@ static void test_sbuf_cap(void **state)
     ts_sbuf_init(&b, 100);
     ts_sbuf_xml(&b, "<a & \"b\">");
     assert_string_equal(ts_sbuf_str(&b), "&lt;a &amp; &quot;b&quot;&gt;");
+    ts_sbuf_release(&b);
+    /* a JSON document as text, and one that could not be built */
+    ts_sbuf_init(&b, 100);
+    json_t *doc = json_pack("{s:i, s:s}", "b", 1, "a", "x");
+    assert_int_equal(ts_json_write(doc, JSON_SORT_KEYS | JSON_COMPACT, &b), TS_OK);
+    assert_string_equal(ts_sbuf_str(&b), "{\"a\":\"x\",\"b\":1}\n");
+    json_decref(doc);
+    assert_int_equal(ts_json_write(NULL, 0, &b), TS_NOMEM);
+    assert_int_equal(ts_sbuf_status(&b), TS_NOMEM);
     ts_sbuf_release(&b);
 }
 
@@ -71,6 +93,61 @@ static void test_error_format(void **state)
         ts_diag_add(&d, &e);
     assert_int_equal(d.count, TS_DIAG_MAX);
     assert_int_equal(d.dropped, 5);
+}
+
+/* A module's own reporters pass their va_list on (as spec_report does). */
+static ts_status fail_at(struct ts_error *e, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ts_status fail_at(struct ts_error *e, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ts_status st = ts_verr_at(e, TS_SYNTAX, "a.txt", line, 2, NULL, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static void report(struct ts_diag *d, ts_severity sev, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report(struct ts_diag *d, ts_severity sev, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ts_diag_vaddf(d, sev, TS_INVALID, "spec.yaml", 3, 5, "Tenant/a", fmt, ap);
+    va_end(ap);
+}
+
+static void test_diag_addf(void **state)
+{
+    (void)state;
+    struct ts_diag d = {0};
+    char buf[1024];
+    struct ts_error e;
+    assert_int_equal(fail_at(&e, 4, "no %s", "row"), TS_SYNTAX);
+    ts_error_format(&e, buf, sizeof(buf));
+    assert_string_equal(buf, "a.txt:4:2: no row");
+    assert_int_equal(fail_at(NULL, 4, "no %s", "row"), TS_SYNTAX);
+    report(&d, TS_SEV_ERROR, "bad %s", "x");
+    report(&d, TS_SEV_WARNING, "odd %d", 7);
+    ts_diag_addf(&d, TS_SEV_ERROR, TS_INFEASIBLE, NULL, 0, 0, NULL, "no room for %d", 2);
+    assert_int_equal(d.count, 3);
+    assert_int_equal(d.warnings, 1);
+    assert_int_equal(ts_diag_errors(&d), 2);
+    ts_error_format(&d.items[0], buf, sizeof(buf));
+    assert_string_equal(buf, "spec.yaml:3:5: Tenant/a: bad x");
+    assert_int_equal(d.items[0].code, TS_INVALID);
+    ts_error_format(&d.items[1], buf, sizeof(buf));
+    assert_string_equal(buf, "spec.yaml:3:5: warning: Tenant/a: odd 7");
+    ts_error_format(&d.items[2], buf, sizeof(buf));
+    assert_string_equal(buf, "no room for 2");
+    assert_int_equal(d.items[2].code, TS_INFEASIBLE);
+    /* past the cap: counted, warnings apart */
+    for (int i = 0; i < TS_DIAG_MAX; i++)
+        report(&d, i % 2 ? TS_SEV_WARNING : TS_SEV_ERROR, "n %d", i);
+    assert_int_equal(d.count, TS_DIAG_MAX);
+    assert_int_equal(d.dropped, 3);
+    assert_int_equal(d.warnings, 1 + TS_DIAG_MAX / 2);
+    assert_int_equal(ts_diag_errors(&d), 2 + TS_DIAG_MAX / 2);
 }
 
 static void test_files(void **state)
@@ -129,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_arena),
         cmocka_unit_test(test_sbuf_cap),
         cmocka_unit_test(test_error_format),
+        cmocka_unit_test(test_diag_addf),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_times),
     };
