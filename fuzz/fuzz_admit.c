@@ -48,10 +48,10 @@ static void source_root(char *buf, size_t size)
     snprintf(buf, size, "%s", __FILE__);
     char *slash = strrchr(buf, '/');
     if (slash)
-        *slash = '\0';           /* .../fuzz */
+        *slash = '\0'; /* .../fuzz */
     slash = strrchr(buf, '/');
     if (slash)
-        *slash = '\0';           /* the tree */
+        *slash = '\0'; /* the tree */
     else
         snprintf(buf, size, ".");
 }
@@ -93,8 +93,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void check_200(json_t *doc, const uint8_t *data, size_t size,
-                      const struct admit_verdict *v)
+static void check_200(json_t *doc, const uint8_t *data, size_t size, const struct admit_verdict *v)
 {
     json_t *resp = json_object_get(doc, "response");
     json_t *in = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
@@ -102,8 +101,8 @@ static void check_200(json_t *doc, const uint8_t *data, size_t size,
     json_t *status = json_object_get(resp, "status");
     const char *msg = json_string_value(json_object_get(status, "message"));
     const char *api = json_string_value(json_object_get(doc, "apiVersion"));
-    if (!api || strcmp(api, "admission.k8s.io/v1") != 0 ||
-        !json_is_string(uid) || !json_equal(uid, json_object_get(resp, "uid")) ||
+    if (!api || strcmp(api, "admission.k8s.io/v1") != 0 || !json_is_string(uid) ||
+        !json_equal(uid, json_object_get(resp, "uid")) ||
         strcmp(json_string_value(uid), v->uid) != 0 ||
         json_is_true(json_object_get(resp, "allowed")) != v->allowed ||
         (!v->allowed && (json_integer_value(json_object_get(status, "code")) != 403 || !msg ||

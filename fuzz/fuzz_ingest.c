@@ -16,8 +16,8 @@ static ts_status check(void *arg, const struct store_sample *s, size_t n, size_t
     (void)arg;
     (void)err;
     for (size_t i = 0; i < n; i++)
-        if (!s[i].device[0] || !s[i].tenant[0] || s[i].share_ppm < 0 ||
-            s[i].share_ppm > 1000000 || s[i].util_ppm < -1 || s[i].util_ppm > 1000000)
+        if (!s[i].device[0] || !s[i].tenant[0] || s[i].share_ppm < 0 || s[i].share_ppm > 1000000 ||
+            s[i].util_ppm < -1 || s[i].util_ppm > 1000000)
             abort();
     *inserted = n;
     return TS_OK;

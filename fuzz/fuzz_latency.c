@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                size - off < chunk ? size - off : chunk, &e);
     if (st == TS_OK)
         st = fight_reader_finish(&r, &e);
-    if (st != TS_OK && (e.line < 1 || e.column < 1 || e.column > FIGHT_LINE_MAX + 2 ||
-                        !e.msg[0] || e.line > r.line))
+    if (st != TS_OK && (e.line < 1 || e.column < 1 || e.column > FIGHT_LINE_MAX + 2 || !e.msg[0] ||
+                        e.line > r.line))
         abort();
     if (s.n > (size_t)r.line)
         abort();

@@ -31,7 +31,7 @@
 
 #include <stddef.h>
 #include "plan/plan.h"
-#include "util/limits.h"   /* ADMIT_BODY_MAX, ADMIT_DEPTH_MAX */
+#include "util/limits.h" /* ADMIT_BODY_MAX, ADMIT_DEPTH_MAX */
 #include "util/sbuf.h"
 
 struct admit_options {
@@ -48,14 +48,14 @@ void admit_policy_free(struct admit_policy *pol);
 
 /* What happened, for logs and metrics. */
 struct admit_verdict {
-    int http_status;        /* 200 for a review answered, 400 for a malformed body */
+    int http_status; /* 200 for a review answered, 400 for a malformed body */
     int allowed;
     char uid[128];
-    char rule[48];          /* the first rule that denied ("escape-hatch/privileged",
+    char rule[48];      /* the first rule that denied ("escape-hatch/privileged",
                                "entitlement/class", "no-tenant"...) or "" */
-    char message[1024];     /* denial or 400 message */
-    char tenant[64];        /* "" when the namespace belongs to no tenant */
-    char kind[64];          /* request.kind.kind */
+    char message[1024]; /* denial or 400 message */
+    char tenant[64];    /* "" when the namespace belongs to no tenant */
+    char kind[64];      /* request.kind.kind */
     char ns[128];
 };
 
@@ -64,7 +64,7 @@ struct admit_verdict {
  * AdmissionReview, or for 400 {"error": ...}. Fills every field of v.
  * Never aborts on any input. Thread-safe for concurrent calls on one
  * policy: no state outside the call. */
-void admit_review(const struct admit_policy *pol, const char *body, size_t len,
-                  struct ts_sbuf *out, struct admit_verdict *v);
+void admit_review(const struct admit_policy *pol, const char *body, size_t len, struct ts_sbuf *out,
+                  struct admit_verdict *v);
 
 #endif

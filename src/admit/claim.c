@@ -22,12 +22,11 @@
 #include <string.h>
 #include "entitle/entitle.h"
 
-
 struct claim {
-    json_t *configs;     /* devices.config */
-    int *usable;         /* per config: for gpu.nvidia.com, a known kind */
-    long *total;         /* per namespace row (first of its class): devices claimed */
-    long *req;           /* the same for the request being read */
+    json_t *configs; /* devices.config */
+    int *usable;     /* per config: for gpu.nvidia.com, a known kind */
+    long *total;     /* per namespace row (first of its class): devices claimed */
+    long *req;       /* the same for the request being read */
 };
 
 static size_t class_index(const struct ad_ns *ns, const char *cls)
@@ -59,13 +58,14 @@ static void config_usable(struct ad_ctx *c, struct claim *cl, json_t *cfg, size_
     if (!driver || strcmp(driver, ENTITLE_DRIVER) != 0)
         ad_deny(c, "dra-config/driver",
                 "claim config[%zu] is for driver %s: tenants configure only " ENTITLE_DRIVER
-                " devices; remove it", j, ad_q(c, driver ? driver : ""));
+                " devices; remove it",
+                j, ad_q(c, driver ? driver : ""));
     else if (!api || strcmp(api, ENTITLE_CONFIG_API) != 0 || !kind ||
              (strcmp(kind, "GpuConfig") != 0 && strcmp(kind, "MigDeviceConfig") != 0))
         ad_deny(c, "dra-config/kind",
                 "claim config[%zu] is %s %s; tenants may use only " ENTITLE_CONFIG_API
-                " GpuConfig or MigDeviceConfig", j, ad_q(c, api ? api : "(no apiVersion)"),
-                ad_q(c, kind ? kind : "(no kind)"));
+                " GpuConfig or MigDeviceConfig",
+                j, ad_q(c, api ? api : "(no apiVersion)"), ad_q(c, kind ? kind : "(no kind)"));
     else
         cl->usable[j] = 1;
 }
@@ -102,7 +102,7 @@ static double per_device_max(json_t *per)
     json_t *v;
     if (per && !json_is_null(per) && !json_is_object(per))
         return -2;
-    json_object_foreach(per, key, v) {
+    json_object_foreach (per, key, v) {
         double q = mps_quantity(v);
         if (q == -2 || q == -1)
             return -2;
@@ -130,14 +130,15 @@ static void mps_limits(struct ad_ctx *c, const struct ad_ent *e, json_t *mps, si
     ad_may_use(c, 1, 1, may, sizeof(may));
     json_t *pct = json_object_get(mps, "defaultActiveThreadPercentage");
     json_t *memv = json_object_get(mps, "defaultPinnedDeviceMemoryLimit");
-    double mem = mps_quantity(memv), per = per_device_max(json_object_get(mps,
-                                                          "defaultPerDevicePinnedMemoryLimit"));
+    double mem = mps_quantity(memv),
+           per = per_device_max(json_object_get(mps, "defaultPerDevicePinnedMemoryLimit"));
     if (!json_is_integer(pct) || json_integer_value(pct) < 1 || json_integer_value(pct) > 100 ||
         mem < 0 || per == -2) {
         ad_deny(c, "dra-config/mps-limits",
                 "%s: config[%zu] must set mpsConfig.defaultActiveThreadPercentage (an integer "
                 "percentage) and defaultPinnedDeviceMemoryLimit (a quantity such as 14Gi), and "
-                "defaultPerDevicePinnedMemoryLimit only as quantities; %s", label, j, may);
+                "defaultPerDevicePinnedMemoryLimit only as quantities; %s",
+                label, j, may);
         return;
     }
     char memtext[72];
@@ -145,7 +146,8 @@ static void mps_limits(struct ad_ctx *c, const struct ad_ent *e, json_t *mps, si
     if (!mps_fits(c->ns, e->cls, json_integer_value(pct), mem > per ? mem : per))
         ad_deny(c, "dra-config/mps-limits",
                 "%s: config[%zu] asks for %d%% of SMs and %s pinned memory%s, above the "
-                "entitlement; %s", label, j, (int)json_integer_value(pct), memtext,
+                "entitlement; %s",
+                label, j, (int)json_integer_value(pct), memtext,
                 per > mem ? " (more for some devices)" : "", may);
 }
 
@@ -170,13 +172,13 @@ static void device_configs(struct ad_ctx *c, struct claim *cl, const struct ad_e
         else if (sharing && !json_is_null(sharing) && !want)
             ad_deny(c, "dra-config/sharing",
                     "%s: tenant %s may use %s without sharing; config[%zu] sets sharing "
-                    "strategy %s: remove sharing", label, c->ns->tenant, e->kind, j,
-                    ad_q(c, strategy ? strategy : "?"));
+                    "strategy %s: remove sharing",
+                    label, c->ns->tenant, e->kind, j, ad_q(c, strategy ? strategy : "?"));
         else if (sharing && !json_is_null(sharing) && (!strategy || strcmp(strategy, want) != 0) &&
                  (mps = 1)) /* reported here, not again as missing */
             ad_deny(c, "dra-config/sharing",
-                    "%s: tenant %s may use %s; config[%zu] sets sharing strategy %s, not %s",
-                    label, c->ns->tenant, e->kind, j, ad_q(c, strategy ? strategy : "?"), want);
+                    "%s: tenant %s may use %s; config[%zu] sets sharing strategy %s, not %s", label,
+                    c->ns->tenant, e->kind, j, ad_q(c, strategy ? strategy : "?"), want);
         else if (e->mech == DECIDE_MPS && strategy) {
             mps = 1;
             mps_limits(c, e, json_object_get(sharing, "mpsConfig"), j, label);
@@ -187,7 +189,8 @@ static void device_configs(struct ad_ctx *c, struct claim *cl, const struct ad_e
         ad_may_use(c, 1, 1, may, sizeof(may));
         ad_deny(c, "dra-config/mps-missing",
                 "%s has no MPS config, so MPS would not limit it: add a " ENTITLE_CONFIG_API
-                " GpuConfig with sharing.strategy MPS and mpsConfig limits; %s", label, may);
+                " GpuConfig with sharing.strategy MPS and mpsConfig limits; %s",
+                label, may);
     }
 }
 
@@ -224,7 +227,8 @@ static void capacity(struct ad_ctx *c, json_t *dev, const struct ad_ent *e, cons
     else if (!c->bad && !mem)
         ad_deny(c, "fraction/capacity",
                 "%s asks for a memory fraction without capacity.requests.memory: set it to at "
-                "most %s", label, e->cap_max_text);
+                "most %s",
+                label, e->cap_max_text);
     else if (!c->bad && q > e->cap_max) {
         char text[72];
         ad_quantity_text(mem, text, sizeof(text));
@@ -280,7 +284,8 @@ static void device(struct ad_ctx *c, struct claim *cl, json_t *dev, const char *
     if (mode && strcmp(mode, "ExactCount") != 0)
         ad_deny(c, "entitlement/allocation-mode",
                 "%s sets allocationMode %s, which would take every matching device; use "
-                "ExactCount with a count", label, ad_q(c, mode));
+                "ExactCount with a count",
+                label, ad_q(c, mode));
     if (admin)
         ad_deny(c, "entitlement/admin-access",
                 "%s sets adminAccess, which reaches devices other tenants use; remove it", label);
@@ -332,7 +337,8 @@ static void counts(struct ad_ctx *c, const struct claim *cl)
         if (cl->total[k] > e->claim_max)
             ad_deny(c, "entitlement/count",
                     "the claim asks for %ld devices of class %s; tenant %s may claim at most %d "
-                    "per claim", cl->total[k], e->cls, c->ns->tenant, e->claim_max);
+                    "per claim",
+                    cl->total[k], e->cls, c->ns->tenant, e->claim_max);
     }
 }
 

@@ -94,10 +94,7 @@ size_t ad_push(struct ad_ctx *c, const char *key)
     return path_add(c, "[\"%s%s\"]", clipped, key[n] ? "..." : "");
 }
 
-size_t ad_push_index(struct ad_ctx *c, size_t i)
-{
-    return path_add(c, "[%zu]", i);
-}
+size_t ad_push_index(struct ad_ctx *c, size_t i) { return path_add(c, "[%zu]", i); }
 
 void ad_pop(struct ad_ctx *c, size_t mark)
 {
@@ -108,8 +105,8 @@ void ad_pop(struct ad_ctx *c, size_t mark)
 /* ---- errors and denials ---- */
 
 /* The first 400 wins: "<where>: <what>". */
-__attribute__((format(printf, 3, 0)))
-static void vbad(struct ad_ctx *c, const char *where, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void vbad(struct ad_ctx *c, const char *where,
+                                                       const char *fmt, va_list ap)
 {
     if (c->bad)
         return;

@@ -36,7 +36,9 @@
 #include <string.h>
 #include <strings.h>
 
-static const struct { const char *name, *why; } env_hatches[] = {
+static const struct {
+    const char *name, *why;
+} env_hatches[] = {
     {"NVIDIA_VISIBLE_DEVICES", "GPUs are assigned by claims, not by environment"},
     {"NVIDIA_DRIVER_CAPABILITIES", "driver capabilities come with the claimed device"},
     {"NVIDIA_MIG_CONFIG_DEVICES", "MIG geometry belongs to the plan"},
@@ -98,8 +100,11 @@ static void env_from(struct ad_ctx *c, json_t *src, size_t i, const void *arg)
     ad_deny(c, "escape-hatch/env-from",
             "%s takes env from %s %s %s: it could set %s, and admission cannot read it; set "
             "envFrom[%zu].prefix to a safe prefix such as \"APP_\"",
-            who, cm ? "configMap" : secret ? "secret" : "a source", ad_q(c, name ? name : "?"),
-            with, reach, i);
+            who,
+            cm       ? "configMap"
+            : secret ? "secret"
+                     : "a source",
+            ad_q(c, name ? name : "?"), with, reach, i);
 }
 
 static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
@@ -112,8 +117,7 @@ static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
 
 static int forbidden_cap(const char *cap)
 {
-    static const char *const caps[] = {"SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO",
-                                       "ALL"};
+    static const char *const caps[] = {"SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO", "ALL"};
     if (strncasecmp(cap, "CAP_", 4) == 0)
         cap += 4;
     for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
@@ -129,7 +133,8 @@ static void added_cap(struct ad_ctx *c, json_t *cap, size_t i, const void *arg)
     if (forbidden_cap(json_string_value(cap)))
         ad_deny(c, "escape-hatch/capabilities",
                 "%s adds capability %s: it would reach other tenants' GPU processes or the "
-                "host; remove it", who, ad_q(c, json_string_value(cap)));
+                "host; remove it",
+                who, ad_q(c, json_string_value(cap)));
 }
 
 static void security(struct ad_ctx *c, json_t *ctr, const char *who)
@@ -139,7 +144,8 @@ static void security(struct ad_ctx *c, json_t *ctr, const char *who)
     if (ad_get_true(c, sc, "privileged"))
         ad_deny(c, "escape-hatch/privileged",
                 "%s is privileged: it would see every GPU on the node; remove "
-                "securityContext.privileged", who);
+                "securityContext.privileged",
+                who);
     json_t *caps = ad_get(c, sc, "capabilities", JSON_OBJECT);
     size_t cmark = ad_push(c, "capabilities");
     ad_each(c, caps, "add", JSON_STRING, added_cap, who);
@@ -179,16 +185,19 @@ static void normalise(const char *in, char *out)
     out[len] = '\0';
 }
 
-static const struct { const char *path; int wildcard; } protected_paths[] = {
-    {"/dev/nvidia", 1},          /* /dev/nvidia0, nvidiactl, nvidia-uvm, nvidia-caps... */
+static const struct {
+    const char *path;
+    int wildcard;
+} protected_paths[] = {
+    {"/dev/nvidia", 1}, /* /dev/nvidia0, nvidiactl, nvidia-uvm, nvidia-caps... */
     {"/dev/dri", 0},
-    {"/dev/char", 0},            /* /dev/char/195:0 -> ../nvidia0 */
-    {"/dev/vfio", 0},            /* GPUs bound for passthrough */
+    {"/dev/char", 0}, /* /dev/char/195:0 -> ../nvidia0 */
+    {"/dev/vfio", 0}, /* GPUs bound for passthrough */
     {"/tmp/nvidia-mps", 0},
     {"/run/nvidia-mps", 0},
     {"/var/run/nvidia-mps", 0},
     {"/var/log/nvidia-mps", 0},
-    {"/run/nvidia", 0},          /* GPU operator: driver root, MPS control daemon pipes */
+    {"/run/nvidia", 0}, /* GPU operator: driver root, MPS control daemon pipes */
     {"/var/run/nvidia", 0},
     {"/var/lib/kubelet/plugins", 0},        /* the NVIDIA DRA driver's sockets */
     {"/var/lib/kubelet/device-plugins", 0}, /* device-plugin registration */
@@ -243,8 +252,8 @@ static void check_path(struct ad_ctx *c, const char *path, const char *where)
     if (hit)
         ad_deny(c, "escape-hatch/host-path",
                 "%s %s%s, %s %s: GPU devices, MPS pipes and driver sockets come only with "
-                "claims; remove it", where, ad_q(c, norm), written,
-                hit == 1 ? "under" : "which holds", shown);
+                "claims; remove it",
+                where, ad_q(c, norm), written, hit == 1 ? "under" : "which holds", shown);
     free(norm);
 }
 
@@ -277,11 +286,12 @@ static void mount(struct ad_ctx *c, json_t *m, size_t i, const void *arg)
     const char *path = ad_get_str(c, m, "mountPath");
     size_t pmark = ad_push(c, "mountPath");
     char *norm = path && !c->bad ? normalised(c, path) : NULL;
-    if (norm && (under(norm, DEVICE_LIST_MOUNT, 0) ||
-                 under(norm, "/run/nvidia-container-devices", 0)))
+    if (norm &&
+        (under(norm, DEVICE_LIST_MOUNT, 0) || under(norm, "/run/nvidia-container-devices", 0)))
         ad_deny(c, "escape-hatch/device-mount",
                 "%s mounts a volume at %s: the NVIDIA runtime would read it as a device "
-                "list; GPUs are assigned by claims", who, ad_q(c, path));
+                "list; GPUs are assigned by claims",
+                who, ad_q(c, path));
     free(norm);
     ad_pop(c, pmark);
 }
@@ -346,8 +356,10 @@ static void pinned(struct ad_ctx *c, const char *node, const char *how)
     char nodes[256];
     join(c->ns->nodes, c->ns->nnodes, nodes, sizeof(nodes));
     if (c->ns->nnodes)
-        ad_deny(c, "escape-hatch/node", "%s %s, where tenant %s has no planned GPUs; its "
-                "GPUs are on %s", how, ad_q(c, node), c->ns->tenant, nodes);
+        ad_deny(c, "escape-hatch/node",
+                "%s %s, where tenant %s has no planned GPUs; its "
+                "GPUs are on %s",
+                how, ad_q(c, node), c->ns->tenant, nodes);
     else
         ad_deny(c, "escape-hatch/node", "%s %s; tenant %s has no planned GPUs on any node", how,
                 ad_q(c, node), c->ns->tenant);
@@ -362,8 +374,9 @@ static void term_req(struct ad_ctx *c, json_t *r, size_t i, const void *arg)
     const char *k = ad_get_str(c, r, "key"), *op = ad_get_str(c, r, "operator");
     json_t *values = ad_get(c, r, "values", JSON_ARRAY);
     size_t vmark = ad_push(c, "values");
-    for (size_t v = 0; k && op && !strcmp(k, key) && !strcmp(op, "In") &&
-                       v < json_array_size(values) && !c->bad; v++) {
+    for (size_t v = 0;
+         k && op && !strcmp(k, key) && !strcmp(op, "In") && v < json_array_size(values) && !c->bad;
+         v++) {
         json_t *val = ad_item(c, values, v, JSON_STRING);
         pinned(c, json_string_value(val), "required node affinity names node");
     }
@@ -397,8 +410,7 @@ static void placement(struct ad_ctx *c, json_t *spec)
     pinned(c, ad_get_str(c, spec, "nodeName"), "the pod sets nodeName");
     json_t *sel = ad_get(c, spec, "nodeSelector", JSON_OBJECT);
     size_t mark = ad_push(c, "nodeSelector");
-    pinned(c, ad_get_str(c, sel, "kubernetes.io/hostname"),
-           "the pod's nodeSelector names node");
+    pinned(c, ad_get_str(c, sel, "kubernetes.io/hostname"), "the pod's nodeSelector names node");
     ad_pop(c, mark);
     node_affinity(c, spec);
 }

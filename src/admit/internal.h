@@ -22,49 +22,49 @@
 
 /* What one decision row lets its namespace use, in render's names. */
 struct ad_ent {
-    const char *workload;   /* workload name (render names its claim template so) */
-    int mech;               /* enum decide_mech */
-    const char *profile;    /* for audit: "1g.10gb", "whole", "2 whole", "14Gi" */
-    const char *cls;        /* DRA DeviceClass; NULL for VM rows (no DRA) */
-    int mig_class;          /* cls selects MIG devices: config kind MigDeviceConfig */
-    const char *res;        /* device-plugin or KubeVirt resource */
-    int per_claim;          /* devices one replica claims (render_kind.per_replica) */
-    double cap_bytes;       /* MPS pinned memory / fraction cap as render writes it; 0 none */
-    const char *cap;        /* that cap as render writes it ("14Gi"), or NULL */
-    double res_each;        /* res one container of this row requests (LimitRange's unit) */
+    const char *workload; /* workload name (render names its claim template so) */
+    int mech;             /* enum decide_mech */
+    const char *profile;  /* for audit: "1g.10gb", "whole", "2 whole", "14Gi" */
+    const char *cls;      /* DRA DeviceClass; NULL for VM rows (no DRA) */
+    int mig_class;        /* cls selects MIG devices: config kind MigDeviceConfig */
+    const char *res;      /* device-plugin or KubeVirt resource */
+    int per_claim;        /* devices one replica claims (render_kind.per_replica) */
+    double cap_bytes;     /* MPS pinned memory / fraction cap as render writes it; 0 none */
+    const char *cap;      /* that cap as render writes it ("14Gi"), or NULL */
+    double res_each;      /* res one container of this row requests (LimitRange's unit) */
     const char *res_each_text;
     /* the namespace's maxima over its rows of the same class or resource */
-    int claim_max;          /* devices of cls in one claim */
-    double cap_max;         /* memory of cls in one fraction claim, bytes */
+    int claim_max;  /* devices of cls in one claim */
+    double cap_max; /* memory of cls in one fraction claim, bytes */
     const char *cap_max_text;
-    double res_max;         /* res in one container: devices, or bytes of gpu.memory */
+    double res_max;           /* res in one container: devices, or bytes of gpu.memory */
     const char *res_max_text; /* as the LimitRange states it: "1", "20Gi" */
-    int sm_percent;         /* MPS active thread percentage */
-    const char *kind;       /* what the class is: "mig 1g.10gb", "mps", "whole GPUs" */
-    const char *desc;       /* what the row allows: "mps at 20% of SMs and 14Gi pinned memory" */
+    int sm_percent;           /* MPS active thread percentage */
+    const char *kind;         /* what the class is: "mig 1g.10gb", "mps", "whole GPUs" */
+    const char *desc;         /* what the row allows: "mps at 20% of SMs and 14Gi pinned memory" */
 };
 
 struct ad_ns {
     const char *name;
     const char *tenant;
-    int contract;                    /* enum spec_contract */
-    const struct ad_ent **ents;      /* this namespace's rows */
+    int contract;               /* enum spec_contract */
+    const struct ad_ent **ents; /* this namespace's rows */
     size_t nents;
-    const char **nodes;              /* nodes holding the tenant's instances, sorted */
+    const char **nodes; /* nodes holding the tenant's instances, sorted */
     size_t nnodes;
 };
 
 struct admit_policy {
     struct ts_arena arena;
-    struct ad_ns *ns;                /* sorted by name */
+    struct ad_ns *ns; /* sorted by name */
     size_t nns;
-    struct ad_ent *all;              /* every row, to name what a request asks for */
+    struct ad_ent *all; /* every row, to name what a request asks for */
     size_t nall;
-    const char **fleet;              /* the fleet's node names, sorted */
+    const char **fleet; /* the fleet's node names, sorted */
     size_t nfleet;
-    const char **runtime;            /* allowed runtimeClassName values */
+    const char **runtime; /* allowed runtimeClassName values */
     size_t nruntime;
-    const char *shim;                /* the one LD_PRELOAD allowed, or NULL */
+    const char *shim; /* the one LD_PRELOAD allowed, or NULL */
 };
 
 /* ---- policy.c: lookups ---- */
@@ -85,18 +85,18 @@ void ad_offer(const struct ad_ns *ns, int by_class, char *buf, size_t size);
 
 struct ad_ctx {
     const struct admit_policy *pol;
-    const struct ad_ns *ns;          /* NULL: the namespace belongs to no tenant */
+    const struct ad_ns *ns; /* NULL: the namespace belongs to no tenant */
     const char *nsname;
-    char path[AD_PATH_MAX];          /* JSON path of the value being read */
+    char path[AD_PATH_MAX]; /* JSON path of the value being read */
     size_t plen;
-    int bad;                         /* 1 after a malformed-input error (400) */
-    char err[AD_MSG_MAX];            /* "<path>: <what>" */
-    int ndeny, dropped;              /* denials kept in msg, and those left out */
-    char rule[48];                   /* the first denial's rule */
-    char msg[AD_MSG_MAX];            /* denials joined with "; " */
-    char gpu_use[256];               /* the first GPU use seen ("" none) */
-    char mech[128], profile[128];    /* audit: what it uses, comma-separated */
-    char clip[4][112];               /* ad_q's buffers */
+    int bad;                      /* 1 after a malformed-input error (400) */
+    char err[AD_MSG_MAX];         /* "<path>: <what>" */
+    int ndeny, dropped;           /* denials kept in msg, and those left out */
+    char rule[48];                /* the first denial's rule */
+    char msg[AD_MSG_MAX];         /* denials joined with "; " */
+    char gpu_use[256];            /* the first GPU use seen ("" none) */
+    char mech[128], profile[128]; /* audit: what it uses, comma-separated */
+    char clip[4][112];            /* ad_q's buffers */
     int clipi;
 };
 
@@ -143,11 +143,11 @@ void ad_each(struct ad_ctx *c, json_t *obj, const char *key, json_type type, ad_
 int ad_load(struct ad_ctx *c, const char *body, size_t len, json_t **root);
 
 /* ---- the checks ---- */
-void ad_pod(struct ad_ctx *c, json_t *spec);                   /* pod.c */
-void ad_plugin(struct ad_ctx *c, json_t *ctr, const char *who); /* pod.c */
+void ad_pod(struct ad_ctx *c, json_t *spec);                             /* pod.c */
+void ad_plugin(struct ad_ctx *c, json_t *ctr, const char *who);          /* pod.c */
 void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who); /* hatch.c */
-void ad_hatch_pod(struct ad_ctx *c, json_t *spec);             /* hatch.c */
-void ad_claim(struct ad_ctx *c, json_t *devices);              /* claim.c */
+void ad_hatch_pod(struct ad_ctx *c, json_t *spec);                       /* hatch.c */
+void ad_claim(struct ad_ctx *c, json_t *devices);                        /* claim.c */
 
 /* ---- quantity.c ---- */
 /* A Kubernetes quantity ("20Gi", "1.5", "500m", "1e3", "10G", a JSON

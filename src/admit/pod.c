@@ -57,7 +57,8 @@ static void not_entitled(struct ad_ctx *c, const char *res, json_t *limits, cons
         !json_object_get(limits, NVIDIA_PREFIX "gpu.memory")) {
         ad_deny(c, "fraction/no-memory-limit",
                 "%s requests nvidia.com/gpu.shared without an nvidia.com/gpu.memory limit, a "
-                "fraction with no memory limit; %s", who, may);
+                "fraction with no memory limit; %s",
+                who, may);
         return;
     }
     char buf[80];
@@ -83,8 +84,9 @@ static void class_resource(struct ad_ctx *c, const char *cls, double q, const ch
     else if (decide_mech_has_memory_cap(e->mech))
         ad_deny(c, e->mech == DECIDE_MPS ? "dra-config/mps-missing" : "fraction/capacity",
                 "%s requests class %s as an extended resource, whose claim cannot carry %s; use "
-                "a ResourceClaimTemplate such as render's %s", who, cls,
-                e->mech == DECIDE_MPS ? "MPS limits" : "a memory capacity", ad_q(c, e->workload));
+                "a ResourceClaimTemplate such as render's %s",
+                who, cls, e->mech == DECIDE_MPS ? "MPS limits" : "a memory capacity",
+                ad_q(c, e->workload));
     else if (q > e->claim_max)
         ad_deny(c, "entitlement/quantity",
                 "%s requests %s of %s%s; tenant %s may use at most %d per claim", who, text,
@@ -113,7 +115,8 @@ static void resource(struct ad_ctx *c, const char *res, json_t *val, json_t *lim
     if (!memory && q != floor(q)) {
         ad_deny(c, "fraction/no-memory-limit",
                 "%s requests %s of %s, a fraction of a device with no memory limit; request whole "
-                "devices, or the memory fraction the plan names", who, text, res);
+                "devices, or the memory fraction the plan names",
+                who, text, res);
         return;
     }
     if (strncmp(res, CLASS_PREFIX, strlen(CLASS_PREFIX)) == 0) {
@@ -127,8 +130,8 @@ static void resource(struct ad_ctx *c, const char *res, json_t *val, json_t *lim
     }
     if (q > e->res_max)
         ad_deny(c, "entitlement/quantity",
-                "%s requests %s of %s; tenant %s may use at most %s per container", who, text,
-                res, c->ns->tenant, e->res_max_text);
+                "%s requests %s of %s; tenant %s may use at most %s per container", who, text, res,
+                c->ns->tenant, e->res_max_text);
     else
         ad_audit(c, e);
 }
@@ -143,7 +146,7 @@ void ad_plugin(struct ad_ctx *c, json_t *ctr, const char *who)
         json_t *part = ad_get(c, res, parts[p], JSON_OBJECT), *val;
         const char *key;
         size_t pmark = ad_push(c, parts[p]);
-        json_object_foreach(part, key, val) {
+        json_object_foreach (part, key, val) {
             if (strncmp(key, NVIDIA_PREFIX, strlen(NVIDIA_PREFIX)) != 0 &&
                 strncmp(key, CLASS_PREFIX, strlen(CLASS_PREFIX)) != 0)
                 continue;

@@ -38,16 +38,11 @@ static const char *entry_profile(struct ts_arena *a, const struct decide_row *r)
 static const char *entry_kind(struct ts_arena *a, const struct decide_row *r)
 {
     switch (r->mech) {
-    case DECIDE_MIG:
-        return ts_arena_printf(a, "mig %s", r->profile->name);
-    case DECIDE_VGPU:
-        return r->profile ? ts_arena_printf(a, "vgpu %s", r->profile->name) : "vgpu";
-    case DECIDE_WHOLE:
-        return "whole GPUs";
-    case DECIDE_MEMORY_FRACTION:
-        return "a memory fraction";
-    default:
-        return decide_mech_names[r->mech];
+    case DECIDE_MIG: return ts_arena_printf(a, "mig %s", r->profile->name);
+    case DECIDE_VGPU: return r->profile ? ts_arena_printf(a, "vgpu %s", r->profile->name) : "vgpu";
+    case DECIDE_WHOLE: return "whole GPUs";
+    case DECIDE_MEMORY_FRACTION: return "a memory fraction";
+    default: return decide_mech_names[r->mech];
     }
 }
 
@@ -56,8 +51,7 @@ static const char *entry_desc(struct ts_arena *a, const struct decide_row *r, co
     struct entitle_kind k;
     entitle_kind_of(r, &k);
     switch (r->mech) {
-    case DECIDE_MIG:
-        return ts_arena_printf(a, "mig %s", r->profile->name);
+    case DECIDE_MIG: return ts_arena_printf(a, "mig %s", r->profile->name);
     case DECIDE_VGPU:
         return r->profile ? ts_arena_printf(a, "vgpu %s", r->profile->name)
                           : ts_arena_printf(a, "vgpu of %d whole GPU%s", k.per_replica,
@@ -67,10 +61,8 @@ static const char *entry_desc(struct ts_arena *a, const struct decide_row *r, co
                                   : ts_arena_printf(a, "%d whole GPUs", k.per_replica);
     case DECIDE_MPS:
         return ts_arena_printf(a, "mps at %d%% of SMs and %s pinned memory", r->sm_percent, cap);
-    case DECIDE_MEMORY_FRACTION:
-        return ts_arena_printf(a, "a memory-fraction of %s", cap);
-    default:
-        return "time-slicing";
+    case DECIDE_MEMORY_FRACTION: return ts_arena_printf(a, "a memory-fraction of %s", cap);
+    default: return "time-slicing";
     }
 }
 
@@ -107,8 +99,7 @@ static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, str
     e->kind = entry_kind(a, r);
     e->desc = entry_desc(a, r, e->cap);
     if (!e->workload || (!vm && !e->cls) || !e->res || !e->profile || !e->kind || !e->desc ||
-        !e->res_each_text ||
-        (e->mech == DECIDE_MPS && !e->cap))
+        !e->res_each_text || (e->mech == DECIDE_MPS && !e->cap))
         return TS_NOMEM;
     return TS_OK;
 }
@@ -141,8 +132,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* The nodes holding t's instances (MIG, whole, sharing, guest), sorted, unique. */
-static ts_status tenant_nodes(struct ts_arena *a, const struct plan *p,
-                              const struct spec_tenant *t, struct ad_ns *ns)
+static ts_status tenant_nodes(struct ts_arena *a, const struct plan *p, const struct spec_tenant *t,
+                              struct ad_ns *ns)
 {
     const char **nodes = ts_arena_array(a, p->ngpus + 1, sizeof(*nodes));
     if (!nodes)
@@ -308,8 +299,7 @@ int ad_is_fleet_node(const struct admit_policy *pol, const char *node)
 
 int ad_is_planned_node(const struct ad_ns *ns, const char *node)
 {
-    return ns->nnodes &&
-           bsearch(&node, ns->nodes, ns->nnodes, sizeof(*ns->nodes), cmp_str) != NULL;
+    return ns->nnodes && bsearch(&node, ns->nodes, ns->nnodes, sizeof(*ns->nodes), cmp_str) != NULL;
 }
 
 /* Append "desc or desc (name)" for the rows of ns named name. */

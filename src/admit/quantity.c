@@ -15,11 +15,14 @@
 
 static double suffix_scale(const char *s)
 {
-    static const struct { const char *suffix; double scale; } table[] = {
-        {"", 1},     {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40},
-        {"Pi", 0x1p50}, {"Ei", 0x1p60}, {"n", 1e-9}, {"u", 1e-6}, {"m", 1e-3},
-        {"k", 1e3},  {"K", 1e3},     {"M", 1e6},     {"G", 1e9},     {"T", 1e12},
-        {"P", 1e15}, {"E", 1e18},
+    static const struct {
+        const char *suffix;
+        double scale;
+    } table[] = {
+        {"", 1},        {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40},
+        {"Pi", 0x1p50}, {"Ei", 0x1p60}, {"n", 1e-9},    {"u", 1e-6},    {"m", 1e-3},
+        {"k", 1e3},     {"K", 1e3},     {"M", 1e6},     {"G", 1e9},     {"T", 1e12},
+        {"P", 1e15},    {"E", 1e18},
     };
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
         if (strcmp(s, table[i].suffix) == 0)

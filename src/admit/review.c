@@ -38,7 +38,7 @@
 
 struct policed {
     const char *group, *kind;
-    const char *spec[5];        /* keys from the object to the pod spec or claim devices */
+    const char *spec[5]; /* keys from the object to the pod spec or claim devices */
     int claim;
 };
 
@@ -182,7 +182,8 @@ static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
     if (!c->ns && c->gpu_use[0])
         ad_deny(c, "no-tenant",
                 "namespace %s belongs to no tenant, so it may not use GPUs: %s; run GPU work in "
-                "a tenant's namespace", ad_q(c, c->nsname), c->gpu_use);
+                "a tenant's namespace",
+                ad_q(c, c->nsname), c->gpu_use);
     return 1;
 }
 
@@ -191,8 +192,11 @@ static void utf8_clean(char *s)
 {
     unsigned char *p = (unsigned char *)s;
     while (*p) {
-        size_t n = *p < 0x80 ? 1 : (*p & 0xE0) == 0xC0 ? 2 : (*p & 0xF0) == 0xE0 ? 3
-                 : (*p & 0xF8) == 0xF0 ? 4 : 0;
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xE0) == 0xC0 ? 2
+                   : (*p & 0xF0) == 0xE0 ? 3
+                   : (*p & 0xF8) == 0xF0 ? 4
+                                         : 0;
         size_t ok = n;
         for (size_t i = 1; i < n && ok; i++)
             if ((p[i] & 0xC0) != 0x80)
@@ -209,13 +213,12 @@ static json_t *review(const struct ad_ctx *c, const struct admit_verdict *v, int
 {
     json_t *resp = json_pack("{s:s, s:b}", "uid", v->uid, "allowed", v->allowed);
     if (!v->allowed)
-        json_object_set_new(resp, "status", json_pack("{s:i, s:s}", "code", 403, "message",
-                                                      v->message));
+        json_object_set_new(resp, "status",
+                            json_pack("{s:i, s:s}", "code", 403, "message", v->message));
     else if (annotate)
         json_object_set_new(resp, "auditAnnotations",
-                            json_pack("{s:s, s:s, s:s}", "tenant",
-                                      c->ns ? c->ns->tenant : "none", "mechanism",
-                                      c->mech[0] ? c->mech : "none", "profile",
+                            json_pack("{s:s, s:s, s:s}", "tenant", c->ns ? c->ns->tenant : "none",
+                                      "mechanism", c->mech[0] ? c->mech : "none", "profile",
                                       c->profile[0] ? c->profile : "none"));
     return json_pack("{s:s, s:s, s:o}", "apiVersion", REVIEW_API, "kind", "AdmissionReview",
                      "response", resp);
@@ -252,8 +255,8 @@ static void respond(struct ad_ctx *c, int annotate, struct ts_sbuf *out, struct 
     json_decref(doc);
 }
 
-void admit_review(const struct admit_policy *pol, const char *body, size_t len,
-                  struct ts_sbuf *out, struct admit_verdict *v)
+void admit_review(const struct admit_policy *pol, const char *body, size_t len, struct ts_sbuf *out,
+                  struct admit_verdict *v)
 {
     struct ad_ctx *c = malloc(sizeof(*c));
     memset(v, 0, sizeof(*v));

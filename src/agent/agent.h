@@ -21,7 +21,7 @@
 #include "reconf/reconf.h"
 #include "util/arena.h"
 #include "util/error.h"
-#include "util/limits.h"   /* AGENT_PROCS_MAX */
+#include "util/limits.h" /* AGENT_PROCS_MAX */
 #include "util/sbuf.h"
 
 /* ---- NVML (nvml.c) ------------------------------------------------------ */
@@ -37,8 +37,8 @@ void agent_nvml_close(struct agent_nvml *n);
 /* ---- inventory (inventory.c) ---------------------------------------------- */
 
 /* Read every GPU of the node. inv->node is set to node. */
-ts_status agent_inventory_read(struct agent_nvml *n, const char *node,
-                               struct inv_node *inv, struct ts_error *err);
+ts_status agent_inventory_read(struct agent_nvml *n, const char *node, struct inv_node *inv,
+                               struct ts_error *err);
 
 /* ---- apply (apply.c) ----------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 struct undo {
     struct inv_gi destroyed[INV_GIS_MAX];
     int ndestroyed;
-    int created[INV_GIS_MAX];          /* GI ids */
+    int created[INV_GIS_MAX]; /* GI ids */
     int created_profile[INV_GIS_MAX];
     int ncreated;
 };
@@ -51,8 +51,8 @@ static ts_status find_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int prof
 }
 
 /* Compute instances first (NVML refuses to destroy a GPU instance with some). */
-static ts_status destroy_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int profile_id,
-                            int id, struct ts_error *err)
+static ts_status destroy_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int profile_id, int id,
+                            struct ts_error *err)
 {
     nvmlGpuInstance_t gi = NULL;
     ts_status st = find_gi(n, d, gpu, profile_id, id, &gi, err);
@@ -98,14 +98,14 @@ static ts_status create_ci(struct agent_nvml *n, nvmlGpuInstance_t gi, int gpu, 
 
 /* A GPU instance at pl with compute instances (ci_ids: profile IDs, or one
  * full one when nci is 0); *id gets its ID. */
-static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu,
-                           const struct inv_gi *spec, int *id, struct ts_error *err)
+static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct inv_gi *spec,
+                           int *id, struct ts_error *err)
 {
     nvmlGpuInstancePlacement_t pl = {(unsigned)spec->pl.start, (unsigned)spec->pl.size};
     nvmlGpuInstance_t gi;
     nvmlGpuInstanceInfo_t info;
-    nvmlReturn_t r =
-        n->nvmlDeviceCreateGpuInstanceWithPlacement(d, (unsigned)spec->profile_id, &pl, &gi);
+    nvmlReturn_t r = n->nvmlDeviceCreateGpuInstanceWithPlacement(d, (unsigned)spec->profile_id, &pl,
+                                                                 &gi);
     if (r != NVML_SUCCESS)
         return agent__nvml_err(n, r, "nvmlDeviceCreateGpuInstanceWithPlacement", gpu, err);
     memset(&info, 0, sizeof info);
@@ -115,7 +115,7 @@ static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu,
     for (int k = 0; st == TS_OK && k < spec->nci; k++)
         st = create_ci(n, gi, gpu, spec->ci[k].slices, spec->ci[k].profile_id, err);
     if (st != TS_OK && n->nvmlGpuInstanceDestroy(gi) == NVML_SUCCESS)
-        *id = -1;    /* gone again: nothing for the rollback to undo */
+        *id = -1; /* gone again: nothing for the rollback to undo */
     else if (st != TS_OK)
         destroy_gi(n, d, gpu, spec->profile_id, *id, NULL);
     return st;
@@ -170,11 +170,13 @@ static void rollback(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct
         int id;
         const struct inv_gi *gi = &u->destroyed[i];
         if (create_gi(n, d, gpu, gi, &id, &e) != TS_OK)
-            ts_sbuf_printf(log, "  rollback: could not recreate %s at %d:%d: %s\n",
-                           gi->profile, gi->pl.start, gi->pl.size, e.msg);
+            ts_sbuf_printf(log, "  rollback: could not recreate %s at %d:%d: %s\n", gi->profile,
+                           gi->pl.start, gi->pl.size, e.msg);
         else
-            ts_sbuf_printf(log, "  rollback: recreated %s at %d:%d (new GPU instance %d, new "
-                           "MIG device UUIDs)\n", gi->profile, gi->pl.start, gi->pl.size, id);
+            ts_sbuf_printf(log,
+                           "  rollback: recreated %s at %d:%d (new GPU instance %d, new "
+                           "MIG device UUIDs)\n",
+                           gi->profile, gi->pl.start, gi->pl.size, id);
     }
 }
 
@@ -212,8 +214,8 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *l
     }
     if (count == 0)
         return 0;
-    ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", count,
-                   count == 1 ? "" : "es", gpu);
+    ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", count, count == 1 ? "" : "es",
+                   gpu);
     for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++) {
         char name[256] = "?";
         if (n->nvmlSystemGetProcessName(p[i].pid, name, sizeof name) != NVML_SUCCESS)
@@ -250,9 +252,10 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
     if (!bad && agent__gpu_read(n, (unsigned)before->index, now, &e) == TS_OK) {
         reconf_diff_card(now, t, cat, &check);
         if (check.verdict != RECONF_KEEP)
-            st = ts_err(&e, TS_INTERNAL, "verification failed: GPU %d does not match the plan "
-                        "after the change (%s)", before->index,
-                        reconf_verdict_names[check.verdict]);
+            st = ts_err(&e, TS_INTERNAL,
+                        "verification failed: GPU %d does not match the plan "
+                        "after the change (%s)",
+                        before->index, reconf_verdict_names[check.verdict]);
     } else if (!bad) {
         st = TS_INTERNAL;
     }
@@ -262,9 +265,9 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         if (agent__gpu_read(n, (unsigned)before->index, now, &e) == TS_OK) {
             ts_sbuf_printf(log, "  GPU %d is left with:", before->index);
             geometry_text(now, log);
-            ts_sbuf_printf(log, "\n  %s\n", same_geometry(now, before)
-                                                ? "the previous geometry is restored"
-                                                : "the previous geometry is NOT restored");
+            ts_sbuf_printf(log, "\n  %s\n",
+                           same_geometry(now, before) ? "the previous geometry is restored"
+                                                      : "the previous geometry is NOT restored");
         } else {
             ts_sbuf_printf(log, "  state unknown: %s\n", e.msg);
         }

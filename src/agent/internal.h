@@ -17,8 +17,8 @@ struct agent_nvml {
 };
 
 /* "CALL on GPU n: <nvmlErrorString> (NVML error r)"; gpu < 0: no card. */
-ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call,
-                          int gpu, struct ts_error *err);
+ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call, int gpu,
+                          struct ts_error *err);
 
 /* Read GPU i (its NVML index) into *g: what agent_inventory_read reads for
  * each card, for one card only. */

@@ -12,11 +12,11 @@
 #include <string.h>
 #include "agent/internal.h"
 
-#define CALL(n, gpu, err, call, args)                                                        \
-    do {                                                                                     \
-        nvmlReturn_t r_ = (n)->call args;                                                    \
-        if (r_ != NVML_SUCCESS)                                                              \
-            return agent__nvml_err((n), r_, #call, (gpu), (err));                            \
+#define CALL(n, gpu, err, call, args)                             \
+    do {                                                          \
+        nvmlReturn_t r_ = (n)->call args;                         \
+        if (r_ != NVML_SUCCESS)                                   \
+            return agent__nvml_err((n), r_, #call, (gpu), (err)); \
     } while (0)
 
 static int skippable(nvmlReturn_t r)
@@ -157,8 +157,8 @@ static ts_status read_cis(struct agent_nvml *n, struct inv_gpu *g, struct inv_gi
         if (skippable(r))
             continue;
         if (r != NVML_SUCCESS)
-            return agent__nvml_err(n, r, "nvmlGpuInstanceGetComputeInstanceProfileInfo",
-                                   g->index, err);
+            return agent__nvml_err(n, r, "nvmlGpuInstanceGetComputeInstanceProfileInfo", g->index,
+                                   err);
         nvmlComputeInstance_t cis[INV_CIS_MAX];
         unsigned int count = INV_CIS_MAX;
         CALL(n, g->index, err, nvmlGpuInstanceGetComputeInstances, (h, cp.id, cis, &count));
@@ -262,8 +262,8 @@ ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct inv_gpu *
     return st;
 }
 
-ts_status agent_inventory_read(struct agent_nvml *n, const char *node,
-                               struct inv_node *inv, struct ts_error *err)
+ts_status agent_inventory_read(struct agent_nvml *n, const char *node, struct inv_node *inv,
+                               struct ts_error *err)
 {
     unsigned int count = 0;
     memset(inv, 0, sizeof *inv);

@@ -12,8 +12,8 @@
 
 #define NVML_DEFAULT "libnvidia-ml.so.1"
 
-ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call,
-                          int gpu, struct ts_error *err)
+ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char *call, int gpu,
+                          struct ts_error *err)
 {
     const char *what = n && n->nvmlErrorString ? n->nvmlErrorString(r) : NULL;
     char card[32] = "";
@@ -26,12 +26,12 @@ ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char
 static ts_status resolve(struct agent_nvml *n, const char *path, struct ts_error *err)
 {
     void *sym;
-#define AGENT__RESOLVE(ret, name, params)                                                    \
-    sym = dlsym(n->lib, #name);                                                              \
-    if (!sym)                                                                                \
-        return ts_err(err, TS_NOT_FOUND,                                                     \
-                      "%s has no %s: the NVIDIA driver is too old (R470 or later needed)",   \
-                      path, #name);                                                          \
+#define AGENT__RESOLVE(ret, name, params)                                                        \
+    sym = dlsym(n->lib, #name);                                                                  \
+    if (!sym)                                                                                    \
+        return ts_err(err, TS_NOT_FOUND,                                                         \
+                      "%s has no %s: the NVIDIA driver is too old (R470 or later needed)", path, \
+                      #name);                                                                    \
     memcpy(&n->name, &sym, sizeof(sym));
     AGENT_NVML_FUNCS(AGENT__RESOLVE)
 #undef AGENT__RESOLVE
@@ -50,12 +50,13 @@ ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err)
     if (!n->lib) {
         free(n);
         if (env && *env)
-            return ts_err(err, TS_NOT_FOUND, "TESSERA_NVML_LIBRARY=%s cannot be loaded: %s",
-                          path, dlerror());
+            return ts_err(err, TS_NOT_FOUND, "TESSERA_NVML_LIBRARY=%s cannot be loaded: %s", path,
+                          dlerror());
         return ts_err(err, TS_NOT_FOUND,
                       "%s not found: install the NVIDIA driver (nvidia-driver / libnvidia-ml1) "
                       "or run on a GPU node; set TESSERA_NVML_LIBRARY to a path to use another "
-                      "file", NVML_DEFAULT);
+                      "file",
+                      NVML_DEFAULT);
     }
     ts_status st = resolve(n, path, err);
     nvmlReturn_t r = st == TS_OK ? n->nvmlInit_v2() : NVML_SUCCESS;

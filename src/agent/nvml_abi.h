@@ -97,23 +97,23 @@ enum {
 enum { NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0 };
 
 typedef struct {
-    unsigned long long total, free, used;   /* bytes */
+    unsigned long long total, free, used; /* bytes */
 } nvmlMemory_t;
 
 typedef struct {
     char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
     unsigned int domain, bus, device;
-    unsigned int pciDeviceId;               /* device << 16 | vendor */
+    unsigned int pciDeviceId; /* device << 16 | vendor */
     unsigned int pciSubSystemId;
     char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
 } nvmlPciInfo_t;
 
 typedef struct {
-    unsigned int start, size;               /* memory slices */
+    unsigned int start, size; /* memory slices */
 } nvmlGpuInstancePlacement_t;
 
 typedef struct {
-    unsigned int version;                   /* nvmlGpuInstanceProfileInfo_v2 */
+    unsigned int version; /* nvmlGpuInstanceProfileInfo_v2 */
     unsigned int id;
     unsigned int isP2pSupported;
     unsigned int sliceCount;
@@ -124,8 +124,8 @@ typedef struct {
     unsigned int encoderCount;
     unsigned int jpegCount;
     unsigned int ofaCount;
-    unsigned long long memorySizeMB;        /* MiB */
-    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];   /* e.g. "MIG 1g.10gb" */
+    unsigned long long memorySizeMB;            /* MiB */
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE]; /* e.g. "MIG 1g.10gb" */
 } nvmlGpuInstanceProfileInfo_v2_t;
 #define nvmlGpuInstanceProfileInfo_v2 NVML_ABI_VERSION(nvmlGpuInstanceProfileInfo_v2_t, 2)
 
@@ -163,8 +163,8 @@ typedef struct {
 /* nvmlProcessInfo_v2_t, what nvmlDeviceGetComputeRunningProcesses_v3 fills. */
 typedef struct {
     unsigned int pid;
-    unsigned long long usedGpuMemory;       /* bytes */
-    unsigned int gpuInstanceId;             /* 0xFFFFFFFF when not MIG */
+    unsigned long long usedGpuMemory; /* bytes */
+    unsigned int gpuInstanceId;       /* 0xFFFFFFFF when not MIG */
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
@@ -178,50 +178,50 @@ _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 
 /* X(return type, symbol, parameter list): every NVML function the agent
  * resolves. The stand-in implements the same list. */
-#define AGENT_NVML_FUNCS(X)                                                                   \
-    X(nvmlReturn_t, nvmlInit_v2, (void))                                                      \
-    X(nvmlReturn_t, nvmlShutdown, (void))                                                     \
-    X(const char *, nvmlErrorString, (nvmlReturn_t result))                                   \
-    X(nvmlReturn_t, nvmlDeviceGetCount_v2, (unsigned int *count))                             \
-    X(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t *device)) \
-    X(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t device, char *name, unsigned int length)) \
-    X(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t device, char *uuid, unsigned int length)) \
-    X(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t *pci))       \
-    X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t *memory))     \
-    X(nvmlReturn_t, nvmlDeviceGetMigMode,                                                     \
-      (nvmlDevice_t device, unsigned int *current, unsigned int *pending))                    \
-    X(nvmlReturn_t, nvmlDeviceGetComputeMode, (nvmlDevice_t device, nvmlComputeMode_t *mode)) \
-    X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,                                  \
-      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos))                   \
+#define AGENT_NVML_FUNCS(X)                                                                        \
+    X(nvmlReturn_t, nvmlInit_v2, (void))                                                           \
+    X(nvmlReturn_t, nvmlShutdown, (void))                                                          \
+    X(const char *, nvmlErrorString, (nvmlReturn_t result))                                        \
+    X(nvmlReturn_t, nvmlDeviceGetCount_v2, (unsigned int *count))                                  \
+    X(nvmlReturn_t, nvmlDeviceGetHandleByIndex_v2, (unsigned int index, nvmlDevice_t *device))     \
+    X(nvmlReturn_t, nvmlDeviceGetName, (nvmlDevice_t device, char *name, unsigned int length))     \
+    X(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t device, char *uuid, unsigned int length))     \
+    X(nvmlReturn_t, nvmlDeviceGetPciInfo_v3, (nvmlDevice_t device, nvmlPciInfo_t * pci))           \
+    X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, (nvmlDevice_t device, nvmlMemory_t * memory))         \
+    X(nvmlReturn_t, nvmlDeviceGetMigMode,                                                          \
+      (nvmlDevice_t device, unsigned int *current, unsigned int *pending))                         \
+    X(nvmlReturn_t, nvmlDeviceGetComputeMode, (nvmlDevice_t device, nvmlComputeMode_t * mode))     \
+    X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,                                       \
+      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos))                        \
     X(nvmlReturn_t, nvmlSystemGetProcessName, (unsigned int pid, char *name, unsigned int length)) \
-    X(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfoV,                                     \
-      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))     \
-    X(nvmlReturn_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2,                            \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,   \
-       unsigned int *count))                                                                  \
-    X(nvmlReturn_t, nvmlDeviceGetGpuInstances,                                                \
-      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *instances,             \
-       unsigned int *count))                                                                  \
-    X(nvmlReturn_t, nvmlGpuInstanceGetInfo, (nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t *info)) \
-    X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceProfileInfo,                             \
-      (nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,                   \
-       nvmlComputeInstanceProfileInfo_t *info))                                               \
-    X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstances,                                       \
-      (nvmlGpuInstance_t gi, unsigned int profileId, nvmlComputeInstance_t *instances,        \
-       unsigned int *count))                                                                  \
-    X(nvmlReturn_t, nvmlComputeInstanceGetInfo_v2,                                            \
-      (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t *info))                            \
-    X(nvmlReturn_t, nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int *count)) \
-    X(nvmlReturn_t, nvmlDeviceGetMigDeviceHandleByIndex,                                      \
-      (nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig))                           \
-    X(nvmlReturn_t, nvmlDeviceGetGpuInstanceId, (nvmlDevice_t mig, unsigned int *id))         \
-    X(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t mig, unsigned int *id))     \
-    X(nvmlReturn_t, nvmlDeviceCreateGpuInstanceWithPlacement,                                 \
-      (nvmlDevice_t device, unsigned int profileId,                                           \
-       const nvmlGpuInstancePlacement_t *placement, nvmlGpuInstance_t *gi))                   \
-    X(nvmlReturn_t, nvmlGpuInstanceCreateComputeInstance,                                     \
-      (nvmlGpuInstance_t gi, unsigned int profileId, nvmlComputeInstance_t *ci))              \
-    X(nvmlReturn_t, nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gi))                           \
+    X(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfoV,                                          \
+      (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))          \
+    X(nvmlReturn_t, nvmlDeviceGetGpuInstancePossiblePlacements_v2,                                 \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,        \
+       unsigned int *count))                                                                       \
+    X(nvmlReturn_t, nvmlDeviceGetGpuInstances,                                                     \
+      (nvmlDevice_t device, unsigned int profileId, nvmlGpuInstance_t *instances,                  \
+       unsigned int *count))                                                                       \
+    X(nvmlReturn_t, nvmlGpuInstanceGetInfo, (nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t * info))  \
+    X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstanceProfileInfo,                                  \
+      (nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,                        \
+       nvmlComputeInstanceProfileInfo_t *info))                                                    \
+    X(nvmlReturn_t, nvmlGpuInstanceGetComputeInstances,                                            \
+      (nvmlGpuInstance_t gi, unsigned int profileId, nvmlComputeInstance_t *instances,             \
+       unsigned int *count))                                                                       \
+    X(nvmlReturn_t, nvmlComputeInstanceGetInfo_v2,                                                 \
+      (nvmlComputeInstance_t ci, nvmlComputeInstanceInfo_t * info))                                \
+    X(nvmlReturn_t, nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t device, unsigned int *count))    \
+    X(nvmlReturn_t, nvmlDeviceGetMigDeviceHandleByIndex,                                           \
+      (nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig))                                \
+    X(nvmlReturn_t, nvmlDeviceGetGpuInstanceId, (nvmlDevice_t mig, unsigned int *id))              \
+    X(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t mig, unsigned int *id))          \
+    X(nvmlReturn_t, nvmlDeviceCreateGpuInstanceWithPlacement,                                      \
+      (nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t *placement,   \
+       nvmlGpuInstance_t *gi))                                                                     \
+    X(nvmlReturn_t, nvmlGpuInstanceCreateComputeInstance,                                          \
+      (nvmlGpuInstance_t gi, unsigned int profileId, nvmlComputeInstance_t *ci))                   \
+    X(nvmlReturn_t, nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gi))                                \
     X(nvmlReturn_t, nvmlComputeInstanceDestroy, (nvmlComputeInstance_t ci))
 
 #endif

@@ -13,8 +13,8 @@
 #include <strings.h>
 #include "spec/spec.h"
 
-static const char *const arch_names[] = {"volta", "turing", "ampere", "ada", "hopper",
-                                         "blackwell", NULL};
+static const char *const arch_names[] = {"volta",  "turing",    "ampere", "ada",
+                                         "hopper", "blackwell", NULL};
 
 /* Read straight from YAML, then converted into struct cat_profile. */
 struct raw_profile {
@@ -42,22 +42,47 @@ struct raw_model {
 #define OFF(member) offsetof(ROW, member)
 #define ROW struct raw_profile
 static const struct spec_field profile_fields[] = {
-    {.key = "name", .type = SPEC_F_STR, .offset = OFF(name), .required = 1,
+    {.key = "name",
+     .type = SPEC_F_STR,
+     .offset = OFF(name),
+     .required = 1,
      .help = "display name, e.g. 3g.40gb"},
-    {.key = "id", .type = SPEC_F_INT, .offset = OFF(id), .required = 1,
+    {.key = "id",
+     .type = SPEC_F_INT,
+     .offset = OFF(id),
+     .required = 1,
      .max = CAT_PROFILE_ID_MAX,
      .help = "nvidia-smi / NVML profile ID on this board"},
-    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute),
-     .required = 1, .min = 1, .max = TS_MIG_SLICES_MAX, .help = "compute slices (the g in 3g)"},
-    {.key = "memoryGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
-     .required = 1, .min = 0.01, .max = CAT_MEMORY_GIB_MAX,
+    {.key = "computeSlices",
+     .type = SPEC_F_INT,
+     .offset = OFF(compute),
+     .required = 1,
+     .min = 1,
+     .max = TS_MIG_SLICES_MAX,
+     .help = "compute slices (the g in 3g)"},
+    {.key = "memoryGiB",
+     .type = SPEC_F_NUM,
+     .offset = OFF(memory_gib),
+     .required = 1,
+     .min = 0.01,
+     .max = CAT_MEMORY_GIB_MAX,
      .help = "usable memory as nvidia-smi mig -lgip reports it"},
-    {.key = "sms", .type = SPEC_F_INT, .offset = OFF(sms), .max = CAT_SMS_MAX,
+    {.key = "sms",
+     .type = SPEC_F_INT,
+     .offset = OFF(sms),
+     .max = CAT_SMS_MAX,
      .help = "multiprocessors (0 = unknown)"},
-    {.key = "maxCount", .type = SPEC_F_INT, .offset = OFF(max_count),
-     .required = 1, .min = 1, .max = CAT_PROFILE_COUNT_MAX,
+    {.key = "maxCount",
+     .type = SPEC_F_INT,
+     .offset = OFF(max_count),
+     .required = 1,
+     .min = 1,
+     .max = CAT_PROFILE_COUNT_MAX,
      .help = "instances of this profile one card can hold"},
-    {.key = "placements", .type = SPEC_F_STR, .offset = OFF(placements), .required = 1,
+    {.key = "placements",
+     .type = SPEC_F_STR,
+     .offset = OFF(placements),
+     .required = 1,
      .help = "allowed starts and size, as nvidia-smi mig -lgipp prints them: \"{0,4}:4\""},
 };
 static const struct spec_schema profile_schema = {
@@ -66,42 +91,77 @@ static const struct spec_schema profile_schema = {
 
 #define ROW struct raw_model
 static const struct spec_field model_fields[] = {
-    {.key = "displayName", .type = SPEC_F_STR, .offset = OFF(display), .required = 1,
+    {.key = "displayName",
+     .type = SPEC_F_STR,
+     .offset = OFF(display),
+     .required = 1,
      .help = "human name"},
-    {.key = "productNames", .type = SPEC_F_STRS, .offset = OFF(products),
-     .count_offset = OFF(nproducts), .max = CAT_PRODUCT_NAMES_MAX,
+    {.key = "productNames",
+     .type = SPEC_F_STRS,
+     .offset = OFF(products),
+     .count_offset = OFF(nproducts),
+     .max = CAT_PRODUCT_NAMES_MAX,
      .help = "names NVML and nvidia-smi report for this card"},
-    {.key = "memoryGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
-     .required = 1, .min = 1, .max = CAT_MEMORY_GIB_MAX, .help = "usable memory of the whole card"},
-    {.key = "sms", .type = SPEC_F_INT, .offset = OFF(sms), .max = CAT_SMS_MAX,
+    {.key = "memoryGiB",
+     .type = SPEC_F_NUM,
+     .offset = OFF(memory_gib),
+     .required = 1,
+     .min = 1,
+     .max = CAT_MEMORY_GIB_MAX,
+     .help = "usable memory of the whole card"},
+    {.key = "sms",
+     .type = SPEC_F_INT,
+     .offset = OFF(sms),
+     .max = CAT_SMS_MAX,
      .help = "multiprocessors of the whole card (0 = unknown)"},
-    {.key = "architecture", .type = SPEC_F_ENUM, .offset = OFF(arch),
-     .required = 1, .enums = arch_names, .help = "GPU generation"},
-    {.key = "pciDeviceId", .type = SPEC_F_STR, .offset = OFF(pci_device_id),
+    {.key = "architecture",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(arch),
+     .required = 1,
+     .enums = arch_names,
+     .help = "GPU generation"},
+    {.key = "pciDeviceId",
+     .type = SPEC_F_STR,
+     .offset = OFF(pci_device_id),
      .help = "PCI device ID (vendor 10DE), four hex digits; for VM passthrough"},
     {.key = "mig", .type = SPEC_F_BOOL, .offset = OFF(mig), .help = "MIG-capable"},
-    {.key = "migGrid", .type = SPEC_F_INT, .offset = OFF(grid), .min = 1, .max = TS_MIG_GRID_MAX,
+    {.key = "migGrid",
+     .type = SPEC_F_INT,
+     .offset = OFF(grid),
+     .min = 1,
+     .max = TS_MIG_GRID_MAX,
      .help = "placement grid units (8 on most cards, 4 on A30, 12 on RTX PRO 6000)"},
-    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute_slices), .min = 1,
+    {.key = "computeSlices",
+     .type = SPEC_F_INT,
+     .offset = OFF(compute_slices),
+     .min = 1,
      .max = TS_MIG_SLICES_MAX,
      .help = "compute slices of the full card in MIG mode"},
-    {.key = "mpsMaxClients", .type = SPEC_F_INT, .offset = OFF(mps_max_clients),
-     .min = 1, .max = 1024, .help = "MPS clients per device (default 48 on Volta, 64 after)"},
-    {.key = "profiles", .type = SPEC_F_LIST, .offset = OFF(profiles),
-     .count_offset = OFF(nprofiles), .max = CAT_PROFILES_MAX, .sub = &profile_schema,
+    {.key = "mpsMaxClients",
+     .type = SPEC_F_INT,
+     .offset = OFF(mps_max_clients),
+     .min = 1,
+     .max = 1024,
+     .help = "MPS clients per device (default 48 on Volta, 64 after)"},
+    {.key = "profiles",
+     .type = SPEC_F_LIST,
+     .offset = OFF(profiles),
+     .count_offset = OFF(nprofiles),
+     .max = CAT_PROFILES_MAX,
+     .sub = &profile_schema,
      .help = "MIG GPU-instance profiles"},
 };
-static const struct spec_schema model_schema = {
-    .name = "GpuModel.spec", .size = sizeof(ROW), .loc_offset = OFF(loc),
-    SPEC_FIELDS(model_fields)};
+static const struct spec_schema model_schema = {.name = "GpuModel.spec",
+                                                .size = sizeof(ROW),
+                                                .loc_offset = OFF(loc),
+                                                SPEC_FIELDS(model_fields)};
 #undef ROW
 
 static const struct spec_kind cat_kinds[] = {
     {.kind = "GpuModel", .schema = &model_schema, .name_off = offsetof(struct raw_model, name)}};
 
 /* "{0,2,4}:2" -> starts, size. Returns 0 on bad syntax. */
-static int parse_placements(const char *s, struct ts_arena *a, int **starts, size_t *n,
-                            int *size)
+static int parse_placements(const char *s, struct ts_arena *a, int **starts, size_t *n, int *size)
 {
     int tmp[TS_MIG_GRID_MAX];
     size_t count = 0;
@@ -145,27 +205,40 @@ static int convert_profile(struct ts_arena *a, const struct raw_model *rm,
                            const struct raw_profile *rp, struct cat_profile *p,
                            struct ts_diag *diag)
 {
-    *p = (struct cat_profile){rp->loc, rp->name, rp->id, rp->compute, 0, rp->memory_gib,
-                              rp->sms, rp->max_count, name_attrs(rp->name), NULL, 0};
+    *p = (struct cat_profile){rp->loc,
+                              rp->name,
+                              rp->id,
+                              rp->compute,
+                              0,
+                              rp->memory_gib,
+                              rp->sms,
+                              rp->max_count,
+                              name_attrs(rp->name),
+                              NULL,
+                              0};
     if (!parse_placements(rp->placements, a, &p->starts, &p->nstarts, &p->mem_units)) {
-        spec_report_loc(diag, &rp->loc, "placements: '%.60s' is not like \"{0,2,4}:2\" "
-                        "(ascending starts, then the size)", rp->placements);
+        spec_report_loc(diag, &rp->loc,
+                        "placements: '%.60s' is not like \"{0,2,4}:2\" "
+                        "(ascending starts, then the size)",
+                        rp->placements);
         return 1;
     }
     int bad = 0;
     if (p->starts[p->nstarts - 1] + p->mem_units > rm->grid) {
-        spec_report_loc(diag, &rp->loc, "placements: start %d + size %d runs past the %d-unit "
-                        "grid", p->starts[p->nstarts - 1], p->mem_units, rm->grid);
+        spec_report_loc(diag, &rp->loc,
+                        "placements: start %d + size %d runs past the %d-unit "
+                        "grid",
+                        p->starts[p->nstarts - 1], p->mem_units, rm->grid);
         bad++;
     }
     if (p->compute > rm->compute_slices) {
-        spec_report_loc(diag, &rp->loc, "computeSlices %d is more than the card's %d",
-                        p->compute, rm->compute_slices);
+        spec_report_loc(diag, &rp->loc, "computeSlices %d is more than the card's %d", p->compute,
+                        rm->compute_slices);
         bad++;
     }
     if (rp->memory_gib > rm->memory_gib) {
-        spec_report_loc(diag, &rp->loc, "memoryGiB %g is more than the card's %g",
-                        rp->memory_gib, rm->memory_gib);
+        spec_report_loc(diag, &rp->loc, "memoryGiB %g is more than the card's %g", rp->memory_gib,
+                        rm->memory_gib);
         bad++;
     }
     return bad;
@@ -201,9 +274,21 @@ static int convert_model(struct ts_arena *a, const struct raw_model *rm, struct 
 {
     if (check_model_shape(rm, diag))
         return 1;
-    *m = (struct cat_model){rm->loc, rm->name, rm->display, rm->products, rm->nproducts,
-                            rm->memory_gib, rm->sms, arch_names[rm->arch], rm->mig, rm->grid,
-                            rm->compute_slices, rm->mps_max_clients, rm->pci_device_id, NULL, 0};
+    *m = (struct cat_model){rm->loc,
+                            rm->name,
+                            rm->display,
+                            rm->products,
+                            rm->nproducts,
+                            rm->memory_gib,
+                            rm->sms,
+                            arch_names[rm->arch],
+                            rm->mig,
+                            rm->grid,
+                            rm->compute_slices,
+                            rm->mps_max_clients,
+                            rm->pci_device_id,
+                            NULL,
+                            0};
     if (m->pci_device_id && (strlen(m->pci_device_id) != 4 ||
                              strspn(m->pci_device_id, "0123456789abcdefABCDEF") != 4)) {
         spec_report_loc(diag, &rm->loc, "pciDeviceId: '%s' is not four hex digits like \"2330\"",
@@ -266,8 +351,8 @@ static ts_status finish(struct cat_catalog *c, struct cat_catalog **out, struct 
     return TS_OK;
 }
 
-ts_status cat_load_text(const char *text, size_t len, const char *name,
-                        struct cat_catalog **out, struct ts_diag *diag)
+ts_status cat_load_text(const char *text, size_t len, const char *name, struct cat_catalog **out,
+                        struct ts_diag *diag)
 {
     struct cat_catalog *c = new_catalog();
     if (!c)
@@ -366,10 +451,7 @@ const struct cat_profile *cat_profile_find(const struct cat_model *m, const char
     return best;
 }
 
-int cat_profile_plain(const struct cat_profile *p)
-{
-    return p->attrs[0] == '\0';
-}
+int cat_profile_plain(const struct cat_profile *p) { return p->attrs[0] == '\0'; }
 
 int cat_profile_allows(const struct cat_profile *p, int unit)
 {
@@ -407,8 +489,8 @@ ts_status cat_geometry_check(const struct cat_model *m, const struct cat_profile
         for (size_t j = 0; j < n; j++)
             same += profiles[j] == p;
         if ((int)same > p->max_count)
-            return ts_err(err, TS_INFEASIBLE, "%zu instances of %s; a card holds at most %d",
-                          same, p->name, p->max_count);
+            return ts_err(err, TS_INFEASIBLE, "%zu instances of %s; a card holds at most %d", same,
+                          p->name, p->max_count);
     }
     if (compute > m->compute_slices)
         return ts_err(err, TS_INFEASIBLE, "%d compute slices; %s has %d", compute, m->name,
@@ -416,7 +498,4 @@ ts_status cat_geometry_check(const struct cat_model *m, const struct cat_profile
     return TS_OK;
 }
 
-void cat_doc_reference(struct ts_sbuf *out)
-{
-    spec_schema_doc(out, &model_schema);
-}
+void cat_doc_reference(struct ts_sbuf *out) { spec_schema_doc(out, &model_schema); }

@@ -29,31 +29,31 @@
 
 struct cat_profile {
     struct spec_loc loc;
-    const char *name;        /* e.g. "3g.40gb" (display only) */
-    int id;                  /* nvidia-smi / NVML profile ID on this board */
-    int compute;             /* compute (SM) slices */
-    int mem_units;           /* placement size in grid units */
-    double memory_gib;       /* usable memory, as nvidia-smi -lgip reports */
-    int sms;                 /* multiprocessors, 0 if unknown */
-    int max_count;           /* instances of this profile a card can hold */
-    const char *attrs;       /* "" or "+me", "+gfx", "-me", "+me.all" */
-    int *starts;             /* allowed start units, ascending */
+    const char *name;  /* e.g. "3g.40gb" (display only) */
+    int id;            /* nvidia-smi / NVML profile ID on this board */
+    int compute;       /* compute (SM) slices */
+    int mem_units;     /* placement size in grid units */
+    double memory_gib; /* usable memory, as nvidia-smi -lgip reports */
+    int sms;           /* multiprocessors, 0 if unknown */
+    int max_count;     /* instances of this profile a card can hold */
+    const char *attrs; /* "" or "+me", "+gfx", "-me", "+me.all" */
+    int *starts;       /* allowed start units, ascending */
     size_t nstarts;
 };
 
 struct cat_model {
     struct spec_loc loc;
-    const char *name;        /* catalog key, e.g. "h100-80gb-sxm" */
-    const char *display;     /* e.g. "NVIDIA H100 80GB HBM3" */
+    const char *name;           /* catalog key, e.g. "h100-80gb-sxm" */
+    const char *display;        /* e.g. "NVIDIA H100 80GB HBM3" */
     const char **product_names; /* names NVML / nvidia-smi report for it */
     size_t nproduct_names;
-    double memory_gib;       /* whole card */
-    int sms;                 /* whole card, 0 if unknown */
-    const char *arch;        /* volta, turing, ampere, ada, hopper, blackwell */
-    int mig;                 /* 1 if MIG-capable */
-    int grid;                /* placement grid units (MIG cards) */
-    int compute_slices;      /* compute slices of the full MIG card */
-    int mps_max_clients;     /* 48 before Ampere (Volta), 64 after */
+    double memory_gib;         /* whole card */
+    int sms;                   /* whole card, 0 if unknown */
+    const char *arch;          /* volta, turing, ampere, ada, hopper, blackwell */
+    int mig;                   /* 1 if MIG-capable */
+    int grid;                  /* placement grid units (MIG cards) */
+    int compute_slices;        /* compute slices of the full MIG card */
+    int mps_max_clients;       /* 48 before Ampere (Volta), 64 after */
     const char *pci_device_id; /* e.g. "2330" (vendor 10DE), or NULL */
     struct cat_profile *profiles;
     size_t nprofiles;
@@ -70,8 +70,8 @@ struct cat_catalog {
 ts_status cat_load(const char *const *add_paths, size_t npaths, struct cat_catalog **out,
                    struct ts_diag *diag);
 /* Load GpuModel documents from text only (no built-ins); for tests/fuzzing. */
-ts_status cat_load_text(const char *text, size_t len, const char *name,
-                        struct cat_catalog **out, struct ts_diag *diag);
+ts_status cat_load_text(const char *text, size_t len, const char *name, struct cat_catalog **out,
+                        struct ts_diag *diag);
 void cat_free(struct cat_catalog *c);
 
 /* The built-in catalog's YAML text. */

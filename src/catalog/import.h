@@ -63,7 +63,7 @@ ts_status cat_import_add(struct cat_import *im, const char *text, size_t len, co
 /* Write the GpuModel document. name is the catalog key (NULL: derived from
  * the product name, e.g. "nvidia-h100-pcie"); gpu selects which GPU index's
  * tables to use when the output covers several (-1: the first seen). */
-ts_status cat_import_finish(struct cat_import *im, const char *name, int gpu,
-                            struct ts_sbuf *yaml, struct ts_error *err);
+ts_status cat_import_finish(struct cat_import *im, const char *name, int gpu, struct ts_sbuf *yaml,
+                            struct ts_error *err);
 
 #endif

@@ -30,14 +30,14 @@ struct where {
 /* What the input says about one profile ID of one GPU. */
 struct iprof {
     int id;
-    int have_row, have_place;      /* seen in -lgip / -lgipp */
-    int row_seq;                   /* order of the -lgip row (output order) */
+    int have_row, have_place; /* seen in -lgip / -lgipp */
+    int row_seq;              /* order of the -lgip row (output order) */
     struct where row_at, place_at;
-    char name[IMP_NAME_MAX];       /* e.g. "1g.10gb+me" */
+    char name[IMP_NAME_MAX]; /* e.g. "1g.10gb+me" */
     int compute, max_count, sms;
-    long cgib;                     /* memory, hundredths of GiB */
-    uint32_t starts;               /* bit u set: may start at unit u */
-    int size;                      /* placement size in units */
+    long cgib;       /* memory, hundredths of GiB */
+    uint32_t starts; /* bit u set: may start at unit u */
+    int size;        /* placement size in units */
 };
 
 struct igpu {
@@ -45,7 +45,7 @@ struct igpu {
     char product[IMP_PRODUCT_MAX]; /* "" until seen */
     int product_from_l;            /* 1: from -L (preferred over the header) */
     struct where product_at;
-    long mem_mib;                  /* 0 until seen */
+    long mem_mib; /* 0 until seen */
     struct where mem_at;
     struct iprof prof[CAT_PROFILES_MAX];
     size_t nprof;
@@ -56,7 +56,7 @@ struct cat_import {
     size_t nfiles;
     struct igpu *gpus[IMP_GPUS_MAX];
     size_t ngpus;
-    int first_lgip_gpu;            /* GPU of the first -lgip row, -1 before */
+    int first_lgip_gpu; /* GPU of the first -lgip row, -1 before */
     int row_seq;
 };
 
@@ -66,8 +66,7 @@ struct cat_import {
 const char *cat__file_name(const struct cat_import *im, int file);
 
 ts_status cat__fail_at(struct ts_error *err, ts_status code, const struct cat_import *im,
-                       struct where w, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+                       struct where w, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* "file:line" of w, for messages that point at a second place. */
 const char *cat__where_str(const struct cat_import *im, struct where w, char *buf, size_t n);
@@ -77,7 +76,7 @@ struct scan {
     struct cat_import *im;
     int file, line;
     enum { T_NONE, T_LGIP, T_OTHER } table;
-    int pending_gpu;               /* header table: memory row of this GPU next */
+    int pending_gpu; /* header table: memory row of this GPU next */
     struct ts_error *err;
 };
 
@@ -88,16 +87,16 @@ ts_status cat__prof_get(struct scan *s, int gpu, int id, struct where w, struct 
 /* ---- lines and tokens (import_tok.c) ------------------------------------ */
 
 struct tok {
-    const char *s;   /* NUL-terminated */
-    int col;         /* 1-based */
+    const char *s; /* NUL-terminated */
+    int col;       /* 1-based */
 };
 
 struct line {
-    char raw[IMP_LINE_MAX + 1];    /* the line, NUL-terminated */
+    char raw[IMP_LINE_MAX + 1]; /* the line, NUL-terminated */
     int len;
     struct tok t[IMP_TOKENS_MAX];
     int n;
-    int overflow;                  /* more tokens than IMP_TOKENS_MAX */
+    int overflow; /* more tokens than IMP_TOKENS_MAX */
     char store[2 * IMP_LINE_MAX + 2];
 };
 
@@ -146,7 +145,7 @@ struct model {
     const char *arch;
     int grid, compute, sms;
     long card_cgib;
-    const struct iprof *order[CAT_PROFILES_MAX];   /* -lgip rows, in -lgip order */
+    const struct iprof *order[CAT_PROFILES_MAX]; /* -lgip rows, in -lgip order */
     size_t n;
 };
 

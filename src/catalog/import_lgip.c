@@ -34,18 +34,26 @@ static int parse_free_total(const char *s, int *free_n, int *total)
  * what was expected there. */
 static int check_lgip_row(const struct line *l, struct lgip_row *r, const char **what)
 {
-    static const char *const expect[] = {
-        "'|'", "a GPU index", "'MIG'", "a profile name like 3g.40gb", "a profile ID (0-255)",
-        "free/total counts like 7/7 (total 1-32)", "memory GiB like 19.50", "P2P 'Yes' or 'No'",
-        "an SM count", "a count or '|'"};
-    int ok[10] = {cat__tok_is(l, 0, "|"), cat__tok_int(l, 1, IMP_GPU_INDEX_MAX, &r->gpu),
+    static const char *const expect[] = {"'|'",
+                                         "a GPU index",
+                                         "'MIG'",
+                                         "a profile name like 3g.40gb",
+                                         "a profile ID (0-255)",
+                                         "free/total counts like 7/7 (total 1-32)",
+                                         "memory GiB like 19.50",
+                                         "P2P 'Yes' or 'No'",
+                                         "an SM count",
+                                         "a count or '|'"};
+    int ok[10] = {cat__tok_is(l, 0, "|"),
+                  cat__tok_int(l, 1, IMP_GPU_INDEX_MAX, &r->gpu),
                   cat__tok_is(l, 2, "MIG"),
                   cat__parse_profile_name(cat__tok_s(l, 3), r->name, &r->compute),
                   cat__tok_int(l, 4, CAT_PROFILE_ID_MAX, &r->id),
                   parse_free_total(cat__tok_s(l, 5), &r->free, &r->total),
                   cat__parse_centi(cat__tok_s(l, 6), &r->cgib),
                   cat__tok_is(l, 7, "No") || cat__tok_is(l, 7, "Yes"),
-                  cat__tok_int(l, 8, CAT_SMS_MAX, &r->sms), 1};
+                  cat__tok_int(l, 8, CAT_SMS_MAX, &r->sms),
+                  1};
     r->id_tok = 4;
     for (int i = 0; i < 10; i++)
         if (!ok[i] || i >= l->n) {
@@ -116,8 +124,7 @@ ts_status cat__scan_lgip_row(struct scan *s, const struct line *l, int strict, i
         return cat__fail_at(s->err, TS_INVALID, s->im, cat__at(s, l, bad),
                             "malformed nvidia-smi mig -lgip row: expected %s, found %s%.40s%s",
                             what, bad < l->n ? "'" : "",
-                            bad < l->n ? cat__tok_s(l, bad) : "end of line",
-                            bad < l->n ? "'" : "");
+                            bad < l->n ? cat__tok_s(l, bad) : "end of line", bad < l->n ? "'" : "");
     return store_lgip(s, l, &r);
 }
 

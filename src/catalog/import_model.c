@@ -32,8 +32,8 @@ static ts_status pick_gpu(const struct cat_import *im, int gpu, struct model *m,
                 return TS_OK;
             }
     return cat__fail_at(err, TS_NOT_FOUND, im, input_where(im),
-                        "no nvidia-smi mig -lgip rows for GPU %d (there are some for GPU %d)",
-                        want, im->first_lgip_gpu);
+                        "no nvidia-smi mig -lgip rows for GPU %d (there are some for GPU %d)", want,
+                        im->first_lgip_gpu);
 }
 
 static int highest_start(uint32_t starts)
@@ -84,8 +84,8 @@ static ts_status shape_model(const struct cat_import *im, struct model *m, struc
                                     "profile name '%s' is both ID %d and ID %d", p->name,
                                     m->order[j]->id, p->id);
         if (p->cgib < 1)
-            return cat__fail_at(err, TS_INVALID, im, p->row_at,
-                                "profile %s has no memory (0 GiB)", p->name);
+            return cat__fail_at(err, TS_INVALID, im, p->row_at, "profile %s has no memory (0 GiB)",
+                                p->name);
         int end = highest_start(p->starts) + p->size;
         m->grid = end > m->grid ? end : m->grid;
         if (p->compute > m->compute) {
@@ -101,10 +101,10 @@ static const char *arch_of(const char *product)
 {
     static const struct {
         const char *word, *arch;
-    } words[] = {{"A100", "ampere"},     {"A800", "ampere"},     {"A30", "ampere"},
-                 {"H100", "hopper"},     {"H800", "hopper"},     {"H200", "hopper"},
-                 {"H20", "hopper"},      {"GH200", "hopper"},    {"B200", "blackwell"},
-                 {"B300", "blackwell"},  {"GB200", "blackwell"}, {"GB300", "blackwell"},
+    } words[] = {{"A100", "ampere"},        {"A800", "ampere"},     {"A30", "ampere"},
+                 {"H100", "hopper"},        {"H800", "hopper"},     {"H200", "hopper"},
+                 {"H20", "hopper"},         {"GH200", "hopper"},    {"B200", "blackwell"},
+                 {"B300", "blackwell"},     {"GB200", "blackwell"}, {"GB300", "blackwell"},
                  {"Blackwell", "blackwell"}};
     char buf[IMP_PRODUCT_MAX];
     snprintf(buf, sizeof(buf), "%s", product);
@@ -148,7 +148,8 @@ static ts_status name_model(const struct cat_import *im, const char *name, struc
         return cat__fail_at(err, TS_INVALID, im, g->product_at,
                             "cannot tell the architecture of '%s': tessera knows A100, A800, A30 "
                             "(ampere), H100, H800, H200, H20, GH200 (hopper), B200, B300, GB200, "
-                            "GB300 and RTX PRO Blackwell (blackwell)", g->product);
+                            "GB300 and RTX PRO Blackwell (blackwell)",
+                            g->product);
     if (name) {
         snprintf(m->name, sizeof(m->name), "%s", name);
         return TS_OK;
@@ -170,29 +171,28 @@ static ts_status card_memory(const struct cat_import *im, struct model *m, struc
         if (m->order[i]->cgib > m->card_cgib)
             m->card_cgib = m->order[i]->cgib;
     if (m->card_cgib < 100)
-        return cat__fail_at(err, TS_INVALID, im, w,
-                            "GPU %d has %ld.%02ld GiB, less than 1 GiB", g->index,
-                            m->card_cgib / 100, m->card_cgib % 100);
+        return cat__fail_at(err, TS_INVALID, im, w, "GPU %d has %ld.%02ld GiB, less than 1 GiB",
+                            g->index, m->card_cgib / 100, m->card_cgib % 100);
     for (size_t i = 0; i < m->n; i++)
         if (m->order[i]->cgib > m->card_cgib)
             return cat__fail_at(err, TS_INVALID, im, m->order[i]->row_at,
                                 "profile %s has %ld.%02ld GiB, more than the card's "
                                 "%ld.%02ld GiB",
-                                m->order[i]->name, m->order[i]->cgib / 100,
-                                m->order[i]->cgib % 100, m->card_cgib / 100,
-                                m->card_cgib % 100);
+                                m->order[i]->name, m->order[i]->cgib / 100, m->order[i]->cgib % 100,
+                                m->card_cgib / 100, m->card_cgib % 100);
     return TS_OK;
 }
 
-ts_status cat_import_finish(struct cat_import *im, const char *name, int gpu,
-                            struct ts_sbuf *yaml, struct ts_error *err)
+ts_status cat_import_finish(struct cat_import *im, const char *name, int gpu, struct ts_sbuf *yaml,
+                            struct ts_error *err)
 {
     if (!im || !yaml)
         return ts_err(err, TS_INTERNAL, "cat_import_finish: no importer or no output");
     if (name && !spec_is_dns_label(name))
         return ts_err(err, TS_USAGE,
                       "catalog name '%.80s' must be lowercase letters, digits and '-' "
-                      "(at most 63)", name);
+                      "(at most 63)",
+                      name);
     struct model m = {0};
     ts_status st = pick_gpu(im, gpu, &m, err);
     if (st == TS_OK)

@@ -14,8 +14,8 @@
 static ts_status check_product(struct scan *s, struct where w, const char *p, size_t n)
 {
     if (n == 0 || n >= IMP_PRODUCT_MAX)
-        return cat__fail_at(s->err, TS_INVALID, s->im, w,
-                            "product name must be 1 to %d characters", IMP_PRODUCT_MAX - 1);
+        return cat__fail_at(s->err, TS_INVALID, s->im, w, "product name must be 1 to %d characters",
+                            IMP_PRODUCT_MAX - 1);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)p[i] < 0x20 || (unsigned char)p[i] > 0x7e)
             return cat__fail_at(s->err, TS_INVALID, s->im, w,
@@ -56,8 +56,8 @@ static ts_status store_product(struct scan *s, int gpu, struct where w, const ch
 static ts_status scan_list(struct scan *s, const struct line *l)
 {
     struct inv_smi_line g;
-    ts_status st = inv_smi_line(l->raw, (size_t)l->len, cat__file_name(s->im, s->file), s->line,
-                                &g, s->err);
+    ts_status st = inv_smi_line(l->raw, (size_t)l->len, cat__file_name(s->im, s->file), s->line, &g,
+                                s->err);
     if (st != TS_OK || g.kind != INV_SMI_GPU)
         return st;
     struct where w = {s->file, s->line, g.name_col};
@@ -131,10 +131,14 @@ static int table_title(const struct line *l)
     static const struct {
         const char *words;
         int table;
-    } titles[] = {{"GPU instance profiles:", T_LGIP}, {"GPU instances:", T_OTHER},
-                  {"Compute instance profiles:", T_OTHER}, {"Compute instances:", T_OTHER},
-                  {"MIG devices:", T_OTHER}, {"Processes:", T_OTHER},
-                  {"NVIDIA-SMI", T_NONE}, {"GPU Name ID Instances", T_LGIP}};
+    } titles[] = {{"GPU instance profiles:", T_LGIP},
+                  {"GPU instances:", T_OTHER},
+                  {"Compute instance profiles:", T_OTHER},
+                  {"Compute instances:", T_OTHER},
+                  {"MIG devices:", T_OTHER},
+                  {"Processes:", T_OTHER},
+                  {"NVIDIA-SMI", T_NONE},
+                  {"GPU Name ID Instances", T_LGIP}};
     for (size_t i = 0; i < sizeof(titles) / sizeof(titles[0]); i++)
         if (cat__tok_words(l, 1, titles[i].words))
             return titles[i].table;

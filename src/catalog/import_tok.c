@@ -8,10 +8,7 @@
 #include <string.h>
 #include "catalog/import_int.h"
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 void cat__tokenize(struct line *l)
 {
@@ -37,15 +34,9 @@ void cat__tokenize(struct line *l)
     }
 }
 
-const char *cat__tok_s(const struct line *l, int i)
-{
-    return i < l->n ? l->t[i].s : "";
-}
+const char *cat__tok_s(const struct line *l, int i) { return i < l->n ? l->t[i].s : ""; }
 
-int cat__tok_col(const struct line *l, int i)
-{
-    return i < l->n ? l->t[i].col : l->len + 1;
-}
+int cat__tok_col(const struct line *l, int i) { return i < l->n ? l->t[i].col : l->len + 1; }
 
 int cat__tok_is(const struct line *l, int i, const char *s)
 {

@@ -35,8 +35,9 @@ static void scalar(struct emit *y, const char *s, int quoted)
     yaml_event_t ev;
     yaml_scalar_style_t style = quoted ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_PLAIN_SCALAR_STYLE;
     if (y->ok)
-        put(y, &ev, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
-                                                  (int)strlen(s), !quoted, 1, style));
+        put(y, &ev,
+            yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), !quoted,
+                                         1, style));
 }
 
 /* key: value, the value printf-formatted and plain. */
@@ -58,9 +59,9 @@ static void map_start(struct emit *y, int flow)
 {
     yaml_event_t ev;
     if (y->ok)
-        put(y, &ev, yaml_mapping_start_event_initialize(
-                         &ev, NULL, NULL, 1,
-                         flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
+        put(y, &ev,
+            yaml_mapping_start_event_initialize(
+                &ev, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
 }
 
 static void map_end(struct emit *y)
@@ -74,9 +75,9 @@ static void seq_start(struct emit *y, int flow)
 {
     yaml_event_t ev;
     if (y->ok)
-        put(y, &ev, yaml_sequence_start_event_initialize(
-                         &ev, NULL, NULL, 1,
-                         flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
+        put(y, &ev,
+            yaml_sequence_start_event_initialize(
+                &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
 }
 
 static void seq_end(struct emit *y)
@@ -171,7 +172,7 @@ ts_status cat__emit_model(const struct model *m, struct ts_sbuf *out)
         return TS_NOMEM;
     yaml_emitter_set_output(&y.e, write_out, out);
     yaml_emitter_set_unicode(&y.e, 1);
-    yaml_emitter_set_width(&y.e, -1);   /* a profile stays on one line */
+    yaml_emitter_set_width(&y.e, -1); /* a profile stays on one line */
     yaml_emitter_set_indent(&y.e, 2);
     put(&y, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
     emit_document(&y, m);

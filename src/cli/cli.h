@@ -13,7 +13,7 @@
 #include "plan/plan.h"
 #include "meter/ingest.h"
 #include "spec/spec.h"
-#include "util/limits.h"   /* CLI_* */
+#include "util/limits.h" /* CLI_* */
 
 /* ---- exit codes (common.c) ------------------------------------------------ */
 
@@ -42,31 +42,38 @@ int cli_fail(const struct ts_error *e, enum cli_stage stage);
  * option lines of --help and, through where, the options each subcommand
  * allows. -h/--help is added to every table. */
 struct cli_opt {
-    int key;            /* what getopt_long returns for it */
-    int letter;         /* 1: -key works too (-f as --filename) */
-    const char *name;   /* the long name, --name */
-    const char *arg;    /* its value in --help ("FILE"); NULL: takes none */
-    unsigned where;     /* the subcommands it applies to (a bit each); CLI_ALL */
-    const char *help;   /* --help text ('\n' continues it); NULL: not shown */
+    int key;          /* what getopt_long returns for it */
+    int letter;       /* 1: -key works too (-f as --filename) */
+    const char *name; /* the long name, --name */
+    const char *arg;  /* its value in --help ("FILE"); NULL: takes none */
+    unsigned where;   /* the subcommands it applies to (a bit each); CLI_ALL */
+    const char *help; /* --help text ('\n' continues it); NULL: not shown */
 };
 #define CLI_ALL 0u
 /* --name only, and -key too; the table ends with CLI_END. */
-#define CLI_LONG(k, long_name, value, subs, text)                                              \
-    {.key = (k), .name = (long_name), .arg = (value), .where = (subs), .help = (text)}
-#define CLI_SHORT(k, long_name, value, subs, text)                                             \
-    {.key = (k), .letter = 1, .name = (long_name), .arg = (value), .where = (subs),           \
-     .help = (text)}
-#define CLI_END {0}
+#define CLI_LONG(k, long_name, value, subs, text)                                        \
+    {                                                                                    \
+        .key = (k), .name = (long_name), .arg = (value), .where = (subs), .help = (text) \
+    }
+#define CLI_SHORT(k, long_name, value, subs, text)                                     \
+    {                                                                                  \
+        .key = (k), .letter = 1, .name = (long_name), .arg = (value), .where = (subs), \
+        .help = (text)                                                                 \
+    }
+#define CLI_END \
+    {           \
+        0       \
+    }
 /* A macro's value as a string, for help texts ("default " CLI_STR(X)). */
 #define CLI_STR_(x) #x
 #define CLI_STR(x) CLI_STR_(x)
 
 /* A verb (or a family of subcommands sharing one table). */
 struct cli_verb {
-    const char *name;            /* "plan", "ledger", "meter scrape" */
-    const char *usage;           /* the synopsis and what it does, first in --help */
-    const struct cli_opt *opts;  /* ends with CLI_END */
-    const char *notes;           /* after the options in --help; may be NULL */
+    const char *name;           /* "plan", "ledger", "meter scrape" */
+    const char *usage;          /* the synopsis and what it does, first in --help */
+    const struct cli_opt *opts; /* ends with CLI_END */
+    const char *notes;          /* after the options in --help; may be NULL */
 };
 
 /* cli_parse's answer to -h/--help (not an exit code: see cli_help). */
@@ -116,8 +123,8 @@ struct cli_job {
 int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
                    const struct cli_files *catalog);
 /* ... and plan. */
-int cli_job_plan(struct cli_job *job, const struct cli_files *spec,
-                 const struct cli_files *catalog, const struct plan_options *opt);
+int cli_job_plan(struct cli_job *job, const struct cli_files *spec, const struct cli_files *catalog,
+                 const struct plan_options *opt);
 void cli_job_free(struct cli_job *job);
 
 /* The key of --hmac-key-file (one trailing newline dropped); *key NULL when

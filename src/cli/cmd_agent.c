@@ -20,8 +20,9 @@ enum { INVENTORY = 1, APPLY = 2 };
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('o', "output", "FORMAT", INVENTORY, "text (default) or json (docs/agent.md)"),
-    CLI_LONG('n', "node", "NAME", CLI_ALL, "the node (inventory: default $NODE_NAME, else the\n"
-                                          "host name; apply: the plan's node to bring about)"),
+    CLI_LONG('n', "node", "NAME", CLI_ALL,
+             "the node (inventory: default $NODE_NAME, else the\n"
+             "host name; apply: the plan's node to bring about)"),
     CLI_LONG('p', "plan", "PLAN.json", APPLY, "the output of 'tessera plan -o json'"),
     CLI_LONG('d', "dry-run", NULL, APPLY, "print the steps, change nothing"),
     CLI_LONG('c', "catalog", "FILE", APPLY, "extra GpuModel documents"),
@@ -104,8 +105,7 @@ static int inventory(const char *node, const char *format)
 }
 
 /* PLAN.json and the catalog it is checked against; an exit code. */
-static int load_plan(const struct agent_args *a, struct reconf_plan *plan,
-                     struct cat_catalog **cat)
+static int load_plan(const struct agent_args *a, struct reconf_plan *plan, struct cat_catalog **cat)
 {
     struct ts_error e = {0};
     struct ts_diag diag = {0};

@@ -8,8 +8,7 @@
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
-    CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
-    CLI_END};
+    CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"), CLI_END};
 
 static const struct cli_verb VERB = {
     "check",

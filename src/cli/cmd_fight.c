@@ -121,8 +121,8 @@ static int run_worker(const char *role, const struct fight_opts *o)
     if (!fd || !parse_size(fd, 0, INT_MAX, &fdn))
         return bad_usage("--worker needs TESSERA_FIGHT_FD, got", fd ? fd : "nothing");
     /* The harness passes --requests with the warm-up already counted in. */
-    struct fight_worker_opts w = {role, o->driver, o->kernels, o->noisy_kind, o->synthetic,
-                                  o->memory, o->requests, (int)fdn};
+    struct fight_worker_opts w = {role,         o->driver, o->kernels,  o->noisy_kind,
+                                  o->synthetic, o->memory, o->requests, (int)fdn};
     struct ts_error e = {0};
     if (fight_worker(&w, &e) != TS_OK) {
         char who[32];
@@ -197,8 +197,16 @@ static int set(void *ctx, int c, const char *arg)
     struct fight_args *a = ctx;
     struct fight_opts *o = &a->o;
     switch (c) {
-    case 's': case 'r': case 'n': case 'w': return set_count(c, arg, o);
-    case 'k': case 'm': case 'e': case 't': case 'P': case 'S': return set_choice(c, arg, o);
+    case 's':
+    case 'r':
+    case 'n':
+    case 'w': return set_count(c, arg, o);
+    case 'k':
+    case 'm':
+    case 'e':
+    case 't':
+    case 'P':
+    case 'S': return set_choice(c, arg, o);
     case 'A': o->sla_cmd = arg; return CLI_OK;
     case 'N': o->noisy_cmd = arg; return CLI_OK;
     case 'K': o->kernels = arg; return CLI_OK;

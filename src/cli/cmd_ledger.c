@@ -19,8 +19,8 @@
 #include "util/jsonfree.h"
 
 struct lopts {
-    const char *db, *tenant, *gpu, *inst, *gi, *profile, *placement, *node, *workload,
-        *source, *at, *from, *to, *out, *keyfile, *smi, *inventory, *spec;
+    const char *db, *tenant, *gpu, *inst, *gi, *profile, *placement, *node, *workload, *source, *at,
+        *from, *to, *out, *keyfile, *smi, *inventory, *spec;
 };
 
 /* The subcommands, a bit each: which options each allows. */
@@ -46,12 +46,10 @@ static const struct cli_opt OPTS[] = {
               "history: text (default) or json; export: csv (default) or json"),
     CLI_LONG('k', "hmac-key-file", "F", REC | VERIFY,
              "the key that macs (record) or checks (verify) the entries"),
-    CLI_LONG('S', "from-nvidia-smi", "FILE", REC,
-             "one event per device of nvidia-smi -L output"),
+    CLI_LONG('S', "from-nvidia-smi", "FILE", REC, "one event per device of nvidia-smi -L output"),
     CLI_LONG('Y', "inventory", "FILE", REC,
              "one event per device of 'tessera agent inventory -o json'"),
-    CLI_SHORT('f', "filename", "SPEC", REC,
-              "with --inventory: each device's tenant from the plan"),
+    CLI_SHORT('f', "filename", "SPEC", REC, "with --inventory: each device's tenant from the plan"),
     CLI_END};
 
 static const struct cli_verb VERB = {
@@ -80,10 +78,10 @@ static const struct cli_verb VERB = {
 static int set(void *ctx, int key, const char *v)
 {
     struct lopts *o = ctx;
-    const char **slot[] = {&o->db, &o->tenant, &o->gpu, &o->inst, &o->inst, &o->gi,
-                           &o->profile, &o->placement, &o->node, &o->workload, &o->source,
-                           &o->at, &o->from, &o->to, &o->out, &o->keyfile, &o->smi,
-                           &o->inventory, &o->spec};
+    const char **slot[] = {&o->db,      &o->tenant,  &o->gpu,       &o->inst, &o->inst,
+                           &o->gi,      &o->profile, &o->placement, &o->node, &o->workload,
+                           &o->source,  &o->at,      &o->from,      &o->to,   &o->out,
+                           &o->keyfile, &o->smi,     &o->inventory, &o->spec};
     static const char keys[] = "dtgiIGpPnwsaFTokSYf";
     const char *at = key ? strchr(keys, key) : NULL;
     if (!at)
@@ -185,8 +183,8 @@ static int record_inventory(const struct lopts *o, const struct ledger_event *tm
         rc = cli_fail(&e, CLI_READING);
     if (rc == CLI_OK && o->spec)
         rc = load_plan(o->spec, &job, &plan);
-    if (rc == CLI_OK && ledger_inventory_events(inv, o->spec ? &plan : NULL, tmpl, &evs,
-                                                &e) != TS_OK)
+    if (rc == CLI_OK &&
+        ledger_inventory_events(inv, o->spec ? &plan : NULL, tmpl, &evs, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     if (rc == CLI_OK)
         rc = record_events(o, evs.ev, evs.n);
@@ -248,8 +246,8 @@ static void print_row(const struct ledger_row *r)
     printf("tenant:        %s\nworkload:      %s\nprofile:       %s\nnode:          %s\n"
            "gpu uuid:      %s\ninstance uuid: %s\nsince:         %s\nseq:           %" PRId64
            "\nsource:        %s\n",
-           r->tenant, r->workload, r->profile, r->node, r->gpu_uuid, r->instance_uuid, t,
-           r->seq, r->source);
+           r->tenant, r->workload, r->profile, r->node, r->gpu_uuid, r->instance_uuid, t, r->seq,
+           r->source);
 }
 
 static int run_who(const struct lopts *o)
@@ -382,9 +380,8 @@ static int run_verify(const struct lopts *o)
     if (ledger_verify(st, key, klen, &r, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     else if (r.intact)
-        printf("ledger intact: %" PRId64 " entries, head seq %" PRId64 " hash %s (%s)\n",
-               r.entries, r.last_seq, r.last_hash,
-               key ? "macs checked" : "macs not checked: no key");
+        printf("ledger intact: %" PRId64 " entries, head seq %" PRId64 " hash %s (%s)\n", r.entries,
+               r.last_seq, r.last_hash, key ? "macs checked" : "macs not checked: no key");
     else {
         printf("ledger broken at seq %" PRId64 ": %s\n", r.bad_seq, r.problem);
         rc = CLI_FAIL;
@@ -408,8 +405,7 @@ static const struct verb VERBS[] = {
     {"who", WHO, "the tenant that held a GPU or MIG instance at a time", run_who},
     {"history", HIST, "a tenant's custody entries in [--from, --to)", run_history},
     {"export", EXPORT, "every entry, as CSV or JSON for an auditor", run_export},
-    {"verify", VERIFY, "check the hash chain (and macs with a key); exit 1 if broken",
-     run_verify},
+    {"verify", VERIFY, "check the hash chain (and macs with a key); exit 1 if broken", run_verify},
 };
 
 static int run_verb(const struct verb *v, int argc, char **argv)
@@ -435,8 +431,10 @@ int cmd_ledger(int argc, char **argv)
     for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++)
         if (strcmp(name, VERBS[i].name) == 0)
             return run_verb(&VERBS[i], argc - 1, argv + 1);
-    fprintf(stderr, *name ? "tessera: ledger: unknown subcommand '%s'\n"
-                          : "tessera: ledger: missing subcommand%s\n", name);
+    fprintf(stderr,
+            *name ? "tessera: ledger: unknown subcommand '%s'\n"
+                  : "tessera: ledger: missing subcommand%s\n",
+            name);
     cli_usage(&VERB, CLI_ALL, stderr);
     return CLI_BAD_INPUT;
 }

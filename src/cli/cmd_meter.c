@@ -34,10 +34,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
     CLI_END};
 
-#define METER_SYNOPSIS                                                                        \
-    "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n"     \
-    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"          \
-    "                     [--count N] ... (tessera meter scrape --help)\n"                  \
+#define METER_SYNOPSIS                                                                       \
+    "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n"    \
+    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"         \
+    "                     [--count N] ... (tessera meter scrape --help)\n"                   \
     "       tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n"      \
     "                     [-o text|json]\n"                                                  \
     "       tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n"  \
@@ -90,8 +90,10 @@ static int set(void *ctx, int key, const char *arg)
     }
     if (ok)
         return CLI_OK;
-    fprintf(stderr, "tessera: bad value '%s' for --%s (times: Unix seconds or RFC 3339 like "
-            "2026-11-30T10:00:00Z; intervals like 15s)\n", arg, cli_opt_name(a->verb, key));
+    fprintf(stderr,
+            "tessera: bad value '%s' for --%s (times: Unix seconds or RFC 3339 like "
+            "2026-11-30T10:00:00Z; intervals like 15s)\n",
+            arg, cli_opt_name(a->verb, key));
     return CLI_BAD_INPUT;
 }
 
@@ -128,10 +130,11 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
     for (size_t i = 0; i < n; i++) {
         char when[40];
         ts_time_format(v[i].ts_ms, when);
-        fprintf(stderr, "tessera: custody violation: %s on %s (node %s) at %s: pod %s/%s of "
-                "tenant '%s' on a device planned for '%s'\n", v[i].device, v[i].profile[0] ?
-                v[i].profile : "whole GPU", v[i].node, when, v[i].ns, v[i].pod, v[i].observed,
-                v[i].planned);
+        fprintf(stderr,
+                "tessera: custody violation: %s on %s (node %s) at %s: pod %s/%s of "
+                "tenant '%s' on a device planned for '%s'\n",
+                v[i].device, v[i].profile[0] ? v[i].profile : "whole GPU", v[i].node, when, v[i].ns,
+                v[i].pod, v[i].observed, v[i].planned);
         struct ts_error e = {0};
         if (meter_violation_record(m->st, m->key, m->key_len, &v[i], &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);
@@ -170,14 +173,14 @@ static ts_status stream_file(FILE *f, const char *path, struct meter_ingest *in,
 }
 
 /* The summary line of one file and its exit code. */
-static int summarise(struct cli_meter *m, const char *path, struct meter_ingest *in,
-                     ts_status st)
+static int summarise(struct cli_meter *m, const char *path, struct meter_ingest *in, ts_status st)
 {
     struct meter_ingest_counts c = {0};
     if (in)
         meter_ingest_counts(in, &c);
     printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
-           "violations\n", path, c.devices, c.inserted, c.rejected_lines, c.violations);
+           "violations\n",
+           path, c.devices, c.inserted, c.rejected_lines, c.violations);
     int rc = st != TS_OK ? cli_exit(st, CLI_DOING) : c.rejected_lines ? CLI_FAIL : CLI_OK;
     if (in && cli_meter_violations(m, in) != CLI_OK)
         rc = CLI_FAIL;
@@ -270,8 +273,8 @@ static int write_out(struct ts_sbuf *out, ts_status st)
 
 int cmd_usage(int argc, char **argv)
 {
-    struct meter_args a = {.verb = &VERB_USAGE, .format = "text", .to_ms = INT64_MAX,
-                           .interval_ms = 15000};
+    struct meter_args a = {
+        .verb = &VERB_USAGE, .format = "text", .to_ms = INT64_MAX, .interval_ms = 15000};
     int rc = cli_parse(a.verb, USAGE, argc, argv, set, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(a.verb, USAGE) : rc;
@@ -300,7 +303,7 @@ static int invoice_args(struct meter_args *a, int argc)
         known |= strcmp(a->format, formats[i]) == 0;
     if (!a->db || !a->tenant || !a->period || optind < argc || !known) {
         fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
-                "YYYY-MM; -o is text, csv, json or html\n");
+                        "YYYY-MM; -o is text, csv, json or html\n");
         return CLI_BAD_INPUT;
     }
     if (!invoice_period(a->period, &a->from_ms, &a->to_ms)) {
@@ -312,8 +315,7 @@ static int invoice_args(struct meter_args *a, int argc)
 }
 
 /* Price u for a's tenant and period and write it; an exit code. */
-static int price(const struct meter_args *a, const struct cli_job *job,
-                 const struct meter_usage *u)
+static int price(const struct meter_args *a, const struct cli_job *job, const struct meter_usage *u)
 {
     if (!spec_tenant_find(job->model, a->tenant) && strcmp(a->tenant, "unattributed")) {
         fprintf(stderr, "tessera: no tenant '%s' in the spec\n", a->tenant);

@@ -22,8 +22,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('S', "solver", "NAME", CLI_ALL,
              "auto (default): heuristic, GLPK when it may save a card;\n"
              "exact: always GLPK; heuristic: never GLPK"),
-    CLI_LONG('t', "time-limit", "SEC", CLI_ALL, "GLPK time limit per GPU model (default "
-             CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
+    CLI_LONG('t', "time-limit", "SEC", CLI_ALL,
+             "GLPK time limit per GPU model (default " CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
     CLI_LONG('C', "current", "FILE", CLI_ALL,
              "a node's 'tessera agent inventory -o json' (repeat for\n"
              "several nodes): per planned card, keep or the steps\n"
@@ -176,8 +176,8 @@ int cmd_plan(int argc, char **argv)
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
     if (optind < argc || (strcmp(a.format, "text") != 0 && strcmp(a.format, "json") != 0)) {
-        fprintf(stderr, "tessera: %s\n", optind < argc ? "unexpected argument" :
-                "-o must be text or json");
+        fprintf(stderr, "tessera: %s\n",
+                optind < argc ? "unexpected argument" : "-o must be text or json");
         cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }

@@ -87,8 +87,8 @@ int cmd_render(int argc, char **argv)
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
     if (optind < argc || !a.dir || !*a.dir) {
-        fprintf(stderr, "tessera: %s\n", a.dir ? "unexpected argument"
-                                               : "no output folder: use -o DIR");
+        fprintf(stderr, "tessera: %s\n",
+                a.dir ? "unexpected argument" : "no output folder: use -o DIR");
         cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }

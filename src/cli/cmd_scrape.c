@@ -149,7 +149,7 @@ static int parse_args(int argc, char **argv, struct scrape_args *a)
         return rc;
     if (!a->spec.n || !a->db || !a->ntargets || optind < argc) {
         fprintf(stderr, "tessera: meter scrape needs -f SPEC, --db DB and --target URL "
-                "(see tessera meter scrape --help)\n");
+                        "(see tessera meter scrape --help)\n");
         return CLI_BAD_INPUT;
     }
     if (!a->have_connect)
@@ -177,13 +177,10 @@ static void kv(FILE *out, const char *key, const char *val)
     fputc('"', out);
 }
 
-static void kv_num(FILE *out, const char *key, long long v)
-{
-    fprintf(out, " %s=%lld", key, v);
-}
+static void kv_num(FILE *out, const char *key, long long v) { fprintf(out, " %s=%lld", key, v); }
 
-static const char *const event_names[] = {"scrape", "stored-late", "store-wait", "lost",
-                                          "exposition-skipped", "overrun"};
+static const char *const event_names[] = {"scrape", "stored-late",        "store-wait",
+                                          "lost",   "exposition-skipped", "overrun"};
 
 static void log_event(void *ctx, const struct meter_scrape_event *e)
 {
@@ -191,8 +188,7 @@ static void log_event(void *ctx, const struct meter_scrape_event *e)
     char now[40], msg[TS_MSG_MAX + TS_PATH_MAX + 64] = "", first[TS_MSG_MAX + TS_PATH_MAX];
     ts_time_format(meter_fetch_now_ms(), now);
     int bad = e->error || (e->diag && e->diag->count) || e->kind == METER_EV_LOST;
-    fprintf(stderr, "ts=%s level=%s event=%s", now, bad ? "error" : "info",
-            event_names[e->kind]);
+    fprintf(stderr, "ts=%s level=%s event=%s", now, bad ? "error" : "info", event_names[e->kind]);
     kv_num(stderr, "round", e->round);
     kv(stderr, "target", e->target);
     if (e->kind == METER_EV_SCRAPE) {
@@ -236,11 +232,15 @@ static void install_signals(void)
 int cmd_meter_scrape(int argc, char **argv)
 {
     struct scrape_args a = {0};
-    a.o = (struct meter_scrape_opts){
-        .interval_ms = 15000, .expo_max = STORE_EXPOSITION_MAX,
-        .drain_ms = METER_SCRAPE_DRAIN_MS, .stop = &stop_requested,
-        .fetch = {.timeout_ms = 5000, .retries = 3, .backoff_ms = 500,
-                  .max_body = METER_SCRAPE_BODY_MAX, .stop = &stop_requested}};
+    a.o = (struct meter_scrape_opts){.interval_ms = 15000,
+                                     .expo_max = STORE_EXPOSITION_MAX,
+                                     .drain_ms = METER_SCRAPE_DRAIN_MS,
+                                     .stop = &stop_requested,
+                                     .fetch = {.timeout_ms = 5000,
+                                               .retries = 3,
+                                               .backoff_ms = 500,
+                                               .max_body = METER_SCRAPE_BODY_MAX,
+                                               .stop = &stop_requested}};
     int rc;
     if ((rc = parse_args(argc, argv, &a)) != CLI_OK)
         return rc == CLI_HELP ? CLI_OK : rc;

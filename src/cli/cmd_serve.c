@@ -117,8 +117,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'R': return duration("metering-refresh", arg, &o->meter_refresh_ms);
     case 'L': return log_format(o, arg);
     case 't': return number(arg, 1, 256, &o->threads, "--threads must be 1 to 256");
-    case 'T':
-        return number(arg, 1, 600, &o->timeout_s, "--conn-timeout must be 1 to 600 seconds");
+    case 'T': return number(arg, 1, 600, &o->timeout_s, "--conn-timeout must be 1 to 600 seconds");
     case 'r': return runtime_class(a, arg);
     default: return CLI_BAD_INPUT;
     }

@@ -78,8 +78,8 @@ int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
     return CLI_OK;
 }
 
-int cli_job_plan(struct cli_job *job, const struct cli_files *spec,
-                 const struct cli_files *catalog, const struct plan_options *opt)
+int cli_job_plan(struct cli_job *job, const struct cli_files *spec, const struct cli_files *catalog,
+                 const struct plan_options *opt)
 {
     int rc = cli_job_decide(job, spec, catalog);
     if (rc != CLI_OK)

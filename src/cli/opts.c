@@ -147,8 +147,8 @@ static const char *who(const struct cli_verb *v, const char *word, char *buf, si
 }
 
 /* One option getopt returned: CLI_OK, CLI_HELP or an exit code. */
-static int one(const struct cli_verb *v, unsigned sub, int c, const char *prog,
-               cli_set_fn set, void *ctx)
+static int one(const struct cli_verb *v, unsigned sub, int c, const char *prog, cli_set_fn set,
+               void *ctx)
 {
     if (c == 'h')
         return CLI_HELP;
@@ -158,8 +158,8 @@ static int one(const struct cli_verb *v, unsigned sub, int c, const char *prog,
         return CLI_BAD_INPUT;
     }
     if (!applies(o, sub)) {
-        fprintf(stderr, "tessera: %s: option '--%s' does not apply\n",
-                prog + strlen("tessera "), o->name);
+        fprintf(stderr, "tessera: %s: option '--%s' does not apply\n", prog + strlen("tessera "),
+                o->name);
         return CLI_BAD_INPUT;
     }
     return set(ctx, c, optarg);

@@ -17,7 +17,7 @@
 #include <string.h>
 #include "util/limits.h"
 
-const char *const decide_mech_names[] = {"whole", "mig", "mps", "time-slicing",
+const char *const decide_mech_names[] = {"whole",           "mig",  "mps", "time-slicing",
                                          "memory-fraction", "vgpu", NULL};
 
 int decide_mech_shares_card(int mech)
@@ -72,13 +72,16 @@ static void check_canary(struct ctx *c, const struct spec_fleet_node *n, const c
             continue;
         has_mig = 1;
         if (!cat_profile_find(model, canary))
-            spec_report_loc(c->diag, &n->loc, "canary: %s has no MIG profile '%s' (set this "
+            spec_report_loc(c->diag, &n->loc,
+                            "canary: %s has no MIG profile '%s' (set this "
                             "node's canary to one of its profiles; see tessera catalog show %s)",
                             model->name, canary, model->name);
     }
     if (!has_mig && explicit_on_node)
-        spec_report_loc(c->diag, &n->loc, "canary: node '%s' has no MIG-capable GPU to keep a "
-                        "'%s' slice free on", n->name, canary);
+        spec_report_loc(c->diag, &n->loc,
+                        "canary: node '%s' has no MIG-capable GPU to keep a "
+                        "'%s' slice free on",
+                        n->name, canary);
 }
 
 static void check_fleet(struct ctx *c)
@@ -164,7 +167,7 @@ struct wctx {
     const struct spec_workload *w;
     struct decide_row *row;
     double need;
-    const char *sizing;   /* "30 GiB + 8 GiB KV cache = 38 GiB" */
+    const char *sizing; /* "30 GiB + 8 GiB KV cache = 38 GiB" */
 };
 
 static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
@@ -270,9 +273,10 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
         double biggest = 0;
         for (size_t i = 0; cands[i]; i++)
             biggest = cands[i]->memory_gib > biggest ? cands[i]->memory_gib : biggest;
-        fail(c, x, "needs %.1f GiB, more than any card in the fleet (largest %.1f GiB); set "
-             "gpus: %d to spread it over several GPUs", x->need, biggest,
-             biggest > 0 ? (int)ceil(x->need / biggest) : 2);
+        fail(c, x,
+             "needs %.1f GiB, more than any card in the fleet (largest %.1f GiB); set "
+             "gpus: %d to spread it over several GPUs",
+             x->need, biggest, biggest > 0 ? (int)ceil(x->need / biggest) : 2);
         return;
     }
     x->row->gpus = gpus;
@@ -293,10 +297,7 @@ static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, 
 }
 
 /* A sharing pool's memory cap: the need rounded up to a quarter GiB. */
-static double cap_for(double need)
-{
-    return ceil(need * 4.0 - 1e-9) / 4.0;
-}
+static double cap_for(double need) { return ceil(need * 4.0 - 1e-9) / 4.0; }
 
 static int default_sm_percent(double need, double card)
 {
@@ -308,8 +309,10 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_model *model = share_model(c, x, FACT_MPS);
     if (!model) {
-        fail(c, x, "MPS needs a node that allows it (mps: true) with a card of at least %.1f "
-             "GiB; none in the fleet", x->need);
+        fail(c, x,
+             "MPS needs a node that allows it (mps: true) with a card of at least %.1f "
+             "GiB; none in the fleet",
+             x->need);
         return;
     }
     x->row->gpus = 1;
@@ -317,9 +320,10 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
     x->row->sm_percent = x->w->sm_percent ? x->w->sm_percent
                                           : default_sm_percent(x->need, model->memory_gib);
     set(c, x, DECIDE_MPS, model, "R4",
-        ts_arena_printf(c->arena, "%s shares one MPS server per tenant; %s -> %g GiB pinned-"
-                        "memory cap, %d%% of SMs on %s (not a security boundary)", why, x->sizing,
-                        x->row->cap_gib, x->row->sm_percent, model->name));
+        ts_arena_printf(c->arena,
+                        "%s shares one MPS server per tenant; %s -> %g GiB pinned-"
+                        "memory cap, %d%% of SMs on %s (not a security boundary)",
+                        why, x->sizing, x->row->cap_gib, x->row->sm_percent, model->name));
 }
 
 static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, const char *why)
@@ -331,17 +335,20 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
         enforce = DECIDE_ENFORCE_SHIM;
     }
     if (!model) {
-        fail(c, x, "needs %.1f GiB, more than any card in the fleet; lower "
-             "memoryHighWaterGiB or add a larger card", x->need);
+        fail(c, x,
+             "needs %.1f GiB, more than any card in the fleet; lower "
+             "memoryHighWaterGiB or add a larger card",
+             x->need);
         return;
     }
     x->row->gpus = 1;
     x->row->cap_gib = cap_for(x->need);
     x->row->enforce = enforce;
     set(c, x, DECIDE_MEMORY_FRACTION, model, rule,
-        ts_arena_printf(c->arena, "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
-                        "by %s (not a security boundary)", why, x->sizing, x->row->cap_gib,
-                        model->name,
+        ts_arena_printf(c->arena,
+                        "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
+                        "by %s (not a security boundary)",
+                        why, x->sizing, x->row->cap_gib, model->name,
                         enforce == DECIDE_ENFORCE_DRIVER
                             ? "the driver (CUDA 13.4+)"
                             : "tessera's shim (driver below CUDA 13.4)"));
@@ -357,8 +364,8 @@ static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
     x->row->gpus = 1;
     x->row->cap_gib = cap_for(x->need);
     set(c, x, DECIDE_TIME_SLICING, model, "R6",
-        ts_arena_printf(c->arena, "%s time-slices: no isolation and no guarantee; %s",
-                        why, x->sizing));
+        ts_arena_printf(c->arena, "%s time-slices: no isolation and no guarantee; %s", why,
+                        x->sizing));
 }
 
 static void decide_vm(struct ctx *c, struct wctx *x)
@@ -375,16 +382,19 @@ static void decide_vm(struct ctx *c, struct wctx *x)
     for (size_t i = 0; cands[i]; i++)
         if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) &&
             x->need <= cands[i]->memory_gib && x->w->gpus == 1) {
-            decide_whole(c, x, "R1", "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
+            decide_whole(c, x, "R1",
+                         "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
                          "sized to the whole card");
             x->row->mech = DECIDE_VGPU;
             return;
         }
     if (mig)
-        decide_mig(c, x, mig, p, "R1", "runs in a VM and no node is vGPU-licensed: the MIG "
+        decide_mig(c, x, mig, p, "R1",
+                   "runs in a VM and no node is vGPU-licensed: the MIG "
                    "instance is passed through");
     else
-        decide_whole(c, x, "R1", "runs in a VM and no node is vGPU-licensed: the whole GPU is "
+        decide_whole(c, x, "R1",
+                     "runs in a VM and no node is vGPU-licensed: the whole GPU is "
                      "passed through");
 }
 
@@ -421,17 +431,26 @@ static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
         return;
     }
     if (any_mig(c, x)) {
-        decide_whole(c, x, "R2", ts_arena_printf(c->arena, "%s needs a hardware boundary and "
-                     "no MIG profile is large enough", why));
+        decide_whole(c, x, "R2",
+                     ts_arena_printf(c->arena,
+                                     "%s needs a hardware boundary and "
+                                     "no MIG profile is large enough",
+                                     why));
         return;
     }
     if (needs_boundary_for_data(x)) {
-        decide_whole(c, x, "R3", ts_arena_printf(c->arena, "%s needs a hardware boundary; no "
-                     "MIG-capable card in the fleet, so a whole GPU", why));
+        decide_whole(c, x, "R3",
+                     ts_arena_printf(c->arena,
+                                     "%s needs a hardware boundary; no "
+                                     "MIG-capable card in the fleet, so a whole GPU",
+                                     why));
         return;
     }
-    decide_fraction(c, x, "R3", ts_arena_printf(c->arena, "%s on a fleet without MIG: SLA "
-                    "memory is protected by an enforced fraction", why));
+    decide_fraction(c, x, "R3",
+                    ts_arena_printf(c->arena,
+                                    "%s on a fleet without MIG: SLA "
+                                    "memory is protected by an enforced fraction",
+                                    why));
 }
 
 static int big_for_mig(struct ctx *c, const struct wctx *x)
@@ -510,9 +529,10 @@ static void decide_requested(struct ctx *c, struct wctx *x)
         if (model)
             decide_mig(c, x, model, p, "R3", why);
         else
-            fail(c, x, "isolation: mig was requested but no MIG-capable card in the fleet has a "
-                 "profile with %.1f GiB%s", x->need,
-                 x->w->gpu_model ? " (gpuModel limits the choice)" : "");
+            fail(c, x,
+                 "isolation: mig was requested but no MIG-capable card in the fleet has a "
+                 "profile with %.1f GiB%s",
+                 x->need, x->w->gpu_model ? " (gpuModel limits the choice)" : "");
         break;
     case SPEC_ISO_MPS: decide_mps(c, x, why); break;
     case SPEC_ISO_MEMORY_FRACTION: decide_fraction(c, x, "R5", why); break;
@@ -533,14 +553,15 @@ static void decide_auto(struct ctx *c, struct wctx *x)
     else if ((why = boundary_reason(c, x)))
         decide_boundary(c, x, why);
     else if (w->p99_ms > 0 && !w->best_effort)
-        decide_mps(c, x, ts_arena_printf(c->arena, "trusted latency-sensitive work (%g ms p99)",
-                                         w->p99_ms));
+        decide_mps(
+            c, x,
+            ts_arena_printf(c->arena, "trusted latency-sensitive work (%g ms p99)", w->p99_ms));
     else if (!w->best_effort && x->t->contract != SPEC_CONTRACT_BEST_EFFORT &&
              w->kind != SPEC_WK_DEV)
         decide_fraction(c, x, "R5", "trusted work without a latency target: OOM is the main risk");
     else
-        decide_timeslice(c, x, ts_arena_printf(c->arena, "best-effort %s work",
-                                               spec_wkind_names[w->kind]));
+        decide_timeslice(
+            c, x, ts_arena_printf(c->arena, "best-effort %s work", spec_wkind_names[w->kind]));
 }
 
 static void decide_one(struct ctx *c, struct wctx *x)
@@ -548,10 +569,9 @@ static void decide_one(struct ctx *c, struct wctx *x)
     const struct spec_workload *w = x->w;
     x->need = w->memory_gib + w->kv_cache_gib;
     x->row->need_gib = x->need;
-    x->sizing = w->kv_cache_gib > 0
-                    ? ts_arena_printf(c->arena, "%g GiB + %g GiB KV cache = %g GiB", w->memory_gib,
-                                      w->kv_cache_gib, x->need)
-                    : ts_arena_printf(c->arena, "%g GiB", x->need);
+    x->sizing = w->kv_cache_gib > 0 ? ts_arena_printf(c->arena, "%g GiB + %g GiB KV cache = %g GiB",
+                                                      w->memory_gib, w->kv_cache_gib, x->need)
+                                    : ts_arena_printf(c->arena, "%g GiB", x->need);
     if (w->gpu_model && !cat_model_find(c->cat, w->gpu_model)) {
         fail(c, x, "gpuModel: unknown GPU model '%s'", w->gpu_model);
         return;
@@ -562,7 +582,8 @@ static void decide_one(struct ctx *c, struct wctx *x)
         return;
     }
     if (w->isolation == SPEC_ISO_CUDA_STREAMS) {
-        fail(c, x, "isolation: CUDA streams are not a tenancy mechanism (no memory or fault "
+        fail(c, x,
+             "isolation: CUDA streams are not a tenancy mechanism (no memory or fault "
              "isolation, one context); use mig for a boundary or mps for trusted sharing");
         return;
     }
@@ -590,13 +611,16 @@ static void check_pools(struct ctx *c, const struct decide_result *r)
             if (!b->workload->pool || strcmp(a->workload->pool, b->workload->pool) != 0)
                 continue;
             if (!spec_tenants_trust(c->m, a->tenant->name, b->tenant->name))
-                fail(c, &x, "pool: tenants '%s' and '%s' do not trust each other, so they cannot "
-                     "share pool '%s' (each must list the other in trusts)", a->tenant->name,
-                     b->tenant->name, a->workload->pool);
+                fail(c, &x,
+                     "pool: tenants '%s' and '%s' do not trust each other, so they cannot "
+                     "share pool '%s' (each must list the other in trusts)",
+                     a->tenant->name, b->tenant->name, a->workload->pool);
             else if (a->mech != b->mech || a->model != b->model)
-                fail(c, &x, "pool: '%s' mixes %s on %s with %s on %s (%s/%s); one pool is one "
-                     "mechanism on one card model", a->workload->pool, decide_mech_names[a->mech],
-                     a->model->name, decide_mech_names[b->mech], b->model->name, b->tenant->name,
+                fail(c, &x,
+                     "pool: '%s' mixes %s on %s with %s on %s (%s/%s); one pool is one "
+                     "mechanism on one card model",
+                     a->workload->pool, decide_mech_names[a->mech], a->model->name,
+                     decide_mech_names[b->mech], b->model->name, b->tenant->name,
                      b->workload->name);
             else
                 continue;

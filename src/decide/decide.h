@@ -18,7 +18,11 @@
 #include "spec/model.h"
 
 enum decide_mech {
-    DECIDE_WHOLE, DECIDE_MIG, DECIDE_MPS, DECIDE_TIME_SLICING, DECIDE_MEMORY_FRACTION,
+    DECIDE_WHOLE,
+    DECIDE_MIG,
+    DECIDE_MPS,
+    DECIDE_TIME_SLICING,
+    DECIDE_MEMORY_FRACTION,
     DECIDE_VGPU,
 };
 extern const char *const decide_mech_names[];

@@ -62,7 +62,7 @@ void entitle_product_label(const char *product, char *buf, size_t size)
 }
 
 void entitle_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
-                        size_t ssize)
+                       size_t ssize)
 {
     char shortname[64] = "GPU";
     sscanf(r->model->display, "NVIDIA %63s", shortname);
@@ -99,9 +99,9 @@ int entitle_is_vm(const struct decide_row *r)
 
 int entitle_needs_shim(const struct decide_row *r)
 {
-    return !entitle_is_vm(r) && (r->mech == DECIDE_TIME_SLICING ||
-                                (r->mech == DECIDE_MEMORY_FRACTION &&
-                                 r->enforce == DECIDE_ENFORCE_SHIM));
+    return !entitle_is_vm(r) &&
+           (r->mech == DECIDE_TIME_SLICING ||
+            (r->mech == DECIDE_MEMORY_FRACTION && r->enforce == DECIDE_ENFORCE_SHIM));
 }
 
 void entitle_shim_configmap(const struct decide_row *r, char *buf, size_t size)

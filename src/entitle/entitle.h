@@ -19,7 +19,7 @@
 #define ENTITLE_LABEL_TENANT TS_API_GROUP "/tenant"
 #define ENTITLE_LABEL_CONTRACT TS_API_GROUP "/contract"
 #define ENTITLE_LABEL_WORKLOAD TS_API_GROUP "/workload"
-#define ENTITLE_LABEL_MANAGED TS_API_GROUP "/managed"   /* on nodes tessera configures */
+#define ENTITLE_LABEL_MANAGED TS_API_GROUP "/managed" /* on nodes tessera configures */
 #define ENTITLE_SYSTEM_NS "tessera-system"
 #define ENTITLE_GPU_OPERATOR_NS "gpu-operator"
 
@@ -58,7 +58,7 @@ int entitle_is_vm(const struct decide_row *r);
 /* A VM row's KubeVirt device: resource name, and the PCI vendor:device
  * selector (whole GPU) or mdev type name (MIG-backed vGPU). */
 void entitle_vm_device(const struct decide_row *r, char *name, size_t nsize, char *selector,
-                      size_t ssize);
+                       size_t ssize);
 
 /* The extended resource a pod of r requests: the VM's KubeVirt device, or
  * the device-plugin name. Returns buf. */

@@ -23,11 +23,11 @@ ts_status fight__cuda_open(struct fight_cuda *c, const char *path, struct ts_err
         return ts_err(err, TS_NOT_FOUND, "no CUDA driver: cannot load '%s' (%s)", path,
                       why ? why : "unknown reason");
     }
-#define FIGHT__RESOLVE(name)                                                                \
-    *(void **)&c->name = resolve(c->lib, #name);                                            \
-    if (!c->name) {                                                                         \
-        fight__cuda_close(c);                                                               \
-        return ts_err(err, TS_NOT_FOUND, "CUDA driver '%s' lacks %s", path, #name);        \
+#define FIGHT__RESOLVE(name)                                                        \
+    *(void **)&c->name = resolve(c->lib, #name);                                    \
+    if (!c->name) {                                                                 \
+        fight__cuda_close(c);                                                       \
+        return ts_err(err, TS_NOT_FOUND, "CUDA driver '%s' lacks %s", path, #name); \
     }
     FIGHT_CUDA_FUNCS(FIGHT__RESOLVE)
 #undef FIGHT__RESOLVE
@@ -49,6 +49,6 @@ ts_status fight__cuda_check(const struct fight_cuda *c, CUresult r, const char *
     const char *text = NULL;
     if (!c->cuGetErrorString || c->cuGetErrorString(r, &text) != CUDA_SUCCESS || !text)
         text = "no description";
-    return ts_err(err, r == CUDA_ERROR_OUT_OF_MEMORY ? TS_NOMEM : TS_IO,
-                  "%s: CUDA error %d (%s)", what, r, text);
+    return ts_err(err, r == CUDA_ERROR_OUT_OF_MEMORY ? TS_NOMEM : TS_IO, "%s: CUDA error %d (%s)",
+                  what, r, text);
 }

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-#include "util/limits.h"   /* FIGHT_*_MAX */
+#include "util/limits.h" /* FIGHT_*_MAX */
 #include "util/sbuf.h"
 
 /* ---- statistics (stats.c) ---------------------------------------------- */
@@ -34,15 +34,14 @@
 struct fight_summary {
     size_t n;
     double min, mean, max;
-    double p50, p99, p999;       /* type-7 percentiles, microseconds */
-    int ci_ok;                   /* 0 when n is too small for a 95% interval */
-    double p99_lo, p99_hi;       /* 95% distribution-free interval of p99 */
+    double p50, p99, p999; /* type-7 percentiles, microseconds */
+    int ci_ok;             /* 0 when n is too small for a 95% interval */
+    double p99_lo, p99_hi; /* 95% distribution-free interval of p99 */
 };
 
 /* Refuse a series that statistics cannot use: fewer than 2 values, NaN,
  * infinite or negative values (the error names what and x[index]). */
-ts_status fight_check_series(const double *x, size_t n, const char *name,
-                             struct ts_error *err);
+ts_status fight_check_series(const double *x, size_t n, const char *name, struct ts_error *err);
 /* Type-7 (Hyndman-Fan, numpy's default) percentile of sorted[0..n), q in
  * [0,1]: h = (n-1)q, linear between the order statistics around h. */
 double fight_percentile(const double *sorted, size_t n, double q);
@@ -52,8 +51,8 @@ double fight_percentile(const double *sorted, size_t n, double q);
 ts_status fight_quantile_ranks(size_t n, double q, double conf, size_t *lo, size_t *hi,
                                struct ts_error *err);
 /* Sort a copy of x and fill s; errors as fight_check_series. */
-ts_status fight_summarise(const double *x, size_t n, const char *name,
-                          struct fight_summary *s, struct ts_error *err);
+ts_status fight_summarise(const double *x, size_t n, const char *name, struct fight_summary *s,
+                          struct ts_error *err);
 /* PASS (1) when p99 <= base_p99 * (1 + tol), with 1e-9 relative slack for
  * rounding; tol is a fraction (0.10 = 10%). */
 int fight_within(double base_p99, double p99, double tol);
@@ -63,23 +62,22 @@ int fight_within(double base_p99, double p99, double tol);
 
 /* What one tenant reported over its pipe. */
 struct fight_series {
-    double *lat_us;      /* latency_us values, in order (malloc'd) */
-    double *gpu_us;      /* gpu_us values, NAN where a line had none */
+    double *lat_us; /* latency_us values, in order (malloc'd) */
+    double *gpu_us; /* gpu_us values, NAN where a line had none */
     size_t n, cap;
-    size_t errors;       /* "error" lines */
+    size_t errors; /* "error" lines */
     char first_error[128];
-    double mem_mib_max;  /* largest "mem_mib" value, 0 if none */
+    double mem_mib_max; /* largest "mem_mib" value, 0 if none */
 };
 void fight_series_release(struct fight_series *s);
 /* Append one sample (gpu NAN when unknown); TS_TOO_LARGE past the cap. */
-ts_status fight_series_push(struct fight_series *s, double lat, double gpu,
-                            struct ts_error *err);
+ts_status fight_series_push(struct fight_series *s, double lat, double gpu, struct ts_error *err);
 
 /* A line-by-line reader that may be fed any chunks. */
 struct fight_reader {
-    const char *name;           /* for errors, e.g. "sla tenant" */
+    const char *name; /* for errors, e.g. "sla tenant" */
     struct fight_series *out;
-    long line;                  /* lines completed */
+    long line; /* lines completed */
     char buf[FIGHT_LINE_MAX + 1];
     size_t len;
     int too_long, failed;
@@ -112,40 +110,40 @@ int fight_mech_parse(const char *s);
 const char *fight_mech_name(int mech);
 
 struct fight_opts {
-    const char *self;          /* the tessera binary, to exec workers */
-    const char *driver;        /* "libcuda.so.1" or a path */
-    const char *kernels;       /* fatbin/cubin/PTX file, or NULL: embedded PTX */
-    const char *shim;          /* libtessera-cuda.so, or NULL: not found */
-    const char *sla_cmd, *noisy_cmd;  /* user programs (sh -c), or NULL */
+    const char *self;                /* the tessera binary, to exec workers */
+    const char *driver;              /* "libcuda.so.1" or a path */
+    const char *kernels;             /* fatbin/cubin/PTX file, or NULL: embedded PTX */
+    const char *shim;                /* libtessera-cuda.so, or NULL: not found */
+    const char *sla_cmd, *noisy_cmd; /* user programs (sh -c), or NULL */
     int noisy_kind, synthetic, memory;
-    unsigned mechs;            /* bit per enum fight_mech asked for */
-    unsigned expect;           /* mechanisms that gate the exit code; 0: default */
-    double tolerance;          /* fraction */
+    unsigned mechs;   /* bit per enum fight_mech asked for */
+    unsigned expect;  /* mechanisms that gate the exit code; 0: default */
+    double tolerance; /* fraction */
     uint64_t seed;
     int repeat;
     size_t requests, warmup;
-    int64_t phase_ms;          /* cap on one phase */
-    int64_t solo_ms;           /* the noisy tenant alone */
+    int64_t phase_ms;           /* cap on one phase */
+    int64_t solo_ms;            /* the noisy tenant alone */
     int sla_share, noisy_share; /* percent of SMs (shim, MPS) */
-    double noisy_mem_frac;     /* memory fight: the noisy tenant's limit */
+    double noisy_mem_frac;      /* memory fight: the noisy tenant's limit */
 };
 void fight_opts_default(struct fight_opts *o);
 
 /* One pooled phase kind. */
 struct fight_phase_result {
-    const char *name;          /* "baseline", "timeslice", ... */
-    int ran;                   /* runs done */
-    int status;                /* enum below */
-    char reason[256];          /* skipped/error: why */
-    struct fight_series sla;   /* pooled samples after the warm-up */
-    struct fight_series noisy; /* errors and mem_mib_max only: no samples */
-    struct fight_summary s;    /* of sla (when status >= PASS) */
+    const char *name;                  /* "baseline", "timeslice", ... */
+    int ran;                           /* runs done */
+    int status;                        /* enum below */
+    char reason[256];                  /* skipped/error: why */
+    struct fight_series sla;           /* pooled samples after the warm-up */
+    struct fight_series noisy;         /* errors and mem_mib_max only: no samples */
+    struct fight_summary s;            /* of sla (when status >= PASS) */
     double p99_runs[FIGHT_REPEAT_MAX]; /* p99 of each repeat */
-    double sla_rps, noisy_ops; /* per second, pooled over runs */
+    double sla_rps, noisy_ops;         /* per second, pooled over runs */
     double sla_secs, noisy_secs;
-    double slowdown;           /* noisy solo ops/s / noisy ops/s here */
-    int sla_killed;            /* the SLA tenant died of a signal */
-    int sla_exit;              /* its exit status, last run */
+    double slowdown; /* noisy solo ops/s / noisy ops/s here */
+    int sla_killed;  /* the SLA tenant died of a signal */
+    int sla_exit;    /* its exit status, last run */
     int gating;
 };
 enum { FIGHT_ST_SKIPPED, FIGHT_ST_ERROR, FIGHT_ST_MEASURED, FIGHT_ST_PASS, FIGHT_ST_FAIL };
@@ -156,11 +154,11 @@ enum { FIGHT_PH_BASE, FIGHT_PH_SOLO, FIGHT_PH_MIGBASE, FIGHT_PH_MECH0 };
 struct fight_result {
     struct fight_opts opt;
     char device[128];
-    int synthetic;             /* the synthetic timings were used */
+    int synthetic; /* the synthetic timings were used */
     struct fight_phase_result ph[FIGHT_NPHASE];
-    char order[FIGHT_NPHASE * FIGHT_REPEAT_MAX][16];  /* phase names in the order run */
+    char order[FIGHT_NPHASE * FIGHT_REPEAT_MAX][16]; /* phase names in the order run */
     size_t norder;
-    int verdict;               /* FIGHT_ST_PASS or FIGHT_ST_FAIL */
+    int verdict; /* FIGHT_ST_PASS or FIGHT_ST_FAIL */
     char verdict_why[256];
 };
 
@@ -179,11 +177,11 @@ void fight_plot_svg(const struct fight_result *r, struct ts_sbuf *out);
 /* ---- the built-in workloads (worker.c) ---------------------------------- */
 
 struct fight_worker_opts {
-    const char *role;          /* "sla" or "noisy" */
+    const char *role; /* "sla" or "noisy" */
     const char *driver, *kernels;
     int noisy_kind, synthetic, memory;
-    size_t requests;           /* sla: warm-up included */
-    int fd;                    /* where lines go */
+    size_t requests; /* sla: warm-up included */
+    int fd;          /* where lines go */
 };
 /* Run a worker until done (sla) or SIGTERM (noisy). */
 ts_status fight_worker(const struct fight_worker_opts *w, struct ts_error *err);

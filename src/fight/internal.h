@@ -11,13 +11,32 @@
 #include "util/cuda_abi.h"
 
 /* Every entry point the harness calls: X(name as exported). */
-#define FIGHT_CUDA_FUNCS(X)                                                         \
-    X(cuInit) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)             \
-    X(cuDeviceTotalMem_v2) X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuCtxSynchronize) \
-    X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)  \
-    X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuStreamSynchronize)                  \
-    X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventSynchronize)    \
-    X(cuEventElapsedTime) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuGetErrorString)
+// clang-format off
+#define FIGHT_CUDA_FUNCS(X) \
+    X(cuInit) \
+    X(cuDeviceGet) \
+    X(cuDeviceGetName) \
+    X(cuDeviceGetAttribute) \
+    X(cuDeviceTotalMem_v2) \
+    X(cuCtxCreate_v2) \
+    X(cuCtxDestroy_v2) \
+    X(cuCtxSynchronize) \
+    X(cuModuleLoadData) \
+    X(cuModuleUnload) \
+    X(cuModuleGetFunction) \
+    X(cuLaunchKernel) \
+    X(cuStreamCreate) \
+    X(cuStreamDestroy_v2) \
+    X(cuStreamSynchronize) \
+    X(cuEventCreate) \
+    X(cuEventDestroy_v2) \
+    X(cuEventRecord) \
+    X(cuEventSynchronize) \
+    X(cuEventElapsedTime) \
+    X(cuMemAlloc_v2) \
+    X(cuMemFree_v2) \
+    X(cuGetErrorString)
+// clang-format on
 
 #define FIGHT__MEMBER(name) __typeof__(&name) name;
 struct fight_cuda {
@@ -51,10 +70,10 @@ extern const char fight__ptx[];
 /* One tenant process and what it reported. */
 struct fight_tenant {
     pid_t pid;
-    int fd;                  /* read end of its pipe; -1 at EOF */
+    int fd; /* read end of its pipe; -1 at EOF */
     struct fight_series s;
     struct fight_reader rd;
-    int status;              /* waitpid status once reaped */
+    int status; /* waitpid status once reaped */
     int reaped;
 };
 /* Start argv (exec'd as is) or, when cmd is set, `/bin/sh -c cmd`, with

@@ -40,10 +40,7 @@ struct cur {
     size_t len, pos;
 };
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 /* Next token: *tok, *tlen, and its 1-based column; 0 at end of line. */
 static int next_token(struct cur *c, const char **tok, size_t *tlen, int *col)
@@ -97,8 +94,7 @@ static ts_status bad(struct fight_reader *r, int col, struct ts_error *err, cons
     return ts_err_at(err, TS_SYNTAX, r->name, (int)r->line, col, NULL, "%s", what);
 }
 
-ts_status fight_series_push(struct fight_series *s, double lat, double gpu,
-                            struct ts_error *err)
+ts_status fight_series_push(struct fight_series *s, double lat, double gpu, struct ts_error *err)
 {
     if (s->n == FIGHT_SAMPLES_MAX)
         return ts_err(err, TS_TOO_LARGE, "more than %u samples", FIGHT_SAMPLES_MAX);
@@ -125,8 +121,8 @@ static ts_status push(struct fight_reader *r, double lat, double gpu, struct ts_
 }
 
 /* "<key> <number>" at the cursor, the key already read. */
-static ts_status keyed_number(struct fight_reader *r, struct cur *c, const char *key,
-                              double *v, struct ts_error *err)
+static ts_status keyed_number(struct fight_reader *r, struct cur *c, const char *key, double *v,
+                              struct ts_error *err)
 {
     const char *tok;
     size_t tlen;

@@ -113,11 +113,11 @@ static ts_status probe_driver(struct fight_ctx *c, struct fight_result *r, const
         st = fight__cuda_check(&cu, cu.cuDeviceGetName(r->device, (int)sizeof(r->device), dev),
                                "cuDeviceGetName", err);
     if (st == TS_OK)
-        st = fight__cuda_check(&cu, cu.cuDeviceTotalMem_v2(&c->total_mem, dev),
-                               "cuDeviceTotalMem", err);
+        st = fight__cuda_check(&cu, cu.cuDeviceTotalMem_v2(&c->total_mem, dev), "cuDeviceTotalMem",
+                               err);
     fight__cuda_close(&cu);
     if (st != TS_OK) {
-        char why[TS_MSG_MAX];   /* ts_err clears err before formatting */
+        char why[TS_MSG_MAX]; /* ts_err clears err before formatting */
         snprintf(why, sizeof(why), "%s", err ? err->msg : "");
         return ts_err(err, TS_NOT_FOUND, "no usable CUDA device: %.400s", why);
     }
@@ -206,7 +206,8 @@ static void probe_mig(struct fight_ctx *c)
     }
     char *argv[] = {smi, "-L", NULL};
     size_t n = run_prog(argv, NULL, NULL, text, sizeof(text)) == 0
-                   ? fight_mig_parse(text, uuids, FIGHT_MIG_MAX) : 0;
+                   ? fight_mig_parse(text, uuids, FIGHT_MIG_MAX)
+                   : 0;
     if (n < 2) {
         snprintf(why, sizeof(why), "%zu MIG device%s on this machine, 2 needed", n,
                  n == 1 ? "" : "s");
@@ -217,8 +218,8 @@ static void probe_mig(struct fight_ctx *c)
     memcpy(c->mig[1], uuids[1], FIGHT_UUID_MAX);
 }
 
-ts_status fight__mech_probe(struct fight_ctx *c, const struct fight_opts *o,
-                            struct fight_result *r, struct ts_error *err)
+ts_status fight__mech_probe(struct fight_ctx *c, const struct fight_opts *o, struct fight_result *r,
+                            struct ts_error *err)
 {
     memset(c, 0, sizeof(*c));
     c->o = o;
@@ -287,7 +288,7 @@ void fight__mech_env(const struct fight_ctx *c, int ph, int sla, struct fight_en
     if (sla)
         add_num(env, "TESSERA_FIGHT_REQUESTS", (long)(o->requests + o->warmup));
     if (ph == FIGHT_PH_MECH0 + FIGHT_SHIM) {
-        const char *pre = getenv("LD_PRELOAD");   /* kept first (e.g. libasan) */
+        const char *pre = getenv("LD_PRELOAD"); /* kept first (e.g. libasan) */
         char list[600];
         snprintf(list, sizeof(list), "%.180s%s%.400s", pre ? pre : "", pre && *pre ? " " : "",
                  c->shim);
@@ -335,7 +336,7 @@ static int unlink_one(const char *path, const struct stat *st, int flag, struct 
     (void)st;
     (void)flag;
     (void)ftw;
-    remove(path);   /* best effort: go on with the rest of the tree */
+    remove(path); /* best effort: go on with the rest of the tree */
     return 0;
 }
 

@@ -12,11 +12,11 @@
 struct fight_ctx {
     const struct fight_opts *o;
     struct fight_result *r;
-    char tmp[256];                     /* private temporary directory */
-    char kernels[512];                 /* module image given to workers, "" = PTX */
-    char shim[512], limits[2][300];    /* the shim and the tenants' limit files */
-    size_t total_mem;                  /* bytes of device 0 */
-    char mig[2][FIGHT_UUID_MAX];       /* sla's and noisy's MIG devices */
+    char tmp[256];                  /* private temporary directory */
+    char kernels[512];              /* module image given to workers, "" = PTX */
+    char shim[512], limits[2][300]; /* the shim and the tenants' limit files */
+    size_t total_mem;               /* bytes of device 0 */
+    char mig[2][FIGHT_UUID_MAX];    /* sla's and noisy's MIG devices */
     char mps_ctl[512], mps_pipe[300], mps_log[300];
     int mps_up;
     char *argv[24];
@@ -26,7 +26,7 @@ struct fight_ctx {
 /* Variables the fight itself sets for one tenant (not an input cap). */
 #define FIGHT_ENV_MAX 8
 struct fight_env {
-    char *v[FIGHT_ENV_MAX + 1];        /* NULL-terminated, into buf */
+    char *v[FIGHT_ENV_MAX + 1]; /* NULL-terminated, into buf */
     char buf[FIGHT_ENV_MAX][700];
     size_t n;
 };
@@ -34,8 +34,8 @@ struct fight_env {
 /* Fill c, look for the driver and each mechanism; mark each phase of r
  * FIGHT_ST_MEASURED (to run) or FIGHT_ST_SKIPPED with the reason.
  * TS_NOT_FOUND when the driver is missing and built-in workers need it. */
-ts_status fight__mech_probe(struct fight_ctx *c, const struct fight_opts *o,
-                            struct fight_result *r, struct ts_error *err);
+ts_status fight__mech_probe(struct fight_ctx *c, const struct fight_opts *o, struct fight_result *r,
+                            struct ts_error *err);
 /* The variables the sla (or noisy) tenant gets in phase ph. */
 void fight__mech_env(const struct fight_ctx *c, int ph, int sla, struct fight_env *env);
 /* Around one run of phase ph (MPS: start and quit the control daemon). */

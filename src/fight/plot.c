@@ -32,27 +32,27 @@ static double px(double us, double lo, double hi)
     return X0 + (log10(us) - lo) / (hi - lo) * (X1 - X0);
 }
 
-static double py(double y)
-{
-    return Y1 - y / YMAX * (Y1 - Y0);
-}
+static double py(double y) { return Y1 - y / YMAX * (Y1 - Y0); }
 
 static void axes(struct ts_sbuf *out, double lo, double hi)
 {
     static const char *const ylab[] = {"p0", "p90", "p99", "p99.9"};
     for (int i = 0; i <= 3; i++)
-        ts_sbuf_printf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
+        ts_sbuf_printf(out,
+                       "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                        "stroke=\"#dddddd\"/>\n<text x=\"%.0f\" y=\"%.1f\" class=\"a\" "
-                       "text-anchor=\"end\">%s</text>\n", X0, py(i), X1, py(i), X0 - 6,
-                       py(i) + 4, ylab[i]);
+                       "text-anchor=\"end\">%s</text>\n",
+                       X0, py(i), X1, py(i), X0 - 6, py(i) + 4, ylab[i]);
     for (int d = (int)ceil(lo); d <= (int)floor(hi); d++) {
         double x = px(pow(10, d), lo, hi);
-        ts_sbuf_printf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
+        ts_sbuf_printf(out,
+                       "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
                        "stroke=\"#dddddd\"/>\n<text x=\"%.1f\" y=\"%.0f\" class=\"a\" "
-                       "text-anchor=\"middle\">%g us</text>\n", x, Y0, x, Y1, x, Y1 + 18,
-                       pow(10, d));
+                       "text-anchor=\"middle\">%g us</text>\n",
+                       x, Y0, x, Y1, x, Y1 + 18, pow(10, d));
     }
-    ts_sbuf_printf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+    ts_sbuf_printf(out,
+                   "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
                    "fill=\"none\" stroke=\"#888888\"/>\n<text x=\"%.0f\" y=\"%.0f\" "
                    "class=\"a\" text-anchor=\"middle\">SLA request latency (log scale)</text>\n",
                    X0, Y0, X1 - X0, Y1 - Y0, (X0 + X1) / 2, Y1 + 40);
@@ -80,9 +80,10 @@ static void legend(struct ts_sbuf *out, const struct fight_phase_result *p, cons
                    int row)
 {
     double y = Y0 + 10 + row * 22;
-    ts_sbuf_printf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
-                   "stroke-width=\"3\"/>\n<text x=\"%.0f\" y=\"%.0f\" class=\"l\">", X1 + 20, y,
-                   X1 + 44, y, colour, X1 + 50, y + 4);
+    ts_sbuf_printf(out,
+                   "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+                   "stroke-width=\"3\"/>\n<text x=\"%.0f\" y=\"%.0f\" class=\"l\">",
+                   X1 + 20, y, X1 + 44, y, colour, X1 + 50, y + 4);
     ts_sbuf_xml(out, p->name);
     ts_sbuf_printf(out, " p99 %.0f us", p->s.p99);
     if (p->status == FIGHT_ST_PASS || p->status == FIGHT_ST_FAIL)
@@ -101,12 +102,13 @@ void fight_plot_svg(const struct fight_result *r, struct ts_sbuf *out)
     double lo = isfinite(mn) ? floor(log10(mn)) : 0, hi = mx > 0 ? ceil(log10(mx)) : 1;
     if (hi <= lo)
         hi = lo + 1;
-    ts_sbuf_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+    ts_sbuf_printf(out,
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                    "viewBox=\"0 0 %d %d\">\n<style>text{font-family:sans-serif}"
                    ".t{font-size:16px;font-weight:bold}.a{font-size:11px;fill:#555555}"
                    ".l{font-size:12px}</style>\n<rect width=\"%d\" height=\"%d\" "
-                   "fill=\"#ffffff\"/>\n<text x=\"%.0f\" y=\"30\" class=\"t\">", W, H, W, H, W,
-                   H, X0);
+                   "fill=\"#ffffff\"/>\n<text x=\"%.0f\" y=\"30\" class=\"t\">",
+                   W, H, W, H, W, H, X0);
     ts_sbuf_puts(out, "tessera fight: SLA latency tail per phase on ");
     ts_sbuf_xml(out, r->device);
     ts_sbuf_printf(out, " (verdict %s)</text>\n", r->verdict == FIGHT_ST_PASS ? "PASS" : "FAIL");

@@ -75,9 +75,9 @@ const char fight__ptx[] =
     "    mov.u32 %r4, %tid.x;\n"
     "    mad.lo.s32 %r5, %r2, %r3, %r4;\n"
     "    cvt.rn.f32.u32 %f1, %r5;\n"
-    "    mul.f32 %f1, %f1, 0f358637BD;\n"   /* 1e-6 */
-    "    mov.f32 %f2, 0f3F7FBE77;\n"        /* 0.999 */
-    "    mov.f32 %f3, 0f3A83126F;\n"        /* 1e-3 */
+    "    mul.f32 %f1, %f1, 0f358637BD;\n" /* 1e-6 */
+    "    mov.f32 %f2, 0f3F7FBE77;\n"      /* 0.999 */
+    "    mov.f32 %f3, 0f3A83126F;\n"      /* 1e-3 */
     "    mov.u32 %r6, 0;\n"
     "FMA:\n"
     "    setp.ge.u32 %p1, %r6, %r1;\n"

@@ -46,9 +46,9 @@ static void text_row(const struct fight_result *r, int ph, struct ts_sbuf *out)
                    p->status == FIGHT_ST_PASS ? "PASS" : "FAIL", p->gating ? "" : " (not gating)");
     if (r->opt.memory)
         ts_sbuf_printf(out, "%-13s sla: %zu failed request%s%s%s%s; noisy held %.0f MiB\n", "",
-                       p->sla.errors, p->sla.errors == 1 ? "" : "s",
-                       p->sla.errors ? " (" : "", p->sla.errors ? p->sla.first_error : "",
-                       p->sla.errors ? ")" : "", p->noisy.mem_mib_max);
+                       p->sla.errors, p->sla.errors == 1 ? "" : "s", p->sla.errors ? " (" : "",
+                       p->sla.errors ? p->sla.first_error : "", p->sla.errors ? ")" : "",
+                       p->noisy.mem_mib_max);
     if (p->sla_killed)
         ts_sbuf_printf(out, "%-13s the sla tenant was killed\n", "");
 }
@@ -66,8 +66,8 @@ void fight_report_text(const struct fight_result *r, struct ts_sbuf *out)
     ts_sbuf_puts(out, "order:");
     for (size_t i = 0; i < r->norder; i++)
         ts_sbuf_printf(out, " %s", r->order[i]);
-    ts_sbuf_printf(out, "\n\n%-13s %4s %8s %9s %9s %-21s %9s %10s %10s %8s %8s\n", "phase",
-                   "runs", "requests", "p50 us", "p99 us", "p99 95% CI", "p99.9 us", "sla req/s",
+    ts_sbuf_printf(out, "\n\n%-13s %4s %8s %9s %9s %-21s %9s %10s %10s %8s %8s\n", "phase", "runs",
+                   "requests", "p50 us", "p99 us", "p99 95% CI", "p99.9 us", "sla req/s",
                    "noisy op/s", "slowdown", "p99 move");
     for (int ph = 0; ph < FIGHT_NPHASE; ph++)
         if (ph != FIGHT_PH_MIGBASE || r->ph[ph].status != FIGHT_ST_SKIPPED)
@@ -76,18 +76,14 @@ void fight_report_text(const struct fight_result *r, struct ts_sbuf *out)
                    r->verdict_why);
 }
 
-static json_t *num(double v)
-{
-    return isfinite(v) ? json_real(v) : json_null();
-}
+static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
 
 static json_t *summary_json(const struct fight_phase_result *p)
 {
     json_t *runs = json_array();
     for (int i = 0; i < p->ran && i < FIGHT_REPEAT_MAX; i++)
         json_array_append_new(runs, num(p->p99_runs[i]));
-    json_t *ci = p->s.ci_ok ? json_pack("[oo]", num(p->s.p99_lo), num(p->s.p99_hi))
-                            : json_null();
+    json_t *ci = p->s.ci_ok ? json_pack("[oo]", num(p->s.p99_lo), num(p->s.p99_hi)) : json_null();
     return json_pack("{s:I s:o s:o s:o s:o s:o s:o s:o s:o s:I s:s s:b s:i}", "requests",
                      (json_int_t)p->s.n, "p50_us", num(p->s.p50), "p99_us", num(p->s.p99),
                      "p99_ci95_us", ci, "p999_us", num(p->s.p999), "mean_us", num(p->s.mean),
@@ -122,8 +118,7 @@ static json_t *phase_json(const struct fight_result *r, int ph)
     return j;
 }
 
-ts_status fight_report_json(const struct fight_result *r, struct ts_sbuf *out,
-                            struct ts_error *err)
+ts_status fight_report_json(const struct fight_result *r, struct ts_sbuf *out, struct ts_error *err)
 {
     const struct fight_opts *o = &r->opt;
     json_t *order = json_array(), *phases = json_array();
@@ -132,17 +127,15 @@ ts_status fight_report_json(const struct fight_result *r, struct ts_sbuf *out,
     for (int ph = 0; ph < FIGHT_NPHASE; ph++)
         json_array_append_new(phases, phase_json(r, ph));
     json_t *cfg = json_pack("{s:s s:b s:b s:I s:I s:i s:I s:f s:i s:i}", "noisy_kind",
-                            o->noisy_cmd ? "command" : fight_noisy_name(o->noisy_kind),
-                            "synthetic", r->synthetic, "memory", o->memory,
-                            "requests", (json_int_t)o->requests, "warmup",
-                            (json_int_t)o->warmup, "repeat", o->repeat, "seed",
+                            o->noisy_cmd ? "command" : fight_noisy_name(o->noisy_kind), "synthetic",
+                            r->synthetic, "memory", o->memory, "requests", (json_int_t)o->requests,
+                            "warmup", (json_int_t)o->warmup, "repeat", o->repeat, "seed",
                             (json_int_t)o->seed, "tolerance", o->tolerance, "sla_share",
                             o->sla_share, "noisy_share", o->noisy_share);
-    json_t *root = json_pack("{s:i s:s s:o s:o s:o s:s s:s s:s}", "version", 1, "device",
-                             r->device, "config", cfg, "order", order, "phases", phases,
-                             "percentiles", "type 7 (linear between order statistics)",
-                             "verdict", r->verdict == FIGHT_ST_PASS ? "PASS" : "FAIL",
-                             "verdict_reason", r->verdict_why);
+    json_t *root = json_pack(
+        "{s:i s:s s:o s:o s:o s:s s:s s:s}", "version", 1, "device", r->device, "config", cfg,
+        "order", order, "phases", phases, "percentiles", "type 7 (linear between order statistics)",
+        "verdict", r->verdict == FIGHT_ST_PASS ? "PASS" : "FAIL", "verdict_reason", r->verdict_why);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     if (!text)

@@ -35,10 +35,7 @@ int fight_noisy_parse(const char *s)
     return -1;
 }
 
-const char *fight_noisy_name(int kind)
-{
-    return kind >= 0 && kind < 3 ? noisy_names[kind] : "?";
-}
+const char *fight_noisy_name(int kind) { return kind >= 0 && kind < 3 ? noisy_names[kind] : "?"; }
 
 int fight_mech_parse(const char *s)
 {
@@ -135,8 +132,7 @@ static ts_status start(struct fight_ctx *c, struct fight_tenant *t, int sla, int
 }
 
 /* Pump whichever tenants are open for up to ms. */
-static ts_status pump(struct fight_tenant *a, struct fight_tenant *b, int ms,
-                      struct ts_error *err)
+static ts_status pump(struct fight_tenant *a, struct fight_tenant *b, int ms, struct ts_error *err)
 {
     struct pollfd p[2];
     struct fight_tenant *t[2] = {a, b};
@@ -156,9 +152,9 @@ static ts_status pump(struct fight_tenant *a, struct fight_tenant *b, int ms,
 
 /* What one run measured, before pooling. */
 struct window {
-    double t0, t1;       /* ms: SLA measured from t0 to t1 */
-    size_t n0, n1;       /* noisy samples at t0 and t1 */
-    int capped;          /* the phase hit --phase-time */
+    double t0, t1; /* ms: SLA measured from t0 to t1 */
+    size_t n0, n1; /* noisy samples at t0 and t1 */
+    int capped;    /* the phase hit --phase-time */
 };
 
 static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
@@ -170,8 +166,8 @@ static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
     return st;
 }
 
-static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla,
-                         struct fight_tenant *noisy, struct window *w, struct ts_error *err)
+static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla, struct fight_tenant *noisy,
+                         struct window *w, struct ts_error *err)
 {
     double start = fight__now_ms(), limit = start + (double)c->o->phase_ms;
     w->t0 = -1;
@@ -319,7 +315,7 @@ static void judge(struct fight_result *r)
         p->slowdown = p->noisy_ops > 0 ? solo / p->noisy_ops : 0;
         int ok = b->status == FIGHT_ST_MEASURED && p->s.n > 0 &&
                  fight_within(b->s.p99, p->s.p99, r->opt.tolerance);
-        if (r->opt.memory)   /* the memory fight is about failures, not latency */
+        if (r->opt.memory) /* the memory fight is about failures, not latency */
             ok = p->sla.errors == 0 && !p->sla_killed && p->s.n > 0;
         p->status = ok ? FIGHT_ST_PASS : FIGHT_ST_FAIL;
     }
@@ -383,7 +379,7 @@ ts_status fight_run(const struct fight_opts *o, struct fight_result *r, struct t
             ts_error_format(&e, where, sizeof(where));
             p->status = FIGHT_ST_ERROR;
             fight__set_reason(p, where);
-            if (list[i] < FIGHT_PH_MECH0)   /* a baseline failing ends the fight */
+            if (list[i] < FIGHT_PH_MECH0) /* a baseline failing ends the fight */
                 st = ts_err(err, TS_IO, "%s: %.400s", p->name, where);
         }
     }

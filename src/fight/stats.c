@@ -16,12 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-ts_status fight_check_series(const double *x, size_t n, const char *name,
-                             struct ts_error *err)
+ts_status fight_check_series(const double *x, size_t n, const char *name, struct ts_error *err)
 {
     if (n < 2)
-        return ts_err(err, TS_INVALID, "%s: %zu sample%s: need at least 2 for a percentile",
-                      name, n, n == 1 ? "" : "s");
+        return ts_err(err, TS_INVALID, "%s: %zu sample%s: need at least 2 for a percentile", name,
+                      n, n == 1 ? "" : "s");
     for (size_t i = 0; i < n; i++) {
         if (isnan(x[i]))
             return ts_err(err, TS_INVALID, "%s: sample %zu is not a number (NaN)", name, i);
@@ -55,8 +54,7 @@ ts_status fight_quantile_ranks(size_t n, double q, double conf, size_t *lo, size
                                struct ts_error *err)
 {
     if (!(q > 0 && q < 1) || !(conf > 0 && conf < 1))
-        return ts_err(err, TS_INVALID, "quantile %g and confidence %g must lie in (0, 1)", q,
-                      conf);
+        return ts_err(err, TS_INVALID, "quantile %g and confidence %g must lie in (0, 1)", q, conf);
     double tail = (1 - conf) / 2, cdf = 0;
     size_t l = 0, u = 0;
     /* cdf = P(B <= k) after adding term k; rank r is usable as the lower
@@ -93,8 +91,8 @@ double *fight__sorted_copy(const double *x, size_t n)
     return v;
 }
 
-ts_status fight_summarise(const double *x, size_t n, const char *name,
-                          struct fight_summary *s, struct ts_error *err)
+ts_status fight_summarise(const double *x, size_t n, const char *name, struct fight_summary *s,
+                          struct ts_error *err)
 {
     memset(s, 0, sizeof(*s));
     ts_status st = fight_check_series(x, n, name, err);

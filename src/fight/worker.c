@@ -34,7 +34,7 @@ struct wk {
     CUevent ev0, ev1;
     int sms, synthetic;
     size_t total_mem;
-    CUdeviceptr buf_a, buf_b;  /* stream's buffers / fma's output */
+    CUdeviceptr buf_a, buf_b; /* stream's buffers / fma's output */
     size_t buf_floats;
 };
 
@@ -115,7 +115,7 @@ static ts_status setup(struct wk *w, struct ts_error *err)
     if (bytes > (1u << 30))
         bytes = 1u << 30;
     w->buf_floats = strcmp(w->o->role, "noisy") == 0 ? bytes / sizeof(float)
-                                                      : (size_t)w->sms * 2 * 256;
+                                                     : (size_t)w->sms * 2 * 256;
     CK(w, cuMemAlloc_v2(&w->buf_a, w->buf_floats * sizeof(float)), "cuMemAlloc");
     CK(w, cuMemAlloc_v2(&w->buf_b, w->buf_floats * sizeof(float)), "cuMemAlloc");
     return TS_OK;
@@ -129,8 +129,8 @@ static ts_status launch_sleep(struct wk *w, unsigned us, struct ts_error *err)
     return TS_OK;
 }
 
-static ts_status launch_fma(struct wk *w, unsigned blocks_per_sm, unsigned threads,
-                            unsigned iters, struct ts_error *err)
+static ts_status launch_fma(struct wk *w, unsigned blocks_per_sm, unsigned threads, unsigned iters,
+                            struct ts_error *err)
 {
     unsigned blocks = (unsigned)w->sms * blocks_per_sm;
     if ((size_t)blocks * threads > w->buf_floats)
@@ -146,8 +146,9 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
 {
     int kind = w->o->noisy_kind;
     if (w->synthetic) {
-        unsigned us = kind == FIGHT_NOISY_MATMUL ? FIGHT_SYN_MATMUL_US
-                      : kind == FIGHT_NOISY_STREAM ? FIGHT_SYN_STREAM_US : FIGHT_SYN_BURST_US;
+        unsigned us = kind == FIGHT_NOISY_MATMUL   ? FIGHT_SYN_MATMUL_US
+                      : kind == FIGHT_NOISY_STREAM ? FIGHT_SYN_STREAM_US
+                                                   : FIGHT_SYN_BURST_US;
         int n = kind == FIGHT_NOISY_BURST ? FIGHT_SYN_BURST_N : 1;
         ts_status st = TS_OK;
         for (int i = 0; i < n && st == TS_OK; i++)
@@ -164,8 +165,10 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
     }
     unsigned long long n = w->buf_floats;
     void *args[] = {&w->buf_a, &w->buf_b, &n};
-    CK(w, cuLaunchKernel(w->stream_fn, (unsigned)w->sms * 8, 1, 1, 256, 1, 1, 0, w->stream,
-                         args, NULL), "cuLaunchKernel(tessera_stream)");
+    CK(w,
+       cuLaunchKernel(w->stream_fn, (unsigned)w->sms * 8, 1, 1, 256, 1, 1, 0, w->stream, args,
+                      NULL),
+       "cuLaunchKernel(tessera_stream)");
     return TS_OK;
 }
 
@@ -174,7 +177,7 @@ static ts_status timed(struct wk *w, int noisy, struct ts_error *err)
 {
     double t0 = fight__now_ms();
     CK(w, cuEventRecord(w->ev0, w->stream), "cuEventRecord");
-    ts_status st = noisy ? noisy_op(w, err)
+    ts_status st = noisy          ? noisy_op(w, err)
                    : w->synthetic ? launch_sleep(w, FIGHT_SYN_SLA_US, err)
                                   : launch_fma(w, 2, 256, 16384, err);
     if (st != TS_OK)
@@ -223,8 +226,8 @@ static ts_status grab_memory(struct wk *w, struct ts_error *err)
         if (r != CUDA_SUCCESS) {
             struct ts_error e;
             fight__cuda_check(&w->cu, r, "cuMemAlloc", &e);
-            snprintf(line, sizeof(line), "# refused after %.1f MiB: %s\n",
-                     (double)held / 1048576, e.msg);
+            snprintf(line, sizeof(line), "# refused after %.1f MiB: %s\n", (double)held / 1048576,
+                     e.msg);
             break;
         }
         held += chunk;

@@ -22,26 +22,26 @@
 #define INV_STR 96
 
 struct inv_placement {
-    int start, size;               /* memory slices */
+    int start, size; /* memory slices */
 };
 
 /* A GPU-instance profile the card offers. */
 struct inv_profile {
-    int id;                        /* NVML profile ID (nvidia-smi's) */
-    char name[40];                 /* "1g.10gb" (NVML's "MIG " dropped) */
-    int slices;                    /* compute slices */
+    int id;        /* NVML profile ID (nvidia-smi's) */
+    char name[40]; /* "1g.10gb" (NVML's "MIG " dropped) */
+    int slices;    /* compute slices */
     long long memory_mib;
-    int sms;                       /* multiprocessors */
-    int max_count;                 /* instances the card can hold */
+    int sms;       /* multiprocessors */
+    int max_count; /* instances the card can hold */
     struct inv_placement pl[INV_PLACEMENTS_MAX];
     int npl;
 };
 
 struct inv_ci {
     int id, profile_id, slices;
-    char profile[48];              /* "3g.40gb" (full) or "1c.3g.40gb" */
+    char profile[48]; /* "3g.40gb" (full) or "1c.3g.40gb" */
     struct inv_placement pl;
-    char uuid[INV_STR];          /* MIG device UUID, "" if none */
+    char uuid[INV_STR]; /* MIG device UUID, "" if none */
 };
 
 struct inv_gi {
@@ -56,11 +56,11 @@ struct inv_gpu {
     int index;
     char uuid[INV_STR], name[INV_STR], pci[INV_STR];
     long long memory_mib;
-    int mig_current, mig_pending;  /* 1 enabled, 0 disabled, -1 not supported */
-    char compute_mode[24];         /* default, exclusive-process, prohibited, ... */
+    int mig_current, mig_pending; /* 1 enabled, 0 disabled, -1 not supported */
+    char compute_mode[24];        /* default, exclusive-process, prohibited, ... */
     struct inv_profile prof[INV_PROFILES_MAX];
     int nprof;
-    struct inv_gi gi[INV_GIS_MAX];   /* by placement start */
+    struct inv_gi gi[INV_GIS_MAX]; /* by placement start */
     int ngi;
 };
 
@@ -77,19 +77,17 @@ ts_status inv_json(const struct inv_node *inv, struct ts_sbuf *out);
 void inv_text(const struct inv_node *inv, struct ts_sbuf *out);
 /* Read a NodeInventory document; errors name file:line:column (JSON syntax)
  * or the JSON path ("gpus[0].gpuInstances[2].placement.start"). */
-ts_status inv_parse(const char *text, size_t len, const char *file,
-                                struct inv_node *inv, struct ts_error *err);
+ts_status inv_parse(const char *text, size_t len, const char *file, struct inv_node *inv,
+                    struct ts_error *err);
 /* Read the file at path (at most TS_INPUT_MAX bytes) and parse it as above. */
-ts_status inv_load(const char *path, struct inv_node *inv,
-                               struct ts_error *err);
+ts_status inv_load(const char *path, struct inv_node *inv, struct ts_error *err);
 /* 1 when text (after blanks) starts like a JSON document. */
 int inv_looks_json(const char *text, size_t len);
 
 /* The card's profile for a plan's profile name of placement size (exact
  * name, else the same compute slices, attributes and size: 7g.79gb is
  * 7g.80gb); NULL if the card offers none. */
-const struct inv_profile *inv_profile_for(const struct inv_gpu *g, const char *name,
-                                              int size);
+const struct inv_profile *inv_profile_for(const struct inv_gpu *g, const char *name, int size);
 
 /* The GPU of inv with index, or NULL. */
 const struct inv_gpu *inv_gpu_at(const struct inv_node *inv, int index);

@@ -26,10 +26,7 @@ static json_t *placement_json(struct inv_placement p)
     return json_pack("{s:i, s:i}", "start", p.start, "size", p.size);
 }
 
-static const char *mig_word(int m)
-{
-    return m < 0 ? "unsupported" : m ? "enabled" : "disabled";
-}
+static const char *mig_word(int m) { return m < 0 ? "unsupported" : m ? "enabled" : "disabled"; }
 
 static json_t *profile_json(const struct inv_profile *p)
 {
@@ -51,9 +48,9 @@ static json_t *gi_json(const struct inv_gi *gi)
                                              "computeSlices", c->slices, "placement",
                                              placement_json(c->pl), "uuid", c->uuid));
     }
-    return json_pack("{s:i, s:i, s:s, s:i, s:o, s:o}", "id", gi->id, "profileId",
-                     gi->profile_id, "profile", gi->profile, "computeSlices", gi->slices,
-                     "placement", placement_json(gi->pl), "computeInstances", cis);
+    return json_pack("{s:i, s:i, s:s, s:i, s:o, s:o}", "id", gi->id, "profileId", gi->profile_id,
+                     "profile", gi->profile, "computeSlices", gi->slices, "placement",
+                     placement_json(gi->pl), "computeInstances", cis);
 }
 
 static json_t *gpu_json(const struct inv_gpu *g)
@@ -63,11 +60,11 @@ static json_t *gpu_json(const struct inv_gpu *g)
         json_array_append_new(profs, profile_json(&g->prof[i]));
     for (int i = 0; i < g->ngi; i++)
         json_array_append_new(gis, gi_json(&g->gi[i]));
-    return json_pack("{s:i, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:s, s:o, s:o}", "index",
-                     g->index, "uuid", g->uuid, "name", g->name, "pciBusId", g->pci,
-                     "memoryMiB", (json_int_t)g->memory_mib, "migMode", "current",
-                     mig_word(g->mig_current), "pending", mig_word(g->mig_pending),
-                     "computeMode", g->compute_mode, "profiles", profs, "gpuInstances", gis);
+    return json_pack("{s:i, s:s, s:s, s:s, s:I, s:{s:s, s:s}, s:s, s:o, s:o}", "index", g->index,
+                     "uuid", g->uuid, "name", g->name, "pciBusId", g->pci, "memoryMiB",
+                     (json_int_t)g->memory_mib, "migMode", "current", mig_word(g->mig_current),
+                     "pending", mig_word(g->mig_pending), "computeMode", g->compute_mode,
+                     "profiles", profs, "gpuInstances", gis);
 }
 
 ts_status inv_json(const struct inv_node *inv, struct ts_sbuf *out)
@@ -75,8 +72,8 @@ ts_status inv_json(const struct inv_node *inv, struct ts_sbuf *out)
     json_t *gpus = json_array();
     for (int i = 0; i < inv->ngpu; i++)
         json_array_append_new(gpus, gpu_json(&inv->gpu[i]));
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "apiVersion", TS_API_VERSION, "kind",
-                            INV_KIND, "node", inv->node, "gpus", gpus);
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:o}", "apiVersion", TS_API_VERSION, "kind", INV_KIND,
+                            "node", inv->node, "gpus", gpus);
     ts_status st = ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), out);
     json_decref(doc);
     return st;
@@ -120,8 +117,8 @@ static void text_gpu(const struct inv_gpu *g, struct ts_sbuf *out)
 
 void inv_text(const struct inv_node *inv, struct ts_sbuf *out)
 {
-    ts_sbuf_printf(out, "node %s: %d GPU%s\n", *inv->node ? inv->node : "(unnamed)",
-                   inv->ngpu, inv->ngpu == 1 ? "" : "s");
+    ts_sbuf_printf(out, "node %s: %d GPU%s\n", *inv->node ? inv->node : "(unnamed)", inv->ngpu,
+                   inv->ngpu == 1 ? "" : "s");
     for (int i = 0; i < inv->ngpu; i++)
         text_gpu(&inv->gpu[i], out);
 }
@@ -206,8 +203,8 @@ static ts_status read_head(const struct ts_jread *r, json_t *o, const char *path
 
 static ts_status read_ci(const struct ts_jread *r, json_t *o, const char *path, struct inv_ci *c)
 {
-    struct inst_head h = {&c->id, &c->profile_id, &c->slices, c->profile, sizeof c->profile,
-                          &c->pl};
+    struct inst_head h = {&c->id,     &c->profile_id,    &c->slices,
+                          c->profile, sizeof c->profile, &c->pl};
     ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
         st = ts_jread_str(r, o, "uuid", path, c->uuid, sizeof c->uuid);
@@ -217,8 +214,8 @@ static ts_status read_ci(const struct ts_jread *r, json_t *o, const char *path, 
 static ts_status read_gi(const struct ts_jread *r, json_t *o, const char *path, struct inv_gi *gi)
 {
     json_t *cis;
-    struct inst_head h = {&gi->id, &gi->profile_id, &gi->slices, gi->profile, sizeof gi->profile,
-                          &gi->pl};
+    struct inst_head h = {&gi->id,     &gi->profile_id,    &gi->slices,
+                          gi->profile, sizeof gi->profile, &gi->pl};
     ts_status st = read_head(r, o, path, &h);
     if (st == TS_OK)
         st = ts_jread_arr(r, o, "computeInstances", path, INV_CIS_MAX, &cis);
@@ -329,23 +326,22 @@ int inv_looks_json(const char *text, size_t len)
     return i < len && text[i] == '{';
 }
 
-ts_status inv_parse(const char *text, size_t len, const char *file,
-                                struct inv_node *inv, struct ts_error *err)
+ts_status inv_parse(const char *text, size_t len, const char *file, struct inv_node *inv,
+                    struct ts_error *err)
 {
     json_error_t je;
     memset(inv, 0, sizeof *inv);
     json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!doc)
-        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL,
-                         "invalid JSON: %s", je.text);
+        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
+                         je.text);
     struct ts_jread r = {file, err};
     ts_status st = read_doc(&r, doc, inv);
     json_decref(doc);
     return st;
 }
 
-ts_status inv_load(const char *path, struct inv_node *inv,
-                               struct ts_error *err)
+ts_status inv_load(const char *path, struct inv_node *inv, struct ts_error *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -371,8 +367,7 @@ static int split_name(const char *name, int *compute, const char **attrs)
     return 1;
 }
 
-const struct inv_profile *inv_profile_for(const struct inv_gpu *g, const char *name,
-                                              int size)
+const struct inv_profile *inv_profile_for(const struct inv_gpu *g, const char *name, int size)
 {
     int want_c, c;
     const char *want_a, *a;

@@ -17,20 +17,11 @@ struct cur {
     struct ts_error *err;
 };
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
-static int is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-static int col(const struct cur *c)
-{
-    return (int)c->i + 1;
-}
+static int col(const struct cur *c) { return (int)c->i + 1; }
 
 static void skip_blanks(struct cur *c)
 {
@@ -219,8 +210,7 @@ static ts_status read_gpu(struct cur *c, struct inv_smi_line *out)
     if (st == TS_OK)
         st = read_name(c, out);
     if (st == TS_OK)
-        st = read_uuid(c, "GPU-", "a GPU UUID like GPU-7cd6d4d6-9fa8-13be-3c42-09a1b2280a02",
-                       out);
+        st = read_uuid(c, "GPU-", "a GPU UUID like GPU-7cd6d4d6-9fa8-13be-3c42-09a1b2280a02", out);
     return st;
 }
 
@@ -236,8 +226,10 @@ static ts_status read_mig(struct cur *c, struct inv_smi_line *out)
         st = read_index(c, "a device index like 0:", &out->index);
     }
     if (st == TS_OK)
-        st = read_uuid(c, "MIG-", "a MIG device UUID like MIG-da06d78f-7534-56a0-a062-"
-                       "62fef012be91", out);
+        st = read_uuid(c, "MIG-",
+                       "a MIG device UUID like MIG-da06d78f-7534-56a0-a062-"
+                       "62fef012be91",
+                       out);
     return st;
 }
 
@@ -303,8 +295,8 @@ static int blank_line(const char *s, size_t n)
     return n == 0;
 }
 
-static ts_status take_line(struct inv_smi *o, const char *s, size_t n, const char *file,
-                           int line, unsigned flags, struct ts_error *err)
+static ts_status take_line(struct inv_smi *o, const char *s, size_t n, const char *file, int line,
+                           unsigned flags, struct ts_error *err)
 {
     struct inv_smi_line l;
     ts_status st = inv_smi_line(s, n, file, line, &l, err);

@@ -25,36 +25,36 @@
 #include "util/limits.h"
 #include "util/error.h"
 
-#define INV_SMI_UUID_MAX INV_STR   /* UUID with its NUL (NVML's buffer size) */
+#define INV_SMI_UUID_MAX INV_STR /* UUID with its NUL (NVML's buffer size) */
 
 enum inv_smi_kind {
-    INV_SMI_OTHER,                 /* not an -L line (blank, other output) */
-    INV_SMI_GPU,                   /* "GPU 0: NAME (UUID: GPU-...)" */
-    INV_SMI_MIG,                   /* "MIG PROFILE Device 0: (UUID: MIG-...)" */
+    INV_SMI_OTHER, /* not an -L line (blank, other output) */
+    INV_SMI_GPU,   /* "GPU 0: NAME (UUID: GPU-...)" */
+    INV_SMI_MIG,   /* "MIG PROFILE Device 0: (UUID: MIG-...)" */
 };
 
 /* One line as inv_smi_line reads it. */
 struct inv_smi_line {
     enum inv_smi_kind kind;
-    int index;                     /* GPU index, or MIG device index */
-    char name[INV_SMI_NAME_MAX];   /* GPU: product name; MIG: profile name */
+    int index;                   /* GPU index, or MIG device index */
+    char name[INV_SMI_NAME_MAX]; /* GPU: product name; MIG: profile name */
     char uuid[INV_SMI_UUID_MAX];
-    int col, name_col, uuid_col;   /* 1-based columns: first word, name, UUID */
+    int col, name_col, uuid_col; /* 1-based columns: first word, name, UUID */
 };
 
 struct inv_smi_gpu {
     int index;
-    char name[INV_SMI_NAME_MAX];   /* "NVIDIA H100 PCIe" */
-    char uuid[INV_SMI_UUID_MAX];   /* "GPU-..." */
-    int line;                      /* where it was listed */
-    int first_mig, nmig;           /* its devices: mig[first_mig .. +nmig) */
+    char name[INV_SMI_NAME_MAX]; /* "NVIDIA H100 PCIe" */
+    char uuid[INV_SMI_UUID_MAX]; /* "GPU-..." */
+    int line;                    /* where it was listed */
+    int first_mig, nmig;         /* its devices: mig[first_mig .. +nmig) */
 };
 
 struct inv_smi_mig {
-    int gpu;                       /* position in inv_smi.gpu (not the index) */
-    int device;                    /* "Device n" */
-    char profile[INV_SMI_PROFILE_MAX];   /* "3g.40gb", "1c.2g.10gb", "1g.10gb+me" */
-    char uuid[INV_SMI_UUID_MAX];   /* "MIG-..." or "MIG-GPU-.../gi/ci" */
+    int gpu;                           /* position in inv_smi.gpu (not the index) */
+    int device;                        /* "Device n" */
+    char profile[INV_SMI_PROFILE_MAX]; /* "3g.40gb", "1c.2g.10gb", "1g.10gb+me" */
+    char uuid[INV_SMI_UUID_MAX];       /* "MIG-..." or "MIG-GPU-.../gi/ci" */
     int line;
 };
 
@@ -74,7 +74,7 @@ ts_status inv_smi_line(const char *s, size_t len, const char *file, int line,
                        struct inv_smi_line *out, struct ts_error *err);
 
 /* flags for inv_smi_parse */
-#define INV_SMI_MIXED 1u           /* skip lines of other output, not only blank ones */
+#define INV_SMI_MIXED 1u /* skip lines of other output, not only blank ones */
 
 /* Read a whole output (len bytes). Errors: a malformed line, a line of
  * other output without INV_SMI_MIXED, a MIG line before any GPU line, more

@@ -10,10 +10,7 @@
 #include <string.h>
 #include "util/limits.h"
 
-static const char *nz(const char *s)
-{
-    return s ? s : "";
-}
+static const char *nz(const char *s) { return s ? s : ""; }
 
 static void netstring(struct ts_sbuf *b, const char *v)
 {
@@ -31,8 +28,8 @@ static void netint(struct ts_sbuf *b, int64_t v)
 
 void ledger_canonical(const struct store_ledger_entry *e, struct ts_sbuf *out)
 {
-    const char *str[9] = {e->node, e->gpu_uuid, e->instance_uuid, e->gi_id, e->profile,
-                          e->placement, e->tenant, e->workload, e->source};
+    const char *str[9] = {e->node,      e->gpu_uuid, e->instance_uuid, e->gi_id, e->profile,
+                          e->placement, e->tenant,   e->workload,      e->source};
     netstring(out, "tessera-ledger-v1");
     netint(out, e->seq);
     netint(out, e->ts_ms);
@@ -181,13 +178,16 @@ static int check_entry(struct walk *w, const struct store_ledger_entry *e)
     char want[65], msg[200];
     int64_t expect = w->rep->last_seq + 1;
     if (e->seq != expect) {
-        snprintf(msg, sizeof msg, "seq gap: expected seq %" PRId64 " (an entry was deleted, "
-                 "inserted or moved)", expect);
+        snprintf(msg, sizeof msg,
+                 "seq gap: expected seq %" PRId64 " (an entry was deleted, "
+                 "inserted or moved)",
+                 expect);
         return bad(w, e->seq, msg);
     }
     if (strcmp(e->prev_hash, w->prev) != 0)
-        return bad(w, e->seq, "prev_hash is not the previous entry's hash (an entry was "
-                              "deleted, inserted or reordered)");
+        return bad(w, e->seq,
+                   "prev_hash is not the previous entry's hash (an entry was "
+                   "deleted, inserted or reordered)");
     if ((w->rc = ledger_hash(e->prev_hash, e, want, w->err)) != TS_OK)
         return 1;
     if (strcmp(want, e->hash) != 0)
@@ -196,8 +196,10 @@ static int check_entry(struct walk *w, const struct store_ledger_entry *e)
         if ((w->rc = ledger_mac(w->key, w->key_len, e->hash, want, w->err)) != TS_OK)
             return 1;
         if (strcmp(want, e->mac) != 0)
-            return bad(w, e->seq, *e->mac ? "mac mismatch: the entry was rewritten without "
-                                            "the key" : "mac missing");
+            return bad(w, e->seq,
+                       *e->mac ? "mac mismatch: the entry was rewritten without "
+                                 "the key"
+                               : "mac missing");
     }
     return 0;
 }

@@ -56,15 +56,15 @@
 /* One custody event to record; NULL strings count as "". */
 struct ledger_event {
     int64_t ts_ms;
-    const char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement,
-        *tenant, *workload, *source;
+    const char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement, *tenant, *workload,
+        *source;
 };
 
 /* An entry read back, with its own copies of the strings. */
 struct ledger_row {
     int64_t seq, ts_ms;
-    char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement, *tenant,
-        *workload, *source;
+    char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement, *tenant, *workload,
+        *source;
     char hash[65], prev_hash[65], mac[65];
 };
 
@@ -75,12 +75,12 @@ struct ledger_list {
 
 /* The outcome of ledger_verify. */
 struct ledger_report {
-    int intact;             /* 1 when every check passed */
-    int64_t entries;        /* entries walked */
-    int64_t bad_seq;        /* the first bad entry's seq, 0 when intact */
-    int macs_checked;       /* 1 when a key was given */
-    char problem[256];      /* what is wrong with bad_seq, "" when intact */
-    int64_t last_seq;       /* the head of the chain, for external anchoring */
+    int intact;        /* 1 when every check passed */
+    int64_t entries;   /* entries walked */
+    int64_t bad_seq;   /* the first bad entry's seq, 0 when intact */
+    int macs_checked;  /* 1 when a key was given */
+    char problem[256]; /* what is wrong with bad_seq, "" when intact */
+    int64_t last_seq;  /* the head of the chain, for external anchoring */
     char last_hash[65];
 };
 

@@ -14,8 +14,8 @@
 
 static void row_strs(struct ledger_row *r, char **s[N_STR])
 {
-    char **tmp[N_STR] = {&r->node, &r->gpu_uuid, &r->instance_uuid, &r->gi_id, &r->profile,
-                         &r->placement, &r->tenant, &r->workload, &r->source};
+    char **tmp[N_STR] = {&r->node,      &r->gpu_uuid, &r->instance_uuid, &r->gi_id, &r->profile,
+                         &r->placement, &r->tenant,   &r->workload,      &r->source};
     memcpy(s, tmp, sizeof tmp);
 }
 
@@ -32,8 +32,8 @@ void ledger_row_free(struct ledger_row *r)
 /* Copy e into r (r is overwritten, not freed); -1 on no memory. */
 static int row_copy(struct ledger_row *r, const struct store_ledger_entry *e)
 {
-    const char *src[N_STR] = {e->node, e->gpu_uuid, e->instance_uuid, e->gi_id, e->profile,
-                              e->placement, e->tenant, e->workload, e->source};
+    const char *src[N_STR] = {e->node,      e->gpu_uuid, e->instance_uuid, e->gi_id, e->profile,
+                              e->placement, e->tenant,   e->workload,      e->source};
     char **s[N_STR];
     memset(r, 0, sizeof(*r));
     row_strs(r, s);
@@ -133,9 +133,9 @@ ts_status ledger_history(struct store *st, const char *tenant, int64_t from_ms, 
 
 /* ---- export --------------------------------------------------------------- */
 
-static const char *const COLS[] = {"seq", "time", "ts_ms", "node", "gpu_uuid",
-                                   "instance_uuid", "gi_id", "profile", "placement", "tenant",
-                                   "workload", "source", "prev_hash", "hash", "mac"};
+static const char *const COLS[] = {"seq",           "time",   "ts_ms",     "node",      "gpu_uuid",
+                                   "instance_uuid", "gi_id",  "profile",   "placement", "tenant",
+                                   "workload",      "source", "prev_hash", "hash",      "mac"};
 #define NCOLS (sizeof(COLS) / sizeof(COLS[0]))
 
 /* The row's columns as text, in COLS order; nums holds the numbers. */
@@ -144,9 +144,9 @@ static void row_cols(const struct ledger_row *r, const char *c[NCOLS], char nums
     snprintf(nums[0], 40, "%" PRId64, r->seq);
     ledger_format_time(r->ts_ms, nums[1]);
     snprintf(nums[2], 40, "%" PRId64, r->ts_ms);
-    const char *tmp[NCOLS] = {nums[0], nums[1], nums[2], r->node, r->gpu_uuid,
-                              r->instance_uuid, r->gi_id, r->profile, r->placement, r->tenant,
-                              r->workload, r->source, r->prev_hash, r->hash, r->mac};
+    const char *tmp[NCOLS] = {nums[0],          nums[1],   nums[2],      r->node,      r->gpu_uuid,
+                              r->instance_uuid, r->gi_id,  r->profile,   r->placement, r->tenant,
+                              r->workload,      r->source, r->prev_hash, r->hash,      r->mac};
     memcpy(c, tmp, sizeof tmp);
 }
 

@@ -54,8 +54,7 @@ static ts_status make_events(const struct inv_smi *smi, const struct ledger_even
 }
 
 ts_status ledger_parse_smi(const char *text, const struct ledger_event *tmpl,
-                           struct ledger_event **evs, size_t *n, char **arena,
-                           struct ts_error *err)
+                           struct ledger_event **evs, size_t *n, char **arena, struct ts_error *err)
 {
     struct inv_smi *smi = malloc(sizeof(*smi));
     if (!smi)
@@ -69,6 +68,6 @@ ts_status ledger_parse_smi(const char *text, const struct ledger_event *tmpl,
         free(smi);
         return st;
     }
-    *arena = (char *)smi;   /* the strings of *evs live in smi */
+    *arena = (char *)smi; /* the strings of *evs live in smi */
     return TS_OK;
 }

@@ -13,7 +13,4 @@ ts_status ledger_parse_time(const char *s, int64_t *ms, struct ts_error *err)
                   "bad time '%s': want Unix seconds or RFC 3339 (2026-11-30T10:00:00Z)", s);
 }
 
-void ledger_format_time(int64_t ms, char buf[40])
-{
-    ts_time_format(ms, buf);
-}
+void ledger_format_time(int64_t ms, char buf[40]) { ts_time_format(ms, buf); }

@@ -9,10 +9,7 @@
 #include <string.h>
 #include "util/units.h"
 
-static int has(const char *s)
-{
-    return s && *s;
-}
+static int has(const char *s) { return s && *s; }
 
 static int is_mig(const char *profile)
 {
@@ -39,8 +36,7 @@ static int add_custody(void *arg, const struct store_ledger_entry *e)
     /* observed entries are what tessera itself reported, not custody given */
     if (strcmp(e->source, "observed") == 0 || !has(e->gpu_uuid))
         return 0;
-    if (!ts_grow((void **)&ctx->custody, &ctx->custody_cap, ctx->ncustody,
-                 sizeof(*ctx->custody)))
+    if (!ts_grow((void **)&ctx->custody, &ctx->custody_cap, ctx->ncustody, sizeof(*ctx->custody)))
         return 1;
     struct meter_custody *c = &ctx->custody[ctx->ncustody++];
     snprintf(c->device, sizeof(c->device), "%s%s%s", e->gpu_uuid, has(e->gi_id) ? "/" : "",
@@ -81,7 +77,8 @@ static const char *custody_at(const struct meter_ctx *ctx, const char *device, i
     }
     const char *tenant = NULL;
     for (size_t i = lo; i < ctx->ncustody && ctx->custody[i].ts_ms <= ts_ms &&
-                        strcmp(ctx->custody[i].device, device) == 0; i++)
+                        strcmp(ctx->custody[i].device, device) == 0;
+         i++)
         tenant = ctx->custody[i].tenant;
     return tenant && strcmp(tenant, "unassigned") != 0 ? tenant : NULL;
 }
@@ -109,10 +106,7 @@ static const char *inst_tenant(const struct plan_inst *in)
     return in->row ? in->row->tenant->name : NULL; /* the canary slice has none */
 }
 
-static int is_shared(const struct plan_gpu *g)
-{
-    return g && plan_mode_shares_card(g->mode);
-}
+static int is_shared(const struct plan_gpu *g) { return g && plan_mode_shares_card(g->mode); }
 
 /* The one tenant the plan gives the device, or NULL (*ambiguous set when
  * several tenants hold instances of that profile on the card). */
@@ -120,8 +114,9 @@ static const char *planned_tenant(const struct plan_gpu *g, const struct meter_s
                                   int *ambiguous)
 {
     const char *tenant = NULL;
-    const struct cat_profile *want =
-        g && is_mig(d->profile) ? cat_profile_find(g->model, d->profile) : NULL;
+    const struct cat_profile *want = g && is_mig(d->profile)
+                                         ? cat_profile_find(g->model, d->profile)
+                                         : NULL;
     for (size_t i = 0; g && i < g->ninst; i++) {
         const struct plan_inst *in = &g->inst[i];
         if (is_mig(d->profile) && (!want || in->profile != want))
@@ -189,8 +184,7 @@ static int64_t whole_share(const struct meter_ctx *ctx, const struct meter_seen 
     return p ? mig_share(ctx->model, m, p) : -1; /* -1: unknown profile */
 }
 
-static void charge(struct meter_verdict *v, const char *tenant, const char *suffix,
-                   int64_t share)
+static void charge(struct meter_verdict *v, const char *tenant, const char *suffix, int64_t share)
 {
     if (v->ncharges == METER_CHARGES_MAX)
         return;
@@ -251,8 +245,8 @@ void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, in
     const struct plan_gpu *g = plan_card(ctx, d);
     char device[2 * METER_NAME_MAX];
     snprintf(device, sizeof(device), "%s%s%s", has(d->uuid) ? d->uuid : "",
-             is_mig(d->profile) && has(d->gi_id) ? "/" : "", is_mig(d->profile) && has(d->gi_id)
-             ? d->gi_id : "");
+             is_mig(d->profile) && has(d->gi_id) ? "/" : "",
+             is_mig(d->profile) && has(d->gi_id) ? d->gi_id : "");
     const char *held = custody_at(ctx, device, ts_ms);
     const char *planned = held ? held : planned_tenant(g, d, &v->ambiguous);
     set(v->planned, planned);

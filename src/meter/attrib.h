@@ -29,7 +29,7 @@
 #include "plan/plan.h"
 #include "spec/model.h"
 #include "store/store.h"
-#include "util/limits.h"   /* METER_NAME_MAX, METER_CHARGES_MAX */
+#include "util/limits.h" /* METER_NAME_MAX, METER_CHARGES_MAX */
 
 /* One custody-ledger fact: device (GPU UUID, or UUID/GI id) held by tenant
  * from ts_ms on. */
@@ -42,8 +42,8 @@ struct meter_custody {
 struct meter_ctx {
     const struct spec_model *model;
     const struct cat_catalog *cat;
-    const struct plan *plan;              /* NULL: pod labels only */
-    struct meter_custody *custody;        /* sorted by device, then time */
+    const struct plan *plan;       /* NULL: pod labels only */
+    struct meter_custody *custody; /* sorted by device, then time */
     size_t ncustody, custody_cap;
 };
 
@@ -54,7 +54,7 @@ struct meter_seen {
 
 struct meter_charge {
     char tenant[METER_NAME_MAX];
-    char suffix[METER_NAME_MAX];  /* added to the device key when a card is split */
+    char suffix[METER_NAME_MAX]; /* added to the device key when a card is split */
     int64_t share_ppm;
 };
 

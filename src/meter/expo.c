@@ -22,7 +22,7 @@ struct meter_expo {
     void *ctx;
     char *buf;
     size_t len;
-    int overlong;      /* dropping the rest of a too long line */
+    int overlong; /* dropping the rest of a too long line */
     long line, samples, errors;
     int stopped;
 };
@@ -62,14 +62,14 @@ static int fail(struct meter_expo *p, const char *start, const char *at, const c
  * the same in every locale, and the hot loop of the parser). */
 enum { FIRST = 1, NEXT = 2, COLON = 4 };
 static const unsigned char name_class[256] = {
-    [':'] = COLON,
-    ['0'] = NEXT, ['1'] = NEXT, ['2'] = NEXT, ['3'] = NEXT, ['4'] = NEXT,
-    ['5'] = NEXT, ['6'] = NEXT, ['7'] = NEXT, ['8'] = NEXT, ['9'] = NEXT,
-    ['_'] = FIRST | NEXT,
+    [':'] = COLON, ['0'] = NEXT, ['1'] = NEXT, ['2'] = NEXT, ['3'] = NEXT, ['4'] = NEXT,
+    ['5'] = NEXT,  ['6'] = NEXT, ['7'] = NEXT, ['8'] = NEXT, ['9'] = NEXT, ['_'] = FIRST | NEXT,
 #define L(c) [c] = FIRST | NEXT, [c - 'a' + 'A'] = FIRST | NEXT
-    L('a'), L('b'), L('c'), L('d'), L('e'), L('f'), L('g'), L('h'), L('i'), L('j'), L('k'),
-    L('l'), L('m'), L('n'), L('o'), L('p'), L('q'), L('r'), L('s'), L('t'), L('u'), L('v'),
-    L('w'), L('x'), L('y'), L('z'),
+    L('a'),        L('b'),       L('c'),       L('d'),       L('e'),       L('f'),
+    L('g'),        L('h'),       L('i'),       L('j'),       L('k'),       L('l'),
+    L('m'),        L('n'),       L('o'),       L('p'),       L('q'),       L('r'),
+    L('s'),        L('t'),       L('u'),       L('v'),       L('w'),       L('x'),
+    L('y'),        L('z'),
 #undef L
 };
 
@@ -163,8 +163,8 @@ static int labels(struct meter_expo *p, char *line, char **s, struct meter_sampl
  * strtod would. Anything else (exponents, long mantissas) returns 0. */
 static int plain_decimal(char **s, double *v)
 {
-    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
-                                   1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    static const double pow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     char *c = *s;
     int neg = *c == '-', digits = 0, frac = -1;
     c += neg || *c == '+';

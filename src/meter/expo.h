@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-#include "util/limits.h"   /* METER_LINE_MAX, METER_LABELS_MAX */
+#include "util/limits.h" /* METER_LINE_MAX, METER_LABELS_MAX */
 
 struct meter_label {
-    const char *name, *value;      /* valid during the callback only */
+    const char *name, *value; /* valid during the callback only */
 };
 
 struct meter_sample {
@@ -29,7 +29,7 @@ struct meter_sample {
     double value;
     int has_timestamp;
     int64_t timestamp_ms;
-    long line;                     /* 1-based */
+    long line; /* 1-based */
 };
 
 /* Return nonzero to stop parsing (meter_expo_feed then returns TS_INTERNAL). */

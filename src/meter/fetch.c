@@ -14,7 +14,7 @@
 #include <time.h>
 
 #define BACKOFF_MAX_MS 30000 /* the longest wait between retries: two 15 s rounds */
-#define SNIPPET_MAX 100 /* bytes of a non-2xx body quoted in the message */
+#define SNIPPET_MAX 100      /* bytes of a non-2xx body quoted in the message */
 
 struct meter_fetch {
     CURL *h;
@@ -37,10 +37,7 @@ struct xfer {
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
 
-static void global_init(void)
-{
-    global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 int64_t meter_fetch_now_ms(void)
 {
@@ -145,8 +142,8 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-static void set_options(struct meter_fetch *f, const char *url,
-                        const struct meter_fetch_opts *o, struct xfer *x)
+static void set_options(struct meter_fetch *f, const char *url, const struct meter_fetch_opts *o,
+                        struct xfer *x)
 {
     CURL *h = f->h;
     curl_easy_reset(h);
@@ -196,8 +193,8 @@ static int retryable(CURLcode c, long status)
     }
 }
 
-static ts_status outcome(struct meter_fetch *f, CURLcode c, const struct xfer *x,
-                         const char *shown, int attempts, struct ts_error *err)
+static ts_status outcome(struct meter_fetch *f, CURLcode c, const struct xfer *x, const char *shown,
+                         int attempts, struct ts_error *err)
 {
     if (x->too_large || c == CURLE_FILESIZE_EXCEEDED)
         return ts_err(err, TS_TOO_LARGE, "GET %s: body larger than %zu bytes: refused", shown,
@@ -209,9 +206,8 @@ static ts_status outcome(struct meter_fetch *f, CURLcode c, const struct xfer *x
                       f->errbuf[0] ? f->errbuf : curl_easy_strerror(c), attempts,
                       attempts == 1 ? "" : "s");
     if (x->status / 100 != 2)
-        return ts_err(err, TS_IO, "GET %s: HTTP status %ld%s%s (%d attempt%s)", shown,
-                      x->status, x->snippet_len ? ": " : "", x->snippet, attempts,
-                      attempts == 1 ? "" : "s");
+        return ts_err(err, TS_IO, "GET %s: HTTP status %ld%s%s (%d attempt%s)", shown, x->status,
+                      x->snippet_len ? ": " : "", x->snippet, attempts, attempts == 1 ? "" : "s");
     return TS_OK;
 }
 
@@ -220,9 +216,9 @@ int meter_fetch_url_ok(const char *url)
     return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
-ts_status meter_fetch_get(struct meter_fetch *f, const char *url,
-                          const struct meter_fetch_opts *o, const struct meter_fetch_sink *sink,
-                          struct meter_fetch_result *res, struct ts_error *err)
+ts_status meter_fetch_get(struct meter_fetch *f, const char *url, const struct meter_fetch_opts *o,
+                          const struct meter_fetch_sink *sink, struct meter_fetch_result *res,
+                          struct ts_error *err)
 {
     char shown[512];
     meter_fetch_redact(url, shown, sizeof(shown));

@@ -42,8 +42,8 @@ struct meter_fetch_sink {
 };
 
 struct meter_fetch_result {
-    long status;     /* HTTP status of the last attempt; 0 when none came */
-    size_t bytes;    /* body bytes of the last attempt */
+    long status;  /* HTTP status of the last attempt; 0 when none came */
+    size_t bytes; /* body bytes of the last attempt */
     int attempts;
     int64_t sent_ms; /* when the last attempt's request was sent (Unix ms) */
 };
@@ -57,9 +57,9 @@ void meter_fetch_free(struct meter_fetch *f);
  * server could not be reached, timed out, failed TLS, or answered non-2xx
  * (the message has the URL and the status). TS_TOO_LARGE: the body passed
  * o->max_body. TS_USAGE: not an http(s) URL. *res is filled in every case. */
-ts_status meter_fetch_get(struct meter_fetch *f, const char *url,
-                          const struct meter_fetch_opts *o, const struct meter_fetch_sink *sink,
-                          struct meter_fetch_result *res, struct ts_error *err);
+ts_status meter_fetch_get(struct meter_fetch *f, const char *url, const struct meter_fetch_opts *o,
+                          const struct meter_fetch_sink *sink, struct meter_fetch_result *res,
+                          struct ts_error *err);
 
 /* 1 when url starts with http:// or https:// (any case). */
 int meter_fetch_url_ok(const char *url);

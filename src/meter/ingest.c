@@ -19,7 +19,7 @@ struct entry {
     char key[2 * NAME];
     char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32], ns[NAME], pod[NAME];
     int64_t ts_ms;
-    double engine, util;        /* -1 when absent */
+    double engine, util; /* -1 when absent */
 };
 
 struct meter_ingest {
@@ -30,7 +30,7 @@ struct meter_ingest {
     meter_sink_fn sink;
     void *sink_arg;
     struct meter_expo *parser;
-    struct entry *entries;      /* grows up to METER_DEVICES_MAX */
+    struct entry *entries; /* grows up to METER_DEVICES_MAX */
     size_t nentries, cap, hint;
     struct store_sample *pending; /* attributed, not yet stored */
     size_t npending, pending_cap;
@@ -89,24 +89,24 @@ static void note_violation(struct meter_ingest *in, const struct entry *d,
     x->ts_ms = d->ts_ms;
 }
 
-static void warn_once(struct meter_ingest *in, const struct entry *d,
-                      const struct meter_verdict *v)
+static void warn_once(struct meter_ingest *in, const struct entry *d, const struct meter_verdict *v)
 {
     if (v->ambiguous && !d->ns[0] && !in->ambiguous_warned++)
-        warn(in, d, "the plan gives this profile on this card to several tenants; billed as "
+        warn(in, d,
+             "the plan gives this profile on this card to several tenants; billed as "
              "unattributed until the node's inventory is in the ledger (tessera ledger record "
              "--inventory)");
     for (size_t i = 0; i < v->ncharges; i++)
         if (v->charges[i].share_ppm < 0 && !in->unknown_warned++)
-            warn(in, d, "no catalog profile of this name for its model; charged as a whole GPU "
+            warn(in, d,
+                 "no catalog profile of this name for its model; charged as a whole GPU "
                  "(add the board with tessera catalog import)");
 }
 
 /* Attribute one entry into pending samples. */
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
-    struct meter_seen seen = {d->node, d->gpu, d->uuid, d->gi, d->model, d->profile, d->ns,
-                              d->pod};
+    struct meter_seen seen = {d->node, d->gpu, d->uuid, d->gi, d->model, d->profile, d->ns, d->pod};
     struct meter_verdict v;
     meter_attribute(in->ctx, &seen, d->ts_ms, &v);
     warn_once(in, d, &v);
@@ -122,10 +122,16 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
         if (!s || !key || !tenant)
             return TS_NOMEM;
         int64_t share = v.charges[i].share_ppm < 0 ? TS_PPM : v.charges[i].share_ppm;
-        *s = (struct store_sample){ts_arena_strdup(a, d->node), key, d->ts_ms,
-                                   ts_arena_strdup(a, d->model), ts_arena_strdup(a, d->profile),
-                                   tenant, ts_arena_strdup(a, d->ns), ts_arena_strdup(a, d->pod),
-                                   share, util};
+        *s = (struct store_sample){ts_arena_strdup(a, d->node),
+                                   key,
+                                   d->ts_ms,
+                                   ts_arena_strdup(a, d->model),
+                                   ts_arena_strdup(a, d->profile),
+                                   tenant,
+                                   ts_arena_strdup(a, d->ns),
+                                   ts_arena_strdup(a, d->pod),
+                                   share,
+                                   util};
         if (!s->node || !s->model || !s->profile || !s->ns || !s->pod)
             return TS_NOMEM;
     }
@@ -211,8 +217,8 @@ static void copy(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
-                         const char *key, int64_t ts)
+static struct entry *add(struct meter_ingest *in, const struct meter_sample *x, const char *key,
+                         int64_t ts)
 {
     if (in->nentries == METER_DEVICES_MAX && !in->flush_failed &&
         flush(in, in->newest_ms, &in->flush_err) != TS_OK)
@@ -224,7 +230,8 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
         if (!in->flush_failed && !in->table_full_warned++) {
             ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, 0, 0, NULL,
                          "more than %d devices in one scrape time; the rest of that scrape is "
-                         "skipped", METER_DEVICES_MAX);
+                         "skipped",
+                         METER_DEVICES_MAX);
             in->counts.rejected_lines++;
         }
         return NULL;
@@ -272,8 +279,7 @@ static int on_sample(void *arg, const struct meter_sample *x)
 static void on_error(void *arg, long line, int column, const char *msg)
 {
     struct meter_ingest *in = arg;
-    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_SYNTAX, in->source, (int)line, column, NULL, "%s",
-                 msg);
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_SYNTAX, in->source, (int)line, column, NULL, "%s", msg);
     in->counts.rejected_lines++;
 }
 

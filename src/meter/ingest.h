@@ -25,7 +25,7 @@
 #include "meter/attrib.h"
 #include "meter/expo.h"
 #include "store/store.h"
-#include "util/limits.h"   /* METER_DEVICES_MAX */
+#include "util/limits.h" /* METER_DEVICES_MAX */
 
 /* A pod seen on a device the plan or ledger gives to another tenant. */
 struct meter_violation {
@@ -33,14 +33,14 @@ struct meter_violation {
     char node[METER_NAME_MAX], gpu_uuid[METER_NAME_MAX], gi_id[16], profile[32];
     char observed[METER_NAME_MAX], planned[METER_NAME_MAX];
     char ns[METER_NAME_MAX], pod[METER_NAME_MAX];
-    int64_t ts_ms;   /* the first scrape that showed it */
+    int64_t ts_ms; /* the first scrape that showed it */
 };
 
 struct meter_ingest_counts {
-    size_t devices;        /* device-times seen */
-    size_t inserted;       /* new samples stored */
-    int rejected_lines;    /* malformed lines (each also in diag) */
-    int violations;        /* distinct (device, tenant) custody violations */
+    size_t devices;     /* device-times seen */
+    size_t inserted;    /* new samples stored */
+    int rejected_lines; /* malformed lines (each also in diag) */
+    int violations;     /* distinct (device, tenant) custody violations */
 };
 
 /* Where flushed samples go: the store by default (tests may divert). */
@@ -62,8 +62,7 @@ ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t le
 ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err);
 void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_counts *c);
 /* The custody violations found (valid until free). */
-const struct meter_violation *meter_ingest_violations(const struct meter_ingest *in,
-                                                      size_t *n);
+const struct meter_violation *meter_ingest_violations(const struct meter_ingest *in, size_t *n);
 /* Record v in the custody ledger of st (violation.c; key may be NULL: no
  * mac): source "observed", the tenant observed, workload "namespace/pod",
  * v's node, GPU UUID, GI id and profile, at the first scrape that showed it. */

@@ -117,8 +117,8 @@ static void write_text(const struct invoice *inv, struct ts_sbuf *o, int csv)
                         "price_per_gpu_hour,amount\r\n");
     else
         ts_sbuf_printf(o, "Invoice %s %s (%s)\n%-18s %-10s %14s %14s %12s %16s\n", inv->tenant,
-                       inv->period, inv->currency, "GPU MODEL", "PROFILE", "GPU-HOURS",
-                       "USED", "RATE", "AMOUNT");
+                       inv->period, inv->currency, "GPU MODEL", "PROFILE", "GPU-HOURS", "USED",
+                       "RATE", "AMOUNT");
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
         struct line_text t;
@@ -128,15 +128,17 @@ static void write_text(const struct invoice *inv, struct ts_sbuf *o, int csv)
             ts_sbuf_printf(o, "%s,%s,%s,\"%s\",%s,%s,%s,%s,%s\r\n", inv->tenant, inv->period,
                            inv->currency, l->model, prof, t.hours, t.used, t.rate, t.amount);
         else
-            ts_sbuf_printf(o, "%-18s %-10s %14s %14s %12s %16s\n", l->model, prof, t.hours,
-                           t.used, t.rate, t.amount);
+            ts_sbuf_printf(o, "%-18s %-10s %14s %14s %12s %16s\n", l->model, prof, t.hours, t.used,
+                           t.rate, t.amount);
     }
     char total[48], usage[48];
     money(total, sizeof(total), inv->total_cents);
     money(usage, sizeof(usage), inv->usage_total_cents);
     if (!csv)
-        ts_sbuf_printf(o, "Total (allocation basis, billed): %s %s\nUsage basis (showback):"
-                          "           %s %s\n%s", total, inv->currency, usage, inv->currency,
+        ts_sbuf_printf(o,
+                       "Total (allocation basis, billed): %s %s\nUsage basis (showback):"
+                       "           %s %s\n%s",
+                       total, inv->currency, usage, inv->currency,
                        inv->unpriced ? "Some lines have no price in the PriceBook.\n" : "");
 }
 
@@ -149,13 +151,12 @@ static ts_status write_json(const struct invoice *inv, struct ts_sbuf *o)
                                                "profile", l->profile[0] ? l->profile : "whole",
                                                "microGpuHours", (json_int_t)l->alloc_uh,
                                                "usedMicroGpuHours", (json_int_t)l->usage_uh,
-                                               "pricePerGpuHourMicro",
-                                               (json_int_t)l->price_micro));
+                                               "pricePerGpuHourMicro", (json_int_t)l->price_micro));
     }
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I}", "apiVersion",
-                            TS_API_VERSION, "kind", "Invoice", "tenant", inv->tenant,
-                            "period", inv->period, "currency", inv->currency, "lines", lines,
-                            "totalCents", (json_int_t)inv->total_cents, "usageTotalCents",
+                            TS_API_VERSION, "kind", "Invoice", "tenant", inv->tenant, "period",
+                            inv->period, "currency", inv->currency, "lines", lines, "totalCents",
+                            (json_int_t)inv->total_cents, "usageTotalCents",
                             (json_int_t)inv->usage_total_cents);
     ts_status st = ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), o);
     json_decref(doc);
@@ -168,8 +169,10 @@ static void write_html(const struct invoice *inv, struct ts_sbuf *o)
     ts_sbuf_xml(o, inv->tenant);
     ts_sbuf_puts(o, "</title>\n<h1>Invoice ");
     ts_sbuf_xml(o, inv->tenant);
-    ts_sbuf_printf(o, " %s</h1>\n<table>\n<tr><th>GPU model<th>Profile<th>GPU-hours<th>Used"
-                      "<th>Rate<th>Amount</tr>\n", inv->period);
+    ts_sbuf_printf(o,
+                   " %s</h1>\n<table>\n<tr><th>GPU model<th>Profile<th>GPU-hours<th>Used"
+                   "<th>Rate<th>Amount</tr>\n",
+                   inv->period);
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
         struct line_text t;

@@ -17,10 +17,10 @@
 #include "util/sbuf.h"
 
 struct invoice_line {
-    const char *model;         /* catalog name, or the raw model name when unknown */
-    const char *profile;       /* "" = whole GPU */
+    const char *model;   /* catalog name, or the raw model name when unknown */
+    const char *profile; /* "" = whole GPU */
     int64_t alloc_uh, usage_uh;
-    int64_t price_micro;       /* per GPU-hour; -1 when the PriceBook has none */
+    int64_t price_micro; /* per GPU-hour; -1 when the PriceBook has none */
 };
 
 struct invoice {

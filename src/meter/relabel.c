@@ -22,18 +22,18 @@
 struct family {
     const char *name, *help, *type; /* help, type: NULL when absent */
     struct ts_sbuf lines;
-    struct family *next;            /* in the order first seen */
+    struct family *next; /* in the order first seen */
 };
 
 struct meter_relabel {
     const struct meter_ctx *ctx;
-    size_t max, used;               /* bytes of text held, its cap */
-    struct ts_arena arena;          /* families and their names */
-    struct family **table;          /* open addressing, cap a power of two */
+    size_t max, used;      /* bytes of text held, its cap */
+    struct ts_arena arena; /* families and their names */
+    struct family **table; /* open addressing, cap a power of two */
     size_t cap, n;
     struct family *first, *last;
     struct meter_relabel_counts counts;
-    ts_status status;               /* sticky failure of the body being added */
+    ts_status status; /* sticky failure of the body being added */
 };
 
 struct meter_relabel *meter_relabel_new(const struct meter_ctx *ctx, size_t max_bytes)
@@ -292,10 +292,7 @@ static int on_sample(void *arg, const struct meter_sample *x)
     return r->status != TS_OK;
 }
 
-static int blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
+static int blank(char c) { return c == ' ' || c == '\t'; }
 
 static int name_char(char c, int first)
 {

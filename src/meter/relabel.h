@@ -34,9 +34,9 @@
 struct meter_relabel;
 
 struct meter_relabel_counts {
-    long samples;        /* samples written */
-    long rejected;       /* malformed lines skipped */
-    long skipped;        /* samples with a reserved (tessera_) name */
+    long samples;  /* samples written */
+    long rejected; /* malformed lines skipped */
+    long skipped;  /* samples with a reserved (tessera_) name */
 };
 
 /* ctx (borrowed, must outlive r) decides tenants; max_bytes caps the text

@@ -10,19 +10,19 @@
 #include <string.h>
 #include "util/sbuf.h"
 
-#define FLUSH_TRIES 3          /* in-round tries before a scrape waits in the queue */
+#define FLUSH_TRIES 3 /* in-round tries before a scrape waits in the queue */
 #define FLUSH_BACKOFF_MS 200
 #define DRAIN_BACKOFF_MAX_MS 4000 /* the longest wait between tries at the end */
 
 /* One target's scrape: its ingest, and its body kept for /metrics. */
 struct job {
-    char source[512];      /* the URL, user:password hidden */
-    struct ts_diag diag;   /* malformed lines of the body */
+    char source[512];    /* the URL, user:password hidden */
+    struct ts_diag diag; /* malformed lines of the body */
     struct meter_ingest *in;
     struct ts_sbuf body;
-    int body_over;         /* the body passed expo_max: not kept */
+    int body_over; /* the body passed expo_max: not kept */
     int64_t sent_ms, started_ms;
-    struct ts_error err;   /* why the receiver stopped the transfer */
+    struct ts_error err; /* why the receiver stopped the transfer */
     long round;
 };
 
@@ -129,8 +129,11 @@ static void count_stored(struct run *r, const struct job *j, struct meter_scrape
 
 static void lose(struct run *r, struct job *j, const struct ts_error *why)
 {
-    struct meter_scrape_event e = {.kind = METER_EV_LOST, .target = j->source,
-                                   .round = j->round, .at_ms = j->sent_ms, .error = why};
+    struct meter_scrape_event e = {.kind = METER_EV_LOST,
+                                   .target = j->source,
+                                   .round = j->round,
+                                   .at_ms = j->sent_ms,
+                                   .error = why};
     r->t->lost++;
     emit(r, &e);
     job_free(j);
@@ -138,8 +141,11 @@ static void lose(struct run *r, struct job *j, const struct ts_error *why)
 
 static void enqueue(struct run *r, struct job *j, const struct ts_error *why)
 {
-    struct meter_scrape_event e = {.kind = METER_EV_STORE_WAIT, .target = j->source,
-                                   .round = j->round, .at_ms = j->sent_ms, .error = why};
+    struct meter_scrape_event e = {.kind = METER_EV_STORE_WAIT,
+                                   .target = j->source,
+                                   .round = j->round,
+                                   .at_ms = j->sent_ms,
+                                   .error = why};
     ts_sbuf_release(&j->body); /* only the samples wait; a later body replaces this one */
     if (r->npending == METER_SCRAPE_PENDING_MAX) {
         struct ts_error full;
@@ -160,8 +166,10 @@ static ts_status retry_pending(struct run *r, struct ts_error *why)
         ts_status rc = meter_ingest_finish(j->in, why);
         if (rc != TS_OK)
             return rc;
-        struct meter_scrape_event e = {.kind = METER_EV_STORED_LATE, .target = j->source,
-                                       .round = j->round, .at_ms = j->sent_ms,
+        struct meter_scrape_event e = {.kind = METER_EV_STORED_LATE,
+                                       .target = j->source,
+                                       .round = j->round,
+                                       .at_ms = j->sent_ms,
                                        .ms = meter_fetch_now_ms() - j->started_ms};
         count_stored(r, j, &e);
         emit(r, &e);
@@ -196,12 +204,14 @@ static void keep_exposition(struct run *r, struct job *j)
     else if (ts_sbuf_status(&j->body) != TS_OK)
         ts_err(&e, TS_NOMEM, "out of memory: body not kept for /metrics");
     else
-        store_put_exposition(r->st, j->source, j->sent_ms, ts_sbuf_str(&j->body), j->body.len,
-                             &e);
+        store_put_exposition(r->st, j->source, j->sent_ms, ts_sbuf_str(&j->body), j->body.len, &e);
     if (e.code == TS_OK)
         return;
-    struct meter_scrape_event ev = {.kind = METER_EV_EXPO_SKIP, .target = j->source,
-                                    .round = j->round, .at_ms = j->sent_ms, .error = &e};
+    struct meter_scrape_event ev = {.kind = METER_EV_EXPO_SKIP,
+                                    .target = j->source,
+                                    .round = j->round,
+                                    .at_ms = j->sent_ms,
+                                    .error = &e};
     emit(r, &ev);
 }
 
@@ -239,10 +249,15 @@ static void scrape_one(struct run *r, const char *url, long round)
     ts_status st = meter_fetch_get(r->fetch, url, &r->o->fetch, &sink, &res, &e);
     if (st == TS_INTERNAL && j->err.code)
         e = j->err; /* the receiver said why it stopped */
-    ev = (struct meter_scrape_event){.kind = METER_EV_SCRAPE, .target = j->source,
-                                     .round = round, .status = res.status, .bytes = res.bytes,
-                                     .attempts = res.attempts, .at_ms = res.sent_ms,
-                                     .error = st == TS_OK ? NULL : &e, .diag = &j->diag};
+    ev = (struct meter_scrape_event){.kind = METER_EV_SCRAPE,
+                                     .target = j->source,
+                                     .round = round,
+                                     .status = res.status,
+                                     .bytes = res.bytes,
+                                     .attempts = res.attempts,
+                                     .at_ms = res.sent_ms,
+                                     .error = st == TS_OK ? NULL : &e,
+                                     .diag = &j->diag};
     r->t->scrapes++;
     r->t->failed += st != TS_OK;
     /* a whole body, or the part parsed before a store failure stopped it;
@@ -265,10 +280,7 @@ static void scrape_one(struct run *r, const char *url, long round)
 
 /* ---- rounds ----------------------------------------------------------- */
 
-static int stopping(const struct meter_scrape_opts *o)
-{
-    return o->stop && *o->stop;
-}
+static int stopping(const struct meter_scrape_opts *o) { return o->stop && *o->stop; }
 
 /* The next round time after a round that should have started at next. */
 static int64_t after_round(struct run *r, int64_t next, long round)
@@ -278,8 +290,8 @@ static int64_t after_round(struct run *r, int64_t next, long round)
     if (now < next)
         return next;
     long skipped = (long)((now - next) / iv + 1);
-    struct meter_scrape_event e = {.kind = METER_EV_OVERRUN, .round = round,
-                                   .skipped = skipped, .ms = now - (next - iv)};
+    struct meter_scrape_event e = {
+        .kind = METER_EV_OVERRUN, .round = round, .skipped = skipped, .ms = now - (next - iv)};
     emit(r, &e);
     return next + skipped * iv;
 }

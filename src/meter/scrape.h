@@ -23,14 +23,14 @@
 #include <stdint.h>
 #include "meter/fetch.h"
 #include "meter/ingest.h"
-#include "util/limits.h"   /* METER_SCRAPE_PENDING_MAX, METER_SCRAPE_BODY_MAX */
-#define METER_SCRAPE_DRAIN_MS 30000       /* at the end, how long to retry the store */
+#include "util/limits.h"            /* METER_SCRAPE_PENDING_MAX, METER_SCRAPE_BODY_MAX */
+#define METER_SCRAPE_DRAIN_MS 30000 /* at the end, how long to retry the store */
 
 struct meter_scrape_opts {
     const char *const *targets;
     size_t ntargets;
     int64_t interval_ms;
-    long count;                        /* rounds; 0: until *stop */
+    long count; /* rounds; 0: until *stop */
     struct meter_fetch_opts fetch;
     size_t expo_max;                   /* bodies above it are not kept for /metrics */
     int64_t drain_ms;                  /* store retries at the end, at most this long */
@@ -49,9 +49,9 @@ enum meter_scrape_kind {
 
 struct meter_scrape_event {
     enum meter_scrape_kind kind;
-    const char *target;                /* URL, user:password hidden */
-    long round;                        /* 1-based */
-    long status;                       /* HTTP status, 0 when none */
+    const char *target; /* URL, user:password hidden */
+    long round;         /* 1-based */
+    long status;        /* HTTP status, 0 when none */
     size_t bytes, devices, inserted;
     int rejected_lines, attempts;
     int64_t at_ms, ms;                 /* request sent; how long it all took */
@@ -65,10 +65,10 @@ typedef void (*meter_scrape_log_fn)(void *ctx, const struct meter_scrape_event *
 
 struct meter_scrape_totals {
     long rounds;
-    size_t scrapes, failed;            /* failed: not fetched whole */
-    size_t rejected;                   /* scrapes with malformed lines */
-    size_t inserted;                   /* new samples stored */
-    size_t lost;                       /* scrapes whose samples could not be stored */
+    size_t scrapes, failed; /* failed: not fetched whole */
+    size_t rejected;        /* scrapes with malformed lines */
+    size_t inserted;        /* new samples stored */
+    size_t lost;            /* scrapes whose samples could not be stored */
 };
 
 /* Run the scraper until o->count rounds are done or *o->stop is set. st and

@@ -23,8 +23,8 @@ void meter_usage_release(struct meter_usage *u)
     meter_usage_init(u, u->interval_ms);
 }
 
-static struct meter_total *total_for(struct meter_usage *u, const char *tenant,
-                                     const char *model, const char *profile)
+static struct meter_total *total_for(struct meter_usage *u, const char *tenant, const char *model,
+                                     const char *profile)
 {
     for (size_t i = 0; i < u->ntotals; i++) {
         struct meter_total *t = &u->totals[i];
@@ -97,17 +97,8 @@ void meter_usage_sort(struct meter_usage *u)
         qsort(u->totals, u->ntotals, sizeof(*u->totals), cmp_total);
 }
 
-static int64_t to_uh(__int128 num)
-{
-    return (int64_t)((num + MS_PER_HOUR / 2) / MS_PER_HOUR);
-}
+static int64_t to_uh(__int128 num) { return (int64_t)((num + MS_PER_HOUR / 2) / MS_PER_HOUR); }
 
-int64_t meter_alloc_uh(const struct meter_total *t)
-{
-    return to_uh(t->alloc_num);
-}
+int64_t meter_alloc_uh(const struct meter_total *t) { return to_uh(t->alloc_num); }
 
-int64_t meter_usage_uh(const struct meter_total *t)
-{
-    return to_uh(t->usage_num);
-}
+int64_t meter_usage_uh(const struct meter_total *t) { return to_uh(t->usage_num); }

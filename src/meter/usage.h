@@ -17,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-#include "util/limits.h"   /* METER_KEY_MAX */
+#include "util/limits.h" /* METER_KEY_MAX */
 
-struct meter_point {          /* one scrape of one device */
-    const char *device;       /* GPU UUID, or UUID/GPU-instance for MIG */
+struct meter_point {    /* one scrape of one device */
+    const char *device; /* GPU UUID, or UUID/GPU-instance for MIG */
     int64_t ts_ms;
     const char *tenant, *model, *profile;
-    int64_t share_ppm;        /* the share of the card it is charged */
-    int64_t util_ppm;         /* engine-active ratio, -1 unknown (counted as full) */
+    int64_t share_ppm; /* the share of the card it is charged */
+    int64_t util_ppm;  /* engine-active ratio, -1 unknown (counted as full) */
 };
 
 struct meter_total {
@@ -33,7 +33,7 @@ struct meter_total {
 };
 
 struct meter_usage {
-    int64_t interval_ms;      /* the scrape interval */
+    int64_t interval_ms; /* the scrape interval */
     struct meter_total *totals;
     size_t ntotals, cap;
     /* the device being integrated */
@@ -41,7 +41,7 @@ struct meter_usage {
     int have_prev;
     struct meter_point prev;
     char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
-    int64_t out_of_order;     /* points older than the previous one of the device */
+    int64_t out_of_order; /* points older than the previous one of the device */
 };
 
 void meter_usage_init(struct meter_usage *u, int64_t interval_ms);

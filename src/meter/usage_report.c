@@ -19,15 +19,15 @@ struct scan {
 static int add_point(void *ctx, const struct store_sample *s)
 {
     struct scan *sc = ctx;
-    struct meter_point p = {s->device, s->ts_ms, s->tenant, s->model, s->profile, s->share_ppm,
-                            s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
+                            s->profile, s->share_ppm, s->util_ppm};
     /* the store returns points in order; only running out of memory stops */
     sc->st = meter_usage_add(sc->u, &p) == TS_NOMEM ? TS_NOMEM : TS_OK;
     return sc->st != TS_OK;
 }
 
-ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms,
-                           struct meter_usage *u, struct ts_error *err)
+ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
+                           struct ts_error *err)
 {
     struct scan sc = {u, TS_OK};
     ts_status rc = store_scan_samples(st, from_ms, to_ms, add_point, &sc, err);
@@ -39,10 +39,9 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms,
 
 static json_t *json_row(const struct meter_total *t)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant, "model", t->model,
-                     "profile", t->profile, "allocationMicroGpuHours",
-                     (json_int_t)meter_alloc_uh(t), "usageMicroGpuHours",
-                     (json_int_t)meter_usage_uh(t));
+    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant, "model", t->model, "profile",
+                     t->profile, "allocationMicroGpuHours", (json_int_t)meter_alloc_uh(t),
+                     "usageMicroGpuHours", (json_int_t)meter_usage_uh(t));
 }
 
 static void write_json(const struct meter_usage *u, struct ts_sbuf *out)
@@ -63,15 +62,14 @@ static void write_text(const struct meter_usage *u, struct ts_sbuf *out)
     for (size_t i = 0; i < u->ntotals; i++) {
         const struct meter_total *t = &u->totals[i];
         int64_t a = meter_alloc_uh(t), b = meter_usage_uh(t);
-        ts_sbuf_printf(out, "%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64
-                       ".%06" PRId64 "\n", t->tenant, t->model,
-                       t->profile[0] ? t->profile : "whole", a / TS_MICRO, a % TS_MICRO,
-                       b / TS_MICRO, b % TS_MICRO);
+        ts_sbuf_printf(out,
+                       "%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64 ".%06" PRId64 "\n",
+                       t->tenant, t->model, t->profile[0] ? t->profile : "whole", a / TS_MICRO,
+                       a % TS_MICRO, b / TS_MICRO, b % TS_MICRO);
     }
 }
 
-ts_status meter_usage_write(const struct meter_usage *u, const char *format,
-                            struct ts_sbuf *out)
+ts_status meter_usage_write(const struct meter_usage *u, const char *format, struct ts_sbuf *out)
 {
     if (strcmp(format, "json") == 0)
         write_json(u, out);

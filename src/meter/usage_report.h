@@ -13,13 +13,12 @@
 
 /* Integrate the samples with from_ms <= ts_ms < to_ms into u (initialised
  * by the caller with its interval), then sort its totals. */
-ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms,
-                           struct meter_usage *u, struct ts_error *err);
+ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
+                           struct ts_error *err);
 
 /* u's totals as "text" (a table, GPU-hours with six decimals) or "json"
  * ({"apiVersion", "kind": "Usage", "rows": [...]} in micro-GPU-hours, keys
  * sorted, two-space indent); TS_USAGE for another format. */
-ts_status meter_usage_write(const struct meter_usage *u, const char *format,
-                            struct ts_sbuf *out);
+ts_status meter_usage_write(const struct meter_usage *u, const char *format, struct ts_sbuf *out);
 
 #endif

@@ -14,10 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-static int ceil_div(double a, double b)
-{
-    return b > 0 ? (int)ceil(a / b - 1e-9) : 0;
-}
+static int ceil_div(double a, double b) { return b > 0 ? (int)ceil(a / b - 1e-9) : 0; }
 
 int plan__mig_bound(const struct plan_mig *pm)
 {
@@ -113,12 +110,10 @@ int plan__other_bound(const struct decide_result *d, const struct cat_model *mod
     int whole = 0;
     for (size_t i = 0; i < d->nrows; i++) {
         const struct decide_row *r = &d->rows[i];
-        if (r->model == model && !r->profile &&
-            (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
+        if (r->model == model && !r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
             whole += r->gpus * r->workload->replicas;
     }
-    return whole + pool_bound(d, model, DECIDE_MPS) +
-           pool_bound(d, model, DECIDE_MEMORY_FRACTION) +
+    return whole + pool_bound(d, model, DECIDE_MPS) + pool_bound(d, model, DECIDE_MEMORY_FRACTION) +
            pool_bound(d, model, DECIDE_TIME_SLICING);
 }
 

@@ -23,8 +23,8 @@
 struct triplets {
     int *ia, *ja;
     double *ar;
-    int n;          /* entries are 1-based for GLPK: slot 0 unused */
-    size_t cap;     /* of each array */
+    int n;      /* entries are 1-based for GLPK: slot 0 unused */
+    size_t cap; /* of each array */
 };
 
 static int add(struct triplets *t, int row, int col, double v)
@@ -50,7 +50,7 @@ struct model {
     const struct plan_mig *pm;
     glp_prob *lp;
     struct triplets t;
-    struct var *vars;      /* column k (1-based) for k <= nx; y columns follow */
+    struct var *vars; /* column k (1-based) for k <= nx; y columns follow */
     int nx, ycol0;
     int ok;
 };
@@ -216,8 +216,7 @@ int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, in
         return PLAN_EXACT_TOO_LARGE;
     if (nx == 0 || pm->nitems == 0)
         return -1;
-    struct model m = {pm, glp_create_prob(), {0}, calloc((size_t)nx, sizeof(struct var)), nx,
-                      0, 1};
+    struct model m = {pm, glp_create_prob(), {0}, calloc((size_t)nx, sizeof(struct var)), nx, 0, 1};
     int used = -1;
     if (!m.vars)
         goto out;

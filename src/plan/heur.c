@@ -122,8 +122,8 @@ static int place_item(struct state *s, size_t i, int worst_fit)
         if (!s->cards[c].open)
             continue;
         int units = s->cards[c].units;
-        int better = best < 0 || (worst_fit ? units < s->cards[best].units
-                                            : units > s->cards[best].units);
+        int better = best < 0 ||
+                     (worst_fit ? units < s->cards[best].units : units > s->cards[best].units);
         if (better && may_take(s, i, c))
             best = (int)c;
     }

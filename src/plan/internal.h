@@ -7,19 +7,19 @@
 #define PLAN_INTERNAL_H
 
 #include "plan/plan.h"
-#include "util/limits.h"   /* PLAN_MAX_INSTANCES, PLAN_EXACT_VARS_MAX */
+#include "util/limits.h" /* PLAN_MAX_INSTANCES, PLAN_EXACT_VARS_MAX */
 
 /* MIG instances on one card: each takes at least one slice of the grid. */
 #define PLAN_MAX_PER_CARD TS_MIG_GRID_MAX
 
 /* One MIG instance to place. */
 struct plan_item {
-    const struct decide_row *row;        /* NULL: canary slice */
+    const struct decide_row *row; /* NULL: canary slice */
     int replica;
     const struct cat_profile *profile;
-    const struct spec_fleet_node *node;  /* canary: only on this node; else NULL */
-    int group;                           /* spread group (one per workload), -1 none */
-    int spread_node;                     /* group's replicas on distinct nodes */
+    const struct spec_fleet_node *node; /* canary: only on this node; else NULL */
+    int group;                          /* spread group (one per workload), -1 none */
+    int spread_node;                    /* group's replicas on distinct nodes */
 };
 
 /* Pack items onto cards (all of model); card_of[i] = index into cards. */
@@ -36,8 +36,8 @@ int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c);
 
 /* Find starts for n profiles on one card of model (DFS, deterministic:
  * profiles in the given order, lowest start first). 1 if found. */
-int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles,
-                size_t n, int *starts);
+int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles, size_t n,
+                int *starts);
 
 /* The canonical order of items: bigger profiles first, then profile ID,
  * then spec order and replica (canary slices last among equals). */
@@ -73,11 +73,11 @@ struct plan_build {
     const struct decide_result *d;
     const struct plan_options *opt;
     struct ts_diag *diag;
-    int used_exact;         /* some MIG model's layout came from GLPK */
-    int glpk_ran;           /* GLPK was asked (and may have confirmed the heuristic) */
-    int glpk_skipped;       /* some model was too large for GLPK */
-    int glpk_timeout;       /* GLPK stopped at its time limit somewhere */
-    int bound;              /* lower bound, summed over models */
+    int used_exact;   /* some MIG model's layout came from GLPK */
+    int glpk_ran;     /* GLPK was asked (and may have confirmed the heuristic) */
+    int glpk_skipped; /* some model was too large for GLPK */
+    int glpk_timeout; /* GLPK stopped at its time limit somewhere */
+    int bound;        /* lower bound, summed over models */
 };
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */

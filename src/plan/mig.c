@@ -43,9 +43,12 @@ static void collect_items(const struct plan_build *b, struct plan_mig *pm)
             continue;
         int spread = r->workload->replicas > 1 && r->workload->spread != SPEC_SPREAD_NONE;
         for (int k = 0; k < r->workload->replicas; k++)
-            pm->items[pm->nitems++] = (struct plan_item){
-                r, k, r->profile, NULL, spread ? r->index : -1,
-                r->workload->spread == SPEC_SPREAD_NODE};
+            pm->items[pm->nitems++] = (struct plan_item){r,
+                                                         k,
+                                                         r->profile,
+                                                         NULL,
+                                                         spread ? r->index : -1,
+                                                         r->workload->spread == SPEC_SPREAD_NODE};
     }
     const struct spec_fleet *f = b->m->fleet;
     for (size_t n = 0; n < f->nnodes; n++) {
@@ -92,8 +95,15 @@ static ts_status write_card(struct plan_build *b, const struct plan_mig *pm, con
     struct plan_gpu *gpu = pm->cards[c];
     gpu->mode = PLAN_MIG;
     for (size_t i = 0; i < n; i++) {
-        struct plan_inst in = {items[i]->row, items[i]->replica, profs[i], starts[i],
-                               profs[i]->mem_units, 0, profs[i]->memory_gib, 0, 0};
+        struct plan_inst in = {items[i]->row,
+                               items[i]->replica,
+                               profs[i],
+                               starts[i],
+                               profs[i]->mem_units,
+                               0,
+                               profs[i]->memory_gib,
+                               0,
+                               0};
         if (!plan__add_inst(b->p, gpu, &in))
             return TS_NOMEM;
     }
@@ -142,17 +152,20 @@ static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int
     for (size_t i = 0; i < pm->nitems; i++) {
         const struct plan_item *it = &pm->items[i];
         if (it->spread_node && it->replica + 1 > nodes_with_model(pm)) {
-            plan__fail(b, it->row, "%d replicas spread across nodes need %d nodes with %s "
+            plan__fail(b, it->row,
+                       "%d replicas spread across nodes need %d nodes with %s "
                        "cards; the fleet has %d (use spread: gpu, or add nodes)",
-                       it->row->workload->replicas, it->row->workload->replicas,
-                       pm->model->name, nodes_with_model(pm));
+                       it->row->workload->replicas, it->row->workload->replicas, pm->model->name,
+                       nodes_with_model(pm));
             return;
         }
         r = r ? r : it->row;
     }
-    plan__fail(b, r, "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
+    plan__fail(b, r,
+               "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
                "least %d, and replica spread or canary slices may need more); add cards or "
-               "shrink the workloads", pm->nitems, pm->ncards, pm->model->name, bound);
+               "shrink the workloads",
+               pm->nitems, pm->ncards, pm->model->name, bound);
 }
 
 static ts_status mig_model(struct plan_build *b, const struct cat_model *model)

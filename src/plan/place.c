@@ -33,8 +33,8 @@ static int dfs(struct search *s, size_t k, unsigned long long used)
     return 0;
 }
 
-int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles,
-                size_t n, int *starts)
+int plan__place(const struct cat_model *model, const struct cat_profile *const *profiles, size_t n,
+                int *starts)
 {
     int compute = 0;
     for (size_t i = 0; i < n; i++) {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const plan_mode_names[] = {"free", "mig", "whole", "mps", "time-slicing",
-                                       "memory-fraction", "vgpu", NULL};
+const char *const plan_mode_names[] = {
+    "free", "mig", "whole", "mps", "time-slicing", "memory-fraction", "vgpu", NULL};
 const char *const plan_solver_names[] = {"auto", "exact", "heuristic", NULL};
 
 int plan_mode_shares_card(int mode)
@@ -64,9 +64,9 @@ static ts_status make_cards(struct plan_build *b)
 
 static int mode_rank(int mode)
 {
-    static const int rank[] = {[PLAN_MIG] = 0, [PLAN_VGPU] = 1, [PLAN_MPS] = 2,
-                               [PLAN_MEMORY_FRACTION] = 3, [PLAN_TIME_SLICING] = 4,
-                               [PLAN_WHOLE] = 5, [PLAN_FREE] = 6};
+    static const int rank[] = {
+        [PLAN_MIG] = 0,          [PLAN_VGPU] = 1,  [PLAN_MPS] = 2, [PLAN_MEMORY_FRACTION] = 3,
+        [PLAN_TIME_SLICING] = 4, [PLAN_WHOLE] = 5, [PLAN_FREE] = 6};
     return rank[mode];
 }
 
@@ -149,8 +149,7 @@ static ts_status canonical_order(struct plan *p)
         for (size_t k = i; k < j; k++) {
             p->gpus[k].index = first + (int)(k - i);
             if (p->gpus[k].mode == PLAN_MIG)
-                qsort(p->gpus[k].inst, p->gpus[k].ninst, sizeof(struct plan_inst),
-                      cmp_inst_start);
+                qsort(p->gpus[k].inst, p->gpus[k].ninst, sizeof(struct plan_inst), cmp_inst_start);
         }
         i = j;
     }
@@ -191,7 +190,7 @@ static void totals(struct plan_build *b)
     else if (b->glpk_skipped)
         s->solver = "heuristic (too large for GLPK)";
     else
-        s->solver = b->used_exact  ? "exact (GLPK)"
+        s->solver = b->used_exact ? "exact (GLPK)"
                     : b->glpk_ran ? "heuristic (GLPK proved no layout uses fewer cards)"
                                   : "heuristic";
 }
@@ -204,9 +203,11 @@ static ts_status check_size(struct plan_build *b)
         total += (long)b->d->rows[i].workload->replicas * b->d->rows[i].gpus;
     if (total <= PLAN_MAX_INSTANCES)
         return TS_OK;
-    plan__fail(b, NULL, "the spec asks for %ld GPU instances (replicas x GPUs over all "
+    plan__fail(b, NULL,
+               "the spec asks for %ld GPU instances (replicas x GPUs over all "
                "workloads); tessera plans at most %d in one run: split the fleet into several "
-               "specs", total, PLAN_MAX_INSTANCES);
+               "specs",
+               total, PLAN_MAX_INSTANCES);
     return TS_TOO_LARGE;
 }
 

@@ -23,7 +23,12 @@
 #include "decide/decide.h"
 
 enum plan_mode {
-    PLAN_FREE, PLAN_MIG, PLAN_WHOLE, PLAN_MPS, PLAN_TIME_SLICING, PLAN_MEMORY_FRACTION,
+    PLAN_FREE,
+    PLAN_MIG,
+    PLAN_WHOLE,
+    PLAN_MPS,
+    PLAN_TIME_SLICING,
+    PLAN_MEMORY_FRACTION,
     PLAN_VGPU,
 };
 extern const char *const plan_mode_names[];
@@ -36,23 +41,23 @@ enum plan_solver { PLAN_SOLVER_AUTO, PLAN_SOLVER_EXACT, PLAN_SOLVER_HEURISTIC };
 extern const char *const plan_solver_names[];
 
 struct plan_inst {
-    const struct decide_row *row;       /* NULL for the canary slice */
-    int replica;                        /* 0-based */
-    const struct cat_profile *profile;  /* MIG: the instance's profile */
-    int start, size;                    /* placement in grid units (MIG) */
-    int gpu_part;                       /* whole: which GPU of a multi-GPU replica */
-    double mem_gib;                     /* memory reserved for it */
-    int sm_percent;                     /* MPS */
-    int guest;                          /* time-sliced guest on a whole card */
+    const struct decide_row *row;      /* NULL for the canary slice */
+    int replica;                       /* 0-based */
+    const struct cat_profile *profile; /* MIG: the instance's profile */
+    int start, size;                   /* placement in grid units (MIG) */
+    int gpu_part;                      /* whole: which GPU of a multi-GPU replica */
+    double mem_gib;                    /* memory reserved for it */
+    int sm_percent;                    /* MPS */
+    int guest;                         /* time-sliced guest on a whole card */
 };
 
 /* A card's instances: MIG ones in start order (plan_build sorts them). */
 struct plan_gpu {
     const struct spec_fleet_node *node;
-    int index;                          /* index on the node (nvidia-smi order) */
+    int index; /* index on the node (nvidia-smi order) */
     const struct cat_model *model;
-    int mode;                           /* enum plan_mode */
-    int sharing;                        /* whole card also time-sliced by guests */
+    int mode;    /* enum plan_mode */
+    int sharing; /* whole card also time-sliced by guests */
     struct plan_inst *inst;
     size_t ninst, cap;
 };
@@ -62,11 +67,11 @@ struct plan_summary {
     int gpus_total;
     int naive;
     int lower_bound;
-    double savings_percent;             /* (naive - used) / naive * 100 */
-    double reserved_unused_gib;         /* reserved for workloads beyond their need */
-    double idle_gib;                    /* memory of used cards nobody reserved */
-    const char *solver;                 /* "exact (GLPK)", "heuristic", ... */
-    int optimal;                        /* 1 when gpus_used is proven minimal */
+    double savings_percent;     /* (naive - used) / naive * 100 */
+    double reserved_unused_gib; /* reserved for workloads beyond their need */
+    double idle_gib;            /* memory of used cards nobody reserved */
+    const char *solver;         /* "exact (GLPK)", "heuristic", ... */
+    int optimal;                /* 1 when gpus_used is proven minimal */
 };
 
 struct plan {
@@ -79,16 +84,18 @@ struct plan {
 };
 
 struct plan_options {
-    int solver;                         /* enum plan_solver */
-    double time_limit_s;                /* GLPK time limit */
+    int solver;          /* enum plan_solver */
+    double time_limit_s; /* GLPK time limit */
 };
 
 /* The layout `tessera plan` makes unless told otherwise (and every verb that
  * lays the fleet out as it does): the heuristic, GLPK where it may save a
  * card, at most 10 seconds of GLPK per GPU model. */
 #define PLAN_TIME_LIMIT_DEFAULT_S 10
-#define PLAN_OPTIONS_DEFAULT                                                                  \
-    { .solver = PLAN_SOLVER_AUTO, .time_limit_s = PLAN_TIME_LIMIT_DEFAULT_S }
+#define PLAN_OPTIONS_DEFAULT                                                  \
+    {                                                                         \
+        .solver = PLAN_SOLVER_AUTO, .time_limit_s = PLAN_TIME_LIMIT_DEFAULT_S \
+    }
 
 /* Build the plan. On failure diag says what cannot be placed and why. */
 ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,

@@ -65,16 +65,18 @@ static ts_status whole_replica(struct plan_build *b, const struct decide_row *r,
             if (g->model != r->model || g->mode != PLAN_FREE)
                 continue;
             g->mode = r->mech == DECIDE_VGPU ? PLAN_VGPU : PLAN_WHOLE;
-            struct plan_inst in = {r, replica, NULL, 0, g->model->grid, part++,
-                                   g->model->memory_gib, 100, 0};
+            struct plan_inst in = {
+                r, replica, NULL, 0, g->model->grid, part++, g->model->memory_gib, 100, 0};
             if (!plan__add_inst(p, g, &in))
                 return TS_NOMEM;
         }
         return TS_OK;
     }
-    plan__fail(b, r, "no node has %d free %s card%s for replica %d of %s/%s%s; add cards or "
-               "lower replicas", r->gpus, r->model->name, r->gpus > 1 ? "s" : "", replica + 1,
-               r->tenant->name, r->workload->name,
+    plan__fail(b, r,
+               "no node has %d free %s card%s for replica %d of %s/%s%s; add cards or "
+               "lower replicas",
+               r->gpus, r->model->name, r->gpus > 1 ? "s" : "", replica + 1, r->tenant->name,
+               r->workload->name,
                r->workload->spread == SPEC_SPREAD_NODE ? " (replicas spread across nodes)" : "");
     return TS_INFEASIBLE;
 }
@@ -83,7 +85,7 @@ static ts_status whole_replica(struct plan_build *b, const struct decide_row *r,
 
 static int pool_mode(int mech)
 {
-    return mech == DECIDE_MPS ? PLAN_MPS
+    return mech == DECIDE_MPS               ? PLAN_MPS
            : mech == DECIDE_MEMORY_FRACTION ? PLAN_MEMORY_FRACTION
                                             : PLAN_TIME_SLICING;
 }
@@ -139,7 +141,8 @@ static void explain_full_pool(struct plan_build *b, const struct decide_row *r,
         mem += g->inst[k].mem_gib;
         sm += g->inst[k].sm_percent;
     }
-    plan__fail(b, r, "pool '%s' does not fit on one %s card: %zu clients (MPS allows %d), "
+    plan__fail(b, r,
+               "pool '%s' does not fit on one %s card: %zu clients (MPS allows %d), "
                "%.0f GiB of %.1f GiB%s; a named pool is one card: split it or shrink the caps",
                r->workload->pool, g->model->name, g->ninst + 1, g->model->mps_max_clients, mem,
                g->model->memory_gib,
@@ -207,9 +210,11 @@ static ts_status pool_replica(struct plan_build *b, const struct decide_row *r, 
     if (!target)
         target = open_card(p, r);
     if (!target) {
-        plan__fail(b, r, "no %s card left for replica %d of %s/%s (%s, %g GiB); add cards or "
-                   "lower replicas", r->model->name, replica + 1, r->tenant->name,
-                   r->workload->name, decide_mech_names[r->mech], r->cap_gib);
+        plan__fail(b, r,
+                   "no %s card left for replica %d of %s/%s (%s, %g GiB); add cards or "
+                   "lower replicas",
+                   r->model->name, replica + 1, r->tenant->name, r->workload->name,
+                   decide_mech_names[r->mech], r->cap_gib);
         return TS_INFEASIBLE;
     }
     struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, r->sm_percent, 0};

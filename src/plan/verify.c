@@ -40,9 +40,11 @@ static ts_status check_shared(const struct spec_model *m, const struct plan_gpu 
         sm += g->mode == PLAN_MPS ? a->sm_percent : 0;
         for (size_t j = 0; j < k; j++)
             if (!spec_tenants_trust(m, a->row->tenant->name, g->inst[j].row->tenant->name))
-                return ts_err(err, TS_INTERNAL, "%s gpu %d: tenants %s and %s share it without "
-                              "trusting each other", g->node->name, g->index,
-                              a->row->tenant->name, g->inst[j].row->tenant->name);
+                return ts_err(err, TS_INTERNAL,
+                              "%s gpu %d: tenants %s and %s share it without "
+                              "trusting each other",
+                              g->node->name, g->index, a->row->tenant->name,
+                              g->inst[j].row->tenant->name);
     }
     if (mem > g->model->memory_gib + 1e-6)
         return ts_err(err, TS_INTERNAL, "%s gpu %d: memory caps %.2f GiB exceed the card's %.2f",
@@ -72,8 +74,10 @@ static ts_status check_row(const struct plan *p, const struct decide_row *r, str
                                        ? p->gpus[j].node == p->gpus[i].node
                                        : j == i;
                         if (o->row == r && o->replica != rep && same)
-                            return ts_err(err, TS_INTERNAL, "%s/%s: replicas %d and %d share a "
-                                          "%s", r->tenant->name, r->workload->name, rep + 1,
+                            return ts_err(err, TS_INTERNAL,
+                                          "%s/%s: replicas %d and %d share a "
+                                          "%s",
+                                          r->tenant->name, r->workload->name, rep + 1,
                                           o->replica + 1,
                                           r->workload->spread == SPEC_SPREAD_NODE ? "node" : "GPU");
                     }

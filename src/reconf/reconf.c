@@ -12,9 +12,8 @@
 #include "reconf/reconf.h"
 #include "util/jsonread.h"
 
-const char *const reconf_verdict_names[] = {"keep",      "change",      "mig-disabled",
-                                           "mig-enabled", "no-card",   "wrong-model",
-                                           "no-profile"};
+const char *const reconf_verdict_names[] = {"keep",    "change",      "mig-disabled", "mig-enabled",
+                                            "no-card", "wrong-model", "no-profile"};
 
 void reconf_plan_release(struct reconf_plan *p)
 {
@@ -42,8 +41,7 @@ static void set_owner(struct reconf_card *t, const struct plan_gpu *g)
     }
 }
 
-ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
-                               struct ts_error *err)
+ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out, struct ts_error *err)
 {
     ts_arena_init(&out->arena);
     out->n = 0;
@@ -51,17 +49,24 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
     for (size_t i = 0; out->t && i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
         struct reconf_card *t = &out->t[out->n++];
-        *t = (struct reconf_card){g->node->name, g->model->name, plan_mode_names[g->mode],
-                                   NULL, NULL, g->index, g->mode == PLAN_MIG, NULL, 0};
+        *t = (struct reconf_card){g->node->name,
+                                  g->model->name,
+                                  plan_mode_names[g->mode],
+                                  NULL,
+                                  NULL,
+                                  g->index,
+                                  g->mode == PLAN_MIG,
+                                  NULL,
+                                  0};
         set_owner(t, g);
         t->want = ts_arena_array(&out->arena, g->ninst + 1, sizeof(*t->want));
         if (!t->want)
             break;
         for (size_t k = 0; t->mig && k < g->ninst; k++) {
             const struct plan_inst *in = &g->inst[k];
-            t->want[t->nwant++] = (struct reconf_want){
-                in->profile->name, in->start, in->size,
-                in->row ? in->row->tenant->name : NULL, in->row ? in->row->workload->name : NULL};
+            t->want[t->nwant++] = (struct reconf_want){in->profile->name, in->start, in->size,
+                                                       in->row ? in->row->tenant->name : NULL,
+                                                       in->row ? in->row->workload->name : NULL};
         }
     }
     if (!out->t || (p->ngpus && !out->t[out->n - 1].want)) {
@@ -74,8 +79,8 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
 /* ---- reading plan JSON ----------------------------------------------------- */
 
 /* A string field copied into the arena; null allowed when nullable. */
-static ts_status plan_str(const struct ts_jread *r, struct ts_arena *a, json_t *o,
-                          const char *key, const char *path, int nullable, const char **out)
+static ts_status plan_str(const struct ts_jread *r, struct ts_arena *a, json_t *o, const char *key,
+                          const char *path, int nullable, const char **out)
 {
     char buf[256];
     *out = NULL;
@@ -104,8 +109,8 @@ static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t 
     return st;
 }
 
-static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *o,
-                          const char *path, struct reconf_card *t)
+static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *o, const char *path,
+                          struct reconf_card *t)
 {
     json_t *insts;
     ts_status st = ts_jread_obj(r, o, path);
@@ -157,8 +162,8 @@ static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_p
     return st;
 }
 
-ts_status reconf_plan_parse(const char *text, size_t len, const char *file,
-                           struct reconf_plan *out, struct ts_error *err)
+ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
+                            struct ts_error *err)
 {
     json_error_t je;
     ts_arena_init(&out->arena);
@@ -206,9 +211,10 @@ static int wrong_model(const struct inv_gpu *g, const struct reconf_card *t,
     const struct cat_model *cm = cat ? cat_model_find(cat, g->name) : NULL;
     if (!pm || pm == cm)
         return 0;
-    verdict(d, RECONF_WRONG_MODEL, "the plan puts a %s on GPU %d of node %s, but the card is "
-            "'%s' (%s)", t->model, t->index, t->node, g->name,
-            cm ? cm->name : "not in the catalog");
+    verdict(d, RECONF_WRONG_MODEL,
+            "the plan puts a %s on GPU %d of node %s, but the card is "
+            "'%s' (%s)",
+            t->model, t->index, t->node, g->name, cm ? cm->name : "not in the catalog");
     return 1;
 }
 
@@ -216,16 +222,20 @@ static int mode_mismatch(const struct inv_gpu *g, const struct reconf_card *t,
                          struct reconf_diff *d)
 {
     if (!t->mig && g->mig_current == 1 && strcmp(t->mode, "free") != 0) {
-        verdict(d, RECONF_MIG_ON, "the plan uses GPU %d whole (%s) but its MIG mode is enabled: "
+        verdict(d, RECONF_MIG_ON,
+                "the plan uses GPU %d whole (%s) but its MIG mode is enabled: "
                 "an operator must disable it (nvidia-smi -i %d -mig 0); tessera never changes "
-                "MIG mode", t->index, t->mode, g->index);
+                "MIG mode",
+                t->index, t->mode, g->index);
         return 1;
     }
     if (t->mig && g->mig_current != 1) {
-        verdict(d, RECONF_MIG_OFF, "the plan gives GPU %d a MIG geometry but its MIG mode is %s "
+        verdict(d, RECONF_MIG_OFF,
+                "the plan gives GPU %d a MIG geometry but its MIG mode is %s "
                 "(pending %s): an operator must enable it (nvidia-smi -i %d -mig 1); tessera "
-                "never changes MIG mode", t->index, g->mig_current < 0 ? "unsupported" :
-                "disabled", g->mig_pending == 1 ? "enabled" : "disabled", g->index);
+                "never changes MIG mode",
+                t->index, g->mig_current < 0 ? "unsupported" : "disabled",
+                g->mig_pending == 1 ? "enabled" : "disabled", g->index);
         return 1;
     }
     return 0;
@@ -245,7 +255,7 @@ static void add_step(struct reconf_diff *d, int kind, int gi_id, const struct in
 }
 
 void reconf_diff_card(const struct inv_gpu *g, const struct reconf_card *t,
-                     const struct cat_catalog *cat, struct reconf_diff *d)
+                      const struct cat_catalog *cat, struct reconf_diff *d)
 {
     const struct inv_profile *want_p[INV_GIS_MAX] = {0};
     int matched[INV_GIS_MAX] = {0}, kept[INV_GIS_MAX] = {0};
@@ -291,8 +301,7 @@ void reconf_step_text(const struct reconf_step *s, struct ts_sbuf *out)
                        s->profile, s->profile_id, s->pl.start, s->pl.size);
 }
 
-const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node,
-                                           int index)
+const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node, int index)
 {
     for (int i = 0; i < p->n; i++)
         if (p->t[i].index == index && !strcmp(p->t[i].node, node))
@@ -300,8 +309,8 @@ const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const ch
     return NULL;
 }
 
-const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node,
-                                         int index, int start)
+const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node, int index,
+                                           int start)
 {
     const struct reconf_card *t = reconf_plan_card(p, node, index);
     for (int k = 0; t && k < t->nwant; k++)
@@ -315,7 +324,7 @@ const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const ch
 enum { RC_KEEP, RC_CHANGE, RC_OPERATOR, RC_UNKNOWN, RC_N };
 
 static const struct inv_node *node_inventory_of(const struct inv_node *inv, int ninv,
-                                            const char *node)
+                                                const char *node)
 {
     for (int i = 0; i < ninv; i++)
         if (strcmp(inv[i].node, node) == 0)
@@ -324,8 +333,8 @@ static const struct inv_node *node_inventory_of(const struct inv_node *inv, int 
 }
 
 /* The diff of target t (verdict -1: no inventory for its node); its class. */
-static int report_card(const struct reconf_card *t, const struct inv_node *inv,
-                       int ninv, const struct cat_catalog *cat, struct reconf_diff *d)
+static int report_card(const struct reconf_card *t, const struct inv_node *inv, int ninv,
+                       const struct cat_catalog *cat, struct reconf_diff *d)
 {
     const struct inv_node *ni = node_inventory_of(inv, ninv, t->node);
     if (!ni) {
@@ -335,12 +344,13 @@ static int report_card(const struct reconf_card *t, const struct inv_node *inv,
         return RC_UNKNOWN;
     }
     reconf_diff_card(inv_gpu_at(ni, t->index), t, cat, d);
-    return d->verdict == RECONF_KEEP ? RC_KEEP : d->verdict == RECONF_CHANGE ? RC_CHANGE
-                                                                          : RC_OPERATOR;
+    return d->verdict == RECONF_KEEP     ? RC_KEEP
+           : d->verdict == RECONF_CHANGE ? RC_CHANGE
+                                         : RC_OPERATOR;
 }
 
 void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
-                       const struct cat_catalog *cat, struct ts_sbuf *out)
+                 const struct cat_catalog *cat, struct ts_sbuf *out)
 {
     int count[RC_N] = {0}, destroys = 0, creates = 0;
     struct reconf_diff d;
@@ -368,23 +378,24 @@ void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ni
             ts_sbuf_puts(out, "\n");
         }
     }
-    ts_sbuf_printf(out, "Cards: %d keep, %d reconfigure (%d destroy, %d create), %d need an "
-                   "operator, %d without inventory\n", count[RC_KEEP], count[RC_CHANGE],
-                   destroys, creates, count[RC_OPERATOR], count[RC_UNKNOWN]);
+    ts_sbuf_printf(out,
+                   "Cards: %d keep, %d reconfigure (%d destroy, %d create), %d need an "
+                   "operator, %d without inventory\n",
+                   count[RC_KEEP], count[RC_CHANGE], destroys, creates, count[RC_OPERATOR],
+                   count[RC_UNKNOWN]);
 }
 
 static json_t *step_json(const struct reconf_step *s)
 {
     if (s->kind == RECONF_DESTROY)
-        return json_pack("{s:s, s:i, s:s, s:i, s:i}", "action", "destroy", "gpuInstance",
-                         s->gi_id, "profile", s->profile, "start", s->pl.start, "size",
-                         s->pl.size);
+        return json_pack("{s:s, s:i, s:s, s:i, s:i}", "action", "destroy", "gpuInstance", s->gi_id,
+                         "profile", s->profile, "start", s->pl.start, "size", s->pl.size);
     return json_pack("{s:s, s:s, s:i, s:i, s:i}", "action", "create", "profile", s->profile,
                      "profileId", s->profile_id, "start", s->pl.start, "size", s->pl.size);
 }
 
-json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv,
-                          int ninv, const struct cat_catalog *cat)
+json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
+                    const struct cat_catalog *cat)
 {
     static const char *const cls[] = {"keep", "reconfigure", "operator", "unknown"};
     int count[RC_N] = {0}, destroys = 0, creates = 0;
@@ -401,11 +412,10 @@ json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv,
             json_array_append_new(steps, json_pack("{s:s}", "action", "drain"));
         for (int k = 0; k < d.nstep; k++)
             json_array_append_new(steps, step_json(&d.step[k]));
-        json_array_append_new(cards, json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o}", "node",
-                                               t->node, "index", t->index, "model", t->model,
-                                               "action", cls[c], "reason",
-                                               c >= RC_OPERATOR ? d.why : NULL, "steps",
-                                               steps));
+        json_array_append_new(cards,
+                              json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o}", "node", t->node, "index",
+                                        t->index, "model", t->model, "action", cls[c], "reason",
+                                        c >= RC_OPERATOR ? d.why : NULL, "steps", steps));
     }
     return json_pack("{s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}}", "cards", cards, "counts", "keep",
                      count[RC_KEEP], "reconfigure", count[RC_CHANGE], "operator",

@@ -21,7 +21,7 @@
 /* ---- the plan's geometry and the difference (target.c) ------------------ */
 
 struct reconf_want {
-    const char *profile;           /* plan's profile name */
+    const char *profile; /* plan's profile name */
     int start, size;
     const char *tenant, *workload; /* NULL for the canary */
 };
@@ -45,36 +45,36 @@ struct reconf_plan {
 
 /* From a built plan (strings borrowed from p, which must outlive out). */
 ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
-                               struct ts_error *err);
+                                struct ts_error *err);
 /* From `tessera plan -o json` text; errors name the JSON path. */
-ts_status reconf_plan_parse(const char *text, size_t len, const char *file,
-                           struct reconf_plan *out, struct ts_error *err);
+ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
+                            struct ts_error *err);
 void reconf_plan_release(struct reconf_plan *p);
 
 enum reconf_step_kind { RECONF_DESTROY, RECONF_CREATE };
 
 struct reconf_step {
-    int kind;                      /* enum reconf_step_kind */
-    int gi_id;                     /* destroy: the instance */
+    int kind;  /* enum reconf_step_kind */
+    int gi_id; /* destroy: the instance */
     int profile_id;
     char profile[40];
     struct inv_placement pl;
 };
 
 enum reconf_verdict {
-    RECONF_KEEP,                    /* geometry matches: never touched */
-    RECONF_CHANGE,                  /* steps below */
-    RECONF_MIG_OFF,                 /* plan wants MIG, MIG mode disabled */
-    RECONF_MIG_ON,                  /* plan uses the whole card, MIG mode enabled */
-    RECONF_NO_CARD,                 /* no such GPU index in the inventory */
-    RECONF_WRONG_MODEL,             /* the card is another model than planned */
-    RECONF_NO_PROFILE               /* the card offers no such profile */
+    RECONF_KEEP,        /* geometry matches: never touched */
+    RECONF_CHANGE,      /* steps below */
+    RECONF_MIG_OFF,     /* plan wants MIG, MIG mode disabled */
+    RECONF_MIG_ON,      /* plan uses the whole card, MIG mode enabled */
+    RECONF_NO_CARD,     /* no such GPU index in the inventory */
+    RECONF_WRONG_MODEL, /* the card is another model than planned */
+    RECONF_NO_PROFILE   /* the card offers no such profile */
 };
 extern const char *const reconf_verdict_names[];
 
 struct reconf_diff {
-    int verdict;                   /* enum reconf_verdict */
-    char why[TS_MSG_MAX];          /* for everything but KEEP and CHANGE */
+    int verdict;          /* enum reconf_verdict */
+    char why[TS_MSG_MAX]; /* for everything but KEEP and CHANGE */
     struct reconf_step step[2 * INV_GIS_MAX];
     int nstep, ndestroy, ncreate;
 };
@@ -83,23 +83,22 @@ struct reconf_diff {
  * that the card is the planned model. Destroys come first, then creates
  * in start order; instances in both stay. */
 void reconf_diff_card(const struct inv_gpu *g, const struct reconf_card *t,
-                     const struct cat_catalog *cat, struct reconf_diff *out);
+                      const struct cat_catalog *cat, struct reconf_diff *out);
 /* "create 3g.40gb (ID 9) at 0:4" etc. */
 void reconf_step_text(const struct reconf_step *s, struct ts_sbuf *out);
 
 /* `plan --current`: every planned card against the inventories (text, or
  * a JSON object for the plan document's "reconfiguration" key). */
 void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
-                       const struct cat_catalog *cat, struct ts_sbuf *out);
-json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv,
-                                 int ninv, const struct cat_catalog *cat);
+                 const struct cat_catalog *cat, struct ts_sbuf *out);
+json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv, int ninv,
+                    const struct cat_catalog *cat);
 
 /* The planned card node/GPU index, or NULL. */
 const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node,
                                            int index);
 /* The planned instance of node/GPU index at start, or NULL. */
-const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node,
-                                         int index, int start);
-
+const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node, int index,
+                                           int start);
 
 #endif

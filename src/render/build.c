@@ -41,10 +41,7 @@ static int cmp_class(const void *a, const void *b)
     return strcmp(((const struct render_class *)a)->name, ((const struct render_class *)b)->name);
 }
 
-static int cmp_plugin(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
+static int cmp_plugin(const void *a, const void *b) { return strcmp(a, b); }
 
 static void add_plugin(struct render_ctx *c, const char *res)
 {
@@ -105,7 +102,6 @@ static ts_status collect(struct render_ctx *c)
     qsort(c->plugin, c->nplugin, sizeof(*c->plugin), cmp_plugin);
     return TS_OK;
 }
-
 
 static ts_status build_parts(struct render_ctx *c, char **dirs, size_t *n)
 {

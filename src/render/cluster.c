@@ -56,8 +56,8 @@ static json_t *class_config(const struct render_class *k)
     if (!sharing)
         return NULL;
     return json_pack("[{s:{s:s, s:{s:s, s:s, s:o}}}]", "opaque", "driver", ENTITLE_DRIVER,
-                     "parameters", "apiVersion", ENTITLE_CONFIG_API, "kind",
-                     "GpuConfig", "sharing", sharing);
+                     "parameters", "apiVersion", ENTITLE_CONFIG_API, "kind", "GpuConfig", "sharing",
+                     sharing);
 }
 
 static ts_status device_classes(struct render_ctx *c)
@@ -97,10 +97,10 @@ static ts_status kueue(struct render_ctx *c)
             continue;
         char label[256];
         entitle_product_label(m->nproduct_names ? m->product_names[0] : m->display, label,
-                             sizeof(label));
+                              sizeof(label));
         json_t *o = render__object("kueue.x-k8s.io/v1beta2", "ResourceFlavor", m->name, NULL);
-        json_object_set_new(o, "spec", json_pack("{s:{s:s}}", "nodeLabels",
-                                                 "nvidia.com/gpu.product", label));
+        json_object_set_new(o, "spec",
+                            json_pack("{s:{s:s}}", "nodeLabels", "nvidia.com/gpu.product", label));
         json_array_append_new(docs, o);
     }
     json_t *root = render__object("kueue.x-k8s.io/v1beta2", "Cohort", "tessera", NULL);
@@ -111,8 +111,9 @@ static ts_status kueue(struct render_ctx *c)
         char weight[32];
         snprintf(weight, sizeof(weight), "%g", m->tenants[i].fair_share_weight);
         json_t *o = render__object("kueue.x-k8s.io/v1beta2", "Cohort", m->tenants[i].name, NULL);
-        json_object_set_new(o, "spec", json_pack("{s:s, s:{s:s}}", "parentName", "tessera",
-                                                 "fairSharing", "weight", weight));
+        json_object_set_new(
+            o, "spec",
+            json_pack("{s:s, s:{s:s}}", "parentName", "tessera", "fairSharing", "weight", weight));
         json_array_append_new(docs, o);
     }
     return f ? render__docs(f, docs) : TS_NOMEM;
@@ -174,9 +175,11 @@ static ts_status device_plugin(struct render_ctx *c)
         int ts = max_clients(c->p, &fl->nodes[i], PLAN_TIME_SLICING);
         int mps = max_clients(c->p, &fl->nodes[i], PLAN_MPS);
         if (ts && mps)
-            st = ts_err(c->err, TS_INFEASIBLE, "node %s has time-sliced and MPS cards, but the "
+            st = ts_err(c->err, TS_INFEASIBLE,
+                        "node %s has time-sliced and MPS cards, but the "
                         "device plugin applies one sharing strategy to a whole node; render with "
-                        "--device-api dra, or keep the two on different nodes", fl->nodes[i].name);
+                        "--device-api dra, or keep the two on different nodes",
+                        fl->nodes[i].name);
         char key[300];
         snprintf(key, sizeof(key), "tessera-%s", fl->nodes[i].name);
         if (st == TS_OK && (ts || mps))
@@ -236,11 +239,10 @@ static ts_status kubevirt_snippet(struct render_ctx *c, int *wrote)
             continue;
         entitle_vm_device(r, name, sizeof(name), selector_text, sizeof(selector_text));
         json_t *list = r->profile ? mdev : pci;
-        json_t *entry = r->profile
-                            ? json_pack("{s:s, s:s}", "mdevNameSelector", selector_text,
-                                        "resourceName", name)
-                            : json_pack("{s:s, s:s}", "pciVendorSelector", selector_text,
-                                        "resourceName", name);
+        json_t *entry = r->profile ? json_pack("{s:s, s:s}", "mdevNameSelector", selector_text,
+                                               "resourceName", name)
+                                   : json_pack("{s:s, s:s}", "pciVendorSelector", selector_text,
+                                               "resourceName", name);
         int dup = 0;
         for (size_t k = 0; k < json_array_size(list); k++)
             dup |= json_equal(json_array_get(list, k), entry);
@@ -256,9 +258,9 @@ static ts_status kubevirt_snippet(struct render_ctx *c, int *wrote)
         return TS_OK;
     }
     json_t *kv = render__object("kubevirt.io/v1", "KubeVirt", "kubevirt", "kubevirt");
-    json_object_set_new(kv, "spec", json_pack("{s:{s:{s:o, s:o}}}", "configuration",
-                                              "permittedHostDevices", "pciHostDevices", pci,
-                                              "mediatedDevices", mdev));
+    json_object_set_new(kv, "spec",
+                        json_pack("{s:{s:{s:o, s:o}}}", "configuration", "permittedHostDevices",
+                                  "pciHostDevices", pci, "mediatedDevices", mdev));
     struct render_file *f = render__file(c->t, "cluster/kubevirt-permitted-host-devices.yaml");
     return f ? render__docs(f, json_pack("[o]", kv)) : TS_NOMEM;
 }
@@ -269,8 +271,8 @@ static ts_status kueue_fragment(struct render_ctx *c)
     for (size_t i = 0; i < c->nclasses; i++) {
         char logical[200];
         entitle_kueue_resource(c->classes[i].name, logical, sizeof(logical));
-        json_array_append_new(maps, json_pack("{s:s, s:[s]}", "name", logical,
-                                              "deviceClassNames", c->classes[i].name));
+        json_array_append_new(maps, json_pack("{s:s, s:[s]}", "name", logical, "deviceClassNames",
+                                              c->classes[i].name));
     }
     json_t *doc = json_pack("{s:{s:o}}", "resources", "deviceClassMappings", maps);
     struct render_file *f = render__file(c->t, "cluster/kueue-configuration-fragment.yaml");

@@ -24,12 +24,12 @@ struct render_ctx {
     struct ts_error *err;
     struct render_class *classes;
     size_t nclasses;
-    char (*plugin)[256];              /* device plugin and KubeVirt resources used, sorted */
+    char (*plugin)[256]; /* device plugin and KubeVirt resources used, sorted */
     size_t nplugin;
 };
 
-int render__dra(const struct render_ctx *c);     /* DRA objects wanted */
-int render__plugin(const struct render_ctx *c);  /* device-plugin objects wanted */
+int render__dra(const struct render_ctx *c);    /* DRA objects wanted */
+int render__plugin(const struct render_ctx *c); /* device-plugin objects wanted */
 /* Append a kustomization.yaml listing files (NULL-terminated) to the tree. */
 ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files);
 

@@ -100,8 +100,9 @@ static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
         ts_sbuf_printf(o, "| %s | %s | %s | %s | %s (%s) | `%s` | %d |\n", r->tenant->name,
                        spec_contract_names[r->tenant->contract], r->workload->namespace_,
                        r->workload->name, decide_mech_names[r->mech], r->rule,
-                       entitle_is_vm(r) ? "KubeVirt VM" : render__dra(c) ? k.device_class
-                                                                         : k.plugin_resource,
+                       entitle_is_vm(r) ? "KubeVirt VM"
+                       : render__dra(c) ? k.device_class
+                                        : k.plugin_resource,
                        r->workload->replicas);
     }
     ts_sbuf_puts(o, "\nEvery namespace's ResourceQuota and LimitRange list every GPU resource "
@@ -147,20 +148,21 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
         if (entitle_needs_shim(&d->rows[i]))
             ts_sbuf_printf(o, "- %s/%s\n", d->rows[i].workload->namespace_,
                            d->rows[i].workload->name);
-    ts_sbuf_printf(o, "\nInstall `libtessera-cuda.so` at `%s` on the GPU nodes, and give each "
-                      "pod of these workloads (here `%s`) the shim, its limit file read-only "
-                      "and a region shared by the pod's processes:\n\n```yaml\n"
-                      "    spec:\n      containers:\n      - name: main\n        env:\n"
-                      "        - {name: LD_PRELOAD, value: %s}\n        volumeMounts:\n"
-                      "        - {name: tessera-shim, mountPath: %s, readOnly: true}\n"
-                      "        - {name: tessera-limits, mountPath: /etc/tessera, readOnly: true}\n"
-                      "        - {name: tessera-region, mountPath: %s}\n      volumes:\n"
-                      "      - {name: tessera-shim, hostPath: {path: %s, type: File}}\n"
-                      "      - name: tessera-limits\n        configMap: {name: %s, items: "
-                      "[{key: cuda-limits, path: cuda-limits}]}\n"
-                      "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
-                      "Run the webhook with `--shim-path %s`: it then denies any other "
-                      "LD_PRELOAD.\n",
+    ts_sbuf_printf(o,
+                   "\nInstall `libtessera-cuda.so` at `%s` on the GPU nodes, and give each "
+                   "pod of these workloads (here `%s`) the shim, its limit file read-only "
+                   "and a region shared by the pod's processes:\n\n```yaml\n"
+                   "    spec:\n      containers:\n      - name: main\n        env:\n"
+                   "        - {name: LD_PRELOAD, value: %s}\n        volumeMounts:\n"
+                   "        - {name: tessera-shim, mountPath: %s, readOnly: true}\n"
+                   "        - {name: tessera-limits, mountPath: /etc/tessera, readOnly: true}\n"
+                   "        - {name: tessera-region, mountPath: %s}\n      volumes:\n"
+                   "      - {name: tessera-shim, hostPath: {path: %s, type: File}}\n"
+                   "      - name: tessera-limits\n        configMap: {name: %s, items: "
+                   "[{key: cuda-limits, path: cuda-limits}]}\n"
+                   "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
+                   "Run the webhook with `--shim-path %s`: it then denies any other "
+                   "LD_PRELOAD.\n",
                    ENTITLE_SHIM_LIBRARY, first->workload->name, ENTITLE_SHIM_LIBRARY,
                    ENTITLE_SHIM_LIBRARY, ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_LIBRARY, cm,
                    ENTITLE_SHIM_LIBRARY);
@@ -173,9 +175,10 @@ ts_status render__readme(struct render_ctx *c)
         return TS_NOMEM;
     struct ts_sbuf *o = &f->body;
     const struct plan_summary *s = &c->p->summary;
-    ts_sbuf_printf(o, "# GPU tenancy rendered by tessera\n\nDevice API: %s. %zu tenants, %zu "
-                      "workloads; %d of %d GPUs used (naive %d, lower bound %d).\nGenerated "
-                      "files: do not edit; change the spec and render again.\n\n",
+    ts_sbuf_printf(o,
+                   "# GPU tenancy rendered by tessera\n\nDevice API: %s. %zu tenants, %zu "
+                   "workloads; %d of %d GPUs used (naive %d, lower bound %d).\nGenerated "
+                   "files: do not edit; change the spec and render again.\n\n",
                    render_api_names[c->opt->api], c->p->model->ntenants, c->p->decisions->nrows,
                    s->gpus_used, s->gpus_total, s->naive, s->lower_bound);
     prerequisites(c, o);

@@ -25,7 +25,7 @@ enum render_api { RENDER_DRA, RENDER_DEVICE_PLUGIN, RENDER_BOTH };
 extern const char *const render_api_names[];
 
 struct render_file {
-    char *path;              /* relative, e.g. "tenants/client-a/quota.yaml" */
+    char *path; /* relative, e.g. "tenants/client-a/quota.yaml" */
     struct ts_sbuf body;
     int executable;
 };
@@ -36,7 +36,7 @@ struct render_tree {
 };
 
 struct render_options {
-    int api;                 /* enum render_api */
+    int api; /* enum render_api */
 };
 
 ts_status render_build(const struct plan *p, const struct render_options *opt,
@@ -59,7 +59,6 @@ struct render_file *render__file(struct render_tree *t, const char *fmt, ...)
  * then name; steals the array. */
 ts_status render__docs(struct render_file *f, json_t *objects);
 /* A Kubernetes object skeleton with tessera's labels. */
-json_t *render__object(const char *api_version, const char *kind, const char *name,
-                       const char *ns);
+json_t *render__object(const char *api_version, const char *kind, const char *name, const char *ns);
 
 #endif

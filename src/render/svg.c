@@ -16,9 +16,9 @@
 #define BAR_W 720
 #define TOP 70
 
-static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1",
-                                      "#9c755f", "#edc948", "#76b7b2", "#ff9da7", "#17becf",
-                                      "#8c564b", "#bcbd22"};
+static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#59a14f",
+                                      "#b07aa1", "#9c755f", "#edc948", "#76b7b2",
+                                      "#ff9da7", "#17becf", "#8c564b", "#bcbd22"};
 #define NPALETTE (sizeof(palette) / sizeof(palette[0]))
 
 static const char *tenant_colour(const struct plan *p, const struct plan_inst *in)
@@ -49,8 +49,10 @@ static void fitted(struct ts_sbuf *out, const char *text, double w, double charw
 static void cell(struct ts_sbuf *out, double x, double y, double w, const char *fill,
                  const char *line1, const char *line2, int hatched)
 {
-    ts_sbuf_printf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
-                   "stroke=\"#ffffff\" stroke-width=\"2\"%s/>\n", x, (int)y, w, ROW_H - 8, fill,
+    ts_sbuf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" "
+                   "stroke=\"#ffffff\" stroke-width=\"2\"%s/>\n",
+                   x, (int)y, w, ROW_H - 8, fill,
                    hatched ? " fill-opacity=\"0.55\" stroke-dasharray=\"4 2\"" : "");
     if (w < 36)
         return;
@@ -65,7 +67,8 @@ static void mig_row(const struct plan *p, const struct plan_gpu *g, double y, st
 {
     double unit = (double)BAR_W / g->model->grid;
     for (int u = 0; u < g->model->grid; u++)
-        ts_sbuf_printf(out, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+        ts_sbuf_printf(out,
+                       "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
                        "fill=\"#e8e8e8\" stroke=\"#ffffff\" stroke-width=\"2\"/>\n",
                        BAR_X + u * unit, (int)y, unit, ROW_H - 8);
     for (size_t k = 0; k < g->ninst; k++) {
@@ -81,8 +84,7 @@ static void mig_row(const struct plan *p, const struct plan_gpu *g, double y, st
     }
 }
 
-static void share_row(const struct plan *p, const struct plan_gpu *g, double y,
-                      struct ts_sbuf *out)
+static void share_row(const struct plan *p, const struct plan_gpu *g, double y, struct ts_sbuf *out)
 {
     double x = BAR_X, total = g->model->memory_gib, used = 0;
     for (size_t k = 0; k < g->ninst; k++) {
@@ -113,9 +115,10 @@ static void legend(const struct plan *p, double y, struct ts_sbuf *out)
     for (size_t i = 0; i < p->model->ntenants; i++) {
         double x = 20 + (double)(i % 6) * 170;
         double yy = y + (double)(i / 6) * 22;
-        ts_sbuf_printf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                       "<text x=\"%.0f\" y=\"%.0f\" class=\"l\">", x, yy,
-                       palette[i % NPALETTE], x + 20, yy + 12);
+        ts_sbuf_printf(out,
+                       "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+                       "<text x=\"%.0f\" y=\"%.0f\" class=\"l\">",
+                       x, yy, palette[i % NPALETTE], x + 20, yy + 12);
         ts_sbuf_xml(out, p->model->tenants[i].name);
         ts_sbuf_puts(out, "</text>\n");
     }
@@ -124,18 +127,21 @@ static void legend(const struct plan *p, double y, struct ts_sbuf *out)
 void render_svg(const struct plan *p, struct ts_sbuf *out)
 {
     double height = TOP + (double)p->ngpus * ROW_H + 40 + ((double)p->model->ntenants / 6 + 1) * 22;
-    ts_sbuf_printf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+    ts_sbuf_printf(out,
+                   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
                    "viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\">\n"
                    "<style>.c{font-size:12px;fill:#fff;text-anchor:middle;font-weight:bold}"
                    ".s{font-size:10px;fill:#fff;text-anchor:middle}.h{font-size:13px;fill:#222}"
                    ".l{font-size:12px;fill:#222}.g{font-size:11px;fill:#222;text-anchor:end;"
                    "font-style:italic}</style>\n<rect width=\"100%%\" height=\"100%%\" "
-                   "fill=\"#ffffff\"/>\n", BAR_X + BAR_W + 20, height, BAR_X + BAR_W + 20, height);
+                   "fill=\"#ffffff\"/>\n",
+                   BAR_X + BAR_W + 20, height, BAR_X + BAR_W + 20, height);
     const struct plan_summary *s = &p->summary;
-    ts_sbuf_printf(out, "<text x=\"20\" y=\"30\" style=\"font-size:18px;font-weight:bold\">"
+    ts_sbuf_printf(out,
+                   "<text x=\"20\" y=\"30\" style=\"font-size:18px;font-weight:bold\">"
                    "tessera plan: %d of %d GPUs used, naive %d, %.0f%% less hardware, lower "
-                   "bound %d</text>\n", s->gpus_used, s->gpus_total, s->naive, s->savings_percent,
-                   s->lower_bound);
+                   "bound %d</text>\n",
+                   s->gpus_used, s->gpus_total, s->naive, s->savings_percent, s->lower_bound);
     for (size_t i = 0; i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
         double y = TOP + (double)i * ROW_H;

@@ -98,8 +98,8 @@ static json_t *limit_range(const struct render_ctx *c, const struct spec_tenant 
         json_object_set_new(max, c->plugin[i], amount(c->plugin[i], one));
     }
     json_t *o = render__object("v1", "LimitRange", "tessera-gpu-limits", ns);
-    json_object_set_new(o, "spec", json_pack("{s:[{s:s, s:o}]}", "limits", "type", "Container",
-                                             "max", max));
+    json_object_set_new(o, "spec",
+                        json_pack("{s:[{s:s, s:o}]}", "limits", "type", "Container", "max", max));
     return o;
 }
 
@@ -107,12 +107,12 @@ static json_t *role_binding(const struct spec_tenant *t, const char *ns)
 {
     json_t *o = render__object("rbac.authorization.k8s.io/v1", "RoleBinding", "tessera-tenant-edit",
                                ns);
-    json_object_set_new(o, "roleRef", json_pack("{s:s, s:s, s:s}", "apiGroup",
-                                                "rbac.authorization.k8s.io", "kind", "ClusterRole",
-                                                "name", "edit"));
-    json_object_set_new(o, "subjects", json_pack("[{s:s, s:s, s:s}]", "apiGroup",
-                                                 "rbac.authorization.k8s.io", "kind", "Group",
-                                                 "name", t->group));
+    json_object_set_new(o, "roleRef",
+                        json_pack("{s:s, s:s, s:s}", "apiGroup", "rbac.authorization.k8s.io",
+                                  "kind", "ClusterRole", "name", "edit"));
+    json_object_set_new(o, "subjects",
+                        json_pack("[{s:s, s:s, s:s}]", "apiGroup", "rbac.authorization.k8s.io",
+                                  "kind", "Group", "name", t->group));
     return o;
 }
 
@@ -147,26 +147,28 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
     json_array_append_new(docs, policy("tessera-default-deny", ns,
                                        json_pack("{s:{}, s:[s,s]}", "podSelector", "policyTypes",
                                                  "Ingress", "Egress")));
-    json_t *dns = json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}], s:[{s:s, s:i}, {s:s, s:i}]}",
-                            "to", "namespaceSelector", "matchLabels",
-                            "kubernetes.io/metadata.name", "kube-system", "podSelector",
-                            "matchLabels", "k8s-app", "kube-dns", "ports", "protocol", "UDP",
-                            "port", 53, "protocol", "TCP", "port", 53);
-    json_array_append_new(docs, policy("tessera-allow-tenant", ns,
-        json_pack("{s:{}, s:[s,s], s:[{s:[o]}], s:[{s:[o]}, o]}", "podSelector", "policyTypes",
-                  "Ingress", "Egress", "ingress", "from", tenant_peer(t->name), "egress", "to",
-                  tenant_peer(t->name), dns)));
+    json_t *dns = json_pack("{s:[{s:{s:{s:s}}, s:{s:{s:s}}}], s:[{s:s, s:i}, {s:s, s:i}]}", "to",
+                            "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name",
+                            "kube-system", "podSelector", "matchLabels", "k8s-app", "kube-dns",
+                            "ports", "protocol", "UDP", "port", 53, "protocol", "TCP", "port", 53);
+    json_array_append_new(
+        docs, policy("tessera-allow-tenant", ns,
+                     json_pack("{s:{}, s:[s,s], s:[{s:[o]}], s:[{s:[o]}, o]}", "podSelector",
+                               "policyTypes", "Ingress", "Egress", "ingress", "from",
+                               tenant_peer(t->name), "egress", "to", tenant_peer(t->name), dns)));
     /* consumers reach the shared workloads they use, and only those pods */
     const struct spec_model *m = c->p->model;
     for (size_t i = 0; i < t->nuses; i++) {
         const struct spec_tenant *owner = spec_tenant_find(m, t->uses[i].tenant);
         char name[200];
         snprintf(name, sizeof(name), "tessera-uses-%s-%s", t->uses[i].tenant, t->uses[i].workload);
-        json_array_append_new(docs, policy(name, ns,
-            json_pack("{s:{}, s:[s], s:[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]}", "podSelector",
-                      "policyTypes", "Egress", "egress", "to", "namespaceSelector", "matchLabels",
-                      ENTITLE_LABEL_TENANT, owner->name, "podSelector", "matchLabels",
-                      ENTITLE_LABEL_WORKLOAD, t->uses[i].workload)));
+        json_array_append_new(
+            docs,
+            policy(name, ns,
+                   json_pack("{s:{}, s:[s], s:[{s:[{s:{s:{s:s}}, s:{s:{s:s}}}]}]}", "podSelector",
+                             "policyTypes", "Egress", "egress", "to", "namespaceSelector",
+                             "matchLabels", ENTITLE_LABEL_TENANT, owner->name, "podSelector",
+                             "matchLabels", ENTITLE_LABEL_WORKLOAD, t->uses[i].workload)));
     }
     for (size_t i = 0; i < m->ntenants; i++)
         for (size_t u = 0; u < m->tenants[i].nuses; u++) {
@@ -176,10 +178,12 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
             char name[200];
             snprintf(name, sizeof(name), "tessera-consumer-%s-%s", m->tenants[i].name,
                      use->workload);
-            json_array_append_new(docs, policy(name, ns,
-                json_pack("{s:{s:{s:s}}, s:[s], s:[{s:[o]}]}", "podSelector", "matchLabels",
-                          ENTITLE_LABEL_WORKLOAD, use->workload, "policyTypes", "Ingress",
-                          "ingress", "from", tenant_peer(m->tenants[i].name))));
+            json_array_append_new(
+                docs,
+                policy(name, ns,
+                       json_pack("{s:{s:{s:s}}, s:[s], s:[{s:[o]}]}", "podSelector", "matchLabels",
+                                 ENTITLE_LABEL_WORKLOAD, use->workload, "policyTypes", "Ingress",
+                                 "ingress", "from", tenant_peer(m->tenants[i].name))));
         }
 }
 
@@ -218,9 +222,9 @@ static json_t *claim_template(const struct decide_row *r)
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
     json_object_set_new(labels, ENTITLE_LABEL_WORKLOAD, json_string(r->workload->name));
-    json_object_set_new(o, "spec", json_pack("{s:{s:{s:[{s:s, s:o}], s:o}}}", "spec", "devices",
-                                             "requests", "name", "gpu", "exactly", exactly,
-                                             "config", driver_config(r)));
+    json_object_set_new(o, "spec",
+                        json_pack("{s:{s:{s:[{s:s, s:o}], s:o}}}", "spec", "devices", "requests",
+                                  "name", "gpu", "exactly", exactly, "config", driver_config(r)));
     return o;
 }
 
@@ -231,9 +235,11 @@ static json_t *shim_limits(const struct decide_row *r)
     char name[300], mem[64], text[512];
     entitle_shim_configmap(r, name, sizeof(name));
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
-    snprintf(text, sizeof(text), "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
-             "region = %s/cuda.region\n", r->tenant->name, r->workload->name,
-             decide_mech_names[r->mech], r->rule, mem, ENTITLE_SHIM_REGION_DIR);
+    snprintf(text, sizeof(text),
+             "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
+             "region = %s/cuda.region\n",
+             r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem,
+             ENTITLE_SHIM_REGION_DIR);
     json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
@@ -258,9 +264,10 @@ static json_t *virtual_machine(const struct decide_row *r, int replica)
     json_t *labels = json_pack("{s:s, s:s}", ENTITLE_LABEL_TENANT, r->tenant->name,
                                ENTITLE_LABEL_WORKLOAD, r->workload->name);
     json_object_update(json_object_get(json_object_get(o, "metadata"), "labels"), labels);
-    json_object_set_new(o, "spec", json_pack("{s:s, s:{s:{s:o}, s:{s:{s:{s:o}}}}}", "runStrategy",
-                                             "Halted", "template", "metadata", "labels", labels,
-                                             "spec", "domain", "devices", "gpus", gpus));
+    json_object_set_new(o, "spec",
+                        json_pack("{s:s, s:{s:{s:o}, s:{s:{s:{s:o}}}}}", "runStrategy", "Halted",
+                                  "template", "metadata", "labels", labels, "spec", "domain",
+                                  "devices", "gpus", gpus));
     return o;
 }
 
@@ -299,9 +306,9 @@ static void dra_groups(const struct render_ctx *c, const struct spec_tenant *t, 
             add_resource(resources, t, logical, json_integer(n));
         }
         if (json_array_size(covered))
-            json_array_append_new(groups, json_pack("{s:o, s:[{s:s, s:o}]}", "coveredResources",
-                                                    covered, "flavors", "name", m->name,
-                                                    "resources", resources));
+            json_array_append_new(groups,
+                                  json_pack("{s:o, s:[{s:s, s:o}]}", "coveredResources", covered,
+                                            "flavors", "name", m->name, "resources", resources));
         else {
             json_decref(covered);
             json_decref(resources);
@@ -360,8 +367,8 @@ static void plugin_group(const struct render_ctx *c, const struct spec_tenant *t
         }
     }
     if (json_array_size(covered))
-        json_array_append_new(groups, json_pack("{s:o, s:o}", "coveredResources", covered,
-                                                "flavors", flavors));
+        json_array_append_new(
+            groups, json_pack("{s:o, s:o}", "coveredResources", covered, "flavors", flavors));
     else {
         json_decref(covered);
         json_decref(flavors);
@@ -383,12 +390,13 @@ static void queues(const struct render_ctx *c, const struct spec_tenant *t, cons
     char weight[32];
     snprintf(weight, sizeof(weight), "%g", t->fair_share_weight);
     json_t *cq = render__object("kueue.x-k8s.io/v1beta2", "ClusterQueue", ns, NULL);
-    json_object_set_new(cq, "spec", json_pack(
-        "{s:s, s:{s:{s:s}}, s:s, s:o, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "cohortName", t->name,
-        "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name", ns, "queueingStrategy",
-        "BestEffortFIFO", "resourceGroups", groups, "preemption", "reclaimWithinCohort", "Any",
-        "withinClusterQueue", "LowerPriority", "borrowWithinCohort", "policy", "Never",
-        "fairSharing", "weight", weight));
+    json_object_set_new(
+        cq, "spec",
+        json_pack("{s:s, s:{s:{s:s}}, s:s, s:o, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "cohortName",
+                  t->name, "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name", ns,
+                  "queueingStrategy", "BestEffortFIFO", "resourceGroups", groups, "preemption",
+                  "reclaimWithinCohort", "Any", "withinClusterQueue", "LowerPriority",
+                  "borrowWithinCohort", "policy", "Never", "fairSharing", "weight", weight));
     json_array_append_new(docs, cq);
     json_t *lq = render__object("kueue.x-k8s.io/v1beta2", "LocalQueue", "default", ns);
     json_object_set_new(lq, "spec", json_pack("{s:s}", "clusterQueue", ns));

@@ -56,15 +56,13 @@ void render_tree_free(struct render_tree *t)
     memset(t, 0, sizeof(*t));
 }
 
-json_t *render__object(const char *api_version, const char *kind, const char *name,
-                       const char *ns)
+json_t *render__object(const char *api_version, const char *kind, const char *name, const char *ns)
 {
     json_t *meta = json_pack("{s:s, s:{s:s}}", "name", name, "labels",
                              "app.kubernetes.io/managed-by", "tessera");
     if (ns)
         json_object_set_new(meta, "namespace", json_string(ns));
-    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata",
-                     meta);
+    return json_pack("{s:s, s:s, s:o}", "apiVersion", api_version, "kind", kind, "metadata", meta);
 }
 
 static const char *obj_str(const json_t *o, const char *a, const char *b)
@@ -226,8 +224,10 @@ static ts_status check_target(const char *dir, int force, struct ts_error *err)
     int bad = foreign_file(dir, "", manifest, found, sizeof(found));
     free(manifest);
     if (bad && !force)
-        return ts_err(err, TS_USAGE, "%s holds files tessera did not write (%s); use --force to "
-                      "replace the folder, or pick another", dir, found);
+        return ts_err(err, TS_USAGE,
+                      "%s holds files tessera did not write (%s); use --force to "
+                      "replace the folder, or pick another",
+                      dir, found);
     return TS_OK;
 }
 

@@ -13,10 +13,7 @@
 #include <strings.h>
 #include <yaml.h>
 
-static int all_of(const char *p, const char *set)
-{
-    return *p && strspn(p, set) == strlen(p);
-}
+static int all_of(const char *p, const char *set) { return *p && strspn(p, set) == strlen(p); }
 
 /* Ints and floats as YAML 1.1 or 1.2 resolvers read them: 10, -3, 1_000,
  * 0x1F, 0b101, 0o17, 1:30, 1.5, .5, 1e3, 1.5E-3, .inf, .nan. */
@@ -43,8 +40,8 @@ static int looks_numeric(const char *s)
 
 int render_yaml_needs_quotes(const char *s)
 {
-    static const char *const words[] = {"y", "n", "yes", "no", "true", "false", "on", "off",
-                                        "null", "~", NULL};
+    static const char *const words[] = {"y",  "n",   "yes",  "no", "true", "false",
+                                        "on", "off", "null", "~",  NULL};
     if (!*s)
         return 1;
     for (int i = 0; words[i]; i++)
@@ -87,10 +84,11 @@ static int emit_object(yaml_emitter_t *e, const json_t *v)
         return 0;
     const char *key;
     json_t *child;
-    json_object_foreach((json_t *)v, key, child) keys[i++] = key;
+    json_object_foreach ((json_t *)v, key, child)
+        keys[i++] = key;
     qsort(keys, n, sizeof(*keys), cmp_keys);
-    int ok = yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, n ? YAML_BLOCK_MAPPING_STYLE
-                                                                       : YAML_FLOW_MAPPING_STYLE) &&
+    int ok = yaml_mapping_start_event_initialize(
+                 &ev, NULL, NULL, 1, n ? YAML_BLOCK_MAPPING_STYLE : YAML_FLOW_MAPPING_STYLE) &&
              yaml_emitter_emit(e, &ev);
     for (i = 0; ok && i < n; i++)
         ok = emit_scalar(e, keys[i], render_yaml_needs_quotes(keys[i])) &&

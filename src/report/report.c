@@ -37,8 +37,7 @@ static void text_decisions(const struct plan *p, struct ts_sbuf *out)
     }
 }
 
-static void text_instance(const struct plan_gpu *g, const struct plan_inst *in,
-                          struct ts_sbuf *out)
+static void text_instance(const struct plan_gpu *g, const struct plan_inst *in, struct ts_sbuf *out)
 {
     char owner[160];
     plan_inst_owner(in, owner, sizeof(owner));
@@ -49,8 +48,8 @@ static void text_instance(const struct plan_gpu *g, const struct plan_inst *in,
         ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d (best-effort guest)\n", "time-slice",
                        in->mem_gib, owner, in->replica);
     else if (g->mode == PLAN_MPS)
-        ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d, %d%% SMs\n", "mps client",
-                       in->mem_gib, owner, in->replica, in->sm_percent);
+        ts_sbuf_printf(out, "    %-10s %5.0f GiB  %-28s r%d, %d%% SMs\n", "mps client", in->mem_gib,
+                       owner, in->replica, in->sm_percent);
     else if (g->mode == PLAN_WHOLE || g->mode == PLAN_VGPU)
         ts_sbuf_printf(out, "    %-10s %5.1f GiB  %-28s r%d%s%s\n", "whole", in->mem_gib, owner,
                        in->replica, in->row->workload->schedule ? ", " : "",
@@ -74,14 +73,15 @@ static void text_gpus(const struct plan *p, struct ts_sbuf *out)
 
 static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
 {
-    ts_sbuf_printf(out, "\nSummary\n"
-                        "  GPUs used          %d of %d\n"
-                        "  naive              %d (one guaranteed GPU per workload)\n"
-                        "  saving             %d GPU%s, %.0f%% less hardware\n"
-                        "  lower bound        %d%s\n"
-                        "  solver             %s\n"
-                        "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
-                        "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
+    ts_sbuf_printf(out,
+                   "\nSummary\n"
+                   "  GPUs used          %d of %d\n"
+                   "  naive              %d (one guaranteed GPU per workload)\n"
+                   "  saving             %d GPU%s, %.0f%% less hardware\n"
+                   "  lower bound        %d%s\n"
+                   "  solver             %s\n"
+                   "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
+                   "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
                    s->gpus_used, s->gpus_total, s->naive, s->naive - s->gpus_used,
                    s->naive - s->gpus_used == 1 ? "" : "s", s->savings_percent, s->lower_bound,
                    s->optimal ? " (the plan meets it: optimal)" : " (the plan may not be optimal)",
@@ -97,10 +97,7 @@ void report_text(const struct plan *p, struct ts_sbuf *out)
 
 /* ---- JSON ---- */
 
-static json_t *round_to(double v, double unit)
-{
-    return json_real(round(v / unit) * unit);
-}
+static json_t *round_to(double v, double unit) { return json_real(round(v / unit) * unit); }
 
 static json_t *json_decision(const struct decide_row *r)
 {

@@ -40,7 +40,7 @@ struct serve_metrics {
     atomic_ulong in_flight, reloads_ok, reloads_failed, tls_reloads;
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
-    pthread_mutex_t lock;                /* guards the rule table */
+    pthread_mutex_t lock; /* guards the rule table */
     char rules[SERVE_RULES_MAX][48];
     unsigned long rule_counts[SERVE_RULES_MAX];
     int nrules;
@@ -54,20 +54,20 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
 struct serve_meter_dev;
 
 struct serve_meter {
-    const char *url;                     /* NULL: no --db, only the plan's allocation */
+    const char *url; /* NULL: no --db, only the plan's allocation */
     int log_json;
-    int64_t interval_ms, refresh_ms;     /* scrape interval (gap cap), cache lifetime */
-    pthread_mutex_t lock;                /* guards everything below */
-    struct meter_usage usage;            /* running GPU-hour totals */
-    struct serve_meter_dev *devs;        /* last point integrated per device, sorted */
-    size_t ndevs, devcap, cur;           /* cur: the device usage is on, SIZE_MAX none */
-    int64_t watermark_ms;                /* newest sample integrated */
-    int64_t rebuilt_at, refreshed_at;    /* monotonic ms; 0 never */
+    int64_t interval_ms, refresh_ms;  /* scrape interval (gap cap), cache lifetime */
+    pthread_mutex_t lock;             /* guards everything below */
+    struct meter_usage usage;         /* running GPU-hour totals */
+    struct serve_meter_dev *devs;     /* last point integrated per device, sorted */
+    size_t ndevs, devcap, cur;        /* cur: the device usage is on, SIZE_MAX none */
+    int64_t watermark_ms;             /* newest sample integrated */
+    int64_t rebuilt_at, refreshed_at; /* monotonic ms; 0 never */
     ts_status scan_status;
     int up;
     unsigned long refreshes_ok, refreshes_failed;
     long rejected_lines;
-    struct ts_sbuf text, dcgm;           /* cached: GPU-hours; relabelled expositions */
+    struct ts_sbuf text, dcgm; /* cached: GPU-hours; relabelled expositions */
 };
 
 /* Checks the URL (TS_USAGE when bad); a database down is only logged. */
@@ -81,8 +81,8 @@ struct serve_state;
 void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sbuf *out);
 
 /* ---- state.c: what a request reads, swapped whole on reload ---- */
-struct serve_policy {                    /* one loaded spec, reference counted */
-    struct cat_catalog *cat;             /* the admit policy may point into these */
+struct serve_policy {        /* one loaded spec, reference counted */
+    struct cat_catalog *cat; /* the admit policy may point into these */
     struct spec_model *model;
     struct decide_result *decisions;
     struct plan *plan;
@@ -91,7 +91,7 @@ struct serve_policy {                    /* one loaded spec, reference counted *
     atomic_int refs;
 };
 
-struct serve_tls {                       /* one loaded certificate and key */
+struct serve_tls { /* one loaded certificate and key */
     gnutls_pcert_st pcert[8];
     unsigned npcert;
     gnutls_privkey_t key;
@@ -102,10 +102,10 @@ struct serve_state {
     struct serve_metrics metrics;
     struct serve_meter meter;
     pthread_mutex_t lock;
-    struct serve_policy *policy;         /* current; NULL before the first load */
-    struct serve_tls *tls, *tls_old;     /* current and previous (freed on the next reload) */
+    struct serve_policy *policy;     /* current; NULL before the first load */
+    struct serve_tls *tls, *tls_old; /* current and previous (freed on the next reload) */
     unsigned long generation;
-    long long spec_mtime, cert_mtime;    /* newest mtime of each set of files, ns */
+    long long spec_mtime, cert_mtime; /* newest mtime of each set of files, ns */
 };
 
 ts_status serve_state_init(struct serve_state *s, const struct serve_options *opt,

@@ -42,18 +42,12 @@ static void region_free(void *p)
     free(p);
 }
 
-void serve_jalloc_install(void)
-{
-    json_set_alloc_funcs(region_malloc, region_free);
-}
+void serve_jalloc_install(void) { json_set_alloc_funcs(region_malloc, region_free); }
 
 static pthread_key_t region_key;
 static pthread_once_t region_once = PTHREAD_ONCE_INIT;
 
-static void make_key(void)
-{
-    pthread_key_create(&region_key, free);
-}
+static void make_key(void) { pthread_key_create(&region_key, free); }
 
 void serve_jalloc_begin(void)
 {

@@ -79,8 +79,10 @@ ts_status serve_meter_init(struct serve_meter *m, const struct serve_options *o,
     if (rc == TS_USAGE)
         return ts_err(err, TS_USAGE, "--db: %s", e.msg);
     if (rc != TS_OK)
-        log_error(m, "metering store not reachable; /metrics shows tessera_metering_up 0 "
-                  "until it is", &e);
+        log_error(m,
+                  "metering store not reachable; /metrics shows tessera_metering_up 0 "
+                  "until it is",
+                  &e);
     return TS_OK;
 }
 
@@ -145,8 +147,8 @@ static struct serve_meter_dev *dev_get(struct serve_meter *m, const char *device
 
 static struct meter_point dev_point(const struct serve_meter_dev *d)
 {
-    return (struct meter_point){d->device, d->ts_ms, d->tenant, d->model, d->profile,
-                                d->share_ppm, d->util_ppm};
+    return (struct meter_point){d->device,  d->ts_ms,     d->tenant,  d->model,
+                                d->profile, d->share_ppm, d->util_ppm};
 }
 
 static int add_sample(void *arg, const struct store_sample *s)
@@ -165,8 +167,8 @@ static int add_sample(void *arg, const struct store_sample *s)
         meter_usage_add(&m->usage, &last);
     }
     m->cur = at;
-    struct meter_point p = {s->device, s->ts_ms, s->tenant, s->model, s->profile,
-                            s->share_ppm, s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
+                            s->profile, s->share_ppm, s->util_ppm};
     meter_usage_add(&m->usage, &p);
     d->ts_ms = s->ts_ms;
     d->share_ppm = s->share_ppm;
@@ -201,8 +203,8 @@ static void put_micro(struct ts_sbuf *o, int64_t uh)
 }
 
 /* "metric{tenant=...,model=...,profile=..." (the caller closes the braces). */
-static void put_row(struct ts_sbuf *o, const char *metric, const char *tenant,
-                    const char *model, const char *profile)
+static void put_row(struct ts_sbuf *o, const char *metric, const char *tenant, const char *model,
+                    const char *profile)
 {
     ts_sbuf_printf(o, "%s{tenant=", metric);
     meter_relabel_put_label(o, tenant);
@@ -212,8 +214,7 @@ static void put_row(struct ts_sbuf *o, const char *metric, const char *tenant,
     meter_relabel_put_label(o, profile);
 }
 
-static void put_hours(struct ts_sbuf *o, const struct meter_total *t, const char *basis,
-                      int64_t uh)
+static void put_hours(struct ts_sbuf *o, const struct meter_total *t, const char *basis, int64_t uh)
 {
     put_row(o, "tessera_gpu_hours_total", t->tenant, t->model,
             t->profile[0] ? t->profile : "whole");
@@ -365,8 +366,9 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
             if (!in->row || in->guest) /* the canary slice; best-effort guests */
                 continue;
             struct alloc_row r = {in->row->tenant->name, g->model->name,
-                                  in->profile ? in->profile->name
-                                  : g->mode == PLAN_WHOLE ? "whole" : plan_mode_names[g->mode],
+                                  in->profile             ? in->profile->name
+                                  : g->mode == PLAN_WHOLE ? "whole"
+                                                          : plan_mode_names[g->mode],
                                   (double)meter_plan_share(p->model, g, in) / TS_PPM};
             alloc_add(rows, &n, cap, &r);
         }
@@ -396,19 +398,24 @@ void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sb
     if (m->url) {
         pthread_mutex_lock(&m->lock);
         maybe_refresh(m, p);
-        ts_sbuf_printf(o, "# HELP tessera_metering_up 1 when the last refresh from the "
-                          "metering store worked.\n# TYPE tessera_metering_up gauge\n"
-                          "tessera_metering_up %d\n", m->up);
-        ts_sbuf_printf(o, "# HELP tessera_metering_refreshes_total Refreshes from the "
-                          "metering store by result.\n"
-                          "# TYPE tessera_metering_refreshes_total counter\n"
-                          "tessera_metering_refreshes_total{result=\"ok\"} %lu\n"
-                          "tessera_metering_refreshes_total{result=\"failed\"} %lu\n",
+        ts_sbuf_printf(o,
+                       "# HELP tessera_metering_up 1 when the last refresh from the "
+                       "metering store worked.\n# TYPE tessera_metering_up gauge\n"
+                       "tessera_metering_up %d\n",
+                       m->up);
+        ts_sbuf_printf(o,
+                       "# HELP tessera_metering_refreshes_total Refreshes from the "
+                       "metering store by result.\n"
+                       "# TYPE tessera_metering_refreshes_total counter\n"
+                       "tessera_metering_refreshes_total{result=\"ok\"} %lu\n"
+                       "tessera_metering_refreshes_total{result=\"failed\"} %lu\n",
                        m->refreshes_ok, m->refreshes_failed);
-        ts_sbuf_printf(o, "# HELP tessera_metering_rejected_lines Malformed lines skipped in "
-                          "the stored expositions at the last refresh.\n"
-                          "# TYPE tessera_metering_rejected_lines gauge\n"
-                          "tessera_metering_rejected_lines %ld\n", m->rejected_lines);
+        ts_sbuf_printf(o,
+                       "# HELP tessera_metering_rejected_lines Malformed lines skipped in "
+                       "the stored expositions at the last refresh.\n"
+                       "# TYPE tessera_metering_rejected_lines gauge\n"
+                       "tessera_metering_rejected_lines %ld\n",
+                       m->rejected_lines);
         ts_sbuf_add(o, ts_sbuf_str(&m->text), m->text.len);
         ts_sbuf_add(o, ts_sbuf_str(&m->dcgm), m->dcgm.len);
         pthread_mutex_unlock(&m->lock);

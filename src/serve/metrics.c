@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const double bounds[SERVE_BUCKETS - 1] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                 0.01,   0.025,   0.05,   0.1,   0.25,  1.0};
+                                                 0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
 
 void serve_metrics_init(struct serve_metrics *m)
 {
@@ -45,17 +45,18 @@ void serve_metrics_denied(struct serve_metrics *m, const char *rule)
 static void counter(struct ts_sbuf *o, const char *name, const char *help, const char *labels,
                     unsigned long v)
 {
-    ts_sbuf_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s%s %lu\n", name, help, name, name,
-                   labels, v);
+    ts_sbuf_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s%s %lu\n", name, help, name, name, labels,
+                   v);
 }
 
 void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *o)
 {
     ts_sbuf_puts(o, "# HELP tessera_admission_requests_total Admission reviews by result.\n"
                     "# TYPE tessera_admission_requests_total counter\n");
-    ts_sbuf_printf(o, "tessera_admission_requests_total{result=\"allowed\"} %lu\n"
-                      "tessera_admission_requests_total{result=\"denied\"} %lu\n"
-                      "tessera_admission_requests_total{result=\"bad_request\"} %lu\n",
+    ts_sbuf_printf(o,
+                   "tessera_admission_requests_total{result=\"allowed\"} %lu\n"
+                   "tessera_admission_requests_total{result=\"denied\"} %lu\n"
+                   "tessera_admission_requests_total{result=\"bad_request\"} %lu\n",
                    atomic_load(&m->requests_allowed), atomic_load(&m->requests_denied),
                    atomic_load(&m->requests_bad));
     counter(o, "tessera_http_other_requests_total", "Requests to other paths or methods.", "",
@@ -78,20 +79,24 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
         else
             ts_sbuf_printf(o, "tessera_admission_duration_seconds_bucket{le=\"+Inf\"} %lu\n", cum);
     }
-    ts_sbuf_printf(o, "tessera_admission_duration_seconds_sum %.9f\n"
-                      "tessera_admission_duration_seconds_count %lu\n",
+    ts_sbuf_printf(o,
+                   "tessera_admission_duration_seconds_sum %.9f\n"
+                   "tessera_admission_duration_seconds_count %lu\n",
                    (double)atomic_load(&m->latency_sum_ns) / 1e9, atomic_load(&m->latency_count));
-    ts_sbuf_printf(o, "# HELP tessera_admission_in_flight Reviews being answered now.\n"
-                      "# TYPE tessera_admission_in_flight gauge\ntessera_admission_in_flight %lu\n",
+    ts_sbuf_printf(o,
+                   "# HELP tessera_admission_in_flight Reviews being answered now.\n"
+                   "# TYPE tessera_admission_in_flight gauge\ntessera_admission_in_flight %lu\n",
                    atomic_load(&m->in_flight));
     ts_sbuf_puts(o, "# HELP tessera_reloads_total Policy reloads by result.\n"
                     "# TYPE tessera_reloads_total counter\n");
-    ts_sbuf_printf(o, "tessera_reloads_total{result=\"ok\"} %lu\n"
-                      "tessera_reloads_total{result=\"failed\"} %lu\n",
+    ts_sbuf_printf(o,
+                   "tessera_reloads_total{result=\"ok\"} %lu\n"
+                   "tessera_reloads_total{result=\"failed\"} %lu\n",
                    atomic_load(&m->reloads_ok), atomic_load(&m->reloads_failed));
     counter(o, "tessera_tls_reloads_total", "Certificate reloads.", "",
             atomic_load(&m->tls_reloads));
-    ts_sbuf_printf(o, "# HELP tessera_policy_generation The loaded policy's number.\n"
-                      "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",
+    ts_sbuf_printf(o,
+                   "# HELP tessera_policy_generation The loaded policy's number.\n"
+                   "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",
                    generation);
 }

@@ -24,20 +24,20 @@
 #include "admit/admit.h"
 
 struct serve_options {
-    const char *listen;                 /* "ADDR:PORT", default "0.0.0.0:8443" */
-    const char *cert_file, *key_file;   /* PEM */
+    const char *listen;               /* "ADDR:PORT", default "0.0.0.0:8443" */
+    const char *cert_file, *key_file; /* PEM */
     const char *const *spec_files;
     size_t nspec;
     const char *const *catalog_files;
     size_t ncatalog;
-    int log_json;                       /* one JSON object per line instead of key=value */
-    unsigned threads;                   /* 0 = one per core */
-    unsigned max_connections;           /* 0 = 1024 */
-    unsigned timeout_s;                 /* per connection, 0 = 10 */
-    unsigned watch_ms;                  /* file check interval, 0 = 1000 */
-    const char *db_url;                 /* metering store, NULL = none */
-    int64_t meter_interval_ms;          /* scrape interval of the samples, 0 = 15 s */
-    int64_t meter_refresh_ms;           /* metering cache lifetime, 0 = 10 s */
+    int log_json;              /* one JSON object per line instead of key=value */
+    unsigned threads;          /* 0 = one per core */
+    unsigned max_connections;  /* 0 = 1024 */
+    unsigned timeout_s;        /* per connection, 0 = 10 */
+    unsigned watch_ms;         /* file check interval, 0 = 1000 */
+    const char *db_url;        /* metering store, NULL = none */
+    int64_t meter_interval_ms; /* scrape interval of the samples, 0 = 15 s */
+    int64_t meter_refresh_ms;  /* metering cache lifetime, 0 = 10 s */
     struct admit_options admit;
 };
 

@@ -62,8 +62,8 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
     char ms[32], code[8];
     snprintf(ms, sizeof(ms), "%.3f", seconds * 1000.0);
     snprintf(code, sizeof(code), "%d", v->http_status);
-    struct serve_kv kv[] = {{"uid", v->uid},       {"kind", v->kind},   {"namespace", v->ns},
-                            {"tenant", v->tenant}, {"rule", v->rule},   {"status", code},
+    struct serve_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
+                            {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
                             {"message", v->message}, {"duration_ms", ms}};
     serve_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
               sizeof(kv) / sizeof(kv[0]));
@@ -120,8 +120,8 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
         ts_sbuf_init(&out, SERVE_METRICS_MAX);
         serve_metrics_text(&s->metrics, s->generation, &out);
         serve_meter_text(&s->meter, s, &out);
-        enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4",
-                                  ts_sbuf_str(&out), out.len);
+        enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", ts_sbuf_str(&out),
+                                  out.len);
         ts_sbuf_release(&out);
         return r;
     }
@@ -177,8 +177,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
     *ctx = NULL;
 }
 
-__attribute__((format(printf, 2, 0)))
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct serve_state *s = cls;
     char msg[1024];
@@ -232,16 +231,14 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, s,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, /* first, so MHD logs nothing by itself */
-        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
-        MHD_OPTION_HTTPS_CERT_CALLBACK, serve_tls_retrieve,
-        MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
+        flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        s, /* first, so MHD logs nothing by itself */
+        MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa, MHD_OPTION_HTTPS_CERT_CALLBACK,
+        serve_tls_retrieve, MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
         MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 1024u,
         MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
-        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_END);
 }
 

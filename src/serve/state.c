@@ -128,8 +128,8 @@ static struct serve_tls *load_tls(const struct serve_options *o, struct ts_error
         st = read_datum(o->key_file, &key, err);
     if (st == TS_OK) {
         t->npcert = sizeof(t->pcert) / sizeof(t->pcert[0]);
-        int rc = gnutls_pcert_list_import_x509_raw(t->pcert, &t->npcert, &cert,
-                                                   GNUTLS_X509_FMT_PEM, 0);
+        int rc = gnutls_pcert_list_import_x509_raw(t->pcert, &t->npcert, &cert, GNUTLS_X509_FMT_PEM,
+                                                   0);
         if (rc < 0 || t->npcert == 0) {
             t->npcert = 0;
             st = ts_err(err, TS_INVALID, "%s: not a PEM certificate: %s", o->cert_file,
@@ -201,8 +201,10 @@ static void reload_tls(struct serve_state *s)
     struct serve_tls *t = load_tls(s->opt, &e);
     if (!t) {
         struct serve_kv kv[] = {{"error", e.msg}};
-        serve_log(s->opt->log_json, "error", "certificate did not load; the previous one keeps "
-                  "serving", kv, 1);
+        serve_log(s->opt->log_json, "error",
+                  "certificate did not load; the previous one keeps "
+                  "serving",
+                  kv, 1);
         return;
     }
     pthread_mutex_lock(&s->lock);

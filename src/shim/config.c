@@ -88,8 +88,8 @@ static int env_value(const char *var, enum env_kind kind, void *out)
              : kind == ENV_PERCENT ? shim_limits_percent(v, len, out, &bad, &why)
                                    : shim_limits_region(v, len, out, &bad, &why);
     if (rc != 0) {
-        shim__log("%s='%s': column %zu: %s: failing closed, every allocation will fail", var,
-                  v, bad + 1, why);
+        shim__log("%s='%s': column %zu: %s: failing closed, every allocation will fail", var, v,
+                  bad + 1, why);
         return -1;
     }
     return 1;

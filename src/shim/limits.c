@@ -10,14 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LINE_MAX_BYTES 1024   /* a limit-file line: its longest real one is a path */
+#define LINE_MAX_BYTES 1024 /* a limit-file line: its longest real one is a path */
 
 /* What a value parser sees: the value's bytes and where to report. */
 struct val {
     const char *s;
     size_t len;
-    size_t *bad;           /* OUT: offset of the faulty byte */
-    const char **why;      /* OUT: static reason */
+    size_t *bad;      /* OUT: offset of the faulty byte */
+    const char **why; /* OUT: static reason */
 };
 
 static int fail_at(struct val *v, size_t at, const char *why)
@@ -47,12 +47,22 @@ static int digits(struct val *v, size_t *i, uint64_t *out)
 /* The multiplier of a quantity suffix at s[0..len), 0 when unknown. */
 static uint64_t suffix_mult(const char *s, size_t len)
 {
-    static const struct { const char *name; uint64_t mult; } tab[] = {
+    static const struct {
+        const char *name;
+        uint64_t mult;
+    } tab[] = {
         {"", 1},
-        {"Ki", 1ull << 10}, {"Mi", 1ull << 20}, {"Gi", 1ull << 30},
-        {"Ti", 1ull << 40}, {"Pi", 1ull << 50},
-        {"k", 1000ull}, {"K", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull},
-        {"T", 1000000000000ull}, {"P", 1000000000000000ull},
+        {"Ki", 1ull << 10},
+        {"Mi", 1ull << 20},
+        {"Gi", 1ull << 30},
+        {"Ti", 1ull << 40},
+        {"Pi", 1ull << 50},
+        {"k", 1000ull},
+        {"K", 1000ull},
+        {"M", 1000000ull},
+        {"G", 1000000000ull},
+        {"T", 1000000000000ull},
+        {"P", 1000000000000000ull},
     };
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (strlen(tab[i].name) == len && memcmp(tab[i].name, s, len) == 0)
@@ -60,8 +70,7 @@ static uint64_t suffix_mult(const char *s, size_t len)
     return 0;
 }
 
-int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad,
-                      const char **why)
+int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad, const char **why)
 {
     struct val v = {s, len, bad, why};
     size_t i = 0;
@@ -79,8 +88,7 @@ int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad,
     return 0;
 }
 
-int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad,
-                        const char **why)
+int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad, const char **why)
 {
     struct val v = {s, len, bad, why};
     size_t i = 0;
@@ -98,8 +106,7 @@ int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad,
 static int set_version(struct val *v, struct shim_limits *l)
 {
     unsigned n;
-    if (shim_limits_percent(v->s, v->len, &n, v->bad, v->why) != 0 ||
-        n != SHIM_LIMITS_VERSION)
+    if (shim_limits_percent(v->s, v->len, &n, v->bad, v->why) != 0 || n != SHIM_LIMITS_VERSION)
         return fail_at(v, 0, "unsupported version (this shim reads version 1)");
     l->version = (int)n;
     return 0;
@@ -118,8 +125,8 @@ static int set_sm(struct val *v, struct shim_limits *l)
     return shim_limits_percent(v->s, v->len, &l->sm_percent, v->bad, v->why);
 }
 
-int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX],
-                       size_t *bad, const char **why)
+int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX], size_t *bad,
+                       const char **why)
 {
     struct val v = {s, len, bad, why};
     if (len == 0 || s[0] != '/')
@@ -163,16 +170,13 @@ static int err_at(struct parse *p, size_t col0, const char *why, const char *wha
     if (p->err) {
         p->err->line = p->line;
         p->err->column = (int)col0 + 1;
-        snprintf(p->err->msg, sizeof(p->err->msg), "%s%s%s", what ? what : "",
-                 what ? ": " : "", why);
+        snprintf(p->err->msg, sizeof(p->err->msg), "%s%s%s", what ? what : "", what ? ": " : "",
+                 why);
     }
     return -1;
 }
 
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r';
-}
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 /* Trim blanks from both ends of line[*a..*b). */
 static void trim(const char *line, size_t *a, size_t *b)
@@ -206,8 +210,10 @@ static int parse_line(struct parse *p, const char *line, size_t len)
     trim(line, &va, &vb);
     const struct key *k = find_key(line + ka, kb - ka);
     if (!k)
-        return err_at(p, ka, "unknown key (expected version, memoryLimit, smPercent "
-                             "or region)", NULL);
+        return err_at(p, ka,
+                      "unknown key (expected version, memoryLimit, smPercent "
+                      "or region)",
+                      NULL);
     if (p->seen[k - keys]++)
         return err_at(p, ka, "key given twice", k->name);
     if (va == vb)

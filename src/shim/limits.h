@@ -28,17 +28,17 @@
 #define SHIM_LIMITS_FILE_MAX 65536 /* bytes a limit file may have */
 
 struct shim_limits {
-    int version;                        /* SHIM_LIMITS_VERSION once parsed */
-    int has_memory;                     /* memoryLimit was given */
-    uint64_t memory_bytes;              /* the container's device memory, bytes */
-    unsigned sm_percent;                /* 1..100; 100 when not given */
-    char region[SHIM_REGION_PATH_MAX];  /* "" when not given */
+    int version;                       /* SHIM_LIMITS_VERSION once parsed */
+    int has_memory;                    /* memoryLimit was given */
+    uint64_t memory_bytes;             /* the container's device memory, bytes */
+    unsigned sm_percent;               /* 1..100; 100 when not given */
+    char region[SHIM_REGION_PATH_MAX]; /* "" when not given */
 };
 
 /* A fault in the input: 1-based line and byte column, and what is wrong. */
 struct shim_limits_error {
     int line, column;
-    char msg[160];                      /* lowercase, no trailing period */
+    char msg[160]; /* lowercase, no trailing period */
 };
 
 /* Parse text[0..len) into *out. Returns 0, or -1 with *err filled (err may
@@ -50,11 +50,9 @@ int shim_limits_parse(const char *text, size_t len, struct shim_limits *out,
  * smPercent's integer and region's absolute path (copied with its NUL).
  * Return 0, or -1 with *bad = the offset of the faulty byte and *why a
  * static reason (*out untouched). Used for the environment fallback. */
-int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad,
-                      const char **why);
-int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad,
-                        const char **why);
-int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX],
-                       size_t *bad, const char **why);
+int shim_limits_bytes(const char *s, size_t len, uint64_t *out, size_t *bad, const char **why);
+int shim_limits_percent(const char *s, size_t len, unsigned *out, size_t *bad, const char **why);
+int shim_limits_region(const char *s, size_t len, char out[SHIM_REGION_PATH_MAX], size_t *bad,
+                       const char **why);
 
 #endif

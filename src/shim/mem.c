@@ -76,8 +76,9 @@ static CUresult keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t 
 }
 
 /* Forget key's charge, ask the driver to free, credit on success. */
-static CUresult release(enum shim_track_kind k, uint64_t key, CUresult (*call)(uint64_t key,
-                        const void *fn, const void *arg), const void *fn, const void *arg)
+static CUresult release(enum shim_track_kind k, uint64_t key,
+                        CUresult (*call)(uint64_t key, const void *fn, const void *arg),
+                        const void *fn, const void *arg)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -91,8 +92,9 @@ static CUresult release(enum shim_track_kind k, uint64_t key, CUresult (*call)(u
 }
 
 static CUresult alloc_ptr(CUresult (*call)(CUdeviceptr *d, uint64_t n, const void *fn,
-                          const void *a, const void *b), const void *fn, CUdeviceptr *dptr,
-                          uint64_t n, const void *a, const void *b)
+                                           const void *a, const void *b),
+                          const void *fn, CUdeviceptr *dptr, uint64_t n, const void *a,
+                          const void *b)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -105,8 +107,7 @@ static CUresult alloc_ptr(CUresult (*call)(CUdeviceptr *d, uint64_t n, const voi
 
 /* ---- the calls, one adapter per prototype ------------------------------- */
 
-static CUresult call_alloc(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
-                           const void *b)
+static CUresult call_alloc(CUdeviceptr *d, uint64_t n, const void *fn, const void *a, const void *b)
 {
     (void)a, (void)b;
     return ((__typeof__(&cuMemAlloc_v2))fn)(d, n);
@@ -119,18 +120,16 @@ static CUresult call_managed(CUdeviceptr *d, uint64_t n, const void *fn, const v
     return ((__typeof__(&cuMemAllocManaged))fn)(d, n, *(const unsigned *)a);
 }
 
-static CUresult call_async(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
-                           const void *b)
+static CUresult call_async(CUdeviceptr *d, uint64_t n, const void *fn, const void *a, const void *b)
 {
     (void)b;
     return ((__typeof__(&cuMemAllocAsync))fn)(d, n, (CUstream)(uintptr_t)a);
 }
 
-static CUresult call_pool(CUdeviceptr *d, uint64_t n, const void *fn, const void *a,
-                          const void *b)
+static CUresult call_pool(CUdeviceptr *d, uint64_t n, const void *fn, const void *a, const void *b)
 {
     return ((__typeof__(&cuMemAllocFromPoolAsync))fn)(d, n, (CUmemoryPool)(uintptr_t)a,
-                                                       (CUstream)(uintptr_t)b);
+                                                      (CUstream)(uintptr_t)b);
 }
 
 static CUresult call_free(uint64_t key, const void *fn, const void *arg)
@@ -160,33 +159,33 @@ static CUresult call_array_destroy(uint64_t key, const void *fn, const void *arg
 
 SHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize,
-                     NULL, NULL);
+    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize, NULL,
+                     NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    return alloc_ptr(call_managed, (const void *)SHIM_REAL(cuMemAllocManaged), dptr,
-                     bytesize, &flags, NULL);
+    return alloc_ptr(call_managed, (const void *)SHIM_REAL(cuMemAllocManaged), dptr, bytesize,
+                     &flags, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize,
-                     stream, NULL);
+    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize, stream,
+                     NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr,
-                     bytesize, stream, NULL);
+    return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr, bytesize,
+                     stream, NULL);
 }
 
-SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
-                                             CUmemoryPool pool, CUstream stream)
+SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream stream)
 {
-    return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync), dptr,
-                     bytesize, pool, stream);
+    return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync), dptr, bytesize,
+                     pool, stream);
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
@@ -239,8 +238,8 @@ SHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 SHIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
-    return release(SHIM_TRACK_PTR, dptr, call_free_async,
-                   (const void *)SHIM_REAL(cuMemFreeAsync), stream);
+    return release(SHIM_TRACK_PTR, dptr, call_free_async, (const void *)SHIM_REAL(cuMemFreeAsync),
+                   stream);
 }
 
 SHIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
@@ -266,8 +265,8 @@ SHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
 
 SHIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    return release(SHIM_TRACK_HANDLE, handle, call_release,
-                   (const void *)SHIM_REAL(cuMemRelease), NULL);
+    return release(SHIM_TRACK_HANDLE, handle, call_release, (const void *)SHIM_REAL(cuMemRelease),
+                   NULL);
 }
 
 /* ---- arrays ------------------------------------------------------------- */
@@ -276,14 +275,11 @@ static uint64_t element_bytes(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    default:                        /* 32-bit formats, and any unknown one */
-        return 4;
+    case CU_AD_FORMAT_HALF: return 2;
+    default: /* 32-bit formats, and any unknown one */ return 4;
     }
 }
 

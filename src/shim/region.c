@@ -39,10 +39,7 @@ static struct shim_region *region;
 static struct shim_region private_region;
 static struct shim_slot *_Atomic self;
 
-struct shim_region *shim__region(void)
-{
-    return region;
-}
+struct shim_region *shim__region(void) { return region; }
 
 /* Field 3 (state) and 22 (start time) of /proc/<pid>/stat: 0, or -1. */
 static int proc_stat(pid_t pid, char *state, uint64_t *start)
@@ -80,7 +77,7 @@ static int alive(pid_t pid, uint64_t start)
     char state = '?';
     uint64_t now = 0;
     if (proc_stat(pid, &state, &now) != 0)
-        return 1;                   /* cannot tell (no /proc): keep it */
+        return 1; /* cannot tell (no /proc): keep it */
     return state != 'Z' && state != 'X' && (start == 0 || now == start);
 }
 
@@ -141,10 +138,7 @@ static struct shim_slot *claim(void)
     return s;
 }
 
-static void forked_child(void)
-{
-    atomic_store(&self, NULL);
-}
+static void forked_child(void) { atomic_store(&self, NULL); }
 
 static void header_init(struct shim_region *r, uint64_t limit)
 {
@@ -165,8 +159,8 @@ static struct shim_region *map_locked(int fd, const char *path, uint64_t limit)
     if (st.st_size == 0 && ftruncate(fd, (off_t)sizeof(struct shim_region)) == 0)
         (void)fchmod(fd, 0666);
     else if (st.st_size != (off_t)sizeof(struct shim_region)) {
-        shim__log("%s: %lld bytes, not an accounting region of version %u (%zu bytes)",
-                  path, (long long)st.st_size, SHIM_REGION_VERSION, sizeof(struct shim_region));
+        shim__log("%s: %lld bytes, not an accounting region of version %u (%zu bytes)", path,
+                  (long long)st.st_size, SHIM_REGION_VERSION, sizeof(struct shim_region));
         return NULL;
     }
     struct shim_region *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -176,8 +170,7 @@ static struct shim_region *map_locked(int fd, const char *path, uint64_t limit)
         header_init(r, limit);
     if (r->magic != SHIM_REGION_MAGIC || r->version != SHIM_REGION_VERSION ||
         r->size != sizeof(*r) || r->nslots != SHIM_SLOTS) {
-        shim__log("%s: unknown region layout (magic %08x, version %u)", path, r->magic,
-                  r->version);
+        shim__log("%s: unknown region layout (magic %08x, version %u)", path, r->magic, r->version);
         munmap(r, sizeof(*r));
         return NULL;
     }
@@ -196,7 +189,7 @@ int shim__region_open(const char *path, uint64_t limit)
         while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
             ;
         region = map_locked(fd, path, limit);
-        flock(fd, LOCK_UN);         /* explicitly: the mapping keeps the file open */
+        flock(fd, LOCK_UN); /* explicitly: the mapping keeps the file open */
         close(fd);
         if (!region)
             return -1;

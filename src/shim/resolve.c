@@ -77,8 +77,7 @@ uint64_t shim__now_ns(void)
  * this path uses a plain atomic; two threads racing find the same answer. */
 SHIM_RAW static dlsym_fn find_real_dlsym(void)
 {
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17",
-                                           "GLIBC_2.0"};
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0"};
     dlsym_fn fn = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
     for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]) && !fn; i++)
         fn = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
@@ -101,8 +100,7 @@ static void init(void)
         driver = dlopen("libcuda.so.1", RTLD_LAZY);
     for (int i = 0; i < SHIM_HOOK_COUNT && driver && real_dlsym; i++)
         real[i] = real_dlsym(driver, names[i]);
-    if (needs_region(&config) &&
-        shim__region_open(config.region, config.memory_bytes) != 0)
+    if (needs_region(&config) && shim__region_open(config.region, config.memory_bytes) != 0)
         config.fail_closed = 1;
     if (!config.fail_closed && config.sm_percent < 100 && driver)
         shim__sm_init(config.sm_percent);
@@ -147,10 +145,7 @@ SHIM_RAW __attribute__((used)) void *shim__dlsym(void *handle, const char *name)
     return p;
 }
 
-SHIM_RAW __attribute__((used)) void *shim__real_dlsym(void)
-{
-    return (void *)find_real_dlsym();
-}
+SHIM_RAW __attribute__((used)) void *shim__real_dlsym(void) { return (void *)find_real_dlsym(); }
 
 /* dlsym itself. RTLD_NEXT means "after the object that called dlsym", and
  * the real dlsym finds its caller from its return address, so for
@@ -198,10 +193,7 @@ __asm__(".text\n"
         ".size dlsym, .-dlsym\n");
 #else
 /* Elsewhere RTLD_NEXT is answered as if the shim had asked (documented). */
-SHIM_EXPORT void *dlsym(void *handle, const char *name)
-{
-    return shim__dlsym(handle, name);
-}
+SHIM_EXPORT void *dlsym(void *handle, const char *name) { return shim__dlsym(handle, name); }
 #endif
 
 SHIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,

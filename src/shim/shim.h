@@ -50,10 +50,10 @@ uint64_t shim__now_ns(void);
 /* ---- config.c ----------------------------------------------------------- */
 
 struct shim_config {
-    int fail_closed;            /* the limits could not be read: refuse all */
-    int limited;                /* a memory limit applies */
+    int fail_closed; /* the limits could not be read: refuse all */
+    int limited;     /* a memory limit applies */
     uint64_t memory_bytes;
-    unsigned sm_percent;        /* 100 = no compute limit */
+    unsigned sm_percent; /* 100 = no compute limit */
     char region[SHIM_REGION_PATH_MAX];
 };
 /* Read the limit file (or the environment) once; logs what is refused. */
@@ -61,37 +61,37 @@ void shim__config_load(struct shim_config *c);
 
 /* ---- region.c ----------------------------------------------------------- */
 
-#define SHIM_REGION_MAGIC 0x55435354u   /* "TSCU" little-endian */
+#define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
 #define SHIM_REGION_VERSION 1u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
 
 struct shim_slot {
-    _Atomic int32_t pid;        /* 0 free, -1 being reclaimed, else owner */
+    _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner */
     uint32_t pad;
-    _Atomic uint64_t start;     /* owner's start time (/proc stat field 22) */
-    _Atomic uint64_t bytes;     /* device memory charged to the owner */
+    _Atomic uint64_t start; /* owner's start time (/proc stat field 22) */
+    _Atomic uint64_t bytes; /* device memory charged to the owner */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
 struct shim_sm_state {
-    _Atomic int64_t balance_ns;     /* tokens: GPU time the container may use */
-    _Atomic uint64_t refill_at;     /* CLOCK_MONOTONIC of the last refill */
-    _Atomic uint64_t tick_at;       /* ... of the last feedback tick */
-    _Atomic uint64_t allowed_ppm;   /* current refill rate, parts per million */
-    _Atomic uint64_t est_cost_ns;   /* estimated GPU time of one launch */
-    _Atomic uint64_t launches;      /* launches since the last tick */
-    _Atomic uint64_t own_prev;      /* cumulative busy at the last tick */
+    _Atomic int64_t balance_ns;   /* tokens: GPU time the container may use */
+    _Atomic uint64_t refill_at;   /* CLOCK_MONOTONIC of the last refill */
+    _Atomic uint64_t tick_at;     /* ... of the last feedback tick */
+    _Atomic uint64_t allowed_ppm; /* current refill rate, parts per million */
+    _Atomic uint64_t est_cost_ns; /* estimated GPU time of one launch */
+    _Atomic uint64_t launches;    /* launches since the last tick */
+    _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
 };
 
 struct shim_region {
     uint32_t magic, version;
-    uint64_t size;              /* bytes of this struct */
-    uint64_t limit;             /* memory limit of the creator (information) */
+    uint64_t size;  /* bytes of this struct */
+    uint64_t limit; /* memory limit of the creator (information) */
     uint32_t nslots;
-    _Atomic uint32_t hiwater;   /* slots[0..hiwater) were ever used */
+    _Atomic uint32_t hiwater; /* slots[0..hiwater) were ever used */
     struct shim_sm_state sm;
     struct shim_slot slots[SHIM_SLOTS];
 };

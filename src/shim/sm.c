@@ -31,19 +31,21 @@
 #include <time.h>
 
 #define MILLION 1000000ull
-#define SATURATED_PPM 900000ull        /* card busy enough to hold to shares */
-#define BURST_NS 20000000ull           /* the bucket holds 20 ms x allowed */
-#define DEBT_NS 1000000000ll           /* ... and owes at most 1 s */
+#define SATURATED_PPM 900000ull /* card busy enough to hold to shares */
+#define BURST_NS 20000000ull    /* the bucket holds 20 ms x allowed */
+#define DEBT_NS 1000000000ll    /* ... and owes at most 1 s */
 #define SLEEP_MIN_NS 50000ull
 #define SLEEP_MAX_NS 5000000ull
-#define PIDS_MAX 256                   /* the region's processes sampled a tick */
+#define PIDS_MAX 256 /* the region's processes sampled a tick */
 
 /* NVML's ABI, the part used here (nvml.h). */
 typedef struct nvmlDevice_st *nvml_device;
-typedef struct { unsigned int gpu, memory; } nvml_utilization;
+typedef struct {
+    unsigned int gpu, memory;
+} nvml_utilization;
 typedef struct {
     unsigned int pid;
-    unsigned long long timeStamp;      /* CPU time stamp, microseconds */
+    unsigned long long timeStamp; /* CPU time stamp, microseconds */
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvml_process_sample;
 
@@ -53,8 +55,7 @@ static struct {
     uint64_t (*standin)(int pid);
     nvml_device dev;
     int (*utilization)(nvml_device, nvml_utilization *);
-    int (*process_util)(nvml_device, nvml_process_sample *, unsigned int *,
-                        unsigned long long);
+    int (*process_util)(nvml_device, nvml_process_sample *, unsigned int *, unsigned long long);
 } sm;
 
 static int nvml_open(void)
@@ -63,8 +64,8 @@ static int nvml_open(void)
     if (!h)
         return -1;
     int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
-    int (*get)(unsigned, nvml_device *) =
-        (int (*)(unsigned, nvml_device *))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    int (*get)(unsigned, nvml_device *) = (int (*)(unsigned, nvml_device *))dlsym(
+        h, "nvmlDeviceGetHandleByIndex_v2");
     sm.utilization = (__typeof__(sm.utilization))dlsym(h, "nvmlDeviceGetUtilizationRates");
     sm.process_util = (__typeof__(sm.process_util))dlsym(h, "nvmlDeviceGetProcessUtilization");
     if (!init || !get || !sm.utilization || init() != 0 || get(0, &sm.dev) != 0)
@@ -76,7 +77,7 @@ void shim__sm_init(unsigned sm_percent)
 {
     struct shim_sm_state *st = &shim__region()->sm;
     sm.share_ppm = sm_percent * 10000ull;
-    sm.standin = (uint64_t (*)(int))shim__driver_sym("tessera_standin_busy_ns");
+    sm.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_busy_ns");
     if (sm.standin)
         sm.tick_ns = 20000000ull;
     else if (nvml_open() == 0)
@@ -154,7 +155,7 @@ static void tick(struct shim_sm_state *st, uint64_t now)
     else
         sample_nvml(dt, &own, &card);
     if (last == 0)
-        return;                     /* the first tick only primes the counters */
+        return; /* the first tick only primes the counters */
     uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
     atomic_fetch_add(&st->balance_ns, (int64_t)(n * est) - (int64_t)own);
     if (n)
@@ -202,8 +203,8 @@ static void gate(void)
 
 /* ---- the launch hooks ------------------------------------------------- */
 
-#define LAUNCH_ARGS f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
-                    sharedMemBytes, stream
+#define LAUNCH_ARGS \
+    f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, stream
 
 SHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                     unsigned int gridDimZ, unsigned int blockDimX,
@@ -218,11 +219,11 @@ SHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     return fn(LAUNCH_ARGS, kernelParams, extra);
 }
 
-SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                         unsigned int gridDimY, unsigned int gridDimZ,
-                                         unsigned int blockDimX, unsigned int blockDimY,
-                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                         CUstream stream, void **kernelParams, void **extra)
+SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                         unsigned int gridDimZ, unsigned int blockDimX,
+                                         unsigned int blockDimY, unsigned int blockDimZ,
+                                         unsigned int sharedMemBytes, CUstream stream,
+                                         void **kernelParams, void **extra)
 {
     __typeof__(&cuLaunchKernel_ptsz) fn = SHIM_REAL(cuLaunchKernel_ptsz);
     if (!fn)
@@ -254,9 +255,8 @@ SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                                unsigned int gridDimY, unsigned int gridDimZ,
                                                unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ,
-                                               unsigned int sharedMemBytes, CUstream stream,
-                                               void **kernelParams)
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream stream, void **kernelParams)
 {
     __typeof__(&cuLaunchCooperativeKernel) fn = SHIM_REAL(cuLaunchCooperativeKernel);
     if (!fn)
@@ -266,13 +266,11 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                                    unsigned int gridDimY,
-                                                    unsigned int gridDimZ,
-                                                    unsigned int blockDimX,
-                                                    unsigned int blockDimY,
+                                                    unsigned int gridDimY, unsigned int gridDimZ,
+                                                    unsigned int blockDimX, unsigned int blockDimY,
                                                     unsigned int blockDimZ,
-                                                    unsigned int sharedMemBytes,
-                                                    CUstream stream, void **kernelParams)
+                                                    unsigned int sharedMemBytes, CUstream stream,
+                                                    void **kernelParams)
 {
     __typeof__(&cuLaunchCooperativeKernel_ptsz) fn = SHIM_REAL(cuLaunchCooperativeKernel_ptsz);
     if (!fn)

@@ -32,7 +32,9 @@ static const struct table {
     struct cell *cells;
     unsigned bits;
 } tables[SHIM_TRACK_KINDS] = {
-    {ptrs, PTR_BITS}, {handles, HANDLE_BITS}, {arrays, ARRAY_BITS},
+    {ptrs, PTR_BITS},
+    {handles, HANDLE_BITS},
+    {arrays, ARRAY_BITS},
 };
 
 static uint64_t home(const struct table *t, uint64_t key)

@@ -33,16 +33,18 @@ static void collect(struct spec_model *m, const struct spec_object *objs, size_t
             m->tenants[m->ntenants++] = *(struct spec_tenant *)objs[i].obj;
         } else if (strcmp(k, "Fleet") == 0) {
             if (m->fleet)
-                spec_report_loc(diag, &objs[i].loc, "a second Fleet document; a spec describes "
-                                "one fleet (the first is '%s' at %s:%d)", m->fleet->name,
-                                m->fleet->loc.file, m->fleet->loc.line);
+                spec_report_loc(diag, &objs[i].loc,
+                                "a second Fleet document; a spec describes "
+                                "one fleet (the first is '%s' at %s:%d)",
+                                m->fleet->name, m->fleet->loc.file, m->fleet->loc.line);
             else
                 m->fleet = objs[i].obj;
         } else if (strcmp(k, "PriceBook") == 0) {
             if (m->pricebook)
-                spec_report_loc(diag, &objs[i].loc, "a second PriceBook document; a spec has at "
-                                "most one (the first is '%s' at %s:%d)", m->pricebook->name,
-                                m->pricebook->loc.file, m->pricebook->loc.line);
+                spec_report_loc(diag, &objs[i].loc,
+                                "a second PriceBook document; a spec has at "
+                                "most one (the first is '%s' at %s:%d)",
+                                m->pricebook->name, m->pricebook->loc.file, m->pricebook->loc.line);
             else
                 m->pricebook = objs[i].obj;
         }
@@ -57,8 +59,10 @@ static void check_tenant_names(const struct spec_object *objs, size_t n, struct 
             if (strcmp(objs[i].kind->kind, "Tenant") == 0 &&
                 strcmp(objs[j].kind->kind, "Tenant") == 0 &&
                 strcmp(objs[i].name, objs[j].name) == 0) {
-                spec_report_loc(diag, &objs[i].loc, "duplicate tenant name '%s' (first at "
-                                "%s:%d)", objs[i].name, objs[j].loc.file, objs[j].loc.line);
+                spec_report_loc(diag, &objs[i].loc,
+                                "duplicate tenant name '%s' (first at "
+                                "%s:%d)",
+                                objs[i].name, objs[j].loc.file, objs[j].loc.line);
                 break;
             }
 }
@@ -85,9 +89,10 @@ static void check_uses(struct spec_model *m, const struct spec_tenant *t, struct
         if (!owner)
             spec_report_loc(diag, &u->loc, "tenant: no tenant named '%s'", u->tenant);
         else if (!found)
-            spec_report_loc(diag, &u->loc, "workload: tenant '%s' has no workload named '%s' "
-                            "(its workloads: %s)", u->tenant, u->workload,
-                            workload_names(&m->arena, owner));
+            spec_report_loc(diag, &u->loc,
+                            "workload: tenant '%s' has no workload named '%s' "
+                            "(its workloads: %s)",
+                            u->tenant, u->workload, workload_names(&m->arena, owner));
     }
 }
 
@@ -95,19 +100,24 @@ static void check_workload(const struct spec_tenant *t, const struct spec_worklo
                            struct ts_diag *diag)
 {
     if (w->best_effort && w->p99_ms > 0)
-        spec_report_loc(diag, &w->loc, "bestEffort and p99Ms contradict each other: a "
+        spec_report_loc(diag, &w->loc,
+                        "bestEffort and p99Ms contradict each other: a "
                         "best-effort workload has no latency target; remove one of them");
     else if (t->contract == SPEC_CONTRACT_BEST_EFFORT && w->p99_ms > 0)
-        spec_report_loc(diag, &w->loc, "p99Ms: tenant '%s' has a best-effort contract, which "
+        spec_report_loc(diag, &w->loc,
+                        "p99Ms: tenant '%s' has a best-effort contract, which "
                         "cannot promise a latency target; remove p99Ms or change the contract",
                         t->name);
     if (w->peer_to_peer && w->gpus < 2)
-        spec_report_loc(diag, &w->loc, "peerToPeer needs gpus: 2 or more (gpus is %d); raise "
-                        "gpus or remove peerToPeer", w->gpus);
+        spec_report_loc(diag, &w->loc,
+                        "peerToPeer needs gpus: 2 or more (gpus is %d); raise "
+                        "gpus or remove peerToPeer",
+                        w->gpus);
     if (t->contract == SPEC_CONTRACT_VM && w->isolation != SPEC_ISO_AUTO &&
         w->isolation != SPEC_ISO_VGPU && w->isolation != SPEC_ISO_WHOLE &&
         w->isolation != SPEC_ISO_MIG)
-        spec_report_loc(diag, &w->loc, "isolation: a vm tenant's workloads run in virtual "
+        spec_report_loc(diag, &w->loc,
+                        "isolation: a vm tenant's workloads run in virtual "
                         "machines, which can get vgpu, whole or mig, not %s",
                         spec_isolation_names[w->isolation]);
 }
@@ -118,16 +128,15 @@ static void check_workloads(const struct spec_tenant *t, struct ts_diag *diag)
         const struct spec_workload *w = &t->workloads[i];
         for (size_t j = 0; j < i; j++)
             if (strcmp(w->name, t->workloads[j].name) == 0)
-                spec_report_loc(diag, &w->loc, "duplicate workload name '%s' in tenant '%s' "
-                                "(first at line %d)", w->name, t->name, t->workloads[j].loc.line);
+                spec_report_loc(diag, &w->loc,
+                                "duplicate workload name '%s' in tenant '%s' "
+                                "(first at line %d)",
+                                w->name, t->name, t->workloads[j].loc.line);
         check_workload(t, w, diag);
     }
 }
 
-static int valid_cuda_version(const char *v)
-{
-    return spec_cuda_version(v) > 0;
-}
+static int valid_cuda_version(const char *v) { return spec_cuda_version(v) > 0; }
 
 static void check_fleet(const struct spec_fleet *f, struct ts_diag *diag)
 {
@@ -170,16 +179,17 @@ static void fill_defaults(struct spec_model *m, struct spec_tenant *t, struct ts
 {
     if (!t->group)
         t->group = ts_arena_printf(&m->arena, "tessera:%s", t->name);
-    if (t->lending_limit < 0 && (t->contract == SPEC_CONTRACT_DEDICATED ||
-                                 t->contract == SPEC_CONTRACT_ISOLATED ||
-                                 t->contract == SPEC_CONTRACT_VM))
+    if (t->lending_limit < 0 &&
+        (t->contract == SPEC_CONTRACT_DEDICATED || t->contract == SPEC_CONTRACT_ISOLATED ||
+         t->contract == SPEC_CONTRACT_VM))
         t->lending_limit = 0;
     for (size_t i = 0; i < t->nworkloads; i++) {
         struct spec_workload *w = &t->workloads[i];
         if (!w->namespace_)
             w->namespace_ = t->namespaces[0];
         else if (!has_namespace(t, w->namespace_))
-            spec_report_loc(diag, &w->loc, "namespace: '%s' is not one of tenant '%s''s "
+            spec_report_loc(diag, &w->loc,
+                            "namespace: '%s' is not one of tenant '%s''s "
                             "namespaces; add it to namespaces or pick one of them",
                             w->namespace_, t->name);
     }
@@ -191,7 +201,8 @@ void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, s
     collect(m, objs, n, diag);
     if (!m->fleet) {
         struct ts_error e;
-        ts_err(&e, TS_INVALID, "no Fleet document: a spec needs one Fleet (kind: Fleet) that "
+        ts_err(&e, TS_INVALID,
+               "no Fleet document: a spec needs one Fleet (kind: Fleet) that "
                "lists the GPU nodes");
         ts_diag_add(diag, &e);
         return;

@@ -25,8 +25,12 @@ enum spec_contract {
 enum spec_data_class { SPEC_DATA_INTERNAL, SPEC_DATA_CONFIDENTIAL, SPEC_DATA_REGULATED };
 
 enum spec_wkind {
-    SPEC_WK_INFERENCE, SPEC_WK_EMBEDDING, SPEC_WK_TRAINING, SPEC_WK_FINE_TUNE,
-    SPEC_WK_BATCH, SPEC_WK_DEV,
+    SPEC_WK_INFERENCE,
+    SPEC_WK_EMBEDDING,
+    SPEC_WK_TRAINING,
+    SPEC_WK_FINE_TUNE,
+    SPEC_WK_BATCH,
+    SPEC_WK_DEV,
 };
 
 enum spec_trust { SPEC_TRUST_TRUSTED, SPEC_TRUST_UNTRUSTED };
@@ -34,8 +38,14 @@ enum spec_spread { SPEC_SPREAD_GPU, SPEC_SPREAD_NODE, SPEC_SPREAD_NONE };
 
 /* What a workload may ask for explicitly; AUTO lets the decision table choose. */
 enum spec_isolation {
-    SPEC_ISO_AUTO, SPEC_ISO_WHOLE, SPEC_ISO_MIG, SPEC_ISO_MPS, SPEC_ISO_TIME_SLICING,
-    SPEC_ISO_MEMORY_FRACTION, SPEC_ISO_VGPU, SPEC_ISO_CUDA_STREAMS,
+    SPEC_ISO_AUTO,
+    SPEC_ISO_WHOLE,
+    SPEC_ISO_MIG,
+    SPEC_ISO_MPS,
+    SPEC_ISO_TIME_SLICING,
+    SPEC_ISO_MEMORY_FRACTION,
+    SPEC_ISO_VGPU,
+    SPEC_ISO_CUDA_STREAMS,
 };
 
 extern const char *const spec_contract_names[];
@@ -46,27 +56,27 @@ extern const char *const spec_isolation_names[];
 struct spec_workload {
     struct spec_loc loc;
     const char *name;
-    int kind;                 /* enum spec_wkind */
-    double memory_gib;        /* memory high-water mark: weights + activations */
-    double kv_cache_gib;      /* KV cache on top of the high-water mark */
-    double p99_ms;            /* latency target; 0 = none */
-    int best_effort;          /* 1 = explicitly best-effort */
+    int kind;            /* enum spec_wkind */
+    double memory_gib;   /* memory high-water mark: weights + activations */
+    double kv_cache_gib; /* KV cache on top of the high-water mark */
+    double p99_ms;       /* latency target; 0 = none */
+    int best_effort;     /* 1 = explicitly best-effort */
     int replicas;
-    int spread;               /* enum spec_spread */
-    int gpus;                 /* GPUs one replica needs (multi-GPU when > 1) */
-    int peer_to_peer;         /* needs P2P / NVLink between its GPUs */
-    int vm;                   /* runs in a VM */
-    int trust;                /* enum spec_trust: the data/code it handles */
-    const char *schedule;     /* e.g. "nightly"; NULL = always on */
-    int isolation;            /* enum spec_isolation */
-    int compute_slices;       /* MIG: minimum compute slices (0 = by memory) */
-    int sm_percent;           /* MPS: active thread percentage (0 = derived) */
-    const char *gpu_model;    /* preferred catalog model, or NULL */
-    const char *pool;         /* named sharing pool, or NULL */
-    const char *namespace_;   /* where it runs (defaulted to the tenant's first) */
+    int spread;             /* enum spec_spread */
+    int gpus;               /* GPUs one replica needs (multi-GPU when > 1) */
+    int peer_to_peer;       /* needs P2P / NVLink between its GPUs */
+    int vm;                 /* runs in a VM */
+    int trust;              /* enum spec_trust: the data/code it handles */
+    const char *schedule;   /* e.g. "nightly"; NULL = always on */
+    int isolation;          /* enum spec_isolation */
+    int compute_slices;     /* MIG: minimum compute slices (0 = by memory) */
+    int sm_percent;         /* MPS: active thread percentage (0 = derived) */
+    const char *gpu_model;  /* preferred catalog model, or NULL */
+    const char *pool;       /* named sharing pool, or NULL */
+    const char *namespace_; /* where it runs (defaulted to the tenant's first) */
 };
 
-struct spec_use {            /* a tenant consuming another tenant's workload */
+struct spec_use { /* a tenant consuming another tenant's workload */
     struct spec_loc loc;
     const char *tenant;
     const char *workload;
@@ -76,11 +86,11 @@ struct spec_tenant {
     struct spec_loc loc;
     const char *name;
     const char *display_name;
-    int contract;             /* enum spec_contract */
-    int data_class;           /* enum spec_data_class */
+    int contract;   /* enum spec_contract */
+    int data_class; /* enum spec_data_class */
     const char **namespaces;
     size_t nnamespaces;
-    const char **trusts;      /* tenants this one trusts to share a card */
+    const char **trusts; /* tenants this one trusts to share a card */
     size_t ntrusts;
     struct spec_use *uses;
     size_t nuses;
@@ -94,7 +104,7 @@ struct spec_tenant {
 
 struct spec_node_gpus {
     struct spec_loc loc;
-    const char *model;        /* catalog model name */
+    const char *model; /* catalog model name */
     int count;
 };
 
@@ -106,7 +116,7 @@ struct spec_fleet_node {
     const char *cuda_version; /* driver's CUDA version, e.g. "13.4" */
     int vgpu_licensed;
     int mps_allowed;
-    const char *canary;       /* profile kept free on this node; overrides the fleet's */
+    const char *canary; /* profile kept free on this node; overrides the fleet's */
 };
 
 struct spec_fleet {
@@ -114,7 +124,7 @@ struct spec_fleet {
     const char *name;
     struct spec_fleet_node *nodes;
     size_t nnodes;
-    const char *canary;       /* profile kept free per node, or NULL */
+    const char *canary; /* profile kept free per node, or NULL */
 };
 
 enum spec_mig_share { SPEC_SHARE_MEMORY, SPEC_SHARE_COMPUTE, SPEC_SHARE_MAX };
@@ -122,21 +132,21 @@ enum spec_mig_share { SPEC_SHARE_MEMORY, SPEC_SHARE_COMPUTE, SPEC_SHARE_MAX };
 struct spec_price {
     struct spec_loc loc;
     const char *model;
-    int64_t per_gpu_hour;     /* micro-units of the currency */
+    int64_t per_gpu_hour; /* micro-units of the currency */
 };
 
 struct spec_pricebook {
     struct spec_loc loc;
     const char *name;
-    const char *currency;     /* ISO 4217 code */
+    const char *currency; /* ISO 4217 code */
     struct spec_price *prices;
     size_t nprices;
-    int mig_share;            /* enum spec_mig_share */
+    int mig_share; /* enum spec_mig_share */
 };
 
 struct spec_model {
     struct ts_arena arena;
-    struct spec_fleet *fleet;         /* exactly one */
+    struct spec_fleet *fleet; /* exactly one */
     struct spec_tenant *tenants;
     size_t ntenants;
     struct spec_pricebook *pricebook; /* optional */

@@ -22,8 +22,8 @@ static const char *node_kind(const struct spec_node *n)
     }
 }
 
-void spec_report(struct spec_ctx *ctx, const struct spec_node *node,
-                 const char *path, const char *fmt, ...)
+void spec_report(struct spec_ctx *ctx, const struct spec_node *node, const char *path,
+                 const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -32,13 +32,12 @@ void spec_report(struct spec_ctx *ctx, const struct spec_node *node,
     va_end(ap);
 }
 
-void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc,
-                     const char *fmt, ...)
+void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    ts_diag_vaddf(diag, TS_SEV_ERROR, TS_INVALID, loc->file, loc->line, loc->column, loc->path,
-                  fmt, ap);
+    ts_diag_vaddf(diag, TS_SEV_ERROR, TS_INVALID, loc->file, loc->line, loc->column, loc->path, fmt,
+                  ap);
     va_end(ap);
 }
 
@@ -62,10 +61,7 @@ int spec_is_dns_label(const char *s)
 
 #define LABEL_CHARS "use lowercase letters, digits and '-'"
 
-static int label_char(unsigned char c)
-{
-    return islower(c) || isdigit(c) || c == '-';
-}
+static int label_char(unsigned char c) { return islower(c) || isdigit(c) || c == '-'; }
 
 /* Why the label s[0..n) is not a DNS-1123 label, into why; 0 when it is one. */
 static int label_problem(const char *s, size_t n, char *why, size_t size)
@@ -74,7 +70,8 @@ static int label_problem(const char *s, size_t n, char *why, size_t size)
         return snprintf(why, size, "it is empty"), 1;
     if (n > TS_K8S_LABEL_MAX)
         return snprintf(why, size, "it has %zu characters; a name has at most %d", n,
-                        TS_K8S_LABEL_MAX), 1;
+                        TS_K8S_LABEL_MAX),
+               1;
     for (size_t i = 0; i < n; i++)
         if (isupper((unsigned char)s[i]))
             return snprintf(why, size, "it has uppercase letters (%s)", LABEL_CHARS), 1;
@@ -98,7 +95,8 @@ static int name_problem(const char *s, int subdomain, char *why, size_t size)
         return label_problem(s, n, why, size);
     if (n > TS_K8S_NAME_MAX)
         return snprintf(why, size, "it has %zu characters; a DNS name has at most %d", n,
-                        TS_K8S_NAME_MAX), 1;
+                        TS_K8S_NAME_MAX),
+               1;
     for (const char *p = s;;) {
         const char *dot = strchr(p, '.');
         size_t len = dot ? (size_t)(dot - p) : strlen(p);
@@ -191,10 +189,7 @@ int spec_parse_money(const char *s, int64_t *micro)
     return 1;
 }
 
-static void *at(void *base, size_t off)
-{
-    return (char *)base + off;
-}
+static void *at(void *base, size_t off) { return (char *)base + off; }
 
 static int want_scalar(struct spec_ctx *ctx, const struct spec_node *n, const char *path,
                        const char *what)
@@ -208,8 +203,8 @@ static int want_scalar(struct spec_ctx *ctx, const struct spec_node *n, const ch
     return 0;
 }
 
-static int read_number(struct spec_ctx *ctx, const struct spec_field *f,
-                       const struct spec_node *n, const char *path, double *out)
+static int read_number(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                       const char *path, double *out)
 {
     const char *what = f->type == SPEC_F_INT ? "a whole number" : "a number";
     if (!want_scalar(ctx, n, path, what))
@@ -275,8 +270,8 @@ static size_t closeness(const char *word, const char *cand)
     return n >= 4 && strncasecmp(word, cand, n) == 0 ? 3 : 99;
 }
 
-static int read_enum(struct spec_ctx *ctx, const struct spec_field *f,
-                     const struct spec_node *n, const char *path, int *out)
+static int read_enum(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                     const char *path, int *out)
 {
     if (!want_scalar(ctx, n, path, "a string"))
         return 1;
@@ -351,15 +346,17 @@ static int read_money(struct spec_ctx *ctx, const struct spec_node *n, const cha
     if (!want_scalar(ctx, n, path, "an amount"))
         return 1;
     if (!spec_parse_money(n->value, out)) {
-        spec_report(ctx, n, path, "must be a non-negative amount with at most 6 decimal "
-                    "places, like \"2.50\"; got '%.40s'", n->value);
+        spec_report(ctx, n, path,
+                    "must be a non-negative amount with at most 6 decimal "
+                    "places, like \"2.50\"; got '%.40s'",
+                    n->value);
         return 1;
     }
     return 0;
 }
 
-static int check_count(struct spec_ctx *ctx, const struct spec_field *f,
-                       const struct spec_node *n, const char *path)
+static int check_count(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                       const char *path)
 {
     if (n->type != SPEC_NODE_SEQ) {
         spec_report(ctx, n, path, "must be a list, got %s", node_kind(n));
@@ -374,8 +371,8 @@ static int check_count(struct spec_ctx *ctx, const struct spec_field *f,
     return 0;
 }
 
-static int read_strings(struct spec_ctx *ctx, const struct spec_field *f,
-                        const struct spec_node *n, const char *path, void *out)
+static int read_strings(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                        const char *path, void *out)
 {
     if (check_count(ctx, f, n, path))
         return 1;
@@ -402,8 +399,8 @@ static int read_strings(struct spec_ctx *ctx, const struct spec_field *f,
     return bad;
 }
 
-static int read_list(struct spec_ctx *ctx, const struct spec_field *f,
-                     const struct spec_node *n, const char *path, void *out)
+static int read_list(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                     const char *path, void *out)
 {
     if (check_count(ctx, f, n, path))
         return 1;
@@ -422,16 +419,15 @@ static int read_list(struct spec_ctx *ctx, const struct spec_field *f,
     return bad;
 }
 
-static int read_field(struct spec_ctx *ctx, const struct spec_field *f,
-                      const struct spec_node *n, const char *path, void *out)
+static int read_field(struct spec_ctx *ctx, const struct spec_field *f, const struct spec_node *n,
+                      const char *path, void *out)
 {
     double d = 0;
     int bad;
     switch (f->type) {
     case SPEC_F_STR:
     case SPEC_F_NAME:
-    case SPEC_F_DNS:
-        return read_string(ctx, f->type, n, path, (const char **)at(out, f->offset));
+    case SPEC_F_DNS: return read_string(ctx, f->type, n, path, (const char **)at(out, f->offset));
     case SPEC_F_NUM:
         bad = read_number(ctx, f, n, path, &d);
         if (!bad)
@@ -477,7 +473,8 @@ static void report_unknown(struct spec_ctx *ctx, const struct spec_schema *s,
         }
     }
     if (strcmp(key->value, "<<") == 0)
-        spec_report(ctx, key, path, "YAML merge keys ('<<') are not supported; write the "
+        spec_report(ctx, key, path,
+                    "YAML merge keys ('<<') are not supported; write the "
                     "fields out, or alias a whole mapping");
     else if (best)
         spec_report(ctx, key, path, "unknown field '%.60s' (did you mean '%s'?)", key->value, best);
@@ -500,8 +497,8 @@ static int find_field(const struct spec_schema *s, const char *key)
     return -1;
 }
 
-int spec_schema_read(struct spec_ctx *ctx, const struct spec_node *map,
-                     const struct spec_schema *s, void *out, const char *path)
+int spec_schema_read(struct spec_ctx *ctx, const struct spec_node *map, const struct spec_schema *s,
+                     void *out, const char *path)
 {
     if (map->type != SPEC_NODE_MAP) {
         spec_report(ctx, map, path, "must be a mapping, got %s", node_kind(map));
@@ -588,13 +585,14 @@ static void doc_range(struct ts_sbuf *out, const struct spec_field *f)
 
 void spec_schema_doc(struct ts_sbuf *out, const struct spec_schema *s)
 {
-    ts_sbuf_printf(out, "\n### %s\n\n| field | type | required | range | meaning |\n"
-                        "|---|---|---|---|---|\n", s->name);
+    ts_sbuf_printf(out,
+                   "\n### %s\n\n| field | type | required | range | meaning |\n"
+                   "|---|---|---|---|---|\n",
+                   s->name);
     for (size_t i = 0; i < s->nfields; i++) {
         const struct spec_field *f = &s->fields[i];
-        ts_sbuf_printf(out, "| `%s` | %s%s%s | %s | ", f->key, type_doc(f),
-                       f->sub ? " of " : "", f->sub ? f->sub->name : "",
-                       f->required ? "yes" : "no");
+        ts_sbuf_printf(out, "| `%s` | %s%s%s | %s | ", f->key, type_doc(f), f->sub ? " of " : "",
+                       f->sub ? f->sub->name : "", f->required ? "yes" : "no");
         doc_range(out, f);
         ts_sbuf_printf(out, " | %s |\n", f->help ? f->help : "");
     }

@@ -23,25 +23,25 @@
 #include "util/sbuf.h"
 
 enum spec_ftype {
-    SPEC_F_STR,       /* const char *: any non-empty string */
-    SPEC_F_NAME,      /* const char *: DNS-1123 label (lowercase, digits, '-', <= 63) */
-    SPEC_F_DNS,       /* const char *: DNS-1123 subdomain (labels joined by '.') */
-    SPEC_F_NUM,       /* double: finite, within [min, max] */
-    SPEC_F_INT,       /* int: within [min, max] */
-    SPEC_F_BOOL,      /* int: true or false */
-    SPEC_F_ENUM,      /* int: index into enums[] */
-    SPEC_F_MONEY,     /* int64_t: decimal with up to 6 places, stored in micro-units */
-    SPEC_F_NAMES,     /* const char **: list of DNS-1123 labels, count at count_offset */
-    SPEC_F_STRS,      /* const char **: list of strings, count at count_offset */
-    SPEC_F_LIST,      /* void *: array of sub-structs, count at count_offset */
-    SPEC_F_OBJ,       /* embedded sub-struct at offset */
+    SPEC_F_STR,   /* const char *: any non-empty string */
+    SPEC_F_NAME,  /* const char *: DNS-1123 label (lowercase, digits, '-', <= 63) */
+    SPEC_F_DNS,   /* const char *: DNS-1123 subdomain (labels joined by '.') */
+    SPEC_F_NUM,   /* double: finite, within [min, max] */
+    SPEC_F_INT,   /* int: within [min, max] */
+    SPEC_F_BOOL,  /* int: true or false */
+    SPEC_F_ENUM,  /* int: index into enums[] */
+    SPEC_F_MONEY, /* int64_t: decimal with up to 6 places, stored in micro-units */
+    SPEC_F_NAMES, /* const char **: list of DNS-1123 labels, count at count_offset */
+    SPEC_F_STRS,  /* const char **: list of strings, count at count_offset */
+    SPEC_F_LIST,  /* void *: array of sub-structs, count at count_offset */
+    SPEC_F_OBJ,   /* embedded sub-struct at offset */
 };
 
 /* Where something was written: for errors raised after loading. */
 struct spec_loc {
     const char *file;
     int line, column;
-    const char *path;   /* e.g. "Tenant/client-a.spec.workloads[0]" */
+    const char *path; /* e.g. "Tenant/client-a.spec.workloads[0]" */
 };
 
 struct spec_schema;
@@ -54,20 +54,20 @@ struct spec_schema;
 struct spec_field {
     const char *key;
     enum spec_ftype type;
-    size_t offset;                    /* offset of the value */
-    size_t count_offset;              /* lists: offset of the size_t count */
+    size_t offset;       /* offset of the value */
+    size_t count_offset; /* lists: offset of the size_t count */
     int required;
-    double min, max;                  /* numbers: range; lists: item count range */
-    double default_value;             /* default for optional numbers, ints, bools, enums */
-    const char *const *enums;         /* SPEC_F_ENUM: NULL-terminated names */
-    const struct spec_schema *sub;    /* SPEC_F_LIST / SPEC_F_OBJ */
-    const char *help;                 /* one line for docs/spec.md */
+    double min, max;               /* numbers: range; lists: item count range */
+    double default_value;          /* default for optional numbers, ints, bools, enums */
+    const char *const *enums;      /* SPEC_F_ENUM: NULL-terminated names */
+    const struct spec_schema *sub; /* SPEC_F_LIST / SPEC_F_OBJ */
+    const char *help;              /* one line for docs/spec.md */
 };
 
 struct spec_schema {
-    const char *name;                 /* for docs */
-    size_t size;                      /* sizeof the target struct */
-    size_t loc_offset;                /* offset of a struct spec_loc, or SPEC_NO_LOC */
+    const char *name;  /* for docs */
+    size_t size;       /* sizeof the target struct */
+    size_t loc_offset; /* offset of a struct spec_loc, or SPEC_NO_LOC */
     const struct spec_field *fields;
     size_t nfields;
 };
@@ -90,13 +90,12 @@ int spec_schema_read(struct spec_ctx *ctx, const struct spec_node *map,
                      const struct spec_schema *schema, void *out, const char *path);
 
 /* Record one located error about node (path may be NULL). */
-void spec_report(struct spec_ctx *ctx, const struct spec_node *node,
-                 const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+void spec_report(struct spec_ctx *ctx, const struct spec_node *node, const char *path,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* Same, at a stored location. */
-void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc,
-                     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void spec_report_loc(struct ts_diag *diag, const struct spec_loc *loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Validators shared with other modules. */
 int spec_is_dns_label(const char *s);

@@ -17,13 +17,13 @@
 #include "util/file.h"
 #include "util/limits.h"
 
-const char *const spec_contract_names[] = {"dedicated", "isolated", "shared-trusted",
-                                           "best-effort", "vm", NULL};
+const char *const spec_contract_names[] = {"dedicated",   "isolated", "shared-trusted",
+                                           "best-effort", "vm",       NULL};
 const char *const spec_data_class_names[] = {"internal", "confidential", "regulated", NULL};
 const char *const spec_wkind_names[] = {"inference", "embedding", "training", "fine-tune",
-                                        "batch", "dev", NULL};
-const char *const spec_isolation_names[] = {"auto", "whole", "mig", "mps", "time-slicing",
-                                            "memory-fraction", "vgpu", "cuda-streams", NULL};
+                                        "batch",     "dev",       NULL};
+const char *const spec_isolation_names[] = {
+    "auto", "whole", "mig", "mps", "time-slicing", "memory-fraction", "vgpu", "cuda-streams", NULL};
 static const char *const trust_names[] = {"trusted", "untrusted", NULL};
 static const char *const spread_names[] = {"gpu", "node", "none", NULL};
 static const char *const share_names[] = {"memory", "compute", "max", NULL};
@@ -35,47 +35,103 @@ static const char *const share_names[] = {"memory", "compute", "max", NULL};
 /* ---- Tenant ---- */
 #define ROW struct spec_workload
 static const struct spec_field workload_fields[] = {
-    {.key = "name", .type = SPEC_F_NAME, .offset = OFF(name), .required = 1,
+    {.key = "name",
+     .type = SPEC_F_NAME,
+     .offset = OFF(name),
+     .required = 1,
      .help = "workload name, unique within the tenant"},
-    {.key = "kind", .type = SPEC_F_ENUM, .offset = OFF(kind),
-     .required = 1, .enums = spec_wkind_names, .help = "what it does"},
-    {.key = "memoryHighWaterGiB", .type = SPEC_F_NUM, .offset = OFF(memory_gib),
-     .required = 1, .min = 0.01, .max = 100000,
+    {.key = "kind",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(kind),
+     .required = 1,
+     .enums = spec_wkind_names,
+     .help = "what it does"},
+    {.key = "memoryHighWaterGiB",
+     .type = SPEC_F_NUM,
+     .offset = OFF(memory_gib),
+     .required = 1,
+     .min = 0.01,
+     .max = 100000,
      .help = "peak GPU memory of one replica without KV cache (weights + activations)"},
-    {.key = "kvCacheGiB", .type = SPEC_F_NUM, .offset = OFF(kv_cache_gib), .max = 100000,
+    {.key = "kvCacheGiB",
+     .type = SPEC_F_NUM,
+     .offset = OFF(kv_cache_gib),
+     .max = 100000,
      .help = "KV cache one replica keeps on top of the high-water mark"},
-    {.key = "p99Ms", .type = SPEC_F_NUM, .offset = OFF(p99_ms), .min = 0.001, .max = 3600000,
+    {.key = "p99Ms",
+     .type = SPEC_F_NUM,
+     .offset = OFF(p99_ms),
+     .min = 0.001,
+     .max = 3600000,
      .help = "p99 latency target in milliseconds (omit for none)"},
-    {.key = "bestEffort", .type = SPEC_F_BOOL, .offset = OFF(best_effort),
+    {.key = "bestEffort",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(best_effort),
      .help = "no latency or capacity guarantee"},
-    {.key = "replicas", .type = SPEC_F_INT, .offset = OFF(replicas),
-     .min = 1, .max = SPEC_REPLICAS_MAX, .default_value = 1,
+    {.key = "replicas",
+     .type = SPEC_F_INT,
+     .offset = OFF(replicas),
+     .min = 1,
+     .max = SPEC_REPLICAS_MAX,
+     .default_value = 1,
      .help = "copies that must run at once"},
-    {.key = "spread", .type = SPEC_F_ENUM, .offset = OFF(spread), .enums = spread_names,
+    {.key = "spread",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(spread),
+     .enums = spread_names,
      .help = "replicas on distinct GPUs, distinct nodes, or anywhere"},
-    {.key = "gpus", .type = SPEC_F_INT, .offset = OFF(gpus),
-     .min = 1, .max = SPEC_REPLICA_GPUS_MAX, .default_value = 1,
+    {.key = "gpus",
+     .type = SPEC_F_INT,
+     .offset = OFF(gpus),
+     .min = 1,
+     .max = SPEC_REPLICA_GPUS_MAX,
+     .default_value = 1,
      .help = "GPUs one replica needs (more than 1 = multi-GPU)"},
-    {.key = "peerToPeer", .type = SPEC_F_BOOL, .offset = OFF(peer_to_peer),
+    {.key = "peerToPeer",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(peer_to_peer),
      .help = "needs peer-to-peer / NVLink between its GPUs"},
-    {.key = "vm", .type = SPEC_F_BOOL, .offset = OFF(vm),
+    {.key = "vm",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(vm),
      .help = "runs inside a virtual machine (KubeVirt)"},
-    {.key = "trust", .type = SPEC_F_ENUM, .offset = OFF(trust), .enums = trust_names,
+    {.key = "trust",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(trust),
+     .enums = trust_names,
      .help = "untrusted = handles other parties' data or runs untrusted code"},
-    {.key = "schedule", .type = SPEC_F_STR, .offset = OFF(schedule),
+    {.key = "schedule",
+     .type = SPEC_F_STR,
+     .offset = OFF(schedule),
      .help = "when it runs, e.g. nightly (omit for always)"},
-    {.key = "isolation", .type = SPEC_F_ENUM, .offset = OFF(isolation),
+    {.key = "isolation",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(isolation),
      .enums = spec_isolation_names,
      .help = "ask for a mechanism; auto lets the decision table choose"},
-    {.key = "computeSlices", .type = SPEC_F_INT, .offset = OFF(compute_slices), .min = 1, .max = 8,
+    {.key = "computeSlices",
+     .type = SPEC_F_INT,
+     .offset = OFF(compute_slices),
+     .min = 1,
+     .max = 8,
      .help = "MIG: fewest compute slices the latency target needs (0 = size by memory)"},
-    {.key = "smPercent", .type = SPEC_F_INT, .offset = OFF(sm_percent), .min = 1, .max = 100,
+    {.key = "smPercent",
+     .type = SPEC_F_INT,
+     .offset = OFF(sm_percent),
+     .min = 1,
+     .max = 100,
      .help = "MPS: active thread percentage (0 = proportional to memory)"},
-    {.key = "gpuModel", .type = SPEC_F_STR, .offset = OFF(gpu_model),
+    {.key = "gpuModel",
+     .type = SPEC_F_STR,
+     .offset = OFF(gpu_model),
      .help = "run only on this catalog model"},
-    {.key = "pool", .type = SPEC_F_NAME, .offset = OFF(pool),
+    {.key = "pool",
+     .type = SPEC_F_NAME,
+     .offset = OFF(pool),
      .help = "named sharing pool: workloads naming the same pool share one card"},
-    {.key = "namespace", .type = SPEC_F_NAME, .offset = OFF(namespace_),
+    {.key = "namespace",
+     .type = SPEC_F_NAME,
+     .offset = OFF(namespace_),
      .help = "one of the tenant's namespaces (default: its first)"},
 };
 static const struct spec_schema workload_schema = {
@@ -84,9 +140,15 @@ static const struct spec_schema workload_schema = {
 
 #define ROW struct spec_use
 static const struct spec_field use_fields[] = {
-    {.key = "tenant", .type = SPEC_F_NAME, .offset = OFF(tenant), .required = 1,
+    {.key = "tenant",
+     .type = SPEC_F_NAME,
+     .offset = OFF(tenant),
+     .required = 1,
      .help = "the tenant that runs the shared workload"},
-    {.key = "workload", .type = SPEC_F_NAME, .offset = OFF(workload), .required = 1,
+    {.key = "workload",
+     .type = SPEC_F_NAME,
+     .offset = OFF(workload),
+     .required = 1,
      .help = "its workload"},
 };
 static const struct spec_schema use_schema = {
@@ -95,35 +157,74 @@ static const struct spec_schema use_schema = {
 
 #define ROW struct spec_tenant
 static const struct spec_field tenant_fields[] = {
-    {.key = "displayName", .type = SPEC_F_STR, .offset = OFF(display_name),
+    {.key = "displayName",
+     .type = SPEC_F_STR,
+     .offset = OFF(display_name),
      .help = "human name for reports"},
-    {.key = "contract", .type = SPEC_F_ENUM, .offset = OFF(contract),
-     .required = 1, .enums = spec_contract_names, .help = "what the tenant was sold"},
-    {.key = "dataClass", .type = SPEC_F_ENUM, .offset = OFF(data_class),
-     .enums = spec_data_class_names, .help = "sensitivity of its data"},
-    {.key = "namespaces", .type = SPEC_F_NAMES, .offset = OFF(namespaces),
-     .count_offset = OFF(nnamespaces), .required = 1, .min = 1, .max = SPEC_NAMESPACES_MAX,
+    {.key = "contract",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(contract),
+     .required = 1,
+     .enums = spec_contract_names,
+     .help = "what the tenant was sold"},
+    {.key = "dataClass",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(data_class),
+     .enums = spec_data_class_names,
+     .help = "sensitivity of its data"},
+    {.key = "namespaces",
+     .type = SPEC_F_NAMES,
+     .offset = OFF(namespaces),
+     .count_offset = OFF(nnamespaces),
+     .required = 1,
+     .min = 1,
+     .max = SPEC_NAMESPACES_MAX,
      .help = "Kubernetes namespaces (projects) that belong to it"},
-    {.key = "trusts", .type = SPEC_F_NAMES, .offset = OFF(trusts), .count_offset = OFF(ntrusts),
-     .max = SPEC_TRUSTS_MAX, .help = "tenants it accepts on a shared card (must be mutual)"},
-    {.key = "uses", .type = SPEC_F_LIST, .offset = OFF(uses), .count_offset = OFF(nuses),
-     .max = SPEC_USES_MAX, .sub = &use_schema,
+    {.key = "trusts",
+     .type = SPEC_F_NAMES,
+     .offset = OFF(trusts),
+     .count_offset = OFF(ntrusts),
+     .max = SPEC_TRUSTS_MAX,
+     .help = "tenants it accepts on a shared card (must be mutual)"},
+    {.key = "uses",
+     .type = SPEC_F_LIST,
+     .offset = OFF(uses),
+     .count_offset = OFF(nuses),
+     .max = SPEC_USES_MAX,
+     .sub = &use_schema,
      .help = "shared workloads of other tenants it consumes"},
-    {.key = "workloads", .type = SPEC_F_LIST, .offset = OFF(workloads),
-     .count_offset = OFF(nworkloads), .max = SPEC_WORKLOADS_MAX, .sub = &workload_schema,
+    {.key = "workloads",
+     .type = SPEC_F_LIST,
+     .offset = OFF(workloads),
+     .count_offset = OFF(nworkloads),
+     .max = SPEC_WORKLOADS_MAX,
+     .sub = &workload_schema,
      .help = "what it runs"},
-    {.key = "group", .type = SPEC_F_STR, .offset = OFF(group),
+    {.key = "group",
+     .type = SPEC_F_STR,
+     .offset = OFF(group),
      .help = "identity-provider group given the edit role in its namespaces (default "
              "tessera:<name>)"},
-    {.key = "borrowingLimit", .type = SPEC_F_INT, .offset = OFF(borrowing_limit),
-     .max = 100000, .default_value = -1,
+    {.key = "borrowingLimit",
+     .type = SPEC_F_INT,
+     .offset = OFF(borrowing_limit),
+     .max = 100000,
+     .default_value = -1,
      .help = "Kueue: devices of each kind it may borrow from idle quota (default: no limit)"},
-    {.key = "lendingLimit", .type = SPEC_F_INT, .offset = OFF(lending_limit),
-     .max = 100000, .default_value = -1,
+    {.key = "lendingLimit",
+     .type = SPEC_F_INT,
+     .offset = OFF(lending_limit),
+     .max = 100000,
+     .default_value = -1,
      .help = "Kueue: devices of each kind it lends while idle (default: 0 for dedicated, isolated "
              "and vm contracts, no limit otherwise)"},
-    {.key = "fairShareWeight", .type = SPEC_F_NUM, .offset = OFF(fair_share_weight),
-     .min = 0.001, .max = 1000, .default_value = 1, .help = "Kueue fair-sharing weight"},
+    {.key = "fairShareWeight",
+     .type = SPEC_F_NUM,
+     .offset = OFF(fair_share_weight),
+     .min = 0.001,
+     .max = 1000,
+     .default_value = 1,
+     .help = "Kueue fair-sharing weight"},
 };
 static const struct spec_schema tenant_schema = {
     .name = "Tenant.spec", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(tenant_fields)};
@@ -132,10 +233,18 @@ static const struct spec_schema tenant_schema = {
 /* ---- Fleet ---- */
 #define ROW struct spec_node_gpus
 static const struct spec_field node_gpu_fields[] = {
-    {.key = "model", .type = SPEC_F_STR, .offset = OFF(model), .required = 1,
+    {.key = "model",
+     .type = SPEC_F_STR,
+     .offset = OFF(model),
+     .required = 1,
      .help = "catalog model name (see tessera catalog list)"},
-    {.key = "count", .type = SPEC_F_INT, .offset = OFF(count), .required = 1, .min = 1,
-     .max = SPEC_NODE_GPUS_MAX, .help = "how many of them"},
+    {.key = "count",
+     .type = SPEC_F_INT,
+     .offset = OFF(count),
+     .required = 1,
+     .min = 1,
+     .max = SPEC_NODE_GPUS_MAX,
+     .help = "how many of them"},
 };
 static const struct spec_schema node_gpu_schema = {
     .name = "NodeGpus", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(node_gpu_fields)};
@@ -143,18 +252,36 @@ static const struct spec_schema node_gpu_schema = {
 
 #define ROW struct spec_fleet_node
 static const struct spec_field node_fields[] = {
-    {.key = "name", .type = SPEC_F_DNS, .offset = OFF(name), .required = 1,
+    {.key = "name",
+     .type = SPEC_F_DNS,
+     .offset = OFF(name),
+     .required = 1,
      .help = "Kubernetes node name"},
-    {.key = "gpus", .type = SPEC_F_LIST, .offset = OFF(gpus), .count_offset = OFF(ngpus),
-     .required = 1, .min = 1, .max = SPEC_NODE_MODELS_MAX, .sub = &node_gpu_schema,
+    {.key = "gpus",
+     .type = SPEC_F_LIST,
+     .offset = OFF(gpus),
+     .count_offset = OFF(ngpus),
+     .required = 1,
+     .min = 1,
+     .max = SPEC_NODE_MODELS_MAX,
+     .sub = &node_gpu_schema,
      .help = "GPU models and counts, in index order"},
-    {.key = "cudaVersion", .type = SPEC_F_STR, .offset = OFF(cuda_version),
+    {.key = "cudaVersion",
+     .type = SPEC_F_STR,
+     .offset = OFF(cuda_version),
      .help = "driver's CUDA version, e.g. \"13.4\" (memory-enforced fractions need 13.4+)"},
-    {.key = "vgpuLicensed", .type = SPEC_F_BOOL, .offset = OFF(vgpu_licensed),
+    {.key = "vgpuLicensed",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(vgpu_licensed),
      .help = "NVIDIA vGPU licensed on this node"},
-    {.key = "mps", .type = SPEC_F_BOOL, .offset = OFF(mps_allowed), .default_value = 1,
+    {.key = "mps",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(mps_allowed),
+     .default_value = 1,
      .help = "MPS control daemons may run here"},
-    {.key = "canary", .type = SPEC_F_STR, .offset = OFF(canary),
+    {.key = "canary",
+     .type = SPEC_F_STR,
+     .offset = OFF(canary),
      .help = "MIG profile kept free on this node (overrides the fleet's)"},
 };
 static const struct spec_schema node_schema = {
@@ -163,10 +290,18 @@ static const struct spec_schema node_schema = {
 
 #define ROW struct spec_fleet
 static const struct spec_field fleet_fields[] = {
-    {.key = "nodes", .type = SPEC_F_LIST, .offset = OFF(nodes), .count_offset = OFF(nnodes),
-     .required = 1, .min = 1, .max = SPEC_NODES_MAX, .sub = &node_schema,
+    {.key = "nodes",
+     .type = SPEC_F_LIST,
+     .offset = OFF(nodes),
+     .count_offset = OFF(nnodes),
+     .required = 1,
+     .min = 1,
+     .max = SPEC_NODES_MAX,
+     .sub = &node_schema,
      .help = "the GPU nodes"},
-    {.key = "canary", .type = SPEC_F_STR, .offset = OFF(canary),
+    {.key = "canary",
+     .type = SPEC_F_STR,
+     .offset = OFF(canary),
      .help = "MIG profile kept free on every node with MIG cards, for canary rollouts"},
 };
 static const struct spec_schema fleet_schema = {
@@ -176,9 +311,15 @@ static const struct spec_schema fleet_schema = {
 /* ---- PriceBook ---- */
 #define ROW struct spec_price
 static const struct spec_field price_fields[] = {
-    {.key = "model", .type = SPEC_F_STR, .offset = OFF(model), .required = 1,
+    {.key = "model",
+     .type = SPEC_F_STR,
+     .offset = OFF(model),
+     .required = 1,
      .help = "catalog model name"},
-    {.key = "perGpuHour", .type = SPEC_F_MONEY, .offset = OFF(per_gpu_hour), .required = 1,
+    {.key = "perGpuHour",
+     .type = SPEC_F_MONEY,
+     .offset = OFF(per_gpu_hour),
+     .required = 1,
      .help = "price of one whole GPU for one hour, e.g. \"2.50\""},
 };
 static const struct spec_schema price_schema = {
@@ -187,23 +328,37 @@ static const struct spec_schema price_schema = {
 
 #define ROW struct spec_pricebook
 static const struct spec_field pricebook_fields[] = {
-    {.key = "currency", .type = SPEC_F_STR, .offset = OFF(currency), .required = 1,
+    {.key = "currency",
+     .type = SPEC_F_STR,
+     .offset = OFF(currency),
+     .required = 1,
      .help = "ISO 4217 code, e.g. EUR"},
-    {.key = "prices", .type = SPEC_F_LIST, .offset = OFF(prices), .count_offset = OFF(nprices),
-     .required = 1, .min = 1, .max = SPEC_PRICES_MAX, .sub = &price_schema,
+    {.key = "prices",
+     .type = SPEC_F_LIST,
+     .offset = OFF(prices),
+     .count_offset = OFF(nprices),
+     .required = 1,
+     .min = 1,
+     .max = SPEC_PRICES_MAX,
+     .sub = &price_schema,
      .help = "price per GPU model"},
-    {.key = "migShareBasis", .type = SPEC_F_ENUM, .offset = OFF(mig_share), .enums = share_names,
+    {.key = "migShareBasis",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(mig_share),
+     .enums = share_names,
      .help = "a MIG instance's share of its card: memory slices, compute slices, or the larger"},
 };
-static const struct spec_schema pricebook_schema = {
-    .name = "PriceBook.spec", .size = sizeof(ROW), .loc_offset = OFF(loc),
-    SPEC_FIELDS(pricebook_fields)};
+static const struct spec_schema pricebook_schema = {.name = "PriceBook.spec",
+                                                    .size = sizeof(ROW),
+                                                    .loc_offset = OFF(loc),
+                                                    SPEC_FIELDS(pricebook_fields)};
 #undef ROW
 
 static const struct spec_kind spec_kinds[] = {
     {.kind = "Fleet", .schema = &fleet_schema, .name_off = offsetof(struct spec_fleet, name)},
     {.kind = "Tenant", .schema = &tenant_schema, .name_off = offsetof(struct spec_tenant, name)},
-    {.kind = "PriceBook", .schema = &pricebook_schema,
+    {.kind = "PriceBook",
+     .schema = &pricebook_schema,
      .name_off = offsetof(struct spec_pricebook, name)},
 };
 #define NKINDS (sizeof(spec_kinds) / sizeof(spec_kinds[0]))
@@ -230,8 +385,7 @@ static int push_object(struct ts_arena *a, struct objlist *l, const struct spec_
     return 1;
 }
 
-static const struct spec_kind *find_kind(const struct spec_kind *kinds, size_t n,
-                                         const char *name)
+static const struct spec_kind *find_kind(const struct spec_kind *kinds, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(kinds[i].kind, name) == 0)
@@ -245,12 +399,16 @@ struct metadata {
 };
 #define ROW struct metadata
 static const struct spec_field metadata_fields[] = {
-    {.key = "name", .type = SPEC_F_NAME, .offset = OFF(name), .required = 1,
+    {.key = "name",
+     .type = SPEC_F_NAME,
+     .offset = OFF(name),
+     .required = 1,
      .help = "the object's name"},
 };
-static const struct spec_schema metadata_schema = {
-    .name = "metadata", .size = sizeof(ROW), .loc_offset = SPEC_NO_LOC,
-    SPEC_FIELDS(metadata_fields)};
+static const struct spec_schema metadata_schema = {.name = "metadata",
+                                                   .size = sizeof(ROW),
+                                                   .loc_offset = SPEC_NO_LOC,
+                                                   SPEC_FIELDS(metadata_fields)};
 #undef ROW
 
 enum { ENV_API, ENV_KIND, ENV_META, ENV_SPEC, ENV_KEYS };
@@ -259,11 +417,11 @@ static const char *const envelope_names[ENV_KEYS] = {"apiVersion", "kind", "meta
 /* The document's top-level keys and values, by ENV_*. */
 struct envelope {
     const struct spec_node *key[ENV_KEYS], *value[ENV_KEYS];
-    const char *path;                 /* "documents[N]" */
+    const char *path; /* "documents[N]" */
 };
 
-static int envelope_key(struct spec_ctx *ctx, const struct spec_node *k,
-                        const struct spec_node *v, struct envelope *env)
+static int envelope_key(struct spec_ctx *ctx, const struct spec_node *k, const struct spec_node *v,
+                        struct envelope *env)
 {
     if (k->type != SPEC_NODE_SCALAR) {
         spec_report(ctx, k, env->path, "keys must be plain strings");
@@ -283,12 +441,14 @@ static int envelope_key(struct spec_ctx *ctx, const struct spec_node *k,
     }
     for (int i = 0; i < ENV_KEYS; i++)
         if (strcasecmp(k->value, envelope_names[i]) == 0) {
-            spec_report(ctx, k, env->path, "unknown field '%.60s' (did you mean '%s'?)",
-                        k->value, envelope_names[i]);
+            spec_report(ctx, k, env->path, "unknown field '%.60s' (did you mean '%s'?)", k->value,
+                        envelope_names[i]);
             return 1;
         }
-    spec_report(ctx, k, env->path, "unknown field '%.60s' (a document has apiVersion, kind, "
-                "metadata and spec)", k->value);
+    spec_report(ctx, k, env->path,
+                "unknown field '%.60s' (a document has apiVersion, kind, "
+                "metadata and spec)",
+                k->value);
     return 1;
 }
 
@@ -299,14 +459,15 @@ static const char *envelope_string(struct spec_ctx *ctx, const struct spec_node 
     const struct spec_node *v = env->value[which];
     const char *name = envelope_names[which];
     if (!v) {
-        spec_report(ctx, root, env->path, "missing required field '%s'; it must be %s", name,
-                    hint);
+        spec_report(ctx, root, env->path, "missing required field '%s'; it must be %s", name, hint);
         return NULL;
     }
     if (v->type != SPEC_NODE_SCALAR || v->len == 0) {
         spec_report(ctx, v, ts_arena_printf(ctx->arena, "%s.%s", env->path, name),
-                    "must be %s, got %s", hint, v->type == SPEC_NODE_SCALAR ? "nothing"
-                    : v->type == SPEC_NODE_MAP ? "a mapping" : "a list");
+                    "must be %s, got %s", hint,
+                    v->type == SPEC_NODE_SCALAR ? "nothing"
+                    : v->type == SPEC_NODE_MAP  ? "a mapping"
+                                                : "a list");
         return NULL;
     }
     return v->value;
@@ -321,8 +482,9 @@ static const struct spec_kind *envelope_kind(struct spec_ctx *ctx, const struct 
     if (!api)
         return NULL;
     if (strcmp(api, TS_API_VERSION) != 0) {
-        spec_report(ctx, env->value[ENV_API], ts_arena_printf(ctx->arena, "%s.apiVersion",
-                    env->path), "must be %s, got '%.60s'", TS_API_VERSION, api);
+        spec_report(ctx, env->value[ENV_API],
+                    ts_arena_printf(ctx->arena, "%s.apiVersion", env->path),
+                    "must be %s, got '%.60s'", TS_API_VERSION, api);
         return NULL;
     }
     char list[200] = "";
@@ -336,8 +498,8 @@ static const struct spec_kind *envelope_kind(struct spec_ctx *ctx, const struct 
         return NULL;
     const struct spec_kind *k = find_kind(kinds, nkinds, kind);
     if (!k)
-        spec_report(ctx, env->value[ENV_KIND], ts_arena_printf(ctx->arena, "%s.kind",
-                    env->path), "must be %s; got '%.40s'", hint, kind);
+        spec_report(ctx, env->value[ENV_KIND], ts_arena_printf(ctx->arena, "%s.kind", env->path),
+                    "must be %s; got '%.40s'", hint, kind);
     return k;
 }
 
@@ -367,7 +529,8 @@ static void read_document(struct spec_ctx *ctx, const struct spec_doc *doc,
         return; /* an empty document, e.g. a trailing '---' */
     struct envelope env = {{0}, {0}, ts_arena_printf(ctx->arena, "documents[%zu]", index)};
     if (root->type != SPEC_NODE_MAP) {
-        spec_report(ctx, root, env.path, "a document must be a mapping with apiVersion, kind, "
+        spec_report(ctx, root, env.path,
+                    "a document must be a mapping with apiVersion, kind, "
                     "metadata and spec");
         return;
     }
@@ -395,9 +558,9 @@ static void read_document(struct spec_ctx *ctx, const struct spec_doc *doc,
         push_object(ctx->arena, out, &o, spec);
 }
 
-static void load_text(const char *text, size_t len, const char *name,
-                      const struct spec_kind *kinds, size_t nkinds,
-                      struct ts_arena *arena, struct objlist *out, struct ts_diag *diag)
+static void load_text(const char *text, size_t len, const char *name, const struct spec_kind *kinds,
+                      size_t nkinds, struct ts_arena *arena, struct objlist *out,
+                      struct ts_diag *diag)
 {
     struct spec_doc *docs = NULL;
     size_t ndocs = 0;
@@ -411,7 +574,8 @@ static void load_text(const char *text, size_t len, const char *name,
     for (size_t i = 0; i < ndocs; i++)
         used += docs[i].root != NULL;
     if (used == 0) {
-        ts_diag_addf(diag, TS_SEV_ERROR, TS_INVALID, fname, 0, 0, NULL, "the file holds no YAML "
+        ts_diag_addf(diag, TS_SEV_ERROR, TS_INVALID, fname, 0, 0, NULL,
+                     "the file holds no YAML "
                      "documents (it is empty or only comments)");
         return;
     }
@@ -420,9 +584,9 @@ static void load_text(const char *text, size_t len, const char *name,
         read_document(&ctx, &docs[i], kinds, nkinds, i, out);
 }
 
-static void load_files(const char *const *paths, size_t npaths,
-                       const struct spec_kind *kinds, size_t nkinds,
-                       struct ts_arena *arena, struct objlist *l, struct ts_diag *diag)
+static void load_files(const char *const *paths, size_t npaths, const struct spec_kind *kinds,
+                       size_t nkinds, struct ts_arena *arena, struct objlist *l,
+                       struct ts_diag *diag)
 {
     for (size_t i = 0; i < npaths; i++) {
         char *text = NULL;
@@ -448,17 +612,16 @@ static ts_status loaded(const struct objlist *l, struct spec_object **objs, size
 
 ts_status spec_load_objects_text(const char *text, size_t len, const char *name,
                                  const struct spec_kind *kinds, size_t nkinds,
-                                 struct ts_arena *arena, struct spec_object **objs,
-                                 size_t *nobjs, struct ts_diag *diag)
+                                 struct ts_arena *arena, struct spec_object **objs, size_t *nobjs,
+                                 struct ts_diag *diag)
 {
     struct objlist l = {0};
     load_text(text, len, name, kinds, nkinds, arena, &l, diag);
     return loaded(&l, objs, nobjs, diag);
 }
 
-ts_status spec_load_objects(const char *const *paths, size_t npaths,
-                            const struct spec_kind *kinds, size_t nkinds,
-                            struct ts_arena *arena, struct spec_object **objs,
+ts_status spec_load_objects(const char *const *paths, size_t npaths, const struct spec_kind *kinds,
+                            size_t nkinds, struct ts_arena *arena, struct spec_object **objs,
                             size_t *nobjs, struct ts_diag *diag)
 {
     struct objlist l = {0};
@@ -482,8 +645,8 @@ static const struct spec_node *tenant_item(const struct objlist *l, size_t i, co
     return list && j < list->count ? list->items[j] : NULL;
 }
 
-static void report_item(struct ts_arena *a, struct ts_diag *diag, const struct objlist *l,
-                        size_t i, const char *key, size_t j, const char *msg)
+static void report_item(struct ts_arena *a, struct ts_diag *diag, const struct objlist *l, size_t i,
+                        const char *key, size_t j, const char *msg)
 {
     const struct spec_node *n = tenant_item(l, i, key, j);
     const struct spec_tenant *t = l->items[i].obj;
@@ -514,9 +677,12 @@ static void check_namespace_owners(struct ts_arena *a, const struct objlist *l,
             if (o < 0)
                 continue;
             const struct spec_object *owner = &l->items[o];
-            report_item(a, diag, l, i, "namespaces", j, ts_arena_printf(a, "'%s' already "
-                        "belongs to tenant '%s' (%s:%d); a namespace has one owner",
-                        t->namespaces[j], owner->name, owner->loc.file, owner->loc.line));
+            report_item(a, diag, l, i, "namespaces", j,
+                        ts_arena_printf(a,
+                                        "'%s' already "
+                                        "belongs to tenant '%s' (%s:%d); a namespace has one owner",
+                                        t->namespaces[j], owner->name, owner->loc.file,
+                                        owner->loc.line));
         }
     }
 }
@@ -546,8 +712,8 @@ static void check_trusts(struct ts_arena *a, const struct objlist *l, struct ts_
 /* ---- the tenancy spec ---- */
 
 /* Objects read cleanly: assemble the model and run the cross-document rules. */
-static ts_status finish_load(struct spec_model *m, const struct objlist *l,
-                             struct spec_model **out, struct ts_diag *diag)
+static ts_status finish_load(struct spec_model *m, const struct objlist *l, struct spec_model **out,
+                             struct ts_diag *diag)
 {
     if (diag->count == 0 && diag->dropped == 0) {
         spec_model_assemble(m, l->items, l->count, diag);
@@ -589,8 +755,8 @@ ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model *
     return finish_load(m, &l, out, diag);
 }
 
-ts_status spec_load_text(const char *text, size_t len, const char *name,
-                         struct spec_model **out, struct ts_diag *diag)
+ts_status spec_load_text(const char *text, size_t len, const char *name, struct spec_model **out,
+                         struct ts_diag *diag)
 {
     struct spec_model *m = new_model();
     if (!m)

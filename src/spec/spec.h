@@ -16,7 +16,7 @@
 
 #include "spec/model.h"
 #include "spec/schema.h"
-#include "util/names.h"   /* TS_API_VERSION, every document's apiVersion */
+#include "util/names.h" /* TS_API_VERSION, every document's apiVersion */
 
 struct spec_kind {
     const char *kind;                 /* e.g. "Tenant" */
@@ -26,30 +26,29 @@ struct spec_kind {
 
 struct spec_object {
     const struct spec_kind *kind;
-    void *obj;                        /* kind->schema->size bytes */
+    void *obj; /* kind->schema->size bytes */
     const char *name;
-    struct spec_loc loc;              /* the document's metadata */
+    struct spec_loc loc; /* the document's metadata */
 };
 
 /* Read every document of every file. Errors go to diag; returns TS_OK only
  * when diag stayed empty. Objects live in arena. */
-ts_status spec_load_objects(const char *const *paths, size_t npaths,
-                            const struct spec_kind *kinds, size_t nkinds,
-                            struct ts_arena *arena, struct spec_object **objs,
+ts_status spec_load_objects(const char *const *paths, size_t npaths, const struct spec_kind *kinds,
+                            size_t nkinds, struct ts_arena *arena, struct spec_object **objs,
                             size_t *nobjs, struct ts_diag *diag);
 
 /* Same, from text already in memory (name is used in messages). */
 ts_status spec_load_objects_text(const char *text, size_t len, const char *name,
                                  const struct spec_kind *kinds, size_t nkinds,
-                                 struct ts_arena *arena, struct spec_object **objs,
-                                 size_t *nobjs, struct ts_diag *diag);
+                                 struct ts_arena *arena, struct spec_object **objs, size_t *nobjs,
+                                 struct ts_diag *diag);
 
 /* Load a tenancy spec. On success *out is a new model (free with
  * spec_model_free); on failure diag holds every problem found. */
 ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model **out,
                     struct ts_diag *diag);
-ts_status spec_load_text(const char *text, size_t len, const char *name,
-                         struct spec_model **out, struct ts_diag *diag);
+ts_status spec_load_text(const char *text, size_t len, const char *name, struct spec_model **out,
+                         struct ts_diag *diag);
 void spec_model_free(struct spec_model *m);
 
 /* The Markdown field reference of every kind (for docs/spec.md). */

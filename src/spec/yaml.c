@@ -30,14 +30,13 @@ struct builder {
     int depth;
     struct anchor anchors[SPEC_YAML_MAX_ANCHORS];
     int nanchors;
-    size_t total;                 /* nodes so far, aliases expanded */
+    size_t total; /* nodes so far, aliases expanded */
     struct spec_doc *docs;
     size_t ndocs, docs_cap;
     struct ts_error *err;
 };
 
-static ts_status fail(struct builder *b, int line, int col, ts_status code,
-                      const char *msg)
+static ts_status fail(struct builder *b, int line, int col, ts_status code, const char *msg)
 {
     return ts_err_at(b->err, code, b->file, line, col, NULL, "%s", msg);
 }
@@ -101,24 +100,35 @@ static ts_status reader_error(struct builder *b, yaml_parser_t *p)
     locate_offset(b->text, b->text_len, off, &line, &col);
     unsigned byte = off < b->text_len ? t[off] : 0;
     if (strstr(problem, "leading"))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "invalid UTF-8: byte "
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "invalid UTF-8: byte "
                          "0x%02X cannot start a character; a spec must be UTF-8 text (is this a "
-                         "binary file?)", byte);
+                         "binary file?)",
+                         byte);
     if (strstr(problem, "trailing"))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "invalid UTF-8: the "
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "invalid UTF-8: the "
                          "character starting with byte 0x%02X is broken by byte 0x%02X; save the "
-                         "file as UTF-8", byte, (unsigned)p->problem_value & 0xFF);
+                         "file as UTF-8",
+                         byte, (unsigned)p->problem_value & 0xFF);
     if (strstr(problem, "incomplete"))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "invalid UTF-8: the file "
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "invalid UTF-8: the file "
                          "ends in the middle of a character");
     if (strstr(problem, "control"))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "control character "
-                         "0x%02X is not allowed in YAML text", (unsigned)p->problem_value);
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "control character "
+                         "0x%02X is not allowed in YAML text",
+                         (unsigned)p->problem_value);
     if (strstr(problem, "Unicode"))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "invalid UTF-8: it "
-                         "encodes U+%04X, which is not a character", (unsigned)p->problem_value);
-    return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "invalid UTF-8: %s; save the "
-                     "file as UTF-8", problem);
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "invalid UTF-8: it "
+                         "encodes U+%04X, which is not a character",
+                         (unsigned)p->problem_value);
+    return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                     "invalid UTF-8: %s; save the "
+                     "file as UTF-8",
+                     problem);
 }
 
 /* "while scanning a quoted scalar" -> "quoted scalar". */
@@ -140,25 +150,27 @@ static ts_status parser_error(struct builder *b, yaml_parser_t *p)
     size_t off = mark_offset(b->text, b->text_len, m);
     int line = (int)m->line + 1, col = (int)m->column + 1;
     if (off < b->text_len && b->text[off] == '\t')
-        return fail(b, line, col, TS_SYNTAX, "yaml syntax: a tab character in indentation; "
+        return fail(b, line, col, TS_SYNTAX,
+                    "yaml syntax: a tab character in indentation; "
                     "YAML indents with spaces only");
     if (!p->context)
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "yaml syntax: %s",
-                         problem);
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "yaml syntax: %s", problem);
     const yaml_mark_t *c = &p->context_mark;
     if (mark_at_end(b->text, b->text_len, m) && strstr(p->context, "quoted scalar"))
-        return fail(b, (int)c->line + 1, (int)c->column + 1, TS_SYNTAX, "yaml syntax: "
+        return fail(b, (int)c->line + 1, (int)c->column + 1, TS_SYNTAX,
+                    "yaml syntax: "
                     "unterminated quoted string: the closing quote is missing");
     if (mark_at_end(b->text, b->text_len, m))
-        return ts_err_at(b->err, TS_SYNTAX, b->file, (int)c->line + 1, (int)c->column + 1,
-                         NULL, "yaml syntax: the file ends inside this %s (%s)",
-                         context_what(p->context), problem);
+        return ts_err_at(b->err, TS_SYNTAX, b->file, (int)c->line + 1, (int)c->column + 1, NULL,
+                         "yaml syntax: the file ends inside this %s (%s)", context_what(p->context),
+                         problem);
     if (c->line != m->line)
-        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "yaml syntax: %s %s "
-                         "that starts at line %d column %d", problem, p->context,
-                         (int)c->line + 1, (int)c->column + 1);
-    return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "yaml syntax: %s %s",
-                     problem, p->context);
+        return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL,
+                         "yaml syntax: %s %s "
+                         "that starts at line %d column %d",
+                         problem, p->context, (int)c->line + 1, (int)c->column + 1);
+    return ts_err_at(b->err, TS_SYNTAX, b->file, line, col, NULL, "yaml syntax: %s %s", problem,
+                     p->context);
 }
 
 static ts_status count_nodes(struct builder *b, size_t n, int line, int col)
@@ -218,8 +230,8 @@ static ts_status attach(struct builder *b, struct spec_node *n)
     return TS_OK;
 }
 
-static struct spec_node *new_node(struct builder *b, enum spec_node_type t,
-                                  const yaml_mark_t *m, const yaml_char_t *tag)
+static struct spec_node *new_node(struct builder *b, enum spec_node_type t, const yaml_mark_t *m,
+                                  const yaml_char_t *tag)
 {
     struct spec_node *n = ts_arena_alloc(b->arena, sizeof(*n));
     if (!n)
@@ -264,11 +276,15 @@ static ts_status on_alias(struct builder *b, const yaml_event_t *e)
     const char *name = (const char *)e->data.alias.anchor;
     struct spec_node *n = find_anchor(b, name);
     if (!n && is_open_anchor(b, name))
-        return ts_err_at(b->err, TS_INVALID, b->file, line, col, NULL, "alias '*%s' is inside "
-                         "the node it names (a cycle)", name);
+        return ts_err_at(b->err, TS_INVALID, b->file, line, col, NULL,
+                         "alias '*%s' is inside "
+                         "the node it names (a cycle)",
+                         name);
     if (!n)
-        return ts_err_at(b->err, TS_INVALID, b->file, line, col, NULL, "alias '*%s' names no "
-                         "anchor defined before it in this document", name);
+        return ts_err_at(b->err, TS_INVALID, b->file, line, col, NULL,
+                         "alias '*%s' names no "
+                         "anchor defined before it in this document",
+                         name);
     ts_status st = count_nodes(b, n->weight, line, col);
     return st ? st : attach(b, n);
 }
@@ -307,14 +323,14 @@ static ts_status on_close(struct builder *b)
 static ts_status on_doc_start(struct builder *b, const yaml_event_t *e)
 {
     if (b->ndocs == SPEC_YAML_MAX_DOCS)
-        return ts_err_at(b->err, TS_TOO_LARGE, b->file, (int)e->start_mark.line + 1, 1,
-                         NULL, "more than %d documents", SPEC_YAML_MAX_DOCS);
+        return ts_err_at(b->err, TS_TOO_LARGE, b->file, (int)e->start_mark.line + 1, 1, NULL,
+                         "more than %d documents", SPEC_YAML_MAX_DOCS);
     if (!ts_arena_grow(b->arena, (void **)&b->docs, &b->docs_cap, b->ndocs, sizeof(*b->docs)))
         return fail(b, 0, 0, TS_NOMEM, "out of memory");
     b->docs[b->ndocs].root = NULL;
     b->docs[b->ndocs].line = (int)e->start_mark.line + 1;
     b->ndocs++;
-    b->nanchors = 0;  /* anchors are scoped to their document */
+    b->nanchors = 0; /* anchors are scoped to their document */
     return TS_OK;
 }
 
@@ -337,20 +353,21 @@ static ts_status check_text(struct builder *b)
 {
     const unsigned char *t = (const unsigned char *)b->text;
     if (b->text_len >= 2 && ((t[0] == 0xFF && t[1] == 0xFE) || (t[0] == 0xFE && t[1] == 0xFF)))
-        return fail(b, 1, 1, TS_SYNTAX, "the file is UTF-16 (it starts with a UTF-16 byte "
+        return fail(b, 1, 1, TS_SYNTAX,
+                    "the file is UTF-16 (it starts with a UTF-16 byte "
                     "order mark); save it as UTF-8");
     const char *nul = memchr(b->text, '\0', b->text_len);
     if (!nul)
         return TS_OK;
     int line, col;
     locate_offset(b->text, b->text_len, (size_t)(nul - b->text), &line, &col);
-    return fail(b, line, col, TS_SYNTAX, "a NUL byte; a spec must be UTF-8 text (is this a "
+    return fail(b, line, col, TS_SYNTAX,
+                "a NUL byte; a spec must be UTF-8 text (is this a "
                 "binary file?)");
 }
 
-ts_status spec_yaml_parse(const char *text, size_t len, const char *file,
-                          struct ts_arena *arena, struct spec_doc **docs,
-                          size_t *ndocs, struct ts_error *err)
+ts_status spec_yaml_parse(const char *text, size_t len, const char *file, struct ts_arena *arena,
+                          struct spec_doc **docs, size_t *ndocs, struct ts_error *err)
 {
     struct builder *b = ts_arena_alloc(arena, sizeof(*b));
     if (!b)

@@ -34,16 +34,32 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
  * BLOB bytes with a length. A ledger row's seq is not listed: the database
  * assigns it. store.c's migrations create these columns; their text never
  * changes, so a migration that adds a column adds it here as well. */
-#define STORE_SAMPLE_COLUMNS(X, SEP)                                                     \
-    X(node, TEXT) SEP X(device, TEXT) SEP X(ts_ms, INT) SEP X(model, TEXT) SEP           \
-    X(profile, TEXT) SEP X(tenant, TEXT) SEP X(ns, TEXT) SEP X(pod, TEXT) SEP            \
-    X(share_ppm, INT) SEP X(util_ppm, INT)
-#define STORE_LEDGER_COLUMNS(X, SEP)                                                     \
-    X(ts_ms, INT) SEP X(node, TEXT) SEP X(gpu_uuid, TEXT) SEP X(instance_uuid, TEXT) SEP \
-    X(gi_id, TEXT) SEP X(profile, TEXT) SEP X(placement, TEXT) SEP X(tenant, TEXT) SEP   \
-    X(workload, TEXT) SEP X(source, TEXT) SEP X(hash, HEX) SEP X(prev_hash, HEX) SEP     \
-    X(mac, HEX)
-#define STORE_EXPO_COLUMNS(X, SEP) X(source, TEXT) SEP X(ts_ms, INT) SEP X(body, BLOB)
+#define STORE_SAMPLE_COLUMNS(X, SEP)  \
+    X(node, TEXT) SEP X(device, TEXT) \
+    SEP X(ts_ms, INT)                 \
+    SEP X(model, TEXT)                \
+    SEP X(profile, TEXT)              \
+    SEP X(tenant, TEXT)               \
+    SEP X(ns, TEXT)                   \
+    SEP X(pod, TEXT)                  \
+    SEP X(share_ppm, INT)             \
+    SEP X(util_ppm, INT)
+#define STORE_LEDGER_COLUMNS(X, SEP) \
+    X(ts_ms, INT) SEP X(node, TEXT)  \
+    SEP X(gpu_uuid, TEXT)            \
+    SEP X(instance_uuid, TEXT)       \
+    SEP X(gi_id, TEXT)               \
+    SEP X(profile, TEXT)             \
+    SEP X(placement, TEXT)           \
+    SEP X(tenant, TEXT)              \
+    SEP X(workload, TEXT)            \
+    SEP X(source, TEXT)              \
+    SEP X(hash, HEX)                 \
+    SEP X(prev_hash, HEX)            \
+    SEP X(mac, HEX)
+#define STORE_EXPO_COLUMNS(X, SEP)    \
+    X(source, TEXT) SEP X(ts_ms, INT) \
+    SEP X(body, BLOB)
 
 #define STORE_ONE_(name, type) 1
 enum {
@@ -61,15 +77,23 @@ _Static_assert(1 + STORE_LEDGER_NCOLS <= STORE_MAX_COLS, "ledger rows exceed STO
  * INS_BLOCK inserts STORE_BLOCK samples in one statement. */
 #define STORE_BLOCK 64
 #define STORE_MAX_PARAMS (STORE_BLOCK * STORE_SAMPLE_NCOLS)
-enum { STORE_ST_INS_SAMPLE, STORE_ST_INS_BLOCK, STORE_ST_SCAN_SAMPLES, STORE_ST_INS_LEDGER,
-       STORE_ST_LAST_LEDGER, STORE_ST_SCAN_LEDGER, STORE_ST_PUT_EXPO, STORE_ST_SCAN_EXPO,
-       STORE_ST_COUNT };
+enum {
+    STORE_ST_INS_SAMPLE,
+    STORE_ST_INS_BLOCK,
+    STORE_ST_SCAN_SAMPLES,
+    STORE_ST_INS_LEDGER,
+    STORE_ST_LAST_LEDGER,
+    STORE_ST_SCAN_LEDGER,
+    STORE_ST_PUT_EXPO,
+    STORE_ST_SCAN_EXPO,
+    STORE_ST_COUNT
+};
 
 struct store_ops {
-    const char *name;       /* in error messages: "sqlite", "postgresql" */
-    const char *serial_pk;  /* DDL of an ever-increasing integer primary key */
-    const char *begin_write;/* starts a transaction that will write */
-    const char *lock_schema;/* run after begin_write before migrating, or NULL */
+    const char *name;        /* in error messages: "sqlite", "postgresql" */
+    const char *serial_pk;   /* DDL of an ever-increasing integer primary key */
+    const char *begin_write; /* starts a transaction that will write */
+    const char *lock_schema; /* run after begin_write before migrating, or NULL */
     /* url without changes; *db gets the connection. */
     ts_status (*open)(const char *url, void **db, struct ts_error *err);
     void (*close)(void *db);
@@ -77,11 +101,10 @@ struct store_ops {
     ts_status (*prepare)(void *db, int id, const char *sql, struct ts_error *err);
     /* Run statement id; rows go to row (may be NULL); *changes (may be NULL)
      * gets the number of rows written. */
-    ts_status (*run)(void *db, int id, const struct store_param *p, int np,
-                     store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err);
+    ts_status (*run)(void *db, int id, const struct store_param *p, int np, store_row_fn row,
+                     void *ctx, int64_t *changes, struct ts_error *err);
     /* Run one statement without parameters (DDL, BEGIN, COMMIT...). */
-    ts_status (*exec)(void *db, const char *sql, store_row_fn row, void *ctx,
-                      struct ts_error *err);
+    ts_status (*exec)(void *db, const char *sql, store_row_fn row, void *ctx, struct ts_error *err);
 };
 
 extern const struct store_ops store_sqlite_ops;

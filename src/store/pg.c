@@ -158,8 +158,8 @@ static ts_status pq_drain(struct pq *q, store_row_fn row, void *ctx, int64_t *ch
     return rc;
 }
 
-static ts_status pq_run(void *db, int id, const struct store_param *p, int np,
-                        store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err)
+static ts_status pq_run(void *db, int id, const struct store_param *p, int np, store_row_fn row,
+                        void *ctx, int64_t *changes, struct ts_error *err)
 {
     struct pq *q = db;
     char num[STORE_MAX_PARAMS][24], name[16];

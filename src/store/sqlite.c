@@ -111,8 +111,8 @@ static ts_status sq_prepare(void *db, int id, const char *sql, struct ts_error *
     return TS_OK;
 }
 
-static ts_status sq_run(void *db, int id, const struct store_param *p, int np,
-                        store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err)
+static ts_status sq_run(void *db, int id, const struct store_param *p, int np, store_row_fn row,
+                        void *ctx, int64_t *changes, struct ts_error *err)
 {
     struct sq *q = db;
     sqlite3_stmt *s = q->st[id];

@@ -31,7 +31,7 @@ enum { LEDGER_NTEXT = STORE_LEDGER_COLUMNS(IS_TEXT, +) };
 struct store {
     const struct store_ops *ops;
     void *db;
-    char *last[LEDGER_NTEXT]; /* strings of the entry store_ledger_last returned */
+    char *last[LEDGER_NTEXT];  /* strings of the entry store_ledger_last returned */
     char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
 };
 
@@ -47,20 +47,27 @@ struct stmt {
 #define ON_CONFLICT " ON CONFLICT DO NOTHING"
 
 static const struct stmt stmts[STORE_ST_COUNT] = {
-    [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE, .ncols = STORE_SAMPLE_NCOLS, .nrows = 1,
+    [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE,
+                             .ncols = STORE_SAMPLE_NCOLS,
+                             .nrows = 1,
                              .tail = ON_CONFLICT},
-    [STORE_ST_INS_BLOCK] = {.sql = INS_SAMPLE, .ncols = STORE_SAMPLE_NCOLS,
-                            .nrows = STORE_BLOCK, .tail = ON_CONFLICT},
+    [STORE_ST_INS_BLOCK] = {.sql = INS_SAMPLE,
+                            .ncols = STORE_SAMPLE_NCOLS,
+                            .nrows = STORE_BLOCK,
+                            .tail = ON_CONFLICT},
     [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
                                       "AND ts_ms < $2 ORDER BY device, ts_ms"},
     [STORE_ST_INS_LEDGER] = {.sql = "INSERT INTO ledger (" LEDGER_COLS ") VALUES ",
-                             .ncols = STORE_LEDGER_NCOLS, .nrows = 1, .tail = " RETURNING seq"},
+                             .ncols = STORE_LEDGER_NCOLS,
+                             .nrows = 1,
+                             .tail = " RETURNING seq"},
     [STORE_ST_LAST_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger "
                                      "ORDER BY seq DESC LIMIT 1"},
     [STORE_ST_SCAN_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq"},
     /* an older text never replaces a newer one (a late import, a slow scrape) */
     [STORE_ST_PUT_EXPO] = {.sql = "INSERT INTO expositions (" EXPO_COLS ") VALUES ",
-                           .ncols = STORE_EXPO_NCOLS, .nrows = 1,
+                           .ncols = STORE_EXPO_NCOLS,
+                           .nrows = 1,
                            .tail = " ON CONFLICT (source) DO UPDATE SET "
                                    "ts_ms = excluded.ts_ms, body = excluded.body "
                                    "WHERE excluded.ts_ms >= expositions.ts_ms"},
@@ -102,10 +109,7 @@ static struct store_param p_blob(const char *s, size_t len)
 
 static int64_t col_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
 static const char *col_str(const char *s) { return s ? s : ""; }
-static void copy_hex(char dst[65], const char *src)
-{
-    snprintf(dst, 65, "%s", col_str(src));
-}
+static void copy_hex(char dst[65], const char *src) { snprintf(dst, 65, "%s", col_str(src)); }
 
 /* How a column of each type is bound (PARAM_) and read back (GET_). */
 #define PARAM_TEXT(v) p_str(v)
@@ -127,10 +131,7 @@ static ts_status exec(struct store *st, const char *sql, struct ts_error *err)
     return st->ops->exec(st->db, sql, NULL, NULL, err);
 }
 
-static void rollback(struct store *st)
-{
-    st->ops->exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-}
+static void rollback(struct store *st) { st->ops->exec(st->db, "ROLLBACK", NULL, NULL, NULL); }
 
 /* ---- open, migrate, close --------------------------------------------- */
 
@@ -160,16 +161,19 @@ static ts_status apply_migration(struct store *st, int64_t v, struct ts_error *e
 
 static ts_status migrate_locked(struct store *st, struct ts_error *err)
 {
-    ts_status rc = exec(st, "CREATE TABLE IF NOT EXISTS schema_version "
-                            "(version BIGINT PRIMARY KEY)", err);
+    ts_status rc = exec(st,
+                        "CREATE TABLE IF NOT EXISTS schema_version "
+                        "(version BIGINT PRIMARY KEY)",
+                        err);
     int64_t have = 0;
     if (rc == TS_OK)
         rc = st->ops->exec(st->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version",
                            row_first_i64, &have, err);
     if (rc == TS_OK && have > SCHEMA_VERSION)
-        return ts_err(err, TS_INVALID, "%s: database schema version %" PRId64
-                      " is newer than this tessera's (%" PRId64 ")", st->ops->name,
-                      have, SCHEMA_VERSION);
+        return ts_err(err, TS_INVALID,
+                      "%s: database schema version %" PRId64
+                      " is newer than this tessera's (%" PRId64 ")",
+                      st->ops->name, have, SCHEMA_VERSION);
     for (int64_t v = have + 1; rc == TS_OK && v <= SCHEMA_VERSION; v++)
         rc = apply_migration(st, v, err);
     return rc;
@@ -238,7 +242,8 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
     *out = NULL;
     const struct store_ops *ops = url ? ops_for(url) : NULL;
     if (!ops) /* never echo the URL: it may hold a password */
-        return ts_err(err, TS_USAGE, "unsupported database URL: use sqlite:PATH or "
+        return ts_err(err, TS_USAGE,
+                      "unsupported database URL: use sqlite:PATH or "
                       "postgres://[user@]host[:port]/dbname");
     struct store *st = calloc(1, sizeof(*st));
     if (!st)
@@ -271,10 +276,7 @@ void store_close(struct store *st)
     free(st);
 }
 
-const char *store_backend(const struct store *st)
-{
-    return st->ops->name;
-}
+const char *store_backend(const struct store *st) { return st->ops->name; }
 
 /* ---- samples ----------------------------------------------------------- */
 
@@ -359,8 +361,8 @@ static int sample_row(void *ctx, const char *const *c, const size_t *lens, int n
     return sc->fn(sc->ctx, &s);
 }
 
-ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms,
-                             store_sample_fn fn, void *ctx, struct ts_error *err)
+ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
+                             void *ctx, struct ts_error *err)
 {
     struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
     struct sample_scan sc = {fn, ctx};
@@ -376,8 +378,8 @@ ts_status store_ledger_append(struct store *st, const struct store_ledger_entry 
     struct store_param p[] = {STORE_LEDGER_COLUMNS(LEDGER_PARAM, COMMA)};
 #undef LEDGER_PARAM
     int64_t seq = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, STORE_LEDGER_NCOLS,
-                                row_first_i64, &seq, NULL, err);
+    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, STORE_LEDGER_NCOLS, row_first_i64,
+                                &seq, NULL, err);
     if (rc == TS_OK && seq_out)
         *seq_out = seq;
     return rc;
@@ -411,8 +413,7 @@ static int ledger_row(void *ctx, const char *const *c, const size_t *lens, int n
     return sc->fn(sc->ctx, &e);
 }
 
-ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
-                            struct ts_error *err)
+ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx, struct ts_error *err)
 {
     struct ledger_scan sc = {fn, ctx};
     return st->ops->run(st->db, STORE_ST_SCAN_LEDGER, NULL, 0, ledger_row, &sc, NULL, err);
@@ -470,8 +471,7 @@ ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_
                                const char *text, size_t len, struct ts_error *err)
 {
     if (!source || (!text && len))
-        return ts_err(err, TS_INVALID, "%s: exposition without a source or text",
-                      st->ops->name);
+        return ts_err(err, TS_INVALID, "%s: exposition without a source or text", st->ops->name);
     if (len > STORE_EXPOSITION_MAX)
         return ts_err(err, TS_TOO_LARGE, "%s: exposition of %s is %zu bytes, at most %d",
                       st->ops->name, source, len, STORE_EXPOSITION_MAX);

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "util/error.h"
-#include "util/limits.h"   /* STORE_EXPOSITION_MAX */
+#include "util/limits.h" /* STORE_EXPOSITION_MAX */
 
 struct store;
 
@@ -38,23 +38,23 @@ struct store;
  * a NULL fails the whole batch); use "" for "none". */
 struct store_sample {
     const char *node;
-    const char *device;  /* GPU UUID, or GPU UUID + "/" + GPU instance id for MIG */
-    int64_t ts_ms;       /* scrape time, Unix milliseconds */
+    const char *device; /* GPU UUID, or GPU UUID + "/" + GPU instance id for MIG */
+    int64_t ts_ms;      /* scrape time, Unix milliseconds */
     const char *model;
     const char *profile; /* "" for a whole GPU */
     const char *tenant;  /* "unattributed" allowed */
     const char *ns;
     const char *pod;
-    int64_t share_ppm;   /* the card share it is charged, parts per million */
-    int64_t util_ppm;    /* engine-active ratio, ppm; -1 when unknown */
+    int64_t share_ppm; /* the card share it is charged, parts per million */
+    int64_t util_ppm;  /* engine-active ratio, ppm; -1 when unknown */
 };
 
 /* One custody event; the caller computes the hashes, the store assigns seq. */
 struct store_ledger_entry {
     int64_t seq;
     int64_t ts_ms;
-    const char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement,
-        *tenant, *workload, *source;
+    const char *node, *gpu_uuid, *instance_uuid, *gi_id, *profile, *placement, *tenant, *workload,
+        *source;
     char hash[65];      /* hex SHA-256 */
     char prev_hash[65]; /* hex SHA-256 */
     char mac[65];       /* hex HMAC, or "" */
@@ -78,8 +78,8 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
 
 /* Every sample with from_ms <= ts_ms < to_ms, ordered by device, ts_ms.
  * The sample passed to fn is valid only during the call. */
-ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms,
-                             store_sample_fn fn, void *ctx, struct ts_error *err);
+ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
+                             void *ctx, struct ts_error *err);
 
 /* Append e (its seq is ignored); *seq_out (may be NULL) gets the assigned
  * sequence number, strictly increasing. */
@@ -92,8 +92,7 @@ ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, in
                             struct ts_error *err);
 
 /* Every entry in seq order. */
-ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx,
-                            struct ts_error *err);
+ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx, struct ts_error *err);
 
 /* Expositions: the latest raw scrape body of each source (a scrape target
  * URL or an imported file), for re-serving it tenant-labelled on /metrics.
@@ -109,8 +108,8 @@ ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_
 
 /* Called once per source, in source order; text is len bytes, not
  * NUL-terminated, valid only during the call. Return 0 to go on. */
-typedef int (*store_exposition_fn)(void *ctx, const char *source, int64_t ts_ms,
-                                   const char *text, size_t len);
+typedef int (*store_exposition_fn)(void *ctx, const char *source, int64_t ts_ms, const char *text,
+                                   size_t len);
 ts_status store_scan_expositions(struct store *st, store_exposition_fn fn, void *ctx,
                                  struct ts_error *err);
 

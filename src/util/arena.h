@@ -15,7 +15,7 @@ struct ts_arena_block;
 
 struct ts_arena {
     struct ts_arena_block *head;
-    size_t total;   /* bytes handed out, for limits and tests */
+    size_t total; /* bytes handed out, for limits and tests */
 };
 
 void ts_arena_init(struct ts_arena *a);

@@ -33,7 +33,7 @@ enum {
 };
 
 typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;          /* the _v2 ABI: 64-bit */
+typedef unsigned long long CUdeviceptr; /* the _v2 ABI: 64-bit */
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef uint64_t cuuint64_t;
 typedef struct CUctx_st *CUcontext;
@@ -89,7 +89,10 @@ typedef struct {
 typedef struct {
     int type;
     int requestedHandleTypes;
-    struct { int type; int id; } location;
+    struct {
+        int type;
+        int id;
+    } location;
     void *win32HandleMetaData;
     struct {
         unsigned char compressionType, gpuDirectRDMACapable;
@@ -146,8 +149,8 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                      const CUmemAllocationProp *prop, unsigned long long flags);
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
-CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                  CUmemGenericAllocationHandle handle, unsigned long long flags);
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc);
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc);
@@ -191,17 +194,16 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
                                       CUstream stream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                             unsigned int gridDimZ, unsigned int blockDimX,
-                             unsigned int blockDimY, unsigned int blockDimZ,
-                             unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
-                             void **extra);
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream stream,
+                             void **kernelParams, void **extra);
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                void **extra);
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
-                                        unsigned int gridDimY, unsigned int gridDimZ,
-                                        unsigned int blockDimX, unsigned int blockDimY,
-                                        unsigned int blockDimZ, unsigned int sharedMemBytes,
-                                        CUstream stream, void **kernelParams);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX,
+                                        unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes, CUstream stream,
+                                        void **kernelParams);
 CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream);
 
 #endif

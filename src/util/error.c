@@ -38,11 +38,11 @@ ts_status ts_err(struct ts_error *err, ts_status code, const char *fmt, ...)
     return code;
 }
 
-static void vfill(struct ts_error *err, ts_status code, const char *file, int line,
-                  int column, const char *path, const char *fmt, va_list ap)
+static void vfill(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                  const char *path, const char *fmt, va_list ap)
     __attribute__((format(printf, 7, 0)));
-static void vfill(struct ts_error *err, ts_status code, const char *file, int line,
-                  int column, const char *path, const char *fmt, va_list ap)
+static void vfill(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                  const char *path, const char *fmt, va_list ap)
 {
     memset(err, 0, sizeof(*err));
     err->code = code;
@@ -53,16 +53,16 @@ static void vfill(struct ts_error *err, ts_status code, const char *file, int li
     vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 }
 
-ts_status ts_verr_at(struct ts_error *err, ts_status code, const char *file, int line,
-                     int column, const char *path, const char *fmt, va_list ap)
+ts_status ts_verr_at(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                     const char *path, const char *fmt, va_list ap)
 {
     if (err)
         vfill(err, code, file, line, column, path, fmt, ap);
     return code;
 }
 
-ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file,
-                    int line, int column, const char *path, const char *fmt, ...)
+ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                    const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -80,8 +80,8 @@ void ts_diag_add(struct ts_diag *d, const struct ts_error *e)
     d->warnings += e->severity == TS_SEV_WARNING;
 }
 
-void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
-                   int line, int column, const char *path, const char *fmt, va_list ap)
+void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file, int line,
+                   int column, const char *path, const char *fmt, va_list ap)
 {
     struct ts_error e;
     vfill(&e, code, file, line, column, path, fmt, ap);
@@ -89,8 +89,8 @@ void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const cha
     ts_diag_add(d, &e);
 }
 
-void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
-                  int line, int column, const char *path, const char *fmt, ...)
+void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file, int line,
+                  int column, const char *path, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -98,10 +98,7 @@ void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char
     va_end(ap);
 }
 
-int ts_diag_errors(const struct ts_diag *d)
-{
-    return d->count + d->dropped - d->warnings;
-}
+int ts_diag_errors(const struct ts_diag *d) { return d->count + d->dropped - d->warnings; }
 
 void ts_error_format(const struct ts_error *e, char *buf, size_t size)
 {

@@ -18,16 +18,16 @@
 #include "util/limits.h"
 
 /* X(name, message). Numbers are stable: never reorder, only append. */
-#define TS_STATUS_MAP(X)                                   \
-    X(OK, "success")                                       \
-    X(NOMEM, "out of memory")                              \
-    X(IO, "input/output error")                            \
-    X(SYNTAX, "syntax error")                              \
-    X(INVALID, "invalid input")                            \
-    X(TOO_LARGE, "input too large")                        \
-    X(NOT_FOUND, "not found")                              \
-    X(INFEASIBLE, "no feasible layout")                    \
-    X(USAGE, "bad usage")                                  \
+#define TS_STATUS_MAP(X)                \
+    X(OK, "success")                    \
+    X(NOMEM, "out of memory")           \
+    X(IO, "input/output error")         \
+    X(SYNTAX, "syntax error")           \
+    X(INVALID, "invalid input")         \
+    X(TOO_LARGE, "input too large")     \
+    X(NOT_FOUND, "not found")           \
+    X(INFEASIBLE, "no feasible layout") \
+    X(USAGE, "bad usage")               \
     X(INTERNAL, "internal error")
 
 #define TS__ENUM(name, msg) TS_##name,
@@ -39,19 +39,19 @@ typedef enum { TS_SEV_ERROR, TS_SEV_WARNING } ts_severity;
 
 struct ts_error {
     ts_status code;
-    ts_severity severity;    /* TS_SEV_ERROR unless ts_diag_addf said otherwise */
-    char msg[TS_MSG_MAX];    /* lowercase, no trailing period */
-    char file[TS_PATH_MAX];  /* input file, "" when not from a file */
-    int line, column;        /* 1-based; 0 when unknown */
-    char path[TS_PATH_MAX];  /* field path inside the input, "" if none */
+    ts_severity severity;   /* TS_SEV_ERROR unless ts_diag_addf said otherwise */
+    char msg[TS_MSG_MAX];   /* lowercase, no trailing period */
+    char file[TS_PATH_MAX]; /* input file, "" when not from a file */
+    int line, column;       /* 1-based; 0 when unknown */
+    char path[TS_PATH_MAX]; /* field path inside the input, "" if none */
 };
 
 /* A bounded list of errors (for loaders that report everything at once). */
 struct ts_diag {
     struct ts_error items[TS_DIAG_MAX];
-    int count;       /* kept items */
-    int dropped;     /* errors past TS_DIAG_MAX, counted but not kept */
-    int warnings;    /* how many of count + dropped are warnings */
+    int count;    /* kept items */
+    int dropped;  /* errors past TS_DIAG_MAX, counted but not kept */
+    int warnings; /* how many of count + dropped are warnings */
 };
 
 const char *ts_status_str(ts_status s);
@@ -61,13 +61,12 @@ ts_status ts_err(struct ts_error *err, ts_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Fill err with an input location too. file/path may be NULL. */
-ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file,
-                    int line, int column, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
+ts_status ts_err_at(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                    const char *path, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* ts_err_at with a va_list, for a module's own located reporter. */
-ts_status ts_verr_at(struct ts_error *err, ts_status code, const char *file, int line,
-                     int column, const char *path, const char *fmt, va_list ap)
+ts_status ts_verr_at(struct ts_error *err, ts_status code, const char *file, int line, int column,
+                     const char *path, const char *fmt, va_list ap)
     __attribute__((format(printf, 7, 0)));
 
 /* Append a copy of e to d (counted in d->dropped when full). */
@@ -76,11 +75,11 @@ void ts_diag_add(struct ts_diag *d, const struct ts_error *e);
 /* Append a problem of severity sev located at file:line:column, path (as
  * ts_err_at; file/path may be NULL). ts_diag_vaddf takes a va_list, for
  * a module's own located reporter. */
-void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
-                  int line, int column, const char *path, const char *fmt, ...)
+void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file, int line,
+                  int column, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 8, 9)));
-void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file,
-                   int line, int column, const char *path, const char *fmt, va_list ap)
+void ts_diag_vaddf(struct ts_diag *d, ts_severity sev, ts_status code, const char *file, int line,
+                   int column, const char *path, const char *fmt, va_list ap)
     __attribute__((format(printf, 8, 0)));
 
 /* Errors in d, kept or dropped, warnings not counted. */

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static ts_status read_stream(FILE *f, const char *path, size_t max, char **out,
-                             size_t *len, struct ts_error *err)
+static ts_status read_stream(FILE *f, const char *path, size_t max, char **out, size_t *len,
+                             struct ts_error *err)
 {
     size_t cap = 64 * 1024, n = 0;
     char *buf = malloc(cap + 1);
@@ -49,8 +49,7 @@ static ts_status read_stream(FILE *f, const char *path, size_t max, char **out,
     return TS_OK;
 }
 
-ts_status ts_file_read(const char *path, size_t max, char **out, size_t *len,
-                       struct ts_error *err)
+ts_status ts_file_read(const char *path, size_t max, char **out, size_t *len, struct ts_error *err)
 {
     if (strcmp(path, "-") == 0)
         return read_stream(stdin, "<stdin>", max, out, len, err);
@@ -62,8 +61,7 @@ ts_status ts_file_read(const char *path, size_t max, char **out, size_t *len,
     return st;
 }
 
-ts_status ts_file_write(const char *path, const char *data, size_t len,
-                        struct ts_error *err)
+ts_status ts_file_write(const char *path, const char *data, size_t len, struct ts_error *err)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))

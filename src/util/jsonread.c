@@ -39,7 +39,7 @@ static void sub_path(char *dst, size_t n, const char *path, const char *key)
 }
 
 ts_status ts_jread_ll(const struct ts_jread *r, json_t *o, const char *key, const char *path,
-                         long long lo, long long hi, long long *out)
+                      long long lo, long long hi, long long *out)
 {
     char p[TS_PATH_MAX], range[80];
     sub_path(p, sizeof p, path, key);
@@ -63,7 +63,7 @@ ts_status ts_jread_int(const struct ts_jread *r, json_t *o, const char *key, con
 }
 
 ts_status ts_jread_str(const struct ts_jread *r, json_t *o, const char *key, const char *path,
-                         char *dst, size_t size)
+                       char *dst, size_t size)
 {
     char p[TS_PATH_MAX];
     sub_path(p, sizeof p, path, key);
@@ -78,7 +78,7 @@ ts_status ts_jread_str(const struct ts_jread *r, json_t *o, const char *key, con
 
 /* The array at key (max items) or an error; *out borrowed. */
 ts_status ts_jread_arr(const struct ts_jread *r, json_t *o, const char *key, const char *path,
-                         size_t max, json_t **out)
+                       size_t max, json_t **out)
 {
     char p[TS_PATH_MAX], msg[64];
     sub_path(p, sizeof p, path, key);
@@ -86,12 +86,12 @@ ts_status ts_jread_arr(const struct ts_jread *r, json_t *o, const char *key, con
     if (!json_is_array(*out))
         return ts_jread_bad(r, p, "%s", *out ? "expected an array" : "missing: expected an array");
     snprintf(msg, sizeof msg, "more than %zu items", max);
-    return json_array_size(*out) > max ? ts_err_at(r->err, TS_TOO_LARGE, r->file, 0, 0, p,
-                                                   "%s", msg) : TS_OK;
+    return json_array_size(*out) > max
+               ? ts_err_at(r->err, TS_TOO_LARGE, r->file, 0, 0, p, "%s", msg)
+               : TS_OK;
 }
 
 ts_status ts_jread_obj(const struct ts_jread *r, json_t *v, const char *path)
 {
     return json_is_object(v) ? TS_OK : ts_jread_bad(r, path, "%s", "expected an object");
 }
-

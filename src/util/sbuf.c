@@ -53,10 +53,7 @@ void ts_sbuf_add(struct ts_sbuf *b, const char *s, size_t n)
     b->data[b->len] = '\0';
 }
 
-void ts_sbuf_puts(struct ts_sbuf *b, const char *s)
-{
-    ts_sbuf_add(b, s, strlen(s));
-}
+void ts_sbuf_puts(struct ts_sbuf *b, const char *s) { ts_sbuf_add(b, s, strlen(s)); }
 
 void ts_sbuf_printf(struct ts_sbuf *b, const char *fmt, ...)
 {
@@ -85,10 +82,7 @@ void ts_sbuf_xml(struct ts_sbuf *b, const char *s)
     }
 }
 
-const char *ts_sbuf_str(const struct ts_sbuf *b)
-{
-    return b->data ? b->data : "";
-}
+const char *ts_sbuf_str(const struct ts_sbuf *b) { return b->data ? b->data : ""; }
 
 ts_status ts_sbuf_status(const struct ts_sbuf *b)
 {

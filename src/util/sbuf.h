@@ -12,9 +12,9 @@
 #include "util/error.h"
 
 struct ts_sbuf {
-    char *data;     /* NUL-terminated; NULL until the first append */
+    char *data; /* NUL-terminated; NULL until the first append */
     size_t len, cap, max;
-    int failed;     /* 1 after an append failed (too large or no memory) */
+    int failed; /* 1 after an append failed (too large or no memory) */
 };
 
 /* max = the largest length allowed (bytes, without the NUL). */
@@ -22,8 +22,7 @@ void ts_sbuf_init(struct ts_sbuf *b, size_t max);
 void ts_sbuf_release(struct ts_sbuf *b);
 void ts_sbuf_add(struct ts_sbuf *b, const char *s, size_t n);
 void ts_sbuf_puts(struct ts_sbuf *b, const char *s);
-void ts_sbuf_printf(struct ts_sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void ts_sbuf_printf(struct ts_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s with XML special characters escaped. */
 void ts_sbuf_xml(struct ts_sbuf *b, const char *s);
 /* The text so far ("" when empty); valid until the next append. */

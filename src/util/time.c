@@ -47,10 +47,7 @@ static int digits(const char **p, int n, int *v)
     return 1;
 }
 
-static int expect(const char **p, char c)
-{
-    return *(*p)++ == c;
-}
+static int expect(const char **p, char c) { return *(*p)++ == c; }
 
 static int days_in_month(int y, int m)
 {
@@ -124,8 +121,8 @@ void ts_time_format(int64_t ms, char buf[40])
     int64_t rem = sec - days * 86400, y;
     int m, d;
     civil_from_days(days, &y, &m, &d);
-    int n = snprintf(buf, 40, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d", y, m, d,
-                     (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+    int n = snprintf(buf, 40, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d", y, m, d, (int)(rem / 3600),
+                     (int)(rem / 60 % 60), (int)(rem % 60));
     if (frac)
         snprintf(buf + n, 40 - (size_t)n, ".%03dZ", frac);
     else

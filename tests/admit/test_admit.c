@@ -143,8 +143,7 @@ static json_t *run(const struct admit_policy *pol, const char *body, size_t len,
     return doc;
 }
 
-static json_t *run_text(const struct admit_policy *pol, const char *body,
-                        struct admit_verdict *v)
+static json_t *run_text(const struct admit_policy *pol, const char *body, struct admit_verdict *v)
 {
     struct ts_sbuf out;
     json_t *doc = run(pol, body, strlen(body), v, &out);
@@ -168,9 +167,10 @@ static char *check_fixture(const struct admit_policy *pol, const struct fixture 
     struct ts_sbuf out;
     json_t *doc = run(pol, f->body, f->len, &v, &out);
     const char *msg = v.http_status == 400
-        ? json_string_value(json_object_get(doc, "error"))
-        : json_string_value(json_object_get(json_object_get(json_object_get(doc, "response"),
-                                                            "status"), "message"));
+                          ? json_string_value(json_object_get(doc, "error"))
+                          : json_string_value(json_object_get(
+                                json_object_get(json_object_get(doc, "response"), "status"),
+                                "message"));
     json_t *resp = json_object_get(doc, "response");
     json_t *uid = request_uid(f);
     char *why = NULL;
@@ -270,7 +270,7 @@ static void test_policy_sharing(void **state)
         assert_int_equal(s->ents[i]->mech, DECIDE_MPS);
     }
     const struct ad_ent *rer = strcmp(s->ents[0]->workload, "reranker") == 0 ? s->ents[0]
-                                                                              : s->ents[1];
+                                                                             : s->ents[1];
     assert_int_equal(rer->sm_percent, 20);
     assert_string_equal(rer->cap, "14Gi");
     assert_true(rer->cap_bytes == 14.0 * 1024 * 1024 * 1024);
@@ -303,15 +303,35 @@ static void test_policy_build_errors(void **state)
 static void test_quantity(void **state)
 {
     (void)state;
-    static const struct { const char *s; double v; } good[] = {
-        {"1", 1}, {"0", 0}, {"14Gi", 14.0 * (1 << 30)}, {"14336Mi", 14.0 * (1 << 30)},
-        {"512Ki", 512.0 * 1024}, {"2Ti", 2.0 * 1099511627776.0}, {"1k", 1000}, {"1K", 1000},
-        {"15G", 15e9}, {"3M", 3e6}, {"2T", 2e12}, {"500m", 0.5}, {"1.5", 1.5}, {"1.5Gi", 1.5 * (1 << 30)},
-        {".5", 0.5}, {"1e3", 1000}, {"1E3", 1000}, {"2E", 2e18}, {"+4", 4}, {"-1", -1},
+    static const struct {
+        const char *s;
+        double v;
+    } good[] = {
+        {"1", 1},
+        {"0", 0},
+        {"14Gi", 14.0 * (1 << 30)},
+        {"14336Mi", 14.0 * (1 << 30)},
+        {"512Ki", 512.0 * 1024},
+        {"2Ti", 2.0 * 1099511627776.0},
+        {"1k", 1000},
+        {"1K", 1000},
+        {"15G", 15e9},
+        {"3M", 3e6},
+        {"2T", 2e12},
+        {"500m", 0.5},
+        {"1.5", 1.5},
+        {"1.5Gi", 1.5 * (1 << 30)},
+        {".5", 0.5},
+        {"1e3", 1000},
+        {"1E3", 1000},
+        {"2E", 2e18},
+        {"+4", 4},
+        {"-1", -1},
         {"15032385536", 15032385536.0},
     };
-    static const char *const bad[] = {"", "Gi", "1.", "1..2", "1 Gi", " 1", "1Gb", "0x10", "inf",
-                                      "nan", "1e", "1e+", "1GiB", "1.5.5", "--1", "1i", "1m1"};
+    static const char *const bad[] = {"",     "Gi",    "1.",  "1..2", "1 Gi", " 1",
+                                      "1Gb",  "0x10",  "inf", "nan",  "1e",   "1e+",
+                                      "1GiB", "1.5.5", "--1", "1i",   "1m1"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         double v = -42;
         if (ad_quantity_str(good[i].s, &v) != 0 || v != good[i].v)
@@ -336,9 +356,9 @@ static void test_quantity(void **state)
 
 /* ---- responses ---- */
 
-#define POD(ns, extra) \
+#define POD(ns, extra)                                                                   \
     "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{" \
-    "\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"}," \
+    "\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"     \
     "\"operation\":\"CREATE\",\"namespace\":\"" ns "\",\"object\":{\"spec\":{" extra "}}}}"
 
 static void test_audit_annotations(void **state)
@@ -346,11 +366,14 @@ static void test_audit_annotations(void **state)
     (void)state;
     struct admit_policy *pol = policy_of("examples/four-h100.yaml");
     struct admit_verdict v;
-    json_t *doc = run_text(pol, POD("client-c-prod", "\"containers\":[{\"name\":\"a\","
-                                    "\"resources\":{\"limits\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}]"),
+    json_t *doc = run_text(pol,
+                           POD("client-c-prod",
+                               "\"containers\":[{\"name\":\"a\","
+                               "\"resources\":{\"limits\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}]"),
                            &v);
     json_t *resp = json_object_get(doc, "response");
-    assert_string_equal(json_string_value(json_object_get(doc, "apiVersion")), "admission.k8s.io/v1");
+    assert_string_equal(json_string_value(json_object_get(doc, "apiVersion")),
+                        "admission.k8s.io/v1");
     assert_string_equal(json_string_value(json_object_get(doc, "kind")), "AdmissionReview");
     assert_string_equal(json_string_value(json_object_get(resp, "uid")), "u-1");
     assert_true(json_is_true(json_object_get(resp, "allowed")));
@@ -372,8 +395,11 @@ static void test_audit_annotations(void **state)
     assert_string_equal(v.tenant, "");
     json_decref(doc);
     /* a pod claiming render's template names the workload */
-    doc = run_text(pol, POD("client-a-prod", "\"containers\":[{\"name\":\"a\"}],\"resourceClaims\":"
-                            "[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"chat-13b\"}]"), &v);
+    doc = run_text(pol,
+                   POD("client-a-prod",
+                       "\"containers\":[{\"name\":\"a\"}],\"resourceClaims\":"
+                       "[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"chat-13b\"}]"),
+                   &v);
     ann = json_object_get(json_object_get(doc, "response"), "auditAnnotations");
     assert_string_equal(json_string_value(json_object_get(ann, "profile")), "3g.40gb");
     json_decref(doc);
@@ -385,8 +411,11 @@ static void test_denial_shape(void **state)
     (void)state;
     struct admit_policy *pol = policy_of("examples/four-h100.yaml");
     struct admit_verdict v;
-    json_t *doc = run_text(pol, POD("client-a-prod", "\"hostPID\":true,\"containers\":[{\"name\":"
-                                    "\"a\",\"securityContext\":{\"privileged\":true}}]"), &v);
+    json_t *doc = run_text(pol,
+                           POD("client-a-prod",
+                               "\"hostPID\":true,\"containers\":[{\"name\":"
+                               "\"a\",\"securityContext\":{\"privileged\":true}}]"),
+                           &v);
     json_t *resp = json_object_get(doc, "response");
     assert_false(json_is_true(json_object_get(resp, "allowed")));
     assert_int_equal(json_integer_value(json_object_get(json_object_get(resp, "status"), "code")),
@@ -439,13 +468,15 @@ static void test_many_denials_capped(void **state)
                         "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},\"namespace\":"
                         "\"client-a-prod\",\"object\":{\"spec\":{\"containers\":[");
     for (int i = 0; i < 200; i++)
-        ts_sbuf_printf(&body, "%s{\"name\":\"c%d-\xc3\xa9\xc3\xa9\xc3\xa9\",\"securityContext\":"
-                       "{\"privileged\":true}}", i ? "," : "", i);
+        ts_sbuf_printf(&body,
+                       "%s{\"name\":\"c%d-\xc3\xa9\xc3\xa9\xc3\xa9\",\"securityContext\":"
+                       "{\"privileged\":true}}",
+                       i ? "," : "", i);
     ts_sbuf_puts(&body, "]}}}}");
     struct admit_verdict v;
     json_t *doc = run_text(pol, ts_sbuf_str(&body), &v);
-    const char *msg = json_string_value(json_object_get(json_object_get(json_object_get(doc,
-                                        "response"), "status"), "message"));
+    const char *msg = json_string_value(
+        json_object_get(json_object_get(json_object_get(doc, "response"), "status"), "message"));
     assert_non_null(msg);
     assert_true(strlen(msg) < AD_MSG_MAX);
     assert_non_null(strstr(msg, " more"));
@@ -495,7 +526,7 @@ static void test_depth_limit(void **state)
 struct worker {
     const struct admit_policy *pol;
     const struct table *t;
-    char **answers;       /* one per fixture, from the serial run */
+    char **answers; /* one per fixture, from the serial run */
     int mismatches;
 };
 

@@ -17,14 +17,18 @@ static const char INV[] =
     "  \"pciBusId\": \"00000000:1B:00.0\", \"memoryMiB\": 81559, \"computeMode\": \"default\",\n"
     "  \"migMode\": {\"current\": \"enabled\", \"pending\": \"enabled\"},\n"
     "  \"profiles\": [\n"
-    "   {\"id\": 19, \"name\": \"1g.10gb\", \"computeSlices\": 1, \"memoryMiB\": 9984, \"sms\": 16,\n"
-    "    \"maxCount\": 7, \"placements\": [{\"start\": 0, \"size\": 1}, {\"start\": 6, \"size\": 1}]},\n"
-    "   {\"id\": 0, \"name\": \"7g.79gb\", \"computeSlices\": 7, \"memoryMiB\": 81152, \"sms\": 132,\n"
+    "   {\"id\": 19, \"name\": \"1g.10gb\", \"computeSlices\": 1, \"memoryMiB\": 9984, \"sms\": "
+    "16,\n"
+    "    \"maxCount\": 7, \"placements\": [{\"start\": 0, \"size\": 1}, {\"start\": 6, \"size\": "
+    "1}]},\n"
+    "   {\"id\": 0, \"name\": \"7g.79gb\", \"computeSlices\": 7, \"memoryMiB\": 81152, \"sms\": "
+    "132,\n"
     "    \"maxCount\": 1, \"placements\": [{\"start\": 0, \"size\": 8}]}],\n"
     "  \"gpuInstances\": [{\"id\": 3, \"profileId\": 19, \"profile\": \"1g.10gb\",\n"
     "   \"computeSlices\": 1, \"placement\": {\"start\": 6, \"size\": 1},\n"
     "   \"computeInstances\": [{\"id\": 0, \"profileId\": 0, \"profile\": \"1g.10gb\",\n"
-    "    \"computeSlices\": 1, \"placement\": {\"start\": 0, \"size\": 1}, \"uuid\": \"MIG-x\"}]}]}]}\n";
+    "    \"computeSlices\": 1, \"placement\": {\"start\": 0, \"size\": 1}, \"uuid\": "
+    "\"MIG-x\"}]}]}]}\n";
 
 static struct inv_node *parse_ok(const char *text)
 {
@@ -106,8 +110,8 @@ static void test_inventory_hostile(void **state)
     expect_bad("\"kind\": \"NodeInventory\"", "\"kind\": \"Plan\"", "kind", "NodeInventory");
     expect_bad("\"current\": \"enabled\"", "\"current\": \"maybe\"", "gpus[0].migMode.current",
                "enabled, disabled");
-    expect_bad("\"uuid\": \"MIG-x\"", "\"uuid\": 7", "gpus[0].gpuInstances[0].computeInstances[0].uuid",
-               "expected a string");
+    expect_bad("\"uuid\": \"MIG-x\"", "\"uuid\": 7",
+               "gpus[0].gpuInstances[0].computeInstances[0].uuid", "expected a string");
     expect_bad("\"memoryMiB\": 81559", "\"memoryMiB\": 1.5", "gpus[0].memoryMiB", "integer");
     expect_bad("\"gpus\": [", "\"gpus\": 3, \"x\": [", "gpus", "expected an array");
     expect_bad("\"node\": \"n1\"", "\"node\": \"n1\", \"node\": \"n2\"", "", "duplicate");
@@ -133,8 +137,8 @@ static const char PLAN[] =
     "\"h100-80gb-sxm\", \"mode\": \"mig\", \"instances\": [{\"profile\": \"1g.10gb\", "
     "\"start\": 6, \"size\": 1, \"tenant\": \"t\", \"workload\": \"w\"}]}]}";
 
-static void diff_of(const char *plan_text, const char *inventory_text, const struct cat_catalog *cat,
-                    struct reconf_diff *d)
+static void diff_of(const char *plan_text, const char *inventory_text,
+                    const struct cat_catalog *cat, struct reconf_diff *d)
 {
     struct reconf_plan p;
     struct ts_error e = {0};
@@ -214,8 +218,8 @@ static void test_plan_parse_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_inventory_parse),    cmocka_unit_test(test_inventory_round_trip),
-        cmocka_unit_test(test_inventory_hostile),  cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_inventory_parse),   cmocka_unit_test(test_inventory_round_trip),
+        cmocka_unit_test(test_inventory_hostile), cmocka_unit_test(test_diff),
         cmocka_unit_test(test_plan_parse_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -73,8 +73,8 @@ static int count_geometries(const struct cat_model *m, int with_2unit_1g)
     struct enum_state st = {m, {0}, 0, {0}, 0};
     for (size_t i = 0; i < m->nprofiles; i++) {
         const struct cat_profile *p = &m->profiles[i];
-        if (!cat_profile_plain(p) || (!with_2unit_1g && p->compute == 1 && p->mem_units == 2 &&
-                                      m->grid == 8))
+        if (!cat_profile_plain(p) ||
+            (!with_2unit_1g && p->compute == 1 && p->mem_units == 2 && m->grid == 8))
             continue;
         st.plain[st.nplain++] = p;
     }
@@ -94,8 +94,9 @@ static void test_geometry_counts(void **state)
 {
     (void)state;
     struct cat_catalog *c = builtin();
-    static const char *seven[] = {"a100-40gb", "a100-80gb", "h100-80gb-sxm", "h100-80gb-pcie",
-                                  "h100-nvl-94gb", "gh200-h100-96gb", "h200-141gb", "b200"};
+    static const char *seven[] = {"a100-40gb",      "a100-80gb",     "h100-80gb-sxm",
+                                  "h100-80gb-pcie", "h100-nvl-94gb", "gh200-h100-96gb",
+                                  "h200-141gb",     "b200"};
     for (size_t i = 0; i < sizeof(seven) / sizeof(seven[0]); i++) {
         const struct cat_model *m = cat_model_find(c, seven[i]);
         assert_non_null(m);
@@ -166,9 +167,10 @@ static void test_user_model_precedence(void **state)
     char path[] = "/tmp/tessera-catalog-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
-    const char *doc = "apiVersion: tessera.dev/v1alpha1\nkind: GpuModel\nmetadata: {name: lab-h100}\n"
-                      "spec:\n  displayName: Lab H100\n  productNames: [\"NVIDIA H100 PCIe\"]\n"
-                      "  memoryGiB: 79.6\n  architecture: hopper\n";
+    const char *doc =
+        "apiVersion: tessera.dev/v1alpha1\nkind: GpuModel\nmetadata: {name: lab-h100}\n"
+        "spec:\n  displayName: Lab H100\n  productNames: [\"NVIDIA H100 PCIe\"]\n"
+        "  memoryGiB: 79.6\n  architecture: hopper\n";
     assert_int_equal(write(fd, doc, strlen(doc)), (ssize_t)strlen(doc));
     close(fd);
     struct cat_catalog *c = NULL;
@@ -197,16 +199,19 @@ static void test_bad_catalog_documents(void **state)
          "placements: '{2,1}:1' is not like \"{0,2,4}:2\""},
         {"mig: true\n", "a MIG model needs migGrid, computeSlices and profiles"},
         {"mig: false\n  profiles:\n  - {name: 1g.1gb, id: 1, computeSlices: 1, memoryGiB: 1, "
-         "maxCount: 7, placements: \"{0}:1\"}\n", "profiles given but mig is false"},
+         "maxCount: 7, placements: \"{0}:1\"}\n",
+         "profiles given but mig is false"},
         {"mig: true\n  migGrid: 8\n  computeSlices: 7\n  profiles:\n  - {name: 9g.1gb, id: 1, "
          "computeSlices: 9, memoryGiB: 1, maxCount: 1, placements: \"{0}:8\"}\n",
          "computeSlices 9 is more than the card's 7"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char text[2048];
-        snprintf(text, sizeof(text), "apiVersion: tessera.dev/v1alpha1\nkind: GpuModel\n"
+        snprintf(text, sizeof(text),
+                 "apiVersion: tessera.dev/v1alpha1\nkind: GpuModel\n"
                  "metadata: {name: x}\nspec:\n  displayName: X\n  memoryGiB: 10\n"
-                 "  architecture: hopper\n  %s", cases[i].spec);
+                 "  architecture: hopper\n  %s",
+                 cases[i].spec);
         struct cat_catalog *c = NULL;
         struct ts_diag d = {0};
         assert_int_equal(cat_load_text(text, strlen(text), "x.yaml", &c, &d), TS_INVALID);

@@ -353,7 +353,8 @@ static void test_a100_without_lgipp(void **state)
 static void test_a100_no_profile_table(void **state)
 {
     (void)state;
-    import_fails((const char *[]){"a100-40gb_mig-cgi-2x3g20gb.txt", "a100-40gb_mig-lgi-2x3g20gb.txt",
+    import_fails((const char *[]){"a100-40gb_mig-cgi-2x3g20gb.txt",
+                                  "a100-40gb_mig-lgi-2x3g20gb.txt",
                                   "a100-40gb_nvidia-smi-mig-devices-2x3g20gb.txt", NULL},
                  -1, TS_INVALID, "", 0, 0,
                  "no GPU instance profile table (nvidia-smi mig -lgip output) in the input");
@@ -362,7 +363,7 @@ static void test_a100_no_profile_table(void **state)
 /* ---- layouts and names ------------------------------------------------- */
 
 #define GB200_L "text:GPU 0: NVIDIA GB200 (UUID: GPU-0)\n"
-#define GB200_LGIPP                                          \
+#define GB200_LGIPP                                             \
     "text:GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1\n" \
     "GPU  0 Profile ID 20 Placements: {0,1,2,3,4,5,6}:1\n"      \
     "GPU  0 Profile ID 15 Placements: {0,2,4,6}:2\n"
@@ -372,19 +373,17 @@ static void test_a100_no_profile_table(void **state)
 static void test_narrow_and_wide_layouts(void **state)
 {
     (void)state;
-    static const struct want narrow[] = {
-        {19, "1g.24gb", 1, 20.00, 18, 7, "{0,1,2,3,4,5,6}:1"},
-        {20, "1g.24gb+me", 1, 20.00, 18, 1, "{0,1,2,3,4,5,6}:1"},
-        {15, "1g.47gb", 1, 45.50, 32, 4, "{0,2,4,6}:2"},
-        {14, "2g.47gb", 2, 45.50, 38, 3, "{0,2,4}:2"}};
-    static const struct want wide[] = {
-        {19, "1g.23gb", 1, 22.00, 18, 7, "{0,1,2,3,4,5,6}:1"},
-        {20, "1g.23gb+me", 1, 22.00, 18, 1, "{0,1,2,3,4,5,6}:1"},
-        {15, "1g.47gb", 1, 45.50, 32, 4, "{0,2,4,6}:2"}};
+    static const struct want narrow[] = {{19, "1g.24gb", 1, 20.00, 18, 7, "{0,1,2,3,4,5,6}:1"},
+                                         {20, "1g.24gb+me", 1, 20.00, 18, 1, "{0,1,2,3,4,5,6}:1"},
+                                         {15, "1g.47gb", 1, 45.50, 32, 4, "{0,2,4,6}:2"},
+                                         {14, "2g.47gb", 2, 45.50, 38, 3, "{0,2,4}:2"}};
+    static const struct want wide[] = {{19, "1g.23gb", 1, 22.00, 18, 7, "{0,1,2,3,4,5,6}:1"},
+                                       {20, "1g.23gb+me", 1, 22.00, 18, 1, "{0,1,2,3,4,5,6}:1"},
+                                       {15, "1g.47gb", 1, 45.50, 32, 4, "{0,2,4,6}:2"}};
     struct run r;
-    import_ok(&r, (const char *[]){GB200_L, "gpu-operator-pr1303_gb200_mig-lgip-partial.txt",
-                                   GB200_LGIPP "GPU  0 Profile ID 14 Placements: {0,2,4}:2\n",
-                                   NULL});
+    import_ok(&r,
+              (const char *[]){GB200_L, "gpu-operator-pr1303_gb200_mig-lgip-partial.txt",
+                               GB200_LGIPP "GPU  0 Profile ID 14 Placements: {0,2,4}:2\n", NULL});
     assert_model(r.m, "nvidia-gb200", "NVIDIA GB200", "blackwell", 45.50, 8, 2);
     assert_profiles(r.m, narrow, 4);
     run_free(&r);
@@ -403,13 +402,14 @@ static void test_wide_excerpt_rtx(void **state)
                                     {21, "1g.24gb+me", 1, 23.12, 46, 1, "{0,3,6,9}:3"},
                                     {47, "1g.24gb+gfx", 1, 23.12, 46, 4, "{0,3,6,9}:3"}};
     struct run r;
-    import_ok(&r, (const char *[]){"cubecos-issue312_rtx-pro-6000-blackwell_mig-lgip-partial-wide.txt",
-                                   "text:GPU 0: NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation "
-                                   "Edition (UUID: GPU-0)\n"
-                                   "GPU  0 Profile ID 14 Placements: {0,3,6,9}:3\n"
-                                   "GPU  0 Profile ID 21 Placements: {0,3,6,9}:3\n"
-                                   "GPU  0 Profile ID 47 Placements: {0,3,6,9}:3\n",
-                                   NULL});
+    import_ok(&r,
+              (const char *[]){"cubecos-issue312_rtx-pro-6000-blackwell_mig-lgip-partial-wide.txt",
+                               "text:GPU 0: NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation "
+                               "Edition (UUID: GPU-0)\n"
+                               "GPU  0 Profile ID 14 Placements: {0,3,6,9}:3\n"
+                               "GPU  0 Profile ID 21 Placements: {0,3,6,9}:3\n"
+                               "GPU  0 Profile ID 47 Placements: {0,3,6,9}:3\n",
+                               NULL});
     assert_int_equal(r.m->grid, 12);
     assert_profiles(r.m, w, 3);
     run_free(&r);
@@ -534,8 +534,9 @@ static void test_header_without_memory(void **state)
     snprintf(in, sizeof(in), "text:%s", text);
     free(text);
     struct run r;
-    import_ok(&r, (const char *[]){"dcgm-exporter-issue544_h100-nvl_nvidia-smi-mig-enabled-partial.txt",
-                                   in, NULL});
+    import_ok(&r,
+              (const char *[]){"dcgm-exporter-issue544_h100-nvl_nvidia-smi-mig-enabled-partial.txt",
+                               in, NULL});
     assert_model(r.m, "nvidia-h100-nvl", "NVIDIA H100 NVL", "hopper", 93.12, 8, 7);
     assert_profiles(r.m, nvl, sizeof(nvl) / sizeof(nvl[0]));
     run_free(&r);
@@ -564,9 +565,11 @@ static void test_other_tables_skipped(void **state)
 {
     (void)state;
     struct run r;
-    import_ok(&r, (const char *[]){H100_PCIE, "text:| MIG devices: |\n"
+    import_ok(&r, (const char *[]){H100_PCIE,
+                                   "text:| MIG devices: |\n"
                                    "|   0  MIG 1g.10gb       19     1/1        1.00       No     14"
-                                   "     1     0   |\n", NULL});
+                                   "     1     0   |\n",
+                                   NULL});
     assert_profiles(r.m, h100_pcie, sizeof(h100_pcie) / sizeof(h100_pcie[0]));
     run_free(&r);
 }
@@ -588,8 +591,8 @@ static void test_truncated_table(void **state)
     *strrchr(text, '\n') = '\0';
     snprintf(in, sizeof(in), "text:%s", text);
     free(text);
-    import_fails((const char *[]){HBM3_L, in, HBM3_LGIPP, NULL}, -1, TS_INVALID, HBM3_LGIPP, 4,
-                 19, "profile ID 14 of GPU 0 has placements but no nvidia-smi mig -lgip row");
+    import_fails((const char *[]){HBM3_L, in, HBM3_LGIPP, NULL}, -1, TS_INVALID, HBM3_LGIPP, 4, 19,
+                 "profile ID 14 of GPU 0 has placements but no nvidia-smi mig -lgip row");
 }
 
 static void test_lgip_without_lgipp(void **state)
@@ -633,7 +636,8 @@ static void test_binary(void **state)
 {
     (void)state;
     static const char bytes[] = "GPU 0: NVIDIA H100 PCIe (UUID: GPU-x)\n"
-                                "\x7f" "ELF\x02\x01\x01\0\0\0";
+                                "\x7f"
+                                "ELF\x02\x01\x01\0\0\0";
     struct cat_import *im = cat_import_new();
     struct ts_error e;
     assert_int_equal(cat_import_add(im, bytes, sizeof(bytes) - 1, "a.out", &e), TS_INVALID);
@@ -672,28 +676,30 @@ static void test_placement_past_32_units(void **state)
 static void test_conflicting_rows(void **state)
 {
     (void)state;
-    import_fails((const char *[]){H100_PCIE, "text:| GPU instance profiles: |\n" ROW19
+    import_fails((const char *[]){H100_PCIE,
+                                  "text:| GPU instance profiles: |\n" ROW19
                                   "|   0  MIG 1g.10gb       19     4/4        9.62       No     14"
-                                  "     1     0   |\n", NULL},
+                                  "     1     0   |\n",
+                                  NULL},
                  -1, TS_INVALID, "inline.txt", 3, 26,
                  "conflicting rows for profile ID 19 of GPU 0: 1g.10gb, 4 max, 9.62 GiB, 14 SMs "
                  "here, 1g.10gb, 7 max, 9.62 GiB, 14 SMs at " H100_PCIE ":21");
-    import_fails((const char *[]){H100_PCIE, "text:GPU  0 Profile ID  9 Placements: {0,2}:4\n",
-                                  NULL},
-                 -1, TS_INVALID, "inline.txt", 1, 20,
-                 "conflicting placements for profile ID 9 of GPU 0: this line differs from "
-                 H100_PCIE ":48");
+    import_fails(
+        (const char *[]){H100_PCIE, "text:GPU  0 Profile ID  9 Placements: {0,2}:4\n", NULL}, -1,
+        TS_INVALID, "inline.txt", 1, 20,
+        "conflicting placements for profile ID 9 of GPU 0: this line differs from " H100_PCIE
+        ":48");
     import_fails((const char *[]){H100_PCIE, "text:GPU 0: NVIDIA H200 (UUID: GPU-1)\n", NULL}, -1,
-                 TS_INVALID, "inline.txt", 1, 8, "GPU 0 is 'NVIDIA H200' here but 'NVIDIA H100 PCIe'");
+                 TS_INVALID, "inline.txt", 1, 8,
+                 "GPU 0 is 'NVIDIA H200' here but 'NVIDIA H100 PCIe'");
 }
 
 static void test_unknown_architecture(void **state)
 {
     (void)state;
-    import_fails((const char *[]){"text:GPU 0: NVIDIA L40S (UUID: GPU-0)\n", HBM3_LGIP,
-                                  HBM3_LGIPP, NULL},
-                 -1, TS_INVALID, "inline.txt", 1, 8,
-                 "cannot tell the architecture of 'NVIDIA L40S'");
+    import_fails(
+        (const char *[]){"text:GPU 0: NVIDIA L40S (UUID: GPU-0)\n", HBM3_LGIP, HBM3_LGIPP, NULL},
+        -1, TS_INVALID, "inline.txt", 1, 8, "cannot tell the architecture of 'NVIDIA L40S'");
 }
 
 /* Checks the catalog loader would make, made before anything is written. */
@@ -704,18 +710,23 @@ static void test_inconsistent_model(void **state)
                                   "|   0  MIG 1g.10gb       20     7/7        9.62       No     14"
                                   "     1     0   |\n"
                                   "GPU  0 Profile ID 19 Placements: {0}:1\n"
-                                  "GPU  0 Profile ID 20 Placements: {1}:1\n", NULL},
-                 -1, TS_INVALID, "inline.txt", 3, 26, "profile name '1g.10gb' is both ID 19 and ID 20");
+                                  "GPU  0 Profile ID 20 Placements: {1}:1\n",
+                                  NULL},
+                 -1, TS_INVALID, "inline.txt", 3, 26,
+                 "profile name '1g.10gb' is both ID 19 and ID 20");
     import_fails((const char *[]){"text:GPU 0: NVIDIA A30 (UUID: GPU-0)\n"
                                   "|   0  MIG 1g.0gb        19     7/7        0.00       No     14"
                                   "     1     0   |\n"
-                                  "GPU  0 Profile ID 19 Placements: {0}:1\n", NULL},
+                                  "GPU  0 Profile ID 19 Placements: {0}:1\n",
+                                  NULL},
                  -1, TS_INVALID, "inline.txt", 2, 26, "profile 1g.0gb has no memory (0 GiB)");
-    import_fails((const char *[]){"text:|   0  NVIDIA A30   On   | 00000000:01:00.0 Off |  0 |\n"
-                                  "| N/A 40C P0 51W / 350W |  0MiB / 4096MiB |  0% Default |\n"
-                                  ROW19 "GPU  0 Profile ID 19 Placements: {0}:1\n", NULL},
-                 -1, TS_INVALID, "inline.txt", 3, 26,
-                 "profile 1g.10gb has 9.62 GiB, more than the card's 4.00 GiB");
+    import_fails(
+        (const char *[]){"text:|   0  NVIDIA A30   On   | 00000000:01:00.0 Off |  0 |\n"
+                         "| N/A 40C P0 51W / 350W |  0MiB / 4096MiB |  0% Default |\n" ROW19
+                         "GPU  0 Profile ID 19 Placements: {0}:1\n",
+                         NULL},
+        -1, TS_INVALID, "inline.txt", 3, 26,
+        "profile 1g.10gb has 9.62 GiB, more than the card's 4.00 GiB");
 }
 
 /* 65 profile IDs for one GPU: more than a GpuModel may hold. */

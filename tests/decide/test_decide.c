@@ -18,8 +18,8 @@ static const char *spec1(const char *node, const char *gpus, const char *tenant,
     static char buf[8192];
     snprintf(buf, sizeof(buf),
              DOC "kind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n  - name: n1\n%s"
-                 "    gpus: [%s]\n"
-             DOC "kind: Tenant\nmetadata: {name: t}\nspec:\n  namespaces: [t]\n%s"
+                 "    gpus: [%s]\n" DOC
+                 "kind: Tenant\nmetadata: {name: t}\nspec:\n  namespaces: [t]\n%s"
                  "  workloads:\n  - {name: w, %s}\n",
              node, gpus, tenant, w);
     return buf;
@@ -43,7 +43,8 @@ static const struct rule_case rules[] = {
     {"", L40S, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15", "whole", NULL, "R1",
      "whole GPU is passed through", 1},
     {"    vgpuLicensed: true\n", L40S, "  contract: shared-trusted\n",
-     "kind: inference, memoryHighWaterGiB: 15, vm: true", "vgpu", NULL, "R1", "time-sliced vGPU", 1},
+     "kind: inference, memoryHighWaterGiB: 15, vm: true", "vgpu", NULL, "R1", "time-sliced vGPU",
+     1},
     /* R2: whole GPUs */
     {"", H100, "  contract: dedicated\n", "kind: fine-tune, memoryHighWaterGiB: 40", "whole", NULL,
      "R2", "fine-tune needs whole-card bandwidth; 40 GiB -> 1 whole h100-80gb-sxm", 1},
@@ -55,19 +56,22 @@ static const struct rule_case rules[] = {
      "memory above the largest MIG profile", 1},
     /* R3: hardware boundary */
     {"", H100, "  contract: isolated\n",
-     "kind: inference, memoryHighWaterGiB: 30, kvCacheGiB: 8, p99Ms: 250, trust: untrusted",
-     "mig", "3g.40gb", "R3",
+     "kind: inference, memoryHighWaterGiB: 30, kvCacheGiB: 8, p99Ms: 250, trust: untrusted", "mig",
+     "3g.40gb", "R3",
      "untrusted data with a 250 ms p99 needs a hardware boundary; 30 GiB + 8 GiB KV cache = 38 "
-     "GiB -> 3g.40gb on h100-80gb-sxm (39.50 GiB, 1.50 GiB headroom)", 1},
+     "GiB -> 3g.40gb on h100-80gb-sxm (39.50 GiB, 1.50 GiB headroom)",
+     1},
     {"", H100, "  contract: shared-trusted\n  dataClass: regulated\n",
      "kind: batch, memoryHighWaterGiB: 12", "mig", "1g.20gb", "R3", "regulated data", 1},
     {"", H100, "  contract: isolated\n",
      "kind: inference, memoryHighWaterGiB: 12, p99Ms: 80, computeSlices: 3", "mig", "3g.40gb", "R3",
      "and 3 compute slices -> 3g.40gb", 1},
-    {"", "{model: a30, count: 1}", "  contract: dedicated\n", "kind: inference, memoryHighWaterGiB: 5",
-     "mig", "1g.6gb", "R3", "dedicated-compute contract", 1},
-    {"", L40S, "  contract: isolated\n", "kind: inference, memoryHighWaterGiB: 12, trust: untrusted",
-     "whole", NULL, "R3", "no MIG-capable card in the fleet, so a whole GPU", 1},
+    {"", "{model: a30, count: 1}", "  contract: dedicated\n",
+     "kind: inference, memoryHighWaterGiB: 5", "mig", "1g.6gb", "R3", "dedicated-compute contract",
+     1},
+    {"", L40S, "  contract: isolated\n",
+     "kind: inference, memoryHighWaterGiB: 12, trust: untrusted", "whole", NULL, "R3",
+     "no MIG-capable card in the fleet, so a whole GPU", 1},
     {"    cudaVersion: \"13.4\"\n", L40S, "  contract: isolated\n",
      "kind: inference, memoryHighWaterGiB: 12, p99Ms: 100", "memory-fraction", NULL, "R3",
      "enforced by the driver (CUDA 13.4+) (not a security boundary)", 0},
@@ -81,8 +85,8 @@ static const struct rule_case rules[] = {
     /* R6: time-slicing */
     {"", L40S, "  contract: best-effort\n", "kind: batch, memoryHighWaterGiB: 7", "time-slicing",
      NULL, "R6", "best-effort batch work time-slices: no isolation and no guarantee", 0},
-    {"", H100, "  contract: shared-trusted\n", "kind: dev, memoryHighWaterGiB: 7",
-     "time-slicing", NULL, "R6", "best-effort dev work", 0},
+    {"", H100, "  contract: shared-trusted\n", "kind: dev, memoryHighWaterGiB: 7", "time-slicing",
+     NULL, "R6", "best-effort dev work", 0},
     /* explicit requests the contract allows */
     {"", H100, "  contract: shared-trusted\n",
      "kind: batch, memoryHighWaterGiB: 7, isolation: time-slicing", "time-slicing", NULL, "R6",
@@ -145,12 +149,15 @@ static const struct error_case errors[] = {
      "kind: inference, memoryHighWaterGiB: 5",
      "test.yaml:8:12: Fleet/f.spec.nodes[0].gpus[0]: model: unknown GPU model 'h100-sxm' (known: "
      "a100-40gb"},
-    {"    canary: 1g.5gb\n", H100, "  contract: isolated\n", "kind: inference, memoryHighWaterGiB: 5",
-     "canary: h100-80gb-sxm has no MIG profile '1g.5gb'"},
-    {"    canary: 1g.10gb\n", L40S, "  contract: isolated\n", "kind: inference, memoryHighWaterGiB: 5",
+    {"    canary: 1g.5gb\n", H100, "  contract: isolated\n",
+     "kind: inference, memoryHighWaterGiB: 5", "canary: h100-80gb-sxm has no MIG profile '1g.5gb'"},
+    {"    canary: 1g.10gb\n", L40S, "  contract: isolated\n",
+     "kind: inference, memoryHighWaterGiB: 5",
      "canary: node 'n1' has no MIG-capable GPU to keep a '1g.10gb' slice free on"},
-    {"", H100, "  contract: isolated\n", "kind: inference, memoryHighWaterGiB: 30, isolation: mig, "
-     "computeSlices: 8", "isolation: mig was requested but no MIG-capable card"},
+    {"", H100, "  contract: isolated\n",
+     "kind: inference, memoryHighWaterGiB: 30, isolation: mig, "
+     "computeSlices: 8",
+     "isolation: mig was requested but no MIG-capable card"},
 };
 
 static void test_errors(void **state)
@@ -173,8 +180,9 @@ static void test_error_location(void **state)
 {
     (void)state;
     struct th_job j;
-    th_run_text(&j, spec1("", H100, "  contract: dedicated\n",
-                          "kind: inference, memoryHighWaterGiB: 7, isolation: mps"),
+    th_run_text(&j,
+                spec1("", H100, "  contract: dedicated\n",
+                      "kind: inference, memoryHighWaterGiB: 7, isolation: mps"),
                 PLAN_SOLVER_AUTO);
     assert_int_equal(j.diag.count, 1);
     const struct ts_error *e = &j.diag.items[0];

@@ -70,7 +70,8 @@ static void bad_lines(void **state)
     (void)state;
     static const struct bad_case cases[] = {
         {"latency_us 1\nlatency_us x\n", 2, 12, "not a decimal number: 'x'"},
-        {"latency_us 1\n\nbogus 1\n", 3, 1, "unknown keyword (latency_us, error, mem_mib): 'bogus'"},
+        {"latency_us 1\n\nbogus 1\n", 3, 1,
+         "unknown keyword (latency_us, error, mem_mib): 'bogus'"},
         {"latency_us\n", 1, 11, "latency_us needs a number"},
         {"latency_us 5 gpu_us\n", 1, 20, "gpu_us needs a number"},
         {"latency_us 5 gpu_us 4 more\n", 1, 23, "unexpected text after the gpu_us value: 'more'"},
@@ -125,7 +126,9 @@ static void hostile_bytes(void **state)
     fight_series_release(&s);
     /* A long number token and a truncated last line. */
     assert_int_equal(feed("latency_us 1111111111111111111111111111111111111111111111111111111111111"
-                          "11111111\n", 0, &s, &e), TS_SYNTAX);
+                          "11111111\n",
+                          0, &s, &e),
+                     TS_SYNTAX);
     assert_string_equal(e.msg, "number too long: '1111111111111111111111111111111111111111'");
     fight_series_release(&s);
     assert_int_equal(feed("latency_us 1\nlatency_us", 0, &s, &e), TS_SYNTAX);
@@ -140,17 +143,22 @@ static void mig_uuids(void **state)
     char *text;
     size_t len;
     struct ts_error e;
-    assert_int_equal(ts_file_read(th_src_path("tests/fixtures/fight/"
-                                              "datadog-agent-pr33120_a100-sxm4-80gb_L_mig-7x1g10gb.txt"),
-                                  1u << 20, &text, &len, &e), TS_OK);
+    assert_int_equal(
+        ts_file_read(th_src_path("tests/fixtures/fight/"
+                                 "datadog-agent-pr33120_a100-sxm4-80gb_L_mig-7x1g10gb.txt"),
+                     1u << 20, &text, &len, &e),
+        TS_OK);
     assert_int_equal(fight_mig_parse(text, uuids, FIGHT_MIG_MAX), 7);
     assert_string_equal(uuids[0], "MIG-feb88891-0321-5fef-9c87-d4af3b54259e");
     assert_string_equal(uuids[6], "MIG-1aae4990-b962-574e-8375-119d6d9b9687");
     assert_int_equal(fight_mig_parse(text, uuids, 2), 2);
     free(text);
-    assert_int_equal(ts_file_read(th_src_path("tests/fixtures/fight/"
-                                              "dcgm-exporter-issue105_a100-sxm4-40gb_L_mig-r450-uuid-format.txt"),
-                                  1u << 20, &text, &len, &e), TS_OK);
+    assert_int_equal(
+        ts_file_read(
+            th_src_path("tests/fixtures/fight/"
+                        "dcgm-exporter-issue105_a100-sxm4-40gb_L_mig-r450-uuid-format.txt"),
+            1u << 20, &text, &len, &e),
+        TS_OK);
     assert_int_equal(fight_mig_parse(text, uuids, FIGHT_MIG_MAX), 6);
     assert_string_equal(uuids[1], "MIG-GPU-a810a1fc-9f46-0e6f-5cef-bf34c2248e12/2/0");
     free(text);
@@ -159,14 +167,16 @@ static void mig_uuids(void **state)
                                      "  MIG 1g.10gb Device 0: (UUID: MIG-abc\n"
                                      "  MIG 1g.10gb Device 1: (UUID: GPU-abcdef)\n"
                                      "  MIG 1g.10gb Device 2: (UUID: MIG-a b)\n"
-                                     "  MIG 1g.10gb Device 3:\n  MIG", uuids, FIGHT_MIG_MAX), 0);
+                                     "  MIG 1g.10gb Device 3:\n  MIG",
+                                     uuids, FIGHT_MIG_MAX),
+                     0);
 }
 
 static void ptx_assembles(void **state)
 {
     (void)state;
-    const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0
-                            ? "/usr/local/cuda/bin/ptxas" : NULL;
+    const char *ptxas = access("/usr/local/cuda/bin/ptxas", X_OK) == 0 ? "/usr/local/cuda/bin/ptxas"
+                                                                       : NULL;
     if (!ptxas && system("command -v ptxas >/dev/null 2>&1") == 0)
         ptxas = "ptxas";
     assert_non_null(strstr(fight__ptx, ".entry tessera_sleep_us"));
@@ -189,7 +199,7 @@ static void ptx_assembles(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(good_lines), cmocka_unit_test(bad_lines),
+        cmocka_unit_test(good_lines),    cmocka_unit_test(bad_lines),
         cmocka_unit_test(hostile_bytes), cmocka_unit_test(mig_uuids),
         cmocka_unit_test(ptx_assembles),
     };

@@ -60,11 +60,10 @@ static void percentiles_match_python(void **state)
 {
     (void)state;
     static const char *const files[] = {"sla-alone.lat", "sla-timesliced.lat"};
-    const char *script =
-        "import sys, statistics as st\n"
-        "x = [float(l) for l in sys.stdin]\n"
-        "q = lambda n, i: st.quantiles(x, n=n, method=\"inclusive\")[i]\n"
-        "print(q(2, 0), q(100, 98), q(1000, 998))\n";
+    const char *script = "import sys, statistics as st\n"
+                         "x = [float(l) for l in sys.stdin]\n"
+                         "q = lambda n, i: st.quantiles(x, n=n, method=\"inclusive\")[i]\n"
+                         "print(q(2, 0), q(100, 98), q(1000, 998))\n";
     for (size_t f = 0; f < 2; f++) {
         struct fight_series s;
         struct fight_summary sum;
@@ -118,15 +117,14 @@ static void ranks_exact(void **state)
     assert_int_equal(fight_quantile_ranks(368, 0.99, 0.95, &lo, &hi, &e), TS_OK);
     assert_int_equal(hi, 368);
     /* n = 1000 and 5000 against math.comb in Python (an independent sum). */
-    const char *script =
-        "from math import comb\n"
-        "for n in (1000, 5000):\n"
-        "    c, lo, hi, whole = 0, 0, 0, 100**n\n"
-        "    for k in range(n):\n"
-        "        c += comb(n, k) * 99**k\n"
-        "        if 40 * c <= whole: lo = k + 1\n"
-        "        if 40 * c >= 39 * whole and not hi: hi = k + 1\n"
-        "    print(lo, hi)\n";
+    const char *script = "from math import comb\n"
+                         "for n in (1000, 5000):\n"
+                         "    c, lo, hi, whole = 0, 0, 0, 100**n\n"
+                         "    for k in range(n):\n"
+                         "        c += comb(n, k) * 99**k\n"
+                         "        if 40 * c <= whole: lo = k + 1\n"
+                         "        if 40 * c >= 39 * whole and not hi: hi = k + 1\n"
+                         "    print(lo, hi)\n";
     double want[4];
     assert_int_equal(python(script, NULL, want, 4), 4);
     assert_int_equal(fight_quantile_ranks(1000, 0.99, 0.95, &lo, &hi, NULL), TS_OK);
@@ -172,12 +170,12 @@ static void interval_coverage(void **state)
 static void verdict_boundary(void **state)
 {
     (void)state;
-    assert_true(fight_within(100, 110, 0.10));        /* exactly +10% passes */
+    assert_true(fight_within(100, 110, 0.10)); /* exactly +10% passes */
     assert_true(fight_within(100, 109.999, 0.10));
     assert_false(fight_within(100, 110.001, 0.10));
     assert_true(fight_within(250, 250, 0));
     assert_false(fight_within(250, 250.001, 0));
-    assert_true(fight_within(100, 50, 0.10));         /* faster is fine */
+    assert_true(fight_within(100, 50, 0.10)); /* faster is fine */
     assert_true(fight_within(0, 0, 0.10));
     assert_false(fight_within(0, 1, 0.10));
     assert_false(fight_within(NAN, 1, 0.10));
@@ -211,9 +209,12 @@ static void refused_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(percentiles_match_python), cmocka_unit_test(recorded_fight_moves_p99),
-        cmocka_unit_test(ranks_exact),              cmocka_unit_test(interval_coverage),
-        cmocka_unit_test(verdict_boundary),         cmocka_unit_test(refused_inputs),
+        cmocka_unit_test(percentiles_match_python),
+        cmocka_unit_test(recorded_fight_moves_p99),
+        cmocka_unit_test(ranks_exact),
+        cmocka_unit_test(interval_coverage),
+        cmocka_unit_test(verdict_boundary),
+        cmocka_unit_test(refused_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

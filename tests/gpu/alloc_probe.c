@@ -25,28 +25,36 @@
 #include <unistd.h>
 
 #define SYM(name) static __typeof__(&name) p_##name
-SYM(cuInit); SYM(cuDeviceGet); SYM(cuDevicePrimaryCtxRetain); SYM(cuCtxSetCurrent);
-SYM(cuMemAlloc_v2); SYM(cuMemFree_v2); SYM(cuMemGetInfo_v2); SYM(cuDeviceTotalMem_v2);
-SYM(cuModuleLoadData); SYM(cuModuleGetFunction); SYM(cuLaunchKernel);
-SYM(cuCtxSynchronize); SYM(cuDeviceGetAttribute);
+SYM(cuInit);
+SYM(cuDeviceGet);
+SYM(cuDevicePrimaryCtxRetain);
+SYM(cuCtxSetCurrent);
+SYM(cuMemAlloc_v2);
+SYM(cuMemFree_v2);
+SYM(cuMemGetInfo_v2);
+SYM(cuDeviceTotalMem_v2);
+SYM(cuModuleLoadData);
+SYM(cuModuleGetFunction);
+SYM(cuLaunchKernel);
+SYM(cuCtxSynchronize);
+SYM(cuDeviceGetAttribute);
 
-static const char spin_ptx[] =
-    ".version 7.0\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    ".visible .entry tessera_spin(.param .u64 cycles)\n"
-    "{\n"
-    "  .reg .pred %p;\n"
-    "  .reg .b64 %start, %now, %lim, %d;\n"
-    "  ld.param.u64 %lim, [cycles];\n"
-    "  mov.u64 %start, %clock64;\n"
-    "LOOP:\n"
-    "  mov.u64 %now, %clock64;\n"
-    "  sub.s64 %d, %now, %start;\n"
-    "  setp.lt.s64 %p, %d, %lim;\n"
-    "  @%p bra LOOP;\n"
-    "  ret;\n"
-    "}\n";
+static const char spin_ptx[] = ".version 7.0\n"
+                               ".target sm_70\n"
+                               ".address_size 64\n"
+                               ".visible .entry tessera_spin(.param .u64 cycles)\n"
+                               "{\n"
+                               "  .reg .pred %p;\n"
+                               "  .reg .b64 %start, %now, %lim, %d;\n"
+                               "  ld.param.u64 %lim, [cycles];\n"
+                               "  mov.u64 %start, %clock64;\n"
+                               "LOOP:\n"
+                               "  mov.u64 %now, %clock64;\n"
+                               "  sub.s64 %d, %now, %start;\n"
+                               "  setp.lt.s64 %p, %d, %lim;\n"
+                               "  @%p bra LOOP;\n"
+                               "  ret;\n"
+                               "}\n";
 
 static double now_s(void)
 {
@@ -87,8 +95,8 @@ static int mode_limit(size_t mib, const char *ready)
     CUresult r = CUDA_SUCCESS;
     while (n < 100000 && (r = p_cuMemAlloc_v2(&ptrs[n], mib << 20)) == CUDA_SUCCESS)
         n++;
-    printf("total=%zu free=%zu device_total=%zu allocs=%zu allocated=%zu refused_rc=%d\n", tot,
-           fr, dev_tot, n, n * (mib << 20), r);
+    printf("total=%zu free=%zu device_total=%zu allocs=%zu allocated=%zu refused_rc=%d\n", tot, fr,
+           dev_tot, n, n * (mib << 20), r);
     fflush(stdout);
     if (ready) {
         FILE *f = fopen(ready, "w");

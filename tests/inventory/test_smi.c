@@ -71,8 +71,7 @@ static void test_r450_uuids(void **state)
     assert_int_equal(smi.gpu[1].line, 4);
     assert_int_equal(smi.gpu[1].first_mig, 2);
     assert_int_equal(smi.gpu[1].nmig, 2);
-    assert_string_equal(smi.mig[3].uuid,
-                        "MIG-GPU-604c7a18-e7d0-02e0-723a-7578be840651/2/0");
+    assert_string_equal(smi.mig[3].uuid, "MIG-GPU-604c7a18-e7d0-02e0-723a-7578be840651/2/0");
     assert_string_equal(smi.mig[3].profile, "3g.20gb");
     assert_int_equal(smi.mig[3].gpu, 1);
 }
@@ -116,14 +115,18 @@ static void test_every_fixture(void **state)
 {
     (void)state;
     static const char *const files[] = {
-        "a100-40gb_mig-cgi-2x3g20gb.txt", "a100-40gb_mig-lgi-2x3g20gb.txt",
+        "a100-40gb_mig-cgi-2x3g20gb.txt",
+        "a100-40gb_mig-lgi-2x3g20gb.txt",
         "a100-40gb_nvidia-smi-mig-devices-2x3g20gb.txt",
-        "a30-24gb_mig-lgip-all-used.txt", "a30-24gb_mig-lgipp.txt",
+        "a30-24gb_mig-lgip-all-used.txt",
+        "a30-24gb_mig-lgipp.txt",
         "a30-24gb_nvidia-smi-mig-lgip-lgipp-lgi.txt",
         "cubecos-issue312_rtx-pro-6000-blackwell_mig-lgip-partial-wide.txt",
         "dcgm-exporter-issue544_h100-nvl_nvidia-smi-mig-enabled-partial.txt",
-        "gpu-operator-pr1303_gb200_mig-lgip-partial.txt", "h100-80gb-hbm3_mig-lgip.txt",
-        "h100-80gb-hbm3_mig-lgipp.txt", "h100-nvl-94gb_azure_nvidia-smi-mig-lgip-lgipp-smi.txt",
+        "gpu-operator-pr1303_gb200_mig-lgip-partial.txt",
+        "h100-80gb-hbm3_mig-lgip.txt",
+        "h100-80gb-hbm3_mig-lgipp.txt",
+        "h100-nvl-94gb_azure_nvidia-smi-mig-lgip-lgipp-smi.txt",
         "h100-sxm5-80gb_nvidia-smi-mig-lgip.txt",
         "mig-parted-issue120_h200-141gb_mig-lgip-partial.txt",
         "mig-parted-issue227_gb200_mig-lgip-partial-wide.txt"};
@@ -142,11 +145,18 @@ static void test_every_fixture(void **state)
 static void test_other_lines(void **state)
 {
     (void)state;
-    static const char *const other[] = {
-        "", "   ", "GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1",
-        "GPU 00000000:17:00.0", "    MIG Mode", "    MIG Device", "GPU0     X      NV18",
-        "| GPU  Name        Persistence-M | Bus-Id        Disp.A |", "  MIG 1g.10gb",
-        "No devices were found", "GPU instances:", "MIG devices:"};
+    static const char *const other[] = {"",
+                                        "   ",
+                                        "GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1",
+                                        "GPU 00000000:17:00.0",
+                                        "    MIG Mode",
+                                        "    MIG Device",
+                                        "GPU0     X      NV18",
+                                        "| GPU  Name        Persistence-M | Bus-Id        Disp.A |",
+                                        "  MIG 1g.10gb",
+                                        "No devices were found",
+                                        "GPU instances:",
+                                        "MIG devices:"};
     struct inv_smi_line l;
     for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
         assert_int_equal(inv_smi_line(other[i], strlen(other[i]), NULL, 1, &l, NULL), TS_OK);
@@ -289,8 +299,8 @@ static void test_limits(void **state)
     size_t at_max = 0;
     for (int i = 0; i <= INV_SMI_MIGS_MAX; i++) {
         at_max = n;
-        n += (size_t)snprintf(text + n, cap - n, "  MIG 1g.5gb Device %d: (UUID: MIG-%d)\n",
-                              i % 8, i);
+        n += (size_t)snprintf(text + n, cap - n, "  MIG 1g.5gb Device %d: (UUID: MIG-%d)\n", i % 8,
+                              i);
     }
     assert_int_equal(inv_smi_parse(text, n, "f", 0, &smi, &e), TS_TOO_LARGE);
     assert_int_equal(e.line, INV_SMI_MIGS_MAX + 2);
@@ -303,10 +313,10 @@ static void test_limits(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_driver_535),     cmocka_unit_test(test_r450_uuids),
-        cmocka_unit_test(test_sessions),       cmocka_unit_test(test_every_fixture),
-        cmocka_unit_test(test_other_lines),    cmocka_unit_test(test_malformed_lines),
-        cmocka_unit_test(test_long_fields),    cmocka_unit_test(test_whole_output),
+        cmocka_unit_test(test_driver_535),  cmocka_unit_test(test_r450_uuids),
+        cmocka_unit_test(test_sessions),    cmocka_unit_test(test_every_fixture),
+        cmocka_unit_test(test_other_lines), cmocka_unit_test(test_malformed_lines),
+        cmocka_unit_test(test_long_fields), cmocka_unit_test(test_whole_output),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,7 +41,7 @@ static struct ledger_event make_event(int i, char bufs[4][32])
     snprintf(bufs[2], 32, "MIG-%d", i % 40);
     snprintf(bufs[3], 32, "w%d", i);
     struct ledger_event ev = {T0 + i * 60000LL, "node-1", bufs[1], bufs[2], "1",
-                              "1g.10gb", "0:1", bufs[0], bufs[3], src[i % 3]};
+                              "1g.10gb",        "0:1",    bufs[0], bufs[3], src[i % 3]};
     return ev;
 }
 
@@ -201,16 +201,19 @@ static void rechain(const char *path)
     sqlite3 *db = NULL;
     sqlite3_stmt *up = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "UPDATE ledger SET tenant = ?, hash = ?, "
-                                            "prev_hash = ? WHERE seq = ?", -1, &up, NULL),
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "UPDATE ledger SET tenant = ?, hash = ?, "
+                                        "prev_hash = ? WHERE seq = ?",
+                                        -1, &up, NULL),
                      SQLITE_OK);
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     for (size_t i = 299; i < l.n; i++) {
         struct ledger_row *r = &l.rows[i];
         const char *tenant = i == 299 ? "evil" : r->tenant;
-        struct store_ledger_entry e = {r->seq, r->ts_ms, r->node, r->gpu_uuid,
-                                       r->instance_uuid, r->gi_id, r->profile, r->placement,
-                                       tenant, r->workload, r->source, "", "", ""};
+        struct store_ledger_entry e = {
+            r->seq,    r->ts_ms,   r->node,      r->gpu_uuid, r->instance_uuid,
+            r->gi_id,  r->profile, r->placement, tenant,      r->workload,
+            r->source, "",         "",           ""};
         memcpy(r->prev_hash, l.rows[i - 1].hash, 65);
         assert_int_equal(ledger_hash(r->prev_hash, &e, r->hash, NULL), TS_OK);
         sqlite3_bind_text(up, 1, tenant, -1, SQLITE_TRANSIENT);
@@ -232,7 +235,7 @@ static void test_rehashed_edit_needs_hmac(void **state)
     const char *p = fresh_copy();
     rechain(p);
     struct ledger_report r = verify(p, NULL);
-    assert_int_equal(r.intact, 1); /* the chain alone cannot see it ... */
+    assert_int_equal(r.intact, 1);              /* the chain alone cannot see it ... */
     assert_broken(p, KEY, 300, "mac mismatch"); /* ... the key can */
 }
 
@@ -241,8 +244,7 @@ static void test_rehashed_edit_needs_hmac(void **state)
 static void rec(struct store *st, int64_t ts, const char *inst, const char *tenant,
                 const char *workload)
 {
-    struct ledger_event ev = {ts, "n1", "GPU-A", inst, "", "3g.40gb", "", tenant, workload,
-                              "plan"};
+    struct ledger_event ev = {ts, "n1", "GPU-A", inst, "", "3g.40gb", "", tenant, workload, "plan"};
     assert_int_equal(ledger_record(st, NULL, 0, &ev, NULL, NULL), TS_OK);
 }
 
@@ -335,8 +337,9 @@ static void test_canonical_unambiguous(void **state)
 static void test_known_answer(void **state)
 {
     (void)state;
-    struct store_ledger_entry e = {1, T0, "node-1", "GPU-0000", "MIG-1111", "3", "3g.40gb",
-                                   "0:4", "client-a", "train", "plan", "", "", ""};
+    struct store_ledger_entry e = {1,      T0,        "node-1", "GPU-0000", "MIG-1111",
+                                   "3",    "3g.40gb", "0:4",    "client-a", "train",
+                                   "plan", "",        "",       ""};
     struct ts_sbuf b;
     ts_sbuf_init(&b, 4096);
     ledger_canonical(&e, &b);
@@ -365,9 +368,15 @@ static void test_time(void **state)
     assert_int_equal(ledger_parse_time("2024-02-29T00:00:00.25-00:00", &ms, NULL), TS_OK);
     ledger_format_time(ms, buf);
     assert_string_equal(buf, "2024-02-29T00:00:00.250Z");
-    static const char *const bad[] = {"", "yesterday", "2026-11-30", "2026-11-30T10:00:00",
-                                      "2023-02-29T00:00:00Z", "2026-11-30T24:00:00Z",
-                                      "2026-11-30T10:00:00+1:00", "-5", "1.5",
+    static const char *const bad[] = {"",
+                                      "yesterday",
+                                      "2026-11-30",
+                                      "2026-11-30T10:00:00",
+                                      "2023-02-29T00:00:00Z",
+                                      "2026-11-30T24:00:00Z",
+                                      "2026-11-30T10:00:00+1:00",
+                                      "-5",
+                                      "1.5",
                                       "2026-11-30T10:00:00Zjunk"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct ts_error e = {0};
@@ -395,7 +404,8 @@ static void test_nvidia_smi(void **state)
     assert_string_equal(evs[1].source, "nvidia-smi");
     free(evs);
     free(arena);
-    f = th_src_path("tests/fixtures/nvidia-smi/rtx-pro-6000-bw-server_nvidia-smi-L-lgip-lgipp-lgi.txt");
+    f = th_src_path(
+        "tests/fixtures/nvidia-smi/rtx-pro-6000-bw-server_nvidia-smi-L-lgip-lgipp-lgi.txt");
     assert_int_equal(ts_file_read(f, 1 << 20, &text, &len, NULL), TS_OK);
     assert_int_equal(ledger_parse_smi(text, &tmpl, &evs, &n, &arena, NULL), TS_OK);
     free(text);
@@ -404,8 +414,7 @@ static void test_nvidia_smi(void **state)
     assert_string_equal(evs[7].instance_uuid, "");
     free(evs);
     free(arena);
-    assert_int_equal(ledger_parse_smi("no gpus here\n", &tmpl, &evs, &n, &arena, NULL),
-                     TS_INVALID);
+    assert_int_equal(ledger_parse_smi("no gpus here\n", &tmpl, &evs, &n, &arena, NULL), TS_INVALID);
 }
 
 static void test_record_validation(void **state)

@@ -150,7 +150,8 @@ static void test_line_without_value(void **state)
 {
     (void)state;
     size_t len;
-    const char *bad = fixture("NVIDIA-gpu-monitoring-tools-issue193_gpu-i-profile-NULL_line-without-value.txt", &len);
+    const char *bad = fixture(
+        "NVIDIA-gpu-monitoring-tools-issue193_gpu-i-profile-NULL_line-without-value.txt", &len);
     char text[4096];
     snprintf(text, sizeof(text), "up 1\n%sup 2 1700000000000\n", bad);
     struct seen w;
@@ -252,10 +253,26 @@ static void test_limits(void **state)
 static void test_values_as_strtod(void **state)
 {
     (void)state;
-    static const char *values[] = {
-        "0", "-0", "+7", "1.5", ".5", "5.", "0.1", "0.250000", "1024", "-3.75",
-        "123456789012345", "1234567890.12345", "0.000000000000001", "99999999999999.9",
-        "0.30000000000000004", "9007199254740993", "1e3", "-2.5E-3", "0x1A", "1234567890123456"};
+    static const char *values[] = {"0",
+                                   "-0",
+                                   "+7",
+                                   "1.5",
+                                   ".5",
+                                   "5.",
+                                   "0.1",
+                                   "0.250000",
+                                   "1024",
+                                   "-3.75",
+                                   "123456789012345",
+                                   "1234567890.12345",
+                                   "0.000000000000001",
+                                   "99999999999999.9",
+                                   "0.30000000000000004",
+                                   "9007199254740993",
+                                   "1e3",
+                                   "-2.5E-3",
+                                   "0x1A",
+                                   "1234567890123456"};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char line[128];
         snprintf(line, sizeof(line), "m{a=\"b\"} %s 1700000000123\n", values[i]);
@@ -281,12 +298,9 @@ static void test_values_as_strtod(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_real_outputs),
-        cmocka_unit_test(test_mig_labels),
-        cmocka_unit_test(test_line_without_value),
-        cmocka_unit_test(test_values_and_escapes),
-        cmocka_unit_test(test_malformed_lines),
-        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_real_outputs),       cmocka_unit_test(test_mig_labels),
+        cmocka_unit_test(test_line_without_value), cmocka_unit_test(test_values_and_escapes),
+        cmocka_unit_test(test_malformed_lines),    cmocka_unit_test(test_limits),
         cmocka_unit_test(test_values_as_strtod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,7 +127,7 @@ static void test_retry_5xx_then_ok(void **state)
     stop(&s);
     assert_int_equal(res.attempts, 3); /* 503, dropped connection, 200 */
     assert_int_equal(res.status, 200);
-    assert_int_equal(g.begins, 1);     /* the error page never reached the receiver */
+    assert_int_equal(g.begins, 1); /* the error page never reached the receiver */
     assert_string_equal(g.body, "m 1\nx\n");
     assert_int_equal(res.bytes, 6);
 }
@@ -145,8 +145,10 @@ static void test_5xx_gives_up(void **state)
     assert_int_equal(res.attempts, 3);
     assert_int_equal(g.begins, 0);
     char want[128];
-    snprintf(want, sizeof(want), "GET http://127.0.0.1:%d/metrics: HTTP status 503: busy "
-             "(3 attempts)", s.port);
+    snprintf(want, sizeof(want),
+             "GET http://127.0.0.1:%d/metrics: HTTP status 503: busy "
+             "(3 attempts)",
+             s.port);
     assert_string_equal(err.msg, want);
 }
 
@@ -169,9 +171,12 @@ static void test_body_cap(void **state)
 {
     (void)state;
     static char chunked[512];
-    snprintf(chunked, sizeof(chunked), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-             "28\r\n%040d\r\n28\r\n%040d\r\n0\r\n\r\n", 1, 2); /* 80 bytes, no length */
-    const char *big = OK200(65) "0123456789012345678901234567890123456789012345678901234567890123\n";
+    snprintf(chunked, sizeof(chunked),
+             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "28\r\n%040d\r\n28\r\n%040d\r\n0\r\n\r\n",
+             1, 2); /* 80 bytes, no length */
+    const char *big = OK200(
+        65) "0123456789012345678901234567890123456789012345678901234567890123\n";
     for (int i = 0; i < 2; i++) {
         struct server s = {.answers = {i ? chunked : big}, .n = 1};
         start(&s);
@@ -239,10 +244,12 @@ static void test_urls(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retry_5xx_then_ok), cmocka_unit_test(test_5xx_gives_up),
-        cmocka_unit_test(test_4xx_not_retried),   cmocka_unit_test(test_body_cap),
-        cmocka_unit_test(test_receiver_stops),    cmocka_unit_test(test_empty_body_begins),
-        cmocka_unit_test(test_urls)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_retry_5xx_then_ok),
+                                       cmocka_unit_test(test_5xx_gives_up),
+                                       cmocka_unit_test(test_4xx_not_retried),
+                                       cmocka_unit_test(test_body_cap),
+                                       cmocka_unit_test(test_receiver_stops),
+                                       cmocka_unit_test(test_empty_body_begins),
+                                       cmocka_unit_test(test_urls)};
     return cmocka_run_group_tests_name("meter_fetch", tests, NULL, NULL);
 }

@@ -38,8 +38,10 @@ static const char *spec =
     "  contract: shared-trusted\n"
     "  namespaces: [team-ns]\n"
     "  workloads:\n"
-    "  - {name: a, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: 30}\n"
-    "  - {name: b, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: 70}\n"
+    "  - {name: a, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: "
+    "30}\n"
+    "  - {name: b, kind: inference, memoryHighWaterGiB: 20, p99Ms: 100, isolation: mps, smPercent: "
+    "70}\n"
     "---\n"
     "apiVersion: tessera.dev/v1alpha1\n"
     "kind: Tenant\n"
@@ -94,8 +96,8 @@ static void start(struct env *e, const char *yaml)
     th_run_text(&e->job, yaml ? yaml : spec, PLAN_SOLVER_HEURISTIC);
     assert_non_null(e->job.plan);
     e->ctx = (struct meter_ctx){e->job.model, e->job.cat, e->job.plan, NULL, 0, 0};
-    assert_int_equal(meter_ingest_new(&e->ctx, NULL, 1700000000000LL, "t.prom", &e->diag,
-                                      &e->in), TS_OK);
+    assert_int_equal(meter_ingest_new(&e->ctx, NULL, 1700000000000LL, "t.prom", &e->diag, &e->in),
+                     TS_OK);
     meter_ingest_set_sink(e->in, keep, &e->sink);
 }
 
@@ -104,8 +106,9 @@ static void feed(struct env *e, const char *text, size_t chunk)
     struct ts_error err = {0};
     size_t len = strlen(text);
     for (size_t off = 0; off < len; off += chunk)
-        assert_int_equal(meter_ingest_feed(e->in, text + off, len - off < chunk ? len - off : chunk,
-                                           &err), TS_OK);
+        assert_int_equal(
+            meter_ingest_feed(e->in, text + off, len - off < chunk ? len - off : chunk, &err),
+            TS_OK);
     assert_int_equal(meter_ingest_finish(e->in, &err), TS_OK);
 }
 
@@ -208,7 +211,8 @@ static void test_plan_attribution(void **state)
          "GPU_I_ID=\"9\"} 0\n"
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"7\",UUID=\"GPU-7\"," H100 "} 0\n"
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"8\",UUID=\"GPU-8\"," H100 ",namespace=\"kube-system\","
-         "pod=\"x\"} 0\n", 7);
+         "pod=\"x\"} 0\n",
+         7);
     assert_string_equal(row(&e, "GPU-0/2", 1700000000000LL),
                         "GPU-0/2|1700000000000|lab|500000|500000|3g.40gb");
     assert_string_equal(row(&e, "GPU-0/9", 1700000000000LL),
@@ -232,7 +236,8 @@ static void test_sharing_shares(void **state)
     feed(&e,
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",UUID=\"GPU-1\"," H100 "} 100\n"
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"GPU-2\"," H100 ",namespace=\"dev-ns\","
-         "pod=\"nb-0\"} 20\n", 1 << 16);
+         "pod=\"nb-0\"} 20\n",
+         1 << 16);
     assert_string_equal(row(&e, "GPU-1#team/a/0", 1700000000000LL),
                         "GPU-1#team/a/0|1700000000000|team|300000|1000000|");
     assert_string_equal(row(&e, "GPU-1#team/b/0", 1700000000000LL),
@@ -257,7 +262,8 @@ static void test_violation(void **state)
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"3g.40gb\","
          "GPU_I_ID=\"2\",namespace=\"team-ns\",pod=\"intruder\"} 90 1700000000000\n"
          "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"3g.40gb\","
-         "GPU_I_ID=\"2\",namespace=\"team-ns\",pod=\"intruder\"} 90 1700000015000\n", 64);
+         "GPU_I_ID=\"2\",namespace=\"team-ns\",pod=\"intruder\"} 90 1700000015000\n",
+         64);
     assert_string_equal(row(&e, "GPU-0/2", 1700000015000LL),
                         "GPU-0/2|1700000015000|team|500000|900000|3g.40gb");
     size_t nv;
@@ -274,9 +280,11 @@ static void test_violation(void **state)
 static const char *basis_spec(const char *basis)
 {
     static char text[4096];
-    snprintf(text, sizeof(text), "%s\n---\napiVersion: tessera.dev/v1alpha1\nkind: PriceBook\n"
+    snprintf(text, sizeof(text),
+             "%s\n---\napiVersion: tessera.dev/v1alpha1\nkind: PriceBook\n"
              "metadata: {name: p}\nspec:\n  currency: EUR\n  migShareBasis: %s\n"
-             "  prices: [{model: h100-80gb-sxm, perGpuHour: \"2.00\"}]\n", spec, basis);
+             "  prices: [{model: h100-80gb-sxm, perGpuHour: \"2.00\"}]\n",
+             spec, basis);
     return text;
 }
 
@@ -284,7 +292,10 @@ static const char *basis_spec(const char *basis)
 static void test_share_basis(void **state)
 {
     (void)state;
-    static const struct { const char *basis; const char *want; } cases[] = {
+    static const struct {
+        const char *basis;
+        const char *want;
+    } cases[] = {
         {"memory", "GPU-0/2|1700000000000|lab|500000|-1|3g.40gb"},
         {"compute", "GPU-0/2|1700000000000|lab|428571|-1|3g.40gb"},
         {"max", "GPU-0/2|1700000000000|lab|500000|-1|3g.40gb"},
@@ -292,16 +303,20 @@ static void test_share_basis(void **state)
     for (size_t i = 0; i < 3; i++) {
         struct env e;
         start(&e, basis_spec(cases[i].basis));
-        feed(&e, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ","
-                 "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\"} 1\n", 100);
+        feed(&e,
+             "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ","
+             "GPU_I_PROFILE=\"3g.40gb\",GPU_I_ID=\"2\"} 1\n",
+             100);
         assert_string_equal(row(&e, "GPU-0/2", 1700000000000LL), cases[i].want);
         done(&e);
     }
     /* 1g.10gb: 1 of 8 memory units, 1 of 7 compute slices: max picks compute */
     struct env e;
     start(&e, basis_spec("max"));
-    feed(&e, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"1g.10gb\","
-             "GPU_I_ID=\"9\"} 1\n", 100);
+    feed(&e,
+         "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-0\"," H100 ",GPU_I_PROFILE=\"1g.10gb\","
+         "GPU_I_ID=\"9\"} 1\n",
+         100);
     assert_string_equal(row(&e, "GPU-0/9", 1700000000000LL),
                         "GPU-0/9|1700000000000|lab|142857|-1|1g.10gb");
     done(&e);
@@ -320,8 +335,8 @@ static void test_history_and_retry(void **state)
     enum { TIMES = 300, GPUS = 40 };
     for (int t = 0; t < TIMES; t++)
         for (int g = 0; g < GPUS; g++)
-            ts_sbuf_printf(&body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n",
-                           g, g, g, 1700000000000LL + t * 15000LL);
+            ts_sbuf_printf(&body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
+                           g, g, 1700000000000LL + t * 15000LL);
     e.sink.fail_next = 0;
     struct ts_error err = {0};
     size_t half = body.len / 2;
@@ -372,10 +387,10 @@ static void test_chunking(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mig_pods),          cmocka_unit_test(test_whole_and_redacted),
-        cmocka_unit_test(test_old_profile_name),  cmocka_unit_test(test_plan_attribution),
-        cmocka_unit_test(test_sharing_shares),    cmocka_unit_test(test_violation),
-        cmocka_unit_test(test_share_basis),       cmocka_unit_test(test_history_and_retry),
+        cmocka_unit_test(test_mig_pods),         cmocka_unit_test(test_whole_and_redacted),
+        cmocka_unit_test(test_old_profile_name), cmocka_unit_test(test_plan_attribution),
+        cmocka_unit_test(test_sharing_shares),   cmocka_unit_test(test_violation),
+        cmocka_unit_test(test_share_basis),      cmocka_unit_test(test_history_and_retry),
         cmocka_unit_test(test_chunking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,7 +72,7 @@ static void test_period(void **state)
     assert_int_equal(from, 1793491200000LL); /* 2026-11-01T00:00:00Z */
     assert_int_equal(to, 1796083200000LL);   /* 2026-12-01T00:00:00Z */
     assert_true(invoice_period("2026-12", &from, &to));
-    assert_int_equal(to, 1798761600000LL);   /* 2027-01-01 */
+    assert_int_equal(to, 1798761600000LL); /* 2027-01-01 */
     assert_false(invoice_period("2026-13", &from, &to));
     assert_false(invoice_period("2026-1", &from, &to));
     assert_false(invoice_period("november", &from, &to));

@@ -109,8 +109,8 @@ static struct env *start(int with_plan, size_t max)
     assert_non_null(e);
     th_run_text(&e->job, spec, PLAN_SOLVER_HEURISTIC);
     assert_non_null(e->job.plan);
-    e->ctx = (struct meter_ctx){.model = e->job.model, .cat = e->job.cat,
-                                .plan = with_plan ? e->job.plan : NULL};
+    e->ctx = (struct meter_ctx){
+        .model = e->job.model, .cat = e->job.cat, .plan = with_plan ? e->job.plan : NULL};
     e->r = meter_relabel_new(&e->ctx, max);
     assert_non_null(e->r);
     ts_sbuf_init(&e->out, 1u << 24);
@@ -151,7 +151,8 @@ static void test_fixture_tenants(void **state)
     struct ts_error err;
     assert_int_equal(ts_file_read(th_src_path("tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-"
                                               "h100-80gb-hbm3-mig-1g10gb-pods.prom"),
-                                  1u << 20, &text, &len, &err), TS_OK);
+                                  1u << 20, &text, &len, &err),
+                     TS_OK);
     assert_int_equal(meter_relabel_add(e->r, text, len), TS_OK);
     free(text);
     const char *out = finish(e);
@@ -160,7 +161,8 @@ static void test_fixture_tenants(void **state)
     assert_int_equal(e->counts.rejected, 0);
     assert_int_equal(count(out, "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge\n"), 1);
     assert_int_equal(count(out, "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the "
-                                "graphics engine is active.\n"), 1);
+                                "graphics engine is active.\n"),
+                     1);
     assert_int_equal(count(out, "GPU_I_ID=\"7\""), 1);
     assert_int_equal(count(out, ",tenant=\"lab\"} 0\n"), 2);
     assert_int_equal(count(out, "GPU_I_ID=\"8\",Hostname=\"gsrh100-074\","
@@ -239,7 +241,7 @@ static void test_help_type(void **state)
     assert_int_equal(count(out, "# TYPE B"), 1);
     assert_int_equal(count(out, "# HELP B"), 1);
     assert_int_equal(count(out, "# TYPE H histogram\n"), 1);
-    assert_int_equal(count(out, "W"), 1);        /* no TYPE for an unknown type */
+    assert_int_equal(count(out, "W"), 1); /* no TYPE for an unknown type */
     assert_int_equal(count(out, "wibble"), 0);
     assert_int_equal(count(out, "random"), 0);
     assert_non_null(strstr(out, "# HELP A first help\n# TYPE A gauge\n"
@@ -349,14 +351,10 @@ static void test_cap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fixture_tenants),
-        cmocka_unit_test(test_escaping),
-        cmocka_unit_test(test_existing_tenant),
-        cmocka_unit_test(test_help_type),
-        cmocka_unit_test(test_values_timestamps),
-        cmocka_unit_test(test_null_profile_unattributed),
-        cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_fixture_tenants),   cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_existing_tenant),   cmocka_unit_test(test_help_type),
+        cmocka_unit_test(test_values_timestamps), cmocka_unit_test(test_null_profile_unattributed),
+        cmocka_unit_test(test_hostile),           cmocka_unit_test(test_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,8 +97,8 @@ static void test_sort(void **state)
     (void)state;
     struct meter_usage u;
     meter_usage_init(&u, 15000);
-    static const char *const rows[][3] = {{"t2", "m1", "p1"}, {"t1", "m2", "p1"},
-                                          {"t1", "m1", "p2"}, {"t1", "m1", "p1"}};
+    static const char *const rows[][3] = {
+        {"t2", "m1", "p1"}, {"t1", "m2", "p1"}, {"t1", "m1", "p2"}, {"t1", "m1", "p1"}};
     for (int i = 0; i < 4; i++) {
         struct meter_point p = {"GPU-a", i * 1000, rows[i][0], rows[i][1], rows[i][2], 1, 1};
         assert_int_equal(meter_usage_add(&u, &p), TS_OK);

@@ -27,8 +27,9 @@ static void scan(struct meter_usage *u)
     assert_int_equal(store_open(url, &st, NULL), TS_OK);
     struct store_sample s[4];
     for (int i = 0; i < 4; i++)
-        s[i] = (struct store_sample){"node-1", "GPU-1", i == 3 ? 60000 : i * 15000,
-                                     "h100-80gb-sxm", "", "lab", "ns", "pod", 1000000, 500000};
+        s[i] = (struct store_sample){
+            "node-1", "GPU-1", i == 3 ? 60000 : i * 15000, "h100-80gb-sxm", "", "lab", "ns", "pod",
+            1000000,  500000};
     assert_int_equal(store_put_samples(st, s, 4, NULL, NULL), TS_OK);
     meter_usage_init(u, 15000);
     assert_int_equal(meter_usage_scan(st, 0, 45000, u, NULL), TS_OK);
@@ -55,11 +56,10 @@ static void test_text(void **state)
     scan(&u);
     ts_sbuf_init(&out, 1u << 20);
     assert_int_equal(meter_usage_write(&u, "text", &out), TS_OK);
-    const char *want =
-        "TENANT               GPU MODEL                  PROFILE           GPU-HOURS"
-        "   USED GPU-HOURS\n"
-        "lab                  h100-80gb-sxm              whole              0.008333"
-        "         0.004167\n";
+    const char *want = "TENANT               GPU MODEL                  PROFILE           GPU-HOURS"
+                       "   USED GPU-HOURS\n"
+                       "lab                  h100-80gb-sxm              whole              0.008333"
+                       "         0.004167\n";
     assert_string_equal(ts_sbuf_str(&out), want);
     ts_sbuf_release(&out);
     meter_usage_release(&u);

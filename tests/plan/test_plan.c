@@ -68,9 +68,11 @@ static const char *two_nodes_h100 =
 static const char *replicated(const char *spread)
 {
     static char buf[1024];
-    snprintf(buf, sizeof(buf), DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: "
-             "isolated\n  namespaces: [a]\n  workloads:\n  - {name: w, kind: inference, "
-             "memoryHighWaterGiB: 9, p99Ms: 100, replicas: 2, spread: %s}\n", spread);
+    snprintf(buf, sizeof(buf),
+             DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: "
+                 "isolated\n  namespaces: [a]\n  workloads:\n  - {name: w, kind: inference, "
+                 "memoryHighWaterGiB: 9, p99Ms: 100, replicas: 2, spread: %s}\n",
+             spread);
     return buf;
 }
 
@@ -133,12 +135,12 @@ static void test_canary_per_node(void **state)
     th_free(&j);
 }
 
-static const char *mps_tenants =
-    DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: shared-trusted\n"
+static const char *mps_tenants = DOC
+    "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: shared-trusted\n"
     "  namespaces: [a]\n  trusts: [b]\n  workloads:\n"
     "  - {name: w1, kind: inference, memoryHighWaterGiB: 20, p99Ms: 50, smPercent: 40}\n"
-    "  - {name: w2, kind: inference, memoryHighWaterGiB: 10, p99Ms: 50, smPercent: 40}\n"
-    DOC "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
+    "  - {name: w2, kind: inference, memoryHighWaterGiB: 10, p99Ms: 50, smPercent: 40}\n" DOC
+    "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
     "  namespaces: [b]\n  trusts: [a]\n  workloads:\n"
     "  - {name: w1, kind: inference, memoryHighWaterGiB: 10, p99Ms: 50}\n";
 
@@ -147,8 +149,9 @@ static void test_mps_per_tenant(void **state)
 {
     (void)state;
     struct th_job j;
-    th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 3}]\n",
-                         mps_tenants), PLAN_SOLVER_AUTO);
+    th_run_text(&j,
+                spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 3}]\n", mps_tenants),
+                PLAN_SOLVER_AUTO);
     assert_int_equal(j.st, TS_OK);
     const struct decide_row *a = th_row(&j, "a", "w1");
     assert_string_equal(decide_mech_names[a->mech], "mps");
@@ -175,8 +178,8 @@ static void test_named_pool(void **state)
     while ((p = strstr(tenants, "p99Ms: 50")))
         memcpy(p, "pool: xx ", 9);
     struct th_job j;
-    th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 3}]\n",
-                         tenants), PLAN_SOLVER_AUTO);
+    th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 3}]\n", tenants),
+                PLAN_SOLVER_AUTO);
     /* without p99 these are R5 memory fractions; a pool keeps them on one card */
     assert_int_equal(j.st, TS_OK);
     assert_int_equal(j.plan->summary.gpus_used, 1);
@@ -190,8 +193,8 @@ static void test_untrusting_pool_rejected(void **state)
     (void)state;
     const char *t = DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: shared-trusted\n"
                         "  namespaces: [a]\n  workloads:\n  - {name: w, kind: inference, "
-                        "memoryHighWaterGiB: 10, p99Ms: 5, pool: p}\n"
-                    DOC "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
+                        "memoryHighWaterGiB: 10, p99Ms: 5, pool: p}\n" DOC
+                        "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
                         "  namespaces: [b]\n  workloads:\n  - {name: w, kind: inference, "
                         "memoryHighWaterGiB: 10, p99Ms: 5, pool: p}\n";
     struct th_job j;
@@ -247,8 +250,8 @@ static void test_fraction_caps_and_trust(void **state)
     (void)state;
     const char *t = DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: shared-trusted\n"
                         "  namespaces: [a]\n  workloads:\n  - {name: w, kind: batch, "
-                        "memoryHighWaterGiB: 20, replicas: 3, spread: none}\n"
-                    DOC "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
+                        "memoryHighWaterGiB: 20, replicas: 3, spread: none}\n" DOC
+                        "kind: Tenant\nmetadata: {name: b}\nspec:\n  contract: shared-trusted\n"
                         "  namespaces: [b]\n  workloads:\n  - {name: w, kind: batch, "
                         "memoryHighWaterGiB: 4}\n";
     struct th_job j;
@@ -264,10 +267,10 @@ static void test_fraction_caps_and_trust(void **state)
 static void test_guest_needs_trust_and_schedule(void **state)
 {
     (void)state;
-#define GUEST_SPEC                                                                             \
-    DOC "kind: Tenant\nmetadata: {name: owner}\nspec:\n  contract: shared-trusted\n"          \
-        "  namespaces: [o]\n%s  workloads:\n  - {name: ft, kind: fine-tune, "                  \
-        "memoryHighWaterGiB: 60%s}\n" DOC "kind: Tenant\nmetadata: {name: dev}\nspec:\n"       \
+#define GUEST_SPEC                                                                               \
+    DOC "kind: Tenant\nmetadata: {name: owner}\nspec:\n  contract: shared-trusted\n"             \
+        "  namespaces: [o]\n%s  workloads:\n  - {name: ft, kind: fine-tune, "                    \
+        "memoryHighWaterGiB: 60%s}\n" DOC "kind: Tenant\nmetadata: {name: dev}\nspec:\n"         \
         "  contract: best-effort\n  namespaces: [d]\n%s  workloads:\n  - {name: nb, kind: dev, " \
         "memoryHighWaterGiB: 8, bestEffort: true}\n"
     static const struct {
@@ -275,8 +278,8 @@ static void test_guest_needs_trust_and_schedule(void **state)
         int used, sharing;
     } cases[] = {
         {"  trusts: [dev]\n", ", schedule: nightly", "  trusts: [owner]\n", 1, 1},
-        {"", ", schedule: nightly", "", 2, 0},                         /* no trust */
-        {"  trusts: [dev]\n", "", "  trusts: [owner]\n", 2, 0},        /* always on */
+        {"", ", schedule: nightly", "", 2, 0},                  /* no trust */
+        {"  trusts: [dev]\n", "", "  trusts: [owner]\n", 2, 0}, /* always on */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char t[2048];
@@ -299,11 +302,14 @@ static void test_pool_balancing(void **state)
 {
     (void)state;
     char t[8192];
-    int n = snprintf(t, sizeof(t), DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: "
-                     "shared-trusted\n  namespaces: [a]\n  workloads:\n");
+    int n = snprintf(t, sizeof(t),
+                     DOC "kind: Tenant\nmetadata: {name: a}\nspec:\n  contract: "
+                         "shared-trusted\n  namespaces: [a]\n  workloads:\n");
     for (int i = 0; i < 20; i++)
-        n += snprintf(t + n, sizeof(t) - (size_t)n, "  - {name: w%d, kind: inference, "
-                      "memoryHighWaterGiB: 3, p99Ms: 100, smPercent: 5, replicas: 5}\n", i);
+        n += snprintf(t + n, sizeof(t) - (size_t)n,
+                      "  - {name: w%d, kind: inference, "
+                      "memoryHighWaterGiB: 3, p99Ms: 100, smPercent: 5, replicas: 5}\n",
+                      i);
     struct th_job j;
     th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 12}]\n", t),
                 PLAN_SOLVER_AUTO);
@@ -321,8 +327,10 @@ static void test_multi_gpu_same_node(void **state)
                         "  namespaces: [a]\n  workloads:\n  - {name: train, kind: training, "
                         "memoryHighWaterGiB: 150, gpus: 2, peerToPeer: true}\n";
     struct th_job j;
-    th_run_text(&j, spec("  nodes:\n  - name: n1\n    gpus: [{model: h100-80gb-sxm, count: 1}]\n"
-                         "  - name: n2\n    gpus: [{model: h100-80gb-sxm, count: 2}]\n", t),
+    th_run_text(&j,
+                spec("  nodes:\n  - name: n1\n    gpus: [{model: h100-80gb-sxm, count: 1}]\n"
+                     "  - name: n2\n    gpus: [{model: h100-80gb-sxm, count: 2}]\n",
+                     t),
                 PLAN_SOLVER_AUTO);
     assert_int_equal(j.st, TS_OK);
     assert_int_equal(count_mode(j.plan, PLAN_WHOLE), 2);

@@ -12,12 +12,13 @@
 static void test_quoting(void **state)
 {
     (void)state;
-    static const char *quoted[] = {"", "true", "False", "yes", "No", "on", "OFF", "y", "null",
-                                   "~", "10", "-3", "1_000", "0x1F", "0b101", "0o17", "1:30",
-                                   "1.5", ".5", "1e3", "1.5E-3", ".inf", "-.Inf", ".NaN", NULL};
-    static const char *plain[] = {"1g.10gb", "3g.40gb", "nvidia.com/gpu", "h100-80gb-sxm",
-                                  "Default", "e3", "1e", "1.2.3a", "client-a", "10Gi", "x10",
-                                  NULL};
+    static const char *quoted[] = {"",      "true",  "False", "yes", "No", "on",    "OFF",
+                                   "y",     "null",  "~",     "10",  "-3", "1_000", "0x1F",
+                                   "0b101", "0o17",  "1:30",  "1.5", ".5", "1e3",   "1.5E-3",
+                                   ".inf",  "-.Inf", ".NaN",  NULL};
+    static const char *plain[] = {
+        "1g.10gb", "3g.40gb", "nvidia.com/gpu", "h100-80gb-sxm", "Default", "e3",
+        "1e",      "1.2.3a",  "client-a",       "10Gi",          "x10",     NULL};
     for (int i = 0; quoted[i]; i++)
         if (!render_yaml_needs_quotes(quoted[i]))
             fail_msg("'%s' should be quoted", quoted[i]);
@@ -29,10 +30,10 @@ static void test_quoting(void **state)
 static void test_round_trip(void **state)
 {
     (void)state;
-    json_t *v = json_pack("{s:s, s:s, s:i, s:b, s:[s,s,i], s:{s:s, s:s}, s:{}, s:[], s:s}",
-                          "zeta", "on", "alpha", "10", "count", 3, "flag", 1, "list", "yes",
-                          "1g.10gb", 7, "nested", "b", "two: colons", "a", "#hash",
-                          "emptyMap", "emptyList", "quote", "it's \"quoted\"\nand multi-line");
+    json_t *v = json_pack("{s:s, s:s, s:i, s:b, s:[s,s,i], s:{s:s, s:s}, s:{}, s:[], s:s}", "zeta",
+                          "on", "alpha", "10", "count", 3, "flag", 1, "list", "yes", "1g.10gb", 7,
+                          "nested", "b", "two: colons", "a", "#hash", "emptyMap", "emptyList",
+                          "quote", "it's \"quoted\"\nand multi-line");
     struct ts_sbuf out;
     ts_sbuf_init(&out, 1u << 16);
     assert_int_equal(render_yaml_doc(v, 1, &out), TS_OK);

@@ -45,8 +45,7 @@ static void assert_decisions(const struct decide_result *d, json_t *arr)
         json_t *o = json_array_get(arr, i);
         const struct decide_row *r = &d->rows[i];
         assert_string_equal(json_string_value(json_object_get(o, "tenant")), r->tenant->name);
-        assert_string_equal(json_string_value(json_object_get(o, "workload")),
-                            r->workload->name);
+        assert_string_equal(json_string_value(json_object_get(o, "workload")), r->workload->name);
         assert_string_equal(json_string_value(json_object_get(o, "mechanism")),
                             decide_mech_names[r->mech]);
         assert_string_equal(json_string_value(json_object_get(o, "rule")), r->rule);

@@ -81,8 +81,8 @@ static void test_added_key(void **state)
     assert_int_equal(out.len, strlen(old) + 1);
     assert_memory_equal(out.data, old, strlen(old));
     json_free_text(old);
-    json_t *back = json_loads(ts_sbuf_str(&out), 0, NULL), *plain = json_loads(f->plain.data, 0,
-                                                                               NULL);
+    json_t *back = json_loads(ts_sbuf_str(&out), 0, NULL),
+           *plain = json_loads(f->plain.data, 0, NULL);
     assert_non_null(json_object_get(back, "reconfiguration"));
     json_object_del(back, "reconfiguration");
     assert_true(json_equal(back, plain));

@@ -47,8 +47,9 @@ struct env {
 static void put(struct env *e, const char *device, int64_t s, const char *tenant,
                 const char *profile, int64_t share, int64_t util)
 {
-    struct store_sample x = {"n1", device, 1700000000000LL + s * 1000, "NVIDIA H100 80GB HBM3",
-                             profile, tenant, "", "", share, util};
+    struct store_sample x = {
+        "n1",  device, 1700000000000LL + s * 1000, "NVIDIA H100 80GB HBM3", profile, tenant, "", "",
+        share, util};
     struct ts_error err = {0};
     assert_int_equal(store_put_samples(e->st, &x, 1, NULL, &err), TS_OK);
 }
@@ -63,8 +64,8 @@ static struct env *start(int with_db)
     snprintf(e->url, sizeof(e->url), "sqlite:%s", e->path);
     th_run_text(&e->job, spec, PLAN_SOLVER_HEURISTIC);
     assert_non_null(e->job.plan);
-    e->policy = (struct serve_policy){.cat = e->job.cat, .model = e->job.model,
-                                      .decisions = e->job.d, .plan = e->job.plan};
+    e->policy = (struct serve_policy){
+        .cat = e->job.cat, .model = e->job.model, .decisions = e->job.d, .plan = e->job.plan};
     atomic_store(&e->policy.refs, 1); /* the state's; never dropped to 0 here */
     e->opt.db_url = with_db ? e->url : NULL;
     e->opt.meter_interval_ms = 15000;
@@ -108,8 +109,8 @@ static char *page(struct env *e)
 
 static int add_point(void *ctx, const struct store_sample *s)
 {
-    struct meter_point p = {s->device, s->ts_ms, s->tenant, s->model, s->profile, s->share_ppm,
-                            s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
+                            s->profile, s->share_ppm, s->util_ppm};
     meter_usage_add(ctx, &p);
     return 0;
 }
@@ -138,10 +139,12 @@ static void check_against_full(struct env *e)
         int64_t v[2] = {meter_alloc_uh(t), meter_usage_uh(t)};
         for (int b = 0; b < 2; b++) {
             char want[2048];
-            snprintf(want, sizeof(want), "tessera_gpu_hours_total{tenant=\"%s\",model=\"%s\","
-                     "profile=\"%s\",basis=\"%s\"} %lld.%06lld\n", t->tenant, t->model,
-                     t->profile[0] ? t->profile : "whole", b ? "usage" : "allocation",
-                     (long long)(v[b] / 1000000), (long long)(v[b] % 1000000));
+            snprintf(want, sizeof(want),
+                     "tessera_gpu_hours_total{tenant=\"%s\",model=\"%s\","
+                     "profile=\"%s\",basis=\"%s\"} %lld.%06lld\n",
+                     t->tenant, t->model, t->profile[0] ? t->profile : "whole",
+                     b ? "usage" : "allocation", (long long)(v[b] / 1000000),
+                     (long long)(v[b] % 1000000));
             if (!strstr(text, want))
                 fail_msg("missing %s in\n%s", want, text);
         }

@@ -35,14 +35,14 @@ typedef CUresult (*proc2_fn)(const char *, void **, int, cuuint64_t,
 
 static int failures;
 
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__);                    \
-            printf(__VA_ARGS__);                                            \
-            printf("\n");                                                   \
-            failures++;                                                     \
-        }                                                                   \
+#define CHECK(cond, ...)                                 \
+    do {                                                 \
+        if (!(cond)) {                                   \
+            printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                         \
+            printf("\n");                                \
+            failures++;                                  \
+        }                                                \
     } while (0)
 
 static void *driver(void)
@@ -126,8 +126,8 @@ static int mode_paths(int argc, char **argv)
     void *p = NULL;
     CUdeviceptr d;
     cuGetProcAddress("cuMemAllocAsync", &p, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-    CUresult (*async)(CUdeviceptr *, size_t, CUstream) = (CUresult (*)(CUdeviceptr *, size_t,
-                                                                       CUstream))p;
+    CUresult (*async)(CUdeviceptr *, size_t,
+                      CUstream) = (CUresult(*)(CUdeviceptr *, size_t, CUstream))p;
     CHECK(async && async(&d, chunk, NULL) == CUDA_SUCCESS, "ptsz async alloc");
     printf("path=ptsz used=%zu\n", used_now());
     CHECK(used_now() == chunk, "ptsz: charged %zu, expected %zu", used_now(), chunk);
@@ -146,16 +146,15 @@ static size_t total_limit(void)
 }
 
 /* One kind: used goes up by want after alloc and back to 0 after free. */
-#define KIND(name, want, alloc_call, free_call)                                    \
-    do {                                                                           \
-        CUresult r_ = (alloc_call);                                                \
-        size_t u_ = used_now();                                                    \
-        printf("kind=%s rc=%d charged=%zu\n", name, r_, u_);                       \
-        CHECK(r_ == CUDA_SUCCESS, "%s: rc %d", name, r_);                          \
-        CHECK(u_ == (size_t)(want), "%s: charged %zu, expected %zu", name, u_,     \
-              (size_t)(want));                                                     \
-        CHECK((free_call) == CUDA_SUCCESS, "%s: free failed", name);               \
-        CHECK(used_now() == 0, "%s: %zu left after free", name, used_now());       \
+#define KIND(name, want, alloc_call, free_call)                                                 \
+    do {                                                                                        \
+        CUresult r_ = (alloc_call);                                                             \
+        size_t u_ = used_now();                                                                 \
+        printf("kind=%s rc=%d charged=%zu\n", name, r_, u_);                                    \
+        CHECK(r_ == CUDA_SUCCESS, "%s: rc %d", name, r_);                                       \
+        CHECK(u_ == (size_t)(want), "%s: charged %zu, expected %zu", name, u_, (size_t)(want)); \
+        CHECK((free_call) == CUDA_SUCCESS, "%s: free failed", name);                            \
+        CHECK(used_now() == 0, "%s: %zu left after free", name, used_now());                    \
     } while (0)
 
 static int mode_kinds(void)
@@ -174,9 +173,9 @@ static int mode_kinds(void)
     KIND("managed", 4096, cuMemAllocManaged(&d, 4096, CU_MEM_ATTACH_GLOBAL), cuMemFree_v2(d));
     KIND("async", 5000, cuMemAllocAsync(&d, 5000, NULL), cuMemFreeAsync(d, NULL));
     KIND("pool", 6000, cuMemAllocFromPoolAsync(&d, 6000, pool, NULL), cuMemFreeAsync(d, NULL));
-    KIND("vmm", 256u << 10, cuMemCreate(&h, 256u << 10, &prop, 0),
-         (cuMemMap(0x10000, 256u << 10, 0, h, 0), cuMemUnmap(0x10000, 256u << 10),
-          cuMemRelease(h)));
+    KIND(
+        "vmm", 256u << 10, cuMemCreate(&h, 256u << 10, &prop, 0),
+        (cuMemMap(0x10000, 256u << 10, 0, h, 0), cuMemUnmap(0x10000, 256u << 10), cuMemRelease(h)));
     CUDA_ARRAY_DESCRIPTOR a2 = {100, 50, CU_AD_FORMAT_HALF, 4};
     KIND("array2d", 100 * 50 * 2 * 4, cuArrayCreate_v2(&arr, &a2), cuArrayDestroy(arr));
     CUDA_ARRAY_DESCRIPTOR a1 = {300, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1};
@@ -186,9 +185,12 @@ static int mode_kinds(void)
     /* Over the limit, each kind is refused with out of memory. */
     CUDA_ARRAY3D_DESCRIPTOR big3 = {lim, 2, 1, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0};
     CUresult over[] = {
-        cuMemAlloc_v2(&d, lim + 1), cuMemAllocPitch_v2(&d, &pitch, lim, 2, 4),
-        cuMemAllocManaged(&d, lim + 1, 1), cuMemAllocAsync(&d, lim + 1, NULL),
-        cuMemAllocFromPoolAsync(&d, lim + 1, pool, NULL), cuMemCreate(&h, lim + 1, &prop, 0),
+        cuMemAlloc_v2(&d, lim + 1),
+        cuMemAllocPitch_v2(&d, &pitch, lim, 2, 4),
+        cuMemAllocManaged(&d, lim + 1, 1),
+        cuMemAllocAsync(&d, lim + 1, NULL),
+        cuMemAllocFromPoolAsync(&d, lim + 1, pool, NULL),
+        cuMemCreate(&h, lim + 1, &prop, 0),
         cuArray3DCreate_v2(&arr, &big3),
     };
     for (size_t i = 0; i < sizeof(over) / sizeof(over[0]); i++)
@@ -247,7 +249,7 @@ static int mode_hold(int argc, char **argv)
         fclose(f);
     }
     for (;;)
-        pause();                    /* until killed */
+        pause(); /* until killed */
 }
 
 /* ---- threads --------------------------------------------------------------- */
@@ -280,9 +282,8 @@ static int mode_threads(int argc, char **argv)
         return 2;
     int t = atoi(argv[0]);
     _Atomic int over = 0, ok = 0;
-    struct worker w = {atoi(argv[1]), strtoull(argv[2], NULL, 10), total_limit(), NULL, &over,
-                       &ok};
-    w.live = (size_t (*)(void))dlsym(driver(), "tessera_standin_allocated_bytes");
+    struct worker w = {atoi(argv[1]), strtoull(argv[2], NULL, 10), total_limit(), NULL, &over, &ok};
+    w.live = (size_t(*)(void))dlsym(driver(), "tessera_standin_allocated_bytes");
     if (t < 1 || t > 64 || !w.live)
         return 2;
     pthread_t th[64];
@@ -290,8 +291,8 @@ static int mode_threads(int argc, char **argv)
         pthread_create(&th[i], NULL, work, &w);
     for (int i = 0; i < t; i++)
         pthread_join(th[i], NULL);
-    printf("threads=%d ok=%d over=%d used=%zu live=%zu\n", t, atomic_load(&ok),
-           atomic_load(&over), used_now(), w.live());
+    printf("threads=%d ok=%d over=%d used=%zu live=%zu\n", t, atomic_load(&ok), atomic_load(&over),
+           used_now(), w.live());
     CHECK(atomic_load(&over) == 0, "the driver held more than the limit %d times",
           atomic_load(&over));
     CHECK(used_now() == 0 && w.live() == 0, "not back to 0");
@@ -306,14 +307,10 @@ static CUresult launch_one(int path, CUfunction f, uint32_t *us, CUgraphExec g)
     void *params[] = {us};
     CUlaunchConfig cfg = {1, 1, 1, 1, 1, 1, 0, NULL, NULL, 0};
     switch (path) {
-    case 0:
-        return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
-    case 1:
-        return cuLaunchKernelEx(&cfg, f, params, NULL);
-    case 2:
-        return cuLaunchCooperativeKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params);
-    default:
-        return cuGraphLaunch(g, NULL);
+    case 0: return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL);
+    case 1: return cuLaunchKernelEx(&cfg, f, params, NULL);
+    case 2: return cuLaunchCooperativeKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params);
+    default: return cuGraphLaunch(g, NULL);
     }
 }
 
@@ -329,8 +326,8 @@ static int mode_launch(int argc, char **argv)
     cuInit(0);
     cuModuleLoadData(&m, "any image");
     cuModuleGetFunction(&f, m, "tessera_sleep_us");
-    CUgraphExec (*graph)(uint32_t) = (CUgraphExec (*)(uint32_t))dlsym(driver(),
-                                                        "tessera_standin_graph_create");
+    CUgraphExec (*graph)(uint32_t) = (CUgraphExec(*)(uint32_t))dlsym(
+        driver(), "tessera_standin_graph_create");
     CUgraphExec g = graph ? graph(us) : NULL;
     uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
     long n = 0;
@@ -341,9 +338,8 @@ static int mode_launch(int argc, char **argv)
             break;
         n++;
     }
-    uint64_t (*busy)(int) = (uint64_t (*)(int))dlsym(driver(), "tessera_standin_busy_ns");
-    printf("launches=%ld busy_ns=%llu\n", n,
-           busy ? (unsigned long long)busy((int)getpid()) : 0ull);
+    uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
+    printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy((int)getpid()) : 0ull);
     if (g)
         cuGraphExecDestroy(g);
     cuModuleUnload(m);

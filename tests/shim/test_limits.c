@@ -22,7 +22,9 @@ static void test_good(void **state)
     struct shim_limits l;
     struct shim_limits_error e;
     assert_int_equal(parse("# node agent\n\nversion = 1\nmemoryLimit = 8Gi\n"
-                           "smPercent=30\n  region =\t/run/t/r1  \n", &l, &e), 0);
+                           "smPercent=30\n  region =\t/run/t/r1  \n",
+                           &l, &e),
+                     0);
     assert_int_equal(l.version, 1);
     assert_int_equal(l.has_memory, 1);
     assert_true(l.memory_bytes == 8ull << 30);
@@ -32,17 +34,28 @@ static void test_good(void **state)
     assert_true(l.memory_bytes == 1073741824ull);
     assert_int_equal(l.sm_percent, 100);
     assert_string_equal(l.region, "");
-    assert_int_equal(parse("version = 1", &l, &e), 0);       /* no final newline */
+    assert_int_equal(parse("version = 1", &l, &e), 0); /* no final newline */
     assert_int_equal(l.has_memory, 0);
 }
 
 static void test_units(void **state)
 {
     (void)state;
-    static const struct { const char *v; uint64_t want; } cases[] = {
-        {"1", 1}, {"1Ki", 1024}, {"3Mi", 3ull << 20}, {"2Ti", 2ull << 40}, {"1Pi", 1ull << 50},
-        {"5k", 5000}, {"5K", 5000}, {"7M", 7000000}, {"8G", 8000000000ull},
-        {"16383Pi", 16383ull << 50}, {"18446744073709551615", UINT64_MAX},
+    static const struct {
+        const char *v;
+        uint64_t want;
+    } cases[] = {
+        {"1", 1},
+        {"1Ki", 1024},
+        {"3Mi", 3ull << 20},
+        {"2Ti", 2ull << 40},
+        {"1Pi", 1ull << 50},
+        {"5k", 5000},
+        {"5K", 5000},
+        {"7M", 7000000},
+        {"8G", 8000000000ull},
+        {"16383Pi", 16383ull << 50},
+        {"18446744073709551615", UINT64_MAX},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t got = 0;
@@ -60,8 +73,8 @@ static void refused(const char *text, int line, int col, const char *msg)
     struct shim_limits_error e;
     assert_int_equal(parse(text, &l, &e), -1);
     if (e.line != line || e.column != col || !strstr(e.msg, msg))
-        fail_msg("'%s': got %d:%d '%s', want %d:%d '%s'", text, e.line, e.column, e.msg,
-                 line, col, msg);
+        fail_msg("'%s': got %d:%d '%s', want %d:%d '%s'", text, e.line, e.column, e.msg, line, col,
+                 msg);
 }
 
 static void test_bad(void **state)
@@ -145,7 +158,7 @@ static void test_env_values(void **state)
     assert_int_equal(shim_limits_region("", 0, region, &bad, &why), -1);
     assert_int_equal(shim_limits_region("/a\nb", 4, region, &bad, &why), -1);
     assert_int_equal(bad, 2);
-    assert_string_equal(region, "/kept");             /* untouched on error */
+    assert_string_equal(region, "/kept"); /* untouched on error */
     assert_int_equal(shim_limits_region("/run/t/r1", 9, region, &bad, &why), 0);
     assert_string_equal(region, "/run/t/r1");
 }
@@ -153,8 +166,8 @@ static void test_env_values(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good),      cmocka_unit_test(test_units),
-        cmocka_unit_test(test_bad),       cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_good),       cmocka_unit_test(test_units),
+        cmocka_unit_test(test_bad),        cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_env_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

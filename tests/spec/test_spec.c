@@ -49,8 +49,9 @@ static void test_worked_example_fields(void **state)
     spec_model_free(m);
 }
 
-#define FLEET "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n" \
-              "  nodes: [{name: n1, gpus: [{model: l4, count: 1}]}]\n"
+#define FLEET                                                                     \
+    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n" \
+    "  nodes: [{name: n1, gpus: [{model: l4, count: 1}]}]\n"
 
 static void test_defaults(void **state)
 {

@@ -97,8 +97,9 @@ static struct store *open_or_skip(void **state)
 
 static struct store_sample sample(const char *dev, int64_t ts)
 {
-    return (struct store_sample){"node-1", dev, ts, "NVIDIA H100 80GB HBM3", "1g.10gb",
-                                 "client-a", "ns-a", "pod-a", 142857, 500000};
+    return (struct store_sample){"node-1",  dev,        ts,     "NVIDIA H100 80GB HBM3",
+                                 "1g.10gb", "client-a", "ns-a", "pod-a",
+                                 142857,    500000};
 }
 
 /* What a scan saw: count, order, a checksum and a copy of the first row. */
@@ -181,8 +182,8 @@ static void test_round_trip(void **state)
 {
     struct store *st = open_or_skip(state);
     struct store_sample s[3] = {sample("GPU-b", 20), sample("GPU-a/3", 10), sample("GPU-a/3", 5)};
-    s[1] = (struct store_sample){"node-7", "GPU-a/3", 10, "A100", "", "unattributed",
-                                 "kube-system", "", 1000000, -1};
+    s[1] = (struct store_sample){"node-7",       "GPU-a/3",     10, "A100",  "",
+                                 "unattributed", "kube-system", "", 1000000, -1};
     assert_int_equal(put(st, s, 3), 3);
     struct scan sc = scan_all(st, 0, 100);
     assert_int_equal(sc.n, 3);
@@ -265,7 +266,7 @@ static void test_big_batch(void **state)
     struct store *st = open_or_skip(state);
     enum { N = 10000 };
     struct store_sample *s = calloc(N, sizeof(*s));
-    char (*dev)[16] = calloc(64, sizeof(*dev));
+    char(*dev)[16] = calloc(64, sizeof(*dev));
     assert_non_null(s);
     for (int g = 0; g < 64; g++)
         snprintf(dev[g], sizeof(dev[g]), "GPU-%02d", g);
@@ -303,8 +304,9 @@ static void test_failed_batch(void **state)
 
 static struct store_ledger_entry entry(const char *tenant, const char *prev)
 {
-    struct store_ledger_entry e = {0, 1700000000000, "node-1", "GPU-aaa", "MIG-bbb", "3",
-                                   "1g.10gb", "6", tenant, "llm", "plan", "", "", ""};
+    struct store_ledger_entry e = {
+        0,   1700000000000, "node-1", "GPU-aaa", "MIG-bbb", "3", "1g.10gb",
+        "6", tenant,        "llm",    "plan",    "",        "",  ""};
     memset(e.hash, tenant[strlen(tenant) - 1], 64);
     snprintf(e.prev_hash, sizeof(e.prev_hash), "%s", prev);
     return e;
@@ -314,8 +316,8 @@ static int ledger_collect(void *ctx, const struct store_ledger_entry *e)
 {
     char *out = ctx;
     size_t len = strlen(out);
-    snprintf(out + len, 256 - len, "%lld:%s:%.1s:%s;", (long long)e->seq, e->tenant,
-             e->hash, e->mac);
+    snprintf(out + len, 256 - len, "%lld:%s:%.1s:%s;", (long long)e->seq, e->tenant, e->hash,
+             e->mac);
     return 0;
 }
 
@@ -463,8 +465,8 @@ static void test_schema_versions(void **state)
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
     assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
     sqlite3_finalize(s);
-    assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (99)", NULL, NULL,
-                                  NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (99)", NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(db);
     struct store *st = NULL;
     struct ts_error err = {0};
@@ -479,13 +481,12 @@ static void test_schema_versions(void **state)
 struct expo_seen {
     char buf[4096];
     size_t len, calls, stop_after;
-    const char *big;   /* when a text is this long, compare it to big */
+    const char *big; /* when a text is this long, compare it to big */
     size_t big_len;
     int big_ok;
 };
 
-static int expo_collect(void *ctx, const char *source, int64_t ts_ms, const char *text,
-                        size_t len)
+static int expo_collect(void *ctx, const char *source, int64_t ts_ms, const char *text, size_t len)
 {
     struct expo_seen *e = ctx;
     e->calls++;
@@ -504,8 +505,7 @@ static int expo_collect(void *ctx, const char *source, int64_t ts_ms, const char
     return e->stop_after && e->calls >= e->stop_after;
 }
 
-static ts_status put_expo(struct store *st, const char *src, int64_t ts, const char *t,
-                          size_t len)
+static ts_status put_expo(struct store *st, const char *src, int64_t ts, const char *t, size_t len)
 {
     struct ts_error err = {0};
     ts_status rc = store_put_exposition(st, src, ts, t, len, &err);
@@ -544,8 +544,8 @@ static void test_expositions(void **state)
     n += snprintf(want + n, sizeof(want) - (size_t)n, "%s@200=3:B1\n", b);
     assert_int_equal(e1.len, (size_t)n);
     assert_memory_equal(e1.buf, want, (size_t)n);
-    assert_int_equal(put_expo(st, a, 300, "A2", 2), TS_OK);   /* newer: replaces */
-    assert_int_equal(put_expo(st, b, 199, "old", 3), TS_OK);  /* older: ignored */
+    assert_int_equal(put_expo(st, a, 300, "A2", 2), TS_OK);         /* newer: replaces */
+    assert_int_equal(put_expo(st, b, 199, "old", 3), TS_OK);        /* older: ignored */
     assert_int_equal(put_expo(st, "file.prom", 5, NULL, 0), TS_OK); /* empty text */
     struct expo_seen e2 = {0};
     scan_expo(st, &e2);
@@ -657,18 +657,18 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(sqlite_teardown(state), 0);
 }
 
-#define CASES(setup, teardown)                                             \
-    cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
-    cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),            \
-    cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),            \
-    cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),          \
-    cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),                \
-    cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),             \
-    cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),          \
-    cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),                \
-    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),    \
-    cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),           \
-    cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown)
+#define CASES(setup, teardown)                                                     \
+    cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown),  \
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),         \
+        cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
+        cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
+        cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \
+        cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),          \
+        cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),       \
+        cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),             \
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown), \
+        cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),        \
+        cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown)
 
 int main(void)
 {
@@ -676,9 +676,9 @@ int main(void)
                                         cmocka_unit_test(test_schema_versions),
                                         cmocka_unit_test(test_upgrade_from_v1)};
     const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
-    const struct CMUnitTest pg[] = {CASES(pg_setup, pg_teardown),
-                                    cmocka_unit_test_setup_teardown(test_pg_reconnect,
-                                                                    pg_setup, pg_teardown)};
+    const struct CMUnitTest pg[] = {
+        CASES(pg_setup, pg_teardown),
+        cmocka_unit_test_setup_teardown(test_pg_reconnect, pg_setup, pg_teardown)};
     int failed = cmocka_run_group_tests_name("store_common", common, NULL, NULL);
     failed += cmocka_run_group_tests_name("store_sqlite", sqlite, NULL, NULL);
     const char *pg_url = getenv("TESSERA_TEST_PG_URL");

@@ -195,7 +195,7 @@ static void test_times(void **state)
     assert_true(ts_duration_parse("30", &ms) && ms == 30000);
     assert_false(ts_duration_parse("-5s", &ms));
     assert_false(ts_duration_parse("5 days", &ms));
-    assert_false(ts_duration_parse("nan", &ms));   /* was cast to int64_t: undefined */
+    assert_false(ts_duration_parse("nan", &ms)); /* was cast to int64_t: undefined */
     assert_false(ts_duration_parse("nans", &ms));
     assert_false(ts_duration_parse("inf", &ms));
 }
@@ -203,12 +203,9 @@ static void test_times(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena),
-        cmocka_unit_test(test_sbuf_cap),
-        cmocka_unit_test(test_error_format),
-        cmocka_unit_test(test_diag_addf),
-        cmocka_unit_test(test_files),
-        cmocka_unit_test(test_times),
+        cmocka_unit_test(test_arena),        cmocka_unit_test(test_sbuf_cap),
+        cmocka_unit_test(test_error_format), cmocka_unit_test(test_diag_addf),
+        cmocka_unit_test(test_files),        cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

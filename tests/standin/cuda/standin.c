@@ -60,7 +60,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define PAGE 4096u
-#define CARD_MAGIC 0x44524143u          /* "CARD" */
+#define CARD_MAGIC 0x44524143u /* "CARD" */
 #define CARD_SLOTS 256
 
 /* ---- memory ------------------------------------------------------------- */
@@ -139,10 +139,7 @@ static int unmap_bytes(void *ptr)
     return 0;
 }
 
-EXPORT size_t tessera_standin_allocated_bytes(void)
-{
-    return (size_t)atomic_load(&allocated);
-}
+EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -194,8 +191,8 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
     return cuMemAlloc_v2(dptr, bytesize);
 }
 
-EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                             CUmemoryPool pool, CUstream stream)
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream stream)
 {
     return cuMemAllocFromPoolAsync(dptr, bytesize, pool, stream);
 }
@@ -251,7 +248,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 struct record {
     uint32_t magic;
     uint64_t size;
-    _Atomic int maps;                   /* VMM handles: cuMemMap calls */
+    _Atomic int maps; /* VMM handles: cuMemMap calls */
 };
 
 static struct record *live[LIVE_MAX];
@@ -349,11 +346,14 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 static uint64_t format_size(CUarray_format f)
 {
     switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT:
-        return 4;
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
     default: return 0;
     }
 }
@@ -387,15 +387,14 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR
                       desc->NumChannels);
 }
 
-EXPORT CUresult cuArrayDestroy(CUarray array)
-{
-    return record_free(array, ARRAY_MAGIC);
-}
+EXPORT CUresult cuArrayDestroy(CUarray array) { return record_free(array, ARRAY_MAGIC); }
 
 /* ---- device, context, errors --------------------------------------------- */
 
 static int initialised;
-struct CUctx_st { int dev; };
+struct CUctx_st {
+    int dev;
+};
 static struct CUctx_st primary;
 
 EXPORT CUresult cuInit(unsigned int flags)
@@ -506,14 +505,14 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void)
-{
-    return CUDA_SUCCESS;
-}
+EXPORT CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
-    static const struct { CUresult code; const char *text; } tab[] = {
+    static const struct {
+        CUresult code;
+        const char *text;
+    } tab[] = {
         {CUDA_SUCCESS, "no error"},
         {CUDA_ERROR_INVALID_VALUE, "invalid argument"},
         {CUDA_ERROR_OUT_OF_MEMORY, "out of memory"},
@@ -538,8 +537,13 @@ EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 
 /* ---- streams and events -------------------------------------------------- */
 
-struct CUstream_st { int unused; };
-struct CUevent_st { uint64_t ns; int recorded; };
+struct CUstream_st {
+    int unused;
+};
+struct CUevent_st {
+    uint64_t ns;
+    int recorded;
+};
 
 static uint64_t now_ns(void)
 {
@@ -615,9 +619,15 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 
 /* ---- the card: modules, launches, busy counters -------------------------- */
 
-struct CUmod_st { int unused; };
-struct CUfunc_st { int sleep_kernel; };
-struct CUgraphExec_st { uint32_t us; };
+struct CUmod_st {
+    int unused;
+};
+struct CUfunc_st {
+    int sleep_kernel;
+};
+struct CUgraphExec_st {
+    uint32_t us;
+};
 
 struct counters {
     _Atomic uint64_t busy_ns, launches;
@@ -630,7 +640,7 @@ struct card_slot {
 
 struct standin_card {
     uint32_t magic, version;
-    struct counters all;                    /* the whole card */
+    struct counters all; /* the whole card */
     struct card_slot slots[CARD_SLOTS];
 };
 
@@ -653,8 +663,8 @@ static void open_card(void)
         flock(card_fd, LOCK_UN);
         return;
     }
-    void *p = mmap(NULL, sizeof(struct standin_card), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   card_fd, 0);
+    void *p = mmap(NULL, sizeof(struct standin_card), PROT_READ | PROT_WRITE, MAP_SHARED, card_fd,
+                   0);
     if (p != MAP_FAILED) {
         card = p;
         if (card->magic != CARD_MAGIC) {
@@ -811,12 +821,11 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                unsigned int gridDimZ, unsigned int blockDimX,
                                unsigned int blockDimY, unsigned int blockDimZ,
-                               unsigned int sharedMemBytes, CUstream stream,
-                               void **kernelParams, void **extra)
+                               unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
+                               void **extra)
 {
     (void)sharedMemBytes, (void)stream, (void)extra;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  kernelParams);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -829,8 +838,8 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
                           sharedMemBytes, stream, kernelParams, extra);
 }
 
-EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-                                 void **kernelParams, void **extra)
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                 void **extra)
 {
     (void)extra;
     if (!config)
@@ -852,16 +861,14 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                           CUstream stream, void **kernelParams)
 {
     (void)sharedMemBytes, (void)stream;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                  kernelParams);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
                                                unsigned int gridDimY, unsigned int gridDimZ,
                                                unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ,
-                                               unsigned int sharedMemBytes, CUstream stream,
-                                               void **kernelParams)
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream stream, void **kernelParams)
 {
     return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                      blockDimZ, sharedMemBytes, stream, kernelParams);
@@ -882,24 +889,69 @@ EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
 
 /* ---- cuGetProcAddress ---------------------------------------------------- */
 
-#define FN(name) {#name, (void *)&name}
-static const struct { const char *name; void *fn; } procs[] = {
-    FN(cuInit), FN(cuDriverGetVersion), FN(cuDeviceGet), FN(cuDeviceGetCount),
-    FN(cuDeviceGetName), FN(cuDeviceGetAttribute), FN(cuDeviceTotalMem_v2),
-    FN(cuDevicePrimaryCtxRetain), FN(cuDevicePrimaryCtxRelease_v2), FN(cuCtxCreate_v2),
-    FN(cuCtxDestroy_v2), FN(cuCtxSetCurrent), FN(cuCtxSynchronize), FN(cuGetErrorString),
-    FN(cuGetProcAddress), FN(cuGetProcAddress_v2),
-    FN(cuMemAlloc_v2), FN(cuMemAllocPitch_v2), FN(cuMemAllocManaged), FN(cuMemAllocAsync),
-    FN(cuMemAllocAsync_ptsz), FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz),
-    FN(cuMemFree_v2), FN(cuMemFreeAsync), FN(cuMemFreeAsync_ptsz), FN(cuMemCreate),
-    FN(cuMemRelease), FN(cuMemMap), FN(cuMemUnmap), FN(cuArrayCreate_v2),
-    FN(cuArray3DCreate_v2), FN(cuArrayDestroy), FN(cuMemGetInfo_v2), FN(cuMemcpyHtoD_v2),
-    FN(cuMemcpyDtoH_v2), FN(cuModuleLoadData), FN(cuModuleLoadFatBinary),
-    FN(cuModuleUnload), FN(cuModuleGetFunction), FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz),
-    FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), FN(cuLaunchCooperativeKernel),
-    FN(cuLaunchCooperativeKernel_ptsz), FN(cuGraphLaunch), FN(cuGraphLaunch_ptsz),
-    FN(cuStreamCreate), FN(cuStreamDestroy_v2), FN(cuStreamSynchronize), FN(cuEventCreate),
-    FN(cuEventDestroy_v2), FN(cuEventRecord), FN(cuEventSynchronize),
+#define FN(name)             \
+    {                        \
+#name, (void *)&name \
+    }
+static const struct {
+    const char *name;
+    void *fn;
+} procs[] = {
+    FN(cuInit),
+    FN(cuDriverGetVersion),
+    FN(cuDeviceGet),
+    FN(cuDeviceGetCount),
+    FN(cuDeviceGetName),
+    FN(cuDeviceGetAttribute),
+    FN(cuDeviceTotalMem_v2),
+    FN(cuDevicePrimaryCtxRetain),
+    FN(cuDevicePrimaryCtxRelease_v2),
+    FN(cuCtxCreate_v2),
+    FN(cuCtxDestroy_v2),
+    FN(cuCtxSetCurrent),
+    FN(cuCtxSynchronize),
+    FN(cuGetErrorString),
+    FN(cuGetProcAddress),
+    FN(cuGetProcAddress_v2),
+    FN(cuMemAlloc_v2),
+    FN(cuMemAllocPitch_v2),
+    FN(cuMemAllocManaged),
+    FN(cuMemAllocAsync),
+    FN(cuMemAllocAsync_ptsz),
+    FN(cuMemAllocFromPoolAsync),
+    FN(cuMemAllocFromPoolAsync_ptsz),
+    FN(cuMemFree_v2),
+    FN(cuMemFreeAsync),
+    FN(cuMemFreeAsync_ptsz),
+    FN(cuMemCreate),
+    FN(cuMemRelease),
+    FN(cuMemMap),
+    FN(cuMemUnmap),
+    FN(cuArrayCreate_v2),
+    FN(cuArray3DCreate_v2),
+    FN(cuArrayDestroy),
+    FN(cuMemGetInfo_v2),
+    FN(cuMemcpyHtoD_v2),
+    FN(cuMemcpyDtoH_v2),
+    FN(cuModuleLoadData),
+    FN(cuModuleLoadFatBinary),
+    FN(cuModuleUnload),
+    FN(cuModuleGetFunction),
+    FN(cuLaunchKernel),
+    FN(cuLaunchKernel_ptsz),
+    FN(cuLaunchKernelEx),
+    FN(cuLaunchKernelEx_ptsz),
+    FN(cuLaunchCooperativeKernel),
+    FN(cuLaunchCooperativeKernel_ptsz),
+    FN(cuGraphLaunch),
+    FN(cuGraphLaunch_ptsz),
+    FN(cuStreamCreate),
+    FN(cuStreamDestroy_v2),
+    FN(cuStreamSynchronize),
+    FN(cuEventCreate),
+    FN(cuEventDestroy_v2),
+    FN(cuEventRecord),
+    FN(cuEventSynchronize),
     FN(cuEventElapsedTime),
 };
 
@@ -935,8 +987,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
     return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
-EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
-                                 cuuint64_t flags)
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
     return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
 }

@@ -29,13 +29,30 @@
 #define MAXCI 128
 #define MAXPROC 32
 
-struct handle { int kind, idx; };   /* kind 0: GPU, 1: MIG device (idx: CI slot) */
-struct sgpu { char uuid[96], name[96], pci[32]; long long mib; int mig, pending, cmode; };
-struct sprof { int type, id, slices, sms, count, size, starts[16], nstarts; long long mib;
-               char name[96]; };
-struct sgi { int used, gpu, id, profile, start; };
-struct sci { int used, gpu, gi, id, profile; char uuid[96]; };
-struct sproc { int gpu, pid; char name[64]; };
+struct handle {
+    int kind, idx;
+}; /* kind 0: GPU, 1: MIG device (idx: CI slot) */
+struct sgpu {
+    char uuid[96], name[96], pci[32];
+    long long mib;
+    int mig, pending, cmode;
+};
+struct sprof {
+    int type, id, slices, sms, count, size, starts[16], nstarts;
+    long long mib;
+    char name[96];
+};
+struct sgi {
+    int used, gpu, id, profile, start;
+};
+struct sci {
+    int used, gpu, gi, id, profile;
+    char uuid[96];
+};
+struct sproc {
+    int gpu, pid;
+    char name[64];
+};
 
 static struct sgpu gpus[MAXG];
 static struct sprof profs[MAXP];
@@ -105,8 +122,12 @@ static void load_line(const char *l)
     } else if (!strncmp(l, "ci;", 3)) {
         for (int i = 0; i < MAXCI; i++)
             if (!cis[i].used) {
-                cis[i] = (struct sci){1, (int)num(l, "gpu"), (int)num(l, "gi"), (int)num(l, "id"),
-                                      (int)num(l, "profile"), ""};
+                cis[i] = (struct sci){1,
+                                      (int)num(l, "gpu"),
+                                      (int)num(l, "gi"),
+                                      (int)num(l, "id"),
+                                      (int)num(l, "profile"),
+                                      ""};
                 field(l, "uuid", cis[i].uuid, sizeof cis[i].uuid);
                 break;
             }
@@ -146,13 +167,14 @@ static void save(void)
     fprintf(f, "# stand-in NVML state (rewritten by the stand-in)\n");
     for (int i = 0; i < ngpu; i++)
         fprintf(f, "gpu;uuid=%s;name=%s;pci=%s;memory_mib=%lld;mig=%d;pending=%d;compute_mode=%d\n",
-                gpus[i].uuid, gpus[i].name, gpus[i].pci, gpus[i].mib, gpus[i].mig,
-                gpus[i].pending, gpus[i].cmode);
+                gpus[i].uuid, gpus[i].name, gpus[i].pci, gpus[i].mib, gpus[i].mig, gpus[i].pending,
+                gpus[i].cmode);
     for (int i = 0; i < nprof; i++) {
         const struct sprof *p = &profs[i];
-        fprintf(f, "profile;type=%d;id=%d;name=%s;slices=%d;memory_mib=%lld;sms=%d;count=%d;"
-                "size=%d;starts=", p->type, p->id, p->name, p->slices, p->mib, p->sms, p->count,
-                p->size);
+        fprintf(f,
+                "profile;type=%d;id=%d;name=%s;slices=%d;memory_mib=%lld;sms=%d;count=%d;"
+                "size=%d;starts=",
+                p->type, p->id, p->name, p->slices, p->mib, p->sms, p->count, p->size);
         for (int k = 0; k < p->nstarts; k++)
             fprintf(f, "%s%d", k ? "," : "", p->starts[k]);
         fprintf(f, "\n");
@@ -245,10 +267,7 @@ nvmlReturn_t nvmlInit_v2(void)
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlShutdown(void)
-{
-    return NVML_SUCCESS;
-}
+nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
 
 const char *nvmlErrorString(nvmlReturn_t r)
 {
@@ -279,10 +298,10 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     return NVML_SUCCESS;
 }
 
-#define GPU_OR_FAIL(d, g)                                                                    \
-    int g = gpu_of(d);                                                                       \
-    if (g < 0)                                                                               \
-        return NVML_ERROR_INVALID_ARGUMENT
+#define GPU_OR_FAIL(d, g) \
+    int g = gpu_of(d);    \
+    if (g < 0)            \
+    return NVML_ERROR_INVALID_ARGUMENT
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
@@ -318,8 +337,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current,
-                                  unsigned int *pending)
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current, unsigned int *pending)
 {
     GPU_OR_FAIL(device, g);
     *current = (unsigned)gpus[g].mig;
@@ -382,9 +400,10 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned 
     return NVML_ERROR_NOT_SUPPORTED;
 }
 
-nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
-    nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,
-    unsigned int *count)
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device,
+                                                           unsigned int profileId,
+                                                           nvmlGpuInstancePlacement_t *placements,
+                                                           unsigned int *count)
 {
     GPU_OR_FAIL(device, g);
     const struct sprof *p = prof_by_id((int)profileId);
@@ -428,9 +447,10 @@ nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gi, nvmlGpuInstanceInfo_t 
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
-    nvmlGpuInstance_t gi, unsigned int profile, unsigned int engProfile,
-    nvmlComputeInstanceProfileInfo_t *info)
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gi,
+                                                          unsigned int profile,
+                                                          unsigned int engProfile,
+                                                          nvmlComputeInstanceProfileInfo_t *info)
 {
     const struct sgi *g = gi_of(gi);
     if (!g || engProfile != 0 || profile >= 8)
@@ -569,7 +589,7 @@ nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsig
     int id = 1, slot = -1;
     for (int i = 0; i < MAXGI; i++)
         slot = slot < 0 && !gis[i].used ? i : slot;
-    for (int again = 1; again;) {   /* smallest free ID */
+    for (int again = 1; again;) { /* smallest free ID */
         again = 0;
         for (int i = 0; i < MAXGI; i++)
             if (gis[i].used && gis[i].gpu == g && gis[i].id == id)
@@ -604,8 +624,8 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi, unsigned
         r = NVML_ERROR_INSUFFICIENT_RESOURCES;
     if (r == NVML_SUCCESS) {
         cis[slot] = (struct sci){1, g->gpu, g->id, id, (int)profileId, ""};
-        snprintf(cis[slot].uuid, sizeof cis[slot].uuid, "MIG-5a0d%04x-0000-4000-8000-%012x",
-                 g->gpu, ++seq);
+        snprintf(cis[slot].uuid, sizeof cis[slot].uuid, "MIG-5a0d%04x-0000-4000-8000-%012x", g->gpu,
+                 ++seq);
         *ci = (nvmlComputeInstance_t)(void *)&cis[slot];
     }
     return logged(r, call, g->gpu, g->id, (int)profileId);
