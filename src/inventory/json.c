@@ -329,14 +329,13 @@ int inv_looks_json(const char *text, size_t len)
 ts_status inv_parse(const char *text, size_t len, const char *file, struct inv_node *inv,
                     struct ts_error *err)
 {
-    json_error_t je;
+    json_t *doc;
     memset(inv, 0, sizeof *inv);
-    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
-                         je.text);
+    ts_status st = ts_jread_load(text, len, file, &doc, err);
+    if (st != TS_OK)
+        return st;
     struct ts_jread r = {file, err};
-    ts_status st = read_doc(&r, doc, inv);
+    st = read_doc(&r, doc, inv);
     json_decref(doc);
     return st;
 }

@@ -165,16 +165,15 @@ static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_p
 ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
                             struct ts_error *err)
 {
-    json_error_t je;
+    json_t *doc;
     ts_arena_init(&out->arena);
     out->t = NULL;
     out->n = 0;
-    json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc)
-        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
-                         je.text);
+    ts_status st = ts_jread_load(text, len, file, &doc, err);
+    if (st != TS_OK)
+        return st;
     struct ts_jread r = {file, err};
-    ts_status st = plan_doc(&r, doc, out);
+    st = plan_doc(&r, doc, out);
     json_decref(doc);
     if (st != TS_OK)
         reconf_plan_release(out);

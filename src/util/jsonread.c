@@ -95,3 +95,14 @@ ts_status ts_jread_obj(const struct ts_jread *r, json_t *v, const char *path)
 {
     return json_is_object(v) ? TS_OK : ts_jread_bad(r, path, "%s", "expected an object");
 }
+
+ts_status ts_jread_load(const char *text, size_t len, const char *file, json_t **doc,
+                        struct ts_error *err)
+{
+    json_error_t je;
+    *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!*doc)
+        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
+                         je.text);
+    return TS_OK;
+}

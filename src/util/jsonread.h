@@ -17,6 +17,11 @@ struct ts_jread {
     struct ts_error *err;
 };
 
+/* Parse text as one JSON document (duplicate keys refused) into *doc (the
+ * caller's, json_decref it); a syntax error is TS_SYNTAX at file:line:col. */
+ts_status ts_jread_load(const char *text, size_t len, const char *file, json_t **doc,
+                        struct ts_error *err);
+
 /* TS_INVALID at path with a printf message. */
 ts_status ts_jread_bad(const struct ts_jread *r, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
