@@ -9,7 +9,7 @@
 #   DEPS  the modules directly below it; their own DEPS come along
 #   LIBS  outside libraries its files use
 # tessera_modules_done() writes build/modules.txt ("name: deps", the table
-# tests/tools/layering.sh compares with docs/ARCHITECTURE.md) and defines
+# tests/cli/layering.sh compares with docs/ARCHITECTURE.md) and defines
 # tessera_all (every module, with the whole src/ visible) for the command,
 # the tests and the fuzz targets.
 

@@ -141,6 +141,10 @@ static int run(unsigned sub, int argc, char **argv, const struct catalog_args *a
     if (sub == IMPORT && argc > 0)
         return import(argc, argv, a->name, a->gpu);
     if ((sub == LIST && argc != 0) || (sub == SHOW && argc != 1) || sub == IMPORT) {
+        fprintf(stderr, "tessera: catalog: %s\n",
+                sub == LIST   ? "list takes no arguments"
+                : sub == SHOW ? "show takes one MODEL (see tessera catalog list)"
+                              : "import needs at least one FILE");
         cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
@@ -159,6 +163,10 @@ int cmd_catalog(int argc, char **argv)
     if (!strcmp(word, "--help") || !strcmp(word, "-h"))
         return cli_help(&VERB, CLI_ALL);
     if (!sub) {
+        if (*word)
+            fprintf(stderr, "tessera: catalog: unknown subcommand '%s'\n", word);
+        else
+            fprintf(stderr, "tessera: catalog: missing subcommand (list, show or import)\n");
         cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }

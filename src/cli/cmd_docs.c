@@ -29,6 +29,10 @@ int cmd_docs(int argc, char **argv)
         return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
     const char *what = optind + 1 == argc ? argv[optind] : "";
     if (strcmp(what, "spec") != 0 && strcmp(what, "catalog") != 0) {
+        if (*what)
+            fprintf(stderr, "tessera: docs: unknown reference '%s' (spec or catalog)\n", what);
+        else
+            fprintf(stderr, "tessera: docs: missing reference (spec or catalog)\n");
         cli_usage(&VERB, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }

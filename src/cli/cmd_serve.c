@@ -151,7 +151,10 @@ int cmd_serve(int argc, char **argv)
     a.o.ncatalog = a.catalog.n;
     a.o.admit.runtime_classes = a.nclasses ? a.classes : NULL;
     struct ts_error e = {0};
-    if (serve_run(&a.o, &e) != TS_OK)
+    struct serve_state *s = NULL;
+    if (serve_open(&a.o, &s, &e) != TS_OK)
+        return cli_fail(&e, CLI_READING);
+    if (serve_run(s, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
     return CLI_OK;
 }

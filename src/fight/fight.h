@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "inventory/smi.h" /* INV_SMI_UUID_MAX */
 #include "util/error.h"
 #include "util/limits.h" /* FIGHT_*_MAX */
 #include "util/sbuf.h"
@@ -91,9 +92,8 @@ ts_status fight_reader_finish(struct fight_reader *r, struct ts_error *err);
 
 /* ---- MIG devices (mig.c) ------------------------------------------------ */
 
-/* Bytes of a MIG device UUID with its NUL: NVML's UUID buffer size
- * (NVML_DEVICE_UUID_V2_BUFFER_SIZE). */
-#define FIGHT_UUID_MAX 96
+/* Bytes of a MIG device UUID with its NUL: what the -L parser keeps. */
+#define FIGHT_UUID_MAX INV_SMI_UUID_MAX
 /* The MIG device UUIDs in `nvidia-smi -L` text, in order; returns the count
  * (at most FIGHT_MIG_MAX). */
 size_t fight_mig_parse(const char *text, char uuids[][FIGHT_UUID_MAX], size_t max);

@@ -12,8 +12,6 @@
 #include <string.h>
 #include "inventory/smi.h"
 
-_Static_assert(FIGHT_UUID_MAX >= INV_SMI_UUID_MAX, "a MIG UUID must fit FIGHT_UUID_MAX");
-
 size_t fight_mig_parse(const char *text, char uuids[][FIGHT_UUID_MAX], size_t max)
 {
     struct inv_smi *smi = malloc(sizeof(*smi));

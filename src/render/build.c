@@ -105,7 +105,7 @@ static ts_status collect(struct render_ctx *c)
 
 static ts_status build_parts(struct render_ctx *c, char **dirs, size_t *n)
 {
-    const char *cluster_files[8];
+    const char *cluster_files[RENDER_SCOPE_FILES_MAX + 1];
     size_t nfiles = 0;
     ts_status st = render__cluster(c, cluster_files, &nfiles);
     if (st == TS_OK)

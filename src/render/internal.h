@@ -30,6 +30,10 @@ struct render_ctx {
 
 int render__dra(const struct render_ctx *c);    /* DRA objects wanted */
 int render__plugin(const struct render_ctx *c); /* device-plugin objects wanted */
+/* Files one folder of the tree (cluster/, tenants/<t>/) may hold: its
+ * builders' file lists are arrays of this size plus the NULL. */
+#define RENDER_SCOPE_FILES_MAX 16
+
 /* Append a kustomization.yaml listing files (NULL-terminated) to the tree. */
 ts_status render__kustomization(struct render_ctx *c, const char *dir, const char *const *files);
 

@@ -419,6 +419,10 @@ static ts_status emit(struct render_ctx *c, const struct spec_tenant *t, const c
         json_decref(docs);
         return TS_NOMEM;
     }
+    if (*n == RENDER_SCOPE_FILES_MAX) { /* a builder added a file: raise the cap */
+        json_decref(docs);
+        return TS_INTERNAL;
+    }
     files[(*n)++] = file;
     return render__docs(f, docs);
 }
@@ -450,7 +454,7 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
         if (entitle_needs_shim(r))
             json_array_append_new(limits, shim_limits(r));
     }
-    const char *files[9];
+    const char *files[RENDER_SCOPE_FILES_MAX + 1];
     size_t n = 0;
     ts_status st = emit(c, t, "namespaces.yaml", nss, files, &n, TS_OK);
     st = emit(c, t, "quota.yaml", quotas, files, &n, st);

@@ -41,8 +41,14 @@ struct serve_options {
     struct admit_options admit;
 };
 
-/* Serve until SIGINT or SIGTERM. Returns TS_OK after a clean stop, or an
- * error when the first spec, the certificate or the socket cannot be had. */
-ts_status serve_run(const struct serve_options *opt, struct ts_error *err);
+struct serve_state;
+
+/* Read what serving needs: --listen, the first spec (planned into a policy),
+ * the catalog, the TLS certificate and key. An error here is the inputs'. */
+ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
+                     struct ts_error *err);
+/* Listen and serve s until SIGINT or SIGTERM, then free it. TS_OK after a
+ * clean stop, or an error when the socket cannot be had. */
+ts_status serve_run(struct serve_state *s, struct ts_error *err);
 
 #endif

@@ -268,19 +268,44 @@ static void main_loop(struct serve_state *s)
     }
 }
 
-ts_status serve_run(const struct serve_options *opt, struct ts_error *err)
+/* --listen, or the default: every address, the webhook port of deploy/. */
+static const char *listen_addr(const struct serve_options *opt)
+{
+    return opt->listen ? opt->listen : "0.0.0.0:8443";
+}
+
+ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
+                     struct ts_error *err)
 {
     struct sockaddr_storage sa;
     int v6 = 0;
-    const char *listen = opt->listen ? opt->listen : "0.0.0.0:8443";
+    const char *listen = listen_addr(opt);
+    *out = NULL;
     if (!parse_listen(listen, &sa, &v6))
         return ts_err(err, TS_USAGE, "--listen: '%s' is not ADDR:PORT", listen);
     struct serve_state *s = calloc(1, sizeof(*s));
     if (!s)
         return ts_err(err, TS_NOMEM, "out of memory");
     ts_status st = serve_state_init(s, opt, err);
-    struct MHD_Daemon *d = st == TS_OK ? start(s, &sa, v6) : NULL;
-    if (st == TS_OK && !d)
+    if (st != TS_OK) {
+        serve_state_release(s);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return TS_OK;
+}
+
+ts_status serve_run(struct serve_state *s, struct ts_error *err)
+{
+    const struct serve_options *opt = s->opt;
+    struct sockaddr_storage sa;
+    int v6 = 0;
+    const char *listen = listen_addr(opt);
+    parse_listen(listen, &sa, &v6); /* checked by serve_open */
+    ts_status st = TS_OK;
+    struct MHD_Daemon *d = start(s, &sa, v6);
+    if (!d)
         st = ts_err(err, TS_IO, "cannot listen on %s: %s", listen, strerror(errno));
     if (st == TS_OK) {
         install_signals();

@@ -88,7 +88,10 @@ static struct serve_policy *load_policy(struct serve_state *s)
         st = e.code;
     }
     if (st != TS_OK && d)
-        log_diag(s, "spec did not load; the previous policy keeps serving", d);
+        log_diag(s,
+                 s->policy ? "spec did not load; the previous policy keeps serving"
+                           : "spec did not load",
+                 d);
     free(d);
     if (st != TS_OK && p) {
         policy_free(p);

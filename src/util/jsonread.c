@@ -102,7 +102,7 @@ ts_status ts_jread_load(const char *text, size_t len, const char *file, json_t *
     json_error_t je;
     *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!*doc)
-        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column, NULL, "invalid JSON: %s",
-                         je.text);
+        return ts_err_at(err, TS_SYNTAX, file, je.line, je.column > 0 ? je.column : 1, NULL,
+                         "invalid JSON: %s", je.text); /* columns count from 1 */
     return TS_OK;
 }

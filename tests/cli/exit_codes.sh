@@ -5,7 +5,8 @@
 # with 0 and its usage, an unknown option with 2, an option that belongs to
 # another subcommand with 2 and "does not apply"; a spec that cannot be read
 # or is invalid gives 2 whichever verb reads it; a fleet that cannot hold the
-# spec gives 1; an output that cannot be written gives 1.
+# spec gives 1; an output that cannot be written gives 1; serve's inputs
+# (spec, TLS key and certificate) are read before it listens, and are inputs.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 T() { "$TESSERA" "$@"; }
@@ -23,6 +24,18 @@ for v in plan render serve meter usage invoice catalog agent ledger; do
     expect_rc 2 T $v frobnicate
 done
 expect_rc 2 T frobnicate
+# bad words are named, not only answered with the usage text
+expect_rc 2 T catalog frob
+expect_in "$TMP/err" "unknown subcommand 'frob'"
+expect_rc 2 T catalog
+expect_in "$TMP/err" "missing subcommand"
+expect_rc 2 T catalog show
+expect_in "$TMP/err" "show takes one MODEL"
+expect_rc 2 T docs foo
+expect_in "$TMP/err" "unknown reference 'foo'"
+printf '{\n' > "$TMP/cut.json"
+expect_rc 2 T ledger record --db "sqlite:$TMP/l.db" --inventory "$TMP/cut.json"
+check "a JSON error at column 0 (columns count from 1)" sh -c "! grep -q 'cut.json:[0-9]*:0:' '$TMP/err'"
 expect_rc 2 T
 
 # an option of another subcommand
@@ -56,6 +69,19 @@ expect_rc 2 T ledger record --db "sqlite:$TMP/l.db" --inventory /nonexistent.jso
 expect_rc 2 T plan -f examples/four-h100.yaml --current /nonexistent.json
 expect_rc 2 T agent apply --plan /nonexistent.json --node n
 expect_rc 2 T catalog import /nonexistent.txt
+# serve: its inputs (spec, key, certificate) are read before it listens
+scripts/make-test-cert "$TMP/tls" >/dev/null
+for args in "--tls-cert $TMP/tls/tls.crt --tls-key /nonexistent.key" \
+    "--tls-cert /nonexistent.crt --tls-key $TMP/tls/tls.key" \
+    "--tls-cert $TMP/bad.yaml --tls-key $TMP/tls/tls.key"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 T serve -f examples/four-h100.yaml $args --listen 127.0.0.1:1
+done
+expect_rc 2 T serve -f "$TMP/bad.yaml" --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key" \
+    --listen 127.0.0.1:1
+check "a spec that fails at start talks of a previous policy" \
+    sh -c "! grep -q 'previous policy' '$TMP/err'"
+expect_in "$TMP/err" "spec did not load"
 
 # the job failed: the fleet cannot hold the spec; an output cannot be written
 sed 's/count: 4/count: 1/' examples/four-h100.yaml > "$TMP/small.yaml"
