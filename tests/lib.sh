@@ -1,6 +1,8 @@
 # lib.sh - helpers for the shell tests: a pass/fail counter, checks that
 # print what they expected and what they got, and a summary line in the
 # "N passed, M failed" form CI reads. Source it; call `finish` last.
+# the environment defaults of -f, --catalog and --db (tests/cli/env.sh sets its own)
+unset TESSERA_SPEC TESSERA_CATALOG TESSERA_DB
 PASS=0
 FAIL=0
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}

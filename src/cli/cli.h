@@ -93,6 +93,10 @@ int cli_parse(const struct cli_verb *v, unsigned sub, int argc, char **argv, cli
 void cli_usage(const struct cli_verb *v, unsigned sub, FILE *out);
 /* cli_usage on stdout; returns CLI_OK. */
 int cli_help(const struct cli_verb *v, unsigned sub);
+/* The environment variable that gives o when the command line does not
+ * (TESSERA_SPEC for -f, TESSERA_CATALOG for --catalog, TESSERA_DB for --db;
+ * the first two ':'-separated lists), or NULL. Flags win. */
+const char *cli_opt_env(const struct cli_opt *o);
 /* The long name of key in v, without "--" (for messages); "?" when none. */
 const char *cli_opt_name(const struct cli_verb *v, int key);
 

@@ -61,7 +61,7 @@ int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
     struct ts_diag diag = {0};
     memset(job, 0, sizeof(*job));
     if (spec->n == 0) {
-        fprintf(stderr, "tessera: no spec given: use -f FILE\n");
+        fprintf(stderr, "tessera: no spec given: use -f FILE (or set TESSERA_SPEC)\n");
         return CLI_BAD_INPUT;
     }
     ts_status st = cat_load(catalog->paths, catalog->n, &job->cat, &diag);

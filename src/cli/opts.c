@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +66,8 @@ static void print_opt(const struct cli_opt *o, int width, FILE *out)
         }
         fprintf(out, "%.*s\n  %-*s  ", (int)(nl - h), h, width, "");
     }
+    if (cli_opt_env(o))
+        fprintf(out, "  %-*s  (else $%s)\n", width, "", cli_opt_env(o));
 }
 
 void cli_usage(const struct cli_verb *v, unsigned sub, FILE *out)
@@ -165,17 +168,89 @@ static int one(const struct cli_verb *v, unsigned sub, int c, const char *prog, 
     return set(ctx, c, optarg);
 }
 
+/* ---- the environment ----------------------------------------------------- */
+
+/* Options the environment may give when the command line does not, so the
+ * metering verbs need not repeat -f SPEC --db DB; a list variable holds
+ * several values separated by ':' (as KUBECONFIG does). */
+static const struct {
+    const char *option, *variable;
+    int list;
+} env_defaults[] = {
+    {"filename", "TESSERA_SPEC", 1},
+    {"catalog", "TESSERA_CATALOG", 1},
+    {"db", "TESSERA_DB", 0},
+};
+#define NENV (sizeof(env_defaults) / sizeof(env_defaults[0]))
+
+const char *cli_opt_env(const struct cli_opt *o)
+{
+    for (size_t i = 0; i < NENV; i++)
+        if (strcmp(o->name, env_defaults[i].option) == 0)
+            return env_defaults[i].variable;
+    return NULL;
+}
+
+/* Each value of variable i (several when it is a list) to set as key. The
+ * values live in a copy of the variable kept for the process, as optarg
+ * lives in argv: set may keep the pointer. */
+static int env_values(size_t i, int key, cli_set_fn set, void *ctx)
+{
+    static char *copies[NENV];
+    const char *text = getenv(env_defaults[i].variable);
+    if (!text || !*text)
+        return CLI_OK;
+    if (!copies[i] && !(copies[i] = strdup(text)))
+        return CLI_FAIL;
+    int rc = CLI_OK;
+    for (char *p = copies[i], *end; rc == CLI_OK && p; p = end) {
+        end = env_defaults[i].list ? strchr(p, ':') : NULL;
+        if (end)
+            *end++ = '\0';
+        if (strlen(p) >= PATH_MAX) {
+            fprintf(stderr, "tessera: %s: a value longer than %d bytes\n", env_defaults[i].variable,
+                    PATH_MAX - 1);
+            return CLI_BAD_INPUT;
+        }
+        if (*p)
+            rc = set(ctx, key, p);
+    }
+    return rc;
+}
+
+/* The environment's values for the options of v (that apply to sub) that
+ * the command line did not give: flags win. */
+static int env_fill(const struct cli_verb *v, unsigned sub, const unsigned char *seen,
+                    cli_set_fn set, void *ctx)
+{
+    int rc = CLI_OK;
+    for (const struct cli_opt *o = v->opts; rc == CLI_OK && o->name; o++)
+        for (size_t i = 0; i < NENV; i++)
+            if (strcmp(o->name, env_defaults[i].option) == 0 && applies(o, sub) &&
+                !seen[o - v->opts])
+                rc = env_values(i, o->key, set, ctx);
+    return rc;
+}
+
 int cli_parse(const struct cli_verb *v, unsigned sub, int argc, char **argv, cli_set_fn set,
               void *ctx)
 {
     static char prog[64];
-    struct getopt_view g;
-    int rc = view_make(v->opts, &g) ? CLI_OK : CLI_FAIL, c;
+    struct getopt_view g = {0};
+    unsigned char *seen = calloc(count(v->opts) + 1, 1);
+    int rc = seen && view_make(v->opts, &g) ? CLI_OK : CLI_FAIL, c;
     argv[0] = (char *)who(v, argv[0], prog, sizeof(prog));
     optind = 1;
     opterr = 1;
-    while (rc == CLI_OK && (c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1)
+    while (rc == CLI_OK && (c = getopt_long(argc, argv, g.shorts, g.longs, NULL)) != -1) {
+        const struct cli_opt *o = find(v->opts, c);
+        if (o)
+            seen[o - v->opts] = 1;
         rc = one(v, sub, c, prog, set, ctx);
+    }
+    if (rc == CLI_OK)
+        rc = env_fill(v, sub, seen, set, ctx);
     view_free(&g);
+    free(seen);
     return rc;
 }
