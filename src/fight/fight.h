@@ -51,6 +51,9 @@ double fight_percentile(const double *sorted, size_t n, double q);
  * when n is too small for such ranks. */
 ts_status fight_quantile_ranks(size_t n, double q, double conf, size_t *lo, size_t *hi,
                                struct ts_error *err);
+/* The fewest samples fight_quantile_ranks can bound q with conf (0 when
+ * even FIGHT_REQUESTS_MAX cannot): 368 for the p99 at 95%. */
+size_t fight_quantile_min_n(double q, double conf);
 /* Sort a copy of x and fill s; errors as fight_check_series. */
 ts_status fight_summarise(const double *x, size_t n, const char *name, struct fight_summary *s,
                           struct ts_error *err);

@@ -33,9 +33,13 @@ static void text_row(const struct fight_result *r, int ph, struct ts_sbuf *out)
         ts_sbuf_printf(out, "%-13s %4d  %55s %10.1f\n", p->name, p->ran, "", p->noisy_ops);
         return;
     }
-    ts_sbuf_printf(out, "%-13s %4d %8zu %9.1f %9.1f [%.1f, %.1f] %9.1f %10.1f", p->name, p->ran,
-                   p->s.n, p->s.p50, p->s.p99, p->s.ci_ok ? p->s.p99_lo : NAN,
-                   p->s.ci_ok ? p->s.p99_hi : NAN, p->s.p999, p->sla_rps);
+    char ci[48];
+    if (p->s.ci_ok)
+        snprintf(ci, sizeof ci, "[%.1f, %.1f]", p->s.p99_lo, p->s.p99_hi);
+    else /* say why in words, never [nan, nan] */
+        snprintf(ci, sizeof ci, "none: needs %zu req", fight_quantile_min_n(0.99, FIGHT_CI_LEVEL));
+    ts_sbuf_printf(out, "%-13s %4d %8zu %9.1f %9.1f %-21s %9.1f %10.1f", p->name, p->ran, p->s.n,
+                   p->s.p50, p->s.p99, ci, p->s.p999, p->sla_rps);
     if (ph < FIGHT_PH_MECH0) {
         ts_sbuf_puts(out, "\n");
         return;

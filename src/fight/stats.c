@@ -127,3 +127,18 @@ int fight_within(double base_p99, double p99, double tol)
         return 0;
     return p99 <= base_p99 * (1 + tol) * (1 + 1e-9);
 }
+
+size_t fight_quantile_min_n(double q, double conf)
+{
+    size_t lo = 1, hi = FIGHT_REQUESTS_MAX, a, b;
+    if (fight_quantile_ranks(hi, q, conf, &a, &b, NULL) != TS_OK)
+        return 0;
+    while (lo < hi) { /* the ranks exist from some n on */
+        size_t mid = lo + (hi - lo) / 2;
+        if (fight_quantile_ranks(mid, q, conf, &a, &b, NULL) == TS_OK)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}

@@ -62,6 +62,9 @@ expect_rc 0 F --driver "$TMP/none.so" --sla "$sla" --noisy "$noisy" --requests 4
     --mechanisms timeslice --solo-time 200ms
 expect_in "$TMP/out" "verdict: PASS"
 expect_in "$TMP/out" "noisy command"
+# 40 requests are too few for a p99 interval: said in words, not [nan, nan]
+expect_in "$TMP/out" "none: needs 368 req"
+check "an interval printed as nan" sh -c "! grep -qi nan '$TMP/out'"
 badsla='echo "latency_us 100" >&$TESSERA_FIGHT_FD; echo "latency_us 1,5" >&$TESSERA_FIGHT_FD'
 expect_rc 1 F --driver "$TMP/none.so" --sla "$badsla" --noisy "$noisy" --mechanisms timeslice
 expect_in "$TMP/err" "sla tenant:2:12: not a decimal number: '1,5'"

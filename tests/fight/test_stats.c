@@ -206,6 +206,18 @@ static void refused_inputs(void **state)
     assert_true(s.min == 1 && s.max == 3 && s.p50 == 2);
 }
 
+/* The fewest samples for a 95% p99 interval: 368 (exact binomial, the
+ * interval of equal tails), and no ranks at 367. */
+static void interval_min_samples(void **state)
+{
+    (void)state;
+    size_t lo, hi;
+    assert_int_equal(fight_quantile_min_n(0.99, 0.95), 368);
+    assert_int_equal(fight_quantile_ranks(368, 0.99, 0.95, &lo, &hi, NULL), TS_OK);
+    assert_int_not_equal(fight_quantile_ranks(367, 0.99, 0.95, &lo, &hi, NULL), TS_OK);
+    assert_true(fight_quantile_min_n(0.5, 0.95) < 368);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +226,7 @@ int main(void)
         cmocka_unit_test(ranks_exact),
         cmocka_unit_test(interval_coverage),
         cmocka_unit_test(verdict_boundary),
+        cmocka_unit_test(interval_min_samples),
         cmocka_unit_test(refused_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
