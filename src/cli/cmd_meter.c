@@ -34,14 +34,11 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
     CLI_END};
 
-#define METER_SYNOPSIS                                                                       \
-    "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n"    \
-    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"         \
-    "                     [--count N] ... (tessera meter scrape --help)\n"                   \
-    "       tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n"      \
-    "                     [-o text|json]\n"                                                  \
-    "       tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n"  \
-    "                     [-o text|csv|json|html]\n\n"                                       \
+#define IMPORT_SYNOPSIS                                                                   \
+    "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n" \
+    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"      \
+    "                     [--count N] ... (tessera meter scrape --help)\n\n"
+#define IMPORT_TEXT                                                                          \
     "import  store recorded dcgm-exporter scrapes (Prometheus text, streamed), one sample\n" \
     "        per GPU or MIG instance and time, charged to the tenant that owns its pod's\n"  \
     "        namespace, else (no pod) to the ledger's or the plan's tenant, else\n"          \
@@ -51,17 +48,25 @@ static const struct cli_opt OPTS[] = {
     "        seconds or RFC 3339; samples that carry a timestamp keep it.\n"                 \
     "scrape  pull live from dcgm-exporters over HTTP(S) every --interval, with\n"            \
     "        timeouts and retries; what the store could not take is retried, not lost.\n"    \
-    "usage   GPU-hours per tenant, GPU model and profile on the allocation basis (the\n"     \
-    "        card share reserved) and the usage basis (times the engine-active ratio);\n"    \
-    "        gaps between scrapes count at most twice --interval.\n"                         \
-    "invoice one tenant's month priced with the spec's PriceBook: a line per GPU model\n"    \
-    "        and profile, billed on the allocation basis, rounded to cents once.\n"
+    "(tessera usage and tessera invoice read what these store.)\n"
+#define USAGE_TEXT                                                                      \
+    "usage: tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n" \
+    "                     [-o text|json]\n\n"                                           \
+    "GPU-hours per tenant, GPU model and profile on the allocation basis (the card\n"   \
+    "share reserved) and the usage basis (times the engine-active ratio), from what\n"  \
+    "tessera meter import or scrape stored; gaps between scrapes count at most twice\n" \
+    "--interval.\n"
+#define INVOICE_TEXT                                                                        \
+    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n" \
+    "                     [-o text|csv|json|html]\n\n"                                      \
+    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"       \
+    "profile, billed on the allocation basis, rounded to cents once.\n"
 
 #define METER_NOTES "DB is sqlite:PATH or postgres://...\n"
 
-static const struct cli_verb VERB_METER = {"meter", METER_SYNOPSIS, OPTS, METER_NOTES};
-static const struct cli_verb VERB_USAGE = {"usage", METER_SYNOPSIS, OPTS, METER_NOTES};
-static const struct cli_verb VERB_INVOICE = {"invoice", METER_SYNOPSIS, OPTS, METER_NOTES};
+static const struct cli_verb VERB_METER = {"meter", IMPORT_SYNOPSIS IMPORT_TEXT, OPTS, METER_NOTES};
+static const struct cli_verb VERB_USAGE = {"usage", USAGE_TEXT, OPTS, METER_NOTES};
+static const struct cli_verb VERB_INVOICE = {"invoice", INVOICE_TEXT, OPTS, METER_NOTES};
 
 struct meter_args {
     const struct cli_verb *verb;

@@ -24,6 +24,14 @@ for v in plan render serve meter usage invoice catalog agent ledger; do
     expect_rc 2 T $v frobnicate
 done
 expect_rc 2 T frobnicate
+# each verb's help is its own: usage and invoice do not print each other's
+T usage --help > "$TMP/h.usage"
+T invoice --help > "$TMP/h.invoice"
+check "usage --help shows invoice's synopsis" sh -c "! grep -q 'tessera invoice -f' '$TMP/h.usage'"
+check "usage --help shows meter import's" sh -c "! grep -q 'tessera meter import -f' '$TMP/h.usage'"
+check "invoice --help shows usage's synopsis" sh -c "! grep -q 'tessera usage -f' '$TMP/h.invoice'"
+expect_in "$TMP/h.usage" "usage: tessera usage -f SPEC"
+expect_in "$TMP/h.invoice" "usage: tessera invoice -f SPEC"
 # bad words are named, not only answered with the usage text
 expect_rc 2 T catalog frob
 expect_in "$TMP/err" "unknown subcommand 'frob'"
