@@ -44,10 +44,20 @@ struct ad_ent {
     const char *desc;         /* what the row allows: "mps at 20% of SMs and 14Gi pinned memory" */
 };
 
+struct ad_host_path { /* a host path the tenant's contract allows */
+    const char *path;
+    int writable;
+};
+
 struct ad_ns {
     const char *name;
     const char *tenant;
-    int contract;               /* enum spec_contract */
+    int contract;      /* enum spec_contract */
+    int level;         /* enum spec_pss: the capability floor */
+    const char **caps; /* extra capabilities the contract names */
+    size_t ncaps;
+    const struct ad_host_path *host_paths; /* host paths the contract allows */
+    size_t nhost_paths;
     const struct ad_ent **ents; /* this namespace's rows */
     size_t nents;
     const char **nodes; /* nodes holding the tenant's instances, sorted */

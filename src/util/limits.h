@@ -107,6 +107,9 @@
 /* Namespaces one tenant owns: each gets its own quota, limits, RBAC and
  * network policy objects. */
 #define SPEC_NAMESPACES_MAX 100
+/* Extra capabilities and host paths a tenant's podSecurity names: a handful
+ * in practice; a list past this is a mistake, not a contract. */
+#define SPEC_POD_SECURITY_ITEMS_MAX 64
 
 /* ---- inventory: the NodeInventory document (filled from NVML) ------------- */
 
@@ -200,8 +203,11 @@
 
 /* ---- admit: the admission request ------------------------------------------ */
 
-/* Bytes of one AdmissionReview: the API server's own request limit (3 MiB). */
-#define ADMIT_BODY_MAX (3u * 1024 * 1024)
+/* Bytes of one AdmissionReview: an UPDATE carries object and oldObject,
+ * each up to the API server's own request limit (3 MiB), plus 1 MiB for the
+ * envelope and JSON escaping. Memory stays bounded by the entry count and
+ * the concurrent decodes (serve), not by this. */
+#define ADMIT_BODY_MAX (7u * 1024 * 1024)
 /* JSON nesting ({ and [), checked before parsing: a Pod nests about 10 deep;
  * jansson recurses once a level. */
 #define ADMIT_DEPTH_MAX 64
