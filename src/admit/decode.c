@@ -203,6 +203,8 @@ void ad_audit_words(struct ad_ctx *c, const char *mech, const char *profile)
 
 void ad_audit(struct ad_ctx *c, const struct ad_ent *e)
 {
+    if (e->shim && !c->shim_ent)
+        c->shim_ent = e;
     ad_audit_words(c, decide_mech_names[e->mech], e->profile);
 }
 

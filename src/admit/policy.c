@@ -95,6 +95,12 @@ static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, str
     e->claim_max = e->per_claim;
     e->cap_max = e->cap_bytes;
     e->cap_max_text = e->cap;
+    e->shim = entitle_needs_shim(r);
+    if (e->shim) {
+        entitle_shim_configmap(r, res, sizeof(res));
+        if (!(e->shim_cm = ts_arena_strdup(a, res)))
+            return TS_NOMEM;
+    }
     e->profile = entry_profile(a, r);
     e->kind = entry_kind(a, r);
     e->desc = entry_desc(a, r, e->cap);
@@ -244,7 +250,12 @@ static ts_status build_options(struct admit_policy *pol, const struct admit_opti
     for (size_t i = 0; i < n; i++)
         if (!(pol->runtime[pol->nruntime++] = ts_arena_strdup(&pol->arena, rc[i])))
             return TS_NOMEM;
-    if (opt && opt->shim_path && !(pol->shim = ts_arena_strdup(&pol->arena, opt->shim_path)))
+    /* without --shim-path, render's path where the plan needs the shim */
+    const char *shim = opt && opt->shim_path ? opt->shim_path : NULL;
+    for (size_t i = 0; !shim && i < pol->nall; i++)
+        if (pol->all[i].shim)
+            shim = ENTITLE_SHIM_LIBRARY;
+    if (shim && !(pol->shim = ts_arena_strdup(&pol->arena, shim)))
         return TS_NOMEM;
     return TS_OK;
 }

@@ -518,6 +518,24 @@ static void test_capabilities_floor(void **state)
     admit_policy_free(sharing);
 }
 
+/* Without --shim-path the policy takes render's path where the plan needs
+ * the shim (the worked example's time-slicing dev row). */
+static void test_shim_default_path(void **state)
+{
+    (void)state;
+    struct th_job j;
+    th_run_file(&j, th_src_path("examples/four-h100.yaml"), PLAN_SOLVER_HEURISTIC);
+    assert_int_equal(j.st, TS_OK);
+    struct admit_options opt = {NULL, NULL};
+    struct admit_policy *pol = NULL;
+    struct ts_error err = {0};
+    assert_int_equal(admit_policy_build(j.plan, &opt, &pol, &err), TS_OK);
+    th_free(&j);
+    assert_non_null(pol->shim);
+    assert_string_equal(pol->shim, "/opt/tessera/lib/libtessera-cuda.so");
+    admit_policy_free(pol);
+}
+
 /* Each new class with its rule id. */
 static void test_pod_security_rules(void **state)
 {
@@ -559,6 +577,8 @@ static void test_pod_security_rules(void **state)
          "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/scratch/../dev/nvidia0\"}}]",
          "escape-hatch/host-path"},
         {"nobody-lists-me", "", "", "no-tenant"},
+        {"platform-dev", "\"resources\":{\"limits\":{\"nvidia.com/gpu.shared\":1}}", "",
+         "shim/missing"},
     };
     struct admit_policy *four = policy_of("examples/four-h100.yaml");
     struct admit_policy *sharing = policy_of("tests/fixtures/admission/sharing/spec.yaml");
@@ -760,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_audit_annotations),
         cmocka_unit_test(test_capabilities_floor),
         cmocka_unit_test(test_pod_security_rules),
+        cmocka_unit_test(test_shim_default_path),
         cmocka_unit_test(test_denial_shape),
         cmocka_unit_test(test_message_style),
         cmocka_unit_test(test_many_denials_capped),
