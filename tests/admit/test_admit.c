@@ -518,6 +518,38 @@ static void test_capabilities_floor(void **state)
     admit_policy_free(sharing);
 }
 
+/* Entries are counted before parsing: past AD_ENTRIES_MAX a 400 names the
+ * limit and where it was passed; just under it the review is decided. */
+static void test_entries_limit(void **state)
+{
+    (void)state;
+    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    for (int over = 0; over < 2; over++) {
+        /* the envelope holds a few dozen entries besides the list */
+        size_t n = over ? AD_ENTRIES_MAX : AD_ENTRIES_MAX - 64;
+        struct ts_sbuf b;
+        ts_sbuf_init(&b, 1u << 24);
+        ts_sbuf_puts(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                         "\"request\":{\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":"
+                         "\"v1\",\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":"
+                         "\"client-c-prod\",\"object\":{\"spec\":{\"containers\":[{\"name\":"
+                         "\"a\",\"args\":[\"0\"");
+        for (size_t i = 1; i < n; i++)
+            ts_sbuf_puts(&b, ",\"0\"");
+        ts_sbuf_puts(&b, "]}]}}}}");
+        struct admit_verdict v;
+        json_decref(run_text(pol, ts_sbuf_str(&b), &v));
+        if (over) {
+            assert_int_equal(v.http_status, 400);
+            assert_non_null(strstr(v.message, "more than 65536 entries"));
+        } else if (v.http_status != 200) {
+            fail_msg("under the limit: %d %s", v.http_status, v.message);
+        }
+        ts_sbuf_release(&b);
+    }
+    admit_policy_free(pol);
+}
+
 /* Without --shim-path the policy takes render's path where the plan needs
  * the shim (the worked example's time-slicing dev row). */
 static void test_shim_default_path(void **state)
@@ -781,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_capabilities_floor),
         cmocka_unit_test(test_pod_security_rules),
         cmocka_unit_test(test_shim_default_path),
+        cmocka_unit_test(test_entries_limit),
         cmocka_unit_test(test_denial_shape),
         cmocka_unit_test(test_message_style),
         cmocka_unit_test(test_many_denials_capped),
