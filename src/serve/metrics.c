@@ -96,8 +96,9 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
     counter(o, "tessera_tls_reloads_total", "Certificate reloads.", "",
             atomic_load(&m->tls_reloads));
     counter(o, "tessera_tls_handshake_failures_total",
-            "TLS handshakes refused or failed: plain HTTP to the TLS port, TLS below 1.2.", "",
-            atomic_load(&m->tls_failed));
+            "TLS handshakes that failed: plain HTTP to the TLS port, TLS below 1.2, a "
+            "connection closed before its handshake finished.",
+            "", atomic_load(&m->tls_failed));
     counter(o, "tessera_connections_deadline_total",
             "Connections cut because a request (headers and body) ran past its deadline.", "",
             atomic_load(&m->deadline_cut));
