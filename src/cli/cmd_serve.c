@@ -15,6 +15,9 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('C', "tls-cert", "FILE", CLI_ALL, "PEM certificate (chain) the API server trusts"),
     CLI_LONG('K', "tls-key", "FILE", CLI_ALL, "its PEM private key"),
     CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "default 0.0.0.0:8443 ([::]:8443 for IPv6)"),
+    CLI_LONG('H', "health-listen", "ADDR:PORT", CLI_ALL,
+             "also serve /healthz and /readyz over plain HTTP here,\n"
+             "on their own thread and connections (for the probes)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
     CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
     CLI_LONG('t', "threads", "N", CLI_ALL, "worker threads (default: one per core)"),
@@ -40,7 +43,8 @@ static const struct cli_opt OPTS[] = {
 static const struct cli_verb VERB = {
     "serve",
     "usage: tessera serve -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
-    "                     [--listen ADDR:PORT] [--catalog FILE] [--log-format text|json]\n"
+    "                     [--listen ADDR:PORT] [--health-listen ADDR:PORT]\n"
+    "                     [--catalog FILE] [--log-format text|json]\n"
     "                     [--threads N] [--conn-timeout SEC] [--request-timeout SEC]\n"
     "                     [--max-per-client N] [--runtime-class NAME...]\n"
     "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
@@ -117,6 +121,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'C': o->cert_file = arg; return CLI_OK;
     case 'K': o->key_file = arg; return CLI_OK;
     case 'l': o->listen = arg; return CLI_OK;
+    case 'H': o->health_listen = arg; return CLI_OK;
     case 's': o->admit.shim_path = arg; return CLI_OK;
     case 'd': o->db_url = arg; return CLI_OK;
     case 'i': return duration("interval", arg, &o->meter_interval_ms);

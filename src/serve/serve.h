@@ -27,6 +27,7 @@
 
 struct serve_options {
     const char *listen;               /* "ADDR:PORT", default "0.0.0.0:8443" */
+    const char *health_listen;        /* plain-HTTP /healthz and /readyz, NULL = none */
     const char *cert_file, *key_file; /* PEM */
     const char *const *spec_files;
     size_t nspec;

@@ -370,6 +370,40 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
         MHD_OPTION_END);
 }
 
+/* The probes' own listener: plain HTTP, its own thread and connection
+ * slots, /healthz and /readyz only, so a liveness probe is answered
+ * whatever load or attack holds the TLS port (reserved capacity). */
+static enum MHD_Result handle_health(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version, const char *data,
+                                     size_t *size, void **ctx)
+{
+    (void)version;
+    (void)data;
+    if (!*ctx) {
+        *ctx = (void *)1;
+        *size = 0;
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+            return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
+            return route_get(cls, conn, url);
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+    }
+    *size = 0;
+    return MHD_YES;
+}
+
+static struct MHD_Daemon *start_health(struct serve_state *s, const struct sockaddr_storage *sa,
+                                       int v6)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_EXTERNAL_LOGGER,
+                            mhd_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
+                            MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
+                            MHD_OPTION_END);
+}
+
 static void install_signals(void)
 {
     struct sigaction sa;
@@ -414,9 +448,20 @@ ts_status serve_run(const struct serve_options *opt, struct ts_error *err)
     if (!s)
         return ts_err(err, TS_NOMEM, "out of memory");
     ts_status st = serve_state_init(s, opt, err);
-    struct MHD_Daemon *d = st == TS_OK ? start(s, &sa, v6) : NULL;
+    struct MHD_Daemon *d = st == TS_OK ? start(s, &sa, v6) : NULL, *h = NULL;
     if (st == TS_OK && !d)
         st = ts_err(err, TS_IO, "cannot listen on %s: %s", listen, strerror(errno));
+    if (st == TS_OK && opt->health_listen) {
+        struct sockaddr_storage hsa;
+        int hv6 = 0;
+        if (!parse_listen(opt->health_listen, &hsa, &hv6))
+            st = ts_err(err, TS_USAGE, "--health-listen: '%s' is not ADDR:PORT",
+                        opt->health_listen);
+        else if (!(h = start_health(s, &hsa, hv6)))
+            st = ts_err(err, TS_IO, "cannot listen on %s: %s", opt->health_listen, strerror(errno));
+        if (st != TS_OK)
+            MHD_stop_daemon(d);
+    }
     if (st == TS_OK) {
         install_signals();
         serve_jalloc_install(opt->threads ? opt->threads : cores());
@@ -424,6 +469,8 @@ ts_status serve_run(const struct serve_options *opt, struct ts_error *err)
         serve_log(opt->log_json, "info", "serving", kv, 1);
         main_loop(s);
         MHD_stop_daemon(d); /* waits for requests in flight */
+        if (h)
+            MHD_stop_daemon(h);
         serve_log(opt->log_json, "info", "stopped", NULL, 0);
     }
     serve_state_release(s);

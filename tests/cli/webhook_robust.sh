@@ -3,8 +3,9 @@
 # only, bounded in count and time (under a minute):
 #   - slow-header and slow-body TLS clients from 127.0.0.2 fill that address's
 #     connection limit (--max-per-client) while a prober from 127.0.0.1 sees
-#     /healthz and /validate answered within 100 ms each; the slow ones are
-#     cut at --request-timeout (counted on /metrics);
+#     /healthz and /validate answered within 100 ms each, and the probes'
+#     own listener (--health-listen) too; the slow ones are cut at
+#     --request-timeout (counted on /metrics);
 #   - a TLS 1.1 client is refused (and TLS 1.2 accepted); plain HTTP to the
 #     TLS port is counted on /metrics;
 #   - eight concurrent 3 MB reviews (long strings, and 100,000 env entries,
@@ -19,12 +20,14 @@ SAN=0
 nm "$TESSERA" 2>/dev/null | grep -q __asan_init && SAN=1
 fast() { [ "$SAN" = 1 ] || [ "$1" -lt 100 ]; }
 PORT=$(free_port)
+HPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 scripts/make-test-cert "$TMP/c" robust >/dev/null 2>&1
 CA=$TMP/c/ca.crt
 
 "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
-    --listen 127.0.0.1:$PORT --request-timeout 3 --max-per-client 64 --threads 2 \
+    --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT --request-timeout 3 \
+    --max-per-client 64 --threads 2 \
     2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null' EXIT
@@ -35,14 +38,17 @@ sed 's/"namespace": *"[^"]*"/"namespace": "client-c-prod"/g' \
     tests/fixtures/admission/001-pod-no-gpu-tenant-ns.json >"$TMP/small.json"
 
 # prober PATH [POST-FILE]: ten requests, prints the slowest time in ms and the codes
+# (PATH with a scheme goes to that URL: the health listener)
 probe() {
+    local base=$URL
+    case $1 in http://*) base= ;; esac
     local worst=0 codes="" t code
     for _ in $(seq 10); do
         if [ -n "${2:-}" ]; then
             read -r code t < <(curl -s -o /dev/null --max-time 2 --cacert "$CA" -w '%{http_code} %{time_total}\n' \
-                -H 'Content-Type: application/json' --data-binary @"$2" $URL$1)
+                -H 'Content-Type: application/json' --data-binary @"$2" $base$1)
         else
-            read -r code t < <(curl -s -o /dev/null --max-time 2 --cacert "$CA" -w '%{http_code} %{time_total}\n' $URL$1)
+            read -r code t < <(curl -s -o /dev/null --max-time 2 --cacert "$CA" -w '%{http_code} %{time_total}\n' $base$1)
         fi
         codes="$codes $code"
         t=$(awk -v t="$t" 'BEGIN { printf "%d", t * 1000 }')
@@ -92,6 +98,9 @@ fast "$worst" && ok || bad "/healthz under slow clients: slowest ${worst} ms"
 read -r worst codes < <(probe /validate "$TMP/small.json")
 fast "$worst" && ok || bad "/validate under slow clients: slowest ${worst} ms"
 [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/validate codes under slow clients: $codes"
+read -r worst codes < <(probe http://127.0.0.1:$HPORT/healthz)
+fast "$worst" && ok || bad "health listener under slow clients: slowest ${worst} ms"
+[ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "health listener codes: $codes"
 wait $SLOW
 cat "$TMP/slow.out"
 held=$(awk '/held/ {print $2}' "$TMP/slow.out"); cut=$(awk '/held/ {print $4}' "$TMP/slow.out")
@@ -127,12 +136,17 @@ c["env"] = [{"name": "V%06d" % i, "value": "v"} for i in range(100000)]
 json.dump(d, open(sys.argv[1] + "/entries.json", "w"))
 PY
 ls -la "$TMP/strings.json" "$TMP/entries.json" | awk '{print $5, $9}'
+BIG=""
 for i in 1 2 3 4 5 6 7 8; do
     f=$TMP/strings.json; [ $((i % 2)) = 0 ] && f=$TMP/entries.json
     curl -s --max-time 20 --cacert "$CA" -o "$TMP/big$i" -w '%{http_code}\n' \
         -H 'Content-Type: application/json' --data-binary @"$f" $URL/validate >"$TMP/code$i" &
+    BIG="$BIG $!"
 done
-wait $(jobs -p | grep -v "^$SERVER$") 2>/dev/null
+read -r worst codes < <(probe http://127.0.0.1:$HPORT/readyz)
+fast "$worst" && ok || bad "health listener under big reviews: slowest ${worst} ms"
+[ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "health listener codes: $codes"
+wait $BIG
 for i in 1 2 3 4 5 6 7 8; do
     want=200; [ $((i % 2)) = 0 ] && want=400
     [ "$(cat "$TMP/code$i")" = $want ] && ok || bad "big review $i: HTTP $(cat "$TMP/code$i"), want $want"
@@ -142,4 +156,7 @@ hwm=$(awk '/VmHWM/ {print $2}' /proc/$SERVER/status)
 echo "peak RSS: $hwm kB"
 [ "$SAN" = 1 ] || [ "${hwm:-999999}" -lt $((64 * 1024)) ] && ok || bad "peak RSS ${hwm} kB, over 64 MB"
 expect_rc 0 curl -sf --cacert "$CA" $URL/healthz
+# the health listener serves the probes only
+[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HPORT/metrics)" = 404 ] && ok || bad "health listener serves /metrics"
+[ "$(curl -s -o /dev/null -w '%{http_code}' --data x http://127.0.0.1:$HPORT/validate)" = 405 ] && ok || bad "health listener takes POST"
 finish
