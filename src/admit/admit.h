@@ -37,7 +37,9 @@
 struct admit_options {
     const char *const *runtime_classes; /* allowed runtimeClassName values, NULL-terminated;
                                            NULL = {"nvidia"} */
-    const char *shim_path;              /* the one LD_PRELOAD value allowed; NULL: none */
+    const char *shim_path;              /* the one LD_PRELOAD value allowed; NULL: render's
+                                           ENTITLE_SHIM_LIBRARY where the plan needs the
+                                           shim, else none */
 };
 
 struct admit_policy;

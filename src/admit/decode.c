@@ -203,6 +203,8 @@ void ad_audit_words(struct ad_ctx *c, const char *mech, const char *profile)
 
 void ad_audit(struct ad_ctx *c, const struct ad_ent *e)
 {
+    if (e->shim && !c->shim_ent)
+        c->shim_ent = e;
     ad_audit_words(c, decide_mech_names[e->mech], e->profile);
 }
 
@@ -278,10 +280,13 @@ void ad_each(struct ad_ctx *c, json_t *obj, const char *key, json_type type, ad_
 
 /* ---- loading ---- */
 
-/* Nesting depth of the body, before any parser recurses on it. */
+/* Nesting depth and entries of the body, before any parser recurses on it
+ * or allocates for it: objects and arrays, and each member or item after a
+ * container's first (a comma), counted outside strings. */
 static int depth_ok(struct ad_ctx *c, const char *s, size_t len)
 {
     int depth = 0, in_str = 0, esc = 0, line = 1;
+    size_t entries = 0;
     size_t line_start = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = s[i];
@@ -304,6 +309,13 @@ static int depth_ok(struct ad_ctx *c, const char *s, size_t len)
             return 0;
         } else if ((ch == '}' || ch == ']') && depth > 0) {
             depth--;
+        }
+        if (!in_str && (ch == ',' || ch == '{' || ch == '[') && ++entries > AD_ENTRIES_MAX) {
+            ad_bad_at(c, "body",
+                      "line %d, column %zu: more than %d entries (objects, arrays and their "
+                      "members), more than any real pod or workload has",
+                      line, i - line_start + 1, AD_ENTRIES_MAX);
+            return 0;
         }
     }
     return 1;

@@ -4,24 +4,31 @@
  * namespace, GPU or not (a pod with no GPU request can still take every GPU
  * through NVIDIA_VISIBLE_DEVICES or a hostPath of /dev/nvidia*), and in every
  * container, init container and ephemeral container:
- *   - env that steers the NVIDIA container runtime or CUDA/MPS
- *     (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES,
- *     NVIDIA_MIG_CONFIG_DEVICES, NVIDIA_MIG_MONITOR_DEVICES,
- *     CUDA_DISABLE_CONTROL, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
- *     CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_PIPE_DIRECTORY), and an
- *     LD_PRELOAD other than tessera's shim (valueFrom counts as set: its
- *     value cannot be seen);
+ *   - env that steers the NVIDIA container runtime (every NVIDIA_*
+ *     variable, NVIDIA_IMEX_CHANNELS among them), CUDA/MPS (CUDA_MPS_*,
+ *     CUDA_DISABLE_CONTROL), or the dynamic loader (every LD_* variable and
+ *     GLIBC_TUNABLES, as one family); allowed: LD_PRELOAD set to tessera's
+ *     shim, LD_LIBRARY_PATH (it only searches the container's own files),
+ *     NVIDIA_VISIBLE_DEVICES=void or none (NVIDIA's "no GPU"),
+ *     NVIDIA_REQUIRE_* and NVIDIA_DISABLE_REQUIRE (they only refuse);
+ *     valueFrom counts as set: its value cannot be seen;
  *   - envFrom without a prefix, or with one that could spell those names
  *     (admission cannot read the ConfigMap or Secret);
- *   - privileged containers; added capabilities SYS_ADMIN, SYS_PTRACE,
- *     SYS_MODULE, SYS_RAWIO or ALL (any case, with or without CAP_);
+ *   - privileged containers; an unmasked procMount; added capabilities
+ *     outside the Pod Security level's set (baseline's list, or restricted's
+ *     NET_BIND_SERVICE) unless the contract's podSecurity names them (any
+ *     case, with or without CAP_);
  *   - a volume mounted at /var/run/nvidia-container-devices (the runtime's
  *     volume-mount device list);
- *   - hostPath volumes at, under or above the GPU device nodes (/dev/nvidia*,
- *     /dev/dri, /dev/char, /dev/vfio), the MPS pipe and log directories, the
- *     GPU operator's /run/nvidia and the kubelet's DRA and device-plugin
- *     sockets, after lexical normalisation (//, ., .., trailing /);
- *   - hostIPC, hostPID; a runtimeClassName outside the allowed list;
+ *   - hostPath volumes: always at, under or above the GPU device nodes
+ *     (/dev/nvidia*, /dev/dri, /dev/char, /dev/vfio), the MPS pipe and log
+ *     directories, the GPU operator's /run/nvidia and the kubelet's DRA and
+ *     device-plugin sockets; every other one too, except the shim's library
+ *     and paths the contract's podSecurity.hostPaths names, after lexical
+ *     normalisation (//, ., .., trailing /); those mounted readOnly unless
+ *     the contract makes the path writable;
+ *   - hostNetwork, hostPorts, hostIPC, hostPID; a runtimeClassName outside
+ *     the allowed list;
  *   - nodeName, a kubernetes.io/hostname nodeSelector, or required node
  *     affinity (kubernetes.io/hostname In, metadata.name In) naming a fleet
  *     node where the tenant has no planned instance.
@@ -36,22 +43,84 @@
 #include <string.h>
 #include <strings.h>
 
+/* Variables that steer the NVIDIA container runtime, CUDA/MPS or the dynamic
+ * loader: an exact name, or a family (every name with that prefix). Named
+ * members come first so a message names the likeliest one. */
 static const struct {
-    const char *name, *why;
+    const char *name, *shown;
+    int family;
+    const char *rule, *why;
 } env_hatches[] = {
-    {"NVIDIA_VISIBLE_DEVICES", "GPUs are assigned by claims, not by environment"},
-    {"NVIDIA_DRIVER_CAPABILITIES", "driver capabilities come with the claimed device"},
-    {"NVIDIA_MIG_CONFIG_DEVICES", "MIG geometry belongs to the plan"},
-    {"NVIDIA_MIG_MONITOR_DEVICES", "it would let the container watch every MIG device"},
-    {"CUDA_DISABLE_CONTROL", "it would turn off tessera's CUDA limits"},
-    {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "the SM share is set by the claim's mpsConfig"},
-    {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "the memory limit is set by the claim's mpsConfig"},
-    {"CUDA_MPS_PIPE_DIRECTORY", "it would reach an MPS server other than the claim's"},
-    {"LD_PRELOAD", "it would replace tessera's CUDA shim"},
+    {"NVIDIA_VISIBLE_DEVICES", NULL, 0, "escape-hatch/env",
+     "GPUs are assigned by claims, not by environment"},
+    {"NVIDIA_DRIVER_CAPABILITIES", NULL, 0, "escape-hatch/env",
+     "driver capabilities come with the claimed device"},
+    {"NVIDIA_MIG_CONFIG_DEVICES", NULL, 0, "escape-hatch/env", "MIG geometry belongs to the plan"},
+    {"NVIDIA_MIG_MONITOR_DEVICES", NULL, 0, "escape-hatch/env",
+     "it would let the container watch every MIG device"},
+    {"NVIDIA_IMEX_CHANNELS", NULL, 0, "escape-hatch/env",
+     "IMEX channels reach GPU memory exported by other nodes' processes"},
+    {"CUDA_DISABLE_CONTROL", NULL, 0, "escape-hatch/env",
+     "it would turn off tessera's CUDA limits"},
+    {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", NULL, 0, "escape-hatch/env",
+     "the SM share is set by the claim's mpsConfig"},
+    {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", NULL, 0, "escape-hatch/env",
+     "the memory limit is set by the claim's mpsConfig"},
+    {"CUDA_MPS_PIPE_DIRECTORY", NULL, 0, "escape-hatch/env",
+     "it would reach an MPS server other than the claim's"},
+    {"LD_PRELOAD", NULL, 0, "escape-hatch/ld-preload", "it would replace tessera's CUDA shim"},
+    {"LD_AUDIT", NULL, 0, "escape-hatch/loader",
+     "it loads code into every process like LD_PRELOAD, around tessera's CUDA shim"},
+    {"GLIBC_TUNABLES", NULL, 0, "escape-hatch/loader",
+     "it steers the dynamic loader (and was a privilege escalation, CVE-2023-4911)"},
+    {"NVIDIA_", "NVIDIA_*", 1, "escape-hatch/env",
+     "the NVIDIA container runtime reads NVIDIA_* variables to choose devices, capabilities, "
+     "channels and mounts; GPUs come only with claims"},
+    {"CUDA_MPS_", "CUDA_MPS_*", 1, "escape-hatch/env",
+     "MPS settings come with the claim's mpsConfig"},
+    {"LD_", "LD_*", 1, "escape-hatch/loader",
+     "the dynamic loader's variables load, audit or redirect code around tessera's CUDA shim"},
 };
 #define NHATCHES (sizeof(env_hatches) / sizeof(env_hatches[0]))
 
-/* ---- env ---- */
+/* Allowed members of the families: LD_LIBRARY_PATH only searches the
+ * container's own files (and cannot remove a preload); NVIDIA_REQUIRE_* and
+ * NVIDIA_DISABLE_REQUIRE only make the runtime refuse to start. */
+static int env_exempt(const char *name)
+{
+    return strcmp(name, "LD_LIBRARY_PATH") == 0 || strncmp(name, "NVIDIA_REQUIRE_", 15) == 0 ||
+           strcmp(name, "NVIDIA_DISABLE_REQUIRE") == 0;
+}
+
+/* NVIDIA's documented values for "no GPU" (the runtime mounts nothing). */
+static int no_gpu_value(const char *name, const char *value, int from)
+{
+    return !from && value && strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 &&
+           (strcmp(value, "void") == 0 || strcmp(value, "none") == 0);
+}
+
+/* The index of the hatch name is or belongs to, or -1. */
+static int env_hatch(const char *name)
+{
+    for (size_t h = 0; h < NHATCHES; h++) {
+        size_t n = strlen(env_hatches[h].name);
+        if (env_hatches[h].family ? strncmp(name, env_hatches[h].name, n) == 0
+                                  : strcmp(name, env_hatches[h].name) == 0)
+            return (int)h;
+    }
+    return -1;
+}
+
+static void ld_preload(struct ad_ctx *c, const char *who, const char *value, int from)
+{
+    if (!from && value && c->pol->shim && strcmp(value, c->pol->shim) == 0)
+        return;
+    ad_deny(c, "escape-hatch/ld-preload", "%s sets LD_PRELOAD to %s: %s; %s%s", who,
+            from ? "a value from elsewhere" : ad_q(c, value ? value : ""),
+            "it would replace tessera's CUDA shim",
+            c->pol->shim ? "the only value allowed is " : "remove it",
+            c->pol->shim ? ad_q(c, c->pol->shim) : "");
+}
 
 static void env_var(struct ad_ctx *c, json_t *var, size_t i, const void *arg)
 {
@@ -60,27 +129,29 @@ static void env_var(struct ad_ctx *c, json_t *var, size_t i, const void *arg)
     const char *name = ad_get_str(c, var, "name");
     const char *value = ad_get_str(c, var, "value");
     int from = ad_get(c, var, "valueFrom", JSON_OBJECT) != NULL;
-    for (size_t h = 0; name && !c->bad && h < NHATCHES; h++) {
-        if (strcmp(name, env_hatches[h].name) != 0)
-            continue;
-        if (strcmp(name, "LD_PRELOAD") != 0)
-            ad_deny(c, "escape-hatch/env", "%s sets %s: %s; remove it", who, name,
-                    env_hatches[h].why);
-        else if (from || !value || !c->pol->shim || strcmp(value, c->pol->shim) != 0)
-            ad_deny(c, "escape-hatch/ld-preload", "%s sets LD_PRELOAD to %s: %s; %s%s", who,
-                    from ? "a value from elsewhere" : ad_q(c, value ? value : ""),
-                    env_hatches[h].why, c->pol->shim ? "the only value allowed is " : "remove it",
-                    c->pol->shim ? ad_q(c, c->pol->shim) : "");
-    }
+    int h = name && !c->bad ? env_hatch(name) : -1;
+    if (h < 0 || env_exempt(name) || no_gpu_value(name, value, from))
+        return;
+    if (strcmp(name, "LD_PRELOAD") == 0)
+        ld_preload(c, who, value, from);
+    else
+        ad_deny(c, env_hatches[h].rule, "%s sets %s: %s; remove it", who,
+                env_hatches[h].family ? ad_q(c, name) : name, env_hatches[h].why);
 }
 
-/* The hatch name prefix could start, or "" when it is safe. */
+/* What the env prefix could spell: a hatch name or family, or "" when it is
+ * safe. */
 static const char *prefix_reaches(const char *prefix)
 {
     size_t n = strlen(prefix);
-    for (size_t h = 0; h < NHATCHES; h++)
-        if (strlen(env_hatches[h].name) > n && strncmp(env_hatches[h].name, prefix, n) == 0)
-            return env_hatches[h].name;
+    for (size_t h = 0; h < NHATCHES; h++) {
+        const char *name = env_hatches[h].name;
+        size_t hn = strlen(name);
+        if (hn > n && strncmp(name, prefix, n) == 0)
+            return env_hatches[h].shown ? env_hatches[h].shown : name;
+        if (env_hatches[h].family && n >= hn && strncmp(prefix, name, hn) == 0)
+            return env_hatches[h].shown;
+    }
     return "";
 }
 
@@ -115,26 +186,49 @@ static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
 
 /* ---- privilege ---- */
 
-static int forbidden_cap(const char *cap)
+/* The capabilities the Pod Security Standards let a container add: baseline's
+ * list (the container runtime's default set), and restricted's one. */
+static const char *const baseline_caps[] = {
+    "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",       "MKNOD",
+    "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT",
+};
+static const char *const restricted_caps[] = {"NET_BIND_SERVICE"};
+
+static int cap_in(const char *cap, const char *const *list, size_t n)
 {
-    static const char *const caps[] = {"SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO", "ALL"};
     if (strncasecmp(cap, "CAP_", 4) == 0)
         cap += 4;
-    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
-        if (strcasecmp(cap, caps[i]) == 0)
+    for (size_t i = 0; i < n; i++) {
+        const char *want = list[i];
+        if (strncasecmp(want, "CAP_", 4) == 0)
+            want += 4;
+        if (strcasecmp(cap, want) == 0)
             return 1;
+    }
     return 0;
+}
+
+/* Whether the namespace's level or its contract lets a container add cap. */
+static int cap_allowed(const struct ad_ns *ns, const char *cap)
+{
+    if (ns->level == SPEC_PSS_RESTRICTED
+            ? cap_in(cap, restricted_caps, sizeof(restricted_caps) / sizeof(restricted_caps[0]))
+            : cap_in(cap, baseline_caps, sizeof(baseline_caps) / sizeof(baseline_caps[0])))
+        return 1;
+    return cap_in(cap, ns->caps, ns->ncaps);
 }
 
 static void added_cap(struct ad_ctx *c, json_t *cap, size_t i, const void *arg)
 {
     const char *who = arg;
     (void)i;
-    if (forbidden_cap(json_string_value(cap)))
-        ad_deny(c, "escape-hatch/capabilities",
-                "%s adds capability %s: it would reach other tenants' GPU processes or the "
-                "host; remove it",
-                who, ad_q(c, json_string_value(cap)));
+    if (cap_allowed(c->ns, json_string_value(cap)))
+        return;
+    ad_deny(c, "escape-hatch/capabilities",
+            "%s adds capability %s: outside the Pod Security %s set, it could reach other "
+            "tenants' GPU processes or the host; remove it, or name it in tenant %s's "
+            "podSecurity.capabilities",
+            who, ad_q(c, json_string_value(cap)), spec_pss_names[c->ns->level], c->ns->tenant);
 }
 
 static void security(struct ad_ctx *c, json_t *ctr, const char *who)
@@ -146,6 +240,12 @@ static void security(struct ad_ctx *c, json_t *ctr, const char *who)
                 "%s is privileged: it would see every GPU on the node; remove "
                 "securityContext.privileged",
                 who);
+    const char *proc = ad_get_str(c, sc, "procMount");
+    if (proc && strcmp(proc, "Default") != 0)
+        ad_deny(c, "escape-hatch/proc-mount",
+                "%s sets procMount %s: an unmasked /proc shows the node's kernel and devices; "
+                "remove it",
+                who, ad_q(c, proc));
     json_t *caps = ad_get(c, sc, "capabilities", JSON_OBJECT);
     size_t cmark = ad_push(c, "capabilities");
     ad_each(c, caps, "add", JSON_STRING, added_cap, who);
@@ -238,38 +338,103 @@ static char *normalised(struct ad_ctx *c, const char *path)
     return norm;
 }
 
-/* A path checked against the protected ones; where names what mounts it. */
-static void check_path(struct ad_ctx *c, const char *path, const char *where)
+/* The contract's host path that covers the normalised path p, or NULL. */
+static const struct ad_host_path *contract_path(const struct ad_ns *ns, const char *p)
+{
+    for (size_t i = 0; i < ns->nhost_paths; i++) {
+        const char *allowed = ns->host_paths[i].path;
+        char *norm = malloc(strlen(allowed) + 2);
+        if (!norm)
+            return NULL;
+        normalise(allowed, norm);
+        int hit = under(p, norm, 0) || strcmp(norm, "/") == 0;
+        free(norm);
+        if (hit)
+            return &ns->host_paths[i];
+    }
+    return NULL;
+}
+
+/* Whether the normalised path p is the shim's library (--shim-path). */
+static int shim_path(const struct ad_ctx *c, const char *p)
+{
+    return c->pol->shim && strcmp(p, c->pol->shim) == 0;
+}
+
+/* A host path: never at, under or above a GPU device, MPS or driver path;
+ * else only the shim's library or a path the contract names. Returns 1 when
+ * it is allowed and every mount of it must be readOnly. */
+static int check_path(struct ad_ctx *c, const char *path, const char *where)
 {
     char *norm = normalised(c, path);
     if (!norm)
-        return;
+        return 0;
     const char *shown;
-    int hit = protected_hit(norm, &shown);
+    int hit = protected_hit(norm, &shown), ro = 0;
     char written[160] = "";
-    if (hit && strcmp(norm, path) != 0)
+    if (strcmp(norm, path) != 0)
         snprintf(written, sizeof(written), " (written %s)", ad_q(c, path));
+    const struct ad_host_path *allowed = hit ? NULL : contract_path(c->ns, norm);
     if (hit)
         ad_deny(c, "escape-hatch/host-path",
                 "%s %s%s, %s %s: GPU devices, MPS pipes and driver sockets come only with "
                 "claims; remove it",
                 where, ad_q(c, norm), written, hit == 1 ? "under" : "which holds", shown);
+    else if (shim_path(c, norm))
+        ro = 1;
+    else if (allowed)
+        ro = !allowed->writable;
+    else
+        ad_deny(c, "escape-hatch/host-path",
+                "%s %s%s: tenant pods get no host paths; remove it, or name it in tenant %s's "
+                "podSecurity.hostPaths",
+                where, ad_q(c, norm), written, c->ns->tenant);
     free(norm);
+    return ro;
+}
+
+/* Every mount of the host-path volume name, in every container of the pod
+ * spec, must be readOnly (the shim's library, a path the contract does not
+ * make writable). The first pass has checked the types. */
+static void read_only_mounts(struct ad_ctx *c, json_t *spec, const char *name)
+{
+    static const char *const kinds[][2] = {{"containers", "container"},
+                                           {"initContainers", "init container"},
+                                           {"ephemeralContainers", "ephemeral container"}};
+    for (size_t k = 0; k < 3; k++) {
+        json_t *ctrs = json_object_get(spec, kinds[k][0]), *ctr;
+        size_t i;
+        json_array_foreach (ctrs, i, ctr) {
+            json_t *mounts = json_object_get(ctr, "volumeMounts"), *m;
+            size_t j;
+            json_array_foreach (mounts, j, m) {
+                const char *mn = json_string_value(json_object_get(m, "name"));
+                if (!mn || strcmp(mn, name) != 0 || json_is_true(json_object_get(m, "readOnly")))
+                    continue;
+                const char *cn = json_string_value(json_object_get(ctr, "name"));
+                ad_deny(c, "escape-hatch/host-path-writable",
+                        "%s %s mounts host-path volume %s writable: it would change the node's "
+                        "files; set volumeMounts[%zu].readOnly: true",
+                        kinds[k][1], ad_q(c, cn ? cn : "?"), ad_q(c, name), j);
+            }
+        }
+    }
 }
 
 static void host_path(struct ad_ctx *c, json_t *vol, size_t i, const void *arg)
 {
+    json_t *spec = (json_t *)arg;
     (void)i;
-    (void)arg;
     json_t *hp = ad_get(c, vol, "hostPath", JSON_OBJECT);
     size_t mark = ad_push(c, "hostPath");
     const char *path = ad_get_str(c, hp, "path");
     size_t pmark = ad_push(c, "path");
+    const char *name = ad_get_str(c, vol, "name");
     if (path && !c->bad) {
         char where[200];
-        snprintf(where, sizeof(where), "volume %s mounts host path",
-                 ad_q(c, ad_get_str(c, vol, "name")));
-        check_path(c, path, where);
+        snprintf(where, sizeof(where), "volume %s mounts host path", ad_q(c, name));
+        if (check_path(c, path, where) && name)
+            read_only_mounts(c, spec, name);
     }
     ad_pop(c, pmark);
     ad_pop(c, mark);
@@ -296,9 +461,21 @@ static void mount(struct ad_ctx *c, json_t *m, size_t i, const void *arg)
     ad_pop(c, pmark);
 }
 
+static void host_port(struct ad_ctx *c, json_t *port, size_t i, const void *arg)
+{
+    const char *who = arg;
+    json_t *hp = ad_get(c, port, "hostPort", JSON_INTEGER);
+    if (hp && json_integer_value(hp) != 0)
+        ad_deny(c, "escape-hatch/host-port",
+                "%s sets ports[%zu].hostPort %lld: it would listen on the node's network, "
+                "around every NetworkPolicy; use a Service",
+                who, i, (long long)json_integer_value(hp));
+}
+
 void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who)
 {
     env_lists(c, ctr, who);
+    ad_each(c, ctr, "ports", JSON_OBJECT, host_port, who);
     security(c, ctr, who);
     ad_each(c, ctr, "volumeMounts", JSON_OBJECT, mount, who);
 }
@@ -307,6 +484,10 @@ void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who)
 
 static void host_namespaces(struct ad_ctx *c, json_t *spec)
 {
+    if (ad_get_true(c, spec, "hostNetwork"))
+        ad_deny(c, "escape-hatch/host-network",
+                "the pod sets hostNetwork: it would share the node's network, around every "
+                "NetworkPolicy, and reach node-local services; remove it");
     if (ad_get_true(c, spec, "hostIPC"))
         ad_deny(c, "escape-hatch/host-ipc",
                 "the pod sets hostIPC: it would share memory with other tenants' GPU processes "
@@ -417,7 +598,7 @@ static void placement(struct ad_ctx *c, json_t *spec)
 
 void ad_hatch_pod(struct ad_ctx *c, json_t *spec)
 {
-    ad_each(c, spec, "volumes", JSON_OBJECT, host_path, NULL);
+    ad_each(c, spec, "volumes", JSON_OBJECT, host_path, spec);
     host_namespaces(c, spec);
     runtime_class(c, spec);
     placement(c, spec);

@@ -12,6 +12,7 @@
  *   hatch.c     the escape hatches (env, envFrom, privilege, host paths,
  *               host namespaces, capabilities, runtime class, node pinning)
  *   claim.c     DRA ResourceClaim(Template) requests and opaque configs
+ *   shim.c      the CUDA shim where the plan needs it
  *   quantity.c  Kubernetes quantities
  */
 #ifndef ADMIT_INTERNAL_H
@@ -42,12 +43,24 @@ struct ad_ent {
     int sm_percent;           /* MPS active thread percentage */
     const char *kind;         /* what the class is: "mig 1g.10gb", "mps", "whole GPUs" */
     const char *desc;         /* what the row allows: "mps at 20% of SMs and 14Gi pinned memory" */
+    int shim;                 /* its memory cap only tessera's CUDA shim enforces */
+    const char *shim_cm;      /* then the ConfigMap of its limit file, else NULL */
+};
+
+struct ad_host_path { /* a host path the tenant's contract allows */
+    const char *path;
+    int writable;
 };
 
 struct ad_ns {
     const char *name;
     const char *tenant;
-    int contract;               /* enum spec_contract */
+    int contract;      /* enum spec_contract */
+    int level;         /* enum spec_pss: the capability floor */
+    const char **caps; /* extra capabilities the contract names */
+    size_t ncaps;
+    const struct ad_host_path *host_paths; /* host paths the contract allows */
+    size_t nhost_paths;
     const struct ad_ent **ents; /* this namespace's rows */
     size_t nents;
     const char **nodes; /* nodes holding the tenant's instances, sorted */
@@ -89,14 +102,15 @@ struct ad_ctx {
     const char *nsname;
     char path[AD_PATH_MAX]; /* JSON path of the value being read */
     size_t plen;
-    int bad;                      /* 1 after a malformed-input error (400) */
-    char err[AD_MSG_MAX];         /* "<path>: <what>" */
-    int ndeny, dropped;           /* denials kept in msg, and those left out */
-    char rule[48];                /* the first denial's rule */
-    char msg[AD_MSG_MAX];         /* denials joined with "; " */
-    char gpu_use[256];            /* the first GPU use seen ("" none) */
-    char mech[128], profile[128]; /* audit: what it uses, comma-separated */
-    char clip[4][112];            /* ad_q's buffers */
+    int bad;                       /* 1 after a malformed-input error (400) */
+    char err[AD_MSG_MAX];          /* "<path>: <what>" */
+    int ndeny, dropped;            /* denials kept in msg, and those left out */
+    char rule[48];                 /* the first denial's rule */
+    char msg[AD_MSG_MAX];          /* denials joined with "; " */
+    char gpu_use[256];             /* the first GPU use seen ("" none) */
+    char mech[128], profile[128];  /* audit: what it uses, comma-separated */
+    const struct ad_ent *shim_ent; /* the first row used that needs the shim, or NULL */
+    char clip[4][112];             /* ad_q's buffers */
     int clipi;
 };
 
@@ -148,6 +162,7 @@ void ad_plugin(struct ad_ctx *c, json_t *ctr, const char *who);          /* pod.
 void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who); /* hatch.c */
 void ad_hatch_pod(struct ad_ctx *c, json_t *spec);                       /* hatch.c */
 void ad_claim(struct ad_ctx *c, json_t *devices);                        /* claim.c */
+void ad_shim(struct ad_ctx *c, json_t *spec);                            /* shim.c */
 
 /* ---- quantity.c ---- */
 /* A Kubernetes quantity ("20Gi", "1.5", "500m", "1e3", "10G", a JSON

@@ -231,4 +231,5 @@ void ad_pod(struct ad_ctx *c, json_t *spec)
     ad_each(c, spec, "resourceClaims", JSON_OBJECT, pod_claim, NULL);
     if (c->ns && !c->bad)
         ad_hatch_pod(c, spec);
+    ad_shim(c, spec);
 }

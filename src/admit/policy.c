@@ -95,6 +95,12 @@ static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, str
     e->claim_max = e->per_claim;
     e->cap_max = e->cap_bytes;
     e->cap_max_text = e->cap;
+    e->shim = entitle_needs_shim(r);
+    if (e->shim) {
+        entitle_shim_configmap(r, res, sizeof(res));
+        if (!(e->shim_cm = ts_arena_strdup(a, res)))
+            return TS_NOMEM;
+    }
     e->profile = entry_profile(a, r);
     e->kind = entry_kind(a, r);
     e->desc = entry_desc(a, r, e->cap);
@@ -156,6 +162,29 @@ static ts_status tenant_nodes(struct ts_arena *a, const struct plan *p, const st
     return TS_OK;
 }
 
+/* The contract's podSecurity, copied into the policy. */
+static ts_status build_pod_security(struct ts_arena *a, const struct spec_tenant *t,
+                                    struct ad_ns *ns)
+{
+    const struct spec_pod_security *ps = &t->pod_security;
+    const char **caps = ts_arena_array(a, ps->ncapabilities + 1, sizeof(*caps));
+    struct ad_host_path *hp = ts_arena_array(a, ps->nhost_paths + 1, sizeof(*hp));
+    if (!caps || !hp)
+        return TS_NOMEM;
+    ns->level = ps->level;
+    for (size_t i = 0; i < ps->ncapabilities; i++)
+        if (!(caps[ns->ncaps++] = ts_arena_strdup(a, ps->capabilities[i])))
+            return TS_NOMEM;
+    for (size_t i = 0; i < ps->nhost_paths; i++, ns->nhost_paths++) {
+        hp[i].writable = ps->host_paths[i].writable;
+        if (!(hp[i].path = ts_arena_strdup(a, ps->host_paths[i].path)))
+            return TS_NOMEM;
+    }
+    ns->caps = caps;
+    ns->host_paths = hp;
+    return TS_OK;
+}
+
 static ts_status build_ns(struct admit_policy *pol, const struct plan *p,
                           const struct spec_tenant *t, const char *name, struct ad_ns *ns)
 {
@@ -171,7 +200,8 @@ static ts_status build_ns(struct admit_policy *pol, const struct plan *p,
             ents[ns->nents++] = &pol->all[i];
     ns_maxima(ents, ns->nents);
     ns->ents = (const struct ad_ent **)ents;
-    return tenant_nodes(&pol->arena, p, t, ns);
+    ts_status st = build_pod_security(&pol->arena, t, ns);
+    return st == TS_OK ? tenant_nodes(&pol->arena, p, t, ns) : st;
 }
 
 static int cmp_ns(const void *a, const void *b)
@@ -220,7 +250,12 @@ static ts_status build_options(struct admit_policy *pol, const struct admit_opti
     for (size_t i = 0; i < n; i++)
         if (!(pol->runtime[pol->nruntime++] = ts_arena_strdup(&pol->arena, rc[i])))
             return TS_NOMEM;
-    if (opt && opt->shim_path && !(pol->shim = ts_arena_strdup(&pol->arena, opt->shim_path)))
+    /* without --shim-path, render's path where the plan needs the shim */
+    const char *shim = opt && opt->shim_path ? opt->shim_path : NULL;
+    for (size_t i = 0; !shim && i < pol->nall; i++)
+        if (pol->all[i].shim)
+            shim = ENTITLE_SHIM_LIBRARY;
+    if (shim && !(pol->shim = ts_arena_strdup(&pol->arena, shim)))
         return TS_NOMEM;
     return TS_OK;
 }

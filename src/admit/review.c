@@ -10,10 +10,13 @@
  * subresources (status updates must never be blocked by a policy reload),
  * every other kind.
  * Choices where the issue is silent:
- *   - a namespace that belongs to no tenant may not use GPUs at all
- *     (nvidia.com/... resources, pod claims, claims); its pods are not checked
- *     for escape hatches (system namespaces such as gpu-operator need them;
- *     the webhook's namespaceSelector keeps them away anyway);
+ *   - a namespace that belongs to no tenant is denied outright (fail
+ *     closed): the webhook's namespaceSelector sends only namespaces with
+ *     the tenant label, so one the spec does not list is a tenant namespace
+ *     the spec lost; the message names it and the missing spec entry;
+ *   - device-injection annotations on a pod or pod template (CDI's
+ *     cdi.k8s.io/<name>, <vendor>.cdi.k8s.io/<name>, CRI-O's devices) are denied in
+ *     every namespace and count as GPU use;
  *   - in a tenant namespace the escape hatches apply to every pod, GPU or
  *     not (hatch.c): a pod with no GPU request can still take every GPU
  *     through NVIDIA_VISIBLE_DEVICES or /dev/nvidia*;
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define REVIEW_API "admission.k8s.io/v1"
 
@@ -158,6 +162,38 @@ static void namespace_of(struct ad_ctx *c, json_t *req, json_t *obj, struct admi
     copy_field(v->tenant, sizeof(v->tenant), c->ns ? c->ns->tenant : "");
 }
 
+/* Annotations the container runtime reads as device requests: CDI's
+ * (cdi.k8s.io/<name>), NVIDIA's NRI plugin's (nvidia.cdi.k8s.io/...), any
+ * <vendor>.cdi.k8s.io, and CRI-O's device annotation. */
+static int device_annotation(const char *key)
+{
+    const char *slash = strchr(key, '/');
+    size_t n = slash ? (size_t)(slash - key) : strlen(key), d = strlen("cdi.k8s.io");
+    if (strcasecmp(key, "io.kubernetes.cri-o.Devices") == 0)
+        return 1;
+    return n >= d && strncasecmp(key + n - d, "cdi.k8s.io", d) == 0 &&
+           (n == d || key[n - d - 1] == '.');
+}
+
+/* The pod's (or pod template's) metadata.annotations: device injection. */
+static void annotations(struct ad_ctx *c, json_t *holder)
+{
+    size_t mark = ad_push(c, "metadata");
+    json_t *meta = ad_get(c, holder, "metadata", JSON_OBJECT);
+    json_t *ann = ad_get(c, meta, "annotations", JSON_OBJECT), *val;
+    const char *key;
+    json_object_foreach (ann, key, val) {
+        if (c->bad || !device_annotation(key))
+            continue;
+        ad_gpu(c, "annotation %s asks the container runtime for devices", ad_q(c, key));
+        ad_deny(c, "escape-hatch/device-annotation",
+                "the pod carries annotation %s: the container runtime would inject the devices "
+                "it names (CDI), around claims; remove it",
+                ad_q(c, key));
+    }
+    ad_pop(c, mark);
+}
+
 /* Check a policed request; returns 1 when it was policed (annotations). */
 static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
 {
@@ -169,10 +205,24 @@ static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
         missing(c, "object");
     namespace_of(c, req, obj, v);
     size_t mark = ad_push(c, "object");
-    json_t *cur = obj;
+    json_t *cur = obj, *holder = obj; /* holder: the object whose spec cur is */
+    size_t hmark = c->plen;
     for (size_t i = 0; i < 5 && p->spec[i] && cur; i++) {
+        if (strcmp(p->spec[i], "spec") == 0) {
+            holder = cur;
+            hmark = c->plen;
+        }
         cur = ad_get(c, cur, p->spec[i], JSON_OBJECT);
         ad_push(c, p->spec[i]);
+    }
+    if (cur && !c->bad && !p->claim) {
+        size_t here = c->plen;
+        char saved[AD_PATH_MAX];
+        memcpy(saved, c->path, sizeof(saved));
+        ad_pop(c, hmark);
+        annotations(c, holder);
+        memcpy(c->path, saved, sizeof(saved));
+        c->plen = here;
     }
     if (cur && !c->bad && p->claim)
         ad_claim(c, cur);
@@ -184,6 +234,13 @@ static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
                 "namespace %s belongs to no tenant, so it may not use GPUs: %s; run GPU work in "
                 "a tenant's namespace",
                 ad_q(c, c->nsname), c->gpu_use);
+    else if (!c->ns)
+        ad_deny(c, "no-tenant",
+                "namespace %s belongs to no tenant: it carries the tenant label (the webhook "
+                "sees no other namespace) but no Tenant's spec.namespaces lists it, and an "
+                "unknown namespace is denied; add it to the Tenant's spec.namespaces, or remove "
+                "the label",
+                ad_q(c, c->nsname));
     return 1;
 }
 

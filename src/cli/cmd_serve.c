@@ -15,10 +15,18 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('C', "tls-cert", "FILE", CLI_ALL, "PEM certificate (chain) the API server trusts"),
     CLI_LONG('K', "tls-key", "FILE", CLI_ALL, "its PEM private key"),
     CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "default 0.0.0.0:8443 ([::]:8443 for IPv6)"),
+    CLI_LONG('H', "health-listen", "ADDR:PORT", CLI_ALL,
+             "also serve /healthz and /readyz over plain HTTP here,\n"
+             "on their own thread and connections (for the probes)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
     CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
     CLI_LONG('t', "threads", "N", CLI_ALL, "worker threads (default: one per core)"),
     CLI_LONG('T', "conn-timeout", "SEC", CLI_ALL, "close a connection idle this long (default 10)"),
+    CLI_LONG('q', "request-timeout", "SEC", CLI_ALL,
+             "close a connection whose request (headers and body)\n"
+             "takes longer (default 10)"),
+    CLI_LONG('p', "max-per-client", "N", CLI_ALL,
+             "connections one client address may hold (default 128)"),
     CLI_LONG('r', "runtime-class", "N", CLI_ALL,
              "an allowed runtimeClassName (repeat; default nvidia)"),
     CLI_LONG('s', "shim-path", "PATH", CLI_ALL,
@@ -35,8 +43,10 @@ static const struct cli_opt OPTS[] = {
 static const struct cli_verb VERB = {
     "serve",
     "usage: tessera serve -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
-    "                     [--listen ADDR:PORT] [--catalog FILE] [--log-format text|json]\n"
-    "                     [--threads N] [--conn-timeout SEC] [--runtime-class NAME...]\n"
+    "                     [--listen ADDR:PORT] [--health-listen ADDR:PORT]\n"
+    "                     [--catalog FILE] [--log-format text|json]\n"
+    "                     [--threads N] [--conn-timeout SEC] [--request-timeout SEC]\n"
+    "                     [--max-per-client N] [--runtime-class NAME...]\n"
     "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
     "                     [--metering-refresh DUR]]\n\n"
     "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
@@ -111,6 +121,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'C': o->cert_file = arg; return CLI_OK;
     case 'K': o->key_file = arg; return CLI_OK;
     case 'l': o->listen = arg; return CLI_OK;
+    case 'H': o->health_listen = arg; return CLI_OK;
     case 's': o->admit.shim_path = arg; return CLI_OK;
     case 'd': o->db_url = arg; return CLI_OK;
     case 'i': return duration("interval", arg, &o->meter_interval_ms);
@@ -118,6 +129,9 @@ static int set(void *ctx, int key, const char *arg)
     case 'L': return log_format(o, arg);
     case 't': return number(arg, 1, 256, &o->threads, "--threads must be 1 to 256");
     case 'T': return number(arg, 1, 600, &o->timeout_s, "--conn-timeout must be 1 to 600 seconds");
+    case 'q':
+        return number(arg, 1, 600, &o->request_s, "--request-timeout must be 1 to 600 seconds");
+    case 'p': return number(arg, 1, 1024, &o->per_client, "--max-per-client must be 1 to 1024");
     case 'r': return runtime_class(a, arg);
     default: return CLI_BAD_INPUT;
     }

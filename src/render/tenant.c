@@ -116,10 +116,38 @@ static json_t *role_binding(const struct spec_tenant *t, const char *ns)
     return o;
 }
 
-static json_t *namespace_obj(const struct spec_tenant *t, const char *ns)
+/* Whether t's pods need what the API server's Pod Security admission cannot
+ * grant as an exception: host paths or capabilities its contract names, the
+ * shim's host path, KubeVirt's launcher pods. */
+static int pss_exceeded(const struct render_ctx *c, const struct spec_tenant *t)
+{
+    const struct decide_result *d = c->p->decisions;
+    int over = t->pod_security.ncapabilities || t->pod_security.nhost_paths ||
+               t->contract == SPEC_CONTRACT_VM;
+    for (size_t i = 0; i < d->nrows && !over; i++)
+        over = d->rows[i].tenant == t && entitle_needs_shim(&d->rows[i]);
+    return over;
+}
+
+/* pod-security.kubernetes.io labels: enforce the tenant's level, so the API
+ * server backs the webhook up; where the contract needs more than the level
+ * allows, enforce privileged (the webhook alone holds the line) and keep
+ * the level as warn and audit. */
+static void pss_labels(const struct render_ctx *c, const struct spec_tenant *t, json_t *labels)
+{
+    const char *level = spec_pss_names[t->pod_security.level];
+    json_object_set_new(labels, "pod-security.kubernetes.io/enforce",
+                        json_string(pss_exceeded(c, t) ? "privileged" : level));
+    json_object_set_new(labels, "pod-security.kubernetes.io/warn", json_string(level));
+    json_object_set_new(labels, "pod-security.kubernetes.io/audit", json_string(level));
+}
+
+static json_t *namespace_obj(const struct render_ctx *c, const struct spec_tenant *t,
+                             const char *ns)
 {
     json_t *o = render__object("v1", "Namespace", ns, NULL);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
+    pss_labels(c, t, labels);
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(t->name));
     json_object_set_new(labels, ENTITLE_LABEL_CONTRACT,
                         json_string(spec_contract_names[t->contract]));
@@ -434,7 +462,7 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
            *limits = json_array();
     for (size_t i = 0; i < t->nnamespaces; i++) {
         const char *ns = t->namespaces[i];
-        json_array_append_new(nss, namespace_obj(t, ns));
+        json_array_append_new(nss, namespace_obj(c, t, ns));
         json_array_append_new(quotas, quota(c, t, ns));
         json_array_append_new(quotas, limit_range(c, t, ns));
         json_array_append_new(rbac, role_binding(t, ns));

@@ -26,10 +26,14 @@ struct serve_kv {
 };
 void serve_log(int json, const char *level, const char *msg, const struct serve_kv *kv, size_t n);
 
-/* ---- jalloc.c: jansson allocates from a per-thread region during a review ---- */
-void serve_jalloc_install(void);
+/* ---- jalloc.c: jansson allocates from a bounded region during a review ---- */
+/* Install the allocator with min(threads, SERVE_DECODES_MAX) regions. */
+void serve_jalloc_install(unsigned threads);
+unsigned serve_jalloc_slots(void);
+/* Wait for a region and allocate from it; end returns 1 when the review
+ * needed more than SERVE_DECODE_MEM (its decode failed). */
 void serve_jalloc_begin(void);
-void serve_jalloc_end(void);
+int serve_jalloc_end(void);
 
 /* ---- metrics.c (SERVE_RULES_MAX: util/limits.h) ---- */
 /* Latency histogram buckets: the bounds table of metrics.c, plus +Inf. */
@@ -38,6 +42,9 @@ void serve_jalloc_end(void);
 struct serve_metrics {
     atomic_ulong requests_allowed, requests_denied, requests_bad, requests_other;
     atomic_ulong in_flight, reloads_ok, reloads_failed, tls_reloads;
+    atomic_ulong tls_failed;             /* handshakes that failed: plain HTTP, old TLS */
+    atomic_ulong deadline_cut;           /* connections cut for a request over its deadline */
+    atomic_ulong decode_refused;         /* reviews over the decode memory */
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
     pthread_mutex_t lock; /* guards the rule table */

@@ -95,6 +95,16 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
                    atomic_load(&m->reloads_ok), atomic_load(&m->reloads_failed));
     counter(o, "tessera_tls_reloads_total", "Certificate reloads.", "",
             atomic_load(&m->tls_reloads));
+    counter(o, "tessera_tls_handshake_failures_total",
+            "TLS handshakes that failed: plain HTTP to the TLS port, TLS below 1.2, a "
+            "connection closed before its handshake finished.",
+            "", atomic_load(&m->tls_failed));
+    counter(o, "tessera_connections_deadline_total",
+            "Connections cut because a request (headers and body) ran past its deadline.", "",
+            atomic_load(&m->deadline_cut));
+    counter(o, "tessera_admission_decode_refused_total",
+            "Reviews refused (400) because decoding them needed more than the decode memory.", "",
+            atomic_load(&m->decode_refused));
     ts_sbuf_printf(o,
                    "# HELP tessera_policy_generation The loaded policy's number.\n"
                    "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",

@@ -1,8 +1,10 @@
 /*
  * serve.h - `tessera serve`: the validating admission webhook over HTTPS.
  *
- * libmicrohttpd with GnuTLS, a thread pool sized to the cores, hard limits
- * on body size, header size, connections and per-connection time. Routes:
+ * libmicrohttpd with GnuTLS (TLS 1.2 and 1.3 only), a thread pool sized to
+ * the cores, hard limits on body size, header size, entries and decode
+ * memory, connections (in all and per client address), idle time and whole
+ * request time (docs/webhook.md, Limits). Routes:
  *   POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
  *   GET  /healthz   the process is alive
  *   GET  /readyz    a policy is loaded
@@ -25,6 +27,7 @@
 
 struct serve_options {
     const char *listen;               /* "ADDR:PORT", default "0.0.0.0:8443" */
+    const char *health_listen;        /* plain-HTTP /healthz and /readyz, NULL = none */
     const char *cert_file, *key_file; /* PEM */
     const char *const *spec_files;
     size_t nspec;
@@ -33,7 +36,9 @@ struct serve_options {
     int log_json;              /* one JSON object per line instead of key=value */
     unsigned threads;          /* 0 = one per core */
     unsigned max_connections;  /* 0 = 1024 */
-    unsigned timeout_s;        /* per connection, 0 = 10 */
+    unsigned timeout_s;        /* idle per connection, 0 = 10 */
+    unsigned request_s;        /* a whole request, headers and body, 0 = 10 */
+    unsigned per_client;       /* connections per client address, 0 = max_connections / 8 */
     unsigned watch_ms;         /* file check interval, 0 = 1000 */
     const char *db_url;        /* metering store, NULL = none */
     int64_t meter_interval_ms; /* scrape interval of the samples, 0 = 15 s */

@@ -1,7 +1,9 @@
 /*
  * server.c - the HTTPS side of `tessera serve` (see serve.h): the
- * libmicrohttpd daemon and its limits, routing, body collection with a cap,
- * per-request logging and metrics, and the main loop that watches files
+ * libmicrohttpd daemon and its limits (TLS 1.2+, connections in all and per
+ * client address, idle time, a whole-request deadline), routing, body
+ * collection with a cap, bounded decoding (jalloc.c), per-request logging
+ * and metrics, and the main loop that cuts late requests and watches files
  * and signals.
  */
 #include "serve/internal.h"
@@ -10,6 +12,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,9 +38,115 @@ static void on_signal(int sig)
 
 static double now_s(void)
 {
+    /* monotonic seconds */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- the request deadline ----
+ * libmicrohttpd's timeout counts idle time only: a client that sends a byte
+ * every few seconds keeps its connection for ever. Every connection is
+ * tracked from its start (and again from the end of each request on a
+ * kept-alive one); the main loop shuts down the socket of one whose request
+ * has run past request_s, and libmicrohttpd then closes it as it would a
+ * dropped one. Entries leave the table (under its lock) when
+ * libmicrohttpd reports the connection closed, before it closes the socket,
+ * so a shut-down descriptor is always still that connection's. */
+
+struct tracked {
+    int fd;
+    double start; /* of the current request */
+    size_t slot;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct tracked **conns;
+    size_t n, cap;
+} track = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static double now_s(void);
+
+static void track_start(struct tracked *t)
+{
+    pthread_mutex_lock(&track.lock);
+    if (track.n == track.cap) {
+        size_t cap = track.cap ? track.cap * 2 : 256;
+        struct tracked **c = realloc(track.conns, cap * sizeof(*c));
+        if (c) {
+            track.conns = c;
+            track.cap = cap;
+        }
+    }
+    if (track.n < track.cap) {
+        t->slot = track.n;
+        track.conns[track.n++] = t;
+    } else {
+        t->slot = (size_t)-1; /* out of memory: untracked */
+    }
+    pthread_mutex_unlock(&track.lock);
+}
+
+static void track_end(struct tracked *t)
+{
+    pthread_mutex_lock(&track.lock);
+    if (t->slot != (size_t)-1) {
+        struct tracked *last = track.conns[--track.n];
+        track.conns[t->slot] = last;
+        last->slot = t->slot;
+    }
+    pthread_mutex_unlock(&track.lock);
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                              enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+            conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct tracked *t = ci ? malloc(sizeof(*t)) : NULL;
+        *socket_ctx = t;
+        if (!t)
+            return;
+        t->fd = ci->connect_fd;
+        t->start = now_s();
+        track_start(t);
+    } else if (*socket_ctx) {
+        track_end(*socket_ctx);
+        free(*socket_ctx);
+        *socket_ctx = NULL;
+    }
+}
+
+/* A request on conn is done: the next one's deadline starts now. */
+static void track_restart(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct tracked *t = ci ? ci->socket_context : NULL;
+    if (!t)
+        return;
+    pthread_mutex_lock(&track.lock);
+    t->start = now_s();
+    pthread_mutex_unlock(&track.lock);
+}
+
+/* Shut down the sockets of requests past their deadline. */
+static void reap(struct serve_state *s)
+{
+    double limit = s->opt->request_s ? s->opt->request_s : 10, now = now_s();
+    pthread_mutex_lock(&track.lock);
+    for (size_t i = 0; i < track.n; i++) {
+        struct tracked *t = track.conns[i];
+        if (now - t->start <= limit)
+            continue;
+        shutdown(t->fd, SHUT_RDWR);
+        t->start = now + 3600.0; /* once: libmicrohttpd closes it now */
+        atomic_fetch_add(&s->metrics.deadline_cut, 1);
+    }
+    pthread_mutex_unlock(&track.lock);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -86,7 +196,16 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     ts_sbuf_init(&out, SERVE_REVIEW_MAX);
     serve_jalloc_begin();
     admit_review(p->admit, ts_sbuf_str(u), u->len, &out, &v);
-    serve_jalloc_end();
+    if (serve_jalloc_end()) { /* the decode needed more than its region */
+        out.len = 0;
+        ts_sbuf_printf(&out, "{\"error\":\"body: decoding it needs more than %zu MiB\"}",
+                       (size_t)SERVE_DECODE_MEM >> 20);
+        v.http_status = 400;
+        v.allowed = 0;
+        snprintf(v.message, sizeof(v.message), "body: decoding it needs more than %zu MiB",
+                 (size_t)SERVE_DECODE_MEM >> 20);
+        atomic_fetch_add(&s->metrics.decode_refused, 1);
+    }
     serve_policy_put(p);
     enum MHD_Result ret = reply(conn, (unsigned)v.http_status, "application/json",
                                 ts_sbuf_str(&out), out.len);
@@ -168,8 +287,8 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
                       enum MHD_RequestTerminationCode code)
 {
     (void)cls;
-    (void)conn;
     (void)code;
+    track_restart(conn);
     if (*ctx && *ctx != (void *)1) {
         ts_sbuf_release(*ctx);
         free(*ctx);
@@ -183,6 +302,8 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     char msg[1024];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
+    if (strstr(msg, "handshake") || strstr(msg, "TLS") || strstr(msg, "packet"))
+        atomic_fetch_add(&s->metrics.tls_failed, 1);
     serve_log(s->opt->log_json, "warn", msg, NULL, 0);
 }
 
@@ -225,9 +346,15 @@ static unsigned cores(void)
     return n > 0 ? (unsigned)n : 1;
 }
 
+/* TLS 1.3 preferred, 1.2 allowed, nothing older (GnuTLS priority string;
+ * NORMAL's ciphers are the API server's Go client's expectations). */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_storage *sa, int v6)
 {
     const struct serve_options *o = s->opt;
+    unsigned max = o->max_connections ? o->max_connections : 1024u;
+    unsigned per_client = o->per_client ? o->per_client : (max / 8 ? max / 8 : 1);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     return MHD_start_daemon(
@@ -235,11 +362,46 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
         s, /* first, so MHD logs nothing by itself */
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa, MHD_OPTION_HTTPS_CERT_CALLBACK,
         serve_tls_retrieve, MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
-        MHD_OPTION_CONNECTION_LIMIT, o->max_connections ? o->max_connections : 1024u,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
+        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, max,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client, MHD_OPTION_NOTIFY_CONNECTION,
+        notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_END);
+}
+
+/* The probes' own listener: plain HTTP, its own thread and connection
+ * slots, /healthz and /readyz only, so a liveness probe is answered
+ * whatever load or attack holds the TLS port (reserved capacity). */
+static enum MHD_Result handle_health(void *cls, struct MHD_Connection *conn, const char *url,
+                                     const char *method, const char *version, const char *data,
+                                     size_t *size, void **ctx)
+{
+    (void)version;
+    (void)data;
+    if (!*ctx) {
+        *ctx = (void *)1;
+        *size = 0;
+        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+            return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
+            return route_get(cls, conn, url);
+        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+    }
+    *size = 0;
+    return MHD_YES;
+}
+
+static struct MHD_Daemon *start_health(struct serve_state *s, const struct sockaddr_storage *sa,
+                                       int v6)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                     (v6 ? MHD_USE_IPv6 : 0);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_EXTERNAL_LOGGER,
+                            mhd_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
+                            MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
+                            MHD_OPTION_END);
 }
 
 static void install_signals(void)
@@ -254,14 +416,21 @@ static void install_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* Every 100 ms: cut requests past their deadline; every watch_ms: reload
+ * what changed (or everything on SIGHUP). */
 static void main_loop(struct serve_state *s)
 {
-    unsigned ms = s->opt->watch_ms ? s->opt->watch_ms : 1000;
+    unsigned ms = s->opt->watch_ms ? s->opt->watch_ms : 1000, waited = 0;
     while (!stop_signal) {
-        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        struct timespec ts = {0, 100 * 1000000L};
         nanosleep(&ts, NULL);
         if (stop_signal)
             break;
+        reap(s);
+        waited += 100;
+        if (waited < ms && !reload_signal)
+            continue;
+        waited = 0;
         int force = reload_signal;
         reload_signal = 0;
         serve_state_reload(s, force);
@@ -304,16 +473,29 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     const char *listen = listen_addr(opt);
     parse_listen(listen, &sa, &v6); /* checked by serve_open */
     ts_status st = TS_OK;
-    struct MHD_Daemon *d = start(s, &sa, v6);
+    struct MHD_Daemon *d = start(s, &sa, v6), *h = NULL;
     if (!d)
         st = ts_err(err, TS_IO, "cannot listen on %s: %s", listen, strerror(errno));
+    if (st == TS_OK && opt->health_listen) {
+        struct sockaddr_storage hsa;
+        int hv6 = 0;
+        if (!parse_listen(opt->health_listen, &hsa, &hv6))
+            st = ts_err(err, TS_USAGE, "--health-listen: '%s' is not ADDR:PORT",
+                        opt->health_listen);
+        else if (!(h = start_health(s, &hsa, hv6)))
+            st = ts_err(err, TS_IO, "cannot listen on %s: %s", opt->health_listen, strerror(errno));
+        if (st != TS_OK)
+            MHD_stop_daemon(d);
+    }
     if (st == TS_OK) {
         install_signals();
-        serve_jalloc_install();
+        serve_jalloc_install(opt->threads ? opt->threads : cores());
         struct serve_kv kv[] = {{"listen", listen}};
         serve_log(opt->log_json, "info", "serving", kv, 1);
         main_loop(s);
         MHD_stop_daemon(d); /* waits for requests in flight */
+        if (h)
+            MHD_stop_daemon(h);
         serve_log(opt->log_json, "info", "stopped", NULL, 0);
     }
     serve_state_release(s);

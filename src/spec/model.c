@@ -195,6 +195,27 @@ static void fill_defaults(struct spec_model *m, struct spec_tenant *t, struct ts
     }
 }
 
+/* podSecurity: host paths absolute, capabilities written as Linux names
+ * (letters, digits, '_'; with or without CAP_). */
+static void check_pod_security(const struct spec_tenant *t, struct ts_diag *diag)
+{
+    const struct spec_pod_security *ps = &t->pod_security;
+    for (size_t i = 0; i < ps->nhost_paths; i++)
+        if (ps->host_paths[i].path[0] != '/')
+            spec_report_loc(diag, &ps->host_paths[i].loc,
+                            "path: must be absolute (start with '/'), got '%s'",
+                            ps->host_paths[i].path);
+    for (size_t i = 0; i < ps->ncapabilities; i++) {
+        const char *c = ps->capabilities[i];
+        if (strspn(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
+            strlen(c))
+            spec_report_loc(diag, &t->loc,
+                            "podSecurity.capabilities[%zu]: must be a Linux capability name "
+                            "such as NET_RAW, got '%s'",
+                            i, c);
+    }
+}
+
 void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, size_t n,
                          struct ts_diag *diag)
 {
@@ -213,6 +234,7 @@ void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, s
         fill_defaults(m, &m->tenants[i], diag);
         check_uses(m, &m->tenants[i], diag);
         check_workloads(&m->tenants[i], diag);
+        check_pod_security(&m->tenants[i], diag);
     }
     if (m->pricebook)
         check_pricebook(m->pricebook, diag);

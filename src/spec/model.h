@@ -48,7 +48,13 @@ enum spec_isolation {
     SPEC_ISO_CUDA_STREAMS,
 };
 
+/* The Pod Security Standards level a tenant's pods are held to (the
+ * namespace's pod-security.kubernetes.io/enforce label, and the capability
+ * floor the webhook checks). */
+enum spec_pss { SPEC_PSS_BASELINE, SPEC_PSS_RESTRICTED };
+
 extern const char *const spec_contract_names[];
+extern const char *const spec_pss_names[];
 extern const char *const spec_data_class_names[];
 extern const char *const spec_wkind_names[];
 extern const char *const spec_isolation_names[];
@@ -82,6 +88,22 @@ struct spec_use { /* a tenant consuming another tenant's workload */
     const char *workload;
 };
 
+struct spec_host_path { /* a host path the tenant's pods may mount */
+    struct spec_loc loc;
+    const char *path; /* absolute; the path and what is under it */
+    int writable;     /* 0: every mount of it must be readOnly */
+};
+
+/* What the tenant's pods may do beyond the Pod Security level (the
+ * webhook's escape-hatch rules, docs/webhook.md). */
+struct spec_pod_security {
+    int level;                 /* enum spec_pss */
+    const char **capabilities; /* extra capabilities its containers may add */
+    size_t ncapabilities;
+    struct spec_host_path *host_paths;
+    size_t nhost_paths;
+};
+
 struct spec_tenant {
     struct spec_loc loc;
     const char *name;
@@ -100,6 +122,7 @@ struct spec_tenant {
     int borrowing_limit;      /* Kueue, per resource; -1 = no limit */
     int lending_limit;        /* Kueue, per resource; -1 = contract default */
     double fair_share_weight; /* Kueue fair sharing weight */
+    struct spec_pod_security pod_security;
 };
 
 struct spec_node_gpus {

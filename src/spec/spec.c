@@ -19,6 +19,7 @@
 
 const char *const spec_contract_names[] = {"dedicated",   "isolated", "shared-trusted",
                                            "best-effort", "vm",       NULL};
+const char *const spec_pss_names[] = {"baseline", "restricted", NULL};
 const char *const spec_data_class_names[] = {"internal", "confidential", "regulated", NULL};
 const char *const spec_wkind_names[] = {"inference", "embedding", "training", "fine-tune",
                                         "batch",     "dev",       NULL};
@@ -155,6 +156,51 @@ static const struct spec_schema use_schema = {
     .name = "Use", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(use_fields)};
 #undef ROW
 
+#define ROW struct spec_host_path
+static const struct spec_field host_path_fields[] = {
+    {.key = "path",
+     .type = SPEC_F_STR,
+     .offset = OFF(path),
+     .required = 1,
+     .help = "absolute host path its pods may mount (and what is under it); never a GPU device, "
+             "MPS or driver path"},
+    {.key = "writable",
+     .type = SPEC_F_BOOL,
+     .offset = OFF(writable),
+     .help = "whether a mount of it may be writable (default false: readOnly required)"},
+};
+static const struct spec_schema host_path_schema = {
+    .name = "HostPath", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(host_path_fields)};
+#undef ROW
+
+#define ROW struct spec_pod_security
+static const struct spec_field pod_security_fields[] = {
+    {.key = "level",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(level),
+     .enums = spec_pss_names,
+     .help = "Pod Security Standards level of its namespaces (enforce label; capabilities its "
+             "containers may add: baseline's list, or NET_BIND_SERVICE only for restricted)"},
+    {.key = "capabilities",
+     .type = SPEC_F_STRS,
+     .offset = OFF(capabilities),
+     .count_offset = OFF(ncapabilities),
+     .max = SPEC_POD_SECURITY_ITEMS_MAX,
+     .help = "Linux capabilities beyond the level its containers may add (e.g. NET_RAW)"},
+    {.key = "hostPaths",
+     .type = SPEC_F_LIST,
+     .offset = OFF(host_paths),
+     .count_offset = OFF(nhost_paths),
+     .max = SPEC_POD_SECURITY_ITEMS_MAX,
+     .sub = &host_path_schema,
+     .help = "host paths its pods may mount (none by default)"},
+};
+static const struct spec_schema pod_security_schema = {.name = "PodSecurity",
+                                                       .size = sizeof(ROW),
+                                                       .loc_offset = SPEC_NO_LOC,
+                                                       SPEC_FIELDS(pod_security_fields)};
+#undef ROW
+
 #define ROW struct spec_tenant
 static const struct spec_field tenant_fields[] = {
     {.key = "displayName",
@@ -225,6 +271,11 @@ static const struct spec_field tenant_fields[] = {
      .max = 1000,
      .default_value = 1,
      .help = "Kueue fair-sharing weight"},
+    {.key = "podSecurity",
+     .type = SPEC_F_OBJ,
+     .offset = OFF(pod_security),
+     .sub = &pod_security_schema,
+     .help = "what its pods may do beyond the Pod Security level (docs/webhook.md)"},
 };
 static const struct spec_schema tenant_schema = {
     .name = "Tenant.spec", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(tenant_fields)};

@@ -107,6 +107,9 @@
 /* Namespaces one tenant owns: each gets its own quota, limits, RBAC and
  * network policy objects. */
 #define SPEC_NAMESPACES_MAX 100
+/* Extra capabilities and host paths a tenant's podSecurity names: a handful
+ * in practice; a list past this is a mistake, not a contract. */
+#define SPEC_POD_SECURITY_ITEMS_MAX 64
 
 /* ---- inventory: the NodeInventory document (filled from NVML) ------------- */
 
@@ -200,8 +203,18 @@
 
 /* ---- admit: the admission request ------------------------------------------ */
 
-/* Bytes of one AdmissionReview: the API server's own request limit (3 MiB). */
-#define ADMIT_BODY_MAX (3u * 1024 * 1024)
+/* Bytes of one AdmissionReview: an UPDATE carries object and oldObject,
+ * each up to the API server's own request limit (3 MiB), plus 1 MiB for the
+ * envelope and JSON escaping. Memory stays bounded by the entry count and
+ * the concurrent decodes (serve), not by this. */
+#define ADMIT_BODY_MAX (7u * 1024 * 1024)
+/* Entries of one AdmissionReview (objects, arrays, and each member or item
+ * after a container's first), counted before parsing: the largest real
+ * pods and workloads (dozens of containers, hundreds of env vars, their
+ * managedFields) have a few thousand, an UPDATE two objects of them; this is
+ * 16 times that. Each entry costs jansson about 100 bytes or more, so this
+ * bounds one decode's memory too (with SERVE_DECODE_MEM). */
+#define AD_ENTRIES_MAX 65536
 /* JSON nesting ({ and [), checked before parsing: a Pod nests about 10 deep;
  * jansson recurses once a level. */
 #define ADMIT_DEPTH_MAX 64
@@ -267,6 +280,14 @@
 
 /* ---- serve: the webhook ---------------------------------------------------- */
 
+/* Bytes jansson may use to decode one review and build its answer: what
+ * AD_ENTRIES_MAX entries and a 7 MiB body of long strings need, with room.
+ * Beyond it the review gets a 400 naming this limit. */
+#define SERVE_DECODE_MEM ((size_t)24 << 20)
+/* Reviews decoded at once (at most one per server thread): with
+ * SERVE_DECODE_MEM each, what decoding can hold stays under the
+ * Deployment's 128Mi limit together with the bodies being received. */
+#define SERVE_DECODES_MAX 2
 /* Bytes of one AdmissionReview response: the request's own cap (3 MiB)
  * with room for the verdict. */
 #define SERVE_REVIEW_MAX (8u << 20)

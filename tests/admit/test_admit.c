@@ -387,12 +387,18 @@ static void test_audit_annotations(void **state)
     assert_string_equal(v.ns, "client-c-prod");
     assert_string_equal(v.uid, "u-1");
     json_decref(doc);
-    /* no GPU, no tenant */
-    doc = run_text(pol, POD("default", "\"containers\":[{\"name\":\"a\"}]"), &v);
+    /* no GPU in a tenant's namespace */
+    doc = run_text(pol, POD("client-c-prod", "\"containers\":[{\"name\":\"a\"}]"), &v);
     ann = json_object_get(json_object_get(doc, "response"), "auditAnnotations");
-    assert_string_equal(json_string_value(json_object_get(ann, "tenant")), "none");
+    assert_string_equal(json_string_value(json_object_get(ann, "tenant")), "client-c");
     assert_string_equal(json_string_value(json_object_get(ann, "mechanism")), "none");
+    json_decref(doc);
+    /* a namespace in no tenant's spec: denied (fail closed), rule no-tenant */
+    doc = run_text(pol, POD("default", "\"containers\":[{\"name\":\"a\"}]"), &v);
+    assert_false(v.allowed);
+    assert_string_equal(v.rule, "no-tenant");
     assert_string_equal(v.tenant, "");
+    assert_non_null(strstr(v.message, "no Tenant's spec.namespaces lists it"));
     json_decref(doc);
     /* a pod claiming render's template names the workload */
     doc = run_text(pol,
@@ -404,6 +410,221 @@ static void test_audit_annotations(void **state)
     assert_string_equal(json_string_value(json_object_get(ann, "profile")), "3g.40gb");
     json_decref(doc);
     admit_policy_free(pol);
+}
+
+/* ---- the Pod Security floor (issue 13) ---- */
+
+/* The verdict of a pod in ns whose one container carries extra (JSON
+ * members after "name"); rule and message into v. */
+static void verdict_of(const struct admit_policy *pol, const char *ns, const char *ctr_extra,
+                       const char *pod_extra, struct admit_verdict *v)
+{
+    char body[4096];
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+             "\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+             "\"operation\":\"CREATE\",\"namespace\":\"%s\",\"object\":{\"spec\":{"
+             "\"containers\":[{\"name\":\"a\"%s%s}]%s%s}}}}",
+             ns, ctr_extra[0] ? "," : "", ctr_extra, pod_extra[0] ? "," : "", pod_extra);
+    json_decref(run_text(pol, body, v));
+}
+
+/* Every Linux capability (linux/capability.h, 6.x): the baseline list is
+ * allowed, every other one denied, with and without CAP_, in any case; the
+ * restricted level allows NET_BIND_SERVICE only; a contract adds its own. */
+static void test_capabilities_floor(void **state)
+{
+    (void)state;
+    static const char *const all[] = {
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "DAC_READ_SEARCH",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "SETGID",
+        "SETUID",
+        "SETPCAP",
+        "LINUX_IMMUTABLE",
+        "NET_BIND_SERVICE",
+        "NET_BROADCAST",
+        "NET_ADMIN",
+        "NET_RAW",
+        "IPC_LOCK",
+        "IPC_OWNER",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_CHROOT",
+        "SYS_PTRACE",
+        "SYS_PACCT",
+        "SYS_ADMIN",
+        "SYS_BOOT",
+        "SYS_NICE",
+        "SYS_RESOURCE",
+        "SYS_TIME",
+        "SYS_TTY_CONFIG",
+        "MKNOD",
+        "LEASE",
+        "AUDIT_WRITE",
+        "AUDIT_CONTROL",
+        "SETFCAP",
+        "MAC_OVERRIDE",
+        "MAC_ADMIN",
+        "SYSLOG",
+        "WAKE_ALARM",
+        "BLOCK_SUSPEND",
+        "AUDIT_READ",
+        "PERFMON",
+        "BPF",
+        "CHECKPOINT_RESTORE",
+        "ALL",
+    };
+    static const char *const baseline[] = {
+        "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
+        "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
+    struct admit_policy *four = policy_of("examples/four-h100.yaml");
+    struct admit_policy *sharing = policy_of("tests/fixtures/admission/sharing/spec.yaml");
+    size_t denied = 0;
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        int in_baseline = 0;
+        for (size_t b = 0; b < sizeof(baseline) / sizeof(baseline[0]); b++)
+            in_baseline |= strcmp(all[i], baseline[b]) == 0;
+        char extra[200];
+        struct admit_verdict v;
+        for (int form = 0; form < 2; form++) {
+            char cap[64];
+            snprintf(cap, sizeof(cap), "%s%s", form ? "cap_" : "", all[i]);
+            if (form)
+                for (char *p = cap; *p; p++)
+                    *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+            snprintf(extra, sizeof(extra),
+                     "\"securityContext\":{\"capabilities\":{\"add\":[\"%s\"]}}", cap);
+            verdict_of(four, "client-c-prod", extra, "", &v); /* baseline (default) */
+            if (v.allowed != in_baseline)
+                fail_msg("baseline: %s: allowed=%d", cap, v.allowed);
+            if (!v.allowed)
+                assert_string_equal(v.rule, "escape-hatch/capabilities");
+            denied += !v.allowed;
+            verdict_of(sharing, "vault-prod", extra, "", &v); /* restricted */
+            if (v.allowed != (strcmp(all[i], "NET_BIND_SERVICE") == 0))
+                fail_msg("restricted: %s: allowed=%d", cap, v.allowed);
+            verdict_of(sharing, "trainer-jobs", extra, "", &v); /* baseline + IPC_LOCK */
+            if (v.allowed != (in_baseline || strcmp(all[i], "IPC_LOCK") == 0))
+                fail_msg("contract: %s: allowed=%d", cap, v.allowed);
+        }
+    }
+    assert_int_equal(denied, 2 * (sizeof(all) / sizeof(all[0]) - 13));
+    admit_policy_free(four);
+    admit_policy_free(sharing);
+}
+
+/* Entries are counted before parsing: past AD_ENTRIES_MAX a 400 names the
+ * limit and where it was passed; just under it the review is decided. */
+static void test_entries_limit(void **state)
+{
+    (void)state;
+    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    for (int over = 0; over < 2; over++) {
+        /* the envelope holds a few dozen entries besides the list */
+        size_t n = over ? AD_ENTRIES_MAX : AD_ENTRIES_MAX - 64;
+        struct ts_sbuf b;
+        ts_sbuf_init(&b, 1u << 24);
+        ts_sbuf_puts(&b, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                         "\"request\":{\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":"
+                         "\"v1\",\"kind\":\"Pod\"},\"operation\":\"CREATE\",\"namespace\":"
+                         "\"client-c-prod\",\"object\":{\"spec\":{\"containers\":[{\"name\":"
+                         "\"a\",\"args\":[\"0\"");
+        for (size_t i = 1; i < n; i++)
+            ts_sbuf_puts(&b, ",\"0\"");
+        ts_sbuf_puts(&b, "]}]}}}}");
+        struct admit_verdict v;
+        json_decref(run_text(pol, ts_sbuf_str(&b), &v));
+        if (over) {
+            assert_int_equal(v.http_status, 400);
+            assert_non_null(strstr(v.message, "more than 65536 entries"));
+        } else if (v.http_status != 200) {
+            fail_msg("under the limit: %d %s", v.http_status, v.message);
+        }
+        ts_sbuf_release(&b);
+    }
+    admit_policy_free(pol);
+}
+
+/* Without --shim-path the policy takes render's path where the plan needs
+ * the shim (the worked example's time-slicing dev row). */
+static void test_shim_default_path(void **state)
+{
+    (void)state;
+    struct th_job j;
+    th_run_file(&j, th_src_path("examples/four-h100.yaml"), PLAN_SOLVER_HEURISTIC);
+    assert_int_equal(j.st, TS_OK);
+    struct admit_options opt = {NULL, NULL};
+    struct admit_policy *pol = NULL;
+    struct ts_error err = {0};
+    assert_int_equal(admit_policy_build(j.plan, &opt, &pol, &err), TS_OK);
+    th_free(&j);
+    assert_non_null(pol->shim);
+    assert_string_equal(pol->shim, "/opt/tessera/lib/libtessera-cuda.so");
+    admit_policy_free(pol);
+}
+
+/* Each new class with its rule id. */
+static void test_pod_security_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ns, *ctr, *pod, *rule; /* rule "" = allowed */
+    } cases[] = {
+        {"client-c-prod", "", "\"hostNetwork\":true", "escape-hatch/host-network"},
+        {"client-c-prod", "\"ports\":[{\"containerPort\":80,\"hostPort\":80}]", "",
+         "escape-hatch/host-port"},
+        {"client-c-prod", "\"ports\":[{\"containerPort\":80}]", "", ""},
+        {"client-c-prod", "\"securityContext\":{\"procMount\":\"Unmasked\"}", "",
+         "escape-hatch/proc-mount"},
+        {"client-c-prod", "\"securityContext\":{\"procMount\":\"Default\"}", "", ""},
+        {"client-c-prod", "\"env\":[{\"name\":\"LD_AUDIT\",\"value\":\"/a.so\"}]", "",
+         "escape-hatch/loader"},
+        {"client-c-prod", "\"env\":[{\"name\":\"LD_PROFILE\",\"value\":\"x\"}]", "",
+         "escape-hatch/loader"},
+        {"client-c-prod", "\"env\":[{\"name\":\"LD_LIBRARY_PATH\",\"value\":\"/x\"}]", "", ""},
+        {"client-c-prod", "\"env\":[{\"name\":\"NVIDIA_IMEX_CHANNELS\",\"value\":\"all\"}]", "",
+         "escape-hatch/env"},
+        {"client-c-prod", "\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"void\"}]", "",
+         ""},
+        {"client-c-prod", "\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"none\"}]", "",
+         ""},
+        {"client-c-prod", "\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"VOID\"}]", "",
+         "escape-hatch/env"},
+        {"client-c-prod", "", "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/etc\"}}]",
+         "escape-hatch/host-path"},
+        {"client-c-prod", "\"volumeMounts\":[{\"name\":\"s\",\"mountPath\":\"/s\"}]",
+         "\"volumes\":[{\"name\":\"s\",\"hostPath\":{\"path\":\"" SHIM "\"}}]",
+         "escape-hatch/host-path-writable"},
+        {"client-c-prod",
+         "\"volumeMounts\":[{\"name\":\"s\",\"mountPath\":\"/s\",\"readOnly\":true}]",
+         "\"volumes\":[{\"name\":\"s\",\"hostPath\":{\"path\":\"" SHIM "\"}}]", ""},
+        {"trainer-jobs", "", "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/scratch\"}}]",
+         ""},
+        {"trainer-jobs", "",
+         "\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/scratch/../dev/nvidia0\"}}]",
+         "escape-hatch/host-path"},
+        {"nobody-lists-me", "", "", "no-tenant"},
+        {"platform-dev", "\"resources\":{\"limits\":{\"nvidia.com/gpu.shared\":1}}", "",
+         "shim/missing"},
+    };
+    struct admit_policy *four = policy_of("examples/four-h100.yaml");
+    struct admit_policy *sharing = policy_of("tests/fixtures/admission/sharing/spec.yaml");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct admit_verdict v;
+        int trainer = strcmp(cases[i].ns, "trainer-jobs") == 0;
+        verdict_of(trainer ? sharing : four, cases[i].ns, cases[i].ctr, cases[i].pod, &v);
+        if (v.http_status != 200 || strcmp(v.rule, cases[i].rule) != 0 ||
+            v.allowed != !cases[i].rule[0])
+            fail_msg("case %zu: HTTP %d allowed=%d rule %s, want %s: %s", i, v.http_status,
+                     v.allowed, v.rule, cases[i].rule, v.message);
+    }
+    admit_policy_free(four);
+    admit_policy_free(sharing);
 }
 
 static void test_denial_shape(void **state)
@@ -589,6 +810,10 @@ int main(void)
         cmocka_unit_test(test_policy_build_errors),
         cmocka_unit_test(test_quantity),
         cmocka_unit_test(test_audit_annotations),
+        cmocka_unit_test(test_capabilities_floor),
+        cmocka_unit_test(test_pod_security_rules),
+        cmocka_unit_test(test_shim_default_path),
+        cmocka_unit_test(test_entries_limit),
         cmocka_unit_test(test_denial_shape),
         cmocka_unit_test(test_message_style),
         cmocka_unit_test(test_many_denials_capped),

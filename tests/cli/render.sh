@@ -608,4 +608,27 @@ expect_rc 0 nvidia-smi --query-gpu=compute_mode --format=csv,noheader
 printf '%s\n' Default Default Exclusive_Process >"$TMP/modes-want"
 same_tree "$TMP/out" "$TMP/modes-want"
 
+# Pod Security labels on every tenant namespace: the level, or privileged
+# where the contract needs more (host paths, capabilities, the shim, VMs)
+pss() { # SPEC DIR -> "tenant enforce warn" per namespace
+    "$TESSERA" render -f "$1" -o "$2" --force >/dev/null
+    $PY - "$2" <<'PY'
+import glob, sys, yaml
+for f in sorted(glob.glob(sys.argv[1] + "/tenants/*/namespaces.yaml")):
+    for d in yaml.safe_load_all(open(f)):
+        l = d["metadata"]["labels"]
+        print(l["tessera.dev/tenant"], l.get("pod-security.kubernetes.io/enforce"),
+              l.get("pod-security.kubernetes.io/warn"))
+PY
+}
+pss $EX "$TMP/pss-ex" >"$TMP/pss"
+expect_in "$TMP/pss" "client-a baseline baseline"
+expect_in "$TMP/pss" "platform-dev privileged baseline" # time-slicing: the shim's host path
+[ "$(grep -c ' None' "$TMP/pss")" = 0 ] && ok || bad "a tenant namespace without the label"
+pss tests/fixtures/admission/sharing/spec.yaml "$TMP/pss-sharing" >"$TMP/pss"
+expect_in "$TMP/pss" "vault restricted restricted"
+expect_in "$TMP/pss" "trainer privileged baseline" # podSecurity names host paths
+expect_in "$TMP/pss" "lab privileged baseline"     # KubeVirt launchers
+validate "$TMP/pss-sharing"
+
 finish

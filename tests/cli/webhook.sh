@@ -45,8 +45,8 @@ check_table() { # folder
         exp=${f%.json}.expect
         [ -f "$exp" ] || continue
         want_status=$(sed -n 1p "$exp"); want_allowed=$(sed -n 2p "$exp"); want_msg=$(sed -n 3p "$exp")
-        # the server refuses a body over 3 MiB before admission sees it
-        [ "$(stat -c %s "$f")" -gt $((3 * 1024 * 1024)) ] && want_status=413 want_msg=-
+        # the server refuses a body over 7 MiB (ADMIT_BODY_MAX) before admission sees it
+        [ "$(stat -c %s "$f")" -gt $((7 * 1024 * 1024)) ] && want_status=413 want_msg=-
         status=$(post "$TMP/a/ca.crt" "$f")
         if [ "$status" != "$want_status" ]; then bad "$f: HTTP $status, expected $want_status"; continue; fi
         if [ "$status" = 200 ]; then
@@ -98,8 +98,8 @@ expect_in "$TMP/metrics" 'tessera_admission_duration_seconds_bucket{le="+Inf"}'
 expect_in "$TMP/metrics" 'tessera_admission_denials_total{rule="'
 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" $URL/nope)" = 404 ] && ok || bad "404"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" -X PUT $URL/validate)" = 405 ] && ok || bad "405"
-head -c $((3 * 1024 * 1024 + 1)) /dev/zero > "$TMP/big"
-[ "$(post "$TMP/a/ca.crt" "$TMP/big")" = 413 ] && ok || bad "413 for a body over 3 MiB"
+head -c $((7 * 1024 * 1024 + 1)) /dev/zero > "$TMP/big"
+[ "$(post "$TMP/a/ca.crt" "$TMP/big")" = 413 ] && ok || bad "413 for a body over 7 MiB"
 expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/healthz  # still serving
 # plain HTTP is refused (HTTPS only)
 expect_rc 0 bash -c "! curl -sf --max-time 3 http://127.0.0.1:$PORT/healthz"
