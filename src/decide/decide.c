@@ -30,8 +30,6 @@ int decide_mech_has_memory_cap(int mech)
     return mech == DECIDE_MPS || mech == DECIDE_MEMORY_FRACTION;
 }
 
-#define CUDA_MEMORY_FRACTIONS 1304 /* CUDA 13.4: driver-enforced memory limits */
-
 struct ctx {
     const struct spec_model *m;
     const struct cat_catalog *cat;
@@ -108,29 +106,59 @@ static void check_fleet(struct ctx *c)
         }
 }
 
-/* ---- node facts ---- */
+/* ---- node eligibility ---- */
 
-enum node_fact { FACT_VGPU, FACT_MPS, FACT_FRACTIONS };
-
-static int node_has(const struct spec_fleet_node *n, enum node_fact f)
+const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
+                                const struct cat_model *model)
 {
-    switch (f) {
-    case FACT_VGPU: return n->vgpu_licensed;
-    case FACT_MPS: return n->mps_allowed;
-    case FACT_FRACTIONS: return spec_cuda_version(n->cuda_version) >= CUDA_MEMORY_FRACTIONS;
-    }
+    if (model != r->model)
+        return "the card is not the GPU model it was decided for";
+    if (r->profile && !model->mig)
+        return "a MIG profile needs a MIG-capable card";
+    if (r->mech == DECIDE_VGPU && !n->vgpu_licensed)
+        return "vGPU needs a node with vgpuLicensed: true";
+    if (r->mech == DECIDE_MPS && !n->mps_allowed)
+        return "MPS needs a node with mps: true";
+    if (r->mech == DECIDE_MEMORY_FRACTION && r->enforce == DECIDE_ENFORCE_DRIVER &&
+        spec_cuda_version(n->cuda_version) < DECIDE_CUDA_FRACTIONS)
+        return "a driver-enforced memory fraction needs a node with cudaVersion 13.4 or later";
+    return NULL;
+}
+
+static int node_holds(const struct ctx *c, const struct spec_fleet_node *n,
+                      const struct cat_model *model)
+{
+    for (size_t g = 0; g < n->ngpus; g++)
+        if (cat_model_find(c->cat, n->gpus[g].model) == model)
+            return 1;
     return 0;
 }
 
-/* 1 if some node holding model has fact f. */
-static int fleet_has(const struct ctx *c, const struct cat_model *model, enum node_fact f)
+/* Nodes holding model where a row of mech (and enforce) may run, by
+ * decide_card_refuses; *holding (optional) counts the nodes holding model. */
+static int eligible_nodes(const struct ctx *c, const struct cat_model *model, int mech, int enforce,
+                          int *holding)
 {
+    struct decide_row trial = {.mech = mech, .model = model, .enforce = enforce};
     const struct spec_fleet *fl = c->m->fleet;
-    for (size_t i = 0; i < fl->nnodes; i++)
-        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
-            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == model &&
-                node_has(&fl->nodes[i], f))
-                return 1;
+    int ok = 0, held = 0;
+    for (size_t i = 0; i < fl->nnodes; i++) {
+        if (!node_holds(c, &fl->nodes[i], model))
+            continue;
+        held++;
+        ok += decide_card_refuses(&trial, &fl->nodes[i], model) == NULL;
+    }
+    if (holding)
+        *holding = held;
+    return ok;
+}
+
+/* 1 if any node of the fleet is vGPU-licensed. */
+static int fleet_licensed(const struct ctx *c)
+{
+    for (size_t i = 0; i < c->m->fleet->nnodes; i++)
+        if (c->m->fleet->nodes[i].vgpu_licensed)
+            return 1;
     return 0;
 }
 
@@ -285,14 +313,21 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
                         model->name, model->memory_gib));
 }
 
-/* A model for a sharing mechanism: first candidate with fact (or any). */
-static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int fact)
+/* A model for a sharing mechanism: the first candidate that holds the
+ * need where a row of mech (and enforce) may run on some node (on every node
+ * holding it when all_nodes); mech < 0: any candidate that holds the need. */
+static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int mech,
+                                           int enforce, int all_nodes)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++)
-        if (x->need <= cands[i]->memory_gib && (fact < 0 || fleet_has(c, cands[i], fact)))
+    for (size_t i = 0; cands[i]; i++) {
+        if (x->need > cands[i]->memory_gib)
+            continue;
+        int held = 0, ok = mech < 0 ? 1 : eligible_nodes(c, cands[i], mech, enforce, &held);
+        if (ok > 0 && (!all_nodes || ok == held))
             return cands[i];
+    }
     return NULL;
 }
 
@@ -307,7 +342,7 @@ static int default_sm_percent(double need, double card)
 
 static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, FACT_MPS);
+    const struct cat_model *model = share_model(c, x, DECIDE_MPS, 0, 0);
     if (!model) {
         fail(c, x,
              "MPS needs a node that allows it (mps: true) with a card of at least %.1f "
@@ -326,12 +361,29 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
                         why, x->sizing, x->row->cap_gib, x->row->sm_percent, model->name));
 }
 
+/* Who enforces a fraction's cap on model, in words that are true of the
+ * fleet: the driver when every node holding model runs CUDA 13.4+ (so every
+ * placement is driver-enforced), else tessera's shim, whose limit render
+ * writes for every replica. */
+static const char *fraction_enforcer(struct ctx *c, const struct cat_model *model, int enforce)
+{
+    if (enforce == DECIDE_ENFORCE_DRIVER)
+        return ts_arena_printf(c->arena, "the driver (every node with %s runs CUDA 13.4+)",
+                               model->name);
+    int held = 0;
+    int new_driver = eligible_nodes(c, model, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER, &held);
+    return ts_arena_printf(c->arena,
+                           "tessera's shim (%d of %d nodes with %s run%s CUDA below 13.4)",
+                           held - new_driver, held, model->name, held - new_driver == 1 ? "s" : "");
+}
+
 static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, FACT_FRACTIONS);
+    const struct cat_model *model = share_model(c, x, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER,
+                                                1);
     int enforce = DECIDE_ENFORCE_DRIVER;
     if (!model) {
-        model = share_model(c, x, -1);
+        model = share_model(c, x, -1, 0, 0);
         enforce = DECIDE_ENFORCE_SHIM;
     }
     if (!model) {
@@ -349,14 +401,12 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
                         "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
                         "by %s (not a security boundary)",
                         why, x->sizing, x->row->cap_gib, model->name,
-                        enforce == DECIDE_ENFORCE_DRIVER
-                            ? "the driver (CUDA 13.4+)"
-                            : "tessera's shim (driver below CUDA 13.4)"));
+                        fraction_enforcer(c, model, enforce)));
 }
 
 static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, -1);
+    const struct cat_model *model = share_model(c, x, -1, 0, 0);
     if (!model) {
         fail(c, x, "needs %.1f GiB, more than any card in the fleet", x->need);
         return;
@@ -368,34 +418,69 @@ static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
                         x->sizing));
 }
 
+/* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the
+ * smallest fitting profile (sets *profile) first, else a non-MIG card the
+ * VM takes whole. NULL when no licensed node has a card that fits. */
+static const struct cat_model *vgpu_fit(struct ctx *c, const struct wctx *x,
+                                        const struct cat_profile **profile)
+{
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    candidates(c, x, cands);
+    for (int pass = 0; pass < 2 && x->w->gpus == 1; pass++)
+        for (size_t i = 0; cands[i]; i++) {
+            if (cands[i]->mig != (pass == 0) || !eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
+                continue;
+            *profile = pass == 0 ? smallest_profile(cands[i], x->need, x->w->compute_slices) : NULL;
+            if (pass == 0 ? *profile != NULL : x->need <= cands[i]->memory_gib)
+                return cands[i];
+        }
+    return NULL;
+}
+
+/* Why a VM gets no vGPU, true of the fleet. */
+static const char *no_vgpu_reason(struct ctx *c, const struct wctx *x)
+{
+    if (!fleet_licensed(c))
+        return "no node is vGPU-licensed";
+    if (x->w->gpus > 1)
+        return ts_arena_printf(c->arena, "a vGPU is one GPU and it needs %d per replica",
+                               x->w->gpus);
+    return ts_arena_printf(c->arena, "no vGPU-licensed node has a %s that holds %g GiB",
+                           x->w->gpu_model ? x->w->gpu_model : "card", x->need);
+}
+
 static void decide_vm(struct ctx *c, struct wctx *x)
 {
     const struct cat_profile *p = NULL;
-    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
-    if (mig && fleet_has(c, mig, FACT_VGPU)) {
-        decide_mig(c, x, mig, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
+    const struct cat_model *model = vgpu_fit(c, x, &p);
+    if (model && p) {
+        decide_mig(c, x, model, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
         x->row->mech = DECIDE_VGPU;
         return;
     }
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
-    candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++)
-        if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) &&
-            x->need <= cands[i]->memory_gib && x->w->gpus == 1) {
-            decide_whole(c, x, "R1",
-                         "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
-                         "sized to the whole card");
-            x->row->mech = DECIDE_VGPU;
-            return;
-        }
+    if (model) {
+        x->row->gpus = 1;
+        set(c, x, DECIDE_VGPU, model, "R1",
+            ts_arena_printf(c->arena,
+                            "runs in a VM on a vGPU-licensed node: time-sliced vGPU sized to "
+                            "the whole card; %s -> 1 whole %s (%.1f GiB)",
+                            x->sizing, model->name, model->memory_gib));
+        return;
+    }
+    const char *why = no_vgpu_reason(c, x);
+    if (x->w->isolation == SPEC_ISO_VGPU) {
+        fail(c, x, "isolation: vgpu was requested but %s", why);
+        return;
+    }
+    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
     if (mig)
         decide_mig(c, x, mig, p, "R1",
-                   "runs in a VM and no node is vGPU-licensed: the MIG "
-                   "instance is passed through");
+                   ts_arena_printf(c->arena,
+                                   "runs in a VM and %s: the MIG instance is passed through", why));
     else
-        decide_whole(c, x, "R1",
-                     "runs in a VM and no node is vGPU-licensed: the whole GPU is "
-                     "passed through");
+        decide_whole(
+            c, x, "R1",
+            ts_arena_printf(c->arena, "runs in a VM and %s: the whole GPU is passed through", why));
 }
 
 /* Why R3 applies, or NULL. */
@@ -421,6 +506,15 @@ static int needs_boundary_for_data(const struct wctx *x)
            x->t->contract == SPEC_CONTRACT_DEDICATED;
 }
 
+/* Why x gets no MIG, true of the fleet: its gpuModel, or the fleet. */
+static const char *no_mig_phrase(const struct ctx *c, const struct wctx *x)
+{
+    for (size_t i = 0; x->w->gpu_model && i < c->nmodels; i++)
+        if (c->models[i]->mig)
+            return "its gpuModel is not MIG-capable";
+    return "no MIG-capable card in the fleet";
+}
+
 static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_profile *p = NULL;
@@ -440,17 +534,15 @@ static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
     }
     if (needs_boundary_for_data(x)) {
         decide_whole(c, x, "R3",
-                     ts_arena_printf(c->arena,
-                                     "%s needs a hardware boundary; no "
-                                     "MIG-capable card in the fleet, so a whole GPU",
-                                     why));
+                     ts_arena_printf(c->arena, "%s needs a hardware boundary; %s, so a whole GPU",
+                                     why, no_mig_phrase(c, x)));
         return;
     }
     decide_fraction(c, x, "R3",
                     ts_arena_printf(c->arena,
-                                    "%s on a fleet without MIG: SLA "
-                                    "memory is protected by an enforced fraction",
-                                    why));
+                                    "%s and %s: SLA memory is protected by an "
+                                    "enforced fraction",
+                                    why, no_mig_phrase(c, x)));
 }
 
 static int big_for_mig(struct ctx *c, const struct wctx *x)

@@ -161,11 +161,15 @@ static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int
         }
         r = r ? r : it->row;
     }
+    const char *note = "";
+    for (size_t i = 0; i < pm->nitems && !*note; i++)
+        if (pm->items[i].row)
+            note = plan__constraint_note(b, pm->items[i].row);
     plan__fail(b, r,
                "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
-               "least %d, and replica spread or canary slices may need more); add cards or "
+               "least %d, and replica spread or canary slices may need more)%s; add cards or "
                "shrink the workloads",
-               pm->nitems, pm->ncards, pm->model->name, bound);
+               pm->nitems, pm->ncards, pm->model->name, bound, note);
 }
 
 static ts_status mig_model(struct plan_build *b, const struct cat_model *model)

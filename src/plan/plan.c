@@ -37,6 +37,31 @@ void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fm
     va_end(ap);
 }
 
+int plan__eligible(const struct decide_row *r, const struct plan_gpu *g)
+{
+    return decide_card_refuses(r, g->node, g->model) == NULL;
+}
+
+const char *plan__constraint_note(struct plan_build *b, const struct decide_row *r)
+{
+    const char *why = NULL;
+    int held = 0, ok = 0;
+    for (size_t i = 0; i < b->p->ngpus; i++) {
+        const struct plan_gpu *g = &b->p->gpus[i];
+        if (g->model != r->model ||
+            (i > 0 && b->p->gpus[i - 1].node == g->node && b->p->gpus[i - 1].model == g->model))
+            continue; /* one count per node (a node's cards of a model are adjacent) */
+        const char *no = decide_card_refuses(r, g->node, g->model);
+        held++;
+        ok += no == NULL;
+        why = why ? why : no;
+    }
+    if (!why)
+        return "";
+    return ts_arena_printf(&b->p->arena, " (%s: %d of %d nodes with %s qualify)", why, ok, held,
+                           r->model->name);
+}
+
 static ts_status make_cards(struct plan_build *b)
 {
     const struct spec_fleet *f = b->m->fleet;
