@@ -208,6 +208,10 @@ static void totals(struct plan_build *b)
     s->naive = plan_naive(b->d);
     s->lower_bound = b->bound;
     s->savings_percent = s->naive > 0 ? 100.0 * (s->naive - s->gpus_used) / s->naive : 0;
+    s->dedicated = plan_dedicated(b->d);
+    s->savings_dedicated_percent = s->dedicated > 0
+                                       ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
+                                       : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
     if (b->glpk_timeout)
         s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"

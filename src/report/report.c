@@ -71,19 +71,36 @@ static void text_gpus(const struct plan *p, struct ts_sbuf *out)
     }
 }
 
+/* A saving against a baseline; a negative one says what it means. */
+static void text_saving(struct ts_sbuf *out, const char *label, int base, int used, double pct,
+                        const char *why_more)
+{
+    if (used <= base)
+        ts_sbuf_printf(out, "  %-18s %d GPU%s, %.0f%% less hardware\n", label, base - used,
+                       base - used == 1 ? "" : "s", pct);
+    else
+        ts_sbuf_printf(out, "  %-18s none: the plan uses %d GPU%s more (%s)\n", label, used - base,
+                       used - base == 1 ? "" : "s", why_more);
+}
+
 static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out,
                    "\nSummary\n"
                    "  GPUs used          %d of %d\n"
                    "  naive              %d (one guaranteed GPU per workload)\n"
-                   "  saving             %d GPU%s, %.0f%% less hardware\n"
+                   "  dedicated          %d (one GPU per replica, times its GPUs)\n",
+                   s->gpus_used, s->gpus_total, s->naive, s->dedicated);
+    text_saving(out, "saving", s->naive, s->gpus_used, s->savings_percent,
+                "naive counts a workload's replicas once, so it is no layout the fleet could run");
+    text_saving(out, "saving, dedicated", s->dedicated, s->gpus_used, s->savings_dedicated_percent,
+                "canary slices and replica spread hold cards that one card per replica does not");
+    ts_sbuf_printf(out,
                    "  lower bound        %d%s\n"
                    "  solver             %s\n"
                    "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
                    "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
-                   s->gpus_used, s->gpus_total, s->naive, s->naive - s->gpus_used,
-                   s->naive - s->gpus_used == 1 ? "" : "s", s->savings_percent, s->lower_bound,
+                   s->lower_bound,
                    s->optimal ? " (the plan meets it: optimal)" : " (the plan may not be optimal)",
                    s->solver, s->reserved_unused_gib, s->idle_gib);
 }
@@ -159,6 +176,9 @@ static json_t *json_summary(const struct plan_summary *s)
     json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
     json_object_set_new(o, "naiveGpus", json_integer(s->naive));
     json_object_set_new(o, "savingsPercent", round_to(s->savings_percent, 0.1));
+    json_object_set_new(o, "dedicatedGpus", json_integer(s->dedicated));
+    json_object_set_new(o, "savingsVsDedicatedPercent",
+                        round_to(s->savings_dedicated_percent, 0.1));
     json_object_set_new(o, "lowerBound", json_integer(s->lower_bound));
     json_object_set_new(o, "optimal", json_boolean(s->optimal));
     json_object_set_new(o, "solver", json_string(s->solver));
