@@ -35,8 +35,9 @@ struct ctx {
     const struct cat_catalog *cat;
     struct ts_arena *arena;
     struct ts_diag *diag;
-    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, fleet order */
+    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
     size_t nmodels;
+    double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
 };
 
 /* ---- fleet checks ---- */
@@ -104,6 +105,56 @@ static void check_fleet(struct ctx *c)
             if (!cat_model_find(c->cat, p->model))
                 suggest_models(c, &p->loc, p->model);
         }
+}
+
+/* ---- cost: which model first ---- */
+
+/* A model's price per GPU hour in micro-units: the PriceBook's, the highest
+ * listed price for a model it does not list, 1 for every model without a
+ * PriceBook (then cost is card count). */
+static double model_price(const struct ctx *c, const struct cat_model *model)
+{
+    const struct spec_pricebook *pb = c->m->pricebook;
+    if (!pb)
+        return 1;
+    double top = 1;
+    for (size_t i = 0; i < pb->nprices; i++) {
+        if (cat_model_find(c->cat, pb->prices[i].model) == model)
+            return (double)pb->prices[i].per_gpu_hour;
+        top = (double)pb->prices[i].per_gpu_hour > top ? (double)pb->prices[i].per_gpu_hour : top;
+    }
+    return top;
+}
+
+/* Order the fleet's models by price per GiB of card memory, cheapest first
+ * (fleet order among equals): every rule takes the first candidate that
+ * fits, so each workload goes to the model where its memory costs least. */
+static void order_by_cost(struct ctx *c)
+{
+    for (size_t a = 1; a < c->nmodels; a++)
+        for (size_t b = a; b > 0; b--) {
+            const struct cat_model *x = c->models[b - 1], *y = c->models[b];
+            if (model_price(c, y) / y->memory_gib >= model_price(c, x) / x->memory_gib - 1e-12)
+                break;
+            c->models[b - 1] = y;
+            c->models[b] = x;
+        }
+}
+
+/* The least part of a card one replica of r takes: its whole GPUs, its MIG
+ * profile's memory or compute slices, or its pool cap (and MPS share). */
+static double replica_share(const struct decide_row *r)
+{
+    const struct cat_model *m = r->model;
+    if (r->profile) {
+        double u = (double)r->profile->mem_units / m->grid;
+        double k = (double)r->profile->compute / m->compute_slices;
+        return u > k ? u : k;
+    }
+    if (!decide_mech_shares_card(r->mech))
+        return r->gpus;
+    double s = r->cap_gib / m->memory_gib;
+    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
 }
 
 /* ---- node eligibility ---- */
@@ -194,6 +245,7 @@ struct wctx {
     const struct spec_tenant *t;
     const struct spec_workload *w;
     struct decide_row *row;
+    unsigned long long full; /* models[i] full for this workload: bit i */
     double need;
     const char *sizing; /* "30 GiB + 8 GiB KV cache = 38 GiB" */
 };
@@ -225,7 +277,8 @@ static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_m
 {
     size_t n = 0;
     for (size_t i = 0; i < c->nmodels; i++)
-        if (!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i])
+        if ((!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i]) &&
+            !(x->full >> i & 1))
             out[n++] = c->models[i];
     out[n] = NULL;
     return n;
@@ -685,6 +738,81 @@ static void decide_one(struct ctx *c, struct wctx *x)
         decide_auto(c, x);
 }
 
+static size_t model_slot(const struct ctx *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i] == model)
+            return i;
+    return 0;
+}
+
+/* Cards of r's model on nodes that may host r. */
+static double eligible_cards(const struct ctx *c, const struct decide_row *r)
+{
+    double n = 0;
+    const struct spec_fleet *fl = c->m->fleet;
+    for (size_t i = 0; i < fl->nnodes; i++)
+        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
+            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == r->model &&
+                !decide_card_refuses(r, &fl->nodes[i], r->model))
+                n += fl->nodes[i].gpus[g].count;
+    return n;
+}
+
+/* 1 when r's replicas fit, by card share, in what its model has left (and
+ * replicas kept on distinct cards find as many cards). */
+static int fits_capacity(const struct ctx *c, const struct decide_row *r)
+{
+    double want = replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
+    if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
+        return 0;
+    return c->reserved[model_slot(c, r->model)] + want <= cards + 1e-9;
+}
+
+/* Decide x; when its model has no room left (by the card shares the rows
+ * before it take), decide it again without that model: the workload spills
+ * to the next model that fits. A spill that fails keeps the first answer
+ * (the plan then says what does not fit). */
+static void decide_spilling(struct ctx *c, struct wctx *x)
+{
+    const struct decide_row start = *x->row;
+    int before = c->diag->count + c->diag->dropped;
+    decide_one(c, x);
+    if (c->diag->count + c->diag->dropped != before || fits_capacity(c, x->row))
+        goto reserve;
+    struct ts_diag *real = c->diag, *scratch = calloc(1, sizeof(*scratch));
+    const struct decide_row first = *x->row;
+    const char *full = NULL;
+    while (scratch) {
+        full = full ? ts_arena_printf(c->arena, "%s, %s", full, x->row->model->name)
+                    : x->row->model->name;
+        x->full |= 1ull << model_slot(c, x->row->model);
+        *x->row = start;
+        const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+        if (candidates(c, x, cands) == 0) {
+            *x->row = first;
+            break;
+        }
+        memset(scratch, 0, sizeof(*scratch));
+        c->diag = scratch;
+        decide_one(c, x);
+        c->diag = real;
+        if (scratch->count + scratch->dropped) {
+            *x->row = first;
+            break;
+        }
+        if (fits_capacity(c, x->row)) {
+            x->row->reason = ts_arena_printf(c->arena, "%s; spilled from %s (full)", x->row->reason,
+                                             full);
+            break;
+        }
+    }
+    free(scratch);
+reserve:
+    if (x->row->model)
+        c->reserved[model_slot(c, x->row->model)] += replica_share(x->row) * x->w->replicas;
+}
+
 /* Workloads naming one pool must share a mechanism and trust each other. */
 static void check_pools(struct ctx *c, const struct decide_result *r)
 {
@@ -730,6 +858,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     ts_arena_init(&r->arena);
     struct ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     check_fleet(&c);
+    order_by_cost(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;
@@ -741,7 +870,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
             row->workload = &m->tenants[i].workloads[j];
             row->index = (int)r->nrows++;
             struct wctx x = {.t = row->tenant, .w = row->workload, .row = row};
-            decide_one(&c, &x);
+            decide_spilling(&c, &x);
         }
     if (r->rows && diag->count == 0)
         check_pools(&c, r);

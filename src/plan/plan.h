@@ -73,7 +73,9 @@ struct plan_summary {
     double reserved_unused_gib;       /* reserved for workloads beyond their need */
     double idle_gib;                  /* memory of used cards nobody reserved */
     const char *solver;               /* "exact (GLPK)", "heuristic", ... */
-    int optimal;                      /* 1 when gpus_used is proven minimal */
+    int64_t cost_per_hour; /* used cards at PriceBook prices (micro-units); -1: no PriceBook,
+                            * or a used card's model has no price */
+    int optimal;           /* 1 when gpus_used is proven minimal */
 };
 
 struct plan {
@@ -113,6 +115,10 @@ int plan_lower_bound(const struct spec_model *m, const struct cat_catalog *cat,
 int plan_naive(const struct decide_result *d);
 /* The dedicated count: every replica its own whole GPU(s). */
 int plan_dedicated(const struct decide_result *d);
+
+/* The used cards at the PriceBook's prices per hour, in micro-units of its
+ * currency; -1 without a PriceBook or when a used card's model has none. */
+int64_t plan_cost_per_hour(const struct plan *p);
 
 /* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);

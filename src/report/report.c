@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/names.h"
+#include "util/units.h"
 
 static const char *profile_name(const struct decide_row *r, char *buf, size_t size)
 {
@@ -83,7 +84,7 @@ static void text_saving(struct ts_sbuf *out, const char *label, int base, int us
                        used - base == 1 ? "" : "s", why_more);
 }
 
-static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
+static void text_summary(const struct plan_summary *s, const char *currency, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out,
                    "\nSummary\n"
@@ -95,6 +96,10 @@ static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
                 "naive counts a workload's replicas once, so it is no layout the fleet could run");
     text_saving(out, "saving, dedicated", s->dedicated, s->gpus_used, s->savings_dedicated_percent,
                 "canary slices and replica spread hold cards that one card per replica does not");
+    if (s->cost_per_hour >= 0)
+        ts_sbuf_printf(
+            out, "  cost               %.2f %s per hour (the used cards at PriceBook prices)\n",
+            (double)s->cost_per_hour / TS_MICRO, currency);
     ts_sbuf_printf(out,
                    "  lower bound        %d%s\n"
                    "  solver             %s\n"
@@ -109,7 +114,7 @@ void report_text(const struct plan *p, struct ts_sbuf *out)
 {
     text_decisions(p, out);
     text_gpus(p, out);
-    text_summary(&p->summary, out);
+    text_summary(&p->summary, p->model->pricebook ? p->model->pricebook->currency : "", out);
 }
 
 /* ---- JSON ---- */
@@ -169,9 +174,15 @@ static json_t *json_gpu(const struct plan_gpu *g)
     return o;
 }
 
-static json_t *json_summary(const struct plan_summary *s)
+static json_t *json_summary(const struct plan *p)
 {
+    const struct plan_summary *s = &p->summary;
     json_t *o = json_object();
+    const struct spec_pricebook *pb = p->model->pricebook;
+    json_object_set_new(o, "costPerHour",
+                        s->cost_per_hour >= 0 ? json_real((double)s->cost_per_hour / TS_MICRO)
+                                              : json_null());
+    json_object_set_new(o, "currency", pb ? json_string(pb->currency) : json_null());
     json_object_set_new(o, "gpusUsed", json_integer(s->gpus_used));
     json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
     json_object_set_new(o, "naiveGpus", json_integer(s->naive));
@@ -192,7 +203,7 @@ json_t *report_json_doc(const struct plan *p)
     json_t *root = json_object(), *decisions = json_array(), *gpus = json_array();
     json_object_set_new(root, "apiVersion", json_string(TS_API_VERSION));
     json_object_set_new(root, "kind", json_string("Plan"));
-    json_object_set_new(root, "summary", json_summary(&p->summary));
+    json_object_set_new(root, "summary", json_summary(p));
     for (size_t i = 0; i < p->decisions->nrows; i++)
         json_array_append_new(decisions, json_decision(&p->decisions->rows[i]));
     for (size_t i = 0; i < p->ngpus; i++)

@@ -37,6 +37,8 @@ static void assert_summary(const struct plan_summary *s, json_t *o)
     double saving = json_number_value(json_object_get(o, "savingsPercent"));
     assert_true(fabs(saving - s->savings_percent) <= 0.05);
     assert_int_equal(json_integer_value(json_object_get(o, "dedicatedGpus")), s->dedicated);
+    assert_true(fabs(json_number_value(json_object_get(o, "costPerHour")) * 1e6 -
+                     (double)s->cost_per_hour) < 1);
     saving = json_number_value(json_object_get(o, "savingsVsDedicatedPercent"));
     assert_true(fabs(saving - s->savings_dedicated_percent) <= 0.05);
 }
