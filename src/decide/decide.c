@@ -272,11 +272,17 @@ static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model 
     x->row->security_boundary = !decide_mech_shares_card(mech); /* a shared card isolates no data */
 }
 
-/* Candidate models for x in fleet order; NULL-terminated in out. */
+/* Candidate models for x: its gpuModels in their order, else the fleet's
+ * models cheapest first (only its gpuModel if set); none that is full for
+ * x. NULL-terminated in out. */
 static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_model **out)
 {
     size_t n = 0;
-    for (size_t i = 0; i < c->nmodels; i++)
+    for (size_t k = 0; k < x->w->ngpu_models; k++)
+        for (size_t i = 0; i < c->nmodels; i++)
+            if (cat_model_find(c->cat, x->w->gpu_models[k]) == c->models[i] && !(x->full >> i & 1))
+                out[n++] = c->models[i];
+    for (size_t i = 0; i < c->nmodels && !x->w->ngpu_models; i++)
         if ((!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i]) &&
             !(x->full >> i & 1))
             out[n++] = c->models[i];
@@ -499,7 +505,10 @@ static const char *no_vgpu_reason(struct ctx *c, const struct wctx *x)
         return ts_arena_printf(c->arena, "a vGPU is one GPU and it needs %d per replica",
                                x->w->gpus);
     return ts_arena_printf(c->arena, "no vGPU-licensed node has a %s that holds %g GiB",
-                           x->w->gpu_model ? x->w->gpu_model : "card", x->need);
+                           x->w->gpu_model     ? x->w->gpu_model
+                           : x->w->ngpu_models ? "card of its gpuModels"
+                                               : "card",
+                           x->need);
 }
 
 static void decide_vm(struct ctx *c, struct wctx *x)
@@ -562,9 +571,9 @@ static int needs_boundary_for_data(const struct wctx *x)
 /* Why x gets no MIG, true of the fleet: its gpuModel, or the fleet. */
 static const char *no_mig_phrase(const struct ctx *c, const struct wctx *x)
 {
-    for (size_t i = 0; x->w->gpu_model && i < c->nmodels; i++)
+    for (size_t i = 0; (x->w->gpu_model || x->w->ngpu_models) && i < c->nmodels; i++)
         if (c->models[i]->mig)
-            return "its gpuModel is not MIG-capable";
+            return "its gpuModel(s) not MIG-capable";
     return "no MIG-capable card in the fleet";
 }
 
@@ -677,7 +686,9 @@ static void decide_requested(struct ctx *c, struct wctx *x)
             fail(c, x,
                  "isolation: mig was requested but no MIG-capable card in the fleet has a "
                  "profile with %.1f GiB%s",
-                 x->need, x->w->gpu_model ? " (gpuModel limits the choice)" : "");
+                 x->need,
+                 x->w->gpu_model || x->w->ngpu_models ? " (gpuModel or gpuModels limits the choice)"
+                                                      : "");
         break;
     case SPEC_ISO_MPS: decide_mps(c, x, why); break;
     case SPEC_ISO_MEMORY_FRACTION: decide_fraction(c, x, "R5", why); break;
@@ -721,9 +732,22 @@ static void decide_one(struct ctx *c, struct wctx *x)
         fail(c, x, "gpuModel: unknown GPU model '%s'", w->gpu_model);
         return;
     }
+    if (w->gpu_model && w->ngpu_models) {
+        fail(c, x, "gpuModel and gpuModels: set one (gpuModel is gpuModels with one entry)");
+        return;
+    }
+    for (size_t k = 0; k < w->ngpu_models; k++)
+        if (!cat_model_find(c->cat, w->gpu_models[k])) {
+            fail(c, x, "gpuModels[%zu]: unknown GPU model '%s'", k, w->gpu_models[k]);
+            return;
+        }
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
-    if (candidates(c, x, cands) == 0) {
-        fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
+    if (candidates(c, x, cands) == 0 && !x->full) {
+        if (w->gpu_model)
+            fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
+        else
+            fail(c, x, "gpuModels: no node in the fleet has any of the %zu models listed",
+                 w->ngpu_models);
         return;
     }
     if (w->isolation == SPEC_ISO_CUDA_STREAMS) {

@@ -107,6 +107,9 @@
 /* Namespaces one tenant owns: each gets its own quota, limits, RBAC and
  * network policy objects. */
 #define SPEC_NAMESPACES_MAX 100
+/* Card models one workload may list in gpuModels: the catalog's distinct
+ * models a fleet can hold (DECIDE_MODELS_MAX). */
+#define SPEC_WORKLOAD_MODELS_MAX 64
 
 /* ---- inventory: the NodeInventory document (filled from NVML) ------------- */
 

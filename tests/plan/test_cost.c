@@ -108,13 +108,36 @@ static void test_gpu_model_pins(void **state)
     th_free(&j);
 }
 
+/* gpuModels: only the listed models, in the listed order (the H100 first
+ * although it is dearest), spilling down the list when one is full. */
+static void test_gpu_models_preference(void **state)
+{
+    (void)state;
+    struct th_job j;
+    run_ok(&j, spec(PRICES, "  - {name: w, kind: batch, memoryHighWaterGiB: 10, "
+                            "gpuModels: [h100-80gb-sxm, a100-80gb]}\n"));
+    assert_string_equal(th_row(&j, "t", "w")->model->name, "h100-80gb-sxm");
+    th_free(&j);
+    /* two 50 GiB fractions, spread on distinct cards: one H100, so the A100s */
+    run_ok(&j, spec(PRICES, "  - {name: w, kind: batch, memoryHighWaterGiB: 50, replicas: 2, "
+                            "gpuModels: [h100-80gb-sxm, a100-80gb]}\n"));
+    const struct decide_row *r = th_row(&j, "t", "w");
+    assert_string_equal(r->model->name, "a100-80gb");
+    assert_non_null(strstr(r->reason, "spilled from h100-80gb-sxm (full)"));
+    th_free(&j);
+    /* the L40S, cheapest, is not listed: never used */
+    run_ok(&j, spec(PRICES, "  - {name: w, kind: batch, memoryHighWaterGiB: 30, replicas: 3, "
+                            "spread: none, gpuModels: [a100-80gb]}\n"));
+    assert_string_equal(th_row(&j, "t", "w")->model->name, "a100-80gb");
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cheapest_model),
-        cmocka_unit_test(test_spill_when_full),
-        cmocka_unit_test(test_no_prices_counts_cards),
-        cmocka_unit_test(test_gpu_model_pins),
+        cmocka_unit_test(test_cheapest_model),         cmocka_unit_test(test_spill_when_full),
+        cmocka_unit_test(test_no_prices_counts_cards), cmocka_unit_test(test_gpu_model_pins),
+        cmocka_unit_test(test_gpu_models_preference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

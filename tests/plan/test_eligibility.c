@@ -174,7 +174,7 @@ static void test_no_mig_reason_is_true(void **state)
                     "gpuModel: l40s}\n"));
     const struct decide_row *r = th_row(&j, "t", "w");
     assert_null(strstr(r->reason, "no MIG-capable card in the fleet"));
-    assert_non_null(strstr(r->reason, "its gpuModel is not MIG-capable"));
+    assert_non_null(strstr(r->reason, "its gpuModel(s) not MIG-capable"));
     th_free(&j);
 }
 
