@@ -141,16 +141,22 @@ static void order_by_cost(struct ctx *c)
         }
 }
 
+/* The part of a card of m a MIG instance of p takes: its memory slices or
+ * its compute slices, whichever is the larger share. */
+static double profile_share(const struct cat_model *m, const struct cat_profile *p)
+{
+    double u = (double)p->mem_units / m->grid;
+    double k = (double)p->compute / m->compute_slices;
+    return u > k ? u : k;
+}
+
 /* The least part of a card one replica of r takes: its whole GPUs, its MIG
  * profile's memory or compute slices, or its pool cap (and MPS share). */
 static double replica_share(const struct decide_row *r)
 {
     const struct cat_model *m = r->model;
-    if (r->profile) {
-        double u = (double)r->profile->mem_units / m->grid;
-        double k = (double)r->profile->compute / m->compute_slices;
-        return u > k ? u : k;
-    }
+    if (r->profile)
+        return profile_share(m, r->profile);
     if (!decide_mech_shares_card(r->mech))
         return r->gpus;
     double s = r->cap_gib / m->memory_gib;
@@ -290,22 +296,29 @@ static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_m
     return n;
 }
 
-/* The first candidate with a MIG profile that fits; sets *profile. */
+/* The MIG candidate where the smallest fitting profile costs least (its
+ * card share at the model's price; the first that fits when the workload
+ * lists gpuModels); sets *profile. */
 static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
                                        const struct cat_profile **profile)
 {
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
+    double best_cost = 0;
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++) {
         if (!cands[i]->mig)
             continue;
         const struct cat_profile *p = smallest_profile(cands[i], x->need, x->w->compute_slices);
-        if (p) {
+        double cost = p ? model_price(c, cands[i]) * profile_share(cands[i], p) : 0;
+        if (p && (!best || cost < best_cost - 1e-9)) {
+            best = cands[i];
+            best_cost = cost;
             *profile = p;
-            return cands[i];
         }
+        if (best && x->w->ngpu_models)
+            break; /* gpuModels: the first listed that fits */
     }
-    return NULL;
+    return best;
 }
 
 static int any_mig(struct ctx *c, const struct wctx *x)
@@ -318,21 +331,28 @@ static int any_mig(struct ctx *c, const struct wctx *x)
     return 0;
 }
 
-/* The first candidate where the workload fits on `gpus` whole cards. */
+/* The candidate where a replica's whole cards cost least (the first that
+ * fits when the workload lists gpuModels); sets *gpus. */
 static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, int *gpus)
 {
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
+    double best_cost = 0;
     candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++) {
+    for (size_t i = 0; cands[i] && !(best && x->w->ngpu_models); i++) {
         int n = (int)ceil(x->need / cands[i]->memory_gib - 1e-9);
         if (n < 1)
             n = 1;
-        if (n <= x->w->gpus || (x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX)) {
-            *gpus = n > x->w->gpus ? n : x->w->gpus;
-            return cands[i];
+        if (n > x->w->gpus && !(x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX))
+            continue;
+        n = n > x->w->gpus ? n : x->w->gpus;
+        double cost = model_price(c, cands[i]) * n;
+        if (!best || cost < best_cost - 1e-9) {
+            best = cands[i];
+            best_cost = cost;
+            *gpus = n;
         }
     }
-    return NULL;
+    return best;
 }
 
 static void decide_mig(struct ctx *c, struct wctx *x, const struct cat_model *model,

@@ -132,12 +132,42 @@ static void test_gpu_models_preference(void **state)
     th_free(&j);
 }
 
+/* MIG and whole cards go where the card share costs least, not where a
+ * GiB does: A30 (0.80/h, 24 GiB, 4 slices), A100 80GB (2.00/h), L40S
+ * (1.10/h). A 5 GiB boundary workload: 1g.6gb is a quarter of an A30
+ * (0.20/h), 1g.10gb a seventh of an A100's compute (0.29/h); a 20 GiB
+ * fine-tune: one A30 (0.80/h) beats one L40S (1.10/h), though an L40S GiB
+ * is cheaper (two A30s: the MIG instance takes part of one).
+ */
+static void test_cost_of_the_share(void **state)
+{
+    (void)state;
+    static const char *yaml = DOC
+        "kind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
+        "  - name: a\n    gpus: [{model: a100-80gb, count: 1}, {model: l40s, count: 1}, "
+        "{model: a30, count: 2}]\n" DOC
+        "kind: PriceBook\nmetadata: {name: p}\nspec:\n  currency: EUR\n  prices:\n"
+        "  - {model: a100-80gb, perGpuHour: \"2.00\"}\n"
+        "  - {model: l40s, perGpuHour: \"1.10\"}\n  - {model: a30, perGpuHour: \"0.80\"}\n" DOC
+        "kind: Tenant\nmetadata: {name: t}\nspec:\n  contract: isolated\n  namespaces: [t]\n"
+        "  workloads:\n"
+        "  - {name: small, kind: inference, memoryHighWaterGiB: 5, trust: untrusted}\n"
+        "  - {name: tune, kind: fine-tune, memoryHighWaterGiB: 20}\n";
+    struct th_job j;
+    run_ok(&j, yaml);
+    const struct decide_row *small = th_row(&j, "t", "small"), *tune = th_row(&j, "t", "tune");
+    assert_string_equal(small->model->name, "a30");
+    assert_string_equal(small->profile->name, "1g.6gb");
+    assert_string_equal(tune->model->name, "a30");
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cheapest_model),         cmocka_unit_test(test_spill_when_full),
         cmocka_unit_test(test_no_prices_counts_cards), cmocka_unit_test(test_gpu_model_pins),
-        cmocka_unit_test(test_gpu_models_preference),
+        cmocka_unit_test(test_gpu_models_preference),  cmocka_unit_test(test_cost_of_the_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
