@@ -32,6 +32,17 @@ void th_run_text(struct th_job *j, const char *yaml, int solver);
 void th_run_file(struct th_job *j, const char *path, int solver);
 void th_free(struct th_job *j);
 
+/* An independent validity checker, written from docs/spec.md and the
+ * catalog, not from the planner's plan_verify: MIG placements legal for the
+ * card's profile placement list, no overlaps, per-profile counts and compute
+ * within the card; pool memory sums within card memory, MPS shares and
+ * clients; only mutually trusting tenants on a shared card; node
+ * eligibility (vGPU on vgpuLicensed nodes, MPS where mps is allowed,
+ * driver-enforced fractions on CUDA 13.4+, each instance on its decided
+ * model); every replica placed once with all its GPU parts on one node;
+ * replica spread. NULL when the plan holds, else what is wrong (static). */
+const char *th_check_plan(const struct plan *p);
+
 /* The first diag message, for asserts ("" when none). */
 const char *th_first_error(const struct th_job *j);
 

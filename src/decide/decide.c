@@ -30,15 +30,14 @@ int decide_mech_has_memory_cap(int mech)
     return mech == DECIDE_MPS || mech == DECIDE_MEMORY_FRACTION;
 }
 
-#define CUDA_MEMORY_FRACTIONS 1304 /* CUDA 13.4: driver-enforced memory limits */
-
 struct ctx {
     const struct spec_model *m;
     const struct cat_catalog *cat;
     struct ts_arena *arena;
     struct ts_diag *diag;
-    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, fleet order */
+    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
     size_t nmodels;
+    double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
 };
 
 /* ---- fleet checks ---- */
@@ -108,29 +107,115 @@ static void check_fleet(struct ctx *c)
         }
 }
 
-/* ---- node facts ---- */
+/* ---- cost: which model first ---- */
 
-enum node_fact { FACT_VGPU, FACT_MPS, FACT_FRACTIONS };
-
-static int node_has(const struct spec_fleet_node *n, enum node_fact f)
+/* A model's price per GPU hour in micro-units: the PriceBook's, the highest
+ * listed price for a model it does not list, 1 for every model without a
+ * PriceBook (then cost is card count). */
+static double model_price(const struct ctx *c, const struct cat_model *model)
 {
-    switch (f) {
-    case FACT_VGPU: return n->vgpu_licensed;
-    case FACT_MPS: return n->mps_allowed;
-    case FACT_FRACTIONS: return spec_cuda_version(n->cuda_version) >= CUDA_MEMORY_FRACTIONS;
+    const struct spec_pricebook *pb = c->m->pricebook;
+    if (!pb)
+        return 1;
+    double top = 1;
+    for (size_t i = 0; i < pb->nprices; i++) {
+        if (cat_model_find(c->cat, pb->prices[i].model) == model)
+            return (double)pb->prices[i].per_gpu_hour;
+        top = (double)pb->prices[i].per_gpu_hour > top ? (double)pb->prices[i].per_gpu_hour : top;
     }
+    return top;
+}
+
+/* Order the fleet's models by price per GiB of card memory, cheapest first
+ * (fleet order among equals): every rule takes the first candidate that
+ * fits, so each workload goes to the model where its memory costs least. */
+static void order_by_cost(struct ctx *c)
+{
+    for (size_t a = 1; a < c->nmodels; a++)
+        for (size_t b = a; b > 0; b--) {
+            const struct cat_model *x = c->models[b - 1], *y = c->models[b];
+            if (model_price(c, y) / y->memory_gib >= model_price(c, x) / x->memory_gib - 1e-12)
+                break;
+            c->models[b - 1] = y;
+            c->models[b] = x;
+        }
+}
+
+/* The part of a card of m a MIG instance of p takes: its memory slices or
+ * its compute slices, whichever is the larger share. */
+static double profile_share(const struct cat_model *m, const struct cat_profile *p)
+{
+    double u = (double)p->mem_units / m->grid;
+    double k = (double)p->compute / m->compute_slices;
+    return u > k ? u : k;
+}
+
+/* The least part of a card one replica of r takes: its whole GPUs, its MIG
+ * profile's memory or compute slices, or its pool cap (and MPS share). */
+static double replica_share(const struct decide_row *r)
+{
+    const struct cat_model *m = r->model;
+    if (r->profile)
+        return profile_share(m, r->profile);
+    if (!decide_mech_shares_card(r->mech))
+        return r->gpus;
+    double s = r->cap_gib / m->memory_gib;
+    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
+}
+
+/* ---- node eligibility ---- */
+
+const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
+                                const struct cat_model *model)
+{
+    if (model != r->model)
+        return "the card is not the GPU model it was decided for";
+    if (r->profile && !model->mig)
+        return "a MIG profile needs a MIG-capable card";
+    if (r->mech == DECIDE_VGPU && !n->vgpu_licensed)
+        return "vGPU needs a node with vgpuLicensed: true";
+    if (r->mech == DECIDE_MPS && !n->mps_allowed)
+        return "MPS needs a node with mps: true";
+    if (r->mech == DECIDE_MEMORY_FRACTION && r->enforce == DECIDE_ENFORCE_DRIVER &&
+        spec_cuda_version(n->cuda_version) < DECIDE_CUDA_FRACTIONS)
+        return "a driver-enforced memory fraction needs a node with cudaVersion 13.4 or later";
+    return NULL;
+}
+
+static int node_holds(const struct ctx *c, const struct spec_fleet_node *n,
+                      const struct cat_model *model)
+{
+    for (size_t g = 0; g < n->ngpus; g++)
+        if (cat_model_find(c->cat, n->gpus[g].model) == model)
+            return 1;
     return 0;
 }
 
-/* 1 if some node holding model has fact f. */
-static int fleet_has(const struct ctx *c, const struct cat_model *model, enum node_fact f)
+/* Nodes holding model where a row of mech (and enforce) may run, by
+ * decide_card_refuses; *holding (optional) counts the nodes holding model. */
+static int eligible_nodes(const struct ctx *c, const struct cat_model *model, int mech, int enforce,
+                          int *holding)
 {
+    struct decide_row trial = {.mech = mech, .model = model, .enforce = enforce};
     const struct spec_fleet *fl = c->m->fleet;
-    for (size_t i = 0; i < fl->nnodes; i++)
-        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
-            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == model &&
-                node_has(&fl->nodes[i], f))
-                return 1;
+    int ok = 0, held = 0;
+    for (size_t i = 0; i < fl->nnodes; i++) {
+        if (!node_holds(c, &fl->nodes[i], model))
+            continue;
+        held++;
+        ok += decide_card_refuses(&trial, &fl->nodes[i], model) == NULL;
+    }
+    if (holding)
+        *holding = held;
+    return ok;
+}
+
+/* 1 if any node of the fleet is vGPU-licensed. */
+static int fleet_licensed(const struct ctx *c)
+{
+    for (size_t i = 0; i < c->m->fleet->nnodes; i++)
+        if (c->m->fleet->nodes[i].vgpu_licensed)
+            return 1;
     return 0;
 }
 
@@ -166,6 +251,7 @@ struct wctx {
     const struct spec_tenant *t;
     const struct spec_workload *w;
     struct decide_row *row;
+    unsigned long long full; /* models[i] full for this workload: bit i */
     double need;
     const char *sizing; /* "30 GiB + 8 GiB KV cache = 38 GiB" */
 };
@@ -192,33 +278,47 @@ static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model 
     x->row->security_boundary = !decide_mech_shares_card(mech); /* a shared card isolates no data */
 }
 
-/* Candidate models for x in fleet order; NULL-terminated in out. */
+/* Candidate models for x: its gpuModels in their order, else the fleet's
+ * models cheapest first (only its gpuModel if set); none that is full for
+ * x. NULL-terminated in out. */
 static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_model **out)
 {
     size_t n = 0;
-    for (size_t i = 0; i < c->nmodels; i++)
-        if (!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i])
+    for (size_t k = 0; k < x->w->ngpu_models; k++)
+        for (size_t i = 0; i < c->nmodels; i++)
+            if (cat_model_find(c->cat, x->w->gpu_models[k]) == c->models[i] && !(x->full >> i & 1))
+                out[n++] = c->models[i];
+    for (size_t i = 0; i < c->nmodels && !x->w->ngpu_models; i++)
+        if ((!x->w->gpu_model || cat_model_find(c->cat, x->w->gpu_model) == c->models[i]) &&
+            !(x->full >> i & 1))
             out[n++] = c->models[i];
     out[n] = NULL;
     return n;
 }
 
-/* The first candidate with a MIG profile that fits; sets *profile. */
+/* The MIG candidate where the smallest fitting profile costs least (its
+ * card share at the model's price; the first that fits when the workload
+ * lists gpuModels); sets *profile. */
 static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
                                        const struct cat_profile **profile)
 {
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
+    double best_cost = 0;
     candidates(c, x, cands);
     for (size_t i = 0; cands[i]; i++) {
         if (!cands[i]->mig)
             continue;
         const struct cat_profile *p = smallest_profile(cands[i], x->need, x->w->compute_slices);
-        if (p) {
+        double cost = p ? model_price(c, cands[i]) * profile_share(cands[i], p) : 0;
+        if (p && (!best || cost < best_cost - 1e-9)) {
+            best = cands[i];
+            best_cost = cost;
             *profile = p;
-            return cands[i];
         }
+        if (best && x->w->ngpu_models)
+            break; /* gpuModels: the first listed that fits */
     }
-    return NULL;
+    return best;
 }
 
 static int any_mig(struct ctx *c, const struct wctx *x)
@@ -231,21 +331,28 @@ static int any_mig(struct ctx *c, const struct wctx *x)
     return 0;
 }
 
-/* The first candidate where the workload fits on `gpus` whole cards. */
+/* The candidate where a replica's whole cards cost least (the first that
+ * fits when the workload lists gpuModels); sets *gpus. */
 static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, int *gpus)
 {
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
+    double best_cost = 0;
     candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++) {
+    for (size_t i = 0; cands[i] && !(best && x->w->ngpu_models); i++) {
         int n = (int)ceil(x->need / cands[i]->memory_gib - 1e-9);
         if (n < 1)
             n = 1;
-        if (n <= x->w->gpus || (x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX)) {
-            *gpus = n > x->w->gpus ? n : x->w->gpus;
-            return cands[i];
+        if (n > x->w->gpus && !(x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX))
+            continue;
+        n = n > x->w->gpus ? n : x->w->gpus;
+        double cost = model_price(c, cands[i]) * n;
+        if (!best || cost < best_cost - 1e-9) {
+            best = cands[i];
+            best_cost = cost;
+            *gpus = n;
         }
     }
-    return NULL;
+    return best;
 }
 
 static void decide_mig(struct ctx *c, struct wctx *x, const struct cat_model *model,
@@ -285,14 +392,21 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
                         model->name, model->memory_gib));
 }
 
-/* A model for a sharing mechanism: first candidate with fact (or any). */
-static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int fact)
+/* A model for a sharing mechanism: the first candidate that holds the
+ * need where a row of mech (and enforce) may run on some node (on every node
+ * holding it when all_nodes); mech < 0: any candidate that holds the need. */
+static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int mech,
+                                           int enforce, int all_nodes)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++)
-        if (x->need <= cands[i]->memory_gib && (fact < 0 || fleet_has(c, cands[i], fact)))
+    for (size_t i = 0; cands[i]; i++) {
+        if (x->need > cands[i]->memory_gib)
+            continue;
+        int held = 0, ok = mech < 0 ? 1 : eligible_nodes(c, cands[i], mech, enforce, &held);
+        if (ok > 0 && (!all_nodes || ok == held))
             return cands[i];
+    }
     return NULL;
 }
 
@@ -307,7 +421,7 @@ static int default_sm_percent(double need, double card)
 
 static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, FACT_MPS);
+    const struct cat_model *model = share_model(c, x, DECIDE_MPS, 0, 0);
     if (!model) {
         fail(c, x,
              "MPS needs a node that allows it (mps: true) with a card of at least %.1f "
@@ -326,12 +440,29 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
                         why, x->sizing, x->row->cap_gib, x->row->sm_percent, model->name));
 }
 
+/* Who enforces a fraction's cap on model, in words that are true of the
+ * fleet: the driver when every node holding model runs CUDA 13.4+ (so every
+ * placement is driver-enforced), else tessera's shim, whose limit render
+ * writes for every replica. */
+static const char *fraction_enforcer(struct ctx *c, const struct cat_model *model, int enforce)
+{
+    if (enforce == DECIDE_ENFORCE_DRIVER)
+        return ts_arena_printf(c->arena, "the driver (every node with %s runs CUDA 13.4+)",
+                               model->name);
+    int held = 0;
+    int new_driver = eligible_nodes(c, model, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER, &held);
+    return ts_arena_printf(c->arena,
+                           "tessera's shim (%d of %d nodes with %s run%s CUDA below 13.4)",
+                           held - new_driver, held, model->name, held - new_driver == 1 ? "s" : "");
+}
+
 static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, FACT_FRACTIONS);
+    const struct cat_model *model = share_model(c, x, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER,
+                                                1);
     int enforce = DECIDE_ENFORCE_DRIVER;
     if (!model) {
-        model = share_model(c, x, -1);
+        model = share_model(c, x, -1, 0, 0);
         enforce = DECIDE_ENFORCE_SHIM;
     }
     if (!model) {
@@ -349,14 +480,12 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
                         "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
                         "by %s (not a security boundary)",
                         why, x->sizing, x->row->cap_gib, model->name,
-                        enforce == DECIDE_ENFORCE_DRIVER
-                            ? "the driver (CUDA 13.4+)"
-                            : "tessera's shim (driver below CUDA 13.4)"));
+                        fraction_enforcer(c, model, enforce)));
 }
 
 static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
 {
-    const struct cat_model *model = share_model(c, x, -1);
+    const struct cat_model *model = share_model(c, x, -1, 0, 0);
     if (!model) {
         fail(c, x, "needs %.1f GiB, more than any card in the fleet", x->need);
         return;
@@ -368,34 +497,72 @@ static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
                         x->sizing));
 }
 
+/* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the
+ * smallest fitting profile (sets *profile) first, else a non-MIG card the
+ * VM takes whole. NULL when no licensed node has a card that fits. */
+static const struct cat_model *vgpu_fit(struct ctx *c, const struct wctx *x,
+                                        const struct cat_profile **profile)
+{
+    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+    candidates(c, x, cands);
+    for (int pass = 0; pass < 2 && x->w->gpus == 1; pass++)
+        for (size_t i = 0; cands[i]; i++) {
+            if (cands[i]->mig != (pass == 0) || !eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
+                continue;
+            *profile = pass == 0 ? smallest_profile(cands[i], x->need, x->w->compute_slices) : NULL;
+            if (pass == 0 ? *profile != NULL : x->need <= cands[i]->memory_gib)
+                return cands[i];
+        }
+    return NULL;
+}
+
+/* Why a VM gets no vGPU, true of the fleet. */
+static const char *no_vgpu_reason(struct ctx *c, const struct wctx *x)
+{
+    if (!fleet_licensed(c))
+        return "no node is vGPU-licensed";
+    if (x->w->gpus > 1)
+        return ts_arena_printf(c->arena, "a vGPU is one GPU and it needs %d per replica",
+                               x->w->gpus);
+    return ts_arena_printf(c->arena, "no vGPU-licensed node has a %s that holds %g GiB",
+                           x->w->gpu_model     ? x->w->gpu_model
+                           : x->w->ngpu_models ? "card of its gpuModels"
+                                               : "card",
+                           x->need);
+}
+
 static void decide_vm(struct ctx *c, struct wctx *x)
 {
     const struct cat_profile *p = NULL;
-    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
-    if (mig && fleet_has(c, mig, FACT_VGPU)) {
-        decide_mig(c, x, mig, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
+    const struct cat_model *model = vgpu_fit(c, x, &p);
+    if (model && p) {
+        decide_mig(c, x, model, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
         x->row->mech = DECIDE_VGPU;
         return;
     }
-    const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
-    candidates(c, x, cands);
-    for (size_t i = 0; cands[i]; i++)
-        if (!cands[i]->mig && fleet_has(c, cands[i], FACT_VGPU) &&
-            x->need <= cands[i]->memory_gib && x->w->gpus == 1) {
-            decide_whole(c, x, "R1",
-                         "runs in a VM on a vGPU-licensed node: time-sliced vGPU "
-                         "sized to the whole card");
-            x->row->mech = DECIDE_VGPU;
-            return;
-        }
+    if (model) {
+        x->row->gpus = 1;
+        set(c, x, DECIDE_VGPU, model, "R1",
+            ts_arena_printf(c->arena,
+                            "runs in a VM on a vGPU-licensed node: time-sliced vGPU sized to "
+                            "the whole card; %s -> 1 whole %s (%.1f GiB)",
+                            x->sizing, model->name, model->memory_gib));
+        return;
+    }
+    const char *why = no_vgpu_reason(c, x);
+    if (x->w->isolation == SPEC_ISO_VGPU) {
+        fail(c, x, "isolation: vgpu was requested but %s", why);
+        return;
+    }
+    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
     if (mig)
         decide_mig(c, x, mig, p, "R1",
-                   "runs in a VM and no node is vGPU-licensed: the MIG "
-                   "instance is passed through");
+                   ts_arena_printf(c->arena,
+                                   "runs in a VM and %s: the MIG instance is passed through", why));
     else
-        decide_whole(c, x, "R1",
-                     "runs in a VM and no node is vGPU-licensed: the whole GPU is "
-                     "passed through");
+        decide_whole(
+            c, x, "R1",
+            ts_arena_printf(c->arena, "runs in a VM and %s: the whole GPU is passed through", why));
 }
 
 /* Why R3 applies, or NULL. */
@@ -421,6 +588,15 @@ static int needs_boundary_for_data(const struct wctx *x)
            x->t->contract == SPEC_CONTRACT_DEDICATED;
 }
 
+/* Why x gets no MIG, true of the fleet: its gpuModel, or the fleet. */
+static const char *no_mig_phrase(const struct ctx *c, const struct wctx *x)
+{
+    for (size_t i = 0; (x->w->gpu_model || x->w->ngpu_models) && i < c->nmodels; i++)
+        if (c->models[i]->mig)
+            return "its gpuModel(s) not MIG-capable";
+    return "no MIG-capable card in the fleet";
+}
+
 static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_profile *p = NULL;
@@ -440,17 +616,15 @@ static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
     }
     if (needs_boundary_for_data(x)) {
         decide_whole(c, x, "R3",
-                     ts_arena_printf(c->arena,
-                                     "%s needs a hardware boundary; no "
-                                     "MIG-capable card in the fleet, so a whole GPU",
-                                     why));
+                     ts_arena_printf(c->arena, "%s needs a hardware boundary; %s, so a whole GPU",
+                                     why, no_mig_phrase(c, x)));
         return;
     }
     decide_fraction(c, x, "R3",
                     ts_arena_printf(c->arena,
-                                    "%s on a fleet without MIG: SLA "
-                                    "memory is protected by an enforced fraction",
-                                    why));
+                                    "%s and %s: SLA memory is protected by an "
+                                    "enforced fraction",
+                                    why, no_mig_phrase(c, x)));
 }
 
 static int big_for_mig(struct ctx *c, const struct wctx *x)
@@ -532,7 +706,9 @@ static void decide_requested(struct ctx *c, struct wctx *x)
             fail(c, x,
                  "isolation: mig was requested but no MIG-capable card in the fleet has a "
                  "profile with %.1f GiB%s",
-                 x->need, x->w->gpu_model ? " (gpuModel limits the choice)" : "");
+                 x->need,
+                 x->w->gpu_model || x->w->ngpu_models ? " (gpuModel or gpuModels limits the choice)"
+                                                      : "");
         break;
     case SPEC_ISO_MPS: decide_mps(c, x, why); break;
     case SPEC_ISO_MEMORY_FRACTION: decide_fraction(c, x, "R5", why); break;
@@ -576,9 +752,22 @@ static void decide_one(struct ctx *c, struct wctx *x)
         fail(c, x, "gpuModel: unknown GPU model '%s'", w->gpu_model);
         return;
     }
+    if (w->gpu_model && w->ngpu_models) {
+        fail(c, x, "gpuModel and gpuModels: set one (gpuModel is gpuModels with one entry)");
+        return;
+    }
+    for (size_t k = 0; k < w->ngpu_models; k++)
+        if (!cat_model_find(c->cat, w->gpu_models[k])) {
+            fail(c, x, "gpuModels[%zu]: unknown GPU model '%s'", k, w->gpu_models[k]);
+            return;
+        }
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
-    if (candidates(c, x, cands) == 0) {
-        fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
+    if (candidates(c, x, cands) == 0 && !x->full) {
+        if (w->gpu_model)
+            fail(c, x, "gpuModel: no node in the fleet has a '%s'", w->gpu_model);
+        else
+            fail(c, x, "gpuModels: no node in the fleet has any of the %zu models listed",
+                 w->ngpu_models);
         return;
     }
     if (w->isolation == SPEC_ISO_CUDA_STREAMS) {
@@ -591,6 +780,81 @@ static void decide_one(struct ctx *c, struct wctx *x)
         decide_requested(c, x);
     else
         decide_auto(c, x);
+}
+
+static size_t model_slot(const struct ctx *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i] == model)
+            return i;
+    return 0;
+}
+
+/* Cards of r's model on nodes that may host r. */
+static double eligible_cards(const struct ctx *c, const struct decide_row *r)
+{
+    double n = 0;
+    const struct spec_fleet *fl = c->m->fleet;
+    for (size_t i = 0; i < fl->nnodes; i++)
+        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
+            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == r->model &&
+                !decide_card_refuses(r, &fl->nodes[i], r->model))
+                n += fl->nodes[i].gpus[g].count;
+    return n;
+}
+
+/* 1 when r's replicas fit, by card share, in what its model has left (and
+ * replicas kept on distinct cards find as many cards). */
+static int fits_capacity(const struct ctx *c, const struct decide_row *r)
+{
+    double want = replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
+    if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
+        return 0;
+    return c->reserved[model_slot(c, r->model)] + want <= cards + 1e-9;
+}
+
+/* Decide x; when its model has no room left (by the card shares the rows
+ * before it take), decide it again without that model: the workload spills
+ * to the next model that fits. A spill that fails keeps the first answer
+ * (the plan then says what does not fit). */
+static void decide_spilling(struct ctx *c, struct wctx *x)
+{
+    const struct decide_row start = *x->row;
+    int before = c->diag->count + c->diag->dropped;
+    decide_one(c, x);
+    if (c->diag->count + c->diag->dropped != before || fits_capacity(c, x->row))
+        goto reserve;
+    struct ts_diag *real = c->diag, *scratch = calloc(1, sizeof(*scratch));
+    const struct decide_row first = *x->row;
+    const char *full = NULL;
+    while (scratch) {
+        full = full ? ts_arena_printf(c->arena, "%s, %s", full, x->row->model->name)
+                    : x->row->model->name;
+        x->full |= 1ull << model_slot(c, x->row->model);
+        *x->row = start;
+        const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
+        if (candidates(c, x, cands) == 0) {
+            *x->row = first;
+            break;
+        }
+        memset(scratch, 0, sizeof(*scratch));
+        c->diag = scratch;
+        decide_one(c, x);
+        c->diag = real;
+        if (scratch->count + scratch->dropped) {
+            *x->row = first;
+            break;
+        }
+        if (fits_capacity(c, x->row)) {
+            x->row->reason = ts_arena_printf(c->arena, "%s; spilled from %s (full)", x->row->reason,
+                                             full);
+            break;
+        }
+    }
+    free(scratch);
+reserve:
+    if (x->row->model)
+        c->reserved[model_slot(c, x->row->model)] += replica_share(x->row) * x->w->replicas;
 }
 
 /* Workloads naming one pool must share a mechanism and trust each other. */
@@ -638,6 +902,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     ts_arena_init(&r->arena);
     struct ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     check_fleet(&c);
+    order_by_cost(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;
@@ -649,7 +914,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
             row->workload = &m->tenants[i].workloads[j];
             row->index = (int)r->nrows++;
             struct wctx x = {.t = row->tenant, .w = row->workload, .row = row};
-            decide_one(&c, &x);
+            decide_spilling(&c, &x);
         }
     if (r->rows && diag->count == 0)
         check_pools(&c, r);

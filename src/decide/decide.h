@@ -60,6 +60,20 @@ struct decide_result {
     size_t nrows;
 };
 
+/* Node eligibility, the one rule decide's reasons and plan's placements
+ * share: NULL when row r may run on a card of model on node n, else the
+ * constraint it breaks, as a phrase ("vGPU needs a node with vgpuLicensed:
+ * true"). The rules: the card is the row's model; a MIG profile needs a
+ * MIG-capable card; vGPU needs a vGPU-licensed node; MPS a node that allows
+ * it (mps: true); a driver-enforced memory fraction a node whose cudaVersion
+ * is 13.4 or later (a shim-enforced one runs anywhere). The spec has no node
+ * labels or zones, so nothing else restricts a node. */
+const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
+                                const struct cat_model *model);
+/* The CUDA version (major * 100 + minor) from which the driver enforces
+ * memory fractions. */
+#define DECIDE_CUDA_FRACTIONS 1304
+
 /* Decide every workload of m. On failure diag names each problem. */
 ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
                      struct decide_result **out, struct ts_diag *diag);

@@ -8,6 +8,7 @@
  * for each sharing mechanism its memory / card memory. Guests (best-effort
  * time-slicing) cost nothing: they can ride on other cards.
  * Naive: each workload its own guaranteed whole GPU(s); replicas count once.
+ * Dedicated: each replica its own whole GPU(s).
  */
 #include "plan/internal.h"
 
@@ -117,14 +118,26 @@ int plan__other_bound(const struct decide_result *d, const struct cat_model *mod
            pool_bound(d, model, DECIDE_TIME_SLICING);
 }
 
+/* Whole cards one replica of r needs on its own. */
+static int replica_cards(const struct decide_row *r)
+{
+    int cards = ceil_div(r->need_gib, r->model->memory_gib);
+    cards = cards < 1 ? 1 : cards;
+    return r->gpus > cards ? r->gpus : cards;
+}
+
 int plan_naive(const struct decide_result *d)
 {
     int n = 0;
-    for (size_t i = 0; i < d->nrows; i++) {
-        const struct decide_row *r = &d->rows[i];
-        int cards = ceil_div(r->need_gib, r->model->memory_gib);
-        cards = cards < 1 ? 1 : cards;
-        n += r->gpus > cards ? r->gpus : cards;
-    }
+    for (size_t i = 0; i < d->nrows; i++)
+        n += replica_cards(&d->rows[i]);
+    return n;
+}
+
+int plan_dedicated(const struct decide_result *d)
+{
+    int n = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        n += replica_cards(&d->rows[i]) * d->rows[i].workload->replicas;
     return n;
 }

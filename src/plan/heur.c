@@ -40,7 +40,9 @@ static int cmp_items(const void *a, const void *b, void *arg)
 
 int plan__item_allowed(const struct plan_mig *pm, size_t i, size_t c)
 {
-    return !pm->items[i].node || pm->items[i].node == pm->cards[c]->node;
+    const struct plan_item *it = &pm->items[i];
+    return (!it->node || it->node == pm->cards[c]->node) &&
+           (!it->row || plan__eligible(it->row, pm->cards[c]));
 }
 
 static int card_has_group(const struct card *k, int group)

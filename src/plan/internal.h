@@ -86,6 +86,11 @@ int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst 
 ts_status plan__mig(struct plan_build *b);
 /* Whole GPUs, sharing pools and best-effort guests. */
 ts_status plan__pools(struct plan_build *b);
+/* 1 if r may run on card g: decide_card_refuses, the one eligibility rule. */
+int plan__eligible(const struct decide_row *r, const struct plan_gpu *g);
+/* For a failure message: "" when every node holding r's model may host r,
+ * else " (CONSTRAINT: N of M nodes with MODEL qualify)". Arena text. */
+const char *plan__constraint_note(struct plan_build *b, const struct decide_row *r);
 /* Report a placement failure located at the workload. */
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -110,6 +110,35 @@ static ts_status write_card(struct plan_build *b, const struct plan_mig *pm, con
     return TS_OK;
 }
 
+/* 1 when pm's free cards are interchangeable: every item may go on every
+ * card (no canary node, no node spread, the same node eligibility), so any
+ * `used` of them hold what the heuristic's `used` cards hold. */
+static int interchangeable(const struct plan_mig *pm)
+{
+    for (size_t i = 0; i < pm->nitems; i++) {
+        if (pm->items[i].spread_node)
+            return 0;
+        for (size_t c = 0; c < pm->ncards; c++)
+            if (pm->cards[c]->mode != PLAN_FREE || !plan__item_allowed(pm, i, c))
+                return 0;
+    }
+    return 1;
+}
+
+/* GLPK on pm, or, when its cards are interchangeable and the heuristic
+ * used `used` of them, on only the first `used` cards (a layout with fewer
+ * cards fits there as well as anywhere): the model stays small on large
+ * fleets. card_of indexes pm->cards either way. */
+static int exact_on_needed(struct plan_build *b, const struct plan_mig *pm, int used, int *card_of,
+                           int *optimal)
+{
+    if (used <= 0 || (size_t)used >= pm->ncards || !interchangeable(pm))
+        return plan__exact(pm, b->opt->time_limit_s, card_of, optimal);
+    struct plan_mig sub = *pm;
+    sub.ncards = (size_t)used; /* the first cards: pm->cards is in fleet order */
+    return plan__exact(&sub, b->opt->time_limit_s, card_of, optimal);
+}
+
 /* Heuristic, then GLPK when it might save a card; the better wins. */
 static int solve(struct plan_build *b, const struct plan_mig *pm, int *card_of, int bound)
 {
@@ -121,7 +150,7 @@ static int solve(struct plan_build *b, const struct plan_mig *pm, int *card_of, 
         return used;
     int *exact = malloc((pm->nitems + 1) * sizeof(*exact));
     int optimal = 0;
-    int e = exact ? plan__exact(pm, b->opt->time_limit_s, exact, &optimal) : -1;
+    int e = exact ? exact_on_needed(b, pm, used, exact, &optimal) : -1;
     if (e == PLAN_EXACT_TOO_LARGE) {
         b->glpk_skipped = 1;
         free(exact);
@@ -161,11 +190,15 @@ static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int
         }
         r = r ? r : it->row;
     }
+    const char *note = "";
+    for (size_t i = 0; i < pm->nitems && !*note; i++)
+        if (pm->items[i].row)
+            note = plan__constraint_note(b, pm->items[i].row);
     plan__fail(b, r,
                "cannot place %zu MIG instances on the fleet's %zu %s cards (they need at "
-               "least %d, and replica spread or canary slices may need more); add cards or "
+               "least %d, and replica spread or canary slices may need more)%s; add cards or "
                "shrink the workloads",
-               pm->nitems, pm->ncards, pm->model->name, bound);
+               pm->nitems, pm->ncards, pm->model->name, bound, note);
 }
 
 static ts_status mig_model(struct plan_build *b, const struct cat_model *model)

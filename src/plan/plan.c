@@ -37,6 +37,49 @@ void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fm
     va_end(ap);
 }
 
+int64_t plan_cost_per_hour(const struct plan *p)
+{
+    const struct spec_pricebook *pb = p->model->pricebook;
+    int64_t cost = 0;
+    for (size_t i = 0; pb && i < p->ngpus; i++) {
+        if (p->gpus[i].mode == PLAN_FREE)
+            continue;
+        int64_t price = -1;
+        for (size_t k = 0; k < pb->nprices && price < 0; k++)
+            if (strcmp(pb->prices[k].model, p->gpus[i].model->name) == 0)
+                price = pb->prices[k].per_gpu_hour;
+        if (price < 0)
+            return -1;
+        cost += price;
+    }
+    return pb ? cost : -1;
+}
+
+int plan__eligible(const struct decide_row *r, const struct plan_gpu *g)
+{
+    return decide_card_refuses(r, g->node, g->model) == NULL;
+}
+
+const char *plan__constraint_note(struct plan_build *b, const struct decide_row *r)
+{
+    const char *why = NULL;
+    int held = 0, ok = 0;
+    for (size_t i = 0; i < b->p->ngpus; i++) {
+        const struct plan_gpu *g = &b->p->gpus[i];
+        if (g->model != r->model ||
+            (i > 0 && b->p->gpus[i - 1].node == g->node && b->p->gpus[i - 1].model == g->model))
+            continue; /* one count per node (a node's cards of a model are adjacent) */
+        const char *no = decide_card_refuses(r, g->node, g->model);
+        held++;
+        ok += no == NULL;
+        why = why ? why : no;
+    }
+    if (!why)
+        return "";
+    return ts_arena_printf(&b->p->arena, " (%s: %d of %d nodes with %s qualify)", why, ok, held,
+                           r->model->name);
+}
+
 static ts_status make_cards(struct plan_build *b)
 {
     const struct spec_fleet *f = b->m->fleet;
@@ -180,9 +223,14 @@ static void totals(struct plan_build *b)
         if (g->model->memory_gib > reserved)
             s->idle_gib += g->model->memory_gib - reserved;
     }
+    s->cost_per_hour = plan_cost_per_hour(p);
     s->naive = plan_naive(b->d);
     s->lower_bound = b->bound;
     s->savings_percent = s->naive > 0 ? 100.0 * (s->naive - s->gpus_used) / s->naive : 0;
+    s->dedicated = plan_dedicated(b->d);
+    s->savings_dedicated_percent = s->dedicated > 0
+                                       ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
+                                       : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
     if (b->glpk_timeout)
         s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"

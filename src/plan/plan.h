@@ -65,13 +65,17 @@ struct plan_gpu {
 struct plan_summary {
     int gpus_used;
     int gpus_total;
-    int naive;
+    int naive;     /* one guaranteed card per workload, replicas once */
+    int dedicated; /* one card per replica, times its GPUs */
     int lower_bound;
-    double savings_percent;     /* (naive - used) / naive * 100 */
-    double reserved_unused_gib; /* reserved for workloads beyond their need */
-    double idle_gib;            /* memory of used cards nobody reserved */
-    const char *solver;         /* "exact (GLPK)", "heuristic", ... */
-    int optimal;                /* 1 when gpus_used is proven minimal */
+    double savings_percent;           /* (naive - used) / naive * 100; < 0 possible */
+    double savings_dedicated_percent; /* (dedicated - used) / dedicated * 100 */
+    double reserved_unused_gib;       /* reserved for workloads beyond their need */
+    double idle_gib;                  /* memory of used cards nobody reserved */
+    const char *solver;               /* "exact (GLPK)", "heuristic", ... */
+    int64_t cost_per_hour; /* used cards at PriceBook prices (micro-units); -1: no PriceBook,
+                            * or a used card's model has no price */
+    int optimal;           /* 1 when gpus_used is proven minimal */
 };
 
 struct plan {
@@ -106,8 +110,15 @@ void plan_free(struct plan *p);
 /* Lower bound on cards for the decisions (plan/bound.c). */
 int plan_lower_bound(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d);
-/* The naive count: every workload its own whole GPU(s), replicas once. */
+/* The naive count: every workload its own whole GPU(s), replicas once (the
+ * worked example's 7). It ignores replicas, so a plan can use more. */
 int plan_naive(const struct decide_result *d);
+/* The dedicated count: every replica its own whole GPU(s). */
+int plan_dedicated(const struct decide_result *d);
+
+/* The used cards at the PriceBook's prices per hour, in micro-units of its
+ * currency; -1 without a PriceBook or when a used card's model has none. */
+int64_t plan_cost_per_hour(const struct plan *p);
 
 /* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);

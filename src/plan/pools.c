@@ -41,12 +41,13 @@ static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struc
 
 /* ---- whole GPUs ---- */
 
+/* Free cards on node n that r may use. */
 static size_t free_on_node(const struct plan *p, const struct spec_fleet_node *n,
-                           const struct cat_model *model)
+                           const struct decide_row *r)
 {
     size_t c = 0;
     for (size_t i = 0; i < p->ngpus; i++)
-        c += p->gpus[i].node == n && p->gpus[i].model == model && p->gpus[i].mode == PLAN_FREE;
+        c += p->gpus[i].node == n && p->gpus[i].mode == PLAN_FREE && plan__eligible(r, &p->gpus[i]);
     return c;
 }
 
@@ -55,14 +56,14 @@ static ts_status whole_replica(struct plan_build *b, const struct decide_row *r,
     struct plan *p = b->p;
     for (size_t i = 0; i < p->ngpus; i++) {
         const struct spec_fleet_node *n = p->gpus[i].node;
-        if ((i > 0 && p->gpus[i - 1].node == n) || free_on_node(p, n, r->model) < (size_t)r->gpus)
+        if ((i > 0 && p->gpus[i - 1].node == n) || free_on_node(p, n, r) < (size_t)r->gpus)
             continue;
         if (r->workload->spread == SPEC_SPREAD_NODE && node_holds_replica(p, n, r))
             continue;
         int part = 0;
         for (size_t k = i; k < p->ngpus && p->gpus[k].node == n && part < r->gpus; k++) {
             struct plan_gpu *g = &p->gpus[k];
-            if (g->model != r->model || g->mode != PLAN_FREE)
+            if (g->mode != PLAN_FREE || !plan__eligible(r, g))
                 continue;
             g->mode = r->mech == DECIDE_VGPU ? PLAN_VGPU : PLAN_WHOLE;
             struct plan_inst in = {
@@ -73,11 +74,12 @@ static ts_status whole_replica(struct plan_build *b, const struct decide_row *r,
         return TS_OK;
     }
     plan__fail(b, r,
-               "no node has %d free %s card%s for replica %d of %s/%s%s; add cards or "
+               "no node has %d free %s card%s for replica %d of %s/%s%s%s; add cards or "
                "lower replicas",
                r->gpus, r->model->name, r->gpus > 1 ? "s" : "", replica + 1, r->tenant->name,
                r->workload->name,
-               r->workload->spread == SPEC_SPREAD_NODE ? " (replicas spread across nodes)" : "");
+               r->workload->spread == SPEC_SPREAD_NODE ? " (replicas spread across nodes)" : "",
+               plan__constraint_note(b, r));
     return TS_INFEASIBLE;
 }
 
@@ -93,7 +95,7 @@ static int pool_mode(int mech)
 /* Can r join the pool card g? */
 static int joins(const struct plan_build *b, const struct plan_gpu *g, const struct decide_row *r)
 {
-    if (g->mode != pool_mode(r->mech) || g->model != r->model || !spread_ok(b->p, g, r))
+    if (g->mode != pool_mode(r->mech) || !plan__eligible(r, g) || !spread_ok(b->p, g, r))
         return 0;
     double mem = r->cap_gib;
     int sm = r->sm_percent;
@@ -184,7 +186,7 @@ static struct plan_gpu *open_card(struct plan *p, const struct decide_row *r)
 {
     for (size_t i = 0; i < p->ngpus; i++) {
         struct plan_gpu *g = &p->gpus[i];
-        if (g->mode == PLAN_FREE && g->model == r->model && spread_ok(p, g, r)) {
+        if (g->mode == PLAN_FREE && plan__eligible(r, g) && spread_ok(p, g, r)) {
             g->mode = pool_mode(r->mech);
             return g;
         }
@@ -211,10 +213,10 @@ static ts_status pool_replica(struct plan_build *b, const struct decide_row *r, 
         target = open_card(p, r);
     if (!target) {
         plan__fail(b, r,
-                   "no %s card left for replica %d of %s/%s (%s, %g GiB); add cards or "
+                   "no %s card left for replica %d of %s/%s (%s, %g GiB)%s; add cards or "
                    "lower replicas",
                    r->model->name, replica + 1, r->tenant->name, r->workload->name,
-                   decide_mech_names[r->mech], r->cap_gib);
+                   decide_mech_names[r->mech], r->cap_gib, plan__constraint_note(b, r));
         return TS_INFEASIBLE;
     }
     struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, r->sm_percent, 0};
@@ -238,7 +240,7 @@ static int cmp_rows(const void *a, const void *b)
 static int hosts_guest(const struct plan_build *b, const struct plan_gpu *g,
                        const struct decide_row *r)
 {
-    if (g->model != r->model || !spread_ok(b->p, g, r) || g->ninst == 0)
+    if (!plan__eligible(r, g) || !spread_ok(b->p, g, r) || g->ninst == 0)
         return 0;
     if (g->mode != PLAN_WHOLE && g->mode != PLAN_TIME_SLICING)
         return 0;

@@ -177,10 +177,11 @@ ts_status render__readme(struct render_ctx *c)
     const struct plan_summary *s = &c->p->summary;
     ts_sbuf_printf(o,
                    "# GPU tenancy rendered by tessera\n\nDevice API: %s. %zu tenants, %zu "
-                   "workloads; %d of %d GPUs used (naive %d, lower bound %d).\nGenerated "
+                   "workloads; %d of %d GPUs used (naive %d, dedicated %d, lower bound "
+                   "%d).\nGenerated "
                    "files: do not edit; change the spec and render again.\n\n",
                    render_api_names[c->opt->api], c->p->model->ntenants, c->p->decisions->nrows,
-                   s->gpus_used, s->gpus_total, s->naive, s->lower_bound);
+                   s->gpus_used, s->gpus_total, s->naive, s->dedicated, s->lower_bound);
     prerequisites(c, o);
     order(c, o);
     tenants(c, o);

@@ -139,9 +139,9 @@ void render_svg(const struct plan *p, struct ts_sbuf *out)
     const struct plan_summary *s = &p->summary;
     ts_sbuf_printf(out,
                    "<text x=\"20\" y=\"30\" style=\"font-size:18px;font-weight:bold\">"
-                   "tessera plan: %d of %d GPUs used, naive %d, %.0f%% less hardware, lower "
+                   "tessera plan: %d of %d GPUs used, naive %d, dedicated %d, lower "
                    "bound %d</text>\n",
-                   s->gpus_used, s->gpus_total, s->naive, s->savings_percent, s->lower_bound);
+                   s->gpus_used, s->gpus_total, s->naive, s->dedicated, s->lower_bound);
     for (size_t i = 0; i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
         double y = TOP + (double)i * ROW_H;

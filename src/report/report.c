@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/names.h"
+#include "util/units.h"
 
 static const char *profile_name(const struct decide_row *r, char *buf, size_t size)
 {
@@ -71,19 +72,40 @@ static void text_gpus(const struct plan *p, struct ts_sbuf *out)
     }
 }
 
-static void text_summary(const struct plan_summary *s, struct ts_sbuf *out)
+/* A saving against a baseline; a negative one says what it means. */
+static void text_saving(struct ts_sbuf *out, const char *label, int base, int used, double pct,
+                        const char *why_more)
+{
+    if (used <= base)
+        ts_sbuf_printf(out, "  %-18s %d GPU%s, %.0f%% less hardware\n", label, base - used,
+                       base - used == 1 ? "" : "s", pct);
+    else
+        ts_sbuf_printf(out, "  %-18s none: the plan uses %d GPU%s more (%s)\n", label, used - base,
+                       used - base == 1 ? "" : "s", why_more);
+}
+
+static void text_summary(const struct plan_summary *s, const char *currency, struct ts_sbuf *out)
 {
     ts_sbuf_printf(out,
                    "\nSummary\n"
                    "  GPUs used          %d of %d\n"
                    "  naive              %d (one guaranteed GPU per workload)\n"
-                   "  saving             %d GPU%s, %.0f%% less hardware\n"
+                   "  dedicated          %d (one GPU per replica, times its GPUs)\n",
+                   s->gpus_used, s->gpus_total, s->naive, s->dedicated);
+    text_saving(out, "saving", s->naive, s->gpus_used, s->savings_percent,
+                "naive counts a workload's replicas once, so it is no layout the fleet could run");
+    text_saving(out, "saving, dedicated", s->dedicated, s->gpus_used, s->savings_dedicated_percent,
+                "canary slices and replica spread hold cards that one card per replica does not");
+    if (s->cost_per_hour >= 0)
+        ts_sbuf_printf(
+            out, "  cost               %.2f %s per hour (the used cards at PriceBook prices)\n",
+            (double)s->cost_per_hour / TS_MICRO, currency);
+    ts_sbuf_printf(out,
                    "  lower bound        %d%s\n"
                    "  solver             %s\n"
                    "  reserved, unused   %.1f GiB (reserved for workloads beyond their need)\n"
                    "  idle               %.1f GiB (on used cards, reserved by nobody)\n",
-                   s->gpus_used, s->gpus_total, s->naive, s->naive - s->gpus_used,
-                   s->naive - s->gpus_used == 1 ? "" : "s", s->savings_percent, s->lower_bound,
+                   s->lower_bound,
                    s->optimal ? " (the plan meets it: optimal)" : " (the plan may not be optimal)",
                    s->solver, s->reserved_unused_gib, s->idle_gib);
 }
@@ -92,7 +114,7 @@ void report_text(const struct plan *p, struct ts_sbuf *out)
 {
     text_decisions(p, out);
     text_gpus(p, out);
-    text_summary(&p->summary, out);
+    text_summary(&p->summary, p->model->pricebook ? p->model->pricebook->currency : "", out);
 }
 
 /* ---- JSON ---- */
@@ -152,13 +174,22 @@ static json_t *json_gpu(const struct plan_gpu *g)
     return o;
 }
 
-static json_t *json_summary(const struct plan_summary *s)
+static json_t *json_summary(const struct plan *p)
 {
+    const struct plan_summary *s = &p->summary;
     json_t *o = json_object();
+    const struct spec_pricebook *pb = p->model->pricebook;
+    json_object_set_new(o, "costPerHour",
+                        s->cost_per_hour >= 0 ? json_real((double)s->cost_per_hour / TS_MICRO)
+                                              : json_null());
+    json_object_set_new(o, "currency", pb ? json_string(pb->currency) : json_null());
     json_object_set_new(o, "gpusUsed", json_integer(s->gpus_used));
     json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
     json_object_set_new(o, "naiveGpus", json_integer(s->naive));
     json_object_set_new(o, "savingsPercent", round_to(s->savings_percent, 0.1));
+    json_object_set_new(o, "dedicatedGpus", json_integer(s->dedicated));
+    json_object_set_new(o, "savingsVsDedicatedPercent",
+                        round_to(s->savings_dedicated_percent, 0.1));
     json_object_set_new(o, "lowerBound", json_integer(s->lower_bound));
     json_object_set_new(o, "optimal", json_boolean(s->optimal));
     json_object_set_new(o, "solver", json_string(s->solver));
@@ -172,7 +203,7 @@ json_t *report_json_doc(const struct plan *p)
     json_t *root = json_object(), *decisions = json_array(), *gpus = json_array();
     json_object_set_new(root, "apiVersion", json_string(TS_API_VERSION));
     json_object_set_new(root, "kind", json_string("Plan"));
-    json_object_set_new(root, "summary", json_summary(&p->summary));
+    json_object_set_new(root, "summary", json_summary(p));
     for (size_t i = 0; i < p->decisions->nrows; i++)
         json_array_append_new(decisions, json_decision(&p->decisions->rows[i]));
     for (size_t i = 0; i < p->ngpus; i++)

@@ -68,16 +68,18 @@ struct spec_workload {
     double p99_ms;       /* latency target; 0 = none */
     int best_effort;     /* 1 = explicitly best-effort */
     int replicas;
-    int spread;             /* enum spec_spread */
-    int gpus;               /* GPUs one replica needs (multi-GPU when > 1) */
-    int peer_to_peer;       /* needs P2P / NVLink between its GPUs */
-    int vm;                 /* runs in a VM */
-    int trust;              /* enum spec_trust: the data/code it handles */
-    const char *schedule;   /* e.g. "nightly"; NULL = always on */
-    int isolation;          /* enum spec_isolation */
-    int compute_slices;     /* MIG: minimum compute slices (0 = by memory) */
-    int sm_percent;         /* MPS: active thread percentage (0 = derived) */
-    const char *gpu_model;  /* preferred catalog model, or NULL */
+    int spread;              /* enum spec_spread */
+    int gpus;                /* GPUs one replica needs (multi-GPU when > 1) */
+    int peer_to_peer;        /* needs P2P / NVLink between its GPUs */
+    int vm;                  /* runs in a VM */
+    int trust;               /* enum spec_trust: the data/code it handles */
+    const char *schedule;    /* e.g. "nightly"; NULL = always on */
+    int isolation;           /* enum spec_isolation */
+    int compute_slices;      /* MIG: minimum compute slices (0 = by memory) */
+    int sm_percent;          /* MPS: active thread percentage (0 = derived) */
+    const char *gpu_model;   /* preferred catalog model, or NULL */
+    const char **gpu_models; /* allowed catalog models, most preferred first */
+    size_t ngpu_models;
     const char *pool;       /* named sharing pool, or NULL */
     const char *namespace_; /* where it runs (defaulted to the tenant's first) */
 };

@@ -126,6 +126,13 @@ static const struct spec_field workload_fields[] = {
      .type = SPEC_F_STR,
      .offset = OFF(gpu_model),
      .help = "run only on this catalog model"},
+    {.key = "gpuModels",
+     .type = SPEC_F_NAMES,
+     .offset = OFF(gpu_models),
+     .count_offset = OFF(ngpu_models),
+     .max = SPEC_WORKLOAD_MODELS_MAX,
+     .help = "run only on these catalog models, most preferred first (instead of cheapest "
+             "first); spills down the list when one is full"},
     {.key = "pool",
      .type = SPEC_F_NAME,
      .offset = OFF(pool),

@@ -110,6 +110,9 @@
 /* Extra capabilities and host paths a tenant's podSecurity names: a handful
  * in practice; a list past this is a mistake, not a contract. */
 #define SPEC_POD_SECURITY_ITEMS_MAX 64
+/* Card models one workload may list in gpuModels: the catalog's distinct
+ * models a fleet can hold (DECIDE_MODELS_MAX). */
+#define SPEC_WORKLOAD_MODELS_MAX 64
 
 /* ---- inventory: the NodeInventory document (filled from NVML) ------------- */
 

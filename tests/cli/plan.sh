@@ -11,6 +11,9 @@ cp "$TMP/out" "$TMP/plan.txt"
 expect_in "$TMP/plan.txt" "GPUs used          4 of 4"
 expect_in "$TMP/plan.txt" "naive              7 (one guaranteed GPU per workload)"
 expect_in "$TMP/plan.txt" "saving             3 GPUs, 43% less hardware"
+expect_in "$TMP/plan.txt" "dedicated          17 (one GPU per replica, times its GPUs)"
+expect_in "$TMP/plan.txt" "saving, dedicated  13 GPUs, 76% less hardware"
+expect_in "$TMP/plan.txt" "cost               11.60 EUR per hour"  # 4 cards at 2.90
 expect_in "$TMP/plan.txt" "lower bound        4 (the plan meets it: optimal)"
 expect_in "$TMP/plan.txt" "gpu-node-1 gpu 3  h100-80gb-sxm  whole + time-slicing"
 expect_in "$TMP/plan.txt" "R3: untrusted data with a 250 ms p99 needs a hardware boundary"
@@ -23,6 +26,9 @@ p = json.load(open(sys.argv[1]))
 s = p["summary"]
 assert (s["gpusUsed"], s["naiveGpus"], s["lowerBound"]) == (4, 7, 4), s
 assert abs(s["savingsPercent"] - 42.9) < 1e-9, s
+assert s["dedicatedGpus"] == 17, s  # 2+2+2+2+7+1+1 replicas, one card each
+assert abs(s["savingsVsDedicatedPercent"] - 76.5) < 1e-9, s
+assert abs(s["costPerHour"] - 4 * 2.90) < 1e-9 and s["currency"] == "EUR", s
 assert s["optimal"] is True
 rows = {(d["tenant"], d["workload"]): d for d in p["decisions"]}
 assert rows[("client-a", "chat-13b")]["profile"] == "3g.40gb"

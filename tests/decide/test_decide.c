@@ -74,7 +74,7 @@ static const struct rule_case rules[] = {
      "no MIG-capable card in the fleet, so a whole GPU", 1},
     {"    cudaVersion: \"13.4\"\n", L40S, "  contract: isolated\n",
      "kind: inference, memoryHighWaterGiB: 12, p99Ms: 100", "memory-fraction", NULL, "R3",
-     "enforced by the driver (CUDA 13.4+) (not a security boundary)", 0},
+     "enforced by the driver (every node with l40s runs CUDA 13.4+) (not a security boundary)", 0},
     /* R4: MPS for trusted latency-sensitive work */
     {"", L40S, "  contract: shared-trusted\n", "kind: inference, memoryHighWaterGiB: 9, p99Ms: 40",
      "mps", NULL, "R4", "9 GiB -> 9 GiB pinned-memory cap, 20% of SMs on l40s", 0},

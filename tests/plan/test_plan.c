@@ -59,6 +59,23 @@ static void test_exact_beats_heuristic(void **state)
     th_free(&e);
 }
 
+/* The same workloads on 448 cards: GLPK runs on the cards the heuristic
+ * needed (interchangeable ones), not on every free card of the fleet, so
+ * it proves the optimum instead of stopping at its time limit. */
+static void test_exact_on_large_fleet(void **state)
+{
+    (void)state;
+    struct th_job e;
+    th_run_file(&e, th_src_path("tests/fixtures/plan/exact-large-fleet.yaml"), PLAN_SOLVER_EXACT);
+    assert_int_equal(e.st, TS_OK);
+    assert_int_equal(e.plan->summary.gpus_total, 448);
+    assert_int_equal(e.plan->summary.gpus_used, 7);
+    assert_true(e.plan->summary.optimal);
+    assert_string_equal(e.plan->summary.solver, "exact (GLPK)");
+    assert_verified(e.plan);
+    th_free(&e);
+}
+
 static const char *one_node_h100 =
     "  nodes:\n  - name: n1\n    gpus: [{model: h100-80gb-sxm, count: 2}]\n";
 static const char *two_nodes_h100 =
@@ -383,6 +400,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_beats_heuristic),
+        cmocka_unit_test(test_exact_on_large_fleet),
         cmocka_unit_test(test_spread_node),
         cmocka_unit_test(test_spread_gpu_vs_none),
         cmocka_unit_test(test_canary_per_node),

@@ -71,6 +71,10 @@ static void check_layout(int solver)
     assert_int_equal(p->summary.lower_bound, 4);
     assert_true(p->summary.optimal);
     assert_int_equal((int)lround(p->summary.savings_percent), 43);
+    /* one card per replica: chat 2 + code 2 + support 2 + summarise 2 +
+     * embedding 7 + finetune 1 + notebooks 1 */
+    assert_int_equal(p->summary.dedicated, 17);
+    assert_int_equal((int)lround(p->summary.savings_dedicated_percent), 76);
     struct ts_error e;
     assert_int_equal(plan_verify(p, &e), TS_OK);
     th_free(&j);

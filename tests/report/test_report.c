@@ -36,6 +36,11 @@ static void assert_summary(const struct plan_summary *s, json_t *o)
     assert_string_equal(json_string_value(json_object_get(o, "solver")), s->solver);
     double saving = json_number_value(json_object_get(o, "savingsPercent"));
     assert_true(fabs(saving - s->savings_percent) <= 0.05);
+    assert_int_equal(json_integer_value(json_object_get(o, "dedicatedGpus")), s->dedicated);
+    assert_true(fabs(json_number_value(json_object_get(o, "costPerHour")) * 1e6 -
+                     (double)s->cost_per_hour) < 1);
+    saving = json_number_value(json_object_get(o, "savingsVsDedicatedPercent"));
+    assert_true(fabs(saving - s->savings_dedicated_percent) <= 0.05);
 }
 
 static void assert_decisions(const struct decide_result *d, json_t *arr)
@@ -168,12 +173,45 @@ static void test_text(void **state)
     th_free(&j);
 }
 
+/* Four replicas that must sit on distinct cards use more cards than the
+ * naive count (which counts them once): the text says what the negative
+ * saving means instead of printing "-3 GPUs"; against one card per replica
+ * the plan saves nothing and says 0. */
+static void test_negative_saving_explained(void **state)
+{
+    (void)state;
+    struct th_job j;
+    th_run_text(&j,
+                "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
+                "  nodes:\n  - name: n1\n    gpus: [{model: l40s, count: 4}]\n---\n"
+                "apiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\nspec:\n"
+                "  contract: shared-trusted\n  namespaces: [t]\n  workloads:\n"
+                "  - {name: w, kind: batch, memoryHighWaterGiB: 30, replicas: 4}\n",
+                PLAN_SOLVER_AUTO);
+    assert_int_equal(j.st, TS_OK);
+    const struct plan_summary *s = &j.plan->summary;
+    assert_int_equal(s->gpus_used, 4);
+    assert_int_equal(s->naive, 1);
+    assert_int_equal(s->dedicated, 4);
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, 1u << 20);
+    report_text(j.plan, &out);
+    const char *text = ts_sbuf_str(&out);
+    assert_null(strstr(text, "-3 GPU"));
+    assert_non_null(strstr(text, "saving             none: the plan uses 3 GPUs more (naive counts "
+                                 "a workload's replicas once"));
+    assert_non_null(strstr(text, "saving, dedicated  0 GPUs, 0% less hardware"));
+    ts_sbuf_release(&out);
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_matches_plan),
         cmocka_unit_test(test_json_deterministic),
         cmocka_unit_test(test_text),
+        cmocka_unit_test(test_negative_saving_explained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
