@@ -8,7 +8,7 @@
  * order. Each rule that fires fills one decide_row with a reason string
  * that quotes the numbers.
  */
-#include "decide/decide.h"
+#include "decide/internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -28,195 +28,6 @@ int decide_mech_shares_card(int mech)
 int decide_mech_has_memory_cap(int mech)
 {
     return mech == DECIDE_MPS || mech == DECIDE_MEMORY_FRACTION;
-}
-
-struct ctx {
-    const struct spec_model *m;
-    const struct cat_catalog *cat;
-    struct ts_arena *arena;
-    struct ts_diag *diag;
-    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
-    size_t nmodels;
-    double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
-};
-
-/* ---- fleet checks ---- */
-
-static void suggest_models(struct ctx *c, const struct spec_loc *loc, const char *name)
-{
-    char list[600] = "";
-    for (size_t i = 0; i < c->cat->nmodels; i++) {
-        size_t len = strlen(list);
-        snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", c->cat->models[i].name);
-    }
-    spec_report_loc(c->diag, loc, "model: unknown GPU model '%s' (known: %s)", name, list);
-}
-
-static void add_model(struct ctx *c, const struct cat_model *model)
-{
-    for (size_t i = 0; i < c->nmodels; i++)
-        if (c->models[i] == model)
-            return;
-    if (c->nmodels < DECIDE_MODELS_MAX)
-        c->models[c->nmodels++] = model;
-}
-
-static void check_canary(struct ctx *c, const struct spec_fleet_node *n, const char *canary,
-                         int explicit_on_node)
-{
-    int has_mig = 0;
-    for (size_t g = 0; g < n->ngpus; g++) {
-        const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
-        if (!model || !model->mig)
-            continue;
-        has_mig = 1;
-        if (!cat_profile_find(model, canary))
-            spec_report_loc(c->diag, &n->loc,
-                            "canary: %s has no MIG profile '%s' (set this "
-                            "node's canary to one of its profiles; see tessera catalog show %s)",
-                            model->name, canary, model->name);
-    }
-    if (!has_mig && explicit_on_node)
-        spec_report_loc(c->diag, &n->loc,
-                        "canary: node '%s' has no MIG-capable GPU to keep a "
-                        "'%s' slice free on",
-                        n->name, canary);
-}
-
-static void check_fleet(struct ctx *c)
-{
-    const struct spec_fleet *f = c->m->fleet;
-    for (size_t i = 0; i < f->nnodes; i++) {
-        const struct spec_fleet_node *n = &f->nodes[i];
-        for (size_t g = 0; g < n->ngpus; g++) {
-            const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
-            if (!model)
-                suggest_models(c, &n->gpus[g].loc, n->gpus[g].model);
-            else
-                add_model(c, model);
-        }
-        const char *canary = n->canary ? n->canary : f->canary;
-        if (canary)
-            check_canary(c, n, canary, n->canary != NULL);
-    }
-    if (c->m->pricebook)
-        for (size_t i = 0; i < c->m->pricebook->nprices; i++) {
-            const struct spec_price *p = &c->m->pricebook->prices[i];
-            if (!cat_model_find(c->cat, p->model))
-                suggest_models(c, &p->loc, p->model);
-        }
-}
-
-/* ---- cost: which model first ---- */
-
-/* A model's price per GPU hour in micro-units: the PriceBook's, the highest
- * listed price for a model it does not list, 1 for every model without a
- * PriceBook (then cost is card count). */
-static double model_price(const struct ctx *c, const struct cat_model *model)
-{
-    const struct spec_pricebook *pb = c->m->pricebook;
-    if (!pb)
-        return 1;
-    double top = 1;
-    for (size_t i = 0; i < pb->nprices; i++) {
-        if (cat_model_find(c->cat, pb->prices[i].model) == model)
-            return (double)pb->prices[i].per_gpu_hour;
-        top = (double)pb->prices[i].per_gpu_hour > top ? (double)pb->prices[i].per_gpu_hour : top;
-    }
-    return top;
-}
-
-/* Order the fleet's models by price per GiB of card memory, cheapest first
- * (fleet order among equals): every rule takes the first candidate that
- * fits, so each workload goes to the model where its memory costs least. */
-static void order_by_cost(struct ctx *c)
-{
-    for (size_t a = 1; a < c->nmodels; a++)
-        for (size_t b = a; b > 0; b--) {
-            const struct cat_model *x = c->models[b - 1], *y = c->models[b];
-            if (model_price(c, y) / y->memory_gib >= model_price(c, x) / x->memory_gib - 1e-12)
-                break;
-            c->models[b - 1] = y;
-            c->models[b] = x;
-        }
-}
-
-/* The part of a card of m a MIG instance of p takes: its memory slices or
- * its compute slices, whichever is the larger share. */
-static double profile_share(const struct cat_model *m, const struct cat_profile *p)
-{
-    double u = (double)p->mem_units / m->grid;
-    double k = (double)p->compute / m->compute_slices;
-    return u > k ? u : k;
-}
-
-/* The least part of a card one replica of r takes: its whole GPUs, its MIG
- * profile's memory or compute slices, or its pool cap (and MPS share). */
-static double replica_share(const struct decide_row *r)
-{
-    const struct cat_model *m = r->model;
-    if (r->profile)
-        return profile_share(m, r->profile);
-    if (!decide_mech_shares_card(r->mech))
-        return r->gpus;
-    double s = r->cap_gib / m->memory_gib;
-    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
-}
-
-/* ---- node eligibility ---- */
-
-const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
-                                const struct cat_model *model)
-{
-    if (model != r->model)
-        return "the card is not the GPU model it was decided for";
-    if (r->profile && !model->mig)
-        return "a MIG profile needs a MIG-capable card";
-    if (r->mech == DECIDE_VGPU && !n->vgpu_licensed)
-        return "vGPU needs a node with vgpuLicensed: true";
-    if (r->mech == DECIDE_MPS && !n->mps_allowed)
-        return "MPS needs a node with mps: true";
-    if (r->mech == DECIDE_MEMORY_FRACTION && r->enforce == DECIDE_ENFORCE_DRIVER &&
-        spec_cuda_version(n->cuda_version) < DECIDE_CUDA_FRACTIONS)
-        return "a driver-enforced memory fraction needs a node with cudaVersion 13.4 or later";
-    return NULL;
-}
-
-static int node_holds(const struct ctx *c, const struct spec_fleet_node *n,
-                      const struct cat_model *model)
-{
-    for (size_t g = 0; g < n->ngpus; g++)
-        if (cat_model_find(c->cat, n->gpus[g].model) == model)
-            return 1;
-    return 0;
-}
-
-/* Nodes holding model where a row of mech (and enforce) may run, by
- * decide_card_refuses; *holding (optional) counts the nodes holding model. */
-static int eligible_nodes(const struct ctx *c, const struct cat_model *model, int mech, int enforce,
-                          int *holding)
-{
-    struct decide_row trial = {.mech = mech, .model = model, .enforce = enforce};
-    const struct spec_fleet *fl = c->m->fleet;
-    int ok = 0, held = 0;
-    for (size_t i = 0; i < fl->nnodes; i++) {
-        if (!node_holds(c, &fl->nodes[i], model))
-            continue;
-        held++;
-        ok += decide_card_refuses(&trial, &fl->nodes[i], model) == NULL;
-    }
-    if (holding)
-        *holding = held;
-    return ok;
-}
-
-/* 1 if any node of the fleet is vGPU-licensed. */
-static int fleet_licensed(const struct ctx *c)
-{
-    for (size_t i = 0; i < c->m->fleet->nnodes; i++)
-        if (c->m->fleet->nodes[i].vgpu_licensed)
-            return 1;
-    return 0;
 }
 
 /* ---- profiles ---- */
@@ -256,9 +67,9 @@ struct wctx {
     const char *sizing; /* "30 GiB + 8 GiB KV cache = 38 GiB" */
 };
 
-static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
+static void fail(struct decide__ctx *c, const struct wctx *x, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
+static void fail(struct decide__ctx *c, const struct wctx *x, const char *fmt, ...)
 {
     const struct spec_loc *loc = &x->w->loc;
     va_list ap;
@@ -268,7 +79,7 @@ static void fail(struct ctx *c, const struct wctx *x, const char *fmt, ...)
     va_end(ap);
 }
 
-static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model *model,
+static void set(struct decide__ctx *c, struct wctx *x, int mech, const struct cat_model *model,
                 const char *rule, const char *reason)
 {
     x->row->mech = mech;
@@ -281,7 +92,7 @@ static void set(struct ctx *c, struct wctx *x, int mech, const struct cat_model 
 /* Candidate models for x: its gpuModels in their order, else the fleet's
  * models cheapest first (only its gpuModel if set); none that is full for
  * x. NULL-terminated in out. */
-static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_model **out)
+static size_t candidates(struct decide__ctx *c, const struct wctx *x, const struct cat_model **out)
 {
     size_t n = 0;
     for (size_t k = 0; k < x->w->ngpu_models; k++)
@@ -299,7 +110,7 @@ static size_t candidates(struct ctx *c, const struct wctx *x, const struct cat_m
 /* The MIG candidate where the smallest fitting profile costs least (its
  * card share at the model's price; the first that fits when the workload
  * lists gpuModels); sets *profile. */
-static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
+static const struct cat_model *mig_fit(struct decide__ctx *c, const struct wctx *x,
                                        const struct cat_profile **profile)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
@@ -309,7 +120,7 @@ static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
         if (!cands[i]->mig)
             continue;
         const struct cat_profile *p = smallest_profile(cands[i], x->need, x->w->compute_slices);
-        double cost = p ? model_price(c, cands[i]) * profile_share(cands[i], p) : 0;
+        double cost = p ? decide__model_price(c, cands[i]) * decide__profile_share(cands[i], p) : 0;
         if (p && (!best || cost < best_cost - 1e-9)) {
             best = cands[i];
             best_cost = cost;
@@ -321,7 +132,7 @@ static const struct cat_model *mig_fit(struct ctx *c, const struct wctx *x,
     return best;
 }
 
-static int any_mig(struct ctx *c, const struct wctx *x)
+static int any_mig(struct decide__ctx *c, const struct wctx *x)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
@@ -333,7 +144,7 @@ static int any_mig(struct ctx *c, const struct wctx *x)
 
 /* The candidate where a replica's whole cards cost least (the first that
  * fits when the workload lists gpuModels); sets *gpus. */
-static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, int *gpus)
+static const struct cat_model *whole_fit(struct decide__ctx *c, const struct wctx *x, int *gpus)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1], *best = NULL;
     double best_cost = 0;
@@ -345,7 +156,7 @@ static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, in
         if (n > x->w->gpus && !(x->w->gpus > 1 && n <= SPEC_REPLICA_GPUS_MAX))
             continue;
         n = n > x->w->gpus ? n : x->w->gpus;
-        double cost = model_price(c, cands[i]) * n;
+        double cost = decide__model_price(c, cands[i]) * n;
         if (!best || cost < best_cost - 1e-9) {
             best = cands[i];
             best_cost = cost;
@@ -355,7 +166,7 @@ static const struct cat_model *whole_fit(struct ctx *c, const struct wctx *x, in
     return best;
 }
 
-static void decide_mig(struct ctx *c, struct wctx *x, const struct cat_model *model,
+static void decide_mig(struct decide__ctx *c, struct wctx *x, const struct cat_model *model,
                        const struct cat_profile *p, const char *rule, const char *why)
 {
     x->row->profile = p;
@@ -370,7 +181,7 @@ static void decide_mig(struct ctx *c, struct wctx *x, const struct cat_model *mo
                         p->memory_gib - x->need));
 }
 
-static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const char *why)
+static void decide_whole(struct decide__ctx *c, struct wctx *x, const char *rule, const char *why)
 {
     int gpus = 1;
     const struct cat_model *model = whole_fit(c, x, &gpus);
@@ -395,7 +206,7 @@ static void decide_whole(struct ctx *c, struct wctx *x, const char *rule, const 
 /* A model for a sharing mechanism: the first candidate that holds the
  * need where a row of mech (and enforce) may run on some node (on every node
  * holding it when all_nodes); mech < 0: any candidate that holds the need. */
-static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, int mech,
+static const struct cat_model *share_model(struct decide__ctx *c, const struct wctx *x, int mech,
                                            int enforce, int all_nodes)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
@@ -403,7 +214,7 @@ static const struct cat_model *share_model(struct ctx *c, const struct wctx *x, 
     for (size_t i = 0; cands[i]; i++) {
         if (x->need > cands[i]->memory_gib)
             continue;
-        int held = 0, ok = mech < 0 ? 1 : eligible_nodes(c, cands[i], mech, enforce, &held);
+        int held = 0, ok = mech < 0 ? 1 : decide__eligible_nodes(c, cands[i], mech, enforce, &held);
         if (ok > 0 && (!all_nodes || ok == held))
             return cands[i];
     }
@@ -419,7 +230,7 @@ static int default_sm_percent(double need, double card)
     return pct < 5 ? 5 : pct > 100 ? 100 : pct;
 }
 
-static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
+static void decide_mps(struct decide__ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_model *model = share_model(c, x, DECIDE_MPS, 0, 0);
     if (!model) {
@@ -444,19 +255,22 @@ static void decide_mps(struct ctx *c, struct wctx *x, const char *why)
  * fleet: the driver when every node holding model runs CUDA 13.4+ (so every
  * placement is driver-enforced), else tessera's shim, whose limit render
  * writes for every replica. */
-static const char *fraction_enforcer(struct ctx *c, const struct cat_model *model, int enforce)
+static const char *fraction_enforcer(struct decide__ctx *c, const struct cat_model *model,
+                                     int enforce)
 {
     if (enforce == DECIDE_ENFORCE_DRIVER)
         return ts_arena_printf(c->arena, "the driver (every node with %s runs CUDA 13.4+)",
                                model->name);
     int held = 0;
-    int new_driver = eligible_nodes(c, model, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER, &held);
+    int new_driver = decide__eligible_nodes(c, model, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER,
+                                            &held);
     return ts_arena_printf(c->arena,
                            "tessera's shim (%d of %d nodes with %s run%s CUDA below 13.4)",
                            held - new_driver, held, model->name, held - new_driver == 1 ? "s" : "");
 }
 
-static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, const char *why)
+static void decide_fraction(struct decide__ctx *c, struct wctx *x, const char *rule,
+                            const char *why)
 {
     const struct cat_model *model = share_model(c, x, DECIDE_MEMORY_FRACTION, DECIDE_ENFORCE_DRIVER,
                                                 1);
@@ -483,7 +297,7 @@ static void decide_fraction(struct ctx *c, struct wctx *x, const char *rule, con
                         fraction_enforcer(c, model, enforce)));
 }
 
-static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
+static void decide_timeslice(struct decide__ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_model *model = share_model(c, x, -1, 0, 0);
     if (!model) {
@@ -500,14 +314,15 @@ static void decide_timeslice(struct ctx *c, struct wctx *x, const char *why)
 /* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the
  * smallest fitting profile (sets *profile) first, else a non-MIG card the
  * VM takes whole. NULL when no licensed node has a card that fits. */
-static const struct cat_model *vgpu_fit(struct ctx *c, const struct wctx *x,
+static const struct cat_model *vgpu_fit(struct decide__ctx *c, const struct wctx *x,
                                         const struct cat_profile **profile)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
     for (int pass = 0; pass < 2 && x->w->gpus == 1; pass++)
         for (size_t i = 0; cands[i]; i++) {
-            if (cands[i]->mig != (pass == 0) || !eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
+            if (cands[i]->mig != (pass == 0) ||
+                !decide__eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
                 continue;
             *profile = pass == 0 ? smallest_profile(cands[i], x->need, x->w->compute_slices) : NULL;
             if (pass == 0 ? *profile != NULL : x->need <= cands[i]->memory_gib)
@@ -517,9 +332,9 @@ static const struct cat_model *vgpu_fit(struct ctx *c, const struct wctx *x,
 }
 
 /* Why a VM gets no vGPU, true of the fleet. */
-static const char *no_vgpu_reason(struct ctx *c, const struct wctx *x)
+static const char *no_vgpu_reason(struct decide__ctx *c, const struct wctx *x)
 {
-    if (!fleet_licensed(c))
+    if (!decide__fleet_licensed(c))
         return "no node is vGPU-licensed";
     if (x->w->gpus > 1)
         return ts_arena_printf(c->arena, "a vGPU is one GPU and it needs %d per replica",
@@ -531,7 +346,7 @@ static const char *no_vgpu_reason(struct ctx *c, const struct wctx *x)
                            x->need);
 }
 
-static void decide_vm(struct ctx *c, struct wctx *x)
+static void decide_vm(struct decide__ctx *c, struct wctx *x)
 {
     const struct cat_profile *p = NULL;
     const struct cat_model *model = vgpu_fit(c, x, &p);
@@ -566,7 +381,7 @@ static void decide_vm(struct ctx *c, struct wctx *x)
 }
 
 /* Why R3 applies, or NULL. */
-static const char *boundary_reason(struct ctx *c, const struct wctx *x)
+static const char *boundary_reason(struct decide__ctx *c, const struct wctx *x)
 {
     const char *why = NULL;
     if (x->w->trust == SPEC_TRUST_UNTRUSTED)
@@ -589,7 +404,7 @@ static int needs_boundary_for_data(const struct wctx *x)
 }
 
 /* Why x gets no MIG, true of the fleet: its gpuModel, or the fleet. */
-static const char *no_mig_phrase(const struct ctx *c, const struct wctx *x)
+static const char *no_mig_phrase(const struct decide__ctx *c, const struct wctx *x)
 {
     for (size_t i = 0; (x->w->gpu_model || x->w->ngpu_models) && i < c->nmodels; i++)
         if (c->models[i]->mig)
@@ -597,7 +412,7 @@ static const char *no_mig_phrase(const struct ctx *c, const struct wctx *x)
     return "no MIG-capable card in the fleet";
 }
 
-static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
+static void decide_boundary(struct decide__ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_profile *p = NULL;
     const struct cat_model *model = mig_fit(c, x, &p);
@@ -627,7 +442,7 @@ static void decide_boundary(struct ctx *c, struct wctx *x, const char *why)
                                     why, no_mig_phrase(c, x)));
 }
 
-static int big_for_mig(struct ctx *c, const struct wctx *x)
+static int big_for_mig(struct decide__ctx *c, const struct wctx *x)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
@@ -643,7 +458,7 @@ static int big_for_mig(struct ctx *c, const struct wctx *x)
 }
 
 /* R2's trigger text, or NULL. */
-static const char *whole_reason(struct ctx *c, const struct wctx *x)
+static const char *whole_reason(struct decide__ctx *c, const struct wctx *x)
 {
     const struct spec_workload *w = x->w;
     if (w->gpus > 1)
@@ -685,7 +500,7 @@ static const char *forbid_request(const struct wctx *x)
     return NULL;
 }
 
-static void decide_requested(struct ctx *c, struct wctx *x)
+static void decide_requested(struct decide__ctx *c, struct wctx *x)
 {
     const char *no = forbid_request(x);
     const char *iso = spec_isolation_names[x->w->isolation];
@@ -718,7 +533,7 @@ static void decide_requested(struct ctx *c, struct wctx *x)
     }
 }
 
-static void decide_auto(struct ctx *c, struct wctx *x)
+static void decide_auto(struct decide__ctx *c, struct wctx *x)
 {
     const struct spec_workload *w = x->w;
     const char *why;
@@ -740,7 +555,7 @@ static void decide_auto(struct ctx *c, struct wctx *x)
             c, x, ts_arena_printf(c->arena, "best-effort %s work", spec_wkind_names[w->kind]));
 }
 
-static void decide_one(struct ctx *c, struct wctx *x)
+static void decide_one(struct decide__ctx *c, struct wctx *x)
 {
     const struct spec_workload *w = x->w;
     x->need = w->memory_gib + w->kv_cache_gib;
@@ -782,47 +597,12 @@ static void decide_one(struct ctx *c, struct wctx *x)
         decide_auto(c, x);
 }
 
-static size_t model_slot(const struct ctx *c, const struct cat_model *model)
-{
-    for (size_t i = 0; i < c->nmodels; i++)
-        if (c->models[i] == model)
-            return i;
-    return 0;
-}
-
-/* Cards of r's model on nodes that may host r. */
-static double eligible_cards(const struct ctx *c, const struct decide_row *r)
-{
-    double n = 0;
-    const struct spec_fleet *fl = c->m->fleet;
-    for (size_t i = 0; i < fl->nnodes; i++)
-        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
-            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == r->model &&
-                !decide_card_refuses(r, &fl->nodes[i], r->model))
-                n += fl->nodes[i].gpus[g].count;
-    return n;
-}
-
-/* 1 when r's replicas fit, by card share, in what its model has left (and
- * replicas kept on distinct cards find as many cards). */
-static int fits_capacity(const struct ctx *c, const struct decide_row *r)
-{
-    double want = replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
-    if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
-        return 0;
-    return c->reserved[model_slot(c, r->model)] + want <= cards + 1e-9;
-}
-
-/* Decide x; when its model has no room left (by the card shares the rows
- * before it take), decide it again without that model: the workload spills
- * to the next model that fits. A spill that fails keeps the first answer
- * (the plan then says what does not fit). */
-static void decide_spilling(struct ctx *c, struct wctx *x)
+static void decide_spilling(struct decide__ctx *c, struct wctx *x)
 {
     const struct decide_row start = *x->row;
     int before = c->diag->count + c->diag->dropped;
     decide_one(c, x);
-    if (c->diag->count + c->diag->dropped != before || fits_capacity(c, x->row))
+    if (c->diag->count + c->diag->dropped != before || decide__fits_capacity(c, x->row))
         goto reserve;
     struct ts_diag *real = c->diag, *scratch = calloc(1, sizeof(*scratch));
     const struct decide_row first = *x->row;
@@ -830,7 +610,7 @@ static void decide_spilling(struct ctx *c, struct wctx *x)
     while (scratch) {
         full = full ? ts_arena_printf(c->arena, "%s, %s", full, x->row->model->name)
                     : x->row->model->name;
-        x->full |= 1ull << model_slot(c, x->row->model);
+        x->full |= 1ull << decide__model_slot(c, x->row->model);
         *x->row = start;
         const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
         if (candidates(c, x, cands) == 0) {
@@ -845,7 +625,7 @@ static void decide_spilling(struct ctx *c, struct wctx *x)
             *x->row = first;
             break;
         }
-        if (fits_capacity(c, x->row)) {
+        if (decide__fits_capacity(c, x->row)) {
             x->row->reason = ts_arena_printf(c->arena, "%s; spilled from %s (full)", x->row->reason,
                                              full);
             break;
@@ -854,11 +634,12 @@ static void decide_spilling(struct ctx *c, struct wctx *x)
     free(scratch);
 reserve:
     if (x->row->model)
-        c->reserved[model_slot(c, x->row->model)] += replica_share(x->row) * x->w->replicas;
+        c->reserved[decide__model_slot(c, x->row->model)] += decide__replica_share(x->row) *
+                                                             x->w->replicas;
 }
 
 /* Workloads naming one pool must share a mechanism and trust each other. */
-static void check_pools(struct ctx *c, const struct decide_result *r)
+static void check_pools(struct decide__ctx *c, const struct decide_result *r)
 {
     for (size_t i = 0; i < r->nrows; i++) {
         const struct decide_row *a = &r->rows[i];
@@ -900,9 +681,9 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     if (!r)
         return TS_NOMEM;
     ts_arena_init(&r->arena);
-    struct ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
-    check_fleet(&c);
-    order_by_cost(&c);
+    struct decide__ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
+    decide__check_fleet(&c);
+    decide__order_by_cost(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;

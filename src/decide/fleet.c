@@ -1,0 +1,230 @@
+/*
+ * fleet.c - the fleet-wide facts decide needs: the fleet checked against
+ * the catalog, its card models ordered by PriceBook cost, node eligibility
+ * (decide_card_refuses), and the card capacity the decisions so far take,
+ * which tells decide when a workload must spill to another model.
+ */
+#include "decide/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- fleet checks ---- */
+
+static void suggest_models(struct decide__ctx *c, const struct spec_loc *loc, const char *name)
+{
+    char list[600] = "";
+    for (size_t i = 0; i < c->cat->nmodels; i++) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", c->cat->models[i].name);
+    }
+    spec_report_loc(c->diag, loc, "model: unknown GPU model '%s' (known: %s)", name, list);
+}
+
+static void add_model(struct decide__ctx *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i] == model)
+            return;
+    if (c->nmodels < DECIDE_MODELS_MAX)
+        c->models[c->nmodels++] = model;
+}
+
+static void check_canary(struct decide__ctx *c, const struct spec_fleet_node *n, const char *canary,
+                         int explicit_on_node)
+{
+    int has_mig = 0;
+    for (size_t g = 0; g < n->ngpus; g++) {
+        const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
+        if (!model || !model->mig)
+            continue;
+        has_mig = 1;
+        if (!cat_profile_find(model, canary))
+            spec_report_loc(c->diag, &n->loc,
+                            "canary: %s has no MIG profile '%s' (set this "
+                            "node's canary to one of its profiles; see tessera catalog show %s)",
+                            model->name, canary, model->name);
+    }
+    if (!has_mig && explicit_on_node)
+        spec_report_loc(c->diag, &n->loc,
+                        "canary: node '%s' has no MIG-capable GPU to keep a "
+                        "'%s' slice free on",
+                        n->name, canary);
+}
+
+void decide__check_fleet(struct decide__ctx *c)
+{
+    const struct spec_fleet *f = c->m->fleet;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        const struct spec_fleet_node *n = &f->nodes[i];
+        for (size_t g = 0; g < n->ngpus; g++) {
+            const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
+            if (!model)
+                suggest_models(c, &n->gpus[g].loc, n->gpus[g].model);
+            else
+                add_model(c, model);
+        }
+        const char *canary = n->canary ? n->canary : f->canary;
+        if (canary)
+            check_canary(c, n, canary, n->canary != NULL);
+    }
+    if (c->m->pricebook)
+        for (size_t i = 0; i < c->m->pricebook->nprices; i++) {
+            const struct spec_price *p = &c->m->pricebook->prices[i];
+            if (!cat_model_find(c->cat, p->model))
+                suggest_models(c, &p->loc, p->model);
+        }
+}
+
+/* ---- cost: which model first ---- */
+
+/* A model's price per GPU hour in micro-units: the PriceBook's, the highest
+ * listed price for a model it does not list, 1 for every model without a
+ * PriceBook (then cost is card count). */
+double decide__model_price(const struct decide__ctx *c, const struct cat_model *model)
+{
+    const struct spec_pricebook *pb = c->m->pricebook;
+    if (!pb)
+        return 1;
+    double top = 1;
+    for (size_t i = 0; i < pb->nprices; i++) {
+        if (cat_model_find(c->cat, pb->prices[i].model) == model)
+            return (double)pb->prices[i].per_gpu_hour;
+        top = (double)pb->prices[i].per_gpu_hour > top ? (double)pb->prices[i].per_gpu_hour : top;
+    }
+    return top;
+}
+
+/* Order the fleet's models by price per GiB of card memory, cheapest first
+ * (fleet order among equals): every rule takes the first candidate that
+ * fits, so each workload goes to the model where its memory costs least. */
+void decide__order_by_cost(struct decide__ctx *c)
+{
+    for (size_t a = 1; a < c->nmodels; a++)
+        for (size_t b = a; b > 0; b--) {
+            const struct cat_model *x = c->models[b - 1], *y = c->models[b];
+            if (decide__model_price(c, y) / y->memory_gib >=
+                decide__model_price(c, x) / x->memory_gib - 1e-12)
+                break;
+            c->models[b - 1] = y;
+            c->models[b] = x;
+        }
+}
+
+/* The part of a card of m a MIG instance of p takes: its memory slices or
+ * its compute slices, whichever is the larger share. */
+double decide__profile_share(const struct cat_model *m, const struct cat_profile *p)
+{
+    double u = (double)p->mem_units / m->grid;
+    double k = (double)p->compute / m->compute_slices;
+    return u > k ? u : k;
+}
+
+/* The least part of a card one replica of r takes: its whole GPUs, its MIG
+ * profile's memory or compute slices, or its pool cap (and MPS share). */
+double decide__replica_share(const struct decide_row *r)
+{
+    const struct cat_model *m = r->model;
+    if (r->profile)
+        return decide__profile_share(m, r->profile);
+    if (!decide_mech_shares_card(r->mech))
+        return r->gpus;
+    double s = r->cap_gib / m->memory_gib;
+    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
+}
+
+/* ---- node eligibility ---- */
+
+const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
+                                const struct cat_model *model)
+{
+    if (model != r->model)
+        return "the card is not the GPU model it was decided for";
+    if (r->profile && !model->mig)
+        return "a MIG profile needs a MIG-capable card";
+    if (r->mech == DECIDE_VGPU && !n->vgpu_licensed)
+        return "vGPU needs a node with vgpuLicensed: true";
+    if (r->mech == DECIDE_MPS && !n->mps_allowed)
+        return "MPS needs a node with mps: true";
+    if (r->mech == DECIDE_MEMORY_FRACTION && r->enforce == DECIDE_ENFORCE_DRIVER &&
+        spec_cuda_version(n->cuda_version) < DECIDE_CUDA_FRACTIONS)
+        return "a driver-enforced memory fraction needs a node with cudaVersion 13.4 or later";
+    return NULL;
+}
+
+static int node_holds(const struct decide__ctx *c, const struct spec_fleet_node *n,
+                      const struct cat_model *model)
+{
+    for (size_t g = 0; g < n->ngpus; g++)
+        if (cat_model_find(c->cat, n->gpus[g].model) == model)
+            return 1;
+    return 0;
+}
+
+/* Nodes holding model where a row of mech (and enforce) may run, by
+ * decide_card_refuses; *holding (optional) counts the nodes holding model. */
+int decide__eligible_nodes(const struct decide__ctx *c, const struct cat_model *model, int mech,
+                           int enforce, int *holding)
+{
+    struct decide_row trial = {.mech = mech, .model = model, .enforce = enforce};
+    const struct spec_fleet *fl = c->m->fleet;
+    int ok = 0, held = 0;
+    for (size_t i = 0; i < fl->nnodes; i++) {
+        if (!node_holds(c, &fl->nodes[i], model))
+            continue;
+        held++;
+        ok += decide_card_refuses(&trial, &fl->nodes[i], model) == NULL;
+    }
+    if (holding)
+        *holding = held;
+    return ok;
+}
+
+/* 1 if any node of the fleet is vGPU-licensed. */
+int decide__fleet_licensed(const struct decide__ctx *c)
+{
+    for (size_t i = 0; i < c->m->fleet->nnodes; i++)
+        if (c->m->fleet->nodes[i].vgpu_licensed)
+            return 1;
+    return 0;
+}
+
+/* ---- capacity: what the rows so far take ---- */
+
+size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i] == model)
+            return i;
+    return 0;
+}
+
+/* Cards of r's model on nodes that may host r. */
+static double eligible_cards(const struct decide__ctx *c, const struct decide_row *r)
+{
+    double n = 0;
+    const struct spec_fleet *fl = c->m->fleet;
+    for (size_t i = 0; i < fl->nnodes; i++)
+        for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
+            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == r->model &&
+                !decide_card_refuses(r, &fl->nodes[i], r->model))
+                n += fl->nodes[i].gpus[g].count;
+    return n;
+}
+
+/* 1 when r's replicas fit, by card share, in what its model has left (and
+ * replicas kept on distinct cards find as many cards). */
+int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r)
+{
+    double want = decide__replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
+    if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
+        return 0;
+    return c->reserved[decide__model_slot(c, r->model)] + want <= cards + 1e-9;
+}
+
+/* Decide x; when its model has no room left (by the card shares the rows
+ * before it take), decide it again without that model: the workload spills
+ * to the next model that fits. A spill that fails keeps the first answer
+ * (the plan then says what does not fit). */

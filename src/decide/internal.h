@@ -1,0 +1,42 @@
+/*
+ * internal.h - what decide.c and fleet.c share: the run's context and the
+ * fleet-wide facts one decision needs (the fleet's models cheapest first,
+ * node eligibility, the card shares the rows so far take).
+ */
+#ifndef DECIDE_INTERNAL_H
+#define DECIDE_INTERNAL_H
+
+#include "decide/decide.h"
+#include "util/limits.h"
+
+struct decide__ctx {
+    const struct spec_model *m;
+    const struct cat_catalog *cat;
+    struct ts_arena *arena;
+    struct ts_diag *diag;
+    const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
+    size_t nmodels;
+    double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
+};
+
+/* Check the fleet against the catalog (diag) and fill c->models. */
+void decide__check_fleet(struct decide__ctx *c);
+/* A card of model's price per hour (the highest listed when unlisted). */
+double decide__model_price(const struct decide__ctx *c, const struct cat_model *model);
+/* c->models cheapest first. */
+void decide__order_by_cost(struct decide__ctx *c);
+/* The part of a card one instance of p, or one replica of r, takes. */
+double decide__profile_share(const struct cat_model *m, const struct cat_profile *p);
+double decide__replica_share(const struct decide_row *r);
+/* Nodes holding model that may host mech (enforce: a fraction's enforcer);
+ * *holding: the nodes with the model at all. */
+int decide__eligible_nodes(const struct decide__ctx *c, const struct cat_model *model, int mech,
+                           int enforce, int *holding);
+/* 1 when some node is vGPU-licensed. */
+int decide__fleet_licensed(const struct decide__ctx *c);
+/* model's index in c->models. */
+size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *model);
+/* 1 when r's replicas fit, by card share, in what its model has left. */
+int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r);
+
+#endif
