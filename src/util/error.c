@@ -100,7 +100,27 @@ void ts_diag_addf(struct ts_diag *d, ts_severity sev, ts_status code, const char
 
 int ts_diag_errors(const struct ts_diag *d) { return d->count + d->dropped - d->warnings; }
 
-void ts_error_format(const struct ts_error *e, char *buf, size_t size)
+/* Copy in to out (size bytes, cut, NUL-terminated) with every control byte
+ * written as \xNN: file names, paths and messages quote untrusted input,
+ * and a terminal or a log must not take it for escape sequences or lines. */
+static void copy_escaped(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *in && n + 1 < size; in++) {
+        unsigned char ch = (unsigned char)*in;
+        if (ch >= 0x20 && ch != 0x7f) {
+            out[n++] = (char)ch;
+        } else if (n + 5 < size) {
+            snprintf(out + n, size - n, "\\x%02x", ch);
+            n += 4;
+        } else {
+            break;
+        }
+    }
+    out[n] = '\0';
+}
+
+static void format_raw(const struct ts_error *e, char *buf, size_t size)
 {
     char where[TS_PATH_MAX + 32] = "";
     if (e->file[0] && e->line > 0)
@@ -112,4 +132,11 @@ void ts_error_format(const struct ts_error *e, char *buf, size_t size)
         snprintf(buf, size, "%s%s%s: %s", where, sev, e->path, e->msg);
     else
         snprintf(buf, size, "%s%s%s", where, sev, e->msg);
+}
+
+void ts_error_format(const struct ts_error *e, char *buf, size_t size)
+{
+    char raw[TS_MSG_MAX + 2 * TS_PATH_MAX + 64];
+    format_raw(e, raw, sizeof raw);
+    copy_escaped(raw, buf, size);
 }

@@ -200,12 +200,33 @@ static void test_times(void **state)
     assert_false(ts_duration_parse("inf", &ms));
 }
 
+/* Untrusted text in an error (a file name, a label) reaches a terminal or a
+ * log line escaped: no raw control byte survives formatting. */
+static void test_error_format_escapes(void **state)
+{
+    (void)state;
+    struct ts_error e = {0};
+    ts_err_at(&e, TS_INVALID, "/tmp/\x1b[31mred.yaml", 2, 5, "a\tb", "bad\nforged line");
+    char out[512];
+    ts_error_format(&e, out, sizeof out);
+    assert_string_equal(out, "/tmp/\\x1b[31mred.yaml:2:5: a\\x09b: bad\\x0aforged line");
+    for (const char *p = out; *p; p++)
+        assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+    char tiny[8];
+    ts_error_format(&e, tiny, sizeof tiny);
+    assert_string_equal(tiny, "/tmp/");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena),        cmocka_unit_test(test_sbuf_cap),
-        cmocka_unit_test(test_error_format), cmocka_unit_test(test_diag_addf),
-        cmocka_unit_test(test_files),        cmocka_unit_test(test_times),
+        cmocka_unit_test(test_error_format_escapes),
+        cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_sbuf_cap),
+        cmocka_unit_test(test_error_format),
+        cmocka_unit_test(test_diag_addf),
+        cmocka_unit_test(test_files),
+        cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
