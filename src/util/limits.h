@@ -187,6 +187,14 @@
  * above this the exact solver is not tried and the heuristic layout stands;
  * a memory and time budget for a solver that gets seconds per model. */
 #define PLAN_EXACT_VARS_MAX 40000
+/* `plan --max-drains N`: drains are of cards, and PLAN_MAX_INSTANCES bounds
+ * the cards a plan can use, so a larger N could never bind; refused rather
+ * than read as "no limit" (leave the flag out for that). */
+#define RECONF_MAX_DRAINS_MAX PLAN_MAX_INSTANCES
+/* Replanning: running MIG cards tried one at a time as the one card the
+ * keep candidate may drain (each try lays out the whole fleet once); past
+ * this the fresh plan is the only other candidate. */
+#define RECONF_RELEASE_TRIES_MAX 256
 
 /* ---- render ---------------------------------------------------------------- */
 
