@@ -159,10 +159,14 @@ static ts_status pick(struct cand *c, const struct reconf_replan_opts *o, struct
                     "no plan meets the replanning limits: the fresh plan: %s; keeping running "
                     "placements: %s",
                     no[0], no[1]);
+    else if (no[!first])
+        c[first].r.note = ts_arena_printf(&c[first].r.arena, "not the %s plan: %s",
+                                          first ? "fresh" : "keep", no[!first]);
     else
-        c[first].r.note = ts_arena_printf(&c[first].r.arena, "the %s plan: %s",
-                                          first ? "fresh" : "keep",
-                                          no[!first] ? no[!first] : "ranked after it by --prefer");
+        c[first].r.note = ts_arena_printf(
+            &c[first].r.arena, "not the %s plan (%d drains, %d cards): --prefer %s",
+            first ? "fresh" : "keep", c[!first].r.drains, c[!first].p->summary.gpus_used,
+            reconf_prefer_names[o->prefer]);
     ts_arena_free(&a);
     if (st != TS_OK)
         return st;

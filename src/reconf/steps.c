@@ -9,6 +9,7 @@
  * new instances created in free space without a drain (wave 0). Also the
  * text and JSON of those steps.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "reconf/reconf.h"
@@ -70,10 +71,14 @@ static const char *held_what(struct ts_arena *a, const struct reconf_want *h, co
     return ts_arena_printf(a, "%s client", mode);
 }
 
+/* "tenant/workload r1" (the running plan's replica number; -1: none, for
+ * a new instance, which any evicted pod of the workload may take). */
 static const char *who(struct ts_arena *a, const char *tenant, const char *workload, int replica)
 {
     if (!tenant || !workload)
         return "canary";
+    if (replica < 0)
+        return ts_arena_printf(a, "%s/%s", tenant, workload);
     return ts_arena_printf(a, "%s/%s r%d", tenant, workload, replica);
 }
 
@@ -128,7 +133,7 @@ static int destroys(struct reconf_replan *r, const struct plan *p, const struct 
         if (k->kept_h[h])
             continue;
         const char *why = !w->tenant                        ? "the canary moves"
-                          : live(p, w->tenant, w->workload) ? "it moves (see create)"
+                          : live(p, w->tenant, w->workload) ? "moves to a new instance"
                                                             : "removed from the spec";
         ok = add_op(r, RECONF_OP_DESTROY, wave, k->g, held_what(&r->arena, w, k->c->mode),
                     who(&r->arena, w->tenant, w->workload, w->replica), why);
@@ -159,7 +164,7 @@ static int creates(struct reconf_replan *r, const struct plan *p, const struct c
         const char *workload = in->row ? in->row->workload->name : NULL;
         ok = add_op(r, RECONF_OP_CREATE, wave, k->g,
                     held_what(&r->arena, &w, plan_mode_names[k->g->mode]),
-                    who(&r->arena, tenant, workload, in->replica), NULL);
+                    who(&r->arena, tenant, workload, -1), NULL);
         if (ok && in->row && !in->gpu_part)
             r->op[r->nop - 1].row = (int)(in->row - r_rows);
     }
@@ -279,16 +284,19 @@ void reconf_replan_text(const struct reconf_replan *r, struct ts_sbuf *out)
     ts_sbuf_printf(out, "\nReplanning (%s)\n", r->strategy ? r->strategy : "");
     if (r->note)
         ts_sbuf_printf(out, "  note: %s\n", r->note);
-    ts_sbuf_printf(out, "  cards kept %d, changed %d, drained %d\n", r->cards_kept,
-                   r->cards_changed, r->drains);
+    ts_sbuf_printf(out,
+                   "  cards kept %d, changed %d, drained %d (one at a time, in waves; "
+                   "[no drain] steps disturb no running pod)\n",
+                   r->cards_kept, r->cards_changed, r->drains);
     if (!r->nop)
         ts_sbuf_puts(out, "  no step: every card keeps what it runs\n");
     for (size_t i = 0; i < r->nop; i++) {
         const struct reconf_op *o = &r->op[i];
-        ts_sbuf_printf(out, "  %zu. [%s] %s %s GPU %d", i + 1, o->wave ? "drain wave" : "no drain",
-                       reconf_op_names[o->kind], o->node, o->index);
+        char tag[32] = "no drain";
         if (o->wave)
-            ts_sbuf_printf(out, " (wave %d)", o->wave);
+            snprintf(tag, sizeof tag, "wave %d", o->wave);
+        ts_sbuf_printf(out, "  %zu. [%s] %s %s GPU %d", i + 1, tag, reconf_op_names[o->kind],
+                       o->node, o->index);
         if (o->what)
             ts_sbuf_printf(out, ": %s", o->what);
         if (o->tenants)
