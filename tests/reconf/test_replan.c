@@ -57,21 +57,27 @@ struct run {
     struct reconf_replan r;
     struct ts_error e;
     ts_status st;
+    int skipped; /* the fleet cannot hold the old or the new spec at all */
 };
 
-static void replan(struct run *x, const char *old_yaml, const char *new_yaml, int max, int prefer)
+/* x->st: the replan's status (x->skipped: no plan to replan). */
+static void replan_any(struct run *x, const char *old_yaml, const char *new_yaml, int max,
+                       int prefer)
 {
     memset(x, 0, sizeof *x);
     th_run_text(&x->old, old_yaml, PLAN_SOLVER_HEURISTIC);
+    th_run_text(&x->neu, new_yaml, PLAN_SOLVER_HEURISTIC);
+    x->skipped = x->old.st == TS_INFEASIBLE || x->neu.st == TS_INFEASIBLE;
+    if (x->skipped)
+        return;
     assert_int_equal(x->old.st, TS_OK);
+    assert_int_equal(x->neu.st, TS_OK);
     struct ts_sbuf js;
     ts_sbuf_init(&js, 1 << 24);
     assert_int_equal(report_json(x->old.plan, &js), TS_OK);
     struct ts_error e = {0};
     assert_int_equal(reconf_plan_parse(js.data, js.len, "old.json", &x->cur, &e), TS_OK);
     ts_sbuf_release(&js);
-    th_run_text(&x->neu, new_yaml, PLAN_SOLVER_HEURISTIC);
-    assert_int_equal(x->neu.st, TS_OK);
     struct reconf_replan_opts o = {max, prefer};
     x->st = reconf_replan(&x->neu.plan, &x->cur, &o, &x->r, &x->e);
     if (x->st == TS_OK) {
@@ -79,6 +85,13 @@ static void replan(struct run *x, const char *old_yaml, const char *new_yaml, in
         if (bad)
             fail_msg("th_check_plan: %s", bad);
     }
+}
+
+/* The same where both specs must fit the fleet. */
+static void replan(struct run *x, const char *old_yaml, const char *new_yaml, int max, int prefer)
+{
+    replan_any(x, old_yaml, new_yaml, max, prefer);
+    assert_false(x->skipped);
 }
 
 static void run_free(struct run *x)
@@ -291,6 +304,51 @@ static void test_max_drains_zero(void **state)
     run_free(&x);
 }
 
+/* Every tenant removed in turn, client-x added with 1 to 3 replicas, on 4
+ * to 6 cards, both preferences: each replan that succeeds passes the
+ * checker, drains what the two plans say it drains, and keeps a replica of
+ * every workload running through each drain; one that fails names a limit
+ * or the reason the keep candidate cannot place. */
+static int checked, refused;
+
+static void check_one(const char *old_yaml, const char *new_yaml, int prefer)
+{
+    struct run x;
+    replan_any(&x, old_yaml, new_yaml, -1, prefer);
+    checked += !x.skipped && x.st == TS_OK;
+    refused += !x.skipped && x.st == TS_INFEASIBLE;
+    if (!x.skipped && x.st == TS_OK) {
+        assert_int_equal(x.r.drains, drained_cards(x.neu.plan, &x.cur));
+        assert_int_equal(ops_of(&x.r, RECONF_OP_DRAIN), x.r.drains);
+        assert_replicas_survive(x.neu.plan, &x.cur);
+    } else if (!x.skipped) {
+        assert_int_equal(x.st, TS_INFEASIBLE);
+        assert_non_null(strstr(x.e.msg, "no plan meets the replanning limits"));
+    }
+    run_free(&x);
+}
+
+static void test_sweep(void **state)
+{
+    (void)state;
+    static const char *const tenants[] = {"client-a", "client-b", "client-c", "client-d", "rag-e"};
+    char extra[1024];
+    for (int cards = 4; cards <= 6; cards++)
+        for (int prefer = 0; prefer < 2; prefer++) {
+            for (size_t t = 0; t < sizeof tenants / sizeof *tenants; t++)
+                check_one(worked(0, cards, NULL, NULL), worked(1, cards, tenants[t], NULL), prefer);
+            for (int reps = 1; reps <= 3 && cards > 4; reps++) {
+                snprintf(extra, sizeof extra, CLIENT_X, reps);
+                check_one(worked(0, cards, NULL, NULL), worked(1, cards, NULL, extra), prefer);
+                check_one(worked(0, cards, NULL, extra), worked(1, cards, "client-b", NULL),
+                          prefer);
+            }
+        }
+    /* most changes replan; print the split so a change in it shows */
+    print_message("sweep: %d replanned, %d refused\n", checked, refused);
+    assert_true(checked >= 30);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_remove_client_no_drain),
         cmocka_unit_test(test_empty_cards_no_drain),
         cmocka_unit_test(test_max_drains_zero),
+        cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
