@@ -361,7 +361,7 @@ static void finish(struct keep *k)
 {
     struct ts_error e = {0};
     for (size_t i = 0; i < k->p->ngpus; i++)
-        if (k->p->gpus[i].mode == PLAN_MIG)
+        if (k->p->gpus[i].mode == PLAN_MIG && k->p->gpus[i].ninst > 1)
             qsort(k->p->gpus[i].inst, k->p->gpus[i].ninst, sizeof(struct plan_inst), cmp_start);
     plan_summarise(k->p);
     k->p->summary.solver = "replan: running placements kept";

@@ -51,14 +51,26 @@ static int cmp_start(const void *a, const void *b)
     return ((const struct plan_inst *)a)->start - ((const struct plan_inst *)b)->start;
 }
 
-/* Move each MIG instance of g to the start its workload runs at on c. */
+/* 1 when c runs in's workload with in's profile at in's start. */
+static int runs_there(const struct reconf_card *c, const struct plan_inst *in)
+{
+    for (int h = 0; in->row && h < c->nheld; h++)
+        if (c->held[h].start == in->start && same_str(c->held[h].profile, in->profile->name) &&
+            same_str(c->held[h].tenant, in->row->tenant->name) &&
+            same_str(c->held[h].workload, in->row->workload->name))
+            return 1;
+    return 0;
+}
+
+/* Move each MIG instance of g to the start its workload runs at on c (one
+ * already at such a start stays). */
 static void keep_starts(struct plan_gpu *g, const struct reconf_card *c)
 {
     for (int h = 0; c && c->mig && g->mode == PLAN_MIG && h < c->nheld; h++) {
         const struct reconf_want *w = &c->held[h];
         for (size_t t = 0; w->tenant && t < g->ninst; t++) {
             struct plan_inst *in = &g->inst[t];
-            if (!in->row || in->start == w->start || strcmp(in->profile->name, w->profile) ||
+            if (!in->row || runs_there(c, in) || strcmp(in->profile->name, w->profile) ||
                 strcmp(in->row->tenant->name, w->tenant) ||
                 strcmp(in->row->workload->name, w->workload) ||
                 reconf__overlaps(g, in, w->start, in->size))
@@ -67,7 +79,8 @@ static void keep_starts(struct plan_gpu *g, const struct reconf_card *c)
             break;
         }
     }
-    qsort(g->inst, g->ninst, sizeof(*g->inst), cmp_start);
+    if (g->ninst > 1)
+        qsort(g->inst, g->ninst, sizeof(*g->inst), cmp_start);
 }
 
 static int cmp_index(const void *a, const void *b)
@@ -98,7 +111,8 @@ static void remap_run(struct plan *p, size_t i, size_t n, const struct reconf_pl
     }
     for (size_t a = 0; a < n; a++)
         p->gpus[i + a].index = to[a];
-    qsort(&p->gpus[i], n, sizeof(p->gpus[0]), cmp_index);
+    if (n > 1)
+        qsort(&p->gpus[i], n, sizeof(p->gpus[0]), cmp_index);
     for (size_t a = 0; a < n; a++)
         keep_starts(&p->gpus[i + a],
                     reconf_plan_card(cur, p->gpus[i + a].node->name, p->gpus[i + a].index));
