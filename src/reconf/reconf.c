@@ -135,13 +135,13 @@ static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *
     if (st == TS_OK)
         st = plan_str(r, a, o, "node", path, 0, &t->node);
     if (st == TS_OK)
-        st = ts_jread_int(r, o, "index", path, 0, 1023, &t->index);
+        st = ts_jread_int(r, o, "index", path, 0, RECONF_GPU_INDEX_MAX, &t->index);
     if (st == TS_OK)
         st = plan_str(r, a, o, "model", path, 0, &t->model);
     if (st == TS_OK)
         st = plan_str(r, a, o, "mode", path, 0, &t->mode);
     if (st == TS_OK)
-        st = ts_jread_arr(r, o, "instances", path, 256, &insts);
+        st = ts_jread_arr(r, o, "instances", path, RECONF_CARD_INSTANCES_MAX, &insts);
     if (st != TS_OK)
         return st;
     t->mig = strcmp(t->mode, "mig") == 0;
@@ -178,7 +178,7 @@ static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_p
     if (st == TS_OK && strcmp(kind, "Plan"))
         st = ts_jread_bad(r, "kind", "expected Plan (the output of tessera plan -o json)");
     if (st == TS_OK)
-        st = ts_jread_arr(r, doc, "gpus", "", 4096, &gpus);
+        st = ts_jread_arr(r, doc, "gpus", "", RECONF_PLAN_GPUS_MAX, &gpus);
     if (st != TS_OK)
         return st;
     out->t = ts_arena_array(&out->arena, json_array_size(gpus) + 1, sizeof(*out->t));

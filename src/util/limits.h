@@ -195,6 +195,13 @@
  * keep candidate may drain (each try lays out the whole fleet once); past
  * this the fresh plan is the only other candidate. */
 #define RECONF_RELEASE_TRIES_MAX 256
+/* A plan's JSON as `plan --current` and `agent apply` read it: cards (above
+ * the 10,000-GPU fleets the planner is built for; the file itself is capped
+ * by CLI_PLAN_FILE_MAX), instances on one card (MPS allows 48 or 64 clients,
+ * plus best-effort guests), and a card's index on its node. */
+#define RECONF_PLAN_GPUS_MAX 65536
+#define RECONF_CARD_INSTANCES_MAX 256
+#define RECONF_GPU_INDEX_MAX 1023
 
 /* ---- render ---------------------------------------------------------------- */
 
