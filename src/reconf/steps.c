@@ -239,29 +239,111 @@ static const struct reconf_card *current_card(const struct reconf_plan *cur,
     return c && !strcmp(c->model, g->model->name) ? c : NULL;
 }
 
-/* Pass 0: cards that need no drain; pass 1: drained cards, one wave each. */
+static int card_open(const struct plan *p, const struct reconf_plan *cur, size_t i,
+                     struct card_cmp *k)
+{
+    const struct plan_gpu *g = &p->gpus[i];
+    *k = (struct card_cmp){g, current_card(cur, g), NULL, NULL, 0};
+    k->kept_h = calloc((size_t)(k->c ? k->c->nheld : 0) + 1, sizeof(int));
+    k->kept_t = calloc(g->ninst + 1, sizeof(int));
+    if (!k->kept_h || !k->kept_t)
+        return 0;
+    compare(p, k);
+    return 1;
+}
+
+static void card_close(struct card_cmp *k)
+{
+    free(k->kept_h);
+    free(k->kept_t);
+}
+
+/* Pass 0: cards that need no drain; pass 1: a drained card, its own wave. */
 static int card_pass(struct reconf_replan *r, const struct plan *p, const struct reconf_plan *cur,
                      size_t i, int pass)
 {
-    const struct plan_gpu *g = &p->gpus[i];
-    struct card_cmp k = {g, current_card(cur, g), NULL, NULL, 0};
-    k.kept_h = calloc((size_t)(k.c ? k.c->nheld : 0) + 1, sizeof(int));
-    k.kept_t = calloc(g->ninst + 1, sizeof(int));
-    int ok = k.kept_h && k.kept_t;
-    if (ok)
-        compare(p, &k);
-    int changed = 0;
-    for (size_t t = 0; ok && t < g->ninst; t++)
+    struct card_cmp k;
+    int ok = card_open(p, cur, i, &k), changed = 0;
+    for (size_t t = 0; ok && t < k.g->ninst; t++)
         changed |= !k.kept_t[t];
     for (int h = 0; ok && k.c && h < k.c->nheld; h++)
         changed |= !k.kept_h[h];
     if (ok && pass == (k.disturbed > 0)) {
         r->cards_changed += changed;
-        r->cards_kept += !changed && g->ninst > 0;
+        r->cards_kept += !changed && k.g->ninst > 0;
         ok = !changed || emit_card(r, p, &k);
     }
-    free(k.kept_h);
-    free(k.kept_t);
+    card_close(&k);
+    return ok;
+}
+
+/* Instances per row after the steps from op index from on. */
+static void play(const struct reconf_replan *r, size_t from, int *slots)
+{
+    for (size_t i = from; i < r->nop; i++)
+        if (r->op[i].row >= 0)
+            slots[r->op[i].row] += r->op[i].kind == RECONF_OP_CREATE ? 1 : -1;
+}
+
+/* 1 when draining k's card now leaves each workload that runs two or more
+ * replicas an instance somewhere. */
+static int drain_safe(const struct plan *p, const struct card_cmp *k, const int *slots,
+                      const int *had)
+{
+    for (int h = 0; h < k->c->nheld; h++) {
+        const struct reconf_want *w = &k->c->held[h];
+        int row = k->kept_h[h] || w->gpu_part ? -1 : row_of(p, w->tenant, w->workload), gone = 0;
+        for (int x = 0; row >= 0 && had[row] >= 2 && x < k->c->nheld; x++)
+            gone += !k->kept_h[x] && !k->c->held[x].gpu_part &&
+                    row_of(p, k->c->held[x].tenant, k->c->held[x].workload) == row;
+        if (row >= 0 && had[row] >= 2 && slots[row] - gone <= 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The first drained card (fleet order) whose drain is safe now, else 0. */
+static size_t next_safe(const struct plan *p, const struct reconf_plan *cur, const size_t *todo,
+                        size_t n, const int *slots, const int *had, int *ok)
+{
+    for (size_t j = 0; *ok && j < n; j++) {
+        struct card_cmp k;
+        *ok = card_open(p, cur, todo[j], &k);
+        int safe = *ok && drain_safe(p, &k, slots, had);
+        card_close(&k);
+        if (safe)
+            return j;
+    }
+    return 0;
+}
+
+/* The drained cards, one wave each, a card whose drain is safe first (an
+ * earlier wave may create the instances a later drain's pods move to). */
+static int drained_waves(struct reconf_replan *r, const struct plan *p,
+                         const struct reconf_plan *cur)
+{
+    size_t n = 0, *todo = calloc(p->ngpus + 1, sizeof(*todo));
+    int *slots = running(p, cur), *had = running(p, cur);
+    int ok = todo && slots && had;
+    for (size_t i = 0; ok && i < p->ngpus; i++) {
+        struct card_cmp k;
+        ok = card_open(p, cur, i, &k);
+        if (ok && k.disturbed)
+            todo[n++] = i;
+        card_close(&k);
+    }
+    if (ok)
+        play(r, 0, slots);
+    while (ok && n) {
+        size_t j = next_safe(p, cur, todo, n, slots, had, &ok), from = r->nop;
+        ok = ok && card_pass(r, p, cur, todo[j], 1);
+        play(r, from, slots);
+        memmove(&todo[j], &todo[j + 1], (n - j - 1) * sizeof(*todo));
+        n--;
+    }
+    free(todo);
+    free(slots);
+    free(had);
     return ok;
 }
 
@@ -270,10 +352,11 @@ ts_status reconf_steps(const struct plan *target, const struct reconf_plan *cur,
 {
     memset(out, 0, sizeof *out);
     ts_arena_init(&out->arena);
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < target->ngpus; i++)
-            if (!card_pass(out, target, cur, i, pass))
-                return TS_NOMEM;
+    for (size_t i = 0; i < target->ngpus; i++)
+        if (!card_pass(out, target, cur, i, 0))
+            return TS_NOMEM;
+    if (!drained_waves(out, target, cur))
+        return TS_NOMEM;
     return check_safe(out, target, cur) ? TS_OK : TS_NOMEM;
 }
 
