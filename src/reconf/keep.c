@@ -85,13 +85,27 @@ static int fits_kind(const struct reconf_card *c, const struct reconf_want *h,
     return !tpl->profile && !strcmp(c->mode, plan_mode_names[mode]) && h->guest == tpl->guest;
 }
 
+/* The fresh plan's instance like running instance h of card c on g, or
+ * NULL when its workload left the spec or is decided otherwise now. */
+static const struct plan_inst *keepable(const struct keep *k, const struct plan_gpu *g,
+                                        const struct reconf_card *c, const struct reconf_want *h,
+                                        int *row, int *mode)
+{
+    *row = row_of(k->fresh->decisions, h->tenant, h->workload);
+    const struct plan_inst *tpl = *row < 0 ? NULL : template_of(k->fresh, *row, mode);
+    if (!tpl || !fits_kind(c, h, tpl, *mode) || tpl->row->model != g->model ||
+        decide_card_refuses(tpl->row, g->node, g->model))
+        return NULL;
+    return tpl;
+}
+
 static int keep_held(struct keep *k, struct plan_gpu *g, const struct reconf_card *c,
                      const struct reconf_want *h)
 {
-    int mode, row = row_of(k->fresh->decisions, h->tenant, h->workload);
-    const struct plan_inst *tpl = row < 0 ? NULL : template_of(k->fresh, row, &mode);
-    if (!tpl || !fits_kind(c, h, tpl, mode))
-        return 1; /* removed or changed: not kept */
+    int mode, row;
+    const struct plan_inst *tpl = keepable(k, g, c, h, &row, &mode);
+    if (!tpl)
+        return 1; /* removed, or decided otherwise now: not kept */
     int rep = replica_for(k, row, h->replica);
     if (rep < 0)
         return rep == -1;
@@ -137,33 +151,35 @@ int reconf__overlaps(const struct plan_gpu *g, const struct plan_inst *self, int
     return 0;
 }
 
-/* Running instances of c that [start, start + size) overlaps. */
-static int covers(const struct reconf_card *c, int start, int size)
+/* Running instances of card g (released) that [start, start + size)
+ * overlaps and that would go back there (avoid NULL: none). */
+static int covers(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
+                  int start, int size)
 {
-    int n = 0;
+    int n = 0, row, mode;
     for (int h = 0; c && h < c->nheld; h++)
-        n += c->held[h].tenant && c->held[h].start < start + size &&
-             start < c->held[h].start + c->held[h].size;
+        n += c->held[h].start < start + size && start < c->held[h].start + c->held[h].size &&
+             keepable(k, g, c, &c->held[h], &row, &mode) != NULL;
     return n;
 }
 
 /* A legal free start for profile pr on g, or -1 (count and compute too);
- * of those, the one over the fewest running instances of avoid. */
-static int mig_start(const struct plan_gpu *g, const struct cat_profile *pr,
+ * of those, the one over the fewest instances of avoid that go back. */
+static int mig_start(const struct keep *k, const struct plan_gpu *g, const struct cat_profile *pr,
                      const struct reconf_card *avoid)
 {
     int count = 0, compute = 0;
     if (g->mode != PLAN_MIG && g->mode != PLAN_FREE)
         return -1;
-    for (size_t k = 0; k < g->ninst; k++) {
-        count += g->inst[k].profile == pr;
-        compute += g->inst[k].profile ? g->inst[k].profile->compute : 0;
+    for (size_t i = 0; i < g->ninst; i++) {
+        count += g->inst[i].profile == pr;
+        compute += g->inst[i].profile ? g->inst[i].profile->compute : 0;
     }
     if (count >= pr->max_count || compute + pr->compute > g->model->compute_slices)
         return -1;
     int best = -1, least = 1 << 30;
     for (size_t s = 0; s < pr->nstarts; s++) {
-        int at = pr->starts[s], over = covers(avoid, at, pr->mem_units);
+        int at = pr->starts[s], over = covers(k, g, avoid, at, pr->mem_units);
         if (at + pr->mem_units <= g->model->grid && !reconf__overlaps(g, NULL, at, pr->mem_units) &&
             over < least)
             best = at, least = over;
@@ -203,7 +219,7 @@ static int place_mig(struct keep *k, int row, const struct plan_inst *tpl)
                                                                      g->index)
                                                   : NULL;
             int s = (g->mode == PLAN_MIG) == (pass == 0) && usable(k->p, g, r)
-                        ? mig_start(g, tpl->profile, avoid)
+                        ? mig_start(k, g, tpl->profile, avoid)
                         : -1;
             if (s < 0)
                 continue;
@@ -301,12 +317,11 @@ static int put_back(struct keep *k)
     const struct reconf_card *c = g ? reconf_plan_card(k->cur, g->node->name, g->index) : NULL;
     for (int h = 0; c && h < c->nheld; h++) {
         const struct reconf_want *w = &c->held[h];
-        int mode, row = row_of(k->fresh->decisions, w->tenant, w->workload);
-        const struct plan_inst *tpl = row < 0 ? NULL : template_of(k->fresh, row, &mode);
-        if (!tpl || !tpl->profile || !c->mig || !fits_kind(c, w, tpl, mode) ||
-            k->placed[row] >= k->fresh->decisions->rows[row].workload->replicas ||
+        int mode, row;
+        const struct plan_inst *tpl = c->mig ? keepable(k, g, c, w, &row, &mode) : NULL;
+        if (!tpl || k->placed[row] >= k->fresh->decisions->rows[row].workload->replicas ||
             (g->mode != PLAN_MIG && g->mode != PLAN_FREE) ||
-            reconf__overlaps(g, NULL, w->start, w->size) || mig_start(g, tpl->profile, NULL) < 0)
+            reconf__overlaps(g, NULL, w->start, w->size) || mig_start(k, g, tpl->profile, NULL) < 0)
             continue;
         struct plan_inst in = *tpl;
         in.start = w->start;
