@@ -38,6 +38,8 @@ demo: build
 	@scripts/demo-webhook $(TESSERA)
 	@echo
 	@scripts/demo-meter $(TESSERA) out
+	@echo
+	@scripts/demo-replan $(TESSERA) out
 
 check: deps check-format check-build check-asan check-fuzz
 

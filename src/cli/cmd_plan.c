@@ -1,7 +1,8 @@
 /*
  * cmd_plan.c - `tessera plan`: decide and lay out, print text or JSON,
  * optionally write the SVG picture; with --current, each planned card
- * against what the nodes hold (reconf/).
+ * against what the nodes hold (NodeInventory) or a replan against what runs
+ * now (a previous plan's JSON) with its ordered steps (reconf/).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "reconf/reconf.h"
 #include "render/svg.h"
 #include "report/report.h"
+#include "util/file.h"
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
@@ -25,16 +27,24 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('t', "time-limit", "SEC", CLI_ALL,
              "GLPK time limit per GPU model (default " CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
     CLI_LONG('C', "current", "FILE", CLI_ALL,
-             "a node's 'tessera agent inventory -o json' (repeat for\n"
-             "several nodes): per planned card, keep or the steps\n"
-             "that reconfigure it (JSON: the reconfiguration key)"),
+             "what runs now: a previous 'tessera plan -o json' (replan:\n"
+             "keep running placements, ordered steps; JSON: the replan\n"
+             "key; see docs/replanning.md), and/or a node's 'tessera agent\n"
+             "inventory -o json' (repeat for several nodes): per planned\n"
+             "card, keep or the steps (JSON: the reconfiguration key)"),
+    CLI_LONG('D', "max-drains", "N", CLI_ALL,
+             "replan: drain at most N cards (0: none; default no limit)"),
+    CLI_LONG('P', "prefer", "WHAT", CLI_ALL,
+             "replan: fewer-drains (default): fewest drains, then cards;\n"
+             "fewer-cards: fewest cards, then drains"),
     CLI_END};
 
 static const struct cli_verb VERB = {
     "plan",
     "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json]\n"
     "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
-    "                    [--current INVENTORY.json...]\n\n"
+    "                    [--current PLAN.json|INVENTORY.json...]\n"
+    "                    [--max-drains N] [--prefer fewer-drains|fewer-cards]\n\n"
     "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
     "whole GPUs; totals against the lower bound and the naive layout.\n",
@@ -44,7 +54,35 @@ struct plan_args {
     struct cli_files spec, catalog, current;
     const char *format, *svg;
     struct plan_options popt;
+    struct reconf_replan_opts ropt;
+    int replan_flags; /* --max-drains or --prefer given */
 };
+
+static int set_max_drains(struct plan_args *a, const char *arg)
+{
+    char *end = NULL;
+    long n = strtol(arg, &end, 10);
+    a->replan_flags = 1;
+    if (!end || *end || end == arg || n < 0 || n > RECONF_MAX_DRAINS_MAX) {
+        fprintf(stderr, "tessera: --max-drains must be a whole number from 0 to %d\n",
+                RECONF_MAX_DRAINS_MAX);
+        return CLI_BAD_INPUT;
+    }
+    a->ropt.max_drains = (int)n;
+    return CLI_OK;
+}
+
+static int set_prefer(struct plan_args *a, const char *arg)
+{
+    a->replan_flags = 1;
+    for (int i = 0; reconf_prefer_names[i]; i++)
+        if (strcmp(arg, reconf_prefer_names[i]) == 0) {
+            a->ropt.prefer = i;
+            return CLI_OK;
+        }
+    fprintf(stderr, "tessera: --prefer must be fewer-drains or fewer-cards\n");
+    return CLI_BAD_INPUT;
+}
 
 static int set_solver(struct plan_options *popt, const char *arg)
 {
@@ -79,37 +117,72 @@ static int set(void *ctx, int key, const char *arg)
     case 's': a->svg = arg; return CLI_OK;
     case 't': return set_time_limit(&a->popt, arg);
     case 'S': return set_solver(&a->popt, arg);
+    case 'D': return set_max_drains(a, arg);
+    case 'P': return set_prefer(a, arg);
     default: return CLI_BAD_INPUT;
     }
 }
 
-/* The inventories of --current (NULL, 0 when none). */
+/* What --current gave: inventories (NULL, 0 when none) and at most one
+ * previous plan (prev.t NULL when none). */
 struct current {
     struct inv_node *inv;
     int n;
     const struct cat_catalog *cat;
+    struct reconf_plan prev;
+    const char *prev_path;
+    const struct reconf_replan_opts *ropt;
+    struct reconf_replan steps;
 };
+
+/* One --current file, read once (it may be a pipe): a previous plan's
+ * JSON into cur->prev, else a NodeInventory (at most TS_INPUT_MAX bytes,
+ * as inv_load reads it) into cur->inv. An exit code. */
+static int load_one(const char *path, struct current *cur)
+{
+    struct ts_error e = {0};
+    char *text = NULL;
+    size_t len = 0;
+    int rc = CLI_OK;
+    if (ts_file_read(path, CLI_PLAN_FILE_MAX, &text, &len, &e) != TS_OK)
+        return cli_fail(&e, CLI_READING);
+    if (!reconf_text_is_plan(text, len)) {
+        if (len > TS_INPUT_MAX)
+            ts_err(&e, TS_TOO_LARGE, "%s: a NodeInventory is at most %u bytes (TS_INPUT_MAX)", path,
+                   TS_INPUT_MAX);
+        else if (inv_parse(text, len, path, &cur->inv[cur->n], &e) == TS_OK)
+            cur->n++;
+        rc = e.code != TS_OK ? cli_fail(&e, CLI_READING) : CLI_OK;
+    } else if (cur->prev_path) {
+        fprintf(stderr, "tessera: %s: --current takes one plan (%s is the other)\n", path,
+                cur->prev_path);
+        rc = CLI_BAD_INPUT;
+    } else if (reconf_plan_parse(text, len, path, &cur->prev, &e) != TS_OK) {
+        rc = cli_fail(&e, CLI_READING);
+    } else {
+        cur->prev_path = path;
+    }
+    free(text);
+    return rc;
+}
 
 static int load_current(const struct cli_files *files, struct current *cur)
 {
     cur->inv = calloc(files->n + 1, sizeof(*cur->inv));
-    if (!cur->inv)
-        return CLI_FAIL;
-    for (size_t i = 0; i < files->n; i++) {
-        struct ts_error e = {0};
-        if (inv_load(files->paths[i], &cur->inv[cur->n], &e) != TS_OK)
-            return cli_fail(&e, CLI_READING);
-        cur->n++;
-    }
-    return CLI_OK;
+    int rc = cur->inv ? CLI_OK : CLI_FAIL;
+    for (size_t i = 0; rc == CLI_OK && i < files->n; i++)
+        rc = load_one(files->paths[i], cur);
+    return rc;
 }
 
-/* The plan JSON with its "reconfiguration" key. */
+/* The plan JSON with its "replan" and "reconfiguration" keys. */
 static void json_with_current(const struct plan *p, const struct reconf_plan *ap,
                               const struct current *cur, struct ts_sbuf *out)
 {
     json_t *doc = report_json_doc(p);
-    if (doc)
+    if (doc && cur->prev_path)
+        json_object_set_new(doc, "replan", reconf_replan_json(&cur->steps, cur->ropt));
+    if (doc && cur->n)
         json_object_set_new(doc, "reconfiguration", reconf_json(ap, cur->inv, cur->n, cur->cat));
     report_json_dump(doc, out);
     json_decref(doc);
@@ -128,7 +201,10 @@ static void report_current(const struct plan *p, const char *format, const struc
         json_with_current(p, &ap, cur, out);
     } else {
         report_text(p, out);
-        reconf_text(&ap, cur->inv, cur->n, cur->cat, out);
+        if (cur->prev_path)
+            reconf_replan_text(&cur->steps, out);
+        if (cur->n)
+            reconf_text(&ap, cur->inv, cur->n, cur->cat, out);
     }
     reconf_plan_release(&ap);
 }
@@ -138,7 +214,7 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
 {
     struct ts_sbuf out;
     ts_sbuf_init(&out, CLI_REPORT_MAX);
-    if (cur->inv)
+    if (cur->n || cur->prev_path)
         report_current(p, format, cur, &out);
     else if (strcmp(format, "json") == 0)
         report_json(p, &out);
@@ -154,24 +230,44 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     return rc;
 }
 
+/* Replace the fresh plan by the replan against the previous plan. */
+static int replan(struct cli_job *job, struct current *cur)
+{
+    struct ts_error e = {0};
+    if (reconf_replan(&job->plan, &cur->prev, cur->ropt, &cur->steps, &e) != TS_OK)
+        return cli_fail(&e, CLI_DOING);
+    return CLI_OK;
+}
+
 static int run(const struct plan_args *a)
 {
     struct cli_job job = {0};
-    struct current cur = {NULL, 0, NULL};
+    struct current cur = {.ropt = &a->ropt};
     int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
+    if (rc == CLI_OK && a->replan_flags && !cur.prev_path) {
+        fprintf(stderr, "tessera: --max-drains and --prefer need --current PLAN.json (a previous "
+                        "'tessera plan -o json')\n");
+        rc = CLI_BAD_INPUT;
+    }
     if (rc == CLI_OK)
         rc = cli_job_plan(&job, &a->spec, &a->catalog, &a->popt);
     cur.cat = job.cat;
+    if (rc == CLI_OK && cur.prev_path)
+        rc = replan(&job, &cur);
     if (rc == CLI_OK)
         rc = emit(job.plan, a->format, a->svg, &cur);
     cli_job_free(&job);
+    reconf_replan_release(&cur.steps);
+    reconf_plan_release(&cur.prev);
     free(cur.inv);
     return rc;
 }
 
 int cmd_plan(int argc, char **argv)
 {
-    struct plan_args a = {.format = "text", .popt = PLAN_OPTIONS_DEFAULT};
+    struct plan_args a = {.format = "text",
+                          .popt = PLAN_OPTIONS_DEFAULT,
+                          .ropt = {.max_drains = -1, .prefer = RECONF_PREFER_FEWER_DRAINS}};
     int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;

@@ -201,11 +201,12 @@ static ts_status canonical_order(struct plan *p)
 
 /* ---- totals ---- */
 
-static void totals(struct plan_build *b)
+void plan_summarise(struct plan *p)
 {
-    struct plan *p = b->p;
     struct plan_summary *s = &p->summary;
     s->gpus_total = (int)p->ngpus;
+    s->gpus_used = 0;
+    s->reserved_unused_gib = s->idle_gib = 0;
     for (size_t i = 0; i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
         if (g->mode == PLAN_FREE)
@@ -224,14 +225,20 @@ static void totals(struct plan_build *b)
             s->idle_gib += g->model->memory_gib - reserved;
     }
     s->cost_per_hour = plan_cost_per_hour(p);
-    s->naive = plan_naive(b->d);
-    s->lower_bound = b->bound;
+    s->naive = plan_naive(p->decisions);
     s->savings_percent = s->naive > 0 ? 100.0 * (s->naive - s->gpus_used) / s->naive : 0;
-    s->dedicated = plan_dedicated(b->d);
+    s->dedicated = plan_dedicated(p->decisions);
     s->savings_dedicated_percent = s->dedicated > 0
                                        ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
                                        : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
+}
+
+static void totals(struct plan_build *b)
+{
+    struct plan_summary *s = &b->p->summary;
+    s->lower_bound = b->bound;
+    plan_summarise(b->p);
     if (b->glpk_timeout)
         s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"
                                   : "heuristic (GLPK stopped at the time limit)";

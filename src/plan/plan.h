@@ -120,6 +120,10 @@ int plan_dedicated(const struct decide_result *d);
  * currency; -1 without a PriceBook or when a used card's model has none. */
 int64_t plan_cost_per_hour(const struct plan *p);
 
+/* Recompute the summary's card totals (used, reserved, idle, cost, savings,
+ * optimal against summary.lower_bound) after the cards changed. */
+void plan_summarise(struct plan *p);
+
 /* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);
 

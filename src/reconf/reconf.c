@@ -41,35 +41,49 @@ static void set_owner(struct reconf_card *t, const struct plan_gpu *g)
     }
 }
 
+static struct reconf_want want_of(const struct plan_inst *in)
+{
+    int mig = in->profile != NULL;
+    return (struct reconf_want){mig ? in->profile->name : NULL,
+                                mig ? in->start : -1,
+                                mig ? in->size : 0,
+                                in->row ? in->row->tenant->name : NULL,
+                                in->row ? in->row->workload->name : NULL,
+                                in->replica,
+                                in->gpu_part,
+                                in->guest};
+}
+
+/* One planned card: its MIG geometry (want) and every occupant (held). */
+static int card_from_plan(struct ts_arena *a, const struct plan_gpu *g, struct reconf_card *t)
+{
+    *t = (struct reconf_card){.node = g->node->name,
+                              .model = g->model->name,
+                              .mode = plan_mode_names[g->mode],
+                              .index = g->index,
+                              .mig = g->mode == PLAN_MIG};
+    set_owner(t, g);
+    t->want = ts_arena_array(a, g->ninst + 1, sizeof(*t->want));
+    t->held = ts_arena_array(a, g->ninst + 1, sizeof(*t->held));
+    if (!t->want || !t->held)
+        return 0;
+    for (size_t k = 0; k < g->ninst; k++) {
+        t->held[t->nheld++] = want_of(&g->inst[k]);
+        if (t->mig)
+            t->want[t->nwant++] = want_of(&g->inst[k]);
+    }
+    return 1;
+}
+
 ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out, struct ts_error *err)
 {
     ts_arena_init(&out->arena);
     out->n = 0;
     out->t = ts_arena_array(&out->arena, p->ngpus + 1, sizeof(*out->t));
-    for (size_t i = 0; out->t && i < p->ngpus; i++) {
-        const struct plan_gpu *g = &p->gpus[i];
-        struct reconf_card *t = &out->t[out->n++];
-        *t = (struct reconf_card){g->node->name,
-                                  g->model->name,
-                                  plan_mode_names[g->mode],
-                                  NULL,
-                                  NULL,
-                                  g->index,
-                                  g->mode == PLAN_MIG,
-                                  NULL,
-                                  0};
-        set_owner(t, g);
-        t->want = ts_arena_array(&out->arena, g->ninst + 1, sizeof(*t->want));
-        if (!t->want)
-            break;
-        for (size_t k = 0; t->mig && k < g->ninst; k++) {
-            const struct plan_inst *in = &g->inst[k];
-            t->want[t->nwant++] = (struct reconf_want){in->profile->name, in->start, in->size,
-                                                       in->row ? in->row->tenant->name : NULL,
-                                                       in->row ? in->row->workload->name : NULL};
-        }
-    }
-    if (!out->t || (p->ngpus && !out->t[out->n - 1].want)) {
+    int ok = out->t != NULL;
+    for (size_t i = 0; ok && i < p->ngpus; i++)
+        ok = card_from_plan(&out->arena, &p->gpus[i], &out->t[out->n++]);
+    if (!ok) {
         reconf_plan_release(out);
         return ts_err(err, TS_NOMEM, "out of memory");
     }
@@ -93,19 +107,23 @@ static ts_status plan_str(const struct ts_jread *r, struct ts_arena *a, json_t *
 }
 
 static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t *o,
-                           const char *path, struct reconf_want *w)
+                           const char *path, int mig, struct reconf_want *w)
 {
     ts_status st = ts_jread_obj(r, o, path);
+    w->start = -1;
     if (st == TS_OK)
-        st = plan_str(r, a, o, "profile", path, 0, &w->profile);
-    if (st == TS_OK)
+        st = plan_str(r, a, o, "profile", path, !mig, &w->profile);
+    if (st == TS_OK && mig)
         st = ts_jread_int(r, o, "start", path, 0, TS_MIG_GRID_MAX - 1, &w->start);
-    if (st == TS_OK)
+    if (st == TS_OK && mig)
         st = ts_jread_int(r, o, "size", path, 1, TS_MIG_GRID_MAX, &w->size);
     if (st == TS_OK)
         st = plan_str(r, a, o, "tenant", path, 1, &w->tenant);
     if (st == TS_OK)
         st = plan_str(r, a, o, "workload", path, 1, &w->workload);
+    w->replica = json_integer_value(json_object_get(o, "replica"));
+    w->gpu_part = json_integer_value(json_object_get(o, "gpuPart"));
+    w->guest = json_is_true(json_object_get(o, "guest"));
     return st;
 }
 
@@ -117,25 +135,37 @@ static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *
     if (st == TS_OK)
         st = plan_str(r, a, o, "node", path, 0, &t->node);
     if (st == TS_OK)
-        st = ts_jread_int(r, o, "index", path, 0, 1023, &t->index);
+        st = ts_jread_int(r, o, "index", path, 0, RECONF_GPU_INDEX_MAX, &t->index);
     if (st == TS_OK)
         st = plan_str(r, a, o, "model", path, 0, &t->model);
     if (st == TS_OK)
         st = plan_str(r, a, o, "mode", path, 0, &t->mode);
     if (st == TS_OK)
-        st = ts_jread_arr(r, o, "instances", path, 256, &insts);
+        st = ts_jread_arr(r, o, "instances", path, RECONF_CARD_INSTANCES_MAX, &insts);
     if (st != TS_OK)
         return st;
     t->mig = strcmp(t->mode, "mig") == 0;
     t->want = ts_arena_array(a, json_array_size(insts) + 1, sizeof(*t->want));
-    if (!t->want)
+    t->held = ts_arena_array(a, json_array_size(insts) + 1, sizeof(*t->held));
+    if (!t->want || !t->held)
         return ts_err(r->err, TS_NOMEM, "out of memory");
-    for (size_t i = 0; st == TS_OK && t->mig && i < json_array_size(insts); i++) {
+    for (size_t i = 0; st == TS_OK && i < json_array_size(insts); i++) {
         char ip[TS_PATH_MAX];
         ts_json_path(ip, sizeof ip, path, "instances", (long)i);
-        st = plan_inst(r, a, json_array_get(insts, i), ip, &t->want[t->nwant++]);
+        st = plan_inst(r, a, json_array_get(insts, i), ip, t->mig, &t->held[t->nheld++]);
+        if (t->mig)
+            t->want[t->nwant++] = t->held[t->nheld - 1];
     }
     return st;
+}
+
+int reconf_text_is_plan(const char *text, size_t len)
+{
+    json_t *doc = json_loadb(text, len, 0, NULL);
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    int is = kind && strcmp(kind, "Plan") == 0;
+    json_decref(doc);
+    return is;
 }
 
 static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_plan *out)
@@ -148,7 +178,7 @@ static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_p
     if (st == TS_OK && strcmp(kind, "Plan"))
         st = ts_jread_bad(r, "kind", "expected Plan (the output of tessera plan -o json)");
     if (st == TS_OK)
-        st = ts_jread_arr(r, doc, "gpus", "", 4096, &gpus);
+        st = ts_jread_arr(r, doc, "gpus", "", RECONF_PLAN_GPUS_MAX, &gpus);
     if (st != TS_OK)
         return st;
     out->t = ts_arena_array(&out->arena, json_array_size(gpus) + 1, sizeof(*out->t));
@@ -370,9 +400,11 @@ void reconf_text(const struct reconf_plan *p, const struct inv_node *inv, int ni
             ts_sbuf_printf(out, "%s: %s\n", c == RC_UNKNOWN ? "unknown" : "operator", d.why);
             continue;
         }
-        ts_sbuf_puts(out, "reconfigure\n    1. drain the card (its pods are evicted)\n");
+        ts_sbuf_puts(out, "reconfigure\n");
+        if (d.ndestroy) /* only a destroy can disturb a pod: creates take free slices */
+            ts_sbuf_puts(out, "    1. drain the card (its pods are evicted)\n");
         for (int k = 0; k < d.nstep; k++) {
-            ts_sbuf_printf(out, "    %d. ", k + 2);
+            ts_sbuf_printf(out, "    %d. ", k + 1 + (d.ndestroy > 0));
             reconf_step_text(&d.step[k], out);
             ts_sbuf_puts(out, "\n");
         }
@@ -407,7 +439,7 @@ json_t *reconf_json(const struct reconf_plan *p, const struct inv_node *inv, int
         count[c]++;
         destroys += d.ndestroy;
         creates += d.ncreate;
-        if (c == RC_CHANGE)
+        if (c == RC_CHANGE && d.ndestroy)
             json_array_append_new(steps, json_pack("{s:s}", "action", "drain"));
         for (int k = 0; k < d.nstep; k++)
             json_array_append_new(steps, step_json(&d.step[k]));

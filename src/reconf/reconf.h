@@ -24,6 +24,7 @@ struct reconf_want {
     const char *profile; /* plan's profile name */
     int start, size;
     const char *tenant, *workload; /* NULL for the canary */
+    int replica, gpu_part, guest;  /* held[] only (replanning) */
 };
 
 /* One planned card. mig: the plan gives it a MIG geometry; free: nothing.
@@ -35,6 +36,10 @@ struct reconf_card {
     int index, mig;
     struct reconf_want *want;
     int nwant;
+    /* Every instance the card holds, any mode (MIG: as want; profile NULL
+     * and start -1 otherwise): who is on it, for replanning. */
+    struct reconf_want *held;
+    int nheld;
 };
 
 struct reconf_plan {
@@ -50,6 +55,8 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
 ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
                             struct ts_error *err);
 void reconf_plan_release(struct reconf_plan *p);
+/* 1 when text is a JSON object of kind Plan (else, e.g., a NodeInventory). */
+int reconf_text_is_plan(const char *text, size_t len);
 
 enum reconf_step_kind { RECONF_DESTROY, RECONF_CREATE };
 
@@ -100,5 +107,70 @@ const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const ch
 /* The planned instance of node/GPU index at start, or NULL. */
 const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node, int index,
                                            int start);
+
+/* ---- replanning (replan.c, steps.c) --------------------------------------- */
+
+/* --prefer: which of the two candidate plans wins when both are allowed. */
+enum reconf_prefer { RECONF_PREFER_FEWER_DRAINS, RECONF_PREFER_FEWER_CARDS };
+extern const char *const reconf_prefer_names[]; /* NULL-ended */
+
+struct reconf_replan_opts {
+    int max_drains; /* -1: no limit */
+    int prefer;     /* enum reconf_prefer */
+};
+
+enum reconf_op_kind {
+    RECONF_OP_CORDON,
+    RECONF_OP_DRAIN,
+    RECONF_OP_DESTROY,
+    RECONF_OP_MIG_MODE,
+    RECONF_OP_CREATE,
+    RECONF_OP_UNCORDON
+};
+extern const char *const reconf_op_names[];
+
+/* One ordered step on one card. wave 0: steps that disturb no running pod
+ * (tearing down what removed tenants left, creating in free space); wave
+ * k >= 1: the k-th drained card, done alone (cordon .. uncordon). */
+struct reconf_op {
+    int kind, wave;
+    const char *node, *model;
+    int index;
+    const char *what;    /* destroy/create: "3g.40gb at 4:4", "whole card", "mps client" */
+    const char *tenants; /* drain: the pods it evicts; destroy/create: whose; NULL: none */
+    const char *why;     /* destroy: "removed from the spec" etc., or NULL */
+    int row;             /* destroy/create: the decision row of a live workload's first GPU
+                          * part (the replica rule counts these), else -1 */
+};
+
+struct reconf_replan {
+    struct ts_arena arena;
+    struct reconf_op *op;
+    size_t nop, cap;
+    int drains, cards_kept, cards_changed;
+    const char *strategy; /* which candidate: see docs/replanning.md */
+    const char *note;     /* why the other candidate lost, or NULL */
+    const char *unsafe;   /* a workload one drain stops every replica of, or NULL */
+};
+
+/* Replan: *p is the fresh plan of the new spec; cur what runs now (a
+ * previous `tessera plan -o json`). Two candidates: the fresh plan with its
+ * cards renumbered within each node and model to keep the most running
+ * instances in place, and a plan that keeps every running instance whose
+ * workload is unchanged and places only what is new in free space. The
+ * options pick one; *p becomes it (the old one freed). TS_INFEASIBLE when
+ * neither meets --max-drains or the replica rule (err says why). */
+ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
+                        const struct reconf_replan_opts *o, struct reconf_replan *out,
+                        struct ts_error *err);
+void reconf_replan_release(struct reconf_replan *r);
+
+/* The steps that turn cur into target (steps.c); sets unsafe to the first
+ * workload with two or more running replicas that one drain would stop
+ * all of ("tenant/workload"). TS_NOMEM or TS_OK. */
+ts_status reconf_steps(const struct plan *target, const struct reconf_plan *cur,
+                       struct reconf_replan *out);
+void reconf_replan_text(const struct reconf_replan *r, struct ts_sbuf *out);
+json_t *reconf_replan_json(const struct reconf_replan *r, const struct reconf_replan_opts *o);
 
 #endif

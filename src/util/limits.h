@@ -187,6 +187,21 @@
  * above this the exact solver is not tried and the heuristic layout stands;
  * a memory and time budget for a solver that gets seconds per model. */
 #define PLAN_EXACT_VARS_MAX 40000
+/* `plan --max-drains N`: drains are of cards, and PLAN_MAX_INSTANCES bounds
+ * the cards a plan can use, so a larger N could never bind; refused rather
+ * than read as "no limit" (leave the flag out for that). */
+#define RECONF_MAX_DRAINS_MAX PLAN_MAX_INSTANCES
+/* Replanning: running MIG cards tried one at a time as the one card the
+ * keep candidate may drain (each try lays out the whole fleet once); past
+ * this the fresh plan is the only other candidate. */
+#define RECONF_RELEASE_TRIES_MAX 256
+/* A plan's JSON as `plan --current` and `agent apply` read it: cards (above
+ * the 10,000-GPU fleets the planner is built for; the file itself is capped
+ * by CLI_PLAN_FILE_MAX), instances on one card (MPS allows 48 or 64 clients,
+ * plus best-effort guests), and a card's index on its node. */
+#define RECONF_PLAN_GPUS_MAX 65536
+#define RECONF_CARD_INSTANCES_MAX 256
+#define RECONF_GPU_INDEX_MAX 1023
 
 /* ---- render ---------------------------------------------------------------- */
 

@@ -159,7 +159,7 @@ static void test_full_inventory(void **state)
     (void)state;
     struct inv_node *inv = calloc(1, sizeof(*inv));
     assert_non_null(inv);
-    const struct reconf_want w = {"1g.10gb", 0, 1, NULL, NULL};
+    const struct reconf_want w = {.profile = "1g.10gb", .start = 0, .size = 1};
     inv->ngpu = INV_GPUS_MAX;
     for (int i = 0; i < INV_GPUS_MAX; i++) {
         inv->gpu[i].index = i;
