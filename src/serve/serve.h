@@ -3,8 +3,9 @@
  *
  * libmicrohttpd with GnuTLS (TLS 1.2 and 1.3 only), a thread pool sized to
  * the cores, hard limits on body size, header size, entries and decode
- * memory, connections (in all and per client address), idle time and whole
- * request time (docs/webhook.md, Limits). Routes:
+ * memory, the bodies held by all connections together, connections (in all,
+ * per client address, and slots reserved for the API server's addresses),
+ * idle time and whole request time (docs/webhook.md, Limits). Routes:
  *   POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
  *   GET  /healthz   the process is alive
  *   GET  /readyz    a policy is loaded
