@@ -27,6 +27,13 @@ static const struct cli_opt OPTS[] = {
              "takes longer (default 10)"),
     CLI_LONG('p', "max-per-client", "N", CLI_ALL,
              "connections one client address may hold (default 128)"),
+    CLI_LONG('m', "max-connections", "N", CLI_ALL,
+             "connections in all on the TLS port (default 1024)"),
+    CLI_LONG('a', "reserve-for", "CIDR", CLI_ALL,
+             "the API server's addresses (repeat): only their connections\n"
+             "may use the reserved slots"),
+    CLI_LONG('e', "reserved", "N", CLI_ALL,
+             "slots kept for --reserve-for (default max-connections / 8)"),
     CLI_LONG('r', "runtime-class", "N", CLI_ALL,
              "an allowed runtimeClassName (repeat; default nvidia)"),
     CLI_LONG('s', "shim-path", "PATH", CLI_ALL,
@@ -46,7 +53,8 @@ static const struct cli_verb VERB = {
     "                     [--listen ADDR:PORT] [--health-listen ADDR:PORT]\n"
     "                     [--catalog FILE] [--log-format text|json]\n"
     "                     [--threads N] [--conn-timeout SEC] [--request-timeout SEC]\n"
-    "                     [--max-per-client N] [--runtime-class NAME...]\n"
+    "                     [--max-connections N] [--max-per-client N]\n"
+    "                     [--reserve-for CIDR... [--reserved N]] [--runtime-class NAME...]\n"
     "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
     "                     [--metering-refresh DUR]]\n\n"
     "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
@@ -67,6 +75,8 @@ struct serve_args {
     struct serve_options o;
     const char *classes[CLI_RUNTIME_CLASSES_MAX + 1];
     size_t nclasses;
+    const char *reserve[SERVE_RESERVE_NETS_MAX];
+    size_t nreserve;
 };
 
 /* A positive duration for --flag; 0 (and a message) when it is not one. */
@@ -111,6 +121,16 @@ static int runtime_class(struct serve_args *a, const char *arg)
     return CLI_OK;
 }
 
+static int reserve_for(struct serve_args *a, const char *arg)
+{
+    if (a->nreserve == SERVE_RESERVE_NETS_MAX) {
+        fprintf(stderr, "tessera: at most %d --reserve-for\n", SERVE_RESERVE_NETS_MAX);
+        return CLI_BAD_INPUT;
+    }
+    a->reserve[a->nreserve++] = arg;
+    return CLI_OK;
+}
+
 static int set(void *ctx, int key, const char *arg)
 {
     struct serve_args *a = ctx;
@@ -132,6 +152,10 @@ static int set(void *ctx, int key, const char *arg)
     case 'q':
         return number(arg, 1, 600, &o->request_s, "--request-timeout must be 1 to 600 seconds");
     case 'p': return number(arg, 1, 1024, &o->per_client, "--max-per-client must be 1 to 1024");
+    case 'm':
+        return number(arg, 2, 16384, &o->max_connections, "--max-connections must be 2 to 16384");
+    case 'a': return reserve_for(a, arg);
+    case 'e': return number(arg, 1, 16383, &o->reserved, "--reserved must be 1 to 16383");
     case 'r': return runtime_class(a, arg);
     default: return CLI_BAD_INPUT;
     }
@@ -164,6 +188,8 @@ int cmd_serve(int argc, char **argv)
     a.o.catalog_files = a.catalog.paths;
     a.o.ncatalog = a.catalog.n;
     a.o.admit.runtime_classes = a.nclasses ? a.classes : NULL;
+    a.o.reserve_for = a.reserve;
+    a.o.nreserve_for = a.nreserve;
     struct ts_error e = {0};
     struct serve_state *s = NULL;
     if (serve_open(&a.o, &s, &e) != TS_OK)

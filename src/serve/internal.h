@@ -9,8 +9,10 @@
 
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/socket.h>
 #include <time.h>
 #include "catalog/catalog.h"
 #include "decide/decide.h"
@@ -35,6 +37,25 @@ unsigned serve_jalloc_slots(void);
 void serve_jalloc_begin(void);
 int serve_jalloc_end(void);
 
+/* ---- capacity.c: connection slots (some reserved) and the body budget ---- */
+struct serve_metrics;
+/* Read --max-connections, --reserve-for and --reserved (TS_USAGE when bad). */
+ts_status serve_capacity_init(const struct serve_options *o, struct serve_metrics *m,
+                              struct ts_error *err);
+/* 1 when the address is in a --reserve-for network. */
+int serve_slot_reserved(const struct sockaddr *sa);
+/* libmicrohttpd's accept policy: MHD_NO when no slot is left for addr. */
+enum MHD_Result serve_accept(void *cls, const struct sockaddr *addr, socklen_t len);
+void serve_slot_open(int reserved);
+void serve_slot_close(int reserved);
+unsigned serve_slots_max(void);
+/* Take n bytes of SERVE_BODIES_MEM for a body being received (0: not
+ * there, counted); give them back when the review is answered. */
+int serve_body_take(size_t n);
+void serve_body_give(size_t n);
+/* The connection and body gauges, for /metrics. */
+void serve_capacity_text(struct ts_sbuf *out);
+
 /* ---- metrics.c (SERVE_RULES_MAX: util/limits.h) ---- */
 /* Latency histogram buckets: the bounds table of metrics.c, plus +Inf. */
 #define SERVE_BUCKETS 13
@@ -45,6 +66,8 @@ struct serve_metrics {
     atomic_ulong tls_failed;             /* handshakes that failed: plain HTTP, old TLS */
     atomic_ulong deadline_cut;           /* connections cut for a request over its deadline */
     atomic_ulong decode_refused;         /* reviews over the decode memory */
+    atomic_ulong slots_refused;          /* connections refused: no slot for their address */
+    atomic_ulong bodies_refused;         /* reviews refused (429): the body budget was spent */
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
     pthread_mutex_t lock; /* guards the rule table */

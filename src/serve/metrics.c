@@ -105,6 +105,12 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
     counter(o, "tessera_admission_decode_refused_total",
             "Reviews refused (400) because decoding them needed more than the decode memory.", "",
             atomic_load(&m->decode_refused));
+    counter(o, "tessera_connections_refused_total",
+            "Connections refused: every slot their address may use was taken.", "",
+            atomic_load(&m->slots_refused));
+    counter(o, "tessera_admission_busy_total",
+            "Reviews answered 429 unread: the request bodies in memory were at their budget.", "",
+            atomic_load(&m->bodies_refused));
     ts_sbuf_printf(o,
                    "# HELP tessera_policy_generation The loaded policy's number.\n"
                    "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",

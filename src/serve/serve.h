@@ -3,8 +3,9 @@
  *
  * libmicrohttpd with GnuTLS (TLS 1.2 and 1.3 only), a thread pool sized to
  * the cores, hard limits on body size, header size, entries and decode
- * memory, connections (in all and per client address), idle time and whole
- * request time (docs/webhook.md, Limits). Routes:
+ * memory, the bodies held by all connections together, connections (in all,
+ * per client address, and slots reserved for the API server's addresses),
+ * idle time and whole request time (docs/webhook.md, Limits). Routes:
  *   POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
  *   GET  /healthz   the process is alive
  *   GET  /readyz    a policy is loaded
@@ -33,12 +34,15 @@ struct serve_options {
     size_t nspec;
     const char *const *catalog_files;
     size_t ncatalog;
-    int log_json;              /* one JSON object per line instead of key=value */
-    unsigned threads;          /* 0 = one per core */
-    unsigned max_connections;  /* 0 = 1024 */
-    unsigned timeout_s;        /* idle per connection, 0 = 10 */
-    unsigned request_s;        /* a whole request, headers and body, 0 = 10 */
-    unsigned per_client;       /* connections per client address, 0 = max_connections / 8 */
+    int log_json;                   /* one JSON object per line instead of key=value */
+    unsigned threads;               /* 0 = one per core */
+    unsigned max_connections;       /* 0 = 1024 */
+    unsigned timeout_s;             /* idle per connection, 0 = 10 */
+    unsigned request_s;             /* a whole request, headers and body, 0 = 10 */
+    unsigned per_client;            /* connections per client address, 0 = max_connections / 8 */
+    const char *const *reserve_for; /* CIDRs whose connections may use the reserved slots */
+    size_t nreserve_for;
+    unsigned reserved;         /* slots only they may use, 0 = max_connections / 8 with them */
     unsigned watch_ms;         /* file check interval, 0 = 1000 */
     const char *db_url;        /* metering store, NULL = none */
     int64_t meter_interval_ms; /* scrape interval of the samples, 0 = 15 s */

@@ -55,8 +55,8 @@ static double now_s(void)
  * so a shut-down descriptor is always still that connection's. */
 
 struct tracked {
-    int fd;
-    double start; /* of the current request */
+    int fd, reserved; /* reserved: its address may use the reserved slots */
+    double start;     /* of the current request */
     size_t slot;
 };
 
@@ -106,16 +106,25 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
             conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ca = MHD_get_connection_info(
+            conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        int reserved = ca && ca->client_addr && serve_slot_reserved(ca->client_addr);
         struct tracked *t = ci ? malloc(sizeof(*t)) : NULL;
         *socket_ctx = t;
+        serve_slot_open(t ? reserved : 0); /* untracked ones count as general */
         if (!t)
             return;
         t->fd = ci->connect_fd;
+        t->reserved = reserved;
         t->start = now_s();
         track_start(t);
-    } else if (*socket_ctx) {
-        track_end(*socket_ctx);
-        free(*socket_ctx);
+    } else {
+        struct tracked *t = *socket_ctx;
+        serve_slot_close(t ? t->reserved : 0);
+        if (t) {
+            track_end(t);
+            free(t);
+        }
         *socket_ctx = NULL;
     }
 }
@@ -179,15 +188,85 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
               sizeof(kv) / sizeof(kv[0]));
 }
 
-static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *conn,
-                                struct ts_sbuf *u)
+/* A review's body being received, and the bytes of SERVE_BODIES_MEM it holds. */
+struct body {
+    struct ts_sbuf buf;
+    size_t held;
+    int busy; /* the budget ran out while it grew (a chunked body) */
+};
+
+static enum MHD_Result too_large(struct serve_state *s, struct MHD_Connection *conn)
 {
-    if (u->failed == TS_TOO_LARGE) {
-        char text[64];
-        snprintf(text, sizeof(text), "request body over %u MiB\n", ADMIT_BODY_MAX >> 20);
-        atomic_fetch_add(&s->metrics.requests_bad, 1);
-        return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, text);
+    char text[64];
+    snprintf(text, sizeof(text), "request body over %u MiB\n", ADMIT_BODY_MAX >> 20);
+    atomic_fetch_add(&s->metrics.requests_bad, 1);
+    return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, text);
+}
+
+/* 429: the bodies being received hold the whole budget; the review was not read. */
+static enum MHD_Result busy(struct MHD_Connection *conn)
+{
+    char text[96];
+    snprintf(text, sizeof(text), "busy: request bodies in memory at their %zu MiB budget\n",
+             SERVE_BODIES_MEM >> 20);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+                                                             MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+    MHD_add_response_header(r, "Retry-After", "1");
+    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Headers of a POST /validate are in: take the body's Content-Length from
+ * the budget before reading it (413 past ADMIT_BODY_MAX, 429 when it is
+ * not there); a chunked body takes as it grows (body_add). */
+static enum MHD_Result body_begin(struct serve_state *s, struct MHD_Connection *conn, void **ctx)
+{
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+    *ctx = (void *)1; /* unless a body is wanted: drop what comes */
+    if (want > ADMIT_BODY_MAX)
+        return too_large(s, conn);
+    if (!serve_body_take((size_t)want))
+        return busy(conn);
+    struct body *b = calloc(1, sizeof(*b));
+    if (!b) {
+        serve_body_give((size_t)want);
+        return MHD_NO;
     }
+    ts_sbuf_init(&b->buf, ADMIT_BODY_MAX);
+    b->held = (size_t)want;
+    *ctx = b;
+    return MHD_YES;
+}
+
+static enum MHD_Result body_add(struct body *b, const char *data, size_t n)
+{
+    if (b->busy || b->buf.failed)
+        return MHD_YES; /* answered at the end */
+    size_t need = b->buf.len + n;
+    if (need > b->held && need <= ADMIT_BODY_MAX) {
+        if (!serve_body_take(need - b->held)) {
+            b->busy = 1;
+            return MHD_YES;
+        }
+        b->held = need;
+    }
+    ts_sbuf_add(&b->buf, data, n);
+    return b->buf.failed == TS_NOMEM ? MHD_NO : MHD_YES;
+}
+
+static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *conn, struct body *b)
+{
+    struct ts_sbuf *u = &b->buf;
+    if (b->busy)
+        return busy(conn);
+    if (u->failed == TS_TOO_LARGE)
+        return too_large(s, conn);
     double t0 = now_s();
     atomic_fetch_add(&s->metrics.in_flight, 1);
     struct serve_policy *p = serve_policy_get(s);
@@ -238,6 +317,7 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
         struct ts_sbuf out;
         ts_sbuf_init(&out, SERVE_METRICS_MAX);
         serve_metrics_text(&s->metrics, s->generation, &out);
+        serve_capacity_text(&out);
         serve_meter_text(&s->meter, s, &out);
         enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", ts_sbuf_str(&out),
                                   out.len);
@@ -256,13 +336,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     struct serve_state *s = cls;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     if (!*ctx) { /* first call: headers only */
-        if (post && strcmp(url, "/validate") == 0) {
-            struct ts_sbuf *u = malloc(sizeof(*u));
-            if (u)
-                ts_sbuf_init(u, ADMIT_BODY_MAX);
-            *ctx = u;
-            return u ? MHD_YES : MHD_NO;
-        }
+        if (post && strcmp(url, "/validate") == 0)
+            return body_begin(s, conn, ctx);
         *ctx = (void *)1; /* mark: no body wanted */
         if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
             return route_get(s, conn, url);
@@ -274,13 +349,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         *size = 0; /* a body we did not ask for: drop it */
         return MHD_YES;
     }
-    struct ts_sbuf *u = *ctx;
+    struct body *b = *ctx;
     if (*size) {
-        ts_sbuf_add(u, data, *size);
+        size_t n = *size;
         *size = 0;
-        return u->failed == TS_NOMEM ? MHD_NO : MHD_YES;
+        return body_add(b, data, n);
     }
-    return validate(s, conn, u);
+    return validate(s, conn, b);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
@@ -290,8 +365,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
     (void)code;
     track_restart(conn);
     if (*ctx && *ctx != (void *)1) {
-        ts_sbuf_release(*ctx);
-        free(*ctx);
+        struct body *b = *ctx;
+        ts_sbuf_release(&b->buf);
+        serve_body_give(b->held);
+        free(b);
     }
     *ctx = NULL;
 }
@@ -353,16 +430,18 @@ static unsigned cores(void)
 static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_storage *sa, int v6)
 {
     const struct serve_options *o = s->opt;
-    unsigned max = o->max_connections ? o->max_connections : 1024u;
+    unsigned max = serve_slots_max(), nthreads = o->threads ? o->threads : cores();
     unsigned per_client = o->per_client ? o->per_client : (max / 8 ? max / 8 : 1);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    /* libmicrohttpd splits its connection limit between the pool's threads;
+     * serve_accept holds the real one, so any thread may take any slot */
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+        flags, 0, serve_accept, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
         s, /* first, so MHD logs nothing by itself */
         MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        serve_tls_retrieve, MHD_OPTION_THREAD_POOL_SIZE, o->threads ? o->threads : cores(),
-        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, max,
+        serve_tls_retrieve, MHD_OPTION_THREAD_POOL_SIZE, nthreads, MHD_OPTION_HTTPS_PRIORITIES,
+        TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, max * nthreads,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client, MHD_OPTION_NOTIFY_CONNECTION,
         notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
@@ -456,6 +535,8 @@ ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
     if (!s)
         return ts_err(err, TS_NOMEM, "out of memory");
     ts_status st = serve_state_init(s, opt, err);
+    if (st == TS_OK)
+        st = serve_capacity_init(opt, &s->metrics, err);
     if (st != TS_OK) {
         serve_state_release(s);
         free(s);

@@ -306,6 +306,14 @@
  * SERVE_DECODE_MEM each, what decoding can hold stays under the
  * Deployment's 128Mi limit together with the bodies being received. */
 #define SERVE_DECODES_MAX 2
+/* Bytes of request bodies held in memory at once, all connections
+ * together: four bodies at ADMIT_BODY_MAX, or ten legal 3 MiB UPDATEs. With
+ * SERVE_DECODES_MAX regions of SERVE_DECODE_MEM (touched only as far as a
+ * decode goes) the webhook stays under its Deployment's 128Mi; a review
+ * whose body does not fit is answered 429 before it is read. */
+#define SERVE_BODIES_MEM ((size_t)32 << 20)
+/* Networks of --reserve-for: the API server's addresses (a few). */
+#define SERVE_RESERVE_NETS_MAX 16
 /* Bytes of one AdmissionReview response: the request's own cap (3 MiB)
  * with room for the verdict. */
 #define SERVE_REVIEW_MAX (8u << 20)

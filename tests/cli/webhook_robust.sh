@@ -1,16 +1,22 @@
 #!/bin/bash
 # webhook_robust.sh - `tessera serve` against a hostile network, on loopback
-# only, bounded in count and time (under a minute):
-#   - slow-header and slow-body TLS clients from 127.0.0.2 fill that address's
-#     connection limit (--max-per-client) while a prober from 127.0.0.1 sees
-#     /healthz and /validate answered within 100 ms each, and the probes'
-#     own listener (--health-listen) too; the slow ones are cut at
-#     --request-timeout (counted on /metrics);
+# only, bounded in count and time (under a minute; clients: tests/tools/
+# webhook_clients.py):
+#   - slow-header and slow-body TLS clients from 127.0.0.2-4 hold every general
+#     connection slot (--max-connections 200, 40 --reserved for 127.0.0.1, the
+#     "API server") and reconnect when cut at --request-timeout, while a prober
+#     from 127.0.0.1 sees /healthz and /validate answered within 100 ms each,
+#     and the probes' own listener (--health-listen) too; another address is
+#     refused (counted on /metrics);
 #   - a TLS 1.1 client is refused (and TLS 1.2 accepted); plain HTTP to the
 #     TLS port is counted on /metrics;
+#   - the body budget: reviews whose bodies would take the bodies in memory
+#     past 32 MiB are answered 429 unread;
 #   - eight concurrent 3 MB reviews (long strings, and 100,000 env entries,
 #     which is refused with a 400 naming the limit) keep peak RSS (VmHWM)
-#     under 64 MB.
+#     under 64 MB;
+#   - 2,000 concurrent keep-alive connections sending reviews, with the same
+#     prober.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PY=/usr/bin/python3
@@ -25,12 +31,28 @@ URL=https://127.0.0.1:$PORT
 scripts/make-test-cert "$TMP/c" robust >/dev/null 2>&1
 CA=$TMP/c/ca.crt
 
+# bad capacity options: exit 2 naming the option and the value
+serve_bad() { # WANT-TEXT ARGS...
+    local text=$1 # not "want": expect_rc sets that one
+    shift
+    expect_rc 2 "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" \
+        --tls-key "$TMP/c/tls.key" --listen 127.0.0.1:$PORT "$@"
+    expect_in "$TMP/err" "$text"
+}
+serve_bad "--reserve-for: '10.0.0.0/33' is not ADDR or ADDR/BITS" --reserve-for 10.0.0.0/33
+serve_bad "--reserve-for: 'apiserver' is not ADDR or ADDR/BITS" --reserve-for 10.0.0.1 --reserve-for apiserver
+serve_bad "--reserve-for: '::1/' is not ADDR or ADDR/BITS" --reserve-for ::1/
+serve_bad "--reserved needs --reserve-for" --reserved 10
+serve_bad "--reserved 100: must be under --max-connections 100" --max-connections 100 --reserve-for 10.0.0.0/8 --reserved 100
+serve_bad "--max-connections must be 2 to 16384" --max-connections 1
+
 "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
     --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT --request-timeout 3 \
-    --max-per-client 64 --threads 2 \
+    --max-per-client 64 --threads 2 --max-connections 200 --reserve-for 127.0.0.1/32 \
+    --reserved 40 \
     2>"$TMP/serve.log" &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null' EXIT
+trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 50); do curl -s --cacert "$CA" $URL/readyz >/dev/null 2>&1 && break; sleep 0.1; done
 
 # a small allowed review for the prober
@@ -41,7 +63,7 @@ sed 's/"namespace": *"[^"]*"/"namespace": "client-c-prod"/g' \
 # (PATH with a scheme goes to that URL: the health listener)
 probe() {
     local base=$URL
-    case $1 in http://*) base= ;; esac
+    case $1 in http://* | https://*) base= ;; esac
     local worst=0 codes="" t code
     for _ in $(seq 10); do
         if [ -n "${2:-}" ]; then
@@ -58,40 +80,37 @@ probe() {
     echo "$worst$codes"
 }
 
-# 1. slow clients from 127.0.0.2: 100 send a header line every second, 40 a
-# body byte every second; the address may hold 64 connections
-$PY - "$PORT" "$CA" >"$TMP/slow.out" 2>&1 <<'PY' &
-import socket, ssl, sys, threading, time
-port, ca = int(sys.argv[1]), sys.argv[2]
-ctx = ssl.create_default_context(cafile=ca)
-ctx.check_hostname = False
-held, cut = [0], [0]
-lock = threading.Lock()
-def client(body):
-    try:
-        raw = socket.create_connection(("127.0.0.1", port), timeout=3, source_address=("127.0.0.2", 0))
-        s = ctx.wrap_socket(raw)
-    except (OSError, ssl.SSLError):
-        return
-    with lock: held[0] += 1
-    start = time.time()
-    try:
-        s.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\n")
-        if body:
-            s.sendall(b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
-        while time.time() - start < 12:
-            s.sendall(b"a" if body else b"X-Slow: 1\r\n")
-            time.sleep(1)
-    except (OSError, ssl.SSLError):
-        with lock: cut[0] += 1
-        return
-threads = [threading.Thread(target=client, args=(i >= 100,)) for i in range(140)]
-for t in threads: t.start()
-for t in threads: t.join()
-print("held", held[0], "cut", cut[0])
-PY
+# 1. slow clients at the connection limit: 200 threads from 127.0.0.2-4 (64 a
+# client address, 192 in all) send a header line or a body byte a second and
+# reconnect when cut; only 160 of the 200 slots are theirs (40 are reserved
+# for 127.0.0.1, the "API server"), so they hold every general slot
+$PY tests/tools/webhook_clients.py slow "$PORT" "$CA" 12 127.0.0.2 127.0.0.3 127.0.0.4 \
+    >"$TMP/slow.out" 2>&1 &
 SLOW=$!
-sleep 1.5
+sleep 1
+for _ in $(seq 40); do # the slow clients' handshakes take a while on a busy machine
+    curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
+    general=$(awk '/^tessera_connections\{slots="general"\}/ {print $2}' "$TMP/metrics")
+    [ "${general:-0}" -ge 158 ] && break
+    sleep 0.1
+done
+[ "${general:-0}" -ge 150 ] && [ "${general:-0}" -le 162 ] && ok || bad "general slots held by slow clients: $general of 160"
+# another address finds no slot (a cut client's slot may be free for a moment)
+refused=0
+for _ in 1 2 3 4 5; do
+    $PY - "$PORT" "$CA" 2>/dev/null <<'PY' || refused=$((refused + 1))
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2])
+ctx.check_hostname = False
+raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2,
+                               source_address=("127.0.0.5", 0))
+s = ctx.wrap_socket(raw)
+s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+sys.exit(0 if s.recv(100).startswith(b"HTTP/1.1 200") else 1)
+PY
+    sleep 0.2
+done
+[ "$refused" -ge 3 ] && ok || bad "127.0.0.5 served while the general slots were full ($refused of 5 refused)"
 read -r worst codes < <(probe /healthz)
 fast "$worst" && ok || bad "/healthz under slow clients: slowest ${worst} ms"
 [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/healthz codes under slow clients: $codes"
@@ -103,12 +122,14 @@ fast "$worst" && ok || bad "health listener under slow clients: slowest ${worst}
 [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "health listener codes: $codes"
 wait $SLOW
 cat "$TMP/slow.out"
-held=$(awk '/held/ {print $2}' "$TMP/slow.out"); cut=$(awk '/held/ {print $4}' "$TMP/slow.out")
-[ "${held:-0}" -ge 60 ] && [ "${held:-0}" -le 140 ] && ok || bad "slow clients held: $held"
-[ "${cut:-0}" -ge 60 ] && ok || bad "slow clients cut by the request deadline: $cut of $held"
+read -r _ peak _ cut _ nrefused <"$TMP/slow.out"
+[ "${cut:-0}" -ge 100 ] && ok || bad "slow clients cut by the request deadline: $cut"
+[ "${nrefused:-0}" -ge 1 ] && ok || bad "slow clients never refused a slot"
 curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
 n=$(awk '/^tessera_connections_deadline_total/ {print $2}' "$TMP/metrics")
-[ "${n:-0}" -ge 60 ] && ok || bad "tessera_connections_deadline_total $n"
+[ "${n:-0}" -ge 100 ] && ok || bad "tessera_connections_deadline_total $n"
+n=$(awk '/^tessera_connections_refused_total/ {print $2}' "$TMP/metrics")
+[ "${n:-0}" -ge 3 ] && ok || bad "tessera_connections_refused_total $n"
 
 # 2. TLS 1.1 refused, TLS 1.2 served; plain HTTP counted
 echo | timeout 5 openssl s_client -connect 127.0.0.1:$PORT -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' \
@@ -121,6 +142,22 @@ curl -s --max-time 2 http://127.0.0.1:$PORT/healthz >/dev/null 2>&1
 sleep 0.3
 after=$(curl -s --cacert "$CA" $URL/metrics | awk '/^tessera_tls_handshake_failures_total/ {print $2}')
 [ "${after:-0}" -gt "${before:-0}" ] && ok || bad "plain HTTP not counted ($before -> $after)"
+
+# the rest on a server with longer deadlines (a 3 MB upload on a busy machine
+# may take over 3 s; 2,000 TLS handshakes queue), room for 2,000 connections,
+# 127.0.0.1 reserved
+kill $SERVER
+wait $SERVER 2>/dev/null
+ulimit -n 8192 2>/dev/null || true
+PORT=$(free_port)
+HPORT=$(free_port)
+URL=https://127.0.0.1:$PORT
+"$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
+    --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT --threads 2 \
+    --request-timeout 30 --conn-timeout 30 --max-connections 2400 --max-per-client 300 --reserve-for 127.0.0.1 \
+    2>"$TMP/serve2.log" &
+SERVER=$!
+for _ in $(seq 50); do curl -s --cacert "$CA" $URL/readyz >/dev/null 2>&1 && break; sleep 0.1; done
 
 # 3. eight concurrent 3 MB reviews: peak RSS under 64 MB
 $PY - "$TMP" <<'PY'
@@ -159,4 +196,54 @@ expect_rc 0 curl -sf --cacert "$CA" $URL/healthz
 # the health listener serves the probes only
 [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HPORT/metrics)" = 404 ] && ok || bad "health listener serves /metrics"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --data x http://127.0.0.1:$HPORT/validate)" = 405 ] && ok || bad "health listener takes POST"
+# 4. the body budget (32 MiB, all connections together): nine reviews that
+# declare 3.6 MB each hold 32.4 MB of it unsent; a tenth is answered 429 at
+# once, unread, while a small review still fits; then the nine are answered
+$PY tests/tools/webhook_clients.py bodies "$PORT" "$CA" 9 3600000 >"$TMP/bodies.out" 2>&1 &
+BODIES=$!
+sleep 1
+expect_rc 0 curl -sf --cacert "$CA" -H 'Content-Type: application/json' --data-binary @"$TMP/small.json" $URL/validate
+wait $BODIES
+cat "$TMP/bodies.out"
+expect_in "$TMP/bodies.out" "extra HTTP/1.1 429"
+expect_in "$TMP/bodies.out" "held 400 400 400 400 400 400 400 400 400"
+curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
+n=$(awk '/^tessera_admission_busy_total/ {print $2}' "$TMP/metrics")
+[ "${n:-0}" = 1 ] && ok || bad "tessera_admission_busy_total $n, want 1"
+n=$(awk '/^tessera_request_bodies_bytes/ {print $2}' "$TMP/metrics")
+[ "${n:-x}" = 0 ] && ok || bad "tessera_request_bodies_bytes $n after every review was answered"
+
+# 5. 2,000 concurrent keep-alive connections from 127.0.0.2-9, each POSTing a
+# review every 1-2 s, while the prober (127.0.0.1) sees /healthz and
+# /validate answered within 100 ms, and the health listener too
+if [ "$(ulimit -n)" -lt 4500 ]; then
+    echo "SKIP 2,000 connections: ulimit -n is $(ulimit -n)"
+else
+    $PY tests/tools/webhook_clients.py many "$PORT" "$CA" 2000 "$TMP/stop" "$TMP/small.json" \
+        127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7 127.0.0.8 127.0.0.9 \
+        >"$TMP/many.out" 2>&1 &
+    MANY=$!
+    for _ in $(seq 600); do grep -q ready "$TMP/many.out" && break; sleep 0.1; done
+    expect_in "$TMP/many.out" ready
+    curl -sS --max-time 10 --cacert "$CA" $URL/metrics >"$TMP/metrics" 2>&1
+    n=$(awk '/^tessera_connections\{slots="general"\}/ {print $2}' "$TMP/metrics")
+    [ "${n:-0}" -ge 1990 ] && ok || { bad "connections open with 2,000 clients: $n"; grep -E 'connections|curl' "$TMP/metrics"; }
+    read -r worst codes < <(probe /healthz)
+    fast "$worst" && ok || bad "/healthz under 2,000 connections: slowest ${worst} ms"
+    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/healthz codes under 2,000 connections: $codes"
+    read -r worst codes < <(probe /validate "$TMP/small.json")
+    fast "$worst" && ok || bad "/validate under 2,000 connections: slowest ${worst} ms"
+    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/validate codes under 2,000 connections: $codes"
+    read -r worst codes < <(probe http://127.0.0.1:$HPORT/healthz)
+    fast "$worst" && ok || bad "health listener under 2,000 connections: slowest ${worst} ms"
+    touch "$TMP/stop"
+    wait $MANY
+    cat "$TMP/many.out"
+    read -r _ connected _ answered _ failed < <(grep connected "$TMP/many.out")
+    [ "${connected:-0}" = 2000 ] && ok || bad "2,000 clients: $connected connected"
+    [ "${failed:-1}" = 0 ] && ok || bad "2,000 clients: $failed failed"
+    [ "${answered:-0}" -ge 2000 ] && ok || bad "2,000 clients: $answered answered"
+    hwm=$(awk '/VmHWM/ {print $2}' /proc/$SERVER/status)
+    echo "peak RSS with 2,000 connections: $hwm kB"
+fi
 finish
