@@ -26,6 +26,11 @@
 #define SHIM_LIMITS_VERSION 1
 #define SHIM_REGION_PATH_MAX 256   /* bytes of the region path, with its NUL */
 #define SHIM_LIMITS_FILE_MAX 65536 /* bytes a limit file may have */
+/* The allocation tables (track.c) grow by segments, each twice the one
+ * before: 16 of them hold 2^16 - 1 times the first (over 8 billion live
+ * allocations in the pointer table), far past what a card can hold, while
+ * bounding the lookups of a free. */
+#define SHIM_TRACK_SEGMENTS 16
 
 struct shim_limits {
     int version;                       /* SHIM_LIMITS_VERSION once parsed */

@@ -7,8 +7,10 @@
  *   config.c   the limits: the file (limits.c parses it), else environment
  *   region.c   the container's accounting region (mmapped file, per-process
  *              slots, lock-free charge/credit, dead-process reclaim)
- *   track.c    what each live allocation was charged (fixed lock-free tables)
- *   mem.c      the memory hooks
+ *   track.c    what each live allocation was charged (growing lock-free tables)
+ *   mem.c      the memory hooks: linear allocations, arrays, what the card shows
+ *   vmm.c      VMM: charged until the last handle reference and mapping go
+ *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
  *   sm.c       the launch hooks and the SM-share limiter
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -110,11 +112,41 @@ int shim__region_pids(pid_t *pids, int max);
 
 /* ---- track.c ------------------------------------------------------------ */
 
-enum shim_track_kind { SHIM_TRACK_PTR, SHIM_TRACK_HANDLE, SHIM_TRACK_ARRAY, SHIM_TRACK_KINDS };
-/* Remember that key was charged bytes: 0, or -1 when the table is full. */
-int shim__track_put(enum shim_track_kind k, uint64_t key, uint64_t bytes);
-/* Forget key: its bytes, or 0 when unknown. */
-uint64_t shim__track_take(enum shim_track_kind k, uint64_t key);
+enum shim_track_kind {
+    SHIM_TRACK_PTR,    /* device pointers (also legacy 32-bit ones) */
+    SHIM_TRACK_HANDLE, /* VMM handles; aux: references (handle + mappings) */
+    SHIM_TRACK_ARRAY,  /* arrays and mipmapped arrays */
+    SHIM_TRACK_MAP,    /* VMM mappings by address; bytes: size, aux: handle */
+    SHIM_TRACK_KINDS
+};
+/* Remember that key was charged bytes (aux as above): 0, or -1 when the
+ * table cannot grow (mmap failed or SHIM_TRACK_SEGMENTS used). */
+int shim__track_put(enum shim_track_kind k, uint64_t key, uint64_t bytes, uint64_t aux);
+/* Forget key: its bytes (and *aux when aux is not NULL), or 0 when unknown. */
+uint64_t shim__track_take(enum shim_track_kind k, uint64_t key, uint64_t *aux);
+/* Add delta to key's aux: the new value, or -1 when key is unknown. */
+int64_t shim__track_ref(enum shim_track_kind k, uint64_t key, int64_t delta);
+
+/* ---- mem.c: what vmm.c and legacy.c share with it ----------------------- */
+
+/* Charge n bytes before asking the driver: CUDA_SUCCESS or out of memory. */
+CUresult shim__reserve(uint64_t n);
+void shim__unreserve(uint64_t n);
+/* After the driver answered r: remember key's charge, or undo it all. */
+CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                    void (*undo)(uint64_t key));
+/* Forget key's charge, ask the driver (call(key, fn, arg)), credit on success. */
+CUresult shim__release(enum shim_track_kind k, uint64_t key,
+                       CUresult (*call)(uint64_t key, const void *fn, const void *arg),
+                       const void *fn, const void *arg);
+void shim__undo_ptr(uint64_t key);
+void shim__undo_array(uint64_t key);
+CUresult shim__call_free(uint64_t key, const void *fn, const void *arg);
+CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg);
+/* Bytes of a w x h x d array (0 counts as 1), UINT64_MAX on overflow. */
+uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch);
+/* Rows of round_up(width, 512) bytes (UINT64_MAX on overflow). */
+uint64_t shim__pitch_estimate(size_t width, size_t height);
 
 /* ---- sm.c --------------------------------------------------------------- */
 

@@ -13,8 +13,17 @@
  *     the program writes it); cuMemcpyHtoD/DtoH copy for real.
  *   - cuGetProcAddress(_v2) returns the stand-in's own functions: for
  *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
- *     STREAM), then cuX_v2, then cuX. The library is linked -Bsymbolic, so
- *     these are its own definitions even under an LD_PRELOAD interposer.
+ *     STREAM), then cuX_v2 (version >= 3020), then cuX (so "cuMemAlloc" at
+ *     3010 is the legacy 32-bit cuMemAlloc). The library is linked
+ *     -Bsymbolic, so these are its own definitions even under an LD_PRELOAD
+ *     interposer; for cuMemAlloc_v2 and cuMemCreate it hands out internal
+ *     entry points (another address than dlsym's), as a real driver may.
+ *   - VMM: physical memory of cuMemCreate is freed when its handle
+ *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
+ *     AND every cuMemMap of it is unmapped (cuMemUnmap unmaps every mapping
+ *     starting inside its range), as cuda.h specifies.
+ *   - The legacy unversioned entry points, mipmapped arrays and context
+ *     limits: standin_more.c.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
  *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
@@ -43,7 +52,7 @@
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
  *     process holds (test hook).
  */
-#include "util/cuda_abi.h"
+#include "standin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +67,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
 #define PAGE 4096u
 #define CARD_MAGIC 0x44524143u /* "CARD" */
 #define CARD_SLOTS 256
@@ -87,7 +95,7 @@ static uint64_t total(void)
     return total_mem;
 }
 
-static int take_mem(uint64_t n)
+int standin_take_mem(uint64_t n)
 {
     uint64_t cur = atomic_load(&allocated);
     do {
@@ -98,46 +106,64 @@ static int take_mem(uint64_t n)
 }
 
 /* Device memory: n bytes with a header that remembers n in the 8 bytes
- * before the pointer; small blocks from malloc, large ones from an
- * anonymous mapping (untouched pages cost nothing). */
+ * before the pointer and how it was made in the 8 before those; small
+ * blocks from malloc, large ones from an anonymous mapping (untouched pages
+ * cost nothing). low: below 4 GiB, for the legacy 32-bit entry points
+ * (MAP_32BIT; NULL where the platform has none). */
 #define SMALL (1u << 20)
 #define SMALL_HDR 64u
 
-static void *map_bytes(uint64_t n)
+static char *get_block(uint64_t n, int low, uint64_t *how)
 {
-    if (n == 0 || n > (1ull << 46) || take_mem(n) != 0)
-        return NULL;
-    char *q = NULL;
-    if (n <= SMALL) {
+    int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (!low && n <= SMALL) {
         char *p = malloc(n + SMALL_HDR);
-        q = p ? p + SMALL_HDR : NULL;
-    } else {
-        char *p = mmap(NULL, n + PAGE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        q = p != MAP_FAILED ? p + PAGE : NULL;
+        *how = 0;
+        return p ? p + SMALL_HDR : NULL;
     }
+#ifdef MAP_32BIT
+    fl |= low ? MAP_32BIT : 0;
+#else
+    if (low)
+        return NULL;
+#endif
+    char *p = mmap(NULL, n + PAGE, PROT_READ | PROT_WRITE, fl, -1, 0);
+    *how = 1;
+    return p != MAP_FAILED ? p + PAGE : NULL;
+}
+
+void *standin_map_bytes(uint64_t n, int low)
+{
+    if (n == 0 || n > (1ull << 46) || standin_take_mem(n) != 0)
+        return NULL;
+    uint64_t how = 0;
+    char *q = get_block(n, low, &how);
     if (!q) {
         atomic_fetch_sub(&allocated, n);
         return NULL;
     }
     memcpy(q - 8, &n, 8);
+    memcpy(q - 16, &how, 8);
     return q;
 }
 
-static int unmap_bytes(void *ptr)
+int standin_unmap_bytes(void *ptr)
 {
     char *q = ptr;
-    uint64_t n;
+    uint64_t n, how;
     if (!q)
         return -1;
     memcpy(&n, q - 8, 8);
+    memcpy(&how, q - 16, 8);
     atomic_fetch_sub(&allocated, n);
-    if (n <= SMALL)
+    if (how == 0)
         free(q - SMALL_HDR);
     else
         munmap(q - PAGE, n + PAGE);
     return 0;
 }
+
+void standin_give_mem(uint64_t n) { atomic_fetch_sub(&allocated, n); }
 
 EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
 
@@ -145,7 +171,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = map_bytes(bytesize);
+    void *p = standin_map_bytes(bytesize, 0);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
@@ -199,7 +225,8 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    return unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return standin_unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
@@ -240,30 +267,38 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 
 /* VMM handles and arrays: heap records of their size, kept in a list of
  * the live ones, so a bad handle (or one of the other kind) is refused, not
- * followed. */
+ * followed. A VMM record is like the driver's allocation: its handle
+ * references (cuMemCreate 1, cuMemRetainAllocationHandle +1, cuMemRelease
+ * -1) and its mappings (cuMemMap +1, cuMemUnmap -1) both keep the physical
+ * memory; it is freed when the last of either goes. */
 #define LIVE_MAX 4096
-#define VMM_MAGIC 0x564d4d31u
-#define ARRAY_MAGIC 0x41525231u
+#define MAPS_MAX 4096
 
 struct record {
     uint32_t magic;
     uint64_t size;
-    _Atomic int maps; /* VMM handles: cuMemMap calls */
+    int refs, maps; /* VMM: handle references, mappings (under live_mutex) */
 };
 
 static struct record *live[LIVE_MAX];
+static struct {
+    CUdeviceptr va;
+    size_t size;
+    struct record *r;
+} maps[MAPS_MAX];
 static pthread_mutex_t live_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A live record holding size bytes of device memory; NULL: out of memory. */
-static struct record *record_new(uint32_t magic, uint64_t size)
+struct record *standin_record_new(uint32_t magic, uint64_t size)
 {
-    if (take_mem(size) != 0)
+    if (standin_take_mem(size) != 0)
         return NULL;
     struct record *r = calloc(1, sizeof(*r));
     int added = 0;
     if (r) {
         r->magic = magic;
         r->size = size;
+        r->refs = 1;
         pthread_mutex_lock(&live_mutex);
         for (int i = 0; i < LIVE_MAX && !added; i++)
             if (!live[i]) {
@@ -280,30 +315,42 @@ static struct record *record_new(uint32_t magic, uint64_t size)
     return r;
 }
 
-/* The live record p of kind magic, or NULL. With drop set, forget it too. */
-static struct record *record_find(const void *p, uint32_t magic, int drop)
+/* Index of the live record p of kind magic, or -1 (under live_mutex). */
+static int live_index(const void *p, uint32_t magic)
 {
-    struct record *found = NULL;
-    pthread_mutex_lock(&live_mutex);
-    for (int i = 0; i < LIVE_MAX && p && !found; i++)
-        if (live[i] == p && live[i]->magic == magic) {
-            found = live[i];
-            if (drop)
-                live[i] = NULL;
-        }
-    pthread_mutex_unlock(&live_mutex);
-    return found;
+    for (int i = 0; i < LIVE_MAX && p; i++)
+        if (live[i] == p && live[i]->magic == magic)
+            return i;
+    return -1;
 }
 
-/* Free the live record p of kind magic and its device memory. */
-static CUresult record_free(const void *p, uint32_t magic)
+/* Drop one handle reference (drop_ref) or one mapping of r; free its
+ * memory when neither is left. Under live_mutex. */
+static void record_unref(struct record *r, int drop_ref)
 {
-    struct record *r = record_find(p, magic, 1);
-    if (!r)
-        return CUDA_ERROR_INVALID_HANDLE;
+    if (drop_ref)
+        r->refs--;
+    else
+        r->maps--;
+    if (r->refs > 0 || r->maps > 0)
+        return;
+    int i = live_index(r, r->magic);
+    if (i >= 0)
+        live[i] = NULL;
     atomic_fetch_sub(&allocated, r->size);
     free(r);
-    return CUDA_SUCCESS;
+}
+
+/* Release one reference of the live record p of kind magic. */
+CUresult standin_record_free(const void *p, uint32_t magic)
+{
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index(p, magic);
+    struct record *r = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+    if (r)
+        record_unref(r, 1);
+    pthread_mutex_unlock(&live_mutex);
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -312,7 +359,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     (void)flags;
     if (!handle || !prop || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    struct record *v = record_new(VMM_MAGIC, size);
+    struct record *v = standin_record_new(VMM_MAGIC, size);
     if (!v)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
@@ -321,29 +368,69 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    return record_free((const void *)(uintptr_t)handle, VMM_MAGIC);
+    return standin_record_free((const void *)(uintptr_t)handle, VMM_MAGIC);
 }
 
 EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
-    (void)flags;
-    struct record *v = record_find((const void *)(uintptr_t)handle, VMM_MAGIC, 0);
-    if (!v)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (!ptr || size == 0 || offset > v->size || size > v->size - offset)
+    if (!ptr || size == 0 || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    atomic_fetch_add(&v->maps, 1);
-    return CUDA_SUCCESS;
+    CUresult res = CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index((const void *)(uintptr_t)handle, VMM_MAGIC);
+    struct record *v = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+    if (v && (offset > v->size || size > v->size - offset))
+        res = CUDA_ERROR_INVALID_VALUE;
+    for (int k = 0; v && res == CUDA_ERROR_INVALID_HANDLE && k < MAPS_MAX; k++)
+        if (!maps[k].r) {
+            maps[k].va = ptr, maps[k].size = size, maps[k].r = v;
+            v->maps++;
+            res = CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return v && res == CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_OUT_OF_MEMORY : res;
 }
 
+/* Unmap every mapping inside [ptr, ptr + size). */
 EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (!ptr || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    int found = 0;
+    pthread_mutex_lock(&live_mutex);
+    for (int k = 0; k < MAPS_MAX; k++)
+        if (maps[k].r && maps[k].va >= ptr && maps[k].va - ptr < size) {
+            struct record *r = maps[k].r;
+            maps[k].r = NULL;
+            record_unref(r, 0);
+            found = 1;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A new reference to the allocation mapped at addr. */
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
+    struct record *r = NULL;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&live_mutex);
+    for (int k = 0; k < MAPS_MAX && !r; k++)
+        if (maps[k].r && a >= maps[k].va && a - maps[k].va < maps[k].size)
+            r = maps[k].r;
+    if (r)
+        r->refs++;
+    pthread_mutex_unlock(&live_mutex);
+    if (r)
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)r;
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Arrays: records of their size (above). */
-static uint64_t format_size(CUarray_format f)
+uint64_t standin_format_size(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
@@ -361,11 +448,11 @@ static uint64_t format_size(CUarray_format f)
 static CUresult make_array(CUarray *out, size_t w, size_t h, size_t d, CUarray_format f,
                            unsigned ch)
 {
-    uint64_t n = format_size(f);
+    uint64_t n = standin_format_size(f);
     if (!out || w == 0 || n == 0 || (ch != 1 && ch != 2 && ch != 4))
         return CUDA_ERROR_INVALID_VALUE;
     n *= (uint64_t)w * (h ? h : 1) * (d ? d : 1) * ch;
-    struct record *a = record_new(ARRAY_MAGIC, n);
+    struct record *a = standin_record_new(ARRAY_MAGIC, n);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *out = (CUarray)a;
@@ -387,7 +474,7 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR
                       desc->NumChannels);
 }
 
-EXPORT CUresult cuArrayDestroy(CUarray array) { return record_free(array, ARRAY_MAGIC); }
+EXPORT CUresult cuArrayDestroy(CUarray array) { return standin_record_free(array, ARRAY_MAGIC); }
 
 /* ---- device, context, errors --------------------------------------------- */
 
@@ -927,9 +1014,19 @@ static const struct {
     FN(cuMemRelease),
     FN(cuMemMap),
     FN(cuMemUnmap),
+    FN(cuMemRetainAllocationHandle),
     FN(cuArrayCreate_v2),
     FN(cuArray3DCreate_v2),
     FN(cuArrayDestroy),
+    FN(cuMemAlloc),
+    FN(cuMemAllocPitch),
+    FN(cuMemFree),
+    FN(cuArrayCreate),
+    FN(cuArray3DCreate),
+    FN(cuMipmappedArrayCreate),
+    FN(cuMipmappedArrayDestroy),
+    FN(cuCtxSetLimit),
+    FN(cuCtxGetLimit),
     FN(cuMemGetInfo_v2),
     FN(cuMemcpyHtoD_v2),
     FN(cuMemcpyDtoH_v2),
@@ -954,6 +1051,29 @@ static const struct {
     FN(cuEventSynchronize),
     FN(cuEventElapsedTime),
 };
+
+/* Like the real driver, cuGetProcAddress may hand out an internal entry
+ * point rather than the exported symbol: for cuMemAlloc_v2 and
+ * cuMemCreate these thunks (same behaviour, another address). */
+static CUresult internal_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+static CUresult internal_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    return cuMemCreate(handle, size, prop, flags);
+}
+
+static void *internal(void *fn)
+{
+    if (fn == (void *)&cuMemAlloc_v2)
+        return (void *)&internal_cuMemAlloc_v2;
+    if (fn == (void *)&cuMemCreate)
+        return (void *)&internal_cuMemCreate;
+    return fn;
+}
 
 static void *find_proc(const char *name, const char *suffix)
 {
@@ -981,7 +1101,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
         p = find_proc(symbol, "_v2");
     if (!p)
         p = find_proc(symbol, "");
-    *pfn = p;
+    *pfn = internal(p);
     if (status)
         *status = p ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;

@@ -1,0 +1,98 @@
+/*
+ * vmm.c - the virtual memory management hooks. The driver frees the
+ * physical memory of cuMemCreate only when every handle reference is
+ * released (cuMemCreate and each cuMemRetainAllocationHandle give one,
+ * cuMemRelease takes one) AND every cuMemMap of it is unmapped, so the
+ * charge lives as long: the handle's cell in track.c counts references
+ * plus mappings, each mapping is remembered by address (with its size and
+ * handle), and the bytes are credited when the count reaches 0, whichever
+ * of cuMemRelease and cuMemUnmap comes last (the pattern of llama.cpp's
+ * pool: create, map, release at once, unmap much later).
+ */
+#include "shim/shim.h"
+
+static void undo_handle(uint64_t key)
+{
+    __typeof__(&cuMemRelease) fn = SHIM_REAL(cuMemRelease);
+    if (fn)
+        fn((CUmemGenericAllocationHandle)key);
+}
+
+/* One reference or mapping of handle h is gone: credit when it was the last. */
+static void drop(uint64_t h)
+{
+    if (shim__track_ref(SHIM_TRACK_HANDLE, h, -1) == 0)
+        shim__unreserve(shim__track_take(SHIM_TRACK_HANDLE, h, NULL));
+}
+
+SHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    __typeof__(&cuMemCreate) fn = SHIM_REAL(cuMemCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__reserve(size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(handle, size, prop, flags);
+    return shim__keep(SHIM_TRACK_HANDLE, r, r == CUDA_SUCCESS ? *handle : 0, size, undo_handle);
+}
+
+SHIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    __typeof__(&cuMemRelease) fn = SHIM_REAL(cuMemRelease);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(handle);
+    if (r == CUDA_SUCCESS)
+        drop(handle);
+    return r;
+}
+
+SHIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    __typeof__(&cuMemMap) fn = SHIM_REAL(cuMemMap);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(ptr, size, offset, handle, flags);
+    if (r != CUDA_SUCCESS || shim__track_ref(SHIM_TRACK_HANDLE, handle, 1) < 0)
+        return r; /* a handle the shim did not charge (imported): nothing to keep */
+    if (shim__track_put(SHIM_TRACK_MAP, ptr, size, handle) == 0)
+        return r;
+    __typeof__(&cuMemUnmap) unmap = SHIM_REAL(cuMemUnmap);
+    if (unmap)
+        unmap(ptr, size);
+    drop(handle);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Every mapping that starts inside [ptr, ptr + size) is gone. */
+SHIM_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    __typeof__(&cuMemUnmap) fn = SHIM_REAL(cuMemUnmap);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(ptr, size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    for (CUdeviceptr at = ptr; at - ptr < size;) {
+        uint64_t h = 0, n = shim__track_take(SHIM_TRACK_MAP, at, &h);
+        if (n == 0)
+            break;
+        drop(h);
+        at += n;
+    }
+    return r;
+}
+
+SHIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    __typeof__(&cuMemRetainAllocationHandle) fn = SHIM_REAL(cuMemRetainAllocationHandle);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(handle, addr);
+    if (r == CUDA_SUCCESS && handle)
+        shim__track_ref(SHIM_TRACK_HANDLE, *handle, 1);
+    return r;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# shim_bypass.sh - every known way past the shim's memory limit, one probe
+# each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
+# VMM memory released while still mapped, the legacy unversioned entry
+# points, mipmapped arrays, the device malloc heap, dlsym(RTLD_NEXT) from a
+# library loaded after the shim, cuGetProcAddress handing out internal
+# entry points, and the tracking table at 300,000 live allocations. Each
+# probe prints how many times the limit the driver itself held; all must
+# stay within it. Needs TESSERA, TESSERA_SRC.
+source "$TESSERA_SRC/tests/lib.sh"
+
+envfile="$(dirname "$TESSERA")/shim-test.env"
+if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
+# shellcheck disable=SC1090
+. "$envfile"
+export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
+unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION
+preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
+[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+
+limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/$1"; }
+B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
+
+limits m64 "memoryLimit = 64Mi"
+for probe in vmm legacy mipmap heap gpa next; do
+    expect_rc 0 B "$TMP/m64" "$probe"
+    expect_in "$TMP/out" "probe=$probe held="
+    expect_in "$TMP/out" "limit=67108864"
+done
+
+# VMM: the mapped allocation stays charged after its release, and is
+# credited at the unmap (the probe checks 0 at the end).
+expect_rc 0 B "$TMP/m64" vmm
+expect_in "$TMP/out" "vmm_mapped=1 charged_while_mapped=58720256"
+# The legacy calls are refused at the limit, not before: 4 x 16 MiB fit.
+expect_rc 0 B "$TMP/m64" legacy
+expect_in "$TMP/out" "legacy_allocs=4 arrays=0"
+# The heap cannot be raised past the limit; in the limit it can.
+expect_rc 0 B "$TMP/m64" heap
+expect_in "$TMP/out" "heap_rc=2 heap=8388608"
+# Both versions cuGetProcAddress hands out are limited: 4 of 16 MiB each.
+expect_rc 0 B "$TMP/m64" gpa
+expect_in "$TMP/out" "gpa_allocs=4"
+expect_in "$TMP/out" "gpa_legacy_allocs=4"
+expect_rc 0 B "$TMP/m64" next
+expect_in "$TMP/out" "next_allocs=4"
+
+# The tracking table grows: 300,000 live allocations, none refused.
+limits g16 "memoryLimit = 16Gi"
+expect_rc 0 B "$TMP/g16" table 300000
+expect_in "$TMP/out" "table_live=300000 rc=0 charged=19200000"
+
+# An unknown probe is bad usage.
+expect_rc 2 B "$TMP/m64" nosuch
+finish

@@ -1,0 +1,253 @@
+/*
+ * shim_bypass.c - one probe per way an application could hold device memory
+ * past the shim's limit, run by tests/cli/shim_bypass.sh under
+ * LD_PRELOAD=libtessera-cuda.so against the stand-in driver. Each probe
+ * tries as hard as the bypass allows, then prints
+ *     probe=NAME held=BYTES limit=BYTES times=X.XX
+ * where held is the most device memory the stand-in itself ever held for
+ * this process (tessera_standin_allocated_bytes, not the shim's count) and
+ * times is held / limit; it exits 0 when held <= limit and every check
+ * passed, 1 otherwise ("FAIL:" lines), 2 on usage. The limit is read from
+ * cuMemGetInfo_v2's total (what the shim shows).
+ *   vmm        cuMemCreate + cuMemMap + cuMemRelease, 8 rounds, unmap last
+ *   legacy     cuMemAlloc / cuMemAllocPitch / cuArrayCreate / cuArray3DCreate
+ *              (the unversioned 32-bit entry points) until refused
+ *   mipmap     cuMipmappedArrayCreate until refused
+ *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
+ *   next       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from shim_nextlib, a
+ *              library loaded after the shim and before the driver
+ *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
+ *   table N    N live 64-byte allocations: none refused (limit permitting)
+ */
+#include "util/cuda_abi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t tessera_standin_allocated_bytes(void);
+
+static int failures;
+static size_t peak;
+
+#define CHECK(cond, ...)                                 \
+    do {                                                 \
+        if (!(cond)) {                                   \
+            printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                         \
+            printf("\n");                                \
+            failures++;                                  \
+        }                                                \
+    } while (0)
+
+#define MAXN 64
+
+static void sample(void)
+{
+    size_t now = tessera_standin_allocated_bytes();
+    if (now > peak)
+        peak = now;
+}
+
+static size_t limit_now(void)
+{
+    size_t fr = 0, tot = 0;
+    cuMemGetInfo_v2(&fr, &tot);
+    return tot;
+}
+
+static size_t charged(void)
+{
+    size_t fr = 0, tot = 0;
+    cuMemGetInfo_v2(&fr, &tot);
+    return tot - fr;
+}
+
+static int report(const char *name, size_t limit)
+{
+    printf("probe=%s held=%zu limit=%zu times=%.2f\n", name, peak, limit,
+           limit ? (double)peak / (double)limit : 0.0);
+    CHECK(peak <= limit, "%s: the driver held %zu bytes, limit %zu", name, peak, limit);
+    return failures ? 1 : 0;
+}
+
+/* ---- VMM: released while mapped ----------------------------------------- */
+
+static int probe_vmm(size_t limit)
+{
+    CUmemAllocationProp prop = {0};
+    CUdeviceptr va[8];
+    int mapped = 0;
+    for (int i = 0; i < 8; i++) {
+        CUmemGenericAllocationHandle h;
+        if (cuMemCreate(&h, limit * 7 / 8, &prop, 0) != CUDA_SUCCESS)
+            continue;
+        va[mapped] = (CUdeviceptr)(0x100000000000ull + (unsigned long long)i * (1ull << 36));
+        CHECK(cuMemMap(va[mapped], limit * 7 / 8, 0, h, 0) == CUDA_SUCCESS, "map %d", i);
+        mapped++;
+        CHECK(cuMemRelease(h) == CUDA_SUCCESS, "release %d", i);
+        sample();
+    }
+    printf("vmm_mapped=%d charged_while_mapped=%zu\n", mapped, charged());
+    CHECK(mapped == 0 || charged() >= limit * 7 / 8, "a mapped allocation is not charged");
+    for (int i = 0; i < mapped; i++)
+        CHECK(cuMemUnmap(va[i], limit * 7 / 8) == CUDA_SUCCESS, "unmap %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the unmaps", charged());
+    CHECK(tessera_standin_allocated_bytes() == 0, "the driver still holds memory");
+    return report("vmm", limit);
+}
+
+/* ---- legacy entry points ------------------------------------------------ */
+
+static int probe_legacy(size_t limit)
+{
+    CUdeviceptr_v1 p[MAXN];
+    CUarray a[MAXN];
+    int n = 0, k = 0;
+    unsigned chunk = (unsigned)(limit / 4), pitch = 0;
+    while (n < MAXN && cuMemAlloc(&p[n], chunk) == CUDA_SUCCESS)
+        n++, sample();
+    while (n < MAXN && cuMemAllocPitch(&p[n], &pitch, chunk / 64, 64, 4) == CUDA_SUCCESS)
+        n++, sample();
+    CUDA_ARRAY_DESCRIPTOR_v1 d = {chunk / 4, 1, CU_AD_FORMAT_FLOAT, 1};
+    while (k < MAXN && cuArrayCreate(&a[k], &d) == CUDA_SUCCESS)
+        k++, sample();
+    CUDA_ARRAY3D_DESCRIPTOR_v1 d3 = {chunk / 16, 2, 2, CU_AD_FORMAT_FLOAT, 1, 0};
+    while (k < MAXN && cuArray3DCreate(&a[k], &d3) == CUDA_SUCCESS)
+        k++, sample();
+    printf("legacy_allocs=%d arrays=%d\n", n, k);
+    CHECK(n >= 1, "no legacy allocation at all (the driver's own limit?)");
+    for (int i = 0; i < n; i++)
+        CHECK(cuMemFree(p[i]) == CUDA_SUCCESS, "free %d", i);
+    for (int i = 0; i < k; i++)
+        CHECK(cuArrayDestroy(a[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the frees", charged());
+    return report("legacy", limit);
+}
+
+/* ---- mipmapped arrays, the device heap ---------------------------------- */
+
+static int probe_mipmap(size_t limit)
+{
+    CUmipmappedArray m[MAXN];
+    int n = 0;
+    /* 4 levels of w x 16 x 4-byte texels: 16w * (4 + 1 + 1/4 + 1/16) bytes */
+    CUDA_ARRAY3D_DESCRIPTOR d = {limit / 64 / 4, 16, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+    while (n < MAXN && cuMipmappedArrayCreate(&m[n], &d, 4) == CUDA_SUCCESS)
+        n++, sample();
+    printf("mipmaps=%d\n", n);
+    CHECK(n >= 1, "no mipmapped array at all");
+    for (int i = 0; i < n; i++)
+        CHECK(cuMipmappedArrayDestroy(m[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the destroys", charged());
+    return report("mipmap", limit);
+}
+
+static int probe_heap(size_t limit)
+{
+    size_t want = (8u << 20) + limit * 4, got = 0;
+    CUresult r = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, want);
+    sample();
+    cuCtxGetLimit(&got, CU_LIMIT_MALLOC_HEAP_SIZE);
+    printf("heap_rc=%d heap=%zu\n", r, got);
+    CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, limit / 2) == CUDA_SUCCESS, "a heap in limit");
+    sample();
+    CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8u << 20) == CUDA_SUCCESS, "back to 8 MiB");
+    return report("heap", limit);
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*alloc1_fn)(CUdeviceptr_v1 *, unsigned);
+
+static int fill(alloc_fn fn, size_t chunk)
+{
+    CUdeviceptr p[MAXN];
+    int n = 0;
+    while (n < MAXN && fn(&p[n], chunk) == CUDA_SUCCESS)
+        n++, sample();
+    for (int i = 0; i < n; i++)
+        cuMemFree_v2(p[i]);
+    return n;
+}
+
+void *shim_nextlib_lookup(const char *name);
+
+static int probe_next(size_t limit)
+{
+    alloc_fn fn = (alloc_fn)shim_nextlib_lookup("cuMemAlloc_v2");
+    CHECK(fn != NULL, "RTLD_NEXT found no cuMemAlloc_v2");
+    if (fn)
+        printf("next_allocs=%d\n", fill(fn, limit / 4));
+    CHECK(charged() == 0, "%zu bytes still charged", charged());
+    return report("next", limit);
+}
+
+static int probe_gpa(size_t limit)
+{
+    void *p = NULL, *q = NULL;
+    CUdriverProcAddressQueryResult st;
+    CHECK(cuGetProcAddress_v2("cuMemAlloc", &p, 12000, 0, &st) == CUDA_SUCCESS, "gpa 12000");
+    CHECK(cuGetProcAddress_v2("cuMemAlloc", &q, 3010, 0, &st) == CUDA_SUCCESS, "gpa 3010");
+    if (p)
+        printf("gpa_allocs=%d\n", fill((alloc_fn)p, limit / 4));
+    if (q) {
+        CUdeviceptr_v1 v[MAXN];
+        int n = 0;
+        while (n < MAXN && ((alloc1_fn)q)(&v[n], (unsigned)(limit / 4)) == CUDA_SUCCESS)
+            n++, sample();
+        printf("gpa_legacy_allocs=%d\n", n);
+        for (int i = 0; i < n; i++)
+            cuMemFree(v[i]);
+    }
+    CHECK(charged() == 0, "%zu bytes still charged", charged());
+    return report("gpa", limit);
+}
+
+/* ---- the tracking table ------------------------------------------------- */
+
+static int probe_table(size_t limit, long n)
+{
+    CUdeviceptr *p = calloc((size_t)n, sizeof(*p));
+    long got = 0;
+    CUresult r = CUDA_SUCCESS;
+    if (!p)
+        return 2;
+    while (got < n && (r = cuMemAlloc_v2(&p[got], 64)) == CUDA_SUCCESS)
+        got++;
+    sample();
+    printf("table_live=%ld rc=%d charged=%zu\n", got, r, charged());
+    CHECK(got == n, "allocation %ld of 64 bytes refused (rc %d) with %zu charged", got + 1, r,
+          charged());
+    CHECK(charged() == (size_t)got * 64, "charged %zu, not %ld x 64", charged(), got);
+    for (long i = 0; i < got; i++)
+        cuMemFree_v2(p[i]);
+    free(p);
+    CHECK(charged() == 0, "%zu bytes still charged after the frees", charged());
+    return report("table", limit);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || cuInit(0) != CUDA_SUCCESS)
+        return 2;
+    size_t limit = limit_now();
+    const char *m = argv[1];
+    if (strcmp(m, "vmm") == 0)
+        return probe_vmm(limit);
+    if (strcmp(m, "legacy") == 0)
+        return probe_legacy(limit);
+    if (strcmp(m, "mipmap") == 0)
+        return probe_mipmap(limit);
+    if (strcmp(m, "heap") == 0)
+        return probe_heap(limit);
+    if (strcmp(m, "next") == 0)
+        return probe_next(limit);
+    if (strcmp(m, "gpa") == 0)
+        return probe_gpa(limit);
+    if (strcmp(m, "table") == 0 && argc == 3)
+        return probe_table(limit, atol(argv[2]));
+    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|next|gpa|table N\n");
+    return 2;
+}

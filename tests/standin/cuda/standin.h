@@ -1,0 +1,34 @@
+/*
+ * standin.h - what the files of the stand-in driver share (test code): the
+ * device-memory accounting of standin.c, used by standin_more.c for the
+ * legacy entry points, mipmapped arrays and context limits.
+ */
+#ifndef STANDIN_H
+#define STANDIN_H
+
+#include "util/cuda_abi.h"
+
+#include <stdint.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define VMM_MAGIC 0x564d4d31u
+#define ARRAY_MAGIC 0x41525231u
+#define MIPMAP_MAGIC 0x4d49504du
+
+struct record;
+
+/* Take n bytes of the card (0), or -1 when they do not fit. */
+int standin_take_mem(uint64_t n);
+/* Give back n bytes taken with standin_take_mem. */
+void standin_give_mem(uint64_t n);
+/* n bytes of device memory (low: below 4 GiB); NULL when out of memory. */
+void *standin_map_bytes(uint64_t n, int low);
+int standin_unmap_bytes(void *ptr);
+/* A live record of kind magic holding size bytes; NULL: out of memory. */
+struct record *standin_record_new(uint32_t magic, uint64_t size);
+/* Drop one reference of the live record p of kind magic. */
+CUresult standin_record_free(const void *p, uint32_t magic);
+/* Bytes of one element of format f, 0 for an unknown format. */
+uint64_t standin_format_size(CUarray_format f);
+
+#endif
