@@ -31,6 +31,10 @@
  * allocations in the pointer table), far past what a card can hold, while
  * bounding the lookups of a free. */
 #define SHIM_TRACK_SEGMENTS 16
+/* Memory pools one process may have settled (pool.c): applications make a
+ * handful (one per device and stream class); past this a pool's reserve
+ * beyond its allocations is not charged (logged once). */
+#define SHIM_POOLS 256
 
 struct shim_limits {
     int version;                       /* SHIM_LIMITS_VERSION once parsed */

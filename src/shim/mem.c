@@ -16,7 +16,7 @@
  */
 #include "shim/shim.h"
 
-static int limited(void)
+int shim__limited(void)
 {
     const struct shim_config *c = shim__config();
     return c->limited && !c->fail_closed;
@@ -35,7 +35,7 @@ CUresult shim__reserve(uint64_t n)
 
 void shim__unreserve(uint64_t n)
 {
-    if (limited() && n)
+    if (shim__limited() && n)
         shim__credit(n);
 }
 
@@ -54,48 +54,66 @@ void shim__undo_array(uint64_t key)
 }
 
 /* After the driver answered r: remember key's charge, or undo it all. */
-CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
-                    void (*undo)(uint64_t key))
+CUresult shim__keep_aux(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                        void (*undo)(uint64_t key), uint64_t aux)
 {
     if (r != CUDA_SUCCESS) {
         shim__unreserve(n);
         return r;
     }
-    if (!limited() || shim__track_put(k, key, n, k == SHIM_TRACK_HANDLE) == 0)
+    if (!shim__limited() || shim__track_put(k, key, n, aux) == 0)
         return r;
     undo(key);
     shim__unreserve(n);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Forget key's charge, ask the driver to free, credit on success. */
+CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                    void (*undo)(uint64_t key))
+{
+    return shim__keep_aux(k, r, key, n, undo, k == SHIM_TRACK_HANDLE);
+}
+
+/* Forget key's charge, ask the driver to free, credit on success; a pool
+ * allocation (aux) then settles its pool's reserve (pool.c). */
 CUresult shim__release(enum shim_track_kind k, uint64_t key,
                        CUresult (*call)(uint64_t key, const void *fn, const void *arg),
                        const void *fn, const void *arg)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    uint64_t n = shim__track_take(k, key, NULL);
+    uint64_t aux = 0, n = shim__track_take(k, key, &aux);
     CUresult r = call(key, fn, arg);
     if (r == CUDA_SUCCESS)
         shim__unreserve(n);
     else if (n)
-        shim__track_put(k, key, n, 0);
+        shim__track_put(k, key, n, aux);
+    if (r == CUDA_SUCCESS && k == SHIM_TRACK_PTR && aux && shim__limited())
+        shim__pool_settle((CUmemoryPool)(uintptr_t)aux);
     return r;
 }
 
 static CUresult alloc_ptr(CUresult (*call)(CUdeviceptr *d, uint64_t n, const void *fn,
                                            const void *a, const void *b),
                           const void *fn, CUdeviceptr *dptr, uint64_t n, const void *a,
-                          const void *b)
+                          const void *b, CUmemoryPool pool)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
+    if (pool && shim__limited())
+        shim__pool_lend(pool, n);
     CUresult r = shim__reserve(n);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        if (pool && shim__limited())
+            shim__pool_settle(pool);
         return r;
+    }
     r = call(dptr, n, fn, a, b);
-    return shim__keep(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, n, shim__undo_ptr);
+    r = shim__keep_aux(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, n, shim__undo_ptr,
+                       (uint64_t)(uintptr_t)pool);
+    if (pool && shim__limited())
+        shim__pool_settle(pool);
+    return r;
 }
 
 /* ---- the calls, one adapter per prototype ------------------------------- */
@@ -146,40 +164,40 @@ CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg)
 
 SHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize, NULL,
+    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize, NULL, NULL,
                      NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     return alloc_ptr(call_managed, (const void *)SHIM_REAL(cuMemAllocManaged), dptr, bytesize,
-                     &flags, NULL);
+                     &flags, NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize, stream,
-                     NULL);
+                     NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr, bytesize,
-                     stream, NULL);
+                     stream, NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                              CUstream stream)
 {
     return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync), dptr, bytesize,
-                     pool, stream);
+                     pool, stream, pool);
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                   CUmemoryPool pool, CUstream stream)
 {
     return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync_ptsz), dptr,
-                     bytesize, pool, stream);
+                     bytesize, pool, stream, pool);
 }
 
 /* Rows of round_up(width, 512) bytes: the reservation before the driver
@@ -329,7 +347,7 @@ SHIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = fn(bytes, dev);
-    if (r == CUDA_SUCCESS && bytes && limited() && shim__config()->memory_bytes < *bytes)
+    if (r == CUDA_SUCCESS && bytes && shim__limited() && shim__config()->memory_bytes < *bytes)
         *bytes = (size_t)shim__config()->memory_bytes;
     return r;
 }

@@ -11,6 +11,7 @@
  *   mem.c      the memory hooks: linear allocations, arrays, what the card shows
  *   vmm.c      VMM: charged until the last handle reference and mapping go
  *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
+ *   pool.c     memory pools: the reserve a pool keeps after frees is charged
  *   sm.c       the launch hooks and the SM-share limiter
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -129,12 +130,17 @@ int64_t shim__track_ref(enum shim_track_kind k, uint64_t key, int64_t delta);
 
 /* ---- mem.c: what vmm.c and legacy.c share with it ----------------------- */
 
+/* A memory limit applies (and the limits were read). */
+int shim__limited(void);
 /* Charge n bytes before asking the driver: CUDA_SUCCESS or out of memory. */
 CUresult shim__reserve(uint64_t n);
 void shim__unreserve(uint64_t n);
 /* After the driver answered r: remember key's charge, or undo it all. */
 CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
                     void (*undo)(uint64_t key));
+/* The same, remembering aux with the key (a pool allocation's pool). */
+CUresult shim__keep_aux(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                        void (*undo)(uint64_t key), uint64_t aux);
 /* Forget key's charge, ask the driver (call(key, fn, arg)), credit on success. */
 CUresult shim__release(enum shim_track_kind k, uint64_t key,
                        CUresult (*call)(uint64_t key, const void *fn, const void *arg),
@@ -147,6 +153,16 @@ CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg)
 uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch);
 /* Rows of round_up(width, 512) bytes (UINT64_MAX on overflow). */
 uint64_t shim__pitch_estimate(size_t width, size_t height);
+
+/* ---- pool.c ------------------------------------------------------------- */
+
+/* Charge pool's reserve beyond its allocations (what the driver keeps after
+ * frees), or trim the pool when the limit has no room for it. */
+void shim__pool_settle(CUmemoryPool pool);
+/* Before an allocation of n bytes from pool: up to n of its charged reserve
+ * is credited, since the driver serves the allocation from it first (the
+ * settlement after the allocation charges what is left). */
+void shim__pool_lend(CUmemoryPool pool, uint64_t n);
 
 /* ---- sm.c --------------------------------------------------------------- */
 

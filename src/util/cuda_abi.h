@@ -198,6 +198,31 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
 
+/* Memory pools: the attributes tessera reads and sets, and the properties
+ * (cuda.h's CUmemPoolProps_v1, 88 bytes). */
+typedef enum {
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,    /* cuuint64_t */
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, /* cuuint64_t */
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7      /* cuuint64_t */
+} CUmemPool_attribute;
+typedef struct {
+    int allocType;
+    int handleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+
 /* The legacy, unversioned entry points the library still exports (cuda.h's
  * __CUDA_API_VERSION_INTERNAL block): 32-bit device pointers and sizes. What
  * cuGetProcAddress hands out for "cuMemAlloc" below version 3020. */

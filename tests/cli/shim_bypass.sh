@@ -2,9 +2,10 @@
 # shim_bypass.sh - every known way past the shim's memory limit, one probe
 # each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
 # VMM memory released while still mapped, the legacy unversioned entry
-# points, mipmapped arrays, the device malloc heap, dlsym(RTLD_NEXT) from a
-# library loaded after the shim, cuGetProcAddress handing out internal
-# entry points, and the tracking table at 300,000 live allocations. Each
+# points, mipmapped arrays, the device malloc heap, pools keeping their
+# reserve, dlsym(RTLD_NEXT) from a library loaded after the shim,
+# cuGetProcAddress handing out internal entry points, and the tracking
+# table at 300,000 live allocations. Each
 # probe prints how many times the limit the driver itself held; all must
 # stay within it. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -23,7 +24,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm legacy mipmap heap gpa next; do
+for probe in vmm legacy mipmap heap pool gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -39,6 +40,10 @@ expect_in "$TMP/out" "legacy_allocs=4 arrays=0"
 # The heap cannot be raised past the limit; in the limit it can.
 expect_rc 0 B "$TMP/m64" heap
 expect_in "$TMP/out" "heap_rc=2 heap=8388608"
+# A pool's kept reserve is charged after the sync (the second pool is
+# refused), reused by its own pool, and credited at the trim.
+expect_rc 0 B "$TMP/m64" pool
+expect_in "$TMP/out" "pool_allocs=1 reused=1 charged_after_sync=58720256"
 # Both versions cuGetProcAddress hands out are limited: 4 of 16 MiB each.
 expect_rc 0 B "$TMP/m64" gpa
 expect_in "$TMP/out" "gpa_allocs=4"

@@ -14,6 +14,8 @@
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
  *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
+ *   pool       8 pools that keep everything (release threshold UINT64_MAX):
+ *              allocate 7/8 of the limit from each, free, synchronise
  *   next       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from shim_nextlib, a
  *              library loaded after the shim and before the driver
  *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
@@ -156,6 +158,44 @@ static int probe_heap(size_t limit)
     return report("heap", limit);
 }
 
+/* ---- pools keeping their reserve --------------------------------------- */
+
+static int probe_pool(size_t limit)
+{
+    CUmemoryPool pool[8];
+    CUmemPoolProps props = {0};
+    cuuint64_t keep_all = UINT64_MAX;
+    size_t chunk = limit * 7 / 8;
+    int got = 0, reused = 0;
+    for (int i = 0; i < 8; i++) {
+        CUdeviceptr d;
+        CHECK(cuMemPoolCreate(&pool[i], &props) == CUDA_SUCCESS, "pool %d", i);
+        cuMemPoolSetAttribute(pool[i], CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
+        if (cuMemAllocFromPoolAsync(&d, chunk, pool[i], NULL) == CUDA_SUCCESS) {
+            got++;
+            sample();
+            cuMemFreeAsync(d, NULL);
+        }
+        cuStreamSynchronize(NULL);
+        sample();
+    }
+    /* The pool that kept its reserve serves the next allocation from it. */
+    CUdeviceptr d;
+    if (cuMemAllocFromPoolAsync(&d, chunk, pool[0], NULL) == CUDA_SUCCESS) {
+        reused = 1;
+        sample();
+        cuMemFreeAsync(d, NULL);
+    }
+    cuStreamSynchronize(NULL);
+    printf("pool_allocs=%d reused=%d charged_after_sync=%zu\n", got, reused, charged());
+    CHECK(cuMemPoolTrimTo(pool[0], 0) == CUDA_SUCCESS, "trim");
+    CHECK(charged() == 0, "%zu bytes still charged after the trim", charged());
+    for (int i = 0; i < 8; i++)
+        cuMemPoolDestroy(pool[i]);
+    CHECK(tessera_standin_allocated_bytes() == 0, "the driver still holds memory");
+    return report("pool", limit);
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
@@ -244,10 +284,12 @@ int main(int argc, char **argv)
         return probe_heap(limit);
     if (strcmp(m, "next") == 0)
         return probe_next(limit);
+    if (strcmp(m, "pool") == 0)
+        return probe_pool(limit);
     if (strcmp(m, "gpa") == 0)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|next|gpa|table N\n");
+    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|pool|next|gpa|table N\n");
     return 2;
 }

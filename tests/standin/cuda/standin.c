@@ -22,8 +22,10 @@
  *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
  *     AND every cuMemMap of it is unmapped (cuMemUnmap unmaps every mapping
  *     starting inside its range), as cuda.h specifies.
- *   - The legacy unversioned entry points, mipmapped arrays and context
- *     limits: standin_more.c.
+ *   - The legacy unversioned entry points, mipmapped arrays, context limits
+ *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
+ *     until a synchronisation trims the pool to its release threshold):
+ *     standin_more.c. cuMemAllocAsync does not use a pool here.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
  *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
@@ -147,6 +149,21 @@ void *standin_map_bytes(uint64_t n, int low)
     return q;
 }
 
+/* Host storage for n bytes of pool (the pool already accounted them):
+ * how has bit 1 set and the pool sits in the 8 bytes before how. */
+void *standin_pool_block(uint64_t n, CUmemoryPool pool)
+{
+    uint64_t how = 0;
+    char *q = n && n <= (1ull << 46) ? get_block(n, 0, &how) : NULL;
+    if (!q)
+        return NULL;
+    how |= 2;
+    memcpy(q - 8, &n, 8);
+    memcpy(q - 16, &how, 8);
+    memcpy(q - 24, &pool, sizeof(pool));
+    return q;
+}
+
 int standin_unmap_bytes(void *ptr)
 {
     char *q = ptr;
@@ -155,8 +172,14 @@ int standin_unmap_bytes(void *ptr)
         return -1;
     memcpy(&n, q - 8, 8);
     memcpy(&how, q - 16, 8);
-    atomic_fetch_sub(&allocated, n);
-    if (how == 0)
+    if (how & 2) {
+        CUmemoryPool pool;
+        memcpy(&pool, q - 24, sizeof(pool));
+        standin_pool_put(pool, n);
+    } else {
+        atomic_fetch_sub(&allocated, n);
+    }
+    if ((how & 1) == 0)
         free(q - SMALL_HDR);
     else
         munmap(q - PAGE, n + PAGE);
@@ -212,9 +235,18 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
                                         CUstream stream)
 {
     (void)stream;
-    if (!pool)
+    if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return cuMemAlloc_v2(dptr, bytesize);
+    int r = standin_pool_take(pool, bytesize);
+    if (r != 0)
+        return r == -1 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = standin_pool_block(bytesize, pool);
+    if (!p) {
+        standin_pool_put(pool, bytesize);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -592,7 +624,11 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    standin_pools_sync();
+    return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
@@ -659,6 +695,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
 EXPORT CUresult cuStreamSynchronize(CUstream stream)
 {
     (void)stream;
+    standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -691,7 +728,10 @@ EXPORT CUresult cuEventRecord(CUevent event, CUstream stream)
 
 EXPORT CUresult cuEventSynchronize(CUevent event)
 {
-    return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    standin_pools_sync();
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
@@ -1026,6 +1066,11 @@ static const struct {
     FN(cuMipmappedArrayCreate),
     FN(cuMipmappedArrayDestroy),
     FN(cuCtxSetLimit),
+    FN(cuMemPoolCreate),
+    FN(cuMemPoolDestroy),
+    FN(cuMemPoolSetAttribute),
+    FN(cuMemPoolGetAttribute),
+    FN(cuMemPoolTrimTo),
     FN(cuCtxGetLimit),
     FN(cuMemGetInfo_v2),
     FN(cuMemcpyHtoD_v2),

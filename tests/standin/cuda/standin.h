@@ -28,6 +28,14 @@ int standin_unmap_bytes(void *ptr);
 struct record *standin_record_new(uint32_t magic, uint64_t size);
 /* Drop one reference of the live record p of kind magic. */
 CUresult standin_record_free(const void *p, uint32_t magic);
+/* Memory pools (standin_more.c): take n bytes for an allocation from pool
+ * (0; -1 bad pool; -2 card full), give them back to the pool, and trim
+ * every pool to its release threshold (at a synchronisation). */
+int standin_pool_take(CUmemoryPool pool, uint64_t n);
+void standin_pool_put(CUmemoryPool pool, uint64_t n);
+void standin_pools_sync(void);
+/* n bytes of host storage for a pool allocation (no card accounting). */
+void *standin_pool_block(uint64_t n, CUmemoryPool pool);
 /* Bytes of one element of format f, 0 for an unknown format. */
 uint64_t standin_format_size(CUarray_format f);
 

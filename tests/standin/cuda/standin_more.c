@@ -157,3 +157,146 @@ EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
     pthread_mutex_unlock(&limit_mutex);
     return CUDA_SUCCESS;
 }
+
+/* ---- memory pools ------------------------------------------------------- */
+
+/* A pool of cuMemPoolCreate: reserved memory (taken from the card) and the
+ * part in use. A free returns its bytes to the pool, not to the card; the
+ * pool gives back what it holds beyond max(release threshold, in use) at
+ * the next synchronisation (stream, event, context) and beyond
+ * max(minBytesToKeep, in use) at cuMemPoolTrimTo, as cuda.h describes. */
+#define POOLS_MAX 64
+#define POOL_MAGIC 0x504f4f4cu
+
+struct CUmemPoolHandle_st {
+    uint32_t magic;
+    uint64_t threshold, reserved, used;
+};
+
+static struct CUmemPoolHandle_st pools[POOLS_MAX];
+static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static struct CUmemPoolHandle_st *pool_live(CUmemoryPool p)
+{
+    for (int i = 0; i < POOLS_MAX && p; i++)
+        if (&pools[i] == p && pools[i].magic == POOL_MAGIC)
+            return p;
+    return NULL;
+}
+
+/* Give back what p holds beyond max(keep, used). Under pool_mutex. */
+static void pool_trim(struct CUmemPoolHandle_st *p, uint64_t keep)
+{
+    uint64_t floor = keep > p->used ? keep : p->used;
+    if (p->reserved > floor) {
+        standin_give_mem(p->reserved - floor);
+        p->reserved = floor;
+    }
+}
+
+void standin_pools_sync(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    for (int i = 0; i < POOLS_MAX; i++)
+        if (pools[i].magic == POOL_MAGIC)
+            pool_trim(&pools[i], pools[i].threshold);
+    pthread_mutex_unlock(&pool_mutex);
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!pool || !props)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = NULL;
+    for (int i = 0; i < POOLS_MAX && !p; i++)
+        if (pools[i].magic != POOL_MAGIC)
+            p = &pools[i];
+    if (p)
+        *p = (struct CUmemPoolHandle_st){POOL_MAGIC, 0, 0, 0};
+    pthread_mutex_unlock(&pool_mutex);
+    if (p)
+        *pool = p;
+    return p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    if (p) {
+        standin_give_mem(p->reserved - p->used);
+        p->magic = 0;
+    }
+    pthread_mutex_unlock(&pool_mutex);
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    int ok = p && value && attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    if (ok)
+        p->threshold = *(const cuuint64_t *)value;
+    pthread_mutex_unlock(&pool_mutex);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    int ok = p && value;
+    if (ok && attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+        *(cuuint64_t *)value = p->threshold;
+    else if (ok && attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+        *(cuuint64_t *)value = p->reserved;
+    else if (ok && attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+        *(cuuint64_t *)value = p->used;
+    else
+        ok = 0;
+    pthread_mutex_unlock(&pool_mutex);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    if (p)
+        pool_trim(p, minBytesToKeep);
+    pthread_mutex_unlock(&pool_mutex);
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* n bytes in pool: from its reserve, growing it from the card as needed.
+ * 0, -1 for a bad pool, -2 when the card is full. */
+int standin_pool_take(CUmemoryPool pool, uint64_t n)
+{
+    int r = -1;
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    if (p) {
+        uint64_t spare = p->reserved - p->used;
+        r = 0;
+        if (spare < n && standin_take_mem(n - spare) != 0)
+            r = -2;
+        else if (spare < n)
+            p->reserved += n - spare;
+        if (r == 0)
+            p->used += n;
+    }
+    pthread_mutex_unlock(&pool_mutex);
+    return r;
+}
+
+/* n bytes of pool are free again (kept reserved until a sync or a trim). */
+void standin_pool_put(CUmemoryPool pool, uint64_t n)
+{
+    pthread_mutex_lock(&pool_mutex);
+    struct CUmemPoolHandle_st *p = pool_live(pool);
+    if (p)
+        p->used -= n <= p->used ? n : p->used;
+    pthread_mutex_unlock(&pool_mutex);
+}
