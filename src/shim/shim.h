@@ -65,16 +65,24 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 1u
+#define SHIM_REGION_VERSION 2u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
 
+/* A slot is alive while its owner holds a write lock (fcntl, POSIX record
+ * lock) on the byte at SHIM_SLOT_LOCK_BASE + index of the region file: the
+ * kernel drops it when the owner exits or execs (the descriptor is
+ * close-on-exec), in any pid namespace, and a forked child does not
+ * inherit it. Past the end of the region, so no data byte is locked. */
+#define SHIM_SLOT_LOCK_BASE (1ull << 30)
+
 struct shim_slot {
-    _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner */
+    _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner (its own namespace's pid) */
     uint32_t pad;
     _Atomic uint64_t start; /* owner's start time (/proc stat field 22) */
     _Atomic uint64_t bytes; /* device memory charged to the owner */
+    _Atomic uint64_t ns;    /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */

@@ -4,8 +4,8 @@
 # VMM memory released while still mapped, the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
 # reserve, dlsym(RTLD_NEXT) from a library loaded after the shim,
-# cuGetProcAddress handing out internal entry points, and the tracking
-# table at 300,000 live allocations. Each
+# cuGetProcAddress handing out internal entry points, the tracking table
+# at 300,000 live allocations, fork, exec and pid namespaces. Each
 # probe prints how many times the limit the driver itself held; all must
 # stay within it. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -55,6 +55,36 @@ expect_in "$TMP/out" "next_allocs=4"
 limits g16 "memoryLimit = 16Gi"
 expect_rc 0 B "$TMP/g16" table 300000
 expect_in "$TMP/out" "table_live=300000 rc=0 charged=19200000"
+
+# fork: the child's free does not touch the parent's charge; exec: the new
+# image is not charged the old one's memory (its lock went at the exec).
+expect_rc 0 B "$TMP/m64" fork
+expect_in "$TMP/out" "fork_parent_charged=33554432"
+expect_rc 0 B "$TMP/m64" exec
+expect_in "$TMP/out" "after_exec_rc=0 charged=50331648"
+
+# Pid namespaces: a holder in its own pid namespace (pid 1 there, with its
+# own /proc) sharing the region is alive to a process outside it, so the
+# two cannot both take the limit; once it is gone its slot is reclaimed.
+wait_ready() { for _ in $(seq 200); do [ -s "$1" ] && break; sleep 0.05; done; }
+if unshare -Urp --fork --mount-proc --kill-child true 2>/dev/null; then
+    limits ns "memoryLimit = 1Mi"
+    (TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" exec unshare -Urp --fork \
+        --mount-proc --kill-child "$PROBE" hold 600000 "$TMP/nsready" >/dev/null 2>&1) &
+    nsholder=$!
+    wait_ready "$TMP/nsready"
+    [ "$(cat "$TMP/nsready" 2>/dev/null)" = 0 ] && ok || bad "namespaced holder did not allocate"
+    expect_rc 3 env TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" "$PROBE" try 600000
+    expect_in "$TMP/out" "rc=2"
+    # ... and the same seen from a second namespace
+    expect_rc 3 env TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" \
+        unshare -Urp --fork --mount-proc "$PROBE" try 600000
+    { kill -9 "$nsholder"; wait "$nsholder"; } 2>/dev/null
+    for _ in $(seq 100); do pgrep -f "$PROBE hold 600000 $TMP/nsready" >/dev/null || break; sleep 0.05; done
+    expect_rc 0 env TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" "$PROBE" try 600000
+else
+    echo "SKIP: pid namespaces (unshare -Urp --fork --mount-proc not allowed here)"
+fi
 
 # An unknown probe is bad usage.
 expect_rc 2 B "$TMP/m64" nosuch

@@ -20,12 +20,19 @@
  *              library loaded after the shim and before the driver
  *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
  *   table N    N live 64-byte allocations: none refused (limit permitting)
+ *   fork       hold half the limit, fork, free it in the child: the parent's
+ *              charge stays (fork_parent_charged=)
+ *   exec       hold 3/4 of the limit, exec this program's "after-exec": the
+ *              new image is not charged the old one's memory and can take
+ *              3/4 of the limit itself
  */
 #include "util/cuda_abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 size_t tessera_standin_allocated_bytes(void);
 
@@ -268,6 +275,50 @@ static int probe_table(size_t limit, long n)
     return report("table", limit);
 }
 
+/* ---- fork and exec ----------------------------------------------------- */
+
+static int probe_fork(size_t limit)
+{
+    CUdeviceptr d;
+    size_t half = limit / 2;
+    CHECK(cuMemAlloc_v2(&d, half) == CUDA_SUCCESS, "half the limit");
+    pid_t child = fork();
+    if (child == 0) {
+        cuMemFree_v2(d);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    printf("fork_parent_charged=%zu\n", charged());
+    CHECK(charged() == half, "the parent's charge is %zu after the child's free, not %zu",
+          charged(), half);
+    CUdeviceptr e;
+    CHECK(cuMemAlloc_v2(&e, half + 1) == CUDA_ERROR_OUT_OF_MEMORY, "over the limit after fork");
+    sample();
+    cuMemFree_v2(d);
+    return report("fork", limit);
+}
+
+static int probe_exec(size_t limit, const char *self)
+{
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, limit / 4 * 3) == CUDA_SUCCESS, "3/4 of the limit");
+    fflush(stdout);
+    execl(self, self, "after-exec", (char *)NULL);
+    printf("FAIL: exec %s\n", self);
+    return 1;
+}
+
+static int after_exec(size_t limit)
+{
+    CUdeviceptr d;
+    CUresult r = cuMemAlloc_v2(&d, limit / 4 * 3);
+    sample();
+    printf("after_exec_rc=%d charged=%zu\n", r, charged());
+    CHECK(r == CUDA_SUCCESS, "the new image was refused (rc %d): charged the old one's memory", r);
+    return report("exec", limit);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || cuInit(0) != CUDA_SUCCESS)
@@ -284,12 +335,18 @@ int main(int argc, char **argv)
         return probe_heap(limit);
     if (strcmp(m, "next") == 0)
         return probe_next(limit);
+    if (strcmp(m, "fork") == 0)
+        return probe_fork(limit);
+    if (strcmp(m, "exec") == 0)
+        return probe_exec(limit, "/proc/self/exe");
+    if (strcmp(m, "after-exec") == 0)
+        return after_exec(limit);
     if (strcmp(m, "pool") == 0)
         return probe_pool(limit);
     if (strcmp(m, "gpa") == 0)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|pool|next|gpa|table N\n");
+    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|pool|next|gpa|fork|exec|table N\n");
     return 2;
 }
