@@ -12,6 +12,7 @@
  *   vmm.c      VMM: charged until the last handle reference and mapping go
  *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
  *   pool.c     memory pools: the reserve a pool keeps after frees is charged
+ *   graph.c    graph memory: the device's graph pool reserve is charged
  *   sm.c       the launch hooks and the SM-share limiter
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -126,6 +127,8 @@ enum shim_track_kind {
     SHIM_TRACK_HANDLE, /* VMM handles; aux: references (handle + mappings) */
     SHIM_TRACK_ARRAY,  /* arrays and mipmapped arrays */
     SHIM_TRACK_MAP,    /* VMM mappings by address; bytes: size, aux: handle */
+    SHIM_TRACK_GRAPH,  /* graphs: bytes of their allocation nodes */
+    SHIM_TRACK_EXEC,   /* executable graphs: the same; aux: uploaded */
     SHIM_TRACK_KINDS
 };
 /* Remember that key was charged bytes (aux as above): 0, or -1 when the
@@ -171,6 +174,12 @@ void shim__pool_settle(CUmemoryPool pool);
  * is credited, since the driver serves the allocation from it first (the
  * settlement after the allocation charges what is left). */
 void shim__pool_lend(CUmemoryPool pool, uint64_t n);
+
+/* ---- graph.c ------------------------------------------------------------ */
+
+/* Before a launch of g on stream (ptsz: the _ptsz path): its allocations
+ * made and charged; CUDA_ERROR_OUT_OF_MEMORY when the limit has no room. */
+CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* ---- sm.c --------------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
 # each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
 # VMM memory released while still mapped, the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
-# reserve, dlsym(RTLD_NEXT) from a library loaded after the shim,
+# reserve, graph memory, dlsym(RTLD_NEXT) from a library loaded after the shim,
 # cuGetProcAddress handing out internal entry points, the tracking table
 # at 300,000 live allocations, fork, exec and pid namespaces. Each
 # probe prints how many times the limit the driver itself held; all must
@@ -24,7 +24,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm legacy mipmap heap pool gpa next; do
+for probe in vmm legacy mipmap heap pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -44,6 +44,9 @@ expect_in "$TMP/out" "heap_rc=2 heap=8388608"
 # refused), reused by its own pool, and credited at the trim.
 expect_rc 0 B "$TMP/m64" pool
 expect_in "$TMP/out" "pool_allocs=1 reused=1 charged_after_sync=58720256"
+# Graph memory: the first graph's upload is charged, the second refused.
+expect_rc 0 B "$TMP/m64" graph
+expect_in "$TMP/out" "graph_launched=1 charged=58720256"
 # Both versions cuGetProcAddress hands out are limited: 4 of 16 MiB each.
 expect_rc 0 B "$TMP/m64" gpa
 expect_in "$TMP/out" "gpa_allocs=4"
@@ -80,7 +83,10 @@ if unshare -Urp --fork --mount-proc --kill-child true 2>/dev/null; then
     expect_rc 3 env TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" \
         unshare -Urp --fork --mount-proc "$PROBE" try 600000
     { kill -9 "$nsholder"; wait "$nsholder"; } 2>/dev/null
-    for _ in $(seq 100); do pgrep -f "$PROBE hold 600000 $TMP/nsready" >/dev/null || break; sleep 0.05; done
+    for _ in $(seq 100); do
+        pgrep -f "$PROBE hold 600000 $TMP/nsready" >/dev/null || break
+        sleep 0.05
+    done
     expect_rc 0 env TESSERA_CUDA_LIMITS_FILE="$TMP/ns" LD_PRELOAD="$preload" "$PROBE" try 600000
 else
     echo "SKIP: pid namespaces (unshare -Urp --fork --mount-proc not allowed here)"

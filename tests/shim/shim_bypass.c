@@ -16,6 +16,8 @@
  *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
  *   pool       8 pools that keep everything (release threshold UINT64_MAX):
  *              allocate 7/8 of the limit from each, free, synchronise
+ *   graph      8 graphs, each one allocation node of 7/8 of the limit,
+ *              instantiated and launched (the upload allocates)
  *   next       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from shim_nextlib, a
  *              library loaded after the shim and before the driver
  *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
@@ -203,6 +205,36 @@ static int probe_pool(size_t limit)
     return report("pool", limit);
 }
 
+/* ---- graph memory ------------------------------------------------------ */
+
+static int probe_graph(size_t limit)
+{
+    CUgraph g[8];
+    CUgraphExec x[8];
+    int launched = 0;
+    for (int i = 0; i < 8; i++) {
+        CUgraphNode node;
+        CUDA_MEM_ALLOC_NODE_PARAMS p;
+        memset(&p, 0, sizeof(p));
+        p.bytesize = limit * 7 / 8;
+        CHECK(cuGraphCreate(&g[i], 0) == CUDA_SUCCESS, "graph %d", i);
+        CHECK(cuGraphAddMemAllocNode(&node, g[i], NULL, 0, &p) == CUDA_SUCCESS, "node %d", i);
+        CHECK(cuGraphInstantiateWithFlags(&x[i], g[i], 0) == CUDA_SUCCESS, "instantiate %d", i);
+        if (cuGraphLaunch(x[i], NULL) == CUDA_SUCCESS)
+            launched++;
+        sample();
+    }
+    printf("graph_launched=%d charged=%zu\n", launched, charged());
+    for (int i = 0; i < 8; i++) {
+        cuGraphExecDestroy(x[i]);
+        cuGraphDestroy(g[i]);
+    }
+    CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "trim");
+    CHECK(charged() == 0, "%zu bytes still charged after the trim", charged());
+    CHECK(tessera_standin_allocated_bytes() == 0, "the driver still holds memory");
+    return report("graph", limit);
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
@@ -343,10 +375,13 @@ int main(int argc, char **argv)
         return after_exec(limit);
     if (strcmp(m, "pool") == 0)
         return probe_pool(limit);
+    if (strcmp(m, "graph") == 0)
+        return probe_graph(limit);
     if (strcmp(m, "gpa") == 0)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|pool|next|gpa|fork|exec|table N\n");
+    fprintf(stderr,
+            "usage: shim_bypass vmm|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table N\n");
     return 2;
 }

@@ -26,6 +26,11 @@
  *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
  *     until a synchronisation trims the pool to its release threshold):
  *     standin_more.c. cuMemAllocAsync does not use a pool here.
+ *   - Graph memory (standin_graph.c): cuGraphAddMemAllocNode adds its size
+ *     to the graph; an instantiated graph takes its allocations from the
+ *     device's graph memory pool at cuGraphUpload or its first launch and
+ *     gives them back to the pool at cuGraphExecDestroy; the pool keeps
+ *     what it reserved until cuDeviceGraphMemTrim.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
  *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
@@ -752,9 +757,6 @@ struct CUmod_st {
 struct CUfunc_st {
     int sleep_kernel;
 };
-struct CUgraphExec_st {
-    uint32_t us;
-};
 
 struct counters {
     _Atomic uint64_t busy_ns, launches;
@@ -890,6 +892,7 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec graph)
 {
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
+    standin_graph_release(graph);
     free(graph);
     return CUDA_SUCCESS;
 }
@@ -1006,6 +1009,8 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     (void)stream;
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (standin_graph_upload(graph) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     return run_on_card(graph->us);
 }
 
@@ -1071,6 +1076,15 @@ static const struct {
     FN(cuMemPoolSetAttribute),
     FN(cuMemPoolGetAttribute),
     FN(cuMemPoolTrimTo),
+    FN(cuGraphCreate),
+    FN(cuGraphDestroy),
+    FN(cuGraphAddMemAllocNode),
+    FN(cuGraphInstantiateWithFlags),
+    FN(cuGraphUpload),
+    FN(cuGraphUpload_ptsz),
+    FN(cuDeviceGraphMemTrim),
+    FN(cuDeviceGetGraphMemAttribute),
+    FN(cuDeviceSetGraphMemAttribute),
     FN(cuCtxGetLimit),
     FN(cuMemGetInfo_v2),
     FN(cuMemcpyHtoD_v2),

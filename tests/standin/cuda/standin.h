@@ -36,6 +36,17 @@ void standin_pool_put(CUmemoryPool pool, uint64_t n);
 void standin_pools_sync(void);
 /* n bytes of host storage for a pool allocation (no card accounting). */
 void *standin_pool_block(uint64_t n, CUmemoryPool pool);
+/* An executable graph: a test graph's kernel time (tessera_standin_graph_
+ * create) or an instantiated graph's allocations (standin_graph.c). */
+struct CUgraphExec_st {
+    uint32_t us;
+    uint64_t alloc; /* bytes of its allocation nodes */
+    int uploaded;   /* alloc taken from the graph memory pool */
+};
+/* Take g's allocations from the graph pool (0), -1 when the card is full. */
+int standin_graph_upload(CUgraphExec g);
+/* Give them back to the pool (kept reserved until a trim). */
+void standin_graph_release(CUgraphExec g);
 /* Bytes of one element of format f, 0 for an unknown format. */
 uint64_t standin_format_size(CUarray_format f);
 
