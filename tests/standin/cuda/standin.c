@@ -1076,6 +1076,8 @@ static const struct {
     FN(cuMemPoolSetAttribute),
     FN(cuMemPoolGetAttribute),
     FN(cuMemPoolTrimTo),
+    FN(cuMemAddressReserve),
+    FN(cuMemAddressFree),
     FN(cuGraphCreate),
     FN(cuGraphDestroy),
     FN(cuGraphAddMemAllocNode),

@@ -300,3 +300,26 @@ void standin_pool_put(CUmemoryPool pool, uint64_t n)
         p->used -= n <= p->used ? n : p->used;
     pthread_mutex_unlock(&pool_mutex);
 }
+
+/* ---- virtual address ranges --------------------------------------------- */
+
+/* Addresses only (no memory): a bump allocator from 0x600000000000. */
+static CUdeviceptr next_va = 0x600000000000ull;
+
+EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
+{
+    (void)alignment, (void)addr;
+    if (!ptr || size == 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&limit_mutex);
+    *ptr = next_va;
+    next_va += (size + 0x1fffff) & ~(CUdeviceptr)0x1fffff;
+    pthread_mutex_unlock(&limit_mutex);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
