@@ -243,7 +243,7 @@ SHIM_EXPORT void *dlsym(void *handle, const char *name) { return shim__dlsym(han
 #endif
 
 /* The versioned entry points among the hooks: "cuX" names cuX_v2 from
- * version `since` on (cuda.h's __CUDA_API_VERSION_INTERNAL list), the
+ * version `since` on (cudaTypedefs.h's PFN_cuX_v<version> names), the
  * legacy cuX below it. */
 static const struct {
     const char *base;
@@ -251,7 +251,7 @@ static const struct {
 } versioned[] = {
     {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020},   {"cuMemFree", 3020},
     {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},   {"cuMemGetInfo", 3020},
-    {"cuDeviceTotalMem", 3020}, {"cuGetProcAddress", 12000},
+    {"cuDeviceTotalMem", 3020}, {"cuGetProcAddress", 12000}, {"cuIpcOpenMemHandle", 11000},
 };
 
 /* The hook the driver means by (symbol, version, flags), or -1. */

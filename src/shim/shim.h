@@ -10,6 +10,7 @@
  *   track.c    what each live allocation was charged (growing lock-free tables)
  *   mem.c      the memory hooks: linear allocations, arrays, what the card shows
  *   vmm.c      VMM: charged until the last handle reference and mapping go
+ *   ipc.c      memory imported from another process (IPC, shareable handles)
  *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
  *   pool.c     memory pools: the reserve a pool keeps after frees is charged
  *   graph.c    graph memory: the device's graph pool reserve is charged

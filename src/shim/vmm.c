@@ -7,7 +7,9 @@
  * plus mappings, each mapping is remembered by address (with its size and
  * handle), and the bytes are credited when the count reaches 0, whichever
  * of cuMemRelease and cuMemUnmap comes last (the pattern of llama.cpp's
- * pool: create, map, release at once, unmap much later).
+ * pool: create, map, release at once, unmap much later). A handle imported
+ * from another process (ipc.c) is tracked with 0 bytes and charged the size
+ * of its first mapping.
  */
 #include "shim/shim.h"
 
@@ -49,18 +51,31 @@ SHIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     return r;
 }
 
+/* An imported handle (tracked with 0 bytes, ipc.c) is charged the size of
+ * its first mapping: 0, or -1 when the limit has no room. */
+static int charge_import(CUmemGenericAllocationHandle h, size_t size)
+{
+    uint64_t refs = 0, n = shim__track_take(SHIM_TRACK_HANDLE, h, &refs);
+    if (n != 0 || shim__reserve(size) == CUDA_SUCCESS) {
+        shim__track_put(SHIM_TRACK_HANDLE, h, n ? n : size, refs);
+        return 0;
+    }
+    shim__track_put(SHIM_TRACK_HANDLE, h, 0, refs);
+    return -1;
+}
+
 SHIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                               CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     __typeof__(&cuMemMap) fn = SHIM_REAL(cuMemMap);
+    __typeof__(&cuMemUnmap) unmap = SHIM_REAL(cuMemUnmap);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = fn(ptr, size, offset, handle, flags);
     if (r != CUDA_SUCCESS || shim__track_ref(SHIM_TRACK_HANDLE, handle, 1) < 0)
-        return r; /* a handle the shim did not charge (imported): nothing to keep */
-    if (shim__track_put(SHIM_TRACK_MAP, ptr, size, handle) == 0)
+        return r; /* a handle the shim does not track (limit off): nothing to keep */
+    if (charge_import(handle, size) == 0 && shim__track_put(SHIM_TRACK_MAP, ptr, size, handle) == 0)
         return r;
-    __typeof__(&cuMemUnmap) unmap = SHIM_REAL(cuMemUnmap);
     if (unmap)
         unmap(ptr, size);
     drop(handle);

@@ -264,6 +264,21 @@ CUresult cuDeviceGraphMemTrim(CUdevice device);
 CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 
+/* Inter-process memory: IPC handles (64 opaque bytes) and shareable VMM
+ * handles (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: an int). */
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
+enum { CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1 };
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      int handleType, unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        int shHandleType);
+
 /* The legacy, unversioned entry points the library still exports (cuda.h's
  * __CUDA_API_VERSION_INTERNAL block): 32-bit device pointers and sizes. What
  * cuGetProcAddress hands out for "cuMemAlloc" below version 3020. */

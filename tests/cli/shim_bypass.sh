@@ -3,7 +3,8 @@
 # each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
 # VMM memory released while still mapped, the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
-# reserve, graph memory, dlsym(RTLD_NEXT) from a library loaded after the shim,
+# reserve, graph memory, imports (IPC, shareable handles), dlsym(RTLD_NEXT)
+# from a library loaded after the shim,
 # cuGetProcAddress handing out internal entry points, the tracking table
 # at 300,000 live allocations, fork, exec and pid namespaces. Each
 # probe prints how many times the limit the driver itself held; all must
@@ -58,6 +59,22 @@ expect_in "$TMP/out" "next_allocs=4"
 limits g16 "memoryLimit = 16Gi"
 expect_rc 0 B "$TMP/g16" table 300000
 expect_in "$TMP/out" "table_live=300000 rc=0 charged=19200000"
+
+# Imports keep the exporter's memory alive, so the importing container is
+# charged: a neighbour container (256 MiB) exports two 56 MiB allocations
+# and two 56 MiB VMM handles; here (64 MiB) the second IPC open and the
+# second mapping of an imported handle are refused. (An imported handle
+# before its first mapping is not charged: the share probe prints that gap.)
+limits m256 "memoryLimit = 256Mi"
+(TESSERA_CUDA_LIMITS_FILE="$TMP/m256" LD_PRELOAD="$preload" exec "$BYPASS" export \
+    "$TMP/exported" 58720256 >"$TMP/export.out" 2>&1) &
+exporter=$!
+for _ in $(seq 200); do [ -s "$TMP/exported" ] && break; sleep 0.05; done
+expect_rc 0 B "$TMP/m64" import "$TMP/exported"
+expect_in "$TMP/out" "ipc_opened=1 charged=58720256"
+expect_rc 0 B "$TMP/m64" share "$TMP/exported"
+expect_in "$TMP/out" "imports_mapped=1 charged=58720256"
+{ kill "$exporter"; wait "$exporter"; } 2>/dev/null
 
 # fork: the child's free does not touch the parent's charge; exec: the new
 # image is not charged the old one's memory (its lock went at the exec).

@@ -191,6 +191,16 @@ int standin_unmap_bytes(void *ptr)
     return 0;
 }
 
+/* Trusts p to be a block of standin_map_bytes or standin_pool_block (the
+ * callers' contract, like cuMemFree's). */
+uint64_t standin_block_size(const void *p)
+{
+    uint64_t n = 0;
+    if (p)
+        memcpy(&n, (const char *)p - 8, 8);
+    return n;
+}
+
 void standin_give_mem(uint64_t n) { atomic_fetch_sub(&allocated, n); }
 
 EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
@@ -359,6 +369,15 @@ static int live_index(const void *p, uint32_t magic)
         if (live[i] == p && live[i]->magic == magic)
             return i;
     return -1;
+}
+
+uint64_t standin_record_size(const void *p, uint32_t magic)
+{
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index(p, magic);
+    uint64_t n = i < 0 ? 0 : live[i]->size;
+    pthread_mutex_unlock(&live_mutex);
+    return n;
 }
 
 /* Drop one handle reference (drop_ref) or one mapping of r; free its
@@ -1077,6 +1096,12 @@ static const struct {
     FN(cuMemPoolGetAttribute),
     FN(cuMemPoolTrimTo),
     FN(cuMemAddressReserve),
+    FN(cuIpcGetMemHandle),
+    FN(cuIpcOpenMemHandle_v2),
+    FN(cuIpcCloseMemHandle),
+    FN(cuMemGetAddressRange_v2),
+    FN(cuMemExportToShareableHandle),
+    FN(cuMemImportFromShareableHandle),
     FN(cuMemAddressFree),
     FN(cuGraphCreate),
     FN(cuGraphDestroy),

@@ -47,6 +47,10 @@ struct CUgraphExec_st {
 int standin_graph_upload(CUgraphExec g);
 /* Give them back to the pool (kept reserved until a trim). */
 void standin_graph_release(CUgraphExec g);
+/* Bytes of the linear allocation whose base is p (0 when it is none). */
+uint64_t standin_block_size(const void *p);
+/* Bytes of the live record p of kind magic (0 when it is none). */
+uint64_t standin_record_size(const void *p, uint32_t magic);
 /* Bytes of one element of format f, 0 for an unknown format. */
 uint64_t standin_format_size(CUarray_format f);
 

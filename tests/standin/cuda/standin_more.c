@@ -12,11 +12,24 @@
  *     (default 1 MiB) hold what they are set to beyond the default; the
  *     stack (default 1 KiB a thread) holds the excess x 100 SMs x 2048
  *     threads. Raising past the card fails with CUDA_ERROR_OUT_OF_MEMORY.
+ *   - Inter-process memory, modelled for an importer in another process
+ *     (each process has its own stand-in card counter): cuIpcGetMemHandle
+ *     puts the allocation's size in the handle, cuIpcOpenMemHandle_v2 holds
+ *     that many bytes in the importing process until cuIpcCloseMemHandle
+ *     (the exporter's memory stays alive while imported);
+ *     cuMemExportToShareableHandle (POSIX fd) gives a memfd of the
+ *     allocation's size, cuMemImportFromShareableHandle holds that size in
+ *     a new VMM record (mappable, released like any handle).
+ *     cuMemGetAddressRange_v2 answers for the base of a linear allocation.
  */
 #include "standin.h"
 
 #include <pthread.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ---- legacy ------------------------------------------------------------- */
 
@@ -322,4 +335,88 @@ EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
 EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- inter-process memory ----------------------------------------------- */
+
+#define IPC_MAGIC 0x43504931u
+
+EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    uint64_t n = standin_block_size((void *)(uintptr_t)dptr);
+    if (!dptr || !n)
+        return CUDA_ERROR_NOT_FOUND;
+    if (pbase)
+        *pbase = dptr;
+    if (psize)
+        *psize = (size_t)n;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    size_t n = 0;
+    uint32_t magic = IPC_MAGIC;
+    if (!pHandle || cuMemGetAddressRange_v2(NULL, &n, dptr) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &magic, 4);
+    memcpy(pHandle->reserved + 8, &n, sizeof(n));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    uint32_t magic;
+    size_t n;
+    (void)Flags;
+    memcpy(&magic, handle.reserved, 4);
+    memcpy(&n, handle.reserved + 8, sizeof(n));
+    if (!pdptr || magic != IPC_MAGIC || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = standin_map_bytes(n, 0);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    return dptr && standin_unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS
+                                                                     : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                             CUmemGenericAllocationHandle handle, int handleType,
+                                             unsigned long long flags)
+{
+    uint64_t n = standin_record_size((const void *)(uintptr_t)handle, VMM_MAGIC);
+    if (!shareableHandle || flags != 0 || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!n)
+        return CUDA_ERROR_INVALID_HANDLE;
+    int fd = (int)syscall(SYS_memfd_create, "standin-vmm", 1u /* MFD_CLOEXEC */);
+    if (fd < 0 || ftruncate(fd, (off_t)n) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *(int *)shareableHandle = fd;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                               int shHandleType)
+{
+    struct stat st;
+    int fd = (int)(intptr_t)osHandle;
+    if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+        fstat(fd, &st) != 0 || st.st_size <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct record *r = standin_record_new(VMM_MAGIC, (uint64_t)st.st_size);
+    if (!r)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)r;
+    return CUDA_SUCCESS;
 }

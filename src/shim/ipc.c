@@ -1,0 +1,84 @@
+/*
+ * ipc.c - memory imported from another process keeps that memory alive
+ * while the import lives, so the importing container is charged for it:
+ *   cuIpcOpenMemHandle_v2     the allocation's size (the driver's
+ *       cuMemGetAddressRange_v2 of the opened pointer), charged at the open
+ *       (the size is known only then: over the limit the handle is closed
+ *       again and the open fails with CUDA_ERROR_OUT_OF_MEMORY), credited
+ *       at cuIpcCloseMemHandle;
+ *   cuMemImportFromShareableHandle  a VMM handle whose size the API does
+ *       not tell: tracked with 0 bytes and one reference, charged by the
+ *       size of its first mapping (vmm.c), credited when its last reference
+ *       and mapping go, like a handle of cuMemCreate.
+ * cuMemPoolImportPointer is not charged (docs/shim.md).
+ */
+#include "shim/shim.h"
+
+static void undo_ipc(uint64_t key)
+{
+    __typeof__(&cuIpcCloseMemHandle) fn = SHIM_REAL(cuIpcCloseMemHandle);
+    if (fn)
+        fn((CUdeviceptr)key);
+}
+
+static uint64_t range_of(CUdeviceptr p)
+{
+    static void *_Atomic fn;
+    void *f = atomic_load(&fn);
+    size_t n = 0;
+    if (!f) {
+        f = shim__driver_sym("cuMemGetAddressRange_v2");
+        atomic_store(&fn, f);
+    }
+    if (!f || ((__typeof__(&cuMemGetAddressRange_v2))f)(NULL, &n, p) != CUDA_SUCCESS)
+        return 0;
+    return n;
+}
+
+SHIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                           unsigned int Flags)
+{
+    __typeof__(&cuIpcOpenMemHandle_v2) fn = SHIM_REAL(cuIpcOpenMemHandle_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (shim__config()->fail_closed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = fn(pdptr, handle, Flags);
+    if (r != CUDA_SUCCESS || !shim__limited())
+        return r;
+    uint64_t n = range_of(*pdptr);
+    if (shim__reserve(n) != CUDA_SUCCESS) {
+        undo_ipc(*pdptr);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return shim__keep(SHIM_TRACK_PTR, r, *pdptr, n, undo_ipc);
+}
+
+static CUresult call_close(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuIpcCloseMemHandle))fn)((CUdeviceptr)key);
+}
+
+SHIM_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+    return shim__release(SHIM_TRACK_PTR, dptr, call_close,
+                         (const void *)SHIM_REAL(cuIpcCloseMemHandle), NULL);
+}
+
+SHIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                    void *osHandle, int shHandleType)
+{
+    __typeof__(&cuMemImportFromShareableHandle) fn = SHIM_REAL(cuMemImportFromShareableHandle);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(handle, osHandle, shHandleType);
+    if (r == CUDA_SUCCESS && shim__limited() &&
+        shim__track_put(SHIM_TRACK_HANDLE, *handle, 0, 1) != 0) {
+        __typeof__(&cuMemRelease) rel = SHIM_REAL(cuMemRelease);
+        if (rel)
+            rel(*handle);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return r;
+}
