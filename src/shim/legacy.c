@@ -94,6 +94,8 @@ SHIM_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRI
         return fn(pHandle, desc);
     uint64_t n = shim__array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
                                    desc->NumChannels);
+    if (desc->Flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* tiles come from VMM handles (vmm.c) */
     CUresult r = shim__reserve(n);
     return r != CUDA_SUCCESS ? r : array_done(fn(pHandle, desc), pHandle, n);
 }

@@ -306,6 +306,8 @@ SHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCR
         return fn(array, desc);
     uint64_t n = shim__array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
                                    desc->NumChannels);
+    if (desc->Flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* no memory of its own: tiles come from VMM handles (vmm.c) */
     CUresult r = shim__reserve(n);
     return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
 }

@@ -9,7 +9,8 @@
  * of cuMemRelease and cuMemUnmap comes last (the pattern of llama.cpp's
  * pool: create, map, release at once, unmap much later). A handle imported
  * from another process (ipc.c) is tracked with 0 bytes and charged the size
- * of its first mapping.
+ * of its first mapping. A sparse array's tile backed by a handle
+ * (cuMemMapArrayAsync) counts as a mapping of it, keyed by the tile.
  */
 #include "shim/shim.h"
 
@@ -110,4 +111,62 @@ SHIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h
     if (r == CUDA_SUCCESS && handle)
         shim__track_ref(SHIM_TRACK_HANDLE, *handle, 1);
     return r;
+}
+
+/* ---- sparse arrays' tiles ----------------------------------------------- */
+
+/* A tile's identity in the mapping table: a hash of its resource and
+ * subresource (never 0, never a mapped address in practice: bit 0 set). */
+static uint64_t tile_key(const CUarrayMapInfo *m)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const unsigned char *a = (const unsigned char *)&m->resource;
+    const unsigned char *b = (const unsigned char *)&m->subresource;
+    for (size_t i = 0; i < sizeof(m->resource); i++)
+        h = (h ^ a[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < sizeof(m->subresource); i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    h = (h ^ (uint64_t)(unsigned)m->subresourceType) * 0x100000001b3ull;
+    return (h | 1) == UINT64_MAX ? 1 : h | 1;
+}
+
+/* After the driver applied the list: each map is a reference of its
+ * handle (bytes 1 in the table: found again at the unmap), each unmap
+ * drops the one its tile held. */
+static void tiles_done(const CUarrayMapInfo *list, unsigned count)
+{
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t key = tile_key(&list[i]), h = 0;
+        if (list[i].memOperationType == CU_MEM_OPERATION_TYPE_MAP) {
+            h = list[i].memHandle.memHandle;
+            if (shim__track_ref(SHIM_TRACK_HANDLE, h, 1) >= 0 &&
+                shim__track_put(SHIM_TRACK_MAP, key, 1, h) != 0)
+                drop(h); /* table cannot grow: the tile is not counted */
+        } else if (shim__track_take(SHIM_TRACK_MAP, key, &h) != 0) {
+            drop(h);
+        }
+    }
+}
+
+static CUresult map_array(CUarrayMapInfo *list, unsigned count, CUstream s,
+                          __typeof__(&cuMemMapArrayAsync) fn)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(list, count, s);
+    if (r == CUDA_SUCCESS && list && shim__limited())
+        tiles_done(list, count);
+    return r;
+}
+
+SHIM_EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                        CUstream hStream)
+{
+    return map_array(mapInfoList, count, hStream, SHIM_REAL(cuMemMapArrayAsync));
+}
+
+SHIM_EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                             CUstream hStream)
+{
+    return map_array(mapInfoList, count, hStream, SHIM_REAL(cuMemMapArrayAsync_ptsz));
 }

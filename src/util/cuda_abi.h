@@ -264,6 +264,46 @@ CUresult cuDeviceGraphMemTrim(CUdevice device);
 CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
 
+/* Sparse arrays (CUDA_ARRAY3D_SPARSE: no memory of their own) get their
+ * tiles backed by VMM handles with cuMemMapArrayAsync (cuda.h's
+ * CUarrayMapInfo_v1 layout). */
+enum {
+    CUDA_ARRAY3D_SPARSE = 0x40,
+    CU_RESOURCE_TYPE_ARRAY = 0,
+    CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
+    CU_MEM_OPERATION_TYPE_MAP = 1,
+    CU_MEM_OPERATION_TYPE_UNMAP = 2
+};
+typedef struct {
+    int resourceType;
+    union {
+        CUmipmappedArray mipmap;
+        CUarray array;
+    } resource;
+    int subresourceType;
+    union {
+        struct {
+            unsigned int level, layer, offsetX, offsetY, offsetZ;
+            unsigned int extentWidth, extentHeight, extentDepth;
+        } sparseLevel;
+        struct {
+            unsigned int layer;
+            unsigned long long offset, size;
+        } miptail;
+    } subresource;
+    int memOperationType;
+    int memHandleType;
+    union {
+        CUmemGenericAllocationHandle memHandle;
+    } memHandle;
+    unsigned long long offset;
+    unsigned int deviceBitMask;
+    unsigned int flags;
+    unsigned int reserved[2];
+} CUarrayMapInfo;
+CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+
 /* Inter-process memory: IPC handles (64 opaque bytes) and shareable VMM
  * handles (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: an int). */
 typedef struct {

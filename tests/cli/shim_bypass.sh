@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shim_bypass.sh - every known way past the shim's memory limit, one probe
 # each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
-# VMM memory released while still mapped, the legacy unversioned entry
+# VMM memory released while still mapped (also into sparse tiles), the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
 # reserve, graph memory, imports (IPC, shareable handles), dlsym(RTLD_NEXT)
 # from a library loaded after the shim,
@@ -25,7 +25,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm legacy mipmap heap pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -35,6 +35,9 @@ done
 # credited at the unmap (the probe checks 0 at the end).
 expect_rc 0 B "$TMP/m64" vmm
 expect_in "$TMP/out" "vmm_mapped=1 charged_while_mapped=58720256"
+# Sparse tiles backed by a released handle keep it charged until unmapped.
+expect_rc 0 B "$TMP/m64" sparse
+expect_in "$TMP/out" "tiles_mapped=1 charged_while_mapped=58720256"
 # The legacy calls are refused at the limit, not before: 4 x 16 MiB fit.
 expect_rc 0 B "$TMP/m64" legacy
 expect_in "$TMP/out" "legacy_allocs=4 arrays=0"

@@ -13,6 +13,8 @@
  * passed, 1 otherwise ("FAIL:" lines), 2 on usage. The limit is read from
  * cuMemGetInfo_v2's total (what the shim shows).
  *   vmm        cuMemCreate + cuMemMap + cuMemRelease, 8 rounds, unmap last
+ *   sparse     a sparse array; 8 rounds of cuMemCreate (7/8 limit), map
+ *              into a tile with cuMemMapArrayAsync, cuMemRelease
  *   legacy     cuMemAlloc / cuMemAllocPitch / cuArrayCreate / cuArray3DCreate
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
@@ -166,6 +168,54 @@ static int probe_vmm(size_t limit)
     CHECK(!tessera_standin_allocated_bytes || tessera_standin_allocated_bytes() == 0,
           "the driver still holds memory");
     return report("vmm", limit);
+}
+
+static CUarrayMapInfo tile(CUarray a, unsigned i, int op, CUmemGenericAllocationHandle h)
+{
+    CUarrayMapInfo m;
+    memset(&m, 0, sizeof(m));
+    m.resourceType = CU_RESOURCE_TYPE_ARRAY;
+    m.resource.array = a;
+    m.subresource.sparseLevel.offsetX = i * 64;
+    m.subresource.sparseLevel.extentWidth = 64;
+    m.subresource.sparseLevel.extentHeight = 64;
+    m.subresource.sparseLevel.extentDepth = 1;
+    m.memOperationType = op;
+    m.memHandle.memHandle = h;
+    m.deviceBitMask = 1;
+    return m;
+}
+
+static int probe_sparse(size_t limit)
+{
+    CUmemAllocationProp prop;
+    CUarray a;
+    CUDA_ARRAY3D_DESCRIPTOR d = {64 * 8, 64, 0, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_SPARSE};
+    size_t chunk = (limit * 7 / 8) & ~(size_t)0x1fffff;
+    unsigned mapped = 0;
+    device_props(&prop);
+    CHECK(cuArray3DCreate_v2(&a, &d) == CUDA_SUCCESS, "sparse array");
+    CHECK(charged() == 0, "a sparse array charged %zu", charged());
+    for (unsigned i = 0; i < 8; i++) {
+        CUmemGenericAllocationHandle h;
+        if (cuMemCreate(&h, chunk, &prop, 0) != CUDA_SUCCESS)
+            continue;
+        CUarrayMapInfo m = tile(a, mapped, CU_MEM_OPERATION_TYPE_MAP, h);
+        CHECK(cuMemMapArrayAsync(&m, 1, NULL) == CUDA_SUCCESS, "map tile %u", i);
+        mapped++;
+        CHECK(cuMemRelease(h) == CUDA_SUCCESS, "release %u", i);
+        sample();
+    }
+    printf("tiles_mapped=%u charged_while_mapped=%zu\n", mapped, charged());
+    for (unsigned i = 0; i < mapped; i++) {
+        CUarrayMapInfo m = tile(a, i, CU_MEM_OPERATION_TYPE_UNMAP, 0);
+        CHECK(cuMemMapArrayAsync(&m, 1, NULL) == CUDA_SUCCESS, "unmap tile %u", i);
+    }
+    CHECK(cuArrayDestroy(a) == CUDA_SUCCESS, "destroy");
+    CHECK(charged() == 0, "%zu bytes still charged after the unmaps", charged());
+    CHECK(!tessera_standin_allocated_bytes || tessera_standin_allocated_bytes() == 0,
+          "the driver still holds memory");
+    return report("sparse", limit);
 }
 
 /* ---- legacy entry points ------------------------------------------------ */
@@ -532,6 +582,8 @@ int main(int argc, char **argv)
         base_used = nvml_used();
     if (strcmp(m, "vmm") == 0)
         return probe_vmm(limit);
+    if (strcmp(m, "sparse") == 0)
+        return probe_sparse(limit);
     if (strcmp(m, "legacy") == 0)
         return probe_legacy(limit);
     if (strcmp(m, "mipmap") == 0)
@@ -560,7 +612,8 @@ int main(int argc, char **argv)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(stderr, "usage: shim_bypass vmm|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table "
-                    "N|export F B|import F|share F\n");
+    fprintf(stderr,
+            "usage: shim_bypass vmm|sparse|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table "
+            "N|export F B|import F|share F\n");
     return 2;
 }

@@ -21,7 +21,9 @@
  *   - VMM: physical memory of cuMemCreate is freed when its handle
  *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
  *     AND every cuMemMap of it is unmapped (cuMemUnmap unmaps every mapping
- *     starting inside its range), as cuda.h specifies.
+ *     starting inside its range), as cuda.h specifies; a sparse array's
+ *     tile mapped with cuMemMapArrayAsync counts as a mapping. Sparse arrays
+ *     (CUDA_ARRAY3D_SPARSE) hold no memory of their own.
  *   - The legacy unversioned entry points, mipmapped arrays, context limits
  *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
  *     until a synchronisation trims the pool to its release threshold):
@@ -466,6 +468,71 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* A sparse tile's identity (FNV-1a over the resource and subresource). */
+static CUdeviceptr tile_key(const CUarrayMapInfo *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *parts[2] = {(const unsigned char *)&m->resource,
+                                     (const unsigned char *)&m->subresource};
+    size_t lens[2] = {sizeof(m->resource), sizeof(m->subresource)};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < lens[k]; i++)
+            h = (h ^ parts[k][i]) * 1099511628211ull;
+    return h | 1;
+}
+
+/* One tile operation: map a live handle's memory into it, or unmap it. */
+static CUresult map_tile(const CUarrayMapInfo *m)
+{
+    CUdeviceptr key = tile_key(m);
+    CUresult res = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&live_mutex);
+    if (m->memOperationType == CU_MEM_OPERATION_TYPE_UNMAP) {
+        for (int k = 0; k < MAPS_MAX; k++)
+            if (maps[k].r && maps[k].va == key) {
+                struct record *r = maps[k].r;
+                maps[k].r = NULL;
+                record_unref(r, 0);
+                res = CUDA_SUCCESS;
+                break;
+            }
+    } else if (m->memOperationType == CU_MEM_OPERATION_TYPE_MAP) {
+        int i = live_index((const void *)(uintptr_t)m->memHandle.memHandle, VMM_MAGIC);
+        struct record *v = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+        res = v ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
+        for (int k = 0; v && k < MAPS_MAX; k++)
+            if (!maps[k].r) {
+                maps[k].va = key, maps[k].size = 1, maps[k].r = v;
+                v->maps++;
+                res = CUDA_SUCCESS;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&live_mutex);
+    return res;
+}
+
+/* Sparse tiles: each mapping keeps its handle's memory like cuMemMap. */
+EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                   CUstream hStream)
+{
+    (void)hStream;
+    if (!mapInfoList || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r = map_tile(&mapInfoList[i]);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                        CUstream hStream)
+{
+    return cuMemMapArrayAsync(mapInfoList, count, hStream);
+}
+
 /* A new reference to the allocation mapped at addr. */
 EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
@@ -502,12 +569,14 @@ uint64_t standin_format_size(CUarray_format f)
 }
 
 static CUresult make_array(CUarray *out, size_t w, size_t h, size_t d, CUarray_format f,
-                           unsigned ch)
+                           unsigned ch, unsigned flags)
 {
     uint64_t n = standin_format_size(f);
     if (!out || w == 0 || n == 0 || (ch != 1 && ch != 2 && ch != 4))
         return CUDA_ERROR_INVALID_VALUE;
     n *= (uint64_t)w * (h ? h : 1) * (d ? d : 1) * ch;
+    if (flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* tiles are backed by VMM handles (cuMemMapArrayAsync) */
     struct record *a = standin_record_new(ARRAY_MAGIC, n);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -519,7 +588,7 @@ EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *de
 {
     if (!desc)
         return CUDA_ERROR_INVALID_VALUE;
-    return make_array(array, desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    return make_array(array, desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 0);
 }
 
 EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -527,7 +596,7 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR
     if (!desc)
         return CUDA_ERROR_INVALID_VALUE;
     return make_array(array, desc->Width, desc->Height, desc->Depth, desc->Format,
-                      desc->NumChannels);
+                      desc->NumChannels, desc->Flags);
 }
 
 EXPORT CUresult cuArrayDestroy(CUarray array) { return standin_record_free(array, ARRAY_MAGIC); }
@@ -1079,6 +1148,8 @@ static const struct {
     FN(cuMemMap),
     FN(cuMemUnmap),
     FN(cuMemRetainAllocationHandle),
+    FN(cuMemMapArrayAsync),
+    FN(cuMemMapArrayAsync_ptsz),
     FN(cuArrayCreate_v2),
     FN(cuArray3DCreate_v2),
     FN(cuArrayDestroy),
