@@ -1,7 +1,7 @@
 /*
  * ipc.c - memory imported from another process keeps that memory alive
  * while the import lives, so the importing container is charged for it:
- *   cuIpcOpenMemHandle_v2     the allocation's size (the driver's
+ *   cuIpcOpenMemHandle(_v2)   the allocation's size (the driver's
  *       cuMemGetAddressRange_v2 of the opened pointer), charged at the open
  *       (the size is known only then: over the limit the handle is closed
  *       again and the open fails with CUDA_ERROR_OUT_OF_MEMORY), credited
@@ -35,10 +35,9 @@ static uint64_t range_of(CUdeviceptr p)
     return n;
 }
 
-SHIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
-                                           unsigned int Flags)
+static CUresult ipc_open(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags,
+                         __typeof__(&cuIpcOpenMemHandle_v2) fn)
 {
-    __typeof__(&cuIpcOpenMemHandle_v2) fn = SHIM_REAL(cuIpcOpenMemHandle_v2);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (shim__config()->fail_closed)
@@ -52,6 +51,18 @@ SHIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle ha
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     return shim__keep(SHIM_TRACK_PTR, r, *pdptr, n, undo_ipc);
+}
+
+SHIM_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                           unsigned int Flags)
+{
+    return ipc_open(pdptr, handle, Flags, SHIM_REAL(cuIpcOpenMemHandle_v2));
+}
+
+SHIM_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                        unsigned int Flags)
+{
+    return ipc_open(pdptr, handle, Flags, SHIM_REAL(cuIpcOpenMemHandle));
 }
 
 static CUresult call_close(uint64_t key, const void *fn, const void *arg)

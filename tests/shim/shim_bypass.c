@@ -492,10 +492,13 @@ static int probe_import(size_t limit, const char *file)
     int opened = 0;
     if (read_exported(file, &x) != 0)
         return 2;
-    for (int i = 0; i < 2; i++)
-        if (cuIpcOpenMemHandle_v2(&ipc[opened], x.ipc[i], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
-            CUDA_SUCCESS)
-            opened++, sample();
+    /* the first through the current symbol, the second through the v1 one */
+    if (cuIpcOpenMemHandle_v2(&ipc[opened], x.ipc[0], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
+        CUDA_SUCCESS)
+        opened++, sample();
+    if (cuIpcOpenMemHandle(&ipc[opened], x.ipc[1], CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ==
+        CUDA_SUCCESS)
+        opened++, sample();
     printf("ipc_opened=%d charged=%zu\n", opened, charged());
     for (int i = 0; i < opened; i++)
         CHECK(cuIpcCloseMemHandle(ipc[i]) == CUDA_SUCCESS, "close %d", i);

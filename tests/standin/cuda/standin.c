@@ -1169,6 +1169,7 @@ static const struct {
     FN(cuMemAddressReserve),
     FN(cuIpcGetMemHandle),
     FN(cuIpcOpenMemHandle_v2),
+    FN(cuIpcOpenMemHandle),
     FN(cuIpcCloseMemHandle),
     FN(cuMemGetAddressRange_v2),
     FN(cuMemExportToShareableHandle),

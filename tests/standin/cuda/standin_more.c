@@ -381,6 +381,11 @@ EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
+{
+    return cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
+}
+
 EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     return dptr && standin_unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS
