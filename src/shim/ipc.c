@@ -10,7 +10,9 @@
  *       not tell: tracked with 0 bytes and one reference, charged by the
  *       size of its first mapping (vmm.c), credited when its last reference
  *       and mapping go, like a handle of cuMemCreate.
- * cuMemPoolImportPointer is not charged (docs/shim.md).
+ *   cuMemPoolImportPointer    the allocation's size, charged after the
+ *       import (freed again and refused when over), credited when the
+ *       pointer is freed (cuMemFree_v2, cuMemFreeAsync).
  */
 #include "shim/shim.h"
 
@@ -92,4 +94,30 @@ SHIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     return r;
+}
+
+static void undo_free(uint64_t key)
+{
+    __typeof__(&cuMemFree_v2) fn = SHIM_REAL(cuMemFree_v2);
+    if (fn)
+        fn((CUdeviceptr)key);
+}
+
+SHIM_EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                            CUmemPoolPtrExportData *shareData)
+{
+    __typeof__(&cuMemPoolImportPointer) fn = SHIM_REAL(cuMemPoolImportPointer);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (shim__config()->fail_closed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = fn(ptr_out, pool, shareData);
+    if (r != CUDA_SUCCESS || !shim__limited())
+        return r;
+    uint64_t n = range_of(*ptr_out);
+    if (shim__reserve(n) != CUDA_SUCCESS) {
+        undo_free(*ptr_out);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return shim__keep(SHIM_TRACK_PTR, r, *ptr_out, n, undo_free);
 }

@@ -321,6 +321,19 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocat
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                         int shHandleType);
 
+/* Pools shared between processes: the pool by a shareable handle, each
+ * allocation by 64 bytes of export data. */
+typedef struct {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
+CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, int handleType,
+                                          unsigned long long flags);
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, int handleType,
+                                            unsigned long long flags);
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                CUmemPoolPtrExportData *shareData);
+
 /* The legacy, unversioned entry points the library still exports (cuda.h's
  * __CUDA_API_VERSION_INTERNAL block): 32-bit device pointers and sizes. What
  * cuGetProcAddress hands out for "cuMemAlloc" below version 3020. */

@@ -64,17 +64,19 @@ expect_rc 0 B "$TMP/g16" table 300000
 expect_in "$TMP/out" "table_live=300000 rc=0 charged=19200000"
 
 # Imports keep the exporter's memory alive, so the importing container is
-# charged: a neighbour container (256 MiB) exports two 56 MiB allocations
-# and two 56 MiB VMM handles; here (64 MiB) the second IPC open and the
-# second mapping of an imported handle are refused. (An imported handle
+# charged: a neighbour container (512 MiB) exports two 56 MiB allocations
+# two 56 MiB VMM handles and two 56 MiB pool allocations; here (64 MiB)
+# the second IPC open, the second pool pointer import and the second mapping
+# of an imported handle are refused. (An imported handle
 # before its first mapping is not charged: the share probe prints that gap.)
-limits m256 "memoryLimit = 256Mi"
-(TESSERA_CUDA_LIMITS_FILE="$TMP/m256" LD_PRELOAD="$preload" exec "$BYPASS" export \
+limits m512 "memoryLimit = 512Mi"
+(TESSERA_CUDA_LIMITS_FILE="$TMP/m512" LD_PRELOAD="$preload" exec "$BYPASS" export \
     "$TMP/exported" 58720256 >"$TMP/export.out" 2>&1) &
 exporter=$!
 for _ in $(seq 200); do [ -s "$TMP/exported" ] && break; sleep 0.05; done
 expect_rc 0 B "$TMP/m64" import "$TMP/exported"
 expect_in "$TMP/out" "ipc_opened=1 charged=58720256"
+expect_in "$TMP/out" "pool_ptrs_imported=1 charged=58720256"
 expect_rc 0 B "$TMP/m64" share "$TMP/exported"
 expect_in "$TMP/out" "imports_mapped=1 charged=58720256"
 { kill "$exporter"; wait "$exporter"; } 2>/dev/null

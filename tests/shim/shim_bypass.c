@@ -30,8 +30,8 @@
  *   export FILE BYTES  (the other container) two allocations and two VMM
  *              handles of BYTES each, exported: IPC handles and fds written
  *              to FILE, then wait to be killed
- *   import FILE  open both IPC handles: what is opened is held here, and
- *              charged here
+ *   import FILE  open both IPC handles, then import both pool pointers:
+ *              what is imported is held here, and charged here
  *   share FILE import and map both fds: the mapping is charged here; the
  *              import itself holds memory before its first mapping, which
  *              the shim cannot see (no API tells an imported handle's
@@ -427,7 +427,8 @@ static int probe_table(size_t limit, long n)
 
 struct exported {
     CUipcMemHandle ipc[2];
-    int pid, fd[2];
+    CUmemPoolPtrExportData pooled[2];
+    int pid, fd[2], pool_fd;
 };
 
 static int probe_export(const char *file, size_t n)
@@ -436,6 +437,21 @@ static int probe_export(const char *file, size_t n)
     CUmemAllocationProp prop;
     device_props(&prop);
     x.pid = (int)getpid();
+    CUmemoryPool pool;
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof(pp));
+    pp.allocType = 1; /* pinned */
+    pp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    pp.location.type = 1; /* device 0 */
+    CHECK(cuMemPoolCreate(&pool, &pp) == CUDA_SUCCESS, "pool");
+    CHECK(cuMemPoolExportToShareableHandle(
+              &x.pool_fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) == CUDA_SUCCESS,
+          "export pool");
+    for (int i = 0; i < 2; i++) {
+        CUdeviceptr d;
+        CHECK(cuMemAllocFromPoolAsync(&d, n, pool, NULL) == CUDA_SUCCESS, "pool alloc %d", i);
+        CHECK(cuMemPoolExportPointer(&x.pooled[i], d) == CUDA_SUCCESS, "export ptr %d", i);
+    }
     for (int i = 0; i < 2; i++) {
         CUdeviceptr d;
         CUmemGenericAllocationHandle h;
@@ -502,6 +518,25 @@ static int probe_import(size_t limit, const char *file)
     printf("ipc_opened=%d charged=%zu\n", opened, charged());
     for (int i = 0; i < opened; i++)
         CHECK(cuIpcCloseMemHandle(ipc[i]) == CUDA_SUCCESS, "close %d", i);
+    /* the exporter's pool, imported through its fd, and both pointers */
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", x.pid, x.pool_fd);
+    int pfd = open(path, O_RDONLY | O_CLOEXEC);
+    CUmemoryPool pool;
+    CUdeviceptr p[2];
+    int pooled = 0;
+    CHECK(pfd >= 0 && cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)pfd,
+                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                         0) == CUDA_SUCCESS,
+          "import pool");
+    for (int i = 0; i < 2 && pfd >= 0; i++)
+        if (cuMemPoolImportPointer(&p[pooled], pool, &x.pooled[i]) == CUDA_SUCCESS)
+            pooled++, sample();
+    printf("pool_ptrs_imported=%d charged=%zu\n", pooled, charged());
+    for (int i = 0; i < pooled; i++)
+        CHECK(cuMemFree_v2(p[i]) == CUDA_SUCCESS, "free imported %d", i);
+    if (pfd >= 0)
+        close(pfd);
     CHECK(charged() == 0, "%zu bytes still charged after the closes", charged());
     CHECK(!tessera_standin_allocated_bytes || tessera_standin_allocated_bytes() == 0,
           "the driver still holds memory");

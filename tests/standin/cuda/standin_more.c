@@ -20,6 +20,10 @@
  *     cuMemExportToShareableHandle (POSIX fd) gives a memfd of the
  *     allocation's size, cuMemImportFromShareableHandle holds that size in
  *     a new VMM record (mappable, released like any handle).
+ *     Pools: cuMemPoolExportToShareableHandle gives a memfd,
+ *     cuMemPoolImportFromShareableHandle a new (empty) pool; export data
+ *     carries the allocation's size, and cuMemPoolImportPointer holds that
+ *     many bytes in the importing process until the pointer is freed.
  *     cuMemGetAddressRange_v2 answers for the base of a linear allocation.
  */
 #include "standin.h"
@@ -423,5 +427,59 @@ EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *han
     if (!r)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)r;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                                 int handleType, unsigned long long flags)
+{
+    if (!handle_out || !pool_live(pool) || flags != 0 ||
+        handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = (int)syscall(SYS_memfd_create, "standin-pool", 1u /* MFD_CLOEXEC */);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)handle_out = fd;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                                   int handleType, unsigned long long flags)
+{
+    CUmemPoolProps props;
+    (void)handle;
+    if (!pool_out || flags != 0 || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(&props, 0, sizeof(props));
+    return cuMemPoolCreate(pool_out, &props);
+}
+
+EXPORT CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+{
+    size_t n = 0;
+    uint32_t magic = POOL_MAGIC;
+    if (!shareData_out || cuMemGetAddressRange_v2(NULL, &n, ptr) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(shareData_out, 0, sizeof(*shareData_out));
+    memcpy(shareData_out->reserved, &magic, 4);
+    memcpy(shareData_out->reserved + 8, &n, sizeof(n));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                       CUmemPoolPtrExportData *shareData)
+{
+    uint32_t magic;
+    size_t n;
+    if (!ptr_out || !shareData || !pool_live(pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&magic, shareData->reserved, 4);
+    memcpy(&n, shareData->reserved + 8, sizeof(n));
+    if (magic != POOL_MAGIC || n == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = standin_map_bytes(n, 0);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr_out = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
