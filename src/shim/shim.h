@@ -14,6 +14,7 @@
  *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
  *   pool.c     memory pools: the reserve a pool keeps after frees is charged
  *   graph.c    graph memory: the device's graph pool reserve is charged
+ *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -130,6 +131,7 @@ enum shim_track_kind {
     SHIM_TRACK_MAP,    /* VMM mappings by address; bytes: size, aux: handle */
     SHIM_TRACK_GRAPH,  /* graphs: bytes of their allocation nodes */
     SHIM_TRACK_EXEC,   /* executable graphs: the same; aux: uploaded */
+    SHIM_TRACK_CTX,    /* contexts of cuCtxCreate: SHIM_CTX_ESTIMATE */
     SHIM_TRACK_KINDS
 };
 /* Remember that key was charged bytes (aux as above): 0, or -1 when the

@@ -38,6 +38,12 @@ expect_in "$TMP/out" "vmm_mapped=1 charged_while_mapped=58720256"
 # Sparse tiles backed by a released handle keep it charged until unmapped.
 expect_rc 0 B "$TMP/m64" sparse
 expect_in "$TMP/out" "tiles_mapped=1 charged_while_mapped=58720256"
+# Contexts: an estimate charged for each (limit / 16 below 4 GiB: 128 MiB
+# of 2 GiB), the primary context once however often it is retained; with
+# contexts that hold 128 MiB on the stand-in, the primary and 15 more fit.
+limits g2 "memoryLimit = 2Gi"
+TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx
+expect_in "$TMP/out" "primary_charged=134217728 contexts=15 charged=2147483648"
 # The legacy calls are refused at the limit, not before: 4 x 16 MiB fit.
 expect_rc 0 B "$TMP/m64" legacy
 expect_in "$TMP/out" "legacy_allocs=4 arrays=0"

@@ -15,6 +15,9 @@
  *   vmm        cuMemCreate + cuMemMap + cuMemRelease, 8 rounds, unmap last
  *   sparse     a sparse array; 8 rounds of cuMemCreate (7/8 limit), map
  *              into a tile with cuMemMapArrayAsync, cuMemRelease
+ *   ctx        32 contexts (cuCtxCreate_v2), the primary one retained twice:
+ *              run with TESSERA_STANDIN_CTX_MEM so the stand-in's contexts
+ *              hold memory like a real driver's
  *   legacy     cuMemAlloc / cuMemAllocPitch / cuArrayCreate / cuArray3DCreate
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
@@ -216,6 +219,27 @@ static int probe_sparse(size_t limit)
     CHECK(!tessera_standin_allocated_bytes || tessera_standin_allocated_bytes() == 0,
           "the driver still holds memory");
     return report("sparse", limit);
+}
+
+static int probe_ctx(size_t limit)
+{
+    CUcontext c[32], p1, p2;
+    int made = 0;
+    CHECK(cuDevicePrimaryCtxRetain(&p1, 0) == CUDA_SUCCESS, "primary");
+    CHECK(cuDevicePrimaryCtxRetain(&p2, 0) == CUDA_SUCCESS, "primary again");
+    sample();
+    size_t primary = charged();
+    for (int i = 0; i < 32; i++)
+        if (cuCtxCreate_v2(&c[made], 0, 0) == CUDA_SUCCESS)
+            made++, sample();
+    printf("primary_charged=%zu contexts=%d charged=%zu\n", primary, made, charged());
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy_v2(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    cuDevicePrimaryCtxRelease_v2(0);
+    CHECK(charged() == primary, "one release of two: %zu charged, not %zu", charged(), primary);
+    cuDevicePrimaryCtxRelease_v2(0);
+    CHECK(charged() == 0, "%zu bytes still charged after the releases", charged());
+    return report("ctx", limit);
 }
 
 /* ---- legacy entry points ------------------------------------------------ */
@@ -620,6 +644,8 @@ int main(int argc, char **argv)
         base_used = nvml_used();
     if (strcmp(m, "vmm") == 0)
         return probe_vmm(limit);
+    if (strcmp(m, "ctx") == 0)
+        return probe_ctx(limit);
     if (strcmp(m, "sparse") == 0)
         return probe_sparse(limit);
     if (strcmp(m, "legacy") == 0)
@@ -650,8 +676,9 @@ int main(int argc, char **argv)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(stderr,
-            "usage: shim_bypass vmm|sparse|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table "
-            "N|export F B|import F|share F\n");
+    fprintf(
+        stderr,
+        "usage: shim_bypass vmm|sparse|ctx|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table "
+        "N|export F B|import F|share F\n");
     return 2;
 }

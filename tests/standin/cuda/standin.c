@@ -58,6 +58,8 @@
  *     launches the same way. The file holds a struct standin_card (below):
  *     header, then 256 per-process slots; a fresh file (size 0) is set up by
  *     the first launcher. Delete the file to reset the counters.
+ *   - Contexts: each cuCtxCreate_v2, and the primary context while retained,
+ *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
  *     process holds (test hook).
  */
@@ -676,19 +678,52 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* What one context holds on the card: env TESSERA_STANDIN_CTX_MEM (bytes,
+ * K/M/G suffix), default 0 (the tests that count the card's bytes exactly
+ * create no context; the context probe sets it). */
+static uint64_t ctx_mem(void)
+{
+    const char *s = getenv("TESSERA_STANDIN_CTX_MEM");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    return (uint64_t)v << shift;
+}
+
+static int primary_refs;
+static pthread_mutex_t ctx_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
     if (!ctx)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *ctx = &primary;
-    return CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&ctx_mutex);
+    if (primary_refs == 0 && standin_take_mem(ctx_mem()) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        primary_refs++;
+    pthread_mutex_unlock(&ctx_mutex);
+    if (r == CUDA_SUCCESS)
+        *ctx = &primary;
+    return r;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&ctx_mutex);
+    int ok = primary_refs > 0;
+    if (ok && --primary_refs == 0)
+        standin_give_mem(ctx_mem());
+    pthread_mutex_unlock(&ctx_mutex);
+    (void)ok; /* releasing an unretained primary context: nothing to do */
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
@@ -698,7 +733,11 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
+    if (standin_take_mem(ctx_mem()) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *ctx = calloc(1, sizeof(struct CUctx_st));
+    if (!*ctx)
+        standin_give_mem(ctx_mem());
     return *ctx ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -706,8 +745,10 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     if (!ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (ctx != &primary)
+    if (ctx != &primary) {
         free(ctx);
+        standin_give_mem(ctx_mem());
+    }
     return CUDA_SUCCESS;
 }
 
