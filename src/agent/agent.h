@@ -45,12 +45,17 @@ ts_status agent_inventory_read(struct agent_nvml *n, const char *node, struct in
 struct agent_apply_opts {
     const char *node;
     int dry_run;
+    /* When set (dry runs only), the node's state instead of NVML's: a
+     * NodeInventory read with inv_load, so a change can be previewed
+     * anywhere (n may then be NULL). */
+    const struct inv_node *inventory;
 };
 
 /* Bring every planned card of opts->node to the plan's geometry; what it
  * does and the final state of each changed card go to log. Returns TS_OK,
  * TS_INVALID (plan does not fit the node: unknown node, wrong model,
- * missing profile), or TS_INTERNAL when a card could not be changed
+ * missing profile, a placement the card does not list, overlapping
+ * instances; or an inventory without dry_run), or TS_INTERNAL when a card could not be changed
  * (processes running, NVML failure: rolled back; log says the end state). */
 ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
                       const struct cat_catalog *cat, const struct agent_apply_opts *opts,

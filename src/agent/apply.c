@@ -2,11 +2,14 @@
  * apply.c - `tessera agent apply`: bring each planned card of one node to
  * the plan's MIG geometry through NVML.
  *
- * Order of work: read the inventory; check the whole plan against the node
- * first (unknown node, a card of another model, a profile the card lacks:
- * TS_INVALID before anything changes); then card by card: keep (no NVML
+ * Order of work: read the inventory (NVML, or for a dry run a NodeInventory
+ * file); check the whole plan against the node first (unknown node, a card
+ * of another model, a profile the card lacks, an instance at a placement
+ * the card does not list, a target geometry that overlaps: TS_INVALID
+ * before anything changes, check.c); then card by card: keep (no NVML
  * call that changes anything), report MIG mode problems (tessera never
- * changes MIG mode), refuse while processes run (pid and name), else
+ * changes MIG mode; a pending mode change refuses the card), refuse while
+ * processes run (pid and name), else
  * destroy (compute instances first, then the GPU instance), create each
  * GPU instance at its placement with a full compute instance, and verify
  * by reading the card again. On a failure it undoes what it did in reverse
@@ -306,10 +309,46 @@ static ts_status check_plan(const struct reconf_plan *p, const struct inv_node *
         int v = diffs[i].verdict;
         if (v == RECONF_NO_CARD || v == RECONF_WRONG_MODEL || v == RECONF_NO_PROFILE)
             return ts_err_at(err, TS_INVALID, NULL, 0, 0, NULL, "%s", diffs[i].why);
+        if (v == RECONF_CHANGE &&
+            agent__check_change(inv_gpu_at(inv, p->t[i].index), &diffs[i], err) != TS_OK)
+            return TS_INVALID;
     }
     if (!found)
         return ts_err(err, TS_INVALID, "the plan has no GPU on node '%s'", node);
     return TS_OK;
+}
+
+/* The node's state: NVML's, or (dry runs) the NodeInventory given. */
+static ts_status read_node(struct agent_nvml *n, const struct agent_apply_opts *opts,
+                           struct inv_node *inv, struct ts_error *err)
+{
+    if (!opts->inventory)
+        return agent_inventory_read(n, opts->node, inv, err);
+    if (!opts->dry_run)
+        return ts_err(err, TS_INVALID, "an inventory file is only for --dry-run");
+    *inv = *opts->inventory;
+    return TS_OK;
+}
+
+static int apply_card(struct agent_nvml *n, const struct inv_node *inv, const struct reconf_card *t,
+                      const struct reconf_diff *d, const struct cat_catalog *cat, int dry,
+                      struct ts_sbuf *log)
+{
+    char why[TS_MSG_MAX];
+    if (d->verdict == RECONF_KEEP) {
+        ts_sbuf_printf(log, "GPU %d: keep (matches the plan; not touched)\n", t->index);
+        return 0;
+    }
+    if (d->verdict != RECONF_CHANGE) {
+        ts_sbuf_printf(log, "GPU %d: cannot apply: %s\n", t->index, d->why);
+        return 1;
+    }
+    if (agent__mode_pending(inv_gpu_at(inv, t->index), why, sizeof why)) {
+        ts_sbuf_printf(log, "GPU %d: cannot apply: %s\n", t->index, why);
+        return 1;
+    }
+    log_steps(t, d, dry, log);
+    return dry ? 0 : change_card(n, inv_gpu_at(inv, t->index), t, d, cat, log);
 }
 
 ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
@@ -318,27 +357,14 @@ ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
 {
     struct inv_node *inv = calloc(1, sizeof *inv);
     struct reconf_diff *diffs = calloc((size_t)p->n + 1, sizeof *diffs);
-    ts_status st = inv && diffs ? agent_inventory_read(n, opts->node, inv, err)
+    ts_status st = inv && diffs ? read_node(n, opts, inv, err)
                                 : ts_err(err, TS_NOMEM, "out of memory");
     if (st == TS_OK)
         st = check_plan(p, inv, cat, opts->node, diffs, err);
     int failed = 0;
-    for (int i = 0; st == TS_OK && i < p->n; i++) {
-        const struct reconf_card *t = &p->t[i];
-        if (strcmp(t->node, opts->node) != 0)
-            continue;
-        const struct reconf_diff *d = &diffs[i];
-        if (d->verdict == RECONF_KEEP) {
-            ts_sbuf_printf(log, "GPU %d: keep (matches the plan; not touched)\n", t->index);
-        } else if (d->verdict != RECONF_CHANGE) {
-            ts_sbuf_printf(log, "GPU %d: cannot apply: %s\n", t->index, d->why);
-            failed++;
-        } else {
-            log_steps(t, d, opts->dry_run, log);
-            if (!opts->dry_run)
-                failed += change_card(n, inv_gpu_at(inv, t->index), t, d, cat, log);
-        }
-    }
+    for (int i = 0; st == TS_OK && i < p->n; i++)
+        if (strcmp(p->t[i].node, opts->node) == 0)
+            failed += apply_card(n, inv, &p->t[i], &diffs[i], cat, opts->dry_run, log);
     if (st == TS_OK && failed)
         st = ts_err(err, TS_INTERNAL, "%d card%s of node %s not brought to the plan (see above)",
                     failed, failed == 1 ? "" : "s", opts->node);

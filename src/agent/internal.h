@@ -25,4 +25,12 @@ ts_status agent__nvml_err(const struct agent_nvml *n, nvmlReturn_t r, const char
 ts_status agent__gpu_read(struct agent_nvml *n, unsigned int i, struct inv_gpu *g,
                           struct ts_error *err);
 
+/* Before a card's change (check.c): every created instance at a placement
+ * the card lists, the target geometry without overlaps. TS_INVALID naming
+ * the GPU, profile and placements. */
+ts_status agent__check_change(const struct inv_gpu *g, const struct reconf_diff *d,
+                              struct ts_error *err);
+/* 1 (with why) when the card's MIG mode has a change pending, else 0. */
+int agent__mode_pending(const struct inv_gpu *g, char *why, size_t cap);
+
 #endif

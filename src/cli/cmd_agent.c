@@ -3,9 +3,10 @@
  * from the command line. inventory prints what the node's GPUs hold (text
  * or the NodeInventory JSON of docs/agent.md); apply brings the node's
  * cards to a plan's MIG geometry. Exit codes (cli_exit): 0 ok, 1 the job
- * failed (NVML missing or failing, a card refused or rolled back), 2 bad
- * usage or bad input (a plan that cannot be read or is malformed, unknown
- * node, a plan for another model).
+ * failed (NVML missing or failing, a card refused or rolled back, a MIG
+ * mode change pending), 2 bad usage or bad input (a plan or inventory that
+ * cannot be read or is malformed, unknown node, a plan for another model, a
+ * placement the card does not list, overlapping instances).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -26,26 +27,33 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('p', "plan", "PLAN.json", APPLY, "the output of 'tessera plan -o json'"),
     CLI_LONG('d', "dry-run", NULL, APPLY, "print the steps, change nothing"),
     CLI_LONG('c', "catalog", "FILE", APPLY, "extra GpuModel documents"),
+    CLI_LONG('i', "inventory", "FILE", APPLY,
+             "with --dry-run: the node's NodeInventory (agent inventory\n"
+             "-o json) instead of NVML; --node defaults to its node"),
     CLI_END};
 
 static const struct cli_verb VERB = {
     "agent",
     "usage: tessera agent inventory [-o text|json] [--node NAME]\n"
     "       tessera agent apply --plan PLAN.json --node NAME [--dry-run]\n"
-    "                           [--catalog FILE]\n\n"
+    "                           [--catalog FILE]\n"
+    "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n\n"
     "inventory  every GPU of this node through NVML: identity, memory, MIG mode,\n"
     "           GPU and compute instances with placements and MIG device UUIDs,\n"
     "           each MIG profile's possible placements (JSON: docs/agent.md)\n"
     "apply      make each card of NODE hold the MIG geometry of PLAN.json (the\n"
     "           output of 'tessera plan -o json'): cards that match are never\n"
     "           touched; a card with running processes is refused; a failure is\n"
-    "           rolled back. --dry-run prints the steps and changes nothing.\n",
+    "           rolled back. --dry-run prints the steps and changes nothing;\n"
+    "           with --inventory it needs no NVML. Before any change the whole\n"
+    "           target is checked against each card's own placement list, and\n"
+    "           a card with a MIG mode change pending is refused.\n",
     OPTS,
     "NVML is libnvidia-ml.so.1 from the NVIDIA driver; TESSERA_NVML_LIBRARY names\n"
     "another file. The node name defaults to $NODE_NAME, else the host name.\n"};
 
 struct agent_args {
-    const char *format, *node, *plan;
+    const char *format, *node, *plan, *inventory;
     struct cli_files catf;
     int dry;
 };
@@ -58,6 +66,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'n': a->node = arg; return CLI_OK;
     case 'p': a->plan = arg; return CLI_OK;
     case 'd': a->dry = 1; return CLI_OK;
+    case 'i': a->inventory = arg; return CLI_OK;
     case 'c': return cli_files_add(&a->catf, arg) ? CLI_OK : CLI_BAD_INPUT;
     default: return CLI_BAD_INPUT;
     }
@@ -122,22 +131,38 @@ static int load_plan(const struct agent_args *a, struct reconf_plan *plan, struc
     return cli_exit(st, CLI_READING);
 }
 
+/* The NodeInventory of --inventory; an exit code. */
+static int load_inventory(const struct agent_args *a, struct inv_node **inv)
+{
+    struct ts_error e = {0};
+    if (!a->inventory)
+        return CLI_OK;
+    *inv = calloc(1, sizeof **inv);
+    if (!*inv)
+        return CLI_FAIL;
+    return inv_load(a->inventory, *inv, &e) == TS_OK ? CLI_OK : cli_fail(&e, CLI_READING);
+}
+
 static int apply(const struct agent_args *a)
 {
     struct reconf_plan plan = {0};
     struct cat_catalog *cat = NULL;
+    struct inv_node *inv = NULL;
     int rc = load_plan(a, &plan, &cat);
+    if (rc == CLI_OK)
+        rc = load_inventory(a, &inv);
     struct agent_nvml *n = NULL;
     struct ts_sbuf log;
     ts_sbuf_init(&log, CLI_DOC_MAX);
-    struct agent_apply_opts o = {a->node, a->dry};
+    struct agent_apply_opts o = {a->node ? a->node : inv ? inv->node : "", a->dry, inv};
     struct ts_error e = {0};
-    if (rc == CLI_OK &&
-        (agent_nvml_open(&n, &e) != TS_OK || agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
+    if (rc == CLI_OK && ((!inv && agent_nvml_open(&n, &e) != TS_OK) ||
+                         agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
         rc = cli_fail(&e, CLI_DOING);
     fputs(ts_sbuf_str(&log), stdout);
     ts_sbuf_release(&log);
     agent_nvml_close(n);
+    free(inv);
     cat_free(cat);
     reconf_plan_release(&plan);
     return rc;
@@ -150,8 +175,10 @@ static const char *problem(unsigned sub, int operands, const struct agent_args *
         return "unexpected argument";
     if (sub == INVENTORY && strcmp(a->format, "text") && strcmp(a->format, "json"))
         return "-o must be text or json";
-    if (sub == APPLY && (!a->plan || !a->node))
+    if (sub == APPLY && (!a->plan || (!a->node && !a->inventory)))
         return "apply needs --plan and --node";
+    if (sub == APPLY && a->inventory && !a->dry)
+        return "--inventory is for --dry-run (a change needs the node's NVML)";
     return NULL;
 }
 

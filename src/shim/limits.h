@@ -26,6 +26,24 @@
 #define SHIM_LIMITS_VERSION 1
 #define SHIM_REGION_PATH_MAX 256   /* bytes of the region path, with its NUL */
 #define SHIM_LIMITS_FILE_MAX 65536 /* bytes a limit file may have */
+/* The allocation tables (track.c) grow by segments, each twice the one
+ * before: 16 of them hold 2^16 - 1 times the first (over 8 billion live
+ * allocations in the pointer table), far past what a card can hold, while
+ * bounding the lookups of a free. */
+#define SHIM_TRACK_SEGMENTS 16
+/* Memory pools one process may have settled (pool.c): applications make a
+ * handful (one per device and stream class); past this a pool's reserve
+ * beyond its allocations is not charged (logged once). */
+#define SHIM_POOLS 256
+/* What one CUDA context is charged (ctx.c): the driver's own memory for a
+ * context and the modules it loads, which no allocation call shows. An
+ * estimate, not a measurement: recent GPUs with lazy module loading take
+ * a few hundred MiB per context; 256 MiB keeps a container from hiding
+ * several contexts' worth of memory outside its limit. Below a 4 GiB limit
+ * it is limit / SHIM_CTX_ESTIMATE_SHARE instead, so a small container is
+ * not spent on estimates. */
+#define SHIM_CTX_ESTIMATE (256ull << 20)
+#define SHIM_CTX_ESTIMATE_SHARE 16
 
 struct shim_limits {
     int version;                       /* SHIM_LIMITS_VERSION once parsed */

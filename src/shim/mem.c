@@ -8,22 +8,22 @@
  *   cuMemAllocFromPoolAsync(_ptsz)   the bytes asked for;
  *   cuMemAllocPitch_v2               pitch x height (512-byte rows reserved
  *                                    first, then corrected to the pitch);
- *   cuMemCreate                      the size (cuMemMap maps what was charged,
- *                                    cuMemRelease credits it);
+ *   cuMemCreate                      (vmm.c);
  *   cuArrayCreate_v2/3DCreate_v2     width x height x depth x channels x
- *                                    element size (1D/2D count 1 for 0).
+ *                                    element size (1D/2D count 1 for 0);
+ *   the legacy entry points, mipmapped arrays, context limits (legacy.c).
  * cuMemGetInfo_v2 and cuDeviceTotalMem_v2 report the limit as the card.
  */
 #include "shim/shim.h"
 
-static int limited(void)
+int shim__limited(void)
 {
     const struct shim_config *c = shim__config();
     return c->limited && !c->fail_closed;
 }
 
 /* Charge n bytes before asking the driver: CUDA_SUCCESS or out of memory. */
-static CUresult reserve(uint64_t n)
+CUresult shim__reserve(uint64_t n)
 {
     const struct shim_config *c = shim__config();
     if (c->fail_closed)
@@ -33,27 +33,20 @@ static CUresult reserve(uint64_t n)
     return shim__charge(n, c->memory_bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-static void unreserve(uint64_t n)
+void shim__unreserve(uint64_t n)
 {
-    if (limited() && n)
+    if (shim__limited() && n)
         shim__credit(n);
 }
 
-static void undo_ptr(uint64_t key)
+void shim__undo_ptr(uint64_t key)
 {
     __typeof__(&cuMemFree_v2) fn = SHIM_REAL(cuMemFree_v2);
     if (fn)
         fn((CUdeviceptr)key);
 }
 
-static void undo_handle(uint64_t key)
-{
-    __typeof__(&cuMemRelease) fn = SHIM_REAL(cuMemRelease);
-    if (fn)
-        fn((CUmemGenericAllocationHandle)key);
-}
-
-static void undo_array(uint64_t key)
+void shim__undo_array(uint64_t key)
 {
     __typeof__(&cuArrayDestroy) fn = SHIM_REAL(cuArrayDestroy);
     if (fn)
@@ -61,48 +54,66 @@ static void undo_array(uint64_t key)
 }
 
 /* After the driver answered r: remember key's charge, or undo it all. */
-static CUresult keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
-                     void (*undo)(uint64_t key))
+CUresult shim__keep_aux(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                        void (*undo)(uint64_t key), uint64_t aux)
 {
     if (r != CUDA_SUCCESS) {
-        unreserve(n);
+        shim__unreserve(n);
         return r;
     }
-    if (!limited() || shim__track_put(k, key, n) == 0)
+    if (!shim__limited() || shim__track_put(k, key, n, aux) == 0)
         return r;
     undo(key);
-    unreserve(n);
+    shim__unreserve(n);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Forget key's charge, ask the driver to free, credit on success. */
-static CUresult release(enum shim_track_kind k, uint64_t key,
-                        CUresult (*call)(uint64_t key, const void *fn, const void *arg),
-                        const void *fn, const void *arg)
+CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                    void (*undo)(uint64_t key))
+{
+    return shim__keep_aux(k, r, key, n, undo, k == SHIM_TRACK_HANDLE);
+}
+
+/* Forget key's charge, ask the driver to free, credit on success; a pool
+ * allocation (aux) then settles its pool's reserve (pool.c). */
+CUresult shim__release(enum shim_track_kind k, uint64_t key,
+                       CUresult (*call)(uint64_t key, const void *fn, const void *arg),
+                       const void *fn, const void *arg)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    uint64_t n = shim__track_take(k, key);
+    uint64_t aux = 0, n = shim__track_take(k, key, &aux);
     CUresult r = call(key, fn, arg);
     if (r == CUDA_SUCCESS)
-        unreserve(n);
+        shim__unreserve(n);
     else if (n)
-        shim__track_put(k, key, n);
+        shim__track_put(k, key, n, aux);
+    if (r == CUDA_SUCCESS && k == SHIM_TRACK_PTR && aux && shim__limited())
+        shim__pool_settle((CUmemoryPool)(uintptr_t)aux);
     return r;
 }
 
 static CUresult alloc_ptr(CUresult (*call)(CUdeviceptr *d, uint64_t n, const void *fn,
                                            const void *a, const void *b),
                           const void *fn, CUdeviceptr *dptr, uint64_t n, const void *a,
-                          const void *b)
+                          const void *b, CUmemoryPool pool)
 {
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = reserve(n);
-    if (r != CUDA_SUCCESS)
+    if (pool && shim__limited())
+        shim__pool_lend(pool, n);
+    CUresult r = shim__reserve(n);
+    if (r != CUDA_SUCCESS) {
+        if (pool && shim__limited())
+            shim__pool_settle(pool);
         return r;
+    }
     r = call(dptr, n, fn, a, b);
-    return keep(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, n, undo_ptr);
+    r = shim__keep_aux(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, n, shim__undo_ptr,
+                       (uint64_t)(uintptr_t)pool);
+    if (pool && shim__limited())
+        shim__pool_settle(pool);
+    return r;
 }
 
 /* ---- the calls, one adapter per prototype ------------------------------- */
@@ -132,7 +143,7 @@ static CUresult call_pool(CUdeviceptr *d, uint64_t n, const void *fn, const void
                                                       (CUstream)(uintptr_t)b);
 }
 
-static CUresult call_free(uint64_t key, const void *fn, const void *arg)
+CUresult shim__call_free(uint64_t key, const void *fn, const void *arg)
 {
     (void)arg;
     return ((__typeof__(&cuMemFree_v2))fn)((CUdeviceptr)key);
@@ -143,13 +154,7 @@ static CUresult call_free_async(uint64_t key, const void *fn, const void *arg)
     return ((__typeof__(&cuMemFreeAsync))fn)((CUdeviceptr)key, (CUstream)(uintptr_t)arg);
 }
 
-static CUresult call_release(uint64_t key, const void *fn, const void *arg)
-{
-    (void)arg;
-    return ((__typeof__(&cuMemRelease))fn)((CUmemGenericAllocationHandle)key);
-}
-
-static CUresult call_array_destroy(uint64_t key, const void *fn, const void *arg)
+CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg)
 {
     (void)arg;
     return ((__typeof__(&cuArrayDestroy))fn)((CUarray)(uintptr_t)key);
@@ -159,45 +164,45 @@ static CUresult call_array_destroy(uint64_t key, const void *fn, const void *arg
 
 SHIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize, NULL,
+    return alloc_ptr(call_alloc, (const void *)SHIM_REAL(cuMemAlloc_v2), dptr, bytesize, NULL, NULL,
                      NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     return alloc_ptr(call_managed, (const void *)SHIM_REAL(cuMemAllocManaged), dptr, bytesize,
-                     &flags, NULL);
+                     &flags, NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize, stream,
-                     NULL);
+                     NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr, bytesize,
-                     stream, NULL);
+                     stream, NULL, NULL);
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                              CUstream stream)
 {
     return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync), dptr, bytesize,
-                     pool, stream);
+                     pool, stream, pool);
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                   CUmemoryPool pool, CUstream stream)
 {
     return alloc_ptr(call_pool, (const void *)SHIM_REAL(cuMemAllocFromPoolAsync_ptsz), dptr,
-                     bytesize, pool, stream);
+                     bytesize, pool, stream, pool);
 }
 
 /* Rows of round_up(width, 512) bytes: the reservation before the driver
  * tells the real pitch (UINT64_MAX on overflow, which no limit admits). */
-static uint64_t pitch_estimate(size_t width, size_t height)
+uint64_t shim__pitch_estimate(size_t width, size_t height)
 {
     uint64_t row = ((uint64_t)width + 511u) & ~(uint64_t)511u, total;
     if (row < width || __builtin_mul_overflow(row, (uint64_t)height, &total))
@@ -211,62 +216,42 @@ SHIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t
     __typeof__(&cuMemAllocPitch_v2) fn = SHIM_REAL(cuMemAllocPitch_v2);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    uint64_t est = pitch_estimate(widthBytes, height);
-    CUresult r = reserve(est);
+    uint64_t est = shim__pitch_estimate(widthBytes, height);
+    CUresult r = shim__reserve(est);
     if (r != CUDA_SUCCESS)
         return r;
     r = fn(dptr, pitch, widthBytes, height, elementSizeBytes);
     if (r != CUDA_SUCCESS) {
-        unreserve(est);
+        shim__unreserve(est);
         return r;
     }
     uint64_t actual = (uint64_t)*pitch * height;
-    if (actual > est && reserve(actual - est) != CUDA_SUCCESS) {
-        undo_ptr(*dptr);
-        unreserve(est);
+    if (actual > est && shim__reserve(actual - est) != CUDA_SUCCESS) {
+        shim__undo_ptr(*dptr);
+        shim__unreserve(est);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (actual < est)
-        unreserve(est - actual);
-    return keep(SHIM_TRACK_PTR, r, *dptr, actual, undo_ptr);
+        shim__unreserve(est - actual);
+    return shim__keep(SHIM_TRACK_PTR, r, *dptr, actual, shim__undo_ptr);
 }
 
 SHIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    return release(SHIM_TRACK_PTR, dptr, call_free, (const void *)SHIM_REAL(cuMemFree_v2), NULL);
+    return shim__release(SHIM_TRACK_PTR, dptr, shim__call_free,
+                         (const void *)SHIM_REAL(cuMemFree_v2), NULL);
 }
 
 SHIM_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
-    return release(SHIM_TRACK_PTR, dptr, call_free_async, (const void *)SHIM_REAL(cuMemFreeAsync),
-                   stream);
+    return shim__release(SHIM_TRACK_PTR, dptr, call_free_async,
+                         (const void *)SHIM_REAL(cuMemFreeAsync), stream);
 }
 
 SHIM_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
-    return release(SHIM_TRACK_PTR, dptr, call_free_async,
-                   (const void *)SHIM_REAL(cuMemFreeAsync_ptsz), stream);
-}
-
-/* ---- virtual memory management ------------------------------------------ */
-
-SHIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                 const CUmemAllocationProp *prop, unsigned long long flags)
-{
-    __typeof__(&cuMemCreate) fn = SHIM_REAL(cuMemCreate);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = reserve(size);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = fn(handle, size, prop, flags);
-    return keep(SHIM_TRACK_HANDLE, r, r == CUDA_SUCCESS ? *handle : 0, size, undo_handle);
-}
-
-SHIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
-{
-    return release(SHIM_TRACK_HANDLE, handle, call_release, (const void *)SHIM_REAL(cuMemRelease),
-                   NULL);
+    return shim__release(SHIM_TRACK_PTR, dptr, call_free_async,
+                         (const void *)SHIM_REAL(cuMemFreeAsync_ptsz), stream);
 }
 
 /* ---- arrays ------------------------------------------------------------- */
@@ -284,7 +269,7 @@ static uint64_t element_bytes(CUarray_format f)
 }
 
 /* Bytes of a w x h x d array (0 counts as 1), UINT64_MAX on overflow. */
-static uint64_t array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch)
+uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch)
 {
     uint64_t dims[4] = {w ? w : 1, h ? h : 1, d ? d : 1, ch ? ch : 1};
     uint64_t total = element_bytes(f);
@@ -296,8 +281,8 @@ static uint64_t array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsi
 
 static CUresult array_done(CUresult r, CUarray *array, uint64_t n)
 {
-    return keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
-                undo_array);
+    return shim__keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
+                      shim__undo_array);
 }
 
 SHIM_EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc)
@@ -307,8 +292,8 @@ SHIM_EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTO
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!desc || !array)
         return fn(array, desc);
-    uint64_t n = array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
-    CUresult r = reserve(n);
+    uint64_t n = shim__array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    CUresult r = shim__reserve(n);
     return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
 }
 
@@ -319,16 +304,18 @@ SHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCR
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!desc || !array)
         return fn(array, desc);
-    uint64_t n = array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
-                             desc->NumChannels);
-    CUresult r = reserve(n);
+    uint64_t n = shim__array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                   desc->NumChannels);
+    if (desc->Flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* no memory of its own: tiles come from VMM handles (vmm.c) */
+    CUresult r = shim__reserve(n);
     return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
 }
 
 SHIM_EXPORT CUresult cuArrayDestroy(CUarray array)
 {
-    return release(SHIM_TRACK_ARRAY, (uint64_t)(uintptr_t)array, call_array_destroy,
-                   (const void *)SHIM_REAL(cuArrayDestroy), NULL);
+    return shim__release(SHIM_TRACK_ARRAY, (uint64_t)(uintptr_t)array, shim__call_array_destroy,
+                         (const void *)SHIM_REAL(cuArrayDestroy), NULL);
 }
 
 /* ---- what the application sees ------------------------------------------ */
@@ -362,7 +349,7 @@ SHIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = fn(bytes, dev);
-    if (r == CUDA_SUCCESS && bytes && limited() && shim__config()->memory_bytes < *bytes)
+    if (r == CUDA_SUCCESS && bytes && shim__limited() && shim__config()->memory_bytes < *bytes)
         *bytes = (size_t)shim__config()->memory_bytes;
     return r;
 }

@@ -4,23 +4,33 @@
  * limit holds for the container, not the process.
  *
  * Layout (struct shim_region in shim.h; all fields native-endian):
- *   offset 0   magic "TSCU"  version 1  size (bytes of the struct)
+ *   offset 0   magic "TSCU"  version 2  size (bytes of the struct)
  *          16  limit (the creator's memoryLimit, for inspection)
  *          24  nslots (1024)  hiwater (slots ever used)
  *          32  the SM limiter's bucket (struct shim_sm_state)
- *          ..  slots[1024]: pid, start time, bytes charged
+ *          ..  slots[1024]: pid, start time, bytes charged, pid namespace
  * The creator sets it up under flock (a dead creator's lock goes with it);
  * a file with another magic, version or size is refused and the shim fails
- * closed. After set-up no lock is taken: each process adds to and subtracts
- * from its own slot only, with atomics; a charge adds first, then sums all
- * live slots, and takes its charge back when the sum is over the limit (two
- * racing charges may both fail near the limit, but the sum never stays
- * over). A process killed at any instant leaves only its own slot, whole;
- * whoever next finds the container over its limit (or asks cuMemGetInfo)
- * checks the owners with kill(pid, 0) and their start time in /proc, and
- * frees the slots of the dead (zombies count as dead).
+ * closed. After set-up no lock is taken on the fast path: each process adds
+ * to and subtracts from its own slot only, with atomics; a charge adds
+ * first, then sums all live slots, and takes its charge back when the sum
+ * is over the limit (two racing charges may both fail near the limit, but
+ * the sum never stays over). A process killed at any instant leaves only
+ * its own slot, whole. Liveness is a lock, not a pid: each owner holds an
+ * fcntl write lock on its slot's byte (SHIM_SLOT_LOCK_BASE + index) for the
+ * slot's life, so processes in other pid namespaces sharing the file (two
+ * containers of a pod on an emptyDir) see each other alive, an exec drops
+ * the old image's lock (the descriptor is close-on-exec) and the new image
+ * reclaims that slot at start, and a forked child, which does not inherit
+ * the lock, claims its own slot. Whoever next finds the container over its
+ * limit (or asks cuMemGetInfo, or starts) frees the slots whose lock is
+ * free. A slot is locked before it is marked claimed, so a reclaimer never
+ * takes a slot being claimed. The pid, start time and namespace stay for
+ * inspection and for the private copy below, which judges by pid.
  * When the file cannot be opened, the process accounts in a private copy
  * (the limit then holds per process) and says so on stderr.
+ * Caveat of fcntl locks: a process that closes any descriptor of the region
+ * file drops its locks; the application has no reason to open it.
  */
 #include "shim/shim.h"
 
@@ -38,6 +48,8 @@
 static struct shim_region *region;
 static struct shim_region private_region;
 static struct shim_slot *_Atomic self;
+static int region_fd = -1; /* kept open (close-on-exec): the slot locks live on it */
+static uint64_t my_ns;     /* inode of /proc/self/ns/pid, 0 unknown */
 
 struct shim_region *shim__region(void) { return region; }
 
@@ -69,9 +81,14 @@ static int proc_stat(pid_t pid, char *state, uint64_t *start)
     return 0;
 }
 
-/* Is the owner of a slot still the process that claimed it? */
-static int alive(pid_t pid, uint64_t start)
+/* Pid-based liveness, when the region has no file to lock: the owner's
+ * pid answers and has the start time it had (a slot of another pid
+ * namespace cannot be judged by pid: kept). */
+static int alive_by_pid(const struct shim_slot *s, pid_t pid)
 {
+    uint64_t start = atomic_load(&s->start), ns = atomic_load(&s->ns);
+    if (ns && my_ns && ns != my_ns)
+        return 1;
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return 0;
     char state = '?';
@@ -79,6 +96,29 @@ static int alive(pid_t pid, uint64_t start)
     if (proc_stat(pid, &state, &now) != 0)
         return 1; /* cannot tell (no /proc): keep it */
     return state != 'Z' && state != 'X' && (start == 0 || now == start);
+}
+
+/* Set (F_SETLK with F_WRLCK or F_UNLCK) or test (F_GETLK) the liveness
+ * byte of slot i: 0 / 1 "another process holds it", -1 on error. */
+static int slot_lock(uint32_t i, int cmd, short type)
+{
+    struct flock fl;
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)(SHIM_SLOT_LOCK_BASE + i);
+    fl.l_len = 1;
+    if (fcntl(region_fd, cmd, &fl) != 0)
+        return -1;
+    return cmd == F_GETLK ? fl.l_type != F_UNLCK : 0;
+}
+
+/* Is the owner of slot i still the process that claimed it? Its lock says,
+ * in any namespace and across exec; without a file, its pid. */
+static int alive(uint32_t i, pid_t pid)
+{
+    int held = region_fd >= 0 ? slot_lock(i, F_GETLK, F_WRLCK) : -1;
+    return held >= 0 ? held : alive_by_pid(&region->slots[i], pid);
 }
 
 /* Free the slots of dead owners; how many were freed. */
@@ -89,12 +129,13 @@ static int reclaim_dead(void)
     for (uint32_t i = 0; i < n && i < SHIM_SLOTS; i++) {
         struct shim_slot *s = &region->slots[i];
         int32_t pid = atomic_load(&s->pid);
-        if (pid <= 0 || s == self || alive(pid, atomic_load(&s->start)))
+        if (pid <= 0 || s == self || alive(i, pid))
             continue;
         if (!atomic_compare_exchange_strong(&s->pid, &pid, -1))
             continue;
         atomic_store(&s->bytes, 0);
         atomic_store(&s->start, 0);
+        atomic_store(&s->ns, 0);
         atomic_store(&s->pid, 0);
         freed++;
     }
@@ -108,17 +149,25 @@ static void raise_hiwater(uint32_t n)
         ;
 }
 
+/* A free slot, locked first (so no reclaimer takes it for dead while it
+ * is being claimed), then marked with our pid. */
 static struct shim_slot *try_claim(pid_t pid, uint64_t start)
 {
     for (uint32_t i = 0; i < SHIM_SLOTS; i++) {
         int32_t zero = 0;
         struct shim_slot *s = &region->slots[i];
-        if (atomic_load(&s->pid) == 0 &&
-            atomic_compare_exchange_strong(&s->pid, &zero, (int32_t)pid)) {
+        if (atomic_load(&s->pid) != 0)
+            continue;
+        if (region_fd >= 0 && slot_lock(i, F_SETLK, F_WRLCK) != 0)
+            continue;
+        if (atomic_compare_exchange_strong(&s->pid, &zero, (int32_t)pid)) {
             atomic_store(&s->start, start);
+            atomic_store(&s->ns, my_ns);
             raise_hiwater(i + 1);
             return s;
         }
+        if (region_fd >= 0)
+            slot_lock(i, F_SETLK, F_UNLCK);
     }
     return NULL;
 }
@@ -177,9 +226,18 @@ static struct shim_region *map_locked(int fd, const char *path, uint64_t limit)
     return r;
 }
 
+static uint64_t pid_ns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* At start the slots of dead owners go, our own old one among them when
+ * this image replaced one that had the shim (exec drops its lock). */
 int shim__region_open(const char *path, uint64_t limit)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    my_ns = pid_ns();
     if (fd < 0) {
         shim__log("%s: cannot open accounting region (%s): limits hold per process", path,
                   strerror(errno));
@@ -189,10 +247,13 @@ int shim__region_open(const char *path, uint64_t limit)
         while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
             ;
         region = map_locked(fd, path, limit);
-        flock(fd, LOCK_UN); /* explicitly: the mapping keeps the file open */
-        close(fd);
-        if (!region)
+        flock(fd, LOCK_UN); /* explicitly: the slot locks are fcntl locks on fd */
+        if (!region) {
+            close(fd);
             return -1;
+        }
+        region_fd = fd;
+        reclaim_dead();
     }
     pthread_atfork(NULL, NULL, forked_child);
     atomic_store(&self, claim());
@@ -208,8 +269,11 @@ static struct shim_slot *self_slot(void)
         return s;
     struct shim_slot *mine = claim(), *none = NULL;
     if (mine && !atomic_compare_exchange_strong(&self, &none, mine)) {
+        uint32_t i = (uint32_t)(mine - region->slots);
         atomic_store(&mine->start, 0);
         atomic_store(&mine->pid, 0);
+        if (region_fd >= 0)
+            slot_lock(i, F_SETLK, F_UNLCK);
         return none;
     }
     return mine;

@@ -135,17 +135,52 @@ void *shim__translate(void *p)
     return p;
 }
 
+/* The hook named name, or -1. No lock, no allocation. */
+SHIM_RAW static int hook_named(const char *name)
+{
+    if (!name || name[0] != 'c' || name[1] != 'u')
+        return -1;
+    for (int i = 0; i < SHIM_HOOK_COUNT; i++)
+        if (strcmp(names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* Our definition for a real function p found under name: by name first
+ * (the driver may hand out another address than its exported symbol),
+ * then by address. */
+static void *ours_for(const char *name, void *p)
+{
+    int i = hook_named(name);
+    if (!p || in_init)
+        return p;
+    return i >= 0 ? ours[i] : shim__translate(p);
+}
+
 /* dlsym for every handle but RTLD_NEXT: the real answer, translated. */
 SHIM_RAW __attribute__((used)) void *shim__dlsym(void *handle, const char *name)
 {
     dlsym_fn fn = find_real_dlsym();
     void *p = fn ? fn(handle, name) : NULL;
     if (p && name[0] == 'c' && name[1] == 'u')
-        p = shim__translate(p);
+        p = ours_for(name, p);
     return p;
 }
 
 SHIM_RAW __attribute__((used)) void *shim__real_dlsym(void) { return (void *)find_real_dlsym(); }
+
+/* dlsym(RTLD_NEXT, name) for a name the shim hooks: our definition when
+ * the driver has the function (whoever asks, a library loaded after the
+ * shim must not reach the driver uncharged); NULL for every other name,
+ * which then goes to the real dlsym with the caller's return address. */
+SHIM_RAW __attribute__((used)) void *shim__next_hook(const char *name)
+{
+    int i = hook_named(name);
+    if (i < 0 || in_init)
+        return NULL;
+    pthread_once(&init_once, init);
+    return real[i] ? ours[i] : NULL;
+}
 
 /* dlsym itself. RTLD_NEXT means "after the object that called dlsym", and
  * the real dlsym finds its caller from its return address, so for
@@ -164,6 +199,10 @@ __asm__(".text\n"
         "    pushq %rdi\n"
         "    pushq %rsi\n"
         "    subq $8, %rsp\n"
+        "    movq %rsi, %rdi\n"
+        "    call shim__next_hook\n"
+        "    testq %rax, %rax\n"
+        "    jnz 2f\n"
         "    call shim__real_dlsym\n"
         "    addq $8, %rsp\n"
         "    popq %rsi\n"
@@ -172,6 +211,8 @@ __asm__(".text\n"
         "    jz 1f\n"
         "    jmp *%rax\n"
         "1:  ret\n"
+        "2:  addq $24, %rsp\n"
+        "    ret\n"
         ".size dlsym, .-dlsym\n");
 #elif defined(__aarch64__)
 __asm__(".text\n"
@@ -182,6 +223,9 @@ __asm__(".text\n"
         "    b.ne shim__dlsym\n"
         "    stp x29, x30, [sp, #-32]!\n"
         "    stp x0, x1, [sp, #16]\n"
+        "    mov x0, x1\n"
+        "    bl shim__next_hook\n"
+        "    cbnz x0, 2f\n"
         "    bl shim__real_dlsym\n"
         "    mov x16, x0\n"
         "    ldp x0, x1, [sp, #16]\n"
@@ -190,11 +234,59 @@ __asm__(".text\n"
         "    br x16\n"
         "1:  mov x0, #0\n"
         "    ret\n"
+        "2:  ldp x29, x30, [sp], #32\n"
+        "    ret\n"
         ".size dlsym, .-dlsym\n");
 #else
 /* Elsewhere RTLD_NEXT is answered as if the shim had asked (documented). */
 SHIM_EXPORT void *dlsym(void *handle, const char *name) { return shim__dlsym(handle, name); }
 #endif
+
+/* The versioned entry points among the hooks: "cuX" names cuX_v2 from
+ * version `since` on (cudaTypedefs.h's PFN_cuX_v<version> names), the
+ * legacy cuX below it. */
+static const struct {
+    const char *base;
+    int since;
+} versioned[] = {
+    {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020},   {"cuMemFree", 3020},
+    {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},   {"cuMemGetInfo", 3020},
+    {"cuDeviceTotalMem", 3020}, {"cuGetProcAddress", 12000}, {"cuIpcOpenMemHandle", 11000},
+};
+
+/* The hook the driver means by (symbol, version, flags), or -1. */
+static int hook_for(const char *symbol, int version, cuuint64_t flags)
+{
+    char want[96];
+    size_t n = strlen(symbol);
+    int i = -1;
+    if (n + 6 > sizeof(want))
+        return -1;
+    memcpy(want, symbol, n + 1);
+    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+        memcpy(want + n, "_ptsz", 6);
+        if ((i = hook_named(want)) >= 0)
+            return i;
+        want[n] = '\0';
+    }
+    for (size_t k = 0; k < sizeof(versioned) / sizeof(versioned[0]); k++)
+        if (strcmp(symbol, versioned[k].base) == 0) {
+            if (version >= versioned[k].since)
+                memcpy(want + n, "_v2", 4);
+            return hook_named(want);
+        }
+    return hook_named(want);
+}
+
+/* What cuGetProcAddress(_v2) hands out for p: ours by name and version,
+ * else by address, else p. */
+static void *proc_result(const char *symbol, void *p, int version, cuuint64_t flags)
+{
+    int i = symbol && p ? hook_for(symbol, version, flags) : -1;
+    if (i >= 0 && real[i])
+        return ours[i];
+    return shim__translate(p);
+}
 
 SHIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                       cuuint64_t flags)
@@ -204,7 +296,7 @@ SHIM_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVe
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = fn(symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = shim__translate(*pfn);
+        *pfn = proc_result(symbol, *pfn, cudaVersion, flags);
     return r;
 }
 
@@ -217,6 +309,6 @@ SHIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cud
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn)
-        *pfn = shim__translate(*pfn);
+        *pfn = proc_result(symbol, *pfn, cudaVersion, flags);
     return r;
 }

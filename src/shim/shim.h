@@ -7,8 +7,14 @@
  *   config.c   the limits: the file (limits.c parses it), else environment
  *   region.c   the container's accounting region (mmapped file, per-process
  *              slots, lock-free charge/credit, dead-process reclaim)
- *   track.c    what each live allocation was charged (fixed lock-free tables)
- *   mem.c      the memory hooks
+ *   track.c    what each live allocation was charged (growing lock-free tables)
+ *   mem.c      the memory hooks: linear allocations, arrays, what the card shows
+ *   vmm.c      VMM: charged until the last handle reference and mapping go
+ *   ipc.c      memory imported from another process (IPC, shareable handles)
+ *   legacy.c   the legacy 32-bit entry points, mipmapped arrays, context limits
+ *   pool.c     memory pools: the reserve a pool keeps after frees is charged
+ *   graph.c    graph memory: the device's graph pool reserve is charged
+ *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -62,16 +68,24 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 1u
+#define SHIM_REGION_VERSION 2u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
 
+/* A slot is alive while its owner holds a write lock (fcntl, POSIX record
+ * lock) on the byte at SHIM_SLOT_LOCK_BASE + index of the region file: the
+ * kernel drops it when the owner exits or execs (the descriptor is
+ * close-on-exec), in any pid namespace, and a forked child does not
+ * inherit it. Past the end of the region, so no data byte is locked. */
+#define SHIM_SLOT_LOCK_BASE (1ull << 30)
+
 struct shim_slot {
-    _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner */
+    _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner (its own namespace's pid) */
     uint32_t pad;
     _Atomic uint64_t start; /* owner's start time (/proc stat field 22) */
     _Atomic uint64_t bytes; /* device memory charged to the owner */
+    _Atomic uint64_t ns;    /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
@@ -110,11 +124,65 @@ int shim__region_pids(pid_t *pids, int max);
 
 /* ---- track.c ------------------------------------------------------------ */
 
-enum shim_track_kind { SHIM_TRACK_PTR, SHIM_TRACK_HANDLE, SHIM_TRACK_ARRAY, SHIM_TRACK_KINDS };
-/* Remember that key was charged bytes: 0, or -1 when the table is full. */
-int shim__track_put(enum shim_track_kind k, uint64_t key, uint64_t bytes);
-/* Forget key: its bytes, or 0 when unknown. */
-uint64_t shim__track_take(enum shim_track_kind k, uint64_t key);
+enum shim_track_kind {
+    SHIM_TRACK_PTR,    /* device pointers (also legacy 32-bit ones) */
+    SHIM_TRACK_HANDLE, /* VMM handles; aux: references (handle + mappings) */
+    SHIM_TRACK_ARRAY,  /* arrays and mipmapped arrays */
+    SHIM_TRACK_MAP,    /* VMM mappings by address; bytes: size, aux: handle */
+    SHIM_TRACK_GRAPH,  /* graphs: bytes of their allocation nodes */
+    SHIM_TRACK_EXEC,   /* executable graphs: the same; aux: uploaded */
+    SHIM_TRACK_CTX,    /* contexts of cuCtxCreate: SHIM_CTX_ESTIMATE */
+    SHIM_TRACK_KINDS
+};
+/* Remember that key was charged bytes (aux as above): 0, or -1 when the
+ * table cannot grow (mmap failed or SHIM_TRACK_SEGMENTS used). */
+int shim__track_put(enum shim_track_kind k, uint64_t key, uint64_t bytes, uint64_t aux);
+/* Forget key: its bytes (and *aux when aux is not NULL), or 0 when unknown. */
+uint64_t shim__track_take(enum shim_track_kind k, uint64_t key, uint64_t *aux);
+/* Add delta to key's aux: the new value, or -1 when key is unknown. */
+int64_t shim__track_ref(enum shim_track_kind k, uint64_t key, int64_t delta);
+
+/* ---- mem.c: what vmm.c and legacy.c share with it ----------------------- */
+
+/* A memory limit applies (and the limits were read). */
+int shim__limited(void);
+/* Charge n bytes before asking the driver: CUDA_SUCCESS or out of memory. */
+CUresult shim__reserve(uint64_t n);
+void shim__unreserve(uint64_t n);
+/* After the driver answered r: remember key's charge, or undo it all. */
+CUresult shim__keep(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                    void (*undo)(uint64_t key));
+/* The same, remembering aux with the key (a pool allocation's pool). */
+CUresult shim__keep_aux(enum shim_track_kind k, CUresult r, uint64_t key, uint64_t n,
+                        void (*undo)(uint64_t key), uint64_t aux);
+/* Forget key's charge, ask the driver (call(key, fn, arg)), credit on success. */
+CUresult shim__release(enum shim_track_kind k, uint64_t key,
+                       CUresult (*call)(uint64_t key, const void *fn, const void *arg),
+                       const void *fn, const void *arg);
+void shim__undo_ptr(uint64_t key);
+void shim__undo_array(uint64_t key);
+CUresult shim__call_free(uint64_t key, const void *fn, const void *arg);
+CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg);
+/* Bytes of a w x h x d array (0 counts as 1), UINT64_MAX on overflow. */
+uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch);
+/* Rows of round_up(width, 512) bytes (UINT64_MAX on overflow). */
+uint64_t shim__pitch_estimate(size_t width, size_t height);
+
+/* ---- pool.c ------------------------------------------------------------- */
+
+/* Charge pool's reserve beyond its allocations (what the driver keeps after
+ * frees), or trim the pool when the limit has no room for it. */
+void shim__pool_settle(CUmemoryPool pool);
+/* Before an allocation of n bytes from pool: up to n of its charged reserve
+ * is credited, since the driver serves the allocation from it first (the
+ * settlement after the allocation charges what is left). */
+void shim__pool_lend(CUmemoryPool pool, uint64_t n);
+
+/* ---- graph.c ------------------------------------------------------------ */
+
+/* Before a launch of g on stream (ptsz: the _ptsz path): its allocations
+ * made and charged; CUDA_ERROR_OUT_OF_MEMORY when the limit has no room. */
+CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* ---- sm.c --------------------------------------------------------------- */
 

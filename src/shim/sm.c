@@ -284,6 +284,9 @@ SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     __typeof__(&cuGraphLaunch) fn = SHIM_REAL(cuGraphLaunch);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__graph_before_launch(graph, stream, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
     gate();
     return fn(graph, stream);
 }
@@ -293,6 +296,9 @@ SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
     __typeof__(&cuGraphLaunch_ptsz) fn = SHIM_REAL(cuGraphLaunch_ptsz);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__graph_before_launch(graph, stream, 1);
+    if (r != CUDA_SUCCESS)
+        return r;
     gate();
     return fn(graph, stream);
 }

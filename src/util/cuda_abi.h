@@ -152,6 +152,9 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
 CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                   unsigned long long flags);
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc);
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc);
 CUresult cuArrayDestroy(CUarray array);
@@ -184,6 +187,174 @@ CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuEventRecord(CUevent event, CUstream stream);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end);
+
+/* Limits of a context (cuCtxSetLimit): the three that size device memory. */
+typedef enum {
+    CU_LIMIT_STACK_SIZE = 0,
+    CU_LIMIT_PRINTF_FIFO_SIZE = 1,
+    CU_LIMIT_MALLOC_HEAP_SIZE = 2
+} CUlimit;
+CUresult cuCtxSetLimit(CUlimit limit, size_t value);
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit);
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                unsigned int numMipmapLevels);
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+
+/* Memory pools: the attributes tessera reads and sets, and the properties
+ * (cuda.h's CUmemPoolProps_v1, 88 bytes). */
+typedef enum {
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,    /* cuuint64_t */
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, /* cuuint64_t */
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7      /* cuuint64_t */
+} CUmemPool_attribute;
+typedef struct {
+    int allocType;
+    int handleTypes;
+    struct {
+        int type;
+        int id;
+    } location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+
+/* Graph memory: allocation nodes draw from the device's graph memory pool
+ * when the graph is uploaded or first launched; the pool keeps what it
+ * reserved until cuDeviceGraphMemTrim. */
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct {
+    struct {
+        int type;
+        int id;
+    } location;
+    int flags;
+} CUmemAccessDesc;
+typedef struct {
+    CUmemPoolProps poolProps;
+    const CUmemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;
+    CUdeviceptr dptr; /* out */
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+typedef enum {
+    CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+    CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+    CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3
+} CUgraphMem_attribute;
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+CUresult cuGraphDestroy(CUgraph hGraph);
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                const CUgraphNode *dependencies, size_t numDependencies,
+                                CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags);
+CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult cuDeviceGraphMemTrim(CUdevice device);
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+
+/* Sparse arrays (CUDA_ARRAY3D_SPARSE: no memory of their own) get their
+ * tiles backed by VMM handles with cuMemMapArrayAsync (cuda.h's
+ * CUarrayMapInfo_v1 layout). */
+enum {
+    CUDA_ARRAY3D_SPARSE = 0x40,
+    CU_RESOURCE_TYPE_ARRAY = 0,
+    CU_RESOURCE_TYPE_MIPMAPPED_ARRAY = 1,
+    CU_MEM_OPERATION_TYPE_MAP = 1,
+    CU_MEM_OPERATION_TYPE_UNMAP = 2
+};
+typedef struct {
+    int resourceType;
+    union {
+        CUmipmappedArray mipmap;
+        CUarray array;
+    } resource;
+    int subresourceType;
+    union {
+        struct {
+            unsigned int level, layer, offsetX, offsetY, offsetZ;
+            unsigned int extentWidth, extentHeight, extentDepth;
+        } sparseLevel;
+        struct {
+            unsigned int layer;
+            unsigned long long offset, size;
+        } miptail;
+    } subresource;
+    int memOperationType;
+    int memHandleType;
+    union {
+        CUmemGenericAllocationHandle memHandle;
+    } memHandle;
+    unsigned long long offset;
+    unsigned int deviceBitMask;
+    unsigned int flags;
+    unsigned int reserved[2];
+} CUarrayMapInfo;
+CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+
+/* Inter-process memory: IPC handles (64 opaque bytes) and shareable VMM
+ * handles (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: an int). */
+typedef struct {
+    char reserved[64];
+} CUipcMemHandle;
+enum { CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1 };
+CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+/* The version-4010 symbol (below 11000), the same prototype. */
+CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      int handleType, unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        int shHandleType);
+
+/* Pools shared between processes: the pool by a shareable handle, each
+ * allocation by 64 bytes of export data. */
+typedef struct {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
+CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, int handleType,
+                                          unsigned long long flags);
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, int handleType,
+                                            unsigned long long flags);
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                CUmemPoolPtrExportData *shareData);
+
+/* The legacy, unversioned entry points the library still exports (cuda.h's
+ * __CUDA_API_VERSION_INTERNAL block): 32-bit device pointers and sizes. What
+ * cuGetProcAddress hands out for "cuMemAlloc" below version 3020. */
+typedef unsigned int CUdeviceptr_v1;
+typedef struct {
+    unsigned int Width, Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+typedef struct {
+    unsigned int Width, Height, Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v1;
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize);
+CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                         unsigned int Height, unsigned int ElementSizeBytes);
+CUresult cuMemFree(CUdeviceptr_v1 dptr);
+CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray);
 
 /* Per-thread-default-stream variants (the _ptsz symbols the library exports,
  * returned by cuGetProcAddress when asked with

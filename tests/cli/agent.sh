@@ -8,7 +8,9 @@
 # node; ledger record --inventory -f SPEC then who; apply --dry-run (state
 # byte-identical), apply (then inventory matches the plan), a matching card
 # never gets a mutating call, processes refuse, an injected failure rolls
-# back, MIG mode disabled is reported; the missing library message; bad
+# back, MIG mode disabled is reported, a pending MIG mode change refused, an
+# invalid placement and an overlapping target refused before any change,
+# apply --dry-run from a NodeInventory file; the missing library message; bad
 # plans (JSON path), unknown node, another GPU model. Needs TESSERA,
 # TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -134,6 +136,63 @@ sed -i '0,/mig=1;pending=1/s//mig=0;pending=0/' "$TMP/node.state"
 expect_rc 1 A apply --plan "$TMP/plan.json" --node gpu-node-1
 expect_in "$TMP/out" "MIG mode is disabled (pending disabled): an operator must enable it"
 [ ! -s "$TMP/calls.log" ] && ok || bad "MIG-disabled apply made mutating calls"
+
+# MIG mode enabled with disable pending (-mig 0 run, reset outstanding):
+# refused, nothing changed (the work would be lost at the reset)
+reset
+sed -i '0,/mig=1;pending=1/s//mig=1;pending=0/' "$TMP/node.state"
+expect_rc 1 A apply --plan "$TMP/plan.json" --node gpu-node-1
+expect_in "$TMP/out" "GPU 0: cannot apply: MIG mode change pending (current enabled, pending disabled)"
+[ ! -s "$TMP/calls.log" ] && ok || bad "pending-mode apply made mutating calls"
+
+# the whole target checked against the card's own placement list before
+# anything changes: 3g.40gb at slice 2 (the card lists 0 and 4), and a new
+# 1g.10gb at 3 overlapping the kept 3g.40gb at 0:4
+reset
+geometry() {
+    python3 - "$TMP/plan.json" "$2" "$1" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+g0 = [g for g in p["gpus"] if g["index"] == 0][0]
+g0["instances"] = [{"profile": n, "start": s, "size": z, "tenant": None, "workload": None}
+                   for n, s, z in json.loads(sys.argv[3])]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+}
+geometry '[["3g.40gb", 2, 4], ["1g.10gb", 6, 1]]' "$TMP/badplace.json"
+expect_rc 2 A apply --plan "$TMP/badplace.json" --node gpu-node-1
+expect_in "$TMP/err" "GPU 0 cannot hold 3g.40gb at 2:4: its placements for 3g.40gb are 0:4, 4:4; nothing was changed"
+[ ! -s "$TMP/calls.log" ] && ok || bad "invalid placement made mutating calls: $(cat "$TMP/calls.log")"
+geometry '[["3g.40gb", 0, 4], ["1g.10gb", 3, 1], ["1g.10gb", 6, 1]]' "$TMP/overlap.json"
+expect_rc 2 A apply --plan "$TMP/overlap.json" --node gpu-node-1
+expect_in "$TMP/err" "GPU 0: 1g.10gb at 3:1 would overlap 3g.40gb at 0:4 (kept); nothing was changed"
+[ ! -s "$TMP/calls.log" ] && ok || bad "overlapping target made mutating calls"
+cmp -s "$TMP/node.state" "$fx/agent/h100-mixed.state" && ok || bad "refused targets changed the state"
+
+# --dry-run from a NodeInventory file: no NVML needed, same steps and checks
+TESSERA_NVML_LIBRARY="$TMP/none.so" expect_rc 0 A apply --plan "$TMP/plan.json" --dry-run \
+    --inventory "$TMP/inv.json"
+expect_in "$TMP/out" "GPU 0: reconfigure (dry run: nothing changed)"
+expect_in "$TMP/out" "create 1g.20gb (profile ID 15) at 4:2"
+expect_in "$TMP/out" "GPU 1: keep (matches the plan; not touched)"
+TESSERA_NVML_LIBRARY="$TMP/none.so" expect_rc 2 A apply --plan "$TMP/badplace.json" --dry-run \
+    --inventory "$TMP/inv.json"
+expect_in "$TMP/err" "GPU 0 cannot hold 3g.40gb at 2:4"
+expect_rc 2 A apply --plan "$TMP/plan.json" --inventory "$TMP/inv.json" --node gpu-node-1
+expect_in "$TMP/err" "--inventory is for --dry-run"
+printf '{"apiVersion": "tessera.dev/v1alpha1", "kind": "NodeInventory", "node": 7}' >"$TMP/badinv.json"
+expect_rc 2 A apply --plan "$TMP/plan.json" --dry-run --inventory "$TMP/badinv.json"
+expect_in "$TMP/err" "badinv.json"
+expect_in "$TMP/err" "node"
+python3 - "$TMP/inv.json" "$TMP/pending.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["gpus"][0]["migMode"]["pending"] = "disabled"
+json.dump(d, open(sys.argv[2], "w"))
+PY
+TESSERA_NVML_LIBRARY="$TMP/none.so" expect_rc 1 A apply --plan "$TMP/plan.json" --dry-run \
+    --inventory "$TMP/pending.json"
+expect_in "$TMP/out" "GPU 0: cannot apply: MIG mode change pending"
 
 # bad inputs
 reset

@@ -161,7 +161,9 @@ static int mode_kinds(void)
 {
     CUdeviceptr d;
     size_t pitch = 0, lim = total_limit();
-    CUmemoryPool pool = (CUmemoryPool)(uintptr_t)0x1000;
+    CUmemoryPool pool = NULL;
+    CUmemPoolProps props = {0};
+    CHECK(cuMemPoolCreate(&pool, &props) == CUDA_SUCCESS, "no pool");
     CUmemGenericAllocationHandle h;
     CUmemAllocationProp prop;
     CUarray arr;
@@ -172,7 +174,8 @@ static int mode_kinds(void)
     CHECK(pitch == 1024, "pitch %zu", pitch);
     KIND("managed", 4096, cuMemAllocManaged(&d, 4096, CU_MEM_ATTACH_GLOBAL), cuMemFree_v2(d));
     KIND("async", 5000, cuMemAllocAsync(&d, 5000, NULL), cuMemFreeAsync(d, NULL));
-    KIND("pool", 6000, cuMemAllocFromPoolAsync(&d, 6000, pool, NULL), cuMemFreeAsync(d, NULL));
+    KIND("pool", 6000, cuMemAllocFromPoolAsync(&d, 6000, pool, NULL),
+         (cuMemFreeAsync(d, NULL), cuStreamSynchronize(NULL)));
     KIND(
         "vmm", 256u << 10, cuMemCreate(&h, 256u << 10, &prop, 0),
         (cuMemMap(0x10000, 256u << 10, 0, h, 0), cuMemUnmap(0x10000, 256u << 10), cuMemRelease(h)));

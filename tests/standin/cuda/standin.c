@@ -13,8 +13,26 @@
  *     the program writes it); cuMemcpyHtoD/DtoH copy for real.
  *   - cuGetProcAddress(_v2) returns the stand-in's own functions: for
  *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
- *     STREAM), then cuX_v2, then cuX. The library is linked -Bsymbolic, so
- *     these are its own definitions even under an LD_PRELOAD interposer.
+ *     STREAM), then cuX_v2 (version >= 3020), then cuX (so "cuMemAlloc" at
+ *     3010 is the legacy 32-bit cuMemAlloc). The library is linked
+ *     -Bsymbolic, so these are its own definitions even under an LD_PRELOAD
+ *     interposer; for cuMemAlloc_v2 and cuMemCreate it hands out internal
+ *     entry points (another address than dlsym's), as a real driver may.
+ *   - VMM: physical memory of cuMemCreate is freed when its handle
+ *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
+ *     AND every cuMemMap of it is unmapped (cuMemUnmap unmaps every mapping
+ *     starting inside its range), as cuda.h specifies; a sparse array's
+ *     tile mapped with cuMemMapArrayAsync counts as a mapping. Sparse arrays
+ *     (CUDA_ARRAY3D_SPARSE) hold no memory of their own.
+ *   - The legacy unversioned entry points, mipmapped arrays, context limits
+ *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
+ *     until a synchronisation trims the pool to its release threshold):
+ *     standin_more.c. cuMemAllocAsync does not use a pool here.
+ *   - Graph memory (standin_graph.c): cuGraphAddMemAllocNode adds its size
+ *     to the graph; an instantiated graph takes its allocations from the
+ *     device's graph memory pool at cuGraphUpload or its first launch and
+ *     gives them back to the pool at cuGraphExecDestroy; the pool keeps
+ *     what it reserved until cuDeviceGraphMemTrim.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
  *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
@@ -40,10 +58,12 @@
  *     launches the same way. The file holds a struct standin_card (below):
  *     header, then 256 per-process slots; a fresh file (size 0) is set up by
  *     the first launcher. Delete the file to reset the counters.
+ *   - Contexts: each cuCtxCreate_v2, and the primary context while retained,
+ *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
  *     process holds (test hook).
  */
-#include "util/cuda_abi.h"
+#include "standin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +78,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
 #define PAGE 4096u
 #define CARD_MAGIC 0x44524143u /* "CARD" */
 #define CARD_SLOTS 256
@@ -87,7 +106,7 @@ static uint64_t total(void)
     return total_mem;
 }
 
-static int take_mem(uint64_t n)
+int standin_take_mem(uint64_t n)
 {
     uint64_t cur = atomic_load(&allocated);
     do {
@@ -98,46 +117,95 @@ static int take_mem(uint64_t n)
 }
 
 /* Device memory: n bytes with a header that remembers n in the 8 bytes
- * before the pointer; small blocks from malloc, large ones from an
- * anonymous mapping (untouched pages cost nothing). */
+ * before the pointer and how it was made in the 8 before those; small
+ * blocks from malloc, large ones from an anonymous mapping (untouched pages
+ * cost nothing). low: below 4 GiB, for the legacy 32-bit entry points
+ * (MAP_32BIT; NULL where the platform has none). */
 #define SMALL (1u << 20)
 #define SMALL_HDR 64u
 
-static void *map_bytes(uint64_t n)
+static char *get_block(uint64_t n, int low, uint64_t *how)
 {
-    if (n == 0 || n > (1ull << 46) || take_mem(n) != 0)
-        return NULL;
-    char *q = NULL;
-    if (n <= SMALL) {
+    int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    if (!low && n <= SMALL) {
         char *p = malloc(n + SMALL_HDR);
-        q = p ? p + SMALL_HDR : NULL;
-    } else {
-        char *p = mmap(NULL, n + PAGE, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        q = p != MAP_FAILED ? p + PAGE : NULL;
+        *how = 0;
+        return p ? p + SMALL_HDR : NULL;
     }
+#ifdef MAP_32BIT
+    fl |= low ? MAP_32BIT : 0;
+#else
+    if (low)
+        return NULL;
+#endif
+    char *p = mmap(NULL, n + PAGE, PROT_READ | PROT_WRITE, fl, -1, 0);
+    *how = 1;
+    return p != MAP_FAILED ? p + PAGE : NULL;
+}
+
+void *standin_map_bytes(uint64_t n, int low)
+{
+    if (n == 0 || n > (1ull << 46) || standin_take_mem(n) != 0)
+        return NULL;
+    uint64_t how = 0;
+    char *q = get_block(n, low, &how);
     if (!q) {
         atomic_fetch_sub(&allocated, n);
         return NULL;
     }
     memcpy(q - 8, &n, 8);
+    memcpy(q - 16, &how, 8);
     return q;
 }
 
-static int unmap_bytes(void *ptr)
+/* Host storage for n bytes of pool (the pool already accounted them):
+ * how has bit 1 set and the pool sits in the 8 bytes before how. */
+void *standin_pool_block(uint64_t n, CUmemoryPool pool)
+{
+    uint64_t how = 0;
+    char *q = n && n <= (1ull << 46) ? get_block(n, 0, &how) : NULL;
+    if (!q)
+        return NULL;
+    how |= 2;
+    memcpy(q - 8, &n, 8);
+    memcpy(q - 16, &how, 8);
+    memcpy(q - 24, &pool, sizeof(pool));
+    return q;
+}
+
+int standin_unmap_bytes(void *ptr)
 {
     char *q = ptr;
-    uint64_t n;
+    uint64_t n, how;
     if (!q)
         return -1;
     memcpy(&n, q - 8, 8);
-    atomic_fetch_sub(&allocated, n);
-    if (n <= SMALL)
+    memcpy(&how, q - 16, 8);
+    if (how & 2) {
+        CUmemoryPool pool;
+        memcpy(&pool, q - 24, sizeof(pool));
+        standin_pool_put(pool, n);
+    } else {
+        atomic_fetch_sub(&allocated, n);
+    }
+    if ((how & 1) == 0)
         free(q - SMALL_HDR);
     else
         munmap(q - PAGE, n + PAGE);
     return 0;
 }
+
+/* Trusts p to be a block of standin_map_bytes or standin_pool_block (the
+ * callers' contract, like cuMemFree's). */
+uint64_t standin_block_size(const void *p)
+{
+    uint64_t n = 0;
+    if (p)
+        memcpy(&n, (const char *)p - 8, 8);
+    return n;
+}
+
+void standin_give_mem(uint64_t n) { atomic_fetch_sub(&allocated, n); }
 
 EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
 
@@ -145,7 +213,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = map_bytes(bytesize);
+    void *p = standin_map_bytes(bytesize, 0);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
@@ -186,9 +254,18 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
                                         CUstream stream)
 {
     (void)stream;
-    if (!pool)
+    if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return cuMemAlloc_v2(dptr, bytesize);
+    int r = standin_pool_take(pool, bytesize);
+    if (r != 0)
+        return r == -1 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = standin_pool_block(bytesize, pool);
+    if (!p) {
+        standin_pool_put(pool, bytesize);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
@@ -199,7 +276,8 @@ EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    return unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return standin_unmap_bytes((void *)(uintptr_t)dptr) == 0 ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
@@ -240,30 +318,38 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 
 /* VMM handles and arrays: heap records of their size, kept in a list of
  * the live ones, so a bad handle (or one of the other kind) is refused, not
- * followed. */
+ * followed. A VMM record is like the driver's allocation: its handle
+ * references (cuMemCreate 1, cuMemRetainAllocationHandle +1, cuMemRelease
+ * -1) and its mappings (cuMemMap +1, cuMemUnmap -1) both keep the physical
+ * memory; it is freed when the last of either goes. */
 #define LIVE_MAX 4096
-#define VMM_MAGIC 0x564d4d31u
-#define ARRAY_MAGIC 0x41525231u
+#define MAPS_MAX 4096
 
 struct record {
     uint32_t magic;
     uint64_t size;
-    _Atomic int maps; /* VMM handles: cuMemMap calls */
+    int refs, maps; /* VMM: handle references, mappings (under live_mutex) */
 };
 
 static struct record *live[LIVE_MAX];
+static struct {
+    CUdeviceptr va;
+    size_t size;
+    struct record *r;
+} maps[MAPS_MAX];
 static pthread_mutex_t live_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* A live record holding size bytes of device memory; NULL: out of memory. */
-static struct record *record_new(uint32_t magic, uint64_t size)
+struct record *standin_record_new(uint32_t magic, uint64_t size)
 {
-    if (take_mem(size) != 0)
+    if (standin_take_mem(size) != 0)
         return NULL;
     struct record *r = calloc(1, sizeof(*r));
     int added = 0;
     if (r) {
         r->magic = magic;
         r->size = size;
+        r->refs = 1;
         pthread_mutex_lock(&live_mutex);
         for (int i = 0; i < LIVE_MAX && !added; i++)
             if (!live[i]) {
@@ -280,30 +366,51 @@ static struct record *record_new(uint32_t magic, uint64_t size)
     return r;
 }
 
-/* The live record p of kind magic, or NULL. With drop set, forget it too. */
-static struct record *record_find(const void *p, uint32_t magic, int drop)
+/* Index of the live record p of kind magic, or -1 (under live_mutex). */
+static int live_index(const void *p, uint32_t magic)
 {
-    struct record *found = NULL;
-    pthread_mutex_lock(&live_mutex);
-    for (int i = 0; i < LIVE_MAX && p && !found; i++)
-        if (live[i] == p && live[i]->magic == magic) {
-            found = live[i];
-            if (drop)
-                live[i] = NULL;
-        }
-    pthread_mutex_unlock(&live_mutex);
-    return found;
+    for (int i = 0; i < LIVE_MAX && p; i++)
+        if (live[i] == p && live[i]->magic == magic)
+            return i;
+    return -1;
 }
 
-/* Free the live record p of kind magic and its device memory. */
-static CUresult record_free(const void *p, uint32_t magic)
+uint64_t standin_record_size(const void *p, uint32_t magic)
 {
-    struct record *r = record_find(p, magic, 1);
-    if (!r)
-        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index(p, magic);
+    uint64_t n = i < 0 ? 0 : live[i]->size;
+    pthread_mutex_unlock(&live_mutex);
+    return n;
+}
+
+/* Drop one handle reference (drop_ref) or one mapping of r; free its
+ * memory when neither is left. Under live_mutex. */
+static void record_unref(struct record *r, int drop_ref)
+{
+    if (drop_ref)
+        r->refs--;
+    else
+        r->maps--;
+    if (r->refs > 0 || r->maps > 0)
+        return;
+    int i = live_index(r, r->magic);
+    if (i >= 0)
+        live[i] = NULL;
     atomic_fetch_sub(&allocated, r->size);
     free(r);
-    return CUDA_SUCCESS;
+}
+
+/* Release one reference of the live record p of kind magic. */
+CUresult standin_record_free(const void *p, uint32_t magic)
+{
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index(p, magic);
+    struct record *r = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+    if (r)
+        record_unref(r, 1);
+    pthread_mutex_unlock(&live_mutex);
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -312,7 +419,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     (void)flags;
     if (!handle || !prop || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    struct record *v = record_new(VMM_MAGIC, size);
+    struct record *v = standin_record_new(VMM_MAGIC, size);
     if (!v)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
@@ -321,29 +428,134 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
-    return record_free((const void *)(uintptr_t)handle, VMM_MAGIC);
+    return standin_record_free((const void *)(uintptr_t)handle, VMM_MAGIC);
 }
 
 EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
-    (void)flags;
-    struct record *v = record_find((const void *)(uintptr_t)handle, VMM_MAGIC, 0);
-    if (!v)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (!ptr || size == 0 || offset > v->size || size > v->size - offset)
+    if (!ptr || size == 0 || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    atomic_fetch_add(&v->maps, 1);
+    CUresult res = CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&live_mutex);
+    int i = live_index((const void *)(uintptr_t)handle, VMM_MAGIC);
+    struct record *v = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+    if (v && (offset > v->size || size > v->size - offset))
+        res = CUDA_ERROR_INVALID_VALUE;
+    for (int k = 0; v && res == CUDA_ERROR_INVALID_HANDLE && k < MAPS_MAX; k++)
+        if (!maps[k].r) {
+            maps[k].va = ptr, maps[k].size = size, maps[k].r = v;
+            v->maps++;
+            res = CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return v && res == CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_OUT_OF_MEMORY : res;
+}
+
+/* Unmap every mapping inside [ptr, ptr + size). */
+EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    if (!ptr || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    int found = 0;
+    pthread_mutex_lock(&live_mutex);
+    for (int k = 0; k < MAPS_MAX; k++)
+        if (maps[k].r && maps[k].va >= ptr && maps[k].va - ptr < size) {
+            struct record *r = maps[k].r;
+            maps[k].r = NULL;
+            record_unref(r, 0);
+            found = 1;
+        }
+    pthread_mutex_unlock(&live_mutex);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A sparse tile's identity (FNV-1a over the resource and subresource). */
+static CUdeviceptr tile_key(const CUarrayMapInfo *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    const unsigned char *parts[2] = {(const unsigned char *)&m->resource,
+                                     (const unsigned char *)&m->subresource};
+    size_t lens[2] = {sizeof(m->resource), sizeof(m->subresource)};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < lens[k]; i++)
+            h = (h ^ parts[k][i]) * 1099511628211ull;
+    return h | 1;
+}
+
+/* One tile operation: map a live handle's memory into it, or unmap it. */
+static CUresult map_tile(const CUarrayMapInfo *m)
+{
+    CUdeviceptr key = tile_key(m);
+    CUresult res = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&live_mutex);
+    if (m->memOperationType == CU_MEM_OPERATION_TYPE_UNMAP) {
+        for (int k = 0; k < MAPS_MAX; k++)
+            if (maps[k].r && maps[k].va == key) {
+                struct record *r = maps[k].r;
+                maps[k].r = NULL;
+                record_unref(r, 0);
+                res = CUDA_SUCCESS;
+                break;
+            }
+    } else if (m->memOperationType == CU_MEM_OPERATION_TYPE_MAP) {
+        int i = live_index((const void *)(uintptr_t)m->memHandle.memHandle, VMM_MAGIC);
+        struct record *v = i < 0 || live[i]->refs <= 0 ? NULL : live[i];
+        res = v ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_HANDLE;
+        for (int k = 0; v && k < MAPS_MAX; k++)
+            if (!maps[k].r) {
+                maps[k].va = key, maps[k].size = 1, maps[k].r = v;
+                v->maps++;
+                res = CUDA_SUCCESS;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&live_mutex);
+    return res;
+}
+
+/* Sparse tiles: each mapping keeps its handle's memory like cuMemMap. */
+EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                   CUstream hStream)
+{
+    (void)hStream;
+    if (!mapInfoList || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++) {
+        CUresult r = map_tile(&mapInfoList[i]);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+EXPORT CUresult cuMemMapArrayAsync_ptsz(CUarrayMapInfo *mapInfoList, unsigned int count,
+                                        CUstream hStream)
 {
-    return ptr && size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return cuMemMapArrayAsync(mapInfoList, count, hStream);
+}
+
+/* A new reference to the allocation mapped at addr. */
+EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)addr;
+    struct record *r = NULL;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&live_mutex);
+    for (int k = 0; k < MAPS_MAX && !r; k++)
+        if (maps[k].r && a >= maps[k].va && a - maps[k].va < maps[k].size)
+            r = maps[k].r;
+    if (r)
+        r->refs++;
+    pthread_mutex_unlock(&live_mutex);
+    if (r)
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)r;
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Arrays: records of their size (above). */
-static uint64_t format_size(CUarray_format f)
+uint64_t standin_format_size(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
@@ -359,13 +571,15 @@ static uint64_t format_size(CUarray_format f)
 }
 
 static CUresult make_array(CUarray *out, size_t w, size_t h, size_t d, CUarray_format f,
-                           unsigned ch)
+                           unsigned ch, unsigned flags)
 {
-    uint64_t n = format_size(f);
+    uint64_t n = standin_format_size(f);
     if (!out || w == 0 || n == 0 || (ch != 1 && ch != 2 && ch != 4))
         return CUDA_ERROR_INVALID_VALUE;
     n *= (uint64_t)w * (h ? h : 1) * (d ? d : 1) * ch;
-    struct record *a = record_new(ARRAY_MAGIC, n);
+    if (flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* tiles are backed by VMM handles (cuMemMapArrayAsync) */
+    struct record *a = standin_record_new(ARRAY_MAGIC, n);
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *out = (CUarray)a;
@@ -376,7 +590,7 @@ EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *de
 {
     if (!desc)
         return CUDA_ERROR_INVALID_VALUE;
-    return make_array(array, desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    return make_array(array, desc->Width, desc->Height, 1, desc->Format, desc->NumChannels, 0);
 }
 
 EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -384,10 +598,10 @@ EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR
     if (!desc)
         return CUDA_ERROR_INVALID_VALUE;
     return make_array(array, desc->Width, desc->Height, desc->Depth, desc->Format,
-                      desc->NumChannels);
+                      desc->NumChannels, desc->Flags);
 }
 
-EXPORT CUresult cuArrayDestroy(CUarray array) { return record_free(array, ARRAY_MAGIC); }
+EXPORT CUresult cuArrayDestroy(CUarray array) { return standin_record_free(array, ARRAY_MAGIC); }
 
 /* ---- device, context, errors --------------------------------------------- */
 
@@ -464,19 +678,52 @@ EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* What one context holds on the card: env TESSERA_STANDIN_CTX_MEM (bytes,
+ * K/M/G suffix), default 0 (the tests that count the card's bytes exactly
+ * create no context; the context probe sets it). */
+static uint64_t ctx_mem(void)
+{
+    const char *s = getenv("TESSERA_STANDIN_CTX_MEM");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+    return (uint64_t)v << shift;
+}
+
+static int primary_refs;
+static pthread_mutex_t ctx_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
     if (!ctx)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *ctx = &primary;
-    return CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&ctx_mutex);
+    if (primary_refs == 0 && standin_take_mem(ctx_mem()) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else
+        primary_refs++;
+    pthread_mutex_unlock(&ctx_mutex);
+    if (r == CUDA_SUCCESS)
+        *ctx = &primary;
+    return r;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&ctx_mutex);
+    int ok = primary_refs > 0;
+    if (ok && --primary_refs == 0)
+        standin_give_mem(ctx_mem());
+    pthread_mutex_unlock(&ctx_mutex);
+    (void)ok; /* releasing an unretained primary context: nothing to do */
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
@@ -486,7 +733,11 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
+    if (standin_take_mem(ctx_mem()) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *ctx = calloc(1, sizeof(struct CUctx_st));
+    if (!*ctx)
+        standin_give_mem(ctx_mem());
     return *ctx ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -494,8 +745,10 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     if (!ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (ctx != &primary)
+    if (ctx != &primary) {
         free(ctx);
+        standin_give_mem(ctx_mem());
+    }
     return CUDA_SUCCESS;
 }
 
@@ -505,7 +758,11 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    standin_pools_sync();
+    return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
@@ -572,6 +829,7 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
 EXPORT CUresult cuStreamSynchronize(CUstream stream)
 {
     (void)stream;
+    standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
@@ -604,7 +862,10 @@ EXPORT CUresult cuEventRecord(CUevent event, CUstream stream)
 
 EXPORT CUresult cuEventSynchronize(CUevent event)
 {
-    return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    standin_pools_sync();
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
@@ -624,9 +885,6 @@ struct CUmod_st {
 };
 struct CUfunc_st {
     int sleep_kernel;
-};
-struct CUgraphExec_st {
-    uint32_t us;
 };
 
 struct counters {
@@ -763,6 +1021,7 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec graph)
 {
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
+    standin_graph_release(graph);
     free(graph);
     return CUDA_SUCCESS;
 }
@@ -879,6 +1138,8 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     (void)stream;
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (standin_graph_upload(graph) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     return run_on_card(graph->us);
 }
 
@@ -927,9 +1188,48 @@ static const struct {
     FN(cuMemRelease),
     FN(cuMemMap),
     FN(cuMemUnmap),
+    FN(cuMemRetainAllocationHandle),
+    FN(cuMemMapArrayAsync),
+    FN(cuMemMapArrayAsync_ptsz),
     FN(cuArrayCreate_v2),
     FN(cuArray3DCreate_v2),
     FN(cuArrayDestroy),
+    FN(cuMemAlloc),
+    FN(cuMemAllocPitch),
+    FN(cuMemFree),
+    FN(cuArrayCreate),
+    FN(cuArray3DCreate),
+    FN(cuMipmappedArrayCreate),
+    FN(cuMipmappedArrayDestroy),
+    FN(cuCtxSetLimit),
+    FN(cuMemPoolCreate),
+    FN(cuMemPoolDestroy),
+    FN(cuMemPoolSetAttribute),
+    FN(cuMemPoolGetAttribute),
+    FN(cuMemPoolTrimTo),
+    FN(cuMemAddressReserve),
+    FN(cuIpcGetMemHandle),
+    FN(cuIpcOpenMemHandle_v2),
+    FN(cuIpcOpenMemHandle),
+    FN(cuIpcCloseMemHandle),
+    FN(cuMemGetAddressRange_v2),
+    FN(cuMemExportToShareableHandle),
+    FN(cuMemPoolExportToShareableHandle),
+    FN(cuMemPoolImportFromShareableHandle),
+    FN(cuMemPoolExportPointer),
+    FN(cuMemPoolImportPointer),
+    FN(cuMemImportFromShareableHandle),
+    FN(cuMemAddressFree),
+    FN(cuGraphCreate),
+    FN(cuGraphDestroy),
+    FN(cuGraphAddMemAllocNode),
+    FN(cuGraphInstantiateWithFlags),
+    FN(cuGraphUpload),
+    FN(cuGraphUpload_ptsz),
+    FN(cuDeviceGraphMemTrim),
+    FN(cuDeviceGetGraphMemAttribute),
+    FN(cuDeviceSetGraphMemAttribute),
+    FN(cuCtxGetLimit),
     FN(cuMemGetInfo_v2),
     FN(cuMemcpyHtoD_v2),
     FN(cuMemcpyDtoH_v2),
@@ -954,6 +1254,29 @@ static const struct {
     FN(cuEventSynchronize),
     FN(cuEventElapsedTime),
 };
+
+/* Like the real driver, cuGetProcAddress may hand out an internal entry
+ * point rather than the exported symbol: for cuMemAlloc_v2 and
+ * cuMemCreate these thunks (same behaviour, another address). */
+static CUresult internal_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    return cuMemAlloc_v2(dptr, bytesize);
+}
+
+static CUresult internal_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    return cuMemCreate(handle, size, prop, flags);
+}
+
+static void *internal(void *fn)
+{
+    if (fn == (void *)&cuMemAlloc_v2)
+        return (void *)&internal_cuMemAlloc_v2;
+    if (fn == (void *)&cuMemCreate)
+        return (void *)&internal_cuMemCreate;
+    return fn;
+}
 
 static void *find_proc(const char *name, const char *suffix)
 {
@@ -981,7 +1304,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
         p = find_proc(symbol, "_v2");
     if (!p)
         p = find_proc(symbol, "");
-    *pfn = p;
+    *pfn = internal(p);
     if (status)
         *status = p ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return p ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;

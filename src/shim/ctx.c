@@ -1,0 +1,95 @@
+/*
+ * ctx.c - contexts hold device memory no allocation call shows (the
+ * context itself, its modules, its stacks and heaps at their defaults), so
+ * each is charged an estimate, SHIM_CTX_ESTIMATE or, below a 4 GiB limit,
+ * limit / SHIM_CTX_ESTIMATE_SHARE (src/shim/limits.h): a
+ * cuCtxCreate_v2 context from its creation to cuCtxDestroy_v2; a device's
+ * primary context from its first cuDevicePrimaryCtxRetain in this process
+ * to the release that drops its last reference. Over the limit the
+ * creation (or first retain) fails with CUDA_ERROR_OUT_OF_MEMORY without
+ * reaching the driver. Not a fast path: the primary contexts' reference
+ * counts take one mutex. cuCtxCreate_v3/_v4 and green contexts are not
+ * charged (docs/shim.md).
+ */
+#include "shim/shim.h"
+
+#include <pthread.h>
+
+#define DEVICES 64
+
+static pthread_mutex_t ctx_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int primary_refs[DEVICES];
+
+static uint64_t estimate(void)
+{
+    uint64_t share = shim__config()->memory_bytes / SHIM_CTX_ESTIMATE_SHARE;
+    return share < SHIM_CTX_ESTIMATE ? share : SHIM_CTX_ESTIMATE;
+}
+
+static void undo_ctx(uint64_t key)
+{
+    __typeof__(&cuCtxDestroy_v2) fn = SHIM_REAL(cuCtxDestroy_v2);
+    if (fn)
+        fn((CUcontext)(uintptr_t)key);
+}
+
+SHIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
+{
+    __typeof__(&cuCtxCreate_v2) fn = SHIM_REAL(cuCtxCreate_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__reserve(estimate());
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(ctx, flags, dev);
+    return shim__keep(SHIM_TRACK_CTX, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*ctx : 0,
+                      estimate(), undo_ctx);
+}
+
+static CUresult call_destroy(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuCtxDestroy_v2))fn)((CUcontext)(uintptr_t)key);
+}
+
+SHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    return shim__release(SHIM_TRACK_CTX, (uint64_t)(uintptr_t)ctx, call_destroy,
+                         (const void *)SHIM_REAL(cuCtxDestroy_v2), NULL);
+}
+
+SHIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
+{
+    __typeof__(&cuDevicePrimaryCtxRetain) fn = SHIM_REAL(cuDevicePrimaryCtxRetain);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (dev < 0 || dev >= DEVICES)
+        return fn(ctx, dev);
+    pthread_mutex_lock(&ctx_mutex);
+    int first = primary_refs[dev] == 0;
+    CUresult r = first ? shim__reserve(estimate()) : CUDA_SUCCESS;
+    int charged = first && r == CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = fn(ctx, dev);
+    if (r == CUDA_SUCCESS)
+        primary_refs[dev]++;
+    else if (charged)
+        shim__unreserve(estimate());
+    pthread_mutex_unlock(&ctx_mutex);
+    return r;
+}
+
+SHIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    __typeof__(&cuDevicePrimaryCtxRelease_v2) fn = SHIM_REAL(cuDevicePrimaryCtxRelease_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = fn(dev);
+    if (r != CUDA_SUCCESS || dev < 0 || dev >= DEVICES)
+        return r;
+    pthread_mutex_lock(&ctx_mutex);
+    if (primary_refs[dev] > 0 && --primary_refs[dev] == 0)
+        shim__unreserve(estimate());
+    pthread_mutex_unlock(&ctx_mutex);
+    return r;
+}

@@ -1,0 +1,189 @@
+/*
+ * legacy.c - the allocators beyond mem.c's: the legacy unversioned entry
+ * points the driver still exports (32-bit pointers and sizes, what
+ * cuGetProcAddress gives for "cuMemAlloc" below version 3020), mipmapped
+ * arrays and the context limits that size device memory. What is charged:
+ *   cuMemAlloc, cuMemAllocPitch, cuArrayCreate, cuArray3DCreate   as their
+ *       _v2 forms (a legacy pointer is tracked as the same 64-bit key, so
+ *       either cuMemFree or cuMemFree_v2 credits it);
+ *   cuMipmappedArrayCreate    the sum of its levels, each dimension halved
+ *       per level (at least 1), the format's element size x channels;
+ *   cuCtxSetLimit             the malloc heap and the printf FIFO: what is
+ *       set beyond the driver's defaults (8 MiB, 1 MiB), which belong to
+ *       the context itself; the stack size is passed through (docs/shim.md).
+ */
+#include "shim/shim.h"
+
+#include <pthread.h>
+
+SHIM_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    __typeof__(&cuMemAlloc) fn = SHIM_REAL(cuMemAlloc);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__reserve(bytesize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(dptr, bytesize);
+    return shim__keep(SHIM_TRACK_PTR, r, r == CUDA_SUCCESS ? *dptr : 0, bytesize, shim__undo_ptr);
+}
+
+SHIM_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                     unsigned int WidthInBytes, unsigned int Height,
+                                     unsigned int ElementSizeBytes)
+{
+    __typeof__(&cuMemAllocPitch) fn = SHIM_REAL(cuMemAllocPitch);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    uint64_t est = shim__pitch_estimate(WidthInBytes, Height);
+    CUresult r = shim__reserve(est);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    if (r != CUDA_SUCCESS) {
+        shim__unreserve(est);
+        return r;
+    }
+    uint64_t actual = (uint64_t)*pPitch * Height;
+    if (actual > est && shim__reserve(actual - est) != CUDA_SUCCESS) {
+        shim__undo_ptr(*dptr);
+        shim__unreserve(est);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (actual < est)
+        shim__unreserve(est - actual);
+    return shim__keep(SHIM_TRACK_PTR, r, *dptr, actual, shim__undo_ptr);
+}
+
+static CUresult call_free1(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuMemFree))fn)((CUdeviceptr_v1)key);
+}
+
+SHIM_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    return shim__release(SHIM_TRACK_PTR, dptr, call_free1, (const void *)SHIM_REAL(cuMemFree),
+                         NULL);
+}
+
+static CUresult array_done(CUresult r, CUarray *array, uint64_t n)
+{
+    return shim__keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
+                      shim__undo_array);
+}
+
+SHIM_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *desc)
+{
+    __typeof__(&cuArrayCreate) fn = SHIM_REAL(cuArrayCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !pHandle)
+        return fn(pHandle, desc);
+    uint64_t n = shim__array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
+    CUresult r = shim__reserve(n);
+    return r != CUDA_SUCCESS ? r : array_done(fn(pHandle, desc), pHandle, n);
+}
+
+SHIM_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *desc)
+{
+    __typeof__(&cuArray3DCreate) fn = SHIM_REAL(cuArray3DCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !pHandle)
+        return fn(pHandle, desc);
+    uint64_t n = shim__array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                   desc->NumChannels);
+    if (desc->Flags & CUDA_ARRAY3D_SPARSE)
+        n = 0; /* tiles come from VMM handles (vmm.c) */
+    CUresult r = shim__reserve(n);
+    return r != CUDA_SUCCESS ? r : array_done(fn(pHandle, desc), pHandle, n);
+}
+
+/* ---- mipmapped arrays --------------------------------------------------- */
+
+static size_t half(size_t x, unsigned l) { return l < 64 && x >> l ? x >> l : 1; }
+
+/* The levels' bytes together, UINT64_MAX on overflow. */
+static uint64_t mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned levels)
+{
+    uint64_t total = 0;
+    for (unsigned l = 0; l < levels && l < 64; l++) {
+        uint64_t n = shim__array_bytes(half(d->Width, l), half(d->Height ? d->Height : 1, l),
+                                       half(d->Depth ? d->Depth : 1, l), d->Format, d->NumChannels);
+        if (n == UINT64_MAX || __builtin_add_overflow(total, n, &total))
+            return UINT64_MAX;
+    }
+    return total;
+}
+
+static void undo_mipmap(uint64_t key)
+{
+    __typeof__(&cuMipmappedArrayDestroy) fn = SHIM_REAL(cuMipmappedArrayDestroy);
+    if (fn)
+        fn((CUmipmappedArray)(uintptr_t)key);
+}
+
+SHIM_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                            const CUDA_ARRAY3D_DESCRIPTOR *desc,
+                                            unsigned int numMipmapLevels)
+{
+    __typeof__(&cuMipmappedArrayCreate) fn = SHIM_REAL(cuMipmappedArrayCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!desc || !pHandle)
+        return fn(pHandle, desc, numMipmapLevels);
+    uint64_t n = mipmap_bytes(desc, numMipmapLevels);
+    CUresult r = shim__reserve(n);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = fn(pHandle, desc, numMipmapLevels);
+    return shim__keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*pHandle : 0, n,
+                      undo_mipmap);
+}
+
+static CUresult call_mipmap_destroy(uint64_t key, const void *fn, const void *arg)
+{
+    (void)arg;
+    return ((__typeof__(&cuMipmappedArrayDestroy))fn)((CUmipmappedArray)(uintptr_t)key);
+}
+
+SHIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
+{
+    return shim__release(SHIM_TRACK_ARRAY, (uint64_t)(uintptr_t)h, call_mipmap_destroy,
+                         (const void *)SHIM_REAL(cuMipmappedArrayDestroy), NULL);
+}
+
+/* ---- context limits ----------------------------------------------------- */
+
+static pthread_mutex_t limit_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t limit_charged[CU_LIMIT_MALLOC_HEAP_SIZE + 1];
+
+static uint64_t beyond_default(CUlimit l, size_t v)
+{
+    uint64_t def = l == CU_LIMIT_MALLOC_HEAP_SIZE ? 8u << 20 : 1u << 20;
+    return v > def ? v - def : 0;
+}
+
+/* Not a fast path: one mutex orders the charge with the driver's answer. */
+SHIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    __typeof__(&cuCtxSetLimit) fn = SHIM_REAL(cuCtxSetLimit);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (limit != CU_LIMIT_MALLOC_HEAP_SIZE && limit != CU_LIMIT_PRINTF_FIFO_SIZE)
+        return fn(limit, value);
+    pthread_mutex_lock(&limit_mutex);
+    uint64_t before = limit_charged[limit], after = beyond_default(limit, value);
+    CUresult r = after > before ? shim__reserve(after - before) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = fn(limit, value);
+    if (r == CUDA_SUCCESS && after < before)
+        shim__unreserve(before - after);
+    else if (r != CUDA_SUCCESS && after > before)
+        shim__unreserve(after - before);
+    if (r == CUDA_SUCCESS)
+        limit_charged[limit] = after;
+    pthread_mutex_unlock(&limit_mutex);
+    return r;
+}
