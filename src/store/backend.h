@@ -94,6 +94,7 @@ struct store_ops {
     const char *serial_pk;   /* DDL of an ever-increasing integer primary key */
     const char *begin_write; /* starts a transaction that will write */
     const char *lock_schema; /* run after begin_write before migrating, or NULL */
+    const char *lock_ledger; /* run after begin_write before a ledger append, or NULL */
     /* url without changes; *db gets the connection. */
     ts_status (*open)(const char *url, void **db, struct ts_error *err);
     void (*close)(void *db);

@@ -220,6 +220,9 @@ const struct store_ops store_pg_ops = {
     .begin_write = "BEGIN",
     /* concurrent openers of a fresh database would race on CREATE TABLE */
     .lock_schema = "SELECT pg_advisory_xact_lock(7598452147)",
+    /* appends read the head, hash on it and insert: one appender at a time;
+     * READ COMMITTED gives the head read after the lock a fresh snapshot */
+    .lock_ledger = "SELECT pg_advisory_xact_lock(7598452148)",
     .open = pq_open,
     .close = pq_close,
     .prepare = pq_prepare,

@@ -142,6 +142,7 @@ const struct store_ops store_sqlite_ops = {
     .serial_pk = "INTEGER PRIMARY KEY AUTOINCREMENT",
     .begin_write = "BEGIN IMMEDIATE",
     .lock_schema = NULL, /* BEGIN IMMEDIATE already holds the write lock */
+    .lock_ledger = NULL, /* the same lock: one writer at a time per file */
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,

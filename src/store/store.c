@@ -385,6 +385,25 @@ ts_status store_ledger_append(struct store *st, const struct store_ledger_entry 
     return rc;
 }
 
+ts_status store_ledger_lock(struct store *st, struct ts_error *err)
+{
+    ts_status rc = exec(st, st->ops->begin_write, err);
+    if (rc != TS_OK || !st->ops->lock_ledger)
+        return rc;
+    rc = exec(st, st->ops->lock_ledger, err);
+    if (rc != TS_OK)
+        rollback(st);
+    return rc;
+}
+
+ts_status store_ledger_unlock(struct store *st, int commit, struct ts_error *err)
+{
+    if (commit)
+        return exec(st, "COMMIT", err);
+    rollback(st);
+    return TS_OK;
+}
+
 /* Fill e from a row of "seq, LEDGER_COLS"; strings point into cols. */
 static int ledger_from_row(struct store_ledger_entry *e, const char *const *c, int n)
 {

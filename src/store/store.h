@@ -86,6 +86,16 @@ ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, s
 ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
                               int64_t *seq_out, struct ts_error *err);
 
+/* Serialise appends: store_ledger_lock starts a write transaction holding the
+ * ledger's append lock (SQLite: BEGIN IMMEDIATE, the file's write lock;
+ * PostgreSQL: a transaction-scoped advisory lock), so that reading the head
+ * (store_ledger_last), hashing on it and appending cannot interleave with
+ * another writer, in this process or another. store_ledger_unlock commits
+ * when commit is non-zero, else rolls back; it returns the commit's status.
+ * Between the two, call only store_ledger_last and store_ledger_append. */
+ts_status store_ledger_lock(struct store *st, struct ts_error *err);
+ts_status store_ledger_unlock(struct store *st, int commit, struct ts_error *err);
+
 /* The entry with the highest seq; *found = 0 on an empty ledger. The strings
  * in *out stay valid until the next call on st. */
 ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, int *found,
