@@ -98,13 +98,15 @@ static int need(const char *v, const char *flag)
     return 0;
 }
 
-static int open_db(const struct lopts *o, struct store **st)
+/* The store; only `record` (write) may create it: a missing one is bad input. */
+static int open_db(const struct lopts *o, struct store **st, int write)
 {
     struct ts_error e = {0};
     if (!need(o->db, "--db"))
         return CLI_BAD_INPUT;
-    if (store_open(o->db, st, &e) != TS_OK)
-        return cli_fail(&e, CLI_DOING);
+    ts_status rc = write ? store_open(o->db, st, &e) : store_open_existing(o->db, st, &e);
+    if (rc != TS_OK)
+        return cli_fail(&e, rc == TS_NOT_FOUND ? CLI_READING : CLI_DOING);
     return CLI_OK;
 }
 
@@ -123,7 +125,7 @@ static int record_events(const struct lopts *o, const struct ledger_event *evs, 
     size_t klen = 0;
     int rc = cli_read_key(o->keyfile, &key, &klen);
     if (rc == CLI_OK)
-        rc = open_db(o, &st);
+        rc = open_db(o, &st, 1);
     for (size_t i = 0; rc == CLI_OK && i < n; i++) {
         struct ts_error e = {0};
         int64_t seq = 0;
@@ -257,7 +259,7 @@ static int run_who(const struct lopts *o)
         return CLI_BAD_INPUT;
     int rc = time_arg(o->at, &at);
     struct store *st = NULL;
-    if (rc != CLI_OK || (rc = open_db(o, &st)) != CLI_OK)
+    if (rc != CLI_OK || (rc = open_db(o, &st, 0)) != CLI_OK)
         return rc;
     struct ledger_row row;
     struct ts_error e = {0};
@@ -325,7 +327,7 @@ static int list_cmd(const struct lopts *o, const char *tenant, const char *fmt)
         (o->to && (rc = time_arg(o->to, &to)) != CLI_OK))
         return rc;
     struct store *st = NULL;
-    if ((rc = open_db(o, &st)) != CLI_OK)
+    if ((rc = open_db(o, &st, 0)) != CLI_OK)
         return rc;
     struct ledger_list l;
     struct ts_error e = {0};
@@ -371,7 +373,7 @@ static int run_verify(const struct lopts *o)
     size_t klen = 0;
     struct store *st = NULL;
     int rc = cli_read_key(o->keyfile, &key, &klen);
-    if (rc != CLI_OK || (rc = open_db(o, &st)) != CLI_OK) {
+    if (rc != CLI_OK || (rc = open_db(o, &st, 0)) != CLI_OK) {
         free(key);
         return rc;
     }

@@ -261,8 +261,8 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
     struct ts_error e = {0};
     int rc = cli_job_decide(job, &a->spec, &(struct cli_files){0});
     meter_usage_init(u, a->interval_ms);
-    if (rc == CLI_OK && store_open(a->db, &st, &e) != TS_OK)
-        rc = cli_fail(&e, CLI_DOING);
+    if (rc == CLI_OK && store_open_existing(a->db, &st, &e) != TS_OK)
+        rc = cli_fail(&e, e.code == TS_NOT_FOUND ? CLI_READING : CLI_DOING);
     if (rc == CLI_OK && meter_usage_scan(st, a->from_ms, a->to_ms, u, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     store_close(st);

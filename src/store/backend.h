@@ -95,8 +95,9 @@ struct store_ops {
     const char *begin_write; /* starts a transaction that will write */
     const char *lock_schema; /* run after begin_write before migrating, or NULL */
     const char *lock_ledger; /* run after begin_write before a ledger append, or NULL */
-    /* url without changes; *db gets the connection. */
-    ts_status (*open)(const char *url, void **db, struct ts_error *err);
+    /* url without changes; *db gets the connection. With create 0 a database
+     * that does not exist is TS_NOT_FOUND naming it, and none is made. */
+    ts_status (*open)(const char *url, int create, void **db, struct ts_error *err);
     void (*close)(void *db);
     /* Prepare sql under id (the text must outlive the connection). */
     ts_status (*prepare)(void *db, int id, const char *sql, struct ts_error *err);

@@ -41,8 +41,10 @@ static void quiet(void *arg, const char *msg)
     (void)msg; /* NOTICEs such as "relation already exists, skipping" */
 }
 
-static ts_status pq_open(const char *url, void **out, struct ts_error *err)
+/* create is moot: connecting never creates a PostgreSQL database. */
+static ts_status pq_open(const char *url, int create, void **out, struct ts_error *err)
 {
+    (void)create;
     struct pq *q = calloc(1, sizeof(*q));
     if (!q)
         return ts_err(err, TS_NOMEM, "out of memory");

@@ -237,7 +237,7 @@ static const struct store_ops *ops_for(const char *url)
     return NULL;
 }
 
-ts_status store_open(const char *url, struct store **out, struct ts_error *err)
+static ts_status open_store(const char *url, int create, struct store **out, struct ts_error *err)
 {
     *out = NULL;
     const struct store_ops *ops = url ? ops_for(url) : NULL;
@@ -250,7 +250,7 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
         return ts_err(err, TS_NOMEM, "out of memory");
     st->ops = ops;
     const char *target = ops == &store_sqlite_ops ? url + SQLITE_SCHEME_LEN : url;
-    ts_status rc = ops->open(target, &st->db, err);
+    ts_status rc = ops->open(target, create, &st->db, err);
     if (rc == TS_OK)
         rc = migrate(st, err);
     if (rc == TS_OK)
@@ -261,6 +261,16 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
     }
     *out = st;
     return TS_OK;
+}
+
+ts_status store_open(const char *url, struct store **out, struct ts_error *err)
+{
+    return open_store(url, 1, out, err);
+}
+
+ts_status store_open_existing(const char *url, struct store **out, struct ts_error *err)
+{
+    return open_store(url, 0, out, err);
 }
 
 void store_close(struct store *st)

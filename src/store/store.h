@@ -65,6 +65,10 @@ typedef int (*store_sample_fn)(void *ctx, const struct store_sample *s);
 typedef int (*store_ledger_fn)(void *ctx, const struct store_ledger_entry *e);
 
 ts_status store_open(const char *url, struct store **out, struct ts_error *err);
+/* As store_open, for verbs that only read: a SQLite file that does not
+ * exist is TS_NOT_FOUND naming it, and is not created (a typo in --db must
+ * not look like an empty database). */
+ts_status store_open_existing(const char *url, struct store **out, struct ts_error *err);
 void store_close(struct store *st);
 
 /* "sqlite" or "postgresql". */
