@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "util/file.h"
 #include "util/jsonfree.h"
+#include "util/text.h"
 
 struct lopts {
     const char *db, *tenant, *gpu, *inst, *gi, *profile, *placement, *node, *workload, *source, *at,
@@ -241,15 +242,32 @@ static int run_record(const struct lopts *o)
 
 /* ---- who ------------------------------------------------------------------ */
 
+/* Write b to stdout and release it. */
+static void put_out(struct ts_sbuf *b)
+{
+    fwrite(ts_sbuf_str(b), 1, b->len, stdout);
+    ts_sbuf_release(b);
+}
+
+/* The ledger's strings came from arguments and scrapes: escaped. */
 static void print_row(const struct ledger_row *r)
 {
-    char t[40];
+    char t[40], seq[32];
     ledger_format_time(r->ts_ms, t);
-    printf("tenant:        %s\nworkload:      %s\nprofile:       %s\nnode:          %s\n"
-           "gpu uuid:      %s\ninstance uuid: %s\nsince:         %s\nseq:           %" PRId64
-           "\nsource:        %s\n",
-           r->tenant, r->workload, r->profile, r->node, r->gpu_uuid, r->instance_uuid, t, r->seq,
-           r->source);
+    snprintf(seq, sizeof seq, "%" PRId64, r->seq);
+    const char *label[] = {"tenant",        "workload", "profile", "node",  "gpu uuid",
+                           "instance uuid", "since",    "seq",     "source"};
+    const char *val[] = {r->tenant,        r->workload, r->profile, r->node,  r->gpu_uuid,
+                         r->instance_uuid, t,           seq,        r->source};
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_REPORT_MAX);
+    for (size_t i = 0; i < sizeof val / sizeof val[0]; i++) {
+        ts_sbuf_printf(&b, "%s:", label[i]);
+        ts_sbuf_printf(&b, "%*s", (int)(14 - strlen(label[i])), "");
+        ts_text_plain(&b, val[i]);
+        ts_sbuf_add(&b, "\n", 1);
+    }
+    put_out(&b);
 }
 
 static int run_who(const struct lopts *o)
@@ -267,7 +285,12 @@ static int run_who(const struct lopts *o)
     if (ledger_who(st, o->inst, at, &row, &found, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     else if (!found) {
-        fprintf(stderr, "tessera: no custody record for %s at %s\n", o->inst, o->at);
+        struct ts_sbuf b;
+        ts_sbuf_init(&b, CLI_REPORT_MAX);
+        ts_sbuf_puts(&b, "tessera: no custody record for ");
+        ts_text_plain(&b, o->inst);
+        fprintf(stderr, "%s at %s\n", ts_sbuf_str(&b), o->at);
+        ts_sbuf_release(&b);
         rc = CLI_FAIL;
     } else {
         print_row(&row);
@@ -281,16 +304,27 @@ static int run_who(const struct lopts *o)
 
 static void print_table(const struct ledger_list *l)
 {
-    printf("%-6s %-20s %-14s %-14s %-10s %-40s %-40s %s\n", "SEQ", "TIME", "TENANT", "WORKLOAD",
-           "PROFILE", "GPU", "INSTANCE", "SOURCE");
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_LEDGER_CSV_MAX);
+    ts_sbuf_printf(&b, "%-6s %-20s %-14s %-14s %-10s %-40s %-40s %s\n", "SEQ", "TIME", "TENANT",
+                   "WORKLOAD", "PROFILE", "GPU", "INSTANCE", "SOURCE");
     for (size_t i = 0; i < l->n; i++) {
         const struct ledger_row *r = &l->rows[i];
         char t[40];
         ledger_format_time(r->ts_ms, t);
-        printf("%-6" PRId64 " %-20s %-14s %-14s %-10s %-40s %-40s %s\n", r->seq, t, r->tenant,
-               *r->workload ? r->workload : "-", *r->profile ? r->profile : "-", r->gpu_uuid,
-               *r->instance_uuid ? r->instance_uuid : "-", r->source);
+        ts_sbuf_printf(&b, "%-6" PRId64 " %-20s ", r->seq, t);
+        const char *col[] = {r->tenant, *r->workload ? r->workload : "-",
+                             *r->profile ? r->profile : "-", r->gpu_uuid,
+                             *r->instance_uuid ? r->instance_uuid : "-"};
+        static const size_t width[] = {14, 14, 10, 40, 40};
+        for (size_t c = 0; c < sizeof col / sizeof col[0]; c++) {
+            ts_text_pad(&b, col[c], width[c]);
+            ts_sbuf_add(&b, " ", 1);
+        }
+        ts_text_plain(&b, r->source);
+        ts_sbuf_add(&b, "\n", 1);
     }
+    put_out(&b);
 }
 
 static int print_list(const struct ledger_list *l, const char *fmt)

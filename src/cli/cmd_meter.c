@@ -15,6 +15,7 @@
 #include "meter/usage.h"
 #include "meter/usage_report.h"
 #include "util/sbuf.h"
+#include "util/text.h"
 #include "util/time.h"
 
 enum { IMPORT = 1, USAGE = 2, INVOICE = 4 };
@@ -126,6 +127,36 @@ void cli_meter_close(struct cli_meter *m)
     free(m->key);
 }
 
+/* One stderr line for v: its fields come from a scrape, control bytes escaped. */
+static void print_violation(const struct meter_violation *v)
+{
+    char when[40];
+    ts_time_format(v->ts_ms, when);
+    const char *part[] = {"tessera: custody violation: ",
+                          v->device,
+                          " on ",
+                          v->profile[0] ? v->profile : "whole GPU",
+                          " (node ",
+                          v->node,
+                          ") at ",
+                          when,
+                          ": pod ",
+                          v->ns,
+                          "/",
+                          v->pod,
+                          " of tenant '",
+                          v->observed,
+                          "' on a device planned for '",
+                          v->planned,
+                          "'"};
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_REPORT_MAX);
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        ts_text_plain(&b, part[i]);
+    fprintf(stderr, "%s\n", ts_sbuf_str(&b));
+    ts_sbuf_release(&b);
+}
+
 /* Report each custody violation and record it in the ledger. */
 int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
 {
@@ -133,13 +164,7 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
     const struct meter_violation *v = meter_ingest_violations(in, &n);
     int rc = CLI_OK;
     for (size_t i = 0; i < n; i++) {
-        char when[40];
-        ts_time_format(v[i].ts_ms, when);
-        fprintf(stderr,
-                "tessera: custody violation: %s on %s (node %s) at %s: pod %s/%s of "
-                "tenant '%s' on a device planned for '%s'\n",
-                v[i].device, v[i].profile[0] ? v[i].profile : "whole GPU", v[i].node, when, v[i].ns,
-                v[i].pod, v[i].observed, v[i].planned);
+        print_violation(&v[i]);
         struct ts_error e = {0};
         if (meter_violation_record(m->st, m->key, m->key_len, &v[i], &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);

@@ -9,6 +9,7 @@
 #include "ledger/ledger.h"
 #include "util/grow.h"
 #include "util/jsonfree.h"
+#include "util/text.h"
 
 #define N_STR 9
 
@@ -193,7 +194,7 @@ static json_t *row_json(const struct ledger_row *r)
     row_cols(r, c, nums);
     json_t *o = json_object();
     for (size_t i = 0; o && i < NCOLS; i++) {
-        json_t *v = (i == 0 || i == 2) ? json_integer(i ? r->ts_ms : r->seq) : json_string(c[i]);
+        json_t *v = (i == 0 || i == 2) ? json_integer(i ? r->ts_ms : r->seq) : ts_text_json(c[i]);
         if (json_object_set_new(o, COLS[i], v) != 0) {
             json_decref(o);
             return NULL;

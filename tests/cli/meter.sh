@@ -66,7 +66,7 @@ then ok; else bad "invoice differs from the usage and the price"; fi
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11
 expect_in "$TMP/out" "Total (allocation basis, billed):"
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o csv
-expect_in "$TMP/out" 'lab,2023-11,EUR,"h100-80gb-sxm",1g.10gb,'
+expect_in "$TMP/out" 'lab,2023-11,EUR,h100-80gb-sxm,1g.10gb,'
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o html
 expect_in "$TMP/out" "<h1>Invoice lab 2023-11</h1>"
 # another month has nothing to bill

@@ -80,7 +80,7 @@ static void test_json(void **state)
     json_t *row = json_array_get(json_object_get(doc, "rows"), 0);
     assert_int_equal(json_array_size(json_object_get(doc, "rows")), 1);
     assert_string_equal(json_string_value(json_object_get(row, "tenant")), "lab");
-    assert_string_equal(json_string_value(json_object_get(row, "profile")), "");
+    assert_string_equal(json_string_value(json_object_get(row, "profile")), "whole");
     assert_int_equal(json_integer_value(json_object_get(row, "allocationMicroGpuHours")), 8333);
     assert_int_equal(json_integer_value(json_object_get(row, "usageMicroGpuHours")), 4167);
     json_decref(doc);
