@@ -270,6 +270,15 @@ static void print_row(const struct ledger_row *r)
     put_out(&b);
 }
 
+static void print_rows(const char *title, const struct ledger_list *l)
+{
+    printf("%s: %zu\n", title, l->n);
+    for (size_t i = 0; i < l->n; i++) {
+        printf("\n");
+        print_row(&l->rows[i]);
+    }
+}
+
 static int run_who(const struct lopts *o)
 {
     int64_t at = 0;
@@ -279,12 +288,11 @@ static int run_who(const struct lopts *o)
     struct store *st = NULL;
     if (rc != CLI_OK || (rc = open_db(o, &st, 0)) != CLI_OK)
         return rc;
-    struct ledger_row row;
+    struct ledger_holders h;
     struct ts_error e = {0};
-    int found = 0;
-    if (ledger_who(st, o->inst, at, &row, &found, &e) != TS_OK)
+    if (ledger_holders(st, o->inst, at, &h, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
-    else if (!found) {
+    } else if (!h.custody.n && !h.observed.n) {
         struct ts_sbuf b;
         ts_sbuf_init(&b, CLI_REPORT_MAX);
         ts_sbuf_puts(&b, "tessera: no custody record for ");
@@ -293,9 +301,13 @@ static int run_who(const struct lopts *o)
         ts_sbuf_release(&b);
         rc = CLI_FAIL;
     } else {
-        print_row(&row);
-        ledger_row_free(&row);
+        print_rows("custody (holders)", &h.custody);
+        if (h.observed.n)
+            printf("\n");
+        if (h.observed.n)
+            print_rows("observed (seen on the device, not custody)", &h.observed);
     }
+    ledger_holders_free(&h);
     store_close(st);
     return rc;
 }
@@ -438,7 +450,9 @@ struct verb {
 
 static const struct verb VERBS[] = {
     {"record", REC, "record one custody event, or every device of nvidia-smi -L", run_record},
-    {"who", WHO, "the tenant that held a GPU or MIG instance at a time", run_who},
+    {"who", WHO,
+     "every holder of a GPU (each MIG instance) or instance at a time, and who was seen on it",
+     run_who},
     {"history", HIST, "a tenant's custody entries in [--from, --to)", run_history},
     {"export", EXPORT, "every entry, as CSV or JSON for an auditor", run_export},
     {"verify", VERIFY, "check the hash chain (and macs with a key); exit 1 if broken", run_verify},
