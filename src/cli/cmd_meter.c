@@ -325,7 +325,7 @@ int cmd_usage(int argc, char **argv)
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_REPORT_MAX);
-        rc = write_out(&out, meter_usage_write(&u, a.format, &out));
+        rc = write_out(&out, meter_usage_write(&u, job.cat, a.format, &out));
     }
     meter_usage_release(&u);
     cli_job_free(&job);

@@ -46,7 +46,7 @@ assert got == want, (got, want)
 PY
 then ok; else bad "usage differs from the reference computation"; fi
 expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB
-expect_in "$TMP/out" "lab                  NVIDIA H100 80GB HBM3      1g.10gb"
+expect_in "$TMP/out" "lab                  h100-80gb-sxm              1g.10gb"
 # the invoice prices the same hours: the DCGM model name finds h100-80gb-sxm's price
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o json
 cp "$TMP/out" "$TMP/invoice.json"

@@ -3,7 +3,8 @@
 # an imported catalog knows is planned (plan --catalog), imported (meter
 # import --catalog), counted (usage --catalog) and priced (invoice --catalog),
 # and TESSERA_CATALOG does the same for all of them. Without the catalog each
-# verb refuses the spec naming the unknown model (exit 2).
+# verb refuses the spec naming the unknown model (exit 2). usage and invoice
+# name the model by the same catalog key, the display name beside it.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 cat > "$TMP/extra.yaml" <<'YAML'
@@ -68,8 +69,12 @@ rows = json.load(open(sys.argv[1]))["rows"]
 inv = json.load(open(sys.argv[2]))
 uh = 30 * 10**6 // 3600  # 30 s of one whole card
 assert [(r["tenant"], r["allocationMicroGpuHours"]) for r in rows] == [("lab", uh)], rows
+# one model key in usage and invoice (the catalog's), the display name beside it
+assert (rows[0]["model"], rows[0]["displayName"], rows[0]["profile"]) == \
+    ("lab-test-card", "Lab Test 24GB", "whole"), rows
 [line] = inv["lines"]
 assert line["model"] == "lab-test-card" and line["pricePerGpuHourMicro"] == 3600000, line
+assert line["profile"] == "whole", line
 assert inv["totalCents"] == (uh * 3600000 + 5 * 10**9) // 10**10 == 3, inv
 print("ok")
 PY
@@ -79,7 +84,7 @@ check "usage and invoice with the catalog: $(cat "$TMP/py.out")" grep -qx ok "$T
 export TESSERA_CATALOG="$TMP/extra.yaml"
 expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db "$DB" --at 1700000045 "$TMP/s.prom"
 expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db "$DB"
-expect_in "$TMP/out" "0.012500"
+expect_in "$TMP/out" "lab-test-card              whole              0.012500"
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db "$DB" --tenant lab --period 2023-11
 expect_in "$TMP/out" "Total (allocation basis, billed): 0.05 EUR"
 finish

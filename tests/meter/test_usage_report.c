@@ -55,7 +55,7 @@ static void test_text(void **state)
     struct ts_sbuf out;
     scan(&u);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "text", &out), TS_OK);
+    assert_int_equal(meter_usage_write(&u, NULL, "text", &out), TS_OK);
     const char *want = "TENANT               GPU MODEL                  PROFILE           GPU-HOURS"
                        "   USED GPU-HOURS\n"
                        "lab                  h100-80gb-sxm              whole              0.008333"
@@ -72,7 +72,7 @@ static void test_json(void **state)
     struct ts_sbuf out;
     scan(&u);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "json", &out), TS_OK);
+    assert_int_equal(meter_usage_write(&u, NULL, "json", &out), TS_OK);
     json_t *doc = json_loads(ts_sbuf_str(&out), 0, NULL);
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "kind")), "Usage");
@@ -87,7 +87,7 @@ static void test_json(void **state)
     assert_int_equal(ts_sbuf_str(&out)[out.len - 1], '\n');
     ts_sbuf_release(&out);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "yaml", &out), TS_USAGE);
+    assert_int_equal(meter_usage_write(&u, NULL, "yaml", &out), TS_USAGE);
     ts_sbuf_release(&out);
     meter_usage_release(&u);
 }
