@@ -225,6 +225,7 @@ const struct store_ops store_pg_ops = {
     /* appends read the head, hash on it and insert: one appender at a time;
      * READ COMMITTED gives the head read after the lock a fresh snapshot */
     .lock_ledger = "SELECT pg_advisory_xact_lock(7598452148)",
+    .override_seq = "OVERRIDING SYSTEM VALUE", /* the seq is GENERATED ALWAYS */
     .open = pq_open,
     .close = pq_close,
     .prepare = pq_prepare,

@@ -149,6 +149,7 @@ const struct store_ops store_sqlite_ops = {
     .begin_write = "BEGIN IMMEDIATE",
     .lock_schema = NULL, /* BEGIN IMMEDIATE already holds the write lock */
     .lock_ledger = NULL, /* the same lock: one writer at a time per file */
+    .override_seq = "",
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,

@@ -49,7 +49,7 @@ struct store_sample {
     int64_t util_ppm;  /* engine-active ratio, ppm; -1 when unknown */
 };
 
-/* One custody event; the caller computes the hashes, the store assigns seq. */
+/* One custody event; the caller computes the hashes and its seq. */
 struct store_ledger_entry {
     int64_t seq;
     int64_t ts_ms;
@@ -85,8 +85,9 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
 
-/* Append e (its seq is ignored); *seq_out (may be NULL) gets the assigned
- * sequence number, strictly increasing. */
+/* Append e under e->seq (the head's + 1: call inside store_ledger_lock),
+ * or, when e->seq <= 0, under the head's seq + 1; a seq already taken fails.
+ * *seq_out (may be NULL) gets the seq stored. */
 ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
                               int64_t *seq_out, struct ts_error *err);
 

@@ -6,6 +6,8 @@
 # (8 x 8 x 4 = 256), the chain intact, seq 1..320 without a gap, and each
 # writer's entries all present. Before appends were serialised, the head was
 # read outside the insert's transaction: "stored as seq N but hashed as M".
+# On PostgreSQL, an append rolled back must not leave a hole that breaks the
+# next one (the seq is the head's + 1, not the identity counter's).
 source "$TESSERA_SRC/tests/lib.sh"
 cd "$TESSERA_SRC" || exit 1
 
@@ -57,6 +59,17 @@ trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 if URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
     ok
     hammer postgresql "$URL"
+    # an append rolled back (a writer killed, a lost connection) takes an identity
+    # value with it (the INSERT's own error, if any, is beside the point: it is
+    # rolled back); the next append must still chain on as seq TOTAL+1
+    psql "$URL" -AtXqc "BEGIN; INSERT INTO ledger (ts_ms, node, gpu_uuid, instance_uuid, gi_id,
+        profile, placement, tenant, workload, source, hash, prev_hash, mac) VALUES (1, '', 'G',
+        '', '', '', '', 't', '', 'plan', '', '', ''); ROLLBACK;" >"$TMP/psql.out" 2>&1
+    expect_rc 0 "$TESSERA" ledger record --db "$URL" --tenant after --gpu-uuid GPU-after \
+        --at 1796040000
+    expect_in "$TMP/out" "recorded seq $((TOTAL + 1)):"
+    expect_rc 0 "$TESSERA" ledger verify --db "$URL"
+    expect_in "$TMP/out" "ledger intact: $((TOTAL + 1)) entries"
 else
     bad "pg-test-server start failed: $(cat "$TMP/start.err")"
 fi
