@@ -38,6 +38,9 @@ struct iprof {
     long cgib;       /* memory, hundredths of GiB */
     uint32_t starts; /* bit u set: may start at unit u */
     int size;        /* placement size in units */
+    int have_lgi;    /* named by an nvidia-smi mig -lgi row (checked against -lgip) */
+    struct where lgi_at;
+    char lgi_name[IMP_NAME_MAX];
 };
 
 struct igpu {
@@ -75,7 +78,7 @@ const char *cat__where_str(const struct cat_import *im, struct where w, char *bu
 struct scan {
     struct cat_import *im;
     int file, line;
-    enum { T_NONE, T_LGIP, T_OTHER } table;
+    enum { T_NONE, T_LGIP, T_LGI, T_OTHER } table;
     int pending_gpu; /* header table: memory row of this GPU next */
     struct ts_error *err;
 };

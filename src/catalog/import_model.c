@@ -52,6 +52,12 @@ static ts_status collect_profiles(const struct cat_import *im, struct model *m,
     const struct igpu *g = m->g;
     for (size_t i = 0; i < g->nprof; i++) {
         const struct iprof *p = &g->prof[i];
+        if (p->have_lgi && (!p->have_row || strcmp(p->lgi_name, p->name)))
+            return cat__fail_at(err, TS_INVALID, im, p->lgi_at,
+                                "nvidia-smi mig -lgi names profile ID %d (%s), which GPU %d's "
+                                "-lgip table %s: is this the output of another card?",
+                                p->id, p->lgi_name, g->index,
+                                p->have_row ? "calls otherwise" : "does not have");
         if (!p->have_row)
             return cat__fail_at(err, TS_INVALID, im, p->place_at,
                                 "profile ID %d of GPU %d has placements but no nvidia-smi mig "

@@ -5,6 +5,7 @@
  * the GPU rows of the `nvidia-smi` header table. Table titles switch the
  * table being read; lines of tables tessera does not read are skipped.
  */
+#include <stdio.h>
 #include <string.h>
 #include "catalog/import_int.h"
 #include "inventory/smi.h"
@@ -132,7 +133,7 @@ static int table_title(const struct line *l)
         const char *words;
         int table;
     } titles[] = {{"GPU instance profiles:", T_LGIP},
-                  {"GPU instances:", T_OTHER},
+                  {"GPU instances:", T_LGI},
                   {"Compute instance profiles:", T_OTHER},
                   {"Compute instances:", T_OTHER},
                   {"MIG devices:", T_OTHER},
@@ -143,6 +144,26 @@ static int table_title(const struct line *l)
         if (cat__tok_words(l, 1, titles[i].words))
             return titles[i].table;
     return -1;
+}
+
+/* A row of `nvidia-smi mig -lgi`: "| 0 MIG 1g.6gb 14 3 0:1 |". The profile it
+ * names must be one of the -lgip table's (checked when the model is made:
+ * the tables may come in any order), so an -lgi output of another card is
+ * an error, not ignored. Title, header and rule rows are skipped. */
+static ts_status scan_lgi_row(struct scan *s, const struct line *l)
+{
+    int gpu, id;
+    struct iprof *p;
+    if (l->n < 7 || !cat__tok_int(l, 1, IMP_GPU_INDEX_MAX, &gpu) || !cat__tok_is(l, 2, "MIG") ||
+        !cat__tok_int(l, 4, CAT_PROFILE_ID_MAX, &id))
+        return TS_OK;
+    ts_status st = cat__prof_get(s, gpu, id, cat__at(s, l, 4), &p);
+    if (st != TS_OK || p->have_lgi)
+        return st;
+    p->have_lgi = 1;
+    p->lgi_at = cat__at(s, l, 3);
+    snprintf(p->lgi_name, sizeof p->lgi_name, "%s", cat__tok_s(l, 3));
+    return TS_OK;
 }
 
 /* A line that starts with '|' or '+'. */
@@ -156,6 +177,8 @@ static ts_status scan_table_line(struct scan *s, const struct line *l)
     }
     if (s->table == T_LGIP)
         return cat__lgip_filler(l) ? TS_OK : cat__scan_lgip_row(s, l, 1, &taken);
+    if (s->table == T_LGI)
+        return scan_lgi_row(s, l);
     if (s->table == T_OTHER)
         return TS_OK;
     int k = header_gpu_row(l, &gpu);

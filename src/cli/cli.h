@@ -144,7 +144,10 @@ struct cli_meter {
     char *key;
     size_t key_len;
 };
-int cli_meter_open(const struct cli_files *spec, const char *db, struct cli_meter *m);
+/* The spec laid out as `tessera plan` does, with the extra GpuModel
+ * documents of catalog (--catalog, TESSERA_CATALOG), and the store. */
+int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog, const char *db,
+                   struct cli_meter *m);
 void cli_meter_close(struct cli_meter *m);
 /* Print the ingest's custody violations and record them in the ledger. */
 int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in);

@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "util/file.h"
 #include "util/jsonfree.h"
+#include "util/text.h"
 
 struct lopts {
     const char *db, *tenant, *gpu, *inst, *gi, *profile, *placement, *node, *workload, *source, *at,
@@ -98,13 +99,15 @@ static int need(const char *v, const char *flag)
     return 0;
 }
 
-static int open_db(const struct lopts *o, struct store **st)
+/* The store; only `record` (write) may create it: a missing one is bad input. */
+static int open_db(const struct lopts *o, struct store **st, int write)
 {
     struct ts_error e = {0};
     if (!need(o->db, "--db"))
         return CLI_BAD_INPUT;
-    if (store_open(o->db, st, &e) != TS_OK)
-        return cli_fail(&e, CLI_DOING);
+    ts_status rc = write ? store_open(o->db, st, &e) : store_open_existing(o->db, st, &e);
+    if (rc != TS_OK)
+        return cli_fail(&e, rc == TS_NOT_FOUND ? CLI_READING : CLI_DOING);
     return CLI_OK;
 }
 
@@ -123,7 +126,7 @@ static int record_events(const struct lopts *o, const struct ledger_event *evs, 
     size_t klen = 0;
     int rc = cli_read_key(o->keyfile, &key, &klen);
     if (rc == CLI_OK)
-        rc = open_db(o, &st);
+        rc = open_db(o, &st, 1);
     for (size_t i = 0; rc == CLI_OK && i < n; i++) {
         struct ts_error e = {0};
         int64_t seq = 0;
@@ -239,15 +242,41 @@ static int run_record(const struct lopts *o)
 
 /* ---- who ------------------------------------------------------------------ */
 
+/* Write b to stdout and release it. */
+static void put_out(struct ts_sbuf *b)
+{
+    fwrite(ts_sbuf_str(b), 1, b->len, stdout);
+    ts_sbuf_release(b);
+}
+
+/* The ledger's strings came from arguments and scrapes: escaped. */
 static void print_row(const struct ledger_row *r)
 {
-    char t[40];
+    char t[40], seq[32];
     ledger_format_time(r->ts_ms, t);
-    printf("tenant:        %s\nworkload:      %s\nprofile:       %s\nnode:          %s\n"
-           "gpu uuid:      %s\ninstance uuid: %s\nsince:         %s\nseq:           %" PRId64
-           "\nsource:        %s\n",
-           r->tenant, r->workload, r->profile, r->node, r->gpu_uuid, r->instance_uuid, t, r->seq,
-           r->source);
+    snprintf(seq, sizeof seq, "%" PRId64, r->seq);
+    const char *label[] = {"tenant",        "workload", "profile", "node",  "gpu uuid",
+                           "instance uuid", "since",    "seq",     "source"};
+    const char *val[] = {r->tenant,        r->workload, r->profile, r->node,  r->gpu_uuid,
+                         r->instance_uuid, t,           seq,        r->source};
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_REPORT_MAX);
+    for (size_t i = 0; i < sizeof val / sizeof val[0]; i++) {
+        ts_sbuf_printf(&b, "%s:", label[i]);
+        ts_sbuf_printf(&b, "%*s", (int)(14 - strlen(label[i])), "");
+        ts_text_plain(&b, val[i]);
+        ts_sbuf_add(&b, "\n", 1);
+    }
+    put_out(&b);
+}
+
+static void print_rows(const char *title, const struct ledger_list *l)
+{
+    printf("%s: %zu\n", title, l->n);
+    for (size_t i = 0; i < l->n; i++) {
+        printf("\n");
+        print_row(&l->rows[i]);
+    }
 }
 
 static int run_who(const struct lopts *o)
@@ -257,20 +286,28 @@ static int run_who(const struct lopts *o)
         return CLI_BAD_INPUT;
     int rc = time_arg(o->at, &at);
     struct store *st = NULL;
-    if (rc != CLI_OK || (rc = open_db(o, &st)) != CLI_OK)
+    if (rc != CLI_OK || (rc = open_db(o, &st, 0)) != CLI_OK)
         return rc;
-    struct ledger_row row;
+    struct ledger_holders h;
     struct ts_error e = {0};
-    int found = 0;
-    if (ledger_who(st, o->inst, at, &row, &found, &e) != TS_OK)
+    if (ledger_holders(st, o->inst, at, &h, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
-    else if (!found) {
-        fprintf(stderr, "tessera: no custody record for %s at %s\n", o->inst, o->at);
+    } else if (!h.custody.n && !h.observed.n) {
+        struct ts_sbuf b;
+        ts_sbuf_init(&b, CLI_REPORT_MAX);
+        ts_sbuf_puts(&b, "tessera: no custody record for ");
+        ts_text_plain(&b, o->inst);
+        fprintf(stderr, "%s at %s\n", ts_sbuf_str(&b), o->at);
+        ts_sbuf_release(&b);
         rc = CLI_FAIL;
     } else {
-        print_row(&row);
-        ledger_row_free(&row);
+        print_rows("custody (holders)", &h.custody);
+        if (h.observed.n)
+            printf("\n");
+        if (h.observed.n)
+            print_rows("observed (seen on the device, not custody)", &h.observed);
     }
+    ledger_holders_free(&h);
     store_close(st);
     return rc;
 }
@@ -279,16 +316,27 @@ static int run_who(const struct lopts *o)
 
 static void print_table(const struct ledger_list *l)
 {
-    printf("%-6s %-20s %-14s %-14s %-10s %-40s %-40s %s\n", "SEQ", "TIME", "TENANT", "WORKLOAD",
-           "PROFILE", "GPU", "INSTANCE", "SOURCE");
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_LEDGER_CSV_MAX);
+    ts_sbuf_printf(&b, "%-6s %-20s %-14s %-14s %-10s %-40s %-40s %s\n", "SEQ", "TIME", "TENANT",
+                   "WORKLOAD", "PROFILE", "GPU", "INSTANCE", "SOURCE");
     for (size_t i = 0; i < l->n; i++) {
         const struct ledger_row *r = &l->rows[i];
         char t[40];
         ledger_format_time(r->ts_ms, t);
-        printf("%-6" PRId64 " %-20s %-14s %-14s %-10s %-40s %-40s %s\n", r->seq, t, r->tenant,
-               *r->workload ? r->workload : "-", *r->profile ? r->profile : "-", r->gpu_uuid,
-               *r->instance_uuid ? r->instance_uuid : "-", r->source);
+        ts_sbuf_printf(&b, "%-6" PRId64 " %-20s ", r->seq, t);
+        const char *col[] = {r->tenant, *r->workload ? r->workload : "-",
+                             *r->profile ? r->profile : "-", r->gpu_uuid,
+                             *r->instance_uuid ? r->instance_uuid : "-"};
+        static const size_t width[] = {14, 14, 10, 40, 40};
+        for (size_t c = 0; c < sizeof col / sizeof col[0]; c++) {
+            ts_text_pad(&b, col[c], width[c]);
+            ts_sbuf_add(&b, " ", 1);
+        }
+        ts_text_plain(&b, r->source);
+        ts_sbuf_add(&b, "\n", 1);
     }
+    put_out(&b);
 }
 
 static int print_list(const struct ledger_list *l, const char *fmt)
@@ -325,7 +373,7 @@ static int list_cmd(const struct lopts *o, const char *tenant, const char *fmt)
         (o->to && (rc = time_arg(o->to, &to)) != CLI_OK))
         return rc;
     struct store *st = NULL;
-    if ((rc = open_db(o, &st)) != CLI_OK)
+    if ((rc = open_db(o, &st, 0)) != CLI_OK)
         return rc;
     struct ledger_list l;
     struct ts_error e = {0};
@@ -371,7 +419,7 @@ static int run_verify(const struct lopts *o)
     size_t klen = 0;
     struct store *st = NULL;
     int rc = cli_read_key(o->keyfile, &key, &klen);
-    if (rc != CLI_OK || (rc = open_db(o, &st)) != CLI_OK) {
+    if (rc != CLI_OK || (rc = open_db(o, &st, 0)) != CLI_OK) {
         free(key);
         return rc;
     }
@@ -402,7 +450,9 @@ struct verb {
 
 static const struct verb VERBS[] = {
     {"record", REC, "record one custody event, or every device of nvidia-smi -L", run_record},
-    {"who", WHO, "the tenant that held a GPU or MIG instance at a time", run_who},
+    {"who", WHO,
+     "every holder of a GPU (each MIG instance) or instance at a time, and who was seen on it",
+     run_who},
     {"history", HIST, "a tenant's custody entries in [--from, --to)", run_history},
     {"export", EXPORT, "every entry, as CSV or JSON for an auditor", run_export},
     {"verify", VERIFY, "check the hash chain (and macs with a key); exit 1 if broken", run_verify},

@@ -15,6 +15,7 @@
 #include "meter/usage.h"
 #include "meter/usage_report.h"
 #include "util/sbuf.h"
+#include "util/text.h"
 #include "util/time.h"
 
 enum { IMPORT = 1, USAGE = 2, INVOICE = 4 };
@@ -22,6 +23,8 @@ enum { IMPORT = 1, USAGE = 2, INVOICE = 4 };
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
     CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
+    CLI_LONG('c', "catalog", "FILE", CLI_ALL,
+             "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_LONG('a', "at", "TIME", IMPORT, "the scrape time of samples without a timestamp"),
     CLI_LONG('k', "hmac-key-file", "F", IMPORT, "the ledger's key for custody violations"),
     CLI_LONG('F', "from", "TIME", USAGE, "count the samples from TIME on (default: all)"),
@@ -34,9 +37,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
     CLI_END};
 
-#define IMPORT_SYNOPSIS                                                                   \
-    "usage: tessera meter import -f SPEC --db DB --at TIME [--hmac-key-file F] FILE...\n" \
-    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"      \
+#define IMPORT_SYNOPSIS                                                                         \
+    "usage: tessera meter import -f SPEC --db DB --at TIME [--catalog F] [--hmac-key-file F]\n" \
+    "                            FILE...\n"                                                     \
+    "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"            \
     "                     [--count N] ... (tessera meter scrape --help)\n\n"
 #define IMPORT_TEXT                                                                          \
     "import  store recorded dcgm-exporter scrapes (Prometheus text, streamed), one sample\n" \
@@ -49,20 +53,22 @@ static const struct cli_opt OPTS[] = {
     "scrape  pull live from dcgm-exporters over HTTP(S) every --interval, with\n"            \
     "        timeouts and retries; what the store could not take is retried, not lost.\n"    \
     "(tessera usage and tessera invoice read what these store.)\n"
-#define USAGE_TEXT                                                                      \
-    "usage: tessera usage -f SPEC --db DB [--interval 15s] [--from TIME] [--to TIME]\n" \
-    "                     [-o text|json]\n\n"                                           \
-    "GPU-hours per tenant, GPU model and profile on the allocation basis (the card\n"   \
-    "share reserved) and the usage basis (times the engine-active ratio), from what\n"  \
-    "tessera meter import or scrape stored; gaps between scrapes count at most twice\n" \
+#define USAGE_TEXT                                                                        \
+    "usage: tessera usage -f SPEC --db DB [--catalog F] [--interval 15s] [--from TIME]\n" \
+    "                     [--to TIME] [-o text|json]\n\n"                                 \
+    "GPU-hours per tenant, GPU model and profile on the allocation basis (the card\n"     \
+    "share reserved) and the usage basis (times the engine-active ratio), from what\n"    \
+    "tessera meter import or scrape stored; gaps between scrapes count at most twice\n"   \
     "--interval.\n"
-#define INVOICE_TEXT                                                                        \
-    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--interval 15s]\n" \
-    "                     [-o text|csv|json|html]\n\n"                                      \
-    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"       \
+#define INVOICE_TEXT                                                                     \
+    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n" \
+    "                     [--interval 15s] [-o text|csv|json|html]\n\n"                  \
+    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"    \
     "profile, billed on the allocation basis, rounded to cents once.\n"
 
-#define METER_NOTES "DB is sqlite:PATH or postgres://...\n"
+#define METER_NOTES                                                                  \
+    "DB is sqlite:PATH or postgres://...; --catalog (or TESSERA_CATALOG) adds the\n" \
+    "GpuModel documents `tessera plan --catalog` used, so every verb sees one catalog.\n"
 
 static const struct cli_verb VERB_METER = {"meter", IMPORT_SYNOPSIS IMPORT_TEXT, OPTS, METER_NOTES};
 static const struct cli_verb VERB_USAGE = {"usage", USAGE_TEXT, OPTS, METER_NOTES};
@@ -70,7 +76,7 @@ static const struct cli_verb VERB_INVOICE = {"invoice", INVOICE_TEXT, OPTS, METE
 
 struct meter_args {
     const struct cli_verb *verb;
-    struct cli_files spec;
+    struct cli_files spec, catalog;
     const char *db, *format, *tenant, *period, *keyfile;
     int64_t at_ms, from_ms, to_ms, interval_ms;
     int have_at;
@@ -82,6 +88,7 @@ static int set(void *ctx, int key, const char *arg)
     int ok = 1;
     switch (key) {
     case 'f': return cli_files_add(&a->spec, arg) ? CLI_OK : CLI_BAD_INPUT;
+    case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
     case 'd': a->db = arg; break;
     case 'o': a->format = arg; break;
     case 't': a->tenant = arg; break;
@@ -102,11 +109,12 @@ static int set(void *ctx, int key, const char *arg)
     return CLI_BAD_INPUT;
 }
 
-int cli_meter_open(const struct cli_files *spec, const char *db, struct cli_meter *m)
+int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog, const char *db,
+                   struct cli_meter *m)
 {
     memset(m, 0, sizeof(*m));
     struct plan_options popt = PLAN_OPTIONS_DEFAULT; /* as `tessera plan` lays it out */
-    int rc = cli_job_plan(&m->job, spec, &(struct cli_files){0}, &popt);
+    int rc = cli_job_plan(&m->job, spec, catalog, &popt);
     struct ts_error e = {0};
     if (rc == CLI_OK && store_open(db, &m->st, &e) != TS_OK)
         rc = cli_exit(e.code, CLI_DOING);
@@ -126,6 +134,36 @@ void cli_meter_close(struct cli_meter *m)
     free(m->key);
 }
 
+/* One stderr line for v: its fields come from a scrape, control bytes escaped. */
+static void print_violation(const struct meter_violation *v)
+{
+    char when[40];
+    ts_time_format(v->ts_ms, when);
+    const char *part[] = {"tessera: custody violation: ",
+                          v->device,
+                          " on ",
+                          v->profile[0] ? v->profile : "whole GPU",
+                          " (node ",
+                          v->node,
+                          ") at ",
+                          when,
+                          ": pod ",
+                          v->ns,
+                          "/",
+                          v->pod,
+                          " of tenant '",
+                          v->observed,
+                          "' on a device planned for '",
+                          v->planned,
+                          "'"};
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, CLI_REPORT_MAX);
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        ts_text_plain(&b, part[i]);
+    fprintf(stderr, "%s\n", ts_sbuf_str(&b));
+    ts_sbuf_release(&b);
+}
+
 /* Report each custody violation and record it in the ledger. */
 int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
 {
@@ -133,13 +171,7 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
     const struct meter_violation *v = meter_ingest_violations(in, &n);
     int rc = CLI_OK;
     for (size_t i = 0; i < n; i++) {
-        char when[40];
-        ts_time_format(v[i].ts_ms, when);
-        fprintf(stderr,
-                "tessera: custody violation: %s on %s (node %s) at %s: pod %s/%s of "
-                "tenant '%s' on a device planned for '%s'\n",
-                v[i].device, v[i].profile[0] ? v[i].profile : "whole GPU", v[i].node, when, v[i].ns,
-                v[i].pod, v[i].observed, v[i].planned);
+        print_violation(&v[i]);
         struct ts_error e = {0};
         if (meter_violation_record(m->st, m->key, m->key_len, &v[i], &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);
@@ -223,7 +255,7 @@ static int import_file(const struct meter_args *a, struct cli_meter *m, const ch
 static int run_import(const struct meter_args *a, int argc, char **argv)
 {
     struct cli_meter m;
-    int rc = cli_meter_open(&a->spec, a->db, &m);
+    int rc = cli_meter_open(&a->spec, &a->catalog, a->db, &m);
     if (rc == CLI_OK)
         rc = cli_read_key(a->keyfile, &m.key, &m.key_len);
     for (int i = 0; rc != CLI_BAD_INPUT && m.st && i < argc; i++) {
@@ -259,10 +291,10 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
 {
     struct store *st = NULL;
     struct ts_error e = {0};
-    int rc = cli_job_decide(job, &a->spec, &(struct cli_files){0});
+    int rc = cli_job_decide(job, &a->spec, &a->catalog);
     meter_usage_init(u, a->interval_ms);
-    if (rc == CLI_OK && store_open(a->db, &st, &e) != TS_OK)
-        rc = cli_fail(&e, CLI_DOING);
+    if (rc == CLI_OK && store_open_existing(a->db, &st, &e) != TS_OK)
+        rc = cli_fail(&e, e.code == TS_NOT_FOUND ? CLI_READING : CLI_DOING);
     if (rc == CLI_OK && meter_usage_scan(st, a->from_ms, a->to_ms, u, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     store_close(st);
@@ -293,7 +325,7 @@ int cmd_usage(int argc, char **argv)
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_REPORT_MAX);
-        rc = write_out(&out, meter_usage_write(&u, a.format, &out));
+        rc = write_out(&out, meter_usage_write(&u, job.cat, a.format, &out));
     }
     meter_usage_release(&u);
     cli_job_free(&job);

@@ -36,6 +36,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for https:// targets"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify https:// targets' certificates"),
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
+    CLI_LONG('g', "catalog", "FILE", CLI_ALL,
+             "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_END};
 
 static const struct cli_verb VERB = {
@@ -59,7 +61,7 @@ static const struct cli_verb VERB = {
     OPTS, NULL};
 
 struct scrape_args {
-    struct cli_files spec;
+    struct cli_files spec, catalog;
     const char *db, *keyfile, *targets[CLI_TARGETS_MAX];
     size_t ntargets;
     struct meter_scrape_opts o;
@@ -112,6 +114,7 @@ static int parse_flag(struct scrape_args *a, int c, const char *arg)
     struct meter_fetch_opts *f = &a->o.fetch;
     switch (c) {
     case 'f': return cli_files_add(&a->spec, arg);
+    case 'g': return cli_files_add(&a->catalog, arg);
     case 'd': a->db = arg; return 1;
     case 'u': return add_target(a, arg);
     case 'k': a->keyfile = arg; return 1;
@@ -247,7 +250,7 @@ int cmd_meter_scrape(int argc, char **argv)
     a.o.targets = a.targets;
     a.o.ntargets = a.ntargets;
     struct cli_meter m;
-    rc = cli_meter_open(&a.spec, a.db, &m);
+    rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     struct meter_scrape_totals t = {0};

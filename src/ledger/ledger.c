@@ -123,15 +123,14 @@ static void entry_from_event(struct store_ledger_entry *e, const struct ledger_e
     e->source = nz(ev->source);
 }
 
-ts_status ledger_record(struct store *st, const void *key, size_t key_len,
-                        const struct ledger_event *ev, int64_t *seq, struct ts_error *err)
+/* Chain ev onto the head and append it; inside store_ledger_lock. */
+static ts_status append_locked(struct store *st, const void *key, size_t key_len,
+                               const struct ledger_event *ev, int64_t *seq, struct ts_error *err)
 {
-    ts_status rc = validate(ev, err);
-    if (rc != TS_OK)
-        return rc;
     struct store_ledger_entry last, e;
     int found = 0;
-    if ((rc = store_ledger_last(st, &last, &found, err)) != TS_OK)
+    ts_status rc = store_ledger_last(st, &last, &found, err);
+    if (rc != TS_OK)
         return rc;
     entry_from_event(&e, ev);
     e.seq = found ? last.seq + 1 : 1;
@@ -148,9 +147,22 @@ ts_status ledger_record(struct store *st, const void *key, size_t key_len,
     if (got != e.seq)
         return ts_err(err, TS_INTERNAL,
                       "ledger entry stored as seq %" PRId64 " but hashed as %" PRId64
-                      " (another writer, or a removed head entry): run ledger verify",
+                      " (a removed head entry): run ledger verify",
                       got, e.seq);
     return TS_OK;
+}
+
+ts_status ledger_record(struct store *st, const void *key, size_t key_len,
+                        const struct ledger_event *ev, int64_t *seq, struct ts_error *err)
+{
+    ts_status rc = validate(ev, err);
+    if (rc == TS_OK)
+        rc = store_ledger_lock(st, err);
+    if (rc != TS_OK)
+        return rc;
+    rc = append_locked(st, key, key_len, ev, seq, err);
+    ts_status end = store_ledger_unlock(st, rc == TS_OK, err);
+    return rc == TS_OK ? end : rc;
 }
 
 /* ---- verify --------------------------------------------------------------- */

@@ -108,6 +108,21 @@ ts_status ledger_verify(struct store *st, const void *key, size_t key_len,
 ts_status ledger_who(struct store *st, const char *uuid, int64_t at_ms, struct ledger_row *out,
                      int *found, struct ts_error *err);
 
+/* Everyone on uuid at at_ms, custody told from observation. uuid is a GPU
+ * UUID (then each of its MIG instances and the whole card are asked about)
+ * or an instance UUID. For each device (an instance UUID, or the whole GPU),
+ * custody holds the latest entry with ts_ms <= at_ms whose source is not
+ * "observed" (plan, nvidia-smi, inventory: who holds it); observed holds
+ * the "observed" entries (a pod seen on the device, a custody violation)
+ * from that custody entry's time on (all of them, when the device has no
+ * custody entry). Both in seq order; release with ledger_holders_free. */
+struct ledger_holders {
+    struct ledger_list custody, observed;
+};
+ts_status ledger_holders(struct store *st, const char *uuid, int64_t at_ms,
+                         struct ledger_holders *out, struct ts_error *err);
+void ledger_holders_free(struct ledger_holders *h);
+
 /* Entries of tenant (NULL: every tenant) with from_ms <= ts_ms < to_ms, in seq order. */
 ts_status ledger_history(struct store *st, const char *tenant, int64_t from_ms, int64_t to_ms,
                          struct ledger_list *out, struct ts_error *err);

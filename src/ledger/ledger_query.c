@@ -9,6 +9,7 @@
 #include "ledger/ledger.h"
 #include "util/grow.h"
 #include "util/jsonfree.h"
+#include "util/text.h"
 
 #define N_STR 9
 
@@ -95,6 +96,108 @@ ts_status ledger_who(struct store *st, const char *uuid, int64_t at_ms, struct l
     return rc;
 }
 
+/* ---- holders -------------------------------------------------------------- */
+
+struct matches {
+    const char *uuid;
+    int64_t at;
+    struct ledger_list *out;
+    int nomem;
+};
+
+/* Append a copy of e to l; 0, or -1 when out of memory. */
+static int list_add(struct ledger_list *l, const struct store_ledger_entry *e)
+{
+    if (!ts_grow((void **)&l->rows, &l->cap, l->n, sizeof(*l->rows)))
+        return -1;
+    if (row_copy(&l->rows[l->n], e) != 0)
+        return -1;
+    l->n++;
+    return 0;
+}
+
+static int match_one(void *ctx, const struct store_ledger_entry *e)
+{
+    struct matches *m = ctx;
+    if (e->ts_ms > m->at || (strcmp(e->gpu_uuid, m->uuid) && strcmp(e->instance_uuid, m->uuid)))
+        return 0;
+    return m->nomem = list_add(m->out, e) != 0;
+}
+
+static int observed(const struct ledger_row *r) { return strcmp(r->source, "observed") == 0; }
+
+/* r is later than q: a later time, or the same time and a higher seq. */
+static int later(const struct ledger_row *r, const struct ledger_row *q)
+{
+    return r->ts_ms > q->ts_ms || (r->ts_ms == q->ts_ms && r->seq > q->seq);
+}
+
+/* The custody entry current for r's device among all, or NULL. */
+static const struct ledger_row *custody_of(const struct ledger_list *all, const char *device)
+{
+    const struct ledger_row *best = NULL;
+    for (size_t i = 0; i < all->n; i++) {
+        const struct ledger_row *q = &all->rows[i];
+        if (!observed(q) && !strcmp(q->instance_uuid, device) && (!best || later(q, best)))
+            best = q;
+    }
+    return best;
+}
+
+/* Copy r into l (the strings too); -1 when out of memory. */
+static int keep(struct ledger_list *l, const struct ledger_row *r)
+{
+    struct store_ledger_entry e = {.seq = r->seq,
+                                   .ts_ms = r->ts_ms,
+                                   .node = r->node,
+                                   .gpu_uuid = r->gpu_uuid,
+                                   .instance_uuid = r->instance_uuid,
+                                   .gi_id = r->gi_id,
+                                   .profile = r->profile,
+                                   .placement = r->placement,
+                                   .tenant = r->tenant,
+                                   .workload = r->workload,
+                                   .source = r->source};
+    memcpy(e.hash, r->hash, 65);
+    memcpy(e.prev_hash, r->prev_hash, 65);
+    memcpy(e.mac, r->mac, 65);
+    return list_add(l, &e);
+}
+
+static int sort_holders(const struct ledger_list *all, struct ledger_holders *out)
+{
+    for (size_t i = 0; i < all->n; i++) {
+        const struct ledger_row *r = &all->rows[i];
+        const struct ledger_row *c = custody_of(all, r->instance_uuid);
+        if (!observed(r) && r == c && keep(&out->custody, r) != 0)
+            return -1;
+        if (observed(r) && (!c || !later(c, r)) && keep(&out->observed, r) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+ts_status ledger_holders(struct store *st, const char *uuid, int64_t at_ms,
+                         struct ledger_holders *out, struct ts_error *err)
+{
+    struct ledger_list all = {0};
+    struct matches m = {uuid, at_ms, &all, 0};
+    memset(out, 0, sizeof(*out));
+    ts_status rc = store_ledger_scan(st, match_one, &m, err);
+    if (rc == TS_OK && (m.nomem || sort_holders(&all, out) != 0))
+        rc = ts_err(err, TS_NOMEM, "out of memory");
+    ledger_list_free(&all);
+    if (rc != TS_OK)
+        ledger_holders_free(out);
+    return rc;
+}
+
+void ledger_holders_free(struct ledger_holders *h)
+{
+    ledger_list_free(&h->custody);
+    ledger_list_free(&h->observed);
+}
+
 /* ---- history -------------------------------------------------------------- */
 
 struct hist {
@@ -110,12 +213,7 @@ static int hist_one(void *ctx, const struct store_ledger_entry *e)
     struct ledger_list *l = h->out;
     if ((h->tenant && strcmp(e->tenant, h->tenant)) || e->ts_ms < h->from || e->ts_ms >= h->to)
         return 0;
-    if (!ts_grow((void **)&l->rows, &l->cap, l->n, sizeof(*l->rows)))
-        return h->nomem = 1;
-    if (row_copy(&l->rows[l->n], e) != 0)
-        return h->nomem = 1;
-    l->n++;
-    return 0;
+    return h->nomem = list_add(l, e) != 0;
 }
 
 ts_status ledger_history(struct store *st, const char *tenant, int64_t from_ms, int64_t to_ms,
@@ -193,7 +291,7 @@ static json_t *row_json(const struct ledger_row *r)
     row_cols(r, c, nums);
     json_t *o = json_object();
     for (size_t i = 0; o && i < NCOLS; i++) {
-        json_t *v = (i == 0 || i == 2) ? json_integer(i ? r->ts_ms : r->seq) : json_string(c[i]);
+        json_t *v = (i == 0 || i == 2) ? json_integer(i ? r->ts_ms : r->seq) : ts_text_json(c[i]);
         if (json_object_set_new(o, COLS[i], v) != 0) {
             json_decref(o);
             return NULL;

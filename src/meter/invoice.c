@@ -10,6 +10,7 @@
 #include <string.h>
 #include "util/jsonwrite.h"
 #include "util/names.h"
+#include "util/text.h"
 #include "util/units.h"
 #include "util/time.h"
 
@@ -110,81 +111,122 @@ static void line_text(const struct invoice_line *l, struct line_text *t)
     line_amount(t->amount, sizeof(t->amount), l, 0);
 }
 
-static void write_text(const struct invoice *inv, struct ts_sbuf *o, int csv)
+static const char *profile_name(const struct invoice_line *l)
 {
-    if (csv)
-        ts_sbuf_puts(o, "tenant,period,currency,model,profile,gpu_hours,used_gpu_hours,"
-                        "price_per_gpu_hour,amount\r\n");
-    else
-        ts_sbuf_printf(o, "Invoice %s %s (%s)\n%-18s %-10s %14s %14s %12s %16s\n", inv->tenant,
-                       inv->period, inv->currency, "GPU MODEL", "PROFILE", "GPU-HOURS", "USED",
-                       "RATE", "AMOUNT");
+    return l->profile[0] ? l->profile : "whole";
+}
+
+/* One CSV record: the text fields through ts_text_csv, the numbers as they are. */
+static void csv_line(struct ts_sbuf *o, const struct invoice *inv, const struct invoice_line *l,
+                     const struct line_text *t)
+{
+    const char *text[] = {inv->tenant, inv->period, inv->currency, l->model, profile_name(l)};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++) {
+        ts_text_csv(o, text[i]);
+        ts_sbuf_add(o, ",", 1);
+    }
+    ts_sbuf_printf(o, "%s,%s,%s,%s\r\n", t->hours, t->used, t->rate, t->amount);
+}
+
+static void write_csv(const struct invoice *inv, struct ts_sbuf *o)
+{
+    ts_sbuf_puts(o, "tenant,period,currency,model,profile,gpu_hours,used_gpu_hours,"
+                    "price_per_gpu_hour,amount\r\n");
+    for (size_t i = 0; i < inv->nlines; i++) {
+        struct line_text t;
+        line_text(&inv->lines[i], &t);
+        csv_line(o, inv, &inv->lines[i], &t);
+    }
+}
+
+static void write_text(const struct invoice *inv, struct ts_sbuf *o)
+{
+    ts_sbuf_puts(o, "Invoice ");
+    ts_text_plain(o, inv->tenant);
+    ts_sbuf_add(o, " ", 1);
+    ts_text_plain(o, inv->period);
+    ts_sbuf_puts(o, " (");
+    ts_text_plain(o, inv->currency);
+    ts_sbuf_printf(o, ")\n%-18s %-10s %14s %14s %12s %16s\n", "GPU MODEL", "PROFILE", "GPU-HOURS",
+                   "USED", "RATE", "AMOUNT");
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
         struct line_text t;
         line_text(l, &t);
-        const char *prof = l->profile[0] ? l->profile : "whole";
-        if (csv)
-            ts_sbuf_printf(o, "%s,%s,%s,\"%s\",%s,%s,%s,%s,%s\r\n", inv->tenant, inv->period,
-                           inv->currency, l->model, prof, t.hours, t.used, t.rate, t.amount);
-        else
-            ts_sbuf_printf(o, "%-18s %-10s %14s %14s %12s %16s\n", l->model, prof, t.hours, t.used,
-                           t.rate, t.amount);
+        ts_text_pad(o, l->model, 18);
+        ts_sbuf_add(o, " ", 1);
+        ts_text_pad(o, profile_name(l), 10);
+        ts_sbuf_printf(o, " %14s %14s %12s %16s\n", t.hours, t.used, t.rate, t.amount);
     }
     char total[48], usage[48];
     money(total, sizeof(total), inv->total_cents);
     money(usage, sizeof(usage), inv->usage_total_cents);
-    if (!csv)
-        ts_sbuf_printf(o,
-                       "Total (allocation basis, billed): %s %s\nUsage basis (showback):"
-                       "           %s %s\n%s",
-                       total, inv->currency, usage, inv->currency,
-                       inv->unpriced ? "Some lines have no price in the PriceBook.\n" : "");
+    ts_sbuf_printf(o, "Total (allocation basis, billed): %s ", total);
+    ts_text_plain(o, inv->currency);
+    ts_sbuf_printf(o, "\nUsage basis (showback):           %s ", usage);
+    ts_text_plain(o, inv->currency);
+    ts_sbuf_printf(o, "\n%s", inv->unpriced ? "Some lines have no price in the PriceBook.\n" : "");
 }
 
+static json_t *json_line(const struct invoice_line *l)
+{
+    return json_pack("{s:o, s:o, s:I, s:I, s:I}", "model", ts_text_json(l->model), "profile",
+                     ts_text_json(profile_name(l)), "microGpuHours", (json_int_t)l->alloc_uh,
+                     "usedMicroGpuHours", (json_int_t)l->usage_uh, "pricePerGpuHourMicro",
+                     (json_int_t)l->price_micro);
+}
+
+/* Every line or no document: a line left out would leave the total wrong. */
 static ts_status write_json(const struct invoice *inv, struct ts_sbuf *o)
 {
     json_t *lines = json_array();
-    for (size_t i = 0; i < inv->nlines; i++) {
-        const struct invoice_line *l = &inv->lines[i];
-        json_array_append_new(lines, json_pack("{s:s, s:s, s:I, s:I, s:I}", "model", l->model,
-                                               "profile", l->profile[0] ? l->profile : "whole",
-                                               "microGpuHours", (json_int_t)l->alloc_uh,
-                                               "usedMicroGpuHours", (json_int_t)l->usage_uh,
-                                               "pricePerGpuHourMicro", (json_int_t)l->price_micro));
-    }
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:I}", "apiVersion",
-                            TS_API_VERSION, "kind", "Invoice", "tenant", inv->tenant, "period",
-                            inv->period, "currency", inv->currency, "lines", lines, "totalCents",
-                            (json_int_t)inv->total_cents, "usageTotalCents",
-                            (json_int_t)inv->usage_total_cents);
-    ts_status st = ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), o);
+    int fail = !lines;
+    for (size_t i = 0; !fail && i < inv->nlines; i++)
+        fail = json_array_append_new(lines, json_line(&inv->lines[i])) != 0;
+    json_t *doc = json_pack(
+        "{s:s, s:s, s:o, s:o, s:o, s:o, s:I, s:I}", "apiVersion", TS_API_VERSION, "kind", "Invoice",
+        "tenant", ts_text_json(inv->tenant), "period", ts_text_json(inv->period), "currency",
+        ts_text_json(inv->currency), "lines", lines, "totalCents", (json_int_t)inv->total_cents,
+        "usageTotalCents", (json_int_t)inv->usage_total_cents);
+    ts_status st = fail ? TS_NOMEM : ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), o);
     json_decref(doc);
     return st;
 }
 
+/* <td>, then each of the n texts escaped, one cell each. */
+static void html_cells(struct ts_sbuf *o, const char *const *cells, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        ts_sbuf_puts(o, "<td>");
+        ts_text_html(o, cells[i]);
+    }
+}
+
+/* Every text in the page goes through ts_text_html, numbers included. */
 static void write_html(const struct invoice *inv, struct ts_sbuf *o)
 {
     ts_sbuf_puts(o, "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Invoice ");
-    ts_sbuf_xml(o, inv->tenant);
+    ts_text_html(o, inv->tenant);
     ts_sbuf_puts(o, "</title>\n<h1>Invoice ");
-    ts_sbuf_xml(o, inv->tenant);
-    ts_sbuf_printf(o,
-                   " %s</h1>\n<table>\n<tr><th>GPU model<th>Profile<th>GPU-hours<th>Used"
-                   "<th>Rate<th>Amount</tr>\n",
-                   inv->period);
+    ts_text_html(o, inv->tenant);
+    ts_sbuf_add(o, " ", 1);
+    ts_text_html(o, inv->period);
+    ts_sbuf_puts(o, "</h1>\n<table>\n<tr><th>GPU model<th>Profile<th>GPU-hours<th>Used"
+                    "<th>Rate<th>Amount</tr>\n");
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct invoice_line *l = &inv->lines[i];
         struct line_text t;
         line_text(l, &t);
-        ts_sbuf_puts(o, "<tr><td>");
-        ts_sbuf_xml(o, l->model);
-        ts_sbuf_printf(o, "<td>%s<td>%s<td>%s<td>%s<td>%s</tr>\n",
-                       l->profile[0] ? l->profile : "whole", t.hours, t.used, t.rate, t.amount);
+        const char *cells[] = {l->model, profile_name(l), t.hours, t.used, t.rate, t.amount};
+        ts_sbuf_puts(o, "<tr>");
+        html_cells(o, cells, sizeof cells / sizeof cells[0]);
+        ts_sbuf_puts(o, "</tr>\n");
     }
     char total[48];
     money(total, sizeof(total), inv->total_cents);
-    ts_sbuf_printf(o, "</table>\n<p>Total: %s %s</p>\n", total, inv->currency);
+    ts_sbuf_printf(o, "</table>\n<p>Total: %s ", total);
+    ts_text_html(o, inv->currency);
+    ts_sbuf_puts(o, "</p>\n");
 }
 
 ts_status invoice_write(const struct invoice *inv, const char *format, struct ts_sbuf *out)
@@ -193,7 +235,9 @@ ts_status invoice_write(const struct invoice *inv, const char *format, struct ts
         return write_json(inv, out);
     if (strcmp(format, "html") == 0)
         write_html(inv, out);
+    else if (strcmp(format, "csv") == 0)
+        write_csv(inv, out);
     else
-        write_text(inv, out, strcmp(format, "csv") == 0);
+        write_text(inv, out);
     return ts_sbuf_status(out);
 }

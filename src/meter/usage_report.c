@@ -9,6 +9,7 @@
 #include <string.h>
 #include "util/jsonwrite.h"
 #include "util/names.h"
+#include "util/text.h"
 #include "util/units.h"
 
 struct scan {
@@ -37,44 +38,74 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
     return rc;
 }
 
-static json_t *json_row(const struct meter_total *t)
+const char *meter_model_key(const struct cat_catalog *cat, const char *model)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant, "model", t->model, "profile",
-                     t->profile, "allocationMicroGpuHours", (json_int_t)meter_alloc_uh(t),
-                     "usageMicroGpuHours", (json_int_t)meter_usage_uh(t));
+    const struct cat_model *m = cat ? cat_model_find(cat, model) : NULL;
+    return m ? m->name : model;
 }
 
-static void write_json(const struct meter_usage *u, struct ts_sbuf *out)
+const char *meter_model_display(const struct cat_catalog *cat, const char *model)
+{
+    const struct cat_model *m = cat ? cat_model_find(cat, model) : NULL;
+    return m ? m->display : model;
+}
+
+/* Model and profile come from scrapes: any bytes. A row that cannot be
+ * written is an error, never a row left out of a total. */
+static json_t *json_row(const struct meter_total *t, const struct cat_catalog *cat)
+{
+    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "tenant", ts_text_json(t->tenant), "model",
+                     ts_text_json(meter_model_key(cat, t->model)), "displayName",
+                     ts_text_json(meter_model_display(cat, t->model)), "profile",
+                     ts_text_json(t->profile[0] ? t->profile : "whole"), "allocationMicroGpuHours",
+                     (json_int_t)meter_alloc_uh(t), "usageMicroGpuHours",
+                     (json_int_t)meter_usage_uh(t));
+}
+
+static ts_status write_json(const struct meter_usage *u, const struct cat_catalog *cat,
+                            struct ts_sbuf *out)
 {
     json_t *rows = json_array();
-    for (size_t i = 0; i < u->ntotals; i++)
-        json_array_append_new(rows, json_row(&u->totals[i]));
+    int fail = !rows;
+    for (size_t i = 0; !fail && i < u->ntotals; i++)
+        fail = json_array_append_new(rows, json_row(&u->totals[i], cat)) != 0;
     json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", TS_API_VERSION, "kind", "Usage",
                             "rows", rows);
-    ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), out);
+    ts_status st = fail ? TS_NOMEM : ts_json_write(doc, JSON_SORT_KEYS | JSON_INDENT(2), out);
     json_decref(doc);
+    return st;
 }
 
-static void write_text(const struct meter_usage *u, struct ts_sbuf *out)
+static void hours(struct ts_sbuf *out, int64_t uh)
+{
+    ts_sbuf_printf(out, " %9" PRId64 ".%06" PRId64, uh / TS_MICRO, uh % TS_MICRO);
+}
+
+static void write_text(const struct meter_usage *u, const struct cat_catalog *cat,
+                       struct ts_sbuf *out)
 {
     ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
                    "GPU-HOURS", "USED GPU-HOURS");
     for (size_t i = 0; i < u->ntotals; i++) {
         const struct meter_total *t = &u->totals[i];
-        int64_t a = meter_alloc_uh(t), b = meter_usage_uh(t);
-        ts_sbuf_printf(out,
-                       "%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64 ".%06" PRId64 "\n",
-                       t->tenant, t->model, t->profile[0] ? t->profile : "whole", a / TS_MICRO,
-                       a % TS_MICRO, b / TS_MICRO, b % TS_MICRO);
+        ts_text_pad(out, t->tenant, 20);
+        ts_sbuf_add(out, " ", 1);
+        ts_text_pad(out, meter_model_key(cat, t->model), 26);
+        ts_sbuf_add(out, " ", 1);
+        ts_text_pad(out, t->profile[0] ? t->profile : "whole", 10);
+        hours(out, meter_alloc_uh(t));
+        hours(out, meter_usage_uh(t));
+        ts_sbuf_add(out, "\n", 1);
     }
 }
 
-ts_status meter_usage_write(const struct meter_usage *u, const char *format, struct ts_sbuf *out)
+ts_status meter_usage_write(const struct meter_usage *u, const struct cat_catalog *cat,
+                            const char *format, struct ts_sbuf *out)
 {
     if (strcmp(format, "json") == 0)
-        write_json(u, out);
-    else if (strcmp(format, "text") == 0)
-        write_text(u, out);
+        return write_json(u, cat, out);
+    if (strcmp(format, "text") == 0)
+        write_text(u, cat, out);
     else
         return TS_USAGE;
     return ts_sbuf_status(out);

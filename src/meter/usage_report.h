@@ -7,6 +7,7 @@
 #define METER_USAGE_REPORT_H
 
 #include <stdint.h>
+#include "catalog/catalog.h"
 #include "meter/usage.h"
 #include "store/store.h"
 #include "util/sbuf.h"
@@ -16,9 +17,19 @@
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err);
 
+/* The one model key of every output: the catalog name of a model as the
+ * exporter names it (modelName "NVIDIA H100 80GB HBM3" -> "h100-80gb-sxm"),
+ * or the name itself when cat (may be NULL) does not know it. */
+const char *meter_model_key(const struct cat_catalog *cat, const char *model);
+/* Its display name: the catalog's displayName, or the name itself. */
+const char *meter_model_display(const struct cat_catalog *cat, const char *model);
+
 /* u's totals as "text" (a table, GPU-hours with six decimals) or "json"
  * ({"apiVersion", "kind": "Usage", "rows": [...]} in micro-GPU-hours, keys
- * sorted, two-space indent); TS_USAGE for another format. */
-ts_status meter_usage_write(const struct meter_usage *u, const char *format, struct ts_sbuf *out);
+ * sorted, two-space indent); TS_USAGE for another format. The model is
+ * meter_model_key's, meter_model_display's in JSON's "displayName"; a whole
+ * card's profile is "whole". */
+ts_status meter_usage_write(const struct meter_usage *u, const struct cat_catalog *cat,
+                            const char *format, struct ts_sbuf *out);
 
 #endif

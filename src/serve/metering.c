@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "meter/relabel.h"
+#include "meter/usage_report.h"
 #include "util/units.h"
 
 #define LOOKBACK_MS (10 * 60 * 1000LL)
@@ -214,16 +215,22 @@ static void put_row(struct ts_sbuf *o, const char *metric, const char *tenant, c
     meter_relabel_put_label(o, profile);
 }
 
-static void put_hours(struct ts_sbuf *o, const struct meter_total *t, const char *basis, int64_t uh)
+/* model is the catalog key, model_name its display name (as in the
+ * allocation gauge; the invoice has the same key). */
+static void put_hours(struct ts_sbuf *o, const struct cat_catalog *cat, const struct meter_total *t,
+                      const char *basis, int64_t uh)
 {
-    put_row(o, "tessera_gpu_hours_total", t->tenant, t->model,
+    put_row(o, "tessera_gpu_hours_total", t->tenant, meter_model_key(cat, t->model),
             t->profile[0] ? t->profile : "whole");
-    ts_sbuf_printf(o, ",basis=\"%s\"} ", basis);
+    ts_sbuf_printf(o, ",basis=\"%s\",model_name=", basis);
+    meter_relabel_put_label(o, meter_model_display(cat, t->model));
+    ts_sbuf_puts(o, "} ");
     put_micro(o, uh);
     ts_sbuf_puts(o, "\n");
 }
 
-static ts_status write_hours(struct meter_usage *u, struct ts_sbuf *o)
+static ts_status write_hours(struct meter_usage *u, const struct cat_catalog *cat,
+                             struct ts_sbuf *o)
 {
     meter_usage_sort(u); /* the totals are found by name: their order is free */
     ts_sbuf_puts(o, "# HELP tessera_gpu_hours_total GPU-hours per tenant, GPU model and "
@@ -231,8 +238,8 @@ static ts_status write_hours(struct meter_usage *u, struct ts_sbuf *o)
                     "usage: times the engine-active ratio).\n"
                     "# TYPE tessera_gpu_hours_total counter\n");
     for (size_t i = 0; i < u->ntotals; i++) {
-        put_hours(o, &u->totals[i], "allocation", meter_alloc_uh(&u->totals[i]));
-        put_hours(o, &u->totals[i], "usage", meter_usage_uh(&u->totals[i]));
+        put_hours(o, cat, &u->totals[i], "allocation", meter_alloc_uh(&u->totals[i]));
+        put_hours(o, cat, &u->totals[i], "usage", meter_usage_uh(&u->totals[i]));
     }
     return ts_sbuf_status(o);
 }
@@ -295,7 +302,7 @@ static ts_status refresh(struct serve_meter *m, const struct serve_policy *p, in
     reset_text(&m->text, SERVE_HOURS_MAX);
     reset_text(&m->dcgm, SERVE_RELABEL_MAX);
     if (rc == TS_OK)
-        rc = write_hours(&m->usage, &m->text);
+        rc = write_hours(&m->usage, p->cat, &m->text);
     if (rc == TS_OK)
         rc = relabel(m, st, &ctx, err);
     meter_ctx_release(&ctx);
@@ -331,6 +338,7 @@ static void maybe_refresh(struct serve_meter *m, const struct serve_policy *p)
 struct alloc_row {
     const char *tenant, *model, *profile;
     double gpus;
+    const char *display; /* the catalog's displayName, the model_name label */
 };
 
 static void alloc_add(struct alloc_row *rows, size_t *n, size_t cap, const struct alloc_row *r)
@@ -369,7 +377,8 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
                                   in->profile             ? in->profile->name
                                   : g->mode == PLAN_WHOLE ? "whole"
                                                           : plan_mode_names[g->mode],
-                                  (double)meter_plan_share(p->model, g, in) / TS_PPM};
+                                  (double)meter_plan_share(p->model, g, in) / TS_PPM,
+                                  g->model->display};
             alloc_add(rows, &n, cap, &r);
         }
     }
@@ -381,6 +390,8 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
     for (size_t i = 0; i < n; i++) {
         put_row(o, "tessera_tenant_allocation_gpus", rows[i].tenant, rows[i].model,
                 rows[i].profile);
+        ts_sbuf_puts(o, ",model_name=");
+        meter_relabel_put_label(o, rows[i].display);
         ts_sbuf_puts(o, "} ");
         meter_relabel_put_value(o, rows[i].gpus);
         ts_sbuf_puts(o, "\n");

@@ -90,12 +90,15 @@ enum {
 };
 
 struct store_ops {
-    const char *name;        /* in error messages: "sqlite", "postgresql" */
-    const char *serial_pk;   /* DDL of an ever-increasing integer primary key */
-    const char *begin_write; /* starts a transaction that will write */
-    const char *lock_schema; /* run after begin_write before migrating, or NULL */
-    /* url without changes; *db gets the connection. */
-    ts_status (*open)(const char *url, void **db, struct ts_error *err);
+    const char *name;         /* in error messages: "sqlite", "postgresql" */
+    const char *serial_pk;    /* DDL of an ever-increasing integer primary key */
+    const char *begin_write;  /* starts a transaction that will write */
+    const char *lock_schema;  /* run after begin_write before migrating, or NULL */
+    const char *lock_ledger;  /* run after begin_write before a ledger append, or NULL */
+    const char *override_seq; /* what lets an INSERT give the serial key's value */
+    /* url without changes; *db gets the connection. With create 0 a database
+     * that does not exist is TS_NOT_FOUND naming it, and none is made. */
+    ts_status (*open)(const char *url, int create, void **db, struct ts_error *err);
     void (*close)(void *db);
     /* Prepare sql under id (the text must outlive the connection). */
     ts_status (*prepare)(void *db, int id, const char *sql, struct ts_error *err);

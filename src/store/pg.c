@@ -41,8 +41,10 @@ static void quiet(void *arg, const char *msg)
     (void)msg; /* NOTICEs such as "relation already exists, skipping" */
 }
 
-static ts_status pq_open(const char *url, void **out, struct ts_error *err)
+/* create is moot: connecting never creates a PostgreSQL database. */
+static ts_status pq_open(const char *url, int create, void **out, struct ts_error *err)
 {
+    (void)create;
     struct pq *q = calloc(1, sizeof(*q));
     if (!q)
         return ts_err(err, TS_NOMEM, "out of memory");
@@ -220,6 +222,10 @@ const struct store_ops store_pg_ops = {
     .begin_write = "BEGIN",
     /* concurrent openers of a fresh database would race on CREATE TABLE */
     .lock_schema = "SELECT pg_advisory_xact_lock(7598452147)",
+    /* appends read the head, hash on it and insert: one appender at a time;
+     * READ COMMITTED gives the head read after the lock a fresh snapshot */
+    .lock_ledger = "SELECT pg_advisory_xact_lock(7598452148)",
+    .override_seq = "OVERRIDING SYSTEM VALUE", /* the seq is GENERATED ALWAYS */
     .open = pq_open,
     .close = pq_close,
     .prepare = pq_prepare,

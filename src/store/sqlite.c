@@ -22,14 +22,20 @@ static ts_status sq_fail(struct sq *q, struct ts_error *err)
     return ts_err(err, TS_IO, "sqlite: %s", sqlite3_errmsg(q->db));
 }
 
-static ts_status sq_open(const char *path, void **out, struct ts_error *err)
+static ts_status sq_open(const char *path, int create, void **out, struct ts_error *err)
 {
     struct sq *q = calloc(1, sizeof(*q));
     if (!q)
         return ts_err(err, TS_NOMEM, "out of memory");
     *out = q;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    int got = sqlite3_open_v2(path, &q->db, flags, NULL);
+    if (got == SQLITE_CANTOPEN && !create)
+        return ts_err(err, TS_NOT_FOUND,
+                      "sqlite: %s: no such database (this verb only reads one; "
+                      "meter import or ledger record creates it)",
+                      path);
+    if (got != SQLITE_OK) {
         ts_status rc = q->db ? ts_err(err, TS_IO, "sqlite: %s: %s", path, sqlite3_errmsg(q->db))
                              : ts_err(err, TS_NOMEM, "sqlite: out of memory");
         return rc; /* the caller closes */
@@ -142,6 +148,8 @@ const struct store_ops store_sqlite_ops = {
     .serial_pk = "INTEGER PRIMARY KEY AUTOINCREMENT",
     .begin_write = "BEGIN IMMEDIATE",
     .lock_schema = NULL, /* BEGIN IMMEDIATE already holds the write lock */
+    .lock_ledger = NULL, /* the same lock: one writer at a time per file */
+    .override_seq = "",
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,

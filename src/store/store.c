@@ -25,6 +25,9 @@
 #define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
 #define LEDGER_COLS STORE_LEDGER_COLUMNS(COL_NAME, ", ")
 #define EXPO_COLS STORE_EXPO_COLUMNS(COL_NAME, ", ")
+/* "$2, $3, ..." : the ledger's columns after the seq ($1) */
+#define LEDGER_PARAMS "CAST($2 AS BIGINT), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14"
+_Static_assert(STORE_LEDGER_NCOLS == 13, "LEDGER_PARAMS lists 13 columns after the seq");
 /* The ledger's string columns, kept by store_ledger_last. */
 enum { LEDGER_NTEXT = STORE_LEDGER_COLUMNS(IS_TEXT, +) };
 
@@ -57,10 +60,13 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                             .tail = ON_CONFLICT},
     [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
                                       "AND ts_ms < $2 ORDER BY device, ts_ms"},
-    [STORE_ST_INS_LEDGER] = {.sql = "INSERT INTO ledger (" LEDGER_COLS ") VALUES ",
-                             .ncols = STORE_LEDGER_NCOLS,
-                             .nrows = 1,
-                             .tail = " RETURNING seq"},
+    /* seq given ($1, the head's + 1 under store_ledger_lock), or NULL: the
+     * next after the head. Never the database's counter: PostgreSQL's
+     * identity skips the values of rolled-back appends, which would leave
+     * every later entry stored under another seq than the one it hashed. */
+    [STORE_ST_INS_LEDGER] = {.sql = "INSERT INTO ledger (seq, " LEDGER_COLS ") OVERRIDE_SEQ "
+                                    "SELECT COALESCE($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+                                    "ledger)), " LEDGER_PARAMS " RETURNING seq"},
     [STORE_ST_LAST_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger "
                                      "ORDER BY seq DESC LIMIT 1"},
     [STORE_ST_SCAN_LEDGER] = {.sql = "SELECT seq, " LEDGER_COLS " FROM ledger ORDER BY seq"},
@@ -214,11 +220,27 @@ static char *stmt_text(const struct stmt *s)
     return NULL;
 }
 
+/* text with OVERRIDE_SEQ replaced by the backend's words (malloc'd), or NULL. */
+static char *dialect_text(struct store *st, char *text)
+{
+    const char *at = text ? strstr(text, "OVERRIDE_SEQ") : NULL;
+    if (!at)
+        return text;
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, 64 * 1024);
+    ts_sbuf_printf(&b, "%.*s%s%s", (int)(at - text), text, st->ops->override_seq, at + 12);
+    free(text);
+    if (ts_sbuf_status(&b) == TS_OK)
+        return b.data;
+    ts_sbuf_release(&b);
+    return NULL;
+}
+
 static ts_status prepare_all(struct store *st, struct ts_error *err)
 {
     ts_status rc = TS_OK;
     for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++) {
-        st->sql[i] = stmt_text(&stmts[i]);
+        st->sql[i] = dialect_text(st, stmt_text(&stmts[i]));
         rc = st->sql[i] ? st->ops->prepare(st->db, i, st->sql[i], err)
                         : ts_err(err, TS_NOMEM, "out of memory");
     }
@@ -237,7 +259,7 @@ static const struct store_ops *ops_for(const char *url)
     return NULL;
 }
 
-ts_status store_open(const char *url, struct store **out, struct ts_error *err)
+static ts_status open_store(const char *url, int create, struct store **out, struct ts_error *err)
 {
     *out = NULL;
     const struct store_ops *ops = url ? ops_for(url) : NULL;
@@ -250,7 +272,7 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
         return ts_err(err, TS_NOMEM, "out of memory");
     st->ops = ops;
     const char *target = ops == &store_sqlite_ops ? url + SQLITE_SCHEME_LEN : url;
-    ts_status rc = ops->open(target, &st->db, err);
+    ts_status rc = ops->open(target, create, &st->db, err);
     if (rc == TS_OK)
         rc = migrate(st, err);
     if (rc == TS_OK)
@@ -261,6 +283,16 @@ ts_status store_open(const char *url, struct store **out, struct ts_error *err)
     }
     *out = st;
     return TS_OK;
+}
+
+ts_status store_open(const char *url, struct store **out, struct ts_error *err)
+{
+    return open_store(url, 1, out, err);
+}
+
+ts_status store_open_existing(const char *url, struct store **out, struct ts_error *err)
+{
+    return open_store(url, 0, out, err);
 }
 
 void store_close(struct store *st)
@@ -375,14 +407,34 @@ ts_status store_ledger_append(struct store *st, const struct store_ledger_entry 
                               int64_t *seq_out, struct ts_error *err)
 {
 #define LEDGER_PARAM(name, type) PARAM_##type(e->name)
-    struct store_param p[] = {STORE_LEDGER_COLUMNS(LEDGER_PARAM, COMMA)};
+    struct store_param p[] = {e->seq > 0 ? p_int(e->seq) : p_str(NULL),
+                              STORE_LEDGER_COLUMNS(LEDGER_PARAM, COMMA)};
 #undef LEDGER_PARAM
     int64_t seq = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, STORE_LEDGER_NCOLS, row_first_i64,
-                                &seq, NULL, err);
+    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, 1 + STORE_LEDGER_NCOLS,
+                                row_first_i64, &seq, NULL, err);
     if (rc == TS_OK && seq_out)
         *seq_out = seq;
     return rc;
+}
+
+ts_status store_ledger_lock(struct store *st, struct ts_error *err)
+{
+    ts_status rc = exec(st, st->ops->begin_write, err);
+    if (rc != TS_OK || !st->ops->lock_ledger)
+        return rc;
+    rc = exec(st, st->ops->lock_ledger, err);
+    if (rc != TS_OK)
+        rollback(st);
+    return rc;
+}
+
+ts_status store_ledger_unlock(struct store *st, int commit, struct ts_error *err)
+{
+    if (commit)
+        return exec(st, "COMMIT", err);
+    rollback(st);
+    return TS_OK;
 }
 
 /* Fill e from a row of "seq, LEDGER_COLS"; strings point into cols. */

@@ -49,7 +49,7 @@ struct store_sample {
     int64_t util_ppm;  /* engine-active ratio, ppm; -1 when unknown */
 };
 
-/* One custody event; the caller computes the hashes, the store assigns seq. */
+/* One custody event; the caller computes the hashes and its seq. */
 struct store_ledger_entry {
     int64_t seq;
     int64_t ts_ms;
@@ -65,6 +65,10 @@ typedef int (*store_sample_fn)(void *ctx, const struct store_sample *s);
 typedef int (*store_ledger_fn)(void *ctx, const struct store_ledger_entry *e);
 
 ts_status store_open(const char *url, struct store **out, struct ts_error *err);
+/* As store_open, for verbs that only read: a SQLite file that does not
+ * exist is TS_NOT_FOUND naming it, and is not created (a typo in --db must
+ * not look like an empty database). */
+ts_status store_open_existing(const char *url, struct store **out, struct ts_error *err);
 void store_close(struct store *st);
 
 /* "sqlite" or "postgresql". */
@@ -81,10 +85,21 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
 
-/* Append e (its seq is ignored); *seq_out (may be NULL) gets the assigned
- * sequence number, strictly increasing. */
+/* Append e under e->seq (the head's + 1: call inside store_ledger_lock),
+ * or, when e->seq <= 0, under the head's seq + 1; a seq already taken fails.
+ * *seq_out (may be NULL) gets the seq stored. */
 ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
                               int64_t *seq_out, struct ts_error *err);
+
+/* Serialise appends: store_ledger_lock starts a write transaction holding the
+ * ledger's append lock (SQLite: BEGIN IMMEDIATE, the file's write lock;
+ * PostgreSQL: a transaction-scoped advisory lock), so that reading the head
+ * (store_ledger_last), hashing on it and appending cannot interleave with
+ * another writer, in this process or another. store_ledger_unlock commits
+ * when commit is non-zero, else rolls back; it returns the commit's status.
+ * Between the two, call only store_ledger_last and store_ledger_append. */
+ts_status store_ledger_lock(struct store *st, struct ts_error *err);
+ts_status store_ledger_unlock(struct store *st, int commit, struct ts_error *err);
 
 /* The entry with the highest seq; *found = 0 on an empty ledger. The strings
  * in *out stay valid until the next call on st. */

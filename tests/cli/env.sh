@@ -52,10 +52,14 @@ TESSERA_CATALOG=/nonexistent-catalog.yaml expect_rc 2 "$TESSERA" catalog list
 expect_in "$TMP/err" "/nonexistent-catalog.yaml"
 
 # TESSERA_DB; --db wins
+TESSERA_DB="sqlite:$TMP/env.db" expect_rc 0 "$TESSERA" ledger record --tenant t --gpu-uuid GPU-e
+check "TESSERA_DB did not name the store ledger record opened" test -s "$TMP/env.db"
 TESSERA_DB="sqlite:$TMP/env.db" expect_rc 0 "$TESSERA" ledger verify
-check "TESSERA_DB did not name the store ledger verify opened" test -s "$TMP/env.db"
+expect_in "$TMP/out" "ledger intact: 1 entries"
 TESSERA_DB="sqlite:/nonexistent-dir/x.db" expect_rc 0 "$TESSERA" ledger verify --db "sqlite:$TMP/env.db"
-TESSERA_DB="sqlite:/nonexistent-dir/x.db" expect_rc 1 "$TESSERA" ledger verify
+# a read-only verb refuses a database that is not there (store_missing.sh)
+TESSERA_DB="sqlite:/nonexistent-dir/x.db" expect_rc 2 "$TESSERA" ledger verify
+expect_in "$TMP/err" "/nonexistent-dir/x.db: no such database"
 
 # --help names the variable
 "$TESSERA" usage --help > "$TMP/help"

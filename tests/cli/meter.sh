@@ -46,7 +46,7 @@ assert got == want, (got, want)
 PY
 then ok; else bad "usage differs from the reference computation"; fi
 expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB
-expect_in "$TMP/out" "lab                  NVIDIA H100 80GB HBM3      1g.10gb"
+expect_in "$TMP/out" "lab                  h100-80gb-sxm              1g.10gb"
 # the invoice prices the same hours: the DCGM model name finds h100-80gb-sxm's price
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o json
 cp "$TMP/out" "$TMP/invoice.json"
@@ -66,7 +66,7 @@ then ok; else bad "invoice differs from the usage and the price"; fi
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11
 expect_in "$TMP/out" "Total (allocation basis, billed):"
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o csv
-expect_in "$TMP/out" 'lab,2023-11,EUR,"h100-80gb-sxm",1g.10gb,'
+expect_in "$TMP/out" 'lab,2023-11,EUR,h100-80gb-sxm,1g.10gb,'
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o html
 expect_in "$TMP/out" "<h1>Invoice lab 2023-11</h1>"
 # another month has nothing to bill

@@ -130,10 +130,12 @@ rows = c.execute("SELECT device, ts_ms, tenant, model, profile, share_ppm FROM s
 want_share = {"1g.10gb": 125000, "1g.6gb": 250000}
 assert all(r[5] == want_share[r[4]] for r in rows), rows
 assert sorted({r[2] for r in rows}) == ["lab", "unattributed"], rows
+# usage names models by catalog key (builtin.yaml's productNames)
+KEY = {"NVIDIA A30": "a30", "NVIDIA H100 80GB HBM3": "h100-80gb-sxm"}
 want = {}
 for a, b in zip(rows, rows[1:]):
     if a[0] == b[0]:
-        k = (a[2], a[3], a[4])
+        k = (a[2], KEY[a[3]], a[4])
         want[k] = want.get(k, 0) + min(b[1] - a[1], 30000) * a[5]
 want = {k: (v + 1800000) // 3600000 for k, v in want.items()}
 got = {(r["tenant"], r["model"], r["profile"]): r["allocationMicroGpuHours"]

@@ -55,7 +55,7 @@ static void test_text(void **state)
     struct ts_sbuf out;
     scan(&u);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "text", &out), TS_OK);
+    assert_int_equal(meter_usage_write(&u, NULL, "text", &out), TS_OK);
     const char *want = "TENANT               GPU MODEL                  PROFILE           GPU-HOURS"
                        "   USED GPU-HOURS\n"
                        "lab                  h100-80gb-sxm              whole              0.008333"
@@ -72,7 +72,7 @@ static void test_json(void **state)
     struct ts_sbuf out;
     scan(&u);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "json", &out), TS_OK);
+    assert_int_equal(meter_usage_write(&u, NULL, "json", &out), TS_OK);
     json_t *doc = json_loads(ts_sbuf_str(&out), 0, NULL);
     assert_non_null(doc);
     assert_string_equal(json_string_value(json_object_get(doc, "kind")), "Usage");
@@ -80,14 +80,14 @@ static void test_json(void **state)
     json_t *row = json_array_get(json_object_get(doc, "rows"), 0);
     assert_int_equal(json_array_size(json_object_get(doc, "rows")), 1);
     assert_string_equal(json_string_value(json_object_get(row, "tenant")), "lab");
-    assert_string_equal(json_string_value(json_object_get(row, "profile")), "");
+    assert_string_equal(json_string_value(json_object_get(row, "profile")), "whole");
     assert_int_equal(json_integer_value(json_object_get(row, "allocationMicroGpuHours")), 8333);
     assert_int_equal(json_integer_value(json_object_get(row, "usageMicroGpuHours")), 4167);
     json_decref(doc);
     assert_int_equal(ts_sbuf_str(&out)[out.len - 1], '\n');
     ts_sbuf_release(&out);
     ts_sbuf_init(&out, 1u << 20);
-    assert_int_equal(meter_usage_write(&u, "yaml", &out), TS_USAGE);
+    assert_int_equal(meter_usage_write(&u, NULL, "yaml", &out), TS_USAGE);
     ts_sbuf_release(&out);
     meter_usage_release(&u);
 }

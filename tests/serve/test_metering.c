@@ -140,11 +140,11 @@ static void check_against_full(struct env *e)
         for (int b = 0; b < 2; b++) {
             char want[2048];
             snprintf(want, sizeof(want),
-                     "tessera_gpu_hours_total{tenant=\"%s\",model=\"%s\","
-                     "profile=\"%s\",basis=\"%s\"} %lld.%06lld\n",
-                     t->tenant, t->model, t->profile[0] ? t->profile : "whole",
-                     b ? "usage" : "allocation", (long long)(v[b] / 1000000),
-                     (long long)(v[b] % 1000000));
+                     "tessera_gpu_hours_total{tenant=\"%s\",model=\"h100-80gb-sxm\","
+                     "profile=\"%s\",basis=\"%s\",model_name=\"NVIDIA H100 80GB SXM5\"} "
+                     "%lld.%06lld\n",
+                     t->tenant, t->profile[0] ? t->profile : "whole", b ? "usage" : "allocation",
+                     (long long)(v[b] / 1000000), (long long)(v[b] % 1000000));
             if (!strstr(text, want))
                 fail_msg("missing %s in\n%s", want, text);
         }
@@ -203,7 +203,8 @@ static void test_store_breaks_and_returns(void **state)
     assert_non_null(strstr(text, "tessera_metering_refreshes_total{result=\"failed\"} 1\n"));
     assert_null(strstr(text, "\ntessera_gpu_hours_total{"));
     assert_non_null(strstr(text, "tessera_tenant_allocation_gpus{tenant=\"lab\","
-                                 "model=\"h100-80gb-sxm\",profile=\"1g.10gb\"} 0.25\n"));
+                                 "model=\"h100-80gb-sxm\",profile=\"1g.10gb\","
+                                 "model_name=\"NVIDIA H100 80GB SXM5\"} 0.25\n"));
     free(text);
     assert_int_equal(rename(moved, e->path), 0);
     struct ts_error err = {0};
@@ -225,7 +226,8 @@ static void test_refresh_period(void **state)
     put(e, "GPU-A/1", 30, "lab", "1g.10gb", 125000, 500000);
     char *second = page(e);
     assert_string_equal(first, second);
-    assert_non_null(strstr(second, "basis=\"allocation\"} 0.000521\n"));
+    assert_non_null(
+        strstr(second, "basis=\"allocation\",model_name=\"NVIDIA H100 80GB SXM5\"} 0.000521\n"));
     assert_non_null(strstr(second, "tessera_metering_refreshes_total{result=\"ok\"} 1\n"));
     free(first);
     free(second);
@@ -240,7 +242,8 @@ static void test_without_db(void **state)
     char *text = page(e);
     assert_non_null(strstr(text, "# TYPE tessera_tenant_allocation_gpus gauge\n"
                                  "tessera_tenant_allocation_gpus{tenant=\"lab\","
-                                 "model=\"h100-80gb-sxm\",profile=\"1g.10gb\"} 0.25\n"));
+                                 "model=\"h100-80gb-sxm\",profile=\"1g.10gb\","
+                                 "model_name=\"NVIDIA H100 80GB SXM5\"} 0.25\n"));
     assert_null(strstr(text, "tessera_metering_up"));
     assert_null(strstr(text, "tessera_gpu_hours_total"));
     free(text);

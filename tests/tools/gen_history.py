@@ -32,6 +32,9 @@ OWNER = {"acme-prod": "acme", "acme-dev": "acme", "globex-ml": "globex",
          "initech-batch": "initech"}
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
+# usage names a model by its catalog key with the display name beside it
+# (src/catalog/builtin.yaml: productNames -> name, displayName)
+CATALOG = {H100: ("h100-80gb-sxm", "NVIDIA H100 80GB SXM5"), A100: ("a100-80gb", "NVIDIA A100 80GB")}
 MIG = [("3g.40gb", 1, 500000), ("2g.20gb", 5, 250000), ("1g.10gb", 13, 125000),
        ("1g.10gb", 14, 125000)]  # profile, GPU instance id, share of the card (memory slices / 8)
 
@@ -131,7 +134,9 @@ def expected(n):
             usage[key] = usage.get(key, 0) + 150 * dev["share"] * psum
     rows = []
     for key in sorted(alloc):
-        rows.append({"tenant": key[0], "model": key[1], "profile": key[2],
+        model, display = CATALOG[key[1]]
+        rows.append({"tenant": key[0], "model": model, "displayName": display,
+                     "profile": key[2] or "whole",
                      "allocationMicroGpuHours": (alloc[key] + 1800000) // 3600000,
                      "usageMicroGpuHours": (usage[key] + 1800000) // 3600000})
     return rows
