@@ -187,6 +187,11 @@
  * above this the exact solver is not tried and the heuristic layout stands;
  * a memory and time budget for a solver that gets seconds per model. */
 #define PLAN_EXACT_VARS_MAX 40000
+/* Tenants for which the pool phase keeps every pair's trust in a tenants x
+ * tenants byte table (4 MiB at this size; a spec holds at most
+ * SPEC_YAML_MAX_DOCS tenants); above it trust is looked up each time. Not
+ * an input cap: nothing is refused. */
+#define PLAN_TRUST_MEMO_TENANTS_MAX 2048
 
 /* ---- render ---------------------------------------------------------------- */
 
