@@ -127,30 +127,33 @@ def run_plan(tessera, spec):
 
 
 def svg(rows, path):
+    """Cards used by tessera and by FFD, each divided by the lower bound (1.0 = the
+    bound), one pair of bars per fleet, the card counts written above them."""
     w, h, pad = 640, 360, 50
-    top = max(max(r["used"], r["ffd"], r["bound"]) for r in rows) * 1.1
+    top = max(max(r["used"], r["ffd"]) / max(r["bound"], 1) for r in rows) * 1.05
+    base = 0.9
     bw = (w - 2 * pad) / len(rows)
-    y = lambda v: h - pad - (h - 2 * pad) * v / top
+    y = lambda v: h - pad - (h - 2 * pad) * (v - base) / (top - base)
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="11">' % (w, h),
-           '<text x="%d" y="20" font-size="13">tessera plan: cards used against the lower '
-           'bound (Alibaba-trace fleets)</text>' % pad,
-           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (pad, h - pad, w - pad,
-                                                                       h - pad)]
+           '<text x="%d" y="20" font-size="13">tessera plan on Alibaba-trace fleets: cards used '
+           '/ lower bound</text>' % pad,
+           '<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999" stroke-dasharray="4"/>'
+           % (pad, y(1.0), w - pad, y(1.0)),
+           '<text x="4" y="%.1f" fill="#666">bound</text>' % (y(1.0) + 4)]
     for i, r in enumerate(rows):
         x = pad + i * bw
-        for k, (key, colour) in enumerate((("bound", "#999"), ("used", "#2a6"), ("ffd", "#c63"))):
+        for k, (key, colour) in enumerate((("used", "#2a6"), ("ffd", "#c63"))):
+            v = r[key] / max(r["bound"], 1)
             out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
-                x + 8 + k * (bw - 16) / 3, y(r[key]), (bw - 16) / 3 - 2, h - pad - y(r[key]),
-                colour))
-            out.append('<text x="%.1f" y="%.1f" font-size="9">%d</text>' % (
-                x + 8 + k * (bw - 16) / 3, y(r[key]) - 3, r[key]))
-        out.append('<text x="%.1f" y="%d">%d GPUs</text>' % (x + bw / 2 - 25, h - pad + 16,
-                                                               r["gpus"]))
-    for k, (name, colour) in enumerate((("lower bound", "#999"), ("tessera", "#2a6"),
-                                        ("first-fit decreasing", "#c63"))):
+                x + 10 + k * (bw - 20) / 2, y(v), (bw - 20) / 2 - 3, h - pad - y(v), colour))
+            out.append('<text x="%.1f" y="%.1f" font-size="9">%.3f (%d)</text>' % (
+                x + 10 + k * (bw - 20) / 2, y(v) - 3, v, r[key]))
+        out.append('<text x="%.1f" y="%d">%d GPUs</text><text x="%.1f" y="%d">bound %d</text>'
+                   % (x + 12, h - pad + 14, r["gpus"], x + 12, h - pad + 27, r["bound"]))
+    for k, (name, colour) in enumerate((("tessera", "#2a6"), ("first-fit decreasing", "#c63"))):
         out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">'
-                   '%s</text>' % (pad + k * 150, h - 18, colour, pad + 14 + k * 150, h - 9, name))
+                   '%s</text>' % (pad + k * 150, h - 12, colour, pad + 14 + k * 150, h - 3, name))
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
