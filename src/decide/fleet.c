@@ -54,13 +54,36 @@ static void check_canary(struct decide__ctx *c, const struct spec_fleet_node *n,
                         n->name, canary);
 }
 
+/* Room for each GPU entry's model (left NULL when out of memory). */
+static void alloc_entries(struct decide__ctx *c)
+{
+    const struct spec_fleet *f = c->m->fleet;
+    size_t n = 0;
+    c->entry_first = ts_arena_array(c->arena, f->nnodes + 1, sizeof(*c->entry_first));
+    for (size_t i = 0; c->entry_first && i < f->nnodes; i++) {
+        c->entry_first[i] = n;
+        n += f->nodes[i].ngpus;
+    }
+    c->entry_models = c->entry_first ? ts_arena_array(c->arena, n + 1, sizeof(void *)) : NULL;
+}
+
+const struct cat_model *decide__entry_model(const struct decide__ctx *c, size_t i, size_t g)
+{
+    if (c->entry_models)
+        return c->entry_models[c->entry_first[i] + g];
+    return cat_model_find(c->cat, c->m->fleet->nodes[i].gpus[g].model);
+}
+
 void decide__check_fleet(struct decide__ctx *c)
 {
     const struct spec_fleet *f = c->m->fleet;
+    alloc_entries(c);
     for (size_t i = 0; i < f->nnodes; i++) {
         const struct spec_fleet_node *n = &f->nodes[i];
         for (size_t g = 0; g < n->ngpus; g++) {
             const struct cat_model *model = cat_model_find(c->cat, n->gpus[g].model);
+            if (c->entry_models)
+                c->entry_models[c->entry_first[i] + g] = model;
             if (!model)
                 suggest_models(c, &n->gpus[g].loc, n->gpus[g].model);
             else
@@ -154,11 +177,10 @@ const char *decide_card_refuses(const struct decide_row *r, const struct spec_fl
     return NULL;
 }
 
-static int node_holds(const struct decide__ctx *c, const struct spec_fleet_node *n,
-                      const struct cat_model *model)
+static int node_holds(const struct decide__ctx *c, size_t i, const struct cat_model *model)
 {
-    for (size_t g = 0; g < n->ngpus; g++)
-        if (cat_model_find(c->cat, n->gpus[g].model) == model)
+    for (size_t g = 0; g < c->m->fleet->nodes[i].ngpus; g++)
+        if (decide__entry_model(c, i, g) == model)
             return 1;
     return 0;
 }
@@ -172,7 +194,7 @@ int decide__eligible_nodes(const struct decide__ctx *c, const struct cat_model *
     const struct spec_fleet *fl = c->m->fleet;
     int ok = 0, held = 0;
     for (size_t i = 0; i < fl->nnodes; i++) {
-        if (!node_holds(c, &fl->nodes[i], model))
+        if (!node_holds(c, i, model))
             continue;
         held++;
         ok += decide_card_refuses(&trial, &fl->nodes[i], model) == NULL;
@@ -208,7 +230,7 @@ static double eligible_cards(const struct decide__ctx *c, const struct decide_ro
     const struct spec_fleet *fl = c->m->fleet;
     for (size_t i = 0; i < fl->nnodes; i++)
         for (size_t g = 0; g < fl->nodes[i].ngpus; g++)
-            if (cat_model_find(c->cat, fl->nodes[i].gpus[g].model) == r->model &&
+            if (decide__entry_model(c, i, g) == r->model &&
                 !decide_card_refuses(r, &fl->nodes[i], r->model))
                 n += fl->nodes[i].gpus[g].count;
     return n;

@@ -17,10 +17,17 @@ struct decide__ctx {
     const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
     size_t nmodels;
     double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
+    /* Each node's GPU entries' catalog models, looked up once (NULL when
+     * out of memory: then looked up each time): node i's entry g is
+     * entry_models[entry_first[i] + g]. */
+    const struct cat_model **entry_models;
+    size_t *entry_first;
 };
 
 /* Check the fleet against the catalog (diag) and fill c->models. */
 void decide__check_fleet(struct decide__ctx *c);
+/* The catalog model of node i's GPU entry g (NULL: not in the catalog). */
+const struct cat_model *decide__entry_model(const struct decide__ctx *c, size_t i, size_t g);
 /* A card of model's price per hour (the highest listed when unlisted). */
 double decide__model_price(const struct decide__ctx *c, const struct cat_model *model);
 /* c->models cheapest first. */

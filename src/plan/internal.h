@@ -95,4 +95,62 @@ const char *plan__constraint_note(struct plan_build *b, const struct decide_row 
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- pools.c's index (poolidx.c): what the pool phase asks per replica,
+ * kept up to date as instances are added, so that a replica costs about
+ * the cards it may use rather than the whole fleet ---- */
+
+/* Card indices in ascending order. */
+struct plan__cards {
+    size_t *at;
+    size_t n, cap;
+};
+
+/* Rows whose clients may share cards (plan__same_group's classes). */
+struct plan__group {
+    const struct decide_row *key; /* its first row */
+    int bound;                    /* plan__group_bound, -1 until asked */
+    int ncards;                   /* cards holding a member */
+    struct plan__cards cards;     /* cards opened for it */
+};
+
+struct plan_pidx {
+    struct ts_arena arena;
+    struct plan_build *b;
+    size_t *first, *end;                 /* per card: its node's cards are [first, end) */
+    double *mem;                         /* per card: memory its instances reserve */
+    int *sm;                             /* per card: MPS shares */
+    size_t *cursor;                      /* per catalog model: no free card of it below */
+    int *group;                          /* per row: its group, -1 outside pools */
+    int *pool;                           /* per row: its named pool's id, -1 none */
+    const struct decide_row **pool_rows; /* per pool id: its first row */
+    size_t *pool_card;                   /* per pool id: lowest card holding it, SIZE_MAX none */
+    struct plan__group *groups;
+    size_t ngroups;
+    unsigned char *trust; /* tenants x tenants: 0 not asked, 1 trust, 2 not */
+    size_t ntenants;
+    struct plan__cards ts_cards; /* time-sliced cards */
+    struct plan__cards lenders;  /* whole cards of scheduled workloads */
+};
+
+/* 1 for a sharing-pool row (not MIG): MPS, time-slicing, memory fraction. */
+int plan__in_pool(const struct decide_row *r);
+int plan__card_holds_row(const struct plan_gpu *g, const struct decide_row *r);
+ts_status plan__pidx_init(struct plan_pidx *x, struct plan_build *b);
+void plan__pidx_free(struct plan_pidx *x);
+/* Add inst to card c, keeping the index; 0 on out of memory. */
+int plan__pidx_add(struct plan_pidx *x, size_t c, const struct plan_inst *inst);
+/* Card c was just set to a pool mode for r; 0 on out of memory. */
+int plan__pidx_opened(struct plan_pidx *x, size_t c, const struct decide_row *r);
+/* Lowest index of a free card of model (ngpus when none). */
+size_t plan__pidx_first_free(struct plan_pidx *x, const struct cat_model *model);
+/* r's named pool id (-1: none, or r NULL). */
+int plan__pidx_pool(const struct plan_pidx *x, const struct decide_row *r);
+/* The first card holding r's named pool, or NULL. */
+struct plan_gpu *plan__pidx_pool_card(const struct plan_pidx *x, const struct decide_row *r);
+/* spec_tenants_trust, asked once per pair. */
+int plan__pidx_trust(struct plan_pidx *x, const struct spec_tenant *a, const struct spec_tenant *b);
+/* Cards holding members of r's group; cards it needs at least. */
+int plan__pidx_group_cards(const struct plan_pidx *x, const struct decide_row *r);
+int plan__pidx_group_bound(struct plan_pidx *x, const struct decide_row *r);
+
 #endif

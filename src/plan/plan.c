@@ -149,33 +149,36 @@ static int cmp_inst_start(const void *a, const void *b)
 }
 
 /* Replicas are interchangeable: number them in card order (and a
- * multi-GPU replica's parts keep one number). */
+ * multi-GPU replica's parts keep one number). One pass over the cards: a
+ * row's old replica numbers map to new ones in the order first met. */
 static ts_status renumber_replicas(struct plan *p)
 {
     const struct decide_result *d = p->decisions;
-    for (size_t r = 0; r < d->nrows; r++) {
-        int reps = d->rows[r].workload->replicas, next = 0;
-        int *map = calloc((size_t)reps, sizeof(int));
-        if (!map)
-            return TS_NOMEM;
-        for (int k = 0; k < reps; k++)
-            map[k] = -1;
-        for (size_t i = 0; i < p->ngpus; i++)
-            for (size_t k = 0; k < p->gpus[i].ninst; k++) {
-                struct plan_inst *in = &p->gpus[i].inst[k];
-                if (in->row != &d->rows[r] || in->replica < 0 || in->replica >= reps)
-                    continue;
-                if (map[in->replica] < 0)
-                    map[in->replica] = next++;
-                in->replica = -1 - map[in->replica]; /* mark as done */
-            }
-        for (size_t i = 0; i < p->ngpus; i++)
-            for (size_t k = 0; k < p->gpus[i].ninst; k++)
-                if (p->gpus[i].inst[k].row == &d->rows[r] && p->gpus[i].inst[k].replica < 0)
-                    p->gpus[i].inst[k].replica = -1 - p->gpus[i].inst[k].replica;
-        free(map);
-    }
-    return TS_OK;
+    size_t *base = calloc(d->nrows + 1, sizeof(*base));
+    int *next = calloc(d->nrows + 1, sizeof(*next));
+    for (size_t r = 0; base && r < d->nrows; r++)
+        base[r + 1] = base[r] + (size_t)d->rows[r].workload->replicas;
+    int *map = base ? malloc((base[d->nrows] + 1) * sizeof(*map)) : NULL;
+    ts_status st = next && map ? TS_OK : TS_NOMEM;
+    for (size_t k = 0; st == TS_OK && k < base[d->nrows]; k++)
+        map[k] = -1;
+    for (size_t i = 0; st == TS_OK && i < p->ngpus; i++)
+        for (size_t k = 0; k < p->gpus[i].ninst; k++) {
+            struct plan_inst *in = &p->gpus[i].inst[k];
+            if (!in->row)
+                continue;
+            size_t r = (size_t)(in->row - d->rows);
+            if (in->replica < 0 || in->replica >= in->row->workload->replicas)
+                continue;
+            int *to = &map[base[r] + (size_t)in->replica];
+            if (*to < 0)
+                *to = next[r]++;
+            in->replica = *to;
+        }
+    free(base);
+    free(next);
+    free(map);
+    return st;
 }
 
 /* Within each run of identical cards (same node and model), order the

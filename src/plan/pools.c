@@ -4,74 +4,79 @@
  * and time-slicing among tenants that trust each other, caps adding up to
  * no more than the card), then best-effort guests on cards whose occupants
  * trust them. Replicas keep to distinct cards (or nodes) when asked.
+ *
+ * The rules are first fit over cards in fleet order (whole GPUs, new pool
+ * cards, guests) and worst fit over a group's open cards (pool clients);
+ * the index (poolidx.c) finds those cards without scanning the fleet, so a
+ * replica costs about the cards it may use (bench/RESULTS.md).
  */
 #include "plan/internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-static int node_holds_replica(const struct plan *p, const struct spec_fleet_node *n,
-                              const struct decide_row *r)
+static size_t card_no(const struct plan_pidx *x, const struct plan_gpu *g)
 {
-    for (size_t i = 0; i < p->ngpus; i++)
-        if (p->gpus[i].node == n)
-            for (size_t k = 0; k < p->gpus[i].ninst; k++)
-                if (p->gpus[i].inst[k].row == r)
-                    return 1;
-    return 0;
+    return (size_t)(g - x->b->p->gpus);
 }
 
-static int card_holds_row(const struct plan_gpu *g, const struct decide_row *r)
+static int node_holds_replica(const struct plan_pidx *x, size_t c, const struct decide_row *r)
 {
-    for (size_t k = 0; k < g->ninst; k++)
-        if (g->inst[k].row == r)
+    for (size_t i = x->first[c]; i < x->end[c]; i++)
+        if (plan__card_holds_row(&x->b->p->gpus[i], r))
             return 1;
     return 0;
 }
 
 /* May replica of r go on g as far as spread is concerned? */
-static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
+static int spread_ok(const struct plan_pidx *x, const struct plan_gpu *g,
+                     const struct decide_row *r)
 {
     if (r->workload->spread == SPEC_SPREAD_NONE)
         return 1;
-    if (card_holds_row(g, r))
+    if (plan__card_holds_row(g, r))
         return 0;
-    return r->workload->spread != SPEC_SPREAD_NODE || !node_holds_replica(p, g->node, r);
+    return r->workload->spread != SPEC_SPREAD_NODE || !node_holds_replica(x, card_no(x, g), r);
 }
 
 /* ---- whole GPUs ---- */
 
-/* Free cards on node n that r may use. */
-static size_t free_on_node(const struct plan *p, const struct spec_fleet_node *n,
-                           const struct decide_row *r)
+/* Free cards on node [i, end) that r may use. */
+static size_t free_on_node(const struct plan_pidx *x, size_t i, const struct decide_row *r)
 {
     size_t c = 0;
-    for (size_t i = 0; i < p->ngpus; i++)
-        c += p->gpus[i].node == n && p->gpus[i].mode == PLAN_FREE && plan__eligible(r, &p->gpus[i]);
+    for (size_t k = i; k < x->end[i]; k++)
+        c += x->b->p->gpus[k].mode == PLAN_FREE && plan__eligible(r, &x->b->p->gpus[k]);
     return c;
 }
 
-static ts_status whole_replica(struct plan_build *b, const struct decide_row *r, int replica)
+static ts_status take_node(struct plan_pidx *x, size_t i, const struct decide_row *r, int replica)
 {
-    struct plan *p = b->p;
-    for (size_t i = 0; i < p->ngpus; i++) {
-        const struct spec_fleet_node *n = p->gpus[i].node;
-        if ((i > 0 && p->gpus[i - 1].node == n) || free_on_node(p, n, r) < (size_t)r->gpus)
+    struct plan *p = x->b->p;
+    int part = 0;
+    for (size_t k = i; k < x->end[i] && part < r->gpus; k++) {
+        struct plan_gpu *g = &p->gpus[k];
+        if (g->mode != PLAN_FREE || !plan__eligible(r, g))
             continue;
-        if (r->workload->spread == SPEC_SPREAD_NODE && node_holds_replica(p, n, r))
+        g->mode = r->mech == DECIDE_VGPU ? PLAN_VGPU : PLAN_WHOLE;
+        struct plan_inst in = {r,   replica, NULL, 0, g->model->grid, part++, g->model->memory_gib,
+                               100, 0};
+        if (!plan__pidx_add(x, k, &in))
+            return TS_NOMEM;
+    }
+    return TS_OK;
+}
+
+/* The first node (fleet order) with r->gpus free cards r may use. */
+static ts_status whole_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
+{
+    struct plan_build *b = x->b;
+    size_t from = plan__pidx_first_free(x, r->model);
+    for (size_t i = from < b->p->ngpus ? x->first[from] : from; i < b->p->ngpus; i = x->end[i]) {
+        if (free_on_node(x, i, r) < (size_t)r->gpus)
             continue;
-        int part = 0;
-        for (size_t k = i; k < p->ngpus && p->gpus[k].node == n && part < r->gpus; k++) {
-            struct plan_gpu *g = &p->gpus[k];
-            if (g->mode != PLAN_FREE || !plan__eligible(r, g))
-                continue;
-            g->mode = r->mech == DECIDE_VGPU ? PLAN_VGPU : PLAN_WHOLE;
-            struct plan_inst in = {
-                r, replica, NULL, 0, g->model->grid, part++, g->model->memory_gib, 100, 0};
-            if (!plan__add_inst(p, g, &in))
-                return TS_NOMEM;
-        }
-        return TS_OK;
+        if (r->workload->spread == SPEC_SPREAD_NODE && node_holds_replica(x, i, r))
+            continue;
+        return take_node(x, i, r, replica);
     }
     plan__fail(b, r,
                "no node has %d free %s card%s for replica %d of %s/%s%s%s; add cards or "
@@ -93,57 +98,36 @@ static int pool_mode(int mech)
 }
 
 /* Can r join the pool card g? */
-static int joins(const struct plan_build *b, const struct plan_gpu *g, const struct decide_row *r)
+static int joins(struct plan_pidx *x, const struct plan_gpu *g, const struct decide_row *r)
 {
-    if (g->mode != pool_mode(r->mech) || !plan__eligible(r, g) || !spread_ok(b->p, g, r))
+    if (g->mode != pool_mode(r->mech) || !plan__eligible(r, g) || !spread_ok(x, g, r))
         return 0;
-    double mem = r->cap_gib;
-    int sm = r->sm_percent;
+    int pool = plan__pidx_pool(x, r);
     for (size_t k = 0; k < g->ninst; k++) {
         const struct decide_row *o = g->inst[k].row;
-        const char *pa = r->workload->pool, *pb = o->workload->pool;
-        if ((pa || pb) && (!pa || !pb || strcmp(pa, pb) != 0))
+        if (plan__pidx_pool(x, o) != pool)
             return 0; /* a named pool keeps to itself */
-        if (!pa && r->mech == DECIDE_MPS && strcmp(o->tenant->name, r->tenant->name) != 0)
+        if (pool < 0 && r->mech == DECIDE_MPS && o->tenant != r->tenant)
             return 0; /* one MPS server per tenant */
-        if (!spec_tenants_trust(b->m, o->tenant->name, r->tenant->name))
+        if (!plan__pidx_trust(x, o->tenant, r->tenant))
             return 0;
-        mem += g->inst[k].mem_gib;
-        sm += g->inst[k].sm_percent;
     }
-    if (mem > g->model->memory_gib + 1e-9)
+    size_t c = card_no(x, g);
+    if (r->cap_gib + x->mem[c] > g->model->memory_gib + 1e-9)
         return 0;
-    if (r->mech == DECIDE_MPS && (sm > 100 || (int)g->ninst + 1 > g->model->mps_max_clients))
+    if (r->mech == DECIDE_MPS &&
+        (r->sm_percent + x->sm[c] > 100 || (int)g->ninst + 1 > g->model->mps_max_clients))
         return 0;
     return 1;
 }
 
-static int in_pool(const struct decide_row *r)
-{
-    return !r->profile && decide_mech_shares_card(r->mech);
-}
-
-static struct plan_gpu *pool_card(struct plan *p, const char *pool)
-{
-    for (size_t i = 0; pool && i < p->ngpus; i++)
-        for (size_t k = 0; k < p->gpus[i].ninst; k++) {
-            const struct decide_row *o = p->gpus[i].inst[k].row;
-            if (o && o->workload->pool && strcmp(o->workload->pool, pool) == 0)
-                return &p->gpus[i];
-        }
-    return NULL;
-}
-
-static void explain_full_pool(struct plan_build *b, const struct decide_row *r,
+static void explain_full_pool(struct plan_pidx *x, const struct decide_row *r,
                               const struct plan_gpu *g)
 {
-    double mem = r->cap_gib;
-    int sm = r->sm_percent;
-    for (size_t k = 0; k < g->ninst; k++) {
-        mem += g->inst[k].mem_gib;
-        sm += g->inst[k].sm_percent;
-    }
-    plan__fail(b, r,
+    size_t c = card_no(x, g);
+    double mem = r->cap_gib + x->mem[c];
+    int sm = r->sm_percent + x->sm[c];
+    plan__fail(x->b, r,
                "pool '%s' does not fit on one %s card: %zu clients (MPS allows %d), "
                "%.0f GiB of %.1f GiB%s; a named pool is one card: split it or shrink the caps",
                r->workload->pool, g->model->name, g->ninst + 1, g->model->mps_max_clients, mem,
@@ -151,76 +135,70 @@ static void explain_full_pool(struct plan_build *b, const struct decide_row *r,
                r->mech == DECIDE_MPS ? (sm > 100 ? ", SM shares above 100%" : "") : "");
 }
 
-static int group_cards(const struct plan *p, const struct decide_row *r)
+/* The emptiest card of r's group r may join (worst fit balances replicas
+ * that must spread; the first in fleet order among equals); NULL when none.
+ * Only cards opened for r's group can take r: their occupants share its
+ * mechanism, model, pool and (MPS) tenant. */
+static struct plan_gpu *join_target(struct plan_pidx *x, const struct decide_row *r)
 {
-    int n = 0;
-    for (size_t i = 0; i < p->ngpus; i++)
-        for (size_t k = 0; k < p->gpus[i].ninst; k++)
-            if (plan__same_group(p->gpus[i].inst[k].row, r)) {
-                n++;
-                break;
-            }
-    return n;
-}
-
-static double free_gib(const struct plan_gpu *g)
-{
-    double used = 0;
-    for (size_t k = 0; k < g->ninst; k++)
-        used += g->inst[k].mem_gib;
-    return g->model->memory_gib - used;
-}
-
-/* The emptiest card r may join (worst fit balances replicas that must
- * spread); NULL when none. */
-static struct plan_gpu *join_target(struct plan_build *b, const struct decide_row *r)
-{
+    const struct plan__cards *cards = &x->groups[x->group[r - x->b->d->rows]].cards;
     struct plan_gpu *best = NULL;
-    for (size_t i = 0; i < b->p->ngpus; i++)
-        if (joins(b, &b->p->gpus[i], r) && (!best || free_gib(&b->p->gpus[i]) > free_gib(best)))
-            best = &b->p->gpus[i];
+    double best_free = 0;
+    for (size_t i = 0; i < cards->n; i++) {
+        struct plan_gpu *g = &x->b->p->gpus[cards->at[i]];
+        double free = g->model->memory_gib - x->mem[cards->at[i]];
+        if ((!best || free > best_free || (free == best_free && g < best)) && joins(x, g, r)) {
+            best = g;
+            best_free = free;
+        }
+    }
     return best;
 }
 
-static struct plan_gpu *open_card(struct plan *p, const struct decide_row *r)
+static struct plan_gpu *open_card(struct plan_pidx *x, const struct decide_row *r)
 {
-    for (size_t i = 0; i < p->ngpus; i++) {
+    struct plan *p = x->b->p;
+    for (size_t i = plan__pidx_first_free(x, r->model); i < p->ngpus; i++) {
         struct plan_gpu *g = &p->gpus[i];
-        if (g->mode == PLAN_FREE && plan__eligible(r, g) && spread_ok(p, g, r)) {
+        if (g->mode == PLAN_FREE && plan__eligible(r, g) && spread_ok(x, g, r)) {
             g->mode = pool_mode(r->mech);
-            return g;
+            return plan__pidx_opened(x, i, r) ? g : NULL;
         }
     }
     return NULL;
 }
 
+static void no_card_left(struct plan_build *b, const struct decide_row *r, int replica)
+{
+    plan__fail(b, r,
+               "no %s card left for replica %d of %s/%s (%s, %g GiB)%s; add cards or "
+               "lower replicas",
+               r->model->name, replica + 1, r->tenant->name, r->workload->name,
+               decide_mech_names[r->mech], r->cap_gib, plan__constraint_note(b, r));
+}
+
 /* Until the group has as many cards as it needs at least, open a new one;
  * then join the emptiest card that takes the client, else open one. A
  * named pool is one card. */
-static ts_status pool_replica(struct plan_build *b, const struct decide_row *r, int replica)
+static ts_status pool_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
 {
-    struct plan *p = b->p;
-    struct plan_gpu *named = pool_card(p, r->workload->pool), *target = NULL;
-    if (!named && !r->workload->pool && group_cards(p, r) < plan__group_bound(b->d, r))
-        target = open_card(p, r);
+    struct plan_gpu *named = plan__pidx_pool_card(x, r), *target = NULL;
+    if (!named && !r->workload->pool && plan__pidx_group_cards(x, r) < plan__pidx_group_bound(x, r))
+        target = open_card(x, r);
     if (!target)
-        target = join_target(b, r);
+        target = join_target(x, r);
     if (!target && named) {
-        explain_full_pool(b, r, named);
+        explain_full_pool(x, r, named);
         return TS_INFEASIBLE;
     }
     if (!target)
-        target = open_card(p, r);
+        target = open_card(x, r);
     if (!target) {
-        plan__fail(b, r,
-                   "no %s card left for replica %d of %s/%s (%s, %g GiB)%s; add cards or "
-                   "lower replicas",
-                   r->model->name, replica + 1, r->tenant->name, r->workload->name,
-                   decide_mech_names[r->mech], r->cap_gib, plan__constraint_note(b, r));
+        no_card_left(x->b, r, replica);
         return TS_INFEASIBLE;
     }
     struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, r->sm_percent, 0};
-    return plan__add_inst(p, target, &in) ? TS_OK : TS_NOMEM;
+    return plan__pidx_add(x, card_no(x, target), &in) ? TS_OK : TS_NOMEM;
 }
 
 /* Pools pack best when big clients go first. */
@@ -237,65 +215,81 @@ static int cmp_rows(const void *a, const void *b)
 
 /* ---- guests ---- */
 
-static int hosts_guest(const struct plan_build *b, const struct plan_gpu *g,
-                       const struct decide_row *r)
+static int hosts_guest(struct plan_pidx *x, const struct plan_gpu *g, const struct decide_row *r)
 {
-    if (!plan__eligible(r, g) || !spread_ok(b->p, g, r) || g->ninst == 0)
+    if (!plan__eligible(r, g) || !spread_ok(x, g, r) || g->ninst == 0)
         return 0;
     if (g->mode != PLAN_WHOLE && g->mode != PLAN_TIME_SLICING)
         return 0;
-    double mem = r->cap_gib;
     for (size_t k = 0; k < g->ninst; k++) {
         const struct decide_row *o = g->inst[k].row;
-        if (!spec_tenants_trust(b->m, o->tenant->name, r->tenant->name))
+        if (!plan__pidx_trust(x, o->tenant, r->tenant))
             return 0;
         if (g->mode == PLAN_WHOLE && !g->inst[k].guest && !o->workload->schedule)
             return 0; /* an always-on whole-card workload has no time to lend */
-        if (g->mode == PLAN_TIME_SLICING)
-            mem += g->inst[k].mem_gib;
     }
+    double mem = r->cap_gib + (g->mode == PLAN_TIME_SLICING ? x->mem[card_no(x, g)] : 0);
     return mem <= g->model->memory_gib + 1e-9;
 }
 
-static ts_status guest_replica(struct plan_build *b, const struct decide_row *r, int replica)
+/* First time-sliced card (fleet order) that hosts r, then the first whole
+ * card that lends time; else r opens or joins a pool like any client. */
+static ts_status guest_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
 {
-    struct plan *p = b->p;
+    struct plan *p = x->b->p;
+    const struct plan__cards *lists[2] = {&x->ts_cards, &x->lenders};
     for (int pass = 0; pass < 2; pass++)
-        for (size_t i = 0; i < p->ngpus; i++) {
-            struct plan_gpu *g = &p->gpus[i];
-            if ((pass == 0) != (g->mode == PLAN_TIME_SLICING) || !hosts_guest(b, g, r))
+        for (size_t i = 0; i < lists[pass]->n; i++) {
+            struct plan_gpu *g = &p->gpus[lists[pass]->at[i]];
+            if (!hosts_guest(x, g, r))
                 continue;
             g->sharing = g->mode == PLAN_WHOLE;
             struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, 0, 1};
-            return plan__add_inst(p, g, &in) ? TS_OK : TS_NOMEM;
+            return plan__pidx_add(x, lists[pass]->at[i], &in) ? TS_OK : TS_NOMEM;
         }
-    return pool_replica(b, r, replica);
+    return pool_replica(x, r, replica);
 }
 
-ts_status plan__pools(struct plan_build *b)
+typedef ts_status (*place_fn)(struct plan_pidx *x, const struct decide_row *r, int replica);
+
+static ts_status replicas(struct plan_pidx *x, const struct decide_row *r, place_fn place)
 {
-    const struct decide_result *d = b->d;
-    const struct decide_row **order = calloc(d->nrows + 1, sizeof(*order));
-    if (!order)
-        return TS_NOMEM;
+    ts_status st = TS_OK;
+    for (int k = 0; k < r->workload->replicas && st == TS_OK; k++)
+        st = place(x, r, k);
+    return st;
+}
+
+static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
+{
+    const struct decide_result *d = x->b->d;
     size_t n = 0;
     ts_status st = TS_OK;
     for (size_t i = 0; i < d->nrows && st == TS_OK; i++) {
         const struct decide_row *r = &d->rows[i];
         if (!r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
-            for (int k = 0; k < r->workload->replicas && st == TS_OK; k++)
-                st = whole_replica(b, r, k);
-        else if (in_pool(r) && !plan__is_guest(r))
+            st = replicas(x, r, whole_replica);
+        else if (plan__in_pool(r) && !plan__is_guest(r))
             order[n++] = r;
     }
     qsort(order, n, sizeof(*order), cmp_rows);
     for (size_t i = 0; i < n && st == TS_OK; i++)
-        for (int k = 0; k < order[i]->workload->replicas && st == TS_OK; k++)
-            st = pool_replica(b, order[i], k);
+        st = replicas(x, order[i], pool_replica);
     for (size_t i = 0; i < d->nrows && st == TS_OK; i++)
-        if (in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
-            for (int k = 0; k < d->rows[i].workload->replicas && st == TS_OK; k++)
-                st = guest_replica(b, &d->rows[i], k);
+        if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
+            st = replicas(x, &d->rows[i], guest_replica);
+    return st;
+}
+
+ts_status plan__pools(struct plan_build *b)
+{
+    struct plan_pidx x;
+    const struct decide_row **order = calloc(b->d->nrows + 1, sizeof(*order));
+    ts_status st = order ? plan__pidx_init(&x, b) : TS_NOMEM;
+    if (st == TS_OK)
+        st = phases(&x, order);
+    if (order)
+        plan__pidx_free(&x);
     free(order);
     return st;
 }

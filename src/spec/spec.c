@@ -246,7 +246,7 @@ static void load_files(const char *const *paths, size_t npaths, const struct spe
         char *text = NULL;
         size_t len = 0;
         struct ts_error e;
-        if (ts_file_read(paths[i], TS_INPUT_MAX, &text, &len, &e) != TS_OK) {
+        if (ts_file_read(paths[i], SPEC_FILE_MAX, &text, &len, &e) != TS_OK) {
             ts_diag_add(diag, &e);
             continue;
         }

@@ -41,6 +41,11 @@
 /* Bytes of one spec, catalog or import file: a memory budget, several times
  * the largest real spec; the loader holds the text and its node tree. */
 #define TS_INPUT_MAX (4u * 1024 * 1024)
+/* Bytes of one spec file: 50,000 workloads on a 10,000-node fleet, one
+ * flow-style line each, take about 5 MB; room for longer lines and
+ * comments. The loader holds the text and its node tree (about 100 bytes a
+ * node), so this bounds a spec load to a few hundred MB. */
+#define SPEC_FILE_MAX (16u * 1024 * 1024)
 
 /* ---- MIG geometry (catalog, inventory, plan) ------------------------------ */
 
@@ -68,8 +73,10 @@
 #define SPEC_YAML_MAX_DEPTH 64
 /* Nodes of one file after alias expansion: each alias use counts its
  * anchored subtree, so an alias bomb ("billion laughs") fails here; a
- * 10,000-node fleet is about 100,000 nodes. */
-#define SPEC_YAML_MAX_NODES 200000
+ * 10,000-node fleet is about 100,000 nodes and 50,000 workloads (the
+ * planner's goal, bench/trace_spec.py) about 700,000. The nodes themselves
+ * are bounded by SPEC_FILE_MAX; this bounds the work of walking them. */
+#define SPEC_YAML_MAX_NODES 2000000
 /* Bytes of one scalar: real values are names, numbers and short texts. */
 #define SPEC_YAML_MAX_SCALAR 65536
 /* Documents ('---') in one file: a Fleet, a PriceBook and one per tenant, so
@@ -202,6 +209,11 @@
 #define RECONF_PLAN_GPUS_MAX 65536
 #define RECONF_CARD_INSTANCES_MAX 256
 #define RECONF_GPU_INDEX_MAX 1023
+/* Tenants for which the pool phase keeps every pair's trust in a tenants x
+ * tenants byte table (4 MiB at this size; a spec holds at most
+ * SPEC_YAML_MAX_DOCS tenants); above it trust is looked up each time. Not
+ * an input cap: nothing is refused. */
+#define PLAN_TRUST_MEMO_TENANTS_MAX 2048
 
 /* ---- render ---------------------------------------------------------------- */
 

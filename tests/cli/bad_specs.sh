@@ -78,14 +78,14 @@ for yaml in "$BAD"/*.yaml; do
     verdict "$name" "$want_rc" "$want_line" "$all"
 done
 
-# 48: a 10 MB file must be refused by size, before any parsing.
-big=$TMP/48-ten-megabytes.yaml
+# 48: a 20 MB file must be refused by size, before any parsing.
+big=$TMP/48-twenty-megabytes.yaml
 {
-    echo "# 10 MB of comments: over the 4 MiB input limit"
-    head -c 10485760 /dev/zero | tr '\0' '#'
+    echo "# 20 MB of comments: over the 16 MiB spec limit"
+    head -c 20971520 /dev/zero | tr '\0' '#'
 } >"$big"
 run "$big"
-verdict 48-ten-megabytes 2 "tessera: $big: file is larger than the limit of 4194304 bytes"
+verdict 48-twenty-megabytes 2 "tessera: $big: file is larger than the limit of 16777216 bytes"
 
 # 63: a file that does not exist.
 run "$TMP/63-missing.yaml"
