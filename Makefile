@@ -30,8 +30,8 @@ build: deps-build $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 demo: deps-demo build
-	@echo "== tessera render -f examples/four-h100.yaml -o out --force"
-	@$(TESSERA) render -f examples/four-h100.yaml -o out --force >/dev/null
+	@echo "== tessera render -f examples/four-h100.yaml --out-dir out --force"
+	@$(TESSERA) render -f examples/four-h100.yaml --out-dir out --force >/dev/null
 	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
 	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
 	@echo

@@ -17,7 +17,8 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
-    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default) or json (see docs/plan-json.md)"),
+    CLI_SHORT('o', "output", "FORMAT", CLI_ALL,
+              "text (default), json (see docs/plan-json.md) or yaml"),
     CLI_LONG('s', "svg", "FILE", CLI_ALL, "also write the fleet picture as SVG"),
     CLI_LONG('S', "solver", "NAME", CLI_ALL,
              "auto (default): heuristic, GLPK when it may save a card;\n"
@@ -30,15 +31,18 @@ static const struct cli_opt OPTS[] = {
              "that reconfigure it (JSON: the reconfiguration key)"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_plan = {
     "plan",
-    "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json]\n"
+    "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json|yaml]\n"
     "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
     "                    [--current INVENTORY.json...]\n\n"
     "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
     "whole GPUs; totals against the lower bound and the naive layout.\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct plan_args {
     struct cli_files spec, catalog, current;
@@ -124,7 +128,7 @@ static void report_current(const struct plan *p, const char *format, const struc
         out->failed = 1;
         return;
     }
-    if (strcmp(format, "json") == 0) {
+    if (strcmp(cli_format_built(format), "json") == 0) {
         json_with_current(p, &ap, cur, out);
     } else {
         report_text(p, out);
@@ -140,11 +144,11 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     ts_sbuf_init(&out, CLI_REPORT_MAX);
     if (cur->inv)
         report_current(p, format, cur, &out);
-    else if (strcmp(format, "json") == 0)
+    else if (strcmp(cli_format_built(format), "json") == 0)
         report_json(p, &out);
     else
         report_text(p, &out);
-    int rc = ts_sbuf_status(&out) ? CLI_FAIL : cli_write("-", out.data, out.len);
+    int rc = ts_sbuf_status(&out) ? CLI_FAIL : cli_write_as(format, out.data, out.len);
     ts_sbuf_release(&out);
     if (rc == CLI_OK && svg_path) {
         render_svg(p, &out);
@@ -172,13 +176,13 @@ static int run(const struct plan_args *a)
 int cmd_plan(int argc, char **argv)
 {
     struct plan_args a = {.format = "text", .popt = PLAN_OPTIONS_DEFAULT};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_plan, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
-    if (optind < argc || (strcmp(a.format, "text") != 0 && strcmp(a.format, "json") != 0)) {
+        return rc == CLI_HELP ? cli_help(&cli_verb_plan, CLI_ALL) : rc;
+    if (optind < argc || (strcmp(a.format, "text") && strcmp(cli_format_built(a.format), "json"))) {
         fprintf(stderr, "tessera: %s\n",
-                optind < argc ? "unexpected argument" : "-o must be text or json");
-        cli_usage(&VERB, CLI_ALL, stderr);
+                optind < argc ? "unexpected argument" : "-o must be text, json or yaml");
+        cli_usage(&cli_verb_plan, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     return run(&a);

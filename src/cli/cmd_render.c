@@ -10,24 +10,30 @@
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
-    CLI_SHORT('o', "output", "DIR", CLI_ALL, "where to write (created; replaced atomically)"),
+    CLI_LONG('d', "out-dir", "DIR", CLI_ALL, "where to write (created; replaced atomically)"),
+    CLI_SHORT('o', "output", "DIR", CLI_ALL,
+              "deprecated alias of --out-dir, kept for this release\n"
+              "(-o names an output format in every other verb)"),
     CLI_LONG('a', "device-api", "API", CLI_ALL, "dra (default), device-plugin, or both"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
     CLI_LONG('F', "force", NULL, CLI_ALL,
              "replace DIR even when it holds files tessera did not write"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_render = {
     "render",
-    "usage: tessera render -f SPEC [-f SPEC...] -o DIR [--device-api dra|device-plugin|both]\n"
-    "                      [--catalog FILE] [--force]\n\n"
+    "usage: tessera render -f SPEC [-f SPEC...] --out-dir DIR [--catalog FILE] [--force]\n"
+    "                      [--device-api dra|device-plugin|both]\n\n"
     "Write the Kubernetes objects and node configs that enforce the plan as a kustomize\n"
     "tree in DIR: cluster/ (DeviceClasses, Kueue flavors and cohorts, device-plugin and\n"
     "mig-parted ConfigMaps), tenants/<tenant>/ (namespaces, quotas, limits, RBAC,\n"
     "network policies, claim templates, queues, VMs), nodes/<node>/ (MIG placement\n"
     "script, MPS prep, labels). Apply with 'kubectl apply -k DIR'; DIR/README.md says\n"
     "what to install first and in which order to apply.\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct render_args {
     struct cli_files spec, catalog;
@@ -52,7 +58,12 @@ static int set(void *ctx, int key, const char *arg)
     switch (key) {
     case 'f': return cli_files_add(&a->spec, arg) ? CLI_OK : CLI_BAD_INPUT;
     case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
-    case 'o': a->dir = arg; return CLI_OK;
+    case 'd': a->dir = arg; return CLI_OK;
+    case 'o':
+        fprintf(stderr, "tessera: render: -o/--output DIR is deprecated and goes in the next "
+                        "release: use --out-dir DIR\n");
+        a->dir = arg;
+        return CLI_OK;
     case 'F': a->force = 1; return CLI_OK;
     case 'a':
         if (parse_api(arg, &a->ropt.api))
@@ -83,13 +94,13 @@ static int write_tree(const struct plan *p, const struct render_args *a)
 int cmd_render(int argc, char **argv)
 {
     struct render_args a = {.ropt = {RENDER_DRA}};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_render, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_render, CLI_ALL) : rc;
     if (optind < argc || !a.dir || !*a.dir) {
         fprintf(stderr, "tessera: %s\n",
-                a.dir ? "unexpected argument" : "no output folder: use -o DIR");
-        cli_usage(&VERB, CLI_ALL, stderr);
+                a.dir ? "unexpected argument" : "no output folder: use --out-dir DIR");
+        cli_usage(&cli_verb_render, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cli_job job;
