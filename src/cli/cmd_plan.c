@@ -40,7 +40,9 @@ const struct cli_verb cli_verb_plan = {
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
     "whole GPUs; totals against the lower bound and the naive layout.\n",
     OPTS,
-    NULL,
+    "When the fleet cannot hold the spec, the errors go to stderr, the plan of the\n"
+    "workloads that fit (and, at its end, each that does not with why; in JSON,\n"
+    "\"unplaced\") to stdout, and the exit code is 1.\n",
     NULL,
     CLI_ALL};
 
@@ -158,6 +160,61 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     return rc;
 }
 
+/* The fleet cannot hold the spec: the plan of what fits, then what does
+ * not and why (text), or the plan's JSON with an "unplaced" list. */
+static void partial_text(const struct plan_partial *pp, size_t total, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out,
+                   "PARTIAL PLAN: the fleet holds %zu of %zu workloads; %zu do%s not fit "
+                   "(listed at the end)\n\n",
+                   pp->fit.nrows, total, pp->nleft, pp->nleft == 1 ? "es" : "");
+    report_text(pp->plan, out);
+    ts_sbuf_printf(out, "\nDoes not fit:\n");
+    for (size_t i = 0; i < pp->nleft; i++) {
+        const struct decide_row *r = pp->left[i];
+        ts_sbuf_printf(out, "  %s/%s (%d replica%s, %s): %s\n", r->tenant->name, r->workload->name,
+                       r->workload->replicas, r->workload->replicas == 1 ? "" : "s",
+                       decide_mech_names[r->mech], pp->why[i].msg);
+    }
+}
+
+static void partial_json(const struct plan_partial *pp, struct ts_sbuf *out)
+{
+    json_t *doc = report_json_doc(pp->plan), *left = json_array();
+    for (size_t i = 0; i < pp->nleft; i++)
+        json_array_append_new(
+            left, json_pack("{s:s, s:s, s:s}", "tenant", pp->left[i]->tenant->name, "workload",
+                            pp->left[i]->workload->name, "reason", pp->why[i].msg));
+    if (doc)
+        json_object_set_new(doc, "unplaced", left);
+    else
+        json_decref(left);
+    report_json_dump(doc, out);
+    json_decref(doc);
+}
+
+/* After plan_build's failure: print the partial plan; the exit code stays 1. */
+static int emit_partial(const struct cli_job *job, const char *format)
+{
+    struct plan_partial pp;
+    struct plan_options heuristic = {PLAN_SOLVER_HEURISTIC, PLAN_TIME_LIMIT_DEFAULT_S};
+    if (plan_build_partial(job->model, job->cat, job->decisions, &heuristic, &pp) != TS_OK) {
+        plan_partial_free(&pp);
+        return CLI_FAIL;
+    }
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, CLI_REPORT_MAX);
+    if (strcmp(cli_format_built(format), "json") == 0)
+        partial_json(&pp, &out);
+    else
+        partial_text(&pp, job->decisions->nrows, &out);
+    if (ts_sbuf_status(&out) == TS_OK)
+        cli_write_as(format, out.data, out.len);
+    ts_sbuf_release(&out);
+    plan_partial_free(&pp);
+    return CLI_FAIL;
+}
+
 static int run(const struct plan_args *a)
 {
     struct cli_job job = {0};
@@ -165,6 +222,8 @@ static int run(const struct plan_args *a)
     int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
     if (rc == CLI_OK)
         rc = cli_job_plan(&job, &a->spec, &a->catalog, &a->popt);
+    if (rc == CLI_FAIL && job.decisions && !job.plan && !cur.inv)
+        rc = emit_partial(&job, a->format);
     cur.cat = job.cat;
     if (rc == CLI_OK)
         rc = emit(job.plan, a->format, a->svg, &cur);
