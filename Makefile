@@ -31,11 +31,9 @@ build: deps-build $(BUILD)/build.ninja
 
 demo: deps-demo build
 	@echo "== tessera render -f examples/four-h100.yaml --out-dir out --force"
-	@$(TESSERA) render -f examples/four-h100.yaml --out-dir out --force >/dev/null
+	@$(TESSERA) render -f examples/four-h100.yaml --out-dir out --force
 	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
 	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
-	@echo
-	@find out -type f | sort | sed 's/^/  /'
 	@echo
 	@echo "The fleet as a picture: out/fleet.svg"
 	@echo "Apply with: kubectl apply -k out (read out/README.md first)"

@@ -1,6 +1,7 @@
 /*
  * cmd_render.c - `tessera render`: plan, build the Kubernetes objects and
- * node configs, write them as a kustomize tree, list what was written.
+ * node configs, write them as a kustomize tree, sum up what was written
+ * (-v: list it).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@ static const struct cli_opt OPTS[] = {
               "(-o names an output format in every other verb)"),
     CLI_LONG('a', "device-api", "API", CLI_ALL, "dra (default), device-plugin, or both"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
+    CLI_SHORT('v', "verbose", NULL, CLI_ALL, "list every file written, after the summary"),
     CLI_LONG('F', "force", NULL, CLI_ALL,
              "replace DIR even when it holds files tessera did not write"),
     CLI_END};
@@ -29,7 +31,8 @@ const struct cli_verb cli_verb_render = {
     "mig-parted ConfigMaps), tenants/<tenant>/ (namespaces, quotas, limits, RBAC,\n"
     "network policies, claim templates, queues, VMs), nodes/<node>/ (MIG placement\n"
     "script, MPS prep, labels). Apply with 'kubectl apply -k DIR'; DIR/README.md says\n"
-    "what to install first and in which order to apply.\n",
+    "what to install first and in which order to apply. Prints a summary: objects by\n"
+    "kind, folders, and what changed against the tree DIR held before.\n",
     OPTS,
     NULL,
     NULL,
@@ -39,7 +42,7 @@ struct render_args {
     struct cli_files spec, catalog;
     struct render_options ropt;
     const char *dir;
-    int force;
+    int force, verbose;
 };
 
 static int parse_api(const char *s, int *api)
@@ -65,6 +68,7 @@ static int set(void *ctx, int key, const char *arg)
         a->dir = arg;
         return CLI_OK;
     case 'F': a->force = 1; return CLI_OK;
+    case 'v': a->verbose = 1; return CLI_OK;
     case 'a':
         if (parse_api(arg, &a->ropt.api))
             return CLI_OK;
@@ -74,17 +78,47 @@ static int set(void *ctx, int key, const char *arg)
     }
 }
 
+static void print_summary(const struct render_summary *s, const char *dir)
+{
+    int objects = s->other;
+    for (size_t i = 0; i < s->nkinds; i++)
+        objects += s->kinds[i].n;
+    printf("rendered %zu files into %s: apply with 'kubectl apply -k %s' after reading "
+           "%s/README.md\n  objects  %d:",
+           s->files, dir, dir, dir, objects);
+    for (size_t i = 0; i < s->nkinds; i++)
+        printf("%s %s %d", i ? "," : "", s->kinds[i].kind, s->kinds[i].n);
+    if (s->other)
+        printf(", other %d", s->other);
+    printf("\n  folders ");
+    for (size_t i = 0; i < s->nfolders; i++) {
+        printf("%s %s/ %d files", i ? "," : "", s->folders[i].name, s->folders[i].files);
+        if (s->folders[i].subfolders)
+            printf(" in %d folder%s", s->folders[i].subfolders,
+                   s->folders[i].subfolders == 1 ? "" : "s");
+    }
+    if (s->first)
+        printf("\n  changes  none before: %s did not exist\n", dir);
+    else
+        printf("\n  changes  since the last render: %d changed, %d added, %d removed, %d "
+               "unchanged\n",
+               s->changed, s->added, s->removed, s->unchanged);
+}
+
 static int write_tree(const struct plan *p, const struct render_args *a)
 {
     struct render_tree tree;
+    struct render_summary sum;
     struct ts_error e = {0};
     if (render_build(p, &a->ropt, &tree, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
+    render_summarize(&tree, a->dir, &sum);
     int rc = CLI_OK;
     if (render_write(&tree, a->dir, a->force, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
     } else {
-        for (size_t i = 0; i < tree.nfiles; i++)
+        print_summary(&sum, a->dir);
+        for (size_t i = 0; a->verbose && i < tree.nfiles; i++)
             printf("%s/%s\n", a->dir, tree.files[i].path);
     }
     render_tree_free(&tree);
