@@ -29,7 +29,10 @@ $(BUILD)/build.ninja:
 build: deps-build $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-demo: deps-demo build
+# The demo needs only the tessera binary, not the tests: a fresh clone's
+# make demo builds that alone.
+demo: deps-demo deps-build $(BUILD)/build.ninja
+	ninja -C $(BUILD) tessera
 	@echo "== tessera render -f examples/four-h100.yaml --out-dir out --force"
 	@$(TESSERA) render -f examples/four-h100.yaml --out-dir out --force
 	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
