@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "inventory/inventory.h"
 #include "reconf/reconf.h"
@@ -20,6 +22,10 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('o', "output", "FORMAT", CLI_ALL,
               "text (default), json (see docs/plan-json.md) or yaml"),
     CLI_LONG('s', "svg", "FILE", CLI_ALL, "also write the fleet picture as SVG"),
+    CLI_LONG('w', "wide", NULL, CLI_ALL,
+             "text: each reason on its row's line, whatever the\n"
+             "terminal's width (else wrapped under the row to $COLUMNS\n"
+             "or the terminal's width)"),
     CLI_LONG('S', "solver", "NAME", CLI_ALL,
              "auto (default): heuristic, GLPK when it may save a card;\n"
              "exact: always GLPK; heuristic: never GLPK"),
@@ -50,7 +56,25 @@ struct plan_args {
     struct cli_files spec, catalog, current;
     const char *format, *svg;
     struct plan_options popt;
+    int wide;
 };
+
+/* The width the text report wraps reasons to: 0 (one line a row) with
+ * --wide or when stdout is no terminal and $COLUMNS is unset; else
+ * $COLUMNS, else the terminal's. Set once per run. */
+static int text_cols;
+
+static int width_for(int wide)
+{
+    const char *env = getenv("COLUMNS");
+    long cols = env && *env ? strtol(env, NULL, 10) : 0;
+    struct winsize ws;
+    if (!cols && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+        cols = ws.ws_col;
+    if (wide || cols <= 0)
+        return 0;
+    return cols < CLI_TEXT_MIN_COLUMNS ? CLI_TEXT_MIN_COLUMNS : (int)cols;
+}
 
 static int set_solver(struct plan_options *popt, const char *arg)
 {
@@ -85,6 +109,7 @@ static int set(void *ctx, int key, const char *arg)
     case 's': a->svg = arg; return CLI_OK;
     case 't': return set_time_limit(&a->popt, arg);
     case 'S': return set_solver(&a->popt, arg);
+    case 'w': a->wide = 1; return CLI_OK;
     default: return CLI_BAD_INPUT;
     }
 }
@@ -133,7 +158,7 @@ static void report_current(const struct plan *p, const char *format, const struc
     if (strcmp(cli_format_built(format), "json") == 0) {
         json_with_current(p, &ap, cur, out);
     } else {
-        report_text(p, out);
+        report_text_width(p, text_cols, out);
         reconf_text(&ap, cur->inv, cur->n, cur->cat, out);
     }
     reconf_plan_release(&ap);
@@ -149,7 +174,7 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     else if (strcmp(cli_format_built(format), "json") == 0)
         report_json(p, &out);
     else
-        report_text(p, &out);
+        report_text_width(p, text_cols, &out);
     int rc = ts_sbuf_status(&out) ? CLI_FAIL : cli_write_as(format, out.data, out.len);
     ts_sbuf_release(&out);
     if (rc == CLI_OK && svg_path) {
@@ -168,7 +193,7 @@ static void partial_text(const struct plan_partial *pp, size_t total, struct ts_
                    "PARTIAL PLAN: the fleet holds %zu of %zu workloads; %zu do%s not fit "
                    "(listed at the end)\n\n",
                    pp->fit.nrows, total, pp->nleft, pp->nleft == 1 ? "es" : "");
-    report_text(pp->plan, out);
+    report_text_width(pp->plan, text_cols, out);
     ts_sbuf_printf(out, "\nDoes not fit:\n");
     for (size_t i = 0; i < pp->nleft; i++) {
         const struct decide_row *r = pp->left[i];
@@ -244,5 +269,6 @@ int cmd_plan(int argc, char **argv)
         cli_usage(&cli_verb_plan, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
+    text_cols = width_for(a.wide);
     return run(&a);
 }
