@@ -309,7 +309,15 @@ static int invoice_args(struct meter_args *a, int argc)
     int known = 0;
     for (int i = 0; i < 5; i++)
         known |= strcmp(a->format, formats[i]) == 0;
-    if (!a->db || !a->tenant || !a->period || optind < argc || !known) {
+    if (!known) {
+        fprintf(stderr, "tessera: invoice: no format '%s': -o is text, csv, json, yaml or html%s\n",
+                a->format,
+                strcmp(a->format, "pdf") ? ""
+                                         : " (no PDF writer: for a PDF, print the html one "
+                                           "from a browser)");
+        return CLI_BAD_INPUT;
+    }
+    if (!a->db || !a->tenant || !a->period || optind < argc) {
         fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
                         "YYYY-MM; -o is text, csv, json, yaml or html\n");
         return CLI_BAD_INPUT;

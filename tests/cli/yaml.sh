@@ -3,7 +3,8 @@
 # history and export; agent inventory and fight share the same writer): the
 # YAML, read back by PyYAML, is the same data as the JSON, read by Python's
 # json, including strings a YAML reader would otherwise take for booleans,
-# numbers or null; and a verb that has no -o yaml says which formats it has.
+# numbers or null; and a verb given a format it has not (invoice -o pdf) says
+# which formats it has.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 EX=examples/four-h100.yaml
@@ -79,6 +80,8 @@ expect_rc 2 "$TESSERA" plan -f $EX -o xml
 expect_in "$TMP/err" "text, json or yaml"
 expect_rc 2 "$TESSERA" usage -f "$TMP/spec.yaml" --db $DB -o xml
 expect_in "$TMP/err" "text, json or yaml"
+expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o pdf
+expect_in "$TMP/err" "no format 'pdf': -o is text, csv, json, yaml or html (no PDF writer"
 expect_rc 2 "$TESSERA" ledger export --db $L -o xml
 expect_in "$TMP/err" "csv, json or yaml"
 for verb in plan usage invoice fight "agent inventory" "ledger history"; do
