@@ -56,7 +56,9 @@ static double text_em(const char *text, int bold)
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
         if ((*p & 0xC0) == 0x80)
             continue;
-        w += (*p >= 32 && *p < 127 ? (bold ? adv_bold : adv_regular)[*p - 32] : 1000) / 1000.0;
+        const unsigned short *t = bold ? adv_bold : adv_regular;
+        unsigned idx = (unsigned)*p - 32u;
+        w += (idx < 95u ? t[idx] : 1000u) / 1000.0;
     }
     return w;
 }
@@ -117,12 +119,10 @@ static void share_row(const struct plan *p, const struct plan_gpu *g, double y, 
         const struct plan_inst *in = &g->inst[k];
         char owner[160], label[200];
         plan_inst_owner(in, owner, sizeof(owner));
-        if (in->guest) {
-            snprintf(label, sizeof(label), "+ guest %s (time-sliced)", owner);
-            ts_sbuf_printf(out, "<text x=\"%d\" y=\"%d\" class=\"g\">", BAR_X + BAR_W - 6,
-                           (int)y + ROW_H - 12);
-            ts_sbuf_xml(out, label);
-            ts_sbuf_puts(out, "</text>\n");
+        if (in->guest) { /* time-sliced on the card: hatched, at its end, over the owner */
+            double gw = BAR_W * in->mem_gib / total;
+            snprintf(label, sizeof(label), "%.0f GiB time-sliced", in->mem_gib);
+            cell(out, BAR_X + BAR_W - gw, y, gw, tenant_colour(p, in), label, owner, 1);
             continue;
         }
         double w = BAR_W * in->mem_gib / total;
@@ -136,16 +136,40 @@ static void share_row(const struct plan *p, const struct plan_gpu *g, double y, 
         cell(out, x, y, BAR_X + BAR_W - x, "#e8e8e8", "free", "", 0);
 }
 
+/* The legend's colour of tenant i: its own, or (a tenant with no workload
+ * that uses another's) the pool owner's. */
+static size_t legend_colour(const struct spec_model *m, size_t i)
+{
+    const struct spec_tenant *t = &m->tenants[i];
+    if (t->nworkloads || !t->nuses)
+        return i;
+    for (size_t k = 0; k < m->ntenants; k++)
+        if (!strcmp(m->tenants[k].name, t->uses[0].tenant))
+            return k;
+    return i;
+}
+
 static void legend(const struct plan *p, double y, struct ts_sbuf *out)
 {
-    for (size_t i = 0; i < p->model->ntenants; i++) {
+    const struct spec_model *m = p->model;
+    for (size_t i = 0; i < m->ntenants; i++) {
+        const struct spec_tenant *t = &m->tenants[i];
         double x = 20 + (double)(i % 6) * 170;
         double yy = y + (double)(i / 6) * 22;
-        ts_sbuf_printf(out,
-                       "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                       "<text x=\"%.0f\" y=\"%.0f\" class=\"l\">",
-                       x, yy, palette[i % NPALETTE], x + 20, yy + 12);
-        ts_sbuf_xml(out, p->model->tenants[i].name);
+        int user = !t->nworkloads && t->nuses;
+        char text[200];
+        snprintf(text, sizeof(text), user ? "%s uses %s/%s" : "%s", t->name,
+                 user ? t->uses[0].tenant : "", user ? t->uses[0].workload : "");
+        ts_sbuf_printf(
+            out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"%s/>", x, yy,
+            palette[legend_colour(m, i) % NPALETTE],
+            user ? " fill-opacity=\"0.55\" stroke=\"#222\" stroke-dasharray=\"2 2\"" : "");
+        double em = text_em(text, 0), room = 150;
+        ts_sbuf_printf(out, "<text x=\"%.0f\" y=\"%.0f\" class=\"l\"", x + 20, yy + 12);
+        if (em * 12 > room)
+            ts_sbuf_printf(out, " style=\"font-size:%.2fpx\"", room / em - 0.005);
+        ts_sbuf_puts(out, ">");
+        ts_sbuf_xml(out, text);
         ts_sbuf_puts(out, "</text>\n");
     }
 }

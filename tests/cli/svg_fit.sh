@@ -4,7 +4,8 @@
 # font the picture names (DejaVu Sans, read from the installed TTF files by
 # tests/tools/ttf_advance.py, not from tessera's table) at the font size the
 # label is drawn in, is at most its cell's width. The worked example and one
-# with a 40-character workload name.
+# with a 40-character workload name. The time-sliced guest is drawn as a
+# (hatched) cell; tenants that use another's pool are shown as its users.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 FONTS=/usr/share/fonts/truetype/dejavu
@@ -46,4 +47,25 @@ PY
     check "$spec: no cell labels found ($out)" [ "${out%% *}" -gt 10 ]
 done
 grep -q "summarise-seven-b-awq-with-a-long-name40 r0" "$TMP/f.svg" && ok || bad "long name cut"
+
+# the time-sliced guest is drawn (a hatched cell with its name), and the tenants
+# that only use another's pool are its users in the legend, in the pool owner's colour
+/usr/bin/python3 - "$TMP/f.svg" <<'PY' && ok || bad "guest or pool users not drawn"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+els = list(ET.parse(sys.argv[1]).getroot())
+def after(i):
+    return [e.text for e in els[i + 1:i + 3] if e.tag == ns + "text"]
+guest = [i for i, e in enumerate(els) if e.tag == ns + "rect" and e.get("stroke-dasharray")
+         and "platform-dev/notebooks" in after(i)]
+assert guest, "no hatched cell for platform-dev/notebooks"
+swatch = {}
+for i, e in enumerate(els):
+    if e.tag == ns + "rect" and e.get("width") == "14":
+        swatch[els[i + 1].text] = e.get("fill")
+for t in "efgh":
+    name = f"rag-{t} uses provider/embedding"
+    assert name in swatch, f"no legend entry '{name}'"
+    assert swatch[name] == swatch["provider"], f"{name}: {swatch[name]} != {swatch['provider']}"
+PY
 finish
