@@ -68,7 +68,7 @@ expect_rc 0 "$TESSERA" plan -f $EX -o json
 cp "$TMP/out" "$TMP/plan-ex.json"
 for mode in $MODES; do
     D=$TMP/ex-$mode
-    expect_rc 0 "$TESSERA" render -f $EX --out-dir "$D" --device-api $mode
+    expect_rc 0 "$TESSERA" render -f $EX --out-dir "$D" --device-api $mode -v
     expect_in "$TMP/out" "$D/kustomization.yaml"
     validate "$D"
     # deterministic: again, a second later, in another time zone
