@@ -1,8 +1,9 @@
 # tessera - the two commands a newcomer needs:
-#   make demo    install what is missing, build, run the worked example
-#   make check   install what is missing, build (normal + ASan/UBSan + fuzz
+#   make demo    install what the demo runs, build, run the worked example
+#   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
 #                targets), run every test and replay the fuzz corpora
 # and, for maintainers: make bench, make fuzz, make format, make clean.
+# Each installs only its own group of packages (scripts/install-deps GROUP).
 JOBS     ?= $(shell nproc)
 BUILD    := build
 ASAN     := build-asan
@@ -10,27 +11,32 @@ FUZZ     := build-fuzz
 TESSERA  := $(BUILD)/tessera
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo check check-format check-build check-asan check-fuzz bench fuzz \
+.PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz build demo check \
+        check-format check-build check-asan check-fuzz bench fuzz \
         format clean docs
 
 all: build
 
 deps:
-	@scripts/install-deps
+	@scripts/install-deps all
+
+deps-build deps-demo deps-check deps-bench deps-fuzz:
+	@scripts/install-deps $(@:deps-%=%)
 
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-build: deps $(BUILD)/build.ninja
+build: deps-build $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-demo: build
-	@echo "== tessera render -f examples/four-h100.yaml -o out --force"
-	@$(TESSERA) render -f examples/four-h100.yaml -o out --force >/dev/null
+# The demo needs only the tessera binary, not the tests: a fresh clone's
+# make demo builds that alone.
+demo: deps-demo deps-build $(BUILD)/build.ninja
+	ninja -C $(BUILD) tessera
+	@echo "== tessera render -f examples/four-h100.yaml --out-dir out --force"
+	@$(TESSERA) render -f examples/four-h100.yaml --out-dir out --force
 	@echo "== tessera plan -f examples/four-h100.yaml --svg out/fleet.svg"
 	@$(TESSERA) plan -f examples/four-h100.yaml --svg out/fleet.svg
-	@echo
-	@find out -type f | sort | sed 's/^/  /'
 	@echo
 	@echo "The fleet as a picture: out/fleet.svg"
 	@echo "Apply with: kubectl apply -k out (read out/README.md first)"
@@ -41,11 +47,11 @@ demo: build
 	@echo
 	@scripts/demo-replan $(TESSERA) out
 
-check: deps check-format check-build check-asan check-fuzz
+check: deps-check check-format check-build check-asan check-fuzz
 
 # The code style (.clang-format): check-format fails on a file that differs,
 # format rewrites them.
-check-format: deps
+check-format: deps-check
 	scripts/check-format
 
 format:
@@ -57,7 +63,7 @@ check-build: build
 $(ASAN)/build.ninja:
 	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON
 
-check-asan: deps $(ASAN)/build.ninja
+check-asan: deps-check $(ASAN)/build.ninja
 	ninja -C $(ASAN)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    ctest --output-on-failure -j $(JOBS)
@@ -65,12 +71,12 @@ check-asan: deps $(ASAN)/build.ninja
 $(FUZZ)/build.ninja:
 	CC=clang cmake -S . -B $(FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON
 
-check-fuzz: deps $(FUZZ)/build.ninja
+check-fuzz: deps-check $(FUZZ)/build.ninja
 	ninja -C $(FUZZ)
 	cd $(FUZZ) && ctest --output-on-failure -j $(JOBS)
 
 # Real fuzzing: every target for FUZZ_SECONDS, new finds kept in the corpus.
-fuzz: deps $(FUZZ)/build.ninja
+fuzz: deps-fuzz $(FUZZ)/build.ninja
 	ninja -C $(FUZZ)
 	@for f in $(FUZZ)/fuzz/fuzz_*; do \
 	    name=$$(basename $$f | sed 's/^fuzz_//'); \
@@ -80,7 +86,7 @@ fuzz: deps $(FUZZ)/build.ninja
 	        fuzz/corpus/$$name || exit 1; \
 	done
 
-bench: build
+bench: deps-bench build
 	bench/run
 
 clean:

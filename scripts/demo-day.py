@@ -12,7 +12,10 @@ the exporter's real label set (see tests/fixtures/dcgm/).
 Each MIG instance is a device (GPU UUID + GPU_I_ID); inference instances
 carry their tenant's pod (in the workload's namespace from SPEC) all day
 with a daily load curve; the fine-tune card
-has its pod only at night, idle (no pod) otherwise. --inventory writes the
+has its pod only at night, idle (no pod) otherwise; the time-sliced guests
+on it (the notebooks) have their pod in office hours (08:00-20:00), a series
+of their own on the card's labels, as dcgm-exporter reports each pod of a
+shared GPU. --inventory writes the
 matching NodeInventory JSON (docs/agent.md: GPU and MIG UUIDs, GPU instance
 ids and placements), as `tessera agent inventory -o json` would report the
 node, for the custody ledger.
@@ -74,10 +77,21 @@ def devices(plan, namespaces):
             tenant = inst.get("tenant")
             pod = (namespaces[tenant, inst["workload"]], f"{inst['workload']}-0") if tenant else None
             out.append((dict(base), pod, "nightly", (g, None, None)))
+            for guest in (i for i in g["instances"][1:] if i.get("guest") and i.get("tenant")):
+                pod = (namespaces[guest["tenant"], guest["workload"]],
+                       f"{guest['workload']}-{guest['replica']}")
+                out.append((dict(base), pod, "office", (g, None, None)))
     return out
 
 
+def present(kind, hour):
+    """Whether the device's pod runs at hour (the office guests: a series only then)."""
+    return {"nightly": hour < 6, "office": 8 <= hour < 20}.get(kind, True)
+
+
 def load(kind, hour):
+    if kind == "office":
+        return 0.35 if present(kind, hour) else 0.0
     if kind == "nightly":
         return 0.95 if hour < 6 else 0.0
     return 0.25 + 0.6 * max(0.0, math.sin((hour - 6) / 24 * 2 * math.pi))
@@ -94,9 +108,11 @@ def write_day(devs, day, out):
         hour = t / 3600
         for metric in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED"):
             for labels, pod, kind, _ in devs:
+                if kind == "office" and not present(kind, hour):
+                    continue
                 lab = dict(labels)
                 busy = load(kind, hour)
-                if pod and (kind != "nightly" or hour < 6):
+                if pod and present(kind, hour):
                     lab.update(container="main", namespace=pod[0], pod=pod[1])
                 value = f"{busy:.6f}" if metric.endswith("ACTIVE") else str(int(1024 + 8000 * busy))
                 out.write(f"{metric}{{{label_text(lab)}}} {value} {ts}\n")

@@ -74,7 +74,32 @@ struct cli_verb {
     const char *usage;          /* the synopsis and what it does, first in --help */
     const struct cli_opt *opts; /* ends with CLI_END */
     const char *notes;          /* after the options in --help; may be NULL */
+    const char *subs;           /* its subcommand words, ' '-separated, the i-th
+                                   the option bit 1u << i (completion, man); NULL */
+    unsigned only;              /* the option bits that are this verb's; CLI_ALL */
 };
+
+/* Every verb's table (cmd_*.c), for completion and the man page (gen.c). */
+extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_meter,
+    cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice, cli_verb_check,
+    cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion;
+
+/* A row of the command table (main.c): `tessera NAME`, or `tessera PARENT NAME`. */
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+    const struct cli_verb *verb;
+};
+extern const struct cli_command cli_commands[];
+extern const size_t cli_ncommands;
+/* The top-level usage (main.c), which the man page repeats. */
+void cli_top_usage(FILE *out);
+
+/* `tessera completion bash|zsh` and `tessera docs man` (gen.c): from the
+ * tables above, so they hold exactly what --help says. */
+int cli_gen_completion(const char *shell, FILE *out);
+void cli_gen_man(FILE *out);
 
 /* cli_parse's answer to -h/--help (not an exit code: see cli_help). */
 #define CLI_HELP (-1)
@@ -154,6 +179,12 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in);
 
 /* Write text to path ("-" = stdout) atomically; returns an exit code. */
 int cli_write(const char *path, const char *text, size_t len);
+/* -o yaml is -o json's document written as YAML: the format a verb builds
+ * for format ("json" for "yaml", else format itself). */
+const char *cli_format_built(const char *format);
+/* Write the text a verb built for cli_format_built(format) to stdout: as
+ * is, or (yaml) its JSON as YAML. An exit code. */
+int cli_write_as(const char *format, const char *text, size_t len);
 
 int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
@@ -168,5 +199,6 @@ int cmd_docs(int argc, char **argv);
 int cmd_ledger(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_fight(int argc, char **argv);
+int cmd_completion(int argc, char **argv);
 
 #endif

@@ -20,7 +20,7 @@
 enum { INVENTORY = 1, APPLY = 2 };
 
 static const struct cli_opt OPTS[] = {
-    CLI_SHORT('o', "output", "FORMAT", INVENTORY, "text (default) or json (docs/agent.md)"),
+    CLI_SHORT('o', "output", "FORMAT", INVENTORY, "text (default), json (docs/agent.md) or yaml"),
     CLI_LONG('n', "node", "NAME", CLI_ALL,
              "the node (inventory: default $NODE_NAME, else the\n"
              "host name; apply: the plan's node to bring about)"),
@@ -32,9 +32,9 @@ static const struct cli_opt OPTS[] = {
              "-o json) instead of NVML; --node defaults to its node"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_agent = {
     "agent",
-    "usage: tessera agent inventory [-o text|json] [--node NAME]\n"
+    "usage: tessera agent inventory [-o text|json|yaml] [--node NAME]\n"
     "       tessera agent apply --plan PLAN.json --node NAME [--dry-run]\n"
     "                           [--catalog FILE]\n"
     "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n\n"
@@ -50,7 +50,9 @@ static const struct cli_verb VERB = {
     "           a card with a MIG mode change pending is refused.\n",
     OPTS,
     "NVML is libnvidia-ml.so.1 from the NVIDIA driver; TESSERA_NVML_LIBRARY names\n"
-    "another file. The node name defaults to $NODE_NAME, else the host name.\n"};
+    "another file. The node name defaults to $NODE_NAME, else the host name.\n",
+    "inventory apply",
+    CLI_ALL};
 
 struct agent_args {
     const char *format, *node, *plan, *inventory;
@@ -83,9 +85,9 @@ static const char *default_node(char *buf, size_t n)
     return buf;
 }
 
-static int print_buf(struct ts_sbuf *b)
+static int print_buf(const char *format, struct ts_sbuf *b)
 {
-    int rc = ts_sbuf_status(b) == TS_OK ? cli_write("-", ts_sbuf_str(b), b->len) : CLI_FAIL;
+    int rc = ts_sbuf_status(b) == TS_OK ? cli_write_as(format, ts_sbuf_str(b), b->len) : CLI_FAIL;
     ts_sbuf_release(b);
     return rc;
 }
@@ -100,7 +102,7 @@ static int inventory(const char *node, const char *format)
     int rc = CLI_OK;
     if (!inv || agent_nvml_open(&n, &e) != TS_OK || agent_inventory_read(n, node, inv, &e) != TS_OK)
         rc = inv ? cli_fail(&e, CLI_DOING) : CLI_FAIL;
-    else if (strcmp(format, "json") == 0)
+    else if (strcmp(cli_format_built(format), "json") == 0)
         inv_json(inv, &out);
     else
         inv_text(inv, &out);
@@ -110,7 +112,7 @@ static int inventory(const char *node, const char *format)
         ts_sbuf_release(&out);
         return rc;
     }
-    return print_buf(&out);
+    return print_buf(format, &out);
 }
 
 /* PLAN.json and the catalog it is checked against; an exit code. */
@@ -173,8 +175,9 @@ static const char *problem(unsigned sub, int operands, const struct agent_args *
 {
     if (operands)
         return "unexpected argument";
-    if (sub == INVENTORY && strcmp(a->format, "text") && strcmp(a->format, "json"))
-        return "-o must be text or json";
+    if (sub == INVENTORY && strcmp(a->format, "text") &&
+        strcmp(cli_format_built(a->format), "json"))
+        return "-o must be text, json or yaml";
     if (sub == APPLY && (!a->plan || (!a->node && !a->inventory)))
         return "apply needs --plan and --node";
     if (sub == APPLY && a->inventory && !a->dry)
@@ -187,15 +190,15 @@ int cmd_agent(int argc, char **argv)
     const char *word = argc > 1 ? argv[1] : "";
     unsigned sub = !strcmp(word, "inventory") ? INVENTORY : !strcmp(word, "apply") ? APPLY : 0;
     if (!strcmp(word, "--help") || !strcmp(word, "-h"))
-        return cli_help(&VERB, CLI_ALL);
+        return cli_help(&cli_verb_agent, CLI_ALL);
     struct agent_args a = {.format = "text"};
-    int rc = sub ? cli_parse(&VERB, sub, argc - 1, argv + 1, set, &a) : CLI_OK;
+    int rc = sub ? cli_parse(&cli_verb_agent, sub, argc - 1, argv + 1, set, &a) : CLI_OK;
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, sub) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_agent, sub) : rc;
     const char *why = sub ? problem(sub, optind < argc - 1, &a) : "expected inventory or apply";
     if (why) {
         fprintf(stderr, "tessera: agent: %s\n", why);
-        cli_usage(&VERB, CLI_ALL, stderr);
+        cli_usage(&cli_verb_agent, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     char host[256];

@@ -20,7 +20,7 @@ static const struct cli_opt OPTS[] = {
              "several (default: the first seen)"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_catalog = {
     "catalog",
     "usage: tessera catalog list [--catalog FILE]\n"
     "       tessera catalog show MODEL [--catalog FILE]\n"
@@ -29,7 +29,10 @@ static const struct cli_verb VERB = {
     "show    one model's MIG profiles: ID, slices, memory, max count, placements\n"
     "import  read real nvidia-smi output (-L, mig -lgip, mig -lgipp) and print a\n"
     "        GpuModel document for 'tessera plan --catalog FILE'\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    "list show import",
+    CLI_ALL};
 
 struct catalog_args {
     struct cli_files catalog;
@@ -145,7 +148,7 @@ static int run(unsigned sub, int argc, char **argv, const struct catalog_args *a
                 sub == LIST   ? "list takes no arguments"
                 : sub == SHOW ? "show takes one MODEL (see tessera catalog list)"
                               : "import needs at least one FILE");
-        cli_usage(&VERB, CLI_ALL, stderr);
+        cli_usage(&cli_verb_catalog, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cat_catalog *cat = NULL;
@@ -161,18 +164,18 @@ int cmd_catalog(int argc, char **argv)
     const char *word = argc > 1 ? argv[1] : "";
     unsigned sub = sub_of(word);
     if (!strcmp(word, "--help") || !strcmp(word, "-h"))
-        return cli_help(&VERB, CLI_ALL);
+        return cli_help(&cli_verb_catalog, CLI_ALL);
     if (!sub) {
         if (*word)
             fprintf(stderr, "tessera: catalog: unknown subcommand '%s'\n", word);
         else
             fprintf(stderr, "tessera: catalog: missing subcommand (list, show or import)\n");
-        cli_usage(&VERB, CLI_ALL, stderr);
+        cli_usage(&cli_verb_catalog, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct catalog_args a = {.gpu = -1};
-    int rc = cli_parse(&VERB, sub, argc - 1, argv + 1, set, &a);
+    int rc = cli_parse(&cli_verb_catalog, sub, argc - 1, argv + 1, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, sub) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_catalog, sub) : rc;
     return run(sub, argc - 1 - optind, argv + 1 + optind, &a);
 }

@@ -10,13 +10,16 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"), CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_check = {
     "check",
     "usage: tessera check -f SPEC [-f SPEC...] [--catalog FILE]\n\n"
     "Validate a tenancy spec: syntax, fields, references, contradictions, and that\n"
     "the fleet can hold it. Exit 0 when it can, 1 when it cannot be placed, 2 on\n"
     "bad input (every error printed as file:line:column: path: message).\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct check_args {
     struct cli_files spec, catalog;
@@ -31,11 +34,11 @@ static int set(void *ctx, int key, const char *arg)
 int cmd_check(int argc, char **argv)
 {
     struct check_args a = {0};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_check, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_check, CLI_ALL) : rc;
     if (optind < argc) {
-        cli_usage(&VERB, CLI_ALL, stderr);
+        cli_usage(&cli_verb_check, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cli_job job;

@@ -1,7 +1,7 @@
 /*
- * cmd_docs.c - `tessera docs spec|catalog`: print the field reference
+ * cmd_docs.c - `tessera docs spec|catalog|man`: print the field reference
  * generated from the loaders' own tables (docs/spec.md embeds it; a test
- * keeps the two in step).
+ * keeps the two in step), or the man page made from the option tables.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,11 +10,15 @@
 
 static const struct cli_opt OPTS[] = {CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_docs = {
     "docs",
-    "usage: tessera docs spec|catalog\n\n"
-    "Print the Markdown field reference of the tenancy spec or of GpuModel.\n",
-    OPTS, NULL};
+    "usage: tessera docs spec|catalog|man\n\n"
+    "Print the Markdown field reference of the tenancy spec or of GpuModel, or\n"
+    "tessera(1), the man page (roff: 'tessera docs man | man -l -').\n",
+    OPTS,
+    NULL,
+    "spec catalog man",
+    CLI_ALL};
 
 static int no_option(void *ctx, int key, const char *arg)
 {
@@ -24,16 +28,20 @@ static int no_option(void *ctx, int key, const char *arg)
 
 int cmd_docs(int argc, char **argv)
 {
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, no_option, NULL);
+    int rc = cli_parse(&cli_verb_docs, CLI_ALL, argc, argv, no_option, NULL);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_docs, CLI_ALL) : rc;
     const char *what = optind + 1 == argc ? argv[optind] : "";
+    if (strcmp(what, "man") == 0) {
+        cli_gen_man(stdout);
+        return CLI_OK;
+    }
     if (strcmp(what, "spec") != 0 && strcmp(what, "catalog") != 0) {
         if (*what)
-            fprintf(stderr, "tessera: docs: unknown reference '%s' (spec or catalog)\n", what);
+            fprintf(stderr, "tessera: docs: unknown reference '%s' (spec, catalog or man)\n", what);
         else
-            fprintf(stderr, "tessera: docs: missing reference (spec or catalog)\n");
-        cli_usage(&VERB, CLI_ALL, stderr);
+            fprintf(stderr, "tessera: docs: missing reference (spec, catalog or man)\n");
+        cli_usage(&cli_verb_docs, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct ts_sbuf out;

@@ -38,19 +38,19 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('K', "kernels", "FILE", CLI_ALL, "fatbin, cubin or PTX of the kernels"),
     CLI_LONG('L', "shim", "PATH", CLI_ALL, "libtessera-cuda.so for the shim mechanism"),
     CLI_LONG('D', "driver", "LIB", CLI_ALL, "the CUDA driver (default libcuda.so.1)"),
-    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default) or json"),
+    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default), json or yaml"),
     CLI_LONG('g', "svg", "FILE", CLI_ALL, "also write the latency tails as SVG"),
     CLI_LONG('W', "worker", "ROLE", CLI_ALL, NULL), /* the harness's own tenants */
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_fight = {
     "fight",
     "usage: tessera fight [--noisy-kind matmul|stream|burst] [--memory]\n"
     "                     [--mechanisms LIST] [--expect LIST] [--tolerance PCT]\n"
     "                     [--requests N] [--warmup N] [--repeat N] [--seed N]\n"
     "                     [--phase-time DUR] [--solo-time DUR] [--synthetic]\n"
     "                     [--sla CMD --noisy CMD] [--kernels FILE] [--shim PATH]\n"
-    "                     [--driver LIB] [-o text|json] [--svg FILE]\n\n"
+    "                     [--driver LIB] [-o text|json|yaml] [--svg FILE]\n\n"
     "Two tenants fight for GPU 0: an SLA tenant serving fixed requests and a noisy\n"
     "neighbour. The SLA tenant's latency is measured alone (baseline) and beside the\n"
     "neighbour under each mechanism of LIST (timeslice,shim,mps,mig; default all,\n"
@@ -62,7 +62,9 @@ static const struct cli_verb VERB = {
     "in $TESSERA_FIGHT_FD (docs/fight.md). DUR is like 60s or 500ms.\n",
     OPTS,
     "Exit codes: 0 pass, 1 a gating mechanism failed or the test could not run\n"
-    "(no driver, no device), 2 bad usage.\n"};
+    "(no driver, no device), 2 bad usage.\n",
+    NULL,
+    CLI_ALL};
 
 static int bad_usage(const char *what, const char *arg)
 {
@@ -215,8 +217,8 @@ static int set(void *ctx, int c, const char *arg)
     case 'y': o->synthetic = 1; return CLI_OK;
     case 'M': o->memory = 1; return CLI_OK;
     case 'o':
-        if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0)
-            return bad_usage("-o takes text or json, not", arg);
+        if (strcmp(arg, "text") != 0 && strcmp(cli_format_built(arg), "json") != 0)
+            return bad_usage("-o takes text, json or yaml, not", arg);
         a->fmt = arg;
         return CLI_OK;
     case 'g': a->svg = arg; return CLI_OK;
@@ -231,14 +233,14 @@ static int write_outputs(const struct fight_result *r, const char *fmt, const ch
     struct ts_error e = {0};
     ts_sbuf_init(&b, CLI_REPORT_MAX);
     int rc = CLI_OK;
-    if (strcmp(fmt, "json") == 0) {
+    if (strcmp(cli_format_built(fmt), "json") == 0) {
         if (fight_report_json(r, &b, &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);
     } else {
         fight_report_text(r, &b);
     }
     if (rc == CLI_OK)
-        rc = cli_write("-", ts_sbuf_str(&b), b.len);
+        rc = cli_write_as(fmt, ts_sbuf_str(&b), b.len);
     ts_sbuf_release(&b);
     if (rc == CLI_OK && svg) {
         ts_sbuf_init(&b, CLI_REPORT_MAX);
@@ -277,9 +279,9 @@ int cmd_fight(int argc, char **argv)
 {
     struct fight_args a = {.fmt = "text"};
     fight_opts_default(&a.o);
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_fight, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_fight, CLI_ALL) : rc;
     if (optind < argc)
         return bad_usage("unexpected argument", argv[optind]);
     if (a.worker)

@@ -44,7 +44,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('F', "from", "TIME", HIST, "the first time listed"),
     CLI_LONG('T', "to", "TIME", HIST, "the time the list stops before"),
     CLI_SHORT('o', "output", "FORMAT", HIST | EXPORT,
-              "history: text (default) or json; export: csv (default) or json"),
+              "history: text (default), json or yaml; export: csv\n"
+              "(default), json or yaml"),
     CLI_LONG('k', "hmac-key-file", "F", REC | VERIFY,
              "the key that macs (record) or checks (verify) the entries"),
     CLI_LONG('S', "from-nvidia-smi", "FILE", REC, "one event per device of nvidia-smi -L output"),
@@ -53,7 +54,7 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", REC, "with --inventory: each device's tenant from the plan"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_ledger = {
     "ledger",
     "usage: tessera ledger record --db DB --tenant T --gpu-uuid U [--instance-uuid U]\n"
     "                             [--gi-id N] [--profile P] [--placement S:N] [--node N]\n"
@@ -65,8 +66,8 @@ static const struct cli_verb VERB = {
     "                             [--node N] [--at TIME] [--hmac-key-file F]\n"
     "       tessera ledger who --db DB --instance UUID --at TIME\n"
     "       tessera ledger history --db DB --tenant T [--from TIME] [--to TIME]\n"
-    "                              [-o text|json]\n"
-    "       tessera ledger export --db DB [-o csv|json]\n"
+    "                              [-o text|json|yaml]\n"
+    "       tessera ledger export --db DB [-o csv|json|yaml]\n"
     "       tessera ledger verify --db DB [--hmac-key-file F]\n",
     OPTS,
     "DB is sqlite:PATH or postgres://...; TIME is Unix seconds or RFC 3339\n"
@@ -74,7 +75,9 @@ static const struct cli_verb VERB = {
     "output of 'tessera agent inventory -o json': one event per GPU instance (or\n"
     "whole GPU), source inventory; with -f SPEC the tenant of each instance is the\n"
     "plan's for that node, GPU and placement. verify exits 0 when the\n"
-    "hash chain is intact and 1 naming the first bad entry when it is not.\n"};
+    "hash chain is intact and 1 naming the first bad entry when it is not.\n",
+    "record who history export verify",
+    CLI_ALL};
 
 static int set(void *ctx, int key, const char *v)
 {
@@ -359,8 +362,11 @@ static int print_list(const struct ledger_list *l, const char *fmt)
         char *text = NULL;
         if (ledger_json(l, &text, &e) != TS_OK)
             return cli_fail(&e, CLI_DOING);
-        printf("%s\n", text);
+        int rc = cli_write_as(fmt, text, strlen(text));
+        if (rc == CLI_OK && strcmp(fmt, "json") == 0)
+            putchar('\n');
         json_free_text(text);
+        return rc;
     }
     return CLI_OK;
 }
@@ -389,9 +395,9 @@ static int list_cmd(const struct lopts *o, const char *tenant, const char *fmt)
 
 static int bad_format(const char *fmt, const char *a, const char *b)
 {
-    if (!strcmp(fmt, a) || !strcmp(fmt, b))
+    if (!strcmp(fmt, a) || !strcmp(cli_format_built(fmt), b))
         return 0;
-    fprintf(stderr, "tessera: ledger: -o must be %s or %s, not '%s'\n", a, b, fmt);
+    fprintf(stderr, "tessera: ledger: -o must be %s, %s or yaml, not '%s'\n", a, b, fmt);
     return 1;
 }
 
@@ -461,10 +467,10 @@ static const struct verb VERBS[] = {
 static int run_verb(const struct verb *v, int argc, char **argv)
 {
     struct lopts o = {0};
-    int rc = cli_parse(&VERB, v->bit, argc, argv, set, &o);
+    int rc = cli_parse(&cli_verb_ledger, v->bit, argc, argv, set, &o);
     if (rc == CLI_HELP) {
         printf("tessera ledger %s: %s\n\n", v->name, v->summary);
-        return cli_help(&VERB, v->bit);
+        return cli_help(&cli_verb_ledger, v->bit);
     }
     if (rc == CLI_OK && optind < argc) {
         fprintf(stderr, "tessera: ledger %s: unexpected argument '%s'\n", v->name, argv[optind]);
@@ -477,7 +483,7 @@ int cmd_ledger(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "";
     if (!strcmp(name, "--help") || !strcmp(name, "-h"))
-        return cli_help(&VERB, CLI_ALL);
+        return cli_help(&cli_verb_ledger, CLI_ALL);
     for (size_t i = 0; i < sizeof(VERBS) / sizeof(VERBS[0]); i++)
         if (strcmp(name, VERBS[i].name) == 0)
             return run_verb(&VERBS[i], argc - 1, argv + 1);
@@ -485,6 +491,6 @@ int cmd_ledger(int argc, char **argv)
             *name ? "tessera: ledger: unknown subcommand '%s'\n"
                   : "tessera: ledger: missing subcommand%s\n",
             name);
-    cli_usage(&VERB, CLI_ALL, stderr);
+    cli_usage(&cli_verb_ledger, CLI_ALL, stderr);
     return CLI_BAD_INPUT;
 }

@@ -31,8 +31,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('T', "to", "TIME", USAGE, "count the samples before TIME (default: all)"),
     CLI_LONG('i', "interval", "DUR", USAGE | INVOICE, "the scrape interval (default 15s)"),
     CLI_SHORT('o', "output", "FORMAT", USAGE | INVOICE,
-              "usage: text (default) or json; invoice: text (default),\n"
-              "csv, json or html"),
+              "usage: text (default), json or yaml; invoice: text\n"
+              "(default), csv, json, yaml or html"),
     CLI_LONG('t', "tenant", "T", INVOICE, "the tenant invoiced"),
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
     CLI_END};
@@ -55,14 +55,14 @@ static const struct cli_opt OPTS[] = {
     "(tessera usage and tessera invoice read what these store.)\n"
 #define USAGE_TEXT                                                                        \
     "usage: tessera usage -f SPEC --db DB [--catalog F] [--interval 15s] [--from TIME]\n" \
-    "                     [--to TIME] [-o text|json]\n\n"                                 \
+    "                     [--to TIME] [-o text|json|yaml]\n\n"                            \
     "GPU-hours per tenant, GPU model and profile on the allocation basis (the card\n"     \
     "share reserved) and the usage basis (times the engine-active ratio), from what\n"    \
     "tessera meter import or scrape stored; gaps between scrapes count at most twice\n"   \
     "--interval.\n"
 #define INVOICE_TEXT                                                                     \
     "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n" \
-    "                     [--interval 15s] [-o text|csv|json|html]\n\n"                  \
+    "                     [--interval 15s] [-o text|csv|json|yaml|html]\n\n"             \
     "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"    \
     "profile, billed on the allocation basis, rounded to cents once.\n"
 
@@ -70,9 +70,11 @@ static const struct cli_opt OPTS[] = {
     "DB is sqlite:PATH or postgres://...; --catalog (or TESSERA_CATALOG) adds the\n" \
     "GpuModel documents `tessera plan --catalog` used, so every verb sees one catalog.\n"
 
-static const struct cli_verb VERB_METER = {"meter", IMPORT_SYNOPSIS IMPORT_TEXT, OPTS, METER_NOTES};
-static const struct cli_verb VERB_USAGE = {"usage", USAGE_TEXT, OPTS, METER_NOTES};
-static const struct cli_verb VERB_INVOICE = {"invoice", INVOICE_TEXT, OPTS, METER_NOTES};
+const struct cli_verb cli_verb_meter = {
+    "meter", IMPORT_SYNOPSIS IMPORT_TEXT, OPTS, METER_NOTES, "import scrape", IMPORT};
+const struct cli_verb cli_verb_usage = {"usage", USAGE_TEXT, OPTS, METER_NOTES, NULL, USAGE};
+const struct cli_verb cli_verb_invoice = {"invoice",   INVOICE_TEXT, OPTS,
+                                          METER_NOTES, NULL,         INVOICE};
 
 struct meter_args {
     const struct cli_verb *verb;
@@ -268,12 +270,12 @@ static int run_import(const struct meter_args *a, int argc, char **argv)
 
 int cmd_meter(int argc, char **argv)
 {
-    struct meter_args a = {.verb = &VERB_METER, .format = "text"};
+    struct meter_args a = {.verb = &cli_verb_meter, .format = "text"};
     if (argc >= 2 && strcmp(argv[1], "scrape") == 0)
         return cmd_meter_scrape(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "import") != 0) {
         int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-        cli_usage(&VERB_METER, CLI_ALL, help ? stdout : stderr);
+        cli_usage(&cli_verb_meter, CLI_ALL, help ? stdout : stderr);
         return help ? CLI_OK : CLI_BAD_INPUT;
     }
     int rc = cli_parse(a.verb, IMPORT, argc - 1, argv + 1, set, &a);
@@ -301,9 +303,9 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
     return rc;
 }
 
-static int write_out(struct ts_sbuf *out, ts_status st)
+static int write_out(const char *format, struct ts_sbuf *out, ts_status st)
 {
-    int rc = st == TS_OK ? cli_write("-", out->data, out->len) : CLI_FAIL;
+    int rc = st == TS_OK ? cli_write_as(format, out->data, out->len) : CLI_FAIL;
     ts_sbuf_release(out);
     return rc;
 }
@@ -311,12 +313,13 @@ static int write_out(struct ts_sbuf *out, ts_status st)
 int cmd_usage(int argc, char **argv)
 {
     struct meter_args a = {
-        .verb = &VERB_USAGE, .format = "text", .to_ms = INT64_MAX, .interval_ms = 15000};
+        .verb = &cli_verb_usage, .format = "text", .to_ms = INT64_MAX, .interval_ms = 15000};
     int rc = cli_parse(a.verb, USAGE, argc, argv, set, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(a.verb, USAGE) : rc;
-    if (!a.db || optind < argc || (strcmp(a.format, "json") && strcmp(a.format, "text"))) {
-        fprintf(stderr, "tessera: usage needs -f SPEC and --db DB; -o is text or json\n");
+    if (!a.db || optind < argc ||
+        (strcmp(cli_format_built(a.format), "json") && strcmp(a.format, "text"))) {
+        fprintf(stderr, "tessera: usage needs -f SPEC and --db DB; -o is text, json or yaml\n");
         return CLI_BAD_INPUT;
     }
     struct cli_job job;
@@ -325,7 +328,8 @@ int cmd_usage(int argc, char **argv)
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_REPORT_MAX);
-        rc = write_out(&out, meter_usage_write(&u, job.cat, a.format, &out));
+        rc = write_out(a.format, &out,
+                       meter_usage_write(&u, job.cat, cli_format_built(a.format), &out));
     }
     meter_usage_release(&u);
     cli_job_free(&job);
@@ -334,13 +338,21 @@ int cmd_usage(int argc, char **argv)
 
 static int invoice_args(struct meter_args *a, int argc)
 {
-    static const char *const formats[] = {"text", "csv", "json", "html"};
+    static const char *const formats[] = {"text", "csv", "json", "yaml", "html"};
     int known = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         known |= strcmp(a->format, formats[i]) == 0;
-    if (!a->db || !a->tenant || !a->period || optind < argc || !known) {
+    if (!known) {
+        fprintf(stderr, "tessera: invoice: no format '%s': -o is text, csv, json, yaml or html%s\n",
+                a->format,
+                strcmp(a->format, "pdf") ? ""
+                                         : " (no PDF writer: for a PDF, print the html one "
+                                           "from a browser)");
+        return CLI_BAD_INPUT;
+    }
+    if (!a->db || !a->tenant || !a->period || optind < argc) {
         fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
-                        "YYYY-MM; -o is text, csv, json or html\n");
+                        "YYYY-MM; -o is text, csv, json, yaml or html\n");
         return CLI_BAD_INPUT;
     }
     if (!invoice_period(a->period, &a->from_ms, &a->to_ms)) {
@@ -368,7 +380,7 @@ static int price(const struct meter_args *a, const struct cli_job *job, const st
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_DOC_MAX);
-        rc = write_out(&out, invoice_write(&inv, a->format, &out));
+        rc = write_out(a->format, &out, invoice_write(&inv, cli_format_built(a->format), &out));
     }
     ts_arena_free(&arena);
     return rc;
@@ -376,7 +388,7 @@ static int price(const struct meter_args *a, const struct cli_job *job, const st
 
 int cmd_invoice(int argc, char **argv)
 {
-    struct meter_args a = {.verb = &VERB_INVOICE, .format = "text", .interval_ms = 15000};
+    struct meter_args a = {.verb = &cli_verb_invoice, .format = "text", .interval_ms = 15000};
     int rc = cli_parse(a.verb, INVOICE, argc, argv, set, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(a.verb, INVOICE) : rc;

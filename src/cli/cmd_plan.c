@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "inventory/inventory.h"
 #include "reconf/reconf.h"
@@ -19,8 +21,13 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
-    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default) or json (see docs/plan-json.md)"),
+    CLI_SHORT('o', "output", "FORMAT", CLI_ALL,
+              "text (default), json (see docs/plan-json.md) or yaml"),
     CLI_LONG('s', "svg", "FILE", CLI_ALL, "also write the fleet picture as SVG"),
+    CLI_LONG('w', "wide", NULL, CLI_ALL,
+             "text: each reason on its row's line, whatever the\n"
+             "terminal's width (else wrapped under the row to $COLUMNS\n"
+             "or the terminal's width)"),
     CLI_LONG('S', "solver", "NAME", CLI_ALL,
              "auto (default): heuristic, GLPK when it may save a card;\n"
              "exact: always GLPK; heuristic: never GLPK"),
@@ -39,16 +46,21 @@ static const struct cli_opt OPTS[] = {
              "fewer-cards: fewest cards, then drains"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_plan = {
     "plan",
-    "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json]\n"
+    "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json|yaml]\n"
     "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
     "                    [--current PLAN.json|INVENTORY.json...]\n"
     "                    [--max-drains N] [--prefer fewer-drains|fewer-cards]\n\n"
     "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
     "whole GPUs; totals against the lower bound and the naive layout.\n",
-    OPTS, NULL};
+    OPTS,
+    "When the fleet cannot hold the spec, the errors go to stderr, the plan of the\n"
+    "workloads that fit (and, at its end, each that does not with why; in JSON,\n"
+    "\"unplaced\") to stdout, and the exit code is 1.\n",
+    NULL,
+    CLI_ALL};
 
 struct plan_args {
     struct cli_files spec, catalog, current;
@@ -56,6 +68,7 @@ struct plan_args {
     struct plan_options popt;
     struct reconf_replan_opts ropt;
     int replan_flags; /* --max-drains or --prefer given */
+    int wide;
 };
 
 static int set_max_drains(struct plan_args *a, const char *arg)
@@ -82,6 +95,23 @@ static int set_prefer(struct plan_args *a, const char *arg)
         }
     fprintf(stderr, "tessera: --prefer must be fewer-drains or fewer-cards\n");
     return CLI_BAD_INPUT;
+}
+
+/* The width the text report wraps reasons to: 0 (one line a row) with
+ * --wide or when stdout is no terminal and $COLUMNS is unset; else
+ * $COLUMNS, else the terminal's. Set once per run. */
+static int text_cols;
+
+static int width_for(int wide)
+{
+    const char *env = getenv("COLUMNS");
+    long cols = env && *env ? strtol(env, NULL, 10) : 0;
+    struct winsize ws;
+    if (!cols && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+        cols = ws.ws_col;
+    if (wide || cols <= 0)
+        return 0;
+    return cols < CLI_TEXT_MIN_COLUMNS ? CLI_TEXT_MIN_COLUMNS : (int)cols;
 }
 
 static int set_solver(struct plan_options *popt, const char *arg)
@@ -119,6 +149,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'S': return set_solver(&a->popt, arg);
     case 'D': return set_max_drains(a, arg);
     case 'P': return set_prefer(a, arg);
+    case 'w': a->wide = 1; return CLI_OK;
     default: return CLI_BAD_INPUT;
     }
 }
@@ -197,10 +228,10 @@ static void report_current(const struct plan *p, const char *format, const struc
         out->failed = 1;
         return;
     }
-    if (strcmp(format, "json") == 0) {
+    if (strcmp(cli_format_built(format), "json") == 0) {
         json_with_current(p, &ap, cur, out);
     } else {
-        report_text(p, out);
+        report_text_width(p, text_cols, out);
         if (cur->prev_path)
             reconf_replan_text(&cur->steps, out);
         if (cur->n)
@@ -216,11 +247,11 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     ts_sbuf_init(&out, CLI_REPORT_MAX);
     if (cur->n || cur->prev_path)
         report_current(p, format, cur, &out);
-    else if (strcmp(format, "json") == 0)
+    else if (strcmp(cli_format_built(format), "json") == 0)
         report_json(p, &out);
     else
-        report_text(p, &out);
-    int rc = ts_sbuf_status(&out) ? CLI_FAIL : cli_write("-", out.data, out.len);
+        report_text_width(p, text_cols, &out);
+    int rc = ts_sbuf_status(&out) ? CLI_FAIL : cli_write_as(format, out.data, out.len);
     ts_sbuf_release(&out);
     if (rc == CLI_OK && svg_path) {
         render_svg(p, &out);
@@ -239,6 +270,61 @@ static int replan(struct cli_job *job, struct current *cur)
     return CLI_OK;
 }
 
+/* The fleet cannot hold the spec: the plan of what fits, then what does
+ * not and why (text), or the plan's JSON with an "unplaced" list. */
+static void partial_text(const struct plan_partial *pp, size_t total, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out,
+                   "PARTIAL PLAN: the fleet holds %zu of %zu workloads; %zu do%s not fit "
+                   "(listed at the end)\n\n",
+                   pp->fit.nrows, total, pp->nleft, pp->nleft == 1 ? "es" : "");
+    report_text_width(pp->plan, text_cols, out);
+    ts_sbuf_printf(out, "\nDoes not fit:\n");
+    for (size_t i = 0; i < pp->nleft; i++) {
+        const struct decide_row *r = pp->left[i];
+        ts_sbuf_printf(out, "  %s/%s (%d replica%s, %s): %s\n", r->tenant->name, r->workload->name,
+                       r->workload->replicas, r->workload->replicas == 1 ? "" : "s",
+                       decide_mech_names[r->mech], pp->why[i].msg);
+    }
+}
+
+static void partial_json(const struct plan_partial *pp, struct ts_sbuf *out)
+{
+    json_t *doc = report_json_doc(pp->plan), *left = json_array();
+    for (size_t i = 0; i < pp->nleft; i++)
+        json_array_append_new(
+            left, json_pack("{s:s, s:s, s:s}", "tenant", pp->left[i]->tenant->name, "workload",
+                            pp->left[i]->workload->name, "reason", pp->why[i].msg));
+    if (doc)
+        json_object_set_new(doc, "unplaced", left);
+    else
+        json_decref(left);
+    report_json_dump(doc, out);
+    json_decref(doc);
+}
+
+/* After plan_build's failure: print the partial plan; the exit code stays 1. */
+static int emit_partial(const struct cli_job *job, const char *format)
+{
+    struct plan_partial pp;
+    struct plan_options heuristic = {PLAN_SOLVER_HEURISTIC, PLAN_TIME_LIMIT_DEFAULT_S};
+    if (plan_build_partial(job->model, job->cat, job->decisions, &heuristic, &pp) != TS_OK) {
+        plan_partial_free(&pp);
+        return CLI_FAIL;
+    }
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, CLI_REPORT_MAX);
+    if (strcmp(cli_format_built(format), "json") == 0)
+        partial_json(&pp, &out);
+    else
+        partial_text(&pp, job->decisions->nrows, &out);
+    if (ts_sbuf_status(&out) == TS_OK)
+        cli_write_as(format, out.data, out.len);
+    ts_sbuf_release(&out);
+    plan_partial_free(&pp);
+    return CLI_FAIL;
+}
+
 static int run(const struct plan_args *a)
 {
     struct cli_job job = {0};
@@ -251,6 +337,8 @@ static int run(const struct plan_args *a)
     }
     if (rc == CLI_OK)
         rc = cli_job_plan(&job, &a->spec, &a->catalog, &a->popt);
+    if (rc == CLI_FAIL && job.decisions && !job.plan && !cur.inv)
+        rc = emit_partial(&job, a->format);
     cur.cat = job.cat;
     if (rc == CLI_OK && cur.prev_path)
         rc = replan(&job, &cur);
@@ -268,14 +356,15 @@ int cmd_plan(int argc, char **argv)
     struct plan_args a = {.format = "text",
                           .popt = PLAN_OPTIONS_DEFAULT,
                           .ropt = {.max_drains = -1, .prefer = RECONF_PREFER_FEWER_DRAINS}};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_plan, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
-    if (optind < argc || (strcmp(a.format, "text") != 0 && strcmp(a.format, "json") != 0)) {
+        return rc == CLI_HELP ? cli_help(&cli_verb_plan, CLI_ALL) : rc;
+    if (optind < argc || (strcmp(a.format, "text") && strcmp(cli_format_built(a.format), "json"))) {
         fprintf(stderr, "tessera: %s\n",
-                optind < argc ? "unexpected argument" : "-o must be text or json");
-        cli_usage(&VERB, CLI_ALL, stderr);
+                optind < argc ? "unexpected argument" : "-o must be text, json or yaml");
+        cli_usage(&cli_verb_plan, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
+    text_cols = width_for(a.wide);
     return run(&a);
 }

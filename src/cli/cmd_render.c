@@ -1,6 +1,7 @@
 /*
  * cmd_render.c - `tessera render`: plan, build the Kubernetes objects and
- * node configs, write them as a kustomize tree, list what was written.
+ * node configs, write them as a kustomize tree, sum up what was written
+ * (-v: list it).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,30 +11,38 @@
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
-    CLI_SHORT('o', "output", "DIR", CLI_ALL, "where to write (created; replaced atomically)"),
+    CLI_LONG('d', "out-dir", "DIR", CLI_ALL, "where to write (created; replaced atomically)"),
+    CLI_SHORT('o', "output", "DIR", CLI_ALL,
+              "deprecated alias of --out-dir, kept for this release\n"
+              "(-o names an output format in every other verb)"),
     CLI_LONG('a', "device-api", "API", CLI_ALL, "dra (default), device-plugin, or both"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
+    CLI_SHORT('v', "verbose", NULL, CLI_ALL, "list every file written, after the summary"),
     CLI_LONG('F', "force", NULL, CLI_ALL,
              "replace DIR even when it holds files tessera did not write"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_render = {
     "render",
-    "usage: tessera render -f SPEC [-f SPEC...] -o DIR [--device-api dra|device-plugin|both]\n"
-    "                      [--catalog FILE] [--force]\n\n"
+    "usage: tessera render -f SPEC [-f SPEC...] --out-dir DIR [--catalog FILE] [--force]\n"
+    "                      [--device-api dra|device-plugin|both]\n\n"
     "Write the Kubernetes objects and node configs that enforce the plan as a kustomize\n"
     "tree in DIR: cluster/ (DeviceClasses, Kueue flavors and cohorts, device-plugin and\n"
     "mig-parted ConfigMaps), tenants/<tenant>/ (namespaces, quotas, limits, RBAC,\n"
     "network policies, claim templates, queues, VMs), nodes/<node>/ (MIG placement\n"
     "script, MPS prep, labels). Apply with 'kubectl apply -k DIR'; DIR/README.md says\n"
-    "what to install first and in which order to apply.\n",
-    OPTS, NULL};
+    "what to install first and in which order to apply. Prints a summary: objects by\n"
+    "kind, folders, and what changed against the tree DIR held before.\n",
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct render_args {
     struct cli_files spec, catalog;
     struct render_options ropt;
     const char *dir;
-    int force;
+    int force, verbose;
 };
 
 static int parse_api(const char *s, int *api)
@@ -52,8 +61,14 @@ static int set(void *ctx, int key, const char *arg)
     switch (key) {
     case 'f': return cli_files_add(&a->spec, arg) ? CLI_OK : CLI_BAD_INPUT;
     case 'c': return cli_files_add(&a->catalog, arg) ? CLI_OK : CLI_BAD_INPUT;
-    case 'o': a->dir = arg; return CLI_OK;
+    case 'd': a->dir = arg; return CLI_OK;
+    case 'o':
+        fprintf(stderr, "tessera: render: -o/--output DIR is deprecated and goes in the next "
+                        "release: use --out-dir DIR\n");
+        a->dir = arg;
+        return CLI_OK;
     case 'F': a->force = 1; return CLI_OK;
+    case 'v': a->verbose = 1; return CLI_OK;
     case 'a':
         if (parse_api(arg, &a->ropt.api))
             return CLI_OK;
@@ -63,17 +78,47 @@ static int set(void *ctx, int key, const char *arg)
     }
 }
 
+static void print_summary(const struct render_summary *s, const char *dir)
+{
+    int objects = s->other;
+    for (size_t i = 0; i < s->nkinds; i++)
+        objects += s->kinds[i].n;
+    printf("rendered %zu files into %s: apply with 'kubectl apply -k %s' after reading "
+           "%s/README.md\n  objects  %d:",
+           s->files, dir, dir, dir, objects);
+    for (size_t i = 0; i < s->nkinds; i++)
+        printf("%s %s %d", i ? "," : "", s->kinds[i].kind, s->kinds[i].n);
+    if (s->other)
+        printf(", other %d", s->other);
+    printf("\n  folders ");
+    for (size_t i = 0; i < s->nfolders; i++) {
+        printf("%s %s/ %d files", i ? "," : "", s->folders[i].name, s->folders[i].files);
+        if (s->folders[i].subfolders)
+            printf(" in %d folder%s", s->folders[i].subfolders,
+                   s->folders[i].subfolders == 1 ? "" : "s");
+    }
+    if (s->first)
+        printf("\n  changes  none before: %s did not exist\n", dir);
+    else
+        printf("\n  changes  since the last render: %d changed, %d added, %d removed, %d "
+               "unchanged\n",
+               s->changed, s->added, s->removed, s->unchanged);
+}
+
 static int write_tree(const struct plan *p, const struct render_args *a)
 {
     struct render_tree tree;
+    struct render_summary sum;
     struct ts_error e = {0};
     if (render_build(p, &a->ropt, &tree, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
+    render_summarize(&tree, a->dir, &sum);
     int rc = CLI_OK;
     if (render_write(&tree, a->dir, a->force, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
     } else {
-        for (size_t i = 0; i < tree.nfiles; i++)
+        print_summary(&sum, a->dir);
+        for (size_t i = 0; a->verbose && i < tree.nfiles; i++)
             printf("%s/%s\n", a->dir, tree.files[i].path);
     }
     render_tree_free(&tree);
@@ -83,13 +128,13 @@ static int write_tree(const struct plan *p, const struct render_args *a)
 int cmd_render(int argc, char **argv)
 {
     struct render_args a = {.ropt = {RENDER_DRA}};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_render, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_render, CLI_ALL) : rc;
     if (optind < argc || !a.dir || !*a.dir) {
         fprintf(stderr, "tessera: %s\n",
-                a.dir ? "unexpected argument" : "no output folder: use -o DIR");
-        cli_usage(&VERB, CLI_ALL, stderr);
+                a.dir ? "unexpected argument" : "no output folder: use --out-dir DIR");
+        cli_usage(&cli_verb_render, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     struct cli_job job;

@@ -40,7 +40,7 @@ static const struct cli_opt OPTS[] = {
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_scrape = {
     "meter",
     "usage: tessera meter scrape -f SPEC --db DB --target URL [--target URL ...]\n"
     "                            [--interval 15s] [--timeout 5s] [--connect-timeout T]\n"
@@ -58,7 +58,10 @@ static const struct cli_verb VERB = {
     "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
     "One key=value line per scrape on stderr; a summary on stdout. Exit 0 when every\n"
     "scrape was fetched, parsed and stored, 1 otherwise, 2 on bad usage.\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct scrape_args {
     struct cli_files spec, catalog;
@@ -138,16 +141,16 @@ static int set(void *ctx, int key, const char *arg)
         return CLI_OK;
     if (key != 'f' && key != 'u') /* those two said why */
         fprintf(stderr, "tessera: meter scrape: bad value '%s' for --%s\n", arg,
-                cli_opt_name(&VERB, key));
+                cli_opt_name(&cli_verb_scrape, key));
     return CLI_BAD_INPUT;
 }
 
 /* CLI_OK to go on, CLI_HELP after --help, else an exit code (a message printed). */
 static int parse_args(int argc, char **argv, struct scrape_args *a)
 {
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, a);
+    int rc = cli_parse(&cli_verb_scrape, CLI_ALL, argc, argv, set, a);
     if (rc == CLI_HELP)
-        cli_help(&VERB, CLI_ALL);
+        cli_help(&cli_verb_scrape, CLI_ALL);
     if (rc != CLI_OK)
         return rc;
     if (!a->spec.n || !a->db || !a->ntargets || optind < argc) {

@@ -47,7 +47,7 @@ static const struct cli_opt OPTS[] = {
              "(default 10s)"),
     CLI_END};
 
-static const struct cli_verb VERB = {
+const struct cli_verb cli_verb_serve = {
     "serve",
     "usage: tessera serve -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
     "                     [--listen ADDR:PORT] [--health-listen ADDR:PORT]\n"
@@ -68,7 +68,10 @@ static const struct cli_verb VERB = {
     "GPU-hours per tenant from the metering store (as `tessera usage` counts them) and\n"
     "the stored dcgm-exporter series with a tenant label; a store that fails shows\n"
     "tessera_metering_up 0, the rest of the page is still served.\n",
-    OPTS, NULL};
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
 
 struct serve_args {
     struct cli_files spec, catalog;
@@ -165,7 +168,7 @@ static int check_args(int argc, const struct serve_args *a)
 {
     if (optind < argc || !a->spec.n || !a->o.cert_file || !a->o.key_file) {
         fprintf(stderr, "tessera: serve needs -f SPEC, --tls-cert and --tls-key\n");
-        cli_usage(&VERB, CLI_ALL, stderr);
+        cli_usage(&cli_verb_serve, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     if (!a->o.db_url && (a->o.meter_interval_ms || a->o.meter_refresh_ms)) {
@@ -178,9 +181,9 @@ static int check_args(int argc, const struct serve_args *a)
 int cmd_serve(int argc, char **argv)
 {
     struct serve_args a = {0};
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, &a);
+    int rc = cli_parse(&cli_verb_serve, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&VERB, CLI_ALL) : rc;
+        return rc == CLI_HELP ? cli_help(&cli_verb_serve, CLI_ALL) : rc;
     if ((rc = check_args(argc, &a)) != CLI_OK)
         return rc;
     a.o.spec_files = a.spec.paths;

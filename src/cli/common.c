@@ -1,13 +1,14 @@
 /*
  * common.c - helpers every subcommand uses (see cli.h): the exit-code rule,
  * files named by flags, printing errors, loading and planning a spec,
- * writing output, reading an HMAC key.
+ * writing output (and a JSON document as YAML), reading an HMAC key.
  */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "render/yaml.h"
 #include "util/file.h"
 
 int cli_files_add(struct cli_files *f, const char *path)
@@ -122,6 +123,36 @@ int cli_write(const char *path, const char *text, size_t len)
     if (ts_file_write(path, text, len, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
     return CLI_OK;
+}
+
+const char *cli_format_built(const char *format)
+{
+    return strcmp(format, "yaml") == 0 ? "json" : format;
+}
+
+/* The JSON document text as YAML on stdout: the same tree, one writer. */
+static int write_yaml(const char *text, size_t len)
+{
+    json_error_t jerr;
+    json_t *doc = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+    if (!doc) {
+        fprintf(stderr, "tessera: internal: the document is not JSON: %s\n", jerr.text);
+        return CLI_FAIL;
+    }
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, CLI_REPORT_MAX);
+    ts_status st = render_yaml_doc(doc, 1, &out);
+    json_decref(doc);
+    int rc = st == TS_OK ? cli_write("-", out.data, out.len) : CLI_FAIL;
+    ts_sbuf_release(&out);
+    return rc;
+}
+
+int cli_write_as(const char *format, const char *text, size_t len)
+{
+    if (strcmp(format, "yaml") == 0)
+        return write_yaml(text, len);
+    return cli_write("-", text, len);
 }
 
 int cli_read_key(const char *path, char **key, size_t *len)

@@ -12,35 +12,41 @@
 #error "TESSERA_VERSION comes from CMakeLists.txt (target_compile_definitions)"
 #endif
 
-struct command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
+const struct cli_command cli_commands[] = {
+    {"plan", cmd_plan, "decide each workload's isolation and lay out the fleet", &cli_verb_plan},
+    {"render", cmd_render, "write the Kubernetes objects and node configs that enforce the plan",
+     &cli_verb_render},
+    {"serve", cmd_serve, "serve the admission webhook that keeps tenants inside their plan",
+     &cli_verb_serve},
+    {"meter", cmd_meter, "import or scrape dcgm-exporter metrics into the metering store",
+     &cli_verb_meter},
+    {"usage", cmd_usage, "GPU-hours per tenant, GPU model and profile from the store",
+     &cli_verb_usage},
+    {"ledger", cmd_ledger, "record and verify which tenant held which GPU or MIG instance, when",
+     &cli_verb_ledger},
+    {"invoice", cmd_invoice, "price a tenant's GPU-hours for a month with the PriceBook",
+     &cli_verb_invoice},
+    {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else",
+     &cli_verb_check},
+    {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output",
+     &cli_verb_catalog},
+    {"docs", cmd_docs, "print the generated field reference of the spec format, or the man page",
+     &cli_verb_docs},
+    {"agent", cmd_agent, "node agent: GPU inventory through NVML, apply a plan's MIG geometry",
+     &cli_verb_agent},
+    {"fight", cmd_fight, "the noisy-neighbour test: does an SLA tenant's p99 move?",
+     &cli_verb_fight},
+    {"completion", cmd_completion, "print the bash or zsh completion script", &cli_verb_completion},
 };
+const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
-static const struct command commands[] = {
-    {"plan", cmd_plan, "decide each workload's isolation and lay out the fleet"},
-    {"render", cmd_render, "write the Kubernetes objects and node configs that enforce the plan"},
-    {"serve", cmd_serve, "serve the admission webhook that keeps tenants inside their plan"},
-    {"meter", cmd_meter, "import or scrape dcgm-exporter metrics into the metering store"},
-    {"usage", cmd_usage, "GPU-hours per tenant, GPU model and profile from the store"},
-    {"ledger", cmd_ledger, "record and verify which tenant held which GPU or MIG instance, when"},
-    {"invoice", cmd_invoice, "price a tenant's GPU-hours for a month with the PriceBook"},
-    {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else"},
-    {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output"},
-    {"docs", cmd_docs, "print the generated field reference of the spec format"},
-    {"agent", cmd_agent, "node agent: GPU inventory through NVML, apply a plan's MIG geometry"},
-    {"fight", cmd_fight, "the noisy-neighbour test: does an SLA tenant's p99 move?"},
-};
-#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
-
-static void usage(FILE *out)
+void cli_top_usage(FILE *out)
 {
     fprintf(out, "usage: tessera <command> [options]\n\n"
                  "tessera turns tenants' contracts and workloads into GPU isolation decisions\n"
                  "and a fleet layout.\n\ncommands:\n");
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < cli_ncommands; i++)
+        fprintf(out, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
     fprintf(out, "\nRun 'tessera <command> --help' for a command's options;\n"
                  "'tessera --version' (or 'tessera version') prints the version.\n\n"
                  "Exit codes, the same for every command:\n"
@@ -54,22 +60,22 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        cli_top_usage(stderr);
         return CLI_BAD_INPUT;
     }
     const char *verb = argv[1];
     if (strcmp(verb, "--help") == 0 || strcmp(verb, "-h") == 0 || strcmp(verb, "help") == 0) {
-        usage(stdout);
+        cli_top_usage(stdout);
         return CLI_OK;
     }
     if (strcmp(verb, "--version") == 0 || strcmp(verb, "version") == 0) {
         printf("tessera %s\n", TESSERA_VERSION);
         return CLI_OK;
     }
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (strcmp(verb, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+    for (size_t i = 0; i < cli_ncommands; i++)
+        if (strcmp(verb, cli_commands[i].name) == 0)
+            return cli_commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "tessera: unknown command '%s'\n", verb);
-    usage(stderr);
+    cli_top_usage(stderr);
     return CLI_BAD_INPUT;
 }

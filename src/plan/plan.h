@@ -127,6 +127,22 @@ void plan_summarise(struct plan *p);
 /* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);
 
+/* When the fleet cannot hold every workload (plan_build's TS_INFEASIBLE):
+ * the plan of those that fit, taken in decision order and each kept when
+ * the plan with it still builds, and each left out with the planner's
+ * reason. plan->decisions is &fit, so pp outlives the plan's readers. */
+struct plan_partial {
+    struct plan *plan;              /* the workloads that fit */
+    struct decide_result fit;       /* their rows (copies; fit.arena unused) */
+    const struct decide_row **left; /* the rows left out, of the d given */
+    struct ts_error *why;           /* why[i]: why left[i] does not fit */
+    size_t nleft;
+};
+ts_status plan_build_partial(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d, const struct plan_options *opt,
+                             struct plan_partial *pp);
+void plan_partial_free(struct plan_partial *pp);
+
 /* "client-a/chat" style label of an instance ("canary" for the canary). */
 const char *plan_inst_owner(const struct plan_inst *in, char *buf, size_t size);
 

@@ -50,6 +50,29 @@ void render_tree_free(struct render_tree *t);
 ts_status render_write(const struct render_tree *t, const char *dir, int force,
                        struct ts_error *err);
 
+/* What a render writes, in numbers, and against the tree now in dir (call
+ * before render_write): objects by kind (the first RENDER_SUMMARY_KINDS,
+ * the rest in other), files per top-level folder, files added, changed,
+ * unchanged and removed. first: dir does not exist yet. */
+#define RENDER_SUMMARY_KINDS 48
+#define RENDER_SUMMARY_FOLDERS 16
+struct render_summary {
+    struct {
+        char kind[64];
+        int n;
+    } kinds[RENDER_SUMMARY_KINDS];
+    size_t nkinds;
+    int other;
+    struct {
+        char name[32];
+        int files, sub, subfolders;
+    } folders[RENDER_SUMMARY_FOLDERS];
+    size_t nfolders;
+    size_t files;
+    int first, added, changed, unchanged, removed;
+};
+void render_summarize(const struct render_tree *t, const char *dir, struct render_summary *s);
+
 /* ---- shared by the render files ---- */
 
 /* A new file in t (path printf-style); NULL on out of memory. */

@@ -5,6 +5,8 @@
  * and a bar 720 px wide. MIG cards draw their grid units as cells; each
  * instance spans its units. Whole and pooled cards split the bar by
  * reserved memory. Free space is grey; best-effort guests are hatched.
+ * A label that is wider than its cell (by DejaVu Sans' metrics) is drawn
+ * smaller, never cut.
  */
 #include "render/svg.h"
 
@@ -29,21 +31,50 @@ static const char *tenant_colour(const struct plan *p, const struct plan_inst *i
     return palette[idx % NPALETTE];
 }
 
-/* Text that fits w pixels at about charw pixels a character ("..." when cut). */
-static void fitted(struct ts_sbuf *out, const char *text, double w, double charw)
+/* Advance widths of DejaVu Sans (the picture's first font) for ASCII 32..126,
+ * in thousandths of an em, regular and bold: the hmtx table of Debian's
+ * fonts-dejavu-core 2.37 (DejaVuSans.ttf, DejaVuSans-Bold.ttf). Other
+ * characters count as a full em (an overestimate: text then shrinks more). */
+static const unsigned short adv_regular[95] = {
+    318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361,  318, 337, 636, 636, 636,
+    636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 531, 1000, 684, 686, 698, 770, 632,
+    575, 775, 752, 295, 295, 656, 557, 863, 748, 787, 603, 787, 695, 635,  611, 732, 684, 989, 685,
+    611, 685, 390, 337, 390, 838, 500, 500, 613, 635, 550, 635, 615, 352,  635, 634, 278, 278, 579,
+    278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592,  525, 636, 337, 636, 838};
+static const unsigned short adv_bold[95] = {
+    348,  456, 521, 838, 696, 1002, 872, 306,  457, 457, 523, 838, 380, 415,  380, 365,
+    696,  696, 696, 696, 696, 696,  696, 696,  696, 696, 400, 400, 838, 838,  838, 580,
+    1000, 774, 762, 734, 830, 683,  683, 821,  837, 372, 372, 775, 637, 995,  837, 850,
+    733,  850, 770, 720, 682, 812,  774, 1103, 771, 724, 725, 457, 365, 457,  838, 500,
+    500,  675, 716, 593, 716, 678,  435, 716,  712, 343, 343, 665, 343, 1042, 712, 687,
+    716,  716, 493, 595, 478, 712,  652, 924,  645, 652, 582, 712, 365, 712,  838};
+
+/* The width of text at 1 px font size (UTF-8 continuation bytes skipped). */
+static double text_em(const char *text, int bold)
 {
-    size_t max = w > 2 * charw ? (size_t)((w - 4) / charw) : 0, len = strlen(text);
-    if (len <= max) {
-        ts_sbuf_xml(out, text);
-        return;
+    double w = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if ((*p & 0xC0) == 0x80)
+            continue;
+        const unsigned short *t = bold ? adv_bold : adv_regular;
+        unsigned idx = (unsigned)*p - 32u;
+        w += (idx < 95u ? t[idx] : 1000u) / 1000.0;
     }
-    char buf[128];
-    size_t keep = max > 1 ? max - 1 : 0;
-    snprintf(buf, sizeof(buf), "%.*s", (int)(keep < sizeof(buf) - 1 ? keep : sizeof(buf) - 1),
-             text);
-    ts_sbuf_xml(out, buf);
-    if (max > 0)
-        ts_sbuf_puts(out, "\u2026");
+    return w;
+}
+
+/* A label centred at x in a cell w px wide: its class's size, or a smaller
+ * one that makes it fit (never cut). */
+static void label(struct ts_sbuf *out, double x, int y, const char *cls, double size, int bold,
+                  const char *text, double w)
+{
+    double em = text_em(text, bold), room = w - 6;
+    ts_sbuf_printf(out, "<text x=\"%.1f\" y=\"%d\" class=\"%s\"", x, y, cls);
+    if (em * size > room && em > 0)
+        ts_sbuf_printf(out, " style=\"font-size:%.2fpx\"", room / em - 0.005);
+    ts_sbuf_puts(out, ">");
+    ts_sbuf_xml(out, text);
+    ts_sbuf_puts(out, "</text>\n");
 }
 
 static void cell(struct ts_sbuf *out, double x, double y, double w, const char *fill,
@@ -56,11 +87,8 @@ static void cell(struct ts_sbuf *out, double x, double y, double w, const char *
                    hatched ? " fill-opacity=\"0.55\" stroke-dasharray=\"4 2\"" : "");
     if (w < 36)
         return;
-    ts_sbuf_printf(out, "<text x=\"%.1f\" y=\"%d\" class=\"c\">", x + w / 2, (int)y + 16);
-    fitted(out, line1, w, 7.2);
-    ts_sbuf_printf(out, "</text>\n<text x=\"%.1f\" y=\"%d\" class=\"s\">", x + w / 2, (int)y + 31);
-    fitted(out, line2, w, 5.8);
-    ts_sbuf_puts(out, "</text>\n");
+    label(out, x + w / 2, (int)y + 16, "c", 12, 1, line1, w);
+    label(out, x + w / 2, (int)y + 31, "s", 10, 0, line2, w);
 }
 
 static void mig_row(const struct plan *p, const struct plan_gpu *g, double y, struct ts_sbuf *out)
@@ -91,12 +119,10 @@ static void share_row(const struct plan *p, const struct plan_gpu *g, double y, 
         const struct plan_inst *in = &g->inst[k];
         char owner[160], label[200];
         plan_inst_owner(in, owner, sizeof(owner));
-        if (in->guest) {
-            snprintf(label, sizeof(label), "+ guest %s (time-sliced)", owner);
-            ts_sbuf_printf(out, "<text x=\"%d\" y=\"%d\" class=\"g\">", BAR_X + BAR_W - 6,
-                           (int)y + ROW_H - 12);
-            ts_sbuf_xml(out, label);
-            ts_sbuf_puts(out, "</text>\n");
+        if (in->guest) { /* time-sliced on the card: hatched, at its end, over the owner */
+            double gw = BAR_W * in->mem_gib / total;
+            snprintf(label, sizeof(label), "%.0f GiB time-sliced", in->mem_gib);
+            cell(out, BAR_X + BAR_W - gw, y, gw, tenant_colour(p, in), label, owner, 1);
             continue;
         }
         double w = BAR_W * in->mem_gib / total;
@@ -110,16 +136,40 @@ static void share_row(const struct plan *p, const struct plan_gpu *g, double y, 
         cell(out, x, y, BAR_X + BAR_W - x, "#e8e8e8", "free", "", 0);
 }
 
+/* The legend's colour of tenant i: its own, or (a tenant with no workload
+ * that uses another's) the pool owner's. */
+static size_t legend_colour(const struct spec_model *m, size_t i)
+{
+    const struct spec_tenant *t = &m->tenants[i];
+    if (t->nworkloads || !t->nuses)
+        return i;
+    for (size_t k = 0; k < m->ntenants; k++)
+        if (!strcmp(m->tenants[k].name, t->uses[0].tenant))
+            return k;
+    return i;
+}
+
 static void legend(const struct plan *p, double y, struct ts_sbuf *out)
 {
-    for (size_t i = 0; i < p->model->ntenants; i++) {
+    const struct spec_model *m = p->model;
+    for (size_t i = 0; i < m->ntenants; i++) {
+        const struct spec_tenant *t = &m->tenants[i];
         double x = 20 + (double)(i % 6) * 170;
         double yy = y + (double)(i / 6) * 22;
-        ts_sbuf_printf(out,
-                       "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
-                       "<text x=\"%.0f\" y=\"%.0f\" class=\"l\">",
-                       x, yy, palette[i % NPALETTE], x + 20, yy + 12);
-        ts_sbuf_xml(out, p->model->tenants[i].name);
+        int user = !t->nworkloads && t->nuses;
+        char text[200];
+        snprintf(text, sizeof(text), user ? "%s uses %s/%s" : "%s", t->name,
+                 user ? t->uses[0].tenant : "", user ? t->uses[0].workload : "");
+        ts_sbuf_printf(
+            out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" fill=\"%s\"%s/>", x, yy,
+            palette[legend_colour(m, i) % NPALETTE],
+            user ? " fill-opacity=\"0.55\" stroke=\"#222\" stroke-dasharray=\"2 2\"" : "");
+        double em = text_em(text, 0), room = 150;
+        ts_sbuf_printf(out, "<text x=\"%.0f\" y=\"%.0f\" class=\"l\"", x + 20, yy + 12);
+        if (em * 12 > room)
+            ts_sbuf_printf(out, " style=\"font-size:%.2fpx\"", room / em - 0.005);
+        ts_sbuf_puts(out, ">");
+        ts_sbuf_xml(out, text);
         ts_sbuf_puts(out, "</text>\n");
     }
 }

@@ -38,6 +38,13 @@ static int looks_numeric(const char *s)
     return all_of(e, "0123456789");
 }
 
+/* YAML 1.1 timestamps (2026-11-30, 2026-11-30T10:00:00Z): a reader turns
+ * them into dates. Any string that starts like one is quoted. */
+static int looks_timestamp(const char *s)
+{
+    return strspn(s, "0123456789") == 4 && s[4] == '-' && isdigit((unsigned char)s[5]);
+}
+
 int render_yaml_needs_quotes(const char *s)
 {
     static const char *const words[] = {"y",  "n",   "yes",  "no", "true", "false",
@@ -47,7 +54,7 @@ int render_yaml_needs_quotes(const char *s)
     for (int i = 0; words[i]; i++)
         if (strcasecmp(s, words[i]) == 0)
             return 1;
-    return looks_numeric(s);
+    return looks_numeric(s) || looks_timestamp(s);
 }
 
 static int write_handler(void *data, unsigned char *buffer, size_t size)
@@ -69,6 +76,22 @@ static int emit_scalar(yaml_emitter_t *e, const char *text, int quoted)
 }
 
 static int emit_value(yaml_emitter_t *e, const json_t *v);
+
+/* x in the fewest digits that read back as x; an exponent gets a '.' in
+ * its mantissa, as YAML 1.1 resolvers want of a float ("1.0e+20"). */
+static void format_real(double x, char *buf, size_t size)
+{
+    for (int digits = 10; digits <= 17; digits++) {
+        snprintf(buf, size, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x)
+            break;
+    }
+    char *exp = strchr(buf, 'e');
+    if (exp && !memchr(buf, '.', (size_t)(exp - buf)) && strlen(buf) + 3 < size) {
+        memmove(exp + 2, exp, strlen(exp) + 1);
+        memcpy(exp, ".0", 2);
+    }
+}
 
 static int cmp_keys(const void *a, const void *b)
 {
@@ -123,7 +146,7 @@ static int emit_value(yaml_emitter_t *e, const json_t *v)
         snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return emit_scalar(e, num, 0);
     case JSON_REAL:
-        snprintf(num, sizeof(num), "%.10g", json_real_value(v));
+        format_real(json_real_value(v), num, sizeof(num));
         return emit_scalar(e, num, 0);
     case JSON_TRUE: return emit_scalar(e, "true", 0);
     case JSON_FALSE: return emit_scalar(e, "false", 0);

@@ -4,7 +4,7 @@
  * The renderer builds every Kubernetes object as a jansson tree and writes
  * it here, so all output shares one set of rules: keys sorted, two-space
  * block style, strings quoted exactly when a YAML 1.1 reader would take
- * them for something else ("true", "on", "10", "1e3", "~", ""), integers
+ * them for something else ("true", "on", "10", "1e3", "~", "", "2026-11-30"), integers
  * and reals written as numbers. The same object always gives the same bytes.
  */
 #ifndef RENDER_YAML_H

@@ -25,16 +25,90 @@ static const char *profile_name(const struct decide_row *r, char *buf, size_t si
     return buf;
 }
 
-static void text_decisions(const struct plan *p, struct ts_sbuf *out)
+/* The decision table's columns before the reason. */
+enum { COL_TENANT, COL_WORKLOAD, COL_MECH, COL_PROFILE, COL_MODEL, COL_RULE, NCOLS };
+static const char *const col_heads[NCOLS] = {"TENANT",  "WORKLOAD",  "MECHANISM",
+                                             "PROFILE", "GPU MODEL", "RULE"};
+
+static void row_cells(const struct decide_row *r, char *prof, size_t size, const char *cell[NCOLS])
 {
-    ts_sbuf_printf(out, "Decisions\n%-14s %-14s %-15s %-10s %-16s %-4s %s\n", "TENANT", "WORKLOAD",
-                   "MECHANISM", "PROFILE", "GPU MODEL", "RULE", "REASON");
+    cell[COL_TENANT] = r->tenant->name;
+    cell[COL_WORKLOAD] = r->workload->name;
+    cell[COL_MECH] = decide_mech_names[r->mech];
+    cell[COL_PROFILE] = profile_name(r, prof, size);
+    cell[COL_MODEL] = r->model->name;
+    cell[COL_RULE] = r->rule;
+}
+
+/* Each column as wide as its widest cell or heading. */
+static void col_widths(const struct plan *p, int w[NCOLS])
+{
+    for (int c = 0; c < NCOLS; c++)
+        w[c] = (int)strlen(col_heads[c]);
+    for (size_t i = 0; i < p->decisions->nrows; i++) {
+        const char *cell[NCOLS];
+        char prof[32];
+        row_cells(&p->decisions->rows[i], prof, sizeof(prof), cell);
+        for (int c = 0; c < NCOLS; c++)
+            w[c] = (int)strlen(cell[c]) > w[c] ? (int)strlen(cell[c]) : w[c];
+    }
+}
+
+/* The cells, each padded to its column but the last (no trailing blanks). */
+static void put_cells(const char *const cell[NCOLS], const int w[NCOLS], struct ts_sbuf *out)
+{
+    for (int c = 0; c + 1 < NCOLS; c++)
+        ts_sbuf_printf(out, "%-*s ", w[c], cell[c]);
+    ts_sbuf_puts(out, cell[NCOLS - 1]);
+}
+
+/* After the last cell, up to its column's end, then " text". */
+static void put_last(const char *last, int w, const char *text, struct ts_sbuf *out)
+{
+    ts_sbuf_printf(out, "%*s %s\n", w - (int)strlen(last), "", text);
+}
+
+/* text wrapped at spaces into lines of at most width columns after indent. */
+static void put_wrapped(const char *text, int indent, int width, struct ts_sbuf *out)
+{
+    while (*text) {
+        int n = (int)strlen(text);
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0) /* one word longer than the line */
+                n = (int)strcspn(text, " ");
+        }
+        ts_sbuf_printf(out, "%*s%.*s\n", indent, "", n, text);
+        text += n;
+        text += strspn(text, " ");
+    }
+}
+
+/* width 0: one line a row, the reason last; else reasons wrapped under their row. */
+static void text_decisions(const struct plan *p, int width, struct ts_sbuf *out)
+{
+    int w[NCOLS];
+    col_widths(p, w);
+    ts_sbuf_puts(out, "Decisions\n");
+    put_cells(col_heads, w, out);
+    if (width)
+        ts_sbuf_puts(out, "\n");
+    else
+        put_last(col_heads[NCOLS - 1], w[NCOLS - 1], "REASON", out);
     for (size_t i = 0; i < p->decisions->nrows; i++) {
         const struct decide_row *r = &p->decisions->rows[i];
+        const char *cell[NCOLS];
         char prof[32];
-        ts_sbuf_printf(out, "%-14s %-14s %-15s %-10s %-16s %-4s %s\n", r->tenant->name,
-                       r->workload->name, decide_mech_names[r->mech],
-                       profile_name(r, prof, sizeof(prof)), r->model->name, r->rule, r->reason);
+        row_cells(r, prof, sizeof(prof), cell);
+        put_cells(cell, w, out);
+        if (width) {
+            ts_sbuf_puts(out, "\n");
+            put_wrapped(r->reason, 4, width > 24 ? width - 4 : 20, out);
+        } else {
+            put_last(cell[NCOLS - 1], w[NCOLS - 1], r->reason, out);
+        }
     }
 }
 
@@ -110,9 +184,11 @@ static void text_summary(const struct plan_summary *s, const char *currency, str
                    s->solver, s->reserved_unused_gib, s->idle_gib);
 }
 
-void report_text(const struct plan *p, struct ts_sbuf *out)
+void report_text(const struct plan *p, struct ts_sbuf *out) { report_text_width(p, 0, out); }
+
+void report_text_width(const struct plan *p, int width, struct ts_sbuf *out)
 {
-    text_decisions(p, out);
+    text_decisions(p, width, out);
     text_gpus(p, out);
     text_summary(&p->summary, p->model->pricebook ? p->model->pricebook->currency : "", out);
 }

@@ -10,7 +10,11 @@
 #include "plan/plan.h"
 #include "util/sbuf.h"
 
+/* The plan as text, columns sized to their content; each decision's reason
+ * last on its row (report_text, width 0) or wrapped to width columns on the
+ * lines under its row. */
 void report_text(const struct plan *p, struct ts_sbuf *out);
+void report_text_width(const struct plan *p, int width, struct ts_sbuf *out);
 /* JSON with sorted keys and two-space indentation. */
 ts_status report_json(const struct plan *p, struct ts_sbuf *out);
 

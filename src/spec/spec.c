@@ -197,18 +197,23 @@ static void read_document(struct spec_ctx *ctx, const struct spec_doc *doc,
     const struct spec_node *name_node = NULL;
     const char *name = envelope_name(ctx, root, &env, &name_node);
     const struct spec_node *spec = env.value[ENV_SPEC];
-    if (!spec)
+    if (!spec) {
         spec_report(ctx, root, env.path, "missing required field 'spec'");
-    if (bad || !name || !spec)
         return;
+    }
+    /* a bad envelope or name does not hide the errors of the spec under it:
+     * it is read all the same (its paths then name the document), not kept */
+    const char *label = name ? ts_arena_printf(ctx->arena, "%s/%s", k->kind, name) : env.path;
     struct spec_object o = {k, ts_arena_alloc(ctx->arena, k->schema->size), name, {0}};
-    if (!o.obj)
+    if (!o.obj || !label)
         return;
-    const char *path = ts_arena_printf(ctx->arena, "%s/%s.spec", k->kind, name);
-    o.loc = (struct spec_loc){ctx->file, name_node->line, name_node->column,
-                              ts_arena_printf(ctx->arena, "%s/%s.metadata.name", k->kind, name)};
-    *(const char **)((char *)o.obj + k->name_off) = name;
-    if (spec_schema_read(ctx, spec, k->schema, o.obj, path) == 0)
+    const char *path = ts_arena_printf(ctx->arena, "%s.spec", label);
+    if (name) {
+        o.loc = (struct spec_loc){ctx->file, name_node->line, name_node->column,
+                                  ts_arena_printf(ctx->arena, "%s.metadata.name", label)};
+        *(const char **)((char *)o.obj + k->name_off) = name;
+    }
+    if (spec_schema_read(ctx, spec, k->schema, o.obj, path) == 0 && !bad && name)
         push_object(ctx->arena, out, &o, spec);
 }
 
@@ -349,14 +354,16 @@ static int tenant_exists(const struct objlist *l, const char *name)
     return 0;
 }
 
-static void check_trusts(struct ts_arena *a, const struct objlist *l, struct ts_diag *diag)
+/* all: every tenant loaded, so one that is not there does not exist (when
+ * some documents had errors, only a tenant trusting itself is reported). */
+static void check_trusts(struct ts_arena *a, const struct objlist *l, int all, struct ts_diag *diag)
 {
     for (size_t i = 0; i < l->count; i++) {
         const struct spec_tenant *t = l->items[i].obj;
         for (size_t j = 0; is_tenant(l, i) && j < t->ntrusts; j++) {
             if (strcmp(t->trusts[j], t->name) == 0)
                 report_item(a, diag, l, i, "trusts", j, "a tenant need not list itself");
-            else if (!tenant_exists(l, t->trusts[j]))
+            else if (all && !tenant_exists(l, t->trusts[j]))
                 report_item(a, diag, l, i, "trusts", j,
                             ts_arena_printf(a, "no tenant named '%s'", t->trusts[j]));
         }
@@ -365,15 +372,16 @@ static void check_trusts(struct ts_arena *a, const struct objlist *l, struct ts_
 
 /* ---- the tenancy spec ---- */
 
-/* Objects read cleanly: assemble the model and run the cross-document rules. */
+/* The cross-document rules on the objects that read cleanly, so one run
+ * reports every error of the files; when all did, the model is assembled. */
 static ts_status finish_load(struct spec_model *m, const struct objlist *l, struct spec_model **out,
                              struct ts_diag *diag)
 {
-    if (diag->count == 0 && diag->dropped == 0) {
+    int clean = diag->count == 0 && diag->dropped == 0;
+    if (clean)
         spec_model_assemble(m, l->items, l->count, diag);
-        check_namespace_owners(&m->arena, l, diag);
-        check_trusts(&m->arena, l, diag);
-    }
+    check_namespace_owners(&m->arena, l, diag);
+    check_trusts(&m->arena, l, clean, diag);
     if (diag->count || diag->dropped) {
         spec_model_free(m);
         return TS_INVALID;

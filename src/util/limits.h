@@ -401,6 +401,9 @@
 #define CLI_ENTRY_MAX (1u << 20)
 #define CLI_DOC_MAX (16u << 20)
 #define CLI_REPORT_MAX (64u << 20)
+/* Columns the plan's text wraps its reasons to at the least, whatever
+ * $COLUMNS says: below it a wrapped reason is a word a line. */
+#define CLI_TEXT_MIN_COLUMNS 40
 #define CLI_LEDGER_CSV_MAX ((size_t)1 << 34)
 
 #endif

@@ -22,4 +22,9 @@ expect_in "$TMP/out" "ledger intact: 16 entries"
 # the fine-tune's whole card (no MIG instance) is recorded as its owner's
 expect_in "$TMP/out" "recorded seq 16: GPU-"
 grep -q "recorded seq 16: GPU-.* - -> provider" "$TMP/out" && ok || bad "whole card not the provider's"
+# the time-sliced notebooks (platform-dev, a guest on the fine-tune's card) have
+# their pod in office hours: 08:00-20:00 at 15 s, two metrics each
+n=$(grep -c 'namespace="platform-dev",pod="notebooks-0"' "$TMP/demo/dcgm-2026-11-02.prom")
+check "the day holds $n notebook samples, expected $(((20 - 8) * 3600 / 15 * 2))" \
+    [ "$n" -eq $(((20 - 8) * 3600 / 15 * 2)) ]
 finish

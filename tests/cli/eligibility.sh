@@ -58,7 +58,7 @@ assert nodes["desk"] == {"lic"}, nodes
 assert "old" in nodes["crunch"], nodes  # a fraction does sit on the CUDA 12.2 node
 PY
 
-expect_rc 0 "$TESSERA" render -f "$TMP/mixed.yaml" -o "$TMP/out-tree"
+expect_rc 0 "$TESSERA" render -f "$TMP/mixed.yaml" --out-dir "$TMP/out-tree"
 LIMITS="$TMP/out-tree/tenants/batchco/cuda-limits.yaml"
 check "render wrote no shim limit for the fraction on the CUDA 12.2 node" test -f "$LIMITS"
 [ -f "$LIMITS" ] && expect_in "$LIMITS" "memoryLimit = 30Gi"

@@ -13,7 +13,7 @@ T() { "$TESSERA" "$@"; }
 
 for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
     "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" \
-    "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify"; do
+    "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion; do
     expect_rc 0 T $v --help
     expect_in "$TMP/out" "usage: tessera"
     expect_in "$TMP/out" "--help"
@@ -65,7 +65,7 @@ cp tests/fixtures/bad/03-negative-memory.yaml "$TMP/bad.yaml"
 for spec in /nonexistent.yaml "$TMP/bad.yaml"; do
     expect_rc 2 T plan -f "$spec"
     expect_rc 2 T check -f "$spec"
-    expect_rc 2 T render -f "$spec" -o "$TMP/out-dir"
+    expect_rc 2 T render -f "$spec" --out-dir "$TMP/out-dir"
     expect_rc 2 T usage -f "$spec" --db "sqlite:$TMP/u.db"
     expect_rc 2 T invoice -f "$spec" --db "sqlite:$TMP/u.db" --tenant t --period 2026-11
     expect_rc 2 T meter import -f "$spec" --db "sqlite:$TMP/u.db" --at 1 /dev/null

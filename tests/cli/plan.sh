@@ -65,8 +65,8 @@ if rsvg-convert -o "$TMP/fleet.png" "$TMP/fleet.svg" && [ -s "$TMP/fleet.png" ];
     bad "rsvg-convert could not render the SVG"; fi
 
 # usage errors exit 2 with a message; --help exits 0 on every verb
-expect_rc 2 "$TESSERA" plan -f $EX -o yaml
-expect_in "$TMP/err" "-o must be text or json"
+expect_rc 2 "$TESSERA" plan -f $EX -o xml
+expect_in "$TMP/err" "-o must be text, json or yaml"
 expect_rc 2 "$TESSERA" plan
 expect_in "$TMP/err" "no spec given: use -f FILE"
 expect_rc 2 "$TESSERA" plan -f $EX --solver magic

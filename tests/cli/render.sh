@@ -68,12 +68,12 @@ expect_rc 0 "$TESSERA" plan -f $EX -o json
 cp "$TMP/out" "$TMP/plan-ex.json"
 for mode in $MODES; do
     D=$TMP/ex-$mode
-    expect_rc 0 "$TESSERA" render -f $EX -o "$D" --device-api $mode
+    expect_rc 0 "$TESSERA" render -f $EX --out-dir "$D" --device-api $mode -v
     expect_in "$TMP/out" "$D/kustomization.yaml"
     validate "$D"
     # deterministic: again, a second later, in another time zone
     sleep 1.05
-    TZ=Pacific/Kiritimati expect_rc 0 "$TESSERA" render -f $EX -o "$D-again" --device-api $mode
+    TZ=Pacific/Kiritimati expect_rc 0 "$TESSERA" render -f $EX --out-dir "$D-again" --device-api $mode
     same_tree "$D" "$D-again"
     if grep -rEq '[12][0-9]{3}-[01][0-9]-[0-3][0-9]|[0-2][0-9]:[0-5][0-9]:[0-5][0-9]' "$D"; then
         bad "timestamp in $D"; grep -rE '[12][0-9]{3}-[01][0-9]-[0-3][0-9]|[0-2][0-9]:[0-5][0-9]:[0-5][0-9]' "$D" | head -3
@@ -287,9 +287,9 @@ assert any(g["model"] == "l40s" for g in p["gpus"])
 PY
 for mode in $MODES; do
     D=$TMP/mix-$mode
-    expect_rc 0 "$TESSERA" render -f $MIX -o "$D" --device-api $mode
+    expect_rc 0 "$TESSERA" render -f $MIX --out-dir "$D" --device-api $mode
     validate "$D"
-    expect_rc 0 "$TESSERA" render -f $MIX -o "$D-again" --device-api $mode
+    expect_rc 0 "$TESSERA" render -f $MIX --out-dir "$D-again" --device-api $mode
     same_tree "$D" "$D-again"
     quota_check $MIX "$TMP/plan-mix.json" "$D" $mode
     pycheck "mixed-fleet checks ($mode)" "$TMP/plan-mix.json" "$D" $mode <<'PY'
@@ -362,7 +362,7 @@ done
 for ex in examples/*.yaml; do
     for mode in $MODES; do
         D=$TMP/all-$(basename "$ex" .yaml)-$mode
-        "$TESSERA" render -f "$ex" -o "$D" --device-api $mode >"$TMP/out" 2>"$TMP/err"
+        "$TESSERA" render -f "$ex" --out-dir "$D" --device-api $mode >"$TMP/out" 2>"$TMP/err"
         rc=$?
         if [ $rc -eq 0 ]; then
             validate "$D"
@@ -404,31 +404,31 @@ spec:
   workloads:
   - {name: nb, kind: dev, memoryHighWaterGiB: 8, bestEffort: true}
 EOF
-expect_rc 1 "$TESSERA" render -f "$TMP/clash.yaml" -o "$TMP/clash-dp" --device-api device-plugin
+expect_rc 1 "$TESSERA" render -f "$TMP/clash.yaml" --out-dir "$TMP/clash-dp" --device-api device-plugin
 expect_in "$TMP/err" "node gpu-a has time-sliced and MPS cards"
 expect_in "$TMP/err" "--device-api dra"
 if [ -e "$TMP/clash-dp" ]; then bad "a refused render left $TMP/clash-dp"; else ok; fi
-expect_rc 1 "$TESSERA" render -f "$TMP/clash.yaml" -o "$TMP/clash-both" --device-api both
-expect_rc 0 "$TESSERA" render -f "$TMP/clash.yaml" -o "$TMP/clash-dra"
+expect_rc 1 "$TESSERA" render -f "$TMP/clash.yaml" --out-dir "$TMP/clash-both" --device-api both
+expect_rc 0 "$TESSERA" render -f "$TMP/clash.yaml" --out-dir "$TMP/clash-dra"
 validate "$TMP/clash-dra"
 
 # ---- writing: refusals, incremental rewrites, atomicity ----
 O=$TMP/busy
 mkdir -p "$O"
 echo "my notes" >"$O/notes.txt"
-expect_rc 2 "$TESSERA" render -f $EX -o "$O"
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$O"
 expect_in "$TMP/err" "holds files tessera did not write (notes.txt)"
 expect_in "$TMP/err" "--force"
 if [ "$(cat "$O/notes.txt")" = "my notes" ] && [ ! -e "$O/kustomization.yaml" ]; then ok; else
     bad "a refused render touched $O"; fi
-expect_rc 0 "$TESSERA" render -f $EX -o "$O" --force
+expect_rc 0 "$TESSERA" render -f $EX --out-dir "$O" --force
 if [ ! -e "$O/notes.txt" ] && [ -e "$O/kustomization.yaml" ]; then ok; else bad "--force did not replace $O"; fi
-expect_rc 0 "$TESSERA" render -f $EX -o "$O" # its own tree: no --force needed
+expect_rc 0 "$TESSERA" render -f $EX --out-dir "$O" # its own tree: no --force needed
 echo x >"$O/tenants/client-a/extra.yaml"
-expect_rc 2 "$TESSERA" render -f $EX -o "$O"
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$O"
 expect_in "$TMP/err" "tenants/client-a/extra.yaml"
 echo x >"$TMP/plainfile"
-expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/plainfile"
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$TMP/plainfile"
 expect_in "$TMP/err" "exists and is not a folder"
 
 # Re-rendering after a spec change (one tenant's replicas) rewrites exactly
@@ -436,11 +436,11 @@ expect_in "$TMP/err" "exists and is not a folder"
 sed 's/    replicas: 7$/    replicas: 6/' $EX >"$TMP/ex-6.yaml"
 if ! cmp -s $EX "$TMP/ex-6.yaml"; then ok; else bad "the spec edit did not apply"; fi
 I=$TMP/inc
-expect_rc 0 "$TESSERA" render -f $EX -o "$I"
-expect_rc 0 "$TESSERA" render -f "$TMP/ex-6.yaml" -o "$TMP/fresh-6"
+expect_rc 0 "$TESSERA" render -f $EX --out-dir "$I"
+expect_rc 0 "$TESSERA" render -f "$TMP/ex-6.yaml" --out-dir "$TMP/fresh-6"
 snapshot "$I" >"$TMP/before"
 sleep 1.05
-expect_rc 0 "$TESSERA" render -f "$TMP/ex-6.yaml" -o "$I"
+expect_rc 0 "$TESSERA" render -f "$TMP/ex-6.yaml" --out-dir "$I"
 snapshot "$I" >"$TMP/after"
 same_tree "$I" "$TMP/fresh-6"
 pycheck "only changed files are rewritten" "$TMP/before" "$TMP/after" <<'PY'
@@ -466,7 +466,7 @@ PY
 # planned, and a write that fails (file size limit) after some files were written.
 snapshot "$I" >"$TMP/before"
 sed 's/    bestEffort: true/    bestEffort: true\n    replicas: 2/' $EX >"$TMP/ex-unplannable.yaml"
-expect_rc 1 "$TESSERA" render -f "$TMP/ex-unplannable.yaml" -o "$I"
+expect_rc 1 "$TESSERA" render -f "$TMP/ex-unplannable.yaml" --out-dir "$I"
 expect_in "$TMP/err" "no h100-80gb-sxm card left"
 snapshot "$I" >"$TMP/after"
 if cmp -s "$TMP/before" "$TMP/after"; then ok; else bad "a failed plan changed $I"; fi
@@ -479,7 +479,7 @@ for f in $(cd "$TMP/ex-dra" && find . -type f); do
     fi
 done
 limit=$(((big - 1) / 1024))
-(trap '' XFSZ; ulimit -f $limit; exec "$TESSERA" render -f $EX -o "$I") >"$TMP/out" 2>"$TMP/err"
+(trap '' XFSZ; ulimit -f $limit; exec "$TESSERA" render -f $EX --out-dir "$I") >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -eq 1 ] && ! grep -qE 'Sanitizer|runtime error:' "$TMP/err"; then ok; else
     bad "render under a $limit KiB file limit exited $rc, expected 1"; head -5 "$TMP/err"; fi
@@ -494,13 +494,22 @@ expect_rc 0 "$TESSERA" render --help
 expect_in "$TMP/out" "usage: tessera render"
 expect_in "$TMP/out" "--device-api"
 expect_rc 2 "$TESSERA" render -f $EX
-expect_in "$TMP/err" "no output folder: use -o DIR"
-expect_rc 2 "$TESSERA" render -o "$TMP/x"
-expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/x" --device-api cuda
+expect_in "$TMP/err" "no output folder: use --out-dir DIR"
+# -o DIR: the old spelling, accepted for one release with a notice on stderr;
+# the tree it writes is the one --out-dir writes
+expect_rc 0 "$TESSERA" render -f $EX -o "$TMP/old-o"
+expect_in "$TMP/err" "-o/--output DIR is deprecated and goes in the next release: use --out-dir DIR"
+expect_rc 0 "$TESSERA" render -f $EX --out-dir "$TMP/new-o"
+check "--out-dir printed a deprecation notice" [ ! -s "$TMP/err" ]
+check "-o DIR and --out-dir DIR wrote different trees" diff -r "$TMP/old-o" "$TMP/new-o"
+expect_rc 0 "$TESSERA" render -f $EX --output "$TMP/old-output"
+expect_in "$TMP/err" "deprecated"
+expect_rc 2 "$TESSERA" render --out-dir "$TMP/x"
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$TMP/x" --device-api cuda
 expect_in "$TMP/err" "--device-api must be dra, device-plugin or both"
-expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/x" --bogus
-expect_rc 2 "$TESSERA" render -f $EX -o "$TMP/x" stray
-expect_rc 2 "$TESSERA" render -f /nonexistent.yaml -o "$TMP/x"
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$TMP/x" --bogus
+expect_rc 2 "$TESSERA" render -f $EX --out-dir "$TMP/x" stray
+expect_rc 2 "$TESSERA" render -f /nonexistent.yaml --out-dir "$TMP/x"
 expect_in "$TMP/err" "tessera: /nonexistent.yaml: cannot open"
 if [ -e "$TMP/x" ]; then bad "a usage error wrote $TMP/x"; else ok; fi
 
@@ -611,7 +620,7 @@ same_tree "$TMP/out" "$TMP/modes-want"
 # Pod Security labels on every tenant namespace: the level, or privileged
 # where the contract needs more (host paths, capabilities, the shim, VMs)
 pss() { # SPEC DIR -> "tenant enforce warn" per namespace
-    "$TESSERA" render -f "$1" -o "$2" --force >/dev/null
+    "$TESSERA" render -f "$1" --out-dir "$2" --force >/dev/null
     $PY - "$2" <<'PY'
 import glob, sys, yaml
 for f in sorted(glob.glob(sys.argv[1] + "/tenants/*/namespaces.yaml")):

@@ -30,7 +30,7 @@ field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" "$2" | head -1; }
 
 # The limit file `tessera render` writes for the worked example's time-sliced
 # notebooks (a ConfigMap) is one the shim reads: the card shows its 16 GiB cap.
-"$TESSERA" render -f "$TESSERA_SRC/examples/four-h100.yaml" -o "$TMP/render" >/dev/null 2>&1 \
+"$TESSERA" render -f "$TESSERA_SRC/examples/four-h100.yaml" --out-dir "$TMP/render" >/dev/null 2>&1 \
     && /usr/bin/python3 -c 'import sys, yaml
 print(yaml.safe_load(open(sys.argv[1]))["data"]["cuda-limits"], end="")' \
         "$TMP/render/tenants/platform-dev/cuda-limits.yaml" \
