@@ -26,11 +26,25 @@ static int add_point(void *ctx, const struct store_sample *s)
     return sc->st != TS_OK;
 }
 
+/* a + b, saturating */
+static int64_t plus(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    return b < 0 && a < INT64_MIN - b ? INT64_MIN : a + b;
+}
+
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err)
 {
     struct scan sc = {u, TS_OK};
-    ts_status rc = store_scan_samples(st, from_ms, to_ms, add_point, &sc, err);
+    /* the scrapes whose intervals reach into the window lie up to two
+     * intervals (the gap cap) before it; those that end them, after it */
+    int64_t reach = 2 * u->interval_ms;
+    u->from_ms = from_ms;
+    u->to_ms = to_ms;
+    ts_status rc = store_scan_samples(st, plus(from_ms, -reach), plus(to_ms, reach), add_point, &sc,
+                                      err);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
     meter_usage_sort(u);
@@ -39,9 +53,11 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
 
 static json_t *json_row(const struct meter_total *t)
 {
-    return json_pack("{s:s, s:s, s:s, s:I, s:I}", "tenant", t->tenant, "model", t->model, "profile",
-                     t->profile, "allocationMicroGpuHours", (json_int_t)meter_alloc_uh(t),
-                     "usageMicroGpuHours", (json_int_t)meter_usage_uh(t));
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "tenant", t->tenant, "model", t->model,
+                     "profile", t->profile, "allocationMicroGpuHours",
+                     (json_int_t)meter_alloc_uh(t), "usageMicroGpuHours",
+                     (json_int_t)meter_usage_uh(t), "unknownUsageMicroGpuHours",
+                     (json_int_t)meter_unknown_uh(t));
 }
 
 static void write_json(const struct meter_usage *u, struct ts_sbuf *out)
@@ -57,15 +73,16 @@ static void write_json(const struct meter_usage *u, struct ts_sbuf *out)
 
 static void write_text(const struct meter_usage *u, struct ts_sbuf *out)
 {
-    ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
-                   "GPU-HOURS", "USED GPU-HOURS");
+    ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
+                   "GPU-HOURS", "USED GPU-HOURS", "UNKNOWN USE");
     for (size_t i = 0; i < u->ntotals; i++) {
         const struct meter_total *t = &u->totals[i];
-        int64_t a = meter_alloc_uh(t), b = meter_usage_uh(t);
-        ts_sbuf_printf(out,
-                       "%-20s %-26s %-10s %9" PRId64 ".%06" PRId64 " %9" PRId64 ".%06" PRId64 "\n",
-                       t->tenant, t->model, t->profile[0] ? t->profile : "whole", a / TS_MICRO,
-                       a % TS_MICRO, b / TS_MICRO, b % TS_MICRO);
+        int64_t v[3] = {meter_alloc_uh(t), meter_usage_uh(t), meter_unknown_uh(t)};
+        ts_sbuf_printf(out, "%-20s %-26s %-10s", t->tenant, t->model,
+                       t->profile[0] ? t->profile : "whole");
+        for (int k = 0; k < 3; k++)
+            ts_sbuf_printf(out, " %9" PRId64 ".%06" PRId64, v[k] / TS_MICRO, v[k] % TS_MICRO);
+        ts_sbuf_puts(out, "\n");
     }
 }
 

@@ -268,9 +268,18 @@
 /* Bytes of a usage key (tenant, model, profile, device), with its NUL: above
  * the longest device key ingest makes (384). */
 #define METER_KEY_MAX 512
-/* Device-times held before a flush to the store: 512 8-GPU nodes at one
- * scrape time. */
-#define METER_DEVICES_MAX 4096
+/* Device-times (one pod on one device at one scrape time, about 1 KiB
+ * each) gathered before the scrape times older than the newest are stored:
+ * 16 MiB (an import stays under 64 MiB), and the window within which a
+ * file may be out of order (a line of a time already stored is rejected,
+ * never merged half). */
+#define METER_GATHER_MAX 16384
+/* Device-times of ONE scrape time, never stored before it ends: 1 GiB, a
+ * page of 100,000 GPUs as 7 MIG instances each with room. */
+#define METER_SCRAPE_DEVICES_MAX (1024 * 1024)
+/* Warnings of one kind per import (a plan contradicted by the scrape): the
+ * first devices name the problem; the rest are billed alike. */
+#define METER_WARNINGS_MAX 16
 /* Distinct custody violations (device, observed tenant) kept per import
  * for the report and the ledger; more are counted. */
 #define METER_VIOLATIONS_MAX 256

@@ -17,7 +17,8 @@ p = (k + 3 d) % 100; a GPU that reports both GPU_UTIL and the profiling
 metric reports GPU_UTIL = (p + 50) % 100, which the meter must ignore.
 
 Prints on stdout the usage every tessera must compute (tessera usage -o json
-rows: tenant, model, profile, allocationMicroGpuHours, usageMicroGpuHours),
+rows: tenant, model, profile, allocationMicroGpuHours, usageMicroGpuHours,
+unknownUsageMicroGpuHours: 0, every sample has a known utilisation),
 from the pattern in closed form: never from the file, never from tessera.
 Usage: gen_history.py --hours H --out FILE [--spec FILE] [--expect FILE]
                       [--start UNIX_MS]   (--out - streams the history to stdout)
@@ -133,7 +134,8 @@ def expected(n):
     for key in sorted(alloc):
         rows.append({"tenant": key[0], "model": key[1], "profile": key[2],
                      "allocationMicroGpuHours": (alloc[key] + 1800000) // 3600000,
-                     "usageMicroGpuHours": (usage[key] + 1800000) // 3600000})
+                     "usageMicroGpuHours": (usage[key] + 1800000) // 3600000,
+                     "unknownUsageMicroGpuHours": 0})
     return rows
 
 
