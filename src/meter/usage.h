@@ -10,9 +10,10 @@
  * column, never as used. A gap is capped at twice the scrape interval, so a
  * missed scrape is not billed as hours of use; a repeated timestamp counts
  * once. Only the part of an interval inside the window [from_ms, to_ms) is
- * billed, so periods that split a day add up to the day exactly. Hours are integers: the exact sum of interval_ms x share_ppm is kept
- * and divided once, at the end, into micro-GPU-hours (1,000,000 = one whole
- * GPU for one hour).
+ * billed, so periods that split a day add up to the day exactly. Hours are
+ * integers: the exact sum of interval_ms x share_ppm is kept and divided
+ * once, at the end, into micro-GPU-hours (1,000,000 = one whole GPU for one
+ * hour).
  */
 #ifndef METER_USAGE_H
 #define METER_USAGE_H
