@@ -322,12 +322,13 @@ static void copy(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-/* Room for one more entry: past METER_GATHER_MAX the times before the
- * newest are stored (at most once per METER_GATHER_MAX new entries). */
-static int make_room(struct meter_ingest *in)
+/* Room for one more entry (of time ts): past METER_GATHER_MAX the times
+ * before both the newest and ts (a late time still arriving) are stored,
+ * at most once per METER_GATHER_MAX new entries. */
+static int make_room(struct meter_ingest *in, int64_t ts)
 {
     if (in->nentries >= in->flush_at && !in->flush_failed) {
-        if (flush(in, in->newest_ms, &in->flush_err) != TS_OK)
+        if (flush(in, ts < in->newest_ms ? ts : in->newest_ms, &in->flush_err) != TS_OK)
             in->flush_failed = 1;
         in->flush_at = in->nentries + METER_GATHER_MAX;
     }
@@ -359,7 +360,7 @@ static void late_line(struct meter_ingest *in, const struct meter_sample *x, int
 static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
                          const struct ident *id)
 {
-    if (!make_room(in))
+    if (!make_room(in, id->ts))
         return NULL;
     if (in->flushed_ms != INT64_MIN && id->ts <= in->flushed_ms) {
         late_line(in, x, id->ts); /* its time was stored by make_room */

@@ -175,6 +175,40 @@ want=$(python3 -c 'print((sum(15000 * 10000 * ((d % 101) + ((d + 1) % 101)) for 
 got=$(usage_rows "sqlite:$TMP/shuffled.db" | col 1)
 check "used micro-GPU-hours of 5,000 devices: $got, want $want" [ "$got" = "$want" ]
 
+# ---- the reference computation (tests/tools/gen_history.py, closed form): 5,003
+# device-scrapes per scrape time (4,936 more whole GPUs), a card listing two tenants' pods,
+# a card without utilisation, every tenth scrape time arriving late; then split in two
+# periods at a time inside an interval, each row's two halves adding up to the whole
+python3 tests/tools/gen_history.py --hours 0.1 --wide 4936 --extras --out "$TMP/ref.prom" \
+    --spec "$TMP/ref.yaml" >"$TMP/ref.json" || bad "gen_history.py failed"
+expect_rc 0 "$TESSERA" meter import -f "$TMP/ref.yaml" --db "sqlite:$TMP/ref.db" --at 0 "$TMP/ref.prom"
+expect_in "$TMP/out" "120072 device scrapes, 120072 new samples, 0 lines rejected"
+"$TESSERA" usage -f "$TMP/ref.yaml" --db "sqlite:$TMP/ref.db" -o json >"$TMP/ref.got"
+MID=$((1767225600 + 3 * 60 + 7)) # 3 min 7 s in: inside an interval
+"$TESSERA" usage -f "$TMP/ref.yaml" --db "sqlite:$TMP/ref.db" -o json --to $MID >"$TMP/ref.a"
+"$TESSERA" usage -f "$TMP/ref.yaml" --db "sqlite:$TMP/ref.db" -o json --from $MID >"$TMP/ref.b"
+if python3 - "$TMP/ref.json" "$TMP/ref.got" "$TMP/ref.a" "$TMP/ref.b" <<'PY'
+import json, sys
+want = json.load(open(sys.argv[1]))["rows"]
+got, a, b = (json.load(open(f))["rows"] for f in sys.argv[2:5])
+bad = [("want", w, "got", g) for w, g in zip(want, got) if w != g] + ([len(want), len(got)] if len(want) != len(got) else [])
+key = lambda r: (r["tenant"], r["model"], r["profile"])
+half = {}
+for r in a + b:
+    for f in ("allocationMicroGpuHours", "usageMicroGpuHours", "unknownUsageMicroGpuHours"):
+        half[key(r) + (f,)] = half.get(key(r) + (f,), 0) + r[f]
+for w in want:
+    for f in ("allocationMicroGpuHours", "usageMicroGpuHours", "unknownUsageMicroGpuHours"):
+        if abs(half.get(key(w) + (f,), 0) - w[f]) > 1:  # each half rounded to the micro-unit
+            bad.append(("split", key(w), f, half.get(key(w) + (f,), 0), w[f]))
+if not any(w["unknownUsageMicroGpuHours"] for w in want):
+    bad.append("no unknown hours in the reference")
+for x in bad:
+    print(*x)
+sys.exit(1 if bad else 0)
+PY
+then ok; else bad "usage differs from the reference computation"; fi
+
 # ---- PostgreSQL: the non-UTF-8 line rejected, the rest stored -----------------------
 if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
     bad "pg-test-server start failed"; cat "$TMP/start.err"; finish; exit 1
