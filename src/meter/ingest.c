@@ -183,15 +183,25 @@ static int same_device(const struct entry *a, const struct entry *b)
     return a->ts_ms == b->ts_ms && strcmp(a->key, b->key) == 0;
 }
 
-/* Count the pods listed on each device at each time (entries sorted). */
+/* Count the pods listed on each device at each time (entries sorted). A
+ * device with pods and lines without pod labels (sorted first: "" < any
+ * namespace) is charged through its pods only: the unlabelled entry lends
+ * them its utilisation and is marked -1, not billed twice. */
 static void count_pods(struct entry *e, size_t n)
 {
     for (size_t i = 0, end; i < n; i = end) {
         int pods = 0;
         for (end = i; end < n && same_device(&e[i], &e[end]); end++)
             e[end].pod_index = e[end].ns[0] ? pods++ : 0;
-        for (size_t k = i; k < end; k++)
+        for (size_t k = i; k < end; k++) {
             e[k].pods = pods;
+            if (pods && !e[i].ns[0] && k > i) {
+                e[k].engine = e[k].engine >= 0 ? e[k].engine : e[i].engine;
+                e[k].util = e[k].util >= 0 ? e[k].util : e[i].util;
+            }
+        }
+        if (pods && !e[i].ns[0])
+            e[i].pods = -1;
     }
 }
 
@@ -213,7 +223,7 @@ static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_err
         n++;
     count_pods(in->entries, n);
     for (size_t i = 0; i < n; i++)
-        if (attribute(in, &in->entries[i]) != TS_OK)
+        if (in->entries[i].pods >= 0 && attribute(in, &in->entries[i]) != TS_OK)
             return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
     if (n && in->entries[n - 1].ts_ms > in->flushed_ms)
         in->flushed_ms = in->entries[n - 1].ts_ms;

@@ -394,6 +394,23 @@ static void test_pods_split_a_card(void **state)
     done(&e);
 }
 
+/* A device whose pods carry some series and whose other series lack pod
+ * labels: charged through its pods only, with the unlabelled utilisation. */
+static void test_pods_and_unlabelled_lines(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    feed(&e,
+         "DCGM_FI_DEV_FB_USED{gpu=\"9\",UUID=\"GPU-9\"," H100 ",namespace=\"dev-ns\","
+         "pod=\"p\"} 1\n"
+         "DCGM_FI_DEV_GPU_UTIL{gpu=\"9\",UUID=\"GPU-9\"," H100 "} 30\n",
+         7);
+    assert_int_equal(e.sink.n, 1);
+    assert_string_equal(e.sink.rows[0], "GPU-9|1700000000000|dev|1000000|300000|");
+    done(&e);
+}
+
 static const char *whole_spec =
     "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
     "  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 2}]}]\n---\n"
@@ -648,6 +665,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_pod_charged),
         cmocka_unit_test(test_pods_split_a_card),
+        cmocka_unit_test(test_pods_and_unlabelled_lines),
         cmocka_unit_test(test_mig_pod_on_whole_card),
         cmocka_unit_test(test_plan_disagrees),
         cmocka_unit_test(test_unknown_utilisation),

@@ -106,7 +106,8 @@ def device_lines(dev, d, lab, k, ts):
     p = (k + 3 * d) % 100
     lines = []
     if dev["util"]:
-        lines.append("DCGM_FI_DEV_GPU_UTIL%s %d %d" % (lab, (p + 50) % 100 if dev["prof"] else p, ts))
+        util = (p + 50) % 100 if dev["prof"] else p
+        lines.append("DCGM_FI_DEV_GPU_UTIL%s %d %d" % (lab, util, ts))
     lines.append("DCGM_FI_DEV_FB_USED%s %d %d" % (lab, 1000 + (k * 7 + d) % 70000, ts))
     if dev["prof"]:
         lines.append("DCGM_FI_PROF_GR_ENGINE_ACTIVE%s %d.%02d %d" % (lab, p // 100, p % 100, ts))
