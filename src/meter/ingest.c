@@ -229,7 +229,7 @@ static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_err
         in->flushed_ms = in->entries[n - 1].ts_ms;
     memmove(in->entries, in->entries + n, (in->nentries - n) * sizeof(*in->entries));
     in->nentries -= n;
-    if (n && !reindex(in, in->nslots))
+    if (in->nentries + n && !reindex(in, in->nslots)) /* sorted: every position moved */
         return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
     return store_pending(in, err);
 }

@@ -571,6 +571,30 @@ static void test_any_order(void **state)
     free(lines);
 }
 
+/* One scrape time of more devices than the gathering window (no time is
+ * older to store): every device whole, with its utilisation, once. */
+static void test_one_big_scrape(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    struct ts_sbuf body;
+    ts_sbuf_init(&body, 64u << 20);
+    enum { DEVS = METER_GATHER_MAX + 3000 };
+    for (int m = 0; m < 2; m++)
+        for (int d = 0; d < DEVS; d++)
+            ts_sbuf_printf(&body, "%s{gpu=\"%d\",UUID=\"GPU-w%d\"} %d\n",
+                           m ? "DCGM_FI_DEV_GPU_UTIL" : "DCGM_FI_DEV_FB_USED", d % 8, d, d % 101);
+    feed(&e, ts_sbuf_str(&body), 1 << 16);
+    ts_sbuf_release(&body);
+    assert_int_equal(e.sink.n, DEVS);
+    assert_int_equal(e.diag.count, 0);
+    for (size_t i = 0; i < e.sink.n; i++)
+        if (strstr(e.sink.rows[i], "|-1|"))
+            fail_msg("a device without its utilisation: %s", e.sink.rows[i]);
+    done(&e);
+}
+
 /* Out of order by more than the gathering window: the late line is
  * rejected with its line number, never stored as a half sample. */
 static void test_too_late(void **state)
@@ -670,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_plan_disagrees),
         cmocka_unit_test(test_unknown_utilisation),
         cmocka_unit_test(test_any_order),
+        cmocka_unit_test(test_one_big_scrape),
         cmocka_unit_test(test_too_late),
         cmocka_unit_test(test_mig_pods),
         cmocka_unit_test(test_whole_and_redacted),
