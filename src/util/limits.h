@@ -289,6 +289,13 @@
 /* Bytes of one scrape body (the default of --max-body): a memory budget far
  * above dcgm-exporter's body for the largest node. */
 #define METER_SCRAPE_BODY_MAX ((size_t)256 << 20)
+/* Bytes of one Prometheus query_range answer (`meter prometheus`): the
+ * decoded JSON takes about 6x its size in memory, so 256 MiB stays under
+ * 2 GiB; a range that needs more is asked for in smaller pieces. */
+#define METER_PROM_BODY_MAX ((size_t)256 << 20)
+/* Steps in one query_range request: Prometheus refuses more than 11,000
+ * points per series; 240 is an hour at 15 s, a piece of bounded size. */
+#define METER_PROM_STEPS_MAX 240
 
 /* ---- serve: the webhook ---------------------------------------------------- */
 
