@@ -124,7 +124,7 @@ static ts_status check_point(const struct answer *a, size_t i, size_t j, json_t 
     char *end;
     strtod(s, &end);
     int special = !strcmp(s, "NaN") || !strcmp(s, "+Inf") || !strcmp(s, "-Inf");
-    if (!special && (!*s || *end || strchr(s, 'x') || strchr(s, 'X') || strpbrk(s, "nNiI")))
+    if (!special && (!*s || *end || strpbrk(s, "xXnNiI \t\n\r\f\v")))
         return bad(a, "data.result[%zu].values[%zu][1]: \"%.40s\" is not a number", i, j, s);
     return TS_OK;
 }

@@ -99,13 +99,15 @@ expect_in "$TMP/out" " 0 lines rejected"
 dev_direct=$("$TESSERA" meter import -f "$TMP/spec.yaml" --db sqlite:$TMP/again.db --at $T0 \
     "$TMP"/page{0,1,2,3}.prom | awk '{s += $2} END {print s}')
 dev_prom=$(awk '{print $2}' "$TMP/out")
-check "device scrapes: prometheus $dev_prom, direct $dev_direct" test "$dev_prom" = "$dev_direct"
+check "device scrapes: prometheus $dev_prom, direct $dev_direct" \
+    test "$dev_prom" = "$dev_direct"
 
 for db in direct prom; do
     expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db sqlite:$TMP/$db.db --interval 1s -o json
     cp "$TMP/out" "$TMP/usage-$db.json"
 done
-/usr/bin/python3 - "$TMP/usage-direct.json" "$TMP/usage-prom.json" <<'PY' && ok || bad "usage differs"
+D=$TMP/usage-direct.json P=$TMP/usage-prom.json
+/usr/bin/python3 - "$D" "$P" <<'PY' && ok || bad "usage differs"
 import json, sys
 a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert a == b, (a, b)
@@ -145,22 +147,24 @@ CQ=("$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/c.db --url
 canned() { printf '%s' "$1" > "$C"; echo "${2:-200}" > "$C.status"; }
 M='"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","UUID":"GPU-1","Hostname":"n"}'
 OKV='[1700000000,"5"],[1700000015,"7"]'
-canned '{"status":"success","data":{"resultType":"matrix","result":[{'"$M"',"values":['"$OKV"']},{'"$M"',"values":['"$OKV"',[1700000030,"x1"]]}]}}'
+R='{"status":"success","data":{"resultType":"matrix","result":['
+canned "$R"'{'"$M"',"values":['"$OKV"']},'\
+'{'"$M"',"values":['"$OKV"',[1700000030,"x1"]]}]}}'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.result[1].values[2][1]: "x1" is not a number'
-canned '{"status":"success","data":{"resultType":"matrix","result":[{'"$M"',"values":[[1700000000]]}]}}'
+canned "$R"'{'"$M"',"values":[[1700000000]]}]}}'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.result[0].values[0]: expected [time, "value"]'
-canned '{"status":"success","data":{"resultType":"matrix","result":[{'"$M"',"values":[["t","1"]]}]}}'
+canned "$R"'{'"$M"',"values":[["t","1"]]}]}}'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.result[0].values[0][0]: not a time in seconds'
-canned '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"A","bad-name":"1"},"values":[]}]}}'
+canned "$R"'{"metric":{"__name__":"A","bad-name":"1"},"values":[]}]}}'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.result[0].metric.bad-name: not a valid Prometheus name'
 canned '{"status":"success","data":{"resultType":"vector","result":[]}}'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.resultType: expected "matrix"'
-canned '{"status":"success","data":{"resultType":"matrix","result":[{'"$M"',"values":'
+canned "$R"'{'"$M"',"values":'
 expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" "http://127.0.0.1:$CPORT/api/v1/query_range?query="
 canned '{"status":"error","errorType":"execution","error":"boom\n\u001b[31mlevel=error forged"}' 422
@@ -171,7 +175,7 @@ canned '<html>not found</html>' 404
 expect_rc 1 "${CQ[@]}"
 expect_in "$TMP/err" "HTTP status 404"
 # a good canned answer: two samples stored
-canned '{"status":"success","data":{"resultType":"matrix","result":[{'"$M"',"values":['"$OKV"']}]}}'
+canned "$R"'{'"$M"',"values":['"$OKV"']}]}}'
 expect_rc 0 "${CQ[@]}"
 expect_in "$TMP/out" "2 device scrapes, 2 new samples"
 
