@@ -9,7 +9,8 @@
 # to the micro-GPU-hour) that `meter import` of the same four pages gives.
 # Bad cases: Prometheus' own error (a bad query), an expression without
 # metric names, and canned answers with a bad field (named by its JSON path),
-# an error text with control bytes (escaped), a non-JSON 404, bad flags.
+# an error text with control bytes (escaped), a non-JSON 404, bad flags; a
+# range of 300 steps asked for in two pieces (the URLs checked).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PROMETHEUS=/usr/bin/prometheus
@@ -178,6 +179,27 @@ expect_in "$TMP/err" "HTTP status 404"
 canned "$R"'{'"$M"',"values":['"$OKV"']}]}}'
 expect_rc 0 "${CQ[@]}"
 expect_in "$TMP/out" "2 device scrapes, 2 new samples"
+
+kill $CANNED 2>/dev/null
+wait 2>/dev/null
+CANNED=
+
+# a range of 300 steps is asked for in two pieces (240 + 60 steps), in time order,
+# and both answers are stored
+mkdir "$TMP/pieces"
+printf '%s' "$R"'{'"$M"',"values":[[1700000000,"5"],[1700000239,"6"]]}]}}' > "$TMP/pieces/a"
+printf '%s' "$R"'{'"$M"',"values":[[1700000240,"7"],[1700000299,"8"]]}]}}' > "$TMP/pieces/b"
+tests/tools/page_server.py $CPORT pages "$TMP/pieces/a" "$TMP/pieces/b" &
+CANNED=$!
+for _ in $(seq 50); do (: </dev/tcp/127.0.0.1/$CPORT) 2>/dev/null && break; sleep 0.1; done
+expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/pieces.db --url \
+    http://127.0.0.1:$CPORT --from 1700000000 --to 1700000299 --interval 1s
+expect_in "$TMP/out" "4 device scrapes, 4 new samples"
+Q='/api/v1/query_range?query=%7B__name__%3D~%22DCGM_FI_.%2A%22%7D'
+printf '%s\n' "$Q&start=1700000000.000&end=1700000239.000&step=1.000" \
+    "$Q&start=1700000240.000&end=1700000299.000&step=1.000" > "$TMP/want-paths"
+check "two pieces of 240 and 60 steps" cmp -s "$TMP/want-paths" "$TMP/pieces/$CPORT.paths" ||
+    cat "$TMP/pieces/$CPORT.paths"
 
 # bad usage
 expect_rc 2 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/c.db --url x \

@@ -2,8 +2,9 @@
 """page_server.py - a loopback HTTP server for tests of `meter prometheus`.
 
   page_server.py PORT pages FILE...   each GET answers the next FILE (a
-      recorded exporter page), then an empty page; the number of GETs so far
-      is written to PORT.count beside the first FILE
+      recorded exporter page, or a canned answer), then an empty page; the
+      number of GETs so far is written to PORT.count beside the first FILE,
+      the paths asked for appended to PORT.paths
   page_server.py PORT canned FILE   every GET answers FILE (read anew each
       time) with the HTTP status in FILE.status
 """
@@ -24,6 +25,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status, ctype = 200, "text/plain; version=0.0.4"
             served += 1
             count = os.path.join(os.path.dirname(files[0]), "%d.count" % port)
+            with open(count.replace(".count", ".paths"), "a") as f:
+                f.write(self.path + "\n")
             with open(count + ".tmp", "w") as f:
                 f.write(str(served))
             os.replace(count + ".tmp", count)
