@@ -34,7 +34,7 @@ static const struct cli_verb VERB = {
     "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n\n"
     "Read the dcgm-exporter series an existing Prometheus scraped, through its HTTP\n"
     "API (/api/v1/query_range from --from to --to, both included, step --interval,\n"
-    "an hour of steps a request), and store them as `tessera meter import` stores the\n"
+    "60 steps a request), and store them as `tessera meter import` stores the\n"
     "same scrapes: each point is the exporter's line with the labels the exporter set\n"
     "(Prometheus' own instance and job left out), stamped with the step's time. With\n"
     "--interval the scrape interval and --from on a scrape time, the points are the\n"

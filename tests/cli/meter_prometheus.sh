@@ -10,7 +10,7 @@
 # Bad cases: Prometheus' own error (a bad query), an expression without
 # metric names, and canned answers with a bad field (named by its JSON path),
 # an error text with control bytes (escaped), a non-JSON 404, bad flags; a
-# range of 300 steps asked for in two pieces (the URLs checked).
+# range of 90 steps asked for in two pieces (the URLs checked).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PROMETHEUS=/usr/bin/prometheus
@@ -175,6 +175,12 @@ if grep -q $'\x1b' "$TMP/err"; then bad "an escape byte reached stderr"; else ok
 canned '<html>not found</html>' 404
 expect_rc 1 "${CQ[@]}"
 expect_in "$TMP/err" "HTTP status 404"
+# an answer over METER_PROM_BODY_MAX (32 MiB) is refused, nothing stored
+/usr/bin/python3 -c 'import sys; sys.stdout.write("{\"status\":\"" + "x" * (32 << 20) + "\"}")' \
+    > "$C"
+echo 200 > "$C.status"
+expect_rc 2 "${CQ[@]}"
+expect_in "$TMP/err" "body larger than 33554432 bytes: refused"
 # a good canned answer: two samples stored
 canned "$R"'{'"$M"',"values":['"$OKV"']}]}}'
 expect_rc 0 "${CQ[@]}"
@@ -184,21 +190,21 @@ kill $CANNED 2>/dev/null
 wait 2>/dev/null
 CANNED=
 
-# a range of 300 steps is asked for in two pieces (240 + 60 steps), in time order,
+# a range of 90 steps is asked for in two pieces (60 + 30 steps), in time order,
 # and both answers are stored
 mkdir "$TMP/pieces"
-printf '%s' "$R"'{'"$M"',"values":[[1700000000,"5"],[1700000239,"6"]]}]}}' > "$TMP/pieces/a"
-printf '%s' "$R"'{'"$M"',"values":[[1700000240,"7"],[1700000299,"8"]]}]}}' > "$TMP/pieces/b"
+printf '%s' "$R"'{'"$M"',"values":[[1700000000,"5"],[1700000059,"6"]]}]}}' > "$TMP/pieces/a"
+printf '%s' "$R"'{'"$M"',"values":[[1700000060,"7"],[1700000089,"8"]]}]}}' > "$TMP/pieces/b"
 tests/tools/page_server.py $CPORT pages "$TMP/pieces/a" "$TMP/pieces/b" &
 CANNED=$!
 for _ in $(seq 50); do (: </dev/tcp/127.0.0.1/$CPORT) 2>/dev/null && break; sleep 0.1; done
 expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/pieces.db --url \
-    http://127.0.0.1:$CPORT --from 1700000000 --to 1700000299 --interval 1s
+    http://127.0.0.1:$CPORT --from 1700000000 --to 1700000089 --interval 1s
 expect_in "$TMP/out" "4 device scrapes, 4 new samples"
 Q='/api/v1/query_range?query=%7B__name__%3D~%22DCGM_FI_.%2A%22%7D'
-printf '%s\n' "$Q&start=1700000000.000&end=1700000239.000&step=1.000" \
-    "$Q&start=1700000240.000&end=1700000299.000&step=1.000" > "$TMP/want-paths"
-check "two pieces of 240 and 60 steps" cmp -s "$TMP/want-paths" "$TMP/pieces/$CPORT.paths" ||
+printf '%s\n' "$Q&start=1700000000.000&end=1700000059.000&step=1.000" \
+    "$Q&start=1700000060.000&end=1700000089.000&step=1.000" > "$TMP/want-paths"
+check "two pieces of 60 and 30 steps" cmp -s "$TMP/want-paths" "$TMP/pieces/$CPORT.paths" ||
     cat "$TMP/pieces/$CPORT.paths"
 
 # bad usage
