@@ -191,7 +191,8 @@ int cmd_check(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
-int cmd_meter_scrape(int argc, char **argv); /* cmd_scrape.c */
+int cmd_meter_scrape(int argc, char **argv);     /* cmd_scrape.c */
+int cmd_meter_prometheus(int argc, char **argv); /* cmd_prom.c */
 int cmd_usage(int argc, char **argv);
 int cmd_invoice(int argc, char **argv);
 int cmd_catalog(int argc, char **argv);

@@ -41,7 +41,9 @@ static const struct cli_opt OPTS[] = {
     "usage: tessera meter import -f SPEC --db DB --at TIME [--catalog F] [--hmac-key-file F]\n" \
     "                            FILE...\n"                                                     \
     "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"            \
-    "                     [--count N] ... (tessera meter scrape --help)\n\n"
+    "                     [--count N] ... (tessera meter scrape --help)\n"                      \
+    "       tessera meter prometheus -f SPEC --db DB --url URL --from T --to T\n"               \
+    "                     [--interval 15s] ... (tessera meter prometheus --help)\n\n"
 #define IMPORT_TEXT                                                                          \
     "import  store recorded dcgm-exporter scrapes (Prometheus text, streamed), one sample\n" \
     "        per GPU or MIG instance and time, charged to the tenant that owns its pod's\n"  \
@@ -52,6 +54,8 @@ static const struct cli_opt OPTS[] = {
     "        seconds or RFC 3339; samples that carry a timestamp keep it.\n"                 \
     "scrape  pull live from dcgm-exporters over HTTP(S) every --interval, with\n"            \
     "        timeouts and retries; what the store could not take is retried, not lost.\n"    \
+    "prometheus  read the scrapes an existing Prometheus holds (/api/v1/query_range)\n"      \
+    "        and store them as import stores the same scrapes.\n"                            \
     "(tessera usage and tessera invoice read what these store.)\n"
 #define USAGE_TEXT                                                                        \
     "usage: tessera usage -f SPEC --db DB [--catalog F] [--interval 15s] [--from TIME]\n" \
@@ -273,6 +277,8 @@ int cmd_meter(int argc, char **argv)
     struct meter_args a = {.verb = &cli_verb_meter, .format = "text"};
     if (argc >= 2 && strcmp(argv[1], "scrape") == 0)
         return cmd_meter_scrape(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "prometheus") == 0)
+        return cmd_meter_prometheus(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "import") != 0) {
         int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
         cli_usage(&cli_verb_meter, CLI_ALL, help ? stdout : stderr);

@@ -114,14 +114,15 @@ static const char *planned_tenant(const struct plan_gpu *g, const struct meter_s
                                   int *ambiguous)
 {
     const char *tenant = NULL;
-    const struct cat_profile *want = g && is_mig(d->profile)
-                                         ? cat_profile_find(g->model, d->profile)
-                                         : NULL;
+    /* a MIG instance on a card the plan does not partition belongs to
+     * whoever the plan gives the card */
+    int mig = is_mig(d->profile) && g && g->mode == PLAN_MIG;
+    const struct cat_profile *want = mig ? cat_profile_find(g->model, d->profile) : NULL;
     for (size_t i = 0; g && i < g->ninst; i++) {
         const struct plan_inst *in = &g->inst[i];
-        if (is_mig(d->profile) && (!want || in->profile != want))
+        if (mig && (!want || in->profile != want))
             continue;
-        if (!is_mig(d->profile) && in->guest)
+        if (!mig && in->guest)
             continue;
         const char *t = inst_tenant(in);
         if (t && tenant && strcmp(t, tenant) != 0)
@@ -230,12 +231,41 @@ static void charge_observed(const struct meter_ctx *ctx, const struct meter_seen
         charge(v, tenant, suffix, share ? share : client_share(g, &g->inst[0]));
         return;
     }
-    charge(v, tenant, "", whole_share(ctx, d));
+    int64_t share = whole_share(ctx, d);
+    if (d->pods > 1) { /* pods sharing a device the plan does not share: 1/N each */
+        char suffix[METER_NAME_MAX];
+        snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
+        share = share < 0 ? share : share / d->pods + (d->pod_index < share % d->pods);
+        charge(v, tenant, suffix, share);
+    } else {
+        charge(v, tenant, "", share);
+    }
     v->violation = v->planned[0] && strcmp(v->planned, tenant) != 0;
     for (size_t i = 0; v->violation && g && !is_mig(d->profile) && i < g->ninst; i++)
         if (g->inst[i].guest && inst_tenant(&g->inst[i]) &&
             strcmp(inst_tenant(&g->inst[i]), tenant) == 0)
             v->violation = 0; /* a best-effort guest the owner trusts */
+}
+
+static const char *mode_of(int mig) { return mig ? "MIG" : "not MIG"; }
+
+/* Does the scrape contradict the plan's card (its model, or MIG or not)?
+ * Then v->disagree says how. A sample without a model label is not
+ * checked for its model. */
+static int disagree(const struct meter_ctx *ctx, const struct plan_gpu *g,
+                    const struct meter_seen *d, struct meter_verdict *v)
+{
+    const struct cat_model *m = has(d->model) ? cat_model_find(ctx->cat, d->model) : NULL;
+    if (has(d->model) && m != g->model)
+        snprintf(v->disagree, sizeof(v->disagree),
+                 "the scrape shows a %s, the plan a %s on node %s GPU %d", d->model, g->model->name,
+                 g->node->name, g->index);
+    else if (is_mig(d->profile) != (g->mode == PLAN_MIG))
+        snprintf(v->disagree, sizeof(v->disagree),
+                 "the scrape shows the card %s (profile '%s'), the plan %s on node %s GPU %d",
+                 mode_of(is_mig(d->profile)), has(d->profile) ? d->profile : "",
+                 mode_of(g->mode == PLAN_MIG), g->node->name, g->index);
+    return v->disagree[0] != 0;
 }
 
 void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
@@ -256,6 +286,10 @@ void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, in
         charge_observed(ctx, d, g, v);
         return;
     }
+    if (!held && g && g->ninst && disagree(ctx, g, d, v)) { /* a free card bills nobody */
+        charge(v, "unattributed", "", whole_share(ctx, d));
+        return;
+    }
     if (!held && is_shared(g) && !is_mig(d->profile))
         charge_clients(v, g);
     else
@@ -273,7 +307,9 @@ void meter_seen_of(const struct meter_sample *x, struct meter_seen *d)
                              meter_label(x, "modelName"),
                              meter_label(x, "GPU_I_PROFILE"),
                              ns ? ns : meter_label(x, "pod_namespace"),
-                             pod ? pod : meter_label(x, "pod_name")};
+                             pod ? pod : meter_label(x, "pod_name"),
+                             0,
+                             0};
 }
 
 const char *meter_tenant_of_sample(const struct meter_ctx *ctx, const struct meter_sample *x)

@@ -9,8 +9,13 @@
  *      UUID and GPU instance id at or before the scrape, recorded from the
  *      node's inventory), then the plan: the card at the sample's node and
  *      GPU index, and on it the instances of the sample's MIG profile, when
- *      they all belong to one tenant. Reserved capacity is billed whether
- *      used or not (the allocation basis).
+ *      they all belong to one tenant, provided the scrape agrees with the
+ *      plan on the card's model and on MIG or not (else the sample is
+ *      unattributed and the disagreement reported). Reserved capacity is
+ *      billed whether used or not (the allocation basis).
+ * Every pod listed on a device is charged: on a card the plan shares, its
+ * tenant's plan share; on any other device, 1/N of the device's share for
+ * each of the N pods listed at that time.
  * A pod whose tenant is not the one the plan (or ledger) gives the device is
  * a custody violation: it is billed to the tenant observed and reported.
  *
@@ -50,6 +55,8 @@ struct meter_ctx {
 /* What one scrape says about one device; NULL or "" when a label is absent. */
 struct meter_seen {
     const char *node, *gpu_index, *uuid, *gi_id, *model, *profile, *ns, *pod;
+    int pods, pod_index; /* pods listed on the device at that time (0: not known,
+                          * one), and which of them this is (0-based, sorted) */
 };
 
 struct meter_charge {
@@ -61,9 +68,12 @@ struct meter_charge {
 struct meter_verdict {
     struct meter_charge charges[METER_CHARGES_MAX];
     size_t ncharges;
-    char planned[METER_NAME_MAX]; /* the tenant the plan/ledger gives, "" if none */
-    int violation;                /* a pod of another tenant on the device */
-    int ambiguous;                /* the plan names several tenants for it */
+    char planned[METER_NAME_MAX];      /* the tenant the plan/ledger gives, "" if none */
+    int violation;                     /* a pod of another tenant on the device */
+    int ambiguous;                     /* the plan names several tenants for it */
+    char disagree[4 * METER_NAME_MAX]; /* no pod labels, and the scrape contradicts the
+                                        * plan's card (model, or MIG or not): how; the
+                                        * sample is then unattributed */
 };
 
 /* Load the custody facts of the ledger in st (st may be NULL: none). */

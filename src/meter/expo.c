@@ -276,14 +276,46 @@ static void parse_line(struct meter_expo *p, char *line)
         p->stopped = 1;
 }
 
+/* The offset of the first byte of s[0..n) that is not well-formed UTF-8
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF), or n. */
+static size_t utf8_bad(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                     : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
+        if (!len || i + len > n)
+            return i;
+        unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+        unsigned hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        if (s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+        i += len;
+    }
+    return n;
+}
+
 static void end_line(struct meter_expo *p)
 {
     p->line++;
+    size_t bad;
     if (p->overlong) {
         fail(p, p->buf, p->buf, "line longer than 65536 bytes");
     } else if (memchr(p->buf, '\0', p->len)) {
         p->buf[p->len] = '\0';
         fail(p, p->buf, p->buf + strlen(p->buf), "NUL byte in the line");
+    } else if ((bad = utf8_bad((const unsigned char *)p->buf, p->len)) < p->len) {
+        fail(p, p->buf, p->buf + bad, "not UTF-8 (the exposition format is UTF-8)");
     } else {
         if (p->len && p->buf[p->len - 1] == '\r')
             p->len--; /* CRLF line ends */
@@ -314,10 +346,26 @@ ts_status meter_expo_feed(struct meter_expo *p, const char *data, size_t len)
     return p->stopped ? TS_INTERNAL : TS_OK;
 }
 
+/* A last line without its newline was cut short (a body ends with one): a
+ * sample in it may have lost digits of its value or timestamp. */
+static int cut_short(struct meter_expo *p)
+{
+    size_t i = 0;
+    while (i < p->len && (p->buf[i] == ' ' || p->buf[i] == '\t' || p->buf[i] == '\r'))
+        i++;
+    if (p->overlong || i == p->len || p->buf[i] == '#')
+        return 0;
+    p->line++;
+    p->buf[p->len] = '\0';
+    fail(p, p->buf, p->buf + p->len, "the line has no newline: the body was cut short");
+    return 1;
+}
+
 ts_status meter_expo_finish(struct meter_expo *p)
 {
-    if ((p->len || p->overlong) && !p->stopped)
+    if ((p->len || p->overlong) && !p->stopped && !cut_short(p))
         end_line(p);
+    p->len = 0;
     return p->stopped ? TS_INTERNAL : TS_OK;
 }
 

@@ -6,7 +6,9 @@
  * (at most METER_LINE_MAX bytes) and calls back once per sample. Comments,
  * HELP and TYPE lines are skipped; label values may hold escaped quotes,
  * backslashes and newlines, and may be empty; values may be NaN, +Inf, -Inf;
- * an optional timestamp (ms) may follow. A malformed line is reported with
+ * an optional timestamp (ms) may follow. Every line ends with a newline and
+ * is UTF-8: a last line cut short, or a line with a byte that is not
+ * well-formed UTF-8, is rejected. A malformed line is reported with
  * its line number and column through the error callback, and parsing goes
  * on with the next line, so one bad line loses nothing else.
  */
@@ -41,7 +43,7 @@ struct meter_expo;
 struct meter_expo *meter_expo_new(meter_sample_fn on_sample, meter_error_fn on_error, void *ctx);
 void meter_expo_free(struct meter_expo *p);
 ts_status meter_expo_feed(struct meter_expo *p, const char *data, size_t len);
-/* The last line may lack its newline. */
+/* End of body: a last line without its newline is rejected (cut short). */
 ts_status meter_expo_finish(struct meter_expo *p);
 /* Lines and samples seen, lines rejected. */
 void meter_expo_counts(const struct meter_expo *p, long *lines, long *samples, long *errors);

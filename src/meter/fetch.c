@@ -129,7 +129,7 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
         return 0; /* anything but n aborts the transfer */
     }
     x->bytes += n;
-    if (x->status / 100 != 2) {
+    if (x->status / 100 != 2 && !x->o->any_status) {
         keep_snippet(x, p, n);
         return n;
     }
@@ -172,7 +172,8 @@ static CURLcode attempt(struct meter_fetch *f, struct xfer *x)
     x->sent_ms = meter_fetch_now_ms();
     CURLcode c = curl_easy_perform(f->h);
     curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &x->status);
-    if (c == CURLE_OK && x->status / 100 == 2 && !x->begun && begin_body(x) != 0)
+    int deliver = x->status / 100 == 2 || x->o->any_status;
+    if (c == CURLE_OK && deliver && !x->begun && begin_body(x) != 0)
         return CURLE_WRITE_ERROR; /* an empty 2xx body still begins */
     return c;
 }
@@ -205,7 +206,7 @@ static ts_status outcome(struct meter_fetch *f, CURLcode c, const struct xfer *x
         return ts_err(err, TS_IO, "GET %s: %s (%d attempt%s)", shown,
                       f->errbuf[0] ? f->errbuf : curl_easy_strerror(c), attempts,
                       attempts == 1 ? "" : "s");
-    if (x->status / 100 != 2)
+    if (x->status / 100 != 2 && !x->o->any_status)
         return ts_err(err, TS_IO, "GET %s: HTTP status %ld%s%s (%d attempt%s)", shown, x->status,
                       x->snippet_len ? ": " : "", x->snippet, attempts, attempts == 1 ? "" : "s");
     return TS_OK;

@@ -6,7 +6,9 @@
  * total timeout, and is tried again, after a wait that doubles each time,
  * on a connection error (refused, reset, no answer in time) and on a 5xx
  * answer; a 4xx, a TLS failure or a body over the cap are final. A body is
- * handed over only for a 2xx answer; a retry starts the body over (the
+ * handed over only for a 2xx answer (any answer with any_status, which
+ * then returns TS_OK and the status in the result, for an API whose error
+ * bodies say why); a retry starts the body over (the
  * receiver's begin callback is called again). Only http:// and https://
  * URLs are fetched; redirects are not followed. Messages name the URL with
  * any user:password@ part hidden.
@@ -28,6 +30,7 @@ struct meter_fetch_opts {
     const char *cacert;                /* CA bundle (PEM) for https; NULL: the system's */
     int insecure;                      /* do not verify the server's certificate */
     const volatile sig_atomic_t *stop; /* when set, no further retry (may be NULL) */
+    int any_status;                    /* hand over the body of any HTTP status */
 };
 
 /* The receiver of a body. begin: a 2xx answer starts (status, the wall-clock

@@ -15,11 +15,13 @@
 
 #define NAME METER_NAME_MAX
 
+/* One pod (or no pod) on one device at one scrape time. */
 struct entry {
     char key[2 * NAME];
     char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32], ns[NAME], pod[NAME];
     int64_t ts_ms;
-    double engine, util; /* -1 when absent */
+    double engine, util; /* -1 when absent or out of range */
+    int pods, pod_index; /* pods listed on the device at that time, and which this is */
 };
 
 struct meter_ingest {
@@ -30,13 +32,16 @@ struct meter_ingest {
     meter_sink_fn sink;
     void *sink_arg;
     struct meter_expo *parser;
-    struct entry *entries; /* grows up to METER_DEVICES_MAX */
-    size_t nentries, cap, hint;
+    struct entry *entries; /* device-times gathering, any order */
+    size_t nentries, cap, flush_at;
+    uint32_t *slots; /* open-addressing index of entries: position + 1, 0 free */
+    size_t nslots;
+    int64_t flushed_ms;           /* scrape times up to this one are stored (INT64_MIN: none) */
     struct store_sample *pending; /* attributed, not yet stored */
     size_t npending, pending_cap;
     struct ts_arena pending_arena;
     struct ts_error flush_err;
-    int flush_failed, table_full_warned, unknown_warned, ambiguous_warned;
+    int flush_failed, table_full_warned, unknown_warned, ambiguous_warned, mismatch_warned;
     struct meter_violation violations[METER_VIOLATIONS_MAX];
     size_t nviolations;
     struct meter_ingest_counts counts;
@@ -96,6 +101,14 @@ static void warn_once(struct meter_ingest *in, const struct entry *d, const stru
              "the plan gives this profile on this card to several tenants; billed as "
              "unattributed until the node's inventory is in the ledger (tessera ledger record "
              "--inventory)");
+    if (v->disagree[0] && in->mismatch_warned++ < METER_WARNINGS_MAX) {
+        char what[5 * METER_NAME_MAX];
+        snprintf(what, sizeof(what),
+                 "%s: billed as unattributed (a sample without pod labels is "
+                 "billed from the plan only where both agree)",
+                 v->disagree);
+        warn(in, d, what);
+    }
     for (size_t i = 0; i < v->ncharges; i++)
         if (v->charges[i].share_ppm < 0 && !in->unknown_warned++)
             warn(in, d,
@@ -106,7 +119,8 @@ static void warn_once(struct meter_ingest *in, const struct entry *d, const stru
 /* Attribute one entry into pending samples. */
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
-    struct meter_seen seen = {d->node, d->gpu, d->uuid, d->gi, d->model, d->profile, d->ns, d->pod};
+    struct meter_seen seen = {d->node,    d->gpu, d->uuid, d->gi,   d->model,
+                              d->profile, d->ns,  d->pod,  d->pods, d->pod_index};
     struct meter_verdict v;
     meter_attribute(in->ctx, &seen, d->ts_ms, &v);
     warn_once(in, d, &v);
@@ -153,22 +167,70 @@ static ts_status store_pending(struct meter_ingest *in, struct ts_error *err)
     return TS_OK;
 }
 
+/* Entries in the order of a sorted import: time, device, namespace, pod. */
+static int cmp_entry(const void *x, const void *y)
+{
+    const struct entry *a = x, *b = y;
+    if (a->ts_ms != b->ts_ms)
+        return a->ts_ms < b->ts_ms ? -1 : 1;
+    int c = strcmp(a->key, b->key);
+    c = c ? c : strcmp(a->ns, b->ns);
+    return c ? c : strcmp(a->pod, b->pod);
+}
+
+static int same_device(const struct entry *a, const struct entry *b)
+{
+    return a->ts_ms == b->ts_ms && strcmp(a->key, b->key) == 0;
+}
+
+/* Count the pods listed on each device at each time (entries sorted). A
+ * device with pods and lines without pod labels (sorted first: "" < any
+ * namespace) is charged through its pods only: the unlabelled entry lends
+ * them its utilisation and is marked -1, not billed twice. */
+static void count_pods(struct entry *e, size_t n)
+{
+    for (size_t i = 0, end; i < n; i = end) {
+        int pods = 0;
+        for (end = i; end < n && same_device(&e[i], &e[end]); end++)
+            e[end].pod_index = e[end].ns[0] ? pods++ : 0;
+        for (size_t k = i; k < end; k++) {
+            e[k].pods = pods;
+            if (pods && !e[i].ns[0] && k > i) {
+                e[k].engine = e[k].engine >= 0 ? e[k].engine : e[i].engine;
+                e[k].util = e[k].util >= 0 ? e[k].util : e[i].util;
+            }
+        }
+        if (pods && !e[i].ns[0])
+            e[i].pods = -1;
+    }
+}
+
+static int reindex(struct meter_ingest *in, size_t want);
+
 /* Move entries older than before_ms (all with INT64_MAX) to pending and
- * store them; a batch that failed before goes first. */
+ * store them; a batch that failed before goes first. The entries are
+ * sorted first: what is flushed is a prefix, attributed as a sorted import
+ * would, and later lines of the times flushed are refused (on_sample). */
 static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_error *err)
 {
     ts_status st = store_pending(in, err);
     if (st != TS_OK)
         return st;
-    size_t kept = 0;
-    for (size_t i = 0; i < in->nentries; i++) {
-        if (in->entries[i].ts_ms >= before_ms)
-            in->entries[kept++] = in->entries[i];
-        else if (attribute(in, &in->entries[i]) != TS_OK)
+    if (in->nentries)
+        qsort(in->entries, in->nentries, sizeof(*in->entries), cmp_entry);
+    size_t n = 0;
+    while (n < in->nentries && in->entries[n].ts_ms < before_ms)
+        n++;
+    count_pods(in->entries, n);
+    for (size_t i = 0; i < n; i++)
+        if (in->entries[i].pods >= 0 && attribute(in, &in->entries[i]) != TS_OK)
             return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
-    }
-    in->nentries = kept;
-    in->hint = 0;
+    if (n && in->entries[n - 1].ts_ms > in->flushed_ms)
+        in->flushed_ms = in->entries[n - 1].ts_ms;
+    memmove(in->entries, in->entries + n, (in->nentries - n) * sizeof(*in->entries));
+    in->nentries -= n;
+    if (in->nentries + n && !reindex(in, in->nslots)) /* sorted: every position moved */
+        return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
     return store_pending(in, err);
 }
 
@@ -200,15 +262,68 @@ static void device_key(const struct meter_sample *x, char *key, size_t size)
         key[size - 1] = '\0'; /* an absurd UUID: kept cut, still one device */
 }
 
-static struct entry *find(struct meter_ingest *in, const char *key, int64_t ts)
+/* What tells entries apart: device, scrape time, namespace and pod. */
+struct ident {
+    const char *key, *ns, *pod;
+    int64_t ts;
+};
+
+static uint64_t hash_str(uint64_t h, const char *s)
 {
-    for (size_t n = 0; n < in->nentries; n++) {
-        size_t i = (in->hint + n) % in->nentries; /* exporters repeat the device order */
-        if (in->entries[i].ts_ms == ts && strcmp(in->entries[i].key, key) == 0) {
-            in->hint = i + 1;
-            return &in->entries[i];
-        }
-    }
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211u; /* FNV-1a */
+    return (h ^ 0xff) * 1099511628211u;
+}
+
+static uint64_t hash_ident(const struct ident *id)
+{
+    uint64_t h = 14695981039346656037u ^ (uint64_t)id->ts;
+    return hash_str(hash_str(hash_str(h * 1099511628211u, id->key), id->ns), id->pod);
+}
+
+static int matches(const struct entry *e, const struct ident *id)
+{
+    return e->ts_ms == id->ts && !strcmp(e->key, id->key) && !strcmp(e->ns, id->ns) &&
+           !strcmp(e->pod, id->pod);
+}
+
+static void slot_put(struct meter_ingest *in, size_t pos, uint64_t h)
+{
+    size_t i = (size_t)h & (in->nslots - 1);
+    while (in->slots[i])
+        i = (i + 1) & (in->nslots - 1);
+    in->slots[i] = (uint32_t)pos + 1;
+}
+
+static uint64_t hash_entry(const struct entry *e)
+{
+    struct ident id = {e->key, e->ns, e->pod, e->ts_ms};
+    return hash_ident(&id);
+}
+
+/* Rebuild the index with at least want slots (a power of two, at least
+ * twice the entries). */
+static int reindex(struct meter_ingest *in, size_t want)
+{
+    size_t n = 64;
+    while (n < want || n < 2 * (in->nentries + 1))
+        n *= 2;
+    uint32_t *slots = calloc(n, sizeof(*slots));
+    if (!slots)
+        return 0;
+    free(in->slots);
+    in->slots = slots;
+    in->nslots = n;
+    for (size_t i = 0; i < in->nentries; i++)
+        slot_put(in, i, hash_entry(&in->entries[i]));
+    return 1;
+}
+
+static struct entry *find(struct meter_ingest *in, const struct ident *id, uint64_t h)
+{
+    for (size_t i = (size_t)h & (in->nslots - 1); in->slots[i]; i = (i + 1) & (in->nslots - 1))
+        if (matches(&in->entries[in->slots[i] - 1], id))
+            return &in->entries[in->slots[i] - 1];
     return NULL;
 }
 
@@ -217,41 +332,81 @@ static void copy(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-static struct entry *add(struct meter_ingest *in, const struct meter_sample *x, const char *key,
-                         int64_t ts)
+/* Room for one more entry (of time ts): past METER_GATHER_MAX the times
+ * before both the newest and ts (a late time still arriving) are stored,
+ * at most once per METER_GATHER_MAX new entries. */
+static int make_room(struct meter_ingest *in, int64_t ts)
 {
-    if (in->nentries == METER_DEVICES_MAX && !in->flush_failed &&
-        flush(in, in->newest_ms, &in->flush_err) != TS_OK)
-        in->flush_failed = 1;
-    if (in->cap < METER_DEVICES_MAX &&
-        !ts_grow((void **)&in->entries, &in->cap, in->nentries, sizeof(*in->entries)))
-        return NULL;
-    if (in->nentries == in->cap) {
+    if (in->nentries >= in->flush_at && !in->flush_failed) {
+        if (flush(in, ts < in->newest_ms ? ts : in->newest_ms, &in->flush_err) != TS_OK)
+            in->flush_failed = 1;
+        in->flush_at = in->nentries + METER_GATHER_MAX;
+    }
+    if (in->nentries == METER_SCRAPE_DEVICES_MAX) {
         if (!in->flush_failed && !in->table_full_warned++) {
             ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, 0, 0, NULL,
                          "more than %d devices in one scrape time; the rest of that scrape is "
-                         "skipped",
-                         METER_DEVICES_MAX);
+                         "rejected",
+                         METER_SCRAPE_DEVICES_MAX);
             in->counts.rejected_lines++;
         }
+        return 0;
+    }
+    if (!ts_grow((void **)&in->entries, &in->cap, in->nentries, sizeof(*in->entries)))
+        return 0;
+    return 2 * (in->nentries + 1) <= in->nslots || reindex(in, 2 * in->nslots);
+}
+
+/* A line of a scrape time already stored: refused, never merged half. */
+static void late_line(struct meter_ingest *in, const struct meter_sample *x, int64_t ts)
+{
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, (int)x->line, 1, NULL,
+                 "scrape time %lld ms is already stored: the file is out of order by more than "
+                 "%d device-scrapes (sort it by time)",
+                 (long long)ts, METER_GATHER_MAX);
+    in->counts.rejected_lines++;
+}
+
+static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
+                         const struct ident *id)
+{
+    if (!make_room(in, id->ts))
+        return NULL;
+    if (in->flushed_ms != INT64_MIN && id->ts <= in->flushed_ms) {
+        late_line(in, x, id->ts); /* its time was stored by make_room */
         return NULL;
     }
-    struct entry *d = &in->entries[in->nentries++];
+    struct entry *d = &in->entries[in->nentries];
+    slot_put(in, in->nentries++, hash_ident(id));
     struct meter_seen s;
     meter_seen_of(x, &s);
-    copy(d->key, sizeof(d->key), key);
+    copy(d->key, sizeof(d->key), id->key);
     copy(d->node, sizeof(d->node), s.node);
     copy(d->gpu, sizeof(d->gpu), s.gpu_index);
     copy(d->uuid, sizeof(d->uuid), s.uuid);
     copy(d->gi, sizeof(d->gi), s.gi_id);
     copy(d->model, sizeof(d->model), s.model);
     copy(d->profile, sizeof(d->profile), is_mig(s.profile) ? s.profile : "");
-    copy(d->ns, sizeof(d->ns), s.ns);
-    copy(d->pod, sizeof(d->pod), s.pod);
-    d->ts_ms = ts;
+    copy(d->ns, sizeof(d->ns), id->ns);
+    copy(d->pod, sizeof(d->pod), id->pod);
+    d->ts_ms = id->ts;
     d->engine = d->util = -1;
+    d->pods = d->pod_index = 0;
     in->counts.devices++;
     return d;
+}
+
+/* The engine ratio a metric gives, or -1: unrecognised, or out of range. */
+static void take_ratio(struct entry *d, const struct meter_sample *x)
+{
+    if (strcmp(x->metric, "DCGM_FI_PROF_GR_ENGINE_ACTIVE") == 0) {
+        if (x->value >= 0 && x->value <= 1)
+            d->engine = x->value;
+    } else if (strcmp(x->metric, "DCGM_FI_DEV_GPU_UTIL") == 0 ||
+               strcmp(x->metric, "dcgm_gpu_utilization") == 0) {
+        if (x->value >= 0 && x->value <= 100)
+            d->util = x->value / 100.0;
+    }
 }
 
 static int on_sample(void *arg, const struct meter_sample *x)
@@ -262,17 +417,20 @@ static int on_sample(void *arg, const struct meter_sample *x)
         return 0;
     char key[2 * NAME];
     device_key(x, key, sizeof(key));
-    int64_t ts = x->has_timestamp ? x->timestamp_ms : in->at_ms;
-    struct entry *d = find(in, key, ts);
-    if (!d && !(d = add(in, x, key, ts)))
+    struct meter_seen s;
+    meter_seen_of(x, &s);
+    struct ident id = {key, s.ns ? s.ns : "", s.ns && s.pod ? s.pod : "",
+                       x->has_timestamp ? x->timestamp_ms : in->at_ms};
+    if (in->flushed_ms != INT64_MIN && id.ts <= in->flushed_ms) {
+        late_line(in, x, id.ts);
         return 0;
-    if (ts > in->newest_ms)
-        in->newest_ms = ts;
-    if (strcmp(x->metric, "DCGM_FI_PROF_GR_ENGINE_ACTIVE") == 0)
-        d->engine = x->value;
-    else if (strcmp(x->metric, "DCGM_FI_DEV_GPU_UTIL") == 0 ||
-             strcmp(x->metric, "dcgm_gpu_utilization") == 0)
-        d->util = x->value / 100.0;
+    }
+    struct entry *d = find(in, &id, hash_ident(&id));
+    if (!d && !(d = add(in, x, &id)))
+        return 0;
+    if (id.ts > in->newest_ms)
+        in->newest_ms = id.ts;
+    take_ratio(d, x);
     return 0;
 }
 
@@ -291,7 +449,7 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     struct meter_ingest *in = calloc(1, sizeof(*in));
     if (in)
         in->entries = malloc((in->cap = 16) * sizeof(*in->entries));
-    if (in && in->entries)
+    if (in && in->entries && reindex(in, 64))
         in->parser = meter_expo_new(on_sample, on_error, in);
     if (!in || !in->parser) {
         meter_ingest_free(in);
@@ -301,7 +459,8 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     in->source = source;
     in->diag = diag;
     in->at_ms = at_ms;
-    in->newest_ms = INT64_MIN;
+    in->newest_ms = in->flushed_ms = INT64_MIN;
+    in->flush_at = METER_GATHER_MAX;
     meter_ingest_set_sink(in, to_store, st);
     ts_arena_init(&in->pending_arena);
     *out = in;
@@ -360,6 +519,7 @@ void meter_ingest_free(struct meter_ingest *in)
         return;
     meter_expo_free(in->parser);
     free(in->entries);
+    free(in->slots);
     free(in->pending);
     ts_arena_free(&in->pending_arena);
     free(in);

@@ -5,17 +5,24 @@
  *
  * A device is a GPU (its UUID label, `UUID` or the relabelled `uuid`) or a
  * MIG instance (UUID + "/" + GPU_I_ID when GPU_I_PROFILE names a profile);
- * a redacted UUID ("GPU-****") falls back to Hostname + ":gpu" + index. A
- * card split between tenants (MPS, time-slicing, memory fractions) gives
- * one sample per tenant charged, its key suffixed "#...". Who is charged and
- * for what share: meter/attrib.h. The engine ratio of a sample:
- * DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL / 100.
+ * a redacted UUID ("GPU-****") falls back to Hostname + ":gpu" + index.
+ * Every pod the exporter lists on a device is charged: a card split between
+ * tenants (MPS, time-slicing, memory fractions, or several pods on one
+ * device) gives one sample per pod or tenant charged, its key suffixed
+ * "#...". Who is charged and for what share: meter/attrib.h. The engine
+ * ratio of a sample: DCGM_FI_PROF_GR_ENGINE_ACTIVE in [0, 1], else
+ * DCGM_FI_DEV_GPU_UTIL in [0, 100] / 100, else unknown (-1).
  *
- * Memory stays bounded: the body is fed in chunks of any size, and the
- * devices of one scrape time are flushed to the store (one transaction a
- * batch) once a later scrape time has begun and the table is full, or at
- * the end. A flush that fails keeps its samples; meter_ingest_finish may be
- * called again to retry them (inserts are idempotent on device + time).
+ * Lines may come in any order: entries gather in a hash table keyed by
+ * device, pod and scrape time, and are attributed in sorted order, so the
+ * result equals importing the same lines sorted. Memory stays bounded: the
+ * body is fed in chunks of any size; past METER_GATHER_MAX entries the
+ * scrape times older than the newest are stored (one transaction a batch),
+ * and a later line of a time already stored is rejected with its line.
+ * One scrape time is never stored before the end of the body (up to
+ * METER_SCRAPE_DEVICES_MAX device-times). A flush that fails keeps its
+ * samples; meter_ingest_finish may be called again to retry them (inserts
+ * are idempotent on device + time).
  * Custody violations it finds go into the ledger through
  * meter_violation_record (violation.c).
  */
@@ -25,7 +32,7 @@
 #include "meter/attrib.h"
 #include "meter/expo.h"
 #include "store/store.h"
-#include "util/limits.h" /* METER_DEVICES_MAX */
+#include "util/limits.h" /* METER_GATHER_MAX, METER_SCRAPE_DEVICES_MAX */
 
 /* A pod seen on a device the plan or ledger gives to another tenant. */
 struct meter_violation {

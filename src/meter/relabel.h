@@ -17,7 +17,8 @@
  *   - values are written so they read back to the same double (NaN, +Inf,
  *     -Inf included), timestamps are kept as they are;
  *   - label values and HELP text are escaped and invalid UTF-8 bytes become
- *     U+FFFD (one bad byte must not cost the whole scrape);
+ *     U+FFFD (one bad byte must not cost the whole scrape; a sample line
+ *     that is not UTF-8 is already rejected, alone, by the parser);
  *   - names starting with `tessera_` are skipped (counted): they would
  *     clash with tessera's own families on the same page.
  * Malformed lines are counted and skipped, the rest of the body is kept.

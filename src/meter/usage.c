@@ -15,12 +15,17 @@ void meter_usage_init(struct meter_usage *u, int64_t interval_ms)
 {
     memset(u, 0, sizeof(*u));
     u->interval_ms = interval_ms;
+    u->from_ms = INT64_MIN;
+    u->to_ms = INT64_MAX;
 }
 
 void meter_usage_release(struct meter_usage *u)
 {
+    int64_t from = u->from_ms, to = u->to_ms;
     free(u->totals);
     meter_usage_init(u, u->interval_ms);
+    u->from_ms = from;
+    u->to_ms = to;
 }
 
 static struct meter_total *total_for(struct meter_usage *u, const char *tenant, const char *model,
@@ -41,18 +46,26 @@ static struct meter_total *total_for(struct meter_usage *u, const char *tenant, 
     return t;
 }
 
-/* Bill the interval since the previous point to the previous point's owner. */
+/* Bill the interval since the previous point to the previous point's
+ * owner: the part of it inside the window. */
 static ts_status bill(struct meter_usage *u, int64_t now_ms)
 {
-    int64_t dt = now_ms - u->prev.ts_ms;
-    if (dt > 2 * u->interval_ms)
-        dt = 2 * u->interval_ms;
+    int64_t start = u->prev.ts_ms, end = now_ms;
+    if (end - start > 2 * u->interval_ms)
+        end = start + 2 * u->interval_ms;
+    start = start > u->from_ms ? start : u->from_ms;
+    end = end < u->to_ms ? end : u->to_ms;
+    if (end <= start)
+        return TS_OK;
+    int64_t dt = end - start;
     struct meter_total *t = total_for(u, u->prev_tenant, u->prev_model, u->prev_profile);
     if (!t)
         return TS_NOMEM;
-    int64_t util = u->prev.util_ppm < 0 ? TS_PPM : u->prev.util_ppm;
     t->alloc_num += (__int128)dt * u->prev.share_ppm;
-    t->usage_num += (__int128)dt * u->prev.share_ppm * util / TS_PPM;
+    if (u->prev.util_ppm < 0)
+        t->unknown_num += (__int128)dt * u->prev.share_ppm;
+    else
+        t->usage_num += (__int128)dt * u->prev.share_ppm * u->prev.util_ppm / TS_PPM;
     return TS_OK;
 }
 
@@ -102,3 +115,5 @@ static int64_t to_uh(__int128 num) { return (int64_t)((num + MS_PER_HOUR / 2) / 
 int64_t meter_alloc_uh(const struct meter_total *t) { return to_uh(t->alloc_num); }
 
 int64_t meter_usage_uh(const struct meter_total *t) { return to_uh(t->usage_num); }
+
+int64_t meter_unknown_uh(const struct meter_total *t) { return to_uh(t->unknown_num); }

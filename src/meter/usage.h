@@ -5,11 +5,15 @@
  * Between two consecutive scrapes of one device, the interval belongs to
  * the earlier scrape's tenant, model and profile, weighted by the card share
  * it is charged (allocation basis) and by that share times the engine-active
- * ratio (usage basis). A gap is capped at twice the scrape interval, so a
+ * ratio (usage basis). An interval whose engine ratio is unknown (no
+ * recognised utilisation metric, or one out of range) counts in the unknown
+ * column, never as used. A gap is capped at twice the scrape interval, so a
  * missed scrape is not billed as hours of use; a repeated timestamp counts
- * once. Hours are integers: the exact sum of interval_ms x share_ppm is kept
- * and divided once, at the end, into micro-GPU-hours (1,000,000 = one whole
- * GPU for one hour).
+ * once. Only the part of an interval inside the window [from_ms, to_ms) is
+ * billed, so periods that split a day add up to the day exactly. Hours are
+ * integers: the exact sum of interval_ms x share_ppm is kept and divided
+ * once, at the end, into micro-GPU-hours (1,000,000 = one whole GPU for one
+ * hour).
  */
 #ifndef METER_USAGE_H
 #define METER_USAGE_H
@@ -24,16 +28,18 @@ struct meter_point {    /* one scrape of one device */
     int64_t ts_ms;
     const char *tenant, *model, *profile;
     int64_t share_ppm; /* the share of the card it is charged */
-    int64_t util_ppm;  /* engine-active ratio, -1 unknown (counted as full) */
+    int64_t util_ppm;  /* engine-active ratio, -1 unknown (the unknown column) */
 };
 
 struct meter_total {
     char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
     __int128 alloc_num, usage_num; /* sums of ms x ppm (x ppm / 1e6 for usage) */
+    __int128 unknown_num;          /* ms x ppm of intervals of unknown engine ratio */
 };
 
 struct meter_usage {
-    int64_t interval_ms; /* the scrape interval */
+    int64_t interval_ms;    /* the scrape interval */
+    int64_t from_ms, to_ms; /* the window billed (init: everything) */
     struct meter_total *totals;
     size_t ntotals, cap;
     /* the device being integrated */
@@ -53,5 +59,6 @@ void meter_usage_sort(struct meter_usage *u);
 /* Micro-GPU-hours of a total on each basis (rounded half up). */
 int64_t meter_alloc_uh(const struct meter_total *t);
 int64_t meter_usage_uh(const struct meter_total *t);
+int64_t meter_unknown_uh(const struct meter_total *t);
 
 #endif

@@ -27,11 +27,25 @@ static int add_point(void *ctx, const struct store_sample *s)
     return sc->st != TS_OK;
 }
 
+/* a + b, saturating */
+static int64_t plus(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    return b < 0 && a < INT64_MIN - b ? INT64_MIN : a + b;
+}
+
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err)
 {
     struct scan sc = {u, TS_OK};
-    ts_status rc = store_scan_samples(st, from_ms, to_ms, add_point, &sc, err);
+    /* the scrapes whose intervals reach into the window lie up to two
+     * intervals (the gap cap) before it; those that end them, after it */
+    int64_t reach = 2 * u->interval_ms;
+    u->from_ms = from_ms;
+    u->to_ms = to_ms;
+    ts_status rc = store_scan_samples(st, plus(from_ms, -reach), plus(to_ms, reach), add_point, &sc,
+                                      err);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
     meter_usage_sort(u);
@@ -54,12 +68,13 @@ const char *meter_model_display(const struct cat_catalog *cat, const char *model
  * written is an error, never a row left out of a total. */
 static json_t *json_row(const struct meter_total *t, const struct cat_catalog *cat)
 {
-    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I}", "tenant", ts_text_json(t->tenant), "model",
-                     ts_text_json(meter_model_key(cat, t->model)), "displayName",
+    return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I}", "tenant", ts_text_json(t->tenant),
+                     "model", ts_text_json(meter_model_key(cat, t->model)), "displayName",
                      ts_text_json(meter_model_display(cat, t->model)), "profile",
                      ts_text_json(t->profile[0] ? t->profile : "whole"), "allocationMicroGpuHours",
                      (json_int_t)meter_alloc_uh(t), "usageMicroGpuHours",
-                     (json_int_t)meter_usage_uh(t));
+                     (json_int_t)meter_usage_uh(t), "unknownUsageMicroGpuHours",
+                     (json_int_t)meter_unknown_uh(t));
 }
 
 static ts_status write_json(const struct meter_usage *u, const struct cat_catalog *cat,
@@ -84,8 +99,8 @@ static void hours(struct ts_sbuf *out, int64_t uh)
 static void write_text(const struct meter_usage *u, const struct cat_catalog *cat,
                        struct ts_sbuf *out)
 {
-    ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
-                   "GPU-HOURS", "USED GPU-HOURS");
+    ts_sbuf_printf(out, "%-20s %-26s %-10s %16s %16s %16s\n", "TENANT", "GPU MODEL", "PROFILE",
+                   "GPU-HOURS", "USED GPU-HOURS", "UNKNOWN USE");
     for (size_t i = 0; i < u->ntotals; i++) {
         const struct meter_total *t = &u->totals[i];
         ts_text_pad(out, t->tenant, 20);
@@ -95,6 +110,7 @@ static void write_text(const struct meter_usage *u, const struct cat_catalog *ca
         ts_text_pad(out, t->profile[0] ? t->profile : "whole", 10);
         hours(out, meter_alloc_uh(t));
         hours(out, meter_usage_uh(t));
+        hours(out, meter_unknown_uh(t));
         ts_sbuf_add(out, "\n", 1);
     }
 }

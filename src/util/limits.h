@@ -295,9 +295,18 @@
 /* Bytes of a usage key (tenant, model, profile, device), with its NUL: above
  * the longest device key ingest makes (384). */
 #define METER_KEY_MAX 512
-/* Device-times held before a flush to the store: 512 8-GPU nodes at one
- * scrape time. */
-#define METER_DEVICES_MAX 4096
+/* Device-times (one pod on one device at one scrape time, about 1 KiB
+ * each) gathered before the scrape times older than the newest are stored:
+ * 16 MiB (an import stays under 64 MiB), and the window within which a
+ * file may be out of order (a line of a time already stored is rejected,
+ * never merged half). */
+#define METER_GATHER_MAX 16384
+/* Device-times of ONE scrape time, never stored before it ends: 1 GiB, a
+ * page of 100,000 GPUs as 7 MIG instances each with room. */
+#define METER_SCRAPE_DEVICES_MAX (1024 * 1024)
+/* Warnings of one kind per import (a plan contradicted by the scrape): the
+ * first devices name the problem; the rest are billed alike. */
+#define METER_WARNINGS_MAX 16
 /* Distinct custody violations (device, observed tenant) kept per import
  * for the report and the ledger; more are counted. */
 #define METER_VIOLATIONS_MAX 256
@@ -307,6 +316,15 @@
 /* Bytes of one scrape body (the default of --max-body): a memory budget far
  * above dcgm-exporter's body for the largest node. */
 #define METER_SCRAPE_BODY_MAX ((size_t)256 << 20)
+/* Bytes of one Prometheus query_range answer (`meter prometheus`): the
+ * answer, jansson's tree of it and the lines made from it take about 20x
+ * its size at the peak (measured: 21 MB, 4,000 series x 240 points, 440 MB
+ * RSS), so 32 MiB stays under about 700 MB; a larger answer is refused. */
+#define METER_PROM_BODY_MAX ((size_t)32 << 20)
+/* Steps in one query_range request: 60 is 15 minutes at 15 s, so one
+ * answer of 10 DCGM series per GPU stays under the cap up to ~1,000 GPUs
+ * (about 50 bytes a point); Prometheus itself refuses over 11,000. */
+#define METER_PROM_STEPS_MAX 60
 
 /* ---- serve: the webhook ---------------------------------------------------- */
 

@@ -22,9 +22,9 @@ imp() { # RC NAME DB-NAME AT FILE: import, check the exit code
 q() { sqlite3 "$TMP/$1.db" "$2"; }
 
 # ---- truncated bodies: the cut line is named, the whole lines are kept ----------
-head -c 900 $F > "$TMP/cut.prom"        # inside the labels of the 4th sample line
+head -c 900 $F > "$TMP/cut.prom"        # inside the labels of the 4th sample line: no newline
 imp 1 cut 1700000000 "$TMP/cut.prom"
-expect_in "$TMP/err" "cut.prom:5:98: expected a quoted label value"
+expect_in "$TMP/err" "cut.prom:5:103: the line has no newline: the body was cut short"
 expect_in "$TMP/out" "lines rejected"
 check "cut: rows $(q cut 'SELECT count(*) FROM samples')" [ "$(q cut 'SELECT count(*) FROM samples')" -ge 1 ]
 printf 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-t",namespace="model-playground-stg"' > "$TMP/cut2.prom"

@@ -241,11 +241,71 @@ static void test_limits(void **state)
     assert_int_equal(w.errors, 1);
     assert_string_equal(w.first_error, "more than 32 labels");
     /* a NUL byte */
-    const char nul[] = "ok 1\nx\0y 1\nok 2";
+    const char nul[] = "ok 1\nx\0y 1\nok 2\n";
     parse(nul, sizeof(nul) - 1, 0, &w);
     assert_int_equal(w.errors, 1);
     assert_string_equal(w.first_error, "NUL byte in the line");
-    assert_int_equal(w.samples, 2); /* the last line has no newline */
+    assert_int_equal(w.samples, 2);
+}
+
+/* A body cut anywhere in its last line is rejected there (a cut inside the
+ * timestamp would otherwise read as a sample in 1970); a last comment or
+ * blank line without its newline is harmless. */
+static void test_cut_short(void **state)
+{
+    (void)state;
+    const char *whole = "ok 1\nx{a=\"v\"} 0.5 1700000000123\n";
+    size_t first = strlen("ok 1\n"), len = strlen(whole);
+    for (size_t cut = first + 1; cut < len; cut++) {
+        struct seen w;
+        parse(whole, cut, 3, &w);
+        if (w.samples != 1 || w.errors != 1 || w.first_error_line != 2 ||
+            w.first_error_col != (int)(cut - first) + 1 ||
+            strcmp(w.first_error, "the line has no newline: the body was cut short") != 0)
+            fail_msg("cut at %zu: %ld samples, %ld errors, line %ld col %d '%s'", cut, w.samples,
+                     w.errors, w.first_error_line, w.first_error_col, w.first_error);
+    }
+    struct seen w;
+    parse(whole, len, 0, &w);
+    assert_int_equal(w.samples, 2);
+    assert_int_equal(w.errors, 0);
+    parse("ok 1\n# a comment", strlen("ok 1\n# a comment"), 0, &w);
+    assert_int_equal(w.errors, 0);
+    parse("ok 1\n  ", strlen("ok 1\n  "), 0, &w);
+    assert_int_equal(w.errors, 0);
+}
+
+/* A byte that is not well-formed UTF-8 rejects its line, at its column;
+ * the lines around it parse; well-formed multi-byte text passes. */
+static void test_not_utf8(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value;
+        int ok, col; /* col: of the bad byte in 'x{a="VALUE"} 1' */
+    } cases[] = {
+        {"caf\xc3\xa9", 1, 0},
+        {"\xe2\x82\xac \xf0\x9f\x98\x80", 1, 0},
+        {"caf\xe9", 0, 9},
+        {"\xff", 0, 6},
+        {"\xc0\xaf", 0, 6},         /* overlong '/' */
+        {"\xed\xa0\x80", 0, 6},     /* a UTF-16 surrogate */
+        {"\xf4\x90\x80\x80", 0, 6}, /* above U+10FFFF */
+        {"ab\xe2\x82", 0, 8},       /* a sequence cut short */
+        {"\x80", 0, 6},             /* a lone continuation byte */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[256];
+        snprintf(text, sizeof(text), "ok 1\nx{a=\"%s\"} 1\nok 2\n", cases[i].value);
+        struct seen w;
+        parse(text, strlen(text), 2, &w);
+        if (cases[i].ok ? w.errors != 0 || w.samples != 3
+                        : w.errors != 1 || w.samples != 2 || w.first_error_line != 2 ||
+                              w.first_error_col != cases[i].col ||
+                              strcmp(w.first_error, "not UTF-8 (the exposition format is UTF-8)"))
+            fail_msg("case %zu: %ld errors, %ld samples, line %ld col %d '%s'", i, w.errors,
+                     w.samples, w.first_error_line, w.first_error_col, w.first_error);
+    }
 }
 
 /* The parser reads plain decimals without strtod: every value, plain or
@@ -298,6 +358,7 @@ static void test_values_as_strtod(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cut_short),          cmocka_unit_test(test_not_utf8),
         cmocka_unit_test(test_real_outputs),       cmocka_unit_test(test_mig_labels),
         cmocka_unit_test(test_line_without_value), cmocka_unit_test(test_values_and_escapes),
         cmocka_unit_test(test_malformed_lines),    cmocka_unit_test(test_limits),

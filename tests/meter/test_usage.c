@@ -54,7 +54,26 @@ static void test_duplicates_and_order(void **state)
     assert_int_equal(u.out_of_order, 1);
     /* 30 s x 1/7 of a card: 30000 x 142857 / 3600000 = 1190.475 */
     assert_int_equal(meter_alloc_uh(find(&u, "t1")), 1190);
-    assert_int_equal(meter_usage_uh(find(&u, "t1")), 1190); /* unknown util counts as full */
+    /* unknown utilisation is its own column, never used */
+    assert_int_equal(meter_usage_uh(find(&u, "t1")), 0);
+    assert_int_equal(meter_unknown_uh(find(&u, "t1")), 1190);
+    meter_usage_release(&u);
+}
+
+/* Known and unknown intervals of one device: each in its column. */
+static void test_unknown_column(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    add(&u, "GPU-a", 0, "t1", 1000000, 250000); /* 0-15 s: a quarter busy */
+    add(&u, "GPU-a", 15, "t1", 1000000, -1);    /* 15-45 s: unknown */
+    add(&u, "GPU-a", 45, "t1", 1000000, 0);     /* 45-60 s: idle */
+    add(&u, "GPU-a", 60, "t1", 1000000, 0);
+    const struct meter_total *t = find(&u, "t1");
+    assert_int_equal(meter_alloc_uh(t), 16667);  /* 60 s */
+    assert_int_equal(meter_usage_uh(t), 1042);   /* 15 s x 0.25 = 3.75 s */
+    assert_int_equal(meter_unknown_uh(t), 8333); /* 30 s */
     meter_usage_release(&u);
 }
 
@@ -118,11 +137,9 @@ static void test_sort(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_intervals_and_gaps),
-        cmocka_unit_test(test_duplicates_and_order),
-        cmocka_unit_test(test_tenant_change_and_devices),
-        cmocka_unit_test(test_day_exact),
-        cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_intervals_and_gaps), cmocka_unit_test(test_duplicates_and_order),
+        cmocka_unit_test(test_unknown_column),     cmocka_unit_test(test_tenant_change_and_devices),
+        cmocka_unit_test(test_day_exact),          cmocka_unit_test(test_sort),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

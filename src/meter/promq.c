@@ -1,0 +1,249 @@
+/*
+ * promq.c - a Prometheus query_range answer turned into the exposition
+ * lines dcgm-exporter wrote (see promq.h): checked field by field, points
+ * sorted by time. The fetch loop over the range is in promq_fetch.c.
+ */
+#include "meter/promq.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One series point: where it is in the answer, and its time. */
+struct point {
+    int64_t ts_ms;
+    size_t series, index;
+};
+
+struct answer {
+    const char *source;
+    json_t *result; /* data.result */
+    struct ts_error *err;
+};
+
+static ts_status bad(const struct answer *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ts_status bad(const struct answer *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[TS_MSG_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ts_err(a->err, TS_INVALID, "%s: %s", a->source, msg);
+}
+
+/* A Prometheus metric or label name: [a-zA-Z_:][a-zA-Z0-9_:]* (':' only in
+ * metric names). */
+static int name_ok(const char *s, int metric)
+{
+    if (!*s)
+        return 0;
+    for (size_t i = 0; s[i]; i++) {
+        char c = s[i];
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(metric && c == ':') && !(i > 0 && c >= '0' && c <= '9'))
+            return 0;
+    }
+    return 1;
+}
+
+/* The status: "success", or the error Prometheus gave (escaped on output). */
+static ts_status check_status(const struct answer *a, json_t *root)
+{
+    if (!json_is_object(root))
+        return bad(a, "the answer is not a JSON object");
+    const char *status = json_string_value(json_object_get(root, "status"));
+    if (!status)
+        return bad(a, "status: missing or not a string");
+    if (strcmp(status, "success") == 0)
+        return TS_OK;
+    const char *type = json_string_value(json_object_get(root, "errorType"));
+    const char *msg = json_string_value(json_object_get(root, "error"));
+    int user = type && strcmp(type, "bad_data") == 0;
+    return ts_err(a->err, user ? TS_INVALID : TS_IO,
+                  "%s: Prometheus answered status \"%.40s\": %.40s: %.300s", a->source, status,
+                  type ? type : "(no errorType)", msg ? msg : "(no error)");
+}
+
+static ts_status find_result(struct answer *a, json_t *root)
+{
+    json_t *data = json_object_get(root, "data");
+    if (!json_is_object(data))
+        return bad(a, "data: missing or not an object");
+    const char *type = json_string_value(json_object_get(data, "resultType"));
+    if (!type || strcmp(type, "matrix") != 0)
+        return bad(a, "data.resultType: expected \"matrix\" (a range query's answer)");
+    a->result = json_object_get(data, "result");
+    if (!json_is_array(a->result))
+        return bad(a, "data.result: missing or not an array");
+    return TS_OK;
+}
+
+/* data.result[i].metric: __name__ and string labels, within the caps. */
+static ts_status check_metric(const struct answer *a, size_t i, json_t *m)
+{
+    if (!json_is_object(m))
+        return bad(a, "data.result[%zu].metric: missing or not an object", i);
+    if (!json_is_string(json_object_get(m, "__name__")))
+        return bad(a,
+                   "data.result[%zu].metric.__name__: missing or not a string (select raw "
+                   "series, not an expression)",
+                   i);
+    size_t n = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach (m, k, v) {
+        if (!json_is_string(v))
+            return bad(a, "data.result[%zu].metric.%.100s: not a string", i, k);
+        if (!name_ok(strcmp(k, "__name__") ? k : json_string_value(v), !strcmp(k, "__name__")))
+            return bad(a, "data.result[%zu].metric.%.100s: not a valid Prometheus name", i, k);
+        n += strcmp(k, "__name__") && strcmp(k, "instance") && strcmp(k, "job");
+    }
+    if (n > METER_LABELS_MAX)
+        return bad(a, "data.result[%zu].metric: %zu labels, at most %d", i, n, METER_LABELS_MAX);
+    return TS_OK;
+}
+
+/* values[j]: [seconds (number), "value" (a float as text)]. */
+static ts_status check_point(const struct answer *a, size_t i, size_t j, json_t *p, int64_t *ts)
+{
+    if (!json_is_array(p) || json_array_size(p) != 2)
+        return bad(a, "data.result[%zu].values[%zu]: expected [time, \"value\"]", i, j);
+    json_t *t = json_array_get(p, 0);
+    double sec = json_number_value(t);
+    if (!json_is_number(t) || !isfinite(sec) || sec < 0 || sec > 1e11)
+        return bad(a, "data.result[%zu].values[%zu][0]: not a time in seconds", i, j);
+    *ts = llround(sec * 1000.0);
+    const char *s = json_string_value(json_array_get(p, 1));
+    if (!s)
+        return bad(a, "data.result[%zu].values[%zu][1]: not a string", i, j);
+    char *end;
+    strtod(s, &end);
+    int special = !strcmp(s, "NaN") || !strcmp(s, "+Inf") || !strcmp(s, "-Inf");
+    if (!special && (!*s || *end || strpbrk(s, "xXnNiI \t\n\r\f\v")))
+        return bad(a, "data.result[%zu].values[%zu][1]: \"%.40s\" is not a number", i, j, s);
+    return TS_OK;
+}
+
+/* Check series i and add its points to pts (grown as needed). */
+static ts_status collect(const struct answer *a, size_t i, struct point **pts, size_t *n,
+                         size_t *cap)
+{
+    json_t *series = json_array_get(a->result, i);
+    if (!json_is_object(series))
+        return bad(a, "data.result[%zu]: not an object", i);
+    ts_status st = check_metric(a, i, json_object_get(series, "metric"));
+    json_t *values = json_object_get(series, "values");
+    if (st == TS_OK && !json_is_array(values))
+        st = bad(a, "data.result[%zu].values: missing or not an array", i);
+    for (size_t j = 0; st == TS_OK && j < json_array_size(values); j++) {
+        int64_t ts = 0;
+        if ((st = check_point(a, i, j, json_array_get(values, j), &ts)) != TS_OK)
+            break;
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 1024;
+            struct point *p = realloc(*pts, c * sizeof(*p));
+            if (!p)
+                return ts_err(a->err, TS_NOMEM, "%s: out of memory", a->source);
+            *pts = p;
+            *cap = c;
+        }
+        (*pts)[(*n)++] = (struct point){ts, i, j};
+    }
+    return st;
+}
+
+static int by_time(const void *x, const void *y)
+{
+    const struct point *p = x, *q = y;
+    if (p->ts_ms != q->ts_ms)
+        return p->ts_ms < q->ts_ms ? -1 : 1;
+    if (p->series != q->series)
+        return p->series < q->series ? -1 : 1;
+    return p->index < q->index ? -1 : p->index > q->index;
+}
+
+/* A label value with \, " and newline escaped as the exposition format has. */
+static void put_escaped(struct ts_sbuf *out, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            ts_sbuf_printf(out, "\\%c", *s);
+        else if (*s == '\n')
+            ts_sbuf_puts(out, "\\n");
+        else
+            ts_sbuf_add(out, s, 1);
+    }
+}
+
+/* The value exactly as a double: 17 significant digits read back the same. */
+static void put_value(struct ts_sbuf *out, const char *s)
+{
+    double v = strtod(s, NULL);
+    if (isnan(v))
+        ts_sbuf_puts(out, "NaN");
+    else if (isinf(v))
+        ts_sbuf_puts(out, v > 0 ? "+Inf" : "-Inf");
+    else
+        ts_sbuf_printf(out, "%.17g", v);
+}
+
+static void put_line(const struct answer *a, const struct point *p, struct ts_sbuf *out)
+{
+    json_t *series = json_array_get(a->result, p->series);
+    json_t *m = json_object_get(series, "metric");
+    ts_sbuf_puts(out, json_string_value(json_object_get(m, "__name__")));
+    ts_sbuf_puts(out, "{");
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach (m, k, v) {
+        if (!strcmp(k, "__name__") || !strcmp(k, "instance") || !strcmp(k, "job"))
+            continue;
+        ts_sbuf_printf(out, "%s%s=\"", first ? "" : ",", k);
+        put_escaped(out, json_string_value(v));
+        ts_sbuf_puts(out, "\"");
+        first = 0;
+    }
+    ts_sbuf_puts(out, "} ");
+    json_t *pt = json_array_get(json_object_get(series, "values"), p->index);
+    put_value(out, json_string_value(json_array_get(pt, 1)));
+    ts_sbuf_printf(out, " %lld\n", (long long)p->ts_ms);
+}
+
+static ts_status convert(struct answer *a, json_t *root, struct ts_sbuf *out)
+{
+    ts_status st = check_status(a, root);
+    if (st == TS_OK)
+        st = find_result(a, root);
+    struct point *pts = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; st == TS_OK && i < json_array_size(a->result); i++)
+        st = collect(a, i, &pts, &n, &cap);
+    if (st == TS_OK && n)
+        qsort(pts, n, sizeof(*pts), by_time);
+    for (size_t i = 0; st == TS_OK && i < n; i++)
+        put_line(a, &pts[i], out);
+    free(pts);
+    if (st == TS_OK && ts_sbuf_status(out) != TS_OK)
+        st = ts_err(a->err, ts_sbuf_status(out), "%s: the answer's lines exceed %zu bytes",
+                    a->source, out->max);
+    return st;
+}
+
+ts_status meter_promq_text(const char *body, size_t len, const char *source, struct ts_sbuf *out,
+                           struct ts_error *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return ts_err_at(err, TS_SYNTAX, source, je.line, je.column, NULL, "%s", je.text);
+    struct answer a = {source, NULL, err};
+    ts_status st = convert(&a, root, out);
+    json_decref(root);
+    return st;
+}

@@ -1,0 +1,119 @@
+/*
+ * promq_fetch.c - a range of DCGM series read from Prometheus' query_range
+ * API piece by piece (METER_PROM_STEPS_MAX steps each, in time order) and
+ * fed to the ingest as exposition lines (promq.c makes them).
+ */
+#include "meter/promq.h"
+
+#include <stdio.h>
+#include <string.h>
+#include "meter/fetch.h"
+
+#define DEFAULT_QUERY "{__name__=~\"DCGM_FI_.*\"}"
+
+struct body {
+    struct ts_sbuf buf;
+};
+
+static int on_begin(void *ctx, long status, int64_t sent_ms)
+{
+    (void)status;
+    (void)sent_ms;
+    struct body *b = ctx;
+    b->buf.len = 0; /* a retry starts over */
+    if (b->buf.data)
+        b->buf.data[0] = '\0';
+    return 0;
+}
+
+static int on_data(void *ctx, const char *p, size_t n)
+{
+    struct body *b = ctx;
+    ts_sbuf_add(&b->buf, p, n);
+    return b->buf.failed;
+}
+
+/* s percent-encoded (RFC 3986 unreserved bytes kept) into out. */
+static void put_encoded(struct ts_sbuf *out, const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("-._~", c))
+            ts_sbuf_add(out, s, 1);
+        else
+            ts_sbuf_printf(out, "%%%02X", c);
+    }
+}
+
+static void put_seconds(struct ts_sbuf *out, const char *key, int64_t ms)
+{
+    ts_sbuf_printf(out, "&%s=%lld.%03lld", key, (long long)(ms / 1000), (long long)(ms % 1000));
+}
+
+static void range_url(const struct meter_promq_opts *o, int64_t from, int64_t to,
+                      struct ts_sbuf *url)
+{
+    size_t n = strlen(o->url);
+    while (n && o->url[n - 1] == '/')
+        n--;
+    ts_sbuf_add(url, o->url, n);
+    ts_sbuf_puts(url, "/api/v1/query_range?query=");
+    put_encoded(url, o->query ? o->query : DEFAULT_QUERY);
+    put_seconds(url, "start", from);
+    put_seconds(url, "end", to);
+    put_seconds(url, "step", o->step_ms);
+}
+
+/* One piece [from, to] into in. */
+static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, int64_t from,
+                       int64_t to, struct meter_ingest *in, struct ts_error *err)
+{
+    struct ts_sbuf url, lines;
+    struct body b;
+    ts_sbuf_init(&url, 64 * 1024);
+    ts_sbuf_init(&lines, METER_PROM_BODY_MAX);
+    ts_sbuf_init(&b.buf, METER_PROM_BODY_MAX);
+    range_url(o, from, to, &url);
+    struct meter_fetch_opts fo = {.connect_timeout_ms = o->timeout_ms,
+                                  .timeout_ms = o->timeout_ms,
+                                  .retries = 2,
+                                  .backoff_ms = 500,
+                                  .max_body = METER_PROM_BODY_MAX,
+                                  .cacert = o->cacert,
+                                  .insecure = o->insecure,
+                                  .any_status = 1};
+    struct meter_fetch_sink sink = {on_begin, on_data, &b};
+    struct meter_fetch_result res;
+    ts_status st = ts_sbuf_status(&url);
+    if (st == TS_OK)
+        st = meter_fetch_get(f, ts_sbuf_str(&url), &fo, &sink, &res, err);
+    char shown[512];
+    meter_fetch_redact(ts_sbuf_str(&url), shown, sizeof(shown));
+    if (st == TS_OK)
+        st = meter_promq_text(ts_sbuf_str(&b.buf), b.buf.len, shown, &lines, err);
+    if ((st == TS_OK || st == TS_SYNTAX) && res.status / 100 != 2) /* not Prometheus' error */
+        st = ts_err(err, TS_IO, "%s: HTTP status %ld", shown, res.status);
+    if (st == TS_OK)
+        st = meter_ingest_feed(in, ts_sbuf_str(&lines), lines.len, err);
+    ts_sbuf_release(&url);
+    ts_sbuf_release(&lines);
+    ts_sbuf_release(&b.buf);
+    return st;
+}
+
+ts_status meter_promq_import(const struct meter_promq_opts *o, struct meter_ingest *in,
+                             struct ts_error *err)
+{
+    if (o->step_ms <= 0 || o->from_ms > o->to_ms)
+        return ts_err(err, TS_USAGE, "the range needs from <= to and a step above 0");
+    struct meter_fetch *f;
+    ts_status st = meter_fetch_new(&f, err);
+    int64_t span = o->step_ms * (METER_PROM_STEPS_MAX - 1);
+    for (int64_t t = o->from_ms; st == TS_OK && t <= o->to_ms; t += span + o->step_ms) {
+        int64_t end = o->to_ms - t > span ? t + span : o->to_ms;
+        st = piece(o, f, t, end, in, err);
+    }
+    meter_fetch_free(f);
+    return st;
+}
