@@ -25,7 +25,8 @@ expect_in "$TMP/err" "unknown --noisy-kind (matmul, stream, burst) 'fft'"
 expect_rc 2 F --repeat 0
 expect_rc 2 F --requests 1
 expect_rc 2 F --phase-time soon
-expect_rc 2 F -o yaml
+expect_rc 2 F -o xml
+expect_in "$TMP/err" "yaml"
 expect_rc 2 F --sla true
 expect_in "$TMP/err" "--sla and --noisy go together"
 expect_rc 2 F stray
