@@ -5,8 +5,10 @@
  * Lower bound, per GPU model: whole-GPU demand, plus for MIG the largest of
  * (memory units / grid, compute slices / card, per-profile count / max
  * count, replicas of one workload that must sit on distinct cards), plus
- * for each sharing mechanism its memory / card memory. Guests (best-effort
- * time-slicing) cost nothing: they can ride on other cards.
+ * the configuration LP bound of the profiles (cutting-stock form), plus for
+ * each sharing pool its configuration bound (plan/poolcfg.c). Guests
+ * (best-effort time-slicing) count with the time-slicing pools unless a
+ * scheduled whole card of the model might host them for nothing.
  * Naive: each workload its own guaranteed whole GPU(s); replicas count once.
  * Dedicated: each replica its own whole GPU(s).
  */
@@ -40,6 +42,54 @@ int plan__mig_bound(const struct plan_mig *pm)
         if (it->group >= 0 && it->replica + 1 > bound)
             bound = it->replica + 1;
     }
+    b = plan__mig_cfg_bound(pm);
+    return b > bound ? b : bound;
+}
+
+/* ---- the configuration bound of MIG profiles ---- */
+
+struct mig_types {
+    const struct cat_model *model;
+    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
+};
+
+static int mig_fits(const void *ctx, const int *counts)
+{
+    const struct mig_types *mt = ctx;
+    const struct cat_profile *list[PLAN_MAX_PER_CARD];
+    int starts[PLAN_MAX_PER_CARD];
+    size_t n = 0;
+    for (size_t t = 0; t < mt->model->nprofiles; t++)
+        for (int k = 0; k < counts[t]; k++) {
+            if (n == PLAN_MAX_PER_CARD)
+                return 0;
+            list[n++] = mt->profs[t];
+        }
+    return plan__place(mt->model, list, n, starts);
+}
+
+int plan__mig_cfg_bound(const struct plan_mig *pm)
+{
+    const struct cat_model *m = pm->model;
+    struct mig_types mt = {m, {0}};
+    int demand[PLAN_MAX_PER_CARD] = {0};
+    if (m->nprofiles > PLAN_MAX_PER_CARD || pm->nitems == 0)
+        return 0;
+    /* types in the catalog's order, biggest first, as plan__place likes */
+    for (size_t t = 0; t < m->nprofiles; t++)
+        mt.profs[t] = &m->profiles[t];
+    for (size_t a = 1; a < m->nprofiles; a++)
+        for (size_t k = a; k > 0 && mt.profs[k - 1]->mem_units < mt.profs[k]->mem_units; k--) {
+            const struct cat_profile *x = mt.profs[k];
+            mt.profs[k] = mt.profs[k - 1];
+            mt.profs[k - 1] = x;
+        }
+    for (size_t i = 0; i < pm->nitems; i++)
+        for (size_t t = 0; t < m->nprofiles; t++)
+            demand[t] += pm->items[i].profile == mt.profs[t];
+    struct plan_cfg c = {m->nprofiles, demand, mig_fits, &mt, NULL, 0};
+    int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : 0;
+    plan__cfg_free(&c);
     return bound;
 }
 
@@ -90,23 +140,8 @@ int plan__group_bound(const struct decide_result *d, const struct decide_row *r)
     return spread > bound ? spread : bound;
 }
 
-/* Sharing pools of one mechanism on model: the sum of their groups' bounds. */
-static int pool_bound(const struct decide_result *d, const struct cat_model *model, int mech)
-{
-    int total = 0;
-    for (size_t i = 0; i < d->nrows; i++) {
-        const struct decide_row *r = &d->rows[i];
-        if (r->model != model || r->mech != mech || r->profile || plan__is_guest(r))
-            continue;
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = !plan__same_group(&d->rows[j], r);
-        total += first ? plan__group_bound(d, r) : 0;
-    }
-    return total;
-}
-
-int plan__other_bound(const struct decide_result *d, const struct cat_model *model)
+int plan__other_bound(const struct spec_model *m, const struct decide_result *d,
+                      const struct cat_model *model)
 {
     int whole = 0;
     for (size_t i = 0; i < d->nrows; i++) {
@@ -114,8 +149,9 @@ int plan__other_bound(const struct decide_result *d, const struct cat_model *mod
         if (r->model == model && !r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
             whole += r->gpus * r->workload->replicas;
     }
-    return whole + pool_bound(d, model, DECIDE_MPS) + pool_bound(d, model, DECIDE_MEMORY_FRACTION) +
-           pool_bound(d, model, DECIDE_TIME_SLICING);
+    return whole + plan__pools_bound(m, d, model, DECIDE_MPS) +
+           plan__pools_bound(m, d, model, DECIDE_MEMORY_FRACTION) +
+           plan__pools_bound(m, d, model, DECIDE_TIME_SLICING);
 }
 
 /* Whole cards one replica of r needs on its own. */

@@ -209,7 +209,7 @@ static ts_status mig_model(struct plan_build *b, const struct cat_model *model)
         return TS_NOMEM;
     collect_items(b, &pm);
     int bound = plan__mig_bound(&pm);
-    b->bound += bound + plan__other_bound(b->d, model);
+    b->bound += bound + plan__other_bound(b->m, b->d, model);
     if (pm.nitems == 0)
         return TS_OK;
     int *card_of = ts_arena_array(&b->p->arena, pm.nitems, sizeof(int));
@@ -243,7 +243,7 @@ ts_status plan__mig(struct plan_build *b)
             continue;
         ts_status st = model->mig ? mig_model(b, model) : TS_OK;
         if (!model->mig)
-            b->bound += plan__other_bound(b->d, model);
+            b->bound += plan__other_bound(b->m, b->d, model);
         if (st)
             return st;
     }

@@ -187,6 +187,13 @@
  * above this the exact solver is not tried and the heuristic layout stands;
  * a memory and time budget for a solver that gets seconds per model. */
 #define PLAN_EXACT_VARS_MAX 40000
+/* Card configurations (counts per item type one card holds) enumerated for
+ * one bin-packing class (plan/config.c), and search steps spent finding
+ * them: a memory and time budget (a class of a few dozen item types stays
+ * far below); beyond either the class keeps its simple bound and the
+ * heuristic layout. */
+#define PLAN_CFG_MAX 20000
+#define PLAN_CFG_NODES_MAX 400000
 
 /* ---- render ---------------------------------------------------------------- */
 
