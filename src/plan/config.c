@@ -186,6 +186,8 @@ int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int 
             x[k] = (int)lround(glp_mip_col_val(lp, (int)k + 1));
             used += x[k];
         }
+    } else if (rc == GLP_ENOPFS || st == GLP_NOFEAS) {
+        *optimal = 1; /* proven: no layout within upper */
     }
     glp_delete_prob(lp);
     return used;

@@ -82,7 +82,8 @@ void plan__cfg_free(struct plan_cfg *c);
 /* ceil of the configuration LP's optimum, or -1. */
 int plan__cfg_lp_bound(const struct plan_cfg *c);
 /* The integer program: cards used (x[k] cards of configuration k; at most
- * upper when upper >= 0) or -1; *optimal when GLPK proved it. */
+ * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
+ * -1: that no layout within upper exists). */
 int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal);
 
 /* Sharing-pool clients as a class (plan/poolcfg.c): rows[t] with demand[t]
@@ -118,14 +119,20 @@ struct plan_build {
     int glpk_skipped; /* some model was too large for GLPK */
     int glpk_timeout; /* GLPK stopped at its time limit somewhere */
     int bound;        /* lower bound, summed over models */
+    int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
 };
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */
 int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst);
 /* Place every MIG instance (and canary slices). */
 ts_status plan__mig(struct plan_build *b);
-/* Whole GPUs, sharing pools and best-effort guests. */
+/* Whole GPUs (multi-GPU replicas first), before MIG. */
+ts_status plan__whole(struct plan_build *b);
+/* Whole GPUs (unless plan__whole ran), sharing pools, best-effort guests. */
 ts_status plan__pools(struct plan_build *b);
+/* GLPK on the pool cards the heuristic used, per model and pool mode
+ * (plan/improve.c); fewer cards replace them. */
+ts_status plan__improve_pools(struct plan_build *b);
 /* 1 if r may run on card g: decide_card_refuses, the one eligibility rule. */
 int plan__eligible(const struct decide_row *r, const struct plan_gpu *g);
 /* For a failure message: "" when every node holding r's model may host r,

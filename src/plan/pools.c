@@ -272,6 +272,39 @@ static ts_status guest_replica(struct plan_build *b, const struct decide_row *r,
     return pool_replica(b, r, replica);
 }
 
+static int is_whole(const struct decide_row *r)
+{
+    return !r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU);
+}
+
+/* Most GPUs per replica first: they need the emptiest nodes. */
+static int cmp_whole(const void *a, const void *b)
+{
+    const struct decide_row *x = *(const struct decide_row *const *)a;
+    const struct decide_row *y = *(const struct decide_row *const *)b;
+    return x->gpus != y->gpus ? y->gpus - x->gpus : x->index - y->index;
+}
+
+ts_status plan__whole(struct plan_build *b)
+{
+    const struct decide_result *d = b->d;
+    const struct decide_row **order = calloc(d->nrows + 1, sizeof(*order));
+    if (!order)
+        return TS_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (is_whole(&d->rows[i]))
+            order[n++] = &d->rows[i];
+    qsort(order, n, sizeof(*order), cmp_whole);
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < n && st == TS_OK; i++)
+        for (int k = 0; k < order[i]->workload->replicas && st == TS_OK; k++)
+            st = whole_replica(b, order[i], k);
+    free(order);
+    b->whole_done = 1;
+    return st;
+}
+
 ts_status plan__pools(struct plan_build *b)
 {
     const struct decide_result *d = b->d;
@@ -282,7 +315,7 @@ ts_status plan__pools(struct plan_build *b)
     ts_status st = TS_OK;
     for (size_t i = 0; i < d->nrows && st == TS_OK; i++) {
         const struct decide_row *r = &d->rows[i];
-        if (!r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
+        if (is_whole(r) && !b->whole_done)
             for (int k = 0; k < r->workload->replicas && st == TS_OK; k++)
                 st = whole_replica(b, r, k);
         else if (in_pool(r) && !plan__is_guest(r))
