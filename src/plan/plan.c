@@ -201,6 +201,26 @@ static ts_status canonical_order(struct plan *p)
 
 /* ---- totals ---- */
 
+/* How the layout was made. Optimality is claimed only when the lower
+ * bound proves it; GLPK's own proofs cover the parts it solved, not the
+ * plan, so they are not stated as the plan's. */
+static const char *solver_note(const struct plan_build *b, int optimal)
+{
+    if (optimal)
+        return b->used_exact ? "exact (GLPK)" : "heuristic (the plan meets the lower bound)";
+    if (b->glpk_timeout)
+        return b->used_exact ? "exact (GLPK, stopped at the time limit)"
+                             : "heuristic (GLPK stopped at the time limit)";
+    if (b->glpk_skipped)
+        return b->used_exact ? "exact (GLPK) where it ran; some parts too large for GLPK"
+                             : "heuristic (too large for GLPK)";
+    if (b->used_exact)
+        return "exact (GLPK) for MIG and pools; not proven optimal";
+    return b->glpk_ran ? "heuristic (GLPK found no layout with fewer cards for the parts it "
+                         "solved; not proven optimal)"
+                       : "heuristic";
+}
+
 static void totals(struct plan_build *b)
 {
     struct plan *p = b->p;
@@ -232,15 +252,7 @@ static void totals(struct plan_build *b)
                                        ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
                                        : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
-    if (b->glpk_timeout)
-        s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"
-                                  : "heuristic (GLPK stopped at the time limit)";
-    else if (b->glpk_skipped)
-        s->solver = "heuristic (too large for GLPK)";
-    else
-        s->solver = b->used_exact ? "exact (GLPK)"
-                    : b->glpk_ran ? "heuristic (GLPK proved no layout uses fewer cards)"
-                                  : "heuristic";
+    s->solver = solver_note(b, s->optimal);
 }
 
 /* The planner's input cap: instances (replicas x GPUs) over all workloads. */
