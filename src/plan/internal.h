@@ -138,6 +138,10 @@ int plan__eligible(const struct decide_row *r, const struct plan_gpu *g);
 /* For a failure message: "" when every node holding r's model may host r,
  * else " (CONSTRAINT: N of M nodes with MODEL qualify)". Arena text. */
 const char *plan__constraint_note(struct plan_build *b, const struct decide_row *r);
+/* When pm's instances fail because a card has free slices but no legal
+ * start (plan/frag.c): report which, why and one move that would make it
+ * fit; 1 when reported. */
+int plan__explain_fragment(struct plan_build *b, const struct plan_mig *pm);
 /* Report a placement failure located at the workload. */
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

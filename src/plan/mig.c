@@ -190,6 +190,8 @@ static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int
         }
         r = r ? r : it->row;
     }
+    if (plan__explain_fragment(b, pm))
+        return;
     const char *note = "";
     for (size_t i = 0; i < pm->nitems && !*note; i++)
         if (pm->items[i].row)
