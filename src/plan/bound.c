@@ -46,53 +46,6 @@ int plan__mig_bound(const struct plan_mig *pm)
     return b > bound ? b : bound;
 }
 
-/* ---- the configuration bound of MIG profiles ---- */
-
-struct mig_types {
-    const struct cat_model *model;
-    const struct cat_profile *profs[PLAN_MAX_PER_CARD];
-};
-
-static int mig_fits(const void *ctx, const int *counts)
-{
-    const struct mig_types *mt = ctx;
-    const struct cat_profile *list[PLAN_MAX_PER_CARD];
-    int starts[PLAN_MAX_PER_CARD];
-    size_t n = 0;
-    for (size_t t = 0; t < mt->model->nprofiles; t++)
-        for (int k = 0; k < counts[t]; k++) {
-            if (n == PLAN_MAX_PER_CARD)
-                return 0;
-            list[n++] = mt->profs[t];
-        }
-    return plan__place(mt->model, list, n, starts);
-}
-
-int plan__mig_cfg_bound(const struct plan_mig *pm)
-{
-    const struct cat_model *m = pm->model;
-    struct mig_types mt = {m, {0}};
-    int demand[PLAN_MAX_PER_CARD] = {0};
-    if (m->nprofiles > PLAN_MAX_PER_CARD || pm->nitems == 0)
-        return 0;
-    /* types in the catalog's order, biggest first, as plan__place likes */
-    for (size_t t = 0; t < m->nprofiles; t++)
-        mt.profs[t] = &m->profiles[t];
-    for (size_t a = 1; a < m->nprofiles; a++)
-        for (size_t k = a; k > 0 && mt.profs[k - 1]->mem_units < mt.profs[k]->mem_units; k--) {
-            const struct cat_profile *x = mt.profs[k];
-            mt.profs[k] = mt.profs[k - 1];
-            mt.profs[k - 1] = x;
-        }
-    for (size_t i = 0; i < pm->nitems; i++)
-        for (size_t t = 0; t < m->nprofiles; t++)
-            demand[t] += pm->items[i].profile == mt.profs[t];
-    struct plan_cfg c = {m->nprofiles, demand, mig_fits, &mt, NULL, 0};
-    int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : 0;
-    plan__cfg_free(&c);
-    return bound;
-}
-
 int plan__is_guest(const struct decide_row *r)
 {
     return r->mech == DECIDE_TIME_SLICING &&

@@ -102,8 +102,12 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc);
  * time-slicing with the guests that no scheduled whole card may host). */
 int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
                       const struct cat_model *model, int mech);
-/* The configuration bound of pm's profiles (0 when too large). */
+/* The configuration bound of pm's profiles, replicas that spread apart
+ * counted (plan/migcfg.c; 0 when too large). */
 int plan__mig_cfg_bound(const struct plan_mig *pm);
+/* The fewest cards for pm by GLPK on configurations, card_of filled, when
+ * every free card may take every item; else PLAN_EXACT_TOO_LARGE. */
+int plan__mig_cfg_exact(const struct plan_mig *pm, double time_limit_s, int *card_of, int *optimal);
 
 /* ---- shared by plan.c, mig.c, pools.c ---- */
 

@@ -125,13 +125,17 @@ static int interchangeable(const struct plan_mig *pm)
     return 1;
 }
 
-/* GLPK on pm, or, when its cards are interchangeable and the heuristic
+/* GLPK on configurations when every free card may take every item
+ * (plan/migcfg.c); else GLPK on placements on pm, or, when its cards are interchangeable and the heuristic
  * used `used` of them, on only the first `used` cards (a layout with fewer
  * cards fits there as well as anywhere): the model stays small on large
  * fleets. card_of indexes pm->cards either way. */
 static int exact_on_needed(struct plan_build *b, const struct plan_mig *pm, int used, int *card_of,
                            int *optimal)
 {
+    int e = plan__mig_cfg_exact(pm, b->opt->time_limit_s, card_of, optimal);
+    if (e != PLAN_EXACT_TOO_LARGE)
+        return e;
     if (used <= 0 || (size_t)used >= pm->ncards || !interchangeable(pm))
         return plan__exact(pm, b->opt->time_limit_s, card_of, optimal);
     struct plan_mig sub = *pm;
