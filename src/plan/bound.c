@@ -5,8 +5,10 @@
  * Lower bound, per GPU model: whole-GPU demand, plus for MIG the largest of
  * (memory units / grid, compute slices / card, per-profile count / max
  * count, replicas of one workload that must sit on distinct cards), plus
- * for each sharing mechanism its memory / card memory. Guests (best-effort
- * time-slicing) cost nothing: they can ride on other cards.
+ * the configuration LP bound of the profiles (cutting-stock form), plus for
+ * each sharing pool its configuration bound (plan/poolcfg.c). Guests
+ * (best-effort time-slicing) count with the time-slicing pools unless a
+ * scheduled whole card of the model might host them for nothing.
  * Naive: each workload its own guaranteed whole GPU(s); replicas count once.
  * Dedicated: each replica its own whole GPU(s).
  */
@@ -40,7 +42,8 @@ int plan__mig_bound(const struct plan_mig *pm)
         if (it->group >= 0 && it->replica + 1 > bound)
             bound = it->replica + 1;
     }
-    return bound;
+    b = plan__mig_cfg_bound(pm);
+    return b > bound ? b : bound;
 }
 
 int plan__is_guest(const struct decide_row *r)
@@ -90,23 +93,8 @@ int plan__group_bound(const struct decide_result *d, const struct decide_row *r)
     return spread > bound ? spread : bound;
 }
 
-/* Sharing pools of one mechanism on model: the sum of their groups' bounds. */
-static int pool_bound(const struct decide_result *d, const struct cat_model *model, int mech)
-{
-    int total = 0;
-    for (size_t i = 0; i < d->nrows; i++) {
-        const struct decide_row *r = &d->rows[i];
-        if (r->model != model || r->mech != mech || r->profile || plan__is_guest(r))
-            continue;
-        int first = 1;
-        for (size_t j = 0; j < i && first; j++)
-            first = !plan__same_group(&d->rows[j], r);
-        total += first ? plan__group_bound(d, r) : 0;
-    }
-    return total;
-}
-
-int plan__other_bound(const struct decide_result *d, const struct cat_model *model)
+int plan__other_bound(const struct spec_model *m, const struct decide_result *d,
+                      const struct cat_model *model)
 {
     int whole = 0;
     for (size_t i = 0; i < d->nrows; i++) {
@@ -114,8 +102,9 @@ int plan__other_bound(const struct decide_result *d, const struct cat_model *mod
         if (r->model == model && !r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
             whole += r->gpus * r->workload->replicas;
     }
-    return whole + pool_bound(d, model, DECIDE_MPS) + pool_bound(d, model, DECIDE_MEMORY_FRACTION) +
-           pool_bound(d, model, DECIDE_TIME_SLICING);
+    return whole + plan__pools_bound(m, d, model, DECIDE_MPS) +
+           plan__pools_bound(m, d, model, DECIDE_MEMORY_FRACTION) +
+           plan__pools_bound(m, d, model, DECIDE_TIME_SLICING);
 }
 
 /* Whole cards one replica of r needs on its own. */

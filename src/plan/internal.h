@@ -55,7 +55,8 @@ int plan__exact(const struct plan_mig *pm, double time_limit_s, int *card_of, in
 /* Lower bound on cards for pm's items. */
 int plan__mig_bound(const struct plan_mig *pm);
 /* Lower bound on the cards of model that whole GPUs and pools need. */
-int plan__other_bound(const struct decide_result *d, const struct cat_model *model);
+int plan__other_bound(const struct spec_model *m, const struct decide_result *d,
+                      const struct cat_model *model);
 /* Rows that may share pool cards (same mechanism and model; same named
  * pool, or for MPS the same tenant); and how many cards such a group needs
  * at least (memory, SM shares, MPS clients, replica spread). */
@@ -63,6 +64,50 @@ int plan__same_group(const struct decide_row *a, const struct decide_row *r);
 int plan__group_bound(const struct decide_result *d, const struct decide_row *r);
 /* 1 for best-effort time-slicing that may ride on other tenants' cards. */
 int plan__is_guest(const struct decide_row *r);
+
+/* A bin-packing class in cutting-stock form (plan/config.c): ntypes item
+ * types, demand[t] items of type t, fits(ctx, counts) 1 when one card holds
+ * counts[t] items of each type. Enumeration fills configs (nconfigs rows of
+ * ntypes counts, maximal ones only); 0 when a cap (PLAN_CFG_MAX) is hit. */
+struct plan_cfg {
+    size_t ntypes;
+    const int *demand;
+    int (*fits)(const void *ctx, const int *counts);
+    const void *ctx;
+    int *configs;
+    size_t nconfigs;
+};
+int plan__cfg_enumerate(struct plan_cfg *c);
+void plan__cfg_free(struct plan_cfg *c);
+/* ceil of the configuration LP's optimum, or -1. */
+int plan__cfg_lp_bound(const struct plan_cfg *c);
+/* The integer program: cards used (x[k] cards of configuration k; at most
+ * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
+ * -1: that no layout within upper exists). */
+int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal);
+
+/* Sharing-pool clients as a class (plan/poolcfg.c): rows[t] with demand[t]
+ * replicas, all of mech on model; trust checked when m is set. */
+struct plan_pool_class {
+    const struct spec_model *m;
+    const struct cat_model *model;
+    int mech;
+    const struct decide_row **rows;
+    size_t ntypes;
+    int *demand;
+};
+int plan__pool_fits(const void *ctx, const int *counts);
+int plan__pool_cfg_bound(const struct plan_pool_class *pc);
+/* Cards model's pools of mech need at least (groups' configuration bounds;
+ * time-slicing with the guests that no scheduled whole card may host). */
+int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
+                      const struct cat_model *model, int mech);
+/* The configuration bound of pm's profiles, replicas that spread apart
+ * counted (plan/migcfg.c; 0 when too large). */
+int plan__mig_cfg_bound(const struct plan_mig *pm);
+/* The fewest cards for pm by GLPK on configurations, card_of filled, when
+ * every free card may take every item; else PLAN_EXACT_TOO_LARGE. */
+int plan__mig_cfg_exact(const struct plan_mig *pm, double time_limit_s, int *card_of, int *optimal);
 
 /* ---- shared by plan.c, mig.c, pools.c ---- */
 
@@ -78,19 +123,29 @@ struct plan_build {
     int glpk_skipped; /* some model was too large for GLPK */
     int glpk_timeout; /* GLPK stopped at its time limit somewhere */
     int bound;        /* lower bound, summed over models */
+    int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
 };
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */
 int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst);
 /* Place every MIG instance (and canary slices). */
 ts_status plan__mig(struct plan_build *b);
-/* Whole GPUs, sharing pools and best-effort guests. */
+/* Whole GPUs (multi-GPU replicas first), before MIG. */
+ts_status plan__whole(struct plan_build *b);
+/* Whole GPUs (unless plan__whole ran), sharing pools, best-effort guests. */
 ts_status plan__pools(struct plan_build *b);
+/* GLPK on the pool cards the heuristic used, per model and pool mode
+ * (plan/improve.c); fewer cards replace them. */
+ts_status plan__improve_pools(struct plan_build *b);
 /* 1 if r may run on card g: decide_card_refuses, the one eligibility rule. */
 int plan__eligible(const struct decide_row *r, const struct plan_gpu *g);
 /* For a failure message: "" when every node holding r's model may host r,
  * else " (CONSTRAINT: N of M nodes with MODEL qualify)". Arena text. */
 const char *plan__constraint_note(struct plan_build *b, const struct decide_row *r);
+/* When pm's instances fail because a card has free slices but no legal
+ * start (plan/frag.c): report which, why and one move that would make it
+ * fit; 1 when reported. */
+int plan__explain_fragment(struct plan_build *b, const struct plan_mig *pm);
 /* Report a placement failure located at the workload. */
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -125,13 +125,17 @@ static int interchangeable(const struct plan_mig *pm)
     return 1;
 }
 
-/* GLPK on pm, or, when its cards are interchangeable and the heuristic
+/* GLPK on configurations when every free card may take every item
+ * (plan/migcfg.c); else GLPK on placements on pm, or, when its cards are interchangeable and the heuristic
  * used `used` of them, on only the first `used` cards (a layout with fewer
  * cards fits there as well as anywhere): the model stays small on large
  * fleets. card_of indexes pm->cards either way. */
 static int exact_on_needed(struct plan_build *b, const struct plan_mig *pm, int used, int *card_of,
                            int *optimal)
 {
+    int e = plan__mig_cfg_exact(pm, b->opt->time_limit_s, card_of, optimal);
+    if (e != PLAN_EXACT_TOO_LARGE)
+        return e;
     if (used <= 0 || (size_t)used >= pm->ncards || !interchangeable(pm))
         return plan__exact(pm, b->opt->time_limit_s, card_of, optimal);
     struct plan_mig sub = *pm;
@@ -190,6 +194,8 @@ static void explain_failure(struct plan_build *b, const struct plan_mig *pm, int
         }
         r = r ? r : it->row;
     }
+    if (plan__explain_fragment(b, pm))
+        return;
     const char *note = "";
     for (size_t i = 0; i < pm->nitems && !*note; i++)
         if (pm->items[i].row)
@@ -209,7 +215,7 @@ static ts_status mig_model(struct plan_build *b, const struct cat_model *model)
         return TS_NOMEM;
     collect_items(b, &pm);
     int bound = plan__mig_bound(&pm);
-    b->bound += bound + plan__other_bound(b->d, model);
+    b->bound += bound + plan__other_bound(b->m, b->d, model);
     if (pm.nitems == 0)
         return TS_OK;
     int *card_of = ts_arena_array(&b->p->arena, pm.nitems, sizeof(int));
@@ -243,7 +249,7 @@ ts_status plan__mig(struct plan_build *b)
             continue;
         ts_status st = model->mig ? mig_model(b, model) : TS_OK;
         if (!model->mig)
-            b->bound += plan__other_bound(b->d, model);
+            b->bound += plan__other_bound(b->m, b->d, model);
         if (st)
             return st;
     }

@@ -204,6 +204,26 @@ static ts_status canonical_order(struct plan *p)
 
 /* ---- totals ---- */
 
+/* How the layout was made. Optimality is claimed only when the lower
+ * bound proves it; GLPK's own proofs cover the parts it solved, not the
+ * plan, so they are not stated as the plan's. */
+static const char *solver_note(const struct plan_build *b, int optimal)
+{
+    if (optimal)
+        return b->used_exact ? "exact (GLPK)" : "heuristic (the plan meets the lower bound)";
+    if (b->glpk_timeout)
+        return b->used_exact ? "exact (GLPK, stopped at the time limit)"
+                             : "heuristic (GLPK stopped at the time limit)";
+    if (b->glpk_skipped)
+        return b->used_exact ? "exact (GLPK) where it ran; some parts too large for GLPK"
+                             : "heuristic (too large for GLPK)";
+    if (b->used_exact)
+        return "exact (GLPK) for MIG and pools; not proven optimal";
+    return b->glpk_ran ? "heuristic (GLPK found no layout with fewer cards for the parts it "
+                         "solved; not proven optimal)"
+                       : "heuristic";
+}
+
 void plan_summarise(struct plan *p)
 {
     struct plan_summary *s = &p->summary;
@@ -242,15 +262,7 @@ static void totals(struct plan_build *b)
     struct plan_summary *s = &b->p->summary;
     s->lower_bound = b->bound;
     plan_summarise(b->p);
-    if (b->glpk_timeout)
-        s->solver = b->used_exact ? "exact (GLPK, stopped at the time limit)"
-                                  : "heuristic (GLPK stopped at the time limit)";
-    else if (b->glpk_skipped)
-        s->solver = "heuristic (too large for GLPK)";
-    else
-        s->solver = b->used_exact ? "exact (GLPK)"
-                    : b->glpk_ran ? "heuristic (GLPK proved no layout uses fewer cards)"
-                                  : "heuristic";
+    s->solver = solver_note(b, s->optimal);
 }
 
 /* The planner's input cap: instances (replicas x GPUs) over all workloads. */
@@ -269,36 +281,60 @@ static ts_status check_size(struct plan_build *b)
     return TS_TOO_LARGE;
 }
 
-ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
-                     const struct decide_result *d, const struct plan_options *opt,
-                     struct plan **out, struct ts_diag *diag)
+/* One layout: whole GPUs before MIG (whole_first) or after. */
+static ts_status attempt(struct plan_build *b, int whole_first, struct plan **out)
 {
     struct plan *p = calloc(1, sizeof(*p));
     if (!p)
         return TS_NOMEM;
     ts_arena_init(&p->arena);
-    p->model = m;
-    p->decisions = d;
-    static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
-    struct plan_build b = {p, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0};
-    ts_status st = check_size(&b);
+    p->model = b->m;
+    p->decisions = b->d;
+    b->p = p;
+    b->whole_done = 0;
+    ts_status st = check_size(b);
     if (st == TS_OK)
-        st = make_cards(&b);
+        st = make_cards(b);
+    if (st == TS_OK && whole_first)
+        st = plan__whole(b);
     if (st == TS_OK)
-        st = plan__mig(&b);
+        st = plan__mig(b);
     if (st == TS_OK)
-        st = plan__pools(&b);
-    if (st == TS_OK && (diag->count || diag->dropped))
+        st = plan__pools(b);
+    if (st == TS_OK && (b->diag->count || b->diag->dropped))
         st = TS_INFEASIBLE;
+    if (st == TS_OK)
+        st = plan__improve_pools(b);
     if (st == TS_OK)
         st = canonical_order(p);
     if (st != TS_OK) {
         plan_free(p);
         return st;
     }
-    totals(&b);
+    totals(b);
     *out = p;
     return TS_OK;
+}
+
+/* Whole GPUs first, so that MIG cannot fragment the nodes a multi-GPU
+ * replica needs; when that fails (canary slices or MIG replicas spread
+ * across nodes wanted the cards), MIG first. The errors are the last
+ * try's. */
+ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
+                     const struct decide_result *d, const struct plan_options *opt,
+                     struct plan **out, struct ts_diag *diag)
+{
+    static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
+    struct ts_diag *scratch = calloc(1, sizeof(*scratch));
+    if (!scratch)
+        return TS_NOMEM;
+    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0};
+    ts_status st = attempt(&b, 1, out);
+    free(scratch);
+    if (st != TS_INFEASIBLE)
+        return st;
+    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0};
+    return attempt(&b, 0, out);
 }
 
 void plan_free(struct plan *p)

@@ -13,8 +13,13 @@
  *     tenants that trust each other;
  *   - best-effort time-sliced guests on cards whose owners trust them;
  *   - replicas on distinct GPUs (distinct nodes when asked).
- * It reports GPUs used against a lower bound (plan/bound.c) and the naive
- * one-card-per-workload count. Output is canonical: equal specs give equal
+ * Whole GPUs go first (MIG first only when that fails), so MIG cannot
+ * fragment the nodes a multi-GPU replica needs. Pools and guests are then
+ * packed exactly (GLPK on configurations, plan/improve.c) on the cards the
+ * heuristic used. It reports GPUs used against a lower bound that counts
+ * every workload (plan/bound.c, the configuration LP of plan/config.c) and
+ * the naive one-card-per-workload count; a MIG failure caused by
+ * fragmentation says so (plan/frag.c). Output is canonical: equal specs give equal
  * plans (cards of one model on one node are ordered by what they hold).
  */
 #ifndef PLAN_PLAN_H

@@ -252,6 +252,19 @@ static ts_status guest_replica(struct plan_pidx *x, const struct decide_row *r, 
 
 typedef ts_status (*place_fn)(struct plan_pidx *x, const struct decide_row *r, int replica);
 
+static int is_whole(const struct decide_row *r)
+{
+    return !r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU);
+}
+
+/* Most GPUs per replica first: they need the emptiest nodes. */
+static int cmp_whole(const void *a, const void *b)
+{
+    const struct decide_row *x = *(const struct decide_row *const *)a;
+    const struct decide_row *y = *(const struct decide_row *const *)b;
+    return x->gpus != y->gpus ? y->gpus - x->gpus : x->index - y->index;
+}
+
 static ts_status replicas(struct plan_pidx *x, const struct decide_row *r, place_fn place)
 {
     ts_status st = TS_OK;
@@ -267,9 +280,10 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
     ts_status st = TS_OK;
     for (size_t i = 0; i < d->nrows && st == TS_OK; i++) {
         const struct decide_row *r = &d->rows[i];
-        if (!r->profile && (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
-            st = replicas(x, r, whole_replica);
-        else if (plan__in_pool(r) && !plan__is_guest(r))
+        if (is_whole(r)) {
+            if (!x->b->whole_done)
+                st = replicas(x, r, whole_replica);
+        } else if (plan__in_pool(r) && !plan__is_guest(r))
             order[n++] = r;
     }
     qsort(order, n, sizeof(*order), cmp_rows);
@@ -291,5 +305,34 @@ ts_status plan__pools(struct plan_build *b)
     if (order)
         plan__pidx_free(&x);
     free(order);
+    return st;
+}
+
+static ts_status whole_rows(struct plan_pidx *x, const struct decide_row **order)
+{
+    const struct decide_result *d = x->b->d;
+    size_t n = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (is_whole(&d->rows[i]))
+            order[n++] = &d->rows[i];
+    qsort(order, n, sizeof(*order), cmp_whole);
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < n && st == TS_OK; i++)
+        st = replicas(x, order[i], whole_replica);
+    return st;
+}
+
+/* Whole GPUs (and vGPU) before MIG: a multi-GPU replica needs the emptiest node. */
+ts_status plan__whole(struct plan_build *b)
+{
+    struct plan_pidx x;
+    const struct decide_row **order = calloc(b->d->nrows + 1, sizeof(*order));
+    ts_status st = order ? plan__pidx_init(&x, b) : TS_NOMEM;
+    if (st == TS_OK)
+        st = whole_rows(&x, order);
+    if (order)
+        plan__pidx_free(&x);
+    free(order);
+    b->whole_done = 1;
     return st;
 }

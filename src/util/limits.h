@@ -214,6 +214,13 @@
  * SPEC_YAML_MAX_DOCS tenants); above it trust is looked up each time. Not
  * an input cap: nothing is refused. */
 #define PLAN_TRUST_MEMO_TENANTS_MAX 2048
+/* Card configurations (counts per item type one card holds) enumerated for
+ * one bin-packing class (plan/config.c), and search steps spent finding
+ * them: a memory and time budget (a class of a few dozen item types stays
+ * far below); beyond either the class keeps its simple bound and the
+ * heuristic layout. */
+#define PLAN_CFG_MAX 20000
+#define PLAN_CFG_NODES_MAX 400000
 
 /* ---- render ---------------------------------------------------------------- */
 

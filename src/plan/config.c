@@ -1,0 +1,194 @@
+/*
+ * config.c - bin packing in cutting-stock form: a class of items (types with
+ * demands) and a test of what one card holds; every maximal configuration
+ * (counts per type one card holds, no type can be added) is enumerated, then
+ *   - the LP relaxation (min sum x_k, sum_k a_tk x_k >= d_t, x >= 0) gives
+ *     the configuration lower bound, ceil(LP);
+ *   - the same program in integers (GLPK) gives the fewest cards exactly.
+ * A configuration holding more of a type than needed stands for any subset,
+ * which a card also holds (what one card holds is closed under removal).
+ * Enumeration stops at PLAN_CFG_MAX configurations or PLAN_CFG_NODES_MAX
+ * search steps; the caller then keeps its simpler bound and layout.
+ */
+#include "plan/internal.h"
+
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/grow.h"
+
+struct walk {
+    struct plan_cfg *c;
+    int *counts;
+    size_t cap; /* of c->configs, in configurations */
+    long steps;
+    int full; /* a cap was hit or memory ran out */
+};
+
+static int maximal(struct walk *w)
+{
+    const struct plan_cfg *c = w->c;
+    int any = 0;
+    for (size_t t = 0; t < c->ntypes; t++) {
+        any |= w->counts[t] > 0;
+        if (w->counts[t] >= c->demand[t])
+            continue;
+        w->counts[t]++;
+        int more = c->fits(c->ctx, w->counts);
+        w->counts[t]--;
+        if (more)
+            return 0;
+    }
+    return any;
+}
+
+static void keep(struct walk *w)
+{
+    struct plan_cfg *c = w->c;
+    if (c->nconfigs >= PLAN_CFG_MAX) {
+        w->full = 1;
+        return;
+    }
+    size_t cap = w->cap;
+    if (!ts_grow((void **)&c->configs, &cap, c->nconfigs, c->ntypes * sizeof(int))) {
+        w->full = 1;
+        return;
+    }
+    w->cap = cap;
+    memcpy(c->configs + c->nconfigs * c->ntypes, w->counts, c->ntypes * sizeof(int));
+    c->nconfigs++;
+}
+
+/* Counts for types t.. on top of counts[0..t-1] (which fit). */
+static void dfs(struct walk *w, size_t t)
+{
+    if (w->full || ++w->steps > PLAN_CFG_NODES_MAX) {
+        w->full = 1;
+        return;
+    }
+    if (t == w->c->ntypes) {
+        if (maximal(w))
+            keep(w);
+        return;
+    }
+    int k = 0;
+    while (k < w->c->demand[t]) {
+        w->counts[t] = k + 1;
+        if (!w->c->fits(w->c->ctx, w->counts))
+            break;
+        k++;
+    }
+    for (; k >= 0 && !w->full; k--) {
+        w->counts[t] = k;
+        dfs(w, t + 1);
+    }
+    w->counts[t] = 0;
+}
+
+int plan__cfg_enumerate(struct plan_cfg *c)
+{
+    c->configs = NULL;
+    c->nconfigs = 0;
+    struct walk w = {c, calloc(c->ntypes + 1, sizeof(int)), 0, 0, 0};
+    if (!w.counts)
+        return 0;
+    dfs(&w, 0);
+    free(w.counts);
+    if (w.full) {
+        plan__cfg_free(c);
+        return 0;
+    }
+    return 1;
+}
+
+void plan__cfg_free(struct plan_cfg *c)
+{
+    free(c->configs);
+    c->configs = NULL;
+    c->nconfigs = 0;
+}
+
+/* The covering program; columns integer when ints. */
+static glp_prob *program(const struct plan_cfg *c, int ints, int upper)
+{
+    glp_prob *lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_rows(lp, (int)c->ntypes + 1);
+    for (size_t t = 0; t < c->ntypes; t++)
+        glp_set_row_bnds(lp, (int)t + 1, GLP_LO, c->demand[t], 0.0);
+    glp_set_row_bnds(lp, (int)c->ntypes + 1, upper >= 0 ? GLP_UP : GLP_FR, 0.0,
+                     upper >= 0 ? upper : 0.0);
+    glp_add_cols(lp, (int)c->nconfigs);
+    int *ia = malloc((c->nconfigs * (c->ntypes + 1) + 1) * sizeof(int));
+    int *ja = malloc((c->nconfigs * (c->ntypes + 1) + 1) * sizeof(int));
+    double *ar = malloc((c->nconfigs * (c->ntypes + 1) + 1) * sizeof(double));
+    int n = 0;
+    for (size_t k = 0; ia && ja && ar && k < c->nconfigs; k++) {
+        glp_set_col_bnds(lp, (int)k + 1, GLP_LO, 0.0, 0.0);
+        glp_set_obj_coef(lp, (int)k + 1, 1.0);
+        glp_set_col_kind(lp, (int)k + 1, ints ? GLP_IV : GLP_CV);
+        for (size_t t = 0; t <= c->ntypes; t++) {
+            int a = t < c->ntypes ? c->configs[k * c->ntypes + t] : 1;
+            if (a) {
+                n++;
+                ia[n] = (int)t + 1, ja[n] = (int)k + 1, ar[n] = a;
+            }
+        }
+    }
+    if (ia && ja && ar)
+        glp_load_matrix(lp, n, ia, ja, ar);
+    else {
+        glp_delete_prob(lp);
+        lp = NULL;
+    }
+    free(ia);
+    free(ja);
+    free(ar);
+    return lp;
+}
+
+int plan__cfg_lp_bound(const struct plan_cfg *c)
+{
+    if (c->nconfigs == 0)
+        return -1;
+    glp_prob *lp = program(c, 0, -1);
+    if (!lp)
+        return -1;
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    int bound = -1;
+    if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT)
+        bound = (int)ceil(glp_get_obj_val(lp) - 1e-6);
+    glp_delete_prob(lp);
+    return bound;
+}
+
+int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal)
+{
+    *optimal = 0;
+    if (c->nconfigs == 0)
+        return -1;
+    glp_prob *lp = program(c, 1, upper);
+    if (!lp)
+        return -1;
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.tm_lim = (int)(time_limit_s * 1000.0);
+    int rc = glp_intopt(lp, &parm), st = glp_mip_status(lp), used = -1;
+    if ((rc == 0 || rc == GLP_ETMLIM) && (st == GLP_OPT || st == GLP_FEAS)) {
+        *optimal = rc == 0 && st == GLP_OPT;
+        used = 0;
+        for (size_t k = 0; k < c->nconfigs; k++) {
+            x[k] = (int)lround(glp_mip_col_val(lp, (int)k + 1));
+            used += x[k];
+        }
+    } else if (rc == GLP_ENOPFS || st == GLP_NOFEAS) {
+        *optimal = 1; /* proven: no layout within upper */
+    }
+    glp_delete_prob(lp);
+    return used;
+}

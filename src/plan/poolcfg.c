@@ -1,0 +1,151 @@
+/*
+ * poolcfg.c - sharing pools and best-effort guests as bin-packing classes
+ * (plan/config.c): which clients one card holds (memory caps adding up to
+ * no more than the card; for MPS, SM shares up to 100% and the board's
+ * client limit; one named pool or none; replicas that spread on distinct
+ * cards; only tenants that trust each other), and the configuration lower
+ * bound of a model's pools and guests.
+ */
+#include "plan/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int same_pool(const struct decide_row *a, const struct decide_row *b)
+{
+    const char *pa = a->workload->pool, *pb = b->workload->pool;
+    return (!pa && !pb) || (pa && pb && strcmp(pa, pb) == 0);
+}
+
+/* May rows a and b share a card (guests join any pool, trust permitting)? */
+static int compatible(const struct plan_pool_class *pc, const struct decide_row *a,
+                      const struct decide_row *b)
+{
+    if (!plan__is_guest(a) && !plan__is_guest(b)) {
+        if (!same_pool(a, b))
+            return 0;
+        if (a->mech == DECIDE_MPS && !a->workload->pool && a->tenant != b->tenant)
+            return 0; /* one MPS server per tenant */
+    }
+    return !pc->m || spec_tenants_trust(pc->m, a->tenant->name, b->tenant->name);
+}
+
+int plan__pool_fits(const void *ctx, const int *counts)
+{
+    const struct plan_pool_class *pc = ctx;
+    double mem = 0;
+    int sm = 0, clients = 0;
+    for (size_t t = 0; t < pc->ntypes; t++) {
+        const struct decide_row *r = pc->rows[t];
+        if (!counts[t])
+            continue;
+        if (counts[t] > 1 && r->workload->spread != SPEC_SPREAD_NONE)
+            return 0;
+        for (size_t u = 0; u < t; u++)
+            if (counts[u] && !compatible(pc, pc->rows[u], r))
+                return 0;
+        mem += r->cap_gib * counts[t];
+        sm += r->sm_percent * counts[t];
+        clients += counts[t];
+    }
+    if (mem > pc->model->memory_gib + 1e-9)
+        return 0;
+    return pc->mech != DECIDE_MPS || (sm <= 100 && clients <= pc->model->mps_max_clients);
+}
+
+/* The configuration bound of pc, or -1 when it is too large to enumerate. */
+int plan__pool_cfg_bound(const struct plan_pool_class *pc)
+{
+    if (pc->ntypes == 0)
+        return 0;
+    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0};
+    int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
+    plan__cfg_free(&c);
+    return bound;
+}
+
+/* Rows of d on model with mechanism mech taken by keep(a, r), r the first. */
+static size_t collect(struct plan_pool_class *pc, const struct decide_result *d,
+                      const struct decide_row *r,
+                      int (*keep)(const struct decide_row *, const struct decide_row *))
+{
+    pc->ntypes = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (keep(&d->rows[i], r)) {
+            pc->rows[pc->ntypes] = &d->rows[i];
+            pc->demand[pc->ntypes++] = d->rows[i].workload->replicas;
+        }
+    return pc->ntypes;
+}
+
+static int any_time_slicing(const struct decide_row *a, const struct decide_row *r)
+{
+    return a->mech == DECIDE_TIME_SLICING && a->model == r->model && !a->profile;
+}
+
+/* A guest costs nothing where a scheduled whole card might host it. */
+static int guests_may_ride(const struct decide_result *d, const struct cat_model *model)
+{
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        if (r->model == model && !r->profile && r->workload->schedule &&
+            (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU))
+            return 1;
+    }
+    return 0;
+}
+
+/* Cards a group needs: its configuration bound, at least the simple one. */
+static int group_bound(const struct spec_model *m, const struct decide_result *d,
+                       const struct decide_row *r, struct plan_pool_class *pc)
+{
+    int simple = plan__group_bound(d, r);
+    *pc = (struct plan_pool_class){m, r->model, r->mech, pc->rows, 0, pc->demand};
+    collect(pc, d, r, plan__same_group);
+    int cfg = plan__pool_cfg_bound(pc);
+    return cfg > simple ? cfg : simple;
+}
+
+/* Time-slicing pools and guests together: guests need room somewhere. */
+static int time_slicing_bound(const struct spec_model *m, const struct decide_result *d,
+                              const struct decide_row *r, struct plan_pool_class *pc)
+{
+    *pc = (struct plan_pool_class){m, r->model, DECIDE_TIME_SLICING, pc->rows, 0, pc->demand};
+    collect(pc, d, r, any_time_slicing);
+    int cfg = plan__pool_cfg_bound(pc);
+    if (cfg >= 0)
+        return cfg;
+    double mem = 0;
+    for (size_t t = 0; t < pc->ntypes; t++)
+        mem += pc->rows[t]->cap_gib * pc->demand[t];
+    return (int)ceil(mem / r->model->memory_gib - 1e-9);
+}
+
+int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
+                      const struct cat_model *model, int mech)
+{
+    struct plan_pool_class pc = {0};
+    pc.rows = calloc(d->nrows + 1, sizeof(*pc.rows));
+    pc.demand = calloc(d->nrows + 1, sizeof(*pc.demand));
+    int total = 0, guests = 0;
+    const struct decide_row *ts = NULL;
+    for (size_t i = 0; pc.rows && pc.demand && i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        if (r->model != model || r->mech != mech || r->profile)
+            continue;
+        ts = ts ? ts : r;
+        guests |= plan__is_guest(r);
+        int first = !plan__is_guest(r);
+        for (size_t j = 0; j < i && first; j++)
+            first = !plan__same_group(&d->rows[j], r);
+        total += first ? group_bound(m, d, r, &pc) : 0;
+    }
+    if (ts && mech == DECIDE_TIME_SLICING && guests && !guests_may_ride(d, model)) {
+        int joint = time_slicing_bound(m, d, ts, &pc);
+        total = joint > total ? joint : total;
+    }
+    free(pc.rows);
+    free(pc.demand);
+    return total;
+}
