@@ -82,7 +82,8 @@ struct cli_verb {
 /* Every verb's table (cmd_*.c), for completion and the man page (gen.c). */
 extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_meter,
     cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice, cli_verb_check,
-    cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion;
+    cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion,
+    cli_verb_prometheus;
 
 /* A row of the command table (main.c): `tessera NAME`, or `tessera PARENT NAME`. */
 struct cli_command {

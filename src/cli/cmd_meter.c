@@ -74,8 +74,8 @@ static const struct cli_opt OPTS[] = {
     "DB is sqlite:PATH or postgres://...; --catalog (or TESSERA_CATALOG) adds the\n" \
     "GpuModel documents `tessera plan --catalog` used, so every verb sees one catalog.\n"
 
-const struct cli_verb cli_verb_meter = {
-    "meter", IMPORT_SYNOPSIS IMPORT_TEXT, OPTS, METER_NOTES, "import scrape", IMPORT};
+const struct cli_verb cli_verb_meter = {"meter",     IMPORT_SYNOPSIS IMPORT_TEXT, OPTS,
+                                        METER_NOTES, "import scrape prometheus",  IMPORT};
 const struct cli_verb cli_verb_usage = {"usage", USAGE_TEXT, OPTS, METER_NOTES, NULL, USAGE};
 const struct cli_verb cli_verb_invoice = {"invoice",   INVOICE_TEXT, OPTS,
                                           METER_NOTES, NULL,         INVOICE};

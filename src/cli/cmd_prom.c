@@ -25,13 +25,16 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for an https:// URL"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify an https:// URL's certificate"),
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
+    CLI_LONG('g', "catalog", "FILE", CLI_ALL,
+             "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_END};
 
-static const struct cli_verb VERB = {
-    "meter",
+const struct cli_verb cli_verb_prometheus = {
+    "meter prometheus",
     "usage: tessera meter prometheus -f SPEC --db DB --url URL --from TIME --to TIME\n"
     "                            [--interval 15s] [--query PROMQL] [--timeout 60s]\n"
-    "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n\n"
+    "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n"
+    "                            [--catalog FILE]\n\n"
     "Read the dcgm-exporter series an existing Prometheus scraped, through its HTTP\n"
     "API (/api/v1/query_range from --from to --to, both included, step --interval,\n"
     "60 steps a request), and store them as `tessera meter import` stores the\n"
@@ -42,10 +45,13 @@ static const struct cli_verb VERB = {
     "error; a bad field is named by its JSON path (data.result[3].values[17][1]).\n"
     "Exit 0 when everything was stored, 1 when Prometheus or the store failed,\n"
     "2 on bad usage or a bad answer.\n",
-    OPTS, "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n"};
+    OPTS,
+    "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n",
+    NULL,
+    CLI_ALL};
 
 struct prom_args {
-    struct cli_files spec;
+    struct cli_files spec, catalog;
     const char *db, *keyfile;
     struct meter_promq_opts o;
     int have_from, have_to;
@@ -56,6 +62,7 @@ static int parse_flag(struct prom_args *a, int c, const char *arg)
     struct meter_promq_opts *o = &a->o;
     switch (c) {
     case 'f': return cli_files_add(&a->spec, arg);
+    case 'g': return cli_files_add(&a->catalog, arg);
     case 'd': a->db = arg; return 1;
     case 'u': o->url = arg; return meter_fetch_url_ok(arg);
     case 'q': o->query = arg; return *arg != '\0';
@@ -74,17 +81,18 @@ static int set(void *ctx, int key, const char *arg)
 {
     if (parse_flag(ctx, key, arg))
         return CLI_OK;
-    if (key != 'f')
+    if (key != 'f' && key != 'g')
         fprintf(stderr, "tessera: meter prometheus: bad value '%s' for --%s\n",
-                key == 'u' ? "(not an http:// or https:// URL)" : arg, cli_opt_name(&VERB, key));
+                key == 'u' ? "(not an http:// or https:// URL)" : arg,
+                cli_opt_name(&cli_verb_prometheus, key));
     return CLI_BAD_INPUT;
 }
 
 static int parse_args(int argc, char **argv, struct prom_args *a)
 {
-    int rc = cli_parse(&VERB, CLI_ALL, argc, argv, set, a);
+    int rc = cli_parse(&cli_verb_prometheus, CLI_ALL, argc, argv, set, a);
     if (rc == CLI_HELP)
-        cli_help(&VERB, CLI_ALL);
+        cli_help(&cli_verb_prometheus, CLI_ALL);
     if (rc != CLI_OK)
         return rc;
     if (!a->spec.n || !a->db || !a->o.url || !a->have_from || !a->have_to || optind < argc) {
@@ -135,7 +143,7 @@ int cmd_meter_prometheus(int argc, char **argv)
     if (rc != CLI_OK)
         return rc == CLI_HELP ? CLI_OK : rc;
     struct cli_meter m;
-    rc = cli_meter_open(&a.spec, a.db, &m);
+    rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     if (rc == CLI_OK)

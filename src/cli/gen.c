@@ -15,7 +15,7 @@
 static const struct {
     const char *parent, *word;
     const struct cli_verb *verb;
-} nested[] = {{"meter", "scrape", &cli_verb_scrape}};
+} nested[] = {{"meter", "scrape", &cli_verb_scrape}, {"meter", "prometheus", &cli_verb_prometheus}};
 #define NNESTED (sizeof(nested) / sizeof(nested[0]))
 
 static const struct cli_verb *nested_verb(const char *parent, const char *word, size_t len)
