@@ -158,6 +158,12 @@ int plan__pidx_group_bound(struct plan_pidx *x, const struct decide_row *r)
 
 /* ---- cards ---- */
 
+/* A whole card of a scheduled workload lends its idle time to guests. */
+static int lends(const struct plan_gpu *g, const struct plan_inst *in)
+{
+    return g->mode == PLAN_WHOLE && !in->guest && in->row && in->row->workload->schedule;
+}
+
 /* Insert card c into list l, keeping ascending order. */
 static int list_insert(struct ts_arena *a, struct plan__cards *l, size_t c)
 {
@@ -196,8 +202,7 @@ static void note_member(struct plan_pidx *x, size_t c, const struct decide_row *
 int plan__pidx_add(struct plan_pidx *x, size_t c, const struct plan_inst *in)
 {
     struct plan_gpu *g = &x->b->p->gpus[c];
-    int lends = g->mode == PLAN_WHOLE && !in->guest && in->row && in->row->workload->schedule;
-    if (lends && !list_insert(&x->arena, &x->lenders, c))
+    if (lends(g, in) && !list_insert(&x->arena, &x->lenders, c))
         return 0;
     note_member(x, c, in->row);
     note_pool(x, c, in->row);
@@ -250,7 +255,9 @@ int plan__pidx_trust(struct plan_pidx *x, const struct spec_tenant *a, const str
 /* ---- building it ---- */
 
 /* Node ranges, and what the cards hold already (the MIG phase's). */
-static void index_cards(struct plan_pidx *x)
+/* Node ranges, and what cards placed before this index (whole GPUs and
+ * MIG, placed first) already hold: memory, SM shares, pools, lenders. */
+static int index_cards(struct plan_pidx *x)
 {
     struct plan *p = x->b->p;
     for (size_t i = 0; i < p->ngpus;) {
@@ -260,14 +267,19 @@ static void index_cards(struct plan_pidx *x)
         for (size_t k = i; k < j; k++) {
             x->first[k] = i;
             x->end[k] = j;
+            int lender = 0;
             for (size_t n = 0; n < p->gpus[k].ninst; n++) {
                 x->mem[k] += p->gpus[k].inst[n].mem_gib;
                 x->sm[k] += p->gpus[k].inst[n].sm_percent;
                 note_pool(x, k, p->gpus[k].inst[n].row);
+                lender |= lends(&p->gpus[k], &p->gpus[k].inst[n]);
             }
+            if (lender && !list_insert(&x->arena, &x->lenders, k))
+                return 0;
         }
         i = j;
     }
+    return 1;
 }
 
 ts_status plan__pidx_init(struct plan_pidx *x, struct plan_build *b)
@@ -291,8 +303,7 @@ ts_status plan__pidx_init(struct plan_pidx *x, struct plan_build *b)
     x->ntenants = b->m->ntenants;
     if (x->ntenants <= PLAN_TRUST_MEMO_TENANTS_MAX)
         x->trust = ts_arena_array(&x->arena, x->ntenants * x->ntenants + 1, 1);
-    index_cards(x);
-    return TS_OK;
+    return index_cards(x) ? TS_OK : TS_NOMEM;
 }
 
 void plan__pidx_free(struct plan_pidx *x) { ts_arena_free(&x->arena); }
