@@ -8,8 +8,13 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
-# 16 devices (4 + 4 + 7 MIG instances, 1 whole card) x 5,760 scrapes
-expect_in "$TMP/out" "92160 device scrapes, 92160 new samples, 0 lines rejected, 0 custody violations"
+# 16 devices (4 + 4 + 7 MIG instances, 1 whole card) x 5,760 scrapes, and the
+# notebooks' pod on the fine-tune's card in office hours (08:00-20:00 at 15 s):
+# each series is a device scrape; a device stores one sample a time (in office
+# hours the card's is the notebooks' pod: a device with pods is charged
+# through them, docs/metering.md)
+ds=$((16 * 86400 / 15 + (20 - 8) * 3600 / 15)) ns=$((16 * 86400 / 15))
+expect_in "$TMP/out" "$ds device scrapes, $ns new samples, 0 lines rejected, 0 custody violations"
 # 2 instances x 1/2 card x (86,400 s - the last 15 s, which no scrape closes)
 uh=$(( (2 * 500000 * (86400 - 15) * 1000 + 1800000) / 3600000 ))
 hours=$(printf '%d.%06d' $((uh / 1000000)) $((uh % 1000000)))
