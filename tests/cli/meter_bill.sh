@@ -70,8 +70,8 @@ expect_in "$TMP/out" "6 device scrapes, 6 new samples, 0 lines rejected, 1 custo
 expect_in "$TMP/err" "pod team-ns/in of tenant 'team' on a device planned for 'lab'"
 # 30 s of half a card each, half busy: 30 x 0.5 / 3600 h = 4167 micro-GPU-hours, 2083 used
 usage_rows "sqlite:$TMP/pods.db" >"$TMP/rows"
-expect_in "$TMP/rows" "lab NVIDIA H100 80GB HBM3 whole 4167 2083 0"
-expect_in "$TMP/rows" "team NVIDIA H100 80GB HBM3 whole 4167 2083 0"
+expect_in "$TMP/rows" "lab h100-80gb-sxm whole 4167 2083 0"
+expect_in "$TMP/rows" "team h100-80gb-sxm whole 4167 2083 0"
 
 # ---- unknown utilisation: missing, lower-case, negative, +Inf: never "used" ---------
 {
@@ -86,7 +86,7 @@ expect_in "$TMP/rows" "team NVIDIA H100 80GB HBM3 whole 4167 2083 0"
 imp 0 "sqlite:$TMP/unknown.db" "$TMP/unknown.prom"
 usage_rows "sqlite:$TMP/unknown.db" >"$TMP/rows"
 # lab's whole card by the plan, 30 s: 8333 allocated, 0 used, 8333 unknown
-expect_in "$TMP/rows" "lab NVIDIA H100 80GB HBM3 whole 8333 0 8333"
+expect_in "$TMP/rows" "lab h100-80gb-sxm whole 8333 0 8333"
 "$TESSERA" usage -f "$TMP/spec.yaml" --db "sqlite:$TMP/unknown.db" >"$TMP/text"
 expect_in "$TMP/text" "UNKNOWN USE"
 
@@ -220,5 +220,5 @@ got=$(psql "$URL" -AtXqc "SELECT string_agg(device, ',' ORDER BY device) FROM sa
 check "postgres rows: $got" [ "$got" = "GPU-a,GPU-c" ]
 imp 0 "$URL" "$TMP/pods.prom"
 usage_rows "$URL" --from "$T0" >"$TMP/rows"
-expect_in "$TMP/rows" "team NVIDIA H100 80GB HBM3 whole 4167 2083 0"
+expect_in "$TMP/rows" "team h100-80gb-sxm whole 4167 2083 0"
 finish
