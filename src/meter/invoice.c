@@ -1,5 +1,6 @@
 /*
- * invoice.c - see invoice.h.
+ * invoice.c - pricing a tenant's month in the currency's minor unit, and writing it as
+ * text, CSV, JSON or a printable HTML page (see invoice.h).
  */
 #include "meter/invoice.h"
 
@@ -188,6 +189,7 @@ static void line_text(const struct invoice *inv, const struct invoice_line *l, s
     money(t->amount, sizeof(t->amount), l->amount_minor, inv->exponent);
     money(t->usage, sizeof(t->usage), l->usage_minor, inv->exponent);
     if (l->price_micro < 0) {
+        snprintf(t->rate, sizeof(t->rate), "unpriced");
         snprintf(t->amount, sizeof(t->amount), "unpriced");
         snprintf(t->usage, sizeof(t->usage), "unpriced");
     }
