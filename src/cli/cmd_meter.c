@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli/cli.h"
 #include "meter/ingest.h"
 #include "meter/invoice.h"
@@ -64,11 +65,16 @@ static const struct cli_opt OPTS[] = {
     "share reserved) and the usage basis (times the engine-active ratio), from what\n"    \
     "tessera meter import or scrape stored; gaps between scrapes count at most twice\n"   \
     "--interval.\n"
-#define INVOICE_TEXT                                                                     \
-    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n" \
-    "                     [--interval 15s] [-o text|csv|json|yaml|html]\n\n"             \
-    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"    \
-    "profile, billed on the allocation basis, rounded to cents once.\n"
+#define INVOICE_TEXT                                                                      \
+    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n"  \
+    "                     [--interval 15s] [-o text|csv|json|yaml|html]\n\n"              \
+    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"     \
+    "profile in GPU-hours (GPU-h), billed on the allocation basis, the usage basis\n"     \
+    "beside it (showback). Money is in the currency's minor unit (ISO 4217: EUR 2\n"      \
+    "decimals, JPY 0): each line is rounded once, half to even, and the total is the\n"   \
+    "sum of the lines. The invoice number is TS-YYYYMM- and a hash of the tenant; the\n"  \
+    "issue date is today (UTC). html is a printable page (no script, nothing fetched);\n" \
+    "for a PDF, print it from a browser.\n"
 
 #define METER_NOTES                                                                  \
     "DB is sqlite:PATH or postgres://...; --catalog (or TESSERA_CATALOG) adds the\n" \
@@ -383,6 +389,7 @@ static int price(const struct meter_args *a, const struct cli_job *job, const st
     int rc = CLI_OK;
     if (invoice_build(u, job->model, job->cat, a->tenant, a->period, &arena, &inv, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
+    inv.issued_ms = (int64_t)time(NULL) * 1000; /* the day it is written, UTC */
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_DOC_MAX);

@@ -373,6 +373,10 @@ static const struct spec_schema price_schema = {
 
 #define ROW struct spec_pricebook
 static const struct spec_field pricebook_fields[] = {
+    {.key = "displayName",
+     .type = SPEC_F_STR,
+     .offset = OFF(display_name),
+     .help = "the provider's name on invoices (default: the Fleet's name)"},
     {.key = "currency",
      .type = SPEC_F_STR,
      .offset = OFF(currency),

@@ -163,7 +163,8 @@ struct spec_price {
 struct spec_pricebook {
     struct spec_loc loc;
     const char *name;
-    const char *currency; /* ISO 4217 code */
+    const char *display_name; /* the provider's name on invoices, or NULL */
+    const char *currency;     /* ISO 4217 code */
     struct spec_price *prices;
     size_t nprices;
     int mig_share; /* enum spec_mig_share */

@@ -18,8 +18,10 @@ expect_in "$TMP/out" "$ds device scrapes, $ns new samples, 0 lines rejected, 0 c
 # 2 instances x 1/2 card x (86,400 s - the last 15 s, which no scrape closes)
 uh=$(( (2 * 500000 * (86400 - 15) * 1000 + 1800000) / 3600000 ))
 hours=$(printf '%d.%06d' $((uh / 1000000)) $((uh % 1000000)))
-cents=$(( (uh * 2900000 + 5000000000) / 10000000000 ))
-expect_in "$TMP/out" "h100-80gb-sxm      3g.40gb         $hours"
+# one line, rounded to cents once, half to even
+n=$((uh * 2900000)) d=10000000000
+cents=$((n / d + (2 * (n % d) > d || (2 * (n % d) == d && (n / d) % 2 == 1))))
+expect_in "$TMP/out" "$(printf '%-18s %-10s %16s' h100-80gb-sxm 3g.40gb "$hours")"
 expect_in "$TMP/out" "Total (allocation basis, billed): $((cents / 100)).$(printf %02d $((cents % 100))) EUR"
 expect_in "$TMP/out" "tenant:        client-a"
 expect_in "$TMP/out" "workload:      chat-13b"

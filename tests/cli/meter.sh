@@ -60,7 +60,10 @@ assert line["model"] == "h100-80gb-sxm" and line["profile"] == "1g.10gb"
 assert line["pricePerGpuHourMicro"] == 2900000
 uh = usage["lab"]["allocationMicroGpuHours"]
 assert line["microGpuHours"] == uh
-assert inv["totalCents"] == (uh * 2900000 + 5 * 10**9) // 10**10, inv
+from decimal import Decimal, ROUND_HALF_EVEN  # one line, rounded once, half to even
+assert inv["totalMinor"] == line["amountMinor"] == int(
+    (Decimal(uh * 2900000) / 10**10).quantize(1, ROUND_HALF_EVEN)), inv
+assert inv["currencyExponent"] == 2, inv
 PY
 then ok; else bad "invoice differs from the usage and the price"; fi
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11
@@ -68,10 +71,10 @@ expect_in "$TMP/out" "Total (allocation basis, billed):"
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o csv
 expect_in "$TMP/out" 'lab,2023-11,EUR,h100-80gb-sxm,1g.10gb,'
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-11 -o html
-expect_in "$TMP/out" "<h1>Invoice lab 2023-11</h1>"
+expect_in "$TMP/out" "<dt>Period<dd>2023-11-01 to 2023-11-30"
 # another month has nothing to bill
 expect_rc 0 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-12 -o json
-expect_in "$TMP/out" '"totalCents": 0'
+expect_in "$TMP/out" '"totalMinor": 0'
 expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant nobody --period 2023-11
 expect_in "$TMP/err" "no tenant 'nobody' in the spec"
 expect_rc 2 "$TESSERA" invoice -f "$TMP/spec.yaml" --db $DB --tenant lab --period 2023-13

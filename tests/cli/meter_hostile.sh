@@ -65,9 +65,12 @@ each = 30 * 10**6 // 3600  # 30 s of a whole card, micro-GPU-hours
 assert all(r["allocationMicroGpuHours"] == each for r in u), u
 assert len(inv["lines"]) == 4, inv["lines"]
 assert sum(l["microGpuHours"] for l in inv["lines"]) == 4 * each, inv
+from decimal import Decimal, ROUND_HALF_EVEN  # each line rounded once, half to even
 priced = [l for l in inv["lines"] if l["pricePerGpuHourMicro"] >= 0]
-assert inv["totalCents"] == (sum(l["microGpuHours"] * l["pricePerGpuHourMicro"]
-                                 for l in priced) + 5 * 10**9) // 10**10, inv
+assert all(l["amountMinor"] is None for l in inv["lines"] if l not in priced), inv
+assert inv["totalMinor"] == sum(int((Decimal(l["microGpuHours"] * l["pricePerGpuHourMicro"])
+                                     / 10**10).quantize(1, ROUND_HALF_EVEN))
+                                for l in priced), inv
 print("ok")
 PY
 check "JSON: $(cat "$TMP/py.out")" grep -qx ok "$TMP/py.out"
@@ -80,7 +83,7 @@ import csv, sys
 raw = open(sys.argv[1], newline="", encoding="utf-8").read()
 assert raw.count("\r\n") == 5 and "\n" not in raw.replace("\r\n", ""), repr(raw)
 rows = list(csv.reader(raw.splitlines()))
-assert len(rows) == 5 and all(len(r) == 9 for r in rows), rows
+assert len(rows) == 5 and all(len(r) == 10 for r in rows), rows
 for r in rows[1:]:
     for f in r:
         assert f[:1] not in ("=", "+", "-", "@", "\t", "\r"), r
@@ -105,7 +108,8 @@ class P(HTMLParser):
     def handle_data(self, d):
         self.text.append(d)
 p = P(); p.feed(open(sys.argv[1], encoding="utf-8").read())
-assert p.tags <= {"meta", "title", "h1", "table", "tr", "th", "td", "p"}, p.tags
+assert p.tags <= {"meta", "title", "style", "h1", "dl", "dt", "dd", "table", "thead", "tbody",
+                  "tfoot", "tr", "th", "td", "p"}, p.tags
 assert p.attrs == [("charset", "utf-8")], p.attrs
 assert '<img src=x onerror="document.title=\'pwned\'">' in p.text, p.text
 print("ok")
@@ -125,7 +129,7 @@ expect_in "$TMP/out" 'line1\x0aFORGED line'
 expect_in "$TMP/out" '\x1b[31mred'
 expect_in "$TMP/out" 'NVIDIA H100 \xff\xfe'
 expect_rc 0 I
-check "invoice text: $(wc -l <"$TMP/out") lines, expected 9" [ "$(wc -l <"$TMP/out")" -eq 9 ]
+check "invoice text: $(wc -l <"$TMP/out") lines, expected 11" [ "$(wc -l <"$TMP/out")" -eq 11 ]
 expect_in "$TMP/out" 'line1\x0aFORGED line'
 
 # ---- ledger: history text one line per entry; JSON export keeps bad bytes ----
