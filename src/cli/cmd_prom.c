@@ -42,10 +42,11 @@ static const struct cli_verb VERB = {
     "error; a bad field is named by its JSON path (data.result[3].values[17][1]).\n"
     "Exit 0 when everything was stored, 1 when Prometheus or the store failed,\n"
     "2 on bad usage or a bad answer.\n",
-    OPTS, "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n"};
+    OPTS, "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n", NULL,
+    CLI_ALL};
 
 struct prom_args {
-    struct cli_files spec;
+    struct cli_files spec, catalog; /* no --catalog here (-c is --cacert): the built-in one */
     const char *db, *keyfile;
     struct meter_promq_opts o;
     int have_from, have_to;
@@ -135,7 +136,7 @@ int cmd_meter_prometheus(int argc, char **argv)
     if (rc != CLI_OK)
         return rc == CLI_HELP ? CLI_OK : rc;
     struct cli_meter m;
-    rc = cli_meter_open(&a.spec, a.db, &m);
+    rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     if (rc == CLI_OK)
