@@ -42,7 +42,9 @@ static const struct cli_verb VERB = {
     "error; a bad field is named by its JSON path (data.result[3].values[17][1]).\n"
     "Exit 0 when everything was stored, 1 when Prometheus or the store failed,\n"
     "2 on bad usage or a bad answer.\n",
-    OPTS, "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n", NULL,
+    OPTS,
+    "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n",
+    NULL,
     CLI_ALL};
 
 struct prom_args {
