@@ -124,6 +124,7 @@ struct plan_build {
     int glpk_timeout; /* GLPK stopped at its time limit somewhere */
     int bound;        /* lower bound, summed over models */
     int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
+    int pool_ffd;     /* pool clients by first fit decreasing (else open, then worst fit) */
 };
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */

@@ -155,6 +155,19 @@ static struct plan_gpu *join_target(struct plan_pidx *x, const struct decide_row
     return best;
 }
 
+/* The first card of r's group (fleet order) r may join; NULL when none.
+ * With the clients in decreasing order this is first fit decreasing. */
+static struct plan_gpu *first_target(struct plan_pidx *x, const struct decide_row *r)
+{
+    const struct plan__cards *cards = &x->groups[x->group[r - x->b->d->rows]].cards;
+    for (size_t i = 0; i < cards->n; i++) {
+        struct plan_gpu *g = &x->b->p->gpus[cards->at[i]];
+        if (joins(x, g, r))
+            return g;
+    }
+    return NULL;
+}
+
 static struct plan_gpu *open_card(struct plan_pidx *x, const struct decide_row *r)
 {
     struct plan *p = x->b->p;
@@ -178,15 +191,18 @@ static void no_card_left(struct plan_build *b, const struct decide_row *r, int r
 }
 
 /* Until the group has as many cards as it needs at least, open a new one;
- * then join the emptiest card that takes the client, else open one. A
- * named pool is one card. */
+ * then join the emptiest card that takes the client, else open one. Or
+ * (pool_ffd) join the first card that takes it, else open one. A named
+ * pool is one card. */
 static ts_status pool_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
 {
     struct plan_gpu *named = plan__pidx_pool_card(x, r), *target = NULL;
-    if (!named && !r->workload->pool && plan__pidx_group_cards(x, r) < plan__pidx_group_bound(x, r))
+    int ffd = x->b->pool_ffd;
+    if (!ffd && !named && !r->workload->pool &&
+        plan__pidx_group_cards(x, r) < plan__pidx_group_bound(x, r))
         target = open_card(x, r);
     if (!target)
-        target = join_target(x, r);
+        target = ffd ? first_target(x, r) : join_target(x, r);
     if (!target && named) {
         explain_full_pool(x, r, named);
         return TS_INFEASIBLE;
