@@ -305,9 +305,14 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
     qsort(order, n, sizeof(*order), cmp_rows);
     for (size_t i = 0; i < n && st == TS_OK; i++)
         st = replicas(x, order[i], pool_replica);
-    for (size_t i = 0; i < d->nrows && st == TS_OK; i++)
+    n = 0; /* guests in spec order, or (pool_ffd) the biggest first */
+    for (size_t i = 0; i < d->nrows; i++)
         if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
-            st = replicas(x, &d->rows[i], guest_replica);
+            order[n++] = &d->rows[i];
+    if (x->b->pool_ffd)
+        qsort(order, n, sizeof(*order), cmp_rows);
+    for (size_t i = 0; i < n && st == TS_OK; i++)
+        st = replicas(x, order[i], guest_replica);
     return st;
 }
 
