@@ -338,7 +338,8 @@ static ts_status best_layout(struct plan_build *b, int whole_first, struct plan 
     struct plan_build f = *b;
     f.diag = calloc(1, sizeof(*f.diag));
     f.pool_ffd = 1;
-    f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = f.bound = 0;
+    f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = 0;
+    f.bound_known = 1; /* the same decisions: the same bound */
     ts_status fst = f.diag ? layout(&f, whole_first, &q) : TS_NOMEM;
     free(f.diag);
     if (fst == TS_OK && cheaper(q, p)) {
@@ -389,12 +390,12 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     struct ts_diag *scratch = calloc(1, sizeof(*scratch));
     if (!scratch)
         return TS_NOMEM;
-    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0, 0};
+    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0, 0, 0};
     ts_status st = attempt(&b, 1, out);
     free(scratch);
     if (st != TS_INFEASIBLE)
         return st;
-    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0, 0};
+    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0, 0, 0};
     return attempt(&b, 0, out);
 }
 
