@@ -6,7 +6,9 @@
  * trust them. Replicas keep to distinct cards (or nodes) when asked.
  *
  * The rules are first fit over cards in fleet order (whole GPUs, new pool
- * cards, guests) and worst fit over a group's open cards (pool clients);
+ * cards, guests) and worst fit over a group's open cards (pool clients), or
+ * (pool_ffd, plan.c keeps the cheaper layout) first fit decreasing for pool
+ * clients and guests;
  * the index (poolidx.c) finds those cards without scanning the fleet, so a
  * replica costs about the cards it may use (bench/RESULTS.md).
  */
