@@ -124,6 +124,8 @@ struct plan_build {
     int glpk_timeout; /* GLPK stopped at its time limit somewhere */
     int bound;        /* lower bound, summed over models */
     int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
+    int pool_ffd;     /* pool clients by first fit decreasing (else open, then worst fit) */
+    int bound_known;  /* bound is already summed (a second layout): plan__mig keeps it */
 };
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */

@@ -215,7 +215,8 @@ static ts_status mig_model(struct plan_build *b, const struct cat_model *model)
         return TS_NOMEM;
     collect_items(b, &pm);
     int bound = plan__mig_bound(&pm);
-    b->bound += bound + plan__other_bound(b->m, b->d, model);
+    if (!b->bound_known)
+        b->bound += bound + plan__other_bound(b->m, b->d, model);
     if (pm.nitems == 0)
         return TS_OK;
     int *card_of = ts_arena_array(&b->p->arena, pm.nitems, sizeof(int));
@@ -248,7 +249,7 @@ ts_status plan__mig(struct plan_build *b)
         if (!in_fleet(b->p, model))
             continue;
         ts_status st = model->mig ? mig_model(b, model) : TS_OK;
-        if (!model->mig)
+        if (!model->mig && !b->bound_known)
             b->bound += plan__other_bound(b->m, b->d, model);
         if (st)
             return st;

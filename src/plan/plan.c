@@ -281,8 +281,8 @@ static ts_status check_size(struct plan_build *b)
     return TS_TOO_LARGE;
 }
 
-/* One layout: whole GPUs before MIG (whole_first) or after. */
-static ts_status attempt(struct plan_build *b, int whole_first, struct plan **out)
+/* One layout, up to the pools: whole GPUs before MIG (whole_first) or after. */
+static ts_status layout(struct plan_build *b, int whole_first, struct plan **out)
 {
     struct plan *p = calloc(1, sizeof(*p));
     if (!p)
@@ -303,12 +303,90 @@ static ts_status attempt(struct plan_build *b, int whole_first, struct plan **ou
         st = plan__pools(b);
     if (st == TS_OK && (b->diag->count || b->diag->dropped))
         st = TS_INFEASIBLE;
+    if (st != TS_OK) {
+        plan_free(p);
+        return st;
+    }
+    plan_summarise(p);
+    *out = p;
+    return TS_OK;
+}
+
+/* Is a cheaper than b: lower PriceBook cost (when both have one), else
+ * fewer cards? */
+static int cheaper(const struct plan *a, const struct plan *b)
+{
+    const struct plan_summary *x = &a->summary, *y = &b->summary;
+    if (x->cost_per_hour >= 0 && y->cost_per_hour >= 0 && x->cost_per_hour != y->cost_per_hour)
+        return x->cost_per_hour < y->cost_per_hour;
+    return x->gpus_used < y->gpus_used;
+}
+
+/* The layout with the pools packed as ever (the group's bound opened, then
+ * worst fit) and improved by GLPK where it runs. */
+static ts_status improved_layout(struct plan_build *b, int whole_first, struct plan **out)
+{
+    ts_status st = layout(b, whole_first, out);
     if (st == TS_OK)
         st = plan__improve_pools(b);
+    if (st != TS_OK) {
+        if (*out)
+            plan_free(*out);
+        *out = NULL;
+        return st;
+    }
+    plan_summarise(*out);
+    return TS_OK;
+}
+
+/* That layout and, unless it meets the lower bound, the pools packed first
+ * fit decreasing: the cheaper of the two. Neither rule wins on every spec
+ * (bench/RESULTS.md), so the plan is never worse than first-fit decreasing.
+ * GLPK does not run again on the second (it found nothing there on the
+ * trace fleets and took seconds). Failures are the first layout's (the
+ * second is tried only when the first places everything). */
+static ts_status best_layout(struct plan_build *b, int whole_first, struct plan **out)
+{
+    struct plan *p = NULL, *q = NULL;
+    ts_status st = improved_layout(b, whole_first, &p);
+    if (st != TS_OK || p->summary.gpus_used <= b->bound) {
+        *out = p;
+        return st;
+    }
+    struct plan_build f = *b;
+    f.diag = calloc(1, sizeof(*f.diag));
+    f.pool_ffd = 1;
+    f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = 0;
+    f.bound_known = 1; /* the same decisions: the same bound */
+    ts_status fst = f.diag ? layout(&f, whole_first, &q) : TS_NOMEM;
+    free(f.diag);
+    if (fst == TS_OK && cheaper(q, p)) {
+        plan_free(p);
+        f.diag = b->diag;
+        *b = f;
+        p = q;
+    } else {
+        plan_free(q);
+        b->p = p;
+    }
+    if (fst == TS_NOMEM) {
+        plan_free(p);
+        return fst;
+    }
+    *out = p;
+    return TS_OK;
+}
+
+/* One plan: the best layout, canonical order, totals. */
+static ts_status attempt(struct plan_build *b, int whole_first, struct plan **out)
+{
+    struct plan *p = NULL;
+    ts_status st = best_layout(b, whole_first, &p);
     if (st == TS_OK)
         st = canonical_order(p);
     if (st != TS_OK) {
-        plan_free(p);
+        if (p)
+            plan_free(p);
         return st;
     }
     totals(b);
@@ -328,12 +406,12 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
     struct ts_diag *scratch = calloc(1, sizeof(*scratch));
     if (!scratch)
         return TS_NOMEM;
-    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0};
+    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0, 0, 0};
     ts_status st = attempt(&b, 1, out);
     free(scratch);
     if (st != TS_INFEASIBLE)
         return st;
-    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0};
+    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0, 0, 0};
     return attempt(&b, 0, out);
 }
 

@@ -6,7 +6,9 @@
  * trust them. Replicas keep to distinct cards (or nodes) when asked.
  *
  * The rules are first fit over cards in fleet order (whole GPUs, new pool
- * cards, guests) and worst fit over a group's open cards (pool clients);
+ * cards, guests) and worst fit over a group's open cards (pool clients), or
+ * (pool_ffd, plan.c keeps the cheaper layout) first fit decreasing for pool
+ * clients and guests;
  * the index (poolidx.c) finds those cards without scanning the fleet, so a
  * replica costs about the cards it may use (bench/RESULTS.md).
  */
@@ -155,6 +157,19 @@ static struct plan_gpu *join_target(struct plan_pidx *x, const struct decide_row
     return best;
 }
 
+/* The first card of r's group (fleet order) r may join; NULL when none.
+ * With the clients in decreasing order this is first fit decreasing. */
+static struct plan_gpu *first_target(struct plan_pidx *x, const struct decide_row *r)
+{
+    const struct plan__cards *cards = &x->groups[x->group[r - x->b->d->rows]].cards;
+    for (size_t i = 0; i < cards->n; i++) {
+        struct plan_gpu *g = &x->b->p->gpus[cards->at[i]];
+        if (joins(x, g, r))
+            return g;
+    }
+    return NULL;
+}
+
 static struct plan_gpu *open_card(struct plan_pidx *x, const struct decide_row *r)
 {
     struct plan *p = x->b->p;
@@ -178,15 +193,18 @@ static void no_card_left(struct plan_build *b, const struct decide_row *r, int r
 }
 
 /* Until the group has as many cards as it needs at least, open a new one;
- * then join the emptiest card that takes the client, else open one. A
- * named pool is one card. */
+ * then join the emptiest card that takes the client, else open one. Or
+ * (pool_ffd) join the first card that takes it, else open one. A named
+ * pool is one card. */
 static ts_status pool_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
 {
     struct plan_gpu *named = plan__pidx_pool_card(x, r), *target = NULL;
-    if (!named && !r->workload->pool && plan__pidx_group_cards(x, r) < plan__pidx_group_bound(x, r))
+    int ffd = x->b->pool_ffd;
+    if (!ffd && !named && !r->workload->pool &&
+        plan__pidx_group_cards(x, r) < plan__pidx_group_bound(x, r))
         target = open_card(x, r);
     if (!target)
-        target = join_target(x, r);
+        target = ffd ? first_target(x, r) : join_target(x, r);
     if (!target && named) {
         explain_full_pool(x, r, named);
         return TS_INFEASIBLE;
@@ -289,9 +307,14 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
     qsort(order, n, sizeof(*order), cmp_rows);
     for (size_t i = 0; i < n && st == TS_OK; i++)
         st = replicas(x, order[i], pool_replica);
-    for (size_t i = 0; i < d->nrows && st == TS_OK; i++)
+    n = 0; /* guests in spec order, or (pool_ffd) the biggest first */
+    for (size_t i = 0; i < d->nrows; i++)
         if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
-            st = replicas(x, &d->rows[i], guest_replica);
+            order[n++] = &d->rows[i];
+    if (x->b->pool_ffd)
+        qsort(order, n, sizeof(*order), cmp_rows);
+    for (size_t i = 0; i < n && st == TS_OK; i++)
+        st = replicas(x, order[i], guest_replica);
     return st;
 }
 
