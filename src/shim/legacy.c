@@ -67,12 +67,6 @@ SHIM_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
                          NULL);
 }
 
-static CUresult array_done(CUresult r, CUarray *array, uint64_t n)
-{
-    return shim__keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
-                      shim__undo_array);
-}
-
 SHIM_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *desc)
 {
     __typeof__(&cuArrayCreate) fn = SHIM_REAL(cuArrayCreate);
@@ -82,7 +76,7 @@ SHIM_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR
         return fn(pHandle, desc);
     uint64_t n = shim__array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
     CUresult r = shim__reserve(n);
-    return r != CUDA_SUCCESS ? r : array_done(fn(pHandle, desc), pHandle, n);
+    return r != CUDA_SUCCESS ? r : shim__array_done(fn(pHandle, desc), pHandle, n);
 }
 
 SHIM_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *desc)
@@ -97,7 +91,7 @@ SHIM_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRI
     if (desc->Flags & CUDA_ARRAY3D_SPARSE)
         n = 0; /* tiles come from VMM handles (vmm.c) */
     CUresult r = shim__reserve(n);
-    return r != CUDA_SUCCESS ? r : array_done(fn(pHandle, desc), pHandle, n);
+    return r != CUDA_SUCCESS ? r : shim__array_done(fn(pHandle, desc), pHandle, n);
 }
 
 /* ---- mipmapped arrays --------------------------------------------------- */

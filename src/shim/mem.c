@@ -279,7 +279,7 @@ uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsig
     return total;
 }
 
-static CUresult array_done(CUresult r, CUarray *array, uint64_t n)
+CUresult shim__array_done(CUresult r, CUarray *array, uint64_t n)
 {
     return shim__keep(SHIM_TRACK_ARRAY, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, n,
                       shim__undo_array);
@@ -294,7 +294,7 @@ SHIM_EXPORT CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTO
         return fn(array, desc);
     uint64_t n = shim__array_bytes(desc->Width, desc->Height, 1, desc->Format, desc->NumChannels);
     CUresult r = shim__reserve(n);
-    return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
+    return r != CUDA_SUCCESS ? r : shim__array_done(fn(array, desc), array, n);
 }
 
 SHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc)
@@ -309,7 +309,7 @@ SHIM_EXPORT CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCR
     if (desc->Flags & CUDA_ARRAY3D_SPARSE)
         n = 0; /* no memory of its own: tiles come from VMM handles (vmm.c) */
     CUresult r = shim__reserve(n);
-    return r != CUDA_SUCCESS ? r : array_done(fn(array, desc), array, n);
+    return r != CUDA_SUCCESS ? r : shim__array_done(fn(array, desc), array, n);
 }
 
 SHIM_EXPORT CUresult cuArrayDestroy(CUarray array)

@@ -165,6 +165,8 @@ CUresult shim__call_free(uint64_t key, const void *fn, const void *arg);
 CUresult shim__call_array_destroy(uint64_t key, const void *fn, const void *arg);
 /* Bytes of a w x h x d array (0 counts as 1), UINT64_MAX on overflow. */
 uint64_t shim__array_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch);
+/* Keep an array creation's result r (charged n bytes) or give the n back. */
+CUresult shim__array_done(CUresult r, CUarray *array, uint64_t n);
 /* Rows of round_up(width, 512) bytes (UINT64_MAX on overflow). */
 uint64_t shim__pitch_estimate(size_t width, size_t height);
 
