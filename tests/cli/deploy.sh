@@ -1,17 +1,108 @@
 #!/bin/bash
-# deploy.sh - deploy/webhook.yaml validates strictly against the Kubernetes 1.35
-# OpenAPI documents (a copy with unknown or mistyped fields must fail), and
-# holds the settings issue 4 asks of it.
+# deploy.sh - deploy/ as kustomize renders it (the install, the base and each
+# overlay): every object validates strictly against the Kubernetes 1.35 OpenAPI
+# documents, the components agree with each other (tests/tools/check_deploy.py:
+# one image, referenced objects, ports, the shim's path, the store's Secret,
+# RBAC, security), and the webhook keeps the settings issue 4 asks of it.
+# kubectl is required (scripts/install-deps check installs kubernetes-client):
+# without it this test fails, it does not skip.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 V="/usr/bin/python3 tests/tools/validate_openapi.py tests/fixtures/schemas/openapi-1.35"
-expect_rc 0 $V deploy/webhook.yaml
-sed 's/  replicas: 2/  replicas: 2\n  replica: 3/; s/    port: 443/    port: "443"/' \
-    deploy/webhook.yaml > "$TMP/bad.yaml"
+C="/usr/bin/python3 tests/tools/check_deploy.py"
+VERSION=$(sed -n 's/^project(tessera VERSION \([0-9.]*\) .*/\1/p' CMakeLists.txt)
+if ! command -v kubectl >/dev/null; then
+    bad "kubectl is missing: scripts/install-deps check installs it (kubernetes-client)"
+    finish
+    exit 1
+fi
+render() { kubectl kustomize "$1" >"$2" 2>"$TMP/kerr" || { cat "$TMP/kerr"; return 1; }; }
+for d in deploy deploy/base deploy/overlays/sqlite deploy/overlays/postgres; do
+    out="$TMP/$(echo "$d" | tr / _).yaml"
+    check "kubectl kustomize $d" render "$d" "$out"
+    expect_rc 0 $V "$out"
+    [ "$d" = deploy/base ] || expect_rc 0 $C "$out" "$VERSION"
+done
+# `kubectl apply -k deploy/` is the SQLite overlay
+check "deploy/ is overlays/sqlite" cmp -s "$TMP/deploy.yaml" "$TMP/deploy_overlays_sqlite.yaml"
+# the base alone has no store: its Secret comes with an overlay
+expect_rc 1 $C "$TMP/deploy_base.yaml" "$VERSION"
+expect_in "$TMP/out" "tessera-meter: meter env TESSERA_DB names Secret tessera-db, which the output lacks"
+# the store each overlay configures
+grep -A8 '^kind: Secret' "$TMP/deploy.yaml" >/dev/null
+check "sqlite overlay: the store is on its volume" /usr/bin/python3 -c '
+import base64, sys, yaml
+d = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o["kind"] == "Secret"][0]
+assert base64.b64decode(d["data"]["url"]) == b"sqlite:/var/lib/tessera/metering.db"
+dep = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o["kind"] == "Deployment"
+       and o["metadata"]["name"] == "tessera-meter"][0]["spec"]["template"]["spec"]
+m = [v for v in dep["containers"][0]["volumeMounts"] if v["mountPath"] == "/var/lib/tessera"]
+vol = [v for v in dep["volumes"] if v["name"] == m[0]["name"]][0]
+assert vol["persistentVolumeClaim"]["claimName"] == "tessera-metering"
+' "$TMP/deploy.yaml"
+check "postgres overlay: webhook, agent and meter read tessera-db" /usr/bin/python3 -c '
+import sys, yaml
+docs = list(yaml.safe_load_all(open(sys.argv[1])))
+secret = [o["metadata"]["name"] for o in docs if o["kind"] == "Secret"]
+assert len(secret) == 1 and secret[0].startswith("tessera-db-"), secret
+for o in docs:
+    if o["kind"] in ("Deployment", "DaemonSet"):
+        env = [e for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
+               if e["name"] == "TESSERA_DB"]
+        assert env[0]["valueFrom"]["secretKeyRef"] == {"name": secret[0], "key": "url"}, o
+' "$TMP/deploy_overlays_postgres.yaml"
+
+# each agreement the checker holds, broken once in a copy of the install
+O="$TMP/deploy.yaml"
+breaks() { # SED-EXPRESSION EXPECTED-MESSAGE
+    sed "$1" "$O" >"$TMP/broken.yaml"
+    expect_rc 1 $C "$TMP/broken.yaml" "$VERSION"
+    expect_in "$TMP/out" "$2"
+}
+breaks "0,/image: tessera:$VERSION/s//image: tessera:latest/" "image tessera:latest, not tessera:$VERSION"
+breaks 's|--shim-path=/opt/tessera/lib/|--shim-path=/usr/lib/|' \
+    "the webhook's --shim-path ['/usr/lib/libtessera-cuda.so'] is not where the shim is put, /opt/tessera/lib/libtessera-cuda.so"
+breaks 's|targetPort: https|targetPort: webhook|' "Service tessera-webhook: targetPort webhook is no port of tessera-webhook"
+breaks 's|^          name: tessera-node-configs$|          name: tessera-node-config|' \
+    "volume nodes names ConfigMap tessera-node-config, which the output lacks"
+breaks 's|claimName: tessera-metering|claimName: metering|' \
+    "names PersistentVolumeClaim metering, which the output lacks"
+breaks 's|readOnlyRootFilesystem: true|readOnlyRootFilesystem: false|' \
+    "readOnlyRootFilesystem must be true"
+breaks 's|port: health|port: healthz|' "readinessProbe port healthz is no container port"
+breaks 's|priorityClassName: tessera-webhook|priorityClassName: high|' \
+    "priorityClassName high is not in the install"
+breaks 's|secretName: tessera-webhook-tls|secretName: webhook-tls|' \
+    "names Secret webhook-tls, which the output lacks"
+cat "$O" - >"$TMP/role.yaml" <<'YAML'
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: tessera-agent, namespace: tessera-system}
+rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
+YAML
+expect_rc 0 $V "$TMP/role.yaml"
+expect_rc 1 $C "$TMP/role.yaml" "$VERSION"
+expect_in "$TMP/out" "Role tessera-agent: no component needs the API"
+
+# the strict schema check catches unknown and mistyped fields
+sed 's/^  replicas: 2/  replicas: 2\n  replica: 3/; s/^    port: 443/    port: "443"/' \
+    "$O" >"$TMP/bad.yaml"
 expect_rc 1 $V "$TMP/bad.yaml"
 expect_in "$TMP/out" "(Deployment tessera-webhook) spec: Additional properties are not allowed ('replica' was unexpected)"
 expect_in "$TMP/out" "(Service tessera-webhook) spec.ports.0.port: '443' is not of type 'integer'"
-if /usr/bin/python3 - deploy/webhook.yaml <<'PY'
+
+# the image's version is the project's; the worked example's spec and its
+# rendered node config are what deploy/base ships (they cannot drift)
+check "base image tag is $VERSION" grep -qx "  newTag: $VERSION" deploy/base/kustomization.yaml
+check "deploy/base/spec.yaml is the worked example" cmp -s examples/four-h100.yaml deploy/base/spec.yaml
+expect_rc 0 "$TESSERA" render -f examples/four-h100.yaml --out-dir "$TMP/r"
+for f in deploy/base/nodes/*.yaml; do
+    check "$f is render's" cmp -s "$f" "$TMP/r/nodes/$(basename "$f" .yaml)/node-config.yaml"
+done
+check "every rendered node is in deploy/base/nodes" [ "$(ls "$TMP/r/nodes" | wc -l)" = "$(ls deploy/base/nodes | wc -l)" ]
+
+if /usr/bin/python3 - "$O" <<'PY'
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 dep = docs["Deployment"]["spec"]
@@ -29,6 +120,10 @@ for want in [("", "pods"), ("resource.k8s.io", "resourceclaims"),
              ("batch", "jobs"), ("batch", "cronjobs"), ("apps", "statefulsets")]:
     assert want in res, want
 assert wh["clientConfig"]["service"]["path"] == "/validate"
+ann = docs["ValidatingWebhookConfiguration"]["metadata"]["annotations"]
+assert ann["cert-manager.io/inject-ca-from"] == "tessera-system/tessera-webhook-tls"
+ds = docs["DaemonSet"]["spec"]["template"]["spec"]
+assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
 PY
-then ok; else bad "deploy/webhook.yaml settings"; fi
+then ok; else bad "webhook and agent settings"; fi
 finish

@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""check_deploy.py - the agreements across tessera's components in one rendered
+kustomize output (`kubectl kustomize deploy/...`): one image, every referenced
+object present, ports, the shim's path, the metering store's Secret, minimal
+RBAC, the security settings. Prints one line per broken agreement.
+Usage: check_deploy.py OUTPUT.yaml VERSION   (exit 1 on any finding, 2 on usage)
+"""
+import sys
+
+import yaml
+
+NS = "tessera-system"
+# Objects pods reference that the install does not make: the serving
+# certificate comes from `tessera cert` or cert-manager (docs/webhook.md).
+EXTERNAL = {("Secret", "tessera-webhook-tls")}
+# The API access each component needs, (apiGroup, resource, verb) per
+# ServiceAccount: none of them calls the API server (deploy/base/*.yaml say why),
+# so none has a Role, and none gets a token.
+RBAC = {"tessera-webhook": set(), "tessera-meter": set(), "tessera-agent": set()}
+# Containers that run as root, and why (deploy/base/agent.yaml).
+ROOT = {("tessera-agent", "agent"): "NVML's MIG changes need root",
+        ("tessera-agent", "shim"): "writes the root-owned host path of the shim"}
+# Long-running containers without probes, and why.
+NO_PROBES = {("tessera-meter", "meter"): "meter scrape serves no HTTP endpoint yet"}
+SHIM_FLAG = "--shim-path="
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
+
+problems = []
+
+
+def bad(msg):
+    problems.append(msg)
+
+
+def arg(container, flag):
+    vals = [a[len(flag):] for a in container.get("args", []) if a.startswith(flag)]
+    return vals[0] if len(vals) == 1 else None
+
+
+def containers(pod):
+    return [("init", c) for c in pod.get("initContainers", [])] + \
+           [("main", c) for c in pod.get("containers", [])]
+
+
+def check_images(pods, version):
+    want = "tessera:" + version
+    for name, pod in pods.items():
+        for _, c in containers(pod):
+            if c.get("image") != want:
+                bad("%s/%s: image %s, not %s" % (name, c["name"], c.get("image"), want))
+
+
+def pod_refs(pod):
+    """(kind, name, key or None, where) for every object a pod names."""
+    refs = [("ServiceAccount", pod.get("serviceAccountName", "default"), None,
+             "serviceAccountName")]
+    for v in pod.get("volumes", []):
+        if "configMap" in v:
+            for it in v["configMap"].get("items", []) or [{}]:
+                refs.append(("ConfigMap", v["configMap"]["name"], it.get("key"),
+                             "volume " + v["name"]))
+        if "secret" in v:
+            refs.append(("Secret", v["secret"]["secretName"], None, "volume " + v["name"]))
+        if "persistentVolumeClaim" in v:
+            refs.append(("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"],
+                         None, "volume " + v["name"]))
+    for _, c in containers(pod):
+        for e in c.get("env", []):
+            src = e.get("valueFrom", {})
+            for kind, field in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
+                if field in src:
+                    refs.append((kind, src[field]["name"], src[field]["key"],
+                                 "%s env %s" % (c["name"], e["name"])))
+        for e in c.get("envFrom", []):
+            for kind, field in (("Secret", "secretRef"), ("ConfigMap", "configMapRef")):
+                if field in e:
+                    refs.append((kind, e[field]["name"], None, c["name"] + " envFrom"))
+    return refs
+
+
+def check_refs(pods, objs):
+    used_external = set()
+    for name, pod in pods.items():
+        for kind, ref, key, where in pod_refs(pod):
+            obj = objs.get((kind, ref))
+            if obj is None:
+                if (kind, ref) in EXTERNAL:
+                    used_external.add((kind, ref))
+                else:
+                    bad("%s: %s names %s %s, which the output lacks" % (name, where, kind, ref))
+            elif key is not None and key not in obj.get("data", {}):
+                bad("%s: %s names key %s of %s %s, which has none" % (name, where, key, kind, ref))
+    for kind, ref in sorted(EXTERNAL - used_external):
+        bad("%s %s is listed as made outside the install but no pod uses it" % (kind, ref))
+
+
+def selected(pods_by_labels, selector):
+    return [n for n, labels in pods_by_labels.items()
+            if selector and all(labels.get(k) == v for k, v in selector.items())]
+
+
+def port_of(c, port):
+    for p in c.get("ports", []):
+        if port in (p.get("name"), p.get("containerPort")):
+            return p["containerPort"]
+    return None
+
+
+def check_ports(pods, labels, objs):
+    for name, pod in pods.items():
+        for _, c in containers(pod):
+            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+                get = c.get(probe, {}).get("httpGet")
+                if get and port_of(c, get["port"]) is None:
+                    bad("%s/%s: %s port %s is no container port" %
+                        (name, c["name"], probe, get["port"]))
+    for (kind, sname), svc in objs.items():
+        if kind != "Service":
+            continue
+        targets = selected(labels, svc["spec"].get("selector"))
+        if not targets:
+            bad("Service %s selects no pod of the install" % sname)
+        for p in svc["spec"]["ports"]:
+            tp = p.get("targetPort", p["port"])
+            for t in targets:
+                if not any(port_of(c, tp) for _, c in containers(pods[t])):
+                    bad("Service %s: targetPort %s is no port of %s" % (sname, tp, t))
+
+
+def check_webhook_service(objs):
+    for (kind, name), o in objs.items():
+        if kind != "ValidatingWebhookConfiguration":
+            continue
+        for wh in o["webhooks"]:
+            s = wh["clientConfig"].get("service")
+            svc = objs.get(("Service", s["name"])) if s else None
+            if svc is None or svc["metadata"].get("namespace") != s["namespace"]:
+                bad("webhook %s: its Service %s is not in the install" % (wh["name"], s))
+            elif s.get("port", 443) not in [p["port"] for p in svc["spec"]["ports"]]:
+                bad("webhook %s: port %s is not a port of Service %s" %
+                    (wh["name"], s.get("port", 443), s["name"]))
+
+
+def host_path(pod, c, path):
+    """The host path that path in container c is, through a hostPath volume."""
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        mp = m["mountPath"].rstrip("/")
+        if (path == mp or path.startswith(mp + "/")) and "hostPath" in vols[m["name"]]:
+            return vols[m["name"]]["hostPath"]["path"].rstrip("/") + path[len(mp):]
+    return None
+
+
+def check_shim(pods):
+    shim_paths = [arg(c, SHIM_FLAG) for n, pod in pods.items() for _, c in containers(pod)
+                  if c.get("args", [""])[0] == "serve"]
+    placed = [host_path(pod, c, arg(c, "--to=")) for _, pod in pods.items()
+              for _, c in containers(pod) if c.get("args", [])[:2] == ["shim", "install"]]
+    if len(placed) != 1 or placed[0] is None:
+        bad("one container must place the shim on a hostPath (shim install --to): %s" % placed)
+    if not shim_paths or any(p is None for p in shim_paths):
+        bad("the webhook needs %s" % SHIM_FLAG)
+    elif placed and any(p != placed[0] for p in shim_paths):
+        bad("the webhook's --shim-path %s is not where the shim is put, %s" %
+            (shim_paths, placed[0]))
+
+
+def check_store(pods, objs):
+    meter = pods.get("tessera-meter")
+    if meter is None:
+        return bad("no metering Deployment tessera-meter")
+    env = [e for _, c in containers(meter) for e in c.get("env", []) if e["name"] == "TESSERA_DB"]
+    ref = env[0].get("valueFrom", {}).get("secretKeyRef") if len(env) == 1 else None
+    if ref is None:
+        return bad("tessera-meter: TESSERA_DB must come from a Secret")
+    if ("Secret", ref["name"]) not in objs or not ref["name"].startswith("tessera-db"):
+        bad("tessera-meter reads Secret %s, which the overlay does not create" % ref["name"])
+
+
+def check_rbac(objs, pods):
+    for (kind, name), o in objs.items():
+        if kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
+            bad("%s %s: no component needs the API (RBAC in check_deploy.py says why)" %
+                (kind, name))
+    for name, pod in pods.items():
+        sa = pod.get("serviceAccountName")
+        if sa not in RBAC:
+            bad("%s: ServiceAccount %s is not in the RBAC table" % (name, sa))
+        elif not RBAC[sa] and pod.get("automountServiceAccountToken") is not False:
+            bad("%s: no API access is needed, so automountServiceAccountToken: false" % name)
+
+
+def check_security(pods):
+    for name, pod in pods.items():
+        psc = pod.get("securityContext", {})
+        if pod.get("hostPID") and name != "tessera-agent":
+            bad("%s: hostPID" % name)
+        for phase, c in containers(pod):
+            sc, key = c.get("securityContext", {}), (name, c["name"])
+            if sc.get("privileged"):
+                bad("%s/%s: privileged" % key)
+            if sc.get("allowPrivilegeEscalation") is not False:
+                bad("%s/%s: allowPrivilegeEscalation must be false" % key)
+            if sc.get("readOnlyRootFilesystem") is not True:
+                bad("%s/%s: readOnlyRootFilesystem must be true" % key)
+            caps = sc.get("capabilities", {})
+            if caps.get("drop") != ["ALL"] or caps.get("add"):
+                bad("%s/%s: capabilities must drop ALL and add none" % key)
+            nonroot = sc.get("runAsNonRoot", psc.get("runAsNonRoot"))
+            if key not in ROOT and not (nonroot and sc.get("runAsUser", psc.get("runAsUser"))):
+                bad("%s/%s: runAsNonRoot with a runAsUser" % key)
+            res = c.get("resources", {})
+            if "cpu" not in res.get("requests", {}) or "memory" not in res.get("limits", {}):
+                bad("%s/%s: cpu request and memory limit" % key)
+            if phase == "main" and key not in NO_PROBES and not (
+                    c.get("readinessProbe") and c.get("livenessProbe")):
+                bad("%s/%s: readiness and liveness probes" % key)
+
+
+def check_webhook_extras(pods, objs, labels):
+    pc = pods.get("tessera-webhook", {}).get("priorityClassName")
+    if ("PriorityClass", pc) not in objs:
+        bad("tessera-webhook: priorityClassName %s is not in the install" % pc)
+    pdbs = [o for (k, _), o in objs.items() if k == "PodDisruptionBudget"]
+    if not any("tessera-webhook" in selected(labels, p["spec"]["selector"]["matchLabels"])
+               for p in pdbs):
+        bad("no PodDisruptionBudget selects the webhook")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+    objs = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    for d in docs:
+        if d["kind"] not in ("Namespace", "PriorityClass", "ValidatingWebhookConfiguration",
+                             "ClusterRole", "ClusterRoleBinding") \
+                and d["metadata"].get("namespace") != NS:
+            bad("%s %s: not in namespace %s" % (d["kind"], d["metadata"]["name"], NS))
+    pods = {n: o["spec"]["template"]["spec"] for (k, n), o in objs.items() if k in WORKLOADS}
+    labels = {n: o["spec"]["template"]["metadata"].get("labels", {})
+              for (k, n), o in objs.items() if k in WORKLOADS}
+    check_images(pods, sys.argv[2])
+    check_refs(pods, objs)
+    check_ports(pods, labels, objs)
+    check_webhook_service(objs)
+    check_shim(pods)
+    check_store(pods, objs)
+    check_rbac(objs, pods)
+    check_security(pods)
+    check_webhook_extras(pods, objs, labels)
+    for p in problems:
+        print("check_deploy: %s: %s" % (sys.argv[1], p))
+    print("check_deploy: %d objects, %d problems" % (len(docs), len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
