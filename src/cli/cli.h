@@ -83,7 +83,7 @@ struct cli_verb {
 extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_meter,
     cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice, cli_verb_check,
     cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion,
-    cli_verb_prometheus;
+    cli_verb_prometheus, cli_verb_cert, cli_verb_shim;
 
 /* A row of the command table (main.c): `tessera NAME`, or `tessera PARENT NAME`. */
 struct cli_command {
@@ -202,5 +202,7 @@ int cmd_ledger(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_fight(int argc, char **argv);
 int cmd_completion(int argc, char **argv);
+int cmd_cert(int argc, char **argv);
+int cmd_shim(int argc, char **argv);
 
 #endif

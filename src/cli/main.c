@@ -36,6 +36,10 @@ const struct cli_command cli_commands[] = {
      &cli_verb_agent},
     {"fight", cmd_fight, "the noisy-neighbour test: does an SLA tenant's p99 move?",
      &cli_verb_fight},
+    {"cert", cmd_cert, "make or rotate the webhook's serving certificate; print its manifest",
+     &cli_verb_cert},
+    {"shim", cmd_shim, "install the CUDA shim where the webhook's --shim-path expects it",
+     &cli_verb_shim},
     {"completion", cmd_completion, "print the bash or zsh completion script", &cli_verb_completion},
 };
 const size_t cli_ncommands = sizeof(cli_commands) / sizeof(cli_commands[0]);

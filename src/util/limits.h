@@ -367,6 +367,12 @@
 #define SERVE_HEADER_MAX (64 * 1024)
 /* Bytes of a TLS certificate chain or key file: real ones are a few KiB. */
 #define SERVE_TLS_FILE_MAX (1u << 20)
+/* Days of validity `tessera cert --days/--ca-days` accept: ten years, longer
+ * than any CA/B-style advice for a key of these sizes. */
+#define SERVE_CERT_DAYS_MAX 3650
+/* Bytes of the library `tessera shim install` copies: the shim is well under
+ * 1 MiB (a debug build with sanitizers a few MiB); more is not a shim. */
+#define CLI_SHIM_MAX ((size_t)64 << 20)
 /* Distinct admission rules counted in /metrics: the policy has under 40;
  * a rule past them is not counted. */
 #define SERVE_RULES_MAX 64

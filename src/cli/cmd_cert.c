@@ -1,0 +1,262 @@
+/*
+ * cmd_cert.c - `tessera cert`: make or rotate the webhook's serving certificate
+ * in a folder (ca.crt, ca.key, tls.crt, tls.key) and print the manifest that
+ * installs it: the TLS Secret and the webhook configuration's caBundle.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "serve/cert.h"
+#include "util/file.h"
+
+static const struct cli_opt OPTS[] = {
+    CLI_LONG('d', "dir", "DIR", CLI_ALL, "where the CA and the certificate are kept (created)"),
+    CLI_LONG('s', "service", "NAME", CLI_ALL, "the webhook's Service (default tessera-webhook)"),
+    CLI_LONG('n', "namespace", "NS", CLI_ALL, "its namespace (default tessera-system)"),
+    CLI_LONG('D', "cluster-domain", "DOMAIN", CLI_ALL, "the cluster's DNS domain (cluster.local)"),
+    CLI_LONG('t', "days", "N", CLI_ALL, "the certificate's validity (default 365)"),
+    CLI_LONG('T', "ca-days", "N", CLI_ALL, "a new CA's validity (default 3650)"),
+    CLI_LONG('k', "key-type", "TYPE", CLI_ALL, "ecdsa-p256 (default), rsa-2048 or rsa-3072"),
+    CLI_LONG('N', "new-ca", NULL, CLI_ALL,
+             "replace the CA too; caBundle then trusts the old and the new one"),
+    CLI_END};
+
+const struct cli_verb cli_verb_cert = {
+    "cert",
+    "usage: tessera cert --dir DIR [--service NAME] [--namespace NS] [--cluster-domain D]\n"
+    "                    [--days 365] [--ca-days 3650] [--key-type ecdsa-p256] [--new-ca]\n\n"
+    "Make the webhook's serving certificate, signed by a CA kept in DIR (made there\n"
+    "the first time): DIR/ca.crt, ca.key, tls.crt, tls.key (keys mode 0600). The\n"
+    "certificate names the Service as NAME, NAME.NS, NAME.NS.svc (its CN) and\n"
+    "NAME.NS.svc.DOMAIN. Run it again to rotate: a new key and certificate from the\n"
+    "same CA, so the caBundle stays. With --new-ca the CA is replaced too (the old one\n"
+    "is kept as DIR/ca-previous.crt) and caBundle holds both, so the API server trusts\n"
+    "the replicas still serving the old certificate until the kubelet updates them.\n"
+    "Prints the manifest to apply: the kubernetes.io/tls Secret tessera-webhook-tls\n"
+    "and the caBundle of the ValidatingWebhookConfiguration tessera, for\n"
+    "  kubectl apply --server-side --field-manager=tessera-cert -f -\n",
+    OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
+
+struct cert_args {
+    const char *dir, *service, *ns, *domain;
+    struct serve_cert_opts o;
+    int new_ca;
+};
+
+static int set_days(const char *name, const char *arg, unsigned *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (end == arg || *end || v < 1 || v > SERVE_CERT_DAYS_MAX) {
+        fprintf(stderr, "tessera: cert: --%s must be 1 to %d days, not '%s'\n", name,
+                SERVE_CERT_DAYS_MAX, arg);
+        return CLI_BAD_INPUT;
+    }
+    *out = (unsigned)v;
+    return CLI_OK;
+}
+
+static int set(void *ctx, int key, const char *arg)
+{
+    struct cert_args *a = ctx;
+    switch (key) {
+    case 'd': a->dir = arg; return CLI_OK;
+    case 's': a->service = arg; return CLI_OK;
+    case 'n': a->ns = arg; return CLI_OK;
+    case 'D': a->domain = arg; return CLI_OK;
+    case 't': return set_days("days", arg, &a->o.days);
+    case 'T': return set_days("ca-days", arg, &a->o.ca_days);
+    case 'N': a->new_ca = 1; return CLI_OK;
+    case 'k':
+        for (int i = 0; serve_key_type_names[i]; i++)
+            if (strcmp(arg, serve_key_type_names[i]) == 0) {
+                a->o.key = (enum serve_key_type)i;
+                return CLI_OK;
+            }
+        fprintf(stderr, "tessera: cert: --key-type must be ecdsa-p256, rsa-2048 or rsa-3072\n");
+        return CLI_BAD_INPUT;
+    default: return CLI_BAD_INPUT;
+    }
+}
+
+/* A DNS label: 1-63 of [a-z0-9-], not starting or ending with '-'. */
+static int dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return 0;
+    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+static int dns_domain(const char *s)
+{
+    char buf[254];
+    if (strlen(s) >= sizeof(buf))
+        return 0;
+    strcpy(buf, s);
+    for (char *save = NULL, *l = strtok_r(buf, ".", &save); l; l = strtok_r(NULL, ".", &save))
+        if (!dns_label(l))
+            return 0;
+    return *s && s[strlen(s) - 1] != '.' && !strstr(s, "..") && s[0] != '.';
+}
+
+static char *path_in(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Read DIR/name into *text (NULL when absent); an exit code. */
+static int read_opt(const char *dir, const char *name, char **text)
+{
+    char *p = path_in(dir, name);
+    size_t len;
+    struct ts_error e = {0};
+    *text = NULL;
+    int rc = CLI_OK;
+    if (p && access(p, F_OK) == 0 && ts_file_read(p, SERVE_TLS_FILE_MAX, text, &len, &e) != TS_OK)
+        rc = cli_fail(&e, CLI_READING);
+    free(p);
+    return rc;
+}
+
+static int write_in(const char *dir, const char *name, const char *text, mode_t mode)
+{
+    char *p = path_in(dir, name);
+    struct ts_error e = {0};
+    int rc = CLI_OK;
+    if (ts_file_write(p, text, strlen(text), &e) != TS_OK)
+        rc = cli_fail(&e, CLI_DOING);
+    else if (chmod(p, mode) != 0)
+        rc = CLI_FAIL, perror(p);
+    free(p);
+    return rc;
+}
+
+/* Write the four files (and ca-previous.crt on --new-ca); keys first. */
+static int write_all(const struct cert_args *a, const struct serve_cert *c, const char *old_ca)
+{
+    int rc = write_in(a->dir, "ca.key", c->ca_key, 0600);
+    rc = rc ? rc : write_in(a->dir, "tls.key", c->key, 0600);
+    if (old_ca && !rc)
+        rc = write_in(a->dir, "ca-previous.crt", old_ca, 0644);
+    rc = rc ? rc : write_in(a->dir, "ca.crt", c->ca_cert, 0644);
+    return rc ? rc : write_in(a->dir, "tls.crt", c->cert, 0644);
+}
+
+/* The kept CA (unless --new-ca); *old: the CA --new-ca replaces. */
+static int load_ca(struct cert_args *a, char **cert, char **key, char **old)
+{
+    int rc = read_opt(a->dir, "ca.crt", cert);
+    rc = rc ? rc : read_opt(a->dir, "ca.key", key);
+    if (rc == CLI_OK && !*cert != !*key) {
+        fprintf(stderr, "tessera: cert: %s holds %s without %s: restore it, or use --new-ca\n",
+                a->dir, *cert ? "ca.crt" : "ca.key", *cert ? "ca.key" : "ca.crt");
+        rc = a->new_ca ? CLI_OK : CLI_BAD_INPUT;
+    }
+    if (a->new_ca) {
+        *old = *cert;
+        *cert = NULL;
+        free(*key);
+        *key = NULL;
+    }
+    a->o.ca_cert = *cert;
+    a->o.ca_key = *key;
+    return rc;
+}
+
+static int run(struct cert_args *a, const char *const *dns)
+{
+    char *cert = NULL, *key = NULL, *old = NULL;
+    struct serve_cert c = {0};
+    struct ts_error e = {0};
+    int rc = load_ca(a, &cert, &key, &old);
+    a->o.dns = dns;
+    a->o.ndns = 4;
+    a->o.now = time(NULL);
+    if (rc == CLI_OK && serve_cert_make(&a->o, &c, &e) != TS_OK) {
+        if (e.code == TS_INVALID)
+            snprintf(e.file, sizeof(e.file), "%s", a->dir);
+        rc = cli_fail(&e, CLI_READING);
+    }
+    rc = rc ? rc : write_all(a, &c, old);
+    if (rc == CLI_OK) {
+        size_t n = strlen(c.ca_cert) + (old ? strlen(old) : 0) + 1;
+        char *bundle = malloc(n), *m = NULL;
+        if (bundle)
+            snprintf(bundle, n, "%s%s", c.ca_cert, old ? old : "");
+        if (bundle)
+            m = serve_cert_manifest(&c, bundle, "tessera-webhook-tls", a->ns, "tessera",
+                                    "validate.tessera.dev");
+        rc = m ? cli_write("-", m, strlen(m)) : CLI_FAIL;
+        free(m);
+        free(bundle);
+    }
+    serve_cert_free(&c);
+    free(cert);
+    free(key);
+    free(old);
+    return rc;
+}
+
+static int names(const struct cert_args *a, char out[4][300])
+{
+    if (!dns_label(a->service) || !dns_label(a->ns) || !dns_domain(a->domain)) {
+        fprintf(stderr, "tessera: cert: --%s '%s' is not a DNS %s\n",
+                !dns_label(a->service) ? "service"
+                : !dns_label(a->ns)    ? "namespace"
+                                       : "cluster-domain",
+                !dns_label(a->service) ? a->service
+                : !dns_label(a->ns)    ? a->ns
+                                       : a->domain,
+                dns_label(a->service) && dns_label(a->ns) ? "domain" : "label");
+        return CLI_BAD_INPUT;
+    }
+    snprintf(out[0], 300, "%s.%s.svc", a->service, a->ns);
+    snprintf(out[1], 300, "%s", a->service);
+    snprintf(out[2], 300, "%s.%s", a->service, a->ns);
+    snprintf(out[3], 300, "%s.%s.svc.%s", a->service, a->ns, a->domain);
+    return CLI_OK;
+}
+
+int cmd_cert(int argc, char **argv)
+{
+    struct cert_args a = {.service = "tessera-webhook",
+                          .ns = "tessera-system",
+                          .domain = "cluster.local",
+                          .o = {.days = 365, .ca_days = 3650, .key = SERVE_KEY_ECDSA_P256}};
+    int rc = cli_parse(&cli_verb_cert, CLI_ALL, argc, argv, set, &a);
+    if (rc != CLI_OK)
+        return rc == CLI_HELP ? cli_help(&cli_verb_cert, CLI_ALL) : rc;
+    if (optind < argc || !a.dir || !*a.dir) {
+        fprintf(stderr, "tessera: cert: %s\n", a.dir ? "unexpected argument" : "no --dir DIR");
+        cli_usage(&cli_verb_cert, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    char buf[4][300];
+    const char *dns[4] = {buf[0], buf[1], buf[2], buf[3]};
+    if ((rc = names(&a, buf)) != CLI_OK)
+        return rc;
+    if (a.o.ca_days < a.o.days) {
+        fprintf(stderr, "tessera: cert: --ca-days %u is shorter than --days %u\n", a.o.ca_days,
+                a.o.days);
+        return CLI_BAD_INPUT;
+    }
+    if (mkdir(a.dir, 0700) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tessera: cert: %s: %s\n", a.dir, strerror(errno));
+        return CLI_FAIL;
+    }
+    umask(077);
+    return run(&a, dns);
+}

@@ -1,0 +1,244 @@
+/*
+ * cert.c - the webhook's serving certificate with GnuTLS (cert.h): a self-signed
+ * CA (basic constraints CA, path length 0, cert and CRL signing), a leaf for the
+ * Service's DNS names signed by it (server auth, not a CA), and the manifest
+ * that installs both.
+ */
+#include "serve/cert.h"
+#include <gnutls/abstract.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/limits.h"
+#include "util/sbuf.h"
+
+const char *const serve_key_type_names[] = {"ecdsa-p256", "rsa-2048", "rsa-3072", NULL};
+
+#define DAY 86400
+/* a leaf is valid from a minute ago: clocks in a cluster differ a little */
+#define SKEW 60
+
+static ts_status tls_err(struct ts_error *err, int rc, const char *what)
+{
+    return ts_err(err, TS_INTERNAL, "%s: %s", what, gnutls_strerror(rc));
+}
+
+static int new_key(gnutls_x509_privkey_t *key, enum serve_key_type type)
+{
+    int rc = gnutls_x509_privkey_init(key);
+    if (rc < 0)
+        return rc;
+    if (type == SERVE_KEY_ECDSA_P256)
+        return gnutls_x509_privkey_generate2(
+            *key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0, NULL, 0);
+    return gnutls_x509_privkey_generate2(*key, GNUTLS_PK_RSA,
+                                         type == SERVE_KEY_RSA_2048 ? 2048 : 3072, 0, NULL, 0);
+}
+
+/* Version 3, a random positive 16-byte serial, validity, subject, key. */
+static int fill(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, const char *cn, time_t from,
+                time_t to)
+{
+    unsigned char serial[16];
+    int rc = gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial));
+    serial[0] &= 0x7f;
+    serial[0] |= 0x01;
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_version(crt, 3);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_serial(crt, serial, sizeof(serial));
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_activation_time(crt, from);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_expiration_time(crt, to);
+    rc = rc < 0 ? rc
+                : gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, cn,
+                                                (unsigned)strlen(cn));
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_key(crt, key);
+    unsigned char id[64];
+    size_t idlen = sizeof(id);
+    rc = rc < 0 ? rc : gnutls_x509_crt_get_key_id(crt, GNUTLS_KEYID_USE_SHA1, id, &idlen);
+    return rc < 0 ? rc : gnutls_x509_crt_set_subject_key_id(crt, id, idlen);
+}
+
+static int make_ca(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key,
+                   const struct serve_cert_opts *o)
+{
+    int rc = fill(crt, key, "tessera-webhook-ca", o->now - SKEW, o->now + (time_t)o->ca_days * DAY);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_basic_constraints(crt, 1, 0);
+    rc = rc < 0
+             ? rc
+             : gnutls_x509_crt_set_key_usage(crt, GNUTLS_KEY_KEY_CERT_SIGN | GNUTLS_KEY_CRL_SIGN);
+    return rc < 0 ? rc : gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0);
+}
+
+static int make_leaf(gnutls_x509_crt_t crt, gnutls_x509_privkey_t key, gnutls_x509_crt_t ca,
+                     gnutls_x509_privkey_t ca_key, const struct serve_cert_opts *o)
+{
+    unsigned usage = GNUTLS_KEY_DIGITAL_SIGNATURE;
+    if (o->key != SERVE_KEY_ECDSA_P256)
+        usage |= GNUTLS_KEY_KEY_ENCIPHERMENT;
+    int rc = fill(crt, key, o->dns[0], o->now - SKEW, o->now + (time_t)o->days * DAY);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_basic_constraints(crt, 0, -1);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_key_usage(crt, usage);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_key_purpose_oid(crt, GNUTLS_KP_TLS_WWW_SERVER, 0);
+    for (size_t i = 0; rc >= 0 && i < o->ndns; i++)
+        rc = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, o->dns[i],
+                                                  (unsigned)strlen(o->dns[i]), GNUTLS_FSAN_APPEND);
+    unsigned char id[64];
+    size_t idlen = sizeof(id);
+    rc = rc < 0 ? rc : gnutls_x509_crt_get_subject_key_id(ca, id, &idlen, NULL);
+    rc = rc < 0 ? rc : gnutls_x509_crt_set_authority_key_id(crt, id, idlen);
+    return rc < 0 ? rc : gnutls_x509_crt_sign2(crt, ca, ca_key, GNUTLS_DIG_SHA256, 0);
+}
+
+static char *pem_crt(gnutls_x509_crt_t crt)
+{
+    gnutls_datum_t d = {0};
+    if (gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, &d) < 0)
+        return NULL;
+    char *s = strndup((const char *)d.data, d.size);
+    gnutls_free(d.data);
+    return s;
+}
+
+static char *pem_key(gnutls_x509_privkey_t key)
+{
+    gnutls_datum_t d = {0};
+    if (gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN, &d) <
+        0)
+        return NULL;
+    char *s = strndup((const char *)d.data, d.size);
+    gnutls_free(d.data);
+    return s;
+}
+
+/* The kept CA: parses, is a CA, matches its key, outlives the leaf. */
+static ts_status load_ca(const struct serve_cert_opts *o, gnutls_x509_crt_t ca,
+                         gnutls_x509_privkey_t key, struct ts_error *err)
+{
+    gnutls_datum_t c = {(unsigned char *)o->ca_cert, (unsigned)strlen(o->ca_cert)};
+    gnutls_datum_t k = {(unsigned char *)o->ca_key, (unsigned)strlen(o->ca_key)};
+    int rc = gnutls_x509_crt_import(ca, &c, GNUTLS_X509_FMT_PEM);
+    if (rc < 0)
+        return ts_err(err, TS_INVALID, "ca.crt: not a PEM certificate: %s", gnutls_strerror(rc));
+    rc = gnutls_x509_privkey_import2(key, &k, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN);
+    if (rc < 0)
+        return ts_err(err, TS_INVALID, "ca.key: not a PEM private key: %s", gnutls_strerror(rc));
+    unsigned critical, is_ca = 0;
+    if (gnutls_x509_crt_get_basic_constraints(ca, &critical, &is_ca, NULL) < 0 || !is_ca)
+        return ts_err(err, TS_INVALID, "ca.crt: not a CA certificate (basic constraints)");
+    unsigned char a[64], b[64];
+    size_t alen = sizeof(a), blen = sizeof(b);
+    if (gnutls_x509_crt_get_key_id(ca, GNUTLS_KEYID_USE_SHA256, a, &alen) < 0 ||
+        gnutls_x509_privkey_get_key_id(key, GNUTLS_KEYID_USE_SHA256, b, &blen) < 0 ||
+        alen != blen || memcmp(a, b, alen) != 0)
+        return ts_err(err, TS_INVALID, "ca.key: not the key of ca.crt");
+    if (gnutls_x509_crt_get_expiration_time(ca) < o->now + (time_t)o->days * DAY)
+        return ts_err(err, TS_INVALID,
+                      "ca.crt: expires before a %u-day leaf would: make a new CA (--new-ca)",
+                      o->days);
+    return TS_OK;
+}
+
+static ts_status build(const struct serve_cert_opts *o, gnutls_x509_crt_t ca,
+                       gnutls_x509_privkey_t ca_key, struct serve_cert *out, struct ts_error *err)
+{
+    gnutls_x509_crt_t leaf = NULL;
+    gnutls_x509_privkey_t key = NULL;
+    int rc = new_key(&key, o->key);
+    rc = rc < 0 ? rc : gnutls_x509_crt_init(&leaf);
+    rc = rc < 0 ? rc : make_leaf(leaf, key, ca, ca_key, o);
+    ts_status st = rc < 0 ? tls_err(err, rc, "the serving certificate") : TS_OK;
+    if (st == TS_OK) {
+        out->ca_cert = pem_crt(ca);
+        out->ca_key = pem_key(ca_key);
+        out->cert = pem_crt(leaf);
+        out->key = pem_key(key);
+        if (!out->ca_cert || !out->ca_key || !out->cert || !out->key)
+            st = ts_err(err, TS_NOMEM, "exporting the certificates");
+    }
+    if (leaf)
+        gnutls_x509_crt_deinit(leaf);
+    if (key)
+        gnutls_x509_privkey_deinit(key);
+    return st;
+}
+
+ts_status serve_cert_make(const struct serve_cert_opts *o, struct serve_cert *out,
+                          struct ts_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    gnutls_x509_crt_t ca = NULL;
+    gnutls_x509_privkey_t ca_key = NULL;
+    ts_status st = TS_OK;
+    int rc = gnutls_x509_crt_init(&ca);
+    if (rc >= 0 && o->ca_cert) {
+        rc = gnutls_x509_privkey_init(&ca_key);
+        st = rc < 0 ? TS_OK : load_ca(o, ca, ca_key, err);
+    } else if (rc >= 0) {
+        rc = new_key(&ca_key, o->key);
+        rc = rc < 0 ? rc : make_ca(ca, ca_key, o);
+    }
+    if (rc < 0)
+        st = tls_err(err, rc, "the CA");
+    if (st == TS_OK)
+        st = build(o, ca, ca_key, out, err);
+    if (ca)
+        gnutls_x509_crt_deinit(ca);
+    if (ca_key)
+        gnutls_x509_privkey_deinit(ca_key);
+    if (st != TS_OK)
+        serve_cert_free(out);
+    return st;
+}
+
+void serve_cert_free(struct serve_cert *c)
+{
+    free(c->ca_cert);
+    free(c->ca_key);
+    free(c->cert);
+    free(c->key);
+    memset(c, 0, sizeof(*c));
+}
+
+/* The base64 of text, on one line (what a Secret's data and caBundle take). */
+static void b64(struct ts_sbuf *b, const char *text)
+{
+    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = (const unsigned char *)text;
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < n ? s[i + 2] : 0);
+        char q[5] = {A[v >> 18 & 63], A[v >> 12 & 63], i + 1 < n ? A[v >> 6 & 63] : '=',
+                     i + 2 < n ? A[v & 63] : '=', 0};
+        ts_sbuf_puts(b, q);
+    }
+}
+
+char *serve_cert_manifest(const struct serve_cert *c, const char *bundle, const char *secret,
+                          const char *ns, const char *vwc, const char *webhook)
+{
+    struct ts_sbuf b;
+    ts_sbuf_init(&b, 4 * (size_t)SERVE_TLS_FILE_MAX);
+    ts_sbuf_printf(&b,
+                   "# made by tessera cert; apply with\n"
+                   "#   kubectl apply --server-side --field-manager=tessera-cert -f FILE\n"
+                   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n"
+                   "type: kubernetes.io/tls\ndata:\n  tls.crt: ",
+                   secret, ns);
+    b64(&b, c->cert);
+    ts_sbuf_puts(&b, "\n  tls.key: ");
+    b64(&b, c->key);
+    ts_sbuf_puts(&b, "\n  ca.crt: ");
+    b64(&b, c->ca_cert);
+    ts_sbuf_printf(&b,
+                   "\n---\napiVersion: admissionregistration.k8s.io/v1\n"
+                   "kind: ValidatingWebhookConfiguration\nmetadata:\n  name: %s\nwebhooks:\n"
+                   "- name: %s\n  clientConfig:\n    caBundle: ",
+                   vwc, webhook);
+    b64(&b, bundle);
+    ts_sbuf_puts(&b, "\n");
+    char *s = ts_sbuf_status(&b) == TS_OK ? strdup(ts_sbuf_str(&b)) : NULL;
+    ts_sbuf_release(&b);
+    return s;
+}

@@ -1,0 +1,46 @@
+/*
+ * cert.h - the webhook's serving certificate (`tessera cert`): a CA and a leaf
+ * for the Service's DNS names made with GnuTLS, or a new leaf from a CA kept
+ * from before, and the manifest that installs them (the TLS Secret and the
+ * caBundle of the ValidatingWebhookConfiguration).
+ */
+#ifndef SERVE_CERT_H
+#define SERVE_CERT_H
+
+#include <stddef.h>
+#include <time.h>
+#include "util/error.h"
+
+enum serve_key_type { SERVE_KEY_ECDSA_P256, SERVE_KEY_RSA_2048, SERVE_KEY_RSA_3072 };
+/* "ecdsa-p256", "rsa-2048", "rsa-3072", NULL-terminated, in enum order. */
+extern const char *const serve_key_type_names[];
+
+struct serve_cert_opts {
+    const char *const *dns; /* the leaf's DNS names; dns[0] is also its CN */
+    size_t ndns;
+    unsigned days, ca_days; /* validity of the leaf and of a new CA */
+    enum serve_key_type key;
+    const char *ca_cert, *ca_key; /* PEM of the CA to keep; NULL: make a new one */
+    time_t now;
+};
+
+/* PEM texts (malloc'd). */
+struct serve_cert {
+    char *ca_cert, *ca_key, *cert, *key;
+};
+
+/* Make the leaf (and the CA when o has none). TS_INVALID naming the file's part
+ * when the kept CA does not parse, is no CA, does not match its key, or expires
+ * before the leaf would. */
+ts_status serve_cert_make(const struct serve_cert_opts *o, struct serve_cert *out,
+                          struct ts_error *err);
+void serve_cert_free(struct serve_cert *c);
+
+/* What installs c (malloc'd YAML): the kubernetes.io/tls Secret secret in
+ * namespace ns, then the ValidatingWebhookConfiguration vwc's webhook webhook
+ * with caBundle = bundle (PEM, one or more CAs), for
+ * `kubectl apply --server-side --field-manager=tessera-cert -f -`. */
+char *serve_cert_manifest(const struct serve_cert *c, const char *bundle, const char *secret,
+                          const char *ns, const char *vwc, const char *webhook);
+
+#endif
