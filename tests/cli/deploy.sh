@@ -63,8 +63,12 @@ breaks "0,/image: tessera:$VERSION/s//image: tessera:latest/" "image tessera:lat
 breaks 's|--shim-path=/opt/tessera/lib/|--shim-path=/usr/lib/|' \
     "the webhook's --shim-path ['/usr/lib/libtessera-cuda.so'] is not where the shim is put, /opt/tessera/lib/libtessera-cuda.so"
 breaks 's|targetPort: https|targetPort: webhook|' "Service tessera-webhook: targetPort webhook is no port of tessera-webhook"
-breaks 's|^          name: tessera-node-configs$|          name: tessera-node-config|' \
-    "volume nodes names ConfigMap tessera-node-config, which the output lacks"
+breaks 's|^          name: tessera-plan$|          name: tessera-plans|' \
+    "volume plan names ConfigMap tessera-plans, which the output lacks"
+breaks 's|--node-config=/etc/tessera/plan/plan.json|--node-config=/etc/tessera/plan/node.json|' \
+    "tessera-agent/agent: --node-config=/etc/tessera/plan/node.json is no key of ConfigMap tessera-plan"
+breaks 's|--filename=/etc/tessera/spec/spec.yaml|--filename=/etc/tessera/spec/fleet.yaml|' \
+    "--filename=/etc/tessera/spec/fleet.yaml is no key of ConfigMap tessera-spec"
 breaks 's|claimName: tessera-metering|claimName: metering|' \
     "names PersistentVolumeClaim metering, which the output lacks"
 breaks 's|readOnlyRootFilesystem: true|readOnlyRootFilesystem: false|' \
@@ -92,15 +96,12 @@ expect_rc 1 $V "$TMP/bad.yaml"
 expect_in "$TMP/out" "(Deployment tessera-webhook) spec: Additional properties are not allowed ('replica' was unexpected)"
 expect_in "$TMP/out" "(Service tessera-webhook) spec.ports.0.port: '443' is not of type 'integer'"
 
-# the image's version is the project's; the worked example's spec and its
-# rendered node config are what deploy/base ships (they cannot drift)
+# the image's version is the project's; the worked example's spec and its plan
+# are what deploy/base ships (they cannot drift)
 check "base image tag is $VERSION" grep -qx "  newTag: $VERSION" deploy/base/kustomization.yaml
 check "deploy/base/spec.yaml is the worked example" cmp -s examples/four-h100.yaml deploy/base/spec.yaml
-expect_rc 0 "$TESSERA" render -f examples/four-h100.yaml --out-dir "$TMP/r"
-for f in deploy/base/nodes/*.yaml; do
-    check "$f is render's" cmp -s "$f" "$TMP/r/nodes/$(basename "$f" .yaml)/node-config.yaml"
-done
-check "every rendered node is in deploy/base/nodes" [ "$(ls "$TMP/r/nodes" | wc -l)" = "$(ls deploy/base/nodes | wc -l)" ]
+expect_rc 0 "$TESSERA" plan -f examples/four-h100.yaml -o json
+check "deploy/base/plan.json is the worked example's plan" cmp -s "$TMP/out" deploy/base/plan.json
 
 if /usr/bin/python3 - "$O" <<'PY'
 import sys, yaml
@@ -124,6 +125,8 @@ ann = docs["ValidatingWebhookConfiguration"]["metadata"]["annotations"]
 assert ann["cert-manager.io/inject-ca-from"] == "tessera-system/tessera-webhook-tls"
 ds = docs["DaemonSet"]["spec"]["template"]["spec"]
 assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+assert ds["containers"][0]["env"][0] == {"name": "NODE_NAME",
+                                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
 PY
 then ok; else bad "webhook and agent settings"; fi
 finish

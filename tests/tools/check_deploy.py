@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """check_deploy.py - the agreements across tessera's components in one rendered
 kustomize output (`kubectl kustomize deploy/...`): one image, every referenced
-object present, ports, the shim's path, the metering store's Secret, minimal
-RBAC, the security settings. Prints one line per broken agreement.
+object present, the files arguments name in mounted ConfigMaps, ports, the
+shim's path, the metering store's Secret, minimal RBAC, the security settings. Prints one line per broken agreement.
 Usage: check_deploy.py OUTPUT.yaml VERSION   (exit 1 on any finding, 2 on usage)
 """
 import sys
@@ -127,6 +127,24 @@ def check_ports(pods, labels, objs):
                     bad("Service %s: targetPort %s is no port of %s" % (sname, tp, t))
 
 
+def check_config_paths(pods, objs):
+    """A file an argument names inside a ConfigMap's mount is a key of it."""
+    for name, pod in pods.items():
+        vols = {v["name"]: v for v in pod.get("volumes", [])}
+        for _, c in containers(pod):
+            for a in c.get("args", []):
+                path = a.split("=", 1)[1] if a.startswith("--") and "=" in a else None
+                for m in c.get("volumeMounts", []) if path else []:
+                    cm = vols[m["name"]].get("configMap")
+                    mp = m["mountPath"].rstrip("/") + "/"
+                    if not cm or not path.startswith(mp):
+                        continue
+                    obj = objs.get(("ConfigMap", cm["name"]))
+                    if obj is not None and path[len(mp):] not in obj.get("data", {}):
+                        bad("%s/%s: %s is no key of ConfigMap %s" % (name, c["name"], a,
+                                                                     cm["name"]))
+
+
 def check_webhook_service(objs):
     for (kind, name), o in objs.items():
         if kind != "ValidatingWebhookConfiguration":
@@ -244,6 +262,7 @@ def main():
     check_images(pods, sys.argv[2])
     check_refs(pods, objs)
     check_ports(pods, labels, objs)
+    check_config_paths(pods, objs)
     check_webhook_service(objs)
     check_shim(pods)
     check_store(pods, objs)
