@@ -50,6 +50,9 @@ for o in docs:
         env = [e for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
                if e["name"] == "TESSERA_DB"]
         assert env[0]["valueFrom"]["secretKeyRef"] == {"name": secret[0], "key": "url"}, o
+    if o["kind"] == "Deployment" and o["metadata"]["name"] == "tessera-webhook":
+        res = o["spec"]["template"]["spec"]["containers"][0]["resources"]
+        assert res["limits"]["memory"] == "384Mi" and res["requests"]["memory"] == "32Mi", res
 ' "$TMP/deploy_overlays_postgres.yaml"
 
 # each agreement the checker holds, broken once in a copy of the install
