@@ -77,6 +77,9 @@ breaks 's|claimName: tessera-metering|claimName: metering|' \
 breaks 's|readOnlyRootFilesystem: true|readOnlyRootFilesystem: false|' \
     "readOnlyRootFilesystem must be true"
 breaks 's|port: health|port: healthz|' "readinessProbe port healthz is no container port"
+breaks '0,/allowPrivilegeEscalation: false/s//privileged: true/' "tessera-meter/meter: privileged"
+breaks 's|privileged: true|privileged: false|' \
+    "tessera-agent/agent: privileged, and no capability list that suggests less"
 breaks 's|priorityClassName: tessera-webhook|priorityClassName: high|' \
     "priorityClassName high is not in the install"
 breaks 's|secretName: tessera-webhook-tls|secretName: webhook-tls|' \

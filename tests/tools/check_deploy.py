@@ -20,6 +20,9 @@ RBAC = {"tessera-webhook": set(), "tessera-meter": set(), "tessera-agent": set()
 # Containers that run as root, and why (deploy/base/agent.yaml).
 ROOT = {("tessera-agent", "agent"): "NVML's MIG changes need root",
         ("tessera-agent", "shim"): "writes the root-owned host path of the shim"}
+# The one privileged container, and why (deploy/base/agent.yaml).
+PRIVILEGED = {("tessera-agent", "agent"): "the NVIDIA runtime gives GPUs and the MIG config "
+              "capability only to privileged containers once tenants' env is ignored"}
 # Long-running containers without probes, and why.
 NO_PROBES = {("tessera-meter", "meter"): "meter scrape serves no HTTP endpoint yet"}
 SHIM_FLAG = "--shim-path="
@@ -208,6 +211,16 @@ def check_rbac(objs, pods):
             bad("%s: no API access is needed, so automountServiceAccountToken: false" % name)
 
 
+def check_unprivileged(key, sc):
+    if sc.get("privileged"):
+        bad("%s/%s: privileged" % key)
+    if sc.get("allowPrivilegeEscalation") is not False:
+        bad("%s/%s: allowPrivilegeEscalation must be false" % key)
+    caps = sc.get("capabilities", {})
+    if caps.get("drop") != ["ALL"] or caps.get("add"):
+        bad("%s/%s: capabilities must drop ALL and add none" % key)
+
+
 def check_security(pods):
     for name, pod in pods.items():
         psc = pod.get("securityContext", {})
@@ -215,15 +228,13 @@ def check_security(pods):
             bad("%s: hostPID" % name)
         for phase, c in containers(pod):
             sc, key = c.get("securityContext", {}), (name, c["name"])
-            if sc.get("privileged"):
-                bad("%s/%s: privileged" % key)
-            if sc.get("allowPrivilegeEscalation") is not False:
-                bad("%s/%s: allowPrivilegeEscalation must be false" % key)
             if sc.get("readOnlyRootFilesystem") is not True:
                 bad("%s/%s: readOnlyRootFilesystem must be true" % key)
-            caps = sc.get("capabilities", {})
-            if caps.get("drop") != ["ALL"] or caps.get("add"):
-                bad("%s/%s: capabilities must drop ALL and add none" % key)
+            if key in PRIVILEGED:
+                if sc.get("privileged") is not True or "capabilities" in sc:
+                    bad("%s/%s: privileged, and no capability list that suggests less" % key)
+            else:
+                check_unprivileged(key, sc)
             nonroot = sc.get("runAsNonRoot", psc.get("runAsNonRoot"))
             if key not in ROOT and not (nonroot and sc.get("runAsUser", psc.get("runAsUser"))):
                 bad("%s/%s: runAsNonRoot with a runAsUser" % key)
