@@ -87,27 +87,6 @@ static int set(void *ctx, int key, const char *arg)
     }
 }
 
-/* A DNS label: 1-63 of [a-z0-9-], not starting or ending with '-'. */
-static int dns_label(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return 0;
-    return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
-static int dns_domain(const char *s)
-{
-    char buf[254];
-    if (strlen(s) >= sizeof(buf))
-        return 0;
-    strcpy(buf, s);
-    for (char *save = NULL, *l = strtok_r(buf, ".", &save); l; l = strtok_r(NULL, ".", &save))
-        if (!dns_label(l))
-            return 0;
-    return *s && s[strlen(s) - 1] != '.' && !strstr(s, "..") && s[0] != '.';
-}
-
 static char *path_in(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
@@ -176,14 +155,14 @@ static int load_ca(struct cert_args *a, char **cert, char **key, char **old)
     return rc;
 }
 
-static int run(struct cert_args *a, const char *const *dns)
+static int run(struct cert_args *a, const struct serve_cert_names *names)
 {
     char *cert = NULL, *key = NULL, *old = NULL;
     struct serve_cert c = {0};
     struct ts_error e = {0};
     int rc = load_ca(a, &cert, &key, &old);
-    a->o.dns = dns;
-    a->o.ndns = 4;
+    a->o.dns = names->list;
+    a->o.ndns = SERVE_CERT_NAMES;
     a->o.now = time(NULL);
     if (rc == CLI_OK && serve_cert_make(&a->o, &c, &e) != TS_OK) {
         if (e.code == TS_INVALID)
@@ -210,26 +189,6 @@ static int run(struct cert_args *a, const char *const *dns)
     return rc;
 }
 
-static int names(const struct cert_args *a, char out[4][300])
-{
-    if (!dns_label(a->service) || !dns_label(a->ns) || !dns_domain(a->domain)) {
-        fprintf(stderr, "tessera: cert: --%s '%s' is not a DNS %s\n",
-                !dns_label(a->service) ? "service"
-                : !dns_label(a->ns)    ? "namespace"
-                                       : "cluster-domain",
-                !dns_label(a->service) ? a->service
-                : !dns_label(a->ns)    ? a->ns
-                                       : a->domain,
-                dns_label(a->service) && dns_label(a->ns) ? "domain" : "label");
-        return CLI_BAD_INPUT;
-    }
-    snprintf(out[0], 300, "%s.%s.svc", a->service, a->ns);
-    snprintf(out[1], 300, "%s", a->service);
-    snprintf(out[2], 300, "%s.%s", a->service, a->ns);
-    snprintf(out[3], 300, "%s.%s.svc.%s", a->service, a->ns, a->domain);
-    return CLI_OK;
-}
-
 int cmd_cert(int argc, char **argv)
 {
     struct cert_args a = {.service = "tessera-webhook",
@@ -244,10 +203,12 @@ int cmd_cert(int argc, char **argv)
         cli_usage(&cli_verb_cert, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
-    char buf[4][300];
-    const char *dns[4] = {buf[0], buf[1], buf[2], buf[3]};
-    if ((rc = names(&a, buf)) != CLI_OK)
-        return rc;
+    struct serve_cert_names names;
+    struct ts_error e = {0};
+    if (serve_cert_names(a.service, a.ns, a.domain, &names, &e) != TS_OK) {
+        fprintf(stderr, "tessera: cert: --%s %s\n", e.path, e.msg);
+        return CLI_BAD_INPUT;
+    }
     if (a.o.ca_days < a.o.days) {
         fprintf(stderr, "tessera: cert: --ca-days %u is shorter than --days %u\n", a.o.ca_days,
                 a.o.days);
@@ -258,5 +219,5 @@ int cmd_cert(int argc, char **argv)
         return CLI_FAIL;
     }
     umask(077);
-    return run(&a, dns);
+    return run(&a, &names);
 }

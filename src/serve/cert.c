@@ -9,6 +9,7 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util/limits.h"
@@ -19,6 +20,52 @@ const char *const serve_key_type_names[] = {"ecdsa-p256", "rsa-2048", "rsa-3072"
 #define DAY 86400
 /* a leaf is valid from a minute ago: clocks in a cluster differ a little */
 #define SKEW 60
+
+/* A DNS label: 1-63 of [a-z0-9-], not starting or ending with '-'. */
+static int dns_label(const char *s, size_t n)
+{
+    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789-", s[i]) || !s[i])
+            return 0;
+    return 1;
+}
+
+/* Labels separated by single dots, none empty. */
+static int dns_domain(const char *s)
+{
+    for (const char *dot; (dot = strchr(s, '.')); s = dot + 1)
+        if (!dns_label(s, (size_t)(dot - s)))
+            return 0;
+    return dns_label(s, strlen(s));
+}
+
+ts_status serve_cert_names(const char *service, const char *ns, const char *domain,
+                           struct serve_cert_names *out, struct ts_error *err)
+{
+    const char *field = !dns_label(service, strlen(service)) ? "service"
+                        : !dns_label(ns, strlen(ns))         ? "namespace"
+                        : !dns_domain(domain)                ? "cluster-domain"
+                                                             : NULL;
+    if (field)
+        return ts_err_at(err, TS_INVALID, NULL, 0, 0, field, "'%s' is not a DNS %s",
+                         field[0] == 's'   ? service
+                         : field[0] == 'n' ? ns
+                                           : domain,
+                         field[0] == 'c' ? "domain" : "label");
+    int n = snprintf(out->dns[0], SERVE_CERT_NAME_MAX, "%s.%s.svc", service, ns);
+    snprintf(out->dns[1], SERVE_CERT_NAME_MAX, "%s", service);
+    snprintf(out->dns[2], SERVE_CERT_NAME_MAX, "%s.%s", service, ns);
+    int m = snprintf(out->dns[3], SERVE_CERT_NAME_MAX, "%s.%s.svc.%s", service, ns, domain);
+    if (n >= SERVE_CERT_NAME_MAX || m >= SERVE_CERT_NAME_MAX)
+        return ts_err_at(err, TS_INVALID, NULL, 0, 0, "cluster-domain",
+                         "'%s' makes a DNS name over %d characters", domain,
+                         SERVE_CERT_NAME_MAX - 1);
+    for (int i = 0; i < SERVE_CERT_NAMES; i++)
+        out->list[i] = out->dns[i];
+    return TS_OK;
+}
 
 static ts_status tls_err(struct ts_error *err, int rc, const char *what)
 {

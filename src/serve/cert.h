@@ -15,6 +15,20 @@ enum serve_key_type { SERVE_KEY_ECDSA_P256, SERVE_KEY_RSA_2048, SERVE_KEY_RSA_30
 /* "ecdsa-p256", "rsa-2048", "rsa-3072", NULL-terminated, in enum order. */
 extern const char *const serve_key_type_names[];
 
+/* The DNS names a webhook's Service answers to, CN first: NAME.NS.svc, NAME,
+ * NAME.NS, NAME.NS.svc.DOMAIN. */
+#define SERVE_CERT_NAMES 4
+#define SERVE_CERT_NAME_MAX 254 /* a DNS name's longest text, with its NUL */
+struct serve_cert_names {
+    char dns[SERVE_CERT_NAMES][SERVE_CERT_NAME_MAX];
+    const char *list[SERVE_CERT_NAMES]; /* the dns[i], for serve_cert_opts.dns */
+};
+/* Fill out for service in namespace ns of a cluster whose DNS domain is domain.
+ * TS_INVALID naming the field ("service", "namespace", "cluster-domain") when
+ * one is no DNS label (service, ns) or domain (domain), or a name gets too long. */
+ts_status serve_cert_names(const char *service, const char *ns, const char *domain,
+                           struct serve_cert_names *out, struct ts_error *err);
+
 struct serve_cert_opts {
     const char *const *dns; /* the leaf's DNS names; dns[0] is also its CN */
     size_t ndns;

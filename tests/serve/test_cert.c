@@ -3,12 +3,14 @@
  * own parser: a new CA and leaf verify, the leaf names exactly the DNS names
  * asked for and is no CA; a kept CA signs the next leaf unchanged; a kept CA
  * that is not one, does not match its key or expires first is refused as
- * input; the manifest carries each PEM in base64.
+ * input; the Service's DNS names and the labels refused; the manifest carries
+ * each PEM in base64.
  */
 #include "helpers.h"
 
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -133,6 +135,46 @@ static void test_bad_kept_ca(void **state)
     serve_cert_free(&c);
 }
 
+static void test_names(void **state)
+{
+    (void)state;
+    struct serve_cert_names n;
+    struct ts_error e = {0};
+    assert_int_equal(serve_cert_names("hook", "ns", "cluster.local", &n, &e), TS_OK);
+    for (int i = 0; i < SERVE_CERT_NAMES; i++)
+        assert_string_equal(n.list[i], names[i]);
+    static const struct {
+        const char *svc, *ns, *domain, *field, *msg;
+    } bad[] = {
+        {"Hook", "ns", "cluster.local", "service", "'Hook' is not a DNS label"},
+        {"hook_1", "ns", "cluster.local", "service", "'hook_1' is not a DNS label"},
+        {"", "ns", "cluster.local", "service", "'' is not a DNS label"},
+        {"hook", "-ns", "cluster.local", "namespace", "'-ns' is not a DNS label"},
+        {"hook", "ns-", "cluster.local", "namespace", "'ns-' is not a DNS label"},
+        {"hook", "ns", "a..b", "cluster-domain", "'a..b' is not a DNS domain"},
+        {"hook", "ns", ".local", "cluster-domain", "'.local' is not a DNS domain"},
+        {"hook", "ns", "local.", "cluster-domain", "'local.' is not a DNS domain"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(serve_cert_names(bad[i].svc, bad[i].ns, bad[i].domain, &n, &e),
+                         TS_INVALID);
+        assert_string_equal(e.path, bad[i].field);
+        assert_string_equal(e.msg, bad[i].msg);
+    }
+    /* a 64-character label is one too many; 63 is the most */
+    char label[65];
+    memset(label, 'a', 64);
+    label[64] = 0;
+    assert_int_equal(serve_cert_names(label, "ns", "cluster.local", &n, &e), TS_INVALID);
+    label[63] = 0;
+    assert_int_equal(serve_cert_names(label, "ns", "cluster.local", &n, &e), TS_OK);
+    /* labels fine, but the full name over 253 characters */
+    char domain[200];
+    snprintf(domain, sizeof(domain), "%s.%s.%s", label, label, label);
+    assert_int_equal(serve_cert_names(label, "ns", domain, &n, &e), TS_INVALID);
+    assert_non_null(strstr(e.msg, "makes a DNS name over 253 characters"));
+}
+
 static void test_manifest(void **state)
 {
     (void)state;
@@ -151,9 +193,8 @@ static void test_manifest(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_new_chain),
-        cmocka_unit_test(test_kept_ca),
-        cmocka_unit_test(test_bad_kept_ca),
+        cmocka_unit_test(test_new_chain),   cmocka_unit_test(test_kept_ca),
+        cmocka_unit_test(test_bad_kept_ca), cmocka_unit_test(test_names),
         cmocka_unit_test(test_manifest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
