@@ -31,6 +31,31 @@ fi
 expect_rc 0 "${CHECK[@]}" "${DASH[@]}"
 cat "$TMP/out"
 
+# the sidecar's ConfigMap: kustomization.yaml's generator made by hand (kustomize need
+# not be installed), valid for Kubernetes 1.35, labelled for the sidecar, holding every
+# dashboard file as it is; where kubectl is, `kubectl kustomize` makes the same object
+/usr/bin/python3 - deploy/grafana "$TMP/cm.yaml" <<'PY' && ok || bad "the dashboards' ConfigMap"
+import glob, os, sys, yaml
+folder, out = sys.argv[1:]
+k = yaml.safe_load(open(os.path.join(folder, "kustomization.yaml")))
+(gen,) = k["configMapGenerator"]
+labels = k["generatorOptions"]["labels"]
+assert labels["grafana_dashboard"] == "1" and k["generatorOptions"]["disableNameSuffixHash"]
+files = sorted(gen["files"])
+assert files == sorted(map(os.path.basename, glob.glob(folder + "/*.json"))), files
+data = {f: open(os.path.join(folder, f)).read() for f in files}
+cm = {"apiVersion": "v1", "kind": "ConfigMap", "data": data,
+      "metadata": {"name": gen["name"], "labels": labels}}
+yaml.safe_dump(cm, open(out, "w"))
+PY
+expect_rc 0 /usr/bin/python3 tests/tools/validate_openapi.py tests/fixtures/schemas/openapi-1.35 \
+    "$TMP/cm.yaml"
+if command -v kubectl >/dev/null; then
+    kubectl kustomize deploy/grafana > "$TMP/kcm.yaml" 2>"$TMP/err" || bad "kubectl kustomize"
+    /usr/bin/python3 -c 'import sys, yaml; a, b = (yaml.safe_load(open(f)) for f in sys.argv[1:])
+assert a == b, "kubectl kustomize differs"' "$TMP/cm.yaml" "$TMP/kcm.yaml" && ok || bad "kustomize"
+fi
+
 # the demo day, and its last scrape as a live one twice (15 s apart, so the GPU-hours grow)
 scripts/demo-meter "$TESSERA" "$TMP/demo" >"$TMP/demo.log" 2>&1 || bad "demo-meter failed"
 DB=sqlite:$TMP/demo/metering.db
@@ -71,14 +96,14 @@ PROM=$!
 
 # reviews: every fixture under 64 KiB (the worked example's policy, served as the
 # fixtures' SOURCES.md says), on one connection, each answered as its .expect says;
-# prints the denials (status 200, allowed false)
+# prints the denials (status 200, allowed false), then those in client-a's namespace
 reviews() {
     /usr/bin/python3 - "$PORT" "$TMP/c/ca.crt" tests/fixtures/admission/*.json <<'PY'
 import http.client, json, os, ssl, sys
 port, ca, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 ctx = ssl.create_default_context(cafile=ca)
 c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
-denied = 0
+denied = client_a = 0
 for f in files:
     if os.path.getsize(f) >= 64 * 1024:
         continue
@@ -89,8 +114,11 @@ for f in files:
     assert r.status == int(status), (f, r.status)
     got = r.status == 200 and json.loads(body)["response"]["allowed"]
     assert r.status != 200 or got == (allowed == "true"), (f, body[:300])
-    denied += status == "200" and allowed == "false"
-print(denied)
+    no = status == "200" and allowed == "false"
+    denied += no
+    ns = no and json.loads(open(f, "rb").read())["request"].get("namespace")
+    client_a += ns == "client-a-prod"
+print(denied, client_a)
 PY
 }
 deadline=$((SECONDS + 30))
@@ -102,14 +130,18 @@ until curl -s --max-time 2 "$PURL/api/v1/targets" 2>/dev/null | grep -q '"health
     sleep 0.5
 done
 ok
-d1=$(reviews) || bad "reviews failed"
+r1=$(reviews) || bad "reviews failed"
 sleep 4
 expect_rc 0 "$TESSERA" meter import -f $SPEC --db $DB --at "$NOW" "$TMP/live.prom"
-d2=$(reviews) || bad "reviews failed"
+r2=$(reviews) || bad "reviews failed"
 sleep 4
-d3=$(reviews) || bad "reviews failed"
+r3=$(reviews) || bad "reviews failed"
 sleep 3
-check "the fixtures expect denials (${d1:-none})" [ "${d1:-0}" -gt 10 ]
+read d1 a1 <<< "$r1"
+read d2 a2 <<< "$r2"
+read d3 a3 <<< "$r3"
+check "the fixtures expect denials (${d1:-none}), of client-a (${a1:-none})" \
+    [ "${d1:-0}" -gt 10 -a "${a1:-0}" -gt 5 ]
 
 # every panel of both dashboards returns data: all tenants and one tenant
 run() { expect_rc 0 "${CHECK[@]}" --prometheus $PURL --window 15 "$@"; cat "$TMP/out"; }
@@ -124,6 +156,8 @@ for _ in $(seq 10); do
     sleep 0.5
 done
 expect_in "$TMP/q.json" "\"$((d1 + d2 + d3))\"]"
+q 'sum(tessera_admission_tenant_denials_total{tenant="client-a"})'
+expect_in "$TMP/q.json" "\"$((a1 + a2 + a3))\"]"
 q 'max(tessera_plan_gpus{kind="used"}) + max(tessera_plan_gpus{kind="naive"}) * 10'
 expect_in "$TMP/q.json" '"74"]' # the worked example: 4 cards, 7 naive
 q 'count(DCGM_FI_DEV_FB_USED{tenant="client-a"})'
