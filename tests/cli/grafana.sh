@@ -20,8 +20,8 @@ PROMETHEUS=/usr/bin/prometheus
 SPEC=examples/four-h100.yaml
 DASH=(deploy/grafana/tessera-fleet.json deploy/grafana/tessera-tenant.json)
 CHECK=(tests/tools/dashboard_check.py --docs docs/metrics.md)
-SERVER= PROM=
-trap 'kill $SERVER $PROM 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+SERVER= PROM= AGENT=
+trap 'kill $SERVER $PROM $AGENT 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
 if [ ! -x $PROMETHEUS ]; then
     bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
@@ -82,6 +82,24 @@ for _ in $(seq 50); do
     curl -sf --cacert "$TMP/c/ca.crt" $URL/readyz >/dev/null 2>&1 && break
     sleep 0.1
 done
+# the node agent, where this build has `agent watch`: the stand-in NVML's two H100s
+# (tests/fixtures/agent) kept to the plan of that folder's spec; without it, the
+# agent's panels must still parse in Prometheus but cannot show data
+AGENT_JOB= OPTIONAL=()
+if "$TESSERA" agent watch --help >/dev/null 2>&1; then
+    APORT=$(free_port)
+    cp tests/fixtures/agent/h100-mixed.state "$TMP/node.state"
+    "$TESSERA" plan -f tests/fixtures/agent/spec.yaml -o json > "$TMP/node-config.json"
+    TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1" \
+        TESSERA_STANDIN_NVML="$TMP/node.state" TESSERA_STANDIN_NVML_LOG="$TMP/calls.log" \
+        "$TESSERA" agent watch --node gpu-node-1 --node-config "$TMP/node-config.json" \
+        --listen 127.0.0.1:$APORT --interval-ms 200 2>"$TMP/agent.log" &
+    AGENT=$!
+    AGENT_JOB="- {job_name: agent, static_configs: [{targets: ['127.0.0.1:$APORT']}]}"
+else
+    OPTIONAL=(--optional-prefix tessera_agent_)
+    echo "note: this tessera has no 'agent watch'; the agent panels are checked for syntax only"
+fi
 cat > "$TMP/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 scrape_configs:
@@ -89,6 +107,7 @@ scrape_configs:
   scheme: https
   tls_config: {ca_file: $TMP/c/ca.crt}
   static_configs: [{targets: ['127.0.0.1:$PORT']}]
+$AGENT_JOB
 YAML
 $PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
     --web.listen-address=127.0.0.1:$PPORT >"$TMP/prometheus.log" 2>&1 &
@@ -122,9 +141,15 @@ print(denied, client_a)
 PY
 }
 deadline=$((SECONDS + 30))
-until curl -s --max-time 2 "$PURL/api/v1/targets" 2>/dev/null | grep -q '"health":"up"'; do
+up_targets() { # every target Prometheus has is up, and there are as many as jobs
+    curl -s --max-time 2 "$PURL/api/v1/targets" 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)["data"]["activeTargets"]
+sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)))' "$1"
+}
+until up_targets $((1 + ${AGENT:+1})); do
     if [ $SECONDS -ge $deadline ]; then
-        bad "Prometheus never scraped tessera (target not up in 30 s)"
+        bad "Prometheus never scraped tessera and the agent (targets not up in 30 s)"
         tail -5 "$TMP/prometheus.log"; finish; exit
     fi
     sleep 0.5
@@ -144,7 +169,8 @@ check "the fixtures expect denials (${d1:-none}), of client-a (${a1:-none})" \
     [ "${d1:-0}" -gt 10 -a "${a1:-0}" -gt 5 ]
 
 # every panel of both dashboards returns data: all tenants and one tenant
-run() { expect_rc 0 "${CHECK[@]}" --prometheus $PURL --window 15 "$@"; cat "$TMP/out"; }
+run() { expect_rc 0 "${CHECK[@]}" --prometheus $PURL --window 15 "${OPTIONAL[@]}" "$@"
+        cat "$TMP/out"; }
 run --var 'tenant=.*' deploy/grafana/tessera-fleet.json
 run --var tenant=client-a "${DASH[@]}"
 
@@ -168,9 +194,16 @@ curl -s --cacert "$TMP/c/ca.crt" $URL/metrics > "$TMP/page"
 expect_rc 0 "${CHECK[@]}" --exposition "$TMP/page" "${DASH[@]}"
 cat "$TMP/out"
 check "the page has the plan's cards" grep -q '^tessera_plan_gpus{kind="used"} 4$' "$TMP/page"
-kill $SERVER 2>/dev/null
-wait $SERVER 2>/dev/null
-SERVER=
+if [ -n "$AGENT" ]; then # the agent's page too; the fixture's two cards planned
+    curl -s http://127.0.0.1:$APORT/metrics > "$TMP/agent-page"
+    expect_rc 0 "${CHECK[@]}" --exposition "$TMP/agent-page" "${DASH[@]}"
+    cat "$TMP/out"
+    q 'max(tessera_agent_planned_cards) * 10 + max(tessera_agent_drift_cards)'
+    expect_in "$TMP/q.json" '"20"]'
+fi
+kill $SERVER $AGENT 2>/dev/null
+wait $SERVER $AGENT 2>/dev/null
+SERVER= AGENT=
 
 # the checker fails, naming the panel: a copy of the fleet dashboard mutated
 mutate() { # PYTHON-EXPR-ON-d -> $TMP/bad.json

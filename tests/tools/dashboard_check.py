@@ -18,6 +18,9 @@ With --prometheus: every target's expr, the variables substituted as Grafana wou
 is run through /api/v1/query_range over the last --window seconds at a 1 s step and
 must succeed and return at least one series with a finite value; each label_values()
 variable query must return values (holding the --var value given for it).
+--optional-prefix P (repeatable): a target whose metrics all start with P must still be
+accepted by Prometheus, but need not return data (no source of them in this run); each
+such target is listed as not checked for data.
 
 Prints one line per problem, naming the file, the panel (id and title) and the target
 (refId); exits 0 when there is none, 1 when there are, 2 on a file that is not JSON.
@@ -170,6 +173,11 @@ class Checker:
             return subs[name]
         return re.sub(r"\$\{(\w+)\}|\$(\w+)", one, expr)
 
+    def optional(self, expr):
+        names = metric_names(expr)
+        return names and all(any(n.startswith(p) for p in self.args.optional_prefix)
+                             for n in names)
+
     def run(self, where, expr, end):
         try:
             q = self.substitute(expr)
@@ -184,7 +192,9 @@ class Checker:
         series = a["data"]["result"]
         finite = [v for s in series for _, v in s.get("values", [])
                   if not math.isnan(float(v)) and not math.isinf(float(v))]
-        if not series or not finite:
+        if self.optional(expr):
+            print(f"{where}: accepted, not checked for data (optional here)")
+        elif not series or not finite:
             self.bad(where, f"no data for {q!r} ({len(series)} series, none with a number)")
 
     def variable_values(self, path, name, v, end):
@@ -242,6 +252,7 @@ def main():
     ap.add_argument("--exposition")
     ap.add_argument("--prometheus")
     ap.add_argument("--var", action="append", default=[])
+    ap.add_argument("--optional-prefix", action="append", default=[])
     ap.add_argument("--window", type=int, default=30)
     ap.add_argument("--end", type=float)
     ap.add_argument("files", nargs="+")
