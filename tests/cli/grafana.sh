@@ -16,16 +16,13 @@
 # Grafana's sidecar (deploy/grafana/kustomization.yaml) holds both files unchanged.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
-PROMETHEUS=/usr/bin/prometheus
 SPEC=examples/four-h100.yaml
 DASH=(deploy/grafana/tessera-fleet.json deploy/grafana/tessera-tenant.json)
 CHECK=(tests/tools/dashboard_check.py --docs docs/metrics.md)
 SERVER= PROM= AGENT=
 trap 'kill $SERVER $PROM $AGENT 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
-if [ ! -x $PROMETHEUS ]; then
-    bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
-fi
+need_prometheus
 
 # the dashboards' JSON and documentation, before anything runs
 expect_rc 0 "${CHECK[@]}" "${DASH[@]}"
@@ -71,9 +68,7 @@ done
 
 scripts/make-test-cert "$TMP/c"
 PORT=$(free_port)
-PPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
-PURL=http://127.0.0.1:$PPORT
 "$TESSERA" serve -f $SPEC --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
     --listen 127.0.0.1:$PORT --shim-path /usr/lib/tessera/libtessera-cuda.so --db $DB \
     --metering-refresh 1s 2>"$TMP/serve.log" &
@@ -100,18 +95,10 @@ else
     OPTIONAL=(--optional-prefix tessera_agent_)
     echo "note: this tessera has no 'agent watch'; the agent panels are checked for syntax only"
 fi
-cat > "$TMP/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
-scrape_configs:
-- job_name: tessera
-  scheme: https
-  tls_config: {ca_file: $TMP/c/ca.crt}
-  static_configs: [{targets: ['127.0.0.1:$PORT']}]
-$AGENT_JOB
-YAML
-$PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-    --web.listen-address=127.0.0.1:$PPORT >"$TMP/prometheus.log" 2>&1 &
-PROM=$!
+prometheus_start "- {job_name: tessera, scheme: https, tls_config: {ca_file: $TMP/c/ca.crt},
+   static_configs: [{targets: ['127.0.0.1:$PORT']}]}
+$AGENT_JOB"
+PURL=$PROM_URL
 
 # reviews: every fixture under 64 KiB (the worked example's policy, served as the
 # fixtures' SOURCES.md says), on one connection, each answered as its .expect says;
@@ -141,25 +128,13 @@ print(denied, client_a)
 PY
 }
 deadline=$((SECONDS + 30))
-up_targets() { # every target Prometheus has is up, and there are as many as jobs
-    curl -s --max-time 2 "$PURL/api/v1/targets" 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-t = json.load(sys.stdin)["data"]["activeTargets"]
-sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)))' "$1"
-}
-until up_targets $((1 + ${AGENT:+1})); do
-    if [ $SECONDS -ge $deadline ]; then
-        bad "Prometheus never scraped tessera and the agent (targets not up in 30 s)"
-        tail -5 "$TMP/prometheus.log"; finish; exit
-    fi
-    sleep 0.5
-done
-ok
+prometheus_up $((1 + ${AGENT:+1})) 30 && ok ||
+    { bad "Prometheus never scraped tessera and the agent (targets not up in 30 s)"; finish; exit; }
 r1=$(reviews) || bad "reviews failed"
-sleep 4
+sleep 3
 expect_rc 0 "$TESSERA" meter import -f $SPEC --db $DB --at "$NOW" "$TMP/live.prom"
 r2=$(reviews) || bad "reviews failed"
-sleep 4
+sleep 3
 r3=$(reviews) || bad "reviews failed"
 sleep 3
 read d1 a1 <<< "$r1"
