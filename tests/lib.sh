@@ -89,7 +89,8 @@ prometheus_up() {
     until curl -s --max-time 2 "$PROM_URL/api/v1/targets" 2>/dev/null | /usr/bin/python3 -c '
 import json, sys
 t = json.load(sys.stdin)["data"]["activeTargets"]
-sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)))' "$1"; do
+sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)))' "$1" \
+        2>/dev/null; do
         if [ $SECONDS -ge $deadline ]; then
             curl -s --max-time 2 "$PROM_URL/api/v1/targets" | head -c 1500; echo
             tail -5 "$TMP/prometheus.log"

@@ -128,7 +128,9 @@ print(denied, client_a)
 PY
 }
 deadline=$((SECONDS + 30))
-prometheus_up $((1 + ${AGENT:+1})) 30 && ok ||
+targets=1
+[ -n "$AGENT" ] && targets=2
+prometheus_up $targets 30 && ok ||
     { bad "Prometheus never scraped tessera and the agent (targets not up in 30 s)"; finish; exit; }
 r1=$(reviews) || bad "reviews failed"
 sleep 3
