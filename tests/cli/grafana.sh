@@ -216,9 +216,13 @@ mutate 'd["panels"][6]["type"] = "graph"; d["templating"]["list"].pop()'
 expect_rc 1 "${CHECK[@]}" "$TMP/bad.json"
 expect_in "$TMP/out" "${title% target A}: type 'graph' is not one of"
 expect_in "$TMP/out" "$TMP/bad.json: templating: no tenant variable"
+mutate 'd["templating"]["list"][1]["query"]["label"] = "tenants"'
+expect_rc 1 "${CHECK[@]}" "$TMP/bad.json"
+expect_in "$TMP/out" "$TMP/bad.json: variable tenant: metric and label"
 head -c 3000 deploy/grafana/tessera-fleet.json > "$TMP/bad.json"
 expect_rc 2 "${CHECK[@]}" "$TMP/bad.json"
-grep -Eq "^$TMP/bad.json:[0-9]+:[0-9]+: " "$TMP/out" && ok || bad "no FILE:LINE:COL"; cat "$TMP/out"
+grep -Eq "^$TMP/bad.json:[0-9]+:[0-9]+: " "$TMP/out" && ok ||
+    { bad "no FILE:LINE:COL"; cat "$TMP/out"; }
 kill $PROM 2>/dev/null
 wait 2>/dev/null
 PROM=

@@ -137,6 +137,12 @@ class Checker:
         vs = self.variables(path, d)
         for name, v in vs.items():
             lv = label_values(v)
+            q = v.get("query")
+            if lv and isinstance(q, dict) and q.get("qryType") == 1 and \
+                    (q.get("metric"), q.get("label")) != lv:
+                # Grafana rebuilds the query from these two when qryType is 1 (label values)
+                self.bad(f"{path}: variable {name}", f"metric and label {q.get('metric')!r}, "
+                         f"{q.get('label')!r} are not those of {q.get('query')!r}")
             for metric in metric_names(lv[0]) if lv else []:
                 if not known(metric, self.docs):
                     self.bad(f"{path}: variable {name}",
