@@ -212,8 +212,10 @@ bad_run "metric up is not documented in docs/metrics.md"
 mutate 'd["panels"][6]["datasource"] = {"type": "prometheus", "uid": "prod"}'
 expect_rc 1 "${CHECK[@]}" "$TMP/bad.json"
 expect_in "$TMP/out" "${title% target A}: datasource {'type': 'prometheus', 'uid': 'prod'} is not"
-mutate 'd["panels"][6]["type"] = "graph"; d["templating"]["list"].pop()'
+mutate 'd["panels"][6]["type"] = "graph"; d["templating"]["list"].pop()
+d["panels"][1]["gridPos"]["x"] = 2'
 expect_rc 1 "${CHECK[@]}" "$TMP/bad.json"
+expect_in "$TMP/out" "$TMP/bad.json: panel 2 \"Cards in the fleet\": overlaps panel 1 at x 2, y 0"
 expect_in "$TMP/out" "${title% target A}: type 'graph' is not one of"
 expect_in "$TMP/out" "$TMP/bad.json: templating: no tenant variable"
 mutate 'd["templating"]["list"][1]["query"]["label"] = "tenants"'

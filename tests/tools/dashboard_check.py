@@ -8,7 +8,7 @@ Without --prometheus: each file is well-formed JSON (an error names FILE:LINE:CO
 classic Grafana dashboard (a current schemaVersion, a uid, the ${DS_PROMETHEUS}
 data-source variable and a `tenant` variable, panels of type timeseries, stat or table,
 each reading ${DS_PROMETHEUS}, each with targets holding a PromQL `expr`, ids unique,
-panels inside the 24-column grid), and every metric a query or a variable names is
+panels inside the 24-column grid, none over another), and every metric a query or a variable names is
 documented in a table of --docs (a histogram's _bucket, _sum and _count by its own
 name). --exposition PAGE: every tessera_ family a /metrics page declares (# TYPE) is
 documented too.
@@ -126,6 +126,19 @@ class Checker:
                 if not known(name, self.docs):
                     self.bad(tw, f"metric {name} is not documented in {self.args.docs}")
 
+    def place(self, path, p, cells):
+        """Panels may not overlap on the grid (Grafana would push one down)."""
+        g = p.get("gridPos", {})
+        if not all(isinstance(g.get(k), int) for k in "hwxy"):
+            return
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                other = cells.setdefault((x, y), p.get("id"))
+                if other != p.get("id"):
+                    self.bad(f'{path}: panel {p.get("id")} "{p.get("title")}"',
+                             f"overlaps panel {other} at x {x}, y {y}")
+                    return
+
     def structure(self, path, d):
         if not isinstance(d, dict):
             self.bad(path, "not a JSON object")
@@ -147,9 +160,10 @@ class Checker:
                 if not known(metric, self.docs):
                     self.bad(f"{path}: variable {name}",
                              f"metric {metric} is not documented in {self.args.docs}")
-        ids = set()
+        ids, cells = set(), {}
         for p in d.get("panels", []):
             self.panel(path, p, ids)
+            self.place(path, p, cells)
         if not d.get("panels"):
             self.bad(path, "no panels")
         return vs
