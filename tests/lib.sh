@@ -56,3 +56,46 @@ else:
     raise SystemExit("free_port: no free loopback port below %d after 500 tries" % low)
 PY
 }
+
+# ---- Debian's Prometheus (prometheus.sh, meter_prometheus.sh, grafana.sh) ----
+PROMETHEUS=/usr/bin/prometheus
+
+# need_prometheus: fail the test at once when Prometheus is not installed.
+need_prometheus() {
+    [ -x $PROMETHEUS ] && return 0
+    bad "$PROMETHEUS missing (scripts/install-deps installs it)"
+    finish
+    exit 1
+}
+
+# prometheus_start SCRAPE_CONFIGS: Prometheus on a free loopback port scraping every
+# second what SCRAPE_CONFIGS (YAML items of scrape_configs) say, its TSDB, config and
+# log in $TMP; sets PROM (its pid, for the caller to kill) and PROM_URL.
+prometheus_start() {
+    local port
+    port=$(free_port)
+    PROM_URL=http://127.0.0.1:$port
+    printf '%s\n' "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}" \
+        "scrape_configs:" "$1" > "$TMP/prometheus.yml"
+    $PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
+        --web.listen-address=127.0.0.1:$port >"$TMP/prometheus.log" 2>&1 &
+    PROM=$!
+}
+
+# prometheus_up N SECONDS: wait until Prometheus has N targets, every one up (scraped, its
+# page valid); false, with what Prometheus says, after SECONDS.
+prometheus_up() {
+    local deadline=$((SECONDS + $2))
+    until curl -s --max-time 2 "$PROM_URL/api/v1/targets" 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+t = json.load(sys.stdin)["data"]["activeTargets"]
+sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)))' "$1" \
+        2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then
+            curl -s --max-time 2 "$PROM_URL/api/v1/targets" | head -c 1500; echo
+            tail -5 "$TMP/prometheus.log"
+            return 1
+        fi
+        sleep 0.5
+    done
+}

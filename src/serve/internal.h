@@ -56,7 +56,7 @@ void serve_body_give(size_t n);
 /* The connection and body gauges, for /metrics. */
 void serve_capacity_text(struct ts_sbuf *out);
 
-/* ---- metrics.c (SERVE_RULES_MAX: util/limits.h) ---- */
+/* ---- metrics.c (SERVE_RULES_MAX, SERVE_TENANT_RULES_MAX: util/limits.h) ---- */
 /* Latency histogram buckets: the bounds table of metrics.c, plus +Inf. */
 #define SERVE_BUCKETS 13
 
@@ -70,12 +70,19 @@ struct serve_metrics {
     atomic_ulong bodies_refused;         /* reviews refused (429): the body budget was spent */
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
-    pthread_mutex_t lock; /* guards the rule table */
+    pthread_mutex_t lock; /* guards the rule table and the tenants' */
     char rules[SERVE_RULES_MAX][48];
     unsigned long rule_counts[SERVE_RULES_MAX];
     int nrules;
+    struct serve_tenant_count *tenants; /* sorted by tenant, then rule ("": allowed) */
+    size_t ntenants, tenants_cap;
 };
 void serve_metrics_init(struct serve_metrics *m);
+void serve_metrics_release(struct serve_metrics *m);
+/* A review answered in a tenant's namespace, allowed or denied by rule;
+ * nothing for a review of no tenant (tenant ""). */
+void serve_metrics_tenant(struct serve_metrics *m, const char *tenant, int allowed,
+                          const char *rule);
 void serve_metrics_observe(struct serve_metrics *m, double seconds);
 void serve_metrics_denied(struct serve_metrics *m, const char *rule);
 void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *out);

@@ -1,7 +1,8 @@
 /*
  * metering.c - the metering part of /metrics (`tessera serve --db DB`):
- * GPU-hours per tenant from the store, the plan's allocation per tenant,
- * and the stored dcgm-exporter bodies relabelled with their tenant.
+ * GPU-hours per tenant from the store, the plan's allocation per tenant and
+ * its card counts (these two without --db too), and the stored dcgm-exporter
+ * bodies relabelled with their tenant.
  *
  * Only a GET /metrics does this work, on its own request thread; /validate
  * never touches it. A scrape serves a cached text; when the cache is older
@@ -399,13 +400,30 @@ static void write_allocation(const struct serve_policy *p, struct ts_sbuf *o)
     free(rows);
 }
 
+/* The plan's card counts, as `tessera plan` prints them in its summary. */
+static void write_plan_gpus(const struct plan_summary *s, struct ts_sbuf *o)
+{
+    ts_sbuf_printf(o,
+                   "# HELP tessera_plan_gpus Cards of the loaded plan: used, in the fleet, one "
+                   "per workload (naive), one per replica (dedicated), the lower bound.\n"
+                   "# TYPE tessera_plan_gpus gauge\n"
+                   "tessera_plan_gpus{kind=\"used\"} %d\n"
+                   "tessera_plan_gpus{kind=\"fleet\"} %d\n"
+                   "tessera_plan_gpus{kind=\"naive\"} %d\n"
+                   "tessera_plan_gpus{kind=\"dedicated\"} %d\n"
+                   "tessera_plan_gpus{kind=\"lower_bound\"} %d\n",
+                   s->gpus_used, s->gpus_total, s->naive, s->dedicated, s->lower_bound);
+}
+
 /* ---- the page ---- */
 
 void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sbuf *o)
 {
     struct serve_policy *p = serve_policy_get(s);
-    if (p)
+    if (p) {
         write_allocation(p, o);
+        write_plan_gpus(&p->plan->summary, o);
+    }
     if (m->url) {
         pthread_mutex_lock(&m->lock);
         maybe_refresh(m, p);

@@ -1,12 +1,22 @@
 /*
  * metrics.c - the webhook's Prometheus metrics: requests by result, denials
- * by rule, a latency histogram, in-flight requests, reloads. Counters are
- * atomics (no lock on the request path); the rule table takes a mutex.
+ * by rule, per tenant the reviews allowed and the denials by rule, a latency
+ * histogram, in-flight requests, reloads. Counters are atomics (no lock on
+ * the request path); the rule and tenant tables take a mutex.
  */
 #include "serve/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "meter/relabel.h"
+#include "util/grow.h"
+
+/* One (tenant, rule) pair's reviews; rule "" counts those allowed. */
+struct serve_tenant_count {
+    char tenant[64], rule[48];
+    unsigned long n;
+};
 
 static const double bounds[SERVE_BUCKETS - 1] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
                                                  0.01,   0.025,   0.05,   0.1,   0.25,   1.0};
@@ -15,6 +25,14 @@ void serve_metrics_init(struct serve_metrics *m)
 {
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->lock, NULL);
+}
+
+void serve_metrics_release(struct serve_metrics *m)
+{
+    free(m->tenants);
+    m->tenants = NULL;
+    m->ntenants = m->tenants_cap = 0;
+    pthread_mutex_destroy(&m->lock);
 }
 
 void serve_metrics_observe(struct serve_metrics *m, double seconds)
@@ -39,6 +57,82 @@ void serve_metrics_denied(struct serve_metrics *m, const char *rule)
     }
     if (i < m->nrules)
         m->rule_counts[i]++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+static int tenant_cmp(const struct serve_tenant_count *c, const char *tenant, const char *rule)
+{
+    int d = strcmp(c->tenant, tenant);
+    return d ? d : strcmp(c->rule, rule);
+}
+
+/* Where (tenant, rule) is or goes in the sorted table. */
+static size_t tenant_find(const struct serve_metrics *m, const char *tenant, const char *rule)
+{
+    size_t lo = 0, hi = m->ntenants;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tenant_cmp(&m->tenants[mid], tenant, rule) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void tenant_add(struct serve_metrics *m, const char *tenant, const char *rule)
+{
+    size_t i = tenant_find(m, tenant, rule);
+    if (i < m->ntenants && tenant_cmp(&m->tenants[i], tenant, rule) == 0) {
+        m->tenants[i].n++;
+        return;
+    }
+    if (m->ntenants >= SERVE_TENANT_RULES_MAX ||
+        !ts_grow((void **)&m->tenants, &m->tenants_cap, m->ntenants, sizeof(*m->tenants)))
+        return;
+    memmove(&m->tenants[i + 1], &m->tenants[i], (m->ntenants - i) * sizeof(*m->tenants));
+    m->ntenants++;
+    struct serve_tenant_count *c = &m->tenants[i];
+    snprintf(c->tenant, sizeof(c->tenant), "%s", tenant);
+    snprintf(c->rule, sizeof(c->rule), "%s", rule);
+    c->n = 1;
+}
+
+void serve_metrics_tenant(struct serve_metrics *m, const char *tenant, int allowed,
+                          const char *rule)
+{
+    if (!tenant[0])
+        return;
+    pthread_mutex_lock(&m->lock);
+    tenant_add(m, tenant, allowed ? "" : rule[0] ? rule : "unknown");
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* The tenant table as two families: reviews allowed, denials by rule. */
+static void tenant_text(struct serve_metrics *m, struct ts_sbuf *o)
+{
+    static const char *const family[2][2] = {
+        {"tessera_admission_tenant_allowed_total",
+         "Reviews allowed in a tenant's namespaces, per tenant."},
+        {"tessera_admission_tenant_denials_total",
+         "Reviews denied in a tenant's namespaces, per tenant and rule."}};
+    pthread_mutex_lock(&m->lock);
+    for (int denied = 0; denied < 2; denied++) {
+        ts_sbuf_printf(o, "# HELP %s %s\n# TYPE %s counter\n", family[denied][0], family[denied][1],
+                       family[denied][0]);
+        for (size_t i = 0; i < m->ntenants; i++) {
+            const struct serve_tenant_count *c = &m->tenants[i];
+            if ((c->rule[0] != '\0') != denied)
+                continue;
+            ts_sbuf_printf(o, "%s{tenant=", family[denied][0]);
+            meter_relabel_put_label(o, c->tenant);
+            if (denied) {
+                ts_sbuf_puts(o, ",rule=");
+                meter_relabel_put_label(o, c->rule);
+            }
+            ts_sbuf_printf(o, "} %lu\n", c->n);
+        }
+    }
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -68,6 +162,7 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
         ts_sbuf_printf(o, "tessera_admission_denials_total{rule=\"%s\"} %lu\n", m->rules[i],
                        m->rule_counts[i]);
     pthread_mutex_unlock(&m->lock);
+    tenant_text(m, o);
     ts_sbuf_puts(o, "# HELP tessera_admission_duration_seconds Time to answer a review.\n"
                     "# TYPE tessera_admission_duration_seconds histogram\n");
     unsigned long cum = 0;

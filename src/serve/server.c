@@ -300,6 +300,8 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
         atomic_fetch_add(&s->metrics.requests_denied, 1);
         serve_metrics_denied(&s->metrics, v.rule);
     }
+    if (v.http_status == 200)
+        serve_metrics_tenant(&s->metrics, v.tenant, v.allowed, v.rule);
     if (v.http_status != 200 || !v.allowed)
         log_review(s, &v, dt);
     return ret;

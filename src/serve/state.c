@@ -262,6 +262,7 @@ void serve_state_release(struct serve_state *s)
     serve_policy_put(s->policy);
     tls_free(s->tls);
     tls_free(s->tls_old);
+    serve_metrics_release(&s->metrics);
     pthread_mutex_destroy(&s->lock);
     serve_current_state = NULL;
 }

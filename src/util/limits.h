@@ -376,6 +376,11 @@
 /* Distinct admission rules counted in /metrics: the policy has under 40;
  * a rule past them is not counted. */
 #define SERVE_RULES_MAX 64
+/* (tenant, rule) pairs counted per tenant on /metrics (a tenant's allowed
+ * reviews are one pair): the tenants with reviews (a spec's tens to
+ * hundreds) times the few rules that deny each; a pair past them is not
+ * counted per tenant (the per-rule totals still are). */
+#define SERVE_TENANT_RULES_MAX 4096
 
 /* ---- agent ------------------------------------------------------------------ */
 

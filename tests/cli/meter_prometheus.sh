@@ -13,7 +13,6 @@
 # range of 90 steps asked for in two pieces (the URLs checked).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
-PROMETHEUS=/usr/bin/prometheus
 FIX=tests/fixtures/dcgm
 PAGES=($FIX/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
        $FIX/nvidia-dcgm-exporter-issue250-v100-sxm2-32gb.prom
@@ -23,9 +22,7 @@ PAGES=($FIX/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 SERVER= PROM= CANNED=
 trap 'kill $SERVER $PROM $CANNED 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
-if [ ! -x $PROMETHEUS ]; then
-    bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
-fi
+need_prometheus
 
 cat > "$TMP/spec.yaml" <<'YAML'
 apiVersion: tessera.dev/v1alpha1
@@ -68,19 +65,10 @@ expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db sqlite:$TMP/direct.
     "$TMP"/page{0,1,2,3}.prom
 
 PORT=$(free_port)
-PPORT=$(free_port)
 tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
 SERVER=$!
-cat > "$TMP/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, scrape_timeout: 1s}
-scrape_configs:
-- job_name: dcgm
-  static_configs: [{targets: ['127.0.0.1:$PORT']}]
-YAML
-$PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-    --web.listen-address=127.0.0.1:$PPORT >"$TMP/prometheus.log" 2>&1 &
-PROM=$!
-PURL=http://127.0.0.1:$PPORT
+prometheus_start "- {job_name: dcgm, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
+PURL=$PROM_URL
 # the four pages and one empty page after them were scraped (so the fourth is stored)
 deadline=$((SECONDS + 40))
 until [ "$(cat "$TMP/$PORT.count" 2>/dev/null)" -ge 5 ] 2>/dev/null; do

@@ -11,7 +11,6 @@
 # (tessera_metering_up 0, the page still 200 with the webhook's metrics).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
-PROMETHEUS=/usr/bin/prometheus
 FIX=tests/fixtures/dcgm
 H100=$FIX/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 DATADOG=$FIX/datadog-integrations-core_dcgm_metrics.txt
@@ -20,13 +19,9 @@ SERVER= PROM=
 trap 'kill $SERVER $PROM 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
 
-if [ ! -x $PROMETHEUS ]; then
-    bad "$PROMETHEUS missing (scripts/install-deps installs it)"; finish; exit
-fi
+need_prometheus
 PORT=$(free_port)
-PPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
-API=http://127.0.0.1:$PPORT/api/v1
 
 cat > "$TMP/spec.yaml" <<'YAML'
 apiVersion: tessera.dev/v1alpha1
@@ -77,30 +72,15 @@ for _ in $(seq 50); do
     sleep 0.1
 done
 
-cat > "$TMP/prometheus.yml" <<YAML
-global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
-scrape_configs:
-- job_name: tessera
-  scheme: https
-  tls_config: {ca_file: $TMP/c/ca.crt}
-  static_configs: [{targets: ['127.0.0.1:$PORT']}]
-YAML
-$PROMETHEUS --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \
-    --web.listen-address=127.0.0.1:$PPORT >"$TMP/prometheus.log" 2>&1 &
-PROM=$!
+prometheus_start "- {job_name: tessera, scheme: https, tls_config: {ca_file: $TMP/c/ca.crt},
+   static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
+API=$PROM_URL/api/v1
 
 # q PROMQL -> the query's JSON result in $TMP/q.json
 q() { curl -s --max-time 5 "$API/query" --data-urlencode "query=$1" > "$TMP/q.json"; }
 # up: Prometheus scraped tessera at least once and found the page valid
-deadline=$((SECONDS + 30))
-until curl -s --max-time 2 "$API/targets" 2>/dev/null | grep -q '"health":"up"'; do
-    if [ $SECONDS -ge $deadline ]; then
-        bad "Prometheus never scraped tessera (target not up in 30 s)"
-        curl -s "$API/targets" | head -c 1500; echo; tail -5 "$TMP/prometheus.log"; finish; exit
-    fi
-    sleep 0.5
-done
-ok
+prometheus_up 1 30 && ok ||
+    { bad "Prometheus never scraped tessera (target not up in 30 s)"; finish; exit; }
 
 # check_hours: Prometheus's tessera_gpu_hours_total equals `tessera usage` row by row
 check_hours() {

@@ -6,7 +6,8 @@
  * a tenant changes, a gap is capped and a node's scrape arrives late; a
  * broken store gives tessera_metering_up 0 and no stale hours, and the
  * totals are rebuilt right once it is back; the refresh period is honoured;
- * the plan's allocation per tenant is there with and without --db.
+ * the plan's allocation per tenant and its card counts are there with and
+ * without --db.
  */
 #include "helpers.h"
 
@@ -246,6 +247,15 @@ static void test_without_db(void **state)
                                  "model_name=\"NVIDIA H100 80GB SXM5\"} 0.25\n"));
     assert_null(strstr(text, "tessera_metering_up"));
     assert_null(strstr(text, "tessera_gpu_hours_total"));
+    /* the spec's two cards; lab's two untrusted 1g.10gb replicas on
+     * distinct cards (both used, the bound); one workload is one naive
+     * card, two replicas two dedicated ones */
+    assert_non_null(strstr(text, "# TYPE tessera_plan_gpus gauge\n"
+                                 "tessera_plan_gpus{kind=\"used\"} 2\n"
+                                 "tessera_plan_gpus{kind=\"fleet\"} 2\n"
+                                 "tessera_plan_gpus{kind=\"naive\"} 1\n"
+                                 "tessera_plan_gpus{kind=\"dedicated\"} 2\n"
+                                 "tessera_plan_gpus{kind=\"lower_bound\"} 2\n"));
     free(text);
     done(e);
 }
