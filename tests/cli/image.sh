@@ -4,7 +4,8 @@
 # layout: index.json -> manifest -> config and layers) and run from the
 # unpacked root in a chroot as the image's user: the entrypoint prints the
 # project's version and plans the worked example exactly as the build's own
-# binary does; the shim, preloaded from the image into a probe on the
+# binary does; its webhook serves TLS and answers two reviews as expected;
+# the shim, preloaded from the image into a probe on the
 # stand-in driver, shows the card at its limit. The image holds exactly the
 # files its manifest lists, each library byte for byte the file of the Debian
 # package the manifest names; no shell; under 30 MB. Bad arguments exit 2
@@ -128,19 +129,22 @@ check "the image is $size bytes unpacked, over 30 MB" [ "$size" -lt 30000000 ]
 
 # inroot ENV... -- ARGS...: the entrypoint with ARGS, chrooted into the image
 # as its user, with only ENV in the environment.
-inroot() {
-    /usr/bin/python3 - "$ROOT" "$(cfg entrypoint)" "$(cfg user)" "$@" <<'PY'
+cat >"$TMP/inroot.py" <<'PY'
 import os, sys
 root, entry, user, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 cut = args.index("--")
 env = dict(a.split("=", 1) for a in args[:cut])
-argv = args[cut + 1:] if args[cut + 1:cut + 2] and args[cut + 1].startswith("/") else [entry] + args[cut + 1:]
+argv = args[cut + 1:]
+argv = argv if argv and argv[0].startswith("/") else [entry] + argv
 uid, gid = (int(x) for x in user.split(":"))
-os.chroot(root); os.chdir("/")
-os.setgroups([]); os.setgid(gid); os.setuid(uid)
+os.chroot(root)
+os.chdir("/")
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
 os.execve(argv[0], argv, env)
 PY
-}
+inroot() { /usr/bin/python3 "$TMP/inroot.py" "$ROOT" "$(cfg entrypoint)" "$(cfg user)" "$@"; }
 
 expect_rc 0 inroot -- --version
 expect_in "$TMP/out" "$VERSION"
@@ -152,6 +156,36 @@ check "the image's plan differs from the build's: $(diff "$TMP/plan.host" "$TMP/
 check "the plan is empty" [ -s "$TMP/plan.host" ]
 expect_rc 2 inroot -- plan -f /tmp/absent.yaml
 expect_in "$TMP/err" "/tmp/absent.yaml"
+
+# The webhook from the image (TLS by the image's GnuTLS): ready, and it
+# admits a plain pod and refuses a privileged one as the fixtures expect.
+"$TESSERA_SRC/scripts/make-test-cert" "$TMP/cert" >/dev/null
+cp "$TMP/cert/tls.crt" "$TMP/cert/tls.key" "$ROOT/tmp/"
+chmod 0644 "$ROOT/tmp/tls.key"
+PORT=$(free_port)
+# (python3 execs the server: $! is the server)
+/usr/bin/python3 "$TMP/inroot.py" "$ROOT" "$(cfg entrypoint)" "$(cfg user)" -- serve \
+    -f /tmp/four-h100.yaml --tls-cert /tmp/tls.crt --tls-key /tmp/tls.key \
+    --listen 127.0.0.1:$PORT >/dev/null 2>"$TMP/serve.log" &
+server=$!
+trap 'kill $server 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 100); do
+    curl -sf --cacert "$TMP/cert/ca.crt" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+expect_rc 0 curl -sf --cacert "$TMP/cert/ca.crt" "https://127.0.0.1:$PORT/readyz"
+for review in 001-pod-no-gpu-tenant-ns 004-pod-privileged-container; do
+    curl -s --cacert "$TMP/cert/ca.crt" -H 'Content-Type: application/json' \
+        --data-binary @"$TESSERA_FIXTURES/admission/$review.json" \
+        "https://127.0.0.1:$PORT/validate" >"$TMP/answer" 2>&1
+    allowed=$(/usr/bin/python3 -c 'import json, sys
+print(str(json.load(open(sys.argv[1]))["response"]["allowed"]).lower())' "$TMP/answer" 2>&1)
+    want=$(sed -n 2p "$TESSERA_FIXTURES/admission/$review.expect")
+    check "$review: allowed=$allowed, expected $want ($(head -c 200 "$TMP/serve.log"))" \
+        [ "$allowed" = "$want" ]
+done
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
 
 # The shim from the image, preloaded into the probe on the stand-in driver
 # (both copied in for the test): the card shows the 1 MiB limit, 16 GiB without.
