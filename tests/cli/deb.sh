@@ -36,7 +36,8 @@ check "a refused build left files: $(ls -A "$OUT")" [ -z "$(ls -A "$OUT")" ]
 
 expect_rc 0 "$BUILD" "$TESSERA" "$SHIM" "$VERSION" "$OUT"
 check "build-deb printed '$(cat "$TMP/out")', expected $DEB" [ "$(cat "$TMP/out")" = "$DEB" ]
-check "only the package is left in $OUT: $(ls -A "$OUT")" [ "$(ls -A "$OUT")" = "$(basename "$DEB")" ]
+check "only the package is left in $OUT: $(ls -A "$OUT")" \
+    [ "$(ls -A "$OUT")" = "$(basename "$DEB")" ]
 field() { dpkg-deb -f "$DEB" "$1"; }
 check "Package '$(field Package)'" [ "$(field Package)" = tessera ]
 check "Version '$(field Version)', expected $VERSION" [ "$(field Version)" = "$VERSION" ]
@@ -71,7 +72,8 @@ echo ca-certificates >>"$TMP/needed"
 sort -u -o "$TMP/needed" "$TMP/needed"
 field Depends | tr ',' '\n' | sed 's/^ *//' >"$TMP/depends"
 sed 's/ .*//' "$TMP/depends" | sort >"$TMP/named"
-check "Depends names $(tr '\n' ' ' <"$TMP/named"), the libraries need $(tr '\n' ' ' <"$TMP/needed")" \
+check "Depends names $(tr '\n' ' ' <"$TMP/named"), the libraries need $(tr '\n' ' ' \
+    <"$TMP/needed")" \
     cmp -s "$TMP/named" "$TMP/needed"
 while read -r pkg op version; do
     have=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)

@@ -20,7 +20,11 @@ if ldd "$TESSERA" | grep -q 'libasan'; then
     finish
     exit
 fi
-command -v buildah >/dev/null || { bad "buildah is not installed (scripts/install-deps check)"; finish; exit; }
+if ! command -v buildah >/dev/null; then
+    bad "buildah is not installed (scripts/install-deps check)"
+    finish
+    exit
+fi
 [ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; finish; exit; }
 envfile="$(dirname "$TESSERA")/shim-test.env"
 [ -f "$envfile" ] || { bad "no $envfile (tests/shim not built)"; finish; exit; }
@@ -61,13 +65,15 @@ with open(tmp + "/files", "w") as files:
     for layer in manifest["layers"]:
         with tarfile.open(fileobj=oci.extractfile("blobs/sha256/" + layer["digest"][7:])) as t:
             for m in t.getmembers():
-                kind = "f" if m.isfile() else "l " + m.linkname if m.issym() else "d" if m.isdir() else "?"
+                kind = ("f" if m.isfile() else "l " + m.linkname if m.issym()
+                        else "d" if m.isdir() else "?")
                 files.write("/%s %s\n" % (m.name.lstrip("./").rstrip("/"), kind))
             t.extractall(root)
 c = config["config"]
 labels = c.get("Labels", {})
 with open(tmp + "/config", "w") as out:
-    for key, value in [("ref", entry.get("annotations", {}).get("org.opencontainers.image.ref.name")),
+    ref = entry.get("annotations", {}).get("org.opencontainers.image.ref.name")
+    for key, value in [("ref", ref),
                        ("entrypoint", " ".join(c.get("Entrypoint", []))), ("user", c.get("User")),
                        ("os", config.get("os")), ("arch", config.get("architecture")),
                        ("layers", len(manifest["layers"]))] + sorted(labels.items()):
@@ -83,8 +89,10 @@ check "label title '$(cfg org.opencontainers.image.title)'" \
     [ "$(cfg org.opencontainers.image.title)" = tessera ]
 check "entrypoint '$(cfg entrypoint)'" [ "$(cfg entrypoint)" = /usr/bin/tessera ]
 check "user '$(cfg user)', expected 65532:65532" [ "$(cfg user)" = 65532:65532 ]
-check "os/arch $(cfg os)/$(cfg arch)" [ "$(cfg os)/$(cfg arch)" = "linux/$(dpkg --print-architecture)" ]
-check "the image's user is not in its /etc/passwd" grep -qx 'tessera:x:65532:65532:.*' "$ROOT/etc/passwd"
+check "os/arch $(cfg os)/$(cfg arch)" \
+    [ "$(cfg os)/$(cfg arch)" = "linux/$(dpkg --print-architecture)" ]
+check "the image's user is not in its /etc/passwd" \
+    grep -qx 'tessera:x:65532:65532:.*' "$ROOT/etc/passwd"
 check "the image's group is not in its /etc/group" grep -qx 'tessera:x:65532:' "$ROOT/etc/group"
 
 # No shell, no other program: /usr/bin holds tessera alone, nothing named like a shell.
@@ -166,7 +174,7 @@ PORT=$(free_port)
 # (python3 execs the server: $! is the server)
 /usr/bin/python3 "$TMP/inroot.py" "$ROOT" "$(cfg entrypoint)" "$(cfg user)" -- serve \
     -f /tmp/four-h100.yaml --tls-cert /tmp/tls.crt --tls-key /tmp/tls.key \
-    --listen 127.0.0.1:$PORT >/dev/null 2>"$TMP/serve.log" &
+    --listen "127.0.0.1:$PORT" >/dev/null 2>"$TMP/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do
