@@ -4,8 +4,10 @@
 # machine's architecture), exactly the files it should hold, and Depends
 # naming the package of each library the two ELF files need directly (read
 # here with objdump, not from dpkg-shlibdeps) and nothing else, each
-# installed here at a version that satisfies it. Unpacked into a scratch root
-# (dpkg -x: this machine's dpkg database is left alone) it runs: the version,
+# installed here at a version that satisfies it. dpkg installs it into a
+# scratch root with a scratch database holding only the Depends packages as
+# installed here (this machine's own database is left alone), and refuses it
+# when one is missing or too old. Installed, it runs: the version,
 # the worked example's plan exactly as the build's binary prints it, the man
 # page, the bash completion, and its shim preloaded into the probe on the
 # stand-in driver. Bad arguments exit 2 naming the culprit.
@@ -52,7 +54,33 @@ printf '%s\n' ./opt/tessera/lib/libtessera-cuda.so ./usr/bin/tessera \
 check "files: $(diff "$TMP/want" "$TMP/files" | grep '^[<>]' | tr '\n' ' ')" \
     cmp -s "$TMP/want" "$TMP/files"
 
-dpkg-deb -x "$DEB" "$ROOT"
+# db DIR: a dpkg database holding the Depends packages as this machine has them.
+db() {
+    mkdir -p "$1/info" "$1/updates" "$1/triggers"
+    touch "$1/available"
+    for p in $(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | awk '{print $1}'); do
+        dpkg-query -s "$p" && echo
+    done >"$1/status"
+}
+# install DB: dpkg -i into $ROOT with database DB (no maintainer scripts to chroot).
+# dpkg unpacks before it checks, so each try starts from an empty root.
+install() {
+    rm -rf "$ROOT" && mkdir -p "$ROOT"
+    dpkg --admindir="$1" --instdir="$ROOT" --force-script-chrootless -i "$DEB" 2>&1
+}
+db "$TMP/db-old"
+sed -i '/^Package: libc6$/,/^$/s/^Version: .*/Version: 2.31-13/' "$TMP/db-old/status"
+expect_rc 1 install "$TMP/db-old"
+expect_in "$TMP/out" "tessera depends on libc6 (>= "
+db "$TMP/db-missing"
+sed -i '/^Package: libglpk40$/,/^$/d' "$TMP/db-missing/status"
+expect_rc 1 install "$TMP/db-missing"
+expect_in "$TMP/out" "tessera depends on libglpk40"
+db "$TMP/db"
+expect_rc 0 install "$TMP/db"
+check "dpkg does not have tessera installed: $(dpkg-query --admindir="$TMP/db" -W -f='${Status}' \
+    tessera)" [ "$(dpkg-query --admindir="$TMP/db" -W -f='${Status}' tessera)" = \
+    "install ok installed" ]
 check "Installed-Size $(field Installed-Size), du says $(du -sk "$ROOT" | cut -f1)" \
     [ "$(field Installed-Size)" = "$(du -sk "$ROOT" | cut -f1)" ]
 
