@@ -2,7 +2,9 @@
 #   make demo    install what the demo runs, build, run the worked example
 #   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
 #                targets), run every test and replay the fuzz corpora
-# and, for maintainers: make bench, make fuzz, make format, make clean.
+# and, for maintainers: make bench, make fuzz, make format, make clean,
+# make image (the OCI image build/tessera-image.oci.tar), make deb (the
+# Debian package build/tessera_VERSION_ARCH.deb).
 # Each installs only its own group of packages (scripts/install-deps GROUP).
 JOBS     ?= $(shell nproc)
 BUILD    := build
@@ -11,8 +13,8 @@ FUZZ     := build-fuzz
 TESSERA  := $(BUILD)/tessera
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz build demo check \
-        check-format check-build check-asan check-fuzz bench fuzz \
+.PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz deps-package build demo \
+        check check-format check-build check-asan check-fuzz bench fuzz image deb \
         format clean docs
 
 all: build
@@ -20,7 +22,7 @@ all: build
 deps:
 	@scripts/install-deps all
 
-deps-build deps-demo deps-check deps-bench deps-fuzz:
+deps-build deps-demo deps-check deps-bench deps-fuzz deps-package:
 	@scripts/install-deps $(@:deps-%=%)
 
 $(BUILD)/build.ninja:
@@ -46,6 +48,11 @@ demo: deps-demo deps-build $(BUILD)/build.ninja
 	@scripts/demo-meter $(TESSERA) out
 	@echo
 	@scripts/demo-replan $(TESSERA) out
+
+# The container image and the Debian package, from the release build's tessera
+# and shim (scripts/build-image, scripts/build-deb; docs/image.md).
+image deb: deps-package deps-build $(BUILD)/build.ninja
+	ninja -C $(BUILD) $@
 
 check: deps-check check-format check-build check-asan check-fuzz
 

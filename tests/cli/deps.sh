@@ -27,24 +27,25 @@ for need in openssl curl python3 python3-yaml; do # scripts/demo-webhook, demo-d
 done
 # Each group holds the build group; the benchmark and test tools are where they run.
 $DEPS --list build >"$TMP/build"
-for g in demo check bench fuzz all; do
+for g in demo check bench fuzz package all; do
     $DEPS --list $g >"$TMP/$g"
     check "group $g lacks some of build: $(comm -23 <(sort "$TMP/build") <(sort "$TMP/$g"))" \
         [ -z "$(comm -23 <(sort "$TMP/build") <(sort "$TMP/$g"))" ]
 done
 for p in wrk nginx-light glpk-utils; do check "bench lacks $p" grep -qx $p "$TMP/bench"; done
-for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema; do
+for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema buildah dpkg-dev; do
     check "check lacks $p" grep -qx $p "$TMP/check"
 done
 expect_rc 2 $DEPS --list nonsense
 expect_in "$TMP/err" "unknown group 'nonsense'"
 
 # Each make target asks for its own group and no other.
-for target in demo check bench fuzz; do
+for target in demo check bench fuzz image deb; do
     make -s -n -C "$TESSERA_SRC" BUILD="$TMP/nobuild" $target 2>/dev/null |
         sed -n 's/^scripts\/install-deps //p' | sort -u | tr '\n' ' ' >"$TMP/groups"
     want=$(printf '%s\n' build $target | sort -u | tr '\n' ' ')
     [ $target = fuzz ] && want="fuzz "
+    [ $target = image ] || [ $target = deb ] && want="build package "
     check "make $target installs groups '$(cat "$TMP/groups")', expected '$want'" \
         [ "$(cat "$TMP/groups")" = "$want" ]
 done
