@@ -86,8 +86,10 @@ static void legend(struct ts_sbuf *out, const struct fight_phase_result *p, cons
                    X1 + 20, y, X1 + 44, y, colour, X1 + 50, y + 4);
     ts_sbuf_xml(out, p->name);
     ts_sbuf_printf(out, " p99 %.0f us", p->s.p99);
-    if (p->status == FIGHT_ST_PASS || p->status == FIGHT_ST_FAIL)
-        ts_sbuf_puts(out, p->status == FIGHT_ST_PASS ? " PASS" : " FAIL");
+    if (p->status >= FIGHT_ST_PASS)
+        ts_sbuf_puts(out, p->status == FIGHT_ST_PASS   ? " PASS"
+                          : p->status == FIGHT_ST_FAIL ? " FAIL"
+                                                       : " INCONCLUSIVE");
     ts_sbuf_puts(out, "</text>\n");
 }
 
