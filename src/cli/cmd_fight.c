@@ -33,6 +33,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('e', "expect", "LIST", CLI_ALL, "the mechanisms that decide the exit code"),
     CLI_LONG('t', "tolerance", "PCT", CLI_ALL,
              "the p99 rise allowed over the baseline (default 10)"),
+    CLI_LONG('C', "control-tolerance", "PCT", CLI_ALL,
+             "the A/A control's tolerance, either way (default: --tolerance)"),
     CLI_LONG('n', "requests", "N", CLI_ALL, "SLA requests measured per run (default 2000)"),
     CLI_LONG('w', "warmup", "N", CLI_ALL,
              "most SLA requests the warm-up may take before steady state (default 1000)"),
@@ -59,6 +61,7 @@ const struct cli_verb cli_verb_fight = {
     "usage: tessera fight [--noisy-kind KIND] [--noisy-depth N] [--memory]\n"
     "                     [--rate N] [--arrival poisson|fixed|closed]\n"
     "                     [--mechanisms LIST] [--expect LIST] [--tolerance PCT]\n"
+    "                     [--control-tolerance PCT]\n"
     "                     [--requests N] [--warmup N] [--repeat N] [--seed N]\n"
     "                     [--phase-time DUR] [--solo-time DUR] [--synthetic]\n"
     "                     [--sla CMD --noisy CMD] [--kernels FILE] [--shim PATH]\n"
@@ -124,11 +127,11 @@ static int parse_mechs(const char *s, unsigned *out)
     return *out != 0;
 }
 
-static int parse_tolerance(const char *s, double *out)
+static int parse_tolerance(const char *s, double max, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 1000))
+    if (end == s || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= max))
         return 0;
     *out = v / 100;
     return 1;
@@ -202,7 +205,8 @@ static int set_count(int c, const char *arg, struct fight_opts *o)
     }
 }
 
-/* --noisy-kind, --mechanisms, --expect, --tolerance, --phase-time, --solo-time. */
+/* --noisy-kind, --arrival, --rate, --mechanisms, --expect, --tolerance,
+ * --control-tolerance, --phase-time, --solo-time. */
 static int set_choice(int c, const char *arg, struct fight_opts *o)
 {
     int64_t ms;
@@ -230,8 +234,13 @@ static int set_choice(int c, const char *arg, struct fight_opts *o)
             return bad_usage("unknown mechanism (timeslice, shim, mps, mig) in", arg);
         return CLI_OK;
     case 't':
-        if (!parse_tolerance(arg, &o->tolerance))
-            return bad_usage("--tolerance must be a percentage from 0 to 1000, not", arg);
+    case 'C':
+        if (!parse_tolerance(arg, c == 't' ? 1000 : 100000,
+                             c == 't' ? &o->tolerance : &o->control_tol))
+            return bad_usage(c == 't' ? "--tolerance must be a percentage from 0 to 1000, not"
+                                      : "--control-tolerance must be a percentage from 0 to "
+                                        "100000, not",
+                             arg);
         return CLI_OK;
     default: /* 'P', 'S' */
         if (!ts_duration_parse(arg, &ms) || ms <= 0)
@@ -257,6 +266,7 @@ static int set(void *ctx, int c, const char *arg)
     case 'm':
     case 'e':
     case 't':
+    case 'C':
     case 'P':
     case 'S': return set_choice(c, arg, o);
     case 'A': o->sla_cmd = arg; return CLI_OK;

@@ -94,6 +94,11 @@ int fight_verdict3(const struct fight_change *c, double tol);
  * gap)^2, at least n + 1; without an interval the fewest repeats that
  * give one. 0 when the estimate sits on the tolerance (none decides it). */
 size_t fight_repeats_needed(const struct fight_change *c, double tol, double conf);
+/* The A/A control's verdict: PASS when the whole interval lies within
+ * [1/(1 + tol), 1 + tol] (identical conditions must not move the p99
+ * either way), FAIL when it lies wholly outside, INCONCLUSIVE otherwise;
+ * the same 1e-9 slack. */
+int fight_verdict_aa(const struct fight_change *c, double tol);
 
 /* ---- the latency pipe (latpipe.c) --------------------------------------- */
 /* (FIGHT_LINE_MAX bytes a line, FIGHT_SAMPLES_MAX samples a tenant) */
@@ -169,9 +174,10 @@ struct fight_opts {
     const char *shim;                /* libtessera-cuda.so, or NULL: not found */
     const char *sla_cmd, *noisy_cmd; /* user programs (sh -c), or NULL */
     int noisy_kind, synthetic, memory;
-    unsigned mechs;   /* bit per enum fight_mech asked for */
-    unsigned expect;  /* mechanisms that gate the exit code; 0: default */
-    double tolerance; /* fraction */
+    unsigned mechs;     /* bit per enum fight_mech asked for */
+    unsigned expect;    /* mechanisms that gate the exit code; 0: default */
+    double tolerance;   /* fraction */
+    double control_tol; /* the A/A control's, both ways; < 0: tolerance */
     uint64_t seed;
     int repeat;
     size_t requests, warmup;

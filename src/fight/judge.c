@@ -93,8 +93,11 @@ int fight__judge_control(struct fight_result *r)
 {
     summarise(r, FIGHT_PH_AABASE);
     summarise(r, FIGHT_PH_AA);
-    judge_one(r, FIGHT_PH_AA);
-    if (r->ph[FIGHT_PH_AA].status == FIGHT_ST_PASS)
+    struct fight_phase_result *aa = &r->ph[FIGHT_PH_AA];
+    double tol = r->opt.control_tol >= 0 ? r->opt.control_tol : r->opt.tolerance;
+    if (aa->status == FIGHT_ST_MEASURED && change(aa, &r->ph[FIGHT_PH_AABASE]))
+        aa->status = fight_verdict_aa(&aa->change, tol);
+    if (aa->status == FIGHT_ST_PASS)
         return 1;
     for (int ph = FIGHT_PH_BASE; ph < FIGHT_NPHASE; ph++)
         if (r->ph[ph].status == FIGHT_ST_MEASURED) {

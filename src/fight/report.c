@@ -64,7 +64,10 @@ static void judge_row(const struct fight_result *r, int ph, struct ts_sbuf *out)
     ts_sbuf_printf(
         out, "%-12s %-12s %+9.1f%% %-30s %s", p->name, r->ph[b].name, (c->est - 1) * 100, iv,
         p->status == FIGHT_ST_MEASURED ? "cost of the mechanism" : verdict_name(p->status));
-    if (p->status == FIGHT_ST_INCONCLUSIVE && p->repeats_needed)
+    if (ph == FIGHT_PH_AA && p->status != FIGHT_ST_PASS)
+        ts_sbuf_printf(out, " (the control: within +-%.1f%% both ways needed; too noisy)",
+                       (r->opt.control_tol >= 0 ? r->opt.control_tol : r->opt.tolerance) * 100);
+    else if (p->status == FIGHT_ST_INCONCLUSIVE && p->repeats_needed)
         ts_sbuf_printf(out, " (about %zu repeats, %zu samples, would decide it)", p->repeats_needed,
                        p->repeats_needed * r->opt.requests);
     else if (p->status == FIGHT_ST_INCONCLUSIVE)
@@ -126,11 +129,13 @@ void fight_report_text(const struct fight_result *r, struct ts_sbuf *out)
                  o->rate);
     ts_sbuf_printf(out,
                    "tessera fight: device \"%s\"%s, noisy %s (depth %d)%s, sla %s, %zu requests "
-                   "a run (warm-up up to %zu), repeat %d, seed %llu, tolerance %.1f%%\n",
+                   "a run (warm-up up to %zu), repeat %d, seed %llu, tolerance %.1f%% (A/A "
+                   "control %.1f%%)\n",
                    r->device, r->synthetic ? " (synthetic timings)" : "",
                    o->noisy_cmd ? "command" : fight_noisy_name(o->noisy_kind), o->noisy_depth,
                    o->memory ? ", memory fight" : "", load, o->requests, o->warmup, o->repeat,
-                   (unsigned long long)o->seed, o->tolerance * 100);
+                   (unsigned long long)o->seed, o->tolerance * 100,
+                   (o->control_tol >= 0 ? o->control_tol : o->tolerance) * 100);
     ts_sbuf_puts(out, "order:");
     for (size_t i = 0; i < r->norder; i++)
         ts_sbuf_printf(out, " %s", r->order[i]);
@@ -230,6 +235,8 @@ static json_t *config_json(const struct fight_result *r)
                             (json_int_t)o->seed, "tolerance", o->tolerance, "sla_share",
                             o->sla_share, "noisy_share", o->noisy_share);
     json_object_set_new(cfg, "noisy_depth", json_integer(o->noisy_depth));
+    json_object_set_new(cfg, "control_tolerance",
+                        json_real(o->control_tol >= 0 ? o->control_tol : o->tolerance));
     json_object_set_new(cfg, "arrival", json_string(fight_arrival_name(o->arrival)));
     json_object_set_new(cfg, "rate", num(o->arrival == FIGHT_ARRIVE_CLOSED ? NAN : o->rate));
     return cfg;

@@ -77,6 +77,7 @@ void fight_opts_default(struct fight_opts *o)
     o->driver = "libcuda.so.1";
     o->mechs = (1u << FIGHT_NMECH) - 1;
     o->tolerance = 0.10;
+    o->control_tol = -1;
     o->seed = 1;
     o->repeat = 6;
     o->requests = 2000;

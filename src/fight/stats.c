@@ -191,6 +191,18 @@ int fight_verdict3(const struct fight_change *c, double tol)
     return FIGHT_ST_INCONCLUSIVE;
 }
 
+int fight_verdict_aa(const struct fight_change *c, double tol)
+{
+    double hi = (1 + tol) * (1 + 1e-9), lo = 1 / hi;
+    if (!c->ok)
+        return FIGHT_ST_INCONCLUSIVE;
+    if (c->lo >= lo && c->hi <= hi)
+        return FIGHT_ST_PASS;
+    if (c->lo > hi || c->hi < lo)
+        return FIGHT_ST_FAIL;
+    return FIGHT_ST_INCONCLUSIVE;
+}
+
 size_t fight_repeats_needed(const struct fight_change *c, double tol, double conf)
 {
     size_t least = fight_quantile_min_n(0.5, conf);

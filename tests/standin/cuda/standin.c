@@ -44,8 +44,8 @@
  *     *(uint32_t *)kernelParams[0] microseconds; any other function runs for
  *     env TESSERA_STANDIN_KERNEL_US (default 100). Two knobs make the card
  *     noisy (tests of the fight's control): TESSERA_STANDIN_JITTER=PCT
- *     stretches every kernel of a process by one factor drawn per process
- *     in [1, 1 + PCT/100]; TESSERA_STANDIN_STALL=PERIOD_US:STALL_US stalls
+ *     stretches every kernel of a process by one factor drawn per process,
+ *     log-uniform in [1, 1 + PCT/100]; TESSERA_STANDIN_STALL=PERIOD_US:STALL_US stalls
  *     the card for the first STALL_US of every PERIOD_US (a kernel started
  *     then waits for the stall's end). cuModuleLoadData and
  *     cuModuleLoadFatBinary accept any non-NULL image; cuModuleGetFunction
@@ -72,6 +72,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -970,7 +971,7 @@ static void count(struct counters *c, uint64_t held)
 }
 
 /* Test knob TESSERA_STANDIN_JITTER=PCT: this process's kernels all run
- * longer by one factor drawn once, uniform in [1, 1 + PCT/100] (a card
+ * longer by one factor drawn once, log-uniform in [1, 1 + PCT/100] (a card
  * whose clocks differ from one run to the next). 1 when unset. */
 static double jitter_factor(void)
 {
@@ -983,7 +984,7 @@ static double jitter_factor(void)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
-    factor = 1 + (pct > 0 ? pct / 100 : 0) * (double)(z >> 11) / 9007199254740992.0;
+    factor = exp(log1p(pct > 0 ? pct / 100 : 0) * (double)(z >> 11) / 9007199254740992.0);
     return factor;
 }
 
