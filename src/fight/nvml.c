@@ -1,6 +1,7 @@
 /*
  * nvml.c - the card's SM clock, temperature and power, read once per run
- * through NVML (dlopen of libnvidia-ml.so.1, nothing linked), so the report
+ * through NVML (dlopen of $TESSERA_NVML_LIBRARY when set, as for the agent,
+ * else libnvidia-ml.so.1; nothing linked), so the report
  * shows whether the phases ran on the same clocks. Read only: the fight
  * never sets anything on the card. Where NVML or a reading is missing the
  * phase simply has no readings.
@@ -8,6 +9,7 @@
 #include "fight/internal.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* NVML's C API (nvml.h): functions return 0 (NVML_SUCCESS) on success. */
@@ -23,7 +25,8 @@ typedef int (*nvml_power_fn)(void *device, unsigned int *milliwatts);
 int fight__nvml_open(struct fight_nvml *n, unsigned int index)
 {
     memset(n, 0, sizeof(*n));
-    n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *path = getenv("TESSERA_NVML_LIBRARY");
+    n->lib = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!n->lib)
         return 0;
     nvml_init_fn init = (nvml_init_fn)dlsym(n->lib, "nvmlInit_v2");

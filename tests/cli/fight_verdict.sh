@@ -6,7 +6,7 @@
 # interval of its median p99 change lies far above the tolerance), the shim
 # is judged against the SLA tenant alone under the shim and its cost against
 # the whole card; the JSON (python3), the SVG (rsvg-convert), the progress
-# lines on stderr.
+# lines on stderr, the card's readings per phase through the stand-in NVML.
 # This build machine is shared (load 8-12 on 2 cores): its scheduler alone
 # moves a 100 us request's per-run p99 between 0.7 and 130 ms, so these
 # checks judge at --tolerance 400 and the control at 10000 (either way):
@@ -23,6 +23,9 @@ if [ ! -e "$standin/libcuda.so.1" ]; then
 fi
 export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+# the stand-in NVML gives fixed readings (1980 MHz, 40 C, 120 W): one per run
+echo "gpu;uuid=GPU-f16;name=Stand-in GPU;pci=0000:01:00.0;memory_mib=256;mig=0" >"$TMP/nvml"
+export TESSERA_STANDIN_NVML="$TMP/nvml" TESSERA_NVML_LIBRARY="$build/standin/libnvidia-ml.so.1"
 shim="$build/src/shim/libtessera-cuda.so"
 # the ASan tessera under the ASan shim crashes before main (see fight.sh)
 ldd "$TESSERA" 2>/dev/null | grep -q libasan && shim="$TMP/no-shim-under-asan.so"
@@ -53,6 +56,10 @@ for k in range(6):  # interleaved: every phase once in every round
     assert sorted(r["order"][12 + n * k:12 + n * (k + 1)]) == sorted(main), r["order"]
 aa = ph["aa-idle"]
 assert aa["status"] == "pass" and aa["baseline"] == "aa-alone", aa
+card = ph["baseline"]["card"]
+assert card == {"readings": 6, "sm_mhz_min": 1980, "sm_mhz_max": 1980, "temp_c_max": 40,
+                "power_w_mean": 120}, card
+assert ph["timeslice"]["card"]["readings"] == 6 and ph["mps"].get("card") is None
 b, t = ph["baseline"]["sla"], ph["timeslice"]
 assert b["requests"] == 600 and len(b["p99_runs_us"]) == 6 and b["p50_us"] >= 100, b
 assert b["p50_us"] <= b["p99_us"] <= b["p999_us"] <= b["max_us"]
