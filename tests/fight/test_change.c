@@ -84,12 +84,12 @@ static double draw(int kind, uint64_t *s, double *median)
     }
 }
 
-/* The interval's coverage of the true median on 20000 simulated sets of
+/* The interval's coverage of the true median on 10000 simulated sets of
  * repeats, per distribution and count, is within 1 point of its level. */
 static void coverage_known(void **state)
 {
     (void)state;
-    enum { TRIALS = 20000 };
+    enum { TRIALS = 10000 };
     static const size_t ns[] = {6, 8, 11, 16, 32};
     uint64_t seed = 7;
     double one[FIGHT_REPEAT_MAX], p99[FIGHT_REPEAT_MAX];
@@ -130,13 +130,13 @@ static double sample_p99(uint64_t *s, double scale, double *buf, size_t n)
 }
 
 /* End to end on simulated runs: each repeat's baseline and mechanism p99
- * come from 500 latencies each, the mechanism's scaled by 1.3, so the
+ * come from 200 latencies each, the mechanism's scaled by 1.3, so the
  * median of the p99 ratios is exactly 1.3 (log of the ratio of two i.i.d.
  * p99s is symmetric about 0). Coverage within 1 point of the level. */
 static void coverage_p99_runs(void **state)
 {
     (void)state;
-    enum { TRIALS = 4000, N = 500, REP = 6 };
+    enum { TRIALS = 4000, N = 200, REP = 6 };
     static double buf[N];
     double base[REP], mech[REP];
     uint64_t seed = 11;
