@@ -1,20 +1,24 @@
 /*
  * fight.h - `tessera fight`, the noisy-neighbour acceptance test: an SLA
- * tenant serves fixed requests in a closed loop while a noisy tenant hammers
- * the same GPU; the harness measures the SLA tenant's latency tail alone and
- * beside the neighbour under each isolation mechanism (plain time-slicing,
- * tessera's shim, MPS, MIG) and says whether p99 moved beyond a tolerance.
+ * tenant sends fixed requests at a target rate (open loop) while a noisy
+ * tenant keeps the same GPU busy; the harness measures the SLA tenant's
+ * latency tail alone (on what each mechanism gives it) and beside the
+ * neighbour under each isolation mechanism (plain time-slicing, tessera's
+ * shim, MPS, MIG), over interleaved repeats after an A/A control, and says
+ * PASS, FAIL or INCONCLUSIVE from the interval of the p99 change.
  *
  * Pieces, one file each:
  *   stats.c   percentiles (type 7), the distribution-free p99 interval, the
- *             verdict at the tolerance;
+ *             interval of the median change over repeats, the verdicts;
+ *   judge.c   from pooled runs to each phase's verdict and the run's;
+ *   nvml.c    the card's clocks, temperature and power (read only);
  *   latpipe.c the latency pipe every tenant writes (format in docs/fight.md);
  *   mig.c     MIG device UUIDs out of `nvidia-smi -L`;
  *   cuda.c    the driver API through dlopen (src/util/cuda_abi.h);
  *   ptx.c     the embedded PTX kernels (same as kernels.cu);
  *   worker.c  the built-in SLA and noisy workloads (`tessera fight --worker`);
  *   tenant.c  one tenant process: fork/exec, its pipe, its end;
- *   run.c     phases, mechanisms, order, pooling;
+ *   run.c     the two blocks of runs, order, warm-up, pooling;
  *   report.c  text and JSON; plot.c the SVG.
  * Nothing here prints or exits: the CLI (src/cli/cmd_fight.c) does.
  */
