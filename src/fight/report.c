@@ -42,8 +42,10 @@ static void text_row(const struct fight_result *r, int ph, struct ts_sbuf *out)
         snprintf(ci, sizeof ci, "none: needs %zu req", fight_quantile_min_n(0.99, FIGHT_CI_LEVEL));
     ts_sbuf_printf(out, "%-12s %4d %8zu %9.1f %9.1f %-21s %9.1f %10.1f", p->name, p->ran, p->s.n,
                    p->s.p50, p->s.p99, ci, p->s.p999, p->sla_rps);
-    if (ph >= FIGHT_PH_MECH0 || ph == FIGHT_PH_AA)
+    if (ph >= FIGHT_PH_MECH0)
         ts_sbuf_printf(out, " %10.1f %7.2fx", p->noisy_ops, p->slowdown);
+    else if (ph == FIGHT_PH_AA) /* the idle neighbour: no operations, no slowdown */
+        ts_sbuf_printf(out, " %10.1f %8s", p->noisy_ops, "-");
     ts_sbuf_puts(out, "\n");
 }
 
@@ -210,7 +212,10 @@ static json_t *phase_json(const struct fight_result *r, int ph)
     if (ph == FIGHT_PH_SOLO || ph == FIGHT_PH_AA || ph >= FIGHT_PH_MECH0)
         json_object_set_new(j, "noisy",
                             json_pack("{s:o s:o s:o s:I}", "throughput_ops", num(p->noisy_ops),
-                                      "slowdown", num(ph == FIGHT_PH_SOLO ? 1.0 : p->slowdown),
+                                      "slowdown",
+                                      num(ph == FIGHT_PH_SOLO ? 1.0
+                                          : ph == FIGHT_PH_AA ? NAN
+                                                              : p->slowdown),
                                       "mem_mib_max", num(p->noisy.mem_mib_max), "errors",
                                       (json_int_t)p->noisy.errors));
     json_object_set_new(j, "card", card_json(p));
