@@ -36,9 +36,12 @@
 
 #define FIGHT_CI_LEVEL 0.95
 /* The warm-up is over when the medians of the last two windows of this
- * many SLA requests differ by at most FIGHT_WARM_STEADY (run.c). */
+ * many SLA requests differ by at most FIGHT_WARM_STEADY (run.c) ... */
 #define FIGHT_WARM_WINDOW 32
 #define FIGHT_WARM_STEADY 0.05
+/* ... and, where NVML gives the SM clock, it moved at most this much
+ * between two such checks. */
+#define FIGHT_WARM_CLOCK 0.02
 
 struct fight_summary {
     size_t n;

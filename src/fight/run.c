@@ -16,7 +16,8 @@
  * A run starts the neighbour, waits for its first line (at most 10 s),
  * then the SLA tenant; its warm-up ends when two windows of
  * FIGHT_WARM_WINDOW requests have medians within FIGHT_WARM_STEADY of each
- * other (or at --warmup requests), then --requests are measured and the
+ * other and, where NVML reads it, the SM clock has settled (or at --warmup
+ * requests), then --requests are measured and the
  * SLA tenant is stopped. The neighbour's throughput counts its lines while
  * the SLA tenant was measured. Mechanisms are set up in mech.c.
  */
@@ -183,6 +184,7 @@ struct window {
     int stopped;   /* the harness stopped the SLA tenant (done or capped) */
     int capped;    /* the phase hit --phase-time */
     double sm_mhz, temp_c, power_w;
+    double warm_mhz; /* the SM clock at the last warm-up check, 0: none yet */
 };
 
 static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
@@ -217,13 +219,27 @@ static int warm_at(const struct fight_series *s, size_t k, size_t cap, int *stea
     return *steady || k >= cap;
 }
 
+/* With NVML, the SM clock must also have settled: within FIGHT_WARM_CLOCK
+ * of its reading at the previous check. 1 where there is no clock to read. */
+static int clock_settled(struct fight_ctx *c, struct window *w)
+{
+    double mhz, temp, power;
+    if (!fight__nvml_read(&c->nvml, &mhz, &temp, &power) || mhz <= 0)
+        return 1;
+    int settled = w->warm_mhz > 0 && fabs(mhz / w->warm_mhz - 1) <= FIGHT_WARM_CLOCK;
+    w->warm_mhz = mhz;
+    return settled;
+}
+
 static void check_warm(struct fight_ctx *c, const struct fight_tenant *sla,
                        const struct fight_tenant *noisy, struct window *w)
 {
     size_t cap = c->o->warmup;
     while (!w->warmed && (cap == 0 || w->next <= sla->s.n)) {
         size_t k = cap == 0 ? 0 : w->next;
-        if (cap == 0 || warm_at(&sla->s, k, cap, &w->steady)) {
+        int settled = cap == 0 || clock_settled(c, w);
+        if (cap == 0 || (warm_at(&sla->s, k, cap, &w->steady) && (settled || k >= cap))) {
+            w->steady = w->steady && settled;
             w->warmed = 1;
             w->warm = k < cap ? k : cap;
             w->t0 = fight__now_ms();

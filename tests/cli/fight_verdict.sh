@@ -9,8 +9,9 @@
 # lines on stderr, the card's readings per phase through the stand-in NVML.
 # This build machine is shared (load 8-12 on 2 cores): its scheduler alone
 # moves a 100 us request's per-run p99 between 0.7 and 130 ms, so these
-# checks judge at --tolerance 400 and the control at 10000 (either way):
-# time-slicing's queue moves the p99 fifty times and more. fight_noise.sh
+# checks judge at --tolerance 100 and the control at 10000 (either way):
+# time-slicing's queue moves the p99 fifty times and more (a baseline run
+# caught in a 130 ms stall still leaves it three times higher). fight_noise.sh
 # checks the control against injected noise. Needs TESSERA and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
@@ -32,7 +33,7 @@ ldd "$TESSERA" 2>/dev/null | grep -q libasan && shim="$TMP/no-shim-under-asan.so
 mechs=timeslice
 [ -e "$shim" ] && mechs=timeslice,shim
 
-expect_rc 1 "$TESSERA" fight --requests 100 --warmup 64 --rate 1000 --tolerance 400 \
+expect_rc 1 "$TESSERA" fight --requests 100 --warmup 64 --rate 1000 --tolerance 100 \
     --control-tolerance 10000 --seed 7 --mechanisms "$mechs,mps,mig" --expect timeslice \
     --shim "$shim" \
     -o json --svg "$TMP/fight.svg"
@@ -44,7 +45,7 @@ mechs = sys.argv[2].split(",")
 ph = {p["name"]: p for p in r["phases"]}
 assert r["version"] == 2 and r["device"] == "Stand-in GPU", r["device"]
 assert r["verdict"] == "FAIL" and r["config"]["synthetic"] is True
-assert r["config"]["seed"] == 7 and r["config"]["tolerance"] == 4.0
+assert r["config"]["seed"] == 7 and r["config"]["tolerance"] == 1.0
 assert r["config"]["arrival"] == "poisson" and r["config"]["rate"] == 1000
 assert r["config"]["repeat"] == 6 and r["config"]["noisy_depth"] == 4
 alone = ["shim-alone"] if "shim" in mechs else []
@@ -71,7 +72,7 @@ ratios = sorted(x / y for x, y in zip(t["sla"]["p99_runs_us"], b["p99_runs_us"])
 assert abs(c["interval"][0] - ratios[0]) < 1e-9 * ratios[0], (c, ratios)
 assert abs(c["interval"][1] - ratios[-1]) < 1e-9 * ratios[-1], (c, ratios)
 assert abs(c["ratio"] - (ratios[2] + ratios[3]) / 2) < 1e-9 * c["ratio"], (c, ratios)
-assert c["interval"][0] > 5.0, c                      # FAIL: the lower end above +400%
+assert c["interval"][0] > 2.0, c                      # FAIL: the lower end above +100%
 assert t["noisy"]["throughput_ops"] > 0 and t["noisy"]["slowdown"] > 0
 assert ph["noisy-solo"]["noisy"]["throughput_ops"] > 0
 for m in ("mps", "mig"):
