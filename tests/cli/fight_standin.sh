@@ -61,12 +61,12 @@ then ok; else bad "open loop did not show the stalls the closed loop under-sampl
 # the neighbour keeps --noisy-depth operations in flight and reports each;
 # kinds memory (takes the card's memory first) and idle (nothing at all)
 W() { timeout -s TERM "$1" env TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker noisy "${@:2}"; }
-W 0.5 --noisy-kind burst --noisy-depth 3 >"$TMP/burst.out" 2>"$TMP/burst.err"
+W 3 --noisy-kind burst --noisy-depth 3 >"$TMP/burst.out" 2>"$TMP/burst.err"
 check "burst neighbour reported no operations" grep -q '^latency_us ' "$TMP/burst.out"
-W 0.5 --noisy-kind memory >"$TMP/mem.out" 2>&1
+W 3 --noisy-kind memory >"$TMP/mem.out" 2>&1
 expect_in "$TMP/mem.out" "mem_mib 256.0"
 check "memory neighbour reported no operations" grep -q '^latency_us ' "$TMP/mem.out"
-W 0.5 --noisy-kind idle >"$TMP/idle.out" 2>&1
+W 3 --noisy-kind idle >"$TMP/idle.out" 2>&1
 expect_in "$TMP/idle.out" "# idle neighbour: context held"
 check "the idle neighbour ran operations" sh -c "! grep -q '^latency_us' '$TMP/idle.out'"
 
