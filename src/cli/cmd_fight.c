@@ -2,9 +2,11 @@
  * cmd_fight.c - `tessera fight`: the noisy-neighbour acceptance test
  * (src/fight/, docs/fight.md) from the command line, and its hidden
  * `--worker sla|noisy` mode, which the harness execs once per tenant.
- * Exit codes (cli_exit): 0 every gating mechanism kept the SLA p99 within
- * the tolerance, 1 one did not or the test could not run (no driver, no
- * device, a run that failed), 2 bad usage.
+ * Exit codes: 0 PASS (every gating mechanism's p99 change interval lies
+ * within the tolerance), 1 FAIL (one lies above it) or the test could not
+ * run (no driver, no device, a run that failed), 2 bad usage, 3
+ * INCONCLUSIVE (an interval straddles the tolerance), 4 too noisy (the
+ * A/A control did not pass, nothing was judged). Progress on stderr.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -19,16 +21,27 @@
 
 static const struct cli_opt OPTS[] = {
     CLI_LONG('k', "noisy-kind", "KIND", CLI_ALL,
-             "the neighbour: matmul (default), stream or burst"),
+             "the neighbour: matmul (default), stream, burst, memory or idle"),
+    CLI_LONG(
+        'd', "noisy-depth", "N", CLI_ALL,
+        "operations the neighbour keeps in flight, 1 to " CLI_STR(FIGHT_DEPTH_MAX) " (default 4)"),
+    CLI_LONG('R', "rate", "N", CLI_ALL, "SLA requests per second, open loop (default 1000)"),
+    CLI_LONG('a', "arrival", "HOW", CLI_ALL,
+             "poisson (default) or fixed: open loop at --rate; closed: one at a time"),
     CLI_LONG('M', "memory", NULL, CLI_ALL, "also fight over memory (allocations per request)"),
     CLI_LONG('m', "mechanisms", "LIST", CLI_ALL, "timeslice,shim,mps,mig (default: all)"),
     CLI_LONG('e', "expect", "LIST", CLI_ALL, "the mechanisms that decide the exit code"),
     CLI_LONG('t', "tolerance", "PCT", CLI_ALL,
              "the p99 rise allowed over the baseline (default 10)"),
+    CLI_LONG('C', "control-tolerance", "PCT", CLI_ALL,
+             "the A/A control's tolerance, either way (default: --tolerance)"),
     CLI_LONG('n', "requests", "N", CLI_ALL, "SLA requests measured per run (default 2000)"),
-    CLI_LONG('w', "warmup", "N", CLI_ALL, "SLA requests dropped first (default 100)"),
-    CLI_LONG('r', "repeat", "N", CLI_ALL, "runs per phase, 1 to 16 (default 1)"),
-    CLI_LONG('s', "seed", "N", CLI_ALL, "shuffles the order of the runs (default 1)"),
+    CLI_LONG('w', "warmup", "N", CLI_ALL,
+             "most SLA requests the warm-up may take before steady state (default 1000)"),
+    CLI_LONG('r', "repeat", "N", CLI_ALL,
+             "runs per phase, 1 to " CLI_STR(FIGHT_REPEAT_MAX) " (default 6)"),
+    CLI_LONG('s', "seed", "N", CLI_ALL,
+             "shuffles the order of the runs, draws the arrivals (default 1)"),
     CLI_LONG('P', "phase-time", "DUR", CLI_ALL, "the longest run (default 60s)"),
     CLI_LONG('S', "solo-time", "DUR", CLI_ALL,
              "the neighbour alone, for its slowdown (default 2s)"),
@@ -45,24 +58,34 @@ static const struct cli_opt OPTS[] = {
 
 const struct cli_verb cli_verb_fight = {
     "fight",
-    "usage: tessera fight [--noisy-kind matmul|stream|burst] [--memory]\n"
+    "usage: tessera fight [--noisy-kind KIND] [--noisy-depth N] [--memory]\n"
+    "                     [--rate N] [--arrival poisson|fixed|closed]\n"
     "                     [--mechanisms LIST] [--expect LIST] [--tolerance PCT]\n"
+    "                     [--control-tolerance PCT]\n"
     "                     [--requests N] [--warmup N] [--repeat N] [--seed N]\n"
     "                     [--phase-time DUR] [--solo-time DUR] [--synthetic]\n"
     "                     [--sla CMD --noisy CMD] [--kernels FILE] [--shim PATH]\n"
     "                     [--driver LIB] [-o text|json|yaml] [--svg FILE]\n\n"
-    "Two tenants fight for GPU 0: an SLA tenant serving fixed requests and a noisy\n"
-    "neighbour. The SLA tenant's latency is measured alone (baseline) and beside the\n"
-    "neighbour under each mechanism of LIST (timeslice,shim,mps,mig; default all,\n"
-    "those that cannot run here are skipped with the reason). A mechanism PASSes\n"
-    "when the SLA p99 stays within PCT (default 10) of its baseline. --expect LIST\n"
-    "names the mechanisms that decide the exit code (default: every mechanism that\n"
-    "ran except timeslice, or timeslice when it ran alone). --sla/--noisy run your\n"
-    "own programs, which write \"latency_us <number>\" lines to the file descriptor\n"
-    "in $TESSERA_FIGHT_FD (docs/fight.md). DUR is like 60s or 500ms.\n",
+    "Two tenants fight for GPU 0: an SLA tenant sending requests at --rate (open\n"
+    "loop: latency from the intended send time) and a noisy neighbour. First an A/A\n"
+    "control: the SLA tenant alone and beside an idle neighbour; unless that PASSes\n"
+    "the card is too noisy and nothing is judged. Then, in --repeat rounds of\n"
+    "shuffled order, the SLA tenant alone on the whole card and on what each\n"
+    "mechanism of LIST gives it (timeslice,shim,mps,mig; default all; those that\n"
+    "cannot run here are skipped with the reason), and beside the neighbour under\n"
+    "each. A mechanism PASSes when the upper end of the 95% interval of its median\n"
+    "p99 change over the repeats stays within PCT (default 10) of its baseline,\n"
+    "FAILs when the lower end lies above it, and is INCONCLUSIVE otherwise (with\n"
+    "the repeats that would decide it). --expect LIST names the mechanisms that\n"
+    "decide the exit code (default: every mechanism that ran except timeslice, or\n"
+    "timeslice when it ran alone). --sla/--noisy run your own programs, which\n"
+    "write \"latency_us <number>\" lines to the file descriptor in\n"
+    "$TESSERA_FIGHT_FD (docs/fight.md). DUR is like 60s or 500ms. Progress goes\n"
+    "to stderr, one line a run.\n",
     OPTS,
-    "Exit codes: 0 pass, 1 a gating mechanism failed or the test could not run\n"
-    "(no driver, no device), 2 bad usage.\n",
+    "Exit codes: 0 PASS, 1 FAIL (a gating mechanism failed) or the test could not\n"
+    "run (no driver, no device), 2 bad usage, 3 INCONCLUSIVE (more repeats needed),\n"
+    "4 too noisy (the A/A control did not pass).\n",
     NULL,
     CLI_ALL};
 
@@ -104,13 +127,23 @@ static int parse_mechs(const char *s, unsigned *out)
     return *out != 0;
 }
 
-static int parse_tolerance(const char *s, double *out)
+static int parse_tolerance(const char *s, double max, double *out)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= 1000))
+    if (end == s || (*end && strcmp(end, "%") != 0) || !(v >= 0 && v <= max))
         return 0;
     *out = v / 100;
+    return 1;
+}
+
+static int parse_rate(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v > 0 && v <= FIGHT_RATE_MAX))
+        return 0;
+    *out = v;
     return 1;
 }
 
@@ -124,7 +157,8 @@ static int run_worker(const char *role, const struct fight_opts *o)
         return bad_usage("--worker needs TESSERA_FIGHT_FD, got", fd ? fd : "nothing");
     /* The harness passes --requests with the warm-up already counted in. */
     struct fight_worker_opts w = {role,         o->driver, o->kernels,  o->noisy_kind,
-                                  o->synthetic, o->memory, o->requests, (int)fdn};
+                                  o->synthetic, o->memory, o->requests, (int)fdn,
+                                  o->arrival,   o->rate,   o->seed,     o->noisy_depth};
     struct ts_error e = {0};
     if (fight_worker(&w, &e) != TS_OK) {
         char who[32];
@@ -140,11 +174,16 @@ struct fight_args {
     const char *fmt, *svg, *worker;
 };
 
-/* --seed, --repeat, --requests, --warmup. */
+/* --seed, --repeat, --requests, --warmup, --noisy-depth. */
 static int set_count(int c, const char *arg, struct fight_opts *o)
 {
     size_t v;
     switch (c) {
+    case 'd':
+        if (!parse_size(arg, 1, FIGHT_DEPTH_MAX, &v))
+            return bad_usage("--noisy-depth must be 1 to " CLI_STR(FIGHT_DEPTH_MAX) ", not", arg);
+        o->noisy_depth = (int)v;
+        return CLI_OK;
     case 's':
         if (!parse_size(arg, 0, SIZE_MAX, &v))
             return bad_usage("--seed must be a non-negative integer, not", arg);
@@ -166,7 +205,8 @@ static int set_count(int c, const char *arg, struct fight_opts *o)
     }
 }
 
-/* --noisy-kind, --mechanisms, --expect, --tolerance, --phase-time, --solo-time. */
+/* --noisy-kind, --arrival, --rate, --mechanisms, --expect, --tolerance,
+ * --control-tolerance, --phase-time, --solo-time. */
 static int set_choice(int c, const char *arg, struct fight_opts *o)
 {
     int64_t ms;
@@ -174,8 +214,19 @@ static int set_choice(int c, const char *arg, struct fight_opts *o)
     switch (c) {
     case 'k':
         if ((k = fight_noisy_parse(arg)) < 0)
-            return bad_usage("unknown --noisy-kind (matmul, stream, burst)", arg);
+            return bad_usage("unknown --noisy-kind (matmul, stream, burst, memory, idle)", arg);
         o->noisy_kind = k;
+        return CLI_OK;
+    case 'a':
+        if ((k = fight_arrival_parse(arg)) < 0)
+            return bad_usage("unknown --arrival (poisson, fixed, closed)", arg);
+        o->arrival = k;
+        return CLI_OK;
+    case 'R':
+        if (!parse_rate(arg, &o->rate))
+            return bad_usage(
+                "--rate must be requests per second, above 0 to " CLI_STR(FIGHT_RATE_MAX) ", not",
+                arg);
         return CLI_OK;
     case 'm':
     case 'e':
@@ -183,8 +234,13 @@ static int set_choice(int c, const char *arg, struct fight_opts *o)
             return bad_usage("unknown mechanism (timeslice, shim, mps, mig) in", arg);
         return CLI_OK;
     case 't':
-        if (!parse_tolerance(arg, &o->tolerance))
-            return bad_usage("--tolerance must be a percentage from 0 to 1000, not", arg);
+    case 'C':
+        if (!parse_tolerance(arg, c == 't' ? 1000 : 100000,
+                             c == 't' ? &o->tolerance : &o->control_tol))
+            return bad_usage(c == 't' ? "--tolerance must be a percentage from 0 to 1000, not"
+                                      : "--control-tolerance must be a percentage from 0 to "
+                                        "100000, not",
+                             arg);
         return CLI_OK;
     default: /* 'P', 'S' */
         if (!ts_duration_parse(arg, &ms) || ms <= 0)
@@ -202,11 +258,15 @@ static int set(void *ctx, int c, const char *arg)
     case 's':
     case 'r':
     case 'n':
+    case 'd':
     case 'w': return set_count(c, arg, o);
+    case 'a':
+    case 'R':
     case 'k':
     case 'm':
     case 'e':
     case 't':
+    case 'C':
     case 'P':
     case 'S': return set_choice(c, arg, o);
     case 'A': o->sla_cmd = arg; return CLI_OK;
@@ -251,6 +311,16 @@ static int write_outputs(const struct fight_result *r, const char *fmt, const ch
     return rc;
 }
 
+/* The fight's own exit codes besides 0, 1 and 2 (in --help, docs/fight.md). */
+enum { FIGHT_EXIT_INCONCLUSIVE = 3, FIGHT_EXIT_NOISY = 4 };
+
+static void progress(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "tessera: fight: %s\n", line);
+    fflush(stderr);
+}
+
 /* The test itself, o complete; an exit code. */
 static int run(struct fight_args *a)
 {
@@ -260,6 +330,7 @@ static int run(struct fight_args *a)
         return bad_usage("cannot find the tessera binary through", "/proc/self/exe");
     self[n] = '\0';
     a->o.self = self;
+    a->o.progress = progress;
     struct fight_result r;
     struct ts_error e = {0};
     ts_status st = fight_run(&a->o, &r, &e);
@@ -270,7 +341,9 @@ static int run(struct fight_args *a)
     }
     int rc = write_outputs(&r, a->fmt, a->svg);
     if (rc == CLI_OK && r.verdict != FIGHT_ST_PASS)
-        rc = CLI_FAIL;
+        rc = r.verdict == FIGHT_ST_INCONCLUSIVE ? FIGHT_EXIT_INCONCLUSIVE
+             : r.verdict == FIGHT_ST_NOISY      ? FIGHT_EXIT_NOISY
+                                                : CLI_FAIL;
     fight_result_release(&r);
     return rc;
 }

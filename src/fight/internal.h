@@ -67,6 +67,18 @@ extern const char fight__ptx[];
 #define FIGHT_SYN_BURST_US 100u
 #define FIGHT_SYN_BURST_N 20
 
+/* NVML, read only (nvml.c): the card's SM clock, temperature, power. */
+struct fight_nvml {
+    void *lib, *dev;
+    void *clock, *temp, *power, *shutdown; /* entry points, NULL when absent */
+    int inited;
+};
+/* 1 when NVML loaded and device index was found, else 0 (n is then empty). */
+int fight__nvml_open(struct fight_nvml *n, unsigned int index);
+/* Each reading or -1 when NVML lacks it; 1 when any was read. */
+int fight__nvml_read(const struct fight_nvml *n, double *sm_mhz, double *temp_c, double *power_w);
+void fight__nvml_close(struct fight_nvml *n);
+
 /* One tenant process and what it reported. */
 struct fight_tenant {
     pid_t pid;
@@ -89,12 +101,17 @@ void fight__tenant_release(struct fight_tenant *t);
 
 /* Milliseconds on the monotonic clock. */
 double fight__now_ms(void);
+/* splitmix64 (stats.c): small, seedable, the same everywhere. */
+uint64_t fight__rand(uint64_t *state);
 
 /* A malloc'd copy of x[0..n) sorted ascending; NULL when out of memory
  * (stats.c; the summary and the SVG's tail curves both need one). */
 double *fight__sorted_copy(const double *x, size_t n);
-/* The phase the phase ph is judged against: mig-baseline for MIG (a
- * smaller device is its own baseline), baseline for the rest (run.c). */
+/* The phase ph is judged against (run.c): aa-alone for the A/A control,
+ * each mechanism's own "alone" phase for it, baseline (the whole card) for
+ * time-slicing and for the cost of each "alone" phase; -1 for the rest. */
 int fight__baseline_of(int ph);
+/* The mechanism whose set-up phase ph runs under, -1 for none. */
+int fight__mech_of(int ph);
 
 #endif

@@ -193,15 +193,16 @@ static void probe_mps(struct fight_ctx *c)
 
 static void probe_mig(struct fight_ctx *c)
 {
-    char smi[512], why[128];
+    char smi[512], why[200];
     static char text[64 * 1024];
     char uuids[FIGHT_MIG_MAX][FIGHT_UUID_MAX];
     if (c->r->synthetic) {
-        skip(c->r, FIGHT_PH_MECH0 + FIGHT_MIG, "synthetic run: the stand-in driver has no MIG");
+        skip(c->r, FIGHT_PH_MECH0 + FIGHT_MIG,
+             "MIG not tested: synthetic run (the stand-in driver has no MIG)");
         return;
     }
     if (!find_in_path("nvidia-smi", smi, sizeof(smi))) {
-        skip(c->r, FIGHT_PH_MECH0 + FIGHT_MIG, "nvidia-smi not found on PATH");
+        skip(c->r, FIGHT_PH_MECH0 + FIGHT_MIG, "MIG not tested: nvidia-smi not found on PATH");
         return;
     }
     char *argv[] = {smi, "-L", NULL};
@@ -209,8 +210,10 @@ static void probe_mig(struct fight_ctx *c)
                    ? fight_mig_parse(text, uuids, FIGHT_MIG_MAX)
                    : 0;
     if (n < 2) {
-        snprintf(why, sizeof(why), "%zu MIG device%s on this machine, 2 needed", n,
-                 n == 1 ? "" : "s");
+        snprintf(why, sizeof(why),
+                 "MIG not tested: %zu MIG device%s here, 2 needed (the card is not in MIG mode "
+                 "or has fewer instances; tessera never changes that)",
+                 n, n == 1 ? "" : "s");
         skip(c->r, FIGHT_PH_MECH0 + FIGHT_MIG, why);
         return;
     }
@@ -258,8 +261,10 @@ ts_status fight__mech_probe(struct fight_ctx *c, const struct fight_opts *o, str
         any |= r->ph[FIGHT_PH_MECH0 + m].status == FIGHT_ST_MEASURED;
     if (!any)
         skip(r, FIGHT_PH_SOLO, "no mechanism runs");
-    if (r->ph[FIGHT_PH_MECH0 + FIGHT_MIG].status != FIGHT_ST_MEASURED)
-        skip(r, FIGHT_PH_MIGBASE, "MIG does not run");
+    static const int alone[] = {FIGHT_PH_SHIMBASE, FIGHT_PH_MPSBASE, FIGHT_PH_MIGBASE};
+    for (int i = 0; i < 3; i++)
+        if (r->ph[FIGHT_PH_MECH0 + fight__mech_of(alone[i])].status != FIGHT_ST_MEASURED)
+            skip(r, alone[i], "its mechanism does not run");
     return TS_OK;
 }
 
@@ -285,27 +290,33 @@ void fight__mech_env(const struct fight_ctx *c, int ph, int sla, struct fight_en
     env->n = 0;
     env->v[0] = NULL;
     add(env, "TESSERA_FIGHT_ROLE", sla ? "sla" : "noisy");
-    if (sla)
+    if (sla) {
         add_num(env, "TESSERA_FIGHT_REQUESTS", (long)(o->requests + o->warmup));
-    if (ph == FIGHT_PH_MECH0 + FIGHT_SHIM) {
+        add(env, "TESSERA_FIGHT_ARRIVAL", fight_arrival_name(o->arrival));
+        char rate[32];
+        snprintf(rate, sizeof(rate), "%g", o->arrival == FIGHT_ARRIVE_CLOSED ? 0 : o->rate);
+        add(env, "TESSERA_FIGHT_RATE", rate);
+    }
+    int m = fight__mech_of(ph);
+    if (m == FIGHT_SHIM) {
         const char *pre = getenv("LD_PRELOAD"); /* kept first (e.g. libasan) */
         char list[600];
         snprintf(list, sizeof(list), "%.180s%s%.400s", pre ? pre : "", pre && *pre ? " " : "",
                  c->shim);
         add(env, "LD_PRELOAD", list);
         add(env, "TESSERA_CUDA_LIMITS_FILE", c->limits[sla ? 0 : 1]);
-    } else if (ph == FIGHT_PH_MECH0 + FIGHT_MPS) {
+    } else if (m == FIGHT_MPS) {
         add(env, "CUDA_MPS_PIPE_DIRECTORY", c->mps_pipe);
         add(env, "CUDA_MPS_LOG_DIRECTORY", c->mps_log);
         add_num(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", sla ? o->sla_share : o->noisy_share);
-    } else if (ph == FIGHT_PH_MECH0 + FIGHT_MIG || ph == FIGHT_PH_MIGBASE) {
+    } else if (m == FIGHT_MIG) {
         add(env, "CUDA_VISIBLE_DEVICES", c->mig[sla ? 0 : 1]);
     }
 }
 
 ts_status fight__mech_begin(struct fight_ctx *c, int ph, struct ts_error *err)
 {
-    if (ph != FIGHT_PH_MECH0 + FIGHT_MPS)
+    if (fight__mech_of(ph) != FIGHT_MPS)
         return TS_OK;
     mkdir(c->mps_pipe, 0700);
     mkdir(c->mps_log, 0700);
@@ -322,7 +333,7 @@ ts_status fight__mech_begin(struct fight_ctx *c, int ph, struct ts_error *err)
 
 void fight__mech_end(struct fight_ctx *c, int ph)
 {
-    if (ph != FIGHT_PH_MECH0 + FIGHT_MPS || !c->mps_up)
+    if (fight__mech_of(ph) != FIGHT_MPS || !c->mps_up)
         return;
     struct fight_env env;
     fight__mech_env(c, ph, 1, &env);

@@ -19,12 +19,15 @@ struct fight_ctx {
     char mig[2][FIGHT_UUID_MAX];    /* sla's and noisy's MIG devices */
     char mps_ctl[512], mps_pipe[300], mps_log[300];
     int mps_up;
-    char *argv[24];
-    char reqbuf[32];
+    char *argv[28];
+    char numbuf[4][32];     /* the worker's numeric arguments */
+    uint64_t rng, run_seed; /* the order's shuffle; each run's own seed */
+    struct fight_nvml nvml; /* the card's readings, when NVML is there */
+    const char *block;      /* "control" or "main", for progress lines */
 };
 
 /* Variables the fight itself sets for one tenant (not an input cap). */
-#define FIGHT_ENV_MAX 8
+#define FIGHT_ENV_MAX 10
 struct fight_env {
     char *v[FIGHT_ENV_MAX + 1]; /* NULL-terminated, into buf */
     char buf[FIGHT_ENV_MAX][700];
@@ -45,5 +48,12 @@ void fight__mech_end(struct fight_ctx *c, int ph);
 void fight__set_reason(struct fight_phase_result *p, const char *why);
 /* Remove the temporary directory. */
 void fight__ctx_release(struct fight_ctx *c);
+
+/* judge.c: summarise the A/A control and judge it; 1 when it PASSed, else
+ * 0 with every phase still to run marked skipped (too noisy). */
+int fight__judge_control(struct fight_result *r);
+/* Summarise the main block's phases, judge each against its baseline,
+ * then the verdict of the whole run. */
+void fight__judge(struct fight_result *r);
 
 #endif

@@ -19,8 +19,10 @@
 #define Y1 450.0
 #define YMAX 3.0
 
-static const char *const colours[] = {"#4e79a7", "#b07aa1", "#e15759", "#59a14f",
-                                      "#f28e2b", "#76b7b2", "#9c755f"};
+/* One colour a phase (FIGHT_NPHASE of them), so no two curves share one. */
+static const char *const colours[FIGHT_NPHASE] = {"#bab0ac", "#79706e", "#4e79a7", "#b07aa1",
+                                                  "#8cd17d", "#f1ce63", "#a0cbe8", "#e15759",
+                                                  "#59a14f", "#f28e2b", "#76b7b2"};
 
 static int plotted(const struct fight_phase_result *p)
 {
@@ -86,8 +88,10 @@ static void legend(struct ts_sbuf *out, const struct fight_phase_result *p, cons
                    X1 + 20, y, X1 + 44, y, colour, X1 + 50, y + 4);
     ts_sbuf_xml(out, p->name);
     ts_sbuf_printf(out, " p99 %.0f us", p->s.p99);
-    if (p->status == FIGHT_ST_PASS || p->status == FIGHT_ST_FAIL)
-        ts_sbuf_puts(out, p->status == FIGHT_ST_PASS ? " PASS" : " FAIL");
+    if (p->status >= FIGHT_ST_PASS)
+        ts_sbuf_puts(out, p->status == FIGHT_ST_PASS   ? " PASS"
+                          : p->status == FIGHT_ST_FAIL ? " FAIL"
+                                                       : " INCONCLUSIVE");
     ts_sbuf_puts(out, "</text>\n");
 }
 
@@ -117,8 +121,8 @@ void fight_plot_svg(const struct fight_result *r, struct ts_sbuf *out)
     for (int ph = 0; ph < FIGHT_NPHASE; ph++) {
         if (!plotted(&r->ph[ph]))
             continue;
-        curve(out, &r->ph[ph], colours[ph % 7], lo, hi);
-        legend(out, &r->ph[ph], colours[ph % 7], row++);
+        curve(out, &r->ph[ph], colours[ph], lo, hi);
+        legend(out, &r->ph[ph], colours[ph], row++);
     }
     ts_sbuf_puts(out, "</svg>\n");
 }

@@ -1,17 +1,25 @@
 /*
- * run.c - the fight's plan and its execution (see fight.h).
+ * run.c - the fight's plan and its execution (see fight.h, docs/fight.md).
  *
- * Phases: "baseline" (the SLA tenant alone on the card), "noisy-solo" (the
- * neighbour alone, for its slowdown), "mig-baseline" (the SLA tenant alone
- * on its MIG instance, when MIG runs: a smaller device is its own
- * baseline), then one phase per mechanism with both tenants. Mechanisms
- * that cannot run here are skipped with the reason (mech.c probes them).
- * The runs, repeat times each, go in an order shuffled by the seed;
- * samples of a phase's runs are pooled. A run starts the neighbour, waits
- * for its first line (at most 10 s), then the SLA tenant; the first warmup
- * SLA samples are dropped, and the neighbour's throughput counts its lines
- * while the SLA tenant was measured. The verdict compares p99s
- * (fight_within); which mechanisms gate it is decided in verdict().
+ * Two blocks of runs. The control first: --repeat rounds of the SLA
+ * tenant alone ("aa-alone") and beside an idle neighbour ("aa-idle"),
+ * each round in an order shuffled by the seed; unless aa-idle PASSes
+ * against aa-alone, the card is too noisy and nothing else runs. Then the
+ * main block, --repeat rounds of every phase that can run here: the SLA
+ * tenant alone on the whole card ("baseline"), the neighbour alone
+ * ("noisy-solo", for its slowdown), the SLA tenant alone on what each
+ * mechanism gives it ("shim-alone", "mps-alone", "mig-alone") and each
+ * mechanism with both tenants. Repeat i of a phase is paired with repeat
+ * i of its baseline (fight__baseline_of) and the verdict is the three-way
+ * one of fight_verdict3 on the interval of the median p99 ratio.
+ *
+ * A run starts the neighbour, waits for its first line (at most 10 s),
+ * then the SLA tenant; its warm-up ends when two windows of
+ * FIGHT_WARM_WINDOW requests have medians within FIGHT_WARM_STEADY of each
+ * other and, where NVML reads it, the SM clock has settled (or at --warmup
+ * requests), then --requests are measured and the
+ * SLA tenant is stopped. The neighbour's throughput counts its lines while
+ * the SLA tenant was measured. Mechanisms are set up in mech.c.
  */
 #include "fight/mech.h"
 
@@ -24,18 +32,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *const noisy_names[] = {"matmul", "stream", "burst"};
+static const char *const noisy_names[] = {"matmul", "stream", "burst", "memory", "idle"};
+static const char *const arrival_names[] = {"poisson", "fixed", "closed"};
 static const char *const mech_names[] = {"timeslice", "shim", "mps", "mig"};
 
 int fight_noisy_parse(const char *s)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < FIGHT_NNOISY; i++)
         if (strcmp(s, noisy_names[i]) == 0)
             return i;
     return -1;
 }
 
-const char *fight_noisy_name(int kind) { return kind >= 0 && kind < 3 ? noisy_names[kind] : "?"; }
+const char *fight_noisy_name(int kind)
+{
+    return kind >= 0 && kind < FIGHT_NNOISY ? noisy_names[kind] : "?";
+}
+
+int fight_arrival_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, arrival_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *fight_arrival_name(int a) { return a >= 0 && a < 3 ? arrival_names[a] : "?"; }
 
 int fight_mech_parse(const char *s)
 {
@@ -56,24 +78,19 @@ void fight_opts_default(struct fight_opts *o)
     o->driver = "libcuda.so.1";
     o->mechs = (1u << FIGHT_NMECH) - 1;
     o->tolerance = 0.10;
+    o->control_tol = -1;
     o->seed = 1;
-    o->repeat = 1;
+    o->repeat = 6;
     o->requests = 2000;
-    o->warmup = 100;
+    o->warmup = 1000;
+    o->arrival = FIGHT_ARRIVE_POISSON;
+    o->rate = 1000;
+    o->noisy_depth = 4;
     o->phase_ms = 60000;
     o->solo_ms = 2000;
     o->sla_share = 70;
     o->noisy_share = 30;
     o->noisy_mem_frac = 0.30;
-}
-
-/* splitmix64: small, seedable, the same everywhere. */
-static uint64_t next_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 static ts_status series_append(struct fight_series *dst, const struct fight_series *src,
@@ -92,23 +109,28 @@ static ts_status series_append(struct fight_series *dst, const struct fight_seri
     return TS_OK;
 }
 
-/* The worker's argv for role (in c->argv; the request count in c->reqbuf). */
-static char **worker_argv(struct fight_ctx *c, const char *role)
+/* The worker's argv for role (in c->argv; numbers in c->numbuf). */
+static char **worker_argv(struct fight_ctx *c, const char *role, int ph)
 {
     const struct fight_opts *o = c->o;
     size_t n = 0;
     char **a = c->argv;
-    snprintf(c->reqbuf, sizeof(c->reqbuf), "%zu", o->requests + o->warmup);
-    a[n++] = (char *)o->self;
-    a[n++] = "fight";
-    a[n++] = "--worker";
-    a[n++] = (char *)role;
-    a[n++] = "--driver";
-    a[n++] = (char *)o->driver;
-    a[n++] = "--noisy-kind";
-    a[n++] = (char *)fight_noisy_name(o->noisy_kind);
-    a[n++] = "--requests";
-    a[n++] = c->reqbuf;
+    snprintf(c->numbuf[0], sizeof(c->numbuf[0]), "%zu", o->requests + o->warmup);
+    snprintf(c->numbuf[1], sizeof(c->numbuf[0]), "%g", o->rate);
+    snprintf(c->numbuf[2], sizeof(c->numbuf[0]), "%d", o->noisy_depth);
+    snprintf(c->numbuf[3], sizeof(c->numbuf[0]), "%llu", (unsigned long long)c->run_seed);
+    int kind = ph == FIGHT_PH_AA ? FIGHT_NOISY_IDLE : o->noisy_kind;
+    const char *fixed[] = {o->self,         "fight",
+                           "--worker",      role,
+                           "--driver",      o->driver,
+                           "--requests",    c->numbuf[0],
+                           "--rate",        c->numbuf[1],
+                           "--arrival",     fight_arrival_name(o->arrival),
+                           "--noisy-depth", c->numbuf[2],
+                           "--seed",        c->numbuf[3],
+                           "--noisy-kind",  fight_noisy_name(kind)};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        a[n++] = (char *)fixed[i];
     if (o->synthetic)
         a[n++] = "--synthetic";
     if (o->memory)
@@ -126,8 +148,9 @@ static ts_status start(struct fight_ctx *c, struct fight_tenant *t, int sla, int
 {
     struct fight_env env;
     fight__mech_env(c, ph, sla, &env);
-    const char *cmd = sla ? c->o->sla_cmd : c->o->noisy_cmd;
-    char **argv = cmd ? NULL : worker_argv(c, sla ? "sla" : "noisy");
+    /* the A/A control's neighbour is always the built-in idle one */
+    const char *cmd = sla ? c->o->sla_cmd : ph == FIGHT_PH_AA ? NULL : c->o->noisy_cmd;
+    char **argv = cmd ? NULL : worker_argv(c, sla ? "sla" : "noisy", ph);
     return fight__tenant_start(t, sla ? "sla tenant" : "noisy tenant", argv, cmd, env.v, err);
 }
 
@@ -154,7 +177,14 @@ static ts_status pump(struct fight_tenant *a, struct fight_tenant *b, int ms, st
 struct window {
     double t0, t1; /* ms: SLA measured from t0 to t1 */
     size_t n0, n1; /* noisy samples at t0 and t1 */
+    size_t warm;   /* SLA samples of the warm-up */
+    size_t next;   /* the next sample count to test for steady state */
+    int warmed;    /* the warm-up is over */
+    int steady;    /* ... because two windows agreed */
+    int stopped;   /* the harness stopped the SLA tenant (done or capped) */
     int capped;    /* the phase hit --phase-time */
+    double sm_mhz, temp_c, power_w;
+    double warm_mhz; /* the SM clock at the last warm-up check, 0: none yet */
 };
 
 static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
@@ -166,30 +196,95 @@ static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
     return st;
 }
 
+static double window_median(const double *x)
+{
+    double v[FIGHT_WARM_WINDOW];
+    memcpy(v, x, sizeof(v));
+    double *s = fight__sorted_copy(v, FIGHT_WARM_WINDOW);
+    double m = s ? fight_percentile(s, FIGHT_WARM_WINDOW, 0.5) : 0;
+    free(s);
+    return m;
+}
+
+/* Is the warm-up over at k samples? Steady when the medians of the last
+ * two windows differ by at most FIGHT_WARM_STEADY; over at --warmup anyway. */
+static int warm_at(const struct fight_series *s, size_t k, size_t cap, int *steady)
+{
+    *steady = 0;
+    if (k >= 2 * FIGHT_WARM_WINDOW) {
+        double a = window_median(s->lat_us + k - 2 * FIGHT_WARM_WINDOW);
+        double b = window_median(s->lat_us + k - FIGHT_WARM_WINDOW);
+        *steady = a > 0 && fabs(b / a - 1) <= FIGHT_WARM_STEADY;
+    }
+    return *steady || k >= cap;
+}
+
+/* With NVML, the SM clock must also have settled: within FIGHT_WARM_CLOCK
+ * of its reading at the previous check. 1 where there is no clock to read. */
+static int clock_settled(struct fight_ctx *c, struct window *w)
+{
+    double mhz, temp, power;
+    if (!fight__nvml_read(&c->nvml, &mhz, &temp, &power) || mhz <= 0)
+        return 1;
+    int settled = w->warm_mhz > 0 && fabs(mhz / w->warm_mhz - 1) <= FIGHT_WARM_CLOCK;
+    w->warm_mhz = mhz;
+    return settled;
+}
+
+static void check_warm(struct fight_ctx *c, const struct fight_tenant *sla,
+                       const struct fight_tenant *noisy, struct window *w)
+{
+    size_t cap = c->o->warmup;
+    while (!w->warmed && (cap == 0 || w->next <= sla->s.n)) {
+        size_t k = cap == 0 ? 0 : w->next;
+        int settled = cap == 0 || clock_settled(c, w);
+        if (cap == 0 || (warm_at(&sla->s, k, cap, &w->steady) && (settled || k >= cap))) {
+            w->steady = w->steady && settled;
+            w->warmed = 1;
+            w->warm = k < cap ? k : cap;
+            w->t0 = fight__now_ms();
+            w->n0 = noisy ? noisy->s.n : 0;
+        }
+        w->next += FIGHT_WARM_WINDOW;
+    }
+}
+
+static int run_done(const struct fight_ctx *c, const struct fight_tenant *sla,
+                    const struct fight_tenant *noisy, const struct window *w)
+{
+    if (!sla)
+        return noisy->fd < 0;
+    return sla->fd < 0 || (w->warmed && sla->s.n >= w->warm + c->o->requests);
+}
+
 static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla, struct fight_tenant *noisy,
                          struct window *w, struct ts_error *err)
 {
     double start = fight__now_ms(), limit = start + (double)c->o->phase_ms;
     w->t0 = -1;
+    w->next = FIGHT_WARM_WINDOW;
     if (!sla) {
         w->t0 = start;
         w->n0 = noisy->s.n;
         limit = start + (double)c->o->solo_ms;
     }
-    while (fight__now_ms() < limit && (sla ? sla->fd >= 0 : noisy->fd >= 0)) {
+    while (fight__now_ms() < limit && !run_done(c, sla, noisy, w)) {
         ts_status st = pump(sla, noisy, 20, err);
         if (st != TS_OK)
             return st;
-        if (sla && w->t0 < 0 && sla->s.n >= c->o->warmup) {
-            w->t0 = fight__now_ms();
-            w->n0 = noisy ? noisy->s.n : 0;
-        }
+        if (sla)
+            check_warm(c, sla, noisy, w);
     }
-    w->capped = sla && sla->fd >= 0;
+    w->stopped = sla && sla->fd >= 0;
+    w->capped = w->stopped && !run_done(c, sla, noisy, w);
     w->t1 = fight__now_ms();
     w->n1 = noisy ? noisy->s.n : 0;
-    if (w->t0 < 0)
+    if (w->t0 < 0) { /* never warm: all of it was warm-up */
         w->t0 = w->t1;
+        w->warm = sla ? sla->s.n : 0;
+    }
+    if (!fight__nvml_read(&c->nvml, &w->sm_mhz, &w->temp_c, &w->power_w))
+        w->sm_mhz = -1;
     return TS_OK;
 }
 
@@ -201,33 +296,44 @@ static void describe_exit(const struct fight_tenant *t, char *buf, size_t size)
         snprintf(buf, size, "exit status %d", WEXITSTATUS(t->status));
 }
 
-/* Fold one run into its phase's pool. */
-static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct fight_tenant *sla,
-                      struct fight_tenant *noisy, const struct window *w, struct ts_error *err)
+static void pool_card(struct fight_phase_result *p, const struct window *w)
 {
-    double secs = (w->t1 - w->t0) / 1000;
-    if (noisy) {
-        p->noisy_ops += (double)(w->n1 - w->n0);
-        p->noisy_secs += secs;
-        /* Only its errors and memory are reported: its samples are not copied. */
-        if (series_append(&p->noisy, &noisy->s, noisy->s.n, err) != TS_OK)
-            return TS_INTERNAL;
-    }
-    if (!sla)
-        return TS_OK;
+    if (w->sm_mhz < 0 && w->temp_c < 0 && w->power_w < 0)
+        return;
+    if (p->nvml_n == 0 || w->sm_mhz < p->sm_mhz_min)
+        p->sm_mhz_min = w->sm_mhz;
+    if (p->nvml_n == 0 || w->sm_mhz > p->sm_mhz_max)
+        p->sm_mhz_max = w->sm_mhz;
+    if (w->temp_c > p->temp_c_max)
+        p->temp_c_max = w->temp_c;
+    p->power_w_sum += w->power_w > 0 ? w->power_w : 0;
+    p->nvml_n++;
+}
+
+/* The SLA tenant's measured samples of one run into its phase's pool. */
+static ts_status pool_sla(struct fight_ctx *c, struct fight_phase_result *p,
+                          struct fight_tenant *sla, const struct window *w, struct ts_error *err)
+{
     p->sla_exit = WIFEXITED(sla->status) ? WEXITSTATUS(sla->status) : -1;
-    if (WIFSIGNALED(sla->status) && !w->capped)
+    if (WIFSIGNALED(sla->status) && !w->stopped)
         p->sla_killed = 1;
-    size_t from = c->o->warmup < sla->s.n ? c->o->warmup : sla->s.n;
+    size_t from = w->warm < sla->s.n ? w->warm : sla->s.n;
+    if (sla->s.n > from + c->o->requests) /* answers that came in before the stop */
+        sla->s.n = from + c->o->requests;
     size_t before = p->sla.n;
     if (series_append(&p->sla, &sla->s, from, err) != TS_OK)
         return TS_INTERNAL;
-    p->sla_secs += secs;
+    p->sla_secs += (w->t1 - w->t0) / 1000;
     struct fight_summary s;
-    if (p->ran < FIGHT_REPEAT_MAX &&
-        fight_summarise(p->sla.lat_us + before, p->sla.n - before, "run", &s, NULL) == TS_OK)
-        p->p99_runs[p->ran] = s.p99;
-    if (!c->o->memory && !p->sla_killed && p->sla_exit != 0) {
+    if (p->ran < FIGHT_REPEAT_MAX) {
+        p->p99_runs[p->ran] = fight_summarise(p->sla.lat_us + before, p->sla.n - before, "run", &s,
+                                              NULL) == TS_OK
+                                  ? s.p99
+                                  : NAN;
+        p->warm_runs[p->ran] = w->warm;
+    }
+    p->unsteady += !w->steady;
+    if (!c->o->memory && !p->sla_killed && !w->stopped && p->sla_exit != 0) {
         char how[64];
         describe_exit(sla, how, sizeof(how));
         return ts_err(err, TS_IO, "the sla tenant failed (%s)", how);
@@ -235,15 +341,32 @@ static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct 
     return TS_OK;
 }
 
+/* Fold one run into its phase's pool. */
+static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct fight_tenant *sla,
+                      struct fight_tenant *noisy, const struct window *w, struct ts_error *err)
+{
+    pool_card(p, w);
+    if (noisy) {
+        p->noisy_ops += (double)(w->n1 - w->n0);
+        p->noisy_secs += (w->t1 - w->t0) / 1000;
+        /* Only its errors and memory are reported: its samples are not copied. */
+        if (series_append(&p->noisy, &noisy->s, noisy->s.n, err) != TS_OK)
+            return TS_INTERNAL;
+    }
+    return sla ? pool_sla(c, p, sla, w, err) : TS_OK;
+}
+
 static ts_status run_once(struct fight_ctx *c, int ph, struct ts_error *err)
 {
     struct fight_phase_result *p = &c->r->ph[ph];
-    int has_sla = ph != FIGHT_PH_SOLO, has_noisy = ph == FIGHT_PH_SOLO || ph >= FIGHT_PH_MECH0;
+    int has_sla = ph != FIGHT_PH_SOLO;
+    int has_noisy = ph == FIGHT_PH_SOLO || ph == FIGHT_PH_AA || ph >= FIGHT_PH_MECH0;
     struct fight_tenant sla, noisy;
     memset(&sla, 0, sizeof(sla));
     memset(&noisy, 0, sizeof(noisy));
     sla.fd = noisy.fd = -1;
     struct window w = {0};
+    c->run_seed = fight__rand(&c->rng);
     ts_status st = fight__mech_begin(c, ph, err);
     if (st == TS_OK && has_noisy && (st = start(c, &noisy, 0, ph, err)) == TS_OK)
         st = wait_lead(&noisy, err);
@@ -251,7 +374,7 @@ static ts_status run_once(struct fight_ctx *c, int ph, struct ts_error *err)
         st = start(c, &sla, 1, ph, err);
     if (st == TS_OK)
         st = measure(c, has_sla ? &sla : NULL, has_noisy ? &noisy : NULL, &w, err);
-    fight__tenant_stop(&sla, w.capped ? SIGTERM : 0);
+    fight__tenant_stop(&sla, w.stopped ? SIGTERM : 0);
     fight__tenant_stop(&noisy, SIGTERM);
     fight__mech_end(c, ph);
     if (st == TS_OK)
@@ -262,98 +385,88 @@ static ts_status run_once(struct fight_ctx *c, int ph, struct ts_error *err)
     return st;
 }
 
-/* Phase runs in a seeded random order. */
-static void plan_order(struct fight_ctx *c, int *list, size_t *n)
+/* rounds x the measurable phases of from[0..n), each round shuffled. */
+static size_t plan_block(struct fight_ctx *c, const int *from, int n, int *list)
 {
-    *n = 0;
-    for (int rep = 0; rep < c->o->repeat; rep++)
-        for (int ph = 0; ph < FIGHT_NPHASE; ph++)
-            if (c->r->ph[ph].status == FIGHT_ST_MEASURED)
-                list[(*n)++] = ph;
-    uint64_t s = c->o->seed;
-    for (size_t i = *n; i > 1; i--) {
-        size_t j = (size_t)(next_rand(&s) % i);
-        int t = list[i - 1];
-        list[i - 1] = list[j];
-        list[j] = t;
-    }
-}
-
-static void summarise(struct fight_result *r, int ph)
-{
-    struct fight_phase_result *p = &r->ph[ph];
-    struct ts_error e;
-    if (p->status != FIGHT_ST_MEASURED)
-        return;
-    if (p->sla_secs > 0)
-        p->sla_rps = (double)p->sla.n / p->sla_secs;
-    if (p->noisy_secs > 0)
-        p->noisy_ops /= p->noisy_secs;
-    if (ph == FIGHT_PH_SOLO)
-        return;
-    if (fight_summarise(p->sla.lat_us, p->sla.n, "sla latencies", &p->s, &e) != TS_OK &&
-        !(r->opt.memory && p->sla.errors)) {
-        p->status = FIGHT_ST_ERROR;
-        fight__set_reason(p, e.msg);
-    }
-}
-
-int fight__baseline_of(int ph)
-{
-    return ph == FIGHT_PH_MECH0 + FIGHT_MIG ? FIGHT_PH_MIGBASE : FIGHT_PH_BASE;
-}
-
-/* PASS/FAIL of each mechanism, then which gate the verdict. */
-static void judge(struct fight_result *r)
-{
-    double solo = r->ph[FIGHT_PH_SOLO].noisy_ops;
-    for (int m = 0; m < FIGHT_NMECH; m++) {
-        struct fight_phase_result *p = &r->ph[FIGHT_PH_MECH0 + m];
-        const struct fight_phase_result *b = &r->ph[fight__baseline_of(FIGHT_PH_MECH0 + m)];
-        if (p->status != FIGHT_ST_MEASURED)
-            continue;
-        p->slowdown = p->noisy_ops > 0 ? solo / p->noisy_ops : 0;
-        int ok = b->status == FIGHT_ST_MEASURED && p->s.n > 0 &&
-                 fight_within(b->s.p99, p->s.p99, r->opt.tolerance);
-        if (r->opt.memory) /* the memory fight is about failures, not latency */
-            ok = p->sla.errors == 0 && !p->sla_killed && p->s.n > 0;
-        p->status = ok ? FIGHT_ST_PASS : FIGHT_ST_FAIL;
-    }
-}
-
-static void verdict(struct fight_result *r)
-{
-    unsigned gate = r->opt.expect, ran = 0;
-    for (int m = 0; m < FIGHT_NMECH; m++)
-        if (r->ph[FIGHT_PH_MECH0 + m].status >= FIGHT_ST_PASS)
-            ran |= 1u << m;
-    if (!gate)
-        gate = (ran & ~1u) ? (ran & ~1u) : ran;
-    r->verdict = FIGHT_ST_PASS;
-    snprintf(r->verdict_why, sizeof(r->verdict_why), "%s",
-             r->opt.memory ? "no gating mechanism let an sla allocation fail"
-                           : "every gating mechanism kept the sla p99 within the tolerance");
-    if (!gate) {
-        r->verdict = FIGHT_ST_FAIL;
-        snprintf(r->verdict_why, sizeof(r->verdict_why), "no mechanism ran");
-    }
-    for (int m = FIGHT_NMECH - 1; m >= 0; m--) {
-        struct fight_phase_result *p = &r->ph[FIGHT_PH_MECH0 + m];
-        if (!(gate & (1u << m)))
-            continue;
-        p->gating = 1;
-        if (p->status != FIGHT_ST_PASS) {
-            r->verdict = FIGHT_ST_FAIL;
-            snprintf(r->verdict_why, sizeof(r->verdict_why), "%s: %.200s", p->name,
-                     p->status != FIGHT_ST_FAIL ? (p->reason[0] ? p->reason : "did not run")
-                     : r->opt.memory ? "the sla tenant saw a failed allocation or was killed"
-                                     : "the sla p99 moved beyond the tolerance");
+    size_t len = 0;
+    for (int rep = 0; rep < c->o->repeat; rep++) {
+        size_t first = len;
+        for (int i = 0; i < n; i++)
+            if (c->r->ph[from[i]].status == FIGHT_ST_MEASURED)
+                list[len++] = from[i];
+        for (size_t i = len - first; i > 1; i--) {
+            size_t j = (size_t)(fight__rand(&c->rng) % i);
+            int t = list[first + i - 1];
+            list[first + i - 1] = list[first + j];
+            list[first + j] = t;
         }
     }
+    return len;
+}
+
+static void progress(struct fight_ctx *c, size_t done, size_t total, int ph)
+{
+    const struct fight_phase_result *p = &c->r->ph[ph];
+    char line[400];
+    if (!c->o->progress)
+        return;
+    int rep = p->ran > 0 ? p->ran : 1;
+    if (p->status == FIGHT_ST_ERROR)
+        snprintf(line, sizeof(line), "%s run %zu/%zu: %s (repeat %d): error: %.200s", c->block,
+                 done, total, p->name, rep, p->reason);
+    else if (ph == FIGHT_PH_SOLO)
+        snprintf(line, sizeof(line), "%s run %zu/%zu: %s (repeat %d): %.0f noisy ops so far",
+                 c->block, done, total, p->name, rep, p->noisy_ops);
+    else
+        snprintf(line, sizeof(line),
+                 "%s run %zu/%zu: %s (repeat %d): %zu sla samples so far, this run's p99 %.1f us",
+                 c->block, done, total, p->name, rep, p->sla.n,
+                 p->ran > 0 && p->ran <= FIGHT_REPEAT_MAX ? p->p99_runs[p->ran - 1] : NAN);
+    c->o->progress(c->o->progress_ctx, line);
+}
+
+/* Run list[0..n) in order; a failing baseline-like phase ends the fight. */
+static ts_status run_block(struct fight_ctx *c, const int *list, size_t n, struct ts_error *err)
+{
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < n && st == TS_OK; i++) {
+        struct fight_phase_result *p = &c->r->ph[list[i]];
+        snprintf(c->r->order[c->r->norder++], sizeof(c->r->order[0]), "%s", p->name);
+        struct ts_error e;
+        if (p->status == FIGHT_ST_MEASURED && run_once(c, list[i], &e) != TS_OK) {
+            char where[TS_MSG_MAX + TS_PATH_MAX + 64];
+            ts_error_format(&e, where, sizeof(where));
+            p->status = FIGHT_ST_ERROR;
+            fight__set_reason(p, where);
+            if (list[i] < FIGHT_PH_MECH0 && list[i] != FIGHT_PH_SOLO)
+                st = ts_err(err, TS_IO, "%s: %.400s", p->name, where);
+        }
+        progress(c, i + 1, n, list[i]);
+    }
+    return st;
 }
 
 static const char *const phase_names[FIGHT_NPHASE] = {
-    "baseline", "noisy-solo", "mig-baseline", "timeslice", "shim", "mps", "mig"};
+    "aa-alone",  "aa-idle",   "baseline", "noisy-solo", "shim-alone", "mps-alone",
+    "mig-alone", "timeslice", "shim",     "mps",        "mig"};
+
+static ts_status run_blocks(struct fight_ctx *c, struct ts_error *err)
+{
+    static const int control[] = {FIGHT_PH_AABASE, FIGHT_PH_AA};
+    int main_phases[FIGHT_NPHASE - 2], list[FIGHT_NPHASE * FIGHT_REPEAT_MAX];
+    for (int i = 0; i < FIGHT_NPHASE - 2; i++)
+        main_phases[i] = FIGHT_PH_BASE + i;
+    c->block = "control";
+    size_t n = plan_block(c, control, 2, list);
+    ts_status st = run_block(c, list, n, err);
+    if (st != TS_OK)
+        return st;
+    if (!fight__judge_control(c->r)) /* too noisy: nothing else runs */
+        return TS_OK;
+    c->block = "main";
+    n = plan_block(c, main_phases, FIGHT_NPHASE - 2, list);
+    return run_block(c, list, n, err);
+}
 
 ts_status fight_run(const struct fight_opts *o, struct fight_result *r, struct ts_error *err)
 {
@@ -367,31 +480,14 @@ ts_status fight_run(const struct fight_opts *o, struct fight_result *r, struct t
         fight__ctx_release(&c);
         return st;
     }
-    int list[FIGHT_NPHASE * FIGHT_REPEAT_MAX];
-    size_t n;
-    plan_order(&c, list, &n);
-    for (size_t i = 0; i < n && st == TS_OK; i++) {
-        struct fight_phase_result *p = &r->ph[list[i]];
-        snprintf(r->order[r->norder++], sizeof(r->order[0]), "%s", p->name);
-        struct ts_error e;
-        if (p->status == FIGHT_ST_MEASURED && run_once(&c, list[i], &e) != TS_OK) {
-            char where[TS_MSG_MAX + TS_PATH_MAX + 64];
-            ts_error_format(&e, where, sizeof(where));
-            p->status = FIGHT_ST_ERROR;
-            fight__set_reason(p, where);
-            if (list[i] < FIGHT_PH_MECH0) /* a baseline failing ends the fight */
-                st = ts_err(err, TS_IO, "%s: %.400s", p->name, where);
-        }
-    }
+    c.rng = o->seed;
+    fight__nvml_open(&c.nvml, 0);
+    st = run_blocks(&c, err);
+    fight__nvml_close(&c.nvml);
     fight__ctx_release(&c);
     if (st != TS_OK)
         return st;
-    for (int ph = 0; ph < FIGHT_NPHASE; ph++)
-        summarise(r, ph);
-    if (r->ph[FIGHT_PH_BASE].status != FIGHT_ST_MEASURED)
-        return ts_err(err, TS_IO, "baseline: %s", r->ph[FIGHT_PH_BASE].reason);
-    judge(r);
-    verdict(r);
+    fight__judge(r);
     return TS_OK;
 }
 

@@ -142,3 +142,86 @@ size_t fight_quantile_min_n(double q, double conf)
     }
     return lo;
 }
+
+double fight_quantile_level(size_t n, double q, size_t lo, size_t hi)
+{
+    double p = 0; /* P(lo <= B <= hi-1), B ~ Binomial(n, q) */
+    for (size_t k = lo; k < hi && k <= n; k++)
+        p += exp(log_pmf(n, k, q));
+    return p;
+}
+
+ts_status fight_change_interval(const double *p99, const double *base, size_t n, double conf,
+                                struct fight_change *c, struct ts_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    double d[FIGHT_REPEAT_MAX];
+    if (n < 1 || n > FIGHT_REPEAT_MAX)
+        return ts_err(err, TS_INVALID, "%zu paired repeats: need 1 to %d", n, FIGHT_REPEAT_MAX);
+    for (size_t i = 0; i < n; i++) {
+        if (!(base[i] > 0) || !(p99[i] >= 0) || !isfinite(base[i]) || !isfinite(p99[i]))
+            return ts_err(err, TS_INVALID, "repeat %zu: p99 %g against baseline %g", i, p99[i],
+                          base[i]);
+        d[i] = p99[i] / base[i];
+    }
+    qsort(d, n, sizeof(d[0]), cmp_double);
+    c->n = n;
+    c->est = fight_percentile(d, n, 0.5);
+    c->lo = d[0];
+    c->hi = d[n - 1];
+    size_t lo, hi;
+    if (fight_quantile_ranks(n, 0.5, conf, &lo, &hi, NULL) != TS_OK)
+        return TS_OK; /* ok stays 0: too few repeats for conf */
+    c->ok = 1;
+    c->lo = d[lo - 1];
+    c->hi = d[hi - 1];
+    c->level = fight_quantile_level(n, 0.5, lo, hi);
+    return TS_OK;
+}
+
+int fight_verdict3(const struct fight_change *c, double tol)
+{
+    double bound = (1 + tol) * (1 + 1e-9);
+    if (!c->ok)
+        return FIGHT_ST_INCONCLUSIVE;
+    if (c->hi <= bound)
+        return FIGHT_ST_PASS;
+    if (c->lo > bound)
+        return FIGHT_ST_FAIL;
+    return FIGHT_ST_INCONCLUSIVE;
+}
+
+int fight_verdict_aa(const struct fight_change *c, double tol)
+{
+    double hi = (1 + tol) * (1 + 1e-9), lo = 1 / hi;
+    if (!c->ok)
+        return FIGHT_ST_INCONCLUSIVE;
+    if (c->lo >= lo && c->hi <= hi)
+        return FIGHT_ST_PASS;
+    if (c->lo > hi || c->hi < lo)
+        return FIGHT_ST_FAIL;
+    return FIGHT_ST_INCONCLUSIVE;
+}
+
+size_t fight_repeats_needed(const struct fight_change *c, double tol, double conf)
+{
+    size_t least = fight_quantile_min_n(0.5, conf);
+    if (!c->ok)
+        return least > c->n ? least : c->n + 1;
+    double bound = 1 + tol, gap = fabs(c->est - bound);
+    double reach = c->est < bound ? c->hi - c->est : c->est - c->lo;
+    if (!(gap > 0))
+        return 0; /* the estimate sits on the tolerance: no count decides it */
+    double f = reach / gap, n = ceil((double)c->n * f * f);
+    if (!(n < (double)FIGHT_REQUESTS_MAX))
+        return FIGHT_REQUESTS_MAX;
+    return n > (double)c->n ? (size_t)n : c->n + 1;
+}
+
+uint64_t fight__rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}

@@ -2,13 +2,19 @@
  * worker.c - the built-in tenants (`tessera fight --worker sla|noisy`),
  * one process each so the driver sees two clients (see fight.h).
  *
- * The SLA tenant serves warm-up + measured requests in a closed loop: one
- * tessera_fma kernel over 2 blocks per SM, timed with the host's monotonic
- * clock around launch + synchronise (reported as latency_us) and with CUDA
- * events around the kernel (gpu_us). The noisy tenant repeats its kind of
- * operation until SIGTERM and reports each one's time: matmul = long FMA
- * kernels filling every SM, stream = a copy between two large buffers,
- * burst = 256 tiny kernels then a synchronise. With --memory, the SLA
+ * The SLA tenant serves warm-up + measured requests: one tessera_fma
+ * kernel over 2 blocks per SM. Open loop (--rate with poisson or fixed
+ * arrivals), each request has an intended send time on a schedule drawn in
+ * advance of the answers, and its latency_us runs from that time to the
+ * answer, so a stall delays every request due during it (no coordinated
+ * omission); closed loop, from the launch. gpu_us is the kernel between
+ * CUDA events. The noisy tenant keeps --noisy-depth operations of its kind
+ * in flight until SIGTERM (one event each; it waits for the oldest before
+ * submitting another) and reports each one's time from submission to
+ * completion: matmul = long FMA kernels filling every SM, stream = a copy
+ * between two large buffers, burst = 256 tiny kernels, memory = take the
+ * card's memory until refused, then stream; idle = a context and nothing
+ * else (the A/A control's neighbour). With --memory, the SLA
  * tenant allocates and frees its working set per request and reports a
  * failed allocation as an "error" line; the noisy one first allocates
  * until the driver refuses, reporting what it holds (mem_mib).
@@ -17,10 +23,13 @@
  */
 #include "fight/internal.h"
 
+#include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "util/file.h"
 
@@ -36,6 +45,10 @@ struct wk {
     size_t total_mem;
     CUdeviceptr buf_a, buf_b; /* stream's buffers / fma's output */
     size_t buf_floats;
+    CUevent ring[FIGHT_DEPTH_MAX]; /* noisy: one per operation in flight */
+    double sent[FIGHT_DEPTH_MAX];  /* ms: when each was submitted */
+    int nring;
+    uint64_t rng; /* sla: Poisson gaps */
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -109,6 +122,9 @@ static ts_status setup(struct wk *w, struct ts_error *err)
     CK(w, cuStreamCreate(&w->stream, 0), "cuStreamCreate");
     CK(w, cuEventCreate(&w->ev0, 0), "cuEventCreate");
     CK(w, cuEventCreate(&w->ev1, 0), "cuEventCreate");
+    int depth = w->o->depth < 1 ? 1 : w->o->depth > FIGHT_DEPTH_MAX ? FIGHT_DEPTH_MAX : w->o->depth;
+    for (; strcmp(w->o->role, "noisy") == 0 && w->nring < depth; w->nring++)
+        CK(w, cuEventCreate(&w->ring[w->nring], 0), "cuEventCreate");
     if (w->synthetic)
         return TS_OK;
     size_t bytes = w->total_mem / 16;
@@ -144,7 +160,7 @@ static ts_status launch_fma(struct wk *w, unsigned blocks_per_sm, unsigned threa
 /* One operation of the noisy kind (several launches for burst). */
 static ts_status noisy_op(struct wk *w, struct ts_error *err)
 {
-    int kind = w->o->noisy_kind;
+    int kind = w->o->noisy_kind == FIGHT_NOISY_MEMORY ? FIGHT_NOISY_STREAM : w->o->noisy_kind;
     if (w->synthetic) {
         unsigned us = kind == FIGHT_NOISY_MATMUL   ? FIGHT_SYN_MATMUL_US
                       : kind == FIGHT_NOISY_STREAM ? FIGHT_SYN_STREAM_US
@@ -172,14 +188,14 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
     return TS_OK;
 }
 
-/* Time op between events and on the host clock; emit the latency line. */
-static ts_status timed(struct wk *w, int noisy, struct ts_error *err)
+/* One SLA request timed between events and on the host clock from due
+ * (ms; < 0: now, closed loop); emit the latency line. */
+static ts_status timed(struct wk *w, double due, struct ts_error *err)
 {
-    double t0 = fight__now_ms();
+    double t0 = due >= 0 ? due : fight__now_ms();
     CK(w, cuEventRecord(w->ev0, w->stream), "cuEventRecord");
-    ts_status st = noisy          ? noisy_op(w, err)
-                   : w->synthetic ? launch_sleep(w, FIGHT_SYN_SLA_US, err)
-                                  : launch_fma(w, 2, 256, 16384, err);
+    ts_status st = w->synthetic ? launch_sleep(w, FIGHT_SYN_SLA_US, err)
+                                : launch_fma(w, 2, 256, 16384, err);
     if (st != TS_OK)
         return st;
     CK(w, cuEventRecord(w->ev1, w->stream), "cuEventRecord");
@@ -193,10 +209,10 @@ static ts_status timed(struct wk *w, int noisy, struct ts_error *err)
 }
 
 /* SLA, memory fight: allocate the working set around the request. */
-static ts_status sla_request(struct wk *w, struct ts_error *err)
+static ts_status sla_request(struct wk *w, double due, struct ts_error *err)
 {
     if (!w->o->memory)
-        return timed(w, 0, err);
+        return timed(w, due, err);
     CUdeviceptr p;
     size_t bytes = w->synthetic ? (1u << 20) : (64u << 20);
     CUresult r = w->cu.cuMemAlloc_v2(&p, bytes);
@@ -207,7 +223,7 @@ static ts_status sla_request(struct wk *w, struct ts_error *err)
         snprintf(line, sizeof(line), "error %s\n", e.msg);
         return emit(w, line, err);
     }
-    ts_status st = timed(w, 0, err);
+    ts_status st = timed(w, due, err);
     w->cu.cuMemFree_v2(p);
     return st;
 }
@@ -239,21 +255,99 @@ static ts_status grab_memory(struct wk *w, struct ts_error *err)
     return emit(w, line, err);
 }
 
+/* Milliseconds to the next intended send: 1/rate, or exponential. */
+static double gap_ms(struct wk *w)
+{
+    if (w->o->arrival == FIGHT_ARRIVE_FIXED)
+        return 1000 / w->o->rate;
+    double u = (double)(fight__rand(&w->rng) >> 11) / 9007199254740992.0; /* [0, 1) */
+    return -log1p(-u) * 1000 / w->o->rate;
+}
+
+static void sleep_until_ms(double t)
+{
+    double ms = t - fight__now_ms();
+    if (ms <= 0)
+        return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
+    while (nanosleep(&ts, &ts) != 0 && !stop_flag)
+        ;
+}
+
+static ts_status sla_loop(struct wk *w, struct ts_error *err)
+{
+    int open = w->o->arrival != FIGHT_ARRIVE_CLOSED && w->o->rate > 0;
+    double next = fight__now_ms();
+    w->rng = w->o->seed ^ 0x51a5eedull;
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < w->o->requests && st == TS_OK && !stop_flag; i++) {
+        double due = -1;
+        if (open) { /* the schedule never waits for an answer */
+            sleep_until_ms(next);
+            due = next;
+            next += gap_ms(w);
+        }
+        st = sla_request(w, due, err);
+    }
+    return st;
+}
+
+/* Wait for the operation in ring slot i; report its time since submission. */
+static ts_status retire(struct wk *w, int i, struct ts_error *err)
+{
+    CK(w, cuEventSynchronize(w->ring[i]), "cuEventSynchronize");
+    char line[64];
+    snprintf(line, sizeof(line), "latency_us %.3f\n", (fight__now_ms() - w->sent[i]) * 1000);
+    return emit(w, line, err);
+}
+
+static ts_status noisy_loop(struct wk *w, struct ts_error *err)
+{
+    int head = 0, n = 0;
+    ts_status st = TS_OK;
+    while (!stop_flag && st == TS_OK) {
+        if (n == w->nring) {
+            st = retire(w, head, err);
+            head = (head + 1) % w->nring;
+            n--;
+            continue;
+        }
+        int slot = (head + n) % w->nring;
+        w->sent[slot] = fight__now_ms();
+        if ((st = noisy_op(w, err)) == TS_OK)
+            st = fight__cuda_check(&w->cu, w->cu.cuEventRecord(w->ring[slot], w->stream),
+                                   "cuEventRecord", err);
+        n++;
+    }
+    return stop_flag ? TS_OK : st;
+}
+
+/* The idle neighbour: a context (when the driver gives one), no work. */
+static ts_status idle(struct wk *w)
+{
+    struct ts_error e = {0};
+    char line[TS_MSG_MAX + 64];
+    snprintf(line, sizeof(line), "# idle neighbour%s%.200s\n",
+             setup(w, &e) == TS_OK ? ": context held" : ", no context: ", e.msg);
+    ts_status st = emit(w, line, &e);
+    while (!stop_flag && st == TS_OK)
+        poll(NULL, 0, 50);
+    return TS_OK;
+}
+
 static ts_status work(struct wk *w, struct ts_error *err)
 {
+    if (strcmp(w->o->role, "noisy") == 0 && w->o->noisy_kind == FIGHT_NOISY_IDLE)
+        return idle(w);
     ts_status st = setup(w, err);
     if (st != TS_OK)
         return st;
-    if (strcmp(w->o->role, "sla") == 0) {
-        for (size_t i = 0; i < w->o->requests && st == TS_OK && !stop_flag; i++)
-            st = sla_request(w, err);
+    if (strcmp(w->o->role, "sla") == 0)
+        return sla_loop(w, err);
+    if ((w->o->memory || w->o->noisy_kind == FIGHT_NOISY_MEMORY) &&
+        (st = grab_memory(w, err)) != TS_OK)
         return st;
-    }
-    if (w->o->memory && (st = grab_memory(w, err)) != TS_OK)
-        return st;
-    while (!stop_flag && st == TS_OK)
-        st = timed(w, 1, err);
-    return stop_flag ? TS_OK : st;
+    return noisy_loop(w, err);
 }
 
 /* Give back what setup took, in reverse (each only if it was made). */
@@ -261,6 +355,8 @@ static void teardown(struct wk *w)
 {
     if (!w->ctx)
         return;
+    for (int i = 0; i < w->nring; i++)
+        w->cu.cuEventDestroy_v2(w->ring[i]);
     if (w->buf_b)
         w->cu.cuMemFree_v2(w->buf_b);
     if (w->buf_a)

@@ -396,8 +396,16 @@
 /* Samples one tenant may report over a run: a memory budget, 64 MiB of
  * latencies and GPU times (8 bytes each). */
 #define FIGHT_SAMPLES_MAX (4u << 20)
-/* Repeats of each phase (--repeat): the p99 of each is kept and reported. */
-#define FIGHT_REPEAT_MAX 16
+/* Repeats of each phase (--repeat): the p99 of each is kept and reported;
+ * 32 paired repeats put a 95% interval of the median change between the
+ * 10th and 23rd of them, enough to decide all but a change on the line. */
+#define FIGHT_REPEAT_MAX 32
+/* Operations the neighbour keeps in flight (--noisy-depth): one event
+ * each; real serving stacks queue a few to a few dozen. */
+#define FIGHT_DEPTH_MAX 64
+/* SLA requests per second (--rate): past 100k/s the 10 us between sends is
+ * below what a host sleep can keep to, so the schedule would be fiction. */
+#define FIGHT_RATE_MAX 100000
 /* Requests (--requests, --warmup) of one run: a million of the SLA tenant's
  * 100 us kernel take about 100 s. */
 #define FIGHT_REQUESTS_MAX 1000000

@@ -42,7 +42,12 @@
  *     Launches are synchronous: when cuLaunchKernel returns, the kernel ran.
  *   - Kernel duration: a function named "tessera_sleep_us" runs for
  *     *(uint32_t *)kernelParams[0] microseconds; any other function runs for
- *     env TESSERA_STANDIN_KERNEL_US (default 100). cuModuleLoadData and
+ *     env TESSERA_STANDIN_KERNEL_US (default 100). Two knobs make the card
+ *     noisy (tests of the fight's control): TESSERA_STANDIN_JITTER=PCT
+ *     stretches every kernel of a process by one factor drawn per process,
+ *     log-uniform in [1, 1 + PCT/100]; TESSERA_STANDIN_STALL=PERIOD_US:STALL_US stalls
+ *     the card for the first STALL_US of every PERIOD_US (a kernel started
+ *     then waits for the stall's end). cuModuleLoadData and
  *     cuModuleLoadFatBinary accept any non-NULL image; cuModuleGetFunction
  *     returns a function for any name. cuLaunchKernelEx and
  *     cuLaunchCooperativeKernel behave as cuLaunchKernel.
@@ -67,6 +72,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -964,6 +970,40 @@ static void count(struct counters *c, uint64_t held)
     atomic_fetch_add(&c->launches, 1);
 }
 
+/* Test knob TESSERA_STANDIN_JITTER=PCT: this process's kernels all run
+ * longer by one factor drawn once, log-uniform in [1, 1 + PCT/100] (a card
+ * whose clocks differ from one run to the next). 1 when unset. */
+static double jitter_factor(void)
+{
+    static double factor;
+    if (factor > 0)
+        return factor;
+    const char *s = getenv("TESSERA_STANDIN_JITTER");
+    double pct = s && *s ? strtod(s, NULL) : 0;
+    uint64_t z = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ now_ns();
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    factor = exp(log1p(pct > 0 ? pct / 100 : 0) * (double)(z >> 11) / 9007199254740992.0);
+    return factor;
+}
+
+/* Test knob TESSERA_STANDIN_STALL=PERIOD_US:STALL_US: the card stalls for
+ * the first STALL_US of every PERIOD_US of the monotonic clock (as during
+ * a preemption or a clock drop); a kernel started in a stall waits for its
+ * end. Returns when the kernel may start. */
+static uint64_t after_stall(uint64_t t)
+{
+    const char *s = getenv("TESSERA_STANDIN_STALL");
+    char *end;
+    uint64_t period = s ? strtoull(s, &end, 10) * 1000u : 0, stall;
+    if (!period || *end != ':')
+        return t;
+    stall = strtoull(end + 1, NULL, 10) * 1000u;
+    uint64_t into = t % period;
+    return into < stall ? t - into + stall : t;
+}
+
 /* Take the card, hold it for us microseconds, count it, give it back. */
 static CUresult run_on_card(uint32_t us)
 {
@@ -974,7 +1014,7 @@ static CUresult run_on_card(uint32_t us)
     while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
         ;
     uint64_t start = now_ns();
-    sleep_until(start + (uint64_t)us * 1000u);
+    sleep_until(after_stall(start) + (uint64_t)((double)us * 1000 * jitter_factor()));
     uint64_t held = now_ns() - start;
     struct card_slot *s = slot_of((int)getpid(), 1);
     count(&card->all, held);

@@ -16,7 +16,9 @@
  * instance with compute instances or processes is IN_USE) and rewrite the
  * file. Knobs: $TESSERA_STANDIN_NVML_FAIL_CREATE=N makes the Nth create
  * call of the process fail (UNKNOWN); $TESSERA_STANDIN_NVML_LOG names a
- * file that gets one line per mutating call. Test code: plain and short.
+ * file that gets one line per mutating call. The clocks, temperature and
+ * power the fight reads are fixed values (at the end of the file). Test
+ * code: plain and short.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,4 +658,40 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci)
     if (r == NVML_SUCCESS)
         c->used = 0;
     return logged(r, "nvmlComputeInstanceDestroy", c->gpu, c->gi, c->id);
+}
+
+/* ---- what the fight reads per run (src/fight/nvml.c) ------------------------ */
+/* Fixed readings of every GPU: SM and graphics clock 1980 MHz, memory 2619,
+ * video 1755; 40 C; 120 W. Types and sensors outside NVML's enums, a MIG
+ * device or a NULL pointer: INVALID_ARGUMENT (as nvml.h documents). */
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *clock)
+{
+    static const unsigned mhz[] = {1980, 1980, 2619, 1755}; /* graphics, SM, memory, video */
+    GPU_OR_FAIL(device, g);
+    (void)g;
+    if (!clock || type < 0 || type > 3)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *clock = mhz[type];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int *temp)
+{
+    GPU_OR_FAIL(device, g);
+    (void)g;
+    if (!temp || sensor != 0) /* NVML_TEMPERATURE_GPU */
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *temp = 40;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
+{
+    GPU_OR_FAIL(device, g);
+    (void)g;
+    if (!power)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *power = 120000; /* milliwatts */
+    return NVML_SUCCESS;
 }

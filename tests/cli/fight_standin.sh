@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# fight_standin.sh - `tessera fight`'s workers on the stand-in CUDA driver
+# (tests/standin/cuda): the SLA tenant's open loop against a closed loop
+# under injected card stalls (TESSERA_STANDIN_STALL), the neighbour's kinds
+# with a queue depth, a worker's unreadable --kernels file, and the memory
+# fight with the shim capping the neighbour. Needs TESSERA and TESSERA_SRC.
+source "$TESSERA_SRC/tests/lib.sh"
+
+build=$(cd "$(dirname "$TESSERA")" && pwd)
+F() { "$TESSERA" fight "$@"; }
+
+standin="$build/tests/standin/cuda"
+if [ ! -e "$standin/libcuda.so.1" ]; then
+    echo "fight_standin.sh: stand-in driver not built ($standin): skipped"
+    finish
+    exit $?
+fi
+export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+shim="$build/src/shim/libtessera-cuda.so"
+# In the sanitized build, the ASan tessera binary under the ASan shim (with
+# libasan preloaded first) segfaults before main, even for --version: the
+# shim phases run in the plain build only (reported to the shim's owner).
+if ldd "$TESSERA" 2>/dev/null | grep -q libasan; then
+    echo "fight_standin.sh: sanitized build: shim phases skipped (the shim crashes an ASan tessera)"
+    shim="$TMP/no-shim-under-asan.so"
+fi
+
+# a worker's unreadable --kernels file is named in its error
+expect_rc 1 env TESSERA_FIGHT_FD=2 "$TESSERA" fight --worker sla --requests 2 \
+    --kernels "$TMP/none.fatbin"
+expect_in "$TMP/err" "sla worker: $TMP/none.fatbin: cannot open"
+
+# open loop against closed loop: the card stalls 30 ms in every 300 ms. The
+# closed loop meets each stall with one request (its max), so its p99 stays
+# below the stall; open loop, every request due during a stall waits for its
+# end (about a tenth of them), so the p99 shows it. Repeat 1: the control has
+# no interval (exit 4), the aa-alone phase's numbers are what is read.
+for a in closed poisson fixed; do
+    expect_rc 4 env TESSERA_STANDIN_STALL=300000:30000 "$TESSERA" fight --repeat 1 \
+        --requests 2000 --warmup 0 --rate 2000 --arrival $a --mechanisms timeslice -o json
+    cp "$TMP/out" "$TMP/stall-$a.json"
+done
+if python3 - "$TMP" <<'PY'
+import json, sys
+def sla(a):
+    r = json.load(open("%s/stall-%s.json" % (sys.argv[1], a)))
+    assert r["config"]["arrival"] == a
+    return {p["name"]: p for p in r["phases"]}["aa-alone"]["sla"]
+c, p, f = sla("closed"), sla("poisson"), sla("fixed")
+print("p99 under stalls: closed %.0f us (max %.0f), poisson %.0f us, fixed %.0f us"
+      % (c["p99_us"], c["max_us"], p["p99_us"], f["p99_us"]))
+assert c["requests"] == p["requests"] == f["requests"] == 2000
+assert c["max_us"] >= 15000, c          # the closed loop met a stall ...
+assert c["p99_us"] < 15000, c           # ... and its p99 does not show it
+assert p["p99_us"] >= 15000 and f["p99_us"] >= 15000, (p, f)
+assert p["p99_us"] > 2 * c["p99_us"] and f["p99_us"] > 2 * c["p99_us"]
+PY
+then ok; else bad "open loop did not show the stalls the closed loop under-samples"; fi
+
+# the neighbour keeps --noisy-depth operations in flight and reports each;
+# kinds memory (takes the card's memory first) and idle (nothing at all)
+W() { timeout -s TERM "$1" env TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker noisy "${@:2}"; }
+W 3 --noisy-kind burst --noisy-depth 3 >"$TMP/burst.out" 2>"$TMP/burst.err"
+check "burst neighbour reported no operations" grep -q '^latency_us ' "$TMP/burst.out"
+W 3 --noisy-kind memory >"$TMP/mem.out" 2>&1
+expect_in "$TMP/mem.out" "mem_mib 256.0"
+check "memory neighbour reported no operations" grep -q '^latency_us ' "$TMP/mem.out"
+W 3 --noisy-kind idle >"$TMP/idle.out" 2>&1
+expect_in "$TMP/idle.out" "# idle neighbour: context held"
+check "the idle neighbour ran operations" sh -c "! grep -q '^latency_us' '$TMP/idle.out'"
+
+# memory fight: the neighbour allocates until refused; the shim caps it at 30%
+# (the control's tolerance is wide: this machine's scheduler is not what is
+# tested here, and the memory verdict is on failures)
+if [ -e "$shim" ]; then
+    expect_rc 0 F --memory --requests 50 --warmup 5 --rate 2000 --control-tolerance 100000 \
+        --mechanisms timeslice,shim --shim "$shim" -o json
+    if python3 - "$TMP/out" <<'PY'
+import json, sys
+ph = {p["name"]: p for p in json.load(open(sys.argv[1]))["phases"]}
+t, s = ph["timeslice"]["noisy"]["mem_mib_max"], ph["shim"]["noisy"]["mem_mib_max"]
+assert t >= 250 and 0 < s <= 0.3 * 256 + 4, (t, s)
+assert ph["shim"]["sla"]["failed_requests"] == 0 and ph["shim"]["status"] == "pass"
+assert ph["shim"]["baseline"] == "shim-alone" and ph["shim-alone"]["status"] == "measured"
+PY
+    then ok; else bad "memory fight JSON"; cat "$TMP/out"; fi
+fi
+finish
