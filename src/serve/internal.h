@@ -110,6 +110,22 @@ struct serve_state;
  * GET /metrics: it may read the database on the caller's thread. */
 void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sbuf *out);
 
+/* ---- ui.c: the console's files under /ui/ (ui_assets.c: cmake/embed-ui.cmake) ---- */
+struct serve_asset {
+    const char *name; /* "index.html": the path under /ui/ */
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct serve_asset serve_ui_assets[];
+extern const size_t serve_ui_nassets;
+/* 1 for /ui and what is under /ui/. */
+int serve_ui_path(const char *url);
+/* Answer a GET under /ui/: the file, /ui/ for /ui, or 404, each with the
+ * console's security headers. */
+enum MHD_Result serve_ui_get(struct MHD_Connection *conn, const char *url);
+/* Add the console's security headers (CSP, nosniff, no framing) to r. */
+void serve_ui_secure(struct MHD_Response *r);
+
 /* ---- state.c: what a request reads, swapped whole on reload ---- */
 struct serve_policy {        /* one loaded spec, reference counted */
     struct cat_catalog *cat; /* the admit policy may point into these */

@@ -324,6 +324,8 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
         ts_sbuf_release(&out);
         return r;
     }
+    if (serve_ui_path(url))
+        return serve_ui_get(conn, url);
     atomic_fetch_add(&s->metrics.requests_other, 1);
     return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
