@@ -32,8 +32,8 @@ function slotDetail(card, inst) {
         ['Tenant', inst.tenant || '-'], ['Workload', inst.workload || '-'],
         ['Profile', inst.profile || card.mode], ['Placement', place],
         ['Memory', TS.num(inst.memoryGiB, 1) + ' GiB'],
-        ['Instance UUID', inst.uuid || inst.instanceUuid || card.uuid || 'not recorded'],
-        ['Holder', inst.holder || (inst.tenant ? inst.tenant : 'provider')]];
+        ['Instance UUID', inst.uuid || 'not recorded'],
+        ['Holder', inst.holder || 'not recorded']];
 }
 
 function cardGrid(card, detailOf) {
@@ -82,9 +82,44 @@ function fleetLegend(gpus) {
     }));
 }
 
-TS.page('Fleet', async main => {
-    const plan = await TS.api('plan');
+/* The ledger's latest custody entry per device, queued by node, tenant,
+ * workload and profile in chain order: the k-th instance of that key in card
+ * order is the k-th device recorded for it. */
+async function fleetCustody(who) {
+    const queues = new Map();
+    if (!who.metering) return queues;
+    const pages = await Promise.all((who.tenants || []).map(t =>
+        TS.api('ledger/history', {tenant: t, limit: 1000}).catch(() => null)));
+    const latest = new Map();
+    for (const e of pages.flatMap(p => TS.items(p))) {
+        if (e.source === 'observed') continue;
+        const id = e.instanceUuid || e.gpuUuid, old = latest.get(id);
+        latest.set(id, old ? {...e, first: old.first} : {...e, first: e.seq});
+    }
+    for (const e of [...latest.values()].sort((a, b) => a.first - b.first)) {
+        const key = [e.node, e.tenant, e.workload, e.profile || 'whole'].join('|');
+        if (!queues.has(key)) queues.set(key, []);
+        queues.get(key).push(e);
+    }
+    return queues;
+}
+
+function fleetAttach(gpus, queues) {
+    for (const g of gpus)
+        for (const i of g.instances || []) {
+            const q = queues.get([g.node, i.tenant, i.workload, i.profile || 'whole'].join('|'));
+            const e = q && q.shift();
+            if (!e) continue;
+            i.uuid = e.instanceUuid || e.gpuUuid;
+            i.holder = e.tenant + '/' + e.workload + ' since ' + e.time + ' (ledger seq ' +
+                e.seq + ')';
+        }
+}
+
+TS.page('Fleet', async (main, who) => {
+    const [plan, queues] = await Promise.all([TS.api('plan'), fleetCustody(who)]);
     const gpus = TS.items(plan, 'gpus');
+    fleetAttach(gpus, queues);
     main.appendChild(fleetSummary(plan.summary || {}));
     const panel = TS.el('section', {class: 'detail', 'aria-live': 'polite',
         'aria-label': 'Selected instance'}, TS.el('p', {class: 'muted'},

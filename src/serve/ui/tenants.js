@@ -1,16 +1,17 @@
 /*
- * tenants.js - tenants (operators): each tenant's contract as the API
- * gives it and the decisions the planner took for its workloads, with the
- * rule and its reason.
+ * tenants.js - tenants (operators): each tenant's contract (isolation,
+ * namespaces, workloads), the decisions the planner took for its
+ * workloads with the rule and its reason, and what each entitles its pods
+ * to. Each tenant links to the page it sees itself.
  */
 'use strict';
 
 function contractRows(t) {
-    const rows = [];
-    for (const [k, v] of Object.entries(t)) {
-        if (k === 'name' || k === 'tenant' || k === 'decisions' || v === null) continue;
+    const c = t.contract || {};
+    const rows = [['display name', t.displayName || t.name],
+        ['namespaces', (t.namespaces || []).join(', ')]];
+    for (const [k, v] of Object.entries(c))
         rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
-    }
     return rows;
 }
 
@@ -19,19 +20,30 @@ function decisionRows(ds) {
         String(d.gpus) + ' x ' + String(d.replicas), d.rule, d.reason]);
 }
 
+function entitlementRows(es) {
+    return es.map(e => [e.workload, e.mechanism, e.profile || '-', e.resource,
+        e.perContainer, e.instances]);
+}
+
+function tenantSection(t) {
+    const sec = TS.el('section', {'aria-label': 'Tenant ' + t.name, 'data-tenant': t.name});
+    sec.append(TS.el('h2', {}, t.name),
+        TS.el('p', {}, TS.link('tenant.html', {tenant: t.name}, 'What ' + t.name + ' sees')),
+        TS.table('Contract', ['field', 'value'], contractRows(t)),
+        TS.table('Decisions', ['workload', 'mechanism', 'profile', 'model', 'GPUs x replicas',
+            'rule', 'reason'], decisionRows(t.decisions || [])),
+        TS.table('Entitlements', ['workload', 'mechanism', 'profile', 'resource',
+            'per container', 'instances'], entitlementRows(t.entitlements || [])));
+    return sec;
+}
+
 TS.page('Tenants', async main => {
-    const [tenants, plan] = await Promise.all([TS.api('tenants'), TS.api('plan')]);
-    const decisions = TS.items(plan, 'decisions');
-    for (const t of TS.items(tenants, 'tenants')) {
-        const name = t.name || t.tenant;
-        const sec = TS.el('section', {'aria-label': 'Tenant ' + name});
-        sec.appendChild(TS.el('h2', {}, name));
-        const rows = contractRows(t);
-        if (rows.length) sec.appendChild(TS.table('Contract', ['field', 'value'], rows));
-        const ds = Array.isArray(t.decisions) ? t.decisions
-            : decisions.filter(d => d.tenant === name);
-        sec.appendChild(TS.table('Decisions', ['workload', 'mechanism', 'profile', 'model',
-            'GPUs x replicas', 'rule', 'reason'], decisionRows(ds)));
-        main.appendChild(sec);
+    let doc = await TS.api('tenants', {limit: 1000});
+    const all = [...TS.items(doc)];
+    while (doc.next) {
+        doc = await TS.api('tenants', {limit: 1000, offset: all.length});
+        all.push(...TS.items(doc));
     }
+    main.appendChild(TS.el('p', {}, all.length + ' tenants'));
+    for (const t of all) main.appendChild(tenantSection(t));
 }, {operatorOnly: true});
