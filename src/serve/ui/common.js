@@ -2,7 +2,7 @@
  * common.js - what every console page shares: the bearer token (taken from
  * the URL fragment #token=... or the sign-in form, kept in sessionStorage,
  * never in a cookie), API calls with Authorization: Bearer, building
- * elements from untrusted text (textContent only, never innerHTML), the
+ * elements from untrusted text (text nodes only, never parsed as markup), the
  * navigation for an operator or a tenant, and SVG helpers for the charts.
  */
 'use strict';
