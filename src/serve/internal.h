@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <time.h>
+#include "api/api.h"
 #include "catalog/catalog.h"
 #include "decide/decide.h"
 #include "meter/usage.h"
@@ -133,6 +134,8 @@ struct serve_policy {        /* one loaded spec, reference counted */
     struct decide_result *decisions;
     struct plan *plan;
     struct admit_policy *admit;
+    struct api_idents *idents;   /* --tokens, NULL: no API */
+    struct reconf_plan *current; /* --current, NULL: none */
     unsigned long generation;
     atomic_int refs;
 };
@@ -143,8 +146,30 @@ struct serve_tls { /* one loaded certificate and key */
     gnutls_privkey_t key;
 };
 
+/* ---- api.c: /api/v1/ and the recent denials ---- */
+struct serve_denials {
+    pthread_mutex_t lock;
+    struct api_denial *ring; /* SERVE_DENIALS_MAX, allocated on the first denial */
+    size_t next, n;          /* next slot to write, entries held */
+    unsigned long dropped;
+};
+struct admit_verdict;
+/* Keep a denial /validate answered. */
+void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v);
+void serve_denials_release(struct serve_denials *d);
+struct serve_state;
+/* Answer GET /api/v1/... (url starts with it). */
+enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn, const char *url);
+/* Queue an answer with the headers every answer carries (server.c). */
+enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                            const char *body, size_t len, const char *const *headers);
+/* The client certificate's CAs for libmicrohttpd (--client-ca), "" none. */
+char *serve_client_ca(const struct serve_options *o, struct ts_error *err);
+
 struct serve_state {
     const struct serve_options *opt;
+    struct serve_denials denials;
+    char *client_ca; /* --client-ca PEM, NULL: none */
     struct serve_metrics metrics;
     struct serve_meter meter;
     pthread_mutex_t lock;

@@ -14,7 +14,7 @@
  * inside a frame. */
 #define UI_CSP                                                                                 \
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "             \
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "             \
     "frame-ancestors 'none'"
 
 static const struct {

@@ -13,13 +13,13 @@ T() { "$TESSERA" "$@"; }
 
 for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
     "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" \
-    "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion; do
+    "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion token; do
     expect_rc 0 T $v --help
     expect_in "$TMP/out" "usage: tessera"
     expect_in "$TMP/out" "--help"
     expect_rc 2 T $v --no-such-option
 done
-for v in plan render serve meter usage invoice catalog agent ledger; do
+for v in plan render serve meter usage invoice catalog agent ledger token; do
     expect_rc 0 T $v --help
     expect_rc 2 T $v frobnicate
 done
