@@ -12,9 +12,9 @@
 
 /* Only this origin's scripts, styles and API; no plugins, no <base>, never
  * inside a frame. */
-#define UI_CSP                                                                                 \
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "             \
+#define UI_CSP                                                                     \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "    \
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; " \
     "frame-ancestors 'none'"
 
 static const struct {
@@ -31,9 +31,12 @@ static const struct {
 static const struct {
     const char *ext, *type;
 } ui_types[] = {
-    {".html", "text/html; charset=utf-8"},   {".js", "text/javascript; charset=utf-8"},
-    {".css", "text/css; charset=utf-8"},     {".svg", "image/svg+xml"},
-    {".png", "image/png"},                   {".json", "application/json"},
+    {".html", "text/html; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".svg", "image/svg+xml"},
+    {".png", "image/png"},
+    {".json", "application/json"},
     {".txt", "text/plain; charset=utf-8"},
 };
 

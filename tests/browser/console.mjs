@@ -21,14 +21,21 @@ function check(what, cond, got) {
         String(got).slice(0, 300) + ')'));
 }
 
+/* A new tab on PATH (the token in the fragment, as an operator's link has it). */
 async function open(ctx, path, token) {
     const page = await ctx.newPage();
-    const errors = [];
-    page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-    page.on('pageerror', e => errors.push(String(e)));
-    await page.goto(BASE + '/ui/' + path + (token ? '#token=' + token : ''));
-    await page.waitForSelector('body[data-ready]', {timeout: 20000});
-    return {page, errors};
+    const p = {page, errors: []};
+    page.on('console', m => { if (m.type() === 'error') p.errors.push(m.text()); });
+    page.on('pageerror', e => p.errors.push(String(e)));
+    return visit(p, path + (token ? '#token=' + token : ''));
+}
+
+/* The same tab on to PATH: its sessionStorage (the token) stays. */
+async function visit(p, path) {
+    p.errors.length = 0;
+    await p.page.goto(BASE + '/ui/' + path);
+    await p.page.waitForSelector('body[data-ready]', {timeout: 20000});
+    return p;
 }
 
 async function axe(page, name) {
@@ -71,7 +78,7 @@ async function operator(ctx) {
     const sum = await text(p.page, '.summary');
     check('fleet: 4 GPUs used of 4', sum.includes('4 of 4'), sum);
     check('fleet: 7 GPUs without sharing', sum.includes('7GPUs without sharing'), sum);
-    await p.page.locator('.slot[role=button]', {hasText: 'client-a/chat-13b'}).first().hover();
+    await p.page.locator('.slot[aria-label*="client-a/chat-13b"]').first().hover();
     let detail = await text(p.page, '.detail');
     check('fleet: hover shows the workload', detail.includes('chat-13b'), detail);
     check('fleet: hover shows the profile', detail.includes('3g.40gb'), detail);
@@ -88,7 +95,7 @@ async function operator(ctx) {
     }
     const focused = await p.page.evaluate(() => document.activeElement.getAttribute('aria-label'));
     detail = await text(p.page, '.detail');
-    check('fleet: keyboard focus reaches an instance', /gpu-node-1 GPU 0/.test(focused || ''),
+    check('fleet: keyboard focus reaches an instance', /gpu-node-1 GPU 0:/.test(focused || ''),
         focused);
     check('fleet: focus shows its placement', /Placement/.test(detail) && /\d+ \(size \d+\)/
         .test(detail), detail);
@@ -116,7 +123,8 @@ async function operator(ctx) {
 
     p = await open(ctx, 'custody.html', OP);
     const cust = await text(p.page, 'main');
-    check('custody: the hostile denial as text', cust.includes(env('HOSTILE_NS')), cust);
+    check('custody: the hostile denial as text', cust.includes(env('HOSTILE_NS')),
+        cust.slice(cust.indexOf('message')));
     check('custody: denials by rule', /Denials on this page by rule/.test(cust), cust);
     await common(p, 'custody');
 
@@ -139,11 +147,19 @@ async function tenant(ctx) {
     check('tenant: signs in to its own page', body.includes('Tenant client-a'), body);
     check('tenant: its instances', body.includes('chat-13b') && body.includes('3g.40gb'), body);
     check('tenant: its isolation reason', /R[1-6]/.test(body), body);
+    const own = await p.page.locator('.slot[role=button]').count();
+    check('tenant: its 2 instances drawn', own === 2, own);
+    const hidden = await p.page.locator('.slot.other').count();
+    check('tenant: the others on its cards drawn as "other"', hidden > 0, hidden);
+    await p.page.locator('.slot[role=button]').first().hover();
+    const detail = await text(p.page, '.detail');
+    check('tenant: its instance UUID and holder', /MIG-[0-9a-f-]{8,}/.test(detail) &&
+        /client-a\/chat-13b since/.test(detail), detail);
     for (const o of OTHERS())
         check('tenant: no sign of ' + o, !body.includes(o), body);
     await common(p, 'tenant');
 
-    p = await open(ctx, 'invoices.html?period=' + PERIOD, null);
+    await visit(p, 'invoices.html?period=' + PERIOD);
     const total = await text(p.page, '[data-total]');
     check('tenant invoices: its total = tessera invoice', total === env('TOTAL'), total);
     const secs = await p.page.locator('section[data-tenant]').evaluateAll(
@@ -151,7 +167,7 @@ async function tenant(ctx) {
     check('tenant invoices: only its own', secs.join() === 'client-a', secs.join());
     await common(p, 'tenant-invoices');
 
-    p = await open(ctx, 'usage.html?from=' + env('FROM') + '&to=' + env('TO') + '&step=1h', null);
+    await visit(p, 'usage.html?from=' + env('FROM') + '&to=' + env('TO') + '&step=1h');
     body = await text(p.page, 'main');
     check('tenant usage: its chart', body.includes('client-a on'), body);
     for (const o of OTHERS())
@@ -162,7 +178,7 @@ async function tenant(ctx) {
     for (const path of ['invoices.html?period=' + PERIOD + '&tenant=client-b',
         'usage.html?from=' + env('FROM') + '&to=' + env('TO') + '&tenant=client-b',
         'tenant.html?tenant=client-b']) {
-        p = await open(ctx, path, null);
+        await visit(p, path);
         body = await p.page.evaluate(() => {
             const m = document.querySelector('main').cloneNode(true);
             m.querySelectorAll('.error, form').forEach(e => e.remove());
@@ -170,14 +186,16 @@ async function tenant(ctx) {
         });
         for (const o of OTHERS())
             check(path + ': no data of ' + o + ' (tenant)', !body.includes(o), body);
-        await p.page.close();
     }
     for (const path of ['fleet.html', 'tenants.html', 'custody.html', 'ledger.html']) {
-        p = await open(ctx, path, null);
+        await visit(p, path);
         check(path + ' sends a tenant to its own page', /tenant\.html$/.test(p.page.url()),
             p.page.url());
-        await p.page.close();
     }
+    /* A new tab has no token: the sign-in page, and nothing else. */
+    const q = await open(ctx, 'tenant.html', null);
+    check('a new tab without a token signs in first', /index\.html$/.test(q.page.url()),
+        q.page.url());
 }
 
 mkdirSync(SHOTS, {recursive: true});

@@ -58,7 +58,9 @@ check "the API answers the operator ($code)" [ "$code" = 200 ]
     >"$TMP/review.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[2]))
-r["request"]["object"]["spec"]["containers"][0]["name"] = sys.argv[1]
+for c in r["request"]["object"]["spec"]["containers"]:
+    if c["name"] == "nginx":  # the privileged one, named in the denial
+        c["name"] = sys.argv[1]
 print(json.dumps(r))
 PY
 out=$(curl -s --cacert "$TMP/c/ca.crt" -H 'Content-Type: application/json' \

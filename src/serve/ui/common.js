@@ -118,8 +118,8 @@ const TS = (() => {
         return el('header', {class: 'top no-print'},
             el('span', {class: 'brand'}, 'tessera'),
             el('nav', {'aria-label': 'Console'}, nav),
-            el('span', {class: 'who'}, 'Signed in as ' + (who.identity || who.name || name) +
-                ' (' + name + ')'), out);
+            el('span', {class: 'who'}, 'Signed in as ' + name + ' (' + who.via + ' ' +
+                who.subject + ')'), out);
     }
 
     function showError(where, err) {

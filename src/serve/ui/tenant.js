@@ -2,7 +2,8 @@
  * tenant.js - a tenant's own page: its allocation (cards and instances it
  * holds, as the API shows them to it: never another tenant's), why each
  * workload is isolated the way it is (mechanism, boundary, rule, reason),
- * and links to its usage and invoices. An operator may open it with
+ * and links to its usage and invoices. Its cards are drawn as the fleet
+ * map draws them (grid.js), with only its own instances on them. An operator may open it with
  * ?tenant=NAME to see what that tenant sees.
  */
 'use strict';
@@ -28,12 +29,16 @@ TS.page('My allocation', async (main, who) => {
     const asked = new URLSearchParams(location.search).get('tenant');
     const tenant = TS.isOperator(who) ? asked : who.tenant;
     if (!tenant) { location.href = 'fleet.html'; return; }
-    const plan = await TS.api('plan', {tenant});
+    const [plan, queues] = await Promise.all([TS.api('plan', {tenant}),
+        fleetCustody({metering: who.metering, tenants: [tenant]})]);
     const sum = plan.summary || {}, gpus = TS.items(plan, 'gpus');
+    fleetAttach(gpus, queues);
     main.appendChild(TS.el('p', {class: 'lead'}, 'Tenant ' + tenant + ': ' +
-        (sum.instances || 0) + ' instances on ' + (sum.gpus || gpus.length) + ' GPUs (' +
-        (sum.naiveGpus || 0) + ' GPUs if each workload had its own).'));
-    main.append(TS.el('h2', {}, 'Allocation'), TS.table('Cards and instances',
+        (sum.instances || 0) + ' instances on ' + (sum.gpus || gpus.length) + ' GPUs' +
+        (Number.isFinite(sum.naiveGpus) ? ' (' + sum.naiveGpus +
+            ' GPUs if each workload had a whole one).' : '.')));
+    main.append(TS.el('h2', {}, 'Allocation'), ...gridMap(gpus, 'Your cards'),
+        TS.table('Cards and instances',
         ['card', 'model', 'workload', 'profile', 'placement', 'memory GiB',
             'card shared with others'], allocationRows(gpus)),
     TS.el('h2', {}, 'Why each workload is isolated this way'),
