@@ -64,6 +64,12 @@ async function common(p, name, expectErrors) {
     await page.screenshot({path: SHOTS + '/' + name + '.png', fullPage: true});
 }
 
+/* Cards whose units are not all on one row (a placement drawn below its card). */
+async function ragged(page) {
+    return page.locator('.card .grid').evaluateAll(gs => gs.filter(g => new Set(
+        [...g.children].map(c => Math.round(c.getBoundingClientRect().top))).size !== 1).length);
+}
+
 async function text(page, sel) {
     return (await page.locator(sel).allTextContents()).join('\n');
 }
@@ -75,6 +81,7 @@ async function operator(ctx) {
     const heads = await text(p.page, '.card h3');
     for (const i of [0, 1, 2, 3])
         check('fleet: card ' + i, heads.includes('gpu-node-1 #' + i), heads);
+    check('fleet: every card\'s units on one row', await ragged(p.page) === 0);
     const sum = await text(p.page, '.summary');
     check('fleet: 4 GPUs used of 4', sum.includes('4 of 4'), sum);
     check('fleet: 7 GPUs without sharing', sum.includes('7GPUs without sharing'), sum);
@@ -151,6 +158,7 @@ async function tenant(ctx) {
     check('tenant: its 2 instances drawn', own === 2, own);
     const hidden = await p.page.locator('.slot.other').count();
     check('tenant: the others on its cards drawn as "other"', hidden > 0, hidden);
+    check('tenant: every card\'s units on one row', await ragged(p.page) === 0);
     await p.page.locator('.slot[role=button]').first().hover();
     const detail = await text(p.page, '.detail');
     check('tenant: its instance UUID and holder', /MIG-[0-9a-f-]{8,}/.test(detail) &&

@@ -44,7 +44,7 @@ function cardGrid(card, detailOf) {
         const s = TS.el('div', {class: 'slot', tabindex: '0', role: 'button',
             'aria-label': top + ' ' + bottom + ', ' + card.node + ' GPU ' + card.index + ': ' +
                 label}, TS.el('span', {}, top), ' ', TS.el('span', {}, bottom));
-        s.style.gridColumn = (start + 1) + ' / span ' + size;
+        s.style.gridArea = '1 / ' + (start + 1) + ' / 2 / span ' + size;
         s.style.background = TS.colour(inst.tenant);
         detailOf.set(s, slotDetail(card, inst));
         for (let u = start; u < start + size && u < width; u++) used[u] = true;
@@ -56,7 +56,7 @@ function cardGrid(card, detailOf) {
         const other = card.sharedWithOthers;
         const f = TS.el('div', {class: other ? 'slot other' : 'slot free', 'aria-hidden': 'true'},
             mig ? '' : other ? 'other' : 'free');
-        f.style.gridColumn = (k + 1) + ' / span 1';
+        f.style.gridArea = '1 / ' + (k + 1) + ' / 2 / span 1';
         grid.appendChild(f);
     });
     return TS.el('div', {class: 'card', 'data-node': card.node, 'data-index': card.index},
