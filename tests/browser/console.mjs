@@ -173,6 +173,20 @@ async function tenant(ctx) {
     const secs = await p.page.locator('section[data-tenant]').evaluateAll(
         s => s.map(x => x.getAttribute('data-tenant')));
     check('tenant invoices: only its own', secs.join() === 'client-a', secs.join());
+    for (const [button, want] of [['Download CSV', 'CSV'], ['Download HTML', 'HTML']]) {
+        const [dl] = await Promise.all([p.page.waitForEvent('download'),
+            p.page.getByRole('button', {name: button}).click()]);
+        const got = readFileSync(await dl.path(), 'utf8');
+        check('tenant invoices: ' + button + ' = tessera invoice -o ' + want.toLowerCase(),
+            got === readFileSync(env(want), 'utf8'), got.slice(0, 200));
+    }
+    await p.page.emulateMedia({media: 'print'});
+    const shown = await p.page.evaluate(() => ['.top', 'form', '.actions', '.invoice table']
+        .map(q => document.querySelector(q)).map(e => e && e.getBoundingClientRect().height > 0));
+    check('tenant invoices: printed without navigation, form, buttons; with the lines',
+        shown.join() === 'false,false,false,true', shown.join());
+    await p.page.pdf({path: SHOTS + '/tenant-invoice.pdf'});
+    await p.page.emulateMedia({media: 'screen'});
     await common(p, 'tenant-invoices');
 
     await visit(p, 'usage.html?from=' + env('FROM') + '&to=' + env('TO') + '&step=1h');

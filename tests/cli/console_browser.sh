@@ -70,6 +70,10 @@ case $out in *'"allowed":false'* | *'"allowed": false'*) ok ;; *) bad "review no
 # What the pages must show, from the CLI.
 "$TESSERA" invoice -f examples/four-h100.yaml --db "$DB" --tenant client-a --period $PERIOD \
     >"$TMP/invoice.txt"
+for f in csv html; do
+    "$TESSERA" invoice -f "$SPEC" --db "$DB" --tenant client-a --period $PERIOD -o $f \
+        >"$TMP/invoice.$f"
+done
 TOTAL=$(sed -n 's/^Total (allocation basis, billed): *//p' "$TMP/invoice.txt")
 check "tessera invoice gave a total ($TOTAL)" [ -n "$TOTAL" ]
 "$TESSERA" usage -f examples/four-h100.yaml --db "$DB" -o json --from $FROM --to $TO \
@@ -89,7 +93,7 @@ SHOTS=$(dirname "$TESSERA")/screenshots
 rm -rf "$SHOTS"
 BASE=$BASE SHOTS=$SHOTS PERIOD=$PERIOD FROM=$FROM TO=$TO AT=$AT OP_TOKEN=$OP TA_TOKEN=$TA \
     TOTAL=$TOTAL SERIES=$SERIES TENANTS=$TENANTS UUID=$UUID HOSTILE=$HOSTILE \
-    HOSTILE_NS=$HOSTILE_NAME OTHER_TENANTS=$OTHERS \
+    HOSTILE_NS=$HOSTILE_NAME OTHER_TENANTS=$OTHERS CSV=$TMP/invoice.csv HTML=$TMP/invoice.html \
     timeout 300 node $BROWSER/console.mjs >"$TMP/browser.out" 2>&1
 rc=$?
 cat "$TMP/browser.out"
