@@ -220,6 +220,26 @@ async function tenant(ctx) {
         q.page.url());
 }
 
+/* client-b's session: its own page, and nothing of client-a's (whose name is hostile). */
+async function otherTenant(ctx) {
+    const p = await open(ctx, 'tenant.html', env('TB_TOKEN'));
+    const body = await text(p.page, 'body');
+    check('client-b: its own page', body.includes('Tenant client-b') &&
+        body.includes('code-7b'), body);
+    check('client-b: nothing of client-a', !body.includes('client-a') &&
+        !body.includes('chat-13b') && !body.includes('pwned'), body);
+    await visit(p, 'invoices.html?period=' + PERIOD + '&tenant=client-a');
+    const inv = await p.page.evaluate(() => {
+        const m = document.querySelector('main').cloneNode(true);
+        m.querySelectorAll('.error, form').forEach(e => e.remove());
+        return m.textContent;
+    });
+    check('client-b asking for client-a\'s invoice sees none of it', !inv.includes('pwned') &&
+        !inv.includes(env('TOTAL')), inv);
+    check('client-b asking for client-a\'s invoice is told 403',
+        await p.page.locator('.error').count() === 1);
+}
+
 mkdirSync(SHOTS, {recursive: true});
 const browser = await chromium.launch({executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox']});
@@ -227,6 +247,7 @@ try {
     const tls = {ignoreHTTPSErrors: true, viewport: {width: 1280, height: 900}};
     await operator(await browser.newContext(tls));
     await tenant(await browser.newContext(tls));
+    await otherTenant(await browser.newContext(tls));
 } catch (e) {
     failed++;
     console.log('FAIL: ' + (e.stack || e));

@@ -75,8 +75,9 @@ for f in "$UI"/*.html; do
     check "$f: on...= handler" [ -z "$(grep -niE ' on[a-z]+=' "$f")" ]
 done
 for f in "$UI"/*.js; do
+    markup='innerHTML|outerHTML|eval\(|document\.write|insertAdjacentHTML|new Function'
     check "$f: innerHTML, outerHTML, eval, document.write or insertAdjacentHTML" \
-        [ -z "$(grep -nE 'innerHTML|outerHTML|eval\(|document\.write|insertAdjacentHTML|new Function' "$f")" ]
+        [ -z "$(grep -nE "$markup" "$f")" ]
     check "$f: setAttribute('style' or an on... attribute" \
         [ -z "$(grep -nE "setAttribute\\(['\"](style|on)" "$f")" ]
 done

@@ -35,8 +35,11 @@ PY
 token() { echo "tsk_$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"; }
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 OP=$(token) TA=$(token) TB=$(token)
-printf 'token sha256:%s operator\ntoken sha256:%s tenant client-a\ntoken sha256:%s tenant client-b\n' \
-    "$(sha "$OP")" "$(sha "$TA")" "$(sha "$TB")" >"$TMP/identities"
+{
+    echo "token sha256:$(sha "$OP") operator"
+    echo "token sha256:$(sha "$TA") tenant client-a"
+    echo "token sha256:$(sha "$TB") tenant client-b"
+} >"$TMP/identities"
 
 scripts/make-test-cert "$TMP/c" >/dev/null
 PORT=$(free_port)
@@ -65,7 +68,10 @@ print(json.dumps(r))
 PY
 out=$(curl -s --cacert "$TMP/c/ca.crt" -H 'Content-Type: application/json' \
     --data-binary @"$TMP/review.json" $BASE/validate)
-case $out in *'"allowed":false'* | *'"allowed": false'*) ok ;; *) bad "review not denied: $out" ;; esac
+case $out in
+*'"allowed":false'* | *'"allowed": false'*) ok ;;
+*) bad "review not denied: $out" ;;
+esac
 
 # What the pages must show, from the CLI.
 "$TESSERA" invoice -f examples/four-h100.yaml --db "$DB" --tenant client-a --period $PERIOD \
@@ -91,7 +97,8 @@ OTHERS=$(grep -A1 '^kind: Tenant' "$SPEC" | sed -n 's/.*{name: \(.*\)}/\1/p' |
 
 SHOTS=$(dirname "$TESSERA")/screenshots
 rm -rf "$SHOTS"
-BASE=$BASE SHOTS=$SHOTS PERIOD=$PERIOD FROM=$FROM TO=$TO AT=$AT OP_TOKEN=$OP TA_TOKEN=$TA \
+BASE=$BASE SHOTS=$SHOTS PERIOD=$PERIOD FROM=$FROM TO=$TO AT=$AT \
+    OP_TOKEN=$OP TA_TOKEN=$TA TB_TOKEN=$TB \
     TOTAL=$TOTAL SERIES=$SERIES TENANTS=$TENANTS UUID=$UUID HOSTILE=$HOSTILE \
     HOSTILE_NS=$HOSTILE_NAME OTHER_TENANTS=$OTHERS CSV=$TMP/invoice.csv HTML=$TMP/invoice.html \
     timeout 300 node $BROWSER/console.mjs >"$TMP/browser.out" 2>&1

@@ -15,7 +15,10 @@ check "DEMO_NONINTERACTIVE=1 exited $rc, expected 0 (at once)" [ $rc -eq 0 ]
 cat "$TMP/out1" >"$TMP/out"
 expect_in "$TMP/out" "GET /ui/: 200"
 expect_in "$TMP/out" "GET /api/v1/whoami: 200"
-token=$(sed -n "s|^Open:  https://localhost:$PORT/ui/#token=\(tsk_[0-9a-f]\{64\}\)$|\1|p" "$TMP/out")
+url_token() { # FILE: the token of the console URL printed there
+    sed -n "s|^Open:  https://localhost:$PORT/ui/#token=\(tsk_[0-9a-f]\{64\}\)$|\1|p" "$1"
+}
+token=$(url_token "$TMP/out")
 check "a console URL with a token: $(grep Open: "$TMP/out")" [ -n "$token" ]
 hash=$(printf %s "$token" | sha256sum | cut -d' ' -f1)
 expect_in "$TMP/demo/console/identities" "token sha256:$hash operator"
@@ -26,12 +29,13 @@ check "the server is stopped" [ -z "$(curl -sk "https://127.0.0.1:$PORT/healthz"
 DEMO_PORT=$PORT setsid scripts/demo-console "$TESSERA" "$TMP/demo" >"$TMP/out2" 2>&1 &
 DEMO=$!
 for _ in $(seq 100); do grep -q 'Serving until Ctrl-C' "$TMP/out2" && break; sleep 0.1; done
-token=$(sed -n "s|^Open:  https://localhost:$PORT/ui/#token=\(tsk_[0-9a-f]\{64\}\)$|\1|p" "$TMP/out2")
+token=$(url_token "$TMP/out2")
 who=$(curl -s --cacert "$TMP/demo/console/ca.crt" -H "Authorization: Bearer $token" \
     "https://localhost:$PORT/api/v1/whoami")
 case $who in *'"role":"operator"'* | *'"role": "operator"'*) ok ;; *) bad "whoami: $who" ;; esac
+zero=tsk_$(printf '0%.0s' $(seq 64))
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/demo/console/ca.crt" \
-    -H "Authorization: Bearer tsk_$(printf '0%.0s' $(seq 64))" "https://localhost:$PORT/api/v1/whoami")
+    -H "Authorization: Bearer $zero" "https://localhost:$PORT/api/v1/whoami")
 check "another token is refused ($code)" [ "$code" = 401 ]
 check "still serving" kill -0 $DEMO
 kill -INT -- -$DEMO
