@@ -187,7 +187,9 @@ void api__send(struct api__req *r, json_t *doc, const char *narrow)
     }
     struct api_answer *out = r->out;
     out->body.len = 0;
-    ts_status st = doc ? ts_json_write(doc, JSON_SORT_KEYS | JSON_COMPACT, &out->body) : TS_NOMEM;
+    ts_status st = doc ? ts_json_write(doc, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(10),
+                                       &out->body)
+                       : TS_NOMEM;
     json_decref(doc);
     if (st == TS_TOO_LARGE)
         api__fail(r, 413, narrow, "the answer is over %zu MiB: narrow it%s%s", API_ANSWER_MAX >> 20,
