@@ -19,7 +19,7 @@
 static const char *const CODES[][2] = {
     {"400", "bad_parameter"}, {"401", "unauthenticated"},    {"403", "forbidden"},
     {"404", "not_found"},     {"405", "method_not_allowed"}, {"413", "too_large"},
-    {"503", "unavailable"},
+    {"429", "busy"},          {"503", "unavailable"},
 };
 
 static const char *code_of(unsigned status)

@@ -94,7 +94,7 @@ check "the layout before differs" sh -c "! cmp -s '$SPEC' '$TMP/before.yaml'"
 
 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key" \
     --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/tokens" --client-ca "$TMP/tls/ca.crt" \
-    --current "$TMP/current.json" 2>"$TMP/serve.log" &
+    --current "$TMP/current.json" --threads 12 2>"$TMP/serve.log" &
 SERVER=$!
 for _ in $(seq 100); do
     curl -s --cacert "$D/ca.crt" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break

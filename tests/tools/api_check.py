@@ -333,8 +333,33 @@ def forbidden_everywhere():
     error("/api/v1/tenants/client-b", "a", 403, None)
 
 
+def busy():
+    """More concurrent slow requests than SERVE_API_MAX (4): some are 429 with
+    Retry-After, the rest answered in full; then the API answers again."""
+    import threading
+    out = []
+
+    def one():
+        c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=120)
+        c.request("GET", "/api/v1/usage?step=1h&" + DAY,
+                  headers={"Authorization": "Bearer " + TOK["op"]})
+        r = c.getresponse()
+        out.append((r.status, r.getheader("Retry-After"), r.read()))
+        c.close()
+    ts = [threading.Thread(target=one) for _ in range(10)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    st = sorted(s for s, _, _ in out)
+    check(set(st) == {200, 429} and st.count(200) >= 1, "concurrent answers %s" % st)
+    check(all(r == "1" and json.loads(b)["error"]["code"] == "busy"
+              for s, r, b in out if s == 429), "429 shape")
+    js("/api/v1/whoami", "op")
+
+
 for part in [identity, certificates, plan, tenants, usage, invoices, ledger, denials, replan,
-             forbidden_everywhere]:
+             forbidden_everywhere, busy]:
     part()
 print("api_check: %d passed, %d failed" % (PASS, FAIL))
 sys.exit(1 if FAIL else 0)
