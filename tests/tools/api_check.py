@@ -341,7 +341,7 @@ def busy():
 
     def one():
         c = http.client.HTTPSConnection("127.0.0.1", PORT, context=CTX, timeout=120)
-        c.request("GET", "/api/v1/usage?step=1h&" + DAY,
+        c.request("GET", "/api/v1/usage?step=6h&" + DAY,
                   headers={"Authorization": "Bearer " + TOK["op"]})
         r = c.getresponse()
         out.append((r.status, r.getheader("Retry-After"), r.read()))
