@@ -50,8 +50,9 @@ static void error_body(struct api_answer *out, unsigned status, const char *para
     json_decref(doc);
 }
 
-static void verror(struct api_answer *out, unsigned status, const char *param, const char *fmt,
-                   va_list ap)
+__attribute__((format(printf, 4, 0))) static void verror(struct api_answer *out, unsigned status,
+                                                         const char *param, const char *fmt,
+                                                         va_list ap)
 {
     char msg[TS_MSG_MAX];
     vsnprintf(msg, sizeof(msg), fmt, ap);

@@ -34,7 +34,7 @@ json.dump({d["metadata"]["name"]: d["spec"]["contract"] for d in docs},
           open(sys.argv[2] + "/contracts.json", "w"))
 PY
 
-# identities: three tokens and two certificate lines
+# identities: four tokens and two certificate lines
 for who in "op --operator" "a --tenant client-a" "b --tenant client-b" "c --tenant client-c"; do
     set -- $who
     expect_rc 0 "$TESSERA" token new $2 $3
@@ -114,6 +114,30 @@ rc=$?
 cat "$TMP/check.out"
 check "api_check.py" [ $rc -eq 0 ]
 grep -q "api_check: [1-9][0-9]* passed, 0 failed" "$TMP/check.out" && ok || bad "no checks ran"
+
+# the identities file reloads when it changes: a new token works, a removed one
+# does not, a broken file keeps the last good one (and says so)
+api() { # token path -> HTTP status
+    curl -s --cacert "$D/ca.crt" -o "$TMP/api.out" -w '%{http_code}' \
+        -H "Authorization: Bearer $1" "https://127.0.0.1:$PORT/api/v1$2"
+}
+wait_for() { # status token path
+    for _ in $(seq 100); do [ "$(api "$2" "$3")" = "$1" ] && return 0; sleep 0.1; done
+    return 1
+}
+OP=$(sed -n 's/^op=//p' "$D/tokens.env")
+"$TESSERA" token new --tenant client-d > "$TMP/new"
+NEW=$(sed -n 1p "$TMP/new")
+check "a new token is refused before it is in the file" [ "$(api "$NEW" /whoami)" = 401 ]
+sed -n 2p "$TMP/new" >> "$TMP/tokens"
+check "a new token works once the file has it" wait_for 200 "$NEW" /whoami
+expect_in "$TMP/api.out" '"tenant":"client-d"'
+grep -v operator "$TMP/tokens" > "$TMP/t2" && cat "$TMP/t2" > "$TMP/tokens"
+check "a removed token stops working" wait_for 401 "$OP" /whoami
+echo "token sha256:nothex operator" >> "$TMP/tokens"
+for _ in $(seq 100); do grep -q "previous policy keeps serving" "$TMP/serve.log" && break; sleep 0.1; done
+expect_in "$TMP/serve.log" "previous policy keeps serving"
+check "the last good identities still serve" [ "$(api "$NEW" /whoami)" = 200 ]
 
 # a broken identities file stops serve at start, naming file:line:col
 printf 'token sha256:abc operator\n' > "$TMP/bad-tokens"
