@@ -37,7 +37,7 @@ static void split(char *line, struct fields *fs)
     char *c = line;
     fs->n = fs->more = 0;
     while (*c) {
-        while (*c == ' ' || *c == '\t')
+        while (*c == ' ' || *c == '\t' || *c == '\r')
             *c++ = '\0';
         if (!*c || *c == '#')
             break;
@@ -47,7 +47,7 @@ static void split(char *line, struct fields *fs)
         }
         fs->col[fs->n] = (int)(c - line) + 1;
         fs->f[fs->n++] = c;
-        while (*c && *c != ' ' && *c != '\t')
+        while (*c && *c != ' ' && *c != '\t' && *c != '\r')
             c++;
     }
 }

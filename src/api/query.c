@@ -19,7 +19,7 @@
 static const char *const CODES[][2] = {
     {"400", "bad_parameter"}, {"401", "unauthenticated"},    {"403", "forbidden"},
     {"404", "not_found"},     {"405", "method_not_allowed"}, {"413", "too_large"},
-    {"503", "unavailable"},
+    {"429", "busy"},          {"503", "unavailable"},
 };
 
 static const char *code_of(unsigned status)
@@ -50,8 +50,9 @@ static void error_body(struct api_answer *out, unsigned status, const char *para
     json_decref(doc);
 }
 
-static void verror(struct api_answer *out, unsigned status, const char *param, const char *fmt,
-                   va_list ap)
+__attribute__((format(printf, 4, 0))) static void verror(struct api_answer *out, unsigned status,
+                                                         const char *param, const char *fmt,
+                                                         va_list ap)
 {
     char msg[TS_MSG_MAX];
     vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -187,7 +188,9 @@ void api__send(struct api__req *r, json_t *doc, const char *narrow)
     }
     struct api_answer *out = r->out;
     out->body.len = 0;
-    ts_status st = doc ? ts_json_write(doc, JSON_SORT_KEYS | JSON_COMPACT, &out->body) : TS_NOMEM;
+    ts_status st = doc ? ts_json_write(doc, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(10),
+                                       &out->body)
+                       : TS_NOMEM;
     json_decref(doc);
     if (st == TS_TOO_LARGE)
         api__fail(r, 413, narrow, "the answer is over %zu MiB: narrow it%s%s", API_ANSWER_MAX >> 20,

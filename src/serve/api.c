@@ -171,18 +171,28 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
     free(copy);
 }
 
+static atomic_uint api_busy; /* /api/v1/ requests being answered */
+
 enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn, const char *url)
 {
     struct serve_policy *p = serve_policy_get(s);
     struct api_answer a;
-    if (!p || !p->idents) {
+    unsigned busy = atomic_fetch_add(&api_busy, 1);
+    const char *retry = NULL;
+    if (busy >= SERVE_API_MAX) {
+        ts_sbuf_init(&a.body, 4096);
+        api_error(&a, 429, NULL, "busy: %d API requests are being answered; retry", SERVE_API_MAX);
+        retry = "1";
+    } else if (!p || !p->idents) {
         ts_sbuf_init(&a.body, 4096);
         api_error(&a, 404, NULL, "the API is off: serve has no --tokens");
     } else {
         answer(s, p, conn, url + 7, &a);
     }
+    atomic_fetch_sub(&api_busy, 1);
     serve_policy_put(p);
-    const char *h[] = {"WWW-Authenticate", a.www_authenticate, "Allow", a.allow, NULL};
+    const char *h[] = {
+        "WWW-Authenticate", a.www_authenticate, "Allow", a.allow, "Retry-After", retry, NULL};
     enum MHD_Result r = serve_reply(conn, a.status, a.type, ts_sbuf_str(&a.body), a.body.len, h);
     ts_sbuf_release(&a.body);
     return r;

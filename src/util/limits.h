@@ -373,13 +373,19 @@
 /* Admission denials kept for GET /api/v1/denials (about 2 KiB each): the
  * recent ones a person looks at; older ones are counted as dropped. */
 #define SERVE_DENIALS_MAX 1024
+/* /api/v1/ requests answered at once: the API shares the webhook's memory
+ * and cores, so a console left open (or a script) never starves admission;
+ * one more is 429 with Retry-After. */
+#define SERVE_API_MAX 4
 
 /* ---- api: the JSON API under /api/v1/ ------------------------------------ */
 
-/* Bytes of one API answer: the plan of a 1,000-GPU fleet is about 1 MiB of
- * JSON and a page is at most API_LIMIT_MAX items; a larger answer is 413
- * naming the parameter to narrow. */
-#define API_ANSWER_MAX ((size_t)32 << 20)
+/* Bytes of one API answer: the plan of a 1,000-GPU fleet is about 1.5 MiB
+ * of JSON and a page is at most API_LIMIT_MAX items (about 0.5 MiB of
+ * ledger entries); a larger answer is 413 naming the parameter to narrow.
+ * With SERVE_API_MAX answers at once (and jansson's tree of each, a few
+ * times its size) the webhook stays inside its Deployment's 128Mi. */
+#define API_ANSWER_MAX ((size_t)8 << 20)
 /* Items of one page (limit=): a console table; 100 by default. */
 #define API_LIMIT_MAX 1000
 #define API_LIMIT_DEFAULT 100
