@@ -64,13 +64,24 @@ const TS = (() => {
         constructor(status, message) { super(message); this.status = status; }
     }
 
+    const sleep = ms => new Promise(done => setTimeout(done, ms));
+
+    /* GET with the token; a 429 (serve answers a few API requests at once)
+     * is tried again after its Retry-After, a few times. */
+    async function get(url) {
+        for (let tries = 0; ; tries++) {
+            const r = await fetch(url, {headers: {Authorization: 'Bearer ' + token(),
+                Accept: 'application/json'}, credentials: 'omit', cache: 'no-store'});
+            if (r.status !== 429 || tries === 4) return r;
+            await sleep(1000 * Math.min(5, Number(r.headers.get('Retry-After')) || 1));
+        }
+    }
+
     async function api(path, params) {
         const q = new URLSearchParams();
         for (const [k, v] of Object.entries(params || {}))
             if (v !== null && v !== undefined && v !== '') q.set(k, v);
-        const url = '/api/v1/' + path + (q.toString() ? '?' + q : '');
-        const r = await fetch(url, {headers: {Authorization: 'Bearer ' + token(),
-            Accept: 'application/json'}, credentials: 'omit', cache: 'no-store'});
+        const r = await get('/api/v1/' + path + (q.toString() ? '?' + q : ''));
         const text = await r.text();
         let body = null;
         try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
@@ -178,6 +189,6 @@ const TS = (() => {
         return Number.isFinite(n) ? n.toFixed(digits === undefined ? 2 : digits) : String(x);
     }
 
-    return {takeFragment, token, setToken, signOut, el, svg, link, api, items, whoami,
+    return {takeFragment, token, setToken, signOut, el, svg, link, get, api, items, whoami,
         isOperator, page, colour, table, num, showError, ApiError};
 })();

@@ -86,10 +86,13 @@ function fleetLegend(gpus) {
 async function fleetCustody(who) {
     const queues = new Map();
     if (!who.metering) return queues;
-    const pages = await Promise.all((who.tenants || []).map(t =>
-        TS.api('ledger/history', {tenant: t, limit: 1000}).catch(() => null)));
+    /* one tenant at a time: serve answers only a few API requests at once */
+    const entries = [];
+    for (const t of who.tenants || [])
+        entries.push(...TS.items(await TS.api('ledger/history', {tenant: t, limit: 1000})
+            .catch(e => { if (e.status === 404) return null; throw e; })));
     const latest = new Map();
-    for (const e of pages.flatMap(p => TS.items(p))) {
+    for (const e of entries) {
         if (e.source === 'observed') continue;
         const id = e.instanceUuid || e.gpuUuid, old = latest.get(id);
         latest.set(id, old ? {...e, first: old.first} : {...e, first: e.seq});

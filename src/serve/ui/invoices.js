@@ -27,8 +27,7 @@ function lastMonth() {
 }
 
 async function download(params, type, name) {
-    const r = await fetch('/api/v1/invoices?' + new URLSearchParams(params),
-        {headers: {Authorization: 'Bearer ' + TS.token()}, credentials: 'omit'});
+    const r = await TS.get('/api/v1/invoices?' + new URLSearchParams(params));
     if (!r.ok) throw new TS.ApiError(r.status, await r.text());
     const a = document.createElement('a');
     a.href = URL.createObjectURL(new Blob([await r.text()], {type}));
