@@ -80,7 +80,8 @@ const struct cli_verb cli_verb_serve = {
     "tessera_metering_up 0, the rest of the page is still served.\n"
     "With --tokens, GET /api/v1/... serves the JSON API (docs/api.md): the plan,\n"
     "tenants, usage, invoices, the custody ledger, violations, recent denials and\n"
-    "replanning steps, each caller seeing only what its identity may.\n",
+    "replanning steps, each caller seeing only what its identity may; /ui/ is the\n"
+    "web console over that API (docs/console.md): sign in with a token.\n",
     OPTS,
     NULL,
     NULL,

@@ -17,6 +17,8 @@
  *   GET  /api/v1/...  the JSON API (api/, docs/api.md) with --tokens: bearer
  *                   tokens or client certificates (--client-ca), the
  *                   recent denials (a ring), security headers on every answer
+ *   GET  /ui/...    the console (ui.c, docs/console.md): static files
+ *                   compiled in, calling /api/v1/ from the browser
  * The policy (spec + catalog -> decide -> plan -> admit policy) and the TLS
  * certificate reload on SIGHUP and when their files change, without
  * dropping a request; a spec or certificate that fails to load keeps the
