@@ -179,6 +179,8 @@ const TS = (() => {
         t.appendChild(el('thead', {}, el('tr', {}, heads.map(h => el('th', {scope: 'col'}, h)))));
         const tb = el('tbody', {});
         for (const r of rows) tb.appendChild(el('tr', {}, r.map(c => el('td', {}, c))));
+        if (!rows.length)
+            tb.appendChild(el('tr', {}, el('td', {colspan: heads.length, class: 'muted'}, 'none')));
         t.appendChild(tb);
         return t;
     }
