@@ -106,6 +106,16 @@ async function operator(ctx) {
         focused);
     check('fleet: focus shows its placement', /Placement/.test(detail) && /\d+ \(size \d+\)/
         .test(detail), detail);
+    const legend = p.page.locator('.legend button[data-tenant="client-a"]');
+    await legend.click();
+    const lit = await p.page.locator('.slot[role=button]:not(.dim)').evaluateAll(
+        s => s.map(x => x.dataset.tenant));
+    check('fleet: the legend highlights client-a\'s 2 instances', lit.join() ===
+        'client-a,client-a', lit.join());
+    await axe(p.page, 'fleet (client-a highlighted)');
+    await legend.click();
+    const dim = await p.page.locator('.slot.dim').count();
+    check('fleet: pressed again, nothing dimmed', dim === 0, dim);
     await common(p, 'fleet');
 
     p = await open(ctx, 'tenants.html', OP);

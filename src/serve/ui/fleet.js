@@ -22,6 +22,6 @@ TS.page('Fleet', async (main, who) => {
     const gpus = TS.items(plan, 'gpus');
     fleetAttach(gpus, queues);
     main.appendChild(fleetSummary(plan.summary || {}));
-    main.append(TS.el('h2', {}, gpus.length + ' cards'), fleetLegend(gpus),
-        ...gridMap(gpus, 'Cards'));
+    const [panel, map] = gridMap(gpus, 'Cards');
+    main.append(TS.el('h2', {}, gpus.length + ' cards'), fleetLegend(gpus, map), panel, map);
 }, {operatorOnly: true});

@@ -43,7 +43,8 @@ function cardGrid(card, detailOf) {
         /* the name starts with the text shown (WCAG 2.5.3, label in name) */
         const s = TS.el('div', {class: 'slot', tabindex: '0', role: 'button',
             'aria-label': top + ' ' + bottom + ', ' + card.node + ' GPU ' + card.index + ': ' +
-                label}, TS.el('span', {}, top), ' ', TS.el('span', {}, bottom));
+                label, 'data-tenant': inst.tenant || ''},
+        TS.el('span', {}, top), ' ', TS.el('span', {}, bottom));
         s.style.gridArea = '1 / ' + (start + 1) + ' / 2 / span ' + size;
         s.style.background = TS.colour(inst.tenant);
         detailOf.set(s, slotDetail(card, inst));
@@ -70,13 +71,27 @@ function fleetDetail(panel, rows) {
     panel.replaceChildren(dl);
 }
 
-function fleetLegend(gpus) {
+/* The tenants' colours; pressing one dims every other tenant's instances
+ * (pressing it again, or another, changes that). */
+function fleetLegend(gpus, map) {
     const names = [...new Set(gpus.flatMap(g => (g.instances || []).map(i => i.tenant))
         .filter(Boolean))];
-    return TS.el('ul', {class: 'legend', 'aria-label': 'Tenants'}, names.map(n => {
+    const buttons = [];
+    const pick = name => {
+        for (const b of buttons)
+            b.setAttribute('aria-pressed', String(b.dataset.tenant === name));
+        for (const s of map.querySelectorAll('.slot[role=button]'))
+            s.classList.toggle('dim', name !== null && s.dataset.tenant !== name);
+    };
+    return TS.el('ul', {class: 'legend', 'aria-label': 'Highlight a tenant'}, names.map(n => {
         const sw = TS.el('span', {class: 'swatch', 'aria-hidden': 'true'});
         sw.style.background = TS.colour(n);
-        return TS.el('li', {}, sw, n);
+        const b = TS.el('button', {type: 'button', 'aria-pressed': 'false', 'data-tenant': n},
+            sw, n);
+        b.addEventListener('click', () =>
+            pick(b.getAttribute('aria-pressed') === 'true' ? null : n));
+        buttons.push(b);
+        return TS.el('li', {}, b);
     }));
 }
 
