@@ -4,8 +4,11 @@
 # `tessera token new` (the file holds only their SHA-256, checked here with
 # sha256sum), client certificates made with openssl, a running layout for
 # /replan, three denied reviews for /denials, one custody violation with a
-# hostile pod name, a hostile displayName. tests/tools/api_check.py then asks
-# every route and compares with what the CLI says on the same spec and store.
+# hostile pod name, a hostile displayName, hostile scrape labels on a day of
+# their own. tests/tools/api_check.py then asks every route and compares with
+# what the CLI says on the same spec and store. Then the identities file is
+# changed under the running server (a token added, one removed, a broken
+# file), and bad identities files stop serve at start naming file:line:col.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PORT=$(free_port)
@@ -61,6 +64,26 @@ client() { # name ca-dir cn
 client b "$TMP/tls" client-b.example
 client x "$TMP/other" client-x.example # an operator's name, from a CA serve does not trust
 
+# hostile label values from scrapes (as tests/cli/meter_hostile.sh stores them:
+# markup, a formula, a newline and a terminal escape, bytes that are not UTF-8)
+# on client-a, on a day of their own
+/usr/bin/python3 - "$TMP/demo/metering.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [(b"GPU-h1", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="alert(1)">'),
+        (b"GPU-h2", b"NVIDIA H100 \xff\xfe", b"1g.10gb"),
+        (b"GPU-h3", b'=HYPERLINK("http://e.example/","x")', b"</script>"),
+        (b"GPU-h4", b"line1\nFORGED line", b"\x1b[31mred")]
+for dev, model, prof in rows:
+    for i in range(3):
+        db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
+                   " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000)",
+                   (b"n1", dev, 1793836800000 + 15000 * i, model, prof))
+db.commit()
+PY
+"$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-05T00:00:00Z --to 2026-11-06T00:00:00Z \
+    -o json > "$D/usage-hostile.json"
+check "four hostile rows stored" [ "$(grep -c '"tenant"' "$D/usage-hostile.json")" -eq 4 ]
 # what the CLI says on the same spec and store
 "$TESSERA" plan -f "$SPEC" -o json > "$D/plan.json"
 "$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-02T00:00:00Z --to 2026-11-03T00:00:00Z \

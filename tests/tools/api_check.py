@@ -242,6 +242,19 @@ def usage():
     error("/api/v1/usage?from=2026-11-03T00:00:00Z&to=2026-11-02T00:00:00Z", "op", 400, "to")
 
 
+def hostile():
+    """Label values from scrapes come back as the same text as tessera usage -o json."""
+    want = load("usage-hostile.json")["rows"]
+    day = "from=2026-11-05T00:00:00Z&to=2026-11-06T00:00:00Z"
+    for who in ["op", "a"]:
+        got = js("/api/v1/usage?step=24h&" + day, who)
+        check([(r["model"], r["profile"]) for r in want]
+              == [(t["model"], t["profile"]) for t in got.get("totals", [])]
+              and len(got["series"]) == 4, "hostile labels as %s: %s" % (who, got))
+    check(any("\\xff" in r["model"] for r in want), "the invalid bytes row")
+    check(js("/api/v1/usage?step=24h&" + day, "b")["totals"] == [], "client-b sees them")
+
+
 def invoices():
     want = load("invoice-a.json")
     got = js("/api/v1/invoices?period=2026-11", "op")
@@ -358,7 +371,7 @@ def busy():
     js("/api/v1/whoami", "op")
 
 
-for part in [identity, certificates, plan, tenants, usage, invoices, ledger, denials, replan,
+for part in [identity, certificates, plan, tenants, usage, hostile, invoices, ledger, denials, replan,
              forbidden_everywhere, busy]:
     part()
 print("api_check: %d passed, %d failed" % (PASS, FAIL))
