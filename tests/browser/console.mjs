@@ -142,6 +142,8 @@ async function operator(ctx) {
     const cust = await text(p.page, 'main');
     check('custody: the hostile denial as text', cust.includes(env('HOSTILE_NS')),
         cust.slice(cust.indexOf('message')));
+    check('custody: the hostile pod of a violation as text', cust.includes(env('HOSTILE_POD')),
+        cust.slice(0, 600));
     check('custody: denials by rule', /Denials on this page by rule/.test(cust), cust);
     await common(p, 'custody');
 

@@ -21,8 +21,18 @@ SPEC=$TMP/spec.yaml
 PERIOD=2026-11 FROM=2026-11-02T00:00:00Z TO=2026-11-03T00:00:00Z AT=2026-11-02T12:00:00Z
 HOSTILE='<script>window.pwned=1</script>"onerror=window.pwned=2 javascript:window.pwned=3'
 HOSTILE_NAME='<img src=x onerror=window.pwned=4>"onerror=x javascript:alert(1)'
+HOSTILE_POD='<svg onload=window.pwned=5>"onerror=x javascript:alert(2)'
 expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
 DB=sqlite:$TMP/demo/metering.db
+# A custody violation whose pod label is hostile: one scrape, after the day, of a
+# client-b pod on client-a's 3g.40gb instance of card 0.
+grep -m1 'GPU_I_PROFILE="3g.40gb".*namespace="client-a-prod"' \
+    "$TMP/demo/dcgm-2026-11-02.prom" | sed 's/namespace="client-a-prod",pod="[^"]*"/'\
+'namespace="client-b-prod",pod="<svg onload=window.pwned=5>\\"onerror=x javascript:alert(2)"/;'\
+'s/ [0-9]*$/ 1793664000000/' >"$TMP/violation.prom"
+expect_rc 0 "$TESSERA" meter import -f examples/four-h100.yaml --db "$DB" \
+    --at 2026-11-03T00:00:00Z "$TMP/violation.prom"
+expect_in "$TMP/out" "1 custody violation"
 /usr/bin/python3 - "$HOSTILE" examples/four-h100.yaml "$SPEC" <<'PY'
 import json, sys
 text = open(sys.argv[2]).read()
@@ -100,7 +110,7 @@ rm -rf "$SHOTS"
 BASE=$BASE SHOTS=$SHOTS PERIOD=$PERIOD FROM=$FROM TO=$TO AT=$AT \
     OP_TOKEN=$OP TA_TOKEN=$TA TB_TOKEN=$TB \
     TOTAL=$TOTAL SERIES=$SERIES TENANTS=$TENANTS UUID=$UUID HOSTILE=$HOSTILE \
-    HOSTILE_NS=$HOSTILE_NAME OTHER_TENANTS=$OTHERS CSV=$TMP/invoice.csv HTML=$TMP/invoice.html \
+    HOSTILE_NS=$HOSTILE_NAME HOSTILE_POD=$HOSTILE_POD OTHER_TENANTS=$OTHERS CSV=$TMP/invoice.csv HTML=$TMP/invoice.html \
     timeout 300 node $BROWSER/console.mjs >"$TMP/browser.out" 2>&1
 rc=$?
 cat "$TMP/browser.out"
