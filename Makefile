@@ -1,5 +1,6 @@
 # tessera - the two commands a newcomer needs:
-#   make demo    install what the demo runs, build, run the worked example
+#   make demo    install what the demo runs, build, run the worked example,
+#                then serve the console until Ctrl-C (DEMO_NONINTERACTIVE=1: stop)
 #   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
 #                targets), run every test and replay the fuzz corpora
 # and, for maintainers: make bench, make fuzz, make format, make clean,
@@ -48,6 +49,8 @@ demo: deps-demo deps-build $(BUILD)/build.ninja
 	@scripts/demo-meter $(TESSERA) out
 	@echo
 	@scripts/demo-replan $(TESSERA) out
+	@echo
+	@scripts/demo-console $(TESSERA) out
 
 # The container image and the Debian package, from the release build's tessera
 # and shim (scripts/build-image, scripts/build-deb; docs/image.md).

@@ -83,7 +83,7 @@ struct cli_verb {
 extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_meter,
     cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice, cli_verb_check,
     cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion,
-    cli_verb_prometheus, cli_verb_cert, cli_verb_shim;
+    cli_verb_prometheus, cli_verb_cert, cli_verb_shim, cli_verb_token;
 
 /* A row of the command table (main.c): `tessera NAME`, or `tessera PARENT NAME`. */
 struct cli_command {
@@ -191,6 +191,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
 int cmd_meter_scrape(int argc, char **argv);     /* cmd_scrape.c */
 int cmd_meter_prometheus(int argc, char **argv); /* cmd_prom.c */

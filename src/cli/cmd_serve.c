@@ -45,6 +45,15 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('R', "metering-refresh", "DUR", CLI_ALL,
              "how long /metrics reuses what it read from the store\n"
              "(default 10s)"),
+    CLI_LONG('k', "tokens", "FILE", CLI_ALL,
+             "identities for the JSON API under /api/v1/ (token hashes\n"
+             "and certificate names, docs/api.md; see tessera token new)"),
+    CLI_LONG('A', "client-ca", "FILE", CLI_ALL,
+             "PEM CAs whose client certificates the API accepts\n"
+             "(mapped to identities by the --tokens file)"),
+    CLI_LONG('u', "current", "FILE", CLI_ALL,
+             "the running layout (a previous 'tessera plan -o json')\n"
+             "for /api/v1/replan"),
     CLI_END};
 
 const struct cli_verb cli_verb_serve = {
@@ -56,7 +65,8 @@ const struct cli_verb cli_verb_serve = {
     "                     [--max-connections N] [--max-per-client N]\n"
     "                     [--reserve-for CIDR... [--reserved N]] [--runtime-class NAME...]\n"
     "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
-    "                     [--metering-refresh DUR]]\n\n"
+    "                     [--metering-refresh DUR]] [--tokens FILE [--client-ca FILE]\n"
+    "                     [--current PLAN.json]]\n\n"
     "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
     "admission.k8s.io/v1 AdmissionReview for Pods, workloads with pod templates,\n"
     "ResourceClaims and ResourceClaimTemplates, and denies what the tenant's plan and\n"
@@ -67,7 +77,11 @@ const struct cli_verb cli_verb_serve = {
     "/metrics also shows each tenant's allocation in the plan and, with --db, the\n"
     "GPU-hours per tenant from the metering store (as `tessera usage` counts them) and\n"
     "the stored dcgm-exporter series with a tenant label; a store that fails shows\n"
-    "tessera_metering_up 0, the rest of the page is still served.\n",
+    "tessera_metering_up 0, the rest of the page is still served.\n"
+    "With --tokens, GET /api/v1/... serves the JSON API (docs/api.md): the plan,\n"
+    "tenants, usage, invoices, the custody ledger, violations, recent denials and\n"
+    "replanning steps, each caller seeing only what its identity may; /ui/ is the\n"
+    "web console over that API (docs/console.md): sign in with a token.\n",
     OPTS,
     NULL,
     NULL,
@@ -147,6 +161,9 @@ static int set(void *ctx, int key, const char *arg)
     case 'H': o->health_listen = arg; return CLI_OK;
     case 's': o->admit.shim_path = arg; return CLI_OK;
     case 'd': o->db_url = arg; return CLI_OK;
+    case 'k': o->tokens_file = arg; return CLI_OK;
+    case 'A': o->client_ca_file = arg; return CLI_OK;
+    case 'u': o->current_file = arg; return CLI_OK;
     case 'i': return duration("interval", arg, &o->meter_interval_ms);
     case 'R': return duration("metering-refresh", arg, &o->meter_refresh_ms);
     case 'L': return log_format(o, arg);
@@ -169,6 +186,10 @@ static int check_args(int argc, const struct serve_args *a)
     if (optind < argc || !a->spec.n || !a->o.cert_file || !a->o.key_file) {
         fprintf(stderr, "tessera: serve needs -f SPEC, --tls-cert and --tls-key\n");
         cli_usage(&cli_verb_serve, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    if (!a->o.tokens_file && (a->o.client_ca_file || a->o.current_file)) {
+        fprintf(stderr, "tessera: --client-ca and --current need --tokens (the API)\n");
         return CLI_BAD_INPUT;
     }
     if (!a->o.db_url && (a->o.meter_interval_ms || a->o.meter_refresh_ms)) {

@@ -26,6 +26,7 @@ const struct cli_command cli_commands[] = {
      &cli_verb_ledger},
     {"invoice", cmd_invoice, "price a tenant's GPU-hours for a month with the PriceBook",
      &cli_verb_invoice},
+    {"token", cmd_token, "mint a bearer token for the JSON API of tessera serve", &cli_verb_token},
     {"check", cmd_check, "validate a spec (and that it can be planned); print nothing else",
      &cli_verb_check},
     {"catalog", cmd_catalog, "list GPU models, show one, or import nvidia-smi output",

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <time.h>
+#include "api/api.h"
 #include "catalog/catalog.h"
 #include "decide/decide.h"
 #include "meter/usage.h"
@@ -117,6 +118,22 @@ struct serve_state;
  * GET /metrics: it may read the database on the caller's thread. */
 void serve_meter_text(struct serve_meter *m, struct serve_state *s, struct ts_sbuf *out);
 
+/* ---- ui.c: the console's files under /ui/ (ui_assets.c: cmake/embed-ui.cmake) ---- */
+struct serve_asset {
+    const char *name; /* "index.html": the path under /ui/ */
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct serve_asset serve_ui_assets[];
+extern const size_t serve_ui_nassets;
+/* 1 for /ui and what is under /ui/. */
+int serve_ui_path(const char *url);
+/* Answer a GET under /ui/: the file, /ui/ for /ui, or 404, each with the
+ * console's security headers. */
+enum MHD_Result serve_ui_get(struct MHD_Connection *conn, const char *url);
+/* Add the console's security headers (CSP, nosniff, no framing) to r. */
+void serve_ui_secure(struct MHD_Response *r);
+
 /* ---- state.c: what a request reads, swapped whole on reload ---- */
 struct serve_policy {        /* one loaded spec, reference counted */
     struct cat_catalog *cat; /* the admit policy may point into these */
@@ -124,6 +141,8 @@ struct serve_policy {        /* one loaded spec, reference counted */
     struct decide_result *decisions;
     struct plan *plan;
     struct admit_policy *admit;
+    struct api_idents *idents;   /* --tokens, NULL: no API */
+    struct reconf_plan *current; /* --current, NULL: none */
     unsigned long generation;
     atomic_int refs;
 };
@@ -134,8 +153,30 @@ struct serve_tls { /* one loaded certificate and key */
     gnutls_privkey_t key;
 };
 
+/* ---- api.c: /api/v1/ and the recent denials ---- */
+struct serve_denials {
+    pthread_mutex_t lock;
+    struct api_denial *ring; /* SERVE_DENIALS_MAX, allocated on the first denial */
+    size_t next, n;          /* next slot to write, entries held */
+    unsigned long dropped;
+};
+struct admit_verdict;
+/* Keep a denial /validate answered. */
+void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v);
+void serve_denials_release(struct serve_denials *d);
+struct serve_state;
+/* Answer GET /api/v1/... (url starts with it). */
+enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn, const char *url);
+/* Queue an answer with the headers every answer carries (server.c). */
+enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                            const char *body, size_t len, const char *const *headers);
+/* The client certificate's CAs for libmicrohttpd (--client-ca), "" none. */
+char *serve_client_ca(const struct serve_options *o, struct ts_error *err);
+
 struct serve_state {
     const struct serve_options *opt;
+    struct serve_denials denials;
+    char *client_ca; /* --client-ca PEM, NULL: none */
     struct serve_metrics metrics;
     struct serve_meter meter;
     pthread_mutex_t lock;

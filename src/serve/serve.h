@@ -14,6 +14,11 @@
  *                   in the plan; with a metering store (--db), GPU-hours
  *                   per tenant and the stored dcgm-exporter series with a
  *                   tenant label (metering.c)
+ *   GET  /api/v1/...  the JSON API (api/, docs/api.md) with --tokens: bearer
+ *                   tokens or client certificates (--client-ca), the
+ *                   recent denials (a ring), security headers on every answer
+ *   GET  /ui/...    the console (ui.c, docs/console.md): static files
+ *                   compiled in, calling /api/v1/ from the browser
  * The policy (spec + catalog -> decide -> plan -> admit policy) and the TLS
  * certificate reload on SIGHUP and when their files change, without
  * dropping a request; a spec or certificate that fails to load keeps the
@@ -42,11 +47,14 @@ struct serve_options {
     unsigned per_client;            /* connections per client address, 0 = max_connections / 8 */
     const char *const *reserve_for; /* CIDRs whose connections may use the reserved slots */
     size_t nreserve_for;
-    unsigned reserved;         /* slots only they may use, 0 = max_connections / 8 with them */
-    unsigned watch_ms;         /* file check interval, 0 = 1000 */
-    const char *db_url;        /* metering store, NULL = none */
-    int64_t meter_interval_ms; /* scrape interval of the samples, 0 = 15 s */
-    int64_t meter_refresh_ms;  /* metering cache lifetime, 0 = 10 s */
+    unsigned reserved;          /* slots only they may use, 0 = max_connections / 8 with them */
+    unsigned watch_ms;          /* file check interval, 0 = 1000 */
+    const char *db_url;         /* metering store, NULL = none */
+    int64_t meter_interval_ms;  /* scrape interval of the samples, 0 = 15 s */
+    int64_t meter_refresh_ms;   /* metering cache lifetime, 0 = 10 s */
+    const char *tokens_file;    /* identities for /api/v1/ (docs/api.md), NULL: no API */
+    const char *client_ca_file; /* PEM CAs of client certificates, NULL: tokens only */
+    const char *current_file;   /* the running layout for /api/v1/replan, NULL: none */
     struct admit_options admit;
 };
 

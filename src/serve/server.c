@@ -158,17 +158,43 @@ static void reap(struct serve_state *s)
     pthread_mutex_unlock(&track.lock);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
-                             const char *body, size_t len)
+/* What every answer of the TLS port carries (docs/api.md, Answers). */
+static const char *const SECURITY_HEADERS[][2] = {
+    {"Content-Security-Policy",
+     "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"},
+    {"X-Frame-Options", "DENY"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"Cache-Control", "no-store"},
+};
+
+static void secure(struct MHD_Response *r)
+{
+    for (size_t i = 0; i < sizeof(SECURITY_HEADERS) / sizeof(SECURITY_HEADERS[0]); i++)
+        MHD_add_response_header(r, SECURITY_HEADERS[i][0], SECURITY_HEADERS[i][1]);
+}
+
+enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                            const char *body, size_t len, const char *const *headers)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
                                                              MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
+    secure(r);
+    for (size_t i = 0; headers && headers[i]; i += 2)
+        if (headers[i + 1])
+            MHD_add_response_header(r, headers[i], headers[i + 1]);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
+                             const char *body, size_t len)
+{
+    return serve_reply(conn, status, type, body, len, NULL);
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, const char *text)
@@ -215,6 +241,7 @@ static enum MHD_Result busy(struct MHD_Connection *conn)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
     MHD_add_response_header(r, "Retry-After", "1");
+    secure(r);
     enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, r);
     MHD_destroy_response(r);
     return ret;
@@ -299,6 +326,7 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     else {
         atomic_fetch_add(&s->metrics.requests_denied, 1);
         serve_metrics_denied(&s->metrics, v.rule);
+        serve_denial_add(&s->denials, &v);
     }
     if (v.http_status == 200)
         serve_metrics_tenant(&s->metrics, v.tenant, v.allowed, v.rule);
@@ -315,6 +343,8 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
     if (strcmp(url, "/readyz") == 0)
         return s->policy ? reply_text(conn, MHD_HTTP_OK, "ready\n")
                          : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
+    if (strncmp(url, "/api/v1/", 8) == 0)
+        return serve_api_get(s, conn, url);
     if (strcmp(url, "/metrics") == 0) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, SERVE_METRICS_MAX);
@@ -326,8 +356,22 @@ static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *c
         ts_sbuf_release(&out);
         return r;
     }
+    if (serve_ui_path(url))
+        return serve_ui_get(conn, url);
     atomic_fetch_add(&s->metrics.requests_other, 1);
     return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* 405 for anything but GET under /api/v1/, as the API's error shape. */
+static enum MHD_Result api_not_get(struct MHD_Connection *conn)
+{
+    struct api_answer a;
+    ts_sbuf_init(&a.body, 4096);
+    api_error(&a, 405, NULL, "only GET is served under /api/v1/");
+    const char *h[] = {"Allow", "GET", NULL};
+    enum MHD_Result r = serve_reply(conn, a.status, a.type, ts_sbuf_str(&a.body), a.body.len, h);
+    ts_sbuf_release(&a.body);
+    return r;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -344,6 +388,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
             return route_get(s, conn, url);
         atomic_fetch_add(&s->metrics.requests_other, 1);
+        if (strncmp(url, "/api/v1/", 8) == 0)
+            return api_not_get(conn);
         return reply_text(conn, post ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED,
                           post ? "not found\n" : "method not allowed\n");
     }
@@ -448,7 +494,8 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
         notify_connection, s, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s ? o->timeout_s : 10u,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_HEADER_MAX,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_END);
+        /* --client-ca: GnuTLS asks for (never requires) a client certificate */
+        s->client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->client_ca, MHD_OPTION_END);
 }
 
 /* The probes' own listener: plain HTTP, its own thread and connection

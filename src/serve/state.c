@@ -38,7 +38,10 @@ static long long spec_mtime(const struct serve_options *o)
 {
     long long spec = newest_mtime(o->spec_files, o->nspec);
     long long cat = newest_mtime(o->catalog_files, o->ncatalog);
-    return cat > spec ? cat : spec;
+    const char *api[] = {o->tokens_file, o->current_file};
+    long long more = newest_mtime(api, 2);
+    spec = cat > spec ? cat : spec;
+    return more > spec ? more : spec;
 }
 
 static long long cert_mtime(const struct serve_options *o)
@@ -49,6 +52,11 @@ static long long cert_mtime(const struct serve_options *o)
 
 static void policy_free(struct serve_policy *p)
 {
+    api_idents_free(p->idents);
+    if (p->current) {
+        reconf_plan_release(p->current);
+        free(p->current);
+    }
     admit_policy_free(p->admit);
     plan_free(p->plan);
     decide_free(p->decisions);
@@ -65,6 +73,34 @@ static void log_diag(const struct serve_state *s, const char *what, const struct
         struct serve_kv kv[] = {{"error", msg}};
         serve_log(s->opt->log_json, "error", what, kv, 1);
     }
+}
+
+/* The identities file (--tokens) and the running layout (--current). */
+static ts_status load_api(const struct serve_options *o, struct serve_policy *p, struct ts_diag *d)
+{
+    struct ts_error e = {0};
+    char *text = NULL;
+    size_t len = 0;
+    ts_status st = TS_OK;
+    if (o->tokens_file &&
+        (st = ts_file_read(o->tokens_file, API_IDENTITIES_FILE_MAX, &text, &len, &e)) == TS_OK)
+        st = api_idents_parse(text, len, o->tokens_file, &p->idents, d);
+    free(text);
+    text = NULL;
+    if (st == TS_OK && o->current_file &&
+        (st = ts_file_read(o->current_file, SPEC_FILE_MAX, &text, &len, &e)) == TS_OK) {
+        p->current = calloc(1, sizeof(*p->current));
+        st = p->current ? reconf_plan_parse(text, len, o->current_file, p->current, &e)
+                        : ts_err(&e, TS_NOMEM, "out of memory");
+        if (st != TS_OK) {
+            free(p->current);
+            p->current = NULL;
+        }
+    }
+    free(text);
+    if (st != TS_OK && e.code)
+        ts_diag_add(d, &e);
+    return st;
 }
 
 static struct serve_policy *load_policy(struct serve_state *s)
@@ -87,6 +123,8 @@ static struct serve_policy *load_policy(struct serve_state *s)
         ts_diag_add(d, &e);
         st = e.code;
     }
+    if (st == TS_OK)
+        st = load_api(o, p, d);
     if (st != TS_OK && d)
         log_diag(s,
                  s->policy ? "spec did not load; the previous policy keeps serving"
@@ -240,9 +278,12 @@ ts_status serve_state_init(struct serve_state *s, const struct serve_options *op
     s->opt = opt;
     serve_metrics_init(&s->metrics);
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->denials.lock, NULL);
     ts_status rc = serve_meter_init(&s->meter, opt, err);
     if (rc != TS_OK)
         return rc;
+    if (opt->client_ca_file && !(s->client_ca = serve_client_ca(opt, err)))
+        return err->code ? err->code : TS_INVALID;
     s->tls = load_tls(opt, err);
     if (!s->tls)
         return err->code ? err->code : TS_INVALID;
@@ -263,6 +304,9 @@ void serve_state_release(struct serve_state *s)
     tls_free(s->tls);
     tls_free(s->tls_old);
     serve_metrics_release(&s->metrics);
+    serve_denials_release(&s->denials);
+    pthread_mutex_destroy(&s->denials.lock);
+    free(s->client_ca);
     pthread_mutex_destroy(&s->lock);
     serve_current_state = NULL;
 }

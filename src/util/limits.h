@@ -381,6 +381,44 @@
  * hundreds) times the few rules that deny each; a pair past them is not
  * counted per tenant (the per-rule totals still are). */
 #define SERVE_TENANT_RULES_MAX 4096
+/* Admission denials kept for GET /api/v1/denials (about 2 KiB each): the
+ * recent ones a person looks at; older ones are counted as dropped. */
+#define SERVE_DENIALS_MAX 1024
+/* /api/v1/ requests answered at once: the API shares the webhook's memory
+ * and cores, so a console left open (or a script) never starves admission;
+ * one more is 429 with Retry-After. */
+#define SERVE_API_MAX 4
+
+/* ---- api: the JSON API under /api/v1/ ------------------------------------ */
+
+/* Bytes of one API answer: the plan of a 1,000-GPU fleet is about 1.5 MiB
+ * of JSON and a page is at most API_LIMIT_MAX items (about 0.5 MiB of
+ * ledger entries); a larger answer is 413 naming the parameter to narrow.
+ * With SERVE_API_MAX answers at once (and jansson's tree of each, a few
+ * times its size) the webhook stays inside its Deployment's 128Mi. */
+#define API_ANSWER_MAX ((size_t)8 << 20)
+/* Items of one page (limit=): a console table; 100 by default. */
+#define API_LIMIT_MAX 1000
+#define API_LIMIT_DEFAULT 100
+/* Query parameters of one request: the longest route takes seven. */
+#define API_PARAMS_MAX 16
+/* Bytes of one parameter value, decoded: a UUID is 40, a time 35. */
+#define API_VALUE_MAX 256
+/* Points of one /usage series: a month at hourly steps is 744, so 500
+ * hours (three weeks) or a year in days; each point is a scan of the window
+ * in the store, so this bounds a request's work as well as its size. */
+#define API_USAGE_POINTS_MAX 500
+/* Entries of the identities file (--tokens): people and tenants of a
+ * cluster, with room. */
+#define API_IDENTITIES_MAX 4096
+/* Bytes of the identities file: 4,096 lines of about 100 bytes. */
+#define API_IDENTITIES_FILE_MAX (1u << 20)
+/* Bytes of a name in an identity (tenant, certificate CN or DNS name):
+ * a Kubernetes name (253) and a DNS name (253) fit. */
+#define API_NAME_MAX 256
+/* Bytes of the Authorization header value looked at: "Bearer tsk_" + 64
+ * hex digits is 75; anything longer is no token of ours. */
+#define API_AUTH_MAX 128
 
 /* ---- agent ------------------------------------------------------------------ */
 

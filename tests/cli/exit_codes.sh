@@ -14,13 +14,13 @@ T() { "$TESSERA" "$@"; }
 for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
     "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" \
     "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion \
-    cert "shim install"; do
+    cert "shim install" token; do
     expect_rc 0 T $v --help
     expect_in "$TMP/out" "usage: tessera"
     expect_in "$TMP/out" "--help"
     expect_rc 2 T $v --no-such-option
 done
-for v in plan render serve meter usage invoice catalog agent ledger shim; do
+for v in plan render serve meter usage invoice catalog agent ledger shim token; do
     expect_rc 0 T $v --help
     expect_rc 2 T $v frobnicate
 done

@@ -1,0 +1,199 @@
+/*
+ * api.c - /api/v1/ on the HTTPS port: who is asking (a bearer token, or a
+ * client certificate verified against --client-ca), the query parameters
+ * as libmicrohttpd decoded them, the state of the current policy, and the
+ * ring of recent admission denials the API lists. The answers are api/'s.
+ */
+#include "serve/internal.h"
+
+#include <gnutls/x509.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "util/file.h"
+
+void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v)
+{
+    pthread_mutex_lock(&d->lock);
+    if (!d->ring)
+        d->ring = calloc(SERVE_DENIALS_MAX, sizeof(*d->ring));
+    if (d->ring) {
+        struct api_denial *x = &d->ring[d->next];
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x->ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        snprintf(x->uid, sizeof(x->uid), "%s", v->uid);
+        snprintf(x->kind, sizeof(x->kind), "%s", v->kind);
+        snprintf(x->ns, sizeof(x->ns), "%s", v->ns);
+        snprintf(x->tenant, sizeof(x->tenant), "%s", v->tenant);
+        snprintf(x->rule, sizeof(x->rule), "%s", v->rule);
+        snprintf(x->message, sizeof(x->message), "%s", v->message);
+        d->next = (d->next + 1) % SERVE_DENIALS_MAX;
+        d->dropped += d->n == SERVE_DENIALS_MAX;
+        d->n += d->n < SERVE_DENIALS_MAX;
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+void serve_denials_release(struct serve_denials *d)
+{
+    free(d->ring);
+    d->ring = NULL;
+}
+
+/* A copy of the ring, newest first (NULL when there is none). */
+static struct api_denial *denials_copy(struct serve_denials *d, size_t *n, unsigned long *dropped)
+{
+    pthread_mutex_lock(&d->lock);
+    struct api_denial *out = d->n ? malloc(d->n * sizeof(*out)) : NULL;
+    *n = out ? d->n : 0;
+    *dropped = d->dropped;
+    for (size_t i = 0; i < *n; i++)
+        out[i] = d->ring[(d->next + SERVE_DENIALS_MAX - 1 - i) % SERVE_DENIALS_MAX];
+    pthread_mutex_unlock(&d->lock);
+    return out;
+}
+
+char *serve_client_ca(const struct serve_options *o, struct ts_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (!o->client_ca_file)
+        return NULL;
+    if (ts_file_read(o->client_ca_file, SERVE_TLS_FILE_MAX, &text, &len, err) != TS_OK)
+        return NULL;
+    if (!strstr(text, "-----BEGIN CERTIFICATE-----")) {
+        ts_err(err, TS_INVALID, "%s: no PEM certificate in it", o->client_ca_file);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The names of a verified client certificate: "cn:CN" and "dns:NAME". */
+#define CERT_NAMES_MAX 16
+struct cert_names {
+    char buf[CERT_NAMES_MAX][API_NAME_MAX];
+    const char *v[CERT_NAMES_MAX];
+    size_t n;
+};
+
+static void name_add(struct cert_names *c, const char *kind, const char *name, size_t len)
+{
+    if (c->n == CERT_NAMES_MAX || len + strlen(kind) >= API_NAME_MAX || memchr(name, 0, len))
+        return;
+    snprintf(c->buf[c->n], API_NAME_MAX, "%s%.*s", kind, (int)len, name);
+    c->v[c->n] = c->buf[c->n];
+    c->n++;
+}
+
+static void names_of(gnutls_x509_crt_t crt, struct cert_names *c)
+{
+    char name[API_NAME_MAX];
+    size_t len = sizeof(name);
+    if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, name, &len) == 0)
+        name_add(c, "cn:", name, len);
+    for (unsigned i = 0; i < 64; i++) {
+        len = sizeof(name);
+        int t = gnutls_x509_crt_get_subject_alt_name(crt, i, name, &len, NULL);
+        if (t == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (t == GNUTLS_SAN_DNSNAME)
+            name_add(c, "dns:", name, len);
+    }
+}
+
+/* The identity of conn's client certificate, when it verifies. */
+static int cert_identity(struct MHD_Connection *conn, const struct api_idents *ids,
+                         struct api_identity *who)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t tls = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    unsigned status = 1, ncerts = 0;
+    if (!tls || !api_idents_certs(ids) || gnutls_certificate_verify_peers2(tls, &status) < 0 ||
+        status != 0)
+        return 0;
+    const gnutls_datum_t *certs = gnutls_certificate_get_peers(tls, &ncerts);
+    gnutls_x509_crt_t crt;
+    if (!certs || !ncerts || gnutls_x509_crt_init(&crt) < 0)
+        return 0;
+    struct cert_names c = {.n = 0};
+    if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0)
+        names_of(crt, &c);
+    gnutls_x509_crt_deinit(crt);
+    return api_ident_cert(ids, c.v, c.n, who);
+}
+
+struct query_params {
+    struct api_param p[API_PARAMS_MAX + 1];
+    size_t n;
+};
+
+static enum MHD_Result one_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value)
+{
+    (void)kind;
+    struct query_params *ps = cls;
+    if (ps->n == API_PARAMS_MAX + 1)
+        return MHD_NO; /* one over the cap: api answers 400 */
+    ps->p[ps->n++] = (struct api_param){key, value};
+    return MHD_YES;
+}
+
+static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Connection *conn,
+                   const char *path, struct api_answer *a)
+{
+    struct api_identity who = {.role = API_ROLE_NONE};
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!api_ident_token(p->idents, auth, &who))
+        cert_identity(conn, p->idents, &who);
+    struct query_params ps = {.n = 0};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, one_param, &ps);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct api_state st = {p->model,
+                           p->cat,
+                           p->decisions,
+                           p->plan,
+                           p->generation,
+                           s->opt->db_url,
+                           s->meter.interval_ms,
+                           p->current,
+                           NULL,
+                           0,
+                           0,
+                           (int64_t)now.tv_sec * 1000};
+    struct api_denial *copy = NULL;
+    if (strcmp(path, "/denials") == 0 && who.role != API_ROLE_NONE)
+        st.denials = copy = denials_copy(&s->denials, &st.ndenials, &st.denials_dropped);
+    api_get(&st, &who, path, ps.p, ps.n, a);
+    free(copy);
+}
+
+static atomic_uint api_busy; /* /api/v1/ requests being answered */
+
+enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn, const char *url)
+{
+    struct serve_policy *p = serve_policy_get(s);
+    struct api_answer a;
+    unsigned busy = atomic_fetch_add(&api_busy, 1);
+    const char *retry = NULL;
+    if (busy >= SERVE_API_MAX) {
+        ts_sbuf_init(&a.body, 4096);
+        api_error(&a, 429, NULL, "busy: %d API requests are being answered; retry", SERVE_API_MAX);
+        retry = "1";
+    } else if (!p || !p->idents) {
+        ts_sbuf_init(&a.body, 4096);
+        api_error(&a, 404, NULL, "the API is off: serve has no --tokens");
+    } else {
+        answer(s, p, conn, url + 7, &a);
+    }
+    atomic_fetch_sub(&api_busy, 1);
+    serve_policy_put(p);
+    const char *h[] = {
+        "WWW-Authenticate", a.www_authenticate, "Allow", a.allow, "Retry-After", retry, NULL};
+    enum MHD_Result r = serve_reply(conn, a.status, a.type, ts_sbuf_str(&a.body), a.body.len, h);
+    ts_sbuf_release(&a.body);
+    return r;
+}

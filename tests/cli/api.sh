@@ -1,0 +1,180 @@
+#!/bin/bash
+# api.sh - the JSON API under /api/v1/ (docs/api.md) of the real `tessera serve`
+# over HTTPS, loaded with the demo day (scripts/demo-meter): tokens minted by
+# `tessera token new` (the file holds only their SHA-256, checked here with
+# sha256sum), client certificates made with openssl, a running layout for
+# /replan, three denied reviews for /denials, one custody violation with a
+# hostile pod name, a hostile displayName, hostile scrape labels on a day of
+# their own. tests/tools/api_check.py then asks every route and compares with
+# what the CLI says on the same spec and store. Then the identities file is
+# changed under the running server (a token added, one removed, a broken
+# file), and bad identities files stop serve at start naming file:line:col.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC" || exit 1
+PORT=$(free_port)
+D=$TMP/d
+mkdir -p "$D"
+scripts/demo-meter "$TESSERA" "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
+DB=sqlite:$TMP/demo/metering.db
+
+# a hostile displayName: markup, quotes, a backslash; the plan is unchanged
+HOSTILE='</script><script>alert("x")</script> "onerror=alert(1) \ javascript:alert(1)'
+printf '%s\n' "$HOSTILE" > "$D/hostile.txt"
+/usr/bin/python3 - "$D/hostile.txt" examples/four-h100.yaml > "$TMP/spec.yaml" <<'PY'
+import json, sys
+hostile = open(sys.argv[1]).read().rstrip("\n")
+for line in open(sys.argv[2]):
+    if "displayName: Client D" in line:
+        line = line.split("displayName:")[0] + "displayName: " + json.dumps(hostile) + "\n"
+    sys.stdout.write(line)
+PY
+SPEC=$TMP/spec.yaml
+/usr/bin/python3 - "$SPEC" "$D" <<'PY'
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "Tenant"]
+json.dump([d["metadata"]["name"] for d in docs], open(sys.argv[2] + "/tenants.json", "w"))
+json.dump({d["metadata"]["name"]: d["spec"]["contract"] for d in docs},
+          open(sys.argv[2] + "/contracts.json", "w"))
+PY
+
+# identities: four tokens and two certificate lines
+for who in "op --operator" "a --tenant client-a" "b --tenant client-b" "c --tenant client-c"; do
+    set -- $who
+    expect_rc 0 "$TESSERA" token new $2 $3
+    tok=$(sed -n 1p "$TMP/out")
+    echo "$1=$tok" >> "$D/tokens.env"
+    sed -n 2p "$TMP/out" >> "$TMP/tokens"
+    sum=$(printf %s "$tok" | sha256sum | cut -d' ' -f1)
+    check "token line of $1 holds its sha256" grep -qx "token sha256:$sum ${3:+tenant }${3:-operator}" "$TMP/out"
+    check "the token is not in the file" sh -c "! grep -q '$tok' '$TMP/tokens'"
+done
+echo "HASH_A=$(printf %s "$(sed -n 's/^a=//p' "$D/tokens.env")" | sha256sum | cut -d' ' -f1)" >> "$D/tokens.env"
+echo "cert cn:client-b.example tenant client-b" >> "$TMP/tokens"
+echo "cert cn:client-x.example operator" >> "$TMP/tokens"
+
+scripts/make-test-cert "$TMP/tls" >/dev/null
+scripts/make-test-cert "$TMP/other" >/dev/null
+cp "$TMP/tls/ca.crt" "$D/ca.crt"
+client() { # name ca-dir cn
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$D/client-$1.key" \
+        -out "$TMP/c.csr" 2>/dev/null
+    openssl x509 -req -in "$TMP/c.csr" -CA "$2/ca.crt" -CAkey "$2/ca.key" -CAcreateserial \
+        -days 2 -out "$D/client-$1.crt" 2>/dev/null
+}
+client b "$TMP/tls" client-b.example
+client x "$TMP/other" client-x.example # an operator's name, from a CA serve does not trust
+
+# hostile label values from scrapes (as tests/cli/meter_hostile.sh stores them:
+# markup, a formula, a newline and a terminal escape, bytes that are not UTF-8)
+# on client-a, on a day of their own
+/usr/bin/python3 - "$TMP/demo/metering.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [(b"GPU-h1", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="alert(1)">'),
+        (b"GPU-h2", b"NVIDIA H100 \xff\xfe", b"1g.10gb"),
+        (b"GPU-h3", b'=HYPERLINK("http://e.example/","x")', b"</script>"),
+        (b"GPU-h4", b"line1\nFORGED line", b"\x1b[31mred")]
+for dev, model, prof in rows:
+    for i in range(3):
+        db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
+                   " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000)",
+                   (b"n1", dev, 1793836800000 + 15000 * i, model, prof))
+db.commit()
+PY
+"$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-05T00:00:00Z --to 2026-11-06T00:00:00Z \
+    -o json > "$D/usage-hostile.json"
+check "four hostile rows stored" [ "$(grep -c '"tenant"' "$D/usage-hostile.json")" -eq 4 ]
+# what the CLI says on the same spec and store
+"$TESSERA" plan -f "$SPEC" -o json > "$D/plan.json"
+"$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-02T00:00:00Z --to 2026-11-03T00:00:00Z \
+    -o json > "$D/usage.json"
+for f in json csv html; do
+    "$TESSERA" invoice -f "$SPEC" --db "$DB" --tenant client-a --period 2026-11 -o $f \
+        > "$D/invoice-a.$f"
+done
+"$TESSERA" ledger history --db "$DB" --tenant client-a -o json > "$D/history-a.json"
+INV=$TMP/demo/inventory-gpu-node-1.json
+uuid() { # profile index -> the compute instance UUID and its GPU's
+    /usr/bin/python3 -c 'import json, sys
+for g in json.load(open(sys.argv[1]))["gpus"]:
+    for i in g["gpuInstances"]:
+        if i["profile"] == sys.argv[2]:
+            print(i["computeInstances"][0]["uuid"], g["uuid"]); sys.exit()' "$INV" "$1"
+}
+read -r UA GA < <(uuid 3g.40gb)
+read -r UB _ < <(uuid 2g.20gb)
+check "client-b's 2g.20gb in the inventory" [ -n "$UB" ]
+{ echo "UUID_A=$UA"; echo "UUID_B=$UB"; echo "GPU_A=$GA"; } >> "$D/tokens.env"
+# a custody violation: client-b's pod seen on client-a's card, with a hostile name
+POD='client-b/<img src=x onerror=alert(1)>"'
+expect_rc 0 "$TESSERA" ledger record --db "$DB" --tenant client-b --gpu-uuid "$GA" \
+    --source observed --workload "$POD" --at 2026-11-02T13:00:00Z
+echo "HOSTILE_POD=$POD" >> "$D/tokens.env"
+# the running layout: the plan before client-a's second replica
+sed '36s/replicas: 2/replicas: 1/' "$SPEC" > "$TMP/before.yaml"
+check "the layout before differs" sh -c "! cmp -s '$SPEC' '$TMP/before.yaml'"
+"$TESSERA" plan -f "$TMP/before.yaml" -o json > "$TMP/current.json"
+
+"$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key" \
+    --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/tokens" --client-ca "$TMP/tls/ca.crt" \
+    --current "$TMP/current.json" --threads 12 2>"$TMP/serve.log" &
+SERVER=$!
+for _ in $(seq 100); do
+    curl -s --cacert "$D/ca.crt" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+# three denials of client-c's pods; the rules as serve logged them
+for f in tests/fixtures/admission/00[4]-*.json tests/fixtures/admission/0{09,10}-*.json; do
+    curl -s --cacert "$D/ca.crt" -o /dev/null -H 'Content-Type: application/json' \
+        --data-binary "@$f" "https://127.0.0.1:$PORT/validate"
+done
+rules=$(sed -n 's/.*msg=denied.* rule=\([^ ]*\) .*/\1/p' "$TMP/serve.log" | paste -sd,)
+check "three denials logged ($rules)" [ "$(echo "$rules" | tr ',' '\n' | grep -c .)" -eq 3 ]
+echo "RULES=$rules" >> "$D/tokens.env"
+
+/usr/bin/python3 tests/tools/api_check.py "$PORT" "$D" > "$TMP/check.out" 2>&1
+rc=$?
+cat "$TMP/check.out"
+check "api_check.py" [ $rc -eq 0 ]
+grep -q "api_check: [1-9][0-9]* passed, 0 failed" "$TMP/check.out" && ok || bad "no checks ran"
+
+# the identities file reloads when it changes: a new token works, a removed one
+# does not, a broken file keeps the last good one (and says so)
+api() { # token path -> HTTP status
+    curl -s --cacert "$D/ca.crt" -o "$TMP/api.out" -w '%{http_code}' \
+        -H "Authorization: Bearer $1" "https://127.0.0.1:$PORT/api/v1$2"
+}
+wait_for() { # status token path
+    for _ in $(seq 100); do [ "$(api "$2" "$3")" = "$1" ] && return 0; sleep 0.1; done
+    return 1
+}
+OP=$(sed -n 's/^op=//p' "$D/tokens.env")
+"$TESSERA" token new --tenant client-d > "$TMP/new"
+NEW=$(sed -n 1p "$TMP/new")
+check "a new token is refused before it is in the file" [ "$(api "$NEW" /whoami)" = 401 ]
+sed -n 2p "$TMP/new" >> "$TMP/tokens"
+check "a new token works once the file has it" wait_for 200 "$NEW" /whoami
+expect_in "$TMP/api.out" '"tenant":"client-d"'
+grep -v operator "$TMP/tokens" > "$TMP/t2" && cat "$TMP/t2" > "$TMP/tokens"
+check "a removed token stops working" wait_for 401 "$OP" /whoami
+echo "token sha256:nothex operator" >> "$TMP/tokens"
+for _ in $(seq 100); do grep -q "previous policy keeps serving" "$TMP/serve.log" && break; sleep 0.1; done
+expect_in "$TMP/serve.log" "previous policy keeps serving"
+check "the last good identities still serve" [ "$(api "$NEW" /whoami)" = 200 ]
+
+# a broken identities file stops serve at start, naming file:line:col
+printf 'token sha256:abc operator\n' > "$TMP/bad-tokens"
+expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens "$TMP/bad-tokens"
+expect_in "$TMP/err" "$TMP/bad-tokens:1:7"
+printf '# ok\ncert cn:x tenant\n' > "$TMP/bad-tokens"
+expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens "$TMP/bad-tokens"
+expect_in "$TMP/err" "$TMP/bad-tokens:2:11"
+expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --current "$TMP/current.json"
+expect_rc 2 "$TESSERA" token new --tenant "a b"
+expect_rc 2 "$TESSERA" token new --operator --tenant client-a
+kill "$SERVER"
+wait "$SERVER"
+finish
