@@ -12,11 +12,12 @@ const char *const api_routes[] = {
     "/whoami",         "/plan",       "/tenants", "/usage",  "/invoices", "/ledger/holders",
     "/ledger/history", "/violations", "/denials", "/replan", NULL};
 
+static void tenant_list(struct api__req *r) { api__tenants(r, NULL); }
+
+/* One handler per entry of api_routes, in its order. */
 static void (*const HANDLERS[])(struct api__req *) = {
-    api__whoami,  api__plan,       api__plan /* tenants: below */,
-    api__usage,   api__invoices,   api__holders,
-    api__history, api__violations, api__denials,
-    api__replan,
+    api__whoami,  api__plan,    tenant_list,     api__usage,   api__invoices,
+    api__holders, api__history, api__violations, api__denials, api__replan,
 };
 
 static void dispatch(struct api__req *r, const char *path)
@@ -30,10 +31,7 @@ static void dispatch(struct api__req *r, const char *path)
         if (strcmp(path, api_routes[i]) != 0)
             continue;
         r->path = api_routes[i];
-        if (i == 2)
-            api__tenants(r, NULL);
-        else
-            HANDLERS[i](r);
+        HANDLERS[i](r);
         return;
     }
     api__fail(r, 404, NULL, "no route /api/v1%s", path);
