@@ -181,11 +181,11 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
     char ms[32], code[8];
     snprintf(ms, sizeof(ms), "%.3f", seconds * 1000.0);
     snprintf(code, sizeof(code), "%d", v->http_status);
-    struct serve_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
-                            {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
-                            {"message", v->message}, {"duration_ms", ms}};
-    serve_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
-              sizeof(kv) / sizeof(kv[0]));
+    struct ts_log_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
+                             {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
+                             {"message", v->message}, {"duration_ms", ms}};
+    ts_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
+           sizeof(kv) / sizeof(kv[0]));
 }
 
 /* A review's body being received, and the bytes of SERVE_BODIES_MEM it holds. */
@@ -381,7 +381,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     msg[strcspn(msg, "\n")] = '\0';
     if (strstr(msg, "handshake") || strstr(msg, "TLS") || strstr(msg, "packet"))
         atomic_fetch_add(&s->metrics.tls_failed, 1);
-    serve_log(s->opt->log_json, "warn", msg, NULL, 0);
+    ts_log(s->opt->log_json, "warn", msg, NULL, 0);
 }
 
 /* "ADDR:PORT", "[ADDR6]:PORT" or ":PORT". */
@@ -571,13 +571,13 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     if (st == TS_OK) {
         install_signals();
         serve_jalloc_install(opt->threads ? opt->threads : cores());
-        struct serve_kv kv[] = {{"listen", listen}};
-        serve_log(opt->log_json, "info", "serving", kv, 1);
+        struct ts_log_kv kv[] = {{"listen", listen}};
+        ts_log(opt->log_json, "info", "serving", kv, 1);
         main_loop(s);
         MHD_stop_daemon(d); /* waits for requests in flight */
         if (h)
             MHD_stop_daemon(h);
-        serve_log(opt->log_json, "info", "stopped", NULL, 0);
+        ts_log(opt->log_json, "info", "stopped", NULL, 0);
     }
     serve_state_release(s);
     free(s);
