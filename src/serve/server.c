@@ -7,6 +7,7 @@
  * and signals.
  */
 #include "serve/internal.h"
+#include "util/addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -384,39 +385,6 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     ts_log(s->opt->log_json, "warn", msg, NULL, 0);
 }
 
-/* "ADDR:PORT", "[ADDR6]:PORT" or ":PORT". */
-static int parse_listen(const char *text, struct sockaddr_storage *sa, int *v6)
-{
-    char host[128] = "0.0.0.0";
-    const char *colon = strrchr(text, ':');
-    if (!colon || colon - text >= (long)sizeof(host))
-        return 0;
-    if (colon > text) {
-        const char *h = text, *e = colon;
-        if (*h == '[' && e[-1] == ']') {
-            h++;
-            e--;
-        }
-        snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
-    }
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 1 || port > 65535)
-        return 0;
-    memset(sa, 0, sizeof(*sa));
-    struct sockaddr_in *a4 = (struct sockaddr_in *)sa;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)sa;
-    *v6 = strchr(host, ':') != NULL;
-    if (*v6) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1;
-    }
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host, &a4->sin_addr) == 1;
-}
-
 static unsigned cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -529,7 +497,7 @@ ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
     int v6 = 0;
     const char *listen = listen_addr(opt);
     *out = NULL;
-    if (!parse_listen(listen, &sa, &v6))
+    if (!ts_listen_parse(listen, &sa, &v6))
         return ts_err(err, TS_USAGE, "--listen: '%s' is not ADDR:PORT", listen);
     struct serve_state *s = calloc(1, sizeof(*s));
     if (!s)
@@ -552,7 +520,7 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     struct sockaddr_storage sa;
     int v6 = 0;
     const char *listen = listen_addr(opt);
-    parse_listen(listen, &sa, &v6); /* checked by serve_open */
+    ts_listen_parse(listen, &sa, &v6); /* checked by serve_open */
     ts_status st = TS_OK;
     struct MHD_Daemon *d = start(s, &sa, v6), *h = NULL;
     if (!d)
@@ -560,7 +528,7 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     if (st == TS_OK && opt->health_listen) {
         struct sockaddr_storage hsa;
         int hv6 = 0;
-        if (!parse_listen(opt->health_listen, &hsa, &hv6))
+        if (!ts_listen_parse(opt->health_listen, &hsa, &hv6))
             st = ts_err(err, TS_USAGE, "--health-listen: '%s' is not ADDR:PORT",
                         opt->health_listen);
         else if (!(h = start_health(s, &hsa, hv6)))
