@@ -66,6 +66,8 @@ struct agent__watch {
     int have_plan, pending;                  /* pending: the plan changed and is not applied yet */
     uint64_t file_hash, bad_hash, node_hash; /* bad_hash: a file that did not load */
     int64_t backoff_ms, next_try_ms;
+    /* the last config and card-reading errors: logged once until they change */
+    char cfg_err[TS_MSG_MAX], obs_err[TS_MSG_MAX];
 };
 
 int64_t agent__mono_ms(void);

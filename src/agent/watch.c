@@ -99,10 +99,24 @@ static void say_lines(struct agent__watch *w, const char *level, const char *tex
     }
 }
 
+/* 1 when e differs from the last error of its kind (then remembered). */
+static int news(char *last, const struct ts_error *e)
+{
+    char now[TS_MSG_MAX];
+    snprintf(now, sizeof now, "%s", e ? e->msg : "");
+    if (strcmp(now, last) == 0)
+        return 0;
+    memcpy(last, now, sizeof now);
+    return 1;
+}
+
+/* Logged and counted once until the error changes. */
 static void config_error(struct agent__watch *w, const struct ts_error *e, uint64_t fh)
 {
-    say_error(w, "node config not loaded; keeping the last good plan", e);
     w->bad_hash = fh;
+    if (!news(w->cfg_err, e))
+        return;
+    say_error(w, "node config not loaded; keeping the last good plan", e);
     pthread_mutex_lock(&w->lock);
     w->stats.config_errors++;
     pthread_mutex_unlock(&w->lock);
@@ -165,6 +179,7 @@ static void load_config(struct agent__watch *w)
     }
     w->file_hash = fh;
     w->bad_hash = 0;
+    news(w->cfg_err, NULL);
     take_plan(w, &p, nh, cards);
 }
 
@@ -269,8 +284,10 @@ static void observe(struct agent__watch *w)
         st = write_inventory(inv, w->o->inventory_out, &e);
     if (st == TS_OK && w->o->pidmap_out)
         st = agent_pidmap_write(w->n, inv, w->o->pidmap_out, &e);
-    if (st != TS_OK && inv)
+    if (st != TS_OK && inv && news(w->obs_err, &e))
         say_error(w, "reading the cards failed", &e);
+    else if (st == TS_OK)
+        news(w->obs_err, NULL);
     int dr = st == TS_OK ? drift(w, inv) : 0;
     pthread_mutex_lock(&w->lock);
     w->stats.drift = dr;

@@ -313,7 +313,7 @@ static int watch(struct agent_args *a, const char *node)
     a->w.stop = &stop_requested;
     install_signals();
     if (rc == CLI_OK && (agent_nvml_open(&n, &e) != TS_OK || agent_watch(n, &a->w, &e) != TS_OK))
-        rc = cli_fail(&e, e.code == TS_USAGE ? CLI_READING : CLI_DOING);
+        rc = cli_fail(&e, CLI_DOING);
     agent_nvml_close(n);
     store_close(a->w.store);
     free(key);
