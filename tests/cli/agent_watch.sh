@@ -25,7 +25,12 @@ cp "$fx/agent/h100-mixed.state" "$TMP/node.state"
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 WPID=
-trap '[ -n "$WPID" ] && kill -9 "$WPID" 2>/dev/null; [ -n "$SLEEPER" ] && kill "$SLEEPER"; rm -rf "$TMP"' EXIT
+cleanup() {
+    [ -n "$WPID" ] && kill -9 "$WPID" 2>/dev/null
+    [ -n "$SLEEPER" ] && kill "$SLEEPER"
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 
 # The plans: the cards as they are (GPU 0 3g.40gb@0 2g.20gb@4 1g.10gb@6, GPU 1
 # 4g.40gb@0 1g.10gb@4,5) and the spec's plan (GPU 0: 1g.20gb at 4:2).
@@ -135,8 +140,10 @@ expect_in "$TMP/watch.log" "msg=reconcile node=gpu-node-1 result=ok kept=1 chang
 expect_in "$TMP/watch.log" "custody_events=2"
 # custody: the new instance is beta's (the plan's), the destroyed one unassigned
 NEW=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
-print([x for x in d["gpus"][0]["gpuInstances"] if x["placement"]["start"] == 4][0]["computeInstances"][0]["uuid"])' "$TMP/inv.json")
-expect_rc 0 "$TESSERA" ledger who --db "sqlite:$TMP/ledger.db" --instance "$NEW" --at 2100-01-01T00:00:00Z
+gi = [x for x in d["gpus"][0]["gpuInstances"] if x["placement"]["start"] == 4][0]
+print(gi["computeInstances"][0]["uuid"])' "$TMP/inv.json")
+expect_rc 0 "$TESSERA" ledger who --db "sqlite:$TMP/ledger.db" --instance "$NEW" \
+    --at 2100-01-01T00:00:00Z
 expect_in "$TMP/out" "beta"
 expect_rc 0 "$TESSERA" ledger who --db "sqlite:$TMP/ledger.db" \
     --instance MIG-1f4a2b3c-0005-5a6b-8c7d-0e1f2a3b4c05 --at 2100-01-01T00:00:00Z
@@ -210,7 +217,8 @@ stop
 "$TESSERA" agent inventory --node gpu-node-1 -o json >"$TMP/after.json"
 [ "$(geometry "$TMP/after.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1" ] && ok ||
     bad "after recovery GPU 0 is $(geometry "$TMP/after.json" 0)"
-[ "$(geometry "$TMP/after.json" 1)" = "$GPU1" ] && ok || bad "GPU 1 is $(geometry "$TMP/after.json" 1)"
+[ "$(geometry "$TMP/after.json" 1)" = "$GPU1" ] && ok ||
+    bad "GPU 1 is $(geometry "$TMP/after.json" 1)"
 grep -q 'gpu=1' "$TMP/calls.log" && bad "GPU 1 got a mutating call" || ok
 
 # 7. JSON logs: every line an object with ts, level, msg
@@ -237,7 +245,8 @@ expect_rc 2 "$TESSERA" agent watch --node-config x --journal "$TMP/journal.json"
 expect_in "$TMP/err" "journal.json"
 rm -f "$TMP/journal.json"
 HELD=$(free_port)
-python3 -c 'import socket,time,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(20)' "$HELD" &
+python3 -c 'import socket,time,sys
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(20)' "$HELD" &
 HOLDER=$!
 wait_for "port held" sh -c "curl -s -m 1 'http://127.0.0.1:$HELD/' >/dev/null; [ \$? -ne 7 ]"
 expect_rc 1 timeout 20 "$TESSERA" agent watch --node-config x --listen "127.0.0.1:$HELD"
