@@ -191,10 +191,16 @@ log_has "level=error msg=exposition-skipped .*body over 16777216 bytes"
 check "big: an exposition kept" [ "$(sqlite3 "$TMP/big.db" 'SELECT count(*) FROM expositions')" -eq 0 ]
 
 # ---- SIGTERM: the round in progress finishes, exit 0 -------------------------
+# (with --listen: /healthz, /readyz and /metrics answer while it runs)
+P_STAT=$(free_port)
 "$TESSERA" meter scrape -f "$TMP/spec.yaml" --db "sqlite:$TMP/term.db" --interval 1s \
-    --target "http://127.0.0.1:$P_HTTP/$H100" >"$TMP/out" 2>"$TMP/err" &
+    --target "http://127.0.0.1:$P_HTTP/$H100" --listen "127.0.0.1:$P_STAT" \
+    >"$TMP/out" 2>"$TMP/err" &
 spid=$!
 sleep 2.5
+curl -s "http://127.0.0.1:$P_STAT/metrics" >"$TMP/metrics"
+check "scrape /healthz" curl -sf "http://127.0.0.1:$P_STAT/healthz" -o /dev/null
+check "scrape /readyz" curl -sf "http://127.0.0.1:$P_STAT/readyz" -o /dev/null
 kill -TERM $spid
 start=$(date +%s%N)
 wait $spid
@@ -205,6 +211,11 @@ check "SIGTERM: took ${ms} ms to stop" [ "$ms" -lt 1500 ]
 rounds=$(sed -n 's/^rounds=\([0-9]*\) .*/\1/p' "$TMP/out")
 check "SIGTERM: rounds '$rounds'" [ "${rounds:-0}" -ge 2 ]
 check "SIGTERM: rows $(rows term) for $rounds rounds" [ "$(rows term)" -eq $((rounds * 3)) ]
+# /metrics, read before the stop: at least 2 good scrapes, no more than the run made
+good=$(awk '$1 == "tessera_scrape_scrapes_total{result=\"ok\"}" {print $2}' "$TMP/metrics")
+check "scrape /metrics ok count '$good' for $rounds rounds" \
+    [ "${good:-0}" -ge 2 -a "${good:-0}" -le "${rounds:-0}" ]
+expect_in "$TMP/metrics" 'tessera_scrape_scrapes_total{result="failed"} 0'
 
 # ---- bad usage: exit 2 ----------------------------------------------------------
 S=(-f "$TMP/spec.yaml" --db "sqlite:$TMP/u.db")
@@ -220,6 +231,10 @@ expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --retries -1
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --count 0
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --max-body 12Q
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --bogus
+expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --log-format xml
+expect_in "$TMP/err" "bad value 'xml' for --log-format"
+expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --count 1 --listen nonsense
+expect_in "$TMP/err" "--listen"
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" extra-arg
 expect_rc 2 "$TESSERA" meter scrape -f "$TMP/spec.yaml" --db "mysql://x/y" --target "$T" --count 1
 expect_rc 0 "$TESSERA" meter scrape --help
