@@ -13,7 +13,8 @@
  *   journal.c   the in-flight change on disk, and recovery after a crash;
  *   pidmap.c    the container-to-host pid map of the node's GPU processes;
  *   watch.c     `agent watch`: the long-running reconcile loop;
- *   http.c      its /healthz, /readyz and /metrics.
+ *   custody.c   its ledger events;
+ *   status.c    its /healthz, /readyz and /metrics answers.
  */
 #ifndef AGENT_AGENT_H
 #define AGENT_AGENT_H
@@ -101,7 +102,7 @@ struct agent_watch_opts {
     const char *inventory_out; /* NodeInventory written each round, or NULL */
     const char *pidmap_out;    /* pid map written each round, or NULL */
     const char *journal;       /* the in-flight change (crash recovery), or NULL */
-    const char *listen;        /* /healthz, /readyz, /metrics; NULL: none */
+    const char *listen;        /* where the CLI serves agent_watch_status (logged) */
     const struct cat_catalog *cat;
     struct store *store; /* custody events; NULL: none */
     const void *key;     /* the ledger's HMAC key, or NULL */
@@ -110,13 +111,24 @@ struct agent_watch_opts {
     volatile sig_atomic_t *stop; /* set by SIGTERM/SIGINT: the loop ends */
 };
 
+struct agent_watch;
+
+/* A watch over o (borrowed, with n): with o->journal, first recovers from a
+ * change a crash cut short (agent_journal_recover). TS_INVALID or
+ * TS_SYNTAX for a journal that is not one, an NVML error when it cannot
+ * clean up. */
+ts_status agent_watch_new(struct agent_nvml *n, const struct agent_watch_opts *o,
+                          struct agent_watch **out, struct ts_error *err);
 /* Run until *o->stop: each interval read the node config; when this
  * node's part of it changed (content hash), or after a failure once the
  * backoff has passed, bring the cards to it with agent_apply's checks;
  * then read the cards, write the inventory and pid map, update the
  * metrics. A change in progress when the stop comes is finished first.
- * Returns TS_OK after a stop; an error only when it cannot start (--listen
- * taken, a journal that cannot be recovered). Logs through ts_log. */
-ts_status agent_watch(struct agent_nvml *n, const struct agent_watch_opts *o, struct ts_error *err);
+ * Logs through ts_log. TS_OK after a stop. */
+ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err);
+/* The answer to GET path (/healthz, /readyz, /metrics; else 404): the HTTP
+ * code, the text in body. Safe to call from another thread while it runs. */
+unsigned agent_watch_status(struct agent_watch *w, const char *path, struct ts_sbuf *body);
+void agent_watch_free(struct agent_watch *w); /* NULL is fine */
 
 #endif

@@ -46,7 +46,7 @@ void agent__journal_end(const char *path);
 /* 1 (with why) when the card's MIG mode has a change pending, else 0. */
 int agent__mode_pending(const struct inv_gpu *g, char *why, size_t cap);
 
-/* ---- watch.c, http.c, custody.c ------------------------------------------ */
+/* ---- watch.c, status.c, custody.c ---------------------------------------- */
 
 /* What /metrics and the probes show; written by the loop under the lock. */
 struct agent__stats {
@@ -56,12 +56,11 @@ struct agent__stats {
     int last_ok, drift, planned, ready;
 };
 
-struct agent__watch {
+struct agent_watch {
     const struct agent_watch_opts *o;
     struct agent_nvml *n;
     pthread_mutex_t lock;
     struct agent__stats stats;
-    struct MHD_Daemon *http;
     struct reconf_plan plan;                 /* the node's last good plan (n == 0: none) */
     int have_plan, pending;                  /* pending: the plan changed and is not applied yet */
     uint64_t file_hash, bad_hash, node_hash; /* bad_hash: a file that did not load */
@@ -72,9 +71,6 @@ struct agent__watch {
 
 int64_t agent__mono_ms(void);
 int64_t agent__wall_ms(void);
-
-ts_status agent__http_start(struct agent__watch *w, struct ts_error *err);
-void agent__http_stop(struct agent__watch *w);
 
 /* Custody events for what changed between before and after (custody.c):
  * each GPU instance created, with the plan's tenant; each destroyed, as

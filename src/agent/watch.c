@@ -71,13 +71,13 @@ static uint64_t node_hash(const struct reconf_plan *p, const char *node, int *ca
     return h;
 }
 
-static void say(const struct agent__watch *w, const char *level, const char *msg,
+static void say(const struct agent_watch *w, const char *level, const char *msg,
                 const struct ts_log_kv *kv, size_t n)
 {
     ts_log(w->o->log_json, level, msg, kv, n);
 }
 
-static void say_error(struct agent__watch *w, const char *msg, const struct ts_error *e)
+static void say_error(struct agent_watch *w, const char *msg, const struct ts_error *e)
 {
     char where[2 * TS_PATH_MAX + 32] = "";
     if (e->file[0])
@@ -87,7 +87,7 @@ static void say_error(struct agent__watch *w, const char *msg, const struct ts_e
 }
 
 /* Each line of an apply's report as its own log line. */
-static void say_lines(struct agent__watch *w, const char *level, const char *text)
+static void say_lines(struct agent_watch *w, const char *level, const char *text)
 {
     char line[TS_MSG_MAX * 2];
     for (const char *p = text; *p;) {
@@ -111,7 +111,7 @@ static int news(char *last, const struct ts_error *e)
 }
 
 /* Logged and counted once until the error changes. */
-static void config_error(struct agent__watch *w, const struct ts_error *e, uint64_t fh)
+static void config_error(struct agent_watch *w, const struct ts_error *e, uint64_t fh)
 {
     w->bad_hash = fh;
     if (!news(w->cfg_err, e))
@@ -123,7 +123,7 @@ static void config_error(struct agent__watch *w, const struct ts_error *e, uint6
 }
 
 /* A new plan p (node hash nh) replaces the old. */
-static void take_plan(struct agent__watch *w, struct reconf_plan *p, uint64_t nh, int cards)
+static void take_plan(struct agent_watch *w, struct reconf_plan *p, uint64_t nh, int cards)
 {
     int changed = !w->have_plan || nh != w->node_hash;
     if (w->have_plan)
@@ -147,7 +147,7 @@ static void take_plan(struct agent__watch *w, struct reconf_plan *p, uint64_t nh
     pthread_mutex_unlock(&w->lock);
 }
 
-static void load_config(struct agent__watch *w)
+static void load_config(struct agent_watch *w)
 {
     char *text = NULL;
     size_t len = 0;
@@ -193,7 +193,7 @@ static const char *result_of(ts_status st, const struct agent_apply_report *r)
 }
 
 /* After a reconcile: counters, backoff, the result line. */
-static void settle(struct agent__watch *w, ts_status st, const struct agent_apply_report *r,
+static void settle(struct agent_watch *w, ts_status st, const struct agent_apply_report *r,
                    const struct ts_error *e, int recorded)
 {
     int iv = w->o->interval_ms, max = w->o->backoff_max_ms;
@@ -223,7 +223,7 @@ static void settle(struct agent__watch *w, ts_status st, const struct agent_appl
     say(w, st == TS_OK ? "info" : "warn", "reconcile", kv, st == TS_OK ? 7 : 9);
 }
 
-static void reconcile(struct agent__watch *w)
+static void reconcile(struct agent_watch *w)
 {
     struct inv_node *before = calloc(1, sizeof *before), *after = calloc(1, sizeof *after);
     struct agent_apply_report r = {0};
@@ -247,7 +247,7 @@ static void reconcile(struct agent__watch *w)
     free(after);
 }
 
-static int drift(const struct agent__watch *w, const struct inv_node *inv)
+static int drift(const struct agent_watch *w, const struct inv_node *inv)
 {
     struct reconf_diff d;
     int n = 0;
@@ -275,7 +275,7 @@ static ts_status write_inventory(const struct inv_node *inv, const char *path, s
 }
 
 /* Read the cards: inventory and pid map files, drift, readiness. */
-static void observe(struct agent__watch *w)
+static void observe(struct agent_watch *w)
 {
     struct inv_node *inv = calloc(1, sizeof *inv);
     struct ts_error e = {0};
@@ -298,7 +298,7 @@ static void observe(struct agent__watch *w)
 }
 
 /* Sleep until the next round, waking early on a stop. */
-static void pause_round(const struct agent__watch *w, int64_t until)
+static void pause_round(const struct agent_watch *w, int64_t until)
 {
     for (int64_t now = agent__mono_ms(); now < until && !*w->o->stop; now = agent__mono_ms()) {
         int64_t left = until - now > 20 ? 20 : until - now;
@@ -307,7 +307,7 @@ static void pause_round(const struct agent__watch *w, int64_t until)
     }
 }
 
-static ts_status recover(struct agent__watch *w, struct ts_error *err)
+static ts_status recover(struct agent_watch *w, struct ts_error *err)
 {
     struct ts_sbuf log;
     int found = 0;
@@ -323,9 +323,11 @@ static ts_status recover(struct agent__watch *w, struct ts_error *err)
     return st;
 }
 
-ts_status agent_watch(struct agent_nvml *n, const struct agent_watch_opts *o, struct ts_error *err)
+ts_status agent_watch_new(struct agent_nvml *n, const struct agent_watch_opts *o,
+                          struct agent_watch **out, struct ts_error *err)
 {
-    struct agent__watch *w = calloc(1, sizeof *w);
+    struct agent_watch *w = calloc(1, sizeof *w);
+    *out = NULL;
     if (!w)
         return ts_err(err, TS_NOMEM, "out of memory");
     w->o = o;
@@ -333,13 +335,22 @@ ts_status agent_watch(struct agent_nvml *n, const struct agent_watch_opts *o, st
     pthread_mutex_init(&w->lock, NULL);
     w->stats.round_ms = agent__mono_ms();
     ts_status st = o->journal ? recover(w, err) : TS_OK;
-    if (st == TS_OK && o->listen)
-        st = agent__http_start(w, err);
+    if (st != TS_OK) {
+        agent_watch_free(w);
+        return st;
+    }
+    *out = w;
+    return TS_OK;
+}
+
+ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
+{
+    (void)err; /* nothing stops it but the stop flag */
+    const struct agent_watch_opts *o = w->o;
     struct ts_log_kv kv[] = {
         {"node", o->node}, {"node_config", o->node_config}, {"listen", o->listen}};
-    if (st == TS_OK)
-        say(w, "info", "watching", kv, 3);
-    while (st == TS_OK && !*o->stop) {
+    say(w, "info", "watching", kv, 3);
+    while (!*o->stop) {
         int64_t next = agent__mono_ms() + o->interval_ms;
         load_config(w);
         if (w->have_plan && w->pending && agent__mono_ms() >= w->next_try_ms)
@@ -347,12 +358,16 @@ ts_status agent_watch(struct agent_nvml *n, const struct agent_watch_opts *o, st
         observe(w);
         pause_round(w, next);
     }
-    if (st == TS_OK)
-        say(w, "info", "stopped", kv, 1);
-    agent__http_stop(w);
+    say(w, "info", "stopped", kv, 1);
+    return TS_OK;
+}
+
+void agent_watch_free(struct agent_watch *w)
+{
+    if (!w)
+        return;
     if (w->have_plan)
         reconf_plan_release(&w->plan);
     pthread_mutex_destroy(&w->lock);
     free(w);
-    return st;
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "serve/serve.h"
 #include "store/store.h"
 #include "util/file.h"
 
@@ -298,6 +299,11 @@ static int watch_open(struct agent_args *a, struct cat_catalog **cat, char **key
     return rc;
 }
 
+static unsigned status(void *ctx, const char *path, struct ts_sbuf *body)
+{
+    return agent_watch_status(ctx, path, body);
+}
+
 static int watch(struct agent_args *a, const char *node)
 {
     struct cat_catalog *cat = NULL;
@@ -312,8 +318,14 @@ static int watch(struct agent_args *a, const char *node)
     a->w.key_len = klen;
     a->w.stop = &stop_requested;
     install_signals();
-    if (rc == CLI_OK && (agent_nvml_open(&n, &e) != TS_OK || agent_watch(n, &a->w, &e) != TS_OK))
+    struct agent_watch *w = NULL;
+    struct serve_status *http = NULL;
+    if (rc == CLI_OK && (agent_nvml_open(&n, &e) != TS_OK || agent_watch_new(n, &a->w, &w, &e) ||
+                         (a->w.listen && serve_status_start(a->w.listen, status, w, &http, &e)) ||
+                         agent_watch_run(w, &e) != TS_OK))
         rc = cli_fail(&e, CLI_DOING);
+    serve_status_stop(http);
+    agent_watch_free(w);
     agent_nvml_close(n);
     store_close(a->w.store);
     free(key);
