@@ -320,9 +320,10 @@ static int watch(struct agent_args *a, const char *node)
     install_signals();
     struct agent_watch *w = NULL;
     struct serve_status *http = NULL;
-    if (rc == CLI_OK && (agent_nvml_open(&n, &e) != TS_OK || agent_watch_new(n, &a->w, &w, &e) ||
-                         (a->w.listen && serve_status_start(a->w.listen, status, w, &http, &e)) ||
-                         agent_watch_run(w, &e) != TS_OK))
+    if (rc == CLI_OK &&
+        (agent_nvml_open(&n, &e) != TS_OK || agent_watch_new(n, &a->w, &w, &e) != TS_OK ||
+         (a->w.listen && serve_status_start(a->w.listen, status, w, &http, &e) != TS_OK) ||
+         agent_watch_run(w, &e) != TS_OK))
         rc = cli_fail(&e, CLI_DOING);
     serve_status_stop(http);
     agent_watch_free(w);
