@@ -54,7 +54,7 @@ static ts_status find_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int prof
 }
 
 /* Compute instances first (NVML refuses to destroy a GPU instance with some). */
-static ts_status destroy_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int profile_id, int id,
+ts_status agent__destroy_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, int profile_id, int id,
                             struct ts_error *err)
 {
     nvmlGpuInstance_t gi = NULL;
@@ -120,7 +120,7 @@ static ts_status create_gi(struct agent_nvml *n, nvmlDevice_t d, int gpu, const 
     if (st != TS_OK && n->nvmlGpuInstanceDestroy(gi) == NVML_SUCCESS)
         *id = -1; /* gone again: nothing for the rollback to undo */
     else if (st != TS_OK)
-        destroy_gi(n, d, gpu, spec->profile_id, *id, NULL);
+        agent__destroy_gi(n, d, gpu, spec->profile_id, *id, NULL);
     return st;
 }
 
@@ -137,7 +137,7 @@ static ts_status run_step(struct agent_nvml *n, nvmlDevice_t d, const struct inv
 {
     if (s->kind == RECONF_DESTROY) {
         const struct inv_gi *gi = gi_by_id(before, s->gi_id);
-        ts_status st = destroy_gi(n, d, before->index, gi->profile_id, gi->id, err);
+        ts_status st = agent__destroy_gi(n, d, before->index, gi->profile_id, gi->id, err);
         if (st == TS_OK)
             u->destroyed[u->ndestroyed++] = *gi;
         return st;
@@ -164,7 +164,7 @@ static void rollback(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct
 {
     for (int i = u->ncreated - 1; i >= 0; i--) {
         struct ts_error e = {0};
-        if (destroy_gi(n, d, gpu, u->created_profile[i], u->created[i], &e) != TS_OK)
+        if (agent__destroy_gi(n, d, gpu, u->created_profile[i], u->created[i], &e) != TS_OK)
             ts_sbuf_printf(log, "  rollback: could not destroy GPU instance %d: %s\n",
                            u->created[i], e.msg);
     }
@@ -229,10 +229,10 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *l
     return 1;
 }
 
-/* One card; 0 when it ends as planned. */
+/* One card; 0 when it ends as planned, 2 when refused as busy, else 1. */
 static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
                        const struct reconf_card *t, const struct reconf_diff *diff,
-                       const struct cat_catalog *cat, struct ts_sbuf *log)
+                       const struct cat_catalog *cat, const char *journal, struct ts_sbuf *log)
 {
     struct ts_error e = {0};
     nvmlDevice_t d;
@@ -243,10 +243,14 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         return 1;
     }
     if (busy(n, d, before->index, log, &e))
-        return 1;
+        return 2;
     struct undo u;
     memset(&u, 0, sizeof u);
-    ts_status st = TS_OK;
+    ts_status st = journal ? agent__journal_begin(journal, before, diff, &e) : TS_OK;
+    if (st != TS_OK) {
+        ts_sbuf_printf(log, "  failed: %s\n", e.msg);
+        return 1;
+    }
     for (int k = 0; st == TS_OK && k < diff->nstep; k++)
         st = run_step(n, d, before, &diff->step[k], &u, &e);
     struct inv_gpu *now = calloc(1, sizeof *now);
@@ -280,6 +284,8 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         ts_sbuf_puts(log, "\n");
     }
     free(now);
+    if (journal)
+        agent__journal_end(journal);
     return st != TS_OK || bad;
 }
 
@@ -330,9 +336,10 @@ static ts_status read_node(struct agent_nvml *n, const struct agent_apply_opts *
     return TS_OK;
 }
 
+/* One card: 0 kept, 3 changed (or would be, dry), 2 busy, 1 failed. */
 static int apply_card(struct agent_nvml *n, const struct inv_node *inv, const struct reconf_card *t,
-                      const struct reconf_diff *d, const struct cat_catalog *cat, int dry,
-                      struct ts_sbuf *log)
+                      const struct reconf_diff *d, const struct cat_catalog *cat,
+                      const struct agent_apply_opts *o, struct ts_sbuf *log)
 {
     char why[TS_MSG_MAX];
     if (d->verdict == RECONF_KEEP) {
@@ -347,8 +354,19 @@ static int apply_card(struct agent_nvml *n, const struct inv_node *inv, const st
         ts_sbuf_printf(log, "GPU %d: cannot apply: %s\n", t->index, why);
         return 1;
     }
-    log_steps(t, d, dry, log);
-    return dry ? 0 : change_card(n, inv_gpu_at(inv, t->index), t, d, cat, log);
+    log_steps(t, d, o->dry_run, log);
+    int r = o->dry_run ? 0 : change_card(n, inv_gpu_at(inv, t->index), t, d, cat, o->journal, log);
+    return r ? r : 3;
+}
+
+static void count(struct agent_apply_report *r, int outcome)
+{
+    if (r) {
+        r->kept += outcome == 0;
+        r->failed += outcome == 1;
+        r->busy += outcome == 2;
+        r->changed += outcome == 3;
+    }
 }
 
 ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
@@ -362,9 +380,13 @@ ts_status agent_apply(struct agent_nvml *n, const struct reconf_plan *p,
     if (st == TS_OK)
         st = check_plan(p, inv, cat, opts->node, diffs, err);
     int failed = 0;
-    for (int i = 0; st == TS_OK && i < p->n; i++)
-        if (strcmp(p->t[i].node, opts->node) == 0)
-            failed += apply_card(n, inv, &p->t[i], &diffs[i], cat, opts->dry_run, log);
+    for (int i = 0; st == TS_OK && i < p->n; i++) {
+        if (strcmp(p->t[i].node, opts->node) != 0)
+            continue;
+        int outcome = apply_card(n, inv, &p->t[i], &diffs[i], cat, opts, log);
+        count(opts->report, outcome);
+        failed += outcome == 1 || outcome == 2;
+    }
     if (st == TS_OK && failed)
         st = ts_err(err, TS_INTERNAL, "%d card%s of node %s not brought to the plan (see above)",
                     failed, failed == 1 ? "" : "s", opts->node);

@@ -1,23 +1,29 @@
 /*
- * cmd_agent.c - `tessera agent inventory|apply`: the node agent (src/agent/)
- * from the command line. inventory prints what the node's GPUs hold (text
- * or the NodeInventory JSON of docs/agent.md); apply brings the node's
- * cards to a plan's MIG geometry. Exit codes (cli_exit): 0 ok, 1 the job
- * failed (NVML missing or failing, a card refused or rolled back, a MIG
- * mode change pending), 2 bad usage or bad input (a plan or inventory that
- * cannot be read or is malformed, unknown node, a plan for another model, a
- * placement the card does not list, overlapping instances).
+ * cmd_agent.c - `tessera agent inventory|apply|watch`: the node agent
+ * (src/agent/) from the command line. inventory prints what the node's
+ * GPUs hold (text or the NodeInventory JSON of docs/agent.md); apply brings
+ * the node's cards to a plan's MIG geometry; watch does that for as long as
+ * it runs (the DaemonSet's mode, agent/watch.c). Exit codes (cli_exit): 0
+ * ok (watch: stopped by SIGTERM/SIGINT), 1 the job failed (NVML missing or
+ * failing, a card refused or rolled back, a MIG mode change pending; watch:
+ * --listen taken, a journal that cannot be recovered, the database), 2 bad
+ * usage or bad input (a plan or inventory that cannot be read or is
+ * malformed, unknown node, a plan for another model, a placement the card
+ * does not list, overlapping instances).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "serve/serve.h"
+#include "store/store.h"
 #include "util/file.h"
 
-enum { INVENTORY = 1, APPLY = 2 };
+enum { INVENTORY = 1, APPLY = 2, WATCH = 4 };
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('o', "output", "FORMAT", INVENTORY, "text (default), json (docs/agent.md) or yaml"),
@@ -26,10 +32,27 @@ static const struct cli_opt OPTS[] = {
              "host name; apply: the plan's node to bring about)"),
     CLI_LONG('p', "plan", "PLAN.json", APPLY, "the output of 'tessera plan -o json'"),
     CLI_LONG('d', "dry-run", NULL, APPLY, "print the steps, change nothing"),
-    CLI_LONG('c', "catalog", "FILE", APPLY, "extra GpuModel documents"),
+    CLI_LONG('c', "catalog", "FILE", APPLY | WATCH, "extra GpuModel documents"),
     CLI_LONG('i', "inventory", "FILE", APPLY,
              "with --dry-run: the node's NodeInventory (agent inventory\n"
              "-o json) instead of NVML; --node defaults to its node"),
+    CLI_LONG('C', "node-config", "FILE", WATCH,
+             "the plan to keep ('tessera plan -o json', mounted from a\n"
+             "ConfigMap); read again every interval"),
+    CLI_LONG('I', "inventory-out", "FILE", WATCH, "write the NodeInventory here every round"),
+    CLI_LONG('P', "pid-map-out", "FILE", WATCH,
+             "write the container-to-host pid map here every round"),
+    CLI_LONG('j', "journal", "FILE", WATCH,
+             "the change in flight, for recovery after a crash\n"
+             "(a host path that survives the pod)"),
+    CLI_LONG('l', "listen", "ADDR:PORT", WATCH, "plain HTTP /healthz, /readyz, /metrics"),
+    CLI_LONG('D', "db", "DB", WATCH, "the ledger for custody events (sqlite:PATH, postgres://)"),
+    CLI_LONG('k', "hmac-key-file", "FILE", WATCH, "the ledger's key"),
+    CLI_LONG('t', "interval-ms", "MS", WATCH, "time between rounds (default 10000)"),
+    CLI_LONG('b', "backoff-max-ms", "MS", WATCH,
+             "longest wait between retries after failures (default\n"
+             "300000; doubling from the interval)"),
+    CLI_LONG('L', "log-format", "FMT", WATCH, "text (key=value, default) or json"),
     CLI_END};
 
 const struct cli_verb cli_verb_agent = {
@@ -37,7 +60,12 @@ const struct cli_verb cli_verb_agent = {
     "usage: tessera agent inventory [-o text|json|yaml] [--node NAME]\n"
     "       tessera agent apply --plan PLAN.json --node NAME [--dry-run]\n"
     "                           [--catalog FILE]\n"
-    "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n\n"
+    "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n"
+    "       tessera agent watch --node-config PLAN.json [--node NAME]\n"
+    "                           [--inventory-out FILE] [--pid-map-out FILE]\n"
+    "                           [--journal FILE] [--listen ADDR:PORT] [--db DB]\n"
+    "                           [--hmac-key-file FILE] [--interval-ms MS]\n"
+    "                           [--backoff-max-ms MS] [--log-format text|json]\n\n"
     "inventory  every GPU of this node through NVML: identity, memory, MIG mode,\n"
     "           GPU and compute instances with placements and MIG device UUIDs,\n"
     "           each MIG profile's possible placements (JSON: docs/agent.md)\n"
@@ -47,18 +75,66 @@ const struct cli_verb cli_verb_agent = {
     "           rolled back. --dry-run prints the steps and changes nothing;\n"
     "           with --inventory it needs no NVML. Before any change the whole\n"
     "           target is checked against each card's own placement list, and\n"
-    "           a card with a MIG mode change pending is refused.\n",
+    "           a card with a MIG mode change pending is refused.\n"
+    "watch      the DaemonSet's mode: every --interval-ms read --node-config; when\n"
+    "           this node's part of the plan changed, apply it with the checks\n"
+    "           of apply (busy cards left alone and reported; failures retried\n"
+    "           with exponential backoff); write the inventory and pid map;\n"
+    "           custody events to --db for instances created or destroyed;\n"
+    "           /healthz, /readyz, /metrics on --listen. SIGTERM ends it (exit\n"
+    "           0) after the change in progress; --journal lets a restart clean\n"
+    "           up a change cut short by a crash.\n",
     OPTS,
     "NVML is libnvidia-ml.so.1 from the NVIDIA driver; TESSERA_NVML_LIBRARY names\n"
     "another file. The node name defaults to $NODE_NAME, else the host name.\n",
-    "inventory apply",
+    "inventory apply watch",
     CLI_ALL};
 
 struct agent_args {
     const char *format, *node, *plan, *inventory;
     struct cli_files catf;
     int dry;
+    struct agent_watch_opts w;
+    const char *db, *keyfile;
+    int bad_number;
 };
+
+/* --interval-ms and --backoff-max-ms: 1 .. AGENT_INTERVAL_MS_MAX. */
+static int millis(struct agent_args *a, const char *arg, int *out)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg && !*end && v >= 1 && v <= AGENT_INTERVAL_MS_MAX) {
+        *out = (int)v;
+        return CLI_OK;
+    }
+    fprintf(stderr, "tessera: agent watch: '%s' is not a number of milliseconds in 1..%d\n", arg,
+            AGENT_INTERVAL_MS_MAX);
+    a->bad_number = 1;
+    return CLI_BAD_INPUT;
+}
+
+static int watch_set(struct agent_args *a, int key, const char *arg)
+{
+    switch (key) {
+    case 'C': a->w.node_config = arg; return CLI_OK;
+    case 'I': a->w.inventory_out = arg; return CLI_OK;
+    case 'P': a->w.pidmap_out = arg; return CLI_OK;
+    case 'j': a->w.journal = arg; return CLI_OK;
+    case 'l': a->w.listen = arg; return CLI_OK;
+    case 'D': a->db = arg; return CLI_OK;
+    case 'k': a->keyfile = arg; return CLI_OK;
+    case 't': return millis(a, arg, &a->w.interval_ms);
+    case 'b': return millis(a, arg, &a->w.backoff_max_ms);
+    case 'L':
+        a->w.log_json = strcmp(arg, "json") == 0;
+        if (a->w.log_json || strcmp(arg, "text") == 0)
+            return CLI_OK;
+        fprintf(stderr, "tessera: --log-format must be text or json\n");
+        return CLI_BAD_INPUT;
+    default: return CLI_BAD_INPUT;
+    }
+}
 
 static int set(void *ctx, int key, const char *arg)
 {
@@ -70,7 +146,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'd': a->dry = 1; return CLI_OK;
     case 'i': a->inventory = arg; return CLI_OK;
     case 'c': return cli_files_add(&a->catf, arg) ? CLI_OK : CLI_BAD_INPUT;
-    default: return CLI_BAD_INPUT;
+    default: return watch_set(a, key, arg);
     }
 }
 
@@ -156,7 +232,7 @@ static int apply(const struct agent_args *a)
     struct agent_nvml *n = NULL;
     struct ts_sbuf log;
     ts_sbuf_init(&log, CLI_DOC_MAX);
-    struct agent_apply_opts o = {a->node ? a->node : inv ? inv->node : "", a->dry, inv};
+    struct agent_apply_opts o = {a->node ? a->node : inv ? inv->node : "", a->dry, inv, NULL, NULL};
     struct ts_error e = {0};
     if (rc == CLI_OK && ((!inv && agent_nvml_open(&n, &e) != TS_OK) ||
                          agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
@@ -182,27 +258,106 @@ static const char *problem(unsigned sub, int operands, const struct agent_args *
         return "apply needs --plan and --node";
     if (sub == APPLY && a->inventory && !a->dry)
         return "--inventory is for --dry-run (a change needs the node's NVML)";
+    if (sub == WATCH && !a->w.node_config)
+        return "watch needs --node-config";
+    if (sub == WATCH && a->keyfile && !a->db)
+        return "--hmac-key-file is for --db";
     return NULL;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The catalog, the key and the store watch needs; an exit code. */
+static int watch_open(struct agent_args *a, struct cat_catalog **cat, char **key, size_t *klen)
+{
+    struct ts_diag diag = {0};
+    ts_status st = cat_load(a->catf.paths, a->catf.n, cat, &diag);
+    cli_print_diag(&diag);
+    int rc = cli_exit(st, CLI_READING);
+    if (rc == CLI_OK && a->keyfile)
+        rc = cli_read_key(a->keyfile, key, klen);
+    struct ts_error e = {0};
+    if (rc == CLI_OK && a->db && store_open(a->db, &a->w.store, &e) != TS_OK)
+        rc = cli_fail(&e, CLI_DOING);
+    return rc;
+}
+
+static unsigned status(void *ctx, const char *path, struct ts_sbuf *body)
+{
+    return agent_watch_status(ctx, path, body);
+}
+
+static int watch(struct agent_args *a, const char *node)
+{
+    struct cat_catalog *cat = NULL;
+    struct agent_nvml *n = NULL;
+    char *key = NULL;
+    size_t klen = 0;
+    struct ts_error e = {0};
+    int rc = watch_open(a, &cat, &key, &klen);
+    a->w.node = node;
+    a->w.cat = cat;
+    a->w.key = key;
+    a->w.key_len = klen;
+    a->w.stop = &stop_requested;
+    install_signals();
+    struct agent_watch *w = NULL;
+    struct serve_status *http = NULL;
+    if (rc == CLI_OK &&
+        (agent_nvml_open(&n, &e) != TS_OK || agent_watch_new(n, &a->w, &w, &e) != TS_OK ||
+         (a->w.listen && serve_status_start(a->w.listen, status, w, &http, &e) != TS_OK) ||
+         agent_watch_run(w, &e) != TS_OK))
+        rc = cli_fail(&e, CLI_DOING);
+    serve_status_stop(http);
+    agent_watch_free(w);
+    agent_nvml_close(n);
+    store_close(a->w.store);
+    free(key);
+    cat_free(cat);
+    return rc;
 }
 
 int cmd_agent(int argc, char **argv)
 {
     const char *word = argc > 1 ? argv[1] : "";
-    unsigned sub = !strcmp(word, "inventory") ? INVENTORY : !strcmp(word, "apply") ? APPLY : 0;
+    unsigned sub = !strcmp(word, "inventory") ? INVENTORY
+                   : !strcmp(word, "apply")   ? APPLY
+                   : !strcmp(word, "watch")   ? WATCH
+                                              : 0;
     if (!strcmp(word, "--help") || !strcmp(word, "-h"))
         return cli_help(&cli_verb_agent, CLI_ALL);
-    struct agent_args a = {.format = "text"};
+    struct agent_args a = {.format = "text",
+                           .w = {.interval_ms = 10000, .backoff_max_ms = AGENT_BACKOFF_MS_MAX}};
     int rc = sub ? cli_parse(&cli_verb_agent, sub, argc - 1, argv + 1, set, &a) : CLI_OK;
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&cli_verb_agent, sub) : rc;
-    const char *why = sub ? problem(sub, optind < argc - 1, &a) : "expected inventory or apply";
+    const char *why = sub ? problem(sub, optind < argc - 1, &a)
+                          : "expected inventory, apply or watch";
     if (why) {
         fprintf(stderr, "tessera: agent: %s\n", why);
         cli_usage(&cli_verb_agent, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
     char host[256];
+    const char *node = a.node ? a.node : default_node(host, sizeof host);
     if (sub == INVENTORY)
-        return inventory(a.node ? a.node : default_node(host, sizeof host), a.format);
-    return apply(&a);
+        return inventory(node, a.format);
+    return sub == WATCH ? watch(&a, node) : apply(&a);
 }

@@ -4,6 +4,7 @@
  * cmd_meter.c; shares its spec + store opening (cli_meter_open).
  */
 #include <getopt.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,9 +12,19 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "meter/scrape.h"
+#include "serve/serve.h"
+#include "util/log.h"
 #include "util/time.h"
 
 static volatile sig_atomic_t stop_requested;
+static int log_json; /* --log-format json */
+
+/* What --listen shows; log_event counts under the lock. */
+static struct {
+    pthread_mutex_t lock;
+    long rounds, ok, failed, lost;
+    int64_t last_ok_ms;
+} seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void on_signal(int sig)
 {
@@ -38,6 +49,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
     CLI_LONG('g', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
+    CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
+    CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "plain HTTP /healthz, /readyz, /metrics"),
     CLI_END};
 
 const struct cli_verb cli_verb_scrape = {
@@ -45,7 +58,8 @@ const struct cli_verb cli_verb_scrape = {
     "usage: tessera meter scrape -f SPEC --db DB --target URL [--target URL ...]\n"
     "                            [--interval 15s] [--timeout 5s] [--connect-timeout T]\n"
     "                            [--retries 3] [--count N] [--max-body 256M]\n"
-    "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n\n"
+    "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n"
+    "                            [--log-format text|json] [--listen ADDR:PORT]\n\n"
     "Every --interval (rounds aligned to multiples of it) GET each target's\n"
     "dcgm-exporter /metrics over http:// or https:// and store one sample per GPU or\n"
     "MIG instance, stamped with the time the request was sent (or the sample's own\n"
@@ -56,8 +70,11 @@ const struct cli_verb cli_verb_scrape = {
     "flushed again before each round and, for up to 30 s, at the end. Each target's\n"
     "latest body (up to 16 MiB) is kept for tenant-labelled /metrics.\n"
     "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
-    "One key=value line per scrape on stderr; a summary on stdout. Exit 0 when every\n"
-    "scrape was fetched, parsed and stored, 1 otherwise, 2 on bad usage.\n",
+    "One log line per scrape on stderr (msg=scrape key=value, or JSON with\n"
+    "--log-format json: the log serve and agent watch write); a summary on\n"
+    "stdout. Exit 0 when every scrape was fetched, parsed and stored, 1 otherwise,\n"
+    "2 on bad usage. --listen: /healthz (200 while running), /readyz (200 after the\n"
+    "first round), /metrics (scrapes by result, rounds, lost, last success).\n",
     OPTS,
     NULL,
     NULL,
@@ -65,7 +82,7 @@ const struct cli_verb cli_verb_scrape = {
 
 struct scrape_args {
     struct cli_files spec, catalog;
-    const char *db, *keyfile, *targets[CLI_TARGETS_MAX];
+    const char *db, *keyfile, *listen, *targets[CLI_TARGETS_MAX];
     size_t ntargets;
     struct meter_scrape_opts o;
     int have_connect;
@@ -131,6 +148,8 @@ static int parse_flag(struct scrape_args *a, int c, const char *arg)
     case 'r': return parse_count(arg, &n, 0) && n <= CLI_RETRIES_MAX && (f->retries = (int)n, 1);
     case 'n': return parse_count(arg, &a->o.count, 1);
     case 'm': return parse_size(arg, &f->max_body);
+    case 'l': a->listen = arg; return 1;
+    case 'L': return (log_json = !strcmp(arg, "json")) || !strcmp(arg, "text");
     default: return 0;
     }
 }
@@ -163,64 +182,106 @@ static int parse_args(int argc, char **argv, struct scrape_args *a)
     return CLI_OK;
 }
 
-/* ---- log lines -------------------------------------------------------- */
+/* ---- log lines (util/log.h, shared with serve and agent watch) ---------- */
 
-/* Append key=value, quoting values that need it. */
-static void kv(FILE *out, const char *key, const char *val)
+struct line {
+    struct ts_log_kv kv[12];
+    char num[8][24];
+    size_t n, nnum;
+};
+
+/* key=value, left out when empty (as before the logger was shared) */
+static void kv(struct line *l, const char *key, const char *val)
 {
-    if (!val || !*val)
-        return;
-    if (!strpbrk(val, " \"=\\\n\t")) {
-        fprintf(out, " %s=%s", key, val);
-        return;
-    }
-    fprintf(out, " %s=\"", key);
-    for (const char *p = val; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fputc('\\', out);
-        fputc(*p == '\n' ? ' ' : *p, out);
-    }
-    fputc('"', out);
+    if (val && *val && l->n < sizeof l->kv / sizeof l->kv[0])
+        l->kv[l->n++] = (struct ts_log_kv){key, val};
 }
 
-static void kv_num(FILE *out, const char *key, long long v) { fprintf(out, " %s=%lld", key, v); }
+static void kv_num(struct line *l, const char *key, long long v)
+{
+    if (l->nnum == sizeof l->num / sizeof l->num[0])
+        return;
+    snprintf(l->num[l->nnum], sizeof l->num[0], "%lld", v);
+    kv(l, key, l->num[l->nnum++]);
+}
 
 static const char *const event_names[] = {"scrape", "stored-late",        "store-wait",
                                           "lost",   "exposition-skipped", "overrun"};
 
+static void event_counts(struct line *l, const struct meter_scrape_event *e)
+{
+    if (e->kind == METER_EV_SCRAPE) {
+        kv_num(l, "status", e->status);
+        kv_num(l, "bytes", (long long)e->bytes);
+        kv_num(l, "attempts", e->attempts);
+    }
+    if (e->kind == METER_EV_SCRAPE || e->kind == METER_EV_STORED_LATE) {
+        kv_num(l, "devices", (long long)e->devices);
+        kv_num(l, "new_samples", (long long)e->inserted);
+        kv_num(l, "rejected_lines", e->rejected_lines);
+    }
+    if (e->kind == METER_EV_OVERRUN)
+        kv_num(l, "skipped_rounds", e->skipped);
+    if (e->kind != METER_EV_STORE_WAIT && e->kind != METER_EV_LOST)
+        kv_num(l, "ms", e->ms);
+}
+
 static void log_event(void *ctx, const struct meter_scrape_event *e)
 {
     struct cli_meter *m = ctx;
-    char now[40], msg[TS_MSG_MAX + TS_PATH_MAX + 64] = "", first[TS_MSG_MAX + TS_PATH_MAX];
-    ts_time_format(meter_fetch_now_ms(), now);
+    char msg[TS_MSG_MAX + TS_PATH_MAX + 64] = "", first[TS_MSG_MAX + TS_PATH_MAX] = "";
+    struct line l = {.n = 0};
     int bad = e->error || (e->diag && e->diag->count) || e->kind == METER_EV_LOST;
-    fprintf(stderr, "ts=%s level=%s event=%s", now, bad ? "error" : "info", event_names[e->kind]);
-    kv_num(stderr, "round", e->round);
-    kv(stderr, "target", e->target);
-    if (e->kind == METER_EV_SCRAPE) {
-        kv_num(stderr, "status", e->status);
-        kv_num(stderr, "bytes", (long long)e->bytes);
-        kv_num(stderr, "attempts", e->attempts);
-    }
-    if (e->kind == METER_EV_SCRAPE || e->kind == METER_EV_STORED_LATE) {
-        kv_num(stderr, "devices", (long long)e->devices);
-        kv_num(stderr, "new_samples", (long long)e->inserted);
-        kv_num(stderr, "rejected_lines", e->rejected_lines);
-    }
-    if (e->kind == METER_EV_OVERRUN)
-        kv_num(stderr, "skipped_rounds", e->skipped);
-    if (e->kind != METER_EV_STORE_WAIT && e->kind != METER_EV_LOST)
-        kv_num(stderr, "ms", e->ms);
+    kv_num(&l, "round", e->round);
+    kv(&l, "target", e->target);
+    event_counts(&l, e);
     if (e->error)
         ts_error_format(e->error, msg, sizeof(msg));
-    kv(stderr, "error", msg);
-    if (e->diag && e->diag->count) {
+    kv(&l, "error", msg);
+    if (e->diag && e->diag->count)
         ts_error_format(&e->diag->items[0], first, sizeof(first));
-        kv(stderr, "first_rejected", first);
-    }
-    fputc('\n', stderr);
+    kv(&l, "first_rejected", first);
+    ts_log(log_json, bad ? "error" : "info", event_names[e->kind], l.kv, l.n);
+    pthread_mutex_lock(&seen.lock);
+    seen.rounds = e->round > seen.rounds ? e->round : seen.rounds;
+    seen.ok += e->kind == METER_EV_SCRAPE && !e->error;
+    seen.failed += e->kind == METER_EV_SCRAPE && e->error;
+    seen.lost += e->kind == METER_EV_LOST;
+    seen.last_ok_ms = e->kind == METER_EV_SCRAPE && !e->error ? e->at_ms : seen.last_ok_ms;
+    pthread_mutex_unlock(&seen.lock);
     if (e->ingest)
         cli_meter_violations(m, e->ingest);
+}
+
+/* ---- --listen ---------------------------------------------------------- */
+
+static unsigned status(void *ctx, const char *path, struct ts_sbuf *b)
+{
+    (void)ctx;
+    pthread_mutex_lock(&seen.lock);
+    long rounds = seen.rounds, ok = seen.ok, failed = seen.failed, lost = seen.lost;
+    int64_t last = seen.last_ok_ms;
+    pthread_mutex_unlock(&seen.lock);
+    if (strcmp(path, "/healthz") == 0)
+        return ts_sbuf_puts(b, "ok\n"), 200;
+    if (strcmp(path, "/readyz") == 0)
+        return ts_sbuf_puts(b, ok + failed ? "ready\n" : "no round yet\n"), ok + failed ? 200 : 503;
+    if (strcmp(path, "/metrics") != 0)
+        return ts_sbuf_puts(b, "not found\n"), 404;
+    ts_sbuf_printf(b,
+                   "# HELP tessera_scrape_scrapes_total Scrapes by result.\n"
+                   "# TYPE tessera_scrape_scrapes_total counter\n"
+                   "tessera_scrape_scrapes_total{result=\"ok\"} %ld\n"
+                   "tessera_scrape_scrapes_total{result=\"failed\"} %ld\n"
+                   "# HELP tessera_scrape_rounds_total Rounds started.\n"
+                   "# TYPE tessera_scrape_rounds_total counter\ntessera_scrape_rounds_total %ld\n"
+                   "# HELP tessera_scrape_lost_total Scrapes whose samples were lost.\n"
+                   "# TYPE tessera_scrape_lost_total counter\ntessera_scrape_lost_total %ld\n"
+                   "# HELP tessera_scrape_last_success_timestamp_seconds Last good scrape.\n"
+                   "# TYPE tessera_scrape_last_success_timestamp_seconds gauge\n"
+                   "tessera_scrape_last_success_timestamp_seconds %.3f\n",
+                   ok, failed, rounds, lost, (double)last / 1000.0);
+    return 200;
 }
 
 /* ---- the command ------------------------------------------------------ */
@@ -258,6 +319,9 @@ int cmd_meter_scrape(int argc, char **argv)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     struct meter_scrape_totals t = {0};
     struct ts_error e = {0};
+    struct serve_status *http = NULL;
+    if (rc == CLI_OK && a.listen && serve_status_start(a.listen, status, NULL, &http, &e) != TS_OK)
+        rc = cli_fail(&e, CLI_DOING);
     if (rc == CLI_OK) {
         install_signals();
         if (meter_scrape_run(&m.ctx, m.st, &a.o, log_event, &m, &t, &e) != TS_OK)
@@ -265,6 +329,7 @@ int cmd_meter_scrape(int argc, char **argv)
         printf("rounds=%ld scrapes=%zu failed=%zu rejected=%zu new_samples=%zu lost=%zu\n",
                t.rounds, t.scrapes, t.failed, t.rejected, t.inserted, t.lost);
     }
+    serve_status_stop(http);
     cli_meter_close(&m);
     return rc == CLI_OK && (t.failed || t.lost || t.rejected) ? CLI_FAIL : rc;
 }

@@ -1,5 +1,5 @@
 /*
- * internal.h - the parts of `tessera serve`: logging (log.c), metrics
+ * internal.h - the parts of `tessera serve`: logging (util/log.h), metrics
  * (metrics.c), metering on /metrics (metering.c), the reloadable policy and
  * certificate (state.c), and the HTTP handler (server.c). Not part of
  * serve's interface.
@@ -21,13 +21,10 @@
 #include "spec/spec.h"
 #include "serve/serve.h"
 #include "util/limits.h"
+#include "util/log.h"
 #include "util/sbuf.h"
 
-/* ---- log.c: one line per event, key=value or JSON, one write(2) each ---- */
-struct serve_kv {
-    const char *key, *value;
-};
-void serve_log(int json, const char *level, const char *msg, const struct serve_kv *kv, size_t n);
+/* Logging: util/log.h (ts_log), shared with meter scrape and agent watch. */
 
 /* ---- jalloc.c: jansson allocates from a bounded region during a review ---- */
 /* Install the allocator with min(threads, SERVE_DECODES_MAX) regions. */

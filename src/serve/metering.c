@@ -55,8 +55,8 @@ static int64_t now_ms(void)
 
 static void log_error(const struct serve_meter *m, const char *msg, const struct ts_error *e)
 {
-    struct serve_kv kv[] = {{"error", e->msg}};
-    serve_log(m->log_json, "error", msg, kv, 1);
+    struct ts_log_kv kv[] = {{"error", e->msg}};
+    ts_log(m->log_json, "error", msg, kv, 1);
 }
 
 ts_status serve_meter_init(struct serve_meter *m, const struct serve_options *o,

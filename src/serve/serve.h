@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "admit/admit.h"
+#include "util/sbuf.h"
 
 struct serve_options {
     const char *listen;               /* "ADDR:PORT", default "0.0.0.0:8443" */
@@ -67,5 +68,15 @@ ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
 /* Listen and serve s until SIGINT or SIGTERM, then free it. TS_OK after a
  * clean stop, or an error when the socket cannot be had. */
 ts_status serve_run(struct serve_state *s, struct ts_error *err);
+
+/* A plain-HTTP status listener for commands without a server of their own
+ * (status.c): each GET calls fn, which fills body and returns the HTTP
+ * code. fn runs on the listener's thread. TS_USAGE for a bad address,
+ * TS_IO when it cannot listen. */
+typedef unsigned (*serve_status_fn)(void *ctx, const char *path, struct ts_sbuf *body);
+struct serve_status;
+ts_status serve_status_start(const char *listen, serve_status_fn fn, void *ctx,
+                             struct serve_status **out, struct ts_error *err);
+void serve_status_stop(struct serve_status *s); /* NULL is fine */
 
 #endif

@@ -7,6 +7,7 @@
  * and signals.
  */
 #include "serve/internal.h"
+#include "util/addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -207,11 +208,11 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
     char ms[32], code[8];
     snprintf(ms, sizeof(ms), "%.3f", seconds * 1000.0);
     snprintf(code, sizeof(code), "%d", v->http_status);
-    struct serve_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
-                            {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
-                            {"message", v->message}, {"duration_ms", ms}};
-    serve_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
-              sizeof(kv) / sizeof(kv[0]));
+    struct ts_log_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
+                             {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
+                             {"message", v->message}, {"duration_ms", ms}};
+    ts_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
+           sizeof(kv) / sizeof(kv[0]));
 }
 
 /* A review's body being received, and the bytes of SERVE_BODIES_MEM it holds. */
@@ -429,40 +430,7 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     msg[strcspn(msg, "\n")] = '\0';
     if (strstr(msg, "handshake") || strstr(msg, "TLS") || strstr(msg, "packet"))
         atomic_fetch_add(&s->metrics.tls_failed, 1);
-    serve_log(s->opt->log_json, "warn", msg, NULL, 0);
-}
-
-/* "ADDR:PORT", "[ADDR6]:PORT" or ":PORT". */
-static int parse_listen(const char *text, struct sockaddr_storage *sa, int *v6)
-{
-    char host[128] = "0.0.0.0";
-    const char *colon = strrchr(text, ':');
-    if (!colon || colon - text >= (long)sizeof(host))
-        return 0;
-    if (colon > text) {
-        const char *h = text, *e = colon;
-        if (*h == '[' && e[-1] == ']') {
-            h++;
-            e--;
-        }
-        snprintf(host, sizeof(host), "%.*s", (int)(e - h), h);
-    }
-    char *end;
-    long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 1 || port > 65535)
-        return 0;
-    memset(sa, 0, sizeof(*sa));
-    struct sockaddr_in *a4 = (struct sockaddr_in *)sa;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)sa;
-    *v6 = strchr(host, ':') != NULL;
-    if (*v6) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)port);
-        return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1;
-    }
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)port);
-    return inet_pton(AF_INET, host, &a4->sin_addr) == 1;
+    ts_log(s->opt->log_json, "warn", msg, NULL, 0);
 }
 
 static unsigned cores(void)
@@ -578,7 +546,7 @@ ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
     int v6 = 0;
     const char *listen = listen_addr(opt);
     *out = NULL;
-    if (!parse_listen(listen, &sa, &v6))
+    if (!ts_listen_parse(listen, &sa, &v6))
         return ts_err(err, TS_USAGE, "--listen: '%s' is not ADDR:PORT", listen);
     struct serve_state *s = calloc(1, sizeof(*s));
     if (!s)
@@ -601,7 +569,7 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     struct sockaddr_storage sa;
     int v6 = 0;
     const char *listen = listen_addr(opt);
-    parse_listen(listen, &sa, &v6); /* checked by serve_open */
+    ts_listen_parse(listen, &sa, &v6); /* checked by serve_open */
     ts_status st = TS_OK;
     struct MHD_Daemon *d = start(s, &sa, v6), *h = NULL;
     if (!d)
@@ -609,7 +577,7 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     if (st == TS_OK && opt->health_listen) {
         struct sockaddr_storage hsa;
         int hv6 = 0;
-        if (!parse_listen(opt->health_listen, &hsa, &hv6))
+        if (!ts_listen_parse(opt->health_listen, &hsa, &hv6))
             st = ts_err(err, TS_USAGE, "--health-listen: '%s' is not ADDR:PORT",
                         opt->health_listen);
         else if (!(h = start_health(s, &hsa, hv6)))
@@ -620,13 +588,13 @@ ts_status serve_run(struct serve_state *s, struct ts_error *err)
     if (st == TS_OK) {
         install_signals();
         serve_jalloc_install(opt->threads ? opt->threads : cores());
-        struct serve_kv kv[] = {{"listen", listen}};
-        serve_log(opt->log_json, "info", "serving", kv, 1);
+        struct ts_log_kv kv[] = {{"listen", listen}};
+        ts_log(opt->log_json, "info", "serving", kv, 1);
         main_loop(s);
         MHD_stop_daemon(d); /* waits for requests in flight */
         if (h)
             MHD_stop_daemon(h);
-        serve_log(opt->log_json, "info", "stopped", NULL, 0);
+        ts_log(opt->log_json, "info", "stopped", NULL, 0);
     }
     serve_state_release(s);
     free(s);

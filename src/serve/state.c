@@ -70,8 +70,8 @@ static void log_diag(const struct serve_state *s, const char *what, const struct
     for (int i = 0; i < d->count; i++) {
         char msg[TS_MSG_MAX + 2 * TS_PATH_MAX + 64];
         ts_error_format(&d->items[i], msg, sizeof(msg));
-        struct serve_kv kv[] = {{"error", msg}};
-        serve_log(s->opt->log_json, "error", what, kv, 1);
+        struct ts_log_kv kv[] = {{"error", msg}};
+        ts_log(s->opt->log_json, "error", what, kv, 1);
     }
 }
 
@@ -232,8 +232,8 @@ static void reload_policy(struct serve_state *s)
     atomic_fetch_add(&s->metrics.reloads_ok, 1);
     char gen[32];
     snprintf(gen, sizeof(gen), "%lu", p->generation);
-    struct serve_kv kv[] = {{"generation", gen}};
-    serve_log(s->opt->log_json, "info", "policy loaded", kv, 1);
+    struct ts_log_kv kv[] = {{"generation", gen}};
+    ts_log(s->opt->log_json, "info", "policy loaded", kv, 1);
 }
 
 static void reload_tls(struct serve_state *s)
@@ -241,11 +241,11 @@ static void reload_tls(struct serve_state *s)
     struct ts_error e = {0};
     struct serve_tls *t = load_tls(s->opt, &e);
     if (!t) {
-        struct serve_kv kv[] = {{"error", e.msg}};
-        serve_log(s->opt->log_json, "error",
-                  "certificate did not load; the previous one keeps "
-                  "serving",
-                  kv, 1);
+        struct ts_log_kv kv[] = {{"error", e.msg}};
+        ts_log(s->opt->log_json, "error",
+               "certificate did not load; the previous one keeps "
+               "serving",
+               kv, 1);
         return;
     }
     pthread_mutex_lock(&s->lock);
@@ -254,7 +254,7 @@ static void reload_tls(struct serve_state *s)
     s->tls = t;
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_add(&s->metrics.tls_reloads, 1);
-    serve_log(s->opt->log_json, "info", "certificate loaded", NULL, 0);
+    ts_log(s->opt->log_json, "info", "certificate loaded", NULL, 0);
 }
 
 void serve_state_reload(struct serve_state *s, int force)

@@ -426,6 +426,26 @@
  * to name them; NVML's answer may be longer (listed up to this). */
 #define AGENT_PROCS_MAX 64
 
+/* The agent's journal of one card's change (agent/journal.c): the card's
+ * 16 GPU instances and up to 32 steps, ~150 bytes each as JSON; 64 KiB is
+ * ten times that. A larger file is not one the agent wrote. */
+#define AGENT_JOURNAL_MAX (64 * 1024)
+
+/* `agent watch --node-config`: the node's plan (or the whole fleet's
+ * `plan -o json`, which the agent filters to its node): the plan file's
+ * cap, CLI_PLAN_FILE_MAX's value. */
+#define AGENT_NODE_CONFIG_MAX (TS_INPUT_MAX * 4)
+
+/* `agent watch`: the poll interval's range (1 ms lets the tests run fast;
+ * an hour is the longest a node may go without noticing its plan), and the
+ * longest wait between retries after failures (exponential backoff from
+ * the interval, doubling, up to this). */
+#define AGENT_INTERVAL_MS_MAX 3600000
+#define AGENT_BACKOFF_MS_MAX 300000
+
+/* /proc/PID/status read for the pid map: the kernel's is ~1.5 KiB. */
+#define AGENT_PROC_STATUS_MAX 16384
+
 /* ---- fight: the noisy-neighbour test ---------------------------------------- */
 
 /* Bytes of one line a tenant reports, without its '\n': a line is a few

@@ -12,7 +12,7 @@ cd "$TESSERA_SRC" || exit 1
 T() { "$TESSERA" "$@"; }
 
 for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
-    "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" \
+    "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" "agent watch" \
     "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion \
     cert "shim install" token; do
     expect_rc 0 T $v --help

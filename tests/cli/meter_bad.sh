@@ -135,7 +135,7 @@ for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$HPORT) 2>/dev/null && break;
     >"$TMP/out" 2>"$TMP/err"
 check "streamed scrape failed: $(grep -m3 -E 'error|Exit' "$TMP/err")" grep -q "Exit status: 0" "$TMP/err"
 expect_in "$TMP/err" "devices=1 new_samples=1 rejected_lines=0"
-expect_in "$TMP/err" "event=exposition-skipped"
+expect_in "$TMP/err" "msg=exposition-skipped"
 rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$TMP/err")
 echo "meter_bad: ${MB} MB body scraped: peak RSS ${rss} KiB"
 [ $ASAN -eq 0 ] && check "scrape peak RSS ${rss} KiB: not far below ${MB} MB" [ "${rss:-999999}" -lt 65536 ]

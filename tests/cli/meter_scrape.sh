@@ -108,8 +108,8 @@ scrape 0 good --target "http://127.0.0.1:$P_HTTP/$H100" --target "https://localh
     --cacert "$TMP/tls/ca.crt" --interval 1s --count 3
 expect_in "$TMP/out" "rounds=3 scrapes=6 failed=0 rejected=0 new_samples=27 lost=0"
 check "expected 6 scrape lines with status 200" \
-    [ "$(grep -c 'level=info event=scrape .*status=200 ' "$TMP/err")" -eq 6 ]
-log_has "event=scrape round=3 target=https://localhost:$P_TLS/$A30 status=200 bytes=1306 attempts=1 devices=6 new_samples=6 rejected_lines=0 ms=[0-9]+$"
+    [ "$(grep -c 'level=info msg=scrape .*status=200 ' "$TMP/err")" -eq 6 ]
+log_has "msg=scrape round=3 target=https://localhost:$P_TLS/$A30 status=200 bytes=1306 attempts=1 devices=6 new_samples=6 rejected_lines=0 ms=[0-9]+$"
 check "rows: $(rows good), expected 3 rounds x 9 devices" [ "$(rows good)" -eq 27 ]
 # rounds are aligned to the second: every stored time lies in its own second
 check "scrape times not one per round" \
@@ -148,7 +148,7 @@ then ok; else bad "stored bodies or usage differ from the reference"; fi
 
 # ---- failures: each a clear error, exit 1, nothing stored --------------------
 scrape 1 f404 --target "http://127.0.0.1:$P_HTTP/missing.prom" --interval 200ms --count 1
-log_has "level=error event=scrape round=1 target=http://127.0.0.1:$P_HTTP/missing.prom status=404 .*attempts=1 .*error=\"GET http://127.0.0.1:$P_HTTP/missing.prom: HTTP status 404"
+log_has "level=error msg=scrape round=1 target=http://127.0.0.1:$P_HTTP/missing.prom status=404 .*attempts=1 .*error=\"GET http://127.0.0.1:$P_HTTP/missing.prom: HTTP status 404"
 expect_in "$TMP/out" "rounds=1 scrapes=1 failed=1"
 
 start=$(date +%s%N)
@@ -158,7 +158,7 @@ log_has "status=500 .*attempts=3 .*HTTP status 500: overloaded \(3 attempts\)"
 check "retries of a 500 took ${ms} ms: expected the 0.5 s + 1 s backoff" [ "$ms" -ge 1500 ]
 
 scrape 0 flaky --target "http://127.0.0.1:$P_STUB/flaky" --interval 200ms --count 1 --retries 1
-log_has "level=info event=scrape .*status=200 .*attempts=2 devices=3 new_samples=3 "
+log_has "level=info msg=scrape .*status=200 .*attempts=2 devices=3 new_samples=3 "
 check "flaky: rows $(rows flaky)" [ "$(rows flaky)" -eq 3 ]
 
 scrape 1 refused --target "http://user:s3cret@127.0.0.1:$P_DEAD/metrics" --interval 200ms \
@@ -186,15 +186,21 @@ log_has "attempts=1 .*body larger than 1048576 bytes: refused"
 check "cap: rows stored" [ "$(rows cap)" -eq 0 ]
 # 20 MB under the default cap: metered, but not kept for /metrics (16 MiB)
 scrape 0 big --target "http://127.0.0.1:$P_STUB/big" --interval 200ms --count 1
-log_has "event=scrape .*status=200 bytes=[0-9]{8} attempts=1 devices=3 new_samples=3 "
-log_has "level=error event=exposition-skipped .*body over 16777216 bytes"
+log_has "msg=scrape .*status=200 bytes=[0-9]{8} attempts=1 devices=3 new_samples=3 "
+log_has "level=error msg=exposition-skipped .*body over 16777216 bytes"
 check "big: an exposition kept" [ "$(sqlite3 "$TMP/big.db" 'SELECT count(*) FROM expositions')" -eq 0 ]
 
 # ---- SIGTERM: the round in progress finishes, exit 0 -------------------------
+# (with --listen: /healthz, /readyz and /metrics answer while it runs)
+P_STAT=$(free_port)
 "$TESSERA" meter scrape -f "$TMP/spec.yaml" --db "sqlite:$TMP/term.db" --interval 1s \
-    --target "http://127.0.0.1:$P_HTTP/$H100" >"$TMP/out" 2>"$TMP/err" &
+    --target "http://127.0.0.1:$P_HTTP/$H100" --listen "127.0.0.1:$P_STAT" \
+    >"$TMP/out" 2>"$TMP/err" &
 spid=$!
 sleep 2.5
+curl -s "http://127.0.0.1:$P_STAT/metrics" >"$TMP/metrics"
+check "scrape /healthz" curl -sf "http://127.0.0.1:$P_STAT/healthz" -o /dev/null
+check "scrape /readyz" curl -sf "http://127.0.0.1:$P_STAT/readyz" -o /dev/null
 kill -TERM $spid
 start=$(date +%s%N)
 wait $spid
@@ -205,6 +211,12 @@ check "SIGTERM: took ${ms} ms to stop" [ "$ms" -lt 1500 ]
 rounds=$(sed -n 's/^rounds=\([0-9]*\) .*/\1/p' "$TMP/out")
 check "SIGTERM: rounds '$rounds'" [ "${rounds:-0}" -ge 2 ]
 check "SIGTERM: rows $(rows term) for $rounds rounds" [ "$(rows term)" -eq $((rounds * 3)) ]
+# /metrics, read before the stop: a good scrape at least (the round in flight at the
+# read may end after it), no more than the run made
+good=$(awk '$1 == "tessera_scrape_scrapes_total{result=\"ok\"}" {print $2}' "$TMP/metrics")
+check "scrape /metrics ok count '$good' for $rounds rounds" \
+    [ "${good:-0}" -ge 1 -a "${good:-0}" -le "${rounds:-0}" ]
+expect_in "$TMP/metrics" 'tessera_scrape_scrapes_total{result="failed"} 0'
 
 # ---- bad usage: exit 2 ----------------------------------------------------------
 S=(-f "$TMP/spec.yaml" --db "sqlite:$TMP/u.db")
@@ -220,6 +232,10 @@ expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --retries -1
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --count 0
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --max-body 12Q
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --bogus
+expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --log-format xml
+expect_in "$TMP/err" "bad value 'xml' for --log-format"
+expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" --count 1 --listen nonsense
+expect_in "$TMP/err" "--listen"
 expect_rc 2 "$TESSERA" meter scrape "${S[@]}" --target "$T" extra-arg
 expect_rc 2 "$TESSERA" meter scrape -f "$TMP/spec.yaml" --db "mysql://x/y" --target "$T" --count 1
 expect_rc 0 "$TESSERA" meter scrape --help

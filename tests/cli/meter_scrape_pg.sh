@@ -61,11 +61,11 @@ expect_in "$TMP/out" "failed=0 rejected=0 new_samples=$((rounds * 3)) lost=0"
 check "rows $(rows) for $rounds rounds of 3 devices" [ "$(rows)" -eq $((rounds * 3)) ]
 check "a device-scrape stored twice" [ "$(psql "$URL" -AtXqc \
     'SELECT count(*) FROM (SELECT DISTINCT device, ts_ms FROM samples) d')" -eq $((rounds * 3)) ]
-waits=$(grep -c 'event=store-wait' "$TMP/err")
-late=$(grep -c 'event=stored-late' "$TMP/err")
+waits=$(grep -c 'msg=store-wait' "$TMP/err")
+late=$(grep -c 'msg=stored-late' "$TMP/err")
 echo "meter_scrape_pg: $rounds rounds, $waits scrapes waited for the store, $late stored late"
 check "the outage was not seen (no store-wait event)" [ "$waits" -ge 1 ]
 check "store-wait $waits, stored-late $late" [ "$waits" -eq "$late" ]
-expect_in "$TMP/err" 'event=store-wait'
-check "store-wait without the database's reason" grep -q 'event=store-wait.*error="postgresql: ' "$TMP/err"
+expect_in "$TMP/err" 'msg=store-wait'
+check "store-wait without the database's reason" grep -q 'msg=store-wait.*error="postgresql: ' "$TMP/err"
 finish

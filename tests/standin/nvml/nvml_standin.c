@@ -14,15 +14,23 @@
  * follow NVML's rules (a placement must be a valid one: INVALID_ARGUMENT;
  * it must not overlap or exceed the counts: INSUFFICIENT_RESOURCES; a GPU
  * instance with compute instances or processes is IN_USE) and rewrite the
- * file. Knobs: $TESSERA_STANDIN_NVML_FAIL_CREATE=N makes the Nth create
- * call of the process fail (UNKNOWN); $TESSERA_STANDIN_NVML_LOG names a
- * file that gets one line per mutating call. The clocks, temperature and
- * power the fight reads are fixed values (at the end of the file). Test
- * code: plain and short.
+ * file. The file is the driver's state shared by every process: when
+ * another process (or a test) rewrote it, nvmlDeviceGetCount_v2 (where
+ * each read of the node starts) reads it again, as a real driver's answers
+ * follow processes starting and instances made by others. Knobs:
+ * $TESSERA_STANDIN_NVML_FAIL_CREATE=N makes the Nth create call of the
+ * process fail (UNKNOWN); $TESSERA_STANDIN_NVML_KILL_AFTER=N kills the
+ * process (SIGKILL) right after its Nth successful mutating call has been
+ * written (a crash in the middle of a change); $TESSERA_STANDIN_NVML_LOG
+ * names a file that gets one line per mutating call. The clocks,
+ * temperature and power the fight reads are fixed values (at the end of
+ * the file). Test code: plain and short.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "agent/nvml_abi.h"
 
 #define MAXG 8
@@ -61,7 +69,8 @@ static struct sprof profs[MAXP];
 static struct sgi gis[MAXGI];
 static struct sci cis[MAXCI];
 static struct sproc procs[MAXPROC];
-static int ngpu, nprof, nproc, seq, creates;
+static int ngpu, nprof, nproc, seq, creates, mutations;
+static struct stat seen; /* the state file as last read or written */
 static struct handle gpu_h[MAXG], mig_h[MAXCI];
 static const int ci_slices[8] = {1, 2, 3, 4, 7, 8, 6, 1};
 
@@ -155,6 +164,7 @@ static int load(void)
     while (fgets(line, sizeof line, f))
         load_line(line);
     fclose(f);
+    stat(path, &seen);
     return 1;
 }
 
@@ -194,6 +204,19 @@ static void save(void)
     fprintf(f, "seq;n=%d\n", seq);
     fclose(f);
     rename(tmp, path);
+    stat(path, &seen);
+}
+
+/* Read the state again when someone else rewrote the file. */
+static void refresh(void)
+{
+    struct stat now;
+    const char *path = getenv("TESSERA_STANDIN_NVML");
+    if (!path || stat(path, &now) != 0)
+        return;
+    if (now.st_ino != seen.st_ino || now.st_size != seen.st_size ||
+        now.st_mtim.tv_sec != seen.st_mtim.tv_sec || now.st_mtim.tv_nsec != seen.st_mtim.tv_nsec)
+        load();
 }
 
 static nvmlReturn_t logged(nvmlReturn_t r, const char *call, int gpu, int a, int b)
@@ -204,8 +227,11 @@ static nvmlReturn_t logged(nvmlReturn_t r, const char *call, int gpu, int a, int
         fprintf(f, "%s gpu=%d %d %d -> %d\n", call, gpu, a, b, r);
         fclose(f);
     }
+    const char *kill_after = getenv("TESSERA_STANDIN_NVML_KILL_AFTER");
     if (r == NVML_SUCCESS)
         save();
+    if (r == NVML_SUCCESS && kill_after && atoi(kill_after) == ++mutations)
+        raise(SIGKILL);
     return r;
 }
 
@@ -288,6 +314,7 @@ const char *nvmlErrorString(nvmlReturn_t r)
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 {
+    refresh();
     *count = (unsigned)ngpu;
     return NVML_SUCCESS;
 }

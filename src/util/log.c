@@ -1,10 +1,11 @@
 /*
- * log.c - structured log lines to stderr: `ts=... level=... msg=... k=v`
- * with values quoted when they hold spaces or quotes, or one JSON object a
- * line (--log-format json). Each line goes out in one write(2), so lines
- * from different threads never interleave.
+ * log.c - structured log lines to stderr (log.h): `ts=... level=... msg=...
+ * k=v` with values quoted when they hold spaces or quotes, or one JSON
+ * object a line (--log-format json). Each line goes out in one write(2), so
+ * lines from different threads never interleave.
  */
-#include "serve/internal.h"
+#include "util/log.h"
+#include "util/sbuf.h"
 
 #include <jansson.h>
 #include "util/jsonfree.h"
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static void timestamp(char *buf, size_t size)
@@ -42,7 +44,7 @@ static void text_value(struct ts_sbuf *b, const char *v)
     ts_sbuf_puts(b, "\"");
 }
 
-void serve_log(int json, const char *level, const char *msg, const struct serve_kv *kv, size_t n)
+void ts_log(int json, const char *level, const char *msg, const struct ts_log_kv *kv, size_t n)
 {
     char ts[64];
     timestamp(ts, sizeof(ts));
