@@ -21,26 +21,32 @@
 struct walk {
     struct plan_cfg *c;
     int *counts;
+    size_t *nz; /* types with a nonzero count, ascending (dfs sets them in order) */
+    size_t nnz;
     size_t cap; /* of c->configs, in configurations */
     long steps;
     int full; /* a cap was hit or memory ran out */
 };
 
+/* Counts fit: do they with one more of type t? */
+static int one_more(struct walk *w, size_t t)
+{
+    const struct plan_cfg *c = w->c;
+    if (c->more)
+        return c->more(c->ctx, w->counts, w->nz, w->nnz, t);
+    w->counts[t]++;
+    int fits = c->fits(c->ctx, w->counts);
+    w->counts[t]--;
+    return fits;
+}
+
 static int maximal(struct walk *w)
 {
     const struct plan_cfg *c = w->c;
-    int any = 0;
-    for (size_t t = 0; t < c->ntypes; t++) {
-        any |= w->counts[t] > 0;
-        if (w->counts[t] >= c->demand[t])
-            continue;
-        w->counts[t]++;
-        int more = c->fits(c->ctx, w->counts);
-        w->counts[t]--;
-        if (more)
+    for (size_t t = 0; t < c->ntypes; t++)
+        if (w->counts[t] < c->demand[t] && one_more(w, t))
             return 0;
-    }
-    return any;
+    return w->nnz > 0;
 }
 
 static void keep(struct walk *w)
@@ -73,16 +79,19 @@ static void dfs(struct walk *w, size_t t)
         return;
     }
     int k = 0;
-    while (k < w->c->demand[t]) {
-        w->counts[t] = k + 1;
-        if (!w->c->fits(w->c->ctx, w->counts))
-            break;
-        k++;
+    while (k < w->c->demand[t] && one_more(w, t)) {
+        w->counts[t] = ++k;
+        if (k == 1)
+            w->nz[w->nnz++] = t;
     }
     for (; k >= 0 && !w->full; k--) {
         w->counts[t] = k;
+        if (k == 0 && w->nnz && w->nz[w->nnz - 1] == t)
+            w->nnz--;
         dfs(w, t + 1);
     }
+    if (w->nnz && w->nz[w->nnz - 1] == t)
+        w->nnz--;
     w->counts[t] = 0;
 }
 
@@ -90,11 +99,16 @@ int plan__cfg_enumerate(struct plan_cfg *c)
 {
     c->configs = NULL;
     c->nconfigs = 0;
-    struct walk w = {c, calloc(c->ntypes + 1, sizeof(int)), 0, 0, 0};
-    if (!w.counts)
+    struct walk w = {
+        c, calloc(c->ntypes + 1, sizeof(int)), calloc(c->ntypes + 1, sizeof(size_t)), 0, 0, 0, 0};
+    if (!w.counts || !w.nz) {
+        free(w.counts);
+        free(w.nz);
         return 0;
+    }
     dfs(&w, 0);
     free(w.counts);
+    free(w.nz);
     if (w.full) {
         plan__cfg_free(c);
         return 0;

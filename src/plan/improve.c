@@ -87,7 +87,8 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
 /* Solve k exactly; refill its cards when GLPK finds fewer. */
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
-    struct plan_cfg c = {k->pc.ntypes, k->pc.demand, plan__pool_fits, &k->pc, NULL, 0};
+    struct plan_cfg c = {k->pc.ntypes,        k->pc.demand, plan__pool_fits, &k->pc, NULL, 0,
+                         plan__pool_fits_more};
     if (!plan__cfg_enumerate(&c)) {
         b->glpk_skipped = 1;
         return TS_OK;
@@ -121,7 +122,7 @@ static int named_pool(const struct plan_gpu *g)
 static ts_status one_class(struct plan_build *b, const struct cat_model *model, int mode)
 {
     struct plan *p = b->p;
-    struct klass k = {{b->m, model, 0, NULL, 0, NULL}, NULL, 0, NULL};
+    struct klass k = {{b->m, model, 0, NULL, 0, NULL, NULL}, NULL, 0, NULL};
     size_t n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
         n += p->gpus[i].model == model && p->gpus[i].mode == mode ? p->gpus[i].ninst : 0;
@@ -135,7 +136,9 @@ static ts_status one_class(struct plan_build *b, const struct cat_model *model, 
             k.cards[k.ncards++] = &p->gpus[i];
     if (st == TS_OK && k.ncards > 1 && gather(&k)) {
         k.pc.mech = k.pc.rows[0]->mech;
+        k.pc.trust = plan__pool_trust_memo(b->m);
         st = solve_class(b, &k);
+        free(k.pc.trust);
     }
     for (size_t t = 0; k.replicas && t < k.pc.ntypes; t++)
         free(k.replicas[t]);

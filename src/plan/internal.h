@@ -76,6 +76,9 @@ struct plan_cfg {
     const void *ctx;
     int *configs;
     size_t nconfigs;
+    /* Optional, the same test made incremental: counts fit (nz: its types
+     * with a nonzero count, ascending); does counts plus one of type t? */
+    int (*more)(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t);
 };
 int plan__cfg_enumerate(struct plan_cfg *c);
 void plan__cfg_free(struct plan_cfg *c);
@@ -95,8 +98,14 @@ struct plan_pool_class {
     const struct decide_row **rows;
     size_t ntypes;
     int *demand;
+    unsigned char *trust; /* tenants x tenants memo (plan__pool_trust_memo) or NULL */
 };
 int plan__pool_fits(const void *ctx, const int *counts);
+int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, size_t nnz,
+                         size_t t);
+/* A zeroed tenants x tenants trust memo for m, or NULL (too many tenants,
+ * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */
+unsigned char *plan__pool_trust_memo(const struct spec_model *m);
 int plan__pool_cfg_bound(const struct plan_pool_class *pc);
 /* Cards model's pools of mech need at least (groups' configuration bounds;
  * time-slicing with the guests that no scheduled whole card may host). */
