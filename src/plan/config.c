@@ -179,6 +179,29 @@ int plan__cfg_lp_bound(const struct plan_cfg *c)
     return bound;
 }
 
+struct budget {
+    long nodes, max;
+    int proven; /* the incumbent meets the best bound of the open nodes */
+};
+
+/* Stop after max nodes, or once the incumbent is proven: the objective (a
+ * count of cards) is an integer, so ceil(bound) = incumbent proves it. */
+static void watch(glp_tree *tree, void *info)
+{
+    struct budget *bu = info;
+    if (glp_ios_reason(tree) != GLP_ISELECT)
+        return;
+    glp_prob *lp = glp_ios_get_prob(tree);
+    int best = glp_ios_best_node(tree);
+    if (glp_mip_status(lp) == GLP_FEAS && best &&
+        ceil(glp_ios_node_bound(tree, best) - 1e-6) >= glp_mip_obj_val(lp) - 1e-6) {
+        bu->proven = 1;
+        glp_ios_terminate(tree);
+    } else if (++bu->nodes > bu->max) {
+        glp_ios_terminate(tree);
+    }
+}
+
 int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal)
 {
     *optimal = 0;
@@ -192,9 +215,15 @@ int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int 
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = (int)(time_limit_s * 1000.0);
+    struct budget bu = {0, c->max_nodes, 0};
+    if (c->max_nodes > 0) {
+        parm.cb_func = watch;
+        parm.cb_info = &bu;
+    }
     int rc = glp_intopt(lp, &parm), st = glp_mip_status(lp), used = -1;
-    if ((rc == 0 || rc == GLP_ETMLIM) && (st == GLP_OPT || st == GLP_FEAS)) {
-        *optimal = rc == 0 && st == GLP_OPT;
+    int stopped = rc == GLP_ETMLIM || rc == GLP_ESTOP;
+    if ((rc == 0 || stopped) && (st == GLP_OPT || st == GLP_FEAS)) {
+        *optimal = (rc == 0 && st == GLP_OPT) || (rc == GLP_ESTOP && bu.proven);
         used = 0;
         for (size_t k = 0; k < c->nconfigs; k++) {
             x[k] = (int)lround(glp_mip_col_val(lp, (int)k + 1));

@@ -7,7 +7,11 @@
  * integers on exactly those cards (the cards actually needed, never the
  * whole fleet) and, when it uses fewer, the cards are refilled by its
  * configurations. Skipped when the cards are not interchangeable for the
- * clients (node eligibility, replicas spread across nodes).
+ * clients (node eligibility, replicas spread across nodes). The work is
+ * capped (util/limits.h): a class of more than PLAN_POOL_ILP_CONFIGS_MAX
+ * configurations keeps the heuristic layout, and GLPK stops after
+ * PLAN_POOL_ILP_NODES_MAX branch-and-bound nodes with the best layout it
+ * found, so the pass costs at most a constant per class.
  */
 #include "plan/internal.h"
 
@@ -87,9 +91,11 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
 /* Solve k exactly; refill its cards when GLPK finds fewer. */
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
-    struct plan_cfg c = {k->pc.ntypes,        k->pc.demand, plan__pool_fits, &k->pc, NULL, 0,
-                         plan__pool_fits_more};
-    if (!plan__cfg_enumerate(&c)) {
+    struct plan_cfg c = {
+        k->pc.ntypes,         k->pc.demand,           plan__pool_fits, &k->pc, NULL, 0,
+        plan__pool_fits_more, PLAN_POOL_ILP_NODES_MAX};
+    if (!plan__cfg_enumerate(&c) || c.nconfigs > PLAN_POOL_ILP_CONFIGS_MAX) {
+        plan__cfg_free(&c);
         b->glpk_skipped = 1;
         return TS_OK;
     }

@@ -79,6 +79,9 @@ struct plan_cfg {
     /* Optional, the same test made incremental: counts fit (nz: its types
      * with a nonzero count, ascending); does counts plus one of type t? */
     int (*more)(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t);
+    /* For plan__cfg_ilp: 0, or the branch-and-bound nodes GLPK may open
+     * (it then also stops once its best layout meets the proven bound). */
+    long max_nodes;
 };
 int plan__cfg_enumerate(struct plan_cfg *c);
 void plan__cfg_free(struct plan_cfg *c);
@@ -86,7 +89,8 @@ void plan__cfg_free(struct plan_cfg *c);
 int plan__cfg_lp_bound(const struct plan_cfg *c);
 /* The integer program: cards used (x[k] cards of configuration k; at most
  * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
- * -1: that no layout within upper exists). */
+ * -1: that no layout within upper exists). Stopped by the time limit or
+ * max_nodes, it returns the best layout found (or -1), not optimal. */
 int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal);
 
 /* Sharing-pool clients as a class (plan/poolcfg.c): rows[t] with demand[t]
