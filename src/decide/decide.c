@@ -633,9 +633,7 @@ static void decide_spilling(struct decide__ctx *c, struct wctx *x)
     }
     free(scratch);
 reserve:
-    if (x->row->model)
-        c->reserved[decide__model_slot(c, x->row->model)] += decide__replica_share(x->row) *
-                                                             x->w->replicas;
+    decide__reserve(c, x->row);
 }
 
 /* Workloads naming one pool must share a mechanism and trust each other. */

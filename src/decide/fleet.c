@@ -155,7 +155,13 @@ double decide__replica_share(const struct decide_row *r)
     if (!decide_mech_shares_card(r->mech))
         return r->gpus;
     double s = r->cap_gib / m->memory_gib;
-    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
+    if (r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s)
+        s = r->sm_percent / 100.0;
+    if (r->mech == DECIDE_MPS && m->mps_max_clients > 0 && 1.0 / m->mps_max_clients > s)
+        s = 1.0 / m->mps_max_clients;
+    /* a card holds whole clients: floor(1 / s) of this size at most */
+    double per_card = s > 0 ? floor(1.0 / s + 1e-9) : 0;
+    return per_card >= 1 ? 1.0 / per_card : s;
 }
 
 /* ---- node eligibility ---- */
@@ -236,14 +242,57 @@ static double eligible_cards(const struct decide__ctx *c, const struct decide_ro
     return n;
 }
 
-/* 1 when r's replicas fit, by card share, in what its model has left (and
- * replicas kept on distinct cards find as many cards). */
+/* r's pool group slot (its mechanism among the three sharing ones), or -1. */
+static int group_slot(const struct decide_row *r)
+{
+    if (r->profile)
+        return -1;
+    return r->mech == DECIDE_MPS               ? 0
+           : r->mech == DECIDE_TIME_SLICING    ? 1
+           : r->mech == DECIDE_MEMORY_FRACTION ? 2
+                                               : -1;
+}
+
+static double cards_of(double share) { return ceil(share - 1e-9); }
+
+/* Cards r's replicas add to its model's reserve: their shares, or for a
+ * sharing pool the whole cards its tenant's group grows by. Pools pack
+ * per group (one MPS server per tenant; time-slicing guests only with
+ * tenants they trust), so counting them as fluid shares of the model
+ * sent more pool work to a model than its cards could hold. */
+static double added_cards(const struct decide__ctx *c, const struct decide_row *r)
+{
+    double want = decide__replica_share(r) * r->workload->replicas;
+    int g = group_slot(r);
+    if (g < 0)
+        return want;
+    double old = c->group_tenant == r->tenant ? c->group[decide__model_slot(c, r->model)][g] : 0;
+    return cards_of(old + want) - cards_of(old);
+}
+
+/* 1 when r's replicas fit in what its model has left (and replicas kept
+ * on distinct cards find as many cards). */
 int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r)
 {
-    double want = decide__replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
+    double cards = eligible_cards(c, r);
     if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
         return 0;
-    return c->reserved[decide__model_slot(c, r->model)] + want <= cards + 1e-9;
+    return c->reserved[decide__model_slot(c, r->model)] + added_cards(c, r) <= cards + 1e-9;
+}
+
+void decide__reserve(struct decide__ctx *c, const struct decide_row *r)
+{
+    if (!r->model)
+        return;
+    if (c->group_tenant != r->tenant) {
+        memset(c->group, 0, sizeof(c->group));
+        c->group_tenant = r->tenant;
+    }
+    size_t m = decide__model_slot(c, r->model);
+    c->reserved[m] += added_cards(c, r);
+    int g = group_slot(r);
+    if (g >= 0)
+        c->group[m][g] += decide__replica_share(r) * r->workload->replicas;
 }
 
 /* Decide x; when its model has no room left (by the card shares the rows

@@ -17,6 +17,11 @@ struct decide__ctx {
     const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
     size_t nmodels;
     double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
+    /* The current tenant's sharing pools: card shares per model and pool
+     * mechanism (MPS, time-slicing, memory fraction); reserved counts each
+     * such group in whole cards (its last card is rounded up). */
+    const struct spec_tenant *group_tenant;
+    double group[DECIDE_MODELS_MAX][3];
     /* Each node's GPU entries' catalog models, looked up once (NULL when
      * out of memory: then looked up each time): node i's entry g is
      * entry_models[entry_first[i] + g]. */
@@ -45,5 +50,7 @@ int decide__fleet_licensed(const struct decide__ctx *c);
 size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *model);
 /* 1 when r's replicas fit, by card share, in what its model has left. */
 int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r);
+/* Take r's replicas from what its model has left. */
+void decide__reserve(struct decide__ctx *c, const struct decide_row *r);
 
 #endif
