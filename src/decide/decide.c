@@ -682,6 +682,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     struct decide__ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     decide__check_fleet(&c);
     decide__order_by_cost(&c);
+    decide__groups_init(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;

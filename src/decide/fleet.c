@@ -242,8 +242,8 @@ static double eligible_cards(const struct decide__ctx *c, const struct decide_ro
     return n;
 }
 
-/* r's pool group slot (its mechanism among the three sharing ones), or -1. */
-static int group_slot(const struct decide_row *r)
+/* r's pool mechanism among the three sharing ones, or -1. */
+static int pool_slot(const struct decide_row *r)
 {
     if (r->profile)
         return -1;
@@ -253,21 +253,59 @@ static int group_slot(const struct decide_row *r)
                                                : -1;
 }
 
+static size_t set_of(size_t *set, size_t i)
+{
+    while (set[i] != i)
+        i = set[i] = set[set[i]];
+    return i;
+}
+
+void decide__groups_init(struct decide__ctx *c)
+{
+    size_t n = c->m->ntenants;
+    c->trust_set = ts_arena_array(c->arena, n + 1, sizeof(*c->trust_set));
+    c->group = ts_arena_array(c->arena, (n + 1) * DECIDE_MODELS_MAX * 3, sizeof(*c->group));
+    if (!c->trust_set || !c->group) {
+        c->group = NULL;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        c->trust_set[i] = i;
+    for (size_t i = 0; i < n; i++) {
+        const struct spec_tenant *t = &c->m->tenants[i];
+        for (size_t k = 0; k < t->ntrusts; k++) {
+            const struct spec_tenant *o = spec_tenant_find(c->m, t->trusts[k]);
+            if (o && spec_tenants_trust(c->m, t->name, o->name))
+                c->trust_set[set_of(c->trust_set, i)] = set_of(c->trust_set,
+                                                               (size_t)(o - c->m->tenants));
+        }
+    }
+}
+
+/* r's pool group's card shares, or NULL outside pools. */
+static double *group_of(const struct decide__ctx *c, const struct decide_row *r)
+{
+    int g = pool_slot(r);
+    if (g < 0 || !c->group)
+        return NULL;
+    size_t t = (size_t)(r->tenant - c->m->tenants);
+    if (g > 0) /* time-slicing, fractions: any tenants that trust each other */
+        t = set_of(c->trust_set, t);
+    return &c->group[(t * DECIDE_MODELS_MAX + decide__model_slot(c, r->model)) * 3 + (size_t)g];
+}
+
 static double cards_of(double share) { return ceil(share - 1e-9); }
 
 /* Cards r's replicas add to its model's reserve: their shares, or for a
- * sharing pool the whole cards its tenant's group grows by. Pools pack
- * per group (one MPS server per tenant; time-slicing guests only with
- * tenants they trust), so counting them as fluid shares of the model
- * sent more pool work to a model than its cards could hold. */
+ * sharing pool the whole cards its group grows by. Pools pack per group
+ * (one MPS server per tenant; shared cards only among tenants that trust
+ * each other), so counting them as fluid shares of the model sent more
+ * pool work to a model than its cards could hold. */
 static double added_cards(const struct decide__ctx *c, const struct decide_row *r)
 {
     double want = decide__replica_share(r) * r->workload->replicas;
-    int g = group_slot(r);
-    if (g < 0)
-        return want;
-    double old = c->group_tenant == r->tenant ? c->group[decide__model_slot(c, r->model)][g] : 0;
-    return cards_of(old + want) - cards_of(old);
+    const double *g = group_of(c, r);
+    return g ? cards_of(*g + want) - cards_of(*g) : want;
 }
 
 /* 1 when r's replicas fit in what its model has left (and replicas kept
@@ -284,15 +322,10 @@ void decide__reserve(struct decide__ctx *c, const struct decide_row *r)
 {
     if (!r->model)
         return;
-    if (c->group_tenant != r->tenant) {
-        memset(c->group, 0, sizeof(c->group));
-        c->group_tenant = r->tenant;
-    }
-    size_t m = decide__model_slot(c, r->model);
-    c->reserved[m] += added_cards(c, r);
-    int g = group_slot(r);
-    if (g >= 0)
-        c->group[m][g] += decide__replica_share(r) * r->workload->replicas;
+    c->reserved[decide__model_slot(c, r->model)] += added_cards(c, r);
+    double *g = group_of(c, r);
+    if (g)
+        *g += decide__replica_share(r) * r->workload->replicas;
 }
 
 /* Decide x; when its model has no room left (by the card shares the rows

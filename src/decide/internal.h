@@ -17,11 +17,13 @@ struct decide__ctx {
     const struct cat_model *models[DECIDE_MODELS_MAX]; /* distinct fleet models, cheapest first */
     size_t nmodels;
     double reserved[DECIDE_MODELS_MAX]; /* cards of models[i] the rows so far take at least */
-    /* The current tenant's sharing pools: card shares per model and pool
-     * mechanism (MPS, time-slicing, memory fraction); reserved counts each
-     * such group in whole cards (its last card is rounded up). */
-    const struct spec_tenant *group_tenant;
-    double group[DECIDE_MODELS_MAX][3];
+    /* Sharing pools by group: MPS per tenant, time-slicing and memory
+     * fractions per set of tenants that trust each other (tenant i's set
+     * is named by trust_set[i]); group[(tenant * DECIDE_MODELS_MAX + model)
+     * * 3 + mechanism] holds its card shares, and reserved counts each
+     * group in whole cards. NULL when out of memory: fluid shares. */
+    size_t *trust_set;
+    double *group;
     /* Each node's GPU entries' catalog models, looked up once (NULL when
      * out of memory: then looked up each time): node i's entry g is
      * entry_models[entry_first[i] + g]. */
@@ -52,5 +54,7 @@ size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *m
 int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r);
 /* Take r's replicas from what its model has left. */
 void decide__reserve(struct decide__ctx *c, const struct decide_row *r);
+/* The trust sets and pool groups decide__reserve counts. */
+void decide__groups_init(struct decide__ctx *c);
 
 #endif
