@@ -229,8 +229,29 @@ size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *m
     return 0;
 }
 
-/* Cards of r's model on nodes that may host r. */
+static double count_eligible(const struct decide__ctx *c, const struct decide_row *r);
+
+/* Cards of r's model on nodes that may host r (remembered per kind). */
 static double eligible_cards(const struct decide__ctx *c, const struct decide_row *r)
+{
+    struct decide__elig *e = c->elig;
+    int mig = r->profile != NULL;
+    for (size_t i = 0; e && i < e->n; i++)
+        if (e->seen[i].model == r->model && e->seen[i].mig == mig && e->seen[i].mech == r->mech &&
+            e->seen[i].enforce == r->enforce)
+            return e->seen[i].cards;
+    double n = count_eligible(c, r);
+    if (e && e->n < DECIDE_ELIG_MEMO_MAX) {
+        e->seen[e->n].model = r->model;
+        e->seen[e->n].mig = mig;
+        e->seen[e->n].mech = r->mech;
+        e->seen[e->n].enforce = r->enforce;
+        e->seen[e->n++].cards = n;
+    }
+    return n;
+}
+
+static double count_eligible(const struct decide__ctx *c, const struct decide_row *r)
 {
     double n = 0;
     const struct spec_fleet *fl = c->m->fleet;
@@ -263,6 +284,7 @@ static size_t set_of(size_t *set, size_t i)
 void decide__groups_init(struct decide__ctx *c)
 {
     size_t n = c->m->ntenants;
+    c->elig = ts_arena_alloc(c->arena, sizeof(*c->elig));
     c->trust_set = ts_arena_array(c->arena, n + 1, sizeof(*c->trust_set));
     c->group = ts_arena_array(c->arena, (n + 1) * DECIDE_MODELS_MAX * 3, sizeof(*c->group));
     if (!c->trust_set || !c->group) {

@@ -9,6 +9,15 @@
 #include "decide/decide.h"
 #include "util/limits.h"
 
+struct decide__elig {
+    struct {
+        const struct cat_model *model;
+        int mig, mech, enforce;
+        double cards;
+    } seen[DECIDE_ELIG_MEMO_MAX];
+    size_t n;
+};
+
 struct decide__ctx {
     const struct spec_model *m;
     const struct cat_catalog *cat;
@@ -24,6 +33,9 @@ struct decide__ctx {
      * group in whole cards. NULL when out of memory: fluid shares. */
     size_t *trust_set;
     double *group;
+    /* Eligible cards per kind of row (decide_card_refuses asks only its
+     * model, MIG profile or not, mechanism and enforcer), counted once. */
+    struct decide__elig *elig;
     /* Each node's GPU entries' catalog models, looked up once (NULL when
      * out of memory: then looked up each time): node i's entry g is
      * entry_models[entry_first[i] + g]. */

@@ -183,6 +183,11 @@
 /* Distinct GPU models one fleet uses, the candidates decide tries in fleet
  * order (the built-in catalog has 18); later ones are not tried. */
 #define DECIDE_MODELS_MAX 64
+/* Kinds of row (model, MIG or not, mechanism, enforcer) whose eligible
+ * cards decide remembers: each count is a pass over the fleet, once per
+ * kind instead of once per workload (a fleet of five models has a few
+ * dozen kinds); past it the count is made each time. Not an input cap. */
+#define DECIDE_ELIG_MEMO_MAX 256
 
 /* ---- plan ------------------------------------------------------------------ */
 
