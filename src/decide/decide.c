@@ -633,9 +633,7 @@ static void decide_spilling(struct decide__ctx *c, struct wctx *x)
     }
     free(scratch);
 reserve:
-    if (x->row->model)
-        c->reserved[decide__model_slot(c, x->row->model)] += decide__replica_share(x->row) *
-                                                             x->w->replicas;
+    decide__reserve(c, x->row);
 }
 
 /* Workloads naming one pool must share a mechanism and trust each other. */
@@ -684,6 +682,7 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     struct decide__ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     decide__check_fleet(&c);
     decide__order_by_cost(&c);
+    decide__groups_init(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;

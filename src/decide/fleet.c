@@ -155,7 +155,13 @@ double decide__replica_share(const struct decide_row *r)
     if (!decide_mech_shares_card(r->mech))
         return r->gpus;
     double s = r->cap_gib / m->memory_gib;
-    return r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s ? r->sm_percent / 100.0 : s;
+    if (r->mech == DECIDE_MPS && r->sm_percent / 100.0 > s)
+        s = r->sm_percent / 100.0;
+    if (r->mech == DECIDE_MPS && m->mps_max_clients > 0 && 1.0 / m->mps_max_clients > s)
+        s = 1.0 / m->mps_max_clients;
+    /* a card holds whole clients: floor(1 / s) of this size at most */
+    double per_card = s > 0 ? floor(1.0 / s + 1e-9) : 0;
+    return per_card >= 1 ? 1.0 / per_card : s;
 }
 
 /* ---- node eligibility ---- */
@@ -223,8 +229,29 @@ size_t decide__model_slot(const struct decide__ctx *c, const struct cat_model *m
     return 0;
 }
 
-/* Cards of r's model on nodes that may host r. */
+static double count_eligible(const struct decide__ctx *c, const struct decide_row *r);
+
+/* Cards of r's model on nodes that may host r (remembered per kind). */
 static double eligible_cards(const struct decide__ctx *c, const struct decide_row *r)
+{
+    struct decide__elig *e = c->elig;
+    int mig = r->profile != NULL;
+    for (size_t i = 0; e && i < e->n; i++)
+        if (e->seen[i].model == r->model && e->seen[i].mig == mig && e->seen[i].mech == r->mech &&
+            e->seen[i].enforce == r->enforce)
+            return e->seen[i].cards;
+    double n = count_eligible(c, r);
+    if (e && e->n < DECIDE_ELIG_MEMO_MAX) {
+        e->seen[e->n].model = r->model;
+        e->seen[e->n].mig = mig;
+        e->seen[e->n].mech = r->mech;
+        e->seen[e->n].enforce = r->enforce;
+        e->seen[e->n++].cards = n;
+    }
+    return n;
+}
+
+static double count_eligible(const struct decide__ctx *c, const struct decide_row *r)
 {
     double n = 0;
     const struct spec_fleet *fl = c->m->fleet;
@@ -236,14 +263,91 @@ static double eligible_cards(const struct decide__ctx *c, const struct decide_ro
     return n;
 }
 
-/* 1 when r's replicas fit, by card share, in what its model has left (and
- * replicas kept on distinct cards find as many cards). */
+/* r's pool mechanism among the three sharing ones, or -1. */
+static int pool_slot(const struct decide_row *r)
+{
+    if (r->profile)
+        return -1;
+    return r->mech == DECIDE_MPS               ? 0
+           : r->mech == DECIDE_TIME_SLICING    ? 1
+           : r->mech == DECIDE_MEMORY_FRACTION ? 2
+                                               : -1;
+}
+
+static size_t set_of(size_t *set, size_t i)
+{
+    while (set[i] != i)
+        i = set[i] = set[set[i]];
+    return i;
+}
+
+void decide__groups_init(struct decide__ctx *c)
+{
+    size_t n = c->m->ntenants;
+    c->elig = ts_arena_alloc(c->arena, sizeof(*c->elig));
+    c->trust_set = ts_arena_array(c->arena, n + 1, sizeof(*c->trust_set));
+    c->group = ts_arena_array(c->arena, (n + 1) * DECIDE_MODELS_MAX * 3, sizeof(*c->group));
+    if (!c->trust_set || !c->group) {
+        c->group = NULL;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        c->trust_set[i] = i;
+    for (size_t i = 0; i < n; i++) {
+        const struct spec_tenant *t = &c->m->tenants[i];
+        for (size_t k = 0; k < t->ntrusts; k++) {
+            const struct spec_tenant *o = spec_tenant_find(c->m, t->trusts[k]);
+            if (o && spec_tenants_trust(c->m, t->name, o->name))
+                c->trust_set[set_of(c->trust_set, i)] = set_of(c->trust_set,
+                                                               (size_t)(o - c->m->tenants));
+        }
+    }
+}
+
+/* r's pool group's card shares, or NULL outside pools. */
+static double *group_of(const struct decide__ctx *c, const struct decide_row *r)
+{
+    int g = pool_slot(r);
+    if (g < 0 || !c->group)
+        return NULL;
+    size_t t = (size_t)(r->tenant - c->m->tenants);
+    if (g > 0) /* time-slicing, fractions: any tenants that trust each other */
+        t = set_of(c->trust_set, t);
+    return &c->group[(t * DECIDE_MODELS_MAX + decide__model_slot(c, r->model)) * 3 + (size_t)g];
+}
+
+static double cards_of(double share) { return ceil(share - 1e-9); }
+
+/* Cards r's replicas add to its model's reserve: their shares, or for a
+ * sharing pool the whole cards its group grows by. Pools pack per group
+ * (one MPS server per tenant; shared cards only among tenants that trust
+ * each other), so counting them as fluid shares of the model sent more
+ * pool work to a model than its cards could hold. */
+static double added_cards(const struct decide__ctx *c, const struct decide_row *r)
+{
+    double want = decide__replica_share(r) * r->workload->replicas;
+    const double *g = group_of(c, r);
+    return g ? cards_of(*g + want) - cards_of(*g) : want;
+}
+
+/* 1 when r's replicas fit in what its model has left (and replicas kept
+ * on distinct cards find as many cards). */
 int decide__fits_capacity(const struct decide__ctx *c, const struct decide_row *r)
 {
-    double want = decide__replica_share(r) * r->workload->replicas, cards = eligible_cards(c, r);
+    double cards = eligible_cards(c, r);
     if (r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > cards + 1e-9)
         return 0;
-    return c->reserved[decide__model_slot(c, r->model)] + want <= cards + 1e-9;
+    return c->reserved[decide__model_slot(c, r->model)] + added_cards(c, r) <= cards + 1e-9;
+}
+
+void decide__reserve(struct decide__ctx *c, const struct decide_row *r)
+{
+    if (!r->model)
+        return;
+    c->reserved[decide__model_slot(c, r->model)] += added_cards(c, r);
+    double *g = group_of(c, r);
+    if (g)
+        *g += decide__replica_share(r) * r->workload->replicas;
 }
 
 /* Decide x; when its model has no room left (by the card shares the rows

@@ -21,26 +21,32 @@
 struct walk {
     struct plan_cfg *c;
     int *counts;
+    size_t *nz; /* types with a nonzero count, ascending (dfs sets them in order) */
+    size_t nnz;
     size_t cap; /* of c->configs, in configurations */
     long steps;
     int full; /* a cap was hit or memory ran out */
 };
 
+/* Counts fit: do they with one more of type t? */
+static int one_more(struct walk *w, size_t t)
+{
+    const struct plan_cfg *c = w->c;
+    if (c->more)
+        return c->more(c->ctx, w->counts, w->nz, w->nnz, t);
+    w->counts[t]++;
+    int fits = c->fits(c->ctx, w->counts);
+    w->counts[t]--;
+    return fits;
+}
+
 static int maximal(struct walk *w)
 {
     const struct plan_cfg *c = w->c;
-    int any = 0;
-    for (size_t t = 0; t < c->ntypes; t++) {
-        any |= w->counts[t] > 0;
-        if (w->counts[t] >= c->demand[t])
-            continue;
-        w->counts[t]++;
-        int more = c->fits(c->ctx, w->counts);
-        w->counts[t]--;
-        if (more)
+    for (size_t t = 0; t < c->ntypes; t++)
+        if (w->counts[t] < c->demand[t] && one_more(w, t))
             return 0;
-    }
-    return any;
+    return w->nnz > 0;
 }
 
 static void keep(struct walk *w)
@@ -73,16 +79,19 @@ static void dfs(struct walk *w, size_t t)
         return;
     }
     int k = 0;
-    while (k < w->c->demand[t]) {
-        w->counts[t] = k + 1;
-        if (!w->c->fits(w->c->ctx, w->counts))
-            break;
-        k++;
+    while (k < w->c->demand[t] && one_more(w, t)) {
+        w->counts[t] = ++k;
+        if (k == 1)
+            w->nz[w->nnz++] = t;
     }
     for (; k >= 0 && !w->full; k--) {
         w->counts[t] = k;
+        if (k == 0 && w->nnz && w->nz[w->nnz - 1] == t)
+            w->nnz--;
         dfs(w, t + 1);
     }
+    if (w->nnz && w->nz[w->nnz - 1] == t)
+        w->nnz--;
     w->counts[t] = 0;
 }
 
@@ -90,11 +99,16 @@ int plan__cfg_enumerate(struct plan_cfg *c)
 {
     c->configs = NULL;
     c->nconfigs = 0;
-    struct walk w = {c, calloc(c->ntypes + 1, sizeof(int)), 0, 0, 0};
-    if (!w.counts)
+    struct walk w = {
+        c, calloc(c->ntypes + 1, sizeof(int)), calloc(c->ntypes + 1, sizeof(size_t)), 0, 0, 0, 0};
+    if (!w.counts || !w.nz) {
+        free(w.counts);
+        free(w.nz);
         return 0;
+    }
     dfs(&w, 0);
     free(w.counts);
+    free(w.nz);
     if (w.full) {
         plan__cfg_free(c);
         return 0;
@@ -165,6 +179,29 @@ int plan__cfg_lp_bound(const struct plan_cfg *c)
     return bound;
 }
 
+struct budget {
+    long nodes, max;
+    int proven; /* the incumbent meets the best bound of the open nodes */
+};
+
+/* Stop after max nodes, or once the incumbent is proven: the objective (a
+ * count of cards) is an integer, so ceil(bound) = incumbent proves it. */
+static void watch(glp_tree *tree, void *info)
+{
+    struct budget *bu = info;
+    if (glp_ios_reason(tree) != GLP_ISELECT)
+        return;
+    glp_prob *lp = glp_ios_get_prob(tree);
+    int best = glp_ios_best_node(tree);
+    if (glp_mip_status(lp) == GLP_FEAS && best &&
+        ceil(glp_ios_node_bound(tree, best) - 1e-6) >= glp_mip_obj_val(lp) - 1e-6) {
+        bu->proven = 1;
+        glp_ios_terminate(tree);
+    } else if (++bu->nodes > bu->max) {
+        glp_ios_terminate(tree);
+    }
+}
+
 int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal)
 {
     *optimal = 0;
@@ -178,9 +215,15 @@ int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int 
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = (int)(time_limit_s * 1000.0);
+    struct budget bu = {0, c->max_nodes, 0};
+    if (c->max_nodes > 0) {
+        parm.cb_func = watch;
+        parm.cb_info = &bu;
+    }
     int rc = glp_intopt(lp, &parm), st = glp_mip_status(lp), used = -1;
-    if ((rc == 0 || rc == GLP_ETMLIM) && (st == GLP_OPT || st == GLP_FEAS)) {
-        *optimal = rc == 0 && st == GLP_OPT;
+    int stopped = rc == GLP_ETMLIM || rc == GLP_ESTOP;
+    if ((rc == 0 || stopped) && (st == GLP_OPT || st == GLP_FEAS)) {
+        *optimal = (rc == 0 && st == GLP_OPT) || (rc == GLP_ESTOP && bu.proven);
         used = 0;
         for (size_t k = 0; k < c->nconfigs; k++) {
             x[k] = (int)lround(glp_mip_col_val(lp, (int)k + 1));

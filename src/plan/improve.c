@@ -7,7 +7,11 @@
  * integers on exactly those cards (the cards actually needed, never the
  * whole fleet) and, when it uses fewer, the cards are refilled by its
  * configurations. Skipped when the cards are not interchangeable for the
- * clients (node eligibility, replicas spread across nodes).
+ * clients (node eligibility, replicas spread across nodes). The work is
+ * capped (util/limits.h): a class of more than PLAN_POOL_ILP_CONFIGS_MAX
+ * configurations keeps the heuristic layout, and GLPK stops after
+ * PLAN_POOL_ILP_NODES_MAX branch-and-bound nodes with the best layout it
+ * found, so the pass costs at most a constant per class.
  */
 #include "plan/internal.h"
 
@@ -87,8 +91,11 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
 /* Solve k exactly; refill its cards when GLPK finds fewer. */
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
-    struct plan_cfg c = {k->pc.ntypes, k->pc.demand, plan__pool_fits, &k->pc, NULL, 0};
-    if (!plan__cfg_enumerate(&c)) {
+    struct plan_cfg c = {
+        k->pc.ntypes,         k->pc.demand,           plan__pool_fits, &k->pc, NULL, 0,
+        plan__pool_fits_more, PLAN_POOL_ILP_NODES_MAX};
+    if (!plan__cfg_enumerate(&c) || c.nconfigs > PLAN_POOL_ILP_CONFIGS_MAX) {
+        plan__cfg_free(&c);
         b->glpk_skipped = 1;
         return TS_OK;
     }
@@ -121,7 +128,7 @@ static int named_pool(const struct plan_gpu *g)
 static ts_status one_class(struct plan_build *b, const struct cat_model *model, int mode)
 {
     struct plan *p = b->p;
-    struct klass k = {{b->m, model, 0, NULL, 0, NULL}, NULL, 0, NULL};
+    struct klass k = {{b->m, model, 0, NULL, 0, NULL, NULL}, NULL, 0, NULL};
     size_t n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
         n += p->gpus[i].model == model && p->gpus[i].mode == mode ? p->gpus[i].ninst : 0;
@@ -135,7 +142,9 @@ static ts_status one_class(struct plan_build *b, const struct cat_model *model, 
             k.cards[k.ncards++] = &p->gpus[i];
     if (st == TS_OK && k.ncards > 1 && gather(&k)) {
         k.pc.mech = k.pc.rows[0]->mech;
+        k.pc.trust = plan__pool_trust_memo(b->m);
         st = solve_class(b, &k);
+        free(k.pc.trust);
     }
     for (size_t t = 0; k.replicas && t < k.pc.ntypes; t++)
         free(k.replicas[t]);

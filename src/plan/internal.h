@@ -76,6 +76,12 @@ struct plan_cfg {
     const void *ctx;
     int *configs;
     size_t nconfigs;
+    /* Optional, the same test made incremental: counts fit (nz: its types
+     * with a nonzero count, ascending); does counts plus one of type t? */
+    int (*more)(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t);
+    /* For plan__cfg_ilp: 0, or the branch-and-bound nodes GLPK may open
+     * (it then also stops once its best layout meets the proven bound). */
+    long max_nodes;
 };
 int plan__cfg_enumerate(struct plan_cfg *c);
 void plan__cfg_free(struct plan_cfg *c);
@@ -83,7 +89,8 @@ void plan__cfg_free(struct plan_cfg *c);
 int plan__cfg_lp_bound(const struct plan_cfg *c);
 /* The integer program: cards used (x[k] cards of configuration k; at most
  * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
- * -1: that no layout within upper exists). */
+ * -1: that no layout within upper exists). Stopped by the time limit or
+ * max_nodes, it returns the best layout found (or -1), not optimal. */
 int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int *x, int *optimal);
 
 /* Sharing-pool clients as a class (plan/poolcfg.c): rows[t] with demand[t]
@@ -95,8 +102,14 @@ struct plan_pool_class {
     const struct decide_row **rows;
     size_t ntypes;
     int *demand;
+    unsigned char *trust; /* tenants x tenants memo (plan__pool_trust_memo) or NULL */
 };
 int plan__pool_fits(const void *ctx, const int *counts);
+int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, size_t nnz,
+                         size_t t);
+/* A zeroed tenants x tenants trust memo for m, or NULL (too many tenants,
+ * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */
+unsigned char *plan__pool_trust_memo(const struct spec_model *m);
 int plan__pool_cfg_bound(const struct plan_pool_class *pc);
 /* Cards model's pools of mech need at least (groups' configuration bounds;
  * time-slicing with the guests that no scheduled whole card may host). */

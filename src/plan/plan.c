@@ -212,8 +212,8 @@ static const char *solver_note(const struct plan_build *b, int optimal)
     if (optimal)
         return b->used_exact ? "exact (GLPK)" : "heuristic (the plan meets the lower bound)";
     if (b->glpk_timeout)
-        return b->used_exact ? "exact (GLPK, stopped at the time limit)"
-                             : "heuristic (GLPK stopped at the time limit)";
+        return b->used_exact ? "exact (GLPK, stopped at its time or work limit)"
+                             : "heuristic (GLPK stopped at its time or work limit)";
     if (b->glpk_skipped)
         return b->used_exact ? "exact (GLPK) where it ran; some parts too large for GLPK"
                              : "heuristic (too large for GLPK)";

@@ -18,6 +18,27 @@ static int same_pool(const struct decide_row *a, const struct decide_row *b)
     return (!pa && !pb) || (pa && pb && strcmp(pa, pb) == 0);
 }
 
+unsigned char *plan__pool_trust_memo(const struct spec_model *m)
+{
+    if (!m || m->ntenants > PLAN_TRUST_MEMO_TENANTS_MAX)
+        return NULL;
+    return calloc(m->ntenants * m->ntenants + 1, 1);
+}
+
+static int trust(const struct plan_pool_class *pc, const struct spec_tenant *a,
+                 const struct spec_tenant *b)
+{
+    if (a == b)
+        return 1;
+    if (!pc->trust)
+        return spec_tenants_trust(pc->m, a->name, b->name);
+    unsigned char *t =
+        &pc->trust[(size_t)(a - pc->m->tenants) * pc->m->ntenants + (size_t)(b - pc->m->tenants)];
+    if (!*t)
+        *t = spec_tenants_trust(pc->m, a->name, b->name) ? 1 : 2;
+    return *t == 1;
+}
+
 /* May rows a and b share a card (guests join any pool, trust permitting)? */
 static int compatible(const struct plan_pool_class *pc, const struct decide_row *a,
                       const struct decide_row *b)
@@ -28,7 +49,50 @@ static int compatible(const struct plan_pool_class *pc, const struct decide_row 
         if (a->mech == DECIDE_MPS && !a->workload->pool && a->tenant != b->tenant)
             return 0; /* one MPS server per tenant */
     }
-    return !pc->m || spec_tenants_trust(pc->m, a->tenant->name, b->tenant->name);
+    return !pc->m || trust(pc, a->tenant, b->tenant);
+}
+
+/* Memory, SM shares and clients within the card (sums as plan__pool_fits
+ * adds them: the same rounding). */
+static int totals_fit(const struct plan_pool_class *pc, double mem, int sm, int clients)
+{
+    if (mem > pc->model->memory_gib + 1e-9)
+        return 0;
+    return pc->mech != DECIDE_MPS || (sm <= 100 && clients <= pc->model->mps_max_clients);
+}
+
+int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t)
+{
+    const struct plan_pool_class *pc = ctx;
+    const struct decide_row *r = pc->rows[t];
+    if (counts[t] > 0 && r->workload->spread != SPEC_SPREAD_NONE)
+        return 0;
+    double mem = 0;
+    int sm = 0, clients = 0, added = 0;
+    for (size_t i = 0; i <= nnz; i++) {
+        size_t u = i < nnz ? nz[i] : t;
+        if (!added && u > t) { /* t is new: its one client, in type order */
+            mem += r->cap_gib;
+            sm += r->sm_percent;
+            clients++;
+            added = 1;
+        }
+        if (i == nnz)
+            break;
+        int n = counts[u] + (u == t);
+        added |= u == t;
+        if (u != t && !counts[t] && !compatible(pc, pc->rows[u], r))
+            return 0;
+        mem += pc->rows[u]->cap_gib * n;
+        sm += pc->rows[u]->sm_percent * n;
+        clients += n;
+    }
+    if (!added) {
+        mem += r->cap_gib;
+        sm += r->sm_percent;
+        clients++;
+    }
+    return totals_fit(pc, mem, sm, clients);
 }
 
 int plan__pool_fits(const void *ctx, const int *counts)
@@ -49,9 +113,7 @@ int plan__pool_fits(const void *ctx, const int *counts)
         sm += r->sm_percent * counts[t];
         clients += counts[t];
     }
-    if (mem > pc->model->memory_gib + 1e-9)
-        return 0;
-    return pc->mech != DECIDE_MPS || (sm <= 100 && clients <= pc->model->mps_max_clients);
+    return totals_fit(pc, mem, sm, clients);
 }
 
 /* The configuration bound of pc, or -1 when it is too large to enumerate. */
@@ -59,7 +121,8 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc)
 {
     if (pc->ntypes == 0)
         return 0;
-    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0};
+    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits,      pc,
+                         NULL,       0,          plan__pool_fits_more, 0};
     int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
     plan__cfg_free(&c);
     return bound;
@@ -101,7 +164,7 @@ static int group_bound(const struct spec_model *m, const struct decide_result *d
                        const struct decide_row *r, struct plan_pool_class *pc)
 {
     int simple = plan__group_bound(d, r);
-    *pc = (struct plan_pool_class){m, r->model, r->mech, pc->rows, 0, pc->demand};
+    *pc = (struct plan_pool_class){m, r->model, r->mech, pc->rows, 0, pc->demand, pc->trust};
     collect(pc, d, r, plan__same_group);
     int cfg = plan__pool_cfg_bound(pc);
     return cfg > simple ? cfg : simple;
@@ -111,7 +174,8 @@ static int group_bound(const struct spec_model *m, const struct decide_result *d
 static int time_slicing_bound(const struct spec_model *m, const struct decide_result *d,
                               const struct decide_row *r, struct plan_pool_class *pc)
 {
-    *pc = (struct plan_pool_class){m, r->model, DECIDE_TIME_SLICING, pc->rows, 0, pc->demand};
+    *pc = (struct plan_pool_class){m,          r->model, DECIDE_TIME_SLICING, pc->rows, 0,
+                                   pc->demand, pc->trust};
     collect(pc, d, r, any_time_slicing);
     int cfg = plan__pool_cfg_bound(pc);
     if (cfg >= 0)
@@ -128,6 +192,7 @@ int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
     struct plan_pool_class pc = {0};
     pc.rows = calloc(d->nrows + 1, sizeof(*pc.rows));
     pc.demand = calloc(d->nrows + 1, sizeof(*pc.demand));
+    pc.trust = plan__pool_trust_memo(m);
     int total = 0, guests = 0;
     const struct decide_row *ts = NULL;
     for (size_t i = 0; pc.rows && pc.demand && i < d->nrows; i++) {
@@ -147,5 +212,6 @@ int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
     }
     free(pc.rows);
     free(pc.demand);
+    free(pc.trust);
     return total;
 }

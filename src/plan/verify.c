@@ -7,6 +7,7 @@
  */
 #include "plan/internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static ts_status check_mig(const struct plan_gpu *g, struct ts_error *err)
@@ -55,38 +56,83 @@ static ts_status check_shared(const struct spec_model *m, const struct plan_gpu 
     return TS_OK;
 }
 
-/* Each replica (and GPU part) placed exactly once, spread as asked. */
-static ts_status check_row(const struct plan *p, const struct decide_row *r, struct ts_error *err)
+/* One instance of a row: where (a card, or for node spread its node) and
+ * which replica. */
+struct seen {
+    size_t where;
+    int replica;
+};
+
+static int cmp_seen(const void *a, const void *b)
+{
+    const struct seen *x = a, *y = b;
+    if (x->where != y->where)
+        return x->where < y->where ? -1 : 1;
+    return (x->replica > y->replica) - (x->replica < y->replica);
+}
+
+/* Each replica (and GPU part) of r placed exactly once, spread as asked:
+ * its n instances sorted by place, so a shared place is two neighbours. */
+static ts_status check_row(const struct decide_row *r, struct seen *s, size_t n, int *count,
+                           struct ts_error *err)
 {
     int parts = r->profile ? 1 : (r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU) ? r->gpus : 1;
-    for (int rep = 0; rep < r->workload->replicas; rep++) {
-        int found = 0;
-        for (size_t i = 0; i < p->ngpus; i++)
-            for (size_t k = 0; k < p->gpus[i].ninst; k++) {
-                const struct plan_inst *in = &p->gpus[i].inst[k];
-                if (in->row != r || in->replica != rep)
-                    continue;
-                found++;
-                for (size_t j = 0; j < p->ngpus && r->workload->spread != SPEC_SPREAD_NONE; j++)
-                    for (size_t l = 0; l < p->gpus[j].ninst; l++) {
-                        const struct plan_inst *o = &p->gpus[j].inst[l];
-                        int same = r->workload->spread == SPEC_SPREAD_NODE
-                                       ? p->gpus[j].node == p->gpus[i].node
-                                       : j == i;
-                        if (o->row == r && o->replica != rep && same)
-                            return ts_err(err, TS_INTERNAL,
-                                          "%s/%s: replicas %d and %d share a "
-                                          "%s",
-                                          r->tenant->name, r->workload->name, rep + 1,
-                                          o->replica + 1,
-                                          r->workload->spread == SPEC_SPREAD_NODE ? "node" : "GPU");
-                    }
-            }
-        if (found != parts)
-            return ts_err(err, TS_INTERNAL, "%s/%s replica %d placed %d times (expected %d)",
-                          r->tenant->name, r->workload->name, rep + 1, found, parts);
+    int reps = r->workload->replicas;
+    memset(count, 0, (size_t)reps * sizeof(*count));
+    for (size_t k = 0; k < n; k++)
+        if (s[k].replica >= 0 && s[k].replica < reps)
+            count[s[k].replica]++;
+    if (r->workload->spread != SPEC_SPREAD_NONE) {
+        qsort(s, n, sizeof(*s), cmp_seen);
+        for (size_t k = 1; k < n; k++)
+            if (s[k].where == s[k - 1].where && s[k].replica != s[k - 1].replica)
+                return ts_err(err, TS_INTERNAL, "%s/%s: replicas %d and %d share a %s",
+                              r->tenant->name, r->workload->name, s[k - 1].replica + 1,
+                              s[k].replica + 1,
+                              r->workload->spread == SPEC_SPREAD_NODE ? "node" : "GPU");
     }
+    for (int rep = 0; rep < reps; rep++)
+        if (count[rep] != parts)
+            return ts_err(err, TS_INTERNAL, "%s/%s replica %d placed %d times (expected %d)",
+                          r->tenant->name, r->workload->name, rep + 1, count[rep], parts);
     return TS_OK;
+}
+
+/* Every row's instances gathered in one pass over the cards (bucketed by
+ * row), then checked row by row: about instances x log, not rows x
+ * instances. */
+static ts_status check_rows(const struct plan *p, struct ts_error *err)
+{
+    const struct decide_result *d = p->decisions;
+    size_t *base = calloc(d->nrows + 2, sizeof(*base)), total = 0;
+    int most = 1;
+    for (size_t i = 0; base && i < p->ngpus; i++)
+        for (size_t k = 0; k < p->gpus[i].ninst; k++)
+            if (p->gpus[i].inst[k].row)
+                base[(size_t)(p->gpus[i].inst[k].row - d->rows) + 2]++;
+    for (size_t r = 0; base && r < d->nrows; r++) {
+        base[r + 2] += base[r + 1];
+        most = d->rows[r].workload->replicas > most ? d->rows[r].workload->replicas : most;
+    }
+    total = base ? base[d->nrows + 1] : 0;
+    struct seen *s = malloc((total + 1) * sizeof(*s));
+    int *count = malloc((size_t)most * sizeof(*count));
+    ts_status st = base && s && count ? TS_OK : ts_err(err, TS_NOMEM, "plan_verify: out of memory");
+    for (size_t i = 0; st == TS_OK && i < p->ngpus; i++)
+        for (size_t k = 0; k < p->gpus[i].ninst; k++) {
+            const struct plan_inst *in = &p->gpus[i].inst[k];
+            if (!in->row)
+                continue;
+            int node = in->row->workload->spread == SPEC_SPREAD_NODE;
+            size_t where = node ? (size_t)(p->gpus[i].node - p->model->fleet->nodes) : i;
+            s[base[(size_t)(in->row - d->rows) + 1]++] = (struct seen){where, in->replica};
+        }
+    for (size_t r = 0; st == TS_OK && r < d->nrows; r++)
+        st = check_row(&d->rows[r], s + base[r], base[r + 1] - base[r], count, err);
+    free(base);
+    free(s);
+    free(count);
+    return st;
 }
 
 ts_status plan_verify(const struct plan *p, struct ts_error *err)
@@ -104,10 +150,5 @@ ts_status plan_verify(const struct plan *p, struct ts_error *err)
         if (st)
             return st;
     }
-    for (size_t i = 0; i < p->decisions->nrows; i++) {
-        ts_status st = check_row(p, &p->decisions->rows[i], err);
-        if (st)
-            return st;
-    }
-    return TS_OK;
+    return check_rows(p, err);
 }

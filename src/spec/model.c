@@ -138,18 +138,52 @@ static void check_workloads(const struct spec_tenant *t, struct ts_diag *diag)
 
 static int valid_cuda_version(const char *v) { return spec_cuda_version(v) > 0; }
 
+/* Nodes by name, then position: a name's first node leads its run. */
+static int cmp_nodes(const void *a, const void *b, void *arg)
+{
+    const struct spec_fleet *f = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(f->nodes[x].name, f->nodes[y].name);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* first[i]: the first node named as node i is (i itself when none before);
+ * sorted, so n log n name comparisons for tens of thousands of nodes. 0 on
+ * out of memory. */
+static int first_names(const struct spec_fleet *f, size_t *first)
+{
+    size_t *order = malloc((f->nnodes + 1) * sizeof(*order));
+    if (!order)
+        return 0;
+    for (size_t i = 0; i < f->nnodes; i++)
+        order[i] = i;
+    qsort_r(order, f->nnodes, sizeof(*order), cmp_nodes, (void *)f);
+    for (size_t k = 0; k < f->nnodes; k++)
+        first[order[k]] = k > 0 && strcmp(f->nodes[order[k]].name, f->nodes[order[k - 1]].name) == 0
+                              ? first[order[k - 1]]
+                              : order[k];
+    free(order);
+    return 1;
+}
+
 static void check_fleet(const struct spec_fleet *f, struct ts_diag *diag)
 {
+    size_t *first = malloc((f->nnodes + 1) * sizeof(*first));
+    if (!first || !first_names(f, first)) {
+        free(first);
+        spec_report_loc(diag, &f->loc, "out of memory checking %zu node names", f->nnodes);
+        return;
+    }
     for (size_t i = 0; i < f->nnodes; i++) {
         const struct spec_fleet_node *n = &f->nodes[i];
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(n->name, f->nodes[j].name) == 0)
-                spec_report_loc(diag, &n->loc, "duplicate node name '%s' (first at line %d)",
-                                n->name, f->nodes[j].loc.line);
+        if (first[i] != i)
+            spec_report_loc(diag, &n->loc, "duplicate node name '%s' (first at line %d)", n->name,
+                            f->nodes[first[i]].loc.line);
         if (n->cuda_version && !valid_cuda_version(n->cuda_version))
             spec_report_loc(diag, &n->loc, "cudaVersion: '%s' is not a version like \"13.4\"",
                             n->cuda_version);
     }
+    free(first);
 }
 
 static void check_pricebook(const struct spec_pricebook *p, struct ts_diag *diag)

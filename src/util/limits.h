@@ -183,6 +183,11 @@
 /* Distinct GPU models one fleet uses, the candidates decide tries in fleet
  * order (the built-in catalog has 18); later ones are not tried. */
 #define DECIDE_MODELS_MAX 64
+/* Kinds of row (model, MIG or not, mechanism, enforcer) whose eligible
+ * cards decide remembers: each count is a pass over the fleet, once per
+ * kind instead of once per workload (a fleet of five models has a few
+ * dozen kinds); past it the count is made each time. Not an input cap. */
+#define DECIDE_ELIG_MEMO_MAX 256
 
 /* ---- plan ------------------------------------------------------------------ */
 
@@ -221,6 +226,17 @@
  * heuristic layout. */
 #define PLAN_CFG_MAX 20000
 #define PLAN_CFG_NODES_MAX 400000
+/* GLPK's pass over one pool class (plan/improve.c): configurations (its
+ * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
+ * work of a class is about nodes x configurations; at 3,756 configurations
+ * (a 3,000-GPU trace fleet) one node took ~4 ms and GLPK found no proof in
+ * 10 s, while classes of a few hundred configurations finish in
+ * milliseconds. Past either cap the heuristic's layout (or the best GLPK
+ * found) stands, so the pass is bounded per class and plan time grows with
+ * the fleet, not with GLPK's search. Node counts, unlike time, give the same
+ * plan on a loaded machine. */
+#define PLAN_POOL_ILP_CONFIGS_MAX 2000
+#define PLAN_POOL_ILP_NODES_MAX 200
 
 /* ---- render ---------------------------------------------------------------- */
 

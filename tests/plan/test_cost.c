@@ -162,12 +162,98 @@ static void test_cost_of_the_share(void **state)
     th_free(&j);
 }
 
+/* Decide counts pool work in whole clients per card: three 30 GiB
+ * fractions on two L40S (44.99 GiB usable, one such client a card; as
+ * fluid shares, 3 x 30/45 = 2 cards, so all three stayed on the L40S and
+ * the plan failed "no l40s card left"). The third spills to an A100. */
+static void test_pool_spills_by_whole_clients(void **state)
+{
+    (void)state;
+    struct th_job j;
+    run_ok(&j, spec(PRICES, "  - {name: x, kind: batch, memoryHighWaterGiB: 30}\n"
+                            "  - {name: y, kind: batch, memoryHighWaterGiB: 30}\n"
+                            "  - {name: z, kind: batch, memoryHighWaterGiB: 30}\n"));
+    assert_string_equal(th_row(&j, "t", "x")->model->name, "l40s");
+    assert_string_equal(th_row(&j, "t", "y")->model->name, "l40s");
+    const struct decide_row *z = th_row(&j, "t", "z");
+    assert_string_equal(z->model->name, "a100-80gb");
+    if (!strstr(z->reason, "spilled from l40s (full)"))
+        fail_msg("reason: %s", z->reason);
+    assert_int_equal(j.plan->summary.gpus_used, 3);
+    assert_int_equal(j.plan->summary.cost_per_hour, 4 * TS_MICRO); /* 1 + 1 + 2 */
+    th_free(&j);
+}
+
+#define TWO_TENANTS_OF(trusts1, trusts2, kind)                                    \
+    DOC "kind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"                     \
+        "  - name: h\n    gpus: [{model: h100-80gb-sxm, count: 1}]\n"             \
+        "  - name: a\n    gpus: [{model: a100-80gb, count: 1}]\n" PRICES DOC      \
+        "kind: Tenant\nmetadata: {name: t1}\nspec:\n  contract: shared-trusted\n" \
+        "  namespaces: [t1]\n" trusts1 "  workloads:\n"                           \
+        "  - {name: x, " kind ", memoryHighWaterGiB: 40}\n" DOC                   \
+        "kind: Tenant\nmetadata: {name: t2}\nspec:\n  contract: shared-trusted\n" \
+        "  namespaces: [t2]\n" trusts2 "  workloads:\n"                           \
+        "  - {name: y, " kind ", memoryHighWaterGiB: 40}\n"
+#define TWO_TENANTS(trusts1, trusts2) TWO_TENANTS_OF(trusts1, trusts2, "kind: batch")
+
+/* Two 40 GiB fractions of tenants that do not trust each other cannot
+ * share the one A100 (half a card each by fluid share: both were sent
+ * there and the plan failed "no a100-80gb card left"): the second spills
+ * to the H100. When they trust each other both fit the A100 (2.00/h). */
+static void test_pool_groups_by_trust(void **state)
+{
+    (void)state;
+    struct th_job j;
+    run_ok(&j, TWO_TENANTS("", ""));
+    assert_string_equal(th_row(&j, "t1", "x")->model->name, "a100-80gb");
+    const struct decide_row *y = th_row(&j, "t2", "y");
+    assert_string_equal(y->model->name, "h100-80gb-sxm");
+    if (!strstr(y->reason, "spilled from a100-80gb (full)"))
+        fail_msg("reason: %s", y->reason);
+    assert_int_equal(j.plan->summary.gpus_used, 2);
+    assert_int_equal(j.plan->summary.cost_per_hour, 6 * TS_MICRO);
+    th_free(&j);
+    run_ok(&j, TWO_TENANTS("  trusts: [t2]\n", "  trusts: [t1]\n"));
+    assert_string_equal(th_row(&j, "t1", "x")->model->name, "a100-80gb");
+    assert_string_equal(th_row(&j, "t2", "y")->model->name, "a100-80gb");
+    assert_int_equal(j.plan->summary.gpus_used, 1);
+    assert_int_equal(j.plan->summary.cost_per_hour, 2 * TS_MICRO);
+    th_free(&j);
+    /* trust one way only is no trust: the second spills */
+    run_ok(&j, TWO_TENANTS("  trusts: [t2]\n", ""));
+    assert_string_equal(th_row(&j, "t2", "y")->model->name, "h100-80gb-sxm");
+    th_free(&j);
+}
+
+/* MPS is one server per tenant: two tenants' 40 GiB MPS clients need a
+ * card each even when they trust each other. */
+static void test_mps_groups_by_tenant(void **state)
+{
+    (void)state;
+    struct th_job j;
+    run_ok(&j, TWO_TENANTS_OF("  trusts: [t2]\n", "  trusts: [t1]\n",
+                              "kind: inference, p99Ms: 100, trust: trusted"));
+    assert_int_equal(th_row(&j, "t1", "x")->mech, DECIDE_MPS);
+    assert_string_equal(th_row(&j, "t1", "x")->model->name, "a100-80gb");
+    const struct decide_row *y = th_row(&j, "t2", "y");
+    assert_int_equal(y->mech, DECIDE_MPS);
+    assert_string_equal(y->model->name, "h100-80gb-sxm");
+    assert_int_equal(j.plan->summary.gpus_used, 2);
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cheapest_model),         cmocka_unit_test(test_spill_when_full),
-        cmocka_unit_test(test_no_prices_counts_cards), cmocka_unit_test(test_gpu_model_pins),
-        cmocka_unit_test(test_gpu_models_preference),  cmocka_unit_test(test_cost_of_the_share),
+        cmocka_unit_test(test_cheapest_model),
+        cmocka_unit_test(test_spill_when_full),
+        cmocka_unit_test(test_no_prices_counts_cards),
+        cmocka_unit_test(test_gpu_model_pins),
+        cmocka_unit_test(test_gpu_models_preference),
+        cmocka_unit_test(test_cost_of_the_share),
+        cmocka_unit_test(test_pool_spills_by_whole_clients),
+        cmocka_unit_test(test_pool_groups_by_trust),
+        cmocka_unit_test(test_mps_groups_by_tenant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,13 @@ static void test_spread_node(void **state)
     assert_int_equal(n, 2);
     assert_ptr_not_equal(nodes[0], nodes[1]);
     assert_verified(j.plan);
+    /* plan_verify notices the two replicas on one node */
+    for (size_t i = 0; i < j.plan->ngpus; i++)
+        if (j.plan->gpus[i].ninst && j.plan->gpus[i].node == nodes[1])
+            j.plan->gpus[i].node = nodes[0];
+    struct ts_error e;
+    assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "a/w: replicas 1 and 2 share a node"));
     th_free(&j);
     th_run_text(&j, spec(one_node_h100, replicated("node")), PLAN_SOLVER_AUTO);
     assert_int_equal(j.st, TS_INFEASIBLE);
@@ -391,8 +398,16 @@ static void test_verify_catches_corruption(void **state)
     int rep = g0->inst[0].replica;
     g0->inst[0].replica = 1; /* two replicas of client-b on card 1 now */
     assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "client-b/code-7b replica 1 placed 0 times"));
     g0->inst[0].replica = rep;
     assert_int_equal(plan_verify(j.plan, &e), TS_OK);
+    g0->ninst--; /* the card's last instance dropped: its replica is nowhere */
+    assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "placed 0 times (expected 1)"));
+    g0->ninst++;
+    g0->inst[g0->ninst - 1].replica = 7; /* a replica the workload does not have */
+    assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "placed 0 times"));
     th_free(&j);
 }
 
