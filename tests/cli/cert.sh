@@ -113,6 +113,7 @@ bad_args() { # MESSAGE ARGS...
     expect_in "$TMP/err" "$msg"
 }
 bad_args "no --dir DIR"
+bad_args "no --dir DIR" --dir ""
 bad_args "unexpected argument" --dir "$TMP/x" extra
 bad_args "--days must be 1 to 3650 days, not '0'" --dir "$TMP/x" --days 0
 bad_args "--days must be 1 to 3650 days, not '3651'" --dir "$TMP/x" --days 3651
@@ -138,4 +139,29 @@ T cert --dir "$TMP/k5" --days 10 --ca-days 20 >/dev/null
 bad_args "ca.crt: expires before a 30-day leaf would: make a new CA (--new-ca)" --dir "$TMP/k5" --days 30
 expect_rc 0 T cert --dir "$TMP/k5" --days 30 --new-ca
 expect_rc 1 T cert --dir /proc/no-such-dir
+expect_in "$TMP/err" "/proc/no-such-dir"
+
+# a folder others can write to: links planted at the temporary names the keys
+# were once written through (DIR/NAME.tmp.PID) are not followed
+mkdir -m 1777 "$TMP/shared"
+sh -c 'for f in ca.key tls.key; do ln -s "$2.$f" "$1/$f.tmp.$$"; done
+    exec "$3" cert --dir "$1"' sh "$TMP/shared" "$TMP/stolen" "$TESSERA" >/dev/null 2>&1
+expect_rc 0 openssl verify -CAfile "$TMP/shared/ca.crt" "$TMP/shared/tls.crt"
+check "no key written through a planted link" [ ! -e "$TMP/stolen.ca.key" ]
+check "no key written through a planted link" [ ! -e "$TMP/stolen.tls.key" ]
+
+# nothing half-written: a rotation that cannot write tls.crt (a folder there)
+# exits 1 naming it and leaves the key, the CA and no staged file behind
+mkdir "$TMP/k6"
+T cert --dir "$TMP/k6" >/dev/null
+cp -a "$TMP/k6" "$TMP/k6.before"
+rm "$TMP/k6/tls.crt"
+mkdir "$TMP/k6/tls.crt"
+expect_rc 1 T cert --dir "$TMP/k6" --new-ca
+expect_in "$TMP/err" "$TMP/k6/tls.crt: is a folder"
+for f in ca.key ca.crt tls.key; do
+    check "a failed rotation leaves $f" cmp -s "$TMP/k6.before/$f" "$TMP/k6/$f"
+done
+check "a failed rotation leaves no staged file" \
+    [ "$(ls "$TMP/k6" | tr '\n' ' ')" = "ca.crt ca.key tls.crt tls.key " ]
 finish
