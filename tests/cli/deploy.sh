@@ -94,6 +94,16 @@ breaks 's|- --from=/opt|- --source=/opt|' \
 breaks 's|^        - scrape$|        - scrap|' "tessera-meter/meter: \`tessera meter scrap\` is no command"
 breaks '0,/^      - args:$/s||      - command: [/bin/sh]\n        args:|' \
     "a command overrides the image's entrypoint, tessera"
+# and so does every tessera command line the install guide and webhook.md give
+expect_rc 0 $C --commands "$TESSERA" docs/install.md docs/webhook.md
+expect_in "$TMP/out" "0 problems"
+sed 's|--out-dir out|--outdir out|; s|^tessera check -f|tessera lint -f|' docs/install.md \
+    >"$TMP/install.md"
+expect_rc 1 $C --commands "$TESSERA" "$TMP/install.md"
+L1=$(grep -n -- '--outdir out' "$TMP/install.md" | cut -d: -f1)
+L2=$(grep -n '^tessera lint' "$TMP/install.md" | cut -d: -f1)
+expect_in "$TMP/out" "$TMP/install.md:$L1: \`tessera render\` has no option --outdir"
+expect_in "$TMP/out" "$TMP/install.md:$L2: \`tessera lint\` is no command of the binary"
 cat "$O" - >"$TMP/role.yaml" <<'YAML'
 ---
 apiVersion: rbac.authorization.k8s.io/v1

@@ -6,9 +6,12 @@ shim's path, the metering store's Secret, minimal RBAC, the security settings;
 given the tessera binary, that each container's command is one of its verbs and
 every option it passes is in that verb's --help. Prints one line per broken
 agreement.
-Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA]   (exit 1 on any finding, 2 on usage)
+With --commands, the same for every `tessera` command line in the shell blocks
+of Markdown files (docs/install.md), each finding naming FILE:LINE.
+Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] | --commands TESSERA FILE.md...
 """
 import re
+import shlex
 import subprocess
 import sys
 
@@ -311,7 +314,62 @@ def check_flags(pods, tessera):
                         (name, c["name"], " ".join(words), flag))
 
 
+def check_argv(where, tessera, argv):
+    """One command line, tessera's arguments only: its verb and its options."""
+    words = verb_words(argv)
+    opts = help_options(tessera, words)
+    if opts is None:
+        bad("%s: `tessera %s` is no command of the binary" % (where, " ".join(words)))
+        return
+    for a in argv[len(words):]:
+        if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in opts:
+            bad("%s: `tessera %s` has no option %s" % (where, " ".join(words),
+                                                          a.split("=", 1)[0]))
+
+
+def doc_commands(path):
+    """(line number, argv after `tessera`) of each tessera command in the ```sh
+    blocks of a Markdown file; continued lines joined, pipes and redirections cut."""
+    out, block, start, text = [], False, 0, ""
+    for n, line in enumerate(open(path), 1):
+        if line.startswith("```"):
+            block, text = line.strip() == "```sh", ""
+            continue
+        if not block:
+            continue
+        start = start if text else n
+        text += line.rstrip("\n").rstrip("\\") + " "
+        if line.rstrip("\n").endswith("\\"):
+            continue
+        segs = [[]]
+        for w in shlex.split(text, comments=True):
+            if w in ("|", ";", "&&", "||"):
+                segs.append([])
+            else:
+                segs[-1].append(w)
+        text = ""
+        for argv in segs:
+            if argv and argv[0] == "tessera":
+                cut = [i for i, w in enumerate(argv) if w[0] in "<>" or w[:2] == "2>"]
+                out.append((start, argv[1:cut[0] if cut else len(argv)]))
+    return out
+
+
+def main_commands(tessera, files):
+    count = 0
+    for f in files:
+        for n, argv in doc_commands(f):
+            count += 1
+            check_argv("%s:%d" % (f, n), tessera, argv)
+    for p in problems:
+        print("check_deploy: %s" % p)
+    print("check_deploy: %d commands, %d problems" % (count, len(problems)))
+    return 1 if problems or not count else 0
+
+
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--commands":
+        return main_commands(sys.argv[2], sys.argv[3:])
     if len(sys.argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
