@@ -120,7 +120,12 @@ bad_args "--days must be 1 to 3650 days, not '3651'" --dir "$TMP/x" --days 3651
 bad_args "--ca-days must be 1 to 3650 days, not '1y'" --dir "$TMP/x" --ca-days 1y
 bad_args "--ca-days 100 is shorter than --days 365" --dir "$TMP/x" --ca-days 100
 bad_args "--key-type must be ecdsa-p256, rsa-2048 or rsa-3072" --dir "$TMP/x" --key-type dsa
-bad_args "--service 'Tessera_Webhook' is not a DNS label" --dir "$TMP/x" --service Tessera_Webhook
+bad_args "--service 'Tessera_Webhook' is not a Service name" --dir "$TMP/x" --service Tessera_Webhook
+bad_args "--service '9hook' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first" \
+    --dir "$TMP/x" --service 9hook
+expect_rc 0 T cert --dir "$TMP/ns9" --namespace 9ns --service h9
+expect_in "$TMP/out" "namespace: 9ns"
+
 bad_args "--namespace '-ns' is not a DNS label" --dir "$TMP/x" --namespace=-ns
 bad_args "--cluster-domain 'a..b' is not a DNS domain" --dir "$TMP/x" --cluster-domain a..b
 bad_args "unrecognized option" --dir "$TMP/x" --no-such
