@@ -96,16 +96,23 @@ static char *path_in(const char *dir, const char *name)
     return p;
 }
 
-/* Read DIR/name into *text (NULL when absent); an exit code. */
+/* Read DIR/name into *text (NULL when absent); an exit code. Only a regular
+ * file is read: a FIFO there would block the command for ever. */
 static int read_opt(const char *dir, const char *name, char **text)
 {
     char *p = path_in(dir, name);
     size_t len;
     struct ts_error e = {0};
+    struct stat st;
     *text = NULL;
-    int rc = CLI_OK;
-    if (p && access(p, F_OK) == 0 && ts_file_read(p, SERVE_TLS_FILE_MAX, text, &len, &e) != TS_OK)
+    int rc = p ? CLI_OK : CLI_FAIL;
+    if (p && stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tessera: cert: %s: not a regular file\n", p);
+        rc = CLI_BAD_INPUT;
+    } else if (p && access(p, F_OK) == 0 &&
+               ts_file_read(p, SERVE_TLS_FILE_MAX, text, &len, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_READING);
+    }
     free(p);
     return rc;
 }

@@ -143,6 +143,14 @@ bad_args "$TMP/k4: ca.crt: not a CA certificate" --dir "$TMP/k4"
 T cert --dir "$TMP/k5" --days 10 --ca-days 20 >/dev/null
 bad_args "ca.crt: expires before a 30-day leaf would: make a new CA (--new-ca)" --dir "$TMP/k5" --days 30
 expect_rc 0 T cert --dir "$TMP/k5" --days 30 --new-ca
+# a FIFO (or anything not a regular file) where the CA is kept: 2, not a hang
+mkdir "$TMP/k7"
+mkfifo "$TMP/k7/ca.crt"
+expect_rc 2 timeout 20 "$TESSERA" cert --dir "$TMP/k7"
+expect_in "$TMP/err" "$TMP/k7/ca.crt: not a regular file"
+mkdir "$TMP/k8" "$TMP/k8/ca.key"
+expect_rc 2 T cert --dir "$TMP/k8"
+expect_in "$TMP/err" "$TMP/k8/ca.key: not a regular file"
 expect_rc 1 T cert --dir /proc/no-such-dir
 expect_in "$TMP/err" "/proc/no-such-dir"
 
