@@ -96,42 +96,89 @@ static char *path_in(const char *dir, const char *name)
     return p;
 }
 
-/* Read DIR/name into *text (NULL when absent); an exit code. */
+/* Read DIR/name into *text (NULL when absent); an exit code. Only a regular
+ * file is read: a FIFO there would block the command for ever. */
 static int read_opt(const char *dir, const char *name, char **text)
 {
     char *p = path_in(dir, name);
     size_t len;
     struct ts_error e = {0};
+    struct stat st;
     *text = NULL;
-    int rc = CLI_OK;
-    if (p && access(p, F_OK) == 0 && ts_file_read(p, SERVE_TLS_FILE_MAX, text, &len, &e) != TS_OK)
+    int rc = p ? CLI_OK : CLI_FAIL;
+    if (p && stat(p, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tessera: cert: %s: not a regular file\n", p);
+        rc = CLI_BAD_INPUT;
+    } else if (p && access(p, F_OK) == 0 &&
+               ts_file_read(p, SERVE_TLS_FILE_MAX, text, &len, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_READING);
+    }
     free(p);
     return rc;
 }
 
-static int write_in(const char *dir, const char *name, const char *text, mode_t mode)
+/* DIR/name.new, where DIR/name is staged. */
+static char *staged_in(const char *dir, const char *name)
 {
-    char *p = path_in(dir, name);
+    size_t n = strlen(dir) + strlen(name) + 6;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s.new", dir, name);
+    return p;
+}
+
+/* Stage DIR/name as DIR/name.new (mode set, nothing followed); refuse a folder
+ * at DIR/name, which the rename after it would fail on. */
+static int stage(const char *dir, const char *name, const char *text, mode_t mode)
+{
+    char *p = path_in(dir, name), *n = staged_in(dir, name);
     struct ts_error e = {0};
-    int rc = CLI_OK;
-    if (ts_file_write(p, text, strlen(text), &e) != TS_OK)
+    struct stat st;
+    int rc = p && n ? CLI_OK : CLI_FAIL;
+    if (rc == CLI_OK && lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "tessera: cert: %s: is a folder, not a file\n", p);
+        rc = CLI_FAIL;
+    } else if (rc == CLI_OK && ts_file_write_mode(n, text, strlen(text), mode, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
-    else if (chmod(p, mode) != 0)
-        rc = CLI_FAIL, perror(p);
+    }
     free(p);
+    free(n);
     return rc;
 }
 
-/* Write the four files (and ca-previous.crt on --new-ca); keys first. */
+/* Rename DIR/name.new to DIR/name (commit), or remove it (!commit). */
+static int settle(const char *dir, const char *name, int commit)
+{
+    char *p = path_in(dir, name), *n = staged_in(dir, name);
+    int rc = p && n ? CLI_OK : CLI_FAIL;
+    if (rc == CLI_OK && commit && rename(n, p) != 0) {
+        fprintf(stderr, "tessera: cert: %s: %s\n", p, strerror(errno));
+        rc = CLI_FAIL;
+    } else if (rc == CLI_OK && !commit) {
+        unlink(n);
+    }
+    free(p);
+    free(n);
+    return rc;
+}
+
+/* Write the four files (and ca-previous.crt on --new-ca): all staged first, so
+ * a failure leaves the folder as it was (a new key never beside an old
+ * certificate, a kept CA never without its key); then renamed, keys first. */
 static int write_all(const struct cert_args *a, const struct serve_cert *c, const char *old_ca)
 {
-    int rc = write_in(a->dir, "ca.key", c->ca_key, 0600);
-    rc = rc ? rc : write_in(a->dir, "tls.key", c->key, 0600);
-    if (old_ca && !rc)
-        rc = write_in(a->dir, "ca-previous.crt", old_ca, 0644);
-    rc = rc ? rc : write_in(a->dir, "ca.crt", c->ca_cert, 0644);
-    return rc ? rc : write_in(a->dir, "tls.crt", c->cert, 0644);
+    const char *name[] = {"ca.key", "tls.key", "ca-previous.crt", "ca.crt", "tls.crt"};
+    const char *text[] = {c->ca_key, c->key, old_ca, c->ca_cert, c->cert};
+    const mode_t mode[] = {0600, 0600, 0644, 0644, 0644};
+    int rc = CLI_OK, n = 0;
+    for (; rc == CLI_OK && n < 5; n++)
+        if (text[n])
+            rc = stage(a->dir, name[n], text[n], mode[n]);
+    int commit = rc == CLI_OK;
+    for (int i = 0; i < n; i++)
+        if (text[i] && settle(a->dir, name[i], commit) != CLI_OK)
+            rc = CLI_FAIL;
+    return rc;
 }
 
 /* The kept CA (unless --new-ca); *old: the CA --new-ca replaces. */
@@ -199,7 +246,8 @@ int cmd_cert(int argc, char **argv)
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&cli_verb_cert, CLI_ALL) : rc;
     if (optind < argc || !a.dir || !*a.dir) {
-        fprintf(stderr, "tessera: cert: %s\n", a.dir ? "unexpected argument" : "no --dir DIR");
+        fprintf(stderr, "tessera: cert: %s\n",
+                optind < argc ? "unexpected argument" : "no --dir DIR");
         cli_usage(&cli_verb_cert, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }

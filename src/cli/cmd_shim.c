@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "cli/cli.h"
 #include "util/file.h"
 
@@ -74,11 +73,8 @@ static int install(const struct shim_args *a)
     if (!is_shared_object(data, len)) {
         fprintf(stderr, "tessera: %s: not an ELF shared object\n", a->from);
         rc = CLI_BAD_INPUT;
-    } else if (ts_file_write(a->to, data, len, &e) != TS_OK) {
+    } else if (ts_file_write_mode(a->to, data, len, 0644, &e) != TS_OK) {
         rc = cli_fail(&e, CLI_DOING);
-    } else if (chmod(a->to, 0644) != 0) {
-        perror(a->to);
-        rc = CLI_FAIL;
     } else {
         printf("installed %s (%zu bytes) at %s\n", a->from, len, a->to);
     }

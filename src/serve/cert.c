@@ -44,16 +44,19 @@ static int dns_domain(const char *s)
 ts_status serve_cert_names(const char *service, const char *ns, const char *domain,
                            struct serve_cert_names *out, struct ts_error *err)
 {
-    const char *field = !dns_label(service, strlen(service)) ? "service"
-                        : !dns_label(ns, strlen(ns))         ? "namespace"
-                        : !dns_domain(domain)                ? "cluster-domain"
-                                                             : NULL;
+    /* a Service's name is a DNS-1035 label: a letter first (a namespace may
+     * start with a digit) */
+    if (!dns_label(service, strlen(service)) || !strchr("abcdefghijklmnopqrstuvwxyz", *service))
+        return ts_err_at(err, TS_INVALID, NULL, 0, 0, "service",
+                         "'%s' is not a Service name (1-63 of a-z, 0-9 and '-', a letter "
+                         "first, no '-' last)",
+                         service);
+    const char *field = !dns_label(ns, strlen(ns)) ? "namespace"
+                        : !dns_domain(domain)      ? "cluster-domain"
+                                                   : NULL;
     if (field)
         return ts_err_at(err, TS_INVALID, NULL, 0, 0, field, "'%s' is not a DNS %s",
-                         field[0] == 's'   ? service
-                         : field[0] == 'n' ? ns
-                                           : domain,
-                         field[0] == 'c' ? "domain" : "label");
+                         field[0] == 'n' ? ns : domain, field[0] == 'c' ? "domain" : "label");
     int n = snprintf(out->dns[0], SERVE_CERT_NAME_MAX, "%s.%s.svc", service, ns);
     snprintf(out->dns[1], SERVE_CERT_NAME_MAX, "%s", service);
     snprintf(out->dns[2], SERVE_CERT_NAME_MAX, "%s.%s", service, ns);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static ts_status read_stream(FILE *f, const char *path, size_t max, char **out, size_t *len,
@@ -74,6 +75,40 @@ ts_status ts_file_write(const char *path, const char *data, size_t len, struct t
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         int e = errno;
+        unlink(tmp);
+        return ts_err_at(err, TS_IO, path, 0, 0, NULL, "cannot write: %s", strerror(e));
+    }
+    return TS_OK;
+}
+
+static int write_fd(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 1;
+}
+
+ts_status ts_file_write_mode(const char *path, const char *data, size_t len, mode_t mode,
+                             struct ts_error *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp))
+        return ts_err_at(err, TS_INVALID, path, 0, 0, NULL, "path too long");
+    int fd = mkstemp(tmp); /* O_CREAT | O_EXCL, mode 0600 */
+    if (fd < 0)
+        return ts_err_at(err, TS_IO, path, 0, 0, NULL, "cannot create: %s", strerror(errno));
+    int ok = write_fd(fd, data, len) && fchmod(fd, mode) == 0;
+    int e = errno;
+    ok = (close(fd) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        e = ok ? errno : e;
         unlink(tmp);
         return ts_err_at(err, TS_IO, path, 0, 0, NULL, "cannot write: %s", strerror(e));
     }

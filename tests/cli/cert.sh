@@ -113,13 +113,19 @@ bad_args() { # MESSAGE ARGS...
     expect_in "$TMP/err" "$msg"
 }
 bad_args "no --dir DIR"
+bad_args "no --dir DIR" --dir ""
 bad_args "unexpected argument" --dir "$TMP/x" extra
 bad_args "--days must be 1 to 3650 days, not '0'" --dir "$TMP/x" --days 0
 bad_args "--days must be 1 to 3650 days, not '3651'" --dir "$TMP/x" --days 3651
 bad_args "--ca-days must be 1 to 3650 days, not '1y'" --dir "$TMP/x" --ca-days 1y
 bad_args "--ca-days 100 is shorter than --days 365" --dir "$TMP/x" --ca-days 100
 bad_args "--key-type must be ecdsa-p256, rsa-2048 or rsa-3072" --dir "$TMP/x" --key-type dsa
-bad_args "--service 'Tessera_Webhook' is not a DNS label" --dir "$TMP/x" --service Tessera_Webhook
+bad_args "--service 'Tessera_Webhook' is not a Service name" --dir "$TMP/x" --service Tessera_Webhook
+bad_args "--service '9hook' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first" \
+    --dir "$TMP/x" --service 9hook
+expect_rc 0 T cert --dir "$TMP/ns9" --namespace 9ns --service h9
+expect_in "$TMP/out" "namespace: 9ns"
+
 bad_args "--namespace '-ns' is not a DNS label" --dir "$TMP/x" --namespace=-ns
 bad_args "--cluster-domain 'a..b' is not a DNS domain" --dir "$TMP/x" --cluster-domain a..b
 bad_args "unrecognized option" --dir "$TMP/x" --no-such
@@ -137,5 +143,38 @@ bad_args "$TMP/k4: ca.crt: not a CA certificate" --dir "$TMP/k4"
 T cert --dir "$TMP/k5" --days 10 --ca-days 20 >/dev/null
 bad_args "ca.crt: expires before a 30-day leaf would: make a new CA (--new-ca)" --dir "$TMP/k5" --days 30
 expect_rc 0 T cert --dir "$TMP/k5" --days 30 --new-ca
+# a FIFO (or anything not a regular file) where the CA is kept: 2, not a hang
+mkdir "$TMP/k7"
+mkfifo "$TMP/k7/ca.crt"
+expect_rc 2 timeout 20 "$TESSERA" cert --dir "$TMP/k7"
+expect_in "$TMP/err" "$TMP/k7/ca.crt: not a regular file"
+mkdir "$TMP/k8" "$TMP/k8/ca.key"
+expect_rc 2 T cert --dir "$TMP/k8"
+expect_in "$TMP/err" "$TMP/k8/ca.key: not a regular file"
 expect_rc 1 T cert --dir /proc/no-such-dir
+expect_in "$TMP/err" "/proc/no-such-dir"
+
+# a folder others can write to: links planted at the temporary names the keys
+# were once written through (DIR/NAME.tmp.PID) are not followed
+mkdir -m 1777 "$TMP/shared"
+sh -c 'for f in ca.key tls.key; do ln -s "$2.$f" "$1/$f.tmp.$$"; done
+    exec "$3" cert --dir "$1"' sh "$TMP/shared" "$TMP/stolen" "$TESSERA" >/dev/null 2>&1
+expect_rc 0 openssl verify -CAfile "$TMP/shared/ca.crt" "$TMP/shared/tls.crt"
+check "no key written through a planted link" [ ! -e "$TMP/stolen.ca.key" ]
+check "no key written through a planted link" [ ! -e "$TMP/stolen.tls.key" ]
+
+# nothing half-written: a rotation that cannot write tls.crt (a folder there)
+# exits 1 naming it and leaves the key, the CA and no staged file behind
+mkdir "$TMP/k6"
+T cert --dir "$TMP/k6" >/dev/null
+cp -a "$TMP/k6" "$TMP/k6.before"
+rm "$TMP/k6/tls.crt"
+mkdir "$TMP/k6/tls.crt"
+expect_rc 1 T cert --dir "$TMP/k6" --new-ca
+expect_in "$TMP/err" "$TMP/k6/tls.crt: is a folder"
+for f in ca.key ca.crt tls.key; do
+    check "a failed rotation leaves $f" cmp -s "$TMP/k6.before/$f" "$TMP/k6/$f"
+done
+check "a failed rotation leaves no staged file" \
+    [ "$(ls "$TMP/k6" | tr '\n' ' ')" = "ca.crt ca.key tls.crt tls.key " ]
 finish

@@ -21,7 +21,7 @@ for d in deploy deploy/base deploy/overlays/sqlite deploy/overlays/postgres; do
     out="$TMP/$(echo "$d" | tr / _).yaml"
     check "kubectl kustomize $d" render "$d" "$out"
     expect_rc 0 $V "$out"
-    [ "$d" = deploy/base ] || expect_rc 0 $C "$out" "$VERSION"
+    [ "$d" = deploy/base ] || expect_rc 0 $C "$out" "$VERSION" "$TESSERA"
 done
 # `kubectl apply -k deploy/` is the SQLite overlay
 check "deploy/ is overlays/sqlite" cmp -s "$TMP/deploy.yaml" "$TMP/deploy_overlays_sqlite.yaml"
@@ -59,7 +59,7 @@ for o in docs:
 O="$TMP/deploy.yaml"
 breaks() { # SED-EXPRESSION EXPECTED-MESSAGE
     sed "$1" "$O" >"$TMP/broken.yaml"
-    expect_rc 1 $C "$TMP/broken.yaml" "$VERSION"
+    expect_rc 1 $C "$TMP/broken.yaml" "$VERSION" "$TESSERA"
     expect_in "$TMP/out" "$2"
 }
 breaks "0,/image: tessera:$VERSION/s//image: tessera:latest/" "image tessera:latest, not tessera:$VERSION"
@@ -84,6 +84,26 @@ breaks 's|priorityClassName: tessera-webhook|priorityClassName: high|' \
     "priorityClassName high is not in the install"
 breaks 's|secretName: tessera-webhook-tls|secretName: webhook-tls|' \
     "names Secret webhook-tls, which the output lacks"
+# every container runs a verb of the binary with options its --help lists
+breaks 's|--health-listen=|--health-port=|' \
+    "tessera-webhook/webhook: \`tessera serve\` has no option --health-port"
+breaks 's|- --interval=15s|- --period=15s|' \
+    "tessera-meter/meter: \`tessera meter scrape\` has no option --period"
+breaks 's|- --from=/opt|- --source=/opt|' \
+    "tessera-agent/shim: \`tessera shim install\` has no option --source"
+breaks 's|^        - scrape$|        - scrap|' "tessera-meter/meter: \`tessera meter scrap\` is no command"
+breaks '0,/^      - args:$/s||      - command: [/bin/sh]\n        args:|' \
+    "a command overrides the image's entrypoint, tessera"
+# and so does every tessera command line the install guide and webhook.md give
+expect_rc 0 $C --commands "$TESSERA" docs/install.md docs/webhook.md
+expect_in "$TMP/out" "0 problems"
+sed 's|--out-dir out|--outdir out|; s|^tessera check -f|tessera lint -f|' docs/install.md \
+    >"$TMP/install.md"
+expect_rc 1 $C --commands "$TESSERA" "$TMP/install.md"
+L1=$(grep -n -- '--outdir out' "$TMP/install.md" | cut -d: -f1)
+L2=$(grep -n '^tessera lint' "$TMP/install.md" | cut -d: -f1)
+expect_in "$TMP/out" "$TMP/install.md:$L1: \`tessera render\` has no option --outdir"
+expect_in "$TMP/out" "$TMP/install.md:$L2: \`tessera lint\` is no command of the binary"
 cat "$O" - >"$TMP/role.yaml" <<'YAML'
 ---
 apiVersion: rbac.authorization.k8s.io/v1

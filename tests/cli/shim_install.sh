@@ -17,6 +17,27 @@ check "mode 0644" [ "$(stat -c %a "$TMP/lib/libtessera-cuda.so")" = 644 ]
 check "the old file's reader still reads the old bytes" [ "$(cat <&3)" = "old library" ]
 exec 3<&-
 check "no temporary file left" [ "$(ls "$TMP/lib")" = libtessera-cuda.so ]
+# a hostile node path: a link planted at the temporary name the install once
+# used (--to.tmp.PID; the init container's pid is predictable) is not followed,
+# and a link at --to itself is replaced, not written through
+printf 'precious\n' > "$TMP/precious"
+run_as_pid() { # LINK-TARGET TO: plant TO.tmp.$$, then become tessera with pid $$
+    sh -c 'ln -s "$1" "$2.tmp.$$" && exec "$3" shim install --from "$4" --to "$2"' \
+        sh "$1" "$2" "$TESSERA" "$SHIM"
+}
+expect_rc 0 run_as_pid "$TMP/precious" "$TMP/lib/libtessera-cuda.so"
+check "a link at the temporary name is not followed" [ "$(cat "$TMP/precious")" = precious ]
+check "the shim is a file, not the planted link" [ ! -L "$TMP/lib/libtessera-cuda.so" ]
+check "the shim installed past the planted link" cmp -s "$SHIM" "$TMP/lib/libtessera-cuda.so"
+rm -f "$TMP"/lib/libtessera-cuda.so.tmp.*
+printf 'precious\n' > "$TMP/precious"
+chmod 600 "$TMP/precious"
+ln -sf "$TMP/precious" "$TMP/lib/link.so"
+expect_rc 0 T shim install --from "$SHIM" --to "$TMP/lib/link.so"
+check "a link at --to is replaced" [ ! -L "$TMP/lib/link.so" ]
+check "its target is untouched" [ "$(cat "$TMP/precious")" = precious ]
+check "its target keeps its mode" [ "$(stat -c %a "$TMP/precious")" = 600 ]
+rm "$TMP/lib/link.so"
 # not a shim: 2, and the installed one untouched
 printf 'MZ not elf' > "$TMP/notelf"
 cp "$TESSERA" "$TMP/exe"

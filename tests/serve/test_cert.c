@@ -146,9 +146,14 @@ static void test_names(void **state)
     static const struct {
         const char *svc, *ns, *domain, *field, *msg;
     } bad[] = {
-        {"Hook", "ns", "cluster.local", "service", "'Hook' is not a DNS label"},
-        {"hook_1", "ns", "cluster.local", "service", "'hook_1' is not a DNS label"},
-        {"", "ns", "cluster.local", "service", "'' is not a DNS label"},
+        {"Hook", "ns", "cluster.local", "service",
+         "'Hook' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first, no '-' last)"},
+        {"hook_1", "ns", "cluster.local", "service",
+         "'hook_1' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first, no '-' last)"},
+        {"", "ns", "cluster.local", "service",
+         "'' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first, no '-' last)"},
+        {"1hook", "ns", "cluster.local", "service",
+         "'1hook' is not a Service name (1-63 of a-z, 0-9 and '-', a letter first, no '-' last)"},
         {"hook", "-ns", "cluster.local", "namespace", "'-ns' is not a DNS label"},
         {"hook", "ns-", "cluster.local", "namespace", "'ns-' is not a DNS label"},
         {"hook", "ns", "a..b", "cluster-domain", "'a..b' is not a DNS domain"},

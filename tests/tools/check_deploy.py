@@ -2,9 +2,17 @@
 """check_deploy.py - the agreements across tessera's components in one rendered
 kustomize output (`kubectl kustomize deploy/...`): one image, every referenced
 object present, the files arguments name in mounted ConfigMaps, ports, the
-shim's path, the metering store's Secret, minimal RBAC, the security settings. Prints one line per broken agreement.
-Usage: check_deploy.py OUTPUT.yaml VERSION   (exit 1 on any finding, 2 on usage)
+shim's path, the metering store's Secret, minimal RBAC, the security settings;
+given the tessera binary, that each container's command is one of its verbs and
+every option it passes is in that verb's --help. Prints one line per broken
+agreement.
+With --commands, the same for every `tessera` command line in the shell blocks
+of Markdown files (docs/install.md), each finding naming FILE:LINE.
+Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] | --commands TESSERA FILE.md...
 """
+import re
+import shlex
+import subprocess
 import sys
 
 import yaml
@@ -25,6 +33,9 @@ PRIVILEGED = {("tessera-agent", "agent"): "the NVIDIA runtime gives GPUs and the
               "capability only to privileged containers once tenants' env is ignored"}
 # Long-running containers without probes, and why.
 NO_PROBES = {("tessera-meter", "meter"): "meter scrape serves no HTTP endpoint yet"}
+# Verbs the install runs that the binary may not have yet, and why: reported as
+# a note while the verb is missing; once it exists its options are checked.
+PENDING = {("agent", "watch"): "issue 17 part 3, `tessera agent watch`, has not landed"}
 SHIM_FLAG = "--shim-path="
 WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
@@ -256,8 +267,110 @@ def check_webhook_extras(pods, objs, labels):
         bad("no PodDisruptionBudget selects the webhook")
 
 
+def verb_words(args):
+    """The leading arguments that name the verb: `meter scrape`, `serve`."""
+    words = []
+    for a in args:
+        if a.startswith("-"):
+            break
+        words.append(a)
+    return words
+
+
+def help_options(tessera, words, cache={}):
+    """The options `tessera WORDS --help` lists (-x and --long), or None when
+    the verb does not exist (exit status other than 0)."""
+    key = tuple(words)
+    if key not in cache:
+        r = subprocess.run([tessera] + words + ["--help"], capture_output=True, text=True)
+        cache[key] = None if r.returncode != 0 else set(
+            re.findall(r"^ {2,}(?:(-\w), )?(--[a-z0-9][a-z0-9-]*)", r.stdout, re.M))
+        if cache[key] is not None:
+            cache[key] = {o for pair in cache[key] for o in pair if o}
+    return cache[key]
+
+
+def check_flags(pods, tessera):
+    for name, pod in pods.items():
+        for _, c in containers(pod):
+            if c.get("command"):
+                bad("%s/%s: a command overrides the image's entrypoint, tessera" %
+                    (name, c["name"]))
+            args = c.get("args", [])
+            words = verb_words(args)
+            opts = help_options(tessera, words)
+            if opts is None and tuple(words) in PENDING:
+                print("check_deploy: note: %s/%s: `tessera %s` does not exist yet: %s" %
+                      (name, c["name"], " ".join(words), PENDING[tuple(words)]))
+                continue
+            if opts is None:
+                bad("%s/%s: `tessera %s` is no command of the binary" %
+                    (name, c["name"], " ".join(words)))
+                continue
+            for a in args[len(words):]:
+                flag = a.split("=", 1)[0]
+                if a.startswith("-") and flag not in opts:
+                    bad("%s/%s: `tessera %s` has no option %s" %
+                        (name, c["name"], " ".join(words), flag))
+
+
+def check_argv(where, tessera, argv):
+    """One command line, tessera's arguments only: its verb and its options."""
+    words = verb_words(argv)
+    opts = help_options(tessera, words)
+    if opts is None:
+        bad("%s: `tessera %s` is no command of the binary" % (where, " ".join(words)))
+        return
+    for a in argv[len(words):]:
+        if a.startswith("-") and a != "-" and a.split("=", 1)[0] not in opts:
+            bad("%s: `tessera %s` has no option %s" % (where, " ".join(words),
+                                                          a.split("=", 1)[0]))
+
+
+def doc_commands(path):
+    """(line number, argv after `tessera`) of each tessera command in the ```sh
+    blocks of a Markdown file; continued lines joined, pipes and redirections cut."""
+    out, block, start, text = [], False, 0, ""
+    for n, line in enumerate(open(path), 1):
+        if line.startswith("```"):
+            block, text = line.strip() == "```sh", ""
+            continue
+        if not block:
+            continue
+        start = start if text else n
+        text += line.rstrip("\n").rstrip("\\") + " "
+        if line.rstrip("\n").endswith("\\"):
+            continue
+        segs = [[]]
+        for w in shlex.split(text, comments=True):
+            if w in ("|", ";", "&&", "||"):
+                segs.append([])
+            else:
+                segs[-1].append(w)
+        text = ""
+        for argv in segs:
+            if argv and argv[0] == "tessera":
+                cut = [i for i, w in enumerate(argv) if w[0] in "<>" or w[:2] == "2>"]
+                out.append((start, argv[1:cut[0] if cut else len(argv)]))
+    return out
+
+
+def main_commands(tessera, files):
+    count = 0
+    for f in files:
+        for n, argv in doc_commands(f):
+            count += 1
+            check_argv("%s:%d" % (f, n), tessera, argv)
+    for p in problems:
+        print("check_deploy: %s" % p)
+    print("check_deploy: %d commands, %d problems" % (count, len(problems)))
+    return 1 if problems or not count else 0
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) >= 4 and sys.argv[1] == "--commands":
+        return main_commands(sys.argv[2], sys.argv[3:])
+    if len(sys.argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
@@ -280,6 +393,8 @@ def main():
     check_rbac(objs, pods)
     check_security(pods)
     check_webhook_extras(pods, objs, labels)
+    if len(sys.argv) == 4:
+        check_flags(pods, sys.argv[3])
     for p in problems:
         print("check_deploy: %s: %s" % (sys.argv[1], p))
     print("check_deploy: %d objects, %d problems" % (len(docs), len(problems)))

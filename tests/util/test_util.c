@@ -1,7 +1,8 @@
 /*
  * test_util.c - arena (and its doubling arrays), capped string builder
  * (and JSON written into one), located error formatting, the diagnostic
- * list (errors and warnings), capped file reads and atomic writes.
+ * list (errors and warnings), capped file reads and atomic writes (with a
+ * mode, replacing a link rather than writing through it).
  */
 #include "helpers.h"
 
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "util/arena.h"
 #include "util/error.h"
@@ -174,6 +176,44 @@ static void test_files(void **state)
     assert_int_equal(ts_file_write("/nonexistent-dir/x", "a", 1, &e), TS_IO);
 }
 
+/* ts_file_write_mode: the mode set (not the umask's), a link at the path
+ * replaced and its target untouched, no temporary file left, errors named. */
+static void test_file_write_mode(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tessera-test-XXXXXX", target[64], link_[64], cmd[96];
+    assert_non_null(mkdtemp(dir));
+    snprintf(target, sizeof(target), "%s/target", dir);
+    snprintf(link_, sizeof(link_), "%s/link", dir);
+    FILE *f = fopen(target, "w");
+    assert_non_null(f);
+    fputs("keep", f);
+    fclose(f);
+    assert_int_equal(symlink(target, link_), 0);
+    struct ts_error e;
+    assert_int_equal(ts_file_write_mode(link_, "new", 3, 0640, &e), TS_OK);
+    struct stat st;
+    assert_int_equal(lstat(link_, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0640);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(ts_file_read(target, 100, &text, &len, &e), TS_OK);
+    assert_string_equal(text, "keep");
+    free(text);
+    assert_int_equal(ts_file_read(link_, 100, &text, &len, &e), TS_OK);
+    assert_string_equal(text, "new");
+    free(text);
+    snprintf(cmd, sizeof(cmd), "test $(ls %s | wc -l) = 2", dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/none/x", dir);
+    assert_int_equal(ts_file_write_mode(cmd, "a", 1, 0600, &e), TS_IO);
+    assert_string_equal(e.file, cmd);
+    assert_non_null(strstr(e.msg, "cannot create"));
+    snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_times(void **state)
 {
     (void)state;
@@ -226,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_error_format),
         cmocka_unit_test(test_diag_addf),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_file_write_mode),
         cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
