@@ -1,7 +1,7 @@
 /*
  * main.c - the `tessera` command: a table of subcommands, each in its own
  * cmd_<verb>.c file, and --version. Exit codes (cli_exit in common.c): 0
- * ok, 1 the job failed, 2 bad usage or bad input.
+ * ok, 1 the job failed, 2 bad usage or bad input; fight adds 3 and 4.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,12 +54,13 @@ void cli_top_usage(FILE *out)
         fprintf(out, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
     fprintf(out, "\nRun 'tessera <command> --help' for a command's options;\n"
                  "'tessera --version' (or 'tessera version') prints the version.\n\n"
-                 "Exit codes, the same for every command:\n"
+                 "Exit codes, the same for every command (fight adds 3 and 4):\n"
                  "  0  ok\n"
                  "  1  the job failed: the fleet cannot hold the spec, a FAIL verdict, a broken\n"
                  "     ledger, rejected lines, a file or store that cannot be written, no driver\n"
                  "  2  bad usage or bad input: unknown options, bad values, a spec, plan or\n"
-                 "     file that cannot be read or parsed, or is invalid or too large\n");
+                 "     file that cannot be read or parsed, or is invalid or too large\n"
+                 "  3  fight: INCONCLUSIVE         4  fight: too noisy to judge\n");
 }
 
 int main(int argc, char **argv)
