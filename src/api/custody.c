@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ledger/ledger.h"
-#include "util/limits.h"
 #include "util/text.h"
 
 /* The current custody entries (latest non-observed per device, ts <= now). */
@@ -21,8 +20,21 @@ struct cur {
     size_t n;
 };
 
-/* Latest custody entry per device (a map from "gpu/instance" to its slot);
- * rows are in seq order. */
+/* The slot of device (gpu, instance) in seen (a map of GPU UUID to a map of
+ * instance UUID to slot), made as c->n when new; -1 when out of memory. */
+static json_int_t slot_of(json_t *seen, const struct ledger_row *e, size_t n)
+{
+    json_t *g = json_object_get(seen, e->gpu_uuid);
+    if (!g && json_object_set_new(seen, e->gpu_uuid, g = json_object()) != 0)
+        return -1;
+    json_t *slot = json_object_get(g, e->instance_uuid);
+    if (slot)
+        return json_integer_value(slot);
+    return json_object_set_new(g, e->instance_uuid, json_integer((json_int_t)n)) ? -1
+                                                                                 : (json_int_t)n;
+}
+
+/* Latest custody entry per device; rows are in seq order. */
 static int current(const struct ledger_list *l, int64_t now, struct cur *c)
 {
     json_t *seen = json_object();
@@ -30,16 +42,15 @@ static int current(const struct ledger_list *l, int64_t now, struct cur *c)
     c->n = 0;
     for (size_t i = 0; seen && c->row && i < l->n; i++) {
         const struct ledger_row *e = &l->rows[i];
-        char key[2 * API_NAME_MAX + 2];
         if (strcmp(e->source, "observed") == 0 || e->ts_ms > now)
             continue;
-        snprintf(key, sizeof(key), "%s/%s", e->gpu_uuid, e->instance_uuid);
-        json_t *slot = json_object_get(seen, key);
-        if (!slot) {
-            json_object_set_new(seen, key, json_integer((json_int_t)c->n));
+        json_int_t k = slot_of(seen, e, c->n);
+        if (k < 0) /* out of memory, or a UUID jansson will not key: unknown */
+            continue;
+        if ((size_t)k == c->n)
             c->row[c->n++] = e;
-        } else if (e->ts_ms >= c->row[json_integer_value(slot)]->ts_ms)
-            c->row[json_integer_value(slot)] = e;
+        else if (e->ts_ms >= c->row[k]->ts_ms)
+            c->row[k] = e;
     }
     int ok = seen && c->row;
     json_decref(seen);
