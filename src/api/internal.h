@@ -67,6 +67,10 @@ void api__violations(struct api__req *r);
 void api__denials(struct api__req *r);
 void api__replan(struct api__req *r);
 
+/* Set `uuid` and `holder` (null when unknown) on every card and instance
+ * of the plan document doc from the ledger of s's store (custody.c). */
+void api__plan_custody(const struct api_state *s, json_t *doc);
+
 /* The plan's decisions of tenant (NULL: all) as report's JSON rows. */
 json_t *api__decisions(const struct api_state *s, const char *tenant);
 

@@ -29,6 +29,46 @@ static size_t keep_tenant(json_t *arr, const char *name)
     return removed;
 }
 
+/* Another tenant's holder is not shown: uuid and holder go null. */
+static int hide_others(json_t *o, const char *tenant)
+{
+    json_t *h = json_object_get(o, "holder");
+    if (json_is_object(h) && row_of(h, tenant))
+        return json_is_string(json_object_get(o, "uuid"));
+    json_object_set_new(o, "uuid", json_null());
+    json_object_set_new(o, "holder", json_null());
+    return 0;
+}
+
+/* A tenant's card: its own instances; the GPU UUID when one of them is
+ * known, the card's holder only when it is the tenant. */
+static size_t own_card(json_t *g, const char *tenant, size_t *others)
+{
+    json_t *inst = json_object_get(g, "instances"), *i;
+    size_t before = json_array_size(inst), k;
+    int known = 0;
+    *others = keep_tenant(inst, tenant);
+    json_array_foreach (inst, k, i)
+        known |= hide_others(i, tenant);
+    json_t *uuid = json_incref(json_object_get(g, "uuid"));
+    hide_others(g, tenant);
+    if (known && json_is_null(json_object_get(g, "uuid")))
+        json_object_set(g, "uuid", uuid);
+    json_decref(uuid);
+    return before - *others;
+}
+
+/* GPUs per replica summed over rows: one guaranteed GPU per workload. */
+static json_int_t naive(const json_t *rows)
+{
+    json_int_t n = 0;
+    const json_t *d;
+    size_t k;
+    json_array_foreach (rows, k, d)
+        n += json_integer_value(json_object_get(d, "gpus"));
+    return n;
+}
+
 /* The plan as tenant sees it: own rows, own cards with own instances. */
 static void filter_plan(json_t *doc, const char *tenant)
 {
@@ -36,19 +76,20 @@ static void filter_plan(json_t *doc, const char *tenant)
     json_t *gpus = json_object_get(doc, "gpus");
     size_t ncards = 0, ninst = 0;
     for (size_t i = json_array_size(gpus); i-- > 0;) {
-        json_t *g = json_array_get(gpus, i), *inst = json_object_get(g, "instances");
-        size_t before = json_array_size(inst), others = keep_tenant(inst, tenant);
-        if (others == before) {
+        json_t *g = json_array_get(gpus, i);
+        size_t others, own = own_card(g, tenant, &others);
+        if (own == 0) {
             json_array_remove(gpus, i);
             continue;
         }
         json_object_set_new(g, "sharedWithOthers", json_boolean(others > 0));
         ncards++;
-        ninst += before - others;
+        ninst += own;
     }
-    json_object_set_new(
-        doc, "summary",
-        json_pack("{s:I, s:I}", "gpus", (json_int_t)ncards, "instances", (json_int_t)ninst));
+    json_object_set_new(doc, "summary",
+                        json_pack("{s:I, s:I, s:I}", "gpus", (json_int_t)ncards, "instances",
+                                  (json_int_t)ninst, "naiveGpus",
+                                  naive(json_object_get(doc, "decisions"))));
 }
 
 void api__plan(struct api__req *r)
@@ -57,6 +98,8 @@ void api__plan(struct api__req *r)
     if (!api__tenant(r, "tenant", &tenant) || !api__done(r))
         return;
     json_t *doc = report_json_doc(r->s->plan);
+    if (doc)
+        api__plan_custody(r->s, doc);
     if (doc && tenant)
         filter_plan(doc, tenant);
     if (doc)

@@ -38,7 +38,8 @@ json.dump({d["metadata"]["name"]: d["spec"]["contract"] for d in docs},
 PY
 
 # identities: four tokens and two certificate lines
-for who in "op --operator" "a --tenant client-a" "b --tenant client-b" "c --tenant client-c"; do
+for who in "op --operator" "a --tenant client-a" "b --tenant client-b" "c --tenant client-c" \
+    "p --tenant provider"; do
     set -- $who
     expect_rc 0 "$TESSERA" token new $2 $3
     tok=$(sed -n 1p "$TMP/out")
@@ -101,6 +102,35 @@ for g in json.load(open(sys.argv[1]))["gpus"]:
         if i["profile"] == sys.argv[2]:
             print(i["computeInstances"][0]["uuid"], g["uuid"]); sys.exit()' "$INV" "$1"
 }
+cp "$INV" "$D/inventory.json"
+# what `tessera ledger who` says now of every device of the inventory, for
+# the uuid and holder of /plan's cards and instances
+NOW=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for u in $(/usr/bin/python3 -c 'import json, sys
+for g in json.load(open(sys.argv[1]))["gpus"]:
+    print(g["uuid"])
+    for i in g["gpuInstances"]:
+        print(i["computeInstances"][0]["uuid"])' "$INV"); do
+    echo "== $u"
+    "$TESSERA" ledger who --db "$DB" --instance "$u" --at "$NOW"
+done > "$D/who.txt"
+/usr/bin/python3 - "$D/who.txt" > "$D/who.json" <<'PY'
+import json, sys
+who, u, cur = {}, None, None
+for line in open(sys.argv[1]):
+    if line.startswith("== "):
+        u, cur = line[3:].strip(), None
+    elif ":" in line and u not in who or (cur is not None and who.get(u) is cur):
+        k, _, v = line.partition(":")
+        k, v = k.strip(), v.strip()
+        if k == "tenant" and u not in who:
+            cur = who[u] = {"tenant": v}
+        elif cur is not None and k in ("workload", "since", "seq", "source") and k not in cur:
+            cur[k] = int(v) if k == "seq" else v
+print(json.dumps(who))
+PY
+check "ledger who answered for card 2's seven instances" \
+    [ "$(grep -o '"tenant": "provider"' "$D/who.json" | wc -l)" -ge 8 ]
 read -r UA GA < <(uuid 3g.40gb)
 read -r UB _ < <(uuid 2g.20gb)
 check "client-b's 2g.20gb in the inventory" [ -n "$UB" ]

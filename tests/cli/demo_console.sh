@@ -4,6 +4,9 @@
 # whose SHA-256 alone is on disk; with DEMO_NONINTERACTIVE=1 (make check) it
 # checks the console and the API with it and exits at once; without, it
 # serves (the console, and the API to that token as operator) until SIGINT.
+# It is also the API's demo (scripts/demo-api was folded into it): the metering
+# and replan routes are on, and a client-a token is printed (its hash alone on
+# disk); run on a directory without the demo day, it makes the day itself.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
@@ -23,6 +26,24 @@ check "a console URL with a token: $(grep Open: "$TMP/out")" [ -n "$token" ]
 hash=$(printf %s "$token" | sha256sum | cut -d' ' -f1)
 expect_in "$TMP/demo/console/identities" "token sha256:$hash operator"
 check "the token itself is on disk" [ -z "$(grep -rl -- "$token" "$TMP/demo")" ]
+expect_in "$TMP/out" '"role":"operator"'
+expect_in "$TMP/out" '"metering":true'
+expect_in "$TMP/out" '"replan":true'
+tok_a=$(sed -n 's/.*client-a token (shown once): //p' "$TMP/out")
+hash_a=$(printf %s "$tok_a" | sha256sum | cut -d' ' -f1)
+expect_in "$TMP/demo/console/identities" "token sha256:$hash_a tenant client-a"
+check "the client-a token is not on disk" [ -z "$(grep -rl -- "$tok_a" "$TMP/demo")" ]
+
+# on an empty directory it makes the demo day first
+PORT2=$(free_port)
+DEMO_PORT=$PORT2 DEMO_NONINTERACTIVE=1 timeout 120 scripts/demo-console "$TESSERA" \
+    "$TMP/fresh" >"$TMP/out3" 2>&1
+rc=$?
+check "on an empty OUT it exits 0, not $rc ($(tail -3 "$TMP/out3"))" [ $rc -eq 0 ]
+check "and made the demo day's store" [ -s "$TMP/fresh/metering.db" ]
+check "and the running layout" [ -s "$TMP/fresh/plan.json" ]
+expect_in "$TMP/out3" '"metering":true'
+
 check "the server is stopped" [ -z "$(curl -sk "https://127.0.0.1:$PORT/healthz")" ]
 
 # Interactive: serves until Ctrl-C (SIGINT to the script).

@@ -18,9 +18,8 @@ function fleetSummary(sum) {
 }
 
 TS.page('Fleet', async (main, who) => {
-    const [plan, queues] = await Promise.all([TS.api('plan'), fleetCustody(who)]);
+    const plan = await TS.api('plan');
     const gpus = TS.items(plan, 'gpus');
-    fleetAttach(gpus, queues);
     main.appendChild(fleetSummary(plan.summary || {}));
     const [panel, map] = gridMap(gpus, 'Cards');
     main.append(TS.el('h2', {}, gpus.length + ' cards'), fleetLegend(gpus, map), panel, map);

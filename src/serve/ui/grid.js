@@ -4,7 +4,8 @@
  * units, each instance spanning its placement; a whole card or a pool as its
  * clients side by side; coloured by tenant, each instance focusable, with a
  * detail panel that hover and keyboard focus fill (one listener per map);
- * instance UUIDs and holders from the custody ledger.
+ * instance UUIDs and holders as the plan gives them (its `uuid` and
+ * `holder`, from the custody ledger).
  */
 'use strict';
 
@@ -24,7 +25,9 @@ function slotDetail(card, inst) {
         ['Profile', inst.profile || card.mode], ['Placement', place],
         ['Memory', TS.num(inst.memoryGiB, 1) + ' GiB'],
         ['Instance UUID', inst.uuid || 'not recorded'],
-        ['Holder', inst.holder || 'not recorded']];
+        ['Holder', holderText(inst.holder)],
+        ['Card UUID', card.uuid || 'not recorded'],
+        ['Card holder', holderText(card.holder)]];
 }
 
 function cardGrid(card, detailOf) {
@@ -95,41 +98,10 @@ function fleetLegend(gpus, map) {
     }));
 }
 
-/* The ledger's latest custody entry per device, queued by node, tenant,
- * workload and profile in chain order: the k-th instance of that key in card
- * order is the k-th device recorded for it. */
-async function fleetCustody(who) {
-    const queues = new Map();
-    if (!who.metering) return queues;
-    /* one tenant at a time: serve answers only a few API requests at once */
-    const entries = [];
-    for (const t of who.tenants || [])
-        entries.push(...TS.items(await TS.api('ledger/history', {tenant: t, limit: 1000})
-            .catch(e => { if (e.status === 404) return null; throw e; })));
-    const latest = new Map();
-    for (const e of entries) {
-        if (e.source === 'observed') continue;
-        const id = e.instanceUuid || e.gpuUuid, old = latest.get(id);
-        latest.set(id, old ? {...e, first: old.first} : {...e, first: e.seq});
-    }
-    for (const e of [...latest.values()].sort((a, b) => a.first - b.first)) {
-        const key = [e.node, e.tenant, e.workload, e.profile || 'whole'].join('|');
-        if (!queues.has(key)) queues.set(key, []);
-        queues.get(key).push(e);
-    }
-    return queues;
-}
-
-function fleetAttach(gpus, queues) {
-    for (const g of gpus)
-        for (const i of g.instances || []) {
-            const q = queues.get([g.node, i.tenant, i.workload, i.profile || 'whole'].join('|'));
-            const e = q && q.shift();
-            if (!e) continue;
-            i.uuid = e.instanceUuid || e.gpuUuid;
-            i.holder = e.tenant + '/' + e.workload + ' since ' + e.time + ' (ledger seq ' +
-                e.seq + ')';
-        }
+/* A custody entry of the plan (`holder`) as text. */
+function holderText(h) {
+    return h ? h.tenant + '/' + h.workload + ' since ' + h.since + ' (ledger seq ' + h.seq + ')'
+        : 'not recorded';
 }
 
 /* The panel and the map of cards; hover or focus on an instance fills the panel. */

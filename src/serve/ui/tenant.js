@@ -29,10 +29,8 @@ TS.page('My allocation', async (main, who) => {
     const asked = new URLSearchParams(location.search).get('tenant');
     const tenant = TS.isOperator(who) ? asked : who.tenant;
     if (!tenant) { location.href = 'fleet.html'; return; }
-    const [plan, queues] = await Promise.all([TS.api('plan', {tenant}),
-        fleetCustody({metering: who.metering, tenants: [tenant]})]);
+    const plan = await TS.api('plan', {tenant});
     const sum = plan.summary || {}, gpus = TS.items(plan, 'gpus');
-    fleetAttach(gpus, queues);
     main.appendChild(TS.el('p', {class: 'lead'}, 'Tenant ' + tenant + ': ' +
         (sum.instances || 0) + ' instances on ' + (sum.gpus || gpus.length) + ' GPUs' +
         (Number.isFinite(sum.naiveGpus) ? ' (' + sum.naiveGpus +
