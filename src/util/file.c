@@ -82,24 +82,45 @@ static int write_fd(int fd, const char *data, size_t len)
  * a name drawn from 62^8, so a second try almost never happens. */
 #define TEMP_TRIES 16
 
-/* Replace the 8 trailing X's of tmp with random letters and create it
- * exclusively, never through a link; create_mode is filtered by the umask. */
-static int open_temp(char *tmp, mode_t create_mode)
+/* Replace the 8 trailing X's of tmp with random letters. */
+static int random_name(char *tmp)
 {
     static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     char *x = tmp + strlen(tmp) - 8;
+    unsigned char r[8];
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return -1;
+    for (size_t k = 0; k < sizeof(r); k++)
+        x[k] = abc[r[k] % (sizeof(abc) - 1)];
+    return 0;
+}
+
+/* Create tmp (a file, or a folder when dir) at a random name, exclusively and
+ * never through a link; create_mode is filtered by the umask. */
+static int make_temp(char *tmp, mode_t create_mode, int dir)
+{
     for (int i = 0; i < TEMP_TRIES; i++) {
-        unsigned char r[8];
-        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        if (random_name(tmp))
             return -1;
-        for (size_t k = 0; k < sizeof(r); k++)
-            x[k] = abc[r[k] % (sizeof(abc) - 1)];
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, create_mode);
+        int fd = dir ? mkdir(tmp, create_mode)
+                     : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, create_mode);
         if (fd >= 0 || errno != EEXIST)
             return fd;
     }
     errno = EEXIST;
     return -1;
+}
+
+static int open_temp(char *tmp, mode_t create_mode) { return make_temp(tmp, create_mode, 0); }
+
+int ts_file_mkdir_temp(char *tmpl, mode_t mode)
+{
+    size_t n = strlen(tmpl);
+    if (n < 8 || strcmp(tmpl + n - 8, "XXXXXXXX") != 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    return make_temp(tmpl, mode, 1);
 }
 
 /* The one writer: random exclusive temporary beside path, data, mode (when

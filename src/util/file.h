@@ -27,5 +27,9 @@ ts_status ts_file_write(const char *path, const char *data, size_t len, struct t
  * the rename (no moment with a wider one). A link at path itself is replaced. */
 ts_status ts_file_write_mode(const char *path, const char *data, size_t len, mode_t mode,
                              struct ts_error *err);
+/* Create a folder at tmpl, whose name ends in 8 X's replaced by random letters
+ * (like mkdtemp, but mode less the umask rather than 0700): exclusive, never
+ * through a link planted there. 0 or -1 with errno. */
+int ts_file_mkdir_temp(char *tmpl, mode_t mode);
 
 #endif
