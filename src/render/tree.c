@@ -2,7 +2,8 @@
  * tree.c - the rendered tree: files in memory, objects to YAML documents,
  * the kustomization files, and writing it all to disk safely.
  *
- * Writing: the new tree goes to DIR.tmp-<pid> first; a file whose bytes
+ * Writing: the new tree goes to DIR.tmp-<random> (made exclusively, so a
+ * link planted beside DIR is never followed) first; a file whose bytes
  * equal the old tree's is hard-linked from the old tree (same inode and
  * mtime, so `make`, rsync and git see nothing new); then DIR is swapped
  * with two renames. A crash before the swap leaves DIR as it was. DIR
@@ -23,6 +24,7 @@
 #include <unistd.h>
 #include "entitle/entitle.h"
 #include "render/yaml.h"
+#include "util/file.h"
 #include "util/limits.h"
 
 #define MANIFEST ".tessera-render"
@@ -233,8 +235,9 @@ static ts_status check_target(const char *dir, int force, struct ts_error *err)
 
 static void remove_tree(const char *path)
 {
-    DIR *d = opendir(path);
-    if (!d) {
+    struct stat st;
+    DIR *d = lstat(path, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(path) : NULL;
+    if (!d) { /* a link is removed, never followed */
         unlink(path);
         return;
     }
@@ -262,6 +265,27 @@ static ts_status write_manifest(const struct render_tree *t, const char *root, c
     return st;
 }
 
+/* The folders above dir (as mkdir -p), then tmp and old beside dir at random
+ * names made exclusively: a link planted there is never followed. old is an
+ * empty placeholder that the rename moving dir aside replaces. */
+static ts_status make_staging(const char *dir, char *tmp, char *old, size_t size,
+                              struct ts_error *err)
+{
+    snprintf(tmp, size, "%s", dir);
+    char *slash = strrchr(tmp, '/');
+    if (slash && slash != tmp && (*slash = '\0', mkdirs(tmp)))
+        return ts_err(err, TS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    snprintf(tmp, size, "%s.tmp-XXXXXXXX", dir);
+    snprintf(old, size, "%s.old-XXXXXXXX", dir);
+    if (ts_file_mkdir_temp(tmp, 0755) != 0)
+        return ts_err(err, TS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (ts_file_mkdir_temp(old, 0700) == 0)
+        return TS_OK;
+    ts_status st = ts_err(err, TS_IO, "%s: cannot create: %s", old, strerror(errno));
+    rmdir(tmp);
+    return st;
+}
+
 ts_status render_write(const struct render_tree *t, const char *dir, int force,
                        struct ts_error *err)
 {
@@ -269,11 +293,8 @@ ts_status render_write(const struct render_tree *t, const char *dir, int force,
     if (st)
         return st;
     char tmp[4096], old[4096];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", dir, (long)getpid());
-    snprintf(old, sizeof(old), "%s.old-%ld", dir, (long)getpid());
-    remove_tree(tmp);
-    if (mkdirs(tmp))
-        return ts_err(err, TS_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if ((st = make_staging(dir, tmp, old, sizeof(tmp), err)) != TS_OK)
+        return st;
     struct stat sb;
     const char *prev = stat(dir, &sb) == 0 ? dir : "";
     for (size_t i = 0; st == TS_OK && i < t->nfiles; i++)
@@ -288,5 +309,6 @@ ts_status render_write(const struct render_tree *t, const char *dir, int force,
             rename(old, dir);
     }
     remove_tree(st == TS_OK ? old : tmp);
+    rmdir(old); /* still the empty placeholder when nothing was moved aside */
     return st;
 }

@@ -2,10 +2,13 @@
  * test_util.c - arena (and its doubling arrays), capped string builder
  * (and JSON written into one), located error formatting, the diagnostic
  * list (errors and warnings), capped file reads and atomic writes (with a
- * mode, replacing a link rather than writing through it).
+ * mode, replacing a link rather than writing through it; without one, a
+ * replaced file's mode kept and a new one's from the umask; links planted at
+ * the old guessable temporary name never followed).
  */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +217,96 @@ static void test_file_write_mode(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void put(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void expect(const char *path, const char *text, mode_t mode)
+{
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, mode);
+    char *got = NULL;
+    size_t len = 0;
+    struct ts_error e;
+    assert_int_equal(ts_file_read(path, 100, &got, &len, &e), TS_OK);
+    assert_string_equal(got, text);
+    free(got);
+}
+
+/* ts_file_write in a folder others write to: links planted at the guessable
+ * temporary name the old code used and at the destination itself are not
+ * followed (the victim keeps its bytes and mode); mode from the umask for a
+ * new file, kept (less set-id bits) for a replaced one; errors leave nothing. */
+static void test_file_write_safe(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tessera-test-XXXXXX", victim[64], out[64], tmp[96], p[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out, (long)getpid());
+    put(victim, "keep", 0600);
+    assert_int_equal(symlink(victim, tmp), 0);
+    mode_t old = umask(022);
+    struct ts_error e;
+    assert_int_equal(ts_file_write(out, "new", 3, &e), TS_OK);
+    expect(victim, "keep", 0600);
+    expect(out, "new", 0644);
+    struct stat st;
+    assert_int_equal(lstat(tmp, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(count_entries(dir), 3);
+    snprintf(p, sizeof(p), "%s/link", dir); /* a link at the destination */
+    assert_int_equal(symlink(victim, p), 0);
+    assert_int_equal(ts_file_write(p, "mine", 4, &e), TS_OK);
+    expect(p, "mine", 0644);
+    expect(victim, "keep", 0600);
+    umask(027);
+    snprintf(p, sizeof(p), "%s/new027", dir);
+    assert_int_equal(ts_file_write(p, "a", 1, &e), TS_OK);
+    expect(p, "a", 0640);
+    umask(0);
+    snprintf(p, sizeof(p), "%s/new000", dir);
+    assert_int_equal(ts_file_write(p, "b", 1, &e), TS_OK);
+    expect(p, "b", 0644);
+    umask(077); /* a replaced file keeps its mode whatever the umask */
+    put(out, "old", 0751);
+    assert_int_equal(ts_file_write(out, "c", 1, &e), TS_OK);
+    expect(out, "c", 0751);
+    put(out, "old", 04755);
+    assert_int_equal(ts_file_write(out, "d", 1, &e), TS_OK);
+    expect(out, "d", 0755);
+    umask(old);
+    assert_int_equal(count_entries(dir), 6);
+    snprintf(p, sizeof(p), "%s/sub", dir); /* a folder at the path: refused */
+    assert_int_equal(mkdir(p, 0700), 0);
+    assert_int_equal(ts_file_write(p, "e", 1, &e), TS_IO);
+    assert_string_equal(e.file, p);
+    assert_non_null(strstr(e.msg, "cannot write"));
+    assert_int_equal(count_entries(dir), 7);
+    assert_int_equal(count_entries(p), 0);
+    snprintf(tmp, sizeof(tmp), "rm -r %s", dir);
+    assert_int_equal(system(tmp), 0);
+}
+
 static void test_times(void **state)
 {
     (void)state;
@@ -267,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_diag_addf),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_file_write_mode),
+        cmocka_unit_test(test_file_write_safe),
         cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
