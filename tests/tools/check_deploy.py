@@ -31,11 +31,11 @@ ROOT = {("tessera-agent", "agent"): "NVML's MIG changes need root",
 # The one privileged container, and why (deploy/base/agent.yaml).
 PRIVILEGED = {("tessera-agent", "agent"): "the NVIDIA runtime gives GPUs and the MIG config "
               "capability only to privileged containers once tenants' env is ignored"}
-# Long-running containers without probes, and why.
-NO_PROBES = {("tessera-meter", "meter"): "meter scrape serves no HTTP endpoint yet"}
+# Long-running containers without probes, and why (none: every one listens).
+NO_PROBES = {}
 # Verbs the install runs that the binary may not have yet, and why: reported as
 # a note while the verb is missing; once it exists its options are checked.
-PENDING = {("agent", "watch"): "issue 17 part 3, `tessera agent watch`, has not landed"}
+PENDING = {}
 SHIM_FLAG = "--shim-path="
 WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
 
