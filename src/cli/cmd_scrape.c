@@ -10,26 +10,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include "catalog/catalog.h"
 #include "cli/cli.h"
+#include "decide/decide.h"
 #include "meter/scrape.h"
+#include "plan/plan.h"
+#include "spec/spec.h"
 #include "serve/serve.h"
 #include "util/log.h"
 #include "util/time.h"
 
-static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t stop_requested, hup_requested;
 static int log_json; /* --log-format json */
 
 /* What --listen shows; log_event counts under the lock. */
 static struct {
     pthread_mutex_t lock;
-    long rounds, ok, failed, lost;
+    long rounds, ok, failed, lost, reloads_ok, reloads_failed;
     int64_t last_ok_ms;
 } seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop_requested = 1;
+    if (sig == SIGHUP)
+        hup_requested = 1;
+    else
+        stop_requested = 1;
 }
 
 static const struct cli_opt OPTS[] = {
@@ -70,11 +77,16 @@ const struct cli_verb cli_verb_scrape = {
     "flushed again before each round and, for up to 30 s, at the end. Each target's\n"
     "latest body (up to 16 MiB) is kept for tenant-labelled /metrics.\n"
     "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
+    "Before each round, when a -f or --catalog file changed (inode, size, mtime) or\n"
+    "after SIGHUP, the spec is loaded again; the next rounds are charged by it. If it\n"
+    "fails to load, the previous spec stays and msg=reload result=failed is logged\n"
+    "with the file:line:col.\n"
     "One log line per scrape on stderr (msg=scrape key=value, or JSON with\n"
     "--log-format json: the log serve and agent watch write); a summary on\n"
     "stdout. Exit 0 when every scrape was fetched, parsed and stored, 1 otherwise,\n"
     "2 on bad usage. --listen: /healthz (200 while running), /readyz (200 after the\n"
-    "first round), /metrics (scrapes by result, rounds, lost, last success).\n",
+    "first round), /metrics (scrapes by result, rounds, lost, last success,\n"
+    "reloads by result).\n",
     OPTS,
     NULL,
     NULL,
@@ -260,6 +272,7 @@ static unsigned status(void *ctx, const char *path, struct ts_sbuf *b)
     (void)ctx;
     pthread_mutex_lock(&seen.lock);
     long rounds = seen.rounds, ok = seen.ok, failed = seen.failed, lost = seen.lost;
+    long rel_ok = seen.reloads_ok, rel_failed = seen.reloads_failed;
     int64_t last = seen.last_ok_ms;
     pthread_mutex_unlock(&seen.lock);
     if (strcmp(path, "/healthz") == 0)
@@ -279,9 +292,123 @@ static unsigned status(void *ctx, const char *path, struct ts_sbuf *b)
                    "# TYPE tessera_scrape_lost_total counter\ntessera_scrape_lost_total %ld\n"
                    "# HELP tessera_scrape_last_success_timestamp_seconds Last good scrape.\n"
                    "# TYPE tessera_scrape_last_success_timestamp_seconds gauge\n"
-                   "tessera_scrape_last_success_timestamp_seconds %.3f\n",
-                   ok, failed, rounds, lost, (double)last / 1000.0);
+                   "tessera_scrape_last_success_timestamp_seconds %.3f\n"
+                   "# HELP tessera_meter_reloads_total Spec and catalog reloads by result.\n"
+                   "# TYPE tessera_meter_reloads_total counter\n"
+                   "tessera_meter_reloads_total{result=\"ok\"} %ld\n"
+                   "tessera_meter_reloads_total{result=\"failed\"} %ld\n",
+                   ok, failed, rounds, lost, (double)last / 1000.0, rel_ok, rel_failed);
     return 200;
+}
+
+/* ---- reloading the spec and catalog ------------------------------------ */
+
+/* One loaded spec: a job and the context that borrows it. */
+struct generation {
+    struct cli_job job;
+    struct meter_ctx ctx;
+    struct generation *older; /* kept to the end: waiting scrapes hold their context */
+};
+
+struct reload {
+    const struct cli_files *spec, *catalog;
+    struct store *st;
+    struct stat seen[2 * CLI_MAX_FILES]; /* what each file was when last loaded */
+    struct generation *gens;
+};
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Stat every file into now; 1 when any differs from what was last loaded. */
+static int files_changed(struct reload *rl, struct stat *now)
+{
+    int changed = 0;
+    size_t k = 0;
+    const struct cli_files *sets[] = {rl->spec, rl->catalog};
+    for (size_t s = 0; s < 2; s++)
+        for (size_t i = 0; i < sets[s]->n; i++, k++) {
+            if (stat(sets[s]->paths[i], &now[k]) != 0)
+                memset(&now[k], 0, sizeof(now[k]));
+            changed |= !same_file(&now[k], &rl->seen[k]);
+        }
+    return changed;
+}
+
+/* Load, decide and plan as `tessera plan` does; the first error into why. */
+static ts_status load_generation(struct reload *rl, struct generation *g, struct ts_error *why)
+{
+    struct ts_diag diag = {0};
+    struct cli_job *j = &g->job;
+    struct plan_options popt = PLAN_OPTIONS_DEFAULT;
+    ts_status st = cat_load(rl->catalog->paths, rl->catalog->n, &j->cat, &diag);
+    if (st == TS_OK)
+        st = spec_load(rl->spec->paths, rl->spec->n, &j->model, &diag);
+    if (st == TS_OK)
+        st = decide_run(j->model, j->cat, &j->decisions, &diag);
+    if (st == TS_OK)
+        st = plan_build(j->model, j->cat, j->decisions, &popt, &j->plan, &diag);
+    if (st == TS_OK)
+        st = plan_verify(j->plan, why);
+    g->ctx = (struct meter_ctx){j->model, j->cat, j->plan, NULL, 0, 0};
+    if (st == TS_OK)
+        return meter_ctx_load_custody(&g->ctx, rl->st, why);
+    for (int i = 0; i < diag.count; i++)
+        if (diag.items[i].severity == TS_SEV_ERROR)
+            return *why = diag.items[i], st;
+    return why->code ? st : ts_err(why, st, "%s", ts_status_str(st));
+}
+
+static void log_reload(const char *reason, const struct ts_error *e)
+{
+    char msg[TS_MSG_MAX + 2 * TS_PATH_MAX + 64] = "";
+    if (e)
+        ts_error_format(e, msg, sizeof(msg));
+    struct ts_log_kv kv[] = {{"result", e ? "failed" : "ok"}, {"reason", reason}, {"error", msg}};
+    ts_log(log_json, e ? "error" : "info", "reload", kv, e ? 3 : 2);
+    pthread_mutex_lock(&seen.lock);
+    seen.reloads_ok += !e;
+    seen.reloads_failed += !!e;
+    pthread_mutex_unlock(&seen.lock);
+}
+
+/* meter_scrape_opts.refresh: a new context when a file changed or SIGHUP came. */
+static const struct meter_ctx *refresh(void *arg)
+{
+    struct reload *rl = arg;
+    struct stat now[2 * CLI_MAX_FILES];
+    int hup = hup_requested, changed = files_changed(rl, now);
+    if (!hup && !changed)
+        return NULL;
+    hup_requested = 0;
+    memcpy(rl->seen, now, sizeof(now)); /* a broken file is tried again once it changes */
+    struct generation *g = calloc(1, sizeof(*g));
+    struct ts_error why = {0};
+    ts_status st = g ? load_generation(rl, g, &why) : ts_err(&why, TS_NOMEM, "out of memory");
+    if (st != TS_OK) {
+        log_reload(hup ? "signal" : "changed", &why);
+        if (g)
+            meter_ctx_release(&g->ctx), cli_job_free(&g->job);
+        free(g);
+        return NULL;
+    }
+    log_reload(hup ? "signal" : "changed", NULL);
+    g->older = rl->gens;
+    rl->gens = g;
+    return &g->ctx;
+}
+
+static void reload_free(struct reload *rl)
+{
+    for (struct generation *g = rl->gens, *next; g; g = next) {
+        next = g->older;
+        meter_ctx_release(&g->ctx);
+        cli_job_free(&g->job);
+        free(g);
+    }
 }
 
 /* ---- the command ------------------------------------------------------ */
@@ -294,6 +421,7 @@ static void install_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 int cmd_meter_scrape(int argc, char **argv)
@@ -313,6 +441,8 @@ int cmd_meter_scrape(int argc, char **argv)
         return rc == CLI_HELP ? CLI_OK : rc;
     a.o.targets = a.targets;
     a.o.ntargets = a.ntargets;
+    struct reload rl = {&a.spec, &a.catalog, NULL, {{0}}, NULL};
+    files_changed(&rl, rl.seen); /* before reading: a change while it reads is seen */
     struct cli_meter m;
     rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
     if (rc == CLI_OK)
@@ -322,7 +452,10 @@ int cmd_meter_scrape(int argc, char **argv)
     struct serve_status *http = NULL;
     if (rc == CLI_OK && a.listen && serve_status_start(a.listen, status, NULL, &http, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
+    rl.st = m.st;
     if (rc == CLI_OK) {
+        a.o.refresh = refresh;
+        a.o.refresh_arg = &rl;
         install_signals();
         if (meter_scrape_run(&m.ctx, m.st, &a.o, log_event, &m, &t, &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);
@@ -330,6 +463,7 @@ int cmd_meter_scrape(int argc, char **argv)
                t.rounds, t.scrapes, t.failed, t.rejected, t.inserted, t.lost);
     }
     serve_status_stop(http);
+    reload_free(&rl);
     cli_meter_close(&m);
     return rc == CLI_OK && (t.failed || t.lost || t.rejected) ? CLI_FAIL : rc;
 }

@@ -338,6 +338,8 @@ ts_status meter_scrape_run(const struct meter_ctx *ctx, struct store *st,
     for (long round = 1; !meter_fetch_sleep(next - meter_fetch_now_ms(), o->stop); round++) {
         struct ts_error why;
         retry_pending(r, &why);
+        const struct meter_ctx *fresh = o->refresh ? o->refresh(o->refresh_arg) : NULL;
+        r->ctx = fresh ? fresh : r->ctx;
         for (size_t i = 0; i < o->ntargets; i++)
             scrape_one(r, o->targets[i], round);
         t->rounds++;

@@ -35,6 +35,11 @@ struct meter_scrape_opts {
     size_t expo_max;                   /* bodies above it are not kept for /metrics */
     int64_t drain_ms;                  /* store retries at the end, at most this long */
     const volatile sig_atomic_t *stop; /* set by a signal: finish the round, then end */
+    /* Called before each round (never during one): the attribution context
+     * for that round on, or NULL to keep the current one. A context given
+     * here must stay valid until the run returns (waiting scrapes hold it). */
+    const struct meter_ctx *(*refresh)(void *arg);
+    void *refresh_arg;
 };
 
 /* What happened, one event at a time. Fields that do not apply are 0/""/NULL. */
