@@ -24,8 +24,11 @@ wait_for() {
     for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.1; done
     return 1
 }
-has_rows() { [ "$(q "SELECT count(*) FROM samples WHERE tenant = '$1'")" -ge "$2" ]; }
-metric() { curl -s "http://127.0.0.1:$P_STAT/metrics" | grep -F "$1"; }
+has_rows() {
+    local n; n=$(q "SELECT count(*) FROM samples WHERE tenant = '$1'")
+    [ "${n:-0}" -ge "$2" ]
+}
+metric() { curl -s "http://127.0.0.1:$P_STAT/metrics" | grep -qxF "$1"; }
 wait_for 10 curl -sf -o /dev/null "http://127.0.0.1:$P_HTTP/$H100" || bad "exporter not up"
 
 "$TESSERA" meter scrape -f "$TMP/spec.yaml" --db "sqlite:$TMP/r.db" --interval 1s \
@@ -47,14 +50,14 @@ check "alpha and beta samples interleave" \
 check "a tenant besides alpha, beta" \
     [ "$(q "SELECT count(*) FROM samples WHERE tenant NOT IN ('alpha','beta','unattributed')")" -eq 0 ]
 
-# a broken spec replaced whole (new inode): beta stays, the failure is logged and counted
+# a broken spec (contract: column 13) replaced whole (new inode): beta stays, the failure is logged and counted
 LINE=$(grep -n 'contract:' "$TMP/spec.new" | cut -d: -f1)
 sed 's/contract: shared-trusted/contract: nosuch/' "$TMP/spec.new" > "$TMP/spec.bad"
 mv "$TMP/spec.bad" "$TMP/spec.yaml"
 check "broken spec: failure not counted" \
     wait_for 10 metric 'tessera_meter_reloads_total{result="failed"} 1'
 check "broken spec: failure not logged with file:line:col" grep -qE \
-    "level=error msg=reload result=failed reason=changed error=\"?$TMP/spec.yaml:$LINE:[0-9]+:" \
+    "level=error msg=reload result=failed reason=changed error=\"?$TMP/spec.yaml:$LINE:13: Tenant/beta.spec.contract: " \
     "$TMP/run.err"
 BEFORE=$(q "SELECT count(*) FROM samples WHERE tenant = 'beta'")
 check "no beta samples after the broken spec" wait_for 20 has_rows beta $((BEFORE + 4))
