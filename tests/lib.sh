@@ -34,6 +34,22 @@ finish() {
     [ "$FAIL" -eq 0 ]
 }
 
+# use_standin_cuda: run the CUDA driver API against the build's stand-in
+# libcuda (tests/standin/cuda) with a private card lock and 256 MiB of card
+# memory. The stand-in is part of every build, so its absence fails the test.
+# Sets $build (the build folder).
+use_standin_cuda() {
+    build=$(cd "$(dirname "$TESSERA")" && pwd)
+    local standin="$build/tests/standin/cuda"
+    if [ ! -e "$standin/libcuda.so.1" ]; then
+        bad "stand-in driver not built ($standin)"
+        finish
+        exit 1
+    fi
+    export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+}
+
 # free_port: a loopback port nobody listens on, below the kernel's ephemeral
 # range, so that an outgoing connection of a test running beside this one
 # cannot take it between now and the listen.

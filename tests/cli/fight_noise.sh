@@ -11,15 +11,7 @@
 # and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-build=$(cd "$(dirname "$TESSERA")" && pwd)
-standin="$build/tests/standin/cuda"
-if [ ! -e "$standin/libcuda.so.1" ]; then
-    echo "fight_noise.sh: stand-in driver not built ($standin): skipped"
-    finish
-    exit $?
-fi
-export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+use_standin_cuda
 F() { "$TESSERA" fight --requests 100 --warmup 64 --rate 1000 --mechanisms timeslice "$@"; }
 
 expect_rc 4 env TESSERA_STANDIN_JITTER=9900 "$TESSERA" fight --requests 100 --warmup 64 \

@@ -6,17 +6,9 @@
 # fight with the shim capping the neighbour. Needs TESSERA and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-build=$(cd "$(dirname "$TESSERA")" && pwd)
 F() { "$TESSERA" fight "$@"; }
 
-standin="$build/tests/standin/cuda"
-if [ ! -e "$standin/libcuda.so.1" ]; then
-    echo "fight_standin.sh: stand-in driver not built ($standin): skipped"
-    finish
-    exit $?
-fi
-export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+use_standin_cuda
 shim="$build/src/shim/libtessera-cuda.so"
 # In the sanitized build, the ASan tessera binary under the ASan shim (with
 # libasan preloaded first) segfaults before main, even for --version: the

@@ -16,15 +16,7 @@
 # checks the control against injected noise. Needs TESSERA and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-build=$(cd "$(dirname "$TESSERA")" && pwd)
-standin="$build/tests/standin/cuda"
-if [ ! -e "$standin/libcuda.so.1" ]; then
-    echo "fight_verdict.sh: stand-in driver not built ($standin): skipped"
-    finish
-    exit $?
-fi
-export LD_LIBRARY_PATH="$standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
+use_standin_cuda
 # the stand-in NVML gives fixed readings (1980 MHz, 40 C, 120 W): one per run
 echo "gpu;uuid=GPU-f16;name=Stand-in GPU;pci=0000:01:00.0;memory_mib=256;mig=0" >"$TMP/nvml"
 export TESSERA_STANDIN_NVML="$TMP/nvml" TESSERA_NVML_LIBRARY="$build/standin/libnvidia-ml.so.1"

@@ -174,6 +174,17 @@ const TS = (() => {
         return colours.get(tenant);
     }
 
+    // A filter form: on submit, its non-empty fields become the page's query.
+    function onSearch(form) {
+        form.addEventListener('submit', ev => {
+            ev.preventDefault();
+            const p = new URLSearchParams();
+            for (const [k, v] of new FormData(form)) if (v) p.set(k, v);
+            location.search = p.toString();
+        });
+        return form;
+    }
+
     function table(caption, heads, rows) {
         const t = el('table', {}, el('caption', {}, caption));
         t.appendChild(el('thead', {}, el('tr', {}, heads.map(h => el('th', {scope: 'col'}, h)))));
@@ -192,5 +203,5 @@ const TS = (() => {
     }
 
     return {takeFragment, token, setToken, signOut, el, svg, link, get, api, items, whoami,
-        isOperator, page, colour, table, num, showError, ApiError};
+        isOperator, page, colour, table, num, showError, ApiError, onSearch};
 })();

@@ -86,12 +86,7 @@ function invoiceForm(who, q) {
         f.append(TS.el('label', {}, 'Tenant', sel));
     }
     f.append(TS.el('button', {type: 'submit'}, 'Show'));
-    f.addEventListener('submit', ev => {
-        ev.preventDefault();
-        const p = new URLSearchParams(new FormData(f));
-        location.search = p.toString();
-    });
-    return f;
+    return TS.onSearch(f);
 }
 
 TS.page('Invoices', async (main, who) => {

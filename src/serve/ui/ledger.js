@@ -20,13 +20,7 @@ function ledgerForm(q) {
         input('Tenant (history)', 'tenant', {}),
         input('At (RFC 3339)', 'at', {placeholder: '2026-11-02T12:00:00Z'}),
         TS.el('button', {type: 'submit'}, 'Search'));
-    f.addEventListener('submit', ev => {
-        ev.preventDefault();
-        const p = new URLSearchParams();
-        for (const [k, v] of new FormData(f)) if (v) p.set(k, v);
-        location.search = p.toString();
-    });
-    return f;
+    return TS.onSearch(f);
 }
 
 TS.page('Ledger', async (main, who) => {

@@ -77,13 +77,7 @@ function usageForm(who, q) {
     f.append(input('From', 'from'), input('To', 'to'), input('Step', 'step'));
     if (TS.isOperator(who)) f.append(input('Tenant', 'tenant'));
     f.append(TS.el('button', {type: 'submit'}, 'Show'));
-    f.addEventListener('submit', ev => {
-        ev.preventDefault();
-        const p = new URLSearchParams();
-        for (const [k, v] of new FormData(f)) if (v) p.set(k, v);
-        location.search = p.toString();
-    });
-    return f;
+    return TS.onSearch(f);
 }
 
 TS.page('Usage', async (main, who) => {
