@@ -79,6 +79,7 @@ struct api_state {
 
 struct api_param {
     const char *key, *value; /* decoded; value NULL for "?key" */
+    int cut;                 /* the decoded key or value held a NUL byte (%00): not text */
 };
 
 struct api_answer {

@@ -100,7 +100,7 @@ const char *api__param(struct api__req *r, const char *key)
         if (seen++)
             api__fail(r, 400, key, "%s: given more than once", key);
         v = r->p[i].value ? r->p[i].value : "";
-        if (!clean(v) || strlen(v) >= API_VALUE_MAX)
+        if (r->p[i].cut || !clean(v) || strlen(v) >= API_VALUE_MAX)
             api__fail(r, 400, key, "%s: not text of at most %d bytes", key, API_VALUE_MAX - 1);
     }
     return r->failed ? NULL : v;
@@ -112,7 +112,7 @@ int api__done(struct api__req *r)
         if (r->used & (1u << i))
             continue;
         const char *k = r->p[i].key;
-        if (clean(k) && strlen(k) < API_VALUE_MAX)
+        if (!r->p[i].cut && clean(k) && strlen(k) < API_VALUE_MAX)
             api__fail(r, 400, k, "%s: not a parameter of %s", k, r->path);
         else
             api__fail(r, 400, "?", "a parameter name that is not text");

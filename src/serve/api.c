@@ -130,14 +130,18 @@ struct query_params {
     size_t n;
 };
 
+/* Each query parameter as libmicrohttpd decoded it; a %00 inside a key or
+ * value shows as a C string shorter than its decoded size, which api refuses
+ * (400 naming it) rather than reading the text before the NUL. */
 static enum MHD_Result one_param(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 const char *value)
+                                 size_t key_size, const char *value, size_t value_size)
 {
     (void)kind;
     struct query_params *ps = cls;
     if (ps->n == API_PARAMS_MAX + 1)
         return MHD_NO; /* one over the cap: api answers 400 */
-    ps->p[ps->n++] = (struct api_param){key, value};
+    int cut = strlen(key) != key_size || (value && strlen(value) != value_size);
+    ps->p[ps->n++] = (struct api_param){key, value, cut};
     return MHD_YES;
 }
 
@@ -149,7 +153,7 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
     if (!api_ident_token(p->idents, auth, &who))
         cert_identity(conn, p->idents, &who);
     struct query_params ps = {.n = 0};
-    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, one_param, &ps);
+    MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, one_param, &ps);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     struct api_state st = {p->model,

@@ -301,41 +301,43 @@ static void test_plan_views(void **state)
         json_integer_value(json_object_get(json_object_get(doc, "summary"), "gpusUsed")),
         f->job.plan->summary.gpus_used);
     json_decref(doc);
-    struct api_param b[] = {{"tenant", "client-b"}};
+    struct api_param b[] = {{"tenant", "client-b", 0}};
     want_error(f, &TA, "/plan", b, 1, 403, "tenant");
     want_error(f, &TA, "/tenants/client-b", NULL, 0, 403, NULL);
     want_error(f, &OP, "/tenants/nobody", NULL, 0, 404, NULL);
-    struct api_param nobody[] = {{"tenant", "nobody"}};
+    struct api_param nobody[] = {{"tenant", "nobody", 0}};
     want_error(f, &OP, "/plan", nobody, 1, 404, "tenant");
 }
 
 static void test_parameters(void **state)
 {
     struct fx *f = *state;
-    struct api_param unknown[] = {{"limit", "5"}, {"sort", "name"}};
+    struct api_param unknown[] = {{"limit", "5", 0}, {"sort", "name", 0}};
     want_error(f, &OP, "/tenants", unknown, 2, 400, "sort");
-    struct api_param twice[] = {{"limit", "5"}, {"limit", "5"}};
+    struct api_param twice[] = {{"limit", "5", 0}, {"limit", "5", 0}};
     want_error(f, &OP, "/tenants", twice, 2, 400, "limit");
     const char *bad_limits[] = {"0", "1001", "-1", "+1", " 1", "1x", "", "99999999999999999999"};
     for (size_t i = 0; i < sizeof(bad_limits) / sizeof(bad_limits[0]); i++) {
-        struct api_param p[] = {{"limit", bad_limits[i]}};
+        struct api_param p[] = {{"limit", bad_limits[i], 0}};
         want_error(f, &OP, "/tenants", p, 1, 400, "limit");
     }
-    struct api_param novalue[] = {{"limit", NULL}};
+    struct api_param novalue[] = {{"limit", NULL, 0}};
     want_error(f, &OP, "/tenants", novalue, 1, 400, "limit");
-    struct api_param ctl[] = {{"rule", "a\tb"}};
+    struct api_param ctl[] = {{"rule", "a\tb", 0}};
     want_error(f, &OP, "/denials", ctl, 1, 400, "rule");
-    struct api_param utf[] = {{"rule", "\xff"}};
+    struct api_param utf[] = {{"rule", "\xff", 0}};
     want_error(f, &OP, "/denials", utf, 1, 400, "rule");
+    struct api_param cut[] = {{"rule", "entitlement/count", 1}}; /* "...%00x" decoded */
+    want_error(f, &OP, "/denials", cut, 1, 400, "rule");
     struct api_param many[API_PARAMS_MAX + 1];
     for (size_t i = 0; i <= API_PARAMS_MAX; i++)
-        many[i] = (struct api_param){"limit", "1"};
+        many[i] = (struct api_param){"limit", "1", 0};
     want_error(f, &OP, "/tenants", many, API_PARAMS_MAX + 1, 400, NULL);
     want_error(f, &OP, "/whoami", unknown + 1, 1, 400, "sort");
     /* without --db, --current: 404 saying so */
-    struct api_param day[] = {{"from", "0"}, {"to", "3600"}};
+    struct api_param day[] = {{"from", "0", 0}, {"to", "3600", 0}};
     want_error(f, &OP, "/usage", day, 2, 404, NULL);
-    struct api_param period[] = {{"period", "2026-11"}};
+    struct api_param period[] = {{"period", "2026-11", 0}};
     want_error(f, &OP, "/invoices", period, 1, 404, NULL);
     want_error(f, &OP, "/violations", NULL, 0, 404, NULL);
     want_error(f, &OP, "/replan", NULL, 0, 404, NULL);
@@ -349,7 +351,7 @@ static void test_pages(void **state)
     char off[24];
     for (size_t offset = 0; offset < total + 2; offset += 3) {
         snprintf(off, sizeof(off), "%zu", offset);
-        struct api_param p[] = {{"limit", "3"}, {"offset", off}};
+        struct api_param p[] = {{"limit", "3", 0}, {"offset", off, 0}};
         json_t *doc;
         assert_int_equal(get(f, &OP, "/tenants", p, 2, &doc), 200);
         assert_int_equal(json_integer_value(json_object_get(doc, "total")), total);
@@ -382,11 +384,11 @@ static void test_denials(void **state)
     assert_string_equal(json_string_value(json_object_get(d, "message")), "<b>\"x\"</b>\n1");
     assert_string_equal(json_string_value(json_object_get(d, "time")), "2023-11-14T22:13:19Z");
     json_decref(doc);
-    struct api_param rule[] = {{"rule", "entitlement/count"}};
+    struct api_param rule[] = {{"rule", "entitlement/count", 0}};
     assert_int_equal(get(f, &OP, "/denials", rule, 1, &doc), 200);
     assert_int_equal(json_integer_value(json_object_get(doc, "total")), 2);
     json_decref(doc);
-    struct api_param c[] = {{"tenant", "client-c"}, {"rule", "entitlement/count"}};
+    struct api_param c[] = {{"tenant", "client-c", 0}, {"rule", "entitlement/count", 0}};
     assert_int_equal(get(f, &OP, "/denials", c, 2, &doc), 200);
     assert_int_equal(json_integer_value(json_object_get(doc, "total")), 1);
     json_decref(doc);

@@ -224,6 +224,9 @@ def plan():
     error("/api/v1/plan?x=1", "op", 400, "x")
     error("/api/v1/plan?tenant=client-a&tenant=client-a", "op", 400, "tenant")
     error("/api/v1/plan?tenant=%01", "op", 400, "tenant")
+    # a NUL cuts the decoded text: refused, never read as the text before it
+    error("/api/v1/plan?tenant=client-a%00x", "op", 400, "tenant")
+    error("/api/v1/plan?tenant%00x=client-a", "op", 400, "tenant")
 
 
 def pages(path, who, limit, want_total):
