@@ -96,6 +96,7 @@ struct store_ops {
     const char *lock_schema;  /* run after begin_write before migrating, or NULL */
     const char *lock_ledger;  /* run after begin_write before a ledger append, or NULL */
     const char *override_seq; /* what lets an INSERT give the serial key's value */
+    const char *device_order; /* ORDER BY device in byte order (a device's keys adjacent) */
     /* url without changes; *db gets the connection. With create 0 a database
      * that does not exist is TS_NOT_FOUND naming it, and none is made. */
     ts_status (*open)(const char *url, int create, void **db, struct ts_error *err);

@@ -59,7 +59,7 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                             .nrows = STORE_BLOCK,
                             .tail = ON_CONFLICT},
     [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
-                                      "AND ts_ms < $2 ORDER BY device, ts_ms"},
+                                      "AND ts_ms < $2 ORDER BY DEVICE_ORDER, ts_ms"},
     /* seq given ($1, the head's + 1 under store_ledger_lock), or NULL: the
      * next after the head. Never the database's counter: PostgreSQL's
      * identity skips the values of rolled-back appends, which would leave
@@ -220,20 +220,27 @@ static char *stmt_text(const struct stmt *s)
     return NULL;
 }
 
-/* text with OVERRIDE_SEQ replaced by the backend's words (malloc'd), or NULL. */
-static char *dialect_text(struct store *st, char *text)
+/* text with token replaced by words (malloc'd), or NULL. */
+static char *replace_token(char *text, const char *token, const char *words)
 {
-    const char *at = text ? strstr(text, "OVERRIDE_SEQ") : NULL;
+    const char *at = text ? strstr(text, token) : NULL;
     if (!at)
         return text;
     struct ts_sbuf b;
     ts_sbuf_init(&b, 64 * 1024);
-    ts_sbuf_printf(&b, "%.*s%s%s", (int)(at - text), text, st->ops->override_seq, at + 12);
+    ts_sbuf_printf(&b, "%.*s%s%s", (int)(at - text), text, words, at + strlen(token));
     free(text);
     if (ts_sbuf_status(&b) == TS_OK)
         return b.data;
     ts_sbuf_release(&b);
     return NULL;
+}
+
+/* text with OVERRIDE_SEQ and DEVICE_ORDER in the backend's words. */
+static char *dialect_text(struct store *st, char *text)
+{
+    text = replace_token(text, "OVERRIDE_SEQ", st->ops->override_seq);
+    return replace_token(text, "DEVICE_ORDER", st->ops->device_order);
 }
 
 static ts_status prepare_all(struct store *st, struct ts_error *err)

@@ -80,7 +80,8 @@ const char *store_backend(const struct store *st);
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err);
 
-/* Every sample with from_ms <= ts_ms < to_ms, ordered by device, ts_ms.
+/* Every sample with from_ms <= ts_ms < to_ms, ordered by device (in byte
+ * order on both backends, whatever the database's collation), ts_ms.
  * The sample passed to fn is valid only during the call. */
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
