@@ -86,6 +86,10 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
 
+/* The newest sample's ts_ms into *ms; *found 0 (and *ms 0) when the store
+ * has none. */
+ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err);
+
 /* Append e under e->seq (the head's + 1: call inside store_ledger_lock),
  * or, when e->seq <= 0, under the head's seq + 1; a seq already taken fails.
  * *seq_out (may be NULL) gets the seq stored. */
