@@ -146,14 +146,17 @@ static int set_region(struct val *v, struct shim_limits *l)
     return shim_limits_region(v->s, v->len, l->region, v->bad, v->why);
 }
 
+static int set_pid_map(struct val *v, struct shim_limits *l)
+{
+    return shim_limits_region(v->s, v->len, l->pid_map, v->bad, v->why);
+}
+
 static const struct key {
     const char *name;
     int (*set)(struct val *v, struct shim_limits *l);
 } keys[] = {
-    {"version", set_version},
-    {"memoryLimit", set_memory},
-    {"smPercent", set_sm},
-    {"region", set_region},
+    {"version", set_version}, {"memoryLimit", set_memory}, {"smPercent", set_sm},
+    {"region", set_region},   {"pidMap", set_pid_map},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -211,8 +214,8 @@ static int parse_line(struct parse *p, const char *line, size_t len)
     const struct key *k = find_key(line + ka, kb - ka);
     if (!k)
         return err_at(p, ka,
-                      "unknown key (expected version, memoryLimit, smPercent "
-                      "or region)",
+                      "unknown key (expected version, memoryLimit, smPercent, "
+                      "region or pidMap)",
                       NULL);
     if (p->seen[k - keys]++)
         return err_at(p, ka, "key given twice", k->name);

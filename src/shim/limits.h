@@ -9,6 +9,7 @@
  *     memoryLimit = 8Gi        bytes, or with Ki Mi Gi Ti Pi / K M G T P
  *     smPercent = 30           1..100 (100 = no compute limit)
  *     region = /run/tessera/ctr-1.region
+ *     pidMap = /run/tessera/pid-map   container pid -> host pid (hostpid.c)
  *
  * `version` is required and must be 1; every other key is optional and may
  * appear once. Unknown keys, duplicates, bad values and NUL bytes are errors
@@ -46,11 +47,12 @@
 #define SHIM_CTX_ESTIMATE_SHARE 16
 
 struct shim_limits {
-    int version;                       /* SHIM_LIMITS_VERSION once parsed */
-    int has_memory;                    /* memoryLimit was given */
-    uint64_t memory_bytes;             /* the container's device memory, bytes */
-    unsigned sm_percent;               /* 1..100; 100 when not given */
-    char region[SHIM_REGION_PATH_MAX]; /* "" when not given */
+    int version;                        /* SHIM_LIMITS_VERSION once parsed */
+    int has_memory;                     /* memoryLimit was given */
+    uint64_t memory_bytes;              /* the container's device memory, bytes */
+    unsigned sm_percent;                /* 1..100; 100 when not given */
+    char region[SHIM_REGION_PATH_MAX];  /* "" when not given */
+    char pid_map[SHIM_REGION_PATH_MAX]; /* "" when not given */
 };
 
 /* A fault in the input: 1-based line and byte column, and what is wrong. */

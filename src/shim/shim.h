@@ -16,6 +16,7 @@
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
+ *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
  */
@@ -61,6 +62,7 @@ struct shim_config {
     uint64_t memory_bytes;
     unsigned sm_percent; /* 100 = no compute limit */
     char region[SHIM_REGION_PATH_MAX];
+    char pid_map[SHIM_REGION_PATH_MAX]; /* hostpid.c's pid map */
 };
 /* Read the limit file (or the environment) once; logs what is refused. */
 void shim__config_load(struct shim_config *c);
@@ -68,7 +70,7 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 2u
+#define SHIM_REGION_VERSION 3u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
@@ -98,6 +100,7 @@ struct shim_sm_state {
     _Atomic uint64_t launches;    /* launches since the last tick */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
+    _Atomic uint64_t seen_us; /* NVML: newest process sample consumed (its timeStamp) */
 };
 
 struct shim_region {
@@ -190,6 +193,28 @@ CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
 void shim__sm_init(unsigned sm_percent);
+
+/* ---- hostpid.c ---------------------------------------------------------- */
+
+/* Processes whose host pids one call finds (the first this many slots). */
+#define SHIM_HOSTPID_MAX 256
+
+/* One line of the pid map: a process's pid namespace, its pid there, and
+ * its pid in the host's namespace. */
+struct shim_pidmap_entry {
+    uint64_t ns;
+    pid_t pid, host;
+};
+/* Parse one line (without its '\n'): 1 with *e filled, 0 for a blank line or
+ * a comment, -1 when malformed (*col: 0-based byte column, *why: reason). */
+int shim__pidmap_line(const char *s, size_t len, struct shim_pidmap_entry *e, size_t *col,
+                      const char **why);
+/* The host pids of the region's live processes, at most max of them into
+ * host: how many, or -1 when one of them has none (no pid map, unreadable,
+ * malformed, or the process is missing from it); the reason goes to stderr
+ * once until it changes. A process of the initial pid namespace is its own
+ * host pid (no map needed). No malloc, no stdio, no lock. */
+int shim__host_pids(pid_t *host, int max);
 
 /* The configuration, valid after the first shim__real() call. */
 const struct shim_config *shim__config(void);
