@@ -206,6 +206,7 @@ static void charge_clients(struct meter_verdict *v, const struct plan_gpu *g)
         snprintf(suffix, sizeof(suffix), "#%s/%s/%d", in->row->tenant->name,
                  in->row->workload->name, in->replica);
         charge(v, in->row->tenant->name, suffix, client_share(g, in));
+        set(v->charges[v->ncharges - 1].workload, in->row->workload->name);
     }
 }
 
@@ -330,11 +331,57 @@ int meter_pod_foreign(const struct meter_ctx *ctx, const struct meter_seen *d, i
            strcmp(owner_of(ctx->model, d->ns), v.planned) != 0;
 }
 
-void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
-                     struct meter_verdict *v)
+/* The one workload of tenant t that runs in namespace ns, else NULL. */
+static const char *workload_in_ns(const struct spec_tenant *t, const char *ns)
+{
+    const char *found = NULL;
+    for (size_t i = 0; t && has(ns) && i < t->nworkloads; i++)
+        if (t->workloads[i].namespace_ && strcmp(t->workloads[i].namespace_, ns) == 0) {
+            if (found)
+                return NULL;
+            found = t->workloads[i].name;
+        }
+    return found;
+}
+
+/* The one workload the plan gives tenant on card g (for a MIG instance, of
+ * its profile), else NULL. */
+static const char *workload_on_card(const struct plan_gpu *g, const struct meter_seen *d,
+                                    const char *tenant)
+{
+    const char *found = NULL;
+    int mig = is_mig(d->profile) && g && g->mode == PLAN_MIG;
+    const struct cat_profile *want = mig ? cat_profile_find(g->model, d->profile) : NULL;
+    for (size_t i = 0; g && i < g->ninst; i++) {
+        const struct plan_inst *in = &g->inst[i];
+        if (!in->row || strcmp(in->row->tenant->name, tenant) != 0 || (mig && in->profile != want))
+            continue;
+        if (found && strcmp(found, in->row->workload->name) != 0)
+            return NULL;
+        found = in->row->workload->name;
+    }
+    return found;
+}
+
+/* Name the workload of each charge that has none yet (attrib.h). */
+static void name_workloads(const struct meter_ctx *ctx, const struct plan_gpu *g,
+                           const struct meter_seen *d, struct meter_verdict *v)
+{
+    for (size_t i = 0; i < v->ncharges; i++) {
+        struct meter_charge *c = &v->charges[i];
+        if (c->workload[0])
+            continue;
+        const char *w = workload_in_ns(spec_tenant_find(ctx->model, c->tenant), d->ns);
+        set(c->workload, w ? w : workload_on_card(g, d, c->tenant));
+    }
+}
+
+static void decide(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
+                   struct meter_verdict *v, const struct plan_gpu **card)
 {
     const char *held;
     const struct plan_gpu *g = holder(ctx, d, ts_ms, v, &held);
+    *card = g;
     const char *planned = v->planned[0] ? v->planned : NULL;
     if (has(d->ns) && guest_card(g, d) && planned) {
         charge_guest_card(ctx, d, g, v);
@@ -352,6 +399,14 @@ void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, in
         charge_clients(v, g);
     else
         charge(v, planned ? planned : "unattributed", "", whole_share(ctx, d));
+}
+
+void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
+                     struct meter_verdict *v)
+{
+    const struct plan_gpu *g = NULL;
+    decide(ctx, d, ts_ms, v, &g);
+    name_workloads(ctx, g, d, v);
 }
 
 void meter_seen_of(const struct meter_sample *x, struct meter_seen *d)

@@ -22,6 +22,11 @@
  * A pod whose tenant is not the one the plan (or ledger) gives the device is
  * a custody violation: it is billed to the tenant observed and reported.
  *
+ * Each charge names the tenant's workload where one is known: the plan
+ * client's, else the one workload of the tenant in the pod's namespace,
+ * else the one workload the plan gives the tenant on that card (of that
+ * MIG profile); else "".
+ *
  * The share of the card charged: a MIG instance its memory slices over the
  * board's grid, or compute slices, or the larger of both (PriceBook
  * migShareBasis); on a shared card (plan mode MPS, time-slicing or
@@ -66,7 +71,8 @@ struct meter_seen {
 
 struct meter_charge {
     char tenant[METER_NAME_MAX];
-    char suffix[METER_NAME_MAX]; /* added to the device key when a card is split */
+    char suffix[METER_NAME_MAX];   /* added to the device key when a card is split */
+    char workload[METER_NAME_MAX]; /* the tenant's workload, "" when not known */
     int64_t share_ppm;
 };
 

@@ -152,8 +152,9 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
                                    ts_arena_strdup(a, d->ns),
                                    ts_arena_strdup(a, d->pod),
                                    share,
-                                   util};
-        if (!s->node || !s->model || !s->profile || !s->ns || !s->pod)
+                                   util,
+                                   ts_arena_strdup(a, v.charges[i].workload)};
+        if (!s->node || !s->model || !s->profile || !s->ns || !s->pod || !s->workload)
             return TS_NOMEM;
     }
     return TS_OK;

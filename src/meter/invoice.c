@@ -110,6 +110,13 @@ static ts_status currency(struct invoice *inv, const struct spec_pricebook *p, s
                      p->currency);
 }
 
+static void count_line(struct invoice *inv, const struct invoice_line *l)
+{
+    inv->unpriced += l->price_micro < 0;
+    inv->total_minor += l->amount_minor;
+    inv->usage_total_minor += l->usage_minor;
+}
+
 static void add_line(struct invoice *inv, const struct meter_total *t, const struct spec_model *m,
                      const struct cat_catalog *cat, struct ts_arena *arena)
 {
@@ -122,10 +129,75 @@ static void add_line(struct invoice *inv, const struct meter_total *t, const str
                                used,
                                price,
                                amount_minor(alloc, price, inv->exponent),
-                               amount_minor(used, price, inv->exponent)};
-    inv->unpriced += l->price_micro < 0;
-    inv->total_minor += l->amount_minor;
-    inv->usage_total_minor += l->usage_minor;
+                               amount_minor(used, price, inv->exponent),
+                               ""};
+    count_line(inv, l);
+}
+
+/* The amounts of a consumer's part, rounded as any line. */
+static void part_amounts(const struct meter_shared_part *p, int64_t price, int exp, int64_t *alloc,
+                         int64_t *used)
+{
+    *alloc = amount_minor(p->alloc_uh, price, exp);
+    *used = amount_minor(p->usage_uh, price, exp);
+}
+
+/* A shared workload's part on tenant's invoice: a consumer's share, or the
+ * owner's passed-on line of minus its consumers' rounded amounts. */
+static ts_status add_part(struct invoice *inv, const struct meter_shared_part *parts, size_t n,
+                          size_t k, const struct spec_model *m, const struct cat_catalog *cat,
+                          struct ts_arena *arena)
+{
+    const struct meter_shared_part *p = &parts[k];
+    const struct cat_model *model = cat_model_find(cat, p->model);
+    int64_t price = price_of(m, cat, model), alloc = 0, used = 0;
+    if (!p->passed_on)
+        part_amounts(p, price, inv->exponent, &alloc, &used);
+    for (size_t i = 0; p->passed_on && i < n; i++) {
+        const struct meter_shared_part *q = &parts[i];
+        int64_t a, u;
+        if (q->passed_on || strcmp(q->owner, p->owner) || strcmp(q->workload, p->workload) ||
+            strcmp(q->model, p->model) || strcmp(q->profile, p->profile))
+            continue;
+        part_amounts(q, price, inv->exponent, &a, &u);
+        alloc -= a;
+        used -= u;
+    }
+    struct invoice_line *l = &inv->lines[inv->nlines++];
+    *l = (struct invoice_line){model ? model->name : ts_arena_strdup(arena, p->model),
+                               ts_arena_strdup(arena, p->profile),
+                               p->alloc_uh,
+                               p->usage_uh,
+                               price,
+                               price < 0 ? 0 : alloc,
+                               price < 0 ? 0 : used,
+                               ts_arena_printf(arena, "%s: %s/%s",
+                                               p->passed_on ? "passed on" : "shared", p->owner,
+                                               p->workload)};
+    if (!l->model || !l->profile || !l->note)
+        return TS_NOMEM;
+    count_line(inv, l);
+    return TS_OK;
+}
+
+static ts_status add_parts(struct invoice *inv, const struct meter_usage *u,
+                           const struct spec_model *m, const struct cat_catalog *cat,
+                           struct ts_arena *arena)
+{
+    struct meter_shared_part *parts;
+    size_t n, mine = 0;
+    ts_status st = meter_shared_split(u, m, arena, &parts, &n);
+    for (size_t i = 0; st == TS_OK && i < n; i++)
+        mine += strcmp(parts[i].tenant, inv->tenant) == 0;
+    struct invoice_line *lines = ts_arena_array(arena, inv->nlines + mine + 1, sizeof(*lines));
+    if (st != TS_OK || !lines)
+        return TS_NOMEM;
+    memcpy(lines, inv->lines, inv->nlines * sizeof(*lines));
+    inv->lines = lines;
+    for (size_t i = 0; st == TS_OK && i < n; i++)
+        if (strcmp(parts[i].tenant, inv->tenant) == 0)
+            st = add_part(inv, parts, n, i, m, cat, arena);
+    return st;
 }
 
 ts_status invoice_build(const struct meter_usage *u, const struct spec_model *m,
@@ -147,6 +219,8 @@ ts_status invoice_build(const struct meter_usage *u, const struct spec_model *m,
     for (size_t i = 0; i < u->ntotals; i++)
         if (strcmp(u->totals[i].tenant, tenant) == 0)
             add_line(out, &u->totals[i], m, cat, arena);
+    if (add_parts(out, u, m, cat, arena) != TS_OK)
+        return ts_err(err, TS_NOMEM, "out of memory");
     return TS_OK;
 }
 
@@ -154,10 +228,12 @@ ts_status invoice_build(const struct meter_usage *u, const struct spec_model *m,
 static void money(char *buf, size_t size, int64_t minor, int exp)
 {
     int64_t p = pow10i(exp);
+    const char *sign = minor < 0 ? "-" : ""; /* a passed-on line */
+    minor = minor < 0 ? -minor : minor;
     if (exp == 0)
-        snprintf(buf, size, "%" PRId64, minor);
+        snprintf(buf, size, "%s%" PRId64, sign, minor);
     else
-        snprintf(buf, size, "%" PRId64 ".%0*" PRId64, minor / p, exp, minor % p);
+        snprintf(buf, size, "%s%" PRId64 ".%0*" PRId64, sign, minor / p, exp, minor % p);
 }
 
 /* A price per GPU-hour (micro-units): the minor unit's digits, more only
@@ -174,7 +250,9 @@ static void rate(char *buf, size_t size, int64_t micro, int exp)
 
 static void hours(char *buf, size_t size, int64_t uh)
 {
-    snprintf(buf, size, "%" PRId64 ".%06" PRId64, uh / TS_MICRO, uh % TS_MICRO);
+    const char *sign = uh < 0 ? "-" : ""; /* a passed-on line */
+    uh = uh < 0 ? -uh : uh;
+    snprintf(buf, size, "%s%" PRId64 ".%06" PRId64, sign, uh / TS_MICRO, uh % TS_MICRO);
 }
 
 struct line_text {
@@ -227,13 +305,15 @@ static void csv_line(struct ts_sbuf *o, const struct invoice *inv, const struct 
         ts_text_csv(o, text[i]);
         ts_sbuf_add(o, ",", 1);
     }
-    ts_sbuf_printf(o, "%s,%s,%s,%s,%s\r\n", t->hours, t->used, t->rate, t->amount, t->usage);
+    ts_sbuf_printf(o, "%s,%s,%s,%s,%s,", t->hours, t->used, t->rate, t->amount, t->usage);
+    ts_text_csv(o, l->note);
+    ts_sbuf_puts(o, "\r\n");
 }
 
 static void write_csv(const struct invoice *inv, struct ts_sbuf *o)
 {
     ts_sbuf_puts(o, "tenant,period,currency,model,profile,gpu_hours,used_gpu_hours,"
-                    "price_per_gpu_hour,amount,usage_amount\r\n");
+                    "price_per_gpu_hour,amount,usage_amount,note\r\n");
     for (size_t i = 0; i < inv->nlines; i++) {
         struct line_text t;
         line_text(inv, &inv->lines[i], &t);
@@ -278,7 +358,12 @@ static void write_text(const struct invoice *inv, struct ts_sbuf *o)
         ts_text_pad(o, l->model, 18);
         ts_sbuf_add(o, " ", 1);
         ts_text_pad(o, profile_name(l), 10);
-        ts_sbuf_printf(o, " %16s %16s %16s %12s\n", t.hours, t.used, t.rate, t.amount);
+        ts_sbuf_printf(o, " %16s %16s %16s %12s", t.hours, t.used, t.rate, t.amount);
+        if (l->note[0]) {
+            ts_sbuf_puts(o, "  ");
+            ts_text_plain(o, l->note);
+        }
+        ts_sbuf_add(o, "\n", 1);
     }
     char total[40], usage[40];
     money(total, sizeof(total), inv->total_minor, inv->exponent);
@@ -297,12 +382,15 @@ static json_t *minor_or_null(const struct invoice_line *l, int64_t minor)
 
 static json_t *json_line(const struct invoice_line *l)
 {
-    return json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:o}", "model", ts_text_json(l->model),
-                     "profile", ts_text_json(profile_name(l)), "microGpuHours",
-                     (json_int_t)l->alloc_uh, "usedMicroGpuHours", (json_int_t)l->usage_uh,
-                     "pricePerGpuHourMicro", (json_int_t)l->price_micro, "amountMinor",
-                     minor_or_null(l, l->amount_minor), "usageAmountMinor",
-                     minor_or_null(l, l->usage_minor));
+    json_t *o = json_pack("{s:o, s:o, s:I, s:I, s:I, s:o, s:o}", "model", ts_text_json(l->model),
+                          "profile", ts_text_json(profile_name(l)), "microGpuHours",
+                          (json_int_t)l->alloc_uh, "usedMicroGpuHours", (json_int_t)l->usage_uh,
+                          "pricePerGpuHourMicro", (json_int_t)l->price_micro, "amountMinor",
+                          minor_or_null(l, l->amount_minor), "usageAmountMinor",
+                          minor_or_null(l, l->usage_minor));
+    if (o && l->note[0])
+        json_object_set_new(o, "note", ts_text_json(l->note));
+    return o;
 }
 
 static json_t *json_doc(const struct invoice *inv, json_t *lines)
@@ -424,8 +512,11 @@ static void write_html(const struct invoice *inv, struct ts_sbuf *o)
         const struct invoice_line *l = &inv->lines[i];
         struct line_text t;
         line_text(inv, l, &t);
-        const char *cells[] = {l->model, profile_name(l), t.hours,  t.used,
-                               t.rate,   inv->currency,   t.amount, t.usage};
+        char profile[3 * METER_KEY_MAX];
+        snprintf(profile, sizeof(profile), "%s%s%s%s", profile_name(l), l->note[0] ? " (" : "",
+                 l->note, l->note[0] ? ")" : "");
+        const char *cells[] = {l->model, profile,       t.hours,  t.used,
+                               t.rate,   inv->currency, t.amount, t.usage};
         html_cells(o, "td", cells, sizeof cells / sizeof cells[0]);
     }
     ts_sbuf_puts(o, "</tbody>\n<tfoot>\n");

@@ -8,12 +8,17 @@
  * minor unit once, half to even; the total is the sum of the rounded lines,
  * so the lines printed add up to it exactly. Models are matched through the
  * catalog, so a DCGM modelName ("NVIDIA H100 80GB HBM3") finds the price of
- * h100-80gb-sxm.
+ * h100-80gb-sxm. A workload other tenants use adds a line per model and
+ * profile to each consumer's invoice (its part, priced and rounded as any
+ * line) and a negative passed-on line to its owner's, whose amount is minus
+ * the sum of the consumers' rounded amounts: the invoices of all tenants
+ * add up to what they add up to without the split, to the minor unit.
  */
 #ifndef METER_INVOICE_H
 #define METER_INVOICE_H
 
 #include "catalog/catalog.h"
+#include "meter/shared.h"
 #include "meter/usage.h"
 #include "spec/model.h"
 #include "util/sbuf.h"
@@ -24,6 +29,9 @@ struct invoice_line {
     int64_t alloc_uh, usage_uh;
     int64_t price_micro;               /* per GPU-hour; -1 when the PriceBook has none */
     int64_t amount_minor, usage_minor; /* rounded once, half to even; 0 unpriced */
+    const char *note; /* "" on a line of the tenant's own; "shared: OWNER/WORKLOAD" on its
+                       * part of a workload it uses, "passed on: OWNER/WORKLOAD" (negative)
+                       * on the owner's (meter/shared.h) */
 };
 
 struct invoice {

@@ -24,6 +24,7 @@ void meter_usage_release(struct meter_usage *u)
     int64_t from = u->from_ms, to = u->to_ms;
     int close = u->close_by_device;
     free(u->totals);
+    free(u->wtotals);
     free(u->times);
     free(u->open);
     meter_usage_init(u, u->interval_ms);
@@ -32,22 +33,33 @@ void meter_usage_release(struct meter_usage *u)
     u->close_by_device = close;
 }
 
-static struct meter_total *total_for(struct meter_usage *u, const char *tenant, const char *model,
-                                     const char *profile)
+static struct meter_total *find_total(struct meter_total **arr, size_t *n, size_t *cap,
+                                      const struct meter_point *p, const char *workload)
 {
-    for (size_t i = 0; i < u->ntotals; i++) {
-        struct meter_total *t = &u->totals[i];
-        if (!strcmp(t->tenant, tenant) && !strcmp(t->model, model) && !strcmp(t->profile, profile))
+    for (size_t i = 0; i < *n; i++) {
+        struct meter_total *t = &(*arr)[i];
+        if (!strcmp(t->tenant, p->tenant) && !strcmp(t->model, p->model) &&
+            !strcmp(t->profile, p->profile) && !strcmp(t->workload, workload))
             return t;
     }
-    if (!ts_grow((void **)&u->totals, &u->cap, u->ntotals, sizeof(*u->totals)))
+    if (!ts_grow((void **)arr, cap, *n, sizeof(**arr)))
         return NULL;
-    struct meter_total *t = &u->totals[u->ntotals++];
+    struct meter_total *t = &(*arr)[(*n)++];
     memset(t, 0, sizeof(*t));
-    snprintf(t->tenant, sizeof(t->tenant), "%s", tenant);
-    snprintf(t->model, sizeof(t->model), "%s", model);
-    snprintf(t->profile, sizeof(t->profile), "%s", profile);
+    snprintf(t->tenant, sizeof(t->tenant), "%s", p->tenant);
+    snprintf(t->model, sizeof(t->model), "%s", p->model);
+    snprintf(t->profile, sizeof(t->profile), "%s", p->profile);
+    snprintf(t->workload, sizeof(t->workload), "%s", workload);
     return t;
+}
+
+static void add_to(struct meter_total *t, const struct meter_point *p, int64_t dt)
+{
+    t->alloc_num += (__int128)dt * p->share_ppm;
+    if (p->util_ppm < 0)
+        t->unknown_num += (__int128)dt * p->share_ppm;
+    else
+        t->usage_num += (__int128)dt * p->share_ppm * p->util_ppm / TS_PPM;
 }
 
 /* Bill the interval from point p to now_ms to p's owner: the part of it
@@ -61,15 +73,16 @@ static ts_status bill(struct meter_usage *u, const struct meter_point *p, int64_
     end = end < u->to_ms ? end : u->to_ms;
     if (end <= start)
         return TS_OK;
-    int64_t dt = end - start;
-    struct meter_total *t = total_for(u, p->tenant, p->model, p->profile);
+    struct meter_total *t = find_total(&u->totals, &u->ntotals, &u->cap, p, "");
     if (!t)
         return TS_NOMEM;
-    t->alloc_num += (__int128)dt * p->share_ppm;
-    if (p->util_ppm < 0)
-        t->unknown_num += (__int128)dt * p->share_ppm;
-    else
-        t->usage_num += (__int128)dt * p->share_ppm * p->util_ppm / TS_PPM;
+    add_to(t, p, end - start);
+    if (!p->workload || !p->workload[0])
+        return TS_OK;
+    t = find_total(&u->wtotals, &u->nwtotals, &u->wcap, p, p->workload);
+    if (!t)
+        return TS_NOMEM;
+    add_to(t, p, end - start);
     return TS_OK;
 }
 
@@ -79,7 +92,9 @@ static void remember(struct meter_usage *u, const struct meter_point *p)
     snprintf(u->prev_tenant, sizeof(u->prev_tenant), "%s", p->tenant);
     snprintf(u->prev_model, sizeof(u->prev_model), "%s", p->model);
     snprintf(u->prev_profile, sizeof(u->prev_profile), "%s", p->profile);
+    snprintf(u->prev_workload, sizeof(u->prev_workload), "%s", p->workload ? p->workload : "");
     u->prev.tenant = u->prev_tenant;
+    u->prev.workload = u->prev_workload;
     u->prev.model = u->prev_model;
     u->prev.profile = u->prev_profile;
     u->have_prev = 1;
@@ -120,6 +135,7 @@ static ts_status close_family(struct meter_usage *u)
         o->p.tenant = o->tenant;
         o->p.model = o->model;
         o->p.profile = o->profile;
+        o->p.workload = o->workload;
         int64_t next = next_time(u, o->p.ts_ms);
         st = next == INT64_MIN ? TS_OK : bill(u, &o->p, next);
     }
@@ -136,6 +152,7 @@ static ts_status keep_open(struct meter_usage *u)
     snprintf(o->tenant, sizeof(o->tenant), "%s", u->prev_tenant);
     snprintf(o->model, sizeof(o->model), "%s", u->prev_model);
     snprintf(o->profile, sizeof(o->profile), "%s", u->prev_profile);
+    snprintf(o->workload, sizeof(o->workload), "%s", u->prev_workload);
     return TS_OK;
 }
 

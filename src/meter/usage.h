@@ -31,12 +31,14 @@ struct meter_point {    /* one scrape of one device */
     const char *device; /* GPU UUID, or UUID/GPU-instance for MIG */
     int64_t ts_ms;
     const char *tenant, *model, *profile;
-    int64_t share_ppm; /* the share of the card it is charged */
-    int64_t util_ppm;  /* engine-active ratio, -1 unknown (the unknown column) */
+    int64_t share_ppm;    /* the share of the card it is charged */
+    int64_t util_ppm;     /* engine-active ratio, -1 unknown (the unknown column) */
+    const char *workload; /* the tenant's workload, "" or NULL when not known */
 };
 
 struct meter_total {
     char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
+    char workload[METER_KEY_MAX];  /* "" in totals; named in wtotals */
     __int128 alloc_num, usage_num; /* sums of ms x ppm (x ppm / 1e6 for usage) */
     __int128 unknown_num;          /* ms x ppm of intervals of unknown engine ratio */
 };
@@ -44,6 +46,7 @@ struct meter_total {
 struct meter_open { /* the last point of a key, waiting for its device's next scrape */
     struct meter_point p;
     char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
+    char workload[METER_KEY_MAX];
 };
 
 struct meter_usage {
@@ -51,11 +54,16 @@ struct meter_usage {
     int64_t from_ms, to_ms; /* the window billed (init: everything) */
     struct meter_total *totals;
     size_t ntotals, cap;
+    /* the same hours, by tenant, workload, model and profile, of the points
+     * that name their workload (for splitting a shared workload) */
+    struct meter_total *wtotals;
+    size_t nwtotals, wcap;
     /* the device being integrated */
     char device[METER_KEY_MAX];
     int have_prev;
     struct meter_point prev;
     char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
+    char prev_workload[METER_KEY_MAX];
     int64_t out_of_order; /* points older than the previous one of the device */
     /* close_by_device: the device (key up to '#') being integrated, its
      * scrape times, and the last point of each of its keys */

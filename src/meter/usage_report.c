@@ -20,8 +20,8 @@ struct scan {
 static int add_point(void *ctx, const struct store_sample *s)
 {
     struct scan *sc = ctx;
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
-                            s->profile, s->share_ppm, s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
+                            s->profile, s->share_ppm, s->util_ppm, s->workload};
     /* the store returns points in order; only running out of memory stops */
     sc->st = meter_usage_add(sc->u, &p) == TS_NOMEM ? TS_NOMEM : TS_OK;
     return sc->st != TS_OK;

@@ -149,8 +149,8 @@ static struct serve_meter_dev *dev_get(struct serve_meter *m, const char *device
 
 static struct meter_point dev_point(const struct serve_meter_dev *d)
 {
-    return (struct meter_point){d->device,  d->ts_ms,     d->tenant,  d->model,
-                                d->profile, d->share_ppm, d->util_ppm};
+    return (struct meter_point){d->device,  d->ts_ms,     d->tenant,   d->model,
+                                d->profile, d->share_ppm, d->util_ppm, NULL};
 }
 
 static int add_sample(void *arg, const struct store_sample *s)
@@ -169,8 +169,8 @@ static int add_sample(void *arg, const struct store_sample *s)
         meter_usage_add(&m->usage, &last);
     }
     m->cur = at;
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
-                            s->profile, s->share_ppm, s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
+                            s->profile, s->share_ppm, s->util_ppm, s->workload};
     meter_usage_add(&m->usage, &p);
     d->ts_ms = s->ts_ms;
     d->share_ppm = s->share_ppm;

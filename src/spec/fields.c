@@ -19,6 +19,7 @@ const char *const spec_isolation_names[] = {
 static const char *const trust_names[] = {"trusted", "untrusted", NULL};
 static const char *const spread_names[] = {"gpu", "node", "none", NULL};
 static const char *const share_names[] = {"memory", "compute", "max", NULL};
+const char *const spec_split_names[] = {"equal", "weight", "none", NULL};
 
 /* ---- Tenant ---- */
 #define ROW struct spec_workload
@@ -145,6 +146,14 @@ static const struct spec_field use_fields[] = {
      .offset = OFF(workload),
      .required = 1,
      .help = "its workload"},
+    {.key = "weight",
+     .type = SPEC_F_INT,
+     .offset = OFF(weight),
+     .min = 1,
+     .max = 1000000,
+     .default_value = 1,
+     .help = "this tenant's part of the shared workload's cost under PriceBook sharedSplit: "
+             "weight (its weight over the sum of its consumers')"},
 };
 static const struct spec_schema use_schema = {
     .name = "Use", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(use_fields)};
@@ -396,6 +405,12 @@ static const struct spec_field pricebook_fields[] = {
      .offset = OFF(mig_share),
      .enums = share_names,
      .help = "a MIG instance's share of its card: memory slices, compute slices, or the larger"},
+    {.key = "sharedSplit",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(shared_split),
+     .enums = spec_split_names,
+     .help = "how a workload other tenants use is billed: split equally among its consumers, "
+             "by their uses weight, or none (its owner pays all)"},
 };
 static const struct spec_schema pricebook_schema = {.name = "PriceBook.spec",
                                                     .size = sizeof(ROW),

@@ -58,6 +58,7 @@ extern const char *const spec_pss_names[];
 extern const char *const spec_data_class_names[];
 extern const char *const spec_wkind_names[];
 extern const char *const spec_isolation_names[];
+extern const char *const spec_split_names[];
 
 struct spec_workload {
     struct spec_loc loc;
@@ -88,6 +89,7 @@ struct spec_use { /* a tenant consuming another tenant's workload */
     struct spec_loc loc;
     const char *tenant;
     const char *workload;
+    int weight; /* its part under PriceBook sharedSplit: weight */
 };
 
 struct spec_host_path { /* a host path the tenant's pods may mount */
@@ -153,6 +155,8 @@ struct spec_fleet {
 };
 
 enum spec_mig_share { SPEC_SHARE_MEMORY, SPEC_SHARE_COMPUTE, SPEC_SHARE_MAX };
+/* How a workload other tenants use (Tenant uses) is billed. */
+enum spec_shared_split { SPEC_SPLIT_EQUAL, SPEC_SPLIT_WEIGHT, SPEC_SPLIT_NONE };
 
 struct spec_price {
     struct spec_loc loc;
@@ -167,7 +171,8 @@ struct spec_pricebook {
     const char *currency;     /* ISO 4217 code */
     struct spec_price *prices;
     size_t nprices;
-    int mig_share; /* enum spec_mig_share */
+    int mig_share;    /* enum spec_mig_share */
+    int shared_split; /* enum spec_shared_split */
 };
 
 struct spec_model {

@@ -30,7 +30,7 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
 /* The columns each statement names, in order: X(name, type) for each, SEP
  * between two. The names are those of the members of struct store_sample
  * and struct store_ledger_entry; type says how a value is bound and read
- * back: TEXT a string, INT an int64_t, HEX a string kept in a char[65],
+ * back: TEXT a string, OPT a string that may be NULL (bound as ""), INT an int64_t, HEX a string kept in a char[65],
  * BLOB bytes with a length. A ledger row's seq is not listed: the database
  * assigns it. store.c's migrations create these columns; their text never
  * changes, so a migration that adds a column adds it here as well. */
@@ -43,7 +43,8 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
     SEP X(ns, TEXT)                   \
     SEP X(pod, TEXT)                  \
     SEP X(share_ppm, INT)             \
-    SEP X(util_ppm, INT)
+    SEP X(util_ppm, INT)              \
+    SEP X(workload, OPT)
 #define STORE_LEDGER_COLUMNS(X, SEP) \
     X(ts_ms, INT) SEP X(node, TEXT)  \
     SEP X(gpu_uuid, TEXT)            \

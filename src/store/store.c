@@ -18,6 +18,7 @@
 #define COL_NAME(name, type) #name
 #define IS_TEXT(name, type) IS_TEXT_##type
 #define IS_TEXT_TEXT 1
+#define IS_TEXT_OPT 1
 #define IS_TEXT_INT 0
 #define IS_TEXT_HEX 0
 /* ARRAY_OF: the array type a column is bound as in INS_ARRAYS */
@@ -116,7 +117,11 @@ static const char *const migration_v2[] = {
     "CREATE TABLE expositions (source TEXT NOT NULL PRIMARY KEY, ts_ms BIGINT NOT NULL,"
     " body BYTEA NOT NULL)",
     NULL};
-static const char *const *const migrations[] = {migration_v1, migration_v2};
+/* v3: the workload a sample is charged for, so a workload other tenants use
+ * can be split among them (PriceBook sharedSplit); "" in older rows. */
+static const char *const migration_v3[] = {
+    "ALTER TABLE samples ADD COLUMN workload TEXT NOT NULL DEFAULT ''", NULL};
+static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -134,9 +139,11 @@ static void copy_hex(char dst[65], const char *src) { snprintf(dst, 65, "%s", co
 
 /* How a column of each type is bound (PARAM_) and read back (GET_). */
 #define PARAM_TEXT(v) p_str(v)
+#define PARAM_OPT(v) p_str(col_str(v)) /* NULL is "" */
 #define PARAM_INT(v) p_int(v)
 #define PARAM_HEX(v) p_str(v)
 #define GET_TEXT(dst, v) ((dst) = col_str(v))
+#define GET_OPT GET_TEXT
 #define GET_INT(dst, v) ((dst) = col_i64(v))
 #define GET_HEX(dst, v) copy_hex(dst, v)
 

@@ -45,8 +45,10 @@ struct store_sample {
     const char *tenant;  /* "unattributed" allowed */
     const char *ns;
     const char *pod;
-    int64_t share_ppm; /* the card share it is charged, parts per million */
-    int64_t util_ppm;  /* engine-active ratio, ppm; -1 when unknown */
+    int64_t share_ppm;    /* the card share it is charged, parts per million */
+    int64_t util_ppm;     /* engine-active ratio, ppm; -1 when unknown */
+    const char *workload; /* the tenant's workload it is charged for, "" or NULL if not
+                           * known (schema v3; "" in rows stored before) */
 };
 
 /* One custody event; the caller computes the hashes and its seq. */

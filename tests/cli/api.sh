@@ -78,7 +78,7 @@ rows = [(b"GPU-h1", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="alert(1)">')
 for dev, model, prof in rows:
     for i in range(3):
         db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
-                   " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000)",
+                   " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000, '')",
                    (b"n1", dev, 1793836800000 + 15000 * i, model, prof))
 db.commit()
 PY

@@ -41,7 +41,7 @@ rows = [  # device, model, profile (bytes: any)
 for dev, model, prof in rows:
     for i in range(3):  # 0, 15, 30 s: 30 s charged per device
         db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
-                   " CAST(? AS TEXT), CAST(? AS TEXT), 'lab', 'ns', 'pod', 1000000, 500000)",
+                   " CAST(? AS TEXT), CAST(? AS TEXT), 'lab', 'ns', 'pod', 1000000, 500000, '')",
                    (b"n1", dev, 1700000000000 + 15000 * i, model, prof))
 db.commit()
 PY
@@ -83,7 +83,7 @@ import csv, sys
 raw = open(sys.argv[1], newline="", encoding="utf-8").read()
 assert raw.count("\r\n") == 5 and "\n" not in raw.replace("\r\n", ""), repr(raw)
 rows = list(csv.reader(raw.splitlines()))
-assert len(rows) == 5 and all(len(r) == 10 for r in rows), rows
+assert len(rows) == 5 and all(len(r) == 11 for r in rows), rows
 for r in rows[1:]:
     for f in r:
         assert f[:1] not in ("=", "+", "-", "@", "\t", "\r"), r

@@ -57,7 +57,7 @@ rows = [("GPU-a", "h100-80gb-sxm", "1g.10gb"), ("GPU-b", "h100-80gb-sxm", "2g.20
 for dev, model, prof in rows:
     for t in (1700000000000, 1700003600000):
         db.execute("INSERT INTO samples VALUES ('n1', ?, ?, ?, ?, 'lab', 'lab-ns', 'pod',"
-                   " 500000, 400000)", (dev, t, model, prof))
+                   " 500000, 400000, '')", (dev, t, model, prof))
 db.commit()
 PY
 I() { "$TESSERA" invoice -f "$TMP/spec-$1.yaml" --db "sqlite:$DB" --tenant lab \

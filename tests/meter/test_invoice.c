@@ -22,7 +22,7 @@ static const char *spec =
 static void point(struct meter_usage *u, const char *dev, int64_t s, const char *model,
                   int64_t share)
 {
-    struct meter_point p = {dev, s * 1000, "t", model, "", share, -1};
+    struct meter_point p = {dev, s * 1000, "t", model, "", share, -1, NULL};
     assert_int_equal(meter_usage_add(u, &p), TS_OK);
 }
 
@@ -93,7 +93,7 @@ static void thirds(struct meter_usage *u)
 {
     static const char *const dev[] = {"GPU-a", "GPU-b", "GPU-c"};
     for (int i = 0; i < 3; i++) {
-        struct meter_point p = {dev[i], 0, "t", "h100-80gb-sxm", dev[i], 333333, -1};
+        struct meter_point p = {dev[i], 0, "t", "h100-80gb-sxm", dev[i], 333333, -1, NULL};
         assert_int_equal(meter_usage_add(u, &p), TS_OK);
         p.ts_ms = 3600000;
         assert_int_equal(meter_usage_add(u, &p), TS_OK);

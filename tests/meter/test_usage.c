@@ -20,7 +20,7 @@ static const struct meter_total *find(const struct meter_usage *u, const char *t
 static void add(struct meter_usage *u, const char *dev, int64_t s, const char *tenant,
                 int64_t share, int64_t util)
 {
-    struct meter_point p = {dev, s * 1000, tenant, "h100-80gb-sxm", "1g.10gb", share, util};
+    struct meter_point p = {dev, s * 1000, tenant, "h100-80gb-sxm", "1g.10gb", share, util, NULL};
     assert_int_equal(meter_usage_add(u, &p), TS_OK);
 }
 
@@ -50,7 +50,7 @@ static void test_duplicates_and_order(void **state)
     add(&u, "GPU-a", 15, "t1", 142857, -1);
     add(&u, "GPU-a", 15, "t1", 142857, -1); /* re-sent: once */
     add(&u, "GPU-a", 30, "t1", 142857, -1);
-    struct meter_point old = {"GPU-a", 10000, "t1", "m", "p", 1, 1};
+    struct meter_point old = {"GPU-a", 10000, "t1", "m", "p", 1, 1, NULL};
     assert_int_equal(meter_usage_add(&u, &old), TS_INVALID);
     assert_int_equal(u.out_of_order, 1);
     /* 30 s x 1/7 of a card: 30000 x 142857 / 3600000 = 1190.475 */
@@ -120,7 +120,7 @@ static void test_sort(void **state)
     static const char *const rows[][3] = {
         {"t2", "m1", "p1"}, {"t1", "m2", "p1"}, {"t1", "m1", "p2"}, {"t1", "m1", "p1"}};
     for (int i = 0; i < 4; i++) {
-        struct meter_point p = {"GPU-a", i * 1000, rows[i][0], rows[i][1], rows[i][2], 1, 1};
+        struct meter_point p = {"GPU-a", i * 1000, rows[i][0], rows[i][1], rows[i][2], 1, 1, NULL};
         assert_int_equal(meter_usage_add(&u, &p), TS_OK);
         p.ts_ms += 500; /* closes an interval: one total per row */
         assert_int_equal(meter_usage_add(&u, &p), TS_OK);

@@ -29,9 +29,17 @@ static void scan_window(struct meter_usage *u, int64_t from, int64_t to)
     assert_int_equal(store_open(url, &st, NULL), TS_OK);
     struct store_sample s[4];
     for (int i = 0; i < 4; i++)
-        s[i] = (struct store_sample){
-            "node-1", "GPU-1", i == 3 ? 60000 : i * 15000, "h100-80gb-sxm", "", "lab", "ns", "pod",
-            1000000,  500000};
+        s[i] = (struct store_sample){"node-1",
+                                     "GPU-1",
+                                     i == 3 ? 60000 : i * 15000,
+                                     "h100-80gb-sxm",
+                                     "",
+                                     "lab",
+                                     "ns",
+                                     "pod",
+                                     1000000,
+                                     500000,
+                                     ""};
     assert_int_equal(store_put_samples(st, s, 4, NULL, NULL), TS_OK);
     meter_usage_init(u, 15000);
     assert_int_equal(meter_usage_scan(st, from, to, u, NULL), TS_OK);

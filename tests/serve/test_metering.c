@@ -48,9 +48,17 @@ struct env {
 static void put(struct env *e, const char *device, int64_t s, const char *tenant,
                 const char *profile, int64_t share, int64_t util)
 {
-    struct store_sample x = {
-        "n1",  device, 1700000000000LL + s * 1000, "NVIDIA H100 80GB HBM3", profile, tenant, "", "",
-        share, util};
+    struct store_sample x = {"n1",
+                             device,
+                             1700000000000LL + s * 1000,
+                             "NVIDIA H100 80GB HBM3",
+                             profile,
+                             tenant,
+                             "",
+                             "",
+                             share,
+                             util,
+                             ""};
     struct ts_error err = {0};
     assert_int_equal(store_put_samples(e->st, &x, 1, NULL, &err), TS_OK);
 }
@@ -110,8 +118,8 @@ static char *page(struct env *e)
 
 static int add_point(void *ctx, const struct store_sample *s)
 {
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,  s->model,
-                            s->profile, s->share_ppm, s->util_ppm};
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
+                            s->profile, s->share_ppm, s->util_ppm, s->workload};
     meter_usage_add(ctx, &p);
     return 0;
 }

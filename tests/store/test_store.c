@@ -99,7 +99,7 @@ static struct store_sample sample(const char *dev, int64_t ts)
 {
     return (struct store_sample){"node-1",  dev,        ts,     "NVIDIA H100 80GB HBM3",
                                  "1g.10gb", "client-a", "ns-a", "pod-a",
-                                 142857,    500000};
+                                 142857,    500000,     "chat"};
 }
 
 /* What a scan saw: count, order, a checksum and a copy of the first row. */
@@ -182,8 +182,8 @@ static void test_round_trip(void **state)
 {
     struct store *st = open_or_skip(state);
     struct store_sample s[3] = {sample("GPU-b", 20), sample("GPU-a/3", 10), sample("GPU-a/3", 5)};
-    s[1] = (struct store_sample){"node-7",       "GPU-a/3",     10, "A100",  "",
-                                 "unattributed", "kube-system", "", 1000000, -1};
+    s[1] = (struct store_sample){"node-7",      "GPU-a/3", 10,      "A100", "", "unattributed",
+                                 "kube-system", "",        1000000, -1,     ""};
     assert_int_equal(put(st, s, 3), 3);
     struct scan sc = scan_all(st, 0, 100);
     assert_int_equal(sc.n, 3);
@@ -494,8 +494,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 2);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 2);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -687,8 +687,9 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 2);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
 }
