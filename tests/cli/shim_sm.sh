@@ -31,6 +31,18 @@ if ! unshare --user --map-root-user --pid --fork true 2>"$TMP/unshare.err"; then
     exit
 fi
 
+# The rendered limit file names the pid map the deployed agent writes, and
+# the rendered pod mounts its folder.
+"$TESSERA" render -f "$TESSERA_SRC/examples/four-h100.yaml" --out-dir "$TMP/render" >/dev/null 2>&1 \
+    || bad "render failed"
+rendered=$(python3 -c 'import sys, yaml
+print(yaml.safe_load(open(sys.argv[1]))["data"]["cuda-limits"], end="")' \
+    "$TMP/render/tenants/platform-dev/cuda-limits.yaml" | sed -n 's/^pidMap = //p')
+deployed=$(sed -n 's/.*--pid-map-out=//p' "$TESSERA_SRC/deploy/base/agent.yaml")
+[ -n "$rendered" ] && [ "$rendered" = "$deployed" ] && ok \
+    || bad "rendered pidMap '$rendered', deployed agent writes '$deployed'"
+expect_in "$TMP/render/README.md" "{name: tessera-pids, hostPath: {path: ${deployed%/*}, type: Directory}}"
+
 # tenant NAME PERCENT MIX NPROC: NPROC probes in one new pid namespace, each
 # waiting for $TMP/NAME.go before it execs the probe under the shim.
 tenant() {
