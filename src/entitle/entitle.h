@@ -69,6 +69,9 @@ const char *entitle_resource_of(const struct decide_row *r, char *buf, size_t si
 #define ENTITLE_SHIM_LIBRARY "/opt/tessera/lib/libtessera-cuda.so"
 #define ENTITLE_SHIM_LIMITS "/etc/tessera/cuda-limits"
 #define ENTITLE_SHIM_REGION_DIR "/run/tessera"
+/* The node's pid map folder (the agent's --pid-map-out is PID_MAP_DIR/pid-map),
+ * mounted read-only at the same path in the pod. */
+#define ENTITLE_SHIM_PID_MAP_DIR "/run/tessera-pids"
 
 /* What one container of r may request of its resource (render's
  * LimitRange maximum, admit's per-container check): GiB of

@@ -156,16 +156,21 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
                    "        - {name: LD_PRELOAD, value: %s}\n        volumeMounts:\n"
                    "        - {name: tessera-shim, mountPath: %s, readOnly: true}\n"
                    "        - {name: tessera-limits, mountPath: /etc/tessera, readOnly: true}\n"
-                   "        - {name: tessera-region, mountPath: %s}\n      volumes:\n"
+                   "        - {name: tessera-region, mountPath: %s}\n"
+                   "        - {name: tessera-pids, mountPath: %s, readOnly: true}\n"
+                   "      volumes:\n"
                    "      - {name: tessera-shim, hostPath: {path: %s, type: File}}\n"
                    "      - name: tessera-limits\n        configMap: {name: %s, items: "
                    "[{key: cuda-limits, path: cuda-limits}]}\n"
-                   "      - {name: tessera-region, emptyDir: {medium: Memory}}\n```\n\n"
+                   "      - {name: tessera-region, emptyDir: {medium: Memory}}\n"
+                   "      - {name: tessera-pids, hostPath: {path: %s, type: Directory}}\n```\n\n"
+                   "The pid map (written by the node agent) lets the shim find its "
+                   "processes in NVML's per-process utilisation for the SM share. "
                    "Run the webhook with `--shim-path %s`: it then denies any other "
                    "LD_PRELOAD.\n",
                    ENTITLE_SHIM_LIBRARY, first->workload->name, ENTITLE_SHIM_LIBRARY,
-                   ENTITLE_SHIM_LIBRARY, ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_LIBRARY, cm,
-                   ENTITLE_SHIM_LIBRARY);
+                   ENTITLE_SHIM_LIBRARY, ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR,
+                   ENTITLE_SHIM_LIBRARY, cm, ENTITLE_SHIM_PID_MAP_DIR, ENTITLE_SHIM_LIBRARY);
 }
 
 ts_status render__readme(struct render_ctx *c)

@@ -265,9 +265,9 @@ static json_t *shim_limits(const struct decide_row *r)
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
     snprintf(text, sizeof(text),
              "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
-             "region = %s/cuda.region\n",
+             "region = %s/cuda.region\npidMap = %s/pid-map\n",
              r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem,
-             ENTITLE_SHIM_REGION_DIR);
+             ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR);
     json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));

@@ -4,10 +4,12 @@
  * slot holds its owner's pid in the owner's own namespace and that
  * namespace's inode. A slot of the initial pid namespace is its own host
  * pid; any other is looked up in the pid map the node agent writes (config
- * pidMap, else $TESSERA_CUDA_PID_MAP, else /run/tessera/pid-map):
+ * pidMap, else $TESSERA_CUDA_PID_MAP, else /run/tessera/pid-map), in the
+ * format of `tessera agent watch --pid-map-out` (src/agent/pidmap.c), whose
+ * last two fields (GPU index, GPU instance id or '-') are optional here:
  *
- *     # pid-namespace-inode  pid-in-that-namespace  host-pid
- *     4026532178 1 21484
+ *     # pid-namespace-inode  pid-in-that-namespace  host-pid  [gpu  gi|-]
+ *     4026532178 1 21484 0 -
  *
  * Read with read(2) through a buffer on the caller's stack (no malloc, no
  * stdio): the SM limiter's tick and the memory backstop call it.
@@ -42,6 +44,34 @@ static int digits(const char *s, size_t len, size_t *i, uint64_t max, uint64_t *
     return *i > a && v > 0 ? 0 : -1;
 }
 
+static size_t skip_blanks(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+/* The agent's trailing fields: GPU index, then GPU instance id or '-'. */
+static int trailer(const char *s, size_t len, size_t *i, size_t *col, const char **why)
+{
+    uint64_t v;
+    for (int f = 0; f < 2 && (*i = skip_blanks(s, len, *i)) < len; f++) {
+        *col = *i;
+        *why = f == 0 ? "expected a GPU index" : "expected a GPU instance id or -";
+        size_t a = *i;
+        if (f == 1 && s[a] == '-')
+            (*i)++;
+        else if (digits(s, len, i, 0x7fffffff, &v) != 0 && !(*i == a + 1 && s[a] == '0'))
+            return -1;
+        if (*i < len && s[*i] != ' ' && s[*i] != '\t' && s[*i] != '\r')
+            return -1;
+    }
+    *i = skip_blanks(s, len, *i);
+    *col = *i;
+    *why = "unexpected text after the GPU instance id";
+    return *i < len ? -1 : 0;
+}
+
 int shim__pidmap_line(const char *s, size_t len, struct shim_pidmap_entry *e, size_t *col,
                       const char **why)
 {
@@ -51,8 +81,7 @@ int shim__pidmap_line(const char *s, size_t len, struct shim_pidmap_entry *e, si
     uint64_t v[3];
     size_t i = 0;
     for (int f = 0; f < 3; f++) {
-        while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
-            i++;
+        i = skip_blanks(s, len, i);
         if (f == 0 && (i == len || s[i] == '#'))
             return 0;
         *col = i;
@@ -61,11 +90,7 @@ int shim__pidmap_line(const char *s, size_t len, struct shim_pidmap_entry *e, si
             (i < len && s[i] != ' ' && s[i] != '\t' && s[i] != '\r'))
             return -1;
     }
-    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r'))
-        i++;
-    *col = i;
-    *why = "unexpected text after the host pid";
-    if (i < len)
+    if (trailer(s, len, &i, col, why) != 0)
         return -1;
     *e = (struct shim_pidmap_entry){v[0], (pid_t)v[1], (pid_t)v[2]};
     return 1;

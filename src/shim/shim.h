@@ -16,6 +16,7 @@
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
+ *   launch.c   the legacy launch hooks (cuLaunch, cuLaunchGrid, ...)
  *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -193,6 +194,8 @@ CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
 void shim__sm_init(unsigned sm_percent);
+/* Wait until the container may launch, then take one launch's tokens. */
+void shim__sm_gate(void);
 
 /* ---- hostpid.c ---------------------------------------------------------- */
 

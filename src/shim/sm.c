@@ -36,7 +36,9 @@
 #define DEBT_NS 1000000000ll    /* ... and owes at most 1 s */
 #define SLEEP_MIN_NS 50000ull
 #define SLEEP_MAX_NS 5000000ull
-#define PIDS_MAX 256 /* the region's processes sampled a tick */
+#define NVML_SAMPLES 256              /* process samples read a tick */
+#define NVML_PERIOD_MAX_US 1000000ull /* NVML samples at most 1 s apart */
+#define NVML_ERROR_NOT_FOUND 6        /* nvml.h: no sample since lastSeen */
 
 /* NVML's ABI, the part used here (nvml.h). */
 typedef struct nvmlDevice_st *nvml_device;
@@ -92,42 +94,83 @@ void shim__sm_init(unsigned sm_percent)
     sm.on = 1;
 }
 
-/* Busy ns of the container and of the card in the last dt ns. */
-static void sample_standin(struct shim_sm_state *st, uint64_t *own, uint64_t *card)
+/* What a tick learned: the container's busy ns (own) and the card's. */
+enum sample { SAMPLE_OK, SAMPLE_NONE /* no new data yet */, SAMPLE_UNKNOWN /* own unknown */ };
+
+/* The stand-in's counters, by host pid like NVML's. */
+static enum sample sample_standin(struct shim_sm_state *st, uint64_t *own, uint64_t *card)
 {
-    pid_t pids[PIDS_MAX];
-    int n = shim__region_pids(pids, PIDS_MAX);
-    uint64_t o = 0, c = sm.standin(0);
+    pid_t pids[SHIM_HOSTPID_MAX];
+    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
+    uint64_t c = sm.standin(0), pc = atomic_exchange(&st->card_prev, c);
+    *card = c > pc ? c - pc : 0;
+    if (n < 0)
+        return SAMPLE_UNKNOWN;
+    uint64_t o = 0;
     for (int i = 0; i < n; i++)
         o += sm.standin(pids[i]);
-    uint64_t po = atomic_exchange(&st->own_prev, o), pc = atomic_exchange(&st->card_prev, c);
+    uint64_t po = atomic_exchange(&st->own_prev, o);
     *own = o > po ? o - po : 0;
-    *card = c > pc ? c - pc : 0;
+    return SAMPLE_OK;
 }
 
-static void sample_nvml(uint64_t dt, uint64_t *own, uint64_t *card)
+static int is_ours(unsigned pid, const pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++)
+        if ((unsigned)pids[i] == pid)
+            return 1;
+    return 0;
+}
+
+/* NVML's process samples newer than st->seen_us, of the container's host
+ * pids: each sample's smUtil holds over the time since that process's
+ * previous sample (or the last one consumed), capped at NVML_PERIOD_MAX_US;
+ * the processes' busy time is added. */
+static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card)
 {
     nvml_utilization u = {0, 0};
     *card = sm.utilization(sm.dev, &u) == 0 ? u.gpu * dt / 100 : 0;
-    *own = 0;
-    nvml_process_sample s[64];
-    unsigned int count = 64;
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    unsigned long long since = (unsigned long long)tv.tv_sec * MILLION +
-                               (unsigned long long)tv.tv_usec - dt / 1000;
-    if (!sm.process_util || sm.process_util(sm.dev, s, &count, since) != 0)
-        return;
-    pid_t pids[PIDS_MAX];
-    int n = shim__region_pids(pids, PIDS_MAX);
-    uint64_t sum = 0, k = 0;
-    for (unsigned i = 0; i < count && i < 64; i++)
-        for (int j = 0; j < n; j++)
-            if ((pid_t)s[i].pid == pids[j]) {
-                sum += s[i].smUtil;
-                k++;
-            }
-    *own = k ? sum * dt / (100 * k) : 0;
+    pid_t pids[SHIM_HOSTPID_MAX];
+    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
+    if (n < 0 || !sm.process_util)
+        return SAMPLE_UNKNOWN;
+    nvml_process_sample s[NVML_SAMPLES];
+    unsigned int count = NVML_SAMPLES;
+    uint64_t seen = atomic_load(&st->seen_us);
+    int rc = sm.process_util(sm.dev, s, &count, seen);
+    if (rc == NVML_ERROR_NOT_FOUND)
+        return SAMPLE_NONE;
+    if (rc != 0 || count > NVML_SAMPLES)
+        return SAMPLE_UNKNOWN;
+    uint64_t newest = seen, busy_us = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (s[i].timeStamp <= seen || !is_ours(s[i].pid, pids, n))
+            continue;
+        uint64_t from = seen ? seen : s[i].timeStamp - dt / 1000;
+        for (unsigned j = 0; j < count; j++) /* this process's previous sample */
+            if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
+                from = s[j].timeStamp;
+        uint64_t span = s[i].timeStamp - from;
+        busy_us += (span < NVML_PERIOD_MAX_US ? span : NVML_PERIOD_MAX_US) * s[i].smUtil / 100;
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    }
+    for (unsigned i = 0; i < count; i++) /* others' samples count as seen too */
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    if (newest == seen)
+        return SAMPLE_NONE;
+    atomic_store(&st->seen_us, newest);
+    *own = busy_us * 1000;
+    return SAMPLE_OK;
+}
+
+/* Said once: the limiter cannot see what the container used. */
+static void say_unknown(void)
+{
+    static _Atomic int said;
+    if (!atomic_exchange(&said, 1))
+        shim__log("smPercent=%u: the container's GPU time cannot be measured: every tick with "
+                  "a launch is charged as fully busy (no refund) until it can",
+                  (unsigned)(sm.share_ppm / 10000));
 }
 
 /* Move `allowed` by the card's utilisation over the last tick. */
@@ -142,7 +185,11 @@ static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt)
     atomic_store(&st->allowed_ppm, a > MILLION ? MILLION : a);
 }
 
-/* The feedback loop, run by whichever launch first finds a tick due. */
+/* The feedback loop, run by whichever launch first finds a tick due. A
+ * tick with no new sample changes nothing (the launches wait for the
+ * sample that covers them); one that cannot measure the container charges
+ * it the whole interval when it launched in it, as if busy throughout, and
+ * never refunds. */
 static void tick(struct shim_sm_state *st, uint64_t now)
 {
     uint64_t last = atomic_load(&st->tick_at);
@@ -150,17 +197,21 @@ static void tick(struct shim_sm_state *st, uint64_t now)
         !atomic_compare_exchange_strong(&st->tick_at, &last, now))
         return;
     uint64_t own = 0, card = 0, dt = now - last;
-    if (sm.standin)
-        sample_standin(st, &own, &card);
-    else
-        sample_nvml(dt, &own, &card);
+    enum sample got = sm.standin ? sample_standin(st, &own, &card)
+                                 : sample_nvml(st, last ? dt : 0, &own, &card);
     if (last == 0)
         return; /* the first tick only primes the counters */
+    steer(st, card, dt);
+    if (got == SAMPLE_NONE)
+        return;
     uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
+    if (got == SAMPLE_UNKNOWN) {
+        say_unknown();
+        own = n ? dt : 0;
+    }
     atomic_fetch_add(&st->balance_ns, (int64_t)(n * est) - (int64_t)own);
     if (n)
         atomic_store(&st->est_cost_ns, est ? (3 * est + own / n) / 4 : own / n);
-    steer(st, card, dt);
 }
 
 static void refill(struct shim_sm_state *st, uint64_t now)
@@ -177,8 +228,7 @@ static void refill(struct shim_sm_state *st, uint64_t now)
         ;
 }
 
-/* Wait until the container may launch, then take one launch's tokens. */
-static void gate(void)
+void shim__sm_gate(void)
 {
     const struct shim_config *c = shim__config();
     if (!sm.on || c->fail_closed)
@@ -215,7 +265,7 @@ SHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     __typeof__(&cuLaunchKernel) fn = SHIM_REAL(cuLaunchKernel);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(LAUNCH_ARGS, kernelParams, extra);
 }
 
@@ -228,7 +278,7 @@ SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, un
     __typeof__(&cuLaunchKernel_ptsz) fn = SHIM_REAL(cuLaunchKernel_ptsz);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(LAUNCH_ARGS, kernelParams, extra);
 }
 
@@ -238,7 +288,7 @@ SHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
     __typeof__(&cuLaunchKernelEx) fn = SHIM_REAL(cuLaunchKernelEx);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(config, f, kernelParams, extra);
 }
 
@@ -248,7 +298,7 @@ SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
     __typeof__(&cuLaunchKernelEx_ptsz) fn = SHIM_REAL(cuLaunchKernelEx_ptsz);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(config, f, kernelParams, extra);
 }
 
@@ -261,7 +311,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
     __typeof__(&cuLaunchCooperativeKernel) fn = SHIM_REAL(cuLaunchCooperativeKernel);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(LAUNCH_ARGS, kernelParams);
 }
 
@@ -275,7 +325,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
     __typeof__(&cuLaunchCooperativeKernel_ptsz) fn = SHIM_REAL(cuLaunchCooperativeKernel_ptsz);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    gate();
+    shim__sm_gate();
     return fn(LAUNCH_ARGS, kernelParams);
 }
 
@@ -287,7 +337,7 @@ SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     CUresult r = shim__graph_before_launch(graph, stream, 0);
     if (r != CUDA_SUCCESS)
         return r;
-    gate();
+    shim__sm_gate();
     return fn(graph, stream);
 }
 
@@ -299,6 +349,6 @@ SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
     CUresult r = shim__graph_before_launch(graph, stream, 1);
     if (r != CUDA_SUCCESS)
         return r;
-    gate();
+    shim__sm_gate();
     return fn(graph, stream);
 }

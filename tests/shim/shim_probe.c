@@ -14,7 +14,12 @@
  *   threads T N BYTES    T threads x N alloc/free; the stand-in's live bytes
  *                        never pass the limit; 0 at the end
  *   launch SECS US MIX   back-to-back tessera_sleep_us kernels for SECS;
- *                        MIX=all rotates the four launch paths
+ *                        MIX=all rotates the four launch paths, MIX=legacy
+ *                        the four legacy ones (cuLaunch, cuLaunchGrid,
+ *                        cuLaunchGridAsync, ...MultiDevice: set
+ *                        TESSERA_STANDIN_KERNEL_US=US, they pass no
+ *                        parameters); busy_ns is the card time of this
+ *                        process, by its host pid as the stand-in counts
  *   bench N              ns per cuMemAlloc_v2 + cuMemFree_v2 pair
  */
 #include "util/cuda_abi.h"
@@ -317,13 +322,38 @@ static CUresult launch_one(int path, CUfunction f, uint32_t *us, CUgraphExec g)
     }
 }
 
+static CUresult launch_legacy(int path, CUfunction f)
+{
+    CUDA_LAUNCH_PARAMS p = {f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL};
+    switch (path) {
+    case 0: return cuLaunch(f);
+    case 1: return cuLaunchGrid(f, 1, 1);
+    case 2: return cuLaunchGridAsync(f, 1, 1, NULL);
+    default: return cuLaunchCooperativeKernelMultiDevice(&p, 1, 0);
+    }
+}
+
+/* This process's host pid (NSpid's first field), as the stand-in counts. */
+static int host_pid(void)
+{
+    char line[256];
+    int pid = (int)getpid();
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "NSpid:", 6) == 0)
+            pid = atoi(line + 6);
+    if (f)
+        fclose(f);
+    return pid;
+}
+
 static int mode_launch(int argc, char **argv)
 {
     if (argc < 3)
         return 2;
     double secs = atof(argv[0]);
     uint32_t us = (uint32_t)atoi(argv[1]);
-    int mix = strcmp(argv[2], "all") == 0;
+    int mix = strcmp(argv[2], "all") == 0, legacy = strcmp(argv[2], "legacy") == 0;
     CUmodule m;
     CUfunction f;
     cuInit(0);
@@ -335,14 +365,15 @@ static int mode_launch(int argc, char **argv)
     uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
     long n = 0;
     while (now_ns() < end) {
-        CUresult r = launch_one(mix ? (int)(n % 4) : 0, f, &us, g);
+        CUresult r = legacy ? launch_legacy((int)(n % 4), f)
+                            : launch_one(mix ? (int)(n % 4) : 0, f, &us, g);
         CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
         if (r != CUDA_SUCCESS)
             break;
         n++;
     }
     uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
-    printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy((int)getpid()) : 0ull);
+    printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy(host_pid()) : 0ull);
     if (g)
         cuGraphExecDestroy(g);
     cuModuleUnload(m);

@@ -45,8 +45,16 @@ static void test_lines(void **state)
     assert_int_equal(col, 3);
     assert_int_equal(line("7 x 3", &e, &col), -1);
     assert_int_equal(col, 2);
-    assert_int_equal(line("7 2 3 4", &e, &col), -1);
+    assert_int_equal(line("7 2 3 0 -", &e, &col), 1); /* the agent's format */
+    assert_true(e.ns == 7 && e.pid == 2 && e.host == 3);
+    assert_int_equal(line("7 2 3 1 5", &e, &col), 1);
+    assert_int_equal(line("7 2 3 1", &e, &col), 1);
+    assert_int_equal(line("7 2 3 x", &e, &col), -1);
     assert_int_equal(col, 6);
+    assert_int_equal(line("7 2 3 0 y", &e, &col), -1);
+    assert_int_equal(col, 8);
+    assert_int_equal(line("7 2 3 0 - z", &e, &col), -1);
+    assert_int_equal(col, 10);
     assert_int_equal(line("7 0 3", &e, &col), -1); /* pids start at 1 */
     assert_int_equal(line("7 2 2147483648", &e, &col), -1);
     assert_int_equal(col, 4);

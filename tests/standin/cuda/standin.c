@@ -50,7 +50,10 @@
  *     then waits for the stall's end). cuModuleLoadData and
  *     cuModuleLoadFatBinary accept any non-NULL image; cuModuleGetFunction
  *     returns a function for any name. cuLaunchKernelEx and
- *     cuLaunchCooperativeKernel behave as cuLaunchKernel.
+ *     cuLaunchCooperativeKernel behave as cuLaunchKernel; the legacy
+ *     cuLaunch, cuLaunchGrid and cuLaunchGridAsync run the function without
+ *     parameters (so for TESSERA_STANDIN_KERNEL_US), and
+ *     cuLaunchCooperativeKernelMultiDevice runs each entry of its list.
  *   - Graphs: tessera_standin_graph_create(us) makes a CUgraphExec whose
  *     cuGraphLaunch holds the card for us microseconds (test hook; the ABI
  *     has no graph building); cuGraphExecDestroy frees it.
@@ -59,7 +62,10 @@
  *   - Busy counters (test hook, what the shim's SM limiter reads when NVML
  *     is absent): uint64_t tessera_standin_busy_ns(int pid) is the card
  *     time kernels of process pid have held the card since the lock file was
- *     created, pid 0 the whole card; tessera_standin_launches(pid) counts
+ *     created, pid 0 the whole card. As with the real driver, pid is the
+ *     HOST pid: the first field of NSpid in /proc/self/status (the pid in
+ *     the namespace of the /proc mount, the host's under `unshare --pid`
+ *     without --mount-proc), not getpid() inside a pid namespace; tessera_standin_launches(pid) counts
  *     launches the same way. The file holds a struct standin_card (below):
  *     header, then 256 per-process slots; a fresh file (size 0) is set up by
  *     the first launcher. Delete the file to reset the counters.
@@ -75,6 +81,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -939,6 +946,36 @@ static void open_card(void)
     flock(card_fd, LOCK_UN);
 }
 
+/* This process's pid as the host (and NVML) sees it: NSpid's first field,
+ * else getpid(). Read again after a fork. */
+static int host_pid(void)
+{
+    static int pid, for_pid;
+    if (pid && for_pid == getpid())
+        return pid;
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    const char *p = strstr(buf, "\nNSpid:");
+    for_pid = getpid();
+    pid = p ? atoi(p + 8) : 0;
+    if (pid <= 0)
+        pid = for_pid;
+    return pid;
+}
+
+/* A host pid's process is alive: seen in /proc (a host pid is not
+ * visible to kill() from inside a pid namespace). */
+static int host_alive(int pid)
+{
+    char path[32];
+    snprintf(path, sizeof(path), "/proc/%d", pid);
+    return access(path, F_OK) == 0;
+}
+
 /* The slot of pid (claimed when claim is set; under the card lock). */
 static struct card_slot *slot_of(int pid, int claim)
 {
@@ -947,7 +984,7 @@ static struct card_slot *slot_of(int pid, int claim)
             return &card->slots[i];
     for (int i = 0; claim && i < CARD_SLOTS; i++) {
         int32_t p = atomic_load(&card->slots[i].pid);
-        if (p == 0 || (kill(p, 0) != 0 && errno == ESRCH)) {
+        if (p == 0 || !host_alive(p)) {
             atomic_store(&card->slots[i].c.busy_ns, 0);
             atomic_store(&card->slots[i].c.launches, 0);
             atomic_store(&card->slots[i].pid, pid);
@@ -1016,7 +1053,7 @@ static CUresult run_on_card(uint32_t us)
     uint64_t start = now_ns();
     sleep_until(after_stall(start) + (uint64_t)((double)us * 1000 * jitter_factor()));
     uint64_t held = now_ns() - start;
-    struct card_slot *s = slot_of((int)getpid(), 1);
+    struct card_slot *s = slot_of(host_pid(), 1);
     count(&card->all, held);
     if (s)
         count(&s->c, held);
@@ -1171,6 +1208,32 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDi
 {
     return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                      blockDimZ, sharedMemBytes, stream, kernelParams);
+}
+
+EXPORT CUresult cuLaunch(CUfunction f) { return launch(f, 1, 1, 1, 1, 1, 1, NULL); }
+
+EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
+{
+    if (grid_width <= 0 || grid_height <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL);
+}
+
+EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
+{
+    (void)hStream;
+    return cuLaunchGrid(f, grid_width, grid_height);
+}
+
+EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
+                                                     unsigned int numDevices, unsigned int flags)
+{
+    (void)flags;
+    if (!launchParamsList || numDevices != 1) /* the stand-in has one device */
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUDA_LAUNCH_PARAMS *p = launchParamsList;
+    return launch(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                  p->blockDimZ, p->kernelParams);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)

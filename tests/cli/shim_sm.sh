@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# shim_sm.sh - the SM share measures the right processes: two tenants, each
+# a "container" in its own pid namespace (unshare --user --pid, no
+# --mount-proc, so the stand-in counts by host pid as NVML does), share the
+# stand-in card for 3 s with 1 ms kernels. The 10% tenant must get 0.10 of
+# the card's busy time within 0.05 when its pid map (written here, as the
+# node agent does) names its processes: with one process, with four, and on
+# the legacy launch entry points. With no pid map the shim must say it
+# cannot measure and still hold the tenant (no refund: never assumed idle).
+# Every figure is each process's own busy time from the stand-in's
+# counters. The card must be measured at least 85% busy for the split to
+# mean anything; when it is not (a loaded machine), the split is reported
+# as SKIPPED, loudly, and only the bound "share + idle time" is checked.
+# Needs TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
+source "$TESSERA_SRC/tests/lib.sh"
+
+envfile="$(dirname "$TESSERA")/shim-test.env"
+if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
+# shellcheck disable=SC1090
+. "$envfile"
+export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_KERNEL_US=1000
+unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
+preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
+[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+SECS=3
+
+if ! unshare --user --map-root-user --pid --fork true 2>"$TMP/unshare.err"; then
+    bad "cannot make a pid namespace (unshare --user --pid): $(cat "$TMP/unshare.err")"
+    finish
+    exit
+fi
+
+# The rendered limit file names the pid map the deployed agent writes, and
+# the rendered pod mounts its folder.
+"$TESSERA" render -f "$TESSERA_SRC/examples/four-h100.yaml" --out-dir "$TMP/render" >/dev/null 2>&1 \
+    || bad "render failed"
+rendered=$(python3 -c 'import sys, yaml
+print(yaml.safe_load(open(sys.argv[1]))["data"]["cuda-limits"], end="")' \
+    "$TMP/render/tenants/platform-dev/cuda-limits.yaml" | sed -n 's/^pidMap = //p')
+deployed=$(sed -n 's/.*--pid-map-out=//p' "$TESSERA_SRC/deploy/base/agent.yaml")
+[ -n "$rendered" ] && [ "$rendered" = "$deployed" ] && ok \
+    || bad "rendered pidMap '$rendered', deployed agent writes '$deployed'"
+expect_in "$TMP/render/README.md" "{name: tessera-pids, hostPath: {path: ${deployed%/*}, type: Directory}}"
+
+# tenant NAME PERCENT MIX NPROC: NPROC probes in one new pid namespace, each
+# waiting for $TMP/NAME.go before it execs the probe under the shim.
+tenant() {
+    local n=$1
+    printf 'version = 1\nsmPercent = %s\nregion = %s\npidMap = %s\n' "$2" "$TMP/$n.region" \
+        "$TMP/$n.map" >"$TMP/$n"
+    rm -f "$TMP/$n.region" "$TMP/$n.map" "$TMP/$n.go" "$TMP/$n".out.*
+    unshare --user --map-root-user --pid --fork bash -c '
+        for i in $(seq "$4"); do
+            (while [ ! -e "$1.go" ]; do sleep 0.02; done
+             exec env TESSERA_CUDA_LIMITS_FILE="$1" LD_PRELOAD="$2" "$3" launch "$5" 1000 "$6" \
+                 >"$1.out.$i" 2>&1) &
+        done
+        wait' _ "$TMP/$n" "$preload" "$PROBE" "$4" "$SECS" "$3" &
+}
+
+# write_map NAME: the pid map of NAME's namespace, as the agent writes it:
+# "<pid-namespace inode> <pid in it> <host pid>" for each of its processes.
+write_map() {
+    python3 - "$(pgrep -P "$1" | head -1)" "$TMP/$2.map" <<'PY'
+import os, sys
+ns = os.stat(f"/proc/{sys.argv[1]}/ns/pid").st_ino
+lines = []
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if os.stat(f"/proc/{p}/ns/pid").st_ino != ns:
+            continue
+        nspid = [l for l in open(f"/proc/{p}/status") if l.startswith("NSpid:")][0].split()[-1]
+        lines.append(f"{ns} {nspid} {p}\n")
+    except (OSError, IndexError):
+        pass
+open(sys.argv[2] + ".tmp", "w").writelines(lines)
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+PY
+}
+
+busy() { cat "$TMP/$1".out.* | sed -n 's/.*busy_ns=\([0-9]*\).*/\1/p' | paste -sd+ | bc; }
+
+# split WANT NAME A_MIX A_NPROC MAP: the 10% tenant NAME against a 90% one;
+# MAP=map writes both pid maps before they start, MAP=none only B's (then
+# the tenant must get at most its share, not the share within 0.05).
+split() {
+    local name=$2
+    rm -f "$TMP/gpu.lock"
+    tenant "$name" "$1" "$3" "$4"
+    local a=$!
+    tenant big 90 one 1
+    local b=$!
+    sleep 0.5 # both namespaces made, their probes waiting
+    [ "$5" = map ] && write_map "$a" "$name"
+    write_map "$b" big
+    local t0 t1
+    t0=$(date +%s%N)
+    touch "$TMP/$name.go" "$TMP/big.go"
+    wait "$a" "$b"
+    t1=$(date +%s%N)
+    python3 - "$(busy "$name")" "$(busy big)" "$1" "$((t1 - t0))" "$name" "$5" <<'PY'
+import sys
+a, b, want = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) / 100
+secs = int(sys.argv[4]) / 1e9 # from the start to the last probe's exit
+card = (a + b) / (secs * 1e9)
+share = a / (a + b) if a + b else 0
+print(f"{sys.argv[5]}: tenant at {want:.2f} got {share:.3f} of the card's busy time "
+      f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), card {card:.3f} busy")
+if a / (secs * 1e9) > want + (1 - min(card, 1)) + 0.05:
+    print(f"{sys.argv[5]}: over its share plus the idle time")
+    sys.exit(1)
+if card < 0.85:
+    print(f"SKIPPED {sys.argv[5]}: card only {card:.3f} busy (under 0.85, loaded machine): "
+          "the split is not judged, only the bound share + idle")
+    sys.exit(0)
+sys.exit(0 if share - want <= 0.05 and (sys.argv[6] != "map" or want - share <= 0.05) else 1)
+PY
+}
+
+split 10 one one 1 map && ok || bad "10/90 with a pid map: outside 0.05"
+split 10 four one 4 map && ok || bad "10/90 with four processes: outside 0.05"
+split 10 legacy legacy 1 map && ok || bad "10/90 on the legacy launches: outside 0.05"
+grep -h "host pids unknown\|cannot be measured" "$TMP"/one.out.* "$TMP"/four.out.* \
+    "$TMP"/legacy.out.* && bad "a mapped tenant said it cannot measure" || ok
+
+# No pid map: said on stderr, and the tenant is still held (charged as
+# busy every tick, so at most its share).
+split 10 nomap one 1 none && ok || bad "10/90 with no pid map: over its share"
+expect_in "$TMP/nomap.out.1" "$TMP/nomap.map: cannot open the pid map"
+expect_in "$TMP/nomap.out.1" "cannot be measured: every tick with a launch is charged as fully busy"
+
+finish
