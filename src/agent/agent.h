@@ -104,7 +104,7 @@ struct store;
 
 struct agent_watch_opts {
     const char *node;
-    const char *node_config;   /* the plan (tessera plan -o json), polled */
+    const char *node_config;   /* NodeConfig or plan (reconf_plan_parse), polled */
     const char *inventory_out; /* NodeInventory written each round, or NULL */
     const char *pidmap_out;    /* pid map written each round, or NULL */
     const char *journal;       /* the in-flight change (crash recovery), or NULL */

@@ -1,7 +1,8 @@
 /*
  * watch.c - `tessera agent watch`: the node agent's long-running mode (the
  * DaemonSet's). Each round (every --interval-ms):
- *   1. read the node config (the plan, `tessera plan -o json`); a file that
+ *   1. read the node config (a NodeConfig, render's nodes/NODE/agent.json,
+ *      or a whole plan, `tessera plan -o json`); a file that
  *      does not parse, or has no card of this node, is logged and counted
  *      and the last good plan stays; this node's part of the plan is
  *      hashed (FNV-1a over each card's index, model, mode and wanted

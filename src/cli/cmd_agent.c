@@ -36,9 +36,11 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('i', "inventory", "FILE", APPLY,
              "with --dry-run: the node's NodeInventory (agent inventory\n"
              "-o json) instead of NVML; --node defaults to its node"),
-    CLI_LONG('C', "node-config", "FILE", WATCH,
-             "the plan to keep ('tessera plan -o json', mounted from a\n"
-             "ConfigMap); read again every interval"),
+    CLI_LONG('C', "node-config", "FILE", APPLY | WATCH,
+             "the node's NodeConfig (tessera render's\n"
+             "nodes/NODE/agent.json; the DaemonSet mounts ConfigMap\n"
+             "tessera-agent-nodes) or a whole plan; --node defaults to\n"
+             "the NodeConfig's node; watch reads it again every interval"),
     CLI_LONG('I', "inventory-out", "FILE", WATCH, "write the NodeInventory here every round"),
     CLI_LONG('P', "pid-map-out", "FILE", WATCH,
              "write the container-to-host pid map here every round"),
@@ -60,8 +62,9 @@ const struct cli_verb cli_verb_agent = {
     "usage: tessera agent inventory [-o text|json|yaml] [--node NAME]\n"
     "       tessera agent apply --plan PLAN.json --node NAME [--dry-run]\n"
     "                           [--catalog FILE]\n"
+    "       tessera agent apply --node-config agent.json [--dry-run]\n"
     "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n"
-    "       tessera agent watch --node-config PLAN.json [--node NAME]\n"
+    "       tessera agent watch --node-config agent.json [--node NAME]\n"
     "                           [--inventory-out FILE] [--pid-map-out FILE]\n"
     "                           [--journal FILE] [--listen ADDR:PORT] [--db DB]\n"
     "                           [--hmac-key-file FILE] [--interval-ms MS]\n"
@@ -70,14 +73,15 @@ const struct cli_verb cli_verb_agent = {
     "           GPU and compute instances with placements and MIG device UUIDs,\n"
     "           each MIG profile's possible placements (JSON: docs/agent.md)\n"
     "apply      make each card of NODE hold the MIG geometry of PLAN.json (the\n"
-    "           output of 'tessera plan -o json'): cards that match are never\n"
-    "           touched; a card with running processes is refused; a failure is\n"
+    "           output of 'tessera plan -o json') or of its NodeConfig: cards\n"
+    "           that match are never touched; a card with processes (compute or\n"
+    "           MPS) on an instance it would destroy is refused; a failure is\n"
     "           rolled back. --dry-run prints the steps and changes nothing;\n"
     "           with --inventory it needs no NVML. Before any change the whole\n"
     "           target is checked against each card's own placement list, and\n"
     "           a card with a MIG mode change pending is refused.\n"
     "watch      the DaemonSet's mode: every --interval-ms read --node-config; when\n"
-    "           this node's part of the plan changed, apply it with the checks\n"
+    "           this node's part of it changed, apply it with the checks\n"
     "           of apply (busy cards left alone and reported; failures retried\n"
     "           with exponential backoff); write the inventory and pid map;\n"
     "           custody events to --db for instances created or destroyed;\n"
@@ -198,9 +202,10 @@ static int load_plan(const struct agent_args *a, struct reconf_plan *plan, struc
     struct ts_diag diag = {0};
     char *text = NULL;
     size_t len = 0;
-    if (ts_file_read(a->plan, CLI_PLAN_FILE_MAX, &text, &len, &e) != TS_OK)
+    const char *path = a->plan ? a->plan : a->w.node_config;
+    if (ts_file_read(path, CLI_PLAN_FILE_MAX, &text, &len, &e) != TS_OK)
         return cli_fail(&e, CLI_READING);
-    ts_status st = reconf_plan_parse(text, len, a->plan, plan, &e);
+    ts_status st = reconf_plan_parse(text, len, path, plan, &e);
     free(text);
     if (st != TS_OK)
         return cli_fail(&e, CLI_READING);
@@ -232,7 +237,8 @@ static int apply(const struct agent_args *a)
     struct agent_nvml *n = NULL;
     struct ts_sbuf log;
     ts_sbuf_init(&log, CLI_DOC_MAX);
-    struct agent_apply_opts o = {a->node ? a->node : inv ? inv->node : "", a->dry, inv, NULL, NULL};
+    const char *node = a->node ? a->node : inv ? inv->node : plan.node ? plan.node : "";
+    struct agent_apply_opts o = {node, a->dry, inv, NULL, NULL};
     struct ts_error e = {0};
     if (rc == CLI_OK && ((!inv && agent_nvml_open(&n, &e) != TS_OK) ||
                          agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
@@ -254,8 +260,10 @@ static const char *problem(unsigned sub, int operands, const struct agent_args *
     if (sub == INVENTORY && strcmp(a->format, "text") &&
         strcmp(cli_format_built(a->format), "json"))
         return "-o must be text, json or yaml";
-    if (sub == APPLY && (!a->plan || (!a->node && !a->inventory)))
-        return "apply needs --plan and --node";
+    if (sub == APPLY && a->plan && a->w.node_config)
+        return "apply takes --plan or --node-config, not both";
+    if (sub == APPLY && !a->w.node_config && (!a->plan || (!a->node && !a->inventory)))
+        return "apply needs --plan and --node, or --node-config";
     if (sub == APPLY && a->inventory && !a->dry)
         return "--inventory is for --dry-run (a change needs the node's NVML)";
     if (sub == WATCH && !a->w.node_config)

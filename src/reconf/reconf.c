@@ -79,6 +79,7 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out, s
 {
     ts_arena_init(&out->arena);
     out->n = 0;
+    out->node = NULL;
     out->t = ts_arena_array(&out->arena, p->ngpus + 1, sizeof(*out->t));
     int ok = out->t != NULL;
     for (size_t i = 0; ok && i < p->ngpus; i++)
@@ -127,12 +128,14 @@ static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t 
     return st;
 }
 
+/* node: the NodeConfig's node (its cards name none), or NULL: the card's. */
 static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *o, const char *path,
-                          struct reconf_card *t)
+                          const char *node, struct reconf_card *t)
 {
     json_t *insts;
     ts_status st = ts_jread_obj(r, o, path);
-    if (st == TS_OK)
+    t->node = node;
+    if (st == TS_OK && !node)
         st = plan_str(r, a, o, "node", path, 0, &t->node);
     if (st == TS_OK)
         st = ts_jread_int(r, o, "index", path, 0, RECONF_GPU_INDEX_MAX, &t->index);
@@ -168,15 +171,26 @@ int reconf_text_is_plan(const char *text, size_t len)
     return is;
 }
 
-static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_plan *out)
+/* kind Plan, or NodeConfig with its node in out->node. */
+static ts_status plan_kind(const struct ts_jread *r, json_t *doc, struct reconf_plan *out)
 {
     char kind[32];
-    json_t *gpus;
     ts_status st = ts_jread_obj(r, doc, "");
     if (st == TS_OK)
         st = ts_jread_str(r, doc, "kind", "", kind, sizeof kind);
+    if (st == TS_OK && strcmp(kind, "NodeConfig") == 0)
+        return plan_str(r, &out->arena, doc, "node", "", 0, &out->node);
     if (st == TS_OK && strcmp(kind, "Plan"))
-        st = ts_jread_bad(r, "kind", "expected Plan (the output of tessera plan -o json)");
+        st = ts_jread_bad(r, "kind",
+                          "expected Plan (tessera plan -o json) or NodeConfig (tessera render's "
+                          "nodes/NODE/agent.json)");
+    return st;
+}
+
+static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_plan *out)
+{
+    json_t *gpus;
+    ts_status st = plan_kind(r, doc, out);
     if (st == TS_OK)
         st = ts_jread_arr(r, doc, "gpus", "", RECONF_PLAN_GPUS_MAX, &gpus);
     if (st != TS_OK)
@@ -187,7 +201,7 @@ static ts_status plan_doc(const struct ts_jread *r, json_t *doc, struct reconf_p
     for (size_t i = 0; st == TS_OK && i < json_array_size(gpus); i++) {
         char ip[TS_PATH_MAX];
         ts_json_path(ip, sizeof ip, "", "gpus", (long)i);
-        st = plan_gpu(r, &out->arena, json_array_get(gpus, i), ip, &out->t[out->n++]);
+        st = plan_gpu(r, &out->arena, json_array_get(gpus, i), ip, out->node, &out->t[out->n++]);
     }
     return st;
 }
@@ -199,6 +213,7 @@ ts_status reconf_plan_parse(const char *text, size_t len, const char *file, stru
     ts_arena_init(&out->arena);
     out->t = NULL;
     out->n = 0;
+    out->node = NULL;
     ts_status st = ts_jread_load(text, len, file, &doc, err);
     if (st != TS_OK)
         return st;

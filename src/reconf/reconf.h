@@ -46,12 +46,15 @@ struct reconf_plan {
     struct ts_arena arena;
     struct reconf_card *t;
     int n;
+    const char *node; /* read from a NodeConfig: its node (every card's); else NULL */
 };
 
 /* From a built plan (strings borrowed from p, which must outlive out). */
 ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
                                 struct ts_error *err);
-/* From `tessera plan -o json` text; errors name the JSON path. */
+/* From `tessera plan -o json` text, or a NodeConfig (render's
+ * nodes/NODE/agent.json: one node's cards, which name no node; format in
+ * docs/agent.md); errors name the JSON path. */
 ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
                             struct ts_error *err);
 void reconf_plan_release(struct reconf_plan *p);

@@ -109,6 +109,8 @@ static ts_status build_parts(struct render_ctx *c, char **dirs, size_t *n)
     size_t nfiles = 0;
     ts_status st = render__cluster(c, cluster_files, &nfiles);
     if (st == TS_OK)
+        st = render__agent(c, cluster_files, &nfiles);
+    if (st == TS_OK)
         st = render__kustomization(c, "cluster", cluster_files);
     dirs[(*n)++] = strdup("cluster");
     const struct spec_model *m = c->p->model;

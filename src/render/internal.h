@@ -46,6 +46,11 @@ json_t *render__sharing(int mech, json_t *mps);
 json_t *render__mig_parted(const struct render_ctx *c, const struct spec_fleet_node *n);
 
 ts_status render__cluster(struct render_ctx *c, const char **files, size_t *n);
+/* agent.c: cluster/agent-nodes.yaml (added to files, n files so far;
+ * NULL-terminated again); nodes/<n>/agent.json, its text also under
+ * agent.json in data (the node's ConfigMap); nothing when n has no card. */
+ts_status render__agent(struct render_ctx *c, const char **files, size_t *n);
+ts_status render__agent_node(struct render_ctx *c, const struct spec_fleet_node *n, json_t *data);
 ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t);
 ts_status render__node(struct render_ctx *c, const struct spec_fleet_node *n, int *wrote);
 ts_status render__readme(struct render_ctx *c);

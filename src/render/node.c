@@ -8,6 +8,7 @@
  *                            matching cards alone; refuses a card whose
  *                            geometry differs unless --drain (and then only
  *                            when no process uses it); --dry-run prints
+ *   agent.json               the NodeConfig the node agent keeps (agent.c)
  *   prep-mps.sh              EXCLUSIVE_PROCESS compute mode on MPS cards
  *   labels.sh                the node labels that select its configs
  *   node-config.yaml         a ConfigMap holding the above, for the node agent
@@ -250,6 +251,7 @@ ts_status render__node(struct render_ctx *c, const struct spec_fleet_node *n, in
     labels_script(c, n, entries != NULL, &text);
     st = st ? st : add_text(c, n, "labels.sh", &text, 1, data);
     ts_sbuf_release(&text);
+    st = st ? st : render__agent_node(c, n, data);
     char name[300];
     snprintf(name, sizeof(name), "tessera-node-%s", n->name);
     json_t *cm = render__object("v1", "ConfigMap", name, ENTITLE_SYSTEM_NS);

@@ -5,12 +5,14 @@
  * and produces an in-memory kustomize tree:
  *   kustomization.yaml, README.md
  *   cluster/   DeviceClasses, Kueue ResourceFlavors, Cohorts, the device-plugin
- *              ConfigMap, the mig-parted ConfigMap, KubeVirt and Kueue
+ *              ConfigMap, the mig-parted ConfigMap, the agents' node configs, KubeVirt and Kueue
  *              configuration snippets
  *   tenants/<tenant>/  Namespaces, ResourceQuota, LimitRange, RoleBinding,
  *              NetworkPolicies, ResourceClaimTemplates, ClusterQueues,
  *              LocalQueues, VirtualMachines
- *   nodes/<node>/  mig-parted config, the placement script, MPS prep, labels
+ *   nodes/<node>/  mig-parted config, the placement script, MPS prep, labels,
+ *              agent.json (the NodeConfig the node agent keeps; all of them in
+ *              cluster/agent-nodes.yaml)
  * render_write puts the tree on disk atomically (see tree.c). Output is
  * deterministic: names and keys sorted, no timestamps.
  */

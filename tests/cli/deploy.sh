@@ -66,10 +66,8 @@ breaks "0,/image: tessera:$VERSION/s//image: tessera:latest/" "image tessera:lat
 breaks 's|--shim-path=/opt/tessera/lib/|--shim-path=/usr/lib/|' \
     "the webhook's --shim-path ['/usr/lib/libtessera-cuda.so'] is not where the shim is put, /opt/tessera/lib/libtessera-cuda.so"
 breaks 's|targetPort: https|targetPort: webhook|' "Service tessera-webhook: targetPort webhook is no port of tessera-webhook"
-breaks 's|^          name: tessera-plan$|          name: tessera-plans|' \
-    "volume plan names ConfigMap tessera-plans, which the output lacks"
-breaks 's|--node-config=/etc/tessera/plan/plan.json|--node-config=/etc/tessera/plan/node.json|' \
-    "tessera-agent/agent: --node-config=/etc/tessera/plan/node.json is no key of ConfigMap tessera-plan"
+breaks 's|^          name: tessera-agent-nodes$|          name: tessera-agent-node|' \
+    "volume nodes names ConfigMap tessera-agent-node, which the output lacks"
 breaks 's|--filename=/etc/tessera/spec/spec.yaml|--filename=/etc/tessera/spec/fleet.yaml|' \
     "--filename=/etc/tessera/spec/fleet.yaml is no key of ConfigMap tessera-spec"
 breaks 's|claimName: tessera-metering|claimName: metering|' \
@@ -122,12 +120,36 @@ expect_rc 1 $V "$TMP/bad.yaml"
 expect_in "$TMP/out" "(Deployment tessera-webhook) spec: Additional properties are not allowed ('replica' was unexpected)"
 expect_in "$TMP/out" "(Service tessera-webhook) spec.ports.0.port: '443' is not of type 'integer'"
 
-# the image's version is the project's; the worked example's spec and its plan
-# are what deploy/base ships (they cannot drift)
+# the image's version is the project's; the worked example's spec is what
+# deploy/base ships (they cannot drift)
 check "base image tag is $VERSION" grep -qx "  newTag: $VERSION" deploy/base/kustomization.yaml
 check "deploy/base/spec.yaml is the worked example" cmp -s examples/four-h100.yaml deploy/base/spec.yaml
-expect_rc 0 "$TESSERA" plan -f examples/four-h100.yaml -o json
-check "deploy/base/plan.json is the worked example's plan" cmp -s "$TMP/out" deploy/base/plan.json
+check "deploy/ ships no plan" test ! -e deploy/base/plan.json
+# the agent DaemonSet mounts the ConfigMap `tessera render` writes for the
+# agents (cluster/agent-nodes.yaml) and reads its own node's key of it
+expect_rc 0 "$TESSERA" render -f deploy/base/spec.yaml --out-dir "$TMP/render"
+if /usr/bin/python3 - "$O" "$TMP/render" deploy/base/spec.yaml <<'PY'
+import json, os, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = [d for d in docs if d["kind"] == "DaemonSet"][0]
+pod = ds["spec"]["template"]["spec"]
+c = [c for c in pod["containers"] if c["name"] == "agent"][0]
+cm = list(yaml.safe_load_all(open(os.path.join(sys.argv[2], "cluster", "agent-nodes.yaml"))))[0]
+assert cm["metadata"]["namespace"] == ds["metadata"]["namespace"], cm["metadata"]
+vol = [v for v in pod["volumes"] if v.get("configMap", {}).get("name") == cm["metadata"]["name"]]
+assert len(vol) == 1 and vol[0]["configMap"]["optional"] is True, vol
+mount = [m["mountPath"] for m in c["volumeMounts"] if m["name"] == vol[0]["name"]][0]
+args = [a for a in c["args"] if a.startswith("--node-config=")]
+assert args == ["--node-config=" + mount.rstrip("/") + "/$(NODE_NAME).json"], args
+env = {e["name"]: e for e in c["env"]}
+assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}, env
+fleet = [d for d in yaml.safe_load_all(open(sys.argv[3])) if d and d["kind"] == "Fleet"][0]
+nodes = {n["name"] for n in fleet["spec"]["nodes"]}
+assert set(cm["data"]) == {n + ".json" for n in nodes}, (sorted(cm["data"]), nodes)
+for key, text in cm["data"].items():
+    assert json.loads(text)["node"] + ".json" == key, key
+PY
+then ok; else bad "the agents' ConfigMap and the DaemonSet disagree"; fi
 
 if /usr/bin/python3 - "$O" <<'PY'
 import sys, yaml

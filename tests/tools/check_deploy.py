@@ -19,8 +19,10 @@ import yaml
 
 NS = "tessera-system"
 # Objects pods reference that the install does not make: the serving
-# certificate comes from `tessera cert` or cert-manager (docs/webhook.md).
-EXTERNAL = {("Secret", "tessera-webhook-tls")}
+# certificate comes from `tessera cert` or cert-manager (docs/webhook.md), the
+# node agents' configs from `tessera render` (cluster/agent-nodes.yaml, applied
+# with the rendered tree; tests/cli/deploy.sh checks that the two agree).
+EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-nodes")}
 # The API access each component needs, (apiGroup, resource, verb) per
 # ServiceAccount: none of them calls the API server (deploy/base/*.yaml say why),
 # so none has a Role, and none gets a token.
