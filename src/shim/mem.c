@@ -30,6 +30,8 @@ CUresult shim__reserve(uint64_t n)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (!c->limited)
         return CUDA_SUCCESS;
+    if (shim__backstop_refusing())
+        return CUDA_ERROR_OUT_OF_MEMORY;
     return shim__charge(n, c->memory_bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 

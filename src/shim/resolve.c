@@ -104,6 +104,8 @@ static void init(void)
         config.fail_closed = 1;
     if (!config.fail_closed && config.sm_percent < 100 && driver)
         shim__sm_init(config.sm_percent);
+    if (!config.fail_closed && config.limited && config.backstop != SHIM_BACKSTOP_OFF && driver)
+        shim__backstop_init(&config);
     in_init = 0;
 }
 

@@ -16,6 +16,7 @@
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
+ *   backstop.c the driver's per-process memory against the charge (NVML)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
  */
@@ -61,6 +62,9 @@ struct shim_config {
     uint64_t memory_bytes;
     unsigned sm_percent; /* 100 = no compute limit */
     char region[SHIM_REGION_PATH_MAX];
+    enum shim_backstop backstop; /* memoryBackstop (file only) */
+    uint64_t backstop_tolerance;
+    unsigned backstop_interval_ms;
 };
 /* Read the limit file (or the environment) once; logs what is refused. */
 void shim__config_load(struct shim_config *c);
@@ -190,6 +194,14 @@ CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
 void shim__sm_init(unsigned sm_percent);
+
+/* ---- backstop.c --------------------------------------------------------- */
+
+/* Start the backstop's thread when memoryBackstop is report or refuse. */
+void shim__backstop_init(const struct shim_config *c);
+/* The driver shows more than the shim charged (memoryBackstop = refuse):
+ * allocations are refused until it no longer does. */
+int shim__backstop_refusing(void);
 
 /* The configuration, valid after the first shim__real() call. */
 const struct shim_config *shim__config(void);

@@ -4,7 +4,8 @@
 # VMM memory released while still mapped (also into sparse tiles), the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
 # reserve, graph memory, imports (IPC, shareable handles), dlsym(RTLD_NEXT)
-# from a library loaded after the shim,
+# from a library loaded after the shim, the driver holding more than the
+# shim charged (memoryBackstop),
 # cuGetProcAddress handing out internal entry points, the tracking table
 # at 300,000 live allocations, fork, exec and pid namespaces. Each
 # probe prints how many times the limit the driver itself held; all must
@@ -44,6 +45,25 @@ expect_in "$TMP/out" "tiles_mapped=1 charged_while_mapped=58720256"
 limits g2 "memoryLimit = 2Gi"
 TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx
 expect_in "$TMP/out" "primary_charged=134217728 contexts=15 charged=2147483648"
+# The backstop: contexts that hold 16 MiB on the stand-in against the
+# shim's estimate of 4 MiB (64 MiB / 16). Without it 16 fit (4x the limit);
+# memoryBackstop = report says so, refuse stops the second context.
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/m64" drift 50
+expect_in "$TMP/out" "drift_contexts=16"
+limits rep "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = report\nbackstopTolerance = 1Mi\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/rep" drift 50
+expect_in "$TMP/err" "memoryBackstop: the driver shows 16777216 bytes for the container's 1 processes, the shim charged 4194304 (over by 12582912, tolerance 1048576)"
+limits ref "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = refuse\nbackstopTolerance = 1Mi\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 0 B "$TMP/ref" drift 50
+expect_in "$TMP/out" "drift_contexts=1"
+expect_in "$TMP/out" "probe=drift held=16777216"
+expect_in "$TMP/err" "refusing allocations"
+# Within the tolerance (the default 512 MiB) nothing is said or refused.
+limits tol "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = refuse\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/tol" drift 50
+expect_in "$TMP/out" "drift_contexts=16"
+check "no backstop line within the tolerance" bash -c "! grep -q memoryBackstop '$TMP/err'"
+
 # The legacy calls are refused at the limit, not before: 4 x 16 MiB fit.
 expect_rc 0 B "$TMP/m64" legacy
 expect_in "$TMP/out" "legacy_allocs=4 arrays=0"

@@ -18,6 +18,10 @@
  *   ctx        32 contexts (cuCtxCreate_v2), the primary one retained twice:
  *              run with TESSERA_STANDIN_CTX_MEM so the stand-in's contexts
  *              hold memory like a real driver's
+ *   drift MS   contexts (cuCtxCreate_v2), MS milliseconds apart, until
+ *              refused: run with TESSERA_STANDIN_CTX_MEM above the shim's
+ *              estimate, so the driver holds more than the shim charged
+ *              (what memoryBackstop is for)
  *   legacy     cuMemAlloc / cuMemAllocPitch / cuArrayCreate / cuArray3DCreate
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
@@ -54,6 +58,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The stand-in's counter; absent (NULL) when built against a real driver. */
@@ -240,6 +245,23 @@ static int probe_ctx(size_t limit)
     cuDevicePrimaryCtxRelease_v2(0);
     CHECK(charged() == 0, "%zu bytes still charged after the releases", charged());
     return report("ctx", limit);
+}
+
+static int probe_drift(size_t limit, unsigned ms)
+{
+    CUcontext c[32];
+    int made = 0;
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000l};
+    for (int i = 0; i < 32; i++) {
+        if (cuCtxCreate_v2(&c[made], 0, 0) != CUDA_SUCCESS)
+            break;
+        made++, sample();
+        nanosleep(&ts, NULL);
+    }
+    printf("drift_contexts=%d\n", made);
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy_v2(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    return report("drift", limit);
 }
 
 /* ---- legacy entry points ------------------------------------------------ */
@@ -644,6 +666,8 @@ int main(int argc, char **argv)
         base_used = nvml_used();
     if (strcmp(m, "vmm") == 0)
         return probe_vmm(limit);
+    if (strcmp(m, "drift") == 0 && argc == 3)
+        return probe_drift(limit, (unsigned)strtoul(argv[2], NULL, 10));
     if (strcmp(m, "ctx") == 0)
         return probe_ctx(limit);
     if (strcmp(m, "sparse") == 0)

@@ -66,7 +66,10 @@
  *   - Contexts: each cuCtxCreate_v2, and the primary context while retained,
  *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
- *     process holds (test hook).
+ *     process holds (test hook). uint64_t tessera_standin_mem_bytes(int pid):
+ *     device memory process pid holds, from its slot in the card file (test
+ *     hook for what NVML's per-process usedGpuMemory reports on a real card;
+ *     every byte the stand-in takes is counted, contexts included).
  */
 #include "standin.h"
 
@@ -91,6 +94,7 @@
 /* ---- memory ------------------------------------------------------------- */
 
 static _Atomic uint64_t allocated;
+static void publish_mem(void);
 static pthread_once_t total_once = PTHREAD_ONCE_INIT;
 static uint64_t total_mem = 16ull << 30;
 
@@ -119,6 +123,7 @@ int standin_take_mem(uint64_t n)
         if (n > total() || cur > total() - n)
             return -1;
     } while (!atomic_compare_exchange_weak(&allocated, &cur, cur + n));
+    publish_mem();
     return 0;
 }
 
@@ -156,7 +161,7 @@ void *standin_map_bytes(uint64_t n, int low)
     uint64_t how = 0;
     char *q = get_block(n, low, &how);
     if (!q) {
-        atomic_fetch_sub(&allocated, n);
+        standin_give_mem(n);
         return NULL;
     }
     memcpy(q - 8, &n, 8);
@@ -192,7 +197,7 @@ int standin_unmap_bytes(void *ptr)
         memcpy(&pool, q - 24, sizeof(pool));
         standin_pool_put(pool, n);
     } else {
-        atomic_fetch_sub(&allocated, n);
+        standin_give_mem(n);
     }
     if ((how & 1) == 0)
         free(q - SMALL_HDR);
@@ -211,7 +216,11 @@ uint64_t standin_block_size(const void *p)
     return n;
 }
 
-void standin_give_mem(uint64_t n) { atomic_fetch_sub(&allocated, n); }
+void standin_give_mem(uint64_t n)
+{
+    atomic_fetch_sub(&allocated, n);
+    publish_mem();
+}
 
 EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
 
@@ -366,7 +375,7 @@ struct record *standin_record_new(uint32_t magic, uint64_t size)
     }
     if (!added) {
         free(r);
-        atomic_fetch_sub(&allocated, size);
+        standin_give_mem(size);
         return NULL;
     }
     return r;
@@ -403,7 +412,7 @@ static void record_unref(struct record *r, int drop_ref)
     int i = live_index(r, r->magic);
     if (i >= 0)
         live[i] = NULL;
-    atomic_fetch_sub(&allocated, r->size);
+    standin_give_mem(r->size);
     free(r);
 }
 
@@ -900,6 +909,7 @@ struct counters {
 struct card_slot {
     _Atomic int32_t pid;
     struct counters c;
+    _Atomic uint64_t mem; /* device memory the process holds */
 };
 
 struct standin_card {
@@ -931,8 +941,9 @@ static void open_card(void)
                    0);
     if (p != MAP_FAILED) {
         card = p;
-        if (card->magic != CARD_MAGIC) {
-            card->version = 1;
+        if (card->magic != CARD_MAGIC || card->version != 2) {
+            memset(card, 0, sizeof(*card));
+            card->version = 2;
             card->magic = CARD_MAGIC;
         }
     }
@@ -950,6 +961,7 @@ static struct card_slot *slot_of(int pid, int claim)
         if (p == 0 || (kill(p, 0) != 0 && errno == ESRCH)) {
             atomic_store(&card->slots[i].c.busy_ns, 0);
             atomic_store(&card->slots[i].c.launches, 0);
+            atomic_store(&card->slots[i].mem, 0);
             atomic_store(&card->slots[i].pid, pid);
             return &card->slots[i];
         }
@@ -1023,6 +1035,36 @@ static CUresult run_on_card(uint32_t us)
     flock(card_fd, LOCK_UN);
     pthread_mutex_unlock(&card_mutex);
     return CUDA_SUCCESS;
+}
+
+/* Write this process's device memory into its card slot (claimed once per
+ * process, again after a fork), as NVML would report it. */
+static void publish_mem(void)
+{
+    static struct card_slot *_Atomic mine;
+    static _Atomic int mine_pid;
+    pthread_once(&card_once, open_card);
+    if (!card)
+        return;
+    int pid = (int)getpid();
+    if (!mine || mine_pid != pid) {
+        pthread_mutex_lock(&card_mutex);
+        while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
+            ;
+        mine = slot_of(pid, 1);
+        mine_pid = pid;
+        flock(card_fd, LOCK_UN);
+        pthread_mutex_unlock(&card_mutex);
+    }
+    if (mine)
+        atomic_store(&mine->mem, atomic_load(&allocated));
+}
+
+EXPORT uint64_t tessera_standin_mem_bytes(int pid)
+{
+    pthread_once(&card_once, open_card);
+    struct card_slot *s = card && pid > 0 ? slot_of(pid, 0) : NULL;
+    return s ? atomic_load(&s->mem) : 0;
 }
 
 /* The counters of pid, pid 0 the whole card; NULL when it has none. */
