@@ -45,6 +45,10 @@ expect_in "$TMP/out" "tiles_mapped=1 charged_while_mapped=58720256"
 limits g2 "memoryLimit = 2Gi"
 TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx
 expect_in "$TMP/out" "primary_charged=134217728 contexts=15 charged=2147483648"
+# ... and so are cuCtxCreate_v4 (CUDA 13.0's cuCtxCreate), _v3 and what
+# cuGetProcAddress("cuCtxCreate", 13000) hands out: 16 of 128 MiB fit.
+TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx4
+expect_in "$TMP/out" "ctx4_contexts=16 charged=2147483648"
 # The backstop: contexts that hold 16 MiB on the stand-in against the
 # shim's estimate of 4 MiB (64 MiB / 16). Without it 16 fit (4x the limit);
 # memoryBackstop = report says so, refuse stops the second context.

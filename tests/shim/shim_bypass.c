@@ -18,6 +18,10 @@
  *   ctx        32 contexts (cuCtxCreate_v2), the primary one retained twice:
  *              run with TESSERA_STANDIN_CTX_MEM so the stand-in's contexts
  *              hold memory like a real driver's
+ *   ctx4       32 contexts, in turn by cuCtxCreate_v4 (CUDA 13.0's
+ *              cuCtxCreate, NULL params), cuCtxCreate_v3 (an SM-count
+ *              affinity) and what cuGetProcAddress("cuCtxCreate", 13000)
+ *              hands out; with TESSERA_STANDIN_CTX_MEM as for ctx
  *   drift MS   contexts (cuCtxCreate_v2), MS milliseconds apart, until
  *              refused: run with TESSERA_STANDIN_CTX_MEM above the shim's
  *              estimate, so the driver holds more than the shim charged
@@ -245,6 +249,31 @@ static int probe_ctx(size_t limit)
     cuDevicePrimaryCtxRelease_v2(0);
     CHECK(charged() == 0, "%zu bytes still charged after the releases", charged());
     return report("ctx", limit);
+}
+
+typedef CUresult (*ctx4_fn)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
+
+static int probe_ctx4(size_t limit)
+{
+    CUcontext c[32];
+    CUexecAffinityParam aff = {0, {{50}}};
+    void *gpa = NULL;
+    CHECK(cuGetProcAddress_v2("cuCtxCreate", &gpa, 13000, 0, NULL) == CUDA_SUCCESS && gpa,
+          "cuGetProcAddress(cuCtxCreate, 13000)");
+    int made = 0;
+    for (int i = 0; i < 32; i++) {
+        CUresult r = i % 3 == 0   ? cuCtxCreate_v4(&c[made], NULL, 0, 0)
+                     : i % 3 == 1 ? cuCtxCreate_v3(&c[made], &aff, 1, 0, 0)
+                     : gpa        ? ((ctx4_fn)gpa)(&c[made], NULL, 0, 0)
+                                  : CUDA_ERROR_NOT_FOUND;
+        if (r == CUDA_SUCCESS)
+            made++, sample();
+    }
+    printf("ctx4_contexts=%d charged=%zu\n", made, charged());
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy_v2(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the destroys", charged());
+    return report("ctx4", limit);
 }
 
 static int probe_drift(size_t limit, unsigned ms)
@@ -668,6 +697,8 @@ int main(int argc, char **argv)
         return probe_vmm(limit);
     if (strcmp(m, "drift") == 0 && argc == 3)
         return probe_drift(limit, (unsigned)strtoul(argv[2], NULL, 10));
+    if (strcmp(m, "ctx4") == 0)
+        return probe_ctx4(limit);
     if (strcmp(m, "ctx") == 0)
         return probe_ctx(limit);
     if (strcmp(m, "sparse") == 0)

@@ -5,7 +5,7 @@
  * harness (src/fight/).
  *
  * Contract:
- *   - One device, "Stand-in GPU", 100 SMs, CUDA 12.4 (driver version 12040).
+ *   - One device, "Stand-in GPU", 100 SMs, CUDA 13.0 (driver version 13000).
  *     Total memory: env TESSERA_STANDIN_TOTAL_MEM (bytes, or with a K/M/G
  *     binary suffix), default 16 GiB. Allocations beyond it fail with
  *     CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo_v2 reports total minus what
@@ -14,9 +14,10 @@
  *   - cuGetProcAddress(_v2) returns the stand-in's own functions: for
  *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
  *     STREAM), then cuX_v2 (version >= 3020), then cuX (so "cuMemAlloc" at
- *     3010 is the legacy 32-bit cuMemAlloc). The library is linked
+ *     3010 is the legacy 32-bit cuMemAlloc); "cuCtxCreate" is cuCtxCreate_v4
+ *     from 12050 and _v3 from 11040 (cudaTypedefs.h). The library is linked
  *     -Bsymbolic, so these are its own definitions even under an LD_PRELOAD
- *     interposer; for cuMemAlloc_v2 and cuMemCreate it hands out internal
+ *     interposer; for cuMemAlloc_v2, cuMemCreate and cuCtxCreate_v4 it hands out internal
  *     entry points (another address than dlsym's), as a real driver may.
  *   - VMM: physical memory of cuMemCreate is freed when its handle
  *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
@@ -63,7 +64,10 @@
  *     launches the same way. The file holds a struct standin_card (below):
  *     header, then 256 per-process slots; a fresh file (size 0) is set up by
  *     the first launcher. Delete the file to reset the counters.
- *   - Contexts: each cuCtxCreate_v2, and the primary context while retained,
+ *   - Contexts: each cuCtxCreate_v2/_v3/_v4 (_v3 needs at least one
+ *     execution affinity parameter, _v4 takes NULL params or exactly one of
+ *     execAffinityParams and cigParams, CIG: NOT_SUPPORTED), and the primary
+ *     context while retained,
  *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
  *     process holds (test hook). uint64_t tessera_standin_mem_bytes(int pid):
@@ -638,7 +642,7 @@ EXPORT CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = 12040;
+    *version = 13000;
     return CUDA_SUCCESS;
 }
 
@@ -754,6 +758,38 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
     if (!*ctx)
         standin_give_mem(ctx_mem());
     return *ctx ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Execution affinity: SM counts only, 1..100 SMs. */
+static int affinity_ok(const CUexecAffinityParam *p, int n)
+{
+    if (!p || n < 1)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (p[i].type != 0 || p[i].param.smCount.val < 1 || p[i].param.smCount.val > 100)
+            return 0;
+    return 1;
+}
+
+EXPORT CUresult cuCtxCreate_v3(CUcontext *ctx, CUexecAffinityParam *paramsArray, int numParams,
+                               unsigned int flags, CUdevice dev)
+{
+    if (!affinity_ok(paramsArray, numParams))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuCtxCreate_v2(ctx, flags, dev);
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *ctxCreateParams,
+                               unsigned int flags, CUdevice dev)
+{
+    const CUctxCreateParams *p = ctxCreateParams;
+    if (p && (p->execAffinityParams != NULL) == (p->cigParams != NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p && p->cigParams)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (p && !affinity_ok(p->execAffinityParams, p->numExecAffinityParams))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuCtxCreate_v2(ctx, flags, dev);
 }
 
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
@@ -1250,6 +1286,8 @@ static const struct {
     FN(cuDevicePrimaryCtxRetain),
     FN(cuDevicePrimaryCtxRelease_v2),
     FN(cuCtxCreate_v2),
+    FN(cuCtxCreate_v3),
+    FN(cuCtxCreate_v4),
     FN(cuCtxDestroy_v2),
     FN(cuCtxSetCurrent),
     FN(cuCtxSynchronize),
@@ -1351,8 +1389,16 @@ static CUresult internal_cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     return cuMemCreate(handle, size, prop, flags);
 }
 
+static CUresult internal_cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
+                                        unsigned int flags, CUdevice dev)
+{
+    return cuCtxCreate_v4(ctx, params, flags, dev);
+}
+
 static void *internal(void *fn)
 {
+    if (fn == (void *)&cuCtxCreate_v4)
+        return (void *)&internal_cuCtxCreate_v4;
     if (fn == (void *)&cuMemAlloc_v2)
         return (void *)&internal_cuMemAlloc_v2;
     if (fn == (void *)&cuMemCreate)
@@ -1382,6 +1428,8 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
     void *p = NULL;
     if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
         p = find_proc(symbol, "_ptsz");
+    if (!p && strcmp(symbol, "cuCtxCreate") == 0)
+        p = find_proc(symbol, cudaVersion >= 12050 ? "_v4" : cudaVersion >= 11040 ? "_v3" : "");
     if (!p && cudaVersion >= 3020)
         p = find_proc(symbol, "_v2");
     if (!p)
