@@ -47,7 +47,7 @@ void *shim__real(enum shim_hook_id id);
 #define SHIM_REAL(name) ((__typeof__(&name))shim__real(SHIM_ID_##name))
 /* Our definition in place of the real function p, or p itself. */
 void *shim__translate(void *p);
-/* A symbol of the real driver; only during set-up (sm.c's busy source). */
+/* A symbol of the real driver the shim does not hook; not for fast paths. */
 void *shim__driver_sym(const char *name);
 /* One line to fd 2, "tessera-cuda: ...". Not for fast paths. */
 void shim__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

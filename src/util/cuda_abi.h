@@ -47,7 +47,10 @@ typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 
 /* CUdevice_attribute values used by tessera. */
-enum { CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16 };
+enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39
+};
 /* cuMemAllocManaged flags. */
 enum { CU_MEM_ATTACH_GLOBAL = 1 };
 /* cuGetProcAddress_v2 symbolStatus values. */

@@ -26,7 +26,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap stack pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -74,6 +74,12 @@ expect_in "$TMP/out" "legacy_allocs=4 arrays=0"
 # The heap cannot be raised past the limit; in the limit it can.
 expect_rc 0 B "$TMP/m64" heap
 expect_in "$TMP/out" "heap_rc=2 heap=8388608"
+# The stack is charged for every resident thread (100 SMs x 2048 on the
+# stand-in): 2 KiB a thread does not fit 64 MiB, 1088 bytes (64 more than
+# the default, 12.5 MiB) does.
+expect_rc 0 B "$TMP/m64" stack
+expect_in "$TMP/out" "stack_rc=2 stack=1024"
+expect_in "$TMP/out" "stack_in_limit_charged=13107200"
 # A pool's kept reserve is charged after the sync (the second pool is
 # refused), reused by its own pool, and credited at the trim.
 expect_rc 0 B "$TMP/m64" pool

@@ -30,6 +30,10 @@
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
  *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
+ *   stack      cuCtxSetLimit(CU_LIMIT_STACK_SIZE) to 2 KiB a thread (the
+ *              driver reserves it for every resident thread: 3.12x a 64 MiB
+ *              limit on the stand-in's 100 SMs x 2048 threads), then 1088
+ *              bytes (12.5 MiB in all, within the limit)
  *   pool       8 pools that keep everything (release threshold UINT64_MAX):
  *              allocate 7/8 of the limit from each, free, synchronise
  *   graph      8 graphs, each one allocation node of 7/8 of the limit,
@@ -350,6 +354,21 @@ static int probe_heap(size_t limit)
     sample();
     CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8u << 20) == CUDA_SUCCESS, "back to 8 MiB");
     return report("heap", limit);
+}
+
+static int probe_stack(size_t limit)
+{
+    size_t got = 0;
+    CUresult r = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048);
+    sample();
+    cuCtxGetLimit(&got, CU_LIMIT_STACK_SIZE);
+    printf("stack_rc=%d stack=%zu\n", r, got);
+    CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1088) == CUDA_SUCCESS, "a stack in limit");
+    sample();
+    printf("stack_in_limit_charged=%zu\n", charged());
+    CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS, "back to 1 KiB");
+    CHECK(charged() == 0, "%zu bytes still charged at the default stack", charged());
+    return report("stack", limit);
 }
 
 /* ---- pools keeping their reserve --------------------------------------- */
@@ -697,6 +716,8 @@ int main(int argc, char **argv)
         return probe_vmm(limit);
     if (strcmp(m, "drift") == 0 && argc == 3)
         return probe_drift(limit, (unsigned)strtoul(argv[2], NULL, 10));
+    if (strcmp(m, "stack") == 0)
+        return probe_stack(limit);
     if (strcmp(m, "ctx4") == 0)
         return probe_ctx4(limit);
     if (strcmp(m, "ctx") == 0)

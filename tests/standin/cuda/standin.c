@@ -683,7 +683,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *value = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 100 : 0;
+    *value = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT             ? 100
+             : attrib == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR ? 2048
+                                                                            : 0;
     return CUDA_SUCCESS;
 }
 
