@@ -10,7 +10,7 @@
  * every trim and every synchronisation. When the limit has no room for the
  * reserve, the pool is trimmed to its allocations instead. Not a fast path:
  * one mutex orders the settlements. Pools are per-process, at most
- * SHIM_POOLS (the one pool of cuMemAllocAsync is not settled: docs/shim.md).
+ * SHIM_POOLS; cuMemAllocAsync's is the device's current pool (mem.c).
  */
 #include "shim/shim.h"
 

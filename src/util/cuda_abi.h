@@ -246,6 +246,11 @@ typedef struct {
     unsigned char reserved[54];
 } CUmemPoolProps;
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+/* The pool cuMemAllocAsync takes from on dev (its current one), and the
+ * device's own default pool; the device of the current context. */
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);

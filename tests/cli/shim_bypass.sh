@@ -26,7 +26,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap stack pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap stack defpool pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -80,6 +80,10 @@ expect_in "$TMP/out" "heap_rc=2 heap=8388608"
 expect_rc 0 B "$TMP/m64" stack
 expect_in "$TMP/out" "stack_rc=2 stack=1024"
 expect_in "$TMP/out" "stack_in_limit_charged=13107200"
+# The default pool (cuMemAllocAsync) keeps what is freed until the next
+# synchronisation: a second 56 MiB is refused before it, allowed after.
+expect_rc 0 B "$TMP/m64" defpool
+expect_in "$TMP/out" "defpool_before_sync_rc=2 after_sync_rc=0"
 # A pool's kept reserve is charged after the sync (the second pool is
 # refused), reused by its own pool, and credited at the trim.
 expect_rc 0 B "$TMP/m64" pool

@@ -34,6 +34,9 @@
  *              driver reserves it for every resident thread: 3.12x a 64 MiB
  *              limit on the stand-in's 100 SMs x 2048 threads), then 1088
  *              bytes (12.5 MiB in all, within the limit)
+ *   defpool    cuMemAllocAsync 7/8 of the limit (the device's default pool),
+ *              cuMemFreeAsync, then cuMemAlloc_v2 7/8 before any
+ *              synchronisation (the pool still holds the first), then after one
  *   pool       8 pools that keep everything (release threshold UINT64_MAX):
  *              allocate 7/8 of the limit from each, free, synchronise
  *   graph      8 graphs, each one allocation node of 7/8 of the limit,
@@ -372,6 +375,28 @@ static int probe_stack(size_t limit)
 }
 
 /* ---- pools keeping their reserve --------------------------------------- */
+
+static int probe_defpool(size_t limit)
+{
+    CUdeviceptr a, b = 0;
+    size_t chunk = limit / 8 * 7;
+    CHECK(cuMemAllocAsync(&a, chunk, NULL) == CUDA_SUCCESS, "async alloc");
+    sample();
+    CHECK(cuMemFreeAsync(a, NULL) == CUDA_SUCCESS, "async free");
+    CUresult before = cuMemAlloc_v2(&b, chunk);
+    sample();
+    if (before == CUDA_SUCCESS)
+        cuMemFree_v2(b);
+    cuStreamSynchronize(NULL);
+    CUresult after = cuMemAlloc_v2(&b, chunk);
+    sample();
+    printf("defpool_before_sync_rc=%d after_sync_rc=%d\n", before, after);
+    CHECK(after == CUDA_SUCCESS, "refused after the sync: rc %d", after);
+    if (after == CUDA_SUCCESS)
+        cuMemFree_v2(b);
+    CHECK(charged() == 0, "%zu bytes still charged", charged());
+    return report("defpool", limit);
+}
 
 static int probe_pool(size_t limit)
 {
@@ -716,6 +741,8 @@ int main(int argc, char **argv)
         return probe_vmm(limit);
     if (strcmp(m, "drift") == 0 && argc == 3)
         return probe_drift(limit, (unsigned)strtoul(argv[2], NULL, 10));
+    if (strcmp(m, "defpool") == 0)
+        return probe_defpool(limit);
     if (strcmp(m, "stack") == 0)
         return probe_stack(limit);
     if (strcmp(m, "ctx4") == 0)

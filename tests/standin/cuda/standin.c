@@ -28,7 +28,9 @@
  *   - The legacy unversioned entry points, mipmapped arrays, context limits
  *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
  *     until a synchronisation trims the pool to its release threshold):
- *     standin_more.c. cuMemAllocAsync does not use a pool here.
+ *     standin_more.c. cuMemAllocAsync takes from the device's default pool
+ *     (release threshold 0: what is freed stays reserved until the next
+ *     synchronisation, as with cuda.h's default pool).
  *   - Graph memory (standin_graph.c): cuGraphAddMemAllocNode adds its size
  *     to the graph; an instantiated graph takes its allocations from the
  *     device's graph memory pool at cuGraphUpload or its first launch and
@@ -260,8 +262,7 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    (void)stream;
-    return cuMemAlloc_v2(dptr, bytesize);
+    return cuMemAllocFromPoolAsync(dptr, bytesize, standin_default_pool(), stream);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
@@ -811,6 +812,15 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* Every context is on the one device. */
+EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
     standin_pools_sync();
@@ -1292,6 +1302,7 @@ static const struct {
     FN(cuCtxCreate_v4),
     FN(cuCtxDestroy_v2),
     FN(cuCtxSetCurrent),
+    FN(cuCtxGetDevice),
     FN(cuCtxSynchronize),
     FN(cuGetErrorString),
     FN(cuGetProcAddress),
@@ -1325,6 +1336,8 @@ static const struct {
     FN(cuMipmappedArrayDestroy),
     FN(cuCtxSetLimit),
     FN(cuMemPoolCreate),
+    FN(cuDeviceGetMemPool),
+    FN(cuDeviceGetDefaultMemPool),
     FN(cuMemPoolDestroy),
     FN(cuMemPoolSetAttribute),
     FN(cuMemPoolGetAttribute),
