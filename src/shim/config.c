@@ -5,7 +5,7 @@
  *      it is the whole truth (the environment is ignored, so a shell opened
  *      later in the pod with another environment is limited the same);
  *   2. only when there is no such file: TESSERA_CUDA_MEMORY_LIMIT,
- *      TESSERA_CUDA_SM_PERCENT, TESSERA_CUDA_REGION.
+ *      TESSERA_CUDA_SM_PERCENT, TESSERA_CUDA_REGION, TESSERA_CUDA_PID_MAP.
  * A file that cannot be read or parsed, or a malformed variable, makes the
  * shim fail closed: every allocation returns CUDA_ERROR_OUT_OF_MEMORY. The
  * reason goes to stderr once, with the file's line:column. The backstop
@@ -21,6 +21,7 @@
 
 #define DEFAULT_LIMITS_FILE "/etc/tessera/cuda-limits"
 #define DEFAULT_REGION "/tmp/tessera-cuda.region"
+#define DEFAULT_PID_MAP "/run/tessera/pid-map"
 
 static void take(struct shim_config *c, const struct shim_limits *l)
 {
@@ -32,6 +33,8 @@ static void take(struct shim_config *c, const struct shim_limits *l)
     c->backstop_interval_ms = l->backstop_interval_ms;
     if (l->region[0])
         memcpy(c->region, l->region, sizeof(c->region));
+    if (l->pid_map[0])
+        memcpy(c->pid_map, l->pid_map, sizeof(c->pid_map));
 }
 
 /* Read all of fd into buf (at most max bytes); the length, or -1. */
@@ -104,7 +107,8 @@ static void from_env(struct shim_config *c)
     int m = env_value("TESSERA_CUDA_MEMORY_LIMIT", ENV_BYTES, &c->memory_bytes);
     int s = env_value("TESSERA_CUDA_SM_PERCENT", ENV_PERCENT, &c->sm_percent);
     int r = env_value("TESSERA_CUDA_REGION", ENV_REGION, c->region);
-    c->fail_closed = m < 0 || s < 0 || r < 0;
+    int p = env_value("TESSERA_CUDA_PID_MAP", ENV_REGION, c->pid_map);
+    c->fail_closed = m < 0 || s < 0 || r < 0 || p < 0;
     c->limited = m > 0;
 }
 
@@ -113,6 +117,7 @@ void shim__config_load(struct shim_config *c)
     memset(c, 0, sizeof(*c));
     c->sm_percent = 100;
     memcpy(c->region, DEFAULT_REGION, sizeof(DEFAULT_REGION));
+    memcpy(c->pid_map, DEFAULT_PID_MAP, sizeof(DEFAULT_PID_MAP));
     const char *path = getenv("TESSERA_CUDA_LIMITS_FILE");
     if (!path || !path[0])
         path = DEFAULT_LIMITS_FILE;

@@ -176,6 +176,11 @@ static int set_interval(struct val *v, struct shim_limits *l)
     return 0;
 }
 
+static int set_pid_map(struct val *v, struct shim_limits *l)
+{
+    return shim_limits_region(v->s, v->len, l->pid_map, v->bad, v->why);
+}
+
 static const struct key {
     const char *name;
     int (*set)(struct val *v, struct shim_limits *l);
@@ -187,6 +192,7 @@ static const struct key {
     {"memoryBackstop", set_backstop},
     {"backstopTolerance", set_tolerance},
     {"backstopIntervalMs", set_interval},
+    {"pidMap", set_pid_map},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -245,7 +251,8 @@ static int parse_line(struct parse *p, const char *line, size_t len)
     if (!k)
         return err_at(p, ka,
                       "unknown key (expected version, memoryLimit, smPercent, "
-                      "region, memoryBackstop, backstopTolerance or backstopIntervalMs)",
+                      "region, pidMap, memoryBackstop, backstopTolerance or "
+                      "backstopIntervalMs)",
                       NULL);
     if (p->seen[k - keys]++)
         return err_at(p, ka, "key given twice", k->name);

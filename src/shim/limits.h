@@ -12,6 +12,7 @@
  *     memoryBackstop = report  off | report | refuse (default off)
  *     backstopTolerance = 512Mi  driver figure over the charge that counts
  *     backstopIntervalMs = 1000  10..60000, how often NVML is asked
+ *     pidMap = /run/tessera/pid-map   container pid -> host pid (hostpid.c)
  *
  * `version` is required and must be 1; every other key is optional and may
  * appear once. Unknown keys, duplicates, bad values and NUL bytes are errors
@@ -59,14 +60,15 @@
 enum shim_backstop { SHIM_BACKSTOP_OFF, SHIM_BACKSTOP_REPORT, SHIM_BACKSTOP_REFUSE };
 
 struct shim_limits {
-    int version;                       /* SHIM_LIMITS_VERSION once parsed */
-    int has_memory;                    /* memoryLimit was given */
-    uint64_t memory_bytes;             /* the container's device memory, bytes */
-    unsigned sm_percent;               /* 1..100; 100 when not given */
-    char region[SHIM_REGION_PATH_MAX]; /* "" when not given */
-    enum shim_backstop backstop;       /* SHIM_BACKSTOP_OFF when not given */
-    uint64_t backstop_tolerance;       /* bytes; SHIM_BACKSTOP_TOLERANCE */
-    unsigned backstop_interval_ms;     /* SHIM_BACKSTOP_INTERVAL_MS */
+    int version;                        /* SHIM_LIMITS_VERSION once parsed */
+    int has_memory;                     /* memoryLimit was given */
+    uint64_t memory_bytes;              /* the container's device memory, bytes */
+    unsigned sm_percent;                /* 1..100; 100 when not given */
+    char region[SHIM_REGION_PATH_MAX];  /* "" when not given */
+    char pid_map[SHIM_REGION_PATH_MAX]; /* "" when not given */
+    enum shim_backstop backstop;        /* SHIM_BACKSTOP_OFF when not given */
+    uint64_t backstop_tolerance;        /* bytes; SHIM_BACKSTOP_TOLERANCE */
+    unsigned backstop_interval_ms;      /* SHIM_BACKSTOP_INTERVAL_MS */
 };
 
 /* A fault in the input: 1-based line and byte column, and what is wrong. */

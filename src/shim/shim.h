@@ -17,6 +17,7 @@
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
  *   backstop.c the driver's per-process memory against the charge (NVML)
+ *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
  */
@@ -65,6 +66,7 @@ struct shim_config {
     enum shim_backstop backstop; /* memoryBackstop (file only) */
     uint64_t backstop_tolerance;
     unsigned backstop_interval_ms;
+    char pid_map[SHIM_REGION_PATH_MAX]; /* hostpid.c's pid map */
 };
 /* Read the limit file (or the environment) once; logs what is refused. */
 void shim__config_load(struct shim_config *c);
@@ -202,6 +204,27 @@ void shim__backstop_init(const struct shim_config *c);
 /* The driver shows more than the shim charged (memoryBackstop = refuse):
  * allocations are refused until it no longer does. */
 int shim__backstop_refusing(void);
+/* ---- hostpid.c ---------------------------------------------------------- */
+
+/* Processes whose host pids one call finds (the first this many slots). */
+#define SHIM_HOSTPID_MAX 256
+
+/* One line of the pid map: a process's pid namespace, its pid there, and
+ * its pid in the host's namespace. */
+struct shim_pidmap_entry {
+    uint64_t ns;
+    pid_t pid, host;
+};
+/* Parse one line (without its '\n'): 1 with *e filled, 0 for a blank line or
+ * a comment, -1 when malformed (*col: 0-based byte column, *why: reason). */
+int shim__pidmap_line(const char *s, size_t len, struct shim_pidmap_entry *e, size_t *col,
+                      const char **why);
+/* The host pids of the region's live processes, at most max of them into
+ * host: how many, or -1 when one of them has none (no pid map, unreadable,
+ * malformed, or the process is missing from it); the reason goes to stderr
+ * once until it changes. A process of the initial pid namespace is its own
+ * host pid (no map needed). No malloc, no stdio, no lock. */
+int shim__host_pids(pid_t *host, int max);
 
 /* The configuration, valid after the first shim__real() call. */
 const struct shim_config *shim__config(void);

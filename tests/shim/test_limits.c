@@ -30,6 +30,9 @@ static void test_good(void **state)
     assert_true(l.memory_bytes == 8ull << 30);
     assert_int_equal(l.sm_percent, 30);
     assert_string_equal(l.region, "/run/t/r1");
+    assert_string_equal(l.pid_map, "");
+    assert_int_equal(parse("version = 1\npidMap = /run/tessera/pid-map\n", &l, &e), 0);
+    assert_string_equal(l.pid_map, "/run/tessera/pid-map");
     assert_int_equal(parse("version=1\r\nmemoryLimit=1073741824\r\n", &l, &e), 0);
     assert_true(l.memory_bytes == 1073741824ull);
     assert_int_equal(l.sm_percent, 100);
@@ -119,6 +122,7 @@ static void test_bad(void **state)
     refused("version = 1\nsmPercent = 30\nsmPercent = 40\n", 3, 1, "smPercent: key given twice");
     refused("version = 1\nregion = run/x\n", 2, 10, "absolute path");
     refused("version = 1\nregion = /a\tb\n", 2, 12, "control character");
+    refused("version = 1\npidMap = pid-map\n", 2, 10, "absolute path");
     refused("version = 1\ngpuMemory = 1\n", 2, 1, "unknown key");
     refused("version = 1\nVersion = 1\n", 2, 1, "unknown key");
     refused("version = 1\nmemoryLimit\n", 2, 1, "expected key = value");
