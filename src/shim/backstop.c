@@ -9,9 +9,10 @@
  * starts, once when it ends), `refuse` also refuses every allocation until
  * the driver's figure is back within the tolerance. What the driver shows
  * comes from the stand-in driver's test hook tessera_standin_mem_bytes(pid)
- * when the driver exports it, else NVML. NVML names processes by host pid:
- * from inside a pid namespace the region's pids are not those, so there the
- * backstop says it cannot check and stays off. The allocation path only
+ * (pids as the processes see them) when the driver exports it, else NVML,
+ * which names processes by host pid: hostpid.c's shim__host_pids (the pid
+ * map the node agent writes); a tick whose host pids are unknown is
+ * skipped (hostpid.c says why) and changes nothing. The allocation path only
  * reads one atomic; the thread is not inherited by a forked child, which
  * starts unrefused and unchecked (an exec'd image starts its own).
  */
@@ -19,13 +20,10 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define DEVICES_MAX 64
-#define PROCS_MAX 256                  /* processes NVML lists on one device a query */
-#define PID_NS_INIT "pid:[4026531836]" /* the initial pid namespace's inode */
+#define PROCS_MAX 256 /* processes NVML lists on one device a query */
 #define NVML_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFull
 
 /* NVML's ABI, the part used here (nvml.h, nvmlProcessInfo_v2_t). */
@@ -48,16 +46,6 @@ static struct {
 int shim__backstop_refusing(void)
 {
     return atomic_load_explicit(&bs.refusing, memory_order_relaxed);
-}
-
-static int in_init_pid_ns(void)
-{
-    char link[64];
-    ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-    if (n < 0)
-        return 0;
-    link[n] = '\0';
-    return strcmp(link, PID_NS_INIT) == 0;
 }
 
 static int nvml_open(void)
@@ -87,32 +75,39 @@ static int is_ours(unsigned pid, const pid_t *pids, int n)
     return 0;
 }
 
-/* What the driver says the pids hold, bytes. */
-static uint64_t driver_bytes(const pid_t *pids, int n)
+/* What the driver says the container's n processes hold, bytes; -1 when
+ * their host pids are unknown. */
+static int64_t driver_bytes(int *n)
 {
+    static pid_t pids[SHIM_SLOTS];
+    static nvml_process p[PROCS_MAX];
     uint64_t sum = 0;
     if (bs.standin) {
-        for (int i = 0; i < n; i++)
+        *n = shim__region_pids(pids, SHIM_SLOTS);
+        for (int i = 0; i < *n; i++)
             sum += bs.standin(pids[i]);
-        return sum;
+        return (int64_t)sum;
     }
-    static nvml_process p[PROCS_MAX];
+    if ((*n = shim__host_pids(pids, SHIM_HOSTPID_MAX)) < 0)
+        return -1;
     for (unsigned d = 0; d < bs.ndev; d++) {
         unsigned count = PROCS_MAX;
         if (bs.procs(bs.dev[d], &count, p) != 0)
             continue;
         for (unsigned i = 0; i < count && i < PROCS_MAX; i++)
-            if (p[i].usedGpuMemory != NVML_NOT_AVAILABLE && is_ours(p[i].pid, pids, n))
+            if (p[i].usedGpuMemory != NVML_NOT_AVAILABLE && is_ours(p[i].pid, pids, *n))
                 sum += p[i].usedGpuMemory;
     }
-    return sum;
+    return (int64_t)sum;
 }
 
 static void check(void)
 {
-    static pid_t pids[SHIM_SLOTS];
-    int n = shim__region_pids(pids, SHIM_SLOTS);
-    uint64_t held = driver_bytes(pids, n), charged = shim__used();
+    int n = 0;
+    int64_t got = driver_bytes(&n);
+    if (got < 0)
+        return;
+    uint64_t held = (uint64_t)got, charged = shim__used();
     uint64_t tol = bs.c->backstop_tolerance;
     int over = held > charged && held - charged > tol;
     int refuse = bs.c->backstop == SHIM_BACKSTOP_REFUSE;
@@ -150,11 +145,6 @@ void shim__backstop_init(const struct shim_config *c)
 {
     bs.c = c;
     bs.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_mem_bytes");
-    if (!bs.standin && !in_init_pid_ns()) {
-        shim__log("memoryBackstop: in a pid namespace, NVML's host pids are not the "
-                  "region's: not checked");
-        return;
-    }
     if (!bs.standin && nvml_open() != 0) {
         shim__log("memoryBackstop: NVML unavailable: not checked");
         return;
