@@ -163,6 +163,14 @@ SHIM_EXPORT CUresult cuCtxSynchronize(void)
     return r;
 }
 
+SHIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    __typeof__(&cuCtxSynchronize_v2) fn = SHIM_REAL(cuCtxSynchronize_v2);
+    CUresult r = fn ? fn(ctx) : CUDA_ERROR_NOT_INITIALIZED;
+    settle_all();
+    return r;
+}
+
 SHIM_EXPORT CUresult cuStreamSynchronize(CUstream stream)
 {
     __typeof__(&cuStreamSynchronize) fn = SHIM_REAL(cuStreamSynchronize);

@@ -157,6 +157,8 @@ CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *ctxCreateParams, unsi
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxSynchronize(void);
+/* CUDA 13.0: synchronise one context (NULL: the current one). */
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
 CUresult cuGetErrorString(CUresult error, const char **str);
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

@@ -37,6 +37,7 @@
  *   defpool    cuMemAllocAsync 7/8 of the limit (the device's default pool),
  *              cuMemFreeAsync, then cuMemAlloc_v2 7/8 before any
  *              synchronisation (the pool still holds the first), then after one
+ *              (cuCtxSynchronize_v2)
  *   pool       8 pools that keep everything (release threshold UINT64_MAX):
  *              allocate 7/8 of the limit from each, free, synchronise
  *   graph      8 graphs, each one allocation node of 7/8 of the limit,
@@ -387,7 +388,7 @@ static int probe_defpool(size_t limit)
     sample();
     if (before == CUDA_SUCCESS)
         cuMemFree_v2(b);
-    cuStreamSynchronize(NULL);
+    cuCtxSynchronize_v2(NULL); /* CUDA 13.0's synchronisation of one context */
     CUresult after = cuMemAlloc_v2(&b, chunk);
     sample();
     printf("defpool_before_sync_rc=%d after_sync_rc=%d\n", before, after);

@@ -827,6 +827,12 @@ EXPORT CUresult cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    (void)ctx;
+    return cuCtxSynchronize();
+}
+
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
     static const struct {
@@ -1304,6 +1310,7 @@ static const struct {
     FN(cuCtxSetCurrent),
     FN(cuCtxGetDevice),
     FN(cuCtxSynchronize),
+    FN(cuCtxSynchronize_v2),
     FN(cuGetErrorString),
     FN(cuGetProcAddress),
     FN(cuGetProcAddress_v2),
