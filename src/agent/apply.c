@@ -230,51 +230,29 @@ static void name_process(struct agent_nvml *n, const nvmlProcessInfo_t *p, int f
         ts_sbuf_printf(log, " on GPU instance %u", p->gpuInstanceId);
 }
 
-/* The card's compute processes, then its MPS clients, into p[0..*count):
- * NVML_SUCCESS, NVML_ERROR_INSUFFICIENT_SIZE when there are more than
- * AGENT_PROCS_MAX in one list (*count then counts them all), or the error
- * (*call names the NVML call that failed). */
-static nvmlReturn_t list_processes(struct agent_nvml *n, nvmlDevice_t d, nvmlProcessInfo_t *p,
-                                   unsigned int *count, const char **call)
-{
-    unsigned int c = AGENT_PROCS_MAX, m = AGENT_PROCS_MAX;
-    *call = "nvmlDeviceGetComputeRunningProcesses_v3";
-    nvmlReturn_t r = n->nvmlDeviceGetComputeRunningProcesses_v3(d, &c, p);
-    if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE)
-        return r;
-    *call = "nvmlDeviceGetMPSComputeRunningProcesses_v3";
-    nvmlReturn_t q = n->nvmlDeviceGetMPSComputeRunningProcesses_v3(
-        d, &m, r == NVML_SUCCESS ? p + c : p + AGENT_PROCS_MAX);
-    if (q != NVML_SUCCESS && q != NVML_ERROR_INSUFFICIENT_SIZE && q != NVML_ERROR_NOT_SUPPORTED)
-        return q;
-    *count = c + (q == NVML_ERROR_NOT_SUPPORTED ? 0 : m);
-    return r != NVML_SUCCESS ? r : q == NVML_ERROR_INSUFFICIENT_SIZE ? q : NVML_SUCCESS;
-}
-
-/* Processes (MPS clients included) in the way of diff on the card (those
- * on instances it keeps are not): refuse, naming them. 1 when some run. */
+/* Processes in the way of diff on the card (those on instances it keeps
+ * are not): refuse, naming them. 1 when some run. */
 static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct reconf_diff *diff,
                 struct ts_sbuf *log, struct ts_error *err)
 {
-    nvmlProcessInfo_t p[2 * AGENT_PROCS_MAX];
-    unsigned int count = 0, in_way = 0;
-    const char *call = "";
+    nvmlProcessInfo_t p[AGENT_PROCS_MAX];
+    unsigned int count = AGENT_PROCS_MAX, in_way = 0;
     memset(p, 0, sizeof p);
-    nvmlReturn_t r = list_processes(n, d, p, &count, &call);
+    nvmlReturn_t r = n->nvmlDeviceGetComputeRunningProcesses_v3(d, &count, p);
     if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
-        agent__nvml_err(n, r, call, gpu, err);
+        agent__nvml_err(n, r, "nvmlDeviceGetComputeRunningProcesses_v3", gpu, err);
         ts_sbuf_printf(log, "  refused: %s\n", err ? err->msg : "cannot list processes");
         return 1;
     }
     if (r == NVML_ERROR_INSUFFICIENT_SIZE) /* more than we can see: assume in the way */
         in_way = count;
-    for (unsigned int i = 0; r == NVML_SUCCESS && i < count; i++)
-        in_way += in_the_way(&p[i], diff);
+    for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++)
+        in_way += r == NVML_SUCCESS && in_the_way(&p[i], diff);
     if (in_way == 0)
         return 0;
     ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", in_way,
                    in_way == 1 ? "" : "es", gpu);
-    for (unsigned int i = 0, k = 0; i < count && i < 2 * AGENT_PROCS_MAX; i++)
+    for (unsigned int i = 0, k = 0; i < count && i < AGENT_PROCS_MAX; i++)
         if (r != NVML_SUCCESS || in_the_way(&p[i], diff))
             name_process(n, &p[i], k++ == 0, log);
     ts_sbuf_puts(log, "; drain them and run again\n");

@@ -193,8 +193,6 @@ _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
     X(nvmlReturn_t, nvmlDeviceGetComputeMode, (nvmlDevice_t device, nvmlComputeMode_t * mode))     \
     X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,                                       \
       (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos))                        \
-    X(nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v3,                                    \
-      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos))                        \
     X(nvmlReturn_t, nvmlSystemGetProcessName, (unsigned int pid, char *name, unsigned int length)) \
     X(nvmlReturn_t, nvmlDeviceGetGpuInstanceProfileInfoV,                                          \
       (nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info))          \

@@ -8,10 +8,7 @@
  *   profile;type=K;id=N;name=MIG 1g.10gb;slices=N;memory_mib=N;sms=N;count=N;size=N;starts=0,1
  *   gi;gpu=N;id=N;profile=ID;start=N
  *   ci;gpu=N;gi=N;id=N;profile=K;uuid=MIG-..
- *   proc;gpu=N;pid=N;name=..;gi=N;mps=1   (gi: its GPU instance, absent: none
- *                               known; mps=1: an MPS client, listed by
- *                               nvmlDeviceGetMPSComputeRunningProcesses_v3
- *                               instead of the compute list)
+ *   proc;gpu=N;pid=N;name=..;gi=N   (gi: its GPU instance; absent: none known)
  *   seq;n=N                     (counter for new MIG UUIDs)
  * Profiles apply to every GPU (a node of one model). Creates and destroys
  * follow NVML's rules (a placement must be a valid one: INVALID_ARGUMENT;
@@ -64,7 +61,6 @@ struct sci {
 };
 struct sproc {
     int gpu, pid, gi; /* gi: -1 when not on a known GPU instance */
-    int mps;          /* an MPS client */
     char name[64];
 };
 
@@ -150,7 +146,6 @@ static void load_line(const char *l)
         procs[nproc].gpu = (int)num(l, "gpu");
         procs[nproc].pid = (int)num(l, "pid");
         procs[nproc].gi = *field(l, "gi", b, sizeof b) ? (int)num(l, "gi") : -1;
-        procs[nproc].mps = (int)num(l, "mps") == 1;
         field(l, "name", procs[nproc++].name, sizeof procs[0].name);
     } else if (!strncmp(l, "seq;", 4)) {
         seq = (int)num(l, "n");
@@ -172,16 +167,6 @@ static int load(void)
     fclose(f);
     stat(path, &seen);
     return 1;
-}
-
-/* ";gi=N" of a process on GPU instance N, "" for none (one static buffer). */
-static const char *gi_field(int gi)
-{
-    static char b[24];
-    if (gi < 0)
-        return "";
-    snprintf(b, sizeof b, ";gi=%d", gi);
-    return b;
 }
 
 static void save(void)
@@ -216,8 +201,8 @@ static void save(void)
             fprintf(f, "ci;gpu=%d;gi=%d;id=%d;profile=%d;uuid=%s\n", cis[i].gpu, cis[i].gi,
                     cis[i].id, cis[i].profile, cis[i].uuid);
     for (int i = 0; i < nproc; i++)
-        fprintf(f, "proc;gpu=%d;pid=%d;name=%s%s%s\n", procs[i].gpu, procs[i].pid, procs[i].name,
-                gi_field(procs[i].gi), procs[i].mps ? ";mps=1" : "");
+        fprintf(f, "proc;gpu=%d;pid=%d;name=%s%s%d\n", procs[i].gpu, procs[i].pid, procs[i].name,
+                procs[i].gi >= 0 ? ";gi=" : "", procs[i].gi >= 0 ? procs[i].gi : 0);
     fprintf(f, "seq;n=%d\n", seq);
     fclose(f);
     rename(tmp, path);
@@ -398,12 +383,13 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mo
     return NVML_SUCCESS;
 }
 
-/* The processes of gpu that are (mps = 1) or are not MPS clients. */
-static nvmlReturn_t list_procs(int g, int mps, unsigned int *count, nvmlProcessInfo_t *infos)
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                     nvmlProcessInfo_t *infos)
 {
+    GPU_OR_FAIL(device, g);
     unsigned int n = 0, room = *count;
     for (int i = 0; i < nproc; i++)
-        if (procs[i].gpu == g && procs[i].mps == mps) {
+        if (procs[i].gpu == g) {
             if (n < room && infos)
                 infos[n] = (nvmlProcessInfo_t){
                     (unsigned)procs[i].pid, 1u << 30,
@@ -412,20 +398,6 @@ static nvmlReturn_t list_procs(int g, int mps, unsigned int *count, nvmlProcessI
         }
     *count = n;
     return n > room ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
-}
-
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
-                                                     nvmlProcessInfo_t *infos)
-{
-    GPU_OR_FAIL(device, g);
-    return list_procs(g, 0, count, infos);
-}
-
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
-                                                        nvmlProcessInfo_t *infos)
-{
-    GPU_OR_FAIL(device, g);
-    return list_procs(g, 1, count, infos);
 }
 
 nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
