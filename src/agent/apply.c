@@ -9,8 +9,7 @@
  * before anything changes, check.c); then card by card: keep (no NVML
  * call that changes anything), report MIG mode problems (tessera never
  * changes MIG mode; a pending mode change refuses the card), refuse while
- * processes run on the instances the change destroys, or on the card
- * outside any instance (pid and name; those on kept instances go on), else
+ * processes run (pid and name), else
  * destroy (compute instances first, then the GPU instance), create each
  * GPU instance at its placement with a full compute instance, and verify
  * by reading the card again. On a failure it undoes what it did in reverse
@@ -22,9 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/internal.h"
-
-/* nvmlProcessInfo_t's gpuInstanceId of a process on no GPU instance. */
-#define NO_INSTANCE 0xFFFFFFFFu
 
 /* What one card's change did so far, for rollback. */
 struct undo {
@@ -206,37 +202,12 @@ static int same_geometry(const struct inv_gpu *a, const struct inv_gpu *b)
     return 1;
 }
 
-/* Process p keeps the change of diff from running: it is on a GPU instance
- * the change destroys, or on none NVML names (the whole card, MIG off). */
-static int in_the_way(const nvmlProcessInfo_t *p, const struct reconf_diff *diff)
-{
-    if (p->gpuInstanceId == NO_INSTANCE)
-        return 1;
-    for (int k = 0; k < diff->nstep; k++)
-        if (diff->step[k].kind == RECONF_DESTROY &&
-            (unsigned)diff->step[k].gi_id == p->gpuInstanceId)
-            return 1;
-    return 0;
-}
-
-static void name_process(struct agent_nvml *n, const nvmlProcessInfo_t *p, int first,
-                         struct ts_sbuf *log)
-{
-    char name[256] = "?";
-    if (n->nvmlSystemGetProcessName(p->pid, name, sizeof name) != NVML_SUCCESS)
-        ts_copy(name, sizeof name, "?");
-    ts_sbuf_printf(log, "%s pid %u (%s)", first ? "" : ",", p->pid, name);
-    if (p->gpuInstanceId != NO_INSTANCE)
-        ts_sbuf_printf(log, " on GPU instance %u", p->gpuInstanceId);
-}
-
-/* Processes in the way of diff on the card (those on instances it keeps
- * are not): refuse, naming them. 1 when some run. */
-static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct reconf_diff *diff,
-                struct ts_sbuf *log, struct ts_error *err)
+/* Processes on the card: refuse, naming them. 1 when some run. */
+static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *log,
+                struct ts_error *err)
 {
     nvmlProcessInfo_t p[AGENT_PROCS_MAX];
-    unsigned int count = AGENT_PROCS_MAX, in_way = 0;
+    unsigned int count = AGENT_PROCS_MAX;
     memset(p, 0, sizeof p);
     nvmlReturn_t r = n->nvmlDeviceGetComputeRunningProcesses_v3(d, &count, p);
     if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
@@ -244,18 +215,17 @@ static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, const struct reco
         ts_sbuf_printf(log, "  refused: %s\n", err ? err->msg : "cannot list processes");
         return 1;
     }
-    if (r == NVML_ERROR_INSUFFICIENT_SIZE) /* more than we can see: assume in the way */
-        in_way = count;
-    for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++)
-        in_way += r == NVML_SUCCESS && in_the_way(&p[i], diff);
-    if (in_way == 0)
+    if (count == 0)
         return 0;
-    ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", in_way,
-                   in_way == 1 ? "" : "es", gpu);
-    for (unsigned int i = 0, k = 0; i < count && i < AGENT_PROCS_MAX; i++)
-        if (r != NVML_SUCCESS || in_the_way(&p[i], diff))
-            name_process(n, &p[i], k++ == 0, log);
-    ts_sbuf_puts(log, "; drain them and run again\n");
+    ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", count, count == 1 ? "" : "es",
+                   gpu);
+    for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++) {
+        char name[256] = "?";
+        if (n->nvmlSystemGetProcessName(p[i].pid, name, sizeof name) != NVML_SUCCESS)
+            ts_copy(name, sizeof name, "?");
+        ts_sbuf_printf(log, "%s pid %u (%s)", i ? "," : "", p[i].pid, name);
+    }
+    ts_sbuf_puts(log, "; drain the card and run again\n");
     return 1;
 }
 
@@ -272,7 +242,7 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         ts_sbuf_printf(log, "  failed: %s\n", e.msg);
         return 1;
     }
-    if (busy(n, d, before->index, diff, log, &e))
+    if (busy(n, d, before->index, log, &e))
         return 2;
     struct undo u;
     memset(&u, 0, sizeof u);

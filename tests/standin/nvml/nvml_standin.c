@@ -8,7 +8,7 @@
  *   profile;type=K;id=N;name=MIG 1g.10gb;slices=N;memory_mib=N;sms=N;count=N;size=N;starts=0,1
  *   gi;gpu=N;id=N;profile=ID;start=N
  *   ci;gpu=N;gi=N;id=N;profile=K;uuid=MIG-..
- *   proc;gpu=N;pid=N;name=..;gi=N   (gi: its GPU instance; absent: none known)
+ *   proc;gpu=N;pid=N;name=..
  *   seq;n=N                     (counter for new MIG UUIDs)
  * Profiles apply to every GPU (a node of one model). Creates and destroys
  * follow NVML's rules (a placement must be a valid one: INVALID_ARGUMENT;
@@ -60,7 +60,7 @@ struct sci {
     char uuid[96];
 };
 struct sproc {
-    int gpu, pid, gi; /* gi: -1 when not on a known GPU instance */
+    int gpu, pid;
     char name[64];
 };
 
@@ -145,7 +145,6 @@ static void load_line(const char *l)
     } else if (!strncmp(l, "proc;", 5) && nproc < MAXPROC) {
         procs[nproc].gpu = (int)num(l, "gpu");
         procs[nproc].pid = (int)num(l, "pid");
-        procs[nproc].gi = *field(l, "gi", b, sizeof b) ? (int)num(l, "gi") : -1;
         field(l, "name", procs[nproc++].name, sizeof procs[0].name);
     } else if (!strncmp(l, "seq;", 4)) {
         seq = (int)num(l, "n");
@@ -201,8 +200,7 @@ static void save(void)
             fprintf(f, "ci;gpu=%d;gi=%d;id=%d;profile=%d;uuid=%s\n", cis[i].gpu, cis[i].gi,
                     cis[i].id, cis[i].profile, cis[i].uuid);
     for (int i = 0; i < nproc; i++)
-        fprintf(f, "proc;gpu=%d;pid=%d;name=%s%s%d\n", procs[i].gpu, procs[i].pid, procs[i].name,
-                procs[i].gi >= 0 ? ";gi=" : "", procs[i].gi >= 0 ? procs[i].gi : 0);
+        fprintf(f, "proc;gpu=%d;pid=%d;name=%s\n", procs[i].gpu, procs[i].pid, procs[i].name);
     fprintf(f, "seq;n=%d\n", seq);
     fclose(f);
     rename(tmp, path);
@@ -391,9 +389,8 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
     for (int i = 0; i < nproc; i++)
         if (procs[i].gpu == g) {
             if (n < room && infos)
-                infos[n] = (nvmlProcessInfo_t){
-                    (unsigned)procs[i].pid, 1u << 30,
-                    procs[i].gi >= 0 ? (unsigned)procs[i].gi : 0xFFFFFFFFu, 0xFFFFFFFFu};
+                infos[n] = (nvmlProcessInfo_t){(unsigned)procs[i].pid, 1u << 30, 0xFFFFFFFFu,
+                                               0xFFFFFFFFu};
             n++;
         }
     *count = n;
@@ -663,13 +660,6 @@ nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gi, unsigned
     return logged(r, call, g->gpu, g->id, (int)profileId);
 }
 
-/* A process that keeps GPU instance gi of gpu busy (one of an unknown
- * instance keeps every instance busy). */
-static int on_instance(const struct sproc *p, int gpu, int gi)
-{
-    return p->gpu == gpu && (p->gi < 0 || p->gi == gi);
-}
-
 nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
 {
     struct sgi *g = gi_of(gi);
@@ -677,7 +667,7 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
         return logged(NVML_ERROR_INVALID_ARGUMENT, "nvmlGpuInstanceDestroy", -1, 0, 0);
     nvmlReturn_t r = ci_used(g->gpu, g->id, MAXCI) ? NVML_ERROR_IN_USE : NVML_SUCCESS;
     for (int i = 0; i < nproc; i++)
-        r = on_instance(&procs[i], g->gpu, g->id) ? NVML_ERROR_IN_USE : r;
+        r = procs[i].gpu == g->gpu ? NVML_ERROR_IN_USE : r;
     int gpu = g->gpu, id = g->id;
     if (r == NVML_SUCCESS)
         g->used = 0;
@@ -691,7 +681,7 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci)
         return logged(NVML_ERROR_INVALID_ARGUMENT, "nvmlComputeInstanceDestroy", -1, 0, 0);
     nvmlReturn_t r = NVML_SUCCESS;
     for (int i = 0; i < nproc; i++)
-        r = on_instance(&procs[i], c->gpu, c->gi) ? NVML_ERROR_IN_USE : r;
+        r = procs[i].gpu == c->gpu ? NVML_ERROR_IN_USE : r;
     if (r == NVML_SUCCESS)
         c->used = 0;
     return logged(r, "nvmlComputeInstanceDestroy", c->gpu, c->gi, c->id);
