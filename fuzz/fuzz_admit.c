@@ -10,7 +10,9 @@
  *   - a 400 body is {"error": "<where>: <what>"}, its message not empty;
  *   - a 200 body is an AdmissionReview v1 whose response.uid is the
  *     request's uid, whose allowed is the verdict's, with status.code 403
- *     and a non-empty message exactly when it denies.
+ *     and a non-empty message exactly when it denies;
+ *   - the fast decoder (admit_review's) and the full one (jansson on the
+ *     whole body) give the same verdict and the same response bytes.
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "admit/admit.h"
+#include "admit/internal.h"
 #include "catalog/catalog.h"
 #include "decide/decide.h"
 #include "plan/plan.h"
@@ -112,6 +115,19 @@ static void check_200(json_t *doc, const uint8_t *data, size_t size, const struc
     json_decref(in);
 }
 
+/* The full decoder's verdict and response equal the fast one's. */
+static void same_as_full(const struct admit_policy *pol, const uint8_t *data, size_t size,
+                         const struct admit_verdict *v, const struct ts_sbuf *out)
+{
+    struct ts_sbuf full;
+    struct admit_verdict fv;
+    ts_sbuf_init(&full, 1 << 20);
+    ad_review(pol, (const char *)data, size, &full, &fv, 1);
+    if (memcmp(v, &fv, sizeof(fv)) != 0 || strcmp(ts_sbuf_str(out), ts_sbuf_str(&full)) != 0)
+        abort();
+    ts_sbuf_release(&full);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     for (size_t i = 0; i < NSPECS; i++) {
@@ -119,6 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct admit_verdict v;
         ts_sbuf_init(&out, 1 << 20);
         admit_review(policies[i], (const char *)data, size, &out, &v);
+        same_as_full(policies[i], data, size, &v, &out);
         json_t *doc = json_loads(ts_sbuf_str(&out), 0, NULL);
         if (ts_sbuf_status(&out) != TS_OK || !json_is_object(doc))
             abort();

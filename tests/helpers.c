@@ -2,6 +2,7 @@
  * helpers.c - see helpers.h.
  */
 #include "helpers.h"
+#include "admit/admit.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -282,4 +283,18 @@ const char *th_check_plan(const struct plan *p)
     if (p->summary.lower_bound > used)
         return TH_BAD("lower bound %d above the %d cards used", p->summary.lower_bound, used);
     return NULL;
+}
+
+struct admit_policy *th_admit_policy(const char *rel, const char *shim)
+{
+    struct th_job j;
+    th_run_file(&j, th_src_path(rel), PLAN_SOLVER_HEURISTIC);
+    if (j.st != TS_OK)
+        fail_msg("%s: %s", rel, th_first_error(&j));
+    struct admit_options opt = {NULL, shim};
+    struct admit_policy *pol = NULL;
+    struct ts_error err = {0};
+    assert_int_equal(admit_policy_build(j.plan, &opt, &pol, &err), TS_OK);
+    th_free(&j); /* the policy owns copies: the plan may go */
+    return pol;
 }

@@ -32,6 +32,12 @@ void th_run_text(struct th_job *j, const char *yaml, int solver);
 void th_run_file(struct th_job *j, const char *path, int solver);
 void th_free(struct th_job *j);
 
+/* The admission policy of the spec at $TESSERA_SRC/rel, with --shim-path
+ * shim and the default runtime class (the plan is freed before it is
+ * used); fails the test when it cannot be built. */
+struct admit_policy;
+struct admit_policy *th_admit_policy(const char *rel, const char *shim);
+
 /* An independent validity checker, written from docs/spec.md and the
  * catalog, not from the planner's plan_verify: MIG placements legal for the
  * card's profile placement list, no overlaps, per-profile counts and compute

@@ -3,6 +3,7 @@
  *
  *   policy.c    the policy: per namespace its tenant, entitlements (one per
  *               decision row, named with render's helpers) and planned nodes
+ *   stream.c    the fast decoder: builds only what the checks read
  *   decode.c    the request context: JSON paths, the first 400, denials,
  *               typed getters that locate every error, the depth scanner
  *   review.c    admit_review: the envelope, which kinds are policed, the
@@ -155,6 +156,15 @@ void ad_each(struct ad_ctx *c, json_t *obj, const char *key, json_type type, ad_
              const void *arg);
 /* Parse body into *root, after the size and depth checks. 0 or a 400. */
 int ad_load(struct ad_ctx *c, const char *body, size_t len, json_t **root);
+
+/* ---- stream.c: the fast decoder ---- */
+/* Decode body into *root keeping only what the checks read (0), or -1
+ * (nothing set, no error) when it cannot decode it exactly as ad_load
+ * would: then call ad_load, which names the fault. */
+int ad_stream_load(const char *body, size_t len, json_t **root);
+/* admit_review; full: always decode with ad_load (tests compare the two). */
+void ad_review(const struct admit_policy *pol, const char *body, size_t len, struct ts_sbuf *out,
+               struct admit_verdict *v, int full);
 
 /* ---- the checks ---- */
 void ad_pod(struct ad_ctx *c, json_t *spec);                             /* pod.c */

@@ -315,6 +315,12 @@ static void respond(struct ad_ctx *c, int annotate, struct ts_sbuf *out, struct 
 void admit_review(const struct admit_policy *pol, const char *body, size_t len, struct ts_sbuf *out,
                   struct admit_verdict *v)
 {
+    ad_review(pol, body, len, out, v, 0);
+}
+
+void ad_review(const struct admit_policy *pol, const char *body, size_t len, struct ts_sbuf *out,
+               struct admit_verdict *v, int full)
+{
     struct ad_ctx *c = malloc(sizeof(*c));
     memset(v, 0, sizeof(*v));
     if (!c) {
@@ -326,7 +332,7 @@ void admit_review(const struct admit_policy *pol, const char *body, size_t len, 
     ad_ctx_init(c, pol);
     json_t *root = NULL, *req = NULL;
     int annotate = 0;
-    if (ad_load(c, body, len, &root) == 0)
+    if ((!full && ad_stream_load(body, len, &root) == 0) || ad_load(c, body, len, &root) == 0)
         req = envelope(c, root, v);
     if (req)
         annotate = police(c, req, v);

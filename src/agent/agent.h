@@ -10,6 +10,8 @@
  *   inventory.c reading every GPU, profile, placement, GPU and compute
  *               instance through NVML;
  *   apply.c     destroy / create / verify / roll back on one node;
+ *   busy.c      the processes (compute and MPS) on the instances a change
+ *               destroys: the agent never touches a busy instance;
  *   journal.c   the in-flight change on disk, and recovery after a crash;
  *   pidmap.c    the container-to-host pid map of the node's GPU processes;
  *   watch.c     `agent watch`: the long-running reconcile loop;
@@ -37,6 +39,9 @@ struct agent_nvml;
 /* Load the library ($TESSERA_NVML_LIBRARY, else libnvidia-ml.so.1), resolve
  * every function and nvmlInit_v2. A missing library says how to get one. */
 ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err);
+/* What the agent cannot check with this driver (optional NVML functions it
+ * lacks: AGENT_NVML_OPTIONAL), as one sentence, or NULL when nothing. */
+const char *agent_nvml_unchecked(const struct agent_nvml *n);
 /* nvmlShutdown and dlclose; NULL is fine. */
 void agent_nvml_close(struct agent_nvml *n);
 
@@ -51,6 +56,7 @@ ts_status agent_inventory_read(struct agent_nvml *n, const char *node, struct in
 /* What agent_apply did, card by card (counts add up). */
 struct agent_apply_report {
     int kept, changed, busy, failed;
+    int busy_instances; /* GPU instances found busy on the busy cards */
 };
 
 struct agent_apply_opts {

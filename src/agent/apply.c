@@ -9,7 +9,7 @@
  * before anything changes, check.c); then card by card: keep (no NVML
  * call that changes anything), report MIG mode problems (tessera never
  * changes MIG mode; a pending mode change refuses the card), refuse while
- * processes run (pid and name), else
+ * processes run on an instance it would destroy (busy.c: pid and name), else
  * destroy (compute instances first, then the GPU instance), create each
  * GPU instance at its placement with a full compute instance, and verify
  * by reading the card again. On a failure it undoes what it did in reverse
@@ -202,37 +202,12 @@ static int same_geometry(const struct inv_gpu *a, const struct inv_gpu *b)
     return 1;
 }
 
-/* Processes on the card: refuse, naming them. 1 when some run. */
-static int busy(struct agent_nvml *n, nvmlDevice_t d, int gpu, struct ts_sbuf *log,
-                struct ts_error *err)
-{
-    nvmlProcessInfo_t p[AGENT_PROCS_MAX];
-    unsigned int count = AGENT_PROCS_MAX;
-    memset(p, 0, sizeof p);
-    nvmlReturn_t r = n->nvmlDeviceGetComputeRunningProcesses_v3(d, &count, p);
-    if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE) {
-        agent__nvml_err(n, r, "nvmlDeviceGetComputeRunningProcesses_v3", gpu, err);
-        ts_sbuf_printf(log, "  refused: %s\n", err ? err->msg : "cannot list processes");
-        return 1;
-    }
-    if (count == 0)
-        return 0;
-    ts_sbuf_printf(log, "  refused: %u process%s running on GPU %d:", count, count == 1 ? "" : "es",
-                   gpu);
-    for (unsigned int i = 0; i < count && i < AGENT_PROCS_MAX; i++) {
-        char name[256] = "?";
-        if (n->nvmlSystemGetProcessName(p[i].pid, name, sizeof name) != NVML_SUCCESS)
-            ts_copy(name, sizeof name, "?");
-        ts_sbuf_printf(log, "%s pid %u (%s)", i ? "," : "", p[i].pid, name);
-    }
-    ts_sbuf_puts(log, "; drain the card and run again\n");
-    return 1;
-}
-
-/* One card; 0 when it ends as planned, 2 when refused as busy, else 1. */
+/* One card; 0 when it ends as planned, 2 when refused as busy (*nbusy:
+ * its busy instances), else 1. */
 static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
                        const struct reconf_card *t, const struct reconf_diff *diff,
-                       const struct cat_catalog *cat, const char *journal, struct ts_sbuf *log)
+                       const struct cat_catalog *cat, const char *journal, int *nbusy,
+                       struct ts_sbuf *log)
 {
     struct ts_error e = {0};
     nvmlDevice_t d;
@@ -242,8 +217,9 @@ static int change_card(struct agent_nvml *n, const struct inv_gpu *before,
         ts_sbuf_printf(log, "  failed: %s\n", e.msg);
         return 1;
     }
-    if (busy(n, d, before->index, log, &e))
-        return 2;
+    *nbusy = agent__busy(n, d, before, diff, log, &e);
+    if (*nbusy)
+        return *nbusy < 0 ? 1 : 2;
     struct undo u;
     memset(&u, 0, sizeof u);
     ts_status st = journal ? agent__journal_begin(journal, before, diff, &e) : TS_OK;
@@ -342,6 +318,7 @@ static int apply_card(struct agent_nvml *n, const struct inv_node *inv, const st
                       const struct agent_apply_opts *o, struct ts_sbuf *log)
 {
     char why[TS_MSG_MAX];
+    int nbusy = 0;
     if (d->verdict == RECONF_KEEP) {
         ts_sbuf_printf(log, "GPU %d: keep (matches the plan; not touched)\n", t->index);
         return 0;
@@ -355,7 +332,11 @@ static int apply_card(struct agent_nvml *n, const struct inv_node *inv, const st
         return 1;
     }
     log_steps(t, d, o->dry_run, log);
-    int r = o->dry_run ? 0 : change_card(n, inv_gpu_at(inv, t->index), t, d, cat, o->journal, log);
+    int r = o->dry_run
+                ? 0
+                : change_card(n, inv_gpu_at(inv, t->index), t, d, cat, o->journal, &nbusy, log);
+    if (o->report && nbusy > 0)
+        o->report->busy_instances += nbusy;
     return r ? r : 3;
 }
 

@@ -16,6 +16,10 @@ struct agent_nvml {
 #define AGENT__PTR(ret, name, params) ret(*name) params;
     AGENT_NVML_FUNCS(AGENT__PTR)
 #undef AGENT__PTR
+#define AGENT__OPT(ret, name, params, lost) ret(*name) params;
+    AGENT_NVML_OPTIONAL(AGENT__OPT)
+#undef AGENT__OPT
+    char unchecked[512]; /* what the optional functions missing leave unchecked */
 };
 
 /* "CALL on GPU n: <nvmlErrorString> (NVML error r)"; gpu < 0: no card. */
@@ -43,6 +47,14 @@ ts_status agent__journal_begin(const char *path, const struct inv_gpu *before,
                                const struct reconf_diff *d, struct ts_error *err);
 void agent__journal_end(const char *path);
 
+/* busy.c: the processes on the GPU instances the change d of card g
+ * destroys (a process NVML places on no instance holds the whole card).
+ * Returns how many instances are busy (then the refusal, naming each
+ * process, goes to log), 0 when none, -1 when the processes cannot be
+ * listed (err and log say why). */
+int agent__busy(struct agent_nvml *n, nvmlDevice_t d, const struct inv_gpu *g,
+                const struct reconf_diff *diff, struct ts_sbuf *log, struct ts_error *err);
+
 /* 1 (with why) when the card's MIG mode has a change pending, else 0. */
 int agent__mode_pending(const struct inv_gpu *g, char *why, size_t cap);
 
@@ -54,6 +66,7 @@ struct agent__stats {
     int64_t last_ms;  /* wall clock, end of the last reconcile; 0: none */
     int64_t round_ms; /* monotonic, end of the last round */
     int last_ok, drift, planned, ready;
+    int busy_instances; /* found busy by the last reconcile */
 };
 
 struct agent_watch {

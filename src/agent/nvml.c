@@ -2,7 +2,9 @@
  * nvml.c - loading NVML with dlopen (no link-time dependency on the
  * driver): $TESSERA_NVML_LIBRARY when set (the tests point it at the
  * stand-in), else libnvidia-ml.so.1 as the driver installs it. Every
- * function of AGENT_NVML_FUNCS must resolve; then nvmlInit_v2.
+ * function of AGENT_NVML_FUNCS must resolve; those of AGENT_NVML_OPTIONAL
+ * may be missing (an older driver), and what that leaves unchecked is
+ * kept for the agent to say; then nvmlInit_v2.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -38,6 +40,27 @@ static ts_status resolve(struct agent_nvml *n, const char *path, struct ts_error
     return TS_OK;
 }
 
+/* Optional functions: NULL when missing, and a note of what goes unchecked. */
+static void resolve_optional(struct agent_nvml *n, const char *path)
+{
+    void *sym;
+    size_t used = 0;
+#define AGENT__OPTIONAL(ret, name, params, lost)                                                 \
+    sym = dlsym(n->lib, #name);                                                                  \
+    memcpy(&n->name, &sym, sizeof(sym));                                                         \
+    if (!sym && used < sizeof n->unchecked)                                                      \
+        used += (size_t)snprintf(n->unchecked + used, sizeof n->unchecked - used,                \
+                                 "%s%s has no %s (an older driver): %s", used ? "; " : "", path, \
+                                 #name, lost);
+    AGENT_NVML_OPTIONAL(AGENT__OPTIONAL)
+#undef AGENT__OPTIONAL
+}
+
+const char *agent_nvml_unchecked(const struct agent_nvml *n)
+{
+    return n && n->unchecked[0] ? n->unchecked : NULL;
+}
+
 ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err)
 {
     const char *env = getenv("TESSERA_NVML_LIBRARY");
@@ -59,6 +82,8 @@ ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err)
                       NVML_DEFAULT);
     }
     ts_status st = resolve(n, path, err);
+    if (st == TS_OK)
+        resolve_optional(n, path);
     nvmlReturn_t r = st == TS_OK ? n->nvmlInit_v2() : NVML_SUCCESS;
     if (st == TS_OK && r != NVML_SUCCESS)
         st = agent__nvml_err(n, r, "nvmlInit_v2", -1, err);

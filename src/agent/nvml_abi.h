@@ -224,4 +224,12 @@ _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
     X(nvmlReturn_t, nvmlGpuInstanceDestroy, (nvmlGpuInstance_t gi))                                \
     X(nvmlReturn_t, nvmlComputeInstanceDestroy, (nvmlComputeInstance_t ci))
 
+/* X(return type, symbol, parameter list, what goes unchecked without it):
+ * functions the agent uses when the driver has them (NULL otherwise); a
+ * driver without one still runs the agent, which says what it cannot check. */
+#define AGENT_NVML_OPTIONAL(X)                                              \
+    X(nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v3,             \
+      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos), \
+      "MPS clients on an instance are not seen by the busy check")
+
 #endif

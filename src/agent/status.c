@@ -29,6 +29,9 @@ static void metrics_text(const struct agent__stats *s, struct ts_sbuf *b)
            "gauge", " %d", s->last_ok);
     METRIC(b, "tessera_agent_busy_refusals_total",
            "Cards left alone because processes ran on them.", "counter", " %ld", s->busy);
+    METRIC(b, "tessera_agent_busy_instances",
+           "GPU instances the last reconcile left alone because processes ran on them.", "gauge",
+           " %d", s->busy_instances);
     METRIC(b, "tessera_agent_drift_cards",
            "Planned cards of this node whose geometry differs from the plan.", "gauge", " %d",
            s->drift);

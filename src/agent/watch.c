@@ -10,7 +10,7 @@
  *      or the last one failed and its backoff has passed: agent_apply with
  *      the journal (every check of `agent apply`: whole target first, a
  *      pending MIG mode refused, a card with processes left alone and
- *      reported); failures wait the interval, then twice that, ... up to
+ *      reported: busy.c); failures wait the interval, then twice that, ... up to
  *      --backoff-max-ms; created and destroyed instances go to the ledger;
  *   3. read the cards: the NodeInventory and pid map files, the drift
  *      (planned cards whose geometry differs from the plan) for /metrics.
@@ -205,6 +205,7 @@ static void settle(struct agent_watch *w, ts_status st, const struct agent_apply
     w->stats.ok += st == TS_OK;
     w->stats.failed += st != TS_OK;
     w->stats.busy += r->busy;
+    w->stats.busy_instances = r->busy_instances;
     w->stats.last_ms = agent__wall_ms();
     w->stats.last_ok = st == TS_OK;
     pthread_mutex_unlock(&w->lock);
@@ -350,6 +351,10 @@ ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
     struct ts_log_kv kv[] = {
         {"node", o->node}, {"node_config", o->node_config}, {"listen", o->listen}};
     say(w, "info", "watching", kv, 3);
+    const char *unchecked = agent_nvml_unchecked(w->n);
+    struct ts_log_kv nk[] = {{"node", o->node}, {"unchecked", unchecked}};
+    if (unchecked)
+        say(w, "warn", "this driver lacks an optional NVML function", nk, 2);
     while (!*o->stop) {
         int64_t next = agent__mono_ms() + o->interval_ms;
         load_config(w);

@@ -44,8 +44,17 @@ static int highest_start(uint32_t starts)
     return u;
 }
 
+/* -lgip's order, whatever the order of the files or of the rows in them:
+ * compute slices, then memory, then profile ID (as import_inventory.c). */
+static int row_before(const struct iprof *a, const struct iprof *b)
+{
+    if (a->compute != b->compute)
+        return a->compute < b->compute;
+    return a->cgib != b->cgib ? a->cgib < b->cgib : a->id < b->id;
+}
+
 /* Every -lgip row has placements and every -lgipp line a row; m->order
- * gets the rows in the order nvidia-smi printed them. */
+ * gets the rows in the order nvidia-smi prints them (row_before). */
 static ts_status collect_profiles(const struct cat_import *im, struct model *m,
                                   struct ts_error *err)
 {
@@ -64,7 +73,7 @@ static ts_status collect_profiles(const struct cat_import *im, struct model *m,
                                 "-lgip row: add the -lgip table",
                                 p->id, g->index);
         size_t k = m->n++;
-        while (k > 0 && m->order[k - 1]->row_seq > p->row_seq) {
+        while (k > 0 && row_before(p, m->order[k - 1])) {
             m->order[k] = m->order[k - 1];
             k--;
         }

@@ -43,7 +43,7 @@ static const struct cli_opt OPTS[] = {
     "                            FILE...\n"                                                     \
     "       tessera meter scrape -f SPEC --db DB --target URL... [--interval 15s]\n"            \
     "                     [--count N] ... (tessera meter scrape --help)\n"                      \
-    "       tessera meter prometheus -f SPEC --db DB --url URL --from T --to T\n"               \
+    "       tessera meter prometheus -f SPEC --db DB --url URL --from T --to T|--follow\n"      \
     "                     [--interval 15s] ... (tessera meter prometheus --help)\n\n"
 #define IMPORT_TEXT                                                                          \
     "import  store recorded dcgm-exporter scrapes (Prometheus text, streamed), one sample\n" \

@@ -1,16 +1,33 @@
 /*
  * cmd_prom.c - `tessera meter prometheus`: the DCGM series of a time range
  * read from an existing Prometheus (meter/promq.h) and stored like `meter
- * import` stores the same scrapes. Dispatched from cmd_meter.c; shares its
- * spec + store opening (cli_meter_open).
+ * import` stores the same scrapes; with --follow, window after window as
+ * Prometheus gets them, until SIGTERM or SIGINT. Dispatched from
+ * cmd_meter.c; shares its spec + store opening (cli_meter_open).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "cli/cli.h"
 #include "meter/fetch.h"
 #include "meter/promq.h"
+#include "store/store.h"
+#include "util/limits.h"
+#include "util/log.h"
 #include "util/time.h"
+
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS 60000
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
@@ -18,6 +35,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('u', "url", "URL", CLI_ALL, "Prometheus' base URL (http://prometheus:9090)"),
     CLI_LONG('F', "from", "TIME", CLI_ALL, "the first scrape time read"),
     CLI_LONG('T', "to", "TIME", CLI_ALL, "the last scrape time read (included)"),
+    CLI_LONG('w', "follow", NULL, CLI_ALL, "keep reading new scrapes until SIGTERM/SIGINT"),
+    CLI_LONG('D', "delay", "DUR", CLI_ALL, "with --follow: stay this far behind now (60s)"),
     CLI_LONG('i', "interval", "DUR", CLI_ALL, "the scrape interval, the query's step (15s)"),
     CLI_LONG('q', "query", "PROMQL", CLI_ALL,
              "the series read (default {__name__=~\"DCGM_FI_.*\"})"),
@@ -32,6 +51,8 @@ static const struct cli_opt OPTS[] = {
 const struct cli_verb cli_verb_prometheus = {
     "meter prometheus",
     "usage: tessera meter prometheus -f SPEC --db DB --url URL --from TIME --to TIME\n"
+    "       tessera meter prometheus -f SPEC --db DB --url URL --follow [--from TIME]\n"
+    "                            [--delay 60s]\n"
     "                            [--interval 15s] [--query PROMQL] [--timeout 60s]\n"
     "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n"
     "                            [--catalog FILE]\n\n"
@@ -44,7 +65,13 @@ const struct cli_verb cli_verb_prometheus = {
     "scrapes themselves. An answer that is not Prometheus' success is refused with its\n"
     "error; a bad field is named by its JSON path (data.result[3].values[17][1]).\n"
     "Exit 0 when everything was stored, 1 when Prometheus or the store failed,\n"
-    "2 on bad usage or a bad answer.\n",
+    "2 on bad usage or a bad answer.\n\n"
+    "--follow reads on from --from, else from the step after the store's newest\n"
+    "sample, else from now less --delay: windows of at most 60 steps that end\n"
+    "--delay before now (Prometheus has them whole), one log line each on stderr.\n"
+    "A window that fails (Prometheus or the store down) is tried again after 1 s,\n"
+    "2 s, 4 s... (at most 60 s); an error that would exit 2 ends the run. SIGTERM or\n"
+    "SIGINT ends it after the current window; exit 0, or 1 when a window failed.\n",
     OPTS,
     "TIME is Unix seconds or RFC 3339; DB is sqlite:PATH or postgres://...\n",
     NULL,
@@ -54,7 +81,8 @@ struct prom_args {
     struct cli_files spec, catalog;
     const char *db, *keyfile;
     struct meter_promq_opts o;
-    int have_from, have_to;
+    int have_from, have_to, follow;
+    int64_t delay_ms;
 };
 
 static int parse_flag(struct prom_args *a, int c, const char *arg)
@@ -72,6 +100,8 @@ static int parse_flag(struct prom_args *a, int c, const char *arg)
     case 'F': return a->have_from = ts_time_parse(arg, &o->from_ms);
     case 'T': return a->have_to = ts_time_parse(arg, &o->to_ms);
     case 'i': return ts_duration_parse(arg, &o->step_ms) && o->step_ms > 0;
+    case 'w': a->follow = 1; return 1;
+    case 'D': return ts_duration_parse(arg, &a->delay_ms);
     case 't': return ts_duration_parse(arg, &o->timeout_ms) && o->timeout_ms > 0;
     default: return 0;
     }
@@ -95,50 +125,182 @@ static int parse_args(int argc, char **argv, struct prom_args *a)
         cli_help(&cli_verb_prometheus, CLI_ALL);
     if (rc != CLI_OK)
         return rc;
-    if (!a->spec.n || !a->db || !a->o.url || !a->have_from || !a->have_to || optind < argc) {
-        fprintf(stderr, "tessera: meter prometheus needs -f SPEC, --db DB, --url URL, --from "
-                        "TIME and --to TIME (see tessera meter prometheus --help)\n");
+    int range = a->follow ? !a->have_to : a->have_from && a->have_to;
+    if (!a->spec.n || !a->db || !a->o.url || !range || optind < argc) {
+        fprintf(stderr, "tessera: meter prometheus needs -f SPEC, --db DB, --url URL, and "
+                        "--from TIME and --to TIME, or --follow without --to (see tessera "
+                        "meter prometheus --help)\n");
         return CLI_BAD_INPUT;
     }
-    if (a->o.from_ms > a->o.to_ms) {
+    if (!a->follow && a->o.from_ms > a->o.to_ms) {
         fprintf(stderr, "tessera: meter prometheus: --from is after --to\n");
         return CLI_BAD_INPUT;
     }
     return CLI_OK;
 }
 
+/* Read [from, to] into the store; the counts of that range into *c, exit
+ * code CLI_FAIL into *rc on rejected lines or a violation not recorded. */
+static ts_status read_range(struct prom_args *a, struct cli_meter *m, const char *shown,
+                            struct meter_ingest_counts *c, int *rc, struct ts_error *e)
+{
+    struct ts_diag diag = {0};
+    struct meter_ingest *in = NULL;
+    ts_status st = meter_ingest_new(&m->ctx, m->st, a->o.from_ms, shown, &diag, &in);
+    if (st == TS_OK)
+        st = meter_promq_import(&a->o, in, e);
+    if (st == TS_OK)
+        st = meter_ingest_finish(in, e);
+    cli_print_diag(&diag);
+    *c = (struct meter_ingest_counts){0};
+    if (in)
+        meter_ingest_counts(in, c);
+    if (c->rejected_lines || (in && cli_meter_violations(m, in) != CLI_OK))
+        *rc = CLI_FAIL;
+    meter_ingest_free(in);
+    return st;
+}
+
 /* Read the range into the store; an exit code. */
 static int run(struct prom_args *a, struct cli_meter *m)
 {
-    struct ts_diag diag = {0};
     struct ts_error e = {0};
-    struct meter_ingest *in = NULL;
+    struct meter_ingest_counts c;
     char shown[512];
+    int rc = CLI_OK;
     meter_fetch_redact(a->o.url, shown, sizeof(shown));
-    ts_status st = meter_ingest_new(&m->ctx, m->st, a->o.from_ms, shown, &diag, &in);
-    if (st == TS_OK)
-        st = meter_promq_import(&a->o, in, &e);
-    if (st == TS_OK)
-        st = meter_ingest_finish(in, &e);
-    cli_print_diag(&diag);
+    ts_status st = read_range(a, m, shown, &c, &rc, &e);
     if (e.code)
         cli_print_error(&e);
-    struct meter_ingest_counts c = {0};
-    if (in)
-        meter_ingest_counts(in, &c);
     printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
            "violations\n",
            shown, c.devices, c.inserted, c.rejected_lines, c.violations);
-    int rc = st != TS_OK ? cli_exit(st, CLI_DOING) : c.rejected_lines ? CLI_FAIL : CLI_OK;
-    if (in && cli_meter_violations(m, in) != CLI_OK)
-        rc = CLI_FAIL;
-    meter_ingest_free(in);
-    return rc;
+    return st != TS_OK ? cli_exit(st, CLI_DOING) : rc;
+}
+
+/* ---- --follow ---------------------------------------------------------- */
+
+struct follow {
+    int64_t next_ms; /* the first step not read yet */
+    int64_t backoff_ms;
+    long windows, failed;
+    size_t inserted;
+    int rejected, rc;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Sleep ms, waking early on a stop. */
+static void nap(int64_t ms)
+{
+    while (ms > 0 && !stop_requested) {
+        int64_t d = ms < 200 ? ms : 200;
+        struct timespec t = {0, (long)d * 1000000};
+        nanosleep(&t, NULL);
+        ms -= d;
+    }
+}
+
+/* Where reading starts: --from, else the step after the store's newest
+ * sample, else now less --delay (on a step). */
+static ts_status follow_start(struct prom_args *a, struct cli_meter *m, int64_t *next,
+                              struct ts_error *e)
+{
+    int64_t step = a->o.step_ms, last = 0;
+    int found = 0;
+    ts_status st = a->have_from ? TS_OK : store_last_sample(m->st, &last, &found, e);
+    int64_t t = now_ms() - a->delay_ms;
+    *next = a->have_from ? a->o.from_ms : found ? last + step : t - (t % step + step) % step;
+    return st;
+}
+
+static void log_window(const struct follow *f, const char *level, const char *msg, int64_t to,
+                       const struct meter_ingest_counts *c, const char *error)
+{
+    char from_s[40], to_s[40], dev[24], ins[24], rej[24], back[24];
+    ts_time_format(f->next_ms, from_s);
+    ts_time_format(to, to_s);
+    snprintf(dev, sizeof(dev), "%zu", c->devices);
+    snprintf(ins, sizeof(ins), "%zu", c->inserted);
+    snprintf(rej, sizeof(rej), "%d", c->rejected_lines);
+    snprintf(back, sizeof(back), "%lld", (long long)f->backoff_ms);
+    const struct ts_log_kv kv[] = {{"from", from_s},        {"to", to_s},
+                                   {"devices", dev},        {"new_samples", ins},
+                                   {"rejected_lines", rej}, {"retry_in_ms", error ? back : NULL},
+                                   {"error", error}};
+    ts_log(0, level, msg, kv, error ? 7 : 5);
+}
+
+/* One window [f->next_ms, to]; on failure f->backoff_ms is the wait. */
+static ts_status follow_window(struct prom_args *a, struct cli_meter *m, const char *shown,
+                               struct follow *f, int64_t to)
+{
+    struct ts_error e = {0};
+    struct meter_ingest_counts c;
+    a->o.from_ms = f->next_ms;
+    a->o.to_ms = to;
+    ts_status st = read_range(a, m, shown, &c, &f->rc, &e);
+    f->windows++;
+    f->inserted += c.inserted;
+    f->rejected += c.rejected_lines;
+    if (st == TS_OK) {
+        f->backoff_ms = 0;
+        log_window(f, "info", "window", to, &c, NULL);
+        f->next_ms = to + a->o.step_ms;
+        return TS_OK;
+    }
+    f->failed++;
+    f->backoff_ms = f->backoff_ms ? f->backoff_ms * 2 : BACKOFF_FIRST_MS;
+    f->backoff_ms = f->backoff_ms > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : f->backoff_ms;
+    log_window(f, "error", "window-failed", to, &c, e.msg);
+    return st;
+}
+
+/* Windows until a stop; an exit code. */
+static int follow(struct prom_args *a, struct cli_meter *m)
+{
+    struct follow f = {0};
+    struct ts_error e = {0};
+    char shown[512];
+    meter_fetch_redact(a->o.url, shown, sizeof(shown));
+    if (follow_start(a, m, &f.next_ms, &e) != TS_OK)
+        return cli_fail(&e, CLI_DOING);
+    int64_t step = a->o.step_ms, span = step * (METER_PROM_STEPS_MAX - 1);
+    while (!stop_requested) {
+        int64_t ready = now_ms() - a->delay_ms;
+        if (ready < f.next_ms) {
+            nap(f.next_ms - ready);
+            continue;
+        }
+        int64_t to = f.next_ms + (ready - f.next_ms) / step * step;
+        ts_status st = follow_window(a, m, shown, &f,
+                                     to - f.next_ms > span ? f.next_ms + span : to);
+        if (st != TS_OK && cli_exit(st, CLI_DOING) == CLI_BAD_INPUT)
+            return CLI_BAD_INPUT;
+        nap(f.backoff_ms);
+    }
+    printf("windows=%ld failed=%ld new_samples=%zu rejected=%d\n", f.windows, f.failed, f.inserted,
+           f.rejected);
+    return f.failed || f.rc != CLI_OK ? CLI_FAIL : CLI_OK;
+}
+
+static void catch_stops(void)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int cmd_meter_prometheus(int argc, char **argv)
 {
-    struct prom_args a = {.o = {.step_ms = 15000, .timeout_ms = 60000}};
+    struct prom_args a = {.o = {.step_ms = 15000, .timeout_ms = 60000}, .delay_ms = 60000};
     int rc = parse_args(argc, argv, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? CLI_OK : rc;
@@ -146,8 +308,10 @@ int cmd_meter_prometheus(int argc, char **argv)
     rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
+    if (rc == CLI_OK && a.follow)
+        catch_stops();
     if (rc == CLI_OK)
-        rc = run(&a, &m);
+        rc = a.follow ? follow(&a, &m) : run(&a, &m);
     cli_meter_close(&m);
     return rc;
 }

@@ -24,7 +24,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('T', "conn-timeout", "SEC", CLI_ALL, "close a connection idle this long (default 10)"),
     CLI_LONG('q', "request-timeout", "SEC", CLI_ALL,
              "close a connection whose request (headers and body)\n"
-             "takes longer (default 10)"),
+             "takes longer from the end of the TLS handshake\n"
+             "(default 10; the handshake may take 3 times that)"),
     CLI_LONG('p', "max-per-client", "N", CLI_ALL,
              "connections one client address may hold (default 128)"),
     CLI_LONG('m', "max-connections", "N", CLI_ALL,

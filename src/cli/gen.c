@@ -135,6 +135,12 @@ int cli_gen_completion(const char *shell, FILE *out)
     else if (strcmp(shell, "bash"))
         return 0;
     bash_script(out);
+    if (!strcmp(shell, "zsh"))
+        fputs("# Autoloaded from $fpath, this file runs at the first Tab: answer that Tab too.\n"
+              "if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then\n"
+              "    _bash_complete -o filenames -F _tessera\n"
+              "fi\n",
+              out);
     return 1;
 }
 
@@ -251,7 +257,8 @@ const struct cli_verb cli_verb_completion = {
     "Print the shell completion script for tessera's commands, subcommands and\n"
     "options. Load it in the current shell with 'source <(tessera completion bash)';\n"
     "for every shell, write it to /etc/bash_completion.d/tessera (bash) or to a\n"
-    "file _tessera on $fpath (zsh).\n",
+    "file _tessera on $fpath (zsh). In zsh, compinit must run first (it does in\n"
+    "most set-ups): 'autoload -Uz compinit && compinit'.\n",
     OPTS,
     NULL,
     "bash zsh",

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 #include "util/file.h"
@@ -379,6 +380,8 @@ ts_status fight_worker(const struct fight_worker_opts *o, struct ts_error *err)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* Wake at the intended send time, not up to 50 us (the default slack) after. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     struct wk w;
     memset(&w, 0, sizeof(w));
     w.o = o;

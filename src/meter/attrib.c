@@ -209,6 +209,16 @@ static void charge_clients(struct meter_verdict *v, const struct plan_gpu *g)
     }
 }
 
+/* Is tenant a best-effort guest the owner of card g trusts? */
+static int is_guest(const struct plan_gpu *g, const char *tenant)
+{
+    for (size_t i = 0; i < g->ninst; i++)
+        if (g->inst[i].guest && inst_tenant(&g->inst[i]) &&
+            strcmp(inst_tenant(&g->inst[i]), tenant) == 0)
+            return 1;
+    return 0;
+}
+
 static const char *owner_of(const struct spec_model *m, const char *ns)
 {
     for (size_t i = 0; has(ns) && i < m->ntenants; i++)
@@ -240,11 +250,35 @@ static void charge_observed(const struct meter_ctx *ctx, const struct meter_seen
     } else {
         charge(v, tenant, "", share);
     }
-    v->violation = v->planned[0] && strcmp(v->planned, tenant) != 0;
-    for (size_t i = 0; v->violation && g && !is_mig(d->profile) && i < g->ninst; i++)
-        if (g->inst[i].guest && inst_tenant(&g->inst[i]) &&
-            strcmp(inst_tenant(&g->inst[i]), tenant) == 0)
-            v->violation = 0; /* a best-effort guest the owner trusts */
+    v->violation = v->planned[0] && strcmp(v->planned, tenant) != 0 &&
+                   !(g && !is_mig(d->profile) && is_guest(g, tenant));
+}
+
+/* A whole card its owner also time-slices to guests (plan_gpu.sharing). */
+static int guest_card(const struct plan_gpu *g, const struct meter_seen *d)
+{
+    return g && g->sharing && g->mode != PLAN_MIG && !is_shared(g) && !is_mig(d->profile);
+}
+
+/* A pod on a card its owner time-slices to guests: a pod not of the owner
+ * is charged 1/N of the card (the plan's N clients on it) under its own
+ * key, a custody violation unless it is a guest there; the owner the rest
+ * (1 less the other pods' shares, never below 0) under the card's key, once
+ * a scrape (with the first pod listed), whether its own pod runs or not. */
+static void charge_guest_card(const struct meter_ctx *ctx, const struct meter_seen *d,
+                              const struct plan_gpu *g, struct meter_verdict *v)
+{
+    const char *tenant = owner_of(ctx->model, d->ns);
+    int64_t share = g->ninst ? TS_PPM / (int64_t)g->ninst : TS_PPM;
+    if (strcmp(tenant, v->planned) != 0) {
+        char suffix[METER_NAME_MAX];
+        snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
+        charge(v, tenant, suffix, share);
+        v->violation = !is_guest(g, tenant);
+    }
+    int64_t rest = TS_PPM - (int64_t)d->foreign * share;
+    if (d->pod_index == 0)
+        charge(v, v->planned, "", rest > 0 ? rest : 0);
 }
 
 static const char *mode_of(int mig) { return mig ? "MIG" : "not MIG"; }
@@ -268,8 +302,10 @@ static int disagree(const struct meter_ctx *ctx, const struct plan_gpu *g,
     return v->disagree[0] != 0;
 }
 
-void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
-                     struct meter_verdict *v)
+/* The plan's card of d and who holds the device at ts_ms (v->planned, by
+ * the ledger, else the plan); *held: the ledger's tenant, or NULL. */
+static const struct plan_gpu *holder(const struct meter_ctx *ctx, const struct meter_seen *d,
+                                     int64_t ts_ms, struct meter_verdict *v, const char **held)
 {
     memset(v, 0, sizeof(*v));
     const struct plan_gpu *g = plan_card(ctx, d);
@@ -277,11 +313,33 @@ void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, in
     snprintf(device, sizeof(device), "%s%s%s", has(d->uuid) ? d->uuid : "",
              is_mig(d->profile) && has(d->gi_id) ? "/" : "",
              is_mig(d->profile) && has(d->gi_id) ? d->gi_id : "");
-    const char *held = custody_at(ctx, device, ts_ms);
-    const char *planned = held ? held : planned_tenant(g, d, &v->ambiguous);
+    *held = custody_at(ctx, device, ts_ms);
+    const char *planned = *held ? *held : planned_tenant(g, d, &v->ambiguous);
     set(v->planned, planned);
-    if (held)
+    if (*held)
         v->ambiguous = 0;
+    return g;
+}
+
+int meter_pod_foreign(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms)
+{
+    struct meter_verdict v;
+    const char *held;
+    const struct plan_gpu *g = holder(ctx, d, ts_ms, &v, &held);
+    return has(d->ns) && guest_card(g, d) && v.planned[0] &&
+           strcmp(owner_of(ctx->model, d->ns), v.planned) != 0;
+}
+
+void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
+                     struct meter_verdict *v)
+{
+    const char *held;
+    const struct plan_gpu *g = holder(ctx, d, ts_ms, v, &held);
+    const char *planned = v->planned[0] ? v->planned : NULL;
+    if (has(d->ns) && guest_card(g, d) && planned) {
+        charge_guest_card(ctx, d, g, v);
+        return;
+    }
     if (has(d->ns)) {
         charge_observed(ctx, d, g, v);
         return;
@@ -309,6 +367,7 @@ void meter_seen_of(const struct meter_sample *x, struct meter_seen *d)
                              ns ? ns : meter_label(x, "pod_namespace"),
                              pod ? pod : meter_label(x, "pod_name"),
                              0,
+                             0,
                              0};
 }
 
@@ -318,7 +377,7 @@ const char *meter_tenant_of_sample(const struct meter_ctx *ctx, const struct met
     meter_seen_of(x, &d);
     struct meter_verdict v;
     meter_attribute(ctx, &d, x->has_timestamp ? x->timestamp_ms : INT64_MAX, &v);
-    if (v.ncharges != 1)
+    if (v.ncharges != 1 && !has(d.ns))
         return v.ncharges ? "shared" : "unattributed";
     const struct spec_tenant *t = spec_tenant_find(ctx->model, v.charges[0].tenant);
     return t ? t->name : "unattributed";

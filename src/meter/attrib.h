@@ -14,8 +14,11 @@
  *      unattributed and the disagreement reported). Reserved capacity is
  *      billed whether used or not (the allocation basis).
  * Every pod listed on a device is charged: on a card the plan shares, its
- * tenant's plan share; on any other device, 1/N of the device's share for
- * each of the N pods listed at that time.
+ * tenant's plan share; on a whole card its owner time-slices to guests,
+ * each pod not of the owner 1/N of the card (N: the plan's clients on it)
+ * under its own key "#ns/pod", and the owner the rest under the card's; on
+ * any other device, 1/N of the device's share for each of the N pods
+ * listed at that time.
  * A pod whose tenant is not the one the plan (or ledger) gives the device is
  * a custody violation: it is billed to the tenant observed and reported.
  *
@@ -57,6 +60,8 @@ struct meter_seen {
     const char *node, *gpu_index, *uuid, *gi_id, *model, *profile, *ns, *pod;
     int pods, pod_index; /* pods listed on the device at that time (0: not known,
                           * one), and which of them this is (0-based, sorted) */
+    int foreign;         /* of them, pods not of the owner of a card it time-slices
+                          * to guests (meter_pod_foreign) */
 };
 
 struct meter_charge {
@@ -83,6 +88,10 @@ void meter_ctx_release(struct meter_ctx *ctx);
 /* Decide the charges for device d scraped at ts_ms. */
 void meter_attribute(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms,
                      struct meter_verdict *out);
+
+/* 1 when d is a pod, on a whole card its owner time-slices to guests, of a
+ * tenant other than that owner (counted into meter_seen.foreign). */
+int meter_pod_foreign(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms);
 
 /* The share of its card (ppm) the plan reserves for instance in of card g,
  * as metering charges it. */

@@ -22,6 +22,7 @@ struct entry {
     int64_t ts_ms;
     double engine, util; /* -1 when absent or out of range */
     int pods, pod_index; /* pods listed on the device at that time, and which this is */
+    int foreign;         /* of them, not the owner's on a card time-sliced to guests */
 };
 
 struct meter_ingest {
@@ -117,10 +118,16 @@ static void warn_once(struct meter_ingest *in, const struct entry *d, const stru
 }
 
 /* Attribute one entry into pending samples. */
+static void seen_of(const struct entry *d, struct meter_seen *seen)
+{
+    *seen = (struct meter_seen){d->node, d->gpu, d->uuid, d->gi,        d->model,  d->profile,
+                                d->ns,   d->pod, d->pods, d->pod_index, d->foreign};
+}
+
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
-    struct meter_seen seen = {d->node,    d->gpu, d->uuid, d->gi,   d->model,
-                              d->profile, d->ns,  d->pod,  d->pods, d->pod_index};
+    struct meter_seen seen;
+    seen_of(d, &seen);
     struct meter_verdict v;
     meter_attribute(in->ctx, &seen, d->ts_ms, &v);
     warn_once(in, d, &v);
@@ -205,6 +212,22 @@ static void count_pods(struct entry *e, size_t n)
     }
 }
 
+/* Count the pods of each device-time that are not the owner's, on a card
+ * its owner time-slices to guests (the owner is charged the rest). */
+static void count_foreign(const struct meter_ctx *ctx, struct entry *e, size_t n)
+{
+    for (size_t i = 0, end; i < n; i = end) {
+        int foreign = 0;
+        for (end = i; end < n && same_device(&e[i], &e[end]); end++) {
+            struct meter_seen seen;
+            seen_of(&e[end], &seen);
+            foreign += e[end].ns[0] && meter_pod_foreign(ctx, &seen, e[end].ts_ms);
+        }
+        for (size_t k = i; k < end; k++)
+            e[k].foreign = foreign;
+    }
+}
+
 static int reindex(struct meter_ingest *in, size_t want);
 
 /* Move entries older than before_ms (all with INT64_MAX) to pending and
@@ -222,6 +245,7 @@ static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_err
     while (n < in->nentries && in->entries[n].ts_ms < before_ms)
         n++;
     count_pods(in->entries, n);
+    count_foreign(in->ctx, in->entries, n);
     for (size_t i = 0; i < n; i++)
         if (in->entries[i].pods >= 0 && attribute(in, &in->entries[i]) != TS_OK)
             return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);

@@ -9,8 +9,12 @@
  * recognised utilisation metric, or one out of range) counts in the unknown
  * column, never as used. A gap is capped at twice the scrape interval, so a
  * missed scrape is not billed as hours of use; a repeated timestamp counts
- * once. Only the part of an interval inside the window [from_ms, to_ms) is
- * billed, so periods that split a day add up to the day exactly. Hours are
+ * once. With close_by_device set (meter_usage_scan sets it), the last point of
+ * a key split off a device ("UUID#ns/pod": a pod whose series stops while the
+ * card goes on) is closed by the device's next scrape under any of its keys
+ * (the key up to '#'), capped the same: the points must then come ordered by
+ * device key in byte order, so that a device's keys are adjacent. Only the
+ * part of an interval inside the window [from_ms, to_ms) is billed, so periods that split a day add up to the day exactly. Hours are
  * integers: the exact sum of interval_ms x share_ppm is kept and divided
  * once, at the end, into micro-GPU-hours (1,000,000 = one whole GPU for one
  * hour).
@@ -37,6 +41,11 @@ struct meter_total {
     __int128 unknown_num;          /* ms x ppm of intervals of unknown engine ratio */
 };
 
+struct meter_open { /* the last point of a key, waiting for its device's next scrape */
+    struct meter_point p;
+    char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
+};
+
 struct meter_usage {
     int64_t interval_ms;    /* the scrape interval */
     int64_t from_ms, to_ms; /* the window billed (init: everything) */
@@ -48,12 +57,22 @@ struct meter_usage {
     struct meter_point prev;
     char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
     int64_t out_of_order; /* points older than the previous one of the device */
+    /* close_by_device: the device (key up to '#') being integrated, its
+     * scrape times, and the last point of each of its keys */
+    int close_by_device;
+    char family[METER_KEY_MAX];
+    int64_t *times;
+    size_t ntimes, times_cap;
+    struct meter_open *open;
+    size_t nopen, open_cap;
 };
 
 void meter_usage_init(struct meter_usage *u, int64_t interval_ms);
 void meter_usage_release(struct meter_usage *u);
 /* Add the next point (points must come ordered by device, then time). */
 ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p);
+/* End of the points: close the last device's keys (close_by_device). */
+ts_status meter_usage_finish(struct meter_usage *u);
 /* Sort the totals by tenant, model, then profile (for output). */
 void meter_usage_sort(struct meter_usage *u);
 /* Micro-GPU-hours of a total on each basis (rounded half up). */

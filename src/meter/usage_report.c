@@ -44,8 +44,11 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
     int64_t reach = 2 * u->interval_ms;
     u->from_ms = from_ms;
     u->to_ms = to_ms;
+    u->close_by_device = 1;
     ts_status rc = store_scan_samples(st, plus(from_ms, -reach), plus(to_ms, reach), add_point, &sc,
                                       err);
+    if (rc == TS_OK && sc.st == TS_OK)
+        sc.st = meter_usage_finish(u);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
     meter_usage_sort(u);

@@ -191,6 +191,10 @@ void serve_state_reload(struct serve_state *s, int force);
 struct serve_policy *serve_policy_get(struct serve_state *s);
 void serve_policy_put(struct serve_policy *p);
 /* GnuTLS callback: hands each handshake the current certificate. */
+/* GnuTLS's hook after a handshake's Finished message (server.c): the
+ * connection's request deadline restarts then. */
+int serve_tls_finished(gnutls_session_t session, unsigned htype, unsigned when, unsigned incoming,
+                       const gnutls_datum_t *msg);
 int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
                        const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
                        unsigned int *pcert_length, gnutls_privkey_t *key);

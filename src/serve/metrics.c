@@ -195,8 +195,9 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
             "connection closed before its handshake finished.",
             "", atomic_load(&m->tls_failed));
     counter(o, "tessera_connections_deadline_total",
-            "Connections cut because a request (headers and body) ran past its deadline.", "",
-            atomic_load(&m->deadline_cut));
+            "Connections cut because a TLS handshake or a request (headers and body) ran past "
+            "its deadline.",
+            "", atomic_load(&m->deadline_cut));
     counter(o, "tessera_admission_decode_refused_total",
             "Reviews refused (400) because decoding them needed more than the decode memory.", "",
             atomic_load(&m->decode_refused));

@@ -48,17 +48,21 @@ static double now_s(void)
 /* ---- the request deadline ----
  * libmicrohttpd's timeout counts idle time only: a client that sends a byte
  * every few seconds keeps its connection for ever. Every connection is
- * tracked from its start (and again from the end of each request on a
- * kept-alive one); the main loop shuts down the socket of one whose request
- * has run past request_s, and libmicrohttpd then closes it as it would a
+ * tracked from its start: its TLS handshake has handshake_limit() (a
+ * multiple of request_s), its first request request_s from the handshake's
+ * end, each next one on a kept-alive connection request_s from the end of
+ * the one before; the main loop shuts down the socket of one past its
+ * deadline, and libmicrohttpd then closes it as it would a
  * dropped one. Entries leave the table (under its lock) when
  * libmicrohttpd reports the connection closed, before it closes the socket,
  * so a shut-down descriptor is always still that connection's. */
 
 struct tracked {
     int fd, reserved; /* reserved: its address may use the reserved slots */
-    double start;     /* of the current request */
+    int tls_done;     /* its TLS handshake has finished */
+    double start;     /* of the handshake, then of the current request */
     size_t slot;
+    const void *conn; /* the MHD_Connection, to find it from its TLS session */
 };
 
 static struct {
@@ -117,6 +121,8 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
             return;
         t->fd = ci->connect_fd;
         t->reserved = reserved;
+        t->tls_done = 0;
+        t->conn = conn;
         t->start = now_s();
         track_start(t);
     } else {
@@ -143,14 +149,46 @@ static void track_restart(struct MHD_Connection *conn)
     pthread_mutex_unlock(&track.lock);
 }
 
-/* Shut down the sockets of requests past their deadline. */
+/* GnuTLS calls this after each Finished message of a handshake (the hook
+ * is set by serve_tls_retrieve): the connection's first request starts now.
+ * Its TLS session's pointer is libmicrohttpd's connection; one not in the
+ * table (another libmicrohttpd) is left alone. */
+int serve_tls_finished(gnutls_session_t session, unsigned htype, unsigned when, unsigned incoming,
+                       const gnutls_datum_t *msg)
+{
+    (void)htype;
+    (void)when;
+    (void)incoming;
+    (void)msg;
+    const void *conn = gnutls_session_get_ptr(session);
+    pthread_mutex_lock(&track.lock);
+    for (size_t i = 0; i < track.n; i++)
+        if (track.conns[i]->conn == conn) {
+            track.conns[i]->tls_done = 1;
+            track.conns[i]->start = now_s();
+            break;
+        }
+    pthread_mutex_unlock(&track.lock);
+    return 0;
+}
+
+/* The handshake's own deadline: SERVE_HANDSHAKE_FACTOR times the request's,
+ * at least SERVE_HANDSHAKE_MIN_S (a loaded server does handshakes slowly). */
+static double handshake_limit(double request)
+{
+    double h = request * SERVE_HANDSHAKE_FACTOR;
+    return h > SERVE_HANDSHAKE_MIN_S ? h : SERVE_HANDSHAKE_MIN_S;
+}
+
+/* Shut down the sockets of handshakes and requests past their deadline. */
 static void reap(struct serve_state *s)
 {
     double limit = s->opt->request_s ? s->opt->request_s : 10, now = now_s();
+    double hlimit = handshake_limit(limit);
     pthread_mutex_lock(&track.lock);
     for (size_t i = 0; i < track.n; i++) {
         struct tracked *t = track.conns[i];
-        if (now - t->start <= limit)
+        if (now - t->start <= (t->tls_done ? limit : hlimit))
             continue;
         shutdown(t->fd, SHUT_RDWR);
         t->start = now + 3600.0; /* once: libmicrohttpd closes it now */

@@ -315,7 +315,6 @@ int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn
                        const gnutls_pk_algorithm_t *algos, int nalgos, gnutls_pcert_st **pcert,
                        unsigned int *pcert_length, gnutls_privkey_t *key)
 {
-    (void)session;
     (void)req_ca_dn;
     (void)nreqs;
     (void)algos;
@@ -323,6 +322,9 @@ int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn
     struct serve_state *s = serve_current_state;
     if (!s)
         return -1;
+    /* asked once a handshake, before it ends: time its end */
+    gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_FINISHED, GNUTLS_HOOK_POST,
+                                       serve_tls_finished);
     pthread_mutex_lock(&s->lock);
     *pcert = s->tls->pcert;
     *pcert_length = s->tls->npcert;

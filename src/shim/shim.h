@@ -74,7 +74,7 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 2u
+#define SHIM_REGION_VERSION 3u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
@@ -104,6 +104,7 @@ struct shim_sm_state {
     _Atomic uint64_t launches;    /* launches since the last tick */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
+    _Atomic uint64_t seen_us; /* NVML: newest process sample consumed (its timeStamp) */
 };
 
 struct shim_region {

@@ -74,12 +74,16 @@ enum {
 _Static_assert(1 + STORE_LEDGER_NCOLS <= STORE_MAX_COLS, "ledger rows exceed STORE_MAX_COLS");
 
 /* The statements store.c prepares once per connection, by id.
- * INS_BLOCK inserts STORE_BLOCK samples in one statement. */
+ * INS_BLOCK inserts STORE_BLOCK samples in one statement; INS_ARRAYS, only
+ * where the backend has run_rows, up to STORE_ARRAY_ROWS samples given as
+ * one array per column. */
 #define STORE_BLOCK 64
 #define STORE_MAX_PARAMS (STORE_BLOCK * STORE_SAMPLE_NCOLS)
+#define STORE_ARRAY_ROWS 8192
 enum {
     STORE_ST_INS_SAMPLE,
     STORE_ST_INS_BLOCK,
+    STORE_ST_INS_ARRAYS,
     STORE_ST_SCAN_SAMPLES,
     STORE_ST_INS_LEDGER,
     STORE_ST_LAST_LEDGER,
@@ -96,6 +100,7 @@ struct store_ops {
     const char *lock_schema;  /* run after begin_write before migrating, or NULL */
     const char *lock_ledger;  /* run after begin_write before a ledger append, or NULL */
     const char *override_seq; /* what lets an INSERT give the serial key's value */
+    const char *device_order; /* ORDER BY device in byte order (a device's keys adjacent) */
     /* url without changes; *db gets the connection. With create 0 a database
      * that does not exist is TS_NOT_FOUND naming it, and none is made. */
     ts_status (*open)(const char *url, int create, void **db, struct ts_error *err);
@@ -108,6 +113,11 @@ struct store_ops {
                      void *ctx, int64_t *changes, struct ts_error *err);
     /* Run one statement without parameters (DDL, BEGIN, COMMIT...). */
     ts_status (*exec)(void *db, const char *sql, store_row_fn row, void *ctx, struct ts_error *err);
+    /* Optional (NULL: the backend has no arrays): run statement id, which
+     * takes one array per column, on nrows rows of ncols values, p row after
+     * row; no rows come back. */
+    ts_status (*run_rows)(void *db, int id, const struct store_param *p, int ncols, size_t nrows,
+                          int64_t *changes, struct ts_error *err);
 };
 
 extern const struct store_ops store_sqlite_ops;

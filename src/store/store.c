@@ -20,6 +20,11 @@
 #define IS_TEXT_TEXT 1
 #define IS_TEXT_INT 0
 #define IS_TEXT_HEX 0
+/* ARRAY_OF: the array type a column is bound as in INS_ARRAYS */
+#define ARRAY_OF(name, type) ARRAY_OF_##type
+#define ARRAY_OF_TEXT "text[]"
+#define ARRAY_OF_INT "bigint[]"
+#define ARRAY_OF_HEX "text[]"
 
 /* "node, device, ..." */
 #define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
@@ -39,14 +44,19 @@ struct store {
 };
 
 /* A statement: sql, then for an INSERT the placeholders of nrows rows of
- * ncols values ($1, $2, ... in order: "($1, $2), ($3, $4)"), then tail. */
+ * ncols values ($1, $2, ... in order: "($1, $2), ($3, $4)"), or with
+ * arrays one array per column ("$1::text[], $2::bigint[]"), then tail. */
 struct stmt {
     const char *sql;
     int ncols, nrows;
     const char *tail;
+    const char *const *arrays; /* each column's array type */
 };
 
-#define INS_SAMPLE "INSERT INTO samples (" SAMPLE_COLS ") VALUES "
+static const char *const sample_arrays[] = {STORE_SAMPLE_COLUMNS(ARRAY_OF, COMMA)};
+
+#define INS_INTO "INSERT INTO samples (" SAMPLE_COLS ") "
+#define INS_SAMPLE INS_INTO "VALUES "
 #define ON_CONFLICT " ON CONFLICT DO NOTHING"
 
 static const struct stmt stmts[STORE_ST_COUNT] = {
@@ -58,8 +68,13 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                             .ncols = STORE_SAMPLE_NCOLS,
                             .nrows = STORE_BLOCK,
                             .tail = ON_CONFLICT},
+    /* rows in array order, as sorted: concurrent writers lock alike */
+    [STORE_ST_INS_ARRAYS] = {.sql = INS_INTO "SELECT * FROM unnest(",
+                             .ncols = STORE_SAMPLE_NCOLS,
+                             .arrays = sample_arrays,
+                             .tail = ")" ON_CONFLICT},
     [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
-                                      "AND ts_ms < $2 ORDER BY device, ts_ms"},
+                                      "AND ts_ms < $2 ORDER BY DEVICE_ORDER, ts_ms"},
     /* seq given ($1, the head's + 1 under store_ledger_lock), or NULL: the
      * next after the head. Never the database's counter: PostgreSQL's
      * identity skips the values of rolled-back appends, which would leave
@@ -206,6 +221,8 @@ static char *stmt_text(const struct stmt *s)
     struct ts_sbuf b;
     ts_sbuf_init(&b, 64 * 1024);
     ts_sbuf_puts(&b, s->sql);
+    for (int c = 1; s->arrays && c <= s->ncols; c++)
+        ts_sbuf_printf(&b, "%s$%d::%s", c > 1 ? ", " : "", c, s->arrays[c - 1]);
     for (int r = 0; r < s->nrows; r++) {
         ts_sbuf_puts(&b, r ? ", (" : "(");
         for (int c = 1; c <= s->ncols; c++)
@@ -220,15 +237,15 @@ static char *stmt_text(const struct stmt *s)
     return NULL;
 }
 
-/* text with OVERRIDE_SEQ replaced by the backend's words (malloc'd), or NULL. */
-static char *dialect_text(struct store *st, char *text)
+/* text with token replaced by words (malloc'd), or NULL. */
+static char *replace_token(char *text, const char *token, const char *words)
 {
-    const char *at = text ? strstr(text, "OVERRIDE_SEQ") : NULL;
+    const char *at = text ? strstr(text, token) : NULL;
     if (!at)
         return text;
     struct ts_sbuf b;
     ts_sbuf_init(&b, 64 * 1024);
-    ts_sbuf_printf(&b, "%.*s%s%s", (int)(at - text), text, st->ops->override_seq, at + 12);
+    ts_sbuf_printf(&b, "%.*s%s%s", (int)(at - text), text, words, at + strlen(token));
     free(text);
     if (ts_sbuf_status(&b) == TS_OK)
         return b.data;
@@ -236,10 +253,19 @@ static char *dialect_text(struct store *st, char *text)
     return NULL;
 }
 
+/* text with OVERRIDE_SEQ and DEVICE_ORDER in the backend's words. */
+static char *dialect_text(struct store *st, char *text)
+{
+    text = replace_token(text, "OVERRIDE_SEQ", st->ops->override_seq);
+    return replace_token(text, "DEVICE_ORDER", st->ops->device_order);
+}
+
 static ts_status prepare_all(struct store *st, struct ts_error *err)
 {
     ts_status rc = TS_OK;
     for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++) {
+        if (stmts[i].arrays && !st->ops->run_rows)
+            continue;
         st->sql[i] = dialect_text(st, stmt_text(&stmts[i]));
         rc = st->sql[i] ? st->ops->prepare(st->db, i, st->sql[i], err)
                         : ts_err(err, TS_NOMEM, "out of memory");
@@ -345,6 +371,28 @@ static ts_status put_rows(struct store *st, const struct store_sample **order, s
     return rc;
 }
 
+/* Insert order[0..n) as arrays, STORE_ARRAY_ROWS rows a statement. */
+static ts_status put_arrays(struct store *st, const struct store_sample **order, size_t n,
+                            size_t *total, struct ts_error *err)
+{
+    size_t rows = n < STORE_ARRAY_ROWS ? n : STORE_ARRAY_ROWS;
+    struct store_param *p = malloc((rows ? rows : 1) * STORE_SAMPLE_NCOLS * sizeof(*p));
+    if (!p)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    ts_status rc = TS_OK;
+    for (size_t i = 0; rc == TS_OK && i < n; i += rows) {
+        size_t k = n - i < rows ? n - i : rows;
+        for (size_t j = 0; j < k; j++)
+            sample_params(p + STORE_SAMPLE_NCOLS * j, order[i + j]);
+        int64_t changes = 0;
+        rc = st->ops->run_rows(st->db, STORE_ST_INS_ARRAYS, p, STORE_SAMPLE_NCOLS, k, &changes,
+                               err);
+        *total += (size_t)changes;
+    }
+    free(p);
+    return rc;
+}
+
 /* Rows go in key order so that concurrent writers of overlapping batches
  * take their row locks in the same order and never deadlock. */
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
@@ -360,7 +408,9 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
     qsort(order, n, sizeof(*order), sample_cmp);
     size_t total = 0;
     ts_status rc = exec(st, st->ops->begin_write, err);
-    for (size_t i = 0; rc == TS_OK && i < n;) {
+    if (rc == TS_OK && st->ops->run_rows)
+        rc = put_arrays(st, order, n, &total, err);
+    for (size_t i = 0; rc == TS_OK && !st->ops->run_rows && i < n;) {
         size_t k = n - i >= STORE_BLOCK ? STORE_BLOCK : 1;
         rc = put_rows(st, order + i, k, &total, err);
         i += k;
@@ -372,6 +422,29 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
         rollback(st);
     if (rc == TS_OK && inserted)
         *inserted = total;
+    return rc;
+}
+
+struct last_ts {
+    int64_t ms;
+    int found;
+};
+
+static int row_last_ts(void *ctx, const char *const *cols, const size_t *lens, int n)
+{
+    (void)lens;
+    struct last_ts *l = ctx;
+    l->found = n > 0 && cols[0];
+    l->ms = l->found ? col_i64(cols[0]) : 0;
+    return 1;
+}
+
+ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err)
+{
+    struct last_ts l = {0, 0};
+    ts_status rc = st->ops->exec(st->db, "SELECT MAX(ts_ms) FROM samples", row_last_ts, &l, err);
+    *ms = l.ms;
+    *found = l.found;
     return rc;
 }
 

@@ -80,10 +80,15 @@ const char *store_backend(const struct store *st);
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err);
 
-/* Every sample with from_ms <= ts_ms < to_ms, ordered by device, ts_ms.
+/* Every sample with from_ms <= ts_ms < to_ms, ordered by device (in byte
+ * order on both backends, whatever the database's collation), ts_ms.
  * The sample passed to fn is valid only during the call. */
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
+
+/* The newest sample's ts_ms into *ms; *found 0 (and *ms 0) when the store
+ * has none. */
+ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err);
 
 /* Append e under e->seq (the head's + 1: call inside store_ledger_lock),
  * or, when e->seq <= 0, under the head's seq + 1; a seq already taken fails.

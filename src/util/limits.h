@@ -381,6 +381,12 @@
 /* Bytes libmicrohttpd may use per connection for the request line and
  * headers: the API server's requests carry a few hundred bytes of them. */
 #define SERVE_HEADER_MAX (64 * 1024)
+/* A TLS handshake's deadline: this many request deadlines (--request-timeout),
+ * at least SERVE_HANDSHAKE_MIN_S seconds. The request deadline starts when
+ * the handshake ends, so handshakes slowed by load do not eat it; a client
+ * that never finishes one is still cut. */
+#define SERVE_HANDSHAKE_FACTOR 3
+#define SERVE_HANDSHAKE_MIN_S 10.0
 /* Bytes of a TLS certificate chain or key file: real ones are a few KiB. */
 #define SERVE_TLS_FILE_MAX (1u << 20)
 /* Days of validity `tessera cert --days/--ca-days` accept: ten years, longer

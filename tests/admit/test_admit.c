@@ -40,20 +40,6 @@ struct table {
     size_t n;
 };
 
-static struct admit_policy *policy_of(const char *rel)
-{
-    struct th_job j;
-    th_run_file(&j, th_src_path(rel), PLAN_SOLVER_HEURISTIC);
-    if (j.st != TS_OK)
-        fail_msg("%s: %s", rel, th_first_error(&j));
-    struct admit_options opt = {NULL, SHIM};
-    struct admit_policy *pol = NULL;
-    struct ts_error err = {0};
-    assert_int_equal(admit_policy_build(j.plan, &opt, &pol, &err), TS_OK);
-    th_free(&j); /* the policy owns copies: the plan may go */
-    return pol;
-}
-
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -196,7 +182,7 @@ static char *check_fixture(const struct admit_policy *pol, const struct fixture 
 
 static void run_table(const char *rel, const char *spec, size_t *count, size_t *denied)
 {
-    struct admit_policy *pol = policy_of(spec);
+    struct admit_policy *pol = th_admit_policy(spec, SHIM);
     struct table t = load_table(rel);
     int failures = 0;
     for (size_t i = 0; i < t.n; i++) {
@@ -231,7 +217,7 @@ static void test_table(void **state)
 static void test_policy_worked_example(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     const struct ad_ns *c = ad_ns_find(pol, "client-c-prod");
     assert_non_null(c);
     assert_string_equal(c->tenant, "client-c");
@@ -262,7 +248,7 @@ static void test_policy_worked_example(void **state)
 static void test_policy_sharing(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("tests/fixtures/admission/sharing/spec.yaml");
+    struct admit_policy *pol = th_admit_policy("tests/fixtures/admission/sharing/spec.yaml", SHIM);
     const struct ad_ns *s = ad_ns_find(pol, "search-prod");
     assert_int_equal(s->nents, 2);
     for (size_t i = 0; i < 2; i++) {
@@ -364,7 +350,7 @@ static void test_quantity(void **state)
 static void test_audit_annotations(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     struct admit_verdict v;
     json_t *doc = run_text(pol,
                            POD("client-c-prod",
@@ -482,8 +468,9 @@ static void test_capabilities_floor(void **state)
     static const char *const baseline[] = {
         "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",      "MKNOD",
         "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT"};
-    struct admit_policy *four = policy_of("examples/four-h100.yaml");
-    struct admit_policy *sharing = policy_of("tests/fixtures/admission/sharing/spec.yaml");
+    struct admit_policy *four = th_admit_policy("examples/four-h100.yaml", SHIM);
+    struct admit_policy *sharing = th_admit_policy("tests/fixtures/admission/sharing/spec.yaml",
+                                                   SHIM);
     size_t denied = 0;
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
         int in_baseline = 0;
@@ -523,7 +510,7 @@ static void test_capabilities_floor(void **state)
 static void test_entries_limit(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     for (int over = 0; over < 2; over++) {
         /* the envelope holds a few dozen entries besides the list */
         size_t n = over ? AD_ENTRIES_MAX : AD_ENTRIES_MAX - 64;
@@ -612,8 +599,9 @@ static void test_pod_security_rules(void **state)
         {"platform-dev", "\"resources\":{\"limits\":{\"nvidia.com/gpu.shared\":1}}", "",
          "shim/missing"},
     };
-    struct admit_policy *four = policy_of("examples/four-h100.yaml");
-    struct admit_policy *sharing = policy_of("tests/fixtures/admission/sharing/spec.yaml");
+    struct admit_policy *four = th_admit_policy("examples/four-h100.yaml", SHIM);
+    struct admit_policy *sharing = th_admit_policy("tests/fixtures/admission/sharing/spec.yaml",
+                                                   SHIM);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct admit_verdict v;
         int trainer = strcmp(cases[i].ns, "trainer-jobs") == 0;
@@ -630,7 +618,7 @@ static void test_pod_security_rules(void **state)
 static void test_denial_shape(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     struct admit_verdict v;
     json_t *doc = run_text(pol,
                            POD("client-a-prod",
@@ -654,7 +642,7 @@ static void test_denial_shape(void **state)
  * every denial names its rule. */
 static void message_style(const char *rel, const char *spec)
 {
-    struct admit_policy *pol = policy_of(spec);
+    struct admit_policy *pol = th_admit_policy(spec, SHIM);
     struct table t = load_table(rel);
     for (size_t i = 0; i < t.n; i++) {
         struct admit_verdict v;
@@ -682,7 +670,7 @@ static void test_message_style(void **state)
 static void test_many_denials_capped(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     struct ts_sbuf body;
     ts_sbuf_init(&body, 1 << 20);
     ts_sbuf_puts(&body, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
@@ -710,7 +698,7 @@ static void test_many_denials_capped(void **state)
 static void test_depth_limit(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     struct ts_sbuf b;
     struct admit_verdict v;
     /* 64 levels in all are fine, 65 are not; brackets in strings do not count */
@@ -779,7 +767,7 @@ static void *work(void *arg)
 static void test_concurrent_reviews(void **state)
 {
     (void)state;
-    struct admit_policy *pol = policy_of("examples/four-h100.yaml");
+    struct admit_policy *pol = th_admit_policy("examples/four-h100.yaml", SHIM);
     struct table t = load_table("tests/fixtures/admission");
     char **answers = calloc(t.n, sizeof(*answers));
     for (size_t i = 0; i < t.n; i++)

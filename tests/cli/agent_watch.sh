@@ -171,6 +171,7 @@ wait_for "busy retried with backoff" metric_at_least tessera_agent_busy_refusals
 check "busy card got mutating calls" cmp -s "$TMP/calls.log" "$TMP/calls.want"
 wait_for "drift reported" metric_is tessera_agent_drift_cards 1
 check "last reconcile not failed" metric_is tessera_agent_last_reconcile_success 0
+check "busy instances gauge" metric_at_least tessera_agent_busy_instances 1
 expect_in "$TMP/watch.log" "refused: 1 process running on GPU 0: pid $SLEEPER (python3)"
 expect_in "$TMP/watch.log" "result=busy"
 INODE=$(stat -L -c %i "/proc/$SLEEPER/ns/pid")
@@ -181,6 +182,7 @@ kill "$SLEEPER"
 SLEEPER=
 wait_for "retry after the card is idle" metric_is "$OK" 3
 wait_for "drift gone" metric_is tessera_agent_drift_cards 0
+check "busy instances gauge back to 0" metric_is tessera_agent_busy_instances 0
 [ "$(wc -l <"$TMP/calls.log")" -eq 8 ] && ok || bad "want 8 calls: $(cat "$TMP/calls.log")"
 
 # 5. SIGTERM during a long sleep: exit 0 at once (not after the minute)

@@ -28,6 +28,34 @@ for split in "$TMP/L.txt $lgip $lgipp $lgi" "$lgi $lgipp $TMP/L.txt $lgip" \
         cmp -s "$TMP/one.yaml" "$TMP/out"
 done
 
+# the -lgip output cut inside a profile's two-line row (after line 6), and
+# every ordered choice of the five pieces (325): those with -L, both halves
+# of -lgip and -lgipp give the one-file model byte for byte (the profiles in
+# -lgip's order, 23.50 GiB: it once followed the order of the files); the
+# others are refused with exit 2 and a message.
+head -6 "$lgip" >"$TMP/A.txt"
+tail -n +7 "$lgip" >"$TMP/B.txt"
+cp "$lgipp" "$TMP/P.txt"
+cp "$lgi" "$TMP/I.txt"
+good=0 bad=0
+while read -r order; do
+    files=()
+    for ((i = 0; i < ${#order}; i++)); do files+=("$TMP/${order:i:1}.txt"); done
+    rc=0
+    imp "${files[@]}" >"$TMP/o.yaml" 2>"$TMP/o.err" || rc=$?
+    if [[ $order == *L* && $order == *A* && $order == *B* && $order == *P* ]]; then
+        good=$((good + 1))
+        check "$order: rc $rc, differs: $(diff "$TMP/one.yaml" "$TMP/o.yaml" | head -4)" \
+            cmp -s "$TMP/one.yaml" "$TMP/o.yaml"
+    else
+        bad=$((bad + 1))
+        check "$order: rc $rc, want 2 and a message" test "$rc" = 2 -a -s "$TMP/o.err"
+    fi
+done < <(python3 -c 'import itertools as t
+for k in range(1, 6):
+    for o in t.permutations("LABPI", k): print("".join(o))')
+check "325 orderings: $good whole, $bad refused" test $((good + bad)) = 325 -a "$good" = 144
+
 # another card's -lgi: an error at its profile's row
 expect_rc 2 imp "$TMP/L.txt" "$lgip" "$lgipp" "$a100lgi"
 expect_in "$TMP/err" "$a100lgi:6:12: nvidia-smi mig -lgi names profile ID 9 (3g.20gb), which GPU 0's -lgip table does not have"

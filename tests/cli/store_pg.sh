@@ -29,8 +29,8 @@ run_suite() {
     check "$1: not 3 passing groups" [ "$(grep -c '^\[  PASSED  \]' "$TMP/suite.out")" -eq 3 ]
     check "$1: cases skipped" hasnt SKIPPED
     check "$1: PostgreSQL skipped" hasnt 'store_postgresql: skipped'
-    check "$1: expected 11 SQLite cases" has '^\[  PASSED  \] 11 test(s)'
-    check "$1: expected 12 PostgreSQL cases" has '^\[  PASSED  \] 12 test(s)'
+    check "$1: expected 12 SQLite cases" has '^\[  PASSED  \] 12 test(s)'
+    check "$1: expected 13 PostgreSQL cases" has '^\[  PASSED  \] 13 test(s)'
 }
 
 count() { psql "$URL" -AtXqc "SELECT count(*) FROM samples" 2>&1; }

@@ -1,7 +1,8 @@
 /*
  * test_usage.c - GPU-hours from scrapes: whole intervals, capped gaps,
  * re-sent scrapes, out-of-order points, tenant changes on one device, the
- * usage basis, and exact integer totals over a day of 15 s scrapes.
+ * usage basis, exact integer totals over a day of 15 s scrapes, and a pod's
+ * key closed by its card's next scrape.
  */
 #include "helpers.h"
 
@@ -134,12 +135,38 @@ static void test_sort(void **state)
     meter_usage_release(&u);
 }
 
+/* A pod's key split off a card ("G#ns/p") is closed by the card's next
+ * scrape under any key; another card's scrapes do not close it, and a
+ * key alone on its card keeps its last interval open. */
+static void test_closed_by_device(void **state)
+{
+    (void)state;
+    for (int close = 0; close < 2; close++) {
+        struct meter_usage u;
+        meter_usage_init(&u, 15000);
+        u.close_by_device = close;
+        for (int i = 0; i < 4; i++)
+            add(&u, "G", i * 15, "owner", 500000, 0);
+        add(&u, "G#ns/p", 0, "guest", 500000, 0);
+        add(&u, "G#ns/p", 15, "guest", 500000, 0);
+        add(&u, "H", 60, "other", 1000000, 0);
+        add(&u, "H", 75, "other", 1000000, 0);
+        assert_int_equal(meter_usage_finish(&u), TS_OK);
+        /* guest: 15 s, and with close_by_device its last one to G's 30 s */
+        assert_int_equal(meter_alloc_uh(find(&u, "guest")), close ? 4167 : 2083);
+        assert_int_equal(meter_alloc_uh(find(&u, "owner")), 6250); /* 45 s x 1/2 */
+        assert_int_equal(meter_alloc_uh(find(&u, "other")), 4167); /* 15 s, H's last open */
+        meter_usage_release(&u);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_intervals_and_gaps), cmocka_unit_test(test_duplicates_and_order),
         cmocka_unit_test(test_unknown_column),     cmocka_unit_test(test_tenant_change_and_devices),
         cmocka_unit_test(test_day_exact),          cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_closed_by_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

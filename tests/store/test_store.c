@@ -211,6 +211,42 @@ static void test_round_trip(void **state)
     store_close(st);
 }
 
+/* Text that array literals and SQL quoting must carry as it is (pg.c binds
+ * many rows as one array per column). */
+static void test_awkward_text(void **state)
+{
+    static const char *const text[] = {"a\"b",
+                                       "back\\slash",
+                                       "{x,y}",
+                                       "NULL",
+                                       "null",
+                                       " lead and trail ",
+                                       "",
+                                       "comma,",
+                                       "'quote'",
+                                       "\\\"",
+                                       "caf\xc3\xa9 \xe2\x82\xac",
+                                       "(1,2)",
+                                       "tab\there"};
+    enum { N = sizeof(text) / sizeof(text[0]) };
+    struct store *st = open_or_skip(state);
+    struct store_sample s[N];
+    for (int i = 0; i < N; i++) {
+        s[i] = sample(text[i], i);
+        s[i].node = s[i].tenant = s[i].ns = s[i].pod = s[i].model = s[i].profile = text[i];
+    }
+    assert_int_equal(put(st, s, N), N);
+    for (int i = 0; i < N; i++) {
+        struct scan sc = scan_all(st, i, i + 1);
+        assert_int_equal(sc.n, 1);
+        assert_string_equal(sc.device, text[i]);
+        assert_string_equal(sc.node, text[i]);
+        assert_string_equal(sc.tenant, text[i]);
+        assert_string_equal(sc.pod, text[i]);
+    }
+    store_close(st);
+}
+
 static void test_idempotent(void **state)
 {
     struct store *st = open_or_skip(state);
@@ -660,6 +696,7 @@ static void test_upgrade_from_v1(void **state)
 #define CASES(setup, teardown)                                                     \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown),  \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),         \
+        cmocka_unit_test_setup_teardown(test_awkward_text, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \

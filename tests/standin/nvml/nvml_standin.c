@@ -8,7 +8,7 @@
  *   profile;type=K;id=N;name=MIG 1g.10gb;slices=N;memory_mib=N;sms=N;count=N;size=N;starts=0,1
  *   gi;gpu=N;id=N;profile=ID;start=N
  *   ci;gpu=N;gi=N;id=N;profile=K;uuid=MIG-..
- *   proc;gpu=N;pid=N;name=..
+ *   proc;gpu=N;pid=N;name=..[;gi=N][;mps=1]  (gi: its GPU instance; mps: an MPS client)
  *   seq;n=N                     (counter for new MIG UUIDs)
  * Profiles apply to every GPU (a node of one model). Creates and destroys
  * follow NVML's rules (a placement must be a valid one: INVALID_ARGUMENT;
@@ -60,7 +60,7 @@ struct sci {
     char uuid[96];
 };
 struct sproc {
-    int gpu, pid;
+    int gpu, pid, gi, mps;
     char name[64];
 };
 
@@ -145,6 +145,8 @@ static void load_line(const char *l)
     } else if (!strncmp(l, "proc;", 5) && nproc < MAXPROC) {
         procs[nproc].gpu = (int)num(l, "gpu");
         procs[nproc].pid = (int)num(l, "pid");
+        procs[nproc].gi = strstr(l, ";gi=") ? (int)num(l, "gi") : -1;
+        procs[nproc].mps = (int)num(l, "mps");
         field(l, "name", procs[nproc++].name, sizeof procs[0].name);
     } else if (!strncmp(l, "seq;", 4)) {
         seq = (int)num(l, "n");
@@ -200,7 +202,12 @@ static void save(void)
             fprintf(f, "ci;gpu=%d;gi=%d;id=%d;profile=%d;uuid=%s\n", cis[i].gpu, cis[i].gi,
                     cis[i].id, cis[i].profile, cis[i].uuid);
     for (int i = 0; i < nproc; i++)
-        fprintf(f, "proc;gpu=%d;pid=%d;name=%s\n", procs[i].gpu, procs[i].pid, procs[i].name);
+        if (procs[i].gi < 0)
+            fprintf(f, "proc;gpu=%d;pid=%d;name=%s;mps=%d\n", procs[i].gpu, procs[i].pid,
+                    procs[i].name, procs[i].mps);
+        else
+            fprintf(f, "proc;gpu=%d;pid=%d;name=%s;gi=%d;mps=%d\n", procs[i].gpu, procs[i].pid,
+                    procs[i].name, procs[i].gi, procs[i].mps);
     fprintf(f, "seq;n=%d\n", seq);
     fclose(f);
     rename(tmp, path);
@@ -381,21 +388,36 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mo
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
-                                                     nvmlProcessInfo_t *infos)
+static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos,
+                              int mps)
 {
     GPU_OR_FAIL(device, g);
     unsigned int n = 0, room = *count;
     for (int i = 0; i < nproc; i++)
-        if (procs[i].gpu == g) {
+        if (procs[i].gpu == g && procs[i].mps == mps) {
+            unsigned int gi = procs[i].gi < 0 ? 0xFFFFFFFFu : (unsigned)procs[i].gi;
             if (n < room && infos)
-                infos[n] = (nvmlProcessInfo_t){(unsigned)procs[i].pid, 1u << 30, 0xFFFFFFFFu,
-                                               0xFFFFFFFFu};
+                infos[n] = (nvmlProcessInfo_t){(unsigned)procs[i].pid, 1u << 30, gi,
+                                               procs[i].gi < 0 ? 0xFFFFFFFFu : 0};
             n++;
         }
     *count = n;
     return n > room ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                     nvmlProcessInfo_t *infos)
+{
+    return processes(device, count, infos, 0);
+}
+
+#ifndef STANDIN_NO_MPS
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                        nvmlProcessInfo_t *infos)
+{
+    return processes(device, count, infos, 1);
+}
+#endif
 
 nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
@@ -667,7 +689,8 @@ nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gi)
         return logged(NVML_ERROR_INVALID_ARGUMENT, "nvmlGpuInstanceDestroy", -1, 0, 0);
     nvmlReturn_t r = ci_used(g->gpu, g->id, MAXCI) ? NVML_ERROR_IN_USE : NVML_SUCCESS;
     for (int i = 0; i < nproc; i++)
-        r = procs[i].gpu == g->gpu ? NVML_ERROR_IN_USE : r;
+        r = procs[i].gpu == g->gpu && (procs[i].gi < 0 || procs[i].gi == g->id) ? NVML_ERROR_IN_USE
+                                                                                : r;
     int gpu = g->gpu, id = g->id;
     if (r == NVML_SUCCESS)
         g->used = 0;
@@ -681,7 +704,8 @@ nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t ci)
         return logged(NVML_ERROR_INVALID_ARGUMENT, "nvmlComputeInstanceDestroy", -1, 0, 0);
     nvmlReturn_t r = NVML_SUCCESS;
     for (int i = 0; i < nproc; i++)
-        r = procs[i].gpu == c->gpu ? NVML_ERROR_IN_USE : r;
+        r = procs[i].gpu == c->gpu && (procs[i].gi < 0 || procs[i].gi == c->gi) ? NVML_ERROR_IN_USE
+                                                                                : r;
     if (r == NVML_SUCCESS)
         c->used = 0;
     return logged(r, "nvmlComputeInstanceDestroy", c->gpu, c->gi, c->id);

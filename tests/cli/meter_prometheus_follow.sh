@@ -1,0 +1,121 @@
+#!/bin/bash
+# meter_prometheus_follow.sh - `tessera meter prometheus --follow` against the
+# real Prometheus (Debian's): recorded dcgm-exporter pages (tests/fixtures/dcgm)
+# stamped with four scrape times 1 s apart, about a minute ago, are scraped by
+# Prometheus; --follow from the first reads them in windows of 60 steps and
+# on, and stops on SIGTERM (exit 0, a summary line). Usage over the four
+# scrapes equals `meter import` of the same pages to the micro-GPU-hour. Run
+# again without --from it resumes at the step after the store's newest sample.
+# Against a Prometheus that is down, windows fail and are retried after 1 s,
+# 2 s, ... (the log says so), and SIGTERM ends it with exit 1. Bad flags: exit 2.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC"
+FIX=tests/fixtures/dcgm
+PAGES=($FIX/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
+       $FIX/nvidia-dcgm-exporter-issue68-a30-mig-2g12gb.prom)
+SERVER= PROM= FOLLOW=
+trap 'kill $SERVER $PROM $FOLLOW 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM
+need_prometheus
+
+cat > "$TMP/spec.yaml" <<'YAML'
+apiVersion: tessera.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: lab}
+spec:
+  contract: isolated
+  namespaces: [model-playground-stg]
+  workloads:
+  - {name: embed, kind: inference, memoryHighWaterGiB: 7.5, trust: untrusted}
+YAML
+
+T0=$(( $(date +%s) - 60 ))
+for k in 0 1 2 3; do
+    awk -v ts=$(( (T0 + k) * 1000 )) -v half=$(( k == 2 )) '
+        /^#/ || NF == 0 { next }
+        { v = $NF; if (half && $0 ~ /^DCGM_FI_(PROF_GR_ENGINE_ACTIVE|DEV_GPU_UTIL)\{/) v = v / 2
+          sub(/ [^ ]+$/, ""); print $0 " " v " " ts }' "${PAGES[@]}" > "$TMP/page$k.prom"
+done
+expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db sqlite:$TMP/direct.db --at $T0 \
+    "$TMP"/page{0,1,2,3}.prom
+
+# bad flags first (no Prometheus needed)
+F=("$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/f.db --interval 1s)
+expect_rc 2 "${F[@]}" --url http://127.0.0.1:1 --follow --to $T0
+expect_in "$TMP/err" "or --follow without --to"
+expect_rc 2 "${F[@]}" --url http://127.0.0.1:1 --follow --delay -5s
+expect_in "$TMP/err" "bad value '-5s' for --delay"
+
+# follow: SIGTERM once a log line shows a window past the fourth scrape
+follow_until() { # LOG PATTERN: wait (30 s at most) for PATTERN in LOG, then SIGTERM
+    local deadline=$((SECONDS + 30))
+    until grep -q -- "$2" "$1" 2>/dev/null || [ $SECONDS -ge $deadline ]; do sleep 0.3; done
+    kill -TERM $FOLLOW
+    wait $FOLLOW
+    echo $? > "$1.rc"
+    FOLLOW=
+}
+
+# Prometheus down: failed windows, retried after 1 s then 2 s; SIGTERM: exit 1
+DEAD=$(free_port)
+"${F[@]}" --url http://127.0.0.1:$DEAD --follow --from $T0 --delay 1s \
+    >"$TMP/dead.out" 2>"$TMP/dead.log" &
+FOLLOW=$!
+follow_until "$TMP/dead.log" "retry_in_ms=2000"
+check "down: exit $(cat "$TMP/dead.log.rc"), want 1" test "$(cat "$TMP/dead.log.rc")" = 1
+expect_in "$TMP/dead.log" "level=error msg=window-failed"
+expect_in "$TMP/dead.log" "retry_in_ms=1000"
+expect_in "$TMP/dead.log" "retry_in_ms=2000"
+expect_in "$TMP/dead.out" "failed="
+
+PORT=$(free_port)
+tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
+SERVER=$!
+prometheus_start "- {job_name: dcgm, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
+deadline=$((SECONDS + 40))
+until [ "$(cat "$TMP/$PORT.count" 2>/dev/null)" -ge 5 ] 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+        bad "Prometheus did not scrape the five pages in 40 s"; tail -5 "$TMP/prometheus.log"
+        finish; exit
+    fi
+    sleep 0.5
+done
+ok
+
+F=("$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/prom.db --interval 1s
+   --url $PROM_URL --delay 2s)
+"${F[@]}" --follow --from $T0 >"$TMP/one.out" 2>"$TMP/one.log" &
+FOLLOW=$!
+follow_until "$TMP/one.log" "msg=window .*to=$(date -u -d @$((T0 + 61)) +%Y-%m-%dT%H:%M:%SZ)"
+check "follow: exit $(cat "$TMP/one.log.rc"), want 0: $(tail -3 "$TMP/one.log")" \
+    test "$(cat "$TMP/one.log.rc")" = 0
+expect_in "$TMP/one.log" "msg=window from=$(date -u -d @$T0 +%Y-%m-%dT%H:%M:%SZ) to=$(date -u -d @$((T0 + 59)) +%Y-%m-%dT%H:%M:%SZ)"
+expect_in "$TMP/one.out" "failed=0"
+for db in direct prom; do
+    expect_rc 0 "$TESSERA" usage -f "$TMP/spec.yaml" --db sqlite:$TMP/$db.db --interval 1s \
+        --from $T0 --to $((T0 + 3)) -o json
+    cp "$TMP/out" "$TMP/usage-$db.json"
+done
+/usr/bin/python3 - "$TMP/usage-direct.json" "$TMP/usage-prom.json" <<'PY' && ok || bad "usage differs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert a == b, (a, b)
+assert a["rows"] and any(r["usageMicroGpuHours"] > 0 for r in a["rows"]), a
+PY
+
+# again without --from: it starts at the step after the newest sample stored
+last=$(sed -n 's/.*msg=window .*to=\([^ ]*\).*/\1/p' "$TMP/one.log" | tail -1)
+want=$(date -u -d "@$(( $(date -u -d "$last" +%s) + 1 ))" +%Y-%m-%dT%H:%M:%SZ)
+"${F[@]}" --follow >"$TMP/two.out" 2>"$TMP/two.log" &
+FOLLOW=$!
+follow_until "$TMP/two.log" "msg=window"
+check "resumed: exit $(cat "$TMP/two.log.rc")" test "$(cat "$TMP/two.log.rc")" = 0
+first=$(sed -n 's/.*msg=window from=\([^ ]*\).*/\1/p' "$TMP/two.log" | head -1)
+check "resumed at $first, want $want (the step after $last)" test "$first" = "$want"
+finish
