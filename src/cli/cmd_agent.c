@@ -44,7 +44,7 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('I', "inventory-out", "FILE", WATCH, "write the NodeInventory here every round"),
     CLI_LONG('P', "pid-map-out", "FILE", WATCH,
              "write the container-to-host pid map here every round"),
-    CLI_LONG('j', "journal", "FILE", WATCH,
+    CLI_LONG('j', "journal", "FILE", APPLY | WATCH,
              "the change in flight, for recovery after a crash\n"
              "(a host path that survives the pod)"),
     CLI_LONG('l', "listen", "ADDR:PORT", WATCH, "plain HTTP /healthz, /readyz, /metrics"),
@@ -61,8 +61,8 @@ const struct cli_verb cli_verb_agent = {
     "agent",
     "usage: tessera agent inventory [-o text|json|yaml] [--node NAME]\n"
     "       tessera agent apply --plan PLAN.json --node NAME [--dry-run]\n"
-    "                           [--catalog FILE]\n"
-    "       tessera agent apply --node-config agent.json [--dry-run]\n"
+    "                           [--catalog FILE] [--journal FILE]\n"
+    "       tessera agent apply --node-config agent.json [--dry-run] [--journal FILE]\n"
     "       tessera agent apply --plan PLAN.json --dry-run --inventory FILE\n"
     "       tessera agent watch --node-config agent.json [--node NAME]\n"
     "                           [--inventory-out FILE] [--pid-map-out FILE]\n"
@@ -79,7 +79,9 @@ const struct cli_verb cli_verb_agent = {
     "           rolled back. --dry-run prints the steps and changes nothing;\n"
     "           with --inventory it needs no NVML. Before any change the whole\n"
     "           target is checked against each card's own placement list, and\n"
-    "           a card with a MIG mode change pending is refused.\n"
+    "           a card with a MIG mode change pending is refused. --journal\n"
+    "           records each change in flight and, at the next start, cleans\n"
+    "           up what a crash left half made before applying.\n"
     "watch      the DaemonSet's mode: every --interval-ms read --node-config; when\n"
     "           this node's part of it changed, apply it with the checks\n"
     "           of apply (busy cards left alone and reported; failures retried\n"
@@ -226,6 +228,21 @@ static int load_inventory(const struct agent_args *a, struct inv_node **inv)
     return inv_load(a->inventory, *inv, &e) == TS_OK ? CLI_OK : cli_fail(&e, CLI_READING);
 }
 
+/* --journal (not for a dry run, which changes nothing): first clean up
+ * what a crash left of the last change, then journal this one. */
+static ts_status recover(const struct agent_args *a, struct agent_nvml *n,
+                         struct agent_apply_opts *o, struct ts_sbuf *log, struct ts_error *e)
+{
+    int found = 0;
+    if (!a->w.journal || a->dry)
+        return TS_OK;
+    ts_status st = agent_journal_recover(n, a->w.journal, &found, log, e);
+    if (st == TS_OK && found)
+        ts_sbuf_printf(log, "recovered the change a crash cut short (%s)\n", a->w.journal);
+    o->journal = a->w.journal;
+    return st;
+}
+
 static int apply(const struct agent_args *a)
 {
     struct reconf_plan plan = {0};
@@ -240,8 +257,9 @@ static int apply(const struct agent_args *a)
     const char *node = a->node ? a->node : inv ? inv->node : plan.node ? plan.node : "";
     struct agent_apply_opts o = {node, a->dry, inv, NULL, NULL};
     struct ts_error e = {0};
-    if (rc == CLI_OK && ((!inv && agent_nvml_open(&n, &e) != TS_OK) ||
-                         agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
+    if (rc == CLI_OK &&
+        ((!inv && agent_nvml_open(&n, &e) != TS_OK) || recover(a, n, &o, &log, &e) != TS_OK ||
+         agent_apply(n, &plan, cat, &o, &log, &e) != TS_OK))
         rc = cli_fail(&e, CLI_DOING);
     fputs(ts_sbuf_str(&log), stdout);
     ts_sbuf_release(&log);

@@ -8,7 +8,8 @@
  *      TESSERA_CUDA_SM_PERCENT, TESSERA_CUDA_REGION, TESSERA_CUDA_PID_MAP.
  * A file that cannot be read or parsed, or a malformed variable, makes the
  * shim fail closed: every allocation returns CUDA_ERROR_OUT_OF_MEMORY. The
- * reason goes to stderr once, with the file's line:column.
+ * reason goes to stderr once, with the file's line:column. The backstop
+ * (memoryBackstop, backstopTolerance, backstopIntervalMs) is set only by the file.
  */
 #include "shim/shim.h"
 
@@ -27,6 +28,9 @@ static void take(struct shim_config *c, const struct shim_limits *l)
     c->limited = l->has_memory;
     c->memory_bytes = l->memory_bytes;
     c->sm_percent = l->sm_percent;
+    c->backstop = l->backstop;
+    c->backstop_tolerance = l->backstop_tolerance;
+    c->backstop_interval_ms = l->backstop_interval_ms;
     if (l->region[0])
         memcpy(c->region, l->region, sizeof(c->region));
     if (l->pid_map[0])

@@ -7,9 +7,10 @@
  * primary context from its first cuDevicePrimaryCtxRetain in this process
  * to the release that drops its last reference. Over the limit the
  * creation (or first retain) fails with CUDA_ERROR_OUT_OF_MEMORY without
- * reaching the driver. Not a fast path: the primary contexts' reference
- * counts take one mutex. cuCtxCreate_v3/_v4 and green contexts are not
- * charged (docs/shim.md).
+ * reaching the driver. cuCtxCreate_v3 and _v4 (CUDA 13.0's cuCtxCreate)
+ * are charged as cuCtxCreate_v2. Not a fast path: the primary contexts'
+ * reference counts take one mutex. Green contexts are not charged
+ * (docs/shim.md).
  */
 #include "shim/shim.h"
 
@@ -33,17 +34,40 @@ static void undo_ctx(uint64_t key)
         fn((CUcontext)(uintptr_t)key);
 }
 
+/* After the driver answered r for a context creation charged estimate(). */
+static CUresult created(CUresult r, CUcontext *ctx)
+{
+    return shim__keep(SHIM_TRACK_CTX, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*ctx : 0,
+                      estimate(), undo_ctx);
+}
+
 SHIM_EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
 {
     __typeof__(&cuCtxCreate_v2) fn = SHIM_REAL(cuCtxCreate_v2);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     CUresult r = shim__reserve(estimate());
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = fn(ctx, flags, dev);
-    return shim__keep(SHIM_TRACK_CTX, r, r == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*ctx : 0,
-                      estimate(), undo_ctx);
+    return r != CUDA_SUCCESS ? r : created(fn(ctx, flags, dev), ctx);
+}
+
+SHIM_EXPORT CUresult cuCtxCreate_v3(CUcontext *ctx, CUexecAffinityParam *params, int n,
+                                    unsigned int flags, CUdevice dev)
+{
+    __typeof__(&cuCtxCreate_v3) fn = SHIM_REAL(cuCtxCreate_v3);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__reserve(estimate());
+    return r != CUDA_SUCCESS ? r : created(fn(ctx, params, n, flags, dev), ctx);
+}
+
+SHIM_EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params, unsigned int flags,
+                                    CUdevice dev)
+{
+    __typeof__(&cuCtxCreate_v4) fn = SHIM_REAL(cuCtxCreate_v4);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult r = shim__reserve(estimate());
+    return r != CUDA_SUCCESS ? r : created(fn(ctx, params, flags, dev), ctx);
 }
 
 static CUresult call_destroy(uint64_t key, const void *fn, const void *arg)

@@ -10,7 +10,9 @@
  *       per level (at least 1), the format's element size x channels;
  *   cuCtxSetLimit             the malloc heap and the printf FIFO: what is
  *       set beyond the driver's defaults (8 MiB, 1 MiB), which belong to
- *       the context itself; the stack size is passed through (docs/shim.md).
+ *       the context itself; the stack size beyond its default (1 KiB) times
+ *       the threads device 0 can hold resident (SMs x threads per SM), the
+ *       driver's stack reservation (docs/shim.md).
  */
 #include "shim/shim.h"
 
@@ -153,10 +155,36 @@ SHIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
 static pthread_mutex_t limit_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t limit_charged[CU_LIMIT_MALLOC_HEAP_SIZE + 1];
 
+/* Threads device 0 holds resident, each with its own stack; 0 unknown. */
+static uint64_t resident_threads(void)
+{
+    __typeof__(&cuDeviceGetAttribute) get = (__typeof__(&cuDeviceGetAttribute))shim__driver_sym(
+        "cuDeviceGetAttribute");
+    int sms = 0, per = 0;
+    if (!get || get(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0) != CUDA_SUCCESS ||
+        get(&per, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0) != CUDA_SUCCESS ||
+        sms <= 0 || per <= 0)
+        return 0;
+    return (uint64_t)sms * (uint64_t)per;
+}
+
+/* Device memory limit l holds at v beyond its default (UINT64_MAX when
+ * that overflows). Under limit_mutex. */
 static uint64_t beyond_default(CUlimit l, size_t v)
 {
-    uint64_t def = l == CU_LIMIT_MALLOC_HEAP_SIZE ? 8u << 20 : 1u << 20;
-    return v > def ? v - def : 0;
+    static const uint64_t def[] = {1024, 1u << 20, 8u << 20};
+    static uint64_t threads;
+    uint64_t extra = v > def[l] ? v - def[l] : 0;
+    if (l != CU_LIMIT_STACK_SIZE || extra == 0)
+        return extra;
+    if (!threads)
+        threads = resident_threads();
+    if (!threads) {
+        shim__log("cuCtxSetLimit(CU_LIMIT_STACK_SIZE): the device's thread count is "
+                  "unknown: the stack is not charged");
+        return 0;
+    }
+    return extra > UINT64_MAX / threads ? UINT64_MAX : extra * threads;
 }
 
 /* Not a fast path: one mutex orders the charge with the driver's answer. */
@@ -165,7 +193,7 @@ SHIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
     __typeof__(&cuCtxSetLimit) fn = SHIM_REAL(cuCtxSetLimit);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if (limit != CU_LIMIT_MALLOC_HEAP_SIZE && limit != CU_LIMIT_PRINTF_FIFO_SIZE)
+    if ((unsigned)limit > CU_LIMIT_MALLOC_HEAP_SIZE)
         return fn(limit, value);
     pthread_mutex_lock(&limit_mutex);
     uint64_t before = limit_charged[limit], after = beyond_default(limit, value);

@@ -146,6 +146,36 @@ static int set_region(struct val *v, struct shim_limits *l)
     return shim_limits_region(v->s, v->len, l->region, v->bad, v->why);
 }
 
+static int set_backstop(struct val *v, struct shim_limits *l)
+{
+    static const char *const names[] = {"off", "report", "refuse"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strlen(names[i]) == v->len && memcmp(names[i], v->s, v->len) == 0) {
+            l->backstop = (enum shim_backstop)i;
+            return 0;
+        }
+    return fail_at(v, 0, "expected off, report or refuse");
+}
+
+static int set_tolerance(struct val *v, struct shim_limits *l)
+{
+    return shim_limits_bytes(v->s, v->len, &l->backstop_tolerance, v->bad, v->why);
+}
+
+static int set_interval(struct val *v, struct shim_limits *l)
+{
+    size_t i = 0;
+    uint64_t n;
+    if (digits(v, &i, &n) != 0)
+        return -1;
+    if (i != v->len)
+        return fail_at(v, i, "expected an integer number of milliseconds");
+    if (n < SHIM_BACKSTOP_INTERVAL_MIN_MS || n > SHIM_BACKSTOP_INTERVAL_MAX_MS)
+        return fail_at(v, 0, "must be between 10 and 60000");
+    l->backstop_interval_ms = (unsigned)n;
+    return 0;
+}
+
 static int set_pid_map(struct val *v, struct shim_limits *l)
 {
     return shim_limits_region(v->s, v->len, l->pid_map, v->bad, v->why);
@@ -155,8 +185,14 @@ static const struct key {
     const char *name;
     int (*set)(struct val *v, struct shim_limits *l);
 } keys[] = {
-    {"version", set_version}, {"memoryLimit", set_memory}, {"smPercent", set_sm},
-    {"region", set_region},   {"pidMap", set_pid_map},
+    {"version", set_version},
+    {"memoryLimit", set_memory},
+    {"smPercent", set_sm},
+    {"region", set_region},
+    {"memoryBackstop", set_backstop},
+    {"backstopTolerance", set_tolerance},
+    {"backstopIntervalMs", set_interval},
+    {"pidMap", set_pid_map},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -215,7 +251,8 @@ static int parse_line(struct parse *p, const char *line, size_t len)
     if (!k)
         return err_at(p, ka,
                       "unknown key (expected version, memoryLimit, smPercent, "
-                      "region or pidMap)",
+                      "region, pidMap, memoryBackstop, backstopTolerance or "
+                      "backstopIntervalMs)",
                       NULL);
     if (p->seen[k - keys]++)
         return err_at(p, ka, "key given twice", k->name);
@@ -235,6 +272,8 @@ int shim_limits_parse(const char *text, size_t len, struct shim_limits *out,
     struct parse p = {out, err, 0, {0}};
     memset(out, 0, sizeof(*out));
     out->sm_percent = 100;
+    out->backstop_tolerance = SHIM_BACKSTOP_TOLERANCE;
+    out->backstop_interval_ms = SHIM_BACKSTOP_INTERVAL_MS;
     if (len > SHIM_LIMITS_FILE_MAX) {
         p.line = 1;
         return err_at(&p, 0, "file too large (over 64 KiB)", NULL);

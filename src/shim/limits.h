@@ -9,6 +9,9 @@
  *     memoryLimit = 8Gi        bytes, or with Ki Mi Gi Ti Pi / K M G T P
  *     smPercent = 30           1..100 (100 = no compute limit)
  *     region = /run/tessera/ctr-1.region
+ *     memoryBackstop = report  off | report | refuse (default off)
+ *     backstopTolerance = 512Mi  driver figure over the charge that counts
+ *     backstopIntervalMs = 1000  10..60000, how often NVML is asked
  *     pidMap = /run/tessera/pid-map   container pid -> host pid (hostpid.c)
  *
  * `version` is required and must be 1; every other key is optional and may
@@ -45,6 +48,16 @@
  * not spent on estimates. */
 #define SHIM_CTX_ESTIMATE (256ull << 20)
 #define SHIM_CTX_ESTIMATE_SHARE 16
+/* The backstop (backstop.c): what the driver may show beyond the shim's
+ * charge before it counts (the driver's own per-process memory that no
+ * call shows: contexts, modules, stacks, rounding), and how often it asks. */
+#define SHIM_BACKSTOP_TOLERANCE (512ull << 20)
+#define SHIM_BACKSTOP_INTERVAL_MS 1000u
+#define SHIM_BACKSTOP_INTERVAL_MIN_MS 10u
+#define SHIM_BACKSTOP_INTERVAL_MAX_MS 60000u
+
+/* memoryBackstop: compare NVML's per-process memory with the charge. */
+enum shim_backstop { SHIM_BACKSTOP_OFF, SHIM_BACKSTOP_REPORT, SHIM_BACKSTOP_REFUSE };
 
 struct shim_limits {
     int version;                        /* SHIM_LIMITS_VERSION once parsed */
@@ -53,6 +66,9 @@ struct shim_limits {
     unsigned sm_percent;                /* 1..100; 100 when not given */
     char region[SHIM_REGION_PATH_MAX];  /* "" when not given */
     char pid_map[SHIM_REGION_PATH_MAX]; /* "" when not given */
+    enum shim_backstop backstop;        /* SHIM_BACKSTOP_OFF when not given */
+    uint64_t backstop_tolerance;        /* bytes; SHIM_BACKSTOP_TOLERANCE */
+    unsigned backstop_interval_ms;      /* SHIM_BACKSTOP_INTERVAL_MS */
 };
 
 /* A fault in the input: 1-based line and byte column, and what is wrong. */

@@ -30,6 +30,8 @@ CUresult shim__reserve(uint64_t n)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (!c->limited)
         return CUDA_SUCCESS;
+    if (shim__backstop_refusing())
+        return CUDA_ERROR_OUT_OF_MEMORY;
     return shim__charge(n, c->memory_bytes) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -174,16 +176,45 @@ SHIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
                      &flags, NULL, NULL);
 }
 
+/* A driver function the shim does not hook, looked up once. */
+static void *driver_fn(void *_Atomic *slot, const char *name)
+{
+    void *f = atomic_load(slot);
+    if (!f) {
+        f = shim__driver_sym(name);
+        atomic_store(slot, f);
+    }
+    return f;
+}
+
+/* The pool cuMemAllocAsync takes from: the current pool of the current
+ * context's device (device 0 when there is none), so its reserve after
+ * frees is settled like any pool's (pool.c); NULL when the driver cannot
+ * say or no limit applies. */
+static CUmemoryPool async_pool(void)
+{
+    static void *_Atomic get_dev, *_Atomic get_pool;
+    __typeof__(&cuCtxGetDevice) dev_fn = driver_fn(&get_dev, "cuCtxGetDevice");
+    __typeof__(&cuDeviceGetMemPool) pool_fn = driver_fn(&get_pool, "cuDeviceGetMemPool");
+    CUdevice dev = 0;
+    CUmemoryPool pool = NULL;
+    if (!shim__limited() || !pool_fn)
+        return NULL;
+    if (!dev_fn || dev_fn(&dev) != CUDA_SUCCESS)
+        dev = 0;
+    return pool_fn(&pool, dev) == CUDA_SUCCESS ? pool : NULL;
+}
+
 SHIM_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync), dptr, bytesize, stream,
-                     NULL, NULL);
+                     NULL, async_pool());
 }
 
 SHIM_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
     return alloc_ptr(call_async, (const void *)SHIM_REAL(cuMemAllocAsync_ptsz), dptr, bytesize,
-                     stream, NULL, NULL);
+                     stream, NULL, async_pool());
 }
 
 SHIM_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,

@@ -10,7 +10,7 @@
  * every trim and every synchronisation. When the limit has no room for the
  * reserve, the pool is trimmed to its allocations instead. Not a fast path:
  * one mutex orders the settlements. Pools are per-process, at most
- * SHIM_POOLS (the one pool of cuMemAllocAsync is not settled: docs/shim.md).
+ * SHIM_POOLS; cuMemAllocAsync's is the device's current pool (mem.c).
  */
 #include "shim/shim.h"
 
@@ -159,6 +159,14 @@ SHIM_EXPORT CUresult cuCtxSynchronize(void)
 {
     __typeof__(&cuCtxSynchronize) fn = SHIM_REAL(cuCtxSynchronize);
     CUresult r = fn ? fn() : CUDA_ERROR_NOT_INITIALIZED;
+    settle_all();
+    return r;
+}
+
+SHIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    __typeof__(&cuCtxSynchronize_v2) fn = SHIM_REAL(cuCtxSynchronize_v2);
+    CUresult r = fn ? fn(ctx) : CUDA_ERROR_NOT_INITIALIZED;
     settle_all();
     return r;
 }

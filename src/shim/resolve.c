@@ -104,6 +104,8 @@ static void init(void)
         config.fail_closed = 1;
     if (!config.fail_closed && config.sm_percent < 100 && driver)
         shim__sm_init(config.sm_percent);
+    if (!config.fail_closed && config.limited && config.backstop != SHIM_BACKSTOP_OFF && driver)
+        shim__backstop_init(&config);
     in_init = 0;
 }
 
@@ -242,16 +244,21 @@ __asm__(".text\n"
 SHIM_EXPORT void *dlsym(void *handle, const char *name) { return shim__dlsym(handle, name); }
 #endif
 
-/* The versioned entry points among the hooks: "cuX" names cuX_v2 from
+/* The versioned entry points among the hooks: "cuX" names cuX<suffix> from
  * version `since` on (cudaTypedefs.h's PFN_cuX_v<version> names), the
- * legacy cuX below it. */
+ * newest first; the legacy cuX below the oldest. */
 static const struct {
     const char *base;
     int since;
+    const char *suffix;
 } versioned[] = {
-    {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020},   {"cuMemFree", 3020},
-    {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},   {"cuMemGetInfo", 3020},
-    {"cuDeviceTotalMem", 3020}, {"cuGetProcAddress", 12000}, {"cuIpcOpenMemHandle", 11000},
+    {"cuCtxCreate", 12050, "_v4"},      {"cuCtxCreate", 11040, "_v3"},
+    {"cuCtxCreate", 3020, "_v2"},       {"cuMemAlloc", 3020, "_v2"},
+    {"cuMemAllocPitch", 3020, "_v2"},   {"cuMemFree", 3020, "_v2"},
+    {"cuArrayCreate", 3020, "_v2"},     {"cuArray3DCreate", 3020, "_v2"},
+    {"cuMemGetInfo", 3020, "_v2"},      {"cuDeviceTotalMem", 3020, "_v2"},
+    {"cuGetProcAddress", 12000, "_v2"}, {"cuIpcOpenMemHandle", 11000, "_v2"},
+    {"cuCtxDestroy", 4000, "_v2"},      {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
 };
 
 /* The hook the driver means by (symbol, version, flags), or -1. */
@@ -270,10 +277,9 @@ static int hook_for(const char *symbol, int version, cuuint64_t flags)
         want[n] = '\0';
     }
     for (size_t k = 0; k < sizeof(versioned) / sizeof(versioned[0]); k++)
-        if (strcmp(symbol, versioned[k].base) == 0) {
-            if (version >= versioned[k].since)
-                memcpy(want + n, "_v2", 4);
-            return hook_named(want);
+        if (strcmp(symbol, versioned[k].base) == 0 && version >= versioned[k].since) {
+            memcpy(want + n, versioned[k].suffix, 4);
+            break;
         }
     return hook_named(want);
 }

@@ -17,6 +17,7 @@
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
  *   launch.c   the legacy launch hooks (cuLaunch, cuLaunchGrid, ...)
+ *   backstop.c the driver's per-process memory against the charge (NVML)
  *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
  * stdio; the one-time set-up may.
@@ -48,7 +49,7 @@ void *shim__real(enum shim_hook_id id);
 #define SHIM_REAL(name) ((__typeof__(&name))shim__real(SHIM_ID_##name))
 /* Our definition in place of the real function p, or p itself. */
 void *shim__translate(void *p);
-/* A symbol of the real driver; only during set-up (sm.c's busy source). */
+/* A symbol of the real driver the shim does not hook; not for fast paths. */
 void *shim__driver_sym(const char *name);
 /* One line to fd 2, "tessera-cuda: ...". Not for fast paths. */
 void shim__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -63,6 +64,9 @@ struct shim_config {
     uint64_t memory_bytes;
     unsigned sm_percent; /* 100 = no compute limit */
     char region[SHIM_REGION_PATH_MAX];
+    enum shim_backstop backstop; /* memoryBackstop (file only) */
+    uint64_t backstop_tolerance;
+    unsigned backstop_interval_ms;
     char pid_map[SHIM_REGION_PATH_MAX]; /* hostpid.c's pid map */
 };
 /* Read the limit file (or the environment) once; logs what is refused. */
@@ -197,6 +201,13 @@ void shim__sm_init(unsigned sm_percent);
 /* Wait until the container may launch, then take one launch's tokens. */
 void shim__sm_gate(void);
 
+/* ---- backstop.c --------------------------------------------------------- */
+
+/* Start the backstop's thread when memoryBackstop is report or refuse. */
+void shim__backstop_init(const struct shim_config *c);
+/* The driver shows more than the shim charged (memoryBackstop = refuse):
+ * allocations are refused until it no longer does. */
+int shim__backstop_refusing(void);
 /* ---- hostpid.c ---------------------------------------------------------- */
 
 /* Processes whose host pids one call finds (the first this many slots). */

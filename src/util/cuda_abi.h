@@ -47,7 +47,10 @@ typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 
 /* CUdevice_attribute values used by tessera. */
-enum { CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16 };
+enum {
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39
+};
 /* cuMemAllocManaged flags. */
 enum { CU_MEM_ATTACH_GLOBAL = 1 };
 /* cuGetProcAddress_v2 symbolStatus values. */
@@ -129,9 +132,33 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev);
+/* cuCtxCreate_v3 (CUDA 11.4) and _v4 (12.5; cuda.h 13.0's cuCtxCreate). */
+typedef struct {
+    int type; /* CUexecAffinityType: 0 = CU_EXEC_AFFINITY_TYPE_SM_COUNT */
+    union {
+        struct {
+            unsigned int val;
+        } smCount;
+    } param;
+} CUexecAffinityParam;
+typedef struct {
+    int sharedDataType; /* CUcigDataType */
+    void *sharedData;
+} CUctxCigParam;
+typedef struct {
+    CUexecAffinityParam *execAffinityParams;
+    int numExecAffinityParams;
+    CUctxCigParam *cigParams;
+} CUctxCreateParams;
+CUresult cuCtxCreate_v3(CUcontext *ctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev);
+CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxSynchronize(void);
+/* CUDA 13.0: synchronise one context (NULL: the current one). */
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
 CUresult cuGetErrorString(CUresult error, const char **str);
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -234,6 +261,11 @@ typedef struct {
     unsigned char reserved[54];
 } CUmemPoolProps;
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+/* The pool cuMemAllocAsync takes from on dev (its current one), and the
+ * device's own default pool; the device of the current context. */
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);

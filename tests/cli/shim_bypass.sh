@@ -4,7 +4,8 @@
 # VMM memory released while still mapped (also into sparse tiles), the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
 # reserve, graph memory, imports (IPC, shareable handles), dlsym(RTLD_NEXT)
-# from a library loaded after the shim,
+# from a library loaded after the shim, the driver holding more than the
+# shim charged (memoryBackstop),
 # cuGetProcAddress handing out internal entry points, the tracking table
 # at 300,000 live allocations, fork, exec and pid namespaces. Each
 # probe prints how many times the limit the driver itself held; all must
@@ -25,7 +26,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap stack defpool pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -44,12 +45,45 @@ expect_in "$TMP/out" "tiles_mapped=1 charged_while_mapped=58720256"
 limits g2 "memoryLimit = 2Gi"
 TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx
 expect_in "$TMP/out" "primary_charged=134217728 contexts=15 charged=2147483648"
+# ... and so are cuCtxCreate_v4 (CUDA 13.0's cuCtxCreate), _v3 and what
+# cuGetProcAddress("cuCtxCreate", 13000) hands out: 16 of 128 MiB fit.
+TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx4
+expect_in "$TMP/out" "ctx4_contexts=16 charged=2147483648"
+# The backstop: contexts that hold 16 MiB on the stand-in against the
+# shim's estimate of 4 MiB (64 MiB / 16). Without it 16 fit (4x the limit);
+# memoryBackstop = report says so, refuse stops the second context.
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/m64" drift 50
+expect_in "$TMP/out" "drift_contexts=16"
+limits rep "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = report\nbackstopTolerance = 1Mi\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/rep" drift 50
+expect_in "$TMP/err" "memoryBackstop: the driver shows 16777216 bytes for the container's 1 processes, the shim charged 4194304 (over by 12582912, tolerance 1048576)"
+limits ref "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = refuse\nbackstopTolerance = 1Mi\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 0 B "$TMP/ref" drift 50
+expect_in "$TMP/out" "drift_contexts=1"
+expect_in "$TMP/out" "probe=drift held=16777216"
+expect_in "$TMP/err" "refusing allocations"
+# Within the tolerance (the default 512 MiB) nothing is said or refused.
+limits tol "$(printf 'memoryLimit = 64Mi\nmemoryBackstop = refuse\nbackstopIntervalMs = 10')"
+TESSERA_STANDIN_CTX_MEM=16M expect_rc 1 B "$TMP/tol" drift 50
+expect_in "$TMP/out" "drift_contexts=16"
+check "no backstop line within the tolerance" bash -c "! grep -q memoryBackstop '$TMP/err'"
+
 # The legacy calls are refused at the limit, not before: 4 x 16 MiB fit.
 expect_rc 0 B "$TMP/m64" legacy
 expect_in "$TMP/out" "legacy_allocs=4 arrays=0"
 # The heap cannot be raised past the limit; in the limit it can.
 expect_rc 0 B "$TMP/m64" heap
 expect_in "$TMP/out" "heap_rc=2 heap=8388608"
+# The stack is charged for every resident thread (100 SMs x 2048 on the
+# stand-in): 2 KiB a thread does not fit 64 MiB, 1088 bytes (64 more than
+# the default, 12.5 MiB) does.
+expect_rc 0 B "$TMP/m64" stack
+expect_in "$TMP/out" "stack_rc=2 stack=1024"
+expect_in "$TMP/out" "stack_in_limit_charged=13107200"
+# The default pool (cuMemAllocAsync) keeps what is freed until the next
+# synchronisation: a second 56 MiB is refused before it, allowed after.
+expect_rc 0 B "$TMP/m64" defpool
+expect_in "$TMP/out" "defpool_before_sync_rc=2 after_sync_rc=0"
 # A pool's kept reserve is charged after the sync (the second pool is
 # refused), reused by its own pool, and credited at the trim.
 expect_rc 0 B "$TMP/m64" pool

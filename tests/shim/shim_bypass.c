@@ -18,10 +18,26 @@
  *   ctx        32 contexts (cuCtxCreate_v2), the primary one retained twice:
  *              run with TESSERA_STANDIN_CTX_MEM so the stand-in's contexts
  *              hold memory like a real driver's
+ *   ctx4       32 contexts, in turn by cuCtxCreate_v4 (CUDA 13.0's
+ *              cuCtxCreate, NULL params), cuCtxCreate_v3 (an SM-count
+ *              affinity) and what cuGetProcAddress("cuCtxCreate", 13000)
+ *              hands out; with TESSERA_STANDIN_CTX_MEM as for ctx
+ *   drift MS   contexts (cuCtxCreate_v2), MS milliseconds apart, until
+ *              refused: run with TESSERA_STANDIN_CTX_MEM above the shim's
+ *              estimate, so the driver holds more than the shim charged
+ *              (what memoryBackstop is for)
  *   legacy     cuMemAlloc / cuMemAllocPitch / cuArrayCreate / cuArray3DCreate
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
  *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
+ *   stack      cuCtxSetLimit(CU_LIMIT_STACK_SIZE) to 2 KiB a thread (the
+ *              driver reserves it for every resident thread: 3.12x a 64 MiB
+ *              limit on the stand-in's 100 SMs x 2048 threads), then 1088
+ *              bytes (12.5 MiB in all, within the limit)
+ *   defpool    cuMemAllocAsync 7/8 of the limit (the device's default pool),
+ *              cuMemFreeAsync, then cuMemAlloc_v2 7/8 before any
+ *              synchronisation (the pool still holds the first), then after one
+ *              (cuCtxSynchronize_v2)
  *   pool       8 pools that keep everything (release threshold UINT64_MAX):
  *              allocate 7/8 of the limit from each, free, synchronise
  *   graph      8 graphs, each one allocation node of 7/8 of the limit,
@@ -54,6 +70,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The stand-in's counter; absent (NULL) when built against a real driver. */
@@ -242,6 +259,48 @@ static int probe_ctx(size_t limit)
     return report("ctx", limit);
 }
 
+typedef CUresult (*ctx4_fn)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
+
+static int probe_ctx4(size_t limit)
+{
+    CUcontext c[32];
+    CUexecAffinityParam aff = {0, {{50}}};
+    void *gpa = NULL;
+    CHECK(cuGetProcAddress_v2("cuCtxCreate", &gpa, 13000, 0, NULL) == CUDA_SUCCESS && gpa,
+          "cuGetProcAddress(cuCtxCreate, 13000)");
+    int made = 0;
+    for (int i = 0; i < 32; i++) {
+        CUresult r = i % 3 == 0   ? cuCtxCreate_v4(&c[made], NULL, 0, 0)
+                     : i % 3 == 1 ? cuCtxCreate_v3(&c[made], &aff, 1, 0, 0)
+                     : gpa        ? ((ctx4_fn)gpa)(&c[made], NULL, 0, 0)
+                                  : CUDA_ERROR_NOT_FOUND;
+        if (r == CUDA_SUCCESS)
+            made++, sample();
+    }
+    printf("ctx4_contexts=%d charged=%zu\n", made, charged());
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy_v2(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the destroys", charged());
+    return report("ctx4", limit);
+}
+
+static int probe_drift(size_t limit, unsigned ms)
+{
+    CUcontext c[32];
+    int made = 0;
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000l};
+    for (int i = 0; i < 32; i++) {
+        if (cuCtxCreate_v2(&c[made], 0, 0) != CUDA_SUCCESS)
+            break;
+        made++, sample();
+        nanosleep(&ts, NULL);
+    }
+    printf("drift_contexts=%d\n", made);
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy_v2(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    return report("drift", limit);
+}
+
 /* ---- legacy entry points ------------------------------------------------ */
 
 static int probe_legacy(size_t limit)
@@ -301,7 +360,44 @@ static int probe_heap(size_t limit)
     return report("heap", limit);
 }
 
+static int probe_stack(size_t limit)
+{
+    size_t got = 0;
+    CUresult r = cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048);
+    sample();
+    cuCtxGetLimit(&got, CU_LIMIT_STACK_SIZE);
+    printf("stack_rc=%d stack=%zu\n", r, got);
+    CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1088) == CUDA_SUCCESS, "a stack in limit");
+    sample();
+    printf("stack_in_limit_charged=%zu\n", charged());
+    CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS, "back to 1 KiB");
+    CHECK(charged() == 0, "%zu bytes still charged at the default stack", charged());
+    return report("stack", limit);
+}
+
 /* ---- pools keeping their reserve --------------------------------------- */
+
+static int probe_defpool(size_t limit)
+{
+    CUdeviceptr a, b = 0;
+    size_t chunk = limit / 8 * 7;
+    CHECK(cuMemAllocAsync(&a, chunk, NULL) == CUDA_SUCCESS, "async alloc");
+    sample();
+    CHECK(cuMemFreeAsync(a, NULL) == CUDA_SUCCESS, "async free");
+    CUresult before = cuMemAlloc_v2(&b, chunk);
+    sample();
+    if (before == CUDA_SUCCESS)
+        cuMemFree_v2(b);
+    cuCtxSynchronize_v2(NULL); /* CUDA 13.0's synchronisation of one context */
+    CUresult after = cuMemAlloc_v2(&b, chunk);
+    sample();
+    printf("defpool_before_sync_rc=%d after_sync_rc=%d\n", before, after);
+    CHECK(after == CUDA_SUCCESS, "refused after the sync: rc %d", after);
+    if (after == CUDA_SUCCESS)
+        cuMemFree_v2(b);
+    CHECK(charged() == 0, "%zu bytes still charged", charged());
+    return report("defpool", limit);
+}
 
 static int probe_pool(size_t limit)
 {
@@ -644,6 +740,14 @@ int main(int argc, char **argv)
         base_used = nvml_used();
     if (strcmp(m, "vmm") == 0)
         return probe_vmm(limit);
+    if (strcmp(m, "drift") == 0 && argc == 3)
+        return probe_drift(limit, (unsigned)strtoul(argv[2], NULL, 10));
+    if (strcmp(m, "defpool") == 0)
+        return probe_defpool(limit);
+    if (strcmp(m, "stack") == 0)
+        return probe_stack(limit);
+    if (strcmp(m, "ctx4") == 0)
+        return probe_ctx4(limit);
     if (strcmp(m, "ctx") == 0)
         return probe_ctx(limit);
     if (strcmp(m, "sparse") == 0)

@@ -39,6 +39,32 @@ static void test_good(void **state)
     assert_string_equal(l.region, "");
     assert_int_equal(parse("version = 1", &l, &e), 0); /* no final newline */
     assert_int_equal(l.has_memory, 0);
+    assert_int_equal(l.backstop, SHIM_BACKSTOP_OFF);
+    assert_true(l.backstop_tolerance == 512ull << 20);
+    assert_int_equal(l.backstop_interval_ms, 1000);
+}
+
+static void refused(const char *text, int line, int col, const char *msg);
+
+static void test_backstop(void **state)
+{
+    (void)state;
+    struct shim_limits l;
+    struct shim_limits_error e;
+    assert_int_equal(parse("version = 1\nmemoryBackstop = refuse\nbackstopTolerance = 1Mi\n"
+                           "backstopIntervalMs = 10\n",
+                           &l, &e),
+                     0);
+    assert_int_equal(l.backstop, SHIM_BACKSTOP_REFUSE);
+    assert_true(l.backstop_tolerance == 1ull << 20);
+    assert_int_equal(l.backstop_interval_ms, 10);
+    assert_int_equal(parse("version = 1\nmemoryBackstop = report\n", &l, &e), 0);
+    assert_int_equal(l.backstop, SHIM_BACKSTOP_REPORT);
+    refused("version = 1\nmemoryBackstop = on\n", 2, 18, "memoryBackstop: expected off");
+    refused("version = 1\nbackstopTolerance = 0\n", 2, 21, "more than 0");
+    refused("version = 1\nbackstopIntervalMs = 9\n", 2, 22, "between 10 and 60000");
+    refused("version = 1\nbackstopIntervalMs = 60001\n", 2, 22, "between 10 and 60000");
+    refused("version = 1\nbackstopIntervalMs = 5s\n", 2, 23, "milliseconds");
 }
 
 static void test_units(void **state)
@@ -172,7 +198,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),       cmocka_unit_test(test_units),
         cmocka_unit_test(test_bad),        cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_env_values),
+        cmocka_unit_test(test_env_values), cmocka_unit_test(test_backstop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

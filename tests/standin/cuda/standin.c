@@ -5,7 +5,7 @@
  * harness (src/fight/).
  *
  * Contract:
- *   - One device, "Stand-in GPU", 100 SMs, CUDA 12.4 (driver version 12040).
+ *   - One device, "Stand-in GPU", 100 SMs, CUDA 13.0 (driver version 13000).
  *     Total memory: env TESSERA_STANDIN_TOTAL_MEM (bytes, or with a K/M/G
  *     binary suffix), default 16 GiB. Allocations beyond it fail with
  *     CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo_v2 reports total minus what
@@ -14,9 +14,10 @@
  *   - cuGetProcAddress(_v2) returns the stand-in's own functions: for
  *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
  *     STREAM), then cuX_v2 (version >= 3020), then cuX (so "cuMemAlloc" at
- *     3010 is the legacy 32-bit cuMemAlloc). The library is linked
+ *     3010 is the legacy 32-bit cuMemAlloc); "cuCtxCreate" is cuCtxCreate_v4
+ *     from 12050 and _v3 from 11040 (cudaTypedefs.h). The library is linked
  *     -Bsymbolic, so these are its own definitions even under an LD_PRELOAD
- *     interposer; for cuMemAlloc_v2 and cuMemCreate it hands out internal
+ *     interposer; for cuMemAlloc_v2, cuMemCreate and cuCtxCreate_v4 it hands out internal
  *     entry points (another address than dlsym's), as a real driver may.
  *   - VMM: physical memory of cuMemCreate is freed when its handle
  *     references (cuMemCreate, cuMemRetainAllocationHandle) are all released
@@ -27,7 +28,9 @@
  *   - The legacy unversioned entry points, mipmapped arrays, context limits
  *     and memory pools (cuMemPoolCreate: a free keeps the bytes reserved
  *     until a synchronisation trims the pool to its release threshold):
- *     standin_more.c. cuMemAllocAsync does not use a pool here.
+ *     standin_more.c. cuMemAllocAsync takes from the device's default pool
+ *     (release threshold 0: what is freed stays reserved until the next
+ *     synchronisation, as with cuda.h's default pool).
  *   - Graph memory (standin_graph.c): cuGraphAddMemAllocNode adds its size
  *     to the graph; an instantiated graph takes its allocations from the
  *     device's graph memory pool at cuGraphUpload or its first launch and
@@ -69,10 +72,16 @@
  *     launches the same way. The file holds a struct standin_card (below):
  *     header, then 256 per-process slots; a fresh file (size 0) is set up by
  *     the first launcher. Delete the file to reset the counters.
- *   - Contexts: each cuCtxCreate_v2, and the primary context while retained,
+ *   - Contexts: each cuCtxCreate_v2/_v3/_v4 (_v3 needs at least one
+ *     execution affinity parameter, _v4 takes NULL params or exactly one of
+ *     execAffinityParams and cigParams, CIG: NOT_SUPPORTED), and the primary
+ *     context while retained,
  *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
- *     process holds (test hook).
+ *     process holds (test hook). uint64_t tessera_standin_mem_bytes(int pid):
+ *     device memory process pid holds, from its slot in the card file (test
+ *     hook for what NVML's per-process usedGpuMemory reports on a real card;
+ *     every byte the stand-in takes is counted, contexts included).
  */
 #include "standin.h"
 
@@ -98,6 +107,7 @@
 /* ---- memory ------------------------------------------------------------- */
 
 static _Atomic uint64_t allocated;
+static void publish_mem(void);
 static pthread_once_t total_once = PTHREAD_ONCE_INIT;
 static uint64_t total_mem = 16ull << 30;
 
@@ -126,6 +136,7 @@ int standin_take_mem(uint64_t n)
         if (n > total() || cur > total() - n)
             return -1;
     } while (!atomic_compare_exchange_weak(&allocated, &cur, cur + n));
+    publish_mem();
     return 0;
 }
 
@@ -163,7 +174,7 @@ void *standin_map_bytes(uint64_t n, int low)
     uint64_t how = 0;
     char *q = get_block(n, low, &how);
     if (!q) {
-        atomic_fetch_sub(&allocated, n);
+        standin_give_mem(n);
         return NULL;
     }
     memcpy(q - 8, &n, 8);
@@ -199,7 +210,7 @@ int standin_unmap_bytes(void *ptr)
         memcpy(&pool, q - 24, sizeof(pool));
         standin_pool_put(pool, n);
     } else {
-        atomic_fetch_sub(&allocated, n);
+        standin_give_mem(n);
     }
     if ((how & 1) == 0)
         free(q - SMALL_HDR);
@@ -218,7 +229,11 @@ uint64_t standin_block_size(const void *p)
     return n;
 }
 
-void standin_give_mem(uint64_t n) { atomic_fetch_sub(&allocated, n); }
+void standin_give_mem(uint64_t n)
+{
+    atomic_fetch_sub(&allocated, n);
+    publish_mem();
+}
 
 EXPORT size_t tessera_standin_allocated_bytes(void) { return (size_t)atomic_load(&allocated); }
 
@@ -254,8 +269,7 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
-    (void)stream;
-    return cuMemAlloc_v2(dptr, bytesize);
+    return cuMemAllocFromPoolAsync(dptr, bytesize, standin_default_pool(), stream);
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
@@ -373,7 +387,7 @@ struct record *standin_record_new(uint32_t magic, uint64_t size)
     }
     if (!added) {
         free(r);
-        atomic_fetch_sub(&allocated, size);
+        standin_give_mem(size);
         return NULL;
     }
     return r;
@@ -410,7 +424,7 @@ static void record_unref(struct record *r, int drop_ref)
     int i = live_index(r, r->magic);
     if (i >= 0)
         live[i] = NULL;
-    atomic_fetch_sub(&allocated, r->size);
+    standin_give_mem(r->size);
     free(r);
 }
 
@@ -636,7 +650,7 @@ EXPORT CUresult cuDriverGetVersion(int *version)
 {
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    *version = 12040;
+    *version = 13000;
     return CUDA_SUCCESS;
 }
 
@@ -677,7 +691,9 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *value = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT ? 100 : 0;
+    *value = attrib == CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT             ? 100
+             : attrib == CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR ? 2048
+                                                                            : 0;
     return CUDA_SUCCESS;
 }
 
@@ -754,6 +770,38 @@ EXPORT CUresult cuCtxCreate_v2(CUcontext *ctx, unsigned int flags, CUdevice dev)
     return *ctx ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* Execution affinity: SM counts only, 1..100 SMs. */
+static int affinity_ok(const CUexecAffinityParam *p, int n)
+{
+    if (!p || n < 1)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (p[i].type != 0 || p[i].param.smCount.val < 1 || p[i].param.smCount.val > 100)
+            return 0;
+    return 1;
+}
+
+EXPORT CUresult cuCtxCreate_v3(CUcontext *ctx, CUexecAffinityParam *paramsArray, int numParams,
+                               unsigned int flags, CUdevice dev)
+{
+    if (!affinity_ok(paramsArray, numParams))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuCtxCreate_v2(ctx, flags, dev);
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *ctxCreateParams,
+                               unsigned int flags, CUdevice dev)
+{
+    const CUctxCreateParams *p = ctxCreateParams;
+    if (p && (p->execAffinityParams != NULL) == (p->cigParams != NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p && p->cigParams)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    if (p && !affinity_ok(p->execAffinityParams, p->numExecAffinityParams))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuCtxCreate_v2(ctx, flags, dev);
+}
+
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     if (!ctx)
@@ -771,10 +819,25 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* Every context is on the one device. */
+EXPORT CUresult cuCtxGetDevice(CUdevice *device)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
     standin_pools_sync();
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    (void)ctx;
+    return cuCtxSynchronize();
 }
 
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
@@ -907,6 +970,7 @@ struct counters {
 struct card_slot {
     _Atomic int32_t pid;
     struct counters c;
+    _Atomic uint64_t mem; /* device memory the process holds */
 };
 
 struct standin_card {
@@ -938,8 +1002,9 @@ static void open_card(void)
                    0);
     if (p != MAP_FAILED) {
         card = p;
-        if (card->magic != CARD_MAGIC) {
-            card->version = 1;
+        if (card->magic != CARD_MAGIC || card->version != 2) {
+            memset(card, 0, sizeof(*card));
+            card->version = 2;
             card->magic = CARD_MAGIC;
         }
     }
@@ -987,6 +1052,7 @@ static struct card_slot *slot_of(int pid, int claim)
         if (p == 0 || !host_alive(p)) {
             atomic_store(&card->slots[i].c.busy_ns, 0);
             atomic_store(&card->slots[i].c.launches, 0);
+            atomic_store(&card->slots[i].mem, 0);
             atomic_store(&card->slots[i].pid, pid);
             return &card->slots[i];
         }
@@ -1060,6 +1126,36 @@ static CUresult run_on_card(uint32_t us)
     flock(card_fd, LOCK_UN);
     pthread_mutex_unlock(&card_mutex);
     return CUDA_SUCCESS;
+}
+
+/* Write this process's device memory into its card slot (claimed once per
+ * process, again after a fork), as NVML would report it. */
+static void publish_mem(void)
+{
+    static struct card_slot *_Atomic mine;
+    static _Atomic int mine_pid;
+    pthread_once(&card_once, open_card);
+    if (!card)
+        return;
+    int pid = (int)getpid();
+    if (!mine || mine_pid != pid) {
+        pthread_mutex_lock(&card_mutex);
+        while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
+            ;
+        mine = slot_of(pid, 1);
+        mine_pid = pid;
+        flock(card_fd, LOCK_UN);
+        pthread_mutex_unlock(&card_mutex);
+    }
+    if (mine)
+        atomic_store(&mine->mem, atomic_load(&allocated));
+}
+
+EXPORT uint64_t tessera_standin_mem_bytes(int pid)
+{
+    pthread_once(&card_once, open_card);
+    struct card_slot *s = card && pid > 0 ? slot_of(pid, 0) : NULL;
+    return s ? atomic_load(&s->mem) : 0;
 }
 
 /* The counters of pid, pid 0 the whole card; NULL when it has none. */
@@ -1271,9 +1367,13 @@ static const struct {
     FN(cuDevicePrimaryCtxRetain),
     FN(cuDevicePrimaryCtxRelease_v2),
     FN(cuCtxCreate_v2),
+    FN(cuCtxCreate_v3),
+    FN(cuCtxCreate_v4),
     FN(cuCtxDestroy_v2),
     FN(cuCtxSetCurrent),
+    FN(cuCtxGetDevice),
     FN(cuCtxSynchronize),
+    FN(cuCtxSynchronize_v2),
     FN(cuGetErrorString),
     FN(cuGetProcAddress),
     FN(cuGetProcAddress_v2),
@@ -1306,6 +1406,8 @@ static const struct {
     FN(cuMipmappedArrayDestroy),
     FN(cuCtxSetLimit),
     FN(cuMemPoolCreate),
+    FN(cuDeviceGetMemPool),
+    FN(cuDeviceGetDefaultMemPool),
     FN(cuMemPoolDestroy),
     FN(cuMemPoolSetAttribute),
     FN(cuMemPoolGetAttribute),
@@ -1372,8 +1474,16 @@ static CUresult internal_cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     return cuMemCreate(handle, size, prop, flags);
 }
 
+static CUresult internal_cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *params,
+                                        unsigned int flags, CUdevice dev)
+{
+    return cuCtxCreate_v4(ctx, params, flags, dev);
+}
+
 static void *internal(void *fn)
 {
+    if (fn == (void *)&cuCtxCreate_v4)
+        return (void *)&internal_cuCtxCreate_v4;
     if (fn == (void *)&cuMemAlloc_v2)
         return (void *)&internal_cuMemAlloc_v2;
     if (fn == (void *)&cuMemCreate)
@@ -1403,6 +1513,8 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
     void *p = NULL;
     if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
         p = find_proc(symbol, "_ptsz");
+    if (!p && strcmp(symbol, "cuCtxCreate") == 0)
+        p = find_proc(symbol, cudaVersion >= 12050 ? "_v4" : cudaVersion >= 11040 ? "_v3" : "");
     if (!p && cudaVersion >= 3020)
         p = find_proc(symbol, "_v2");
     if (!p)

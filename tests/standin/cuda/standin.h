@@ -34,6 +34,8 @@ CUresult standin_record_free(const void *p, uint32_t magic);
 int standin_pool_take(CUmemoryPool pool, uint64_t n);
 void standin_pool_put(CUmemoryPool pool, uint64_t n);
 void standin_pools_sync(void);
+/* Device 0's default memory pool (cuMemAllocAsync's). */
+CUmemoryPool standin_default_pool(void);
 /* n bytes of host storage for a pool allocation (no card accounting). */
 void *standin_pool_block(uint64_t n, CUmemoryPool pool);
 /* An executable graph: a test graph's kernel time (tessera_standin_graph_

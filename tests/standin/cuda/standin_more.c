@@ -177,8 +177,9 @@ EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 
 /* ---- memory pools ------------------------------------------------------- */
 
-/* A pool of cuMemPoolCreate: reserved memory (taken from the card) and the
- * part in use. A free returns its bytes to the pool, not to the card; the
+/* A pool of cuMemPoolCreate, or the device's default pool (pools[0], what
+ * cuMemAllocAsync takes from; release threshold 0, cannot be destroyed):
+ * reserved memory (taken from the card) and the part in use. A free returns its bytes to the pool, not to the card; the
  * pool gives back what it holds beyond max(release threshold, in use) at
  * the next synchronisation (stream, event, context) and beyond
  * max(minBytesToKeep, in use) at cuMemPoolTrimTo, as cuda.h describes. */
@@ -220,13 +221,38 @@ void standin_pools_sync(void)
     pthread_mutex_unlock(&pool_mutex);
 }
 
+CUmemoryPool standin_default_pool(void)
+{
+    pthread_mutex_lock(&pool_mutex);
+    if (pools[0].magic != POOL_MAGIC)
+        pools[0] = (struct CUmemPoolHandle_st){POOL_MAGIC, 0, 0, 0};
+    pthread_mutex_unlock(&pool_mutex);
+    return &pools[0];
+}
+
+EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *pool_out = standin_default_pool();
+    return CUDA_SUCCESS;
+}
+
+/* cuDeviceSetMemPool is not offered: the current pool is the default one. */
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    return cuDeviceGetDefaultMemPool(pool, dev);
+}
+
 EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     if (!pool || !props)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&pool_mutex);
     struct CUmemPoolHandle_st *p = NULL;
-    for (int i = 0; i < POOLS_MAX && !p; i++)
+    for (int i = 1; i < POOLS_MAX && !p; i++)
         if (pools[i].magic != POOL_MAGIC)
             p = &pools[i];
     if (p)
@@ -240,7 +266,7 @@ EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     pthread_mutex_lock(&pool_mutex);
-    struct CUmemPoolHandle_st *p = pool_live(pool);
+    struct CUmemPoolHandle_st *p = pool == &pools[0] ? NULL : pool_live(pool);
     if (p) {
         standin_give_mem(p->reserved - p->used);
         p->magic = 0;
