@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "render/internal.h"
 
 #define RENDER_AGENT_CONFIGMAP "tessera-agent-nodes"
@@ -89,6 +90,22 @@ static ts_status node_entry(const struct render_ctx *c, const struct spec_fleet_
     return line ? TS_OK : TS_NOMEM;
 }
 
+/* More than one ConfigMap holds: TS_TOO_LARGE, saying how much. */
+static ts_status check_size(const struct render_ctx *c, json_t *data)
+{
+    const char *key;
+    json_t *v;
+    size_t bytes = 0;
+    json_object_foreach (data, key, v)
+        bytes += strlen(key) + json_string_length(v);
+    if (bytes <= RENDER_AGENT_NODES_MAX)
+        return TS_OK;
+    return ts_err(c->err, TS_TOO_LARGE,
+                  "cluster/agent-nodes.yaml: the NodeConfigs of %zu nodes take %zu bytes, over "
+                  "the %u bytes a ConfigMap holds; split the fleet into several specs",
+                  json_object_size(data), bytes, RENDER_AGENT_NODES_MAX);
+}
+
 ts_status render__agent(struct render_ctx *c, const char **files, size_t *n)
 {
     const struct spec_fleet *fleet = c->p->model->fleet;
@@ -96,6 +113,8 @@ ts_status render__agent(struct render_ctx *c, const char **files, size_t *n)
     ts_status st = TS_OK;
     for (size_t i = 0; st == TS_OK && i < fleet->nnodes; i++)
         st = node_entry(c, &fleet->nodes[i], data);
+    if (st == TS_OK)
+        st = check_size(c, data);
     json_t *cm = render__object("v1", "ConfigMap", RENDER_AGENT_CONFIGMAP, ENTITLE_SYSTEM_NS);
     json_object_set_new(cm, "data", data);
     struct render_file *f = st == TS_OK ? render__file(c->t, "cluster/agent-nodes.yaml") : NULL;

@@ -253,6 +253,9 @@
  * node's MIG script or device-plugin config): a memory budget above the
  * 1 MiB a ConfigMap may hold. */
 #define RENDER_CONFIG_MAX (4u << 20)
+/* Bytes of cluster/agent-nodes.yaml's data (every node's NodeConfig, keys
+ * included): one ConfigMap, which Kubernetes caps at 1 MiB. */
+#define RENDER_AGENT_NODES_MAX (1u << 20)
 
 /* ---- admit: the admission request ------------------------------------------ */
 

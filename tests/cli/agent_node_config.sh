@@ -8,7 +8,8 @@
 # `apply --plan --node` and changes the stand-in node to the plan;
 # `agent watch --node-config` reconciles from it; a NodeConfig without its
 # node, of another kind or with a bad card is refused naming the place; the
-# examples' renders carry one NodeConfig per node with cards.
+# examples' renders carry one NodeConfig per node with cards; a fleet whose
+# NodeConfigs exceed one ConfigMap is refused.
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
@@ -94,6 +95,22 @@ bad_cfg 'del d["node"]' "bad.json: node: missing"
 bad_cfg 'd["kind"] = "Nodeconfig"' "expected Plan (tessera plan -o json) or NodeConfig"
 bad_cfg 'd["gpus"][1]["index"] = -1' "bad.json: gpus[1].index"
 bad_cfg 'd["gpus"][0]["instances"][0]["start"] = "0"' "bad.json: gpus[0].instances[0].start"
+
+# a fleet whose NodeConfigs exceed the 1 MiB of one ConfigMap (2000 nodes of
+# eight cards: about 1.2 MB): refused, nothing written
+python3 - "$spec" "$TMP/big.yaml" <<'PY'
+import sys
+src = open(sys.argv[1]).read()
+nodes = "".join("  - name: gpu-node-%d\n    gpus:\n    - {model: h100-80gb-sxm, count: 8}\n" % i
+                for i in range(2000))
+open(sys.argv[2], "w").write("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\n"
+                             "metadata: {name: big}\nspec:\n  nodes:\n" + nodes +
+                             src[src.index("---"):])
+PY
+expect_rc 2 "$TESSERA" render -f "$TMP/big.yaml" --out-dir "$TMP/big"
+expect_in "$TMP/err" "cluster/agent-nodes.yaml: the NodeConfigs of 2000 nodes take"
+expect_in "$TMP/err" "over the 1048576 bytes a ConfigMap holds"
+check "a refused render wrote nothing" test ! -e "$TMP/big"
 
 # every example: one NodeConfig per node with planned cards
 for ex in "$TESSERA_SRC"/examples/*.yaml; do
