@@ -26,6 +26,7 @@
 #define ARRAY_OF_TEXT "text[]"
 #define ARRAY_OF_INT "bigint[]"
 #define ARRAY_OF_HEX "text[]"
+#define ARRAY_OF_OPT "text[]"
 
 /* "node, device, ..." */
 #define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
