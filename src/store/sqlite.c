@@ -150,6 +150,7 @@ const struct store_ops store_sqlite_ops = {
     .lock_schema = NULL, /* BEGIN IMMEDIATE already holds the write lock */
     .lock_ledger = NULL, /* the same lock: one writer at a time per file */
     .override_seq = "",
+    .seek_devices = 1,
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,
