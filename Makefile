@@ -4,6 +4,7 @@
 #   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
 #                targets), run every test and replay the fuzz corpora
 # and, for maintainers: make bench, make fuzz, make format, make clean,
+# make screenshots (the console's pages as PNGs, README's two into docs/img/),
 # make image (the OCI image build/tessera-image.oci.tar), make deb (the
 # Debian package build/tessera_VERSION_ARCH.deb).
 # Each installs only its own group of packages (scripts/install-deps GROUP).
@@ -16,7 +17,7 @@ FUZZ_SECONDS ?= 600
 
 .PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz deps-package build demo \
         check check-format check-build check-asan check-fuzz bench fuzz image deb \
-        format clean docs
+        format clean docs screenshots
 
 all: build
 
@@ -98,6 +99,15 @@ fuzz: deps-fuzz $(FUZZ)/build.ninja
 
 bench: deps-bench build
 	bench/run
+
+# The console's pages as PNGs: the browser test (Debian's chromium driven by
+# playwright-core) writes each page under build/screenshots/; README's fleet
+# map and client-a's page are copied into docs/img/.
+screenshots: deps-check build
+	TESSERA=$(CURDIR)/$(TESSERA) TESSERA_SRC=$(CURDIR) \
+	    TESSERA_FIXTURES=$(CURDIR)/tests/fixtures bash tests/cli/console_browser.sh
+	cp $(BUILD)/screenshots/fleet.png docs/img/console-fleet.png
+	cp $(BUILD)/screenshots/tenant.png docs/img/console-tenant.png
 
 clean:
 	rm -rf $(BUILD) $(ASAN) $(FUZZ) out

@@ -62,6 +62,8 @@ struct api_denial { /* one admission denial, as /validate answered it */
     char uid[128], kind[64], ns[128], tenant[64], rule[48], message[1024];
 };
 
+struct inv_node;
+
 struct api_state {
     const struct spec_model *model;
     const struct cat_catalog *cat;
@@ -74,7 +76,9 @@ struct api_state {
     const struct api_denial *denials;  /* newest first */
     size_t ndenials;
     unsigned long denials_dropped;
-    int64_t now_ms; /* wall clock, for defaults ("at" of holders) */
+    int64_t now_ms;             /* wall clock, for defaults ("at" of holders) */
+    const struct inv_node *inv; /* the nodes' inventories (serve --inventory) */
+    size_t ninv;
 };
 
 struct api_param {

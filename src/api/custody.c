@@ -3,7 +3,9 @@
  * the plan (/api/v1/plan's `uuid` and `holder`): a plan instance is matched
  * to the current custody entry of the same node, profile and placement
  * ("start:size", as ledger_inventory records it), and its card to that
- * entry's GPU. Ambiguous or absent matches stay null.
+ * entry's GPU. Ambiguous or absent matches stay null. A card whose node's
+ * NodeInventory serve was given (--inventory) takes its UUIDs from there by
+ * index and placement, and the holders of those UUIDs.
  */
 #include "api/internal.h"
 
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "inventory/inventory.h"
 #include "ledger/ledger.h"
 #include "util/text.h"
 
@@ -179,8 +182,58 @@ static const struct ledger_row *whole(const struct cur *c, const json_t *gpus, c
     return n == 1 && cards == 1 ? hit : NULL;
 }
 
-static void card(const struct cur *c, const json_t *gpus, json_t *g)
+/* The current entry of instance uuid u, NULL when none. */
+static const struct ledger_row *instance_entry(const struct cur *c, const char *u)
 {
+    for (size_t k = 0; k < c->n; k++)
+        if (!strcmp(c->row[k]->instance_uuid, u))
+            return c->row[k];
+    return NULL;
+}
+
+/* The inventory's GPU of plan card g (same node and index), NULL if none. */
+static const struct inv_gpu *inv_card(const struct api_state *s, const json_t *g)
+{
+    json_t *index = json_object_get(g, "index");
+    for (size_t k = 0; json_is_integer(index) && k < s->ninv; k++)
+        if (!strcmp(s->inv[k].node, str(g, "node")))
+            return inv_gpu_at(&s->inv[k], (int)json_integer_value(index));
+    return NULL;
+}
+
+/* The MIG device UUID of the GPU instance at plan instance i's placement,
+ * NULL when the card has none there (or no compute instance). */
+static const char *inv_instance(const struct inv_gpu *ig, const json_t *i)
+{
+    json_t *start = json_object_get(i, "start"), *size = json_object_get(i, "size");
+    for (int k = 0; json_is_integer(start) && k < ig->ngi; k++) {
+        const struct inv_gi *gi = &ig->gi[k];
+        if (gi->pl.start == json_integer_value(start) && gi->pl.size == json_integer_value(size))
+            return gi->nci && gi->ci[0].uuid[0] ? gi->ci[0].uuid : NULL;
+    }
+    return NULL;
+}
+
+/* A card the inventory knows: UUIDs by index and placement, holders by
+ * UUID (no guessing from look-alike instances). */
+static void inv_pairs(const struct cur *c, const struct inv_gpu *ig, json_t *g)
+{
+    json_t *i;
+    size_t k;
+    json_array_foreach (json_object_get(g, "instances"), k, i) {
+        const char *u = inv_instance(ig, i);
+        set_pair(i, u, u ? instance_entry(c, u) : NULL);
+    }
+    set_pair(g, ig->uuid, card_entry(c, ig->uuid));
+}
+
+static void card(const struct api_state *s, const struct cur *c, const json_t *gpus, json_t *g)
+{
+    const struct inv_gpu *ig = inv_card(s, g);
+    if (ig) {
+        inv_pairs(c, ig, g);
+        return;
+    }
     const char *node = str(g, "node"), *gpu = NULL;
     int mixed = 0;
     json_t *inst = json_object_get(g, "instances"), *i;
@@ -217,7 +270,7 @@ void api__plan_custody(const struct api_state *s, json_t *doc)
     json_t *gpus = json_object_get(doc, "gpus"), *g;
     size_t k;
     json_array_foreach (gpus, k, g)
-        card(&c, gpus, g);
+        card(s, &c, gpus, g);
     free(c.row);
     ledger_list_free(&l);
     if (st)

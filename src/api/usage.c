@@ -74,6 +74,47 @@ static json_t *series_of(const struct api__req *r, json_t *series, const struct 
     return s;
 }
 
+/* The whole window's rows (u[0]) as totals, each step's (u[1 + i]) as
+ * point i of its row's series. */
+static json_t *tabulate(const struct api__req *r, const struct usage_q *q, struct meter_usage *u,
+                        size_t n, json_t *series)
+{
+    json_t *rows = json_array();
+    for (size_t k = 0; rows && k < u[0].ntotals; k++)
+        if (wanted(r, q, &u[0].totals[k]))
+            json_array_append_new(rows, hours(&u[0].totals[k], row_key(r, &u[0].totals[k])));
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < u[1 + i].ntotals; k++) {
+            const struct meter_total *t = &u[1 + i].totals[k];
+            if (wanted(r, q, t))
+                hours(t,
+                      json_array_get(json_object_get(series_of(r, series, t, q, n), "points"), i));
+        }
+    return rows;
+}
+
+/* The totals of [from, to) and, into series, its n steps: one pass over
+ * the store (meter_usage_scan_steps); NULL (r failed) when it fails. */
+static json_t *scan_usage(struct api__req *r, struct store *st, const struct usage_q *q, size_t n,
+                          json_t *series)
+{
+    struct meter_usage *u = calloc(n + 1, sizeof(*u));
+    struct ts_error e = {0};
+    json_t *rows = NULL;
+    for (size_t i = 0; u && i <= n; i++)
+        meter_usage_init(&u[i], r->s->interval_ms);
+    if (!u)
+        api__fail(r, 500, NULL, "usage: out of memory");
+    else if (meter_usage_scan_steps(st, q->from, q->to, q->step, u, n, &e) != TS_OK)
+        api__fail(r, 503, NULL, "the metering store: %s", e.msg);
+    else
+        rows = tabulate(r, q, u, n, series);
+    for (size_t i = 0; u && i <= n; i++)
+        meter_usage_release(&u[i]);
+    free(u);
+    return rows;
+}
+
 /* Integrate [from, to) of st; 0 (r failed) when the store fails. */
 static int scan(struct api__req *r, struct store *st, int64_t from, int64_t to,
                 struct meter_usage *u)
@@ -84,39 +125,6 @@ static int scan(struct api__req *r, struct store *st, int64_t from, int64_t to,
         return 1;
     api__fail(r, 503, NULL, "the metering store: %s", e.msg);
     return 0;
-}
-
-static int points(struct api__req *r, struct store *st, const struct usage_q *q, size_t n,
-                  json_t *series)
-{
-    for (size_t i = 0; i < n; i++) {
-        int64_t from = q->from + (int64_t)i * q->step;
-        int64_t to = from + q->step < q->to ? from + q->step : q->to;
-        struct meter_usage u;
-        if (!scan(r, st, from, to, &u))
-            return 0;
-        for (size_t k = 0; k < u.ntotals; k++) {
-            if (!wanted(r, q, &u.totals[k]))
-                continue;
-            json_t *s = series_of(r, series, &u.totals[k], q, n);
-            hours(&u.totals[k], json_array_get(json_object_get(s, "points"), i));
-        }
-        meter_usage_release(&u);
-    }
-    return 1;
-}
-
-static json_t *totals(struct api__req *r, struct store *st, const struct usage_q *q)
-{
-    struct meter_usage u;
-    if (!scan(r, st, q->from, q->to, &u))
-        return NULL;
-    json_t *rows = json_array();
-    for (size_t k = 0; rows && k < u.ntotals; k++)
-        if (wanted(r, q, &u.totals[k]))
-            json_array_append_new(rows, hours(&u.totals[k], row_key(r, &u.totals[k])));
-    meter_usage_release(&u);
-    return rows;
 }
 
 static int by_names(const void *a, const void *b)
@@ -178,8 +186,8 @@ void api__usage(struct api__req *r)
     if (!st)
         return;
     size_t n = (size_t)((q.to - q.from + q.step - 1) / q.step);
-    json_t *series = json_object(), *tot = totals(r, st, &q);
-    if (tot && points(r, st, &q, n, series)) {
+    json_t *series = json_object(), *tot = scan_usage(r, st, &q, n, series);
+    if (tot) {
         char from[40], to[40];
         ts_time_format(q.from, from);
         ts_time_format(q.to, to);

@@ -55,6 +55,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('u', "current", "FILE", CLI_ALL,
              "the running layout (a previous 'tessera plan -o json')\n"
              "for /api/v1/replan"),
+    CLI_LONG('I', "inventory", "PATH", CLI_ALL,
+             "the nodes' NodeInventory files (tessera agent inventory\n"
+             "-o json): one file, or a folder of *.json; /api/v1/plan\n"
+             "gives each card and MIG instance its UUID from them"),
     CLI_END};
 
 const struct cli_verb cli_verb_serve = {
@@ -67,7 +71,7 @@ const struct cli_verb cli_verb_serve = {
     "                     [--reserve-for CIDR... [--reserved N]] [--runtime-class NAME...]\n"
     "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
     "                     [--metering-refresh DUR]] [--tokens FILE [--client-ca FILE]\n"
-    "                     [--current PLAN.json]]\n\n"
+    "                     [--current PLAN.json] [--inventory PATH]]\n\n"
     "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
     "admission.k8s.io/v1 AdmissionReview for Pods, workloads with pod templates,\n"
     "ResourceClaims and ResourceClaimTemplates, and denies what the tenant's plan and\n"
@@ -165,6 +169,7 @@ static int set(void *ctx, int key, const char *arg)
     case 'k': o->tokens_file = arg; return CLI_OK;
     case 'A': o->client_ca_file = arg; return CLI_OK;
     case 'u': o->current_file = arg; return CLI_OK;
+    case 'I': o->inventory_path = arg; return CLI_OK;
     case 'i': return duration("interval", arg, &o->meter_interval_ms);
     case 'R': return duration("metering-refresh", arg, &o->meter_refresh_ms);
     case 'L': return log_format(o, arg);
@@ -189,8 +194,9 @@ static int check_args(int argc, const struct serve_args *a)
         cli_usage(&cli_verb_serve, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
-    if (!a->o.tokens_file && (a->o.client_ca_file || a->o.current_file)) {
-        fprintf(stderr, "tessera: --client-ca and --current need --tokens (the API)\n");
+    if (!a->o.tokens_file && (a->o.client_ca_file || a->o.current_file || a->o.inventory_path)) {
+        fprintf(stderr,
+                "tessera: --client-ca, --current and --inventory need --tokens (the API)\n");
         return CLI_BAD_INPUT;
     }
     if (!a->o.db_url && (a->o.meter_interval_ms || a->o.meter_refresh_ms)) {

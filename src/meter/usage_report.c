@@ -17,11 +17,17 @@ struct scan {
     ts_status st;
 };
 
+/* A stored sample as usage reads it. */
+static struct meter_point point_of(const struct store_sample *s)
+{
+    return (struct meter_point){s->device,  s->ts_ms,     s->tenant,   s->model,
+                                s->profile, s->share_ppm, s->util_ppm, s->workload};
+}
+
 static int add_point(void *ctx, const struct store_sample *s)
 {
     struct scan *sc = ctx;
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
-                            s->profile, s->share_ppm, s->util_ppm, s->workload};
+    struct meter_point p = point_of(s);
     /* the store returns points in order; only running out of memory stops */
     sc->st = meter_usage_add(sc->u, &p) == TS_NOMEM ? TS_NOMEM : TS_OK;
     return sc->st != TS_OK;
@@ -52,6 +58,56 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
     meter_usage_sort(u);
+    return rc;
+}
+
+struct steps {
+    struct meter_usage *u; /* u[0] the whole window, u[1 + i] step i */
+    size_t n;
+    int64_t from, to, step, reach;
+    ts_status st;
+};
+
+/* The end of step i's window. */
+static int64_t step_end(const struct steps *sc, size_t i)
+{
+    int64_t end = sc->from + ((int64_t)i + 1) * sc->step;
+    return end < sc->to ? end : sc->to;
+}
+
+/* Feed s to the whole window and to each step whose scan would read it
+ * (from its start - reach to its end + reach): one or two steps, more
+ * only when a step is shorter than two scrape intervals. */
+static int add_steps(void *ctx, const struct store_sample *s)
+{
+    struct steps *sc = ctx;
+    struct meter_point p = point_of(s);
+    int bad = meter_usage_add(&sc->u[0], &p) == TS_NOMEM;
+    int64_t d = s->ts_ms - sc->from - sc->reach;
+    for (size_t i = d > 0 ? (size_t)(d / sc->step) : 0;
+         !bad && i < sc->n && sc->from + (int64_t)i * sc->step - sc->reach <= s->ts_ms; i++)
+        if (s->ts_ms < plus(step_end(sc, i), sc->reach))
+            bad = meter_usage_add(&sc->u[1 + i], &p) == TS_NOMEM;
+    sc->st = bad ? TS_NOMEM : TS_OK;
+    return bad;
+}
+
+ts_status meter_usage_scan_steps(struct store *st, int64_t from_ms, int64_t to_ms, int64_t step_ms,
+                                 struct meter_usage *u, size_t nsteps, struct ts_error *err)
+{
+    struct steps sc = {u, nsteps, from_ms, to_ms, step_ms, 2 * u->interval_ms, TS_OK};
+    u[0].from_ms = from_ms;
+    u[0].to_ms = to_ms;
+    for (size_t i = 0; i < nsteps; i++) {
+        u[1 + i].from_ms = from_ms + (int64_t)i * step_ms;
+        u[1 + i].to_ms = step_end(&sc, i);
+    }
+    ts_status rc = store_scan_samples(st, plus(from_ms, -sc.reach), plus(to_ms, sc.reach),
+                                      add_steps, &sc, err);
+    if (rc == TS_OK && sc.st != TS_OK)
+        rc = ts_err(err, sc.st, "usage: out of memory");
+    for (size_t i = 0; i <= nsteps; i++)
+        meter_usage_sort(&u[i]);
     return rc;
 }
 

@@ -17,6 +17,14 @@
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err);
 
+/* In one pass over the store: u[0] as meter_usage_scan gives [from_ms,
+ * to_ms), and u[1..nsteps] as it gives each step [from_ms + i x step_ms,
+ * that + step_ms), the last cut at to_ms; each u[i] is fed exactly the
+ * samples its own scan would read, so every total is the same integer.
+ * Each u[i] is initialised by the caller with the scrape interval. */
+ts_status meter_usage_scan_steps(struct store *st, int64_t from_ms, int64_t to_ms, int64_t step_ms,
+                                 struct meter_usage *u, size_t nsteps, struct ts_error *err);
+
 /* The one model key of every output: the catalog name of a model as the
  * exporter names it (modelName "NVIDIA H100 80GB HBM3" -> "h100-80gb-sxm"),
  * or the name itself when cat (may be NULL) does not know it. */

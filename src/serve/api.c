@@ -167,7 +167,9 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
                            NULL,
                            0,
                            0,
-                           (int64_t)now.tv_sec * 1000};
+                           (int64_t)now.tv_sec * 1000,
+                           p->inv.node,
+                           p->inv.n};
     struct api_denial *copy = NULL;
     if (strcmp(path, "/denials") == 0 && who.role != API_ROLE_NONE)
         st.denials = copy = denials_copy(&s->denials, &st.ndenials, &st.denials_dropped);

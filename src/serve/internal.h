@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "catalog/catalog.h"
 #include "decide/decide.h"
+#include "inventory/inventory.h"
 #include "meter/usage.h"
 #include "spec/spec.h"
 #include "serve/serve.h"
@@ -132,6 +133,14 @@ enum MHD_Result serve_ui_get(struct MHD_Connection *conn, const char *url);
 void serve_ui_secure(struct MHD_Response *r);
 
 /* ---- state.c: what a request reads, swapped whole on reload ---- */
+/* --inventory: the NodeInventory documents of the nodes (inventory.c). */
+struct serve_inventory {
+    struct inv_node *node;
+    size_t n;
+};
+ts_status serve__inventory_load(const char *path, struct serve_inventory *inv, struct ts_error *e);
+void serve__inventory_free(struct serve_inventory *inv);
+
 struct serve_policy {        /* one loaded spec, reference counted */
     struct cat_catalog *cat; /* the admit policy may point into these */
     struct spec_model *model;
@@ -140,6 +149,7 @@ struct serve_policy {        /* one loaded spec, reference counted */
     struct admit_policy *admit;
     struct api_idents *idents;   /* --tokens, NULL: no API */
     struct reconf_plan *current; /* --current, NULL: none */
+    struct serve_inventory inv;  /* --inventory, n 0: none */
     unsigned long generation;
     atomic_int refs;
 };

@@ -56,6 +56,7 @@ struct serve_options {
     const char *tokens_file;    /* identities for /api/v1/ (docs/api.md), NULL: no API */
     const char *client_ca_file; /* PEM CAs of client certificates, NULL: tokens only */
     const char *current_file;   /* the running layout for /api/v1/replan, NULL: none */
+    const char *inventory_path; /* NodeInventory file or folder for /api/v1/plan, NULL: none */
     struct admit_options admit;
 };
 

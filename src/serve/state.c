@@ -38,8 +38,8 @@ static long long spec_mtime(const struct serve_options *o)
 {
     long long spec = newest_mtime(o->spec_files, o->nspec);
     long long cat = newest_mtime(o->catalog_files, o->ncatalog);
-    const char *api[] = {o->tokens_file, o->current_file};
-    long long more = newest_mtime(api, 2);
+    const char *api[] = {o->tokens_file, o->current_file, o->inventory_path};
+    long long more = newest_mtime(api, 3);
     spec = cat > spec ? cat : spec;
     return more > spec ? more : spec;
 }
@@ -53,6 +53,7 @@ static long long cert_mtime(const struct serve_options *o)
 static void policy_free(struct serve_policy *p)
 {
     api_idents_free(p->idents);
+    serve__inventory_free(&p->inv);
     if (p->current) {
         reconf_plan_release(p->current);
         free(p->current);
@@ -75,7 +76,8 @@ static void log_diag(const struct serve_state *s, const char *what, const struct
     }
 }
 
-/* The identities file (--tokens) and the running layout (--current). */
+/* The identities file (--tokens), the running layout (--current) and the
+ * nodes' inventories (--inventory). */
 static ts_status load_api(const struct serve_options *o, struct serve_policy *p, struct ts_diag *d)
 {
     struct ts_error e = {0};
@@ -98,6 +100,8 @@ static ts_status load_api(const struct serve_options *o, struct serve_policy *p,
         }
     }
     free(text);
+    if (st == TS_OK && o->inventory_path)
+        st = serve__inventory_load(o->inventory_path, &p->inv, &e);
     if (st != TS_OK && e.code)
         ts_diag_add(d, &e);
     return st;

@@ -86,6 +86,9 @@ enum {
     STORE_ST_INS_BLOCK,
     STORE_ST_INS_ARRAYS,
     STORE_ST_SCAN_SAMPLES,
+    STORE_ST_FIRST_DEVICE,
+    STORE_ST_NEXT_DEVICE,
+    STORE_ST_SCAN_DEVICE,
     STORE_ST_INS_LEDGER,
     STORE_ST_LAST_LEDGER,
     STORE_ST_SCAN_LEDGER,
@@ -102,6 +105,7 @@ struct store_ops {
     const char *lock_ledger;  /* run after begin_write before a ledger append, or NULL */
     const char *override_seq; /* what lets an INSERT give the serial key's value */
     const char *device_order; /* ORDER BY device in byte order (a device's keys adjacent) */
+    int seek_devices;         /* scan samples one device at a time (store.c) */
     /* url without changes; *db gets the connection. With create 0 a database
      * that does not exist is TS_NOT_FOUND naming it, and none is made. */
     ts_status (*open)(const char *url, int create, void **db, struct ts_error *err);

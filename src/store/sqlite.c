@@ -151,6 +151,7 @@ const struct store_ops store_sqlite_ops = {
     .lock_ledger = NULL, /* the same lock: one writer at a time per file */
     .override_seq = "",
     .device_order = "device", /* BINARY: byte order */
+    .seek_devices = 1,
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,

@@ -77,6 +77,11 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                              .tail = ")" ON_CONFLICT},
     [STORE_ST_SCAN_SAMPLES] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE ts_ms >= $1 "
                                       "AND ts_ms < $2 ORDER BY DEVICE_ORDER, ts_ms"},
+    [STORE_ST_FIRST_DEVICE] = {.sql = "SELECT device FROM samples ORDER BY DEVICE_ORDER LIMIT 1"},
+    [STORE_ST_NEXT_DEVICE] = {.sql = "SELECT device FROM samples WHERE device > $1 "
+                                     "ORDER BY DEVICE_ORDER LIMIT 1"},
+    [STORE_ST_SCAN_DEVICE] = {.sql = "SELECT " SAMPLE_COLS " FROM samples WHERE device = $1 "
+                                     "AND ts_ms >= $2 AND ts_ms < $3 ORDER BY ts_ms"},
     /* seq given ($1, the head's + 1 under store_ledger_lock), or NULL: the
      * next after the head. Never the database's counter: PostgreSQL's
      * identity skips the values of rolled-back appends, which would leave
@@ -459,6 +464,7 @@ ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts
 struct sample_scan {
     store_sample_fn fn;
     void *ctx;
+    int stopped; /* fn asked to stop, or a row was short */
 };
 
 static int sample_row(void *ctx, const char *const *c, const size_t *lens, int n)
@@ -466,19 +472,74 @@ static int sample_row(void *ctx, const char *const *c, const size_t *lens, int n
     (void)lens;
     struct sample_scan *sc = ctx;
     if (n < STORE_SAMPLE_NCOLS)
-        return 1;
+        return sc->stopped = 1;
     struct store_sample s = {0};
 #define SAMPLE_GET(name, type) GET_##type(s.name, *c++);
     STORE_SAMPLE_COLUMNS(SAMPLE_GET, )
 #undef SAMPLE_GET
-    return sc->fn(sc->ctx, &s);
+    return sc->stopped = sc->fn(sc->ctx, &s);
+}
+
+struct device_row {
+    char *name; /* NULL: no row, or no memory (nomem) */
+    int nomem;
+};
+
+static int device_row(void *ctx, const char *const *c, const size_t *lens, int n)
+{
+    struct device_row *d = ctx;
+    if (n > 0 && c[0] && !(d->name = strndup(c[0], lens[0])))
+        d->nomem = 1;
+    return 1;
+}
+
+/* The device after prev in the primary key's order (the first when prev is
+ * NULL) into *next, NULL after the last. */
+static ts_status next_device(struct store *st, const char *prev, char **next, struct ts_error *err)
+{
+    struct device_row d = {NULL, 0};
+    struct store_param p[1] = {p_str(prev)};
+    ts_status rc = st->ops->run(st->db, prev ? STORE_ST_NEXT_DEVICE : STORE_ST_FIRST_DEVICE, p,
+                                prev ? 1 : 0, device_row, &d, NULL, err);
+    if (rc == TS_OK && d.nomem)
+        rc = ts_err(err, TS_NOMEM, "%s: out of memory", st->ops->name);
+    *next = d.name;
+    return rc;
+}
+
+/* SQLite sorts a range's samples by device in a temporary B-tree, which
+ * for a month of a fleet costs more than integrating them; seeking each
+ * device in the primary key (device, ts_ms) reads them in order. One read
+ * transaction, so the devices are one snapshot as a single SELECT's. */
+static ts_status scan_by_device(struct store *st, int64_t from_ms, int64_t to_ms,
+                                struct sample_scan *sc, struct ts_error *err)
+{
+    char *dev = NULL;
+    ts_status rc = exec(st, "BEGIN", err);
+    if (rc != TS_OK)
+        return rc;
+    rc = next_device(st, NULL, &dev, err);
+    while (rc == TS_OK && dev && !sc->stopped) {
+        struct store_param p[3] = {p_str(dev), p_int(from_ms), p_int(to_ms)};
+        char *next = NULL;
+        rc = st->ops->run(st->db, STORE_ST_SCAN_DEVICE, p, 3, sample_row, sc, NULL, err);
+        if (rc == TS_OK && !sc->stopped)
+            rc = next_device(st, dev, &next, err);
+        free(dev);
+        dev = next;
+    }
+    free(dev);
+    rollback(st); /* read only: nothing to keep */
+    return rc;
 }
 
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err)
 {
     struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
-    struct sample_scan sc = {fn, ctx};
+    struct sample_scan sc = {fn, ctx, 0};
+    if (st->ops->seek_devices)
+        return scan_by_device(st, from_ms, to_ms, &sc, err);
     return st->ops->run(st->db, STORE_ST_SCAN_SAMPLES, p, 2, sample_row, &sc, NULL, err);
 }
 

@@ -413,6 +413,10 @@
  * and cores, so a console left open (or a script) never starves admission;
  * one more is 429 with Retry-After. */
 #define SERVE_API_MAX 4
+/* NodeInventory files of serve --inventory (one per node): 2,048 GPUs at
+ * eight a node; each is a struct inv_node of fixed arrays (425 KiB), so
+ * all of them stay near 100 MiB. */
+#define SERVE_INVENTORY_FILES_MAX 256
 
 /* ---- api: the JSON API under /api/v1/ ------------------------------------ */
 

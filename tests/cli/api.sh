@@ -89,6 +89,11 @@ check "four hostile rows stored" [ "$(grep -c '"tenant"' "$D/usage-hostile.json"
 "$TESSERA" plan -f "$SPEC" -o json > "$D/plan.json"
 "$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-02T00:00:00Z --to 2026-11-03T00:00:00Z \
     -o json > "$D/usage.json"
+# each step of /usage?from=09:30&to=12:00&step=1h, the last one cut at 12:00
+for w in 09:30,10:30 10:30,11:30 11:30,12:00; do
+    "$TESSERA" usage -f "$SPEC" --db "$DB" --from "2026-11-02T${w%,*}:00Z" \
+        --to "2026-11-02T${w#*,}:00Z" -o json > "$D/usage-step-${w%,*}.json"
+done
 for f in json csv html; do
     "$TESSERA" invoice -f "$SPEC" --db "$DB" --tenant client-a --period 2026-11 -o $f \
         > "$D/invoice-a.$f"

@@ -281,6 +281,39 @@ static void test_out_of_order(void **state)
     store_close(st);
 }
 
+static int stop_at_three(void *ctx, const struct store_sample *s)
+{
+    (void)s;
+    return ++*(int *)ctx == 3;
+}
+
+/* Devices with nothing in the range (before, between and after those that
+ * have), the empty name, and a callback that stops in the middle. */
+static void test_devices(void **state)
+{
+    struct store *st = open_or_skip(state);
+    const char *dev[] = {"", "GPU-a", "GPU-b", "GPU-c", "GPU-d"};
+    struct store_sample s[10];
+    for (int i = 0; i < 5; i++) {
+        int in = i != 0 && i != 2 && i != 4; /* GPU-a and GPU-c only */
+        s[2 * i] = sample(dev[i], in ? 150 : 50);
+        s[2 * i + 1] = sample(dev[i], in ? 160 : 250);
+    }
+    put(st, s, 10);
+    struct scan sc = scan_all(st, 100, 200);
+    assert_int_equal(sc.n, 4);
+    assert_true(sc.ordered);
+    assert_string_equal(sc.device, "GPU-a");
+    assert_string_equal(sc.prev_dev, "GPU-c");
+    assert_int_equal(scan_all(st, 0, 300).n, 10);
+    assert_true(scan_all(st, 0, 300).ordered);
+    int calls = 0;
+    struct ts_error err = {0};
+    assert_int_equal(store_scan_samples(st, 0, 300, stop_at_three, &calls, &err), TS_OK);
+    assert_int_equal(calls, 3);
+    store_close(st);
+}
+
 static void test_bounds(void **state)
 {
     struct store *st = open_or_skip(state);
@@ -701,6 +734,7 @@ static void test_upgrade_from_v1(void **state)
         cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \
+        cmocka_unit_test_setup_teardown(test_devices, setup, teardown),            \
         cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),          \
         cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),             \

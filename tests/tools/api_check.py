@@ -293,6 +293,14 @@ def usage():
             check(abs(n - tot[k]) <= len(s["points"]), "%s %s: points %d, total %d" % (
                 s["tenant"], k, n, tot[k]))
     check([s["points"][0]["t"] for s in got["series"][:1]] == ["2026-11-02T00:00:00Z"], "t")
+    steps = js("/api/v1/usage?step=1h&from=2026-11-02T09:30:00Z&to=2026-11-02T12:00:00Z", "op")
+    for i, at in enumerate(["09:30", "10:30", "11:30"]):
+        rows = {tuple(r[k] for k in keys[:3]): [r[k] for k in keys[3:]]
+                for r in load("usage-step-%s.json" % at)["rows"]}
+        pts = {tuple(s[k] for k in keys[:3]): [s["points"][i][k] for k in keys[3:]]
+               for s in steps["series"]}
+        check(pts == {k: rows.get(k, [0, 0, 0]) for k in pts} and set(rows) <= set(pts),
+              "the step at %s differs from tessera usage over it" % at)
     a = js("/api/v1/usage?step=6h&" + DAY, "a")
     check({s["tenant"] for s in a["series"]} == {"client-a"}
           and [t for t in a["totals"]] == [t for t in got["totals"] if t["tenant"] == "client-a"],
