@@ -102,8 +102,12 @@ ts_status meter_usage_scan_steps(struct store *st, int64_t from_ms, int64_t to_m
         u[1 + i].from_ms = from_ms + (int64_t)i * step_ms;
         u[1 + i].to_ms = step_end(&sc, i);
     }
+    for (size_t i = 0; i <= nsteps; i++)
+        u[i].close_by_device = 1; /* as meter_usage_scan reads each window */
     ts_status rc = store_scan_samples(st, plus(from_ms, -sc.reach), plus(to_ms, sc.reach),
                                       add_steps, &sc, err);
+    for (size_t i = 0; rc == TS_OK && sc.st == TS_OK && i <= nsteps; i++)
+        sc.st = meter_usage_finish(&u[i]);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
     for (size_t i = 0; i <= nsteps; i++)
