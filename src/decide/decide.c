@@ -307,8 +307,10 @@ static void decide_timeslice(struct decide__ctx *c, struct wctx *x, const char *
     x->row->gpus = 1;
     x->row->cap_gib = cap_for(x->need);
     set(c, x, DECIDE_TIME_SLICING, model, "R6",
-        ts_arena_printf(c->arena, "%s time-slices: no isolation and no guarantee; %s", why,
-                        x->sizing));
+        ts_arena_printf(c->arena,
+                        "%s time-slices: no isolation and no guarantee (an SM share shapes "
+                        "throughput, not latency: an SLA needs MIG or MPS); %s",
+                        why, x->sizing));
 }
 
 /* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the

@@ -62,21 +62,7 @@ tenant() {
 # write_map NAME: the pid map of NAME's namespace, as the agent writes it:
 # "<pid-namespace inode> <pid in it> <host pid>" for each of its processes.
 write_map() {
-    python3 - "$(pgrep -P "$1" | head -1)" "$TMP/$2.map" <<'PY'
-import os, sys
-ns = os.stat(f"/proc/{sys.argv[1]}/ns/pid").st_ino
-lines = []
-for p in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        if os.stat(f"/proc/{p}/ns/pid").st_ino != ns:
-            continue
-        nspid = [l for l in open(f"/proc/{p}/status") if l.startswith("NSpid:")][0].split()[-1]
-        lines.append(f"{ns} {nspid} {p}\n")
-    except (OSError, IndexError):
-        pass
-open(sys.argv[2] + ".tmp", "w").writelines(lines)
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-PY
+    python3 "$TESSERA_SRC/tests/tools/write_pidmap.py" "$(pgrep -P "$1" | head -1)" "$TMP/$2.map"
 }
 
 busy() { cat "$TMP/$1".out.* | sed -n 's/.*busy_ns=\([0-9]*\).*/\1/p' | paste -sd+ | bc; }
