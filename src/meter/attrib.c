@@ -185,14 +185,17 @@ static int64_t whole_share(const struct meter_ctx *ctx, const struct meter_seen 
     return p ? mig_share(ctx->model, m, p) : -1; /* -1: unknown profile */
 }
 
-static void charge(struct meter_verdict *v, const char *tenant, const char *suffix, int64_t share)
+/* Add a charge; NULL (nothing added) when the verdict is full. */
+static struct meter_charge *charge(struct meter_verdict *v, const char *tenant, const char *suffix,
+                                   int64_t share)
 {
     if (v->ncharges == METER_CHARGES_MAX)
-        return;
+        return NULL;
     struct meter_charge *c = &v->charges[v->ncharges++];
     set(c->tenant, tenant);
     set(c->suffix, suffix);
     c->share_ppm = share;
+    return c;
 }
 
 /* A shared card with no pod label: every plan client is charged its share. */
@@ -205,8 +208,9 @@ static void charge_clients(struct meter_verdict *v, const struct plan_gpu *g)
         char suffix[METER_NAME_MAX];
         snprintf(suffix, sizeof(suffix), "#%s/%s/%d", in->row->tenant->name,
                  in->row->workload->name, in->replica);
-        charge(v, in->row->tenant->name, suffix, client_share(g, in));
-        set(v->charges[v->ncharges - 1].workload, in->row->workload->name);
+        struct meter_charge *c = charge(v, in->row->tenant->name, suffix, client_share(g, in));
+        if (c)
+            set(c->workload, in->row->workload->name);
     }
 }
 
@@ -324,11 +328,12 @@ static const struct plan_gpu *holder(const struct meter_ctx *ctx, const struct m
 
 int meter_pod_foreign(const struct meter_ctx *ctx, const struct meter_seen *d, int64_t ts_ms)
 {
+    if (!has(d->ns) || !guest_card(plan_card(ctx, d), d))
+        return 0; /* most pods: no ledger lookup */
     struct meter_verdict v;
     const char *held;
-    const struct plan_gpu *g = holder(ctx, d, ts_ms, &v, &held);
-    return has(d->ns) && guest_card(g, d) && v.planned[0] &&
-           strcmp(owner_of(ctx->model, d->ns), v.planned) != 0;
+    holder(ctx, d, ts_ms, &v, &held);
+    return v.planned[0] && strcmp(owner_of(ctx->model, d->ns), v.planned) != 0;
 }
 
 /* The one workload of tenant t that runs in namespace ns, else NULL. */

@@ -12,6 +12,8 @@
 #    of the consumers' amounts, so the invoices of all tenants add up to the
 #    fleet's cost (each usage row priced) to the cent, with or without split;
 #  - PostgreSQL's invoices equal SQLite's;
+#  - a time-sliced card: a guest's and an intruder's pods 1/N each, the owner
+#    the rest, the intruder a custody violation;
 #  - a v2 database (before the workload column) is upgraded in place to v3
 #    on both backends, its old samples kept (workload '', not split).
 . "$(dirname "$0")/../lib.sh"
@@ -113,6 +115,35 @@ verify "$TMP/sqlite-none" none 1,1,1,1
 expect_rc 0 "$TESSERA" invoice -f "$TMP/weight.yaml" --db "$DB" --tenant provider --period 2026-11
 expect_in "$TMP/out" "passed on: provider/embedding"
 grep -qE " -[0-9]+\.[0-9]{6} .* -[0-9]+\.[0-9]{2}  passed on" "$TMP/out" && ok || bad "no negative line"
+
+# a time-sliced card (the provider's fine-tune card, platform-dev its guest):
+# the guest's pod and an intruder's (client-a) each charged 1/2 (2 plan
+# clients), the owner the rest (0), the intruder a custody violation
+python3 - "$DAY" >"$TMP/slice.prom" <<'PY'
+import sys
+line = next(l for l in open(sys.argv[1]) if 'namespace="platform-dev"' in l and "ACTIVE" in l)
+labels, rest = line.split("} ", 1)
+t0 = int(rest.split()[1])
+card = labels.replace(',container="main",namespace="platform-dev",pod="notebooks-0"', "")
+intruder = labels.replace('namespace="platform-dev",pod="notebooks-0"',
+                          'namespace="client-a-prod",pod="x-0"')
+for i in range(3):
+    for l in (card, labels, intruder):
+        print(f"{l}}} 0.5 {t0 + 15000 * i}")
+PY
+SDB=sqlite:$TMP/slice.db
+expect_rc 0 "$TESSERA" ledger record --db "$SDB" --inventory "$INV" -f examples/four-h100.yaml \
+    --at 2026-11-01T00:00:00Z
+expect_rc 0 "$TESSERA" meter import -f examples/four-h100.yaml --db "$SDB" \
+    --at 2026-11-02T00:00:00Z "$TMP/slice.prom"
+expect_in "$TMP/out" "9 device scrapes, 9 new samples, 0 lines rejected, 1 custody violations"
+expect_in "$TMP/err" "pod client-a-prod/x-0 of tenant 'client-a' on a device planned for 'provider'"
+"$TESSERA" usage -f examples/four-h100.yaml --db "$SDB" -o json >"$TMP/slice.json"
+python3 -c 'import json, sys
+r = {x["tenant"]: x["allocationMicroGpuHours"] for x in json.load(open(sys.argv[1]))["rows"]}
+half = (30000 * 500000 + 1800000) // 3600000  # 30 s x 1/2
+assert r == {"client-a": half, "platform-dev": half, "provider": 0}, r' "$TMP/slice.json" &&
+    ok || bad "time-sliced card: $(cat "$TMP/slice.json")"
 
 # v2 -> v3 in place: a v2 SQLite file (samples without workload) is upgraded
 V2_DDL="CREATE TABLE schema_version (version BIGINT NOT NULL PRIMARY KEY);
