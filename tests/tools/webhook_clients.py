@@ -160,11 +160,11 @@ async def keepalive(port, ctx, addr, body, stop, end, st, ready):
     w.close()
 
 
-async def many(port, ca, n, stop, body, addrs):
-    ctx = context(ca)
-    st = {"connected": 0, "answered": 0, "failed": 0}
+async def crowd(n, addrs, one):
+    """Run one(addr, ready) for n clients spread over addrs, started 50 at a
+    time (a steady stream of handshakes, not one burst); prints "ready" once
+    every client has called ready()."""
     left = [n]
-    end = time.time() + 120
 
     def ready():
         left[0] -= 1
@@ -173,11 +173,18 @@ async def many(port, ca, n, stop, body, addrs):
 
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(
-            keepalive(port, ctx, addrs[i % len(addrs)], body, stop, end, st, ready)))
+        tasks.append(asyncio.create_task(one(addrs[i % len(addrs)], ready)))
         if i % 50 == 49:
-            await asyncio.sleep(0.25)  # a steady stream of handshakes, not one burst
+            await asyncio.sleep(0.25)
     await asyncio.gather(*tasks)
+
+
+async def many(port, ca, n, stop, body, addrs):
+    ctx = context(ca)
+    st = {"connected": 0, "answered": 0, "failed": 0}
+    end = time.time() + 120
+    await crowd(n, addrs, lambda addr, ready:
+                keepalive(port, ctx, addr, body, stop, end, st, ready))
     print("connected", st["connected"], "answered", st["answered"], "failed", st["failed"],
           flush=True)
 
@@ -212,21 +219,8 @@ async def fat_one(port, ctx, addr, kb, stop, end, st, ready):
 async def fat(port, ca, n, stop, kb, addrs):
     ctx = context(ca)
     st = {"held": 0, "cut": 0, "failed": 0}
-    left = [n]
     end = time.time() + 120
-
-    def ready():
-        left[0] -= 1
-        if left[0] == 0:
-            print("ready", flush=True)
-
-    tasks = []
-    for i in range(n):
-        tasks.append(asyncio.create_task(
-            fat_one(port, ctx, addrs[i % len(addrs)], kb, stop, end, st, ready)))
-        if i % 50 == 49:
-            await asyncio.sleep(0.25)
-    await asyncio.gather(*tasks)
+    await crowd(n, addrs, lambda addr, ready: fat_one(port, ctx, addr, kb, stop, end, st, ready))
     print("held", st["held"], "cut", st["cut"], "failed", st["failed"], flush=True)
 
 
