@@ -381,9 +381,14 @@
 /* Bytes of the cached relabelled expositions: four stored expositions at
  * their cap (STORE_EXPOSITION_MAX). */
 #define SERVE_RELABEL_MAX ((size_t)64 << 20)
-/* Bytes libmicrohttpd may use per connection for the request line and
- * headers: the API server's requests carry a few hundred bytes of them. */
-#define SERVE_HEADER_MAX (64 * 1024)
+/* Bytes libmicrohttpd may use per connection (its memory pool: the request
+ * line and headers, the read buffer bodies pass through, the response
+ * headers): the API server's requests carry a few hundred bytes of headers.
+ * It is what each connection can make the server hold beyond TLS's own
+ * buffers, so with --max-connections it bounds the connections' memory:
+ * 2,000 slow-header clients held 106 MB at 64 KiB; 16 KiB holds them to a
+ * quarter of that. Larger headers are answered 431. */
+#define SERVE_HEADER_MAX (16 * 1024)
 /* A TLS handshake's deadline: this many request deadlines (--request-timeout),
  * at least SERVE_HANDSHAKE_MIN_S seconds. The request deadline starts when
  * the handshake ends, so handshakes slowed by load do not eat it; a client

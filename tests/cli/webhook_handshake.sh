@@ -8,7 +8,8 @@
 #   - a request that takes 5 s after the handshake is still cut;
 #   - a client that never finishes its handshake, sending a byte a second,
 #     is cut at about 10 s, not held for ever (the idle timeout is 60 s here,
-#     so that only the deadline cuts it).
+#     so that only the deadline cuts it);
+#   - a connection's memory: 12 KiB of headers are served, 20 KiB get 431.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PORT=$(free_port)
@@ -33,4 +34,15 @@ check "never-ending handshake cut between 9 and 14 s (got: $cut s)" \
     awk -v t="$cut" 'BEGIN { exit !(t + 0 >= 9 && t + 0 <= 14 && t !~ /\+/) }'
 cuts=$(curl -s --cacert "$CA" https://127.0.0.1:$PORT/metrics | awk '/^tessera_connections_deadline_total/ { print $2 }')
 check "the cut is counted (tessera_connections_deadline_total ${cuts:-missing})" [ "${cuts:-0}" -ge 1 ]
+# the memory a connection may make the server hold (SERVE_HEADER_MAX, 16 KiB):
+# 12 KiB of headers are served, 20 KiB answered 431
+hdr() { # KIB: the status of /healthz with KIB KiB of headers
+    local args=() i
+    for i in $(seq "$1"); do args+=(-H "X-Pad-$i: $(printf '%01000d' 0)"); done
+    curl -s -o /dev/null -w '%{http_code}' --cacert "$CA" "${args[@]}" https://127.0.0.1:$PORT/healthz
+}
+got=$(hdr 12)
+check "12 KiB of headers: answered (got $got)" [ "$got" = 200 ]
+got=$(hdr 20)
+check "20 KiB of headers: 431 (got $got)" [ "$got" = 431 ]
 finish

@@ -12,6 +12,12 @@
                                    POSTing BODY about every 2 s until STOPFILE exists (at
                                    most 120 s); prints "ready" once all N are connected,
                                    then "connected N answered N failed N"
+    fat PORT CA N STOPFILE HEADERKB ADDR...
+                                   N connections that each send a request line and
+                                   HEADERKB KiB of headers, then a header line every 2 s
+                                   until STOPFILE exists (at most 120 s): what slow-header
+                                   clients make the server hold; prints "ready" once all
+                                   N have sent their headers, then "held N cut N failed N"
 Loopback only; every socket has a timeout.
 """
 import asyncio
@@ -154,11 +160,11 @@ async def keepalive(port, ctx, addr, body, stop, end, st, ready):
     w.close()
 
 
-async def many(port, ca, n, stop, body, addrs):
-    ctx = context(ca)
-    st = {"connected": 0, "answered": 0, "failed": 0}
+async def crowd(n, addrs, one):
+    """Run one(addr, ready) for n clients spread over addrs, started 50 at a
+    time (a steady stream of handshakes, not one burst); prints "ready" once
+    every client has called ready()."""
     left = [n]
-    end = time.time() + 120
 
     def ready():
         left[0] -= 1
@@ -167,13 +173,55 @@ async def many(port, ca, n, stop, body, addrs):
 
     tasks = []
     for i in range(n):
-        tasks.append(asyncio.create_task(
-            keepalive(port, ctx, addrs[i % len(addrs)], body, stop, end, st, ready)))
+        tasks.append(asyncio.create_task(one(addrs[i % len(addrs)], ready)))
         if i % 50 == 49:
-            await asyncio.sleep(0.25)  # a steady stream of handshakes, not one burst
+            await asyncio.sleep(0.25)
     await asyncio.gather(*tasks)
+
+
+async def many(port, ca, n, stop, body, addrs):
+    ctx = context(ca)
+    st = {"connected": 0, "answered": 0, "failed": 0}
+    end = time.time() + 120
+    await crowd(n, addrs, lambda addr, ready:
+                keepalive(port, ctx, addr, body, stop, end, st, ready))
     print("connected", st["connected"], "answered", st["answered"], "failed", st["failed"],
           flush=True)
+
+
+async def fat_one(port, ctx, addr, kb, stop, end, st, ready):
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection(
+            "127.0.0.1", port, ssl=ctx, local_addr=(addr, 0)), 20)
+        w.write(b"POST /validate HTTP/1.1\r\nHost: x\r\n" +
+                b"".join(b"X-Fat-%d: %s\r\n" % (i, b"a" * 1000) for i in range(kb)))
+        await asyncio.wait_for(w.drain(), 20)
+    except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        st["failed"] += 1
+        ready()
+        return
+    st["held"] += 1
+    ready()
+    try:
+        i = 0
+        while running(stop, end):
+            await asyncio.sleep(2)
+            w.write(b"X-Slow-%d: 1\r\n" % i)
+            i += 1
+            await asyncio.wait_for(w.drain(), 10)
+            if r.at_eof():
+                raise OSError("closed")
+    except (OSError, ssl.SSLError, asyncio.TimeoutError):
+        st["cut"] += 1
+    w.close()
+
+
+async def fat(port, ca, n, stop, kb, addrs):
+    ctx = context(ca)
+    st = {"held": 0, "cut": 0, "failed": 0}
+    end = time.time() + 120
+    await crowd(n, addrs, lambda addr, ready: fat_one(port, ctx, addr, kb, stop, end, st, ready))
+    print("held", st["held"], "cut", st["cut"], "failed", st["failed"], flush=True)
 
 
 def main(argv):
@@ -185,8 +233,10 @@ def main(argv):
     elif cmd == "many":
         body = open(argv[6], "rb").read()
         asyncio.run(many(port, ca, int(argv[4]), argv[5], body, argv[7:]))
+    elif cmd == "fat":
+        asyncio.run(fat(port, ca, int(argv[4]), argv[5], int(argv[6]), argv[7:]))
     else:
-        sys.exit("usage: webhook_clients.py slow|bodies|many ...")
+        sys.exit("usage: webhook_clients.py slow|bodies|many|fat ...")
 
 
 if __name__ == "__main__":
