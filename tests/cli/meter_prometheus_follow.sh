@@ -18,22 +18,7 @@ trap 'kill $SERVER $PROM $FOLLOW 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' E
 trap 'exit 1' INT TERM
 need_prometheus
 
-cat > "$TMP/spec.yaml" <<'YAML'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [model-playground-stg]
-  workloads:
-  - {name: embed, kind: inference, memoryHighWaterGiB: 7.5, trust: untrusted}
-YAML
+cp tests/fixtures/meter/lab-isolated.yaml "$TMP/spec.yaml"
 
 T0=$(( $(date +%s) - 60 ))
 for k in 0 1 2 3; do

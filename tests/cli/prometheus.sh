@@ -23,21 +23,8 @@ need_prometheus
 PORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 
-cat > "$TMP/spec.yaml" <<'YAML'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: gsrh100-074, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [model-playground-stg]
-  workloads:
-  - {name: embed, kind: inference, memoryHighWaterGiB: 7.5, trust: untrusted}
+cp tests/fixtures/meter/lab-isolated.yaml "$TMP/spec.yaml"
+cat >> "$TMP/spec.yaml" <<'YAML'
 ---
 apiVersion: tessera.dev/v1alpha1
 kind: Tenant
