@@ -50,6 +50,21 @@ use_standin_cuda() {
     export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
 }
 
+# use_standin_nvml: NVML is the build's stand-in (tests/standin/nvml), its card
+# state $TMP/node.state (a copy of the H100 node of tests/fixtures/agent,
+# h100-mixed.state, which reset_standin_nvml restores), its call log
+# $TMP/calls.log.
+use_standin_nvml() {
+    export TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1"
+    export TESSERA_STANDIN_NVML="$TMP/node.state"
+    export TESSERA_STANDIN_NVML_LOG="$TMP/calls.log"
+    reset_standin_nvml
+}
+reset_standin_nvml() {
+    cp "$(dirname "${BASH_SOURCE[0]}")/fixtures/agent/h100-mixed.state" "$TMP/node.state"
+    : >"$TMP/calls.log"
+}
+
 # free_port: a loopback port nobody listens on, below the kernel's ephemeral
 # range, so that an outgoing connection of a test running beside this one
 # cannot take it between now and the listen.

@@ -18,12 +18,9 @@ source "$TESSERA_SRC/tests/lib.sh"
 fx="$TESSERA_SRC/tests/fixtures"
 smi="$fx/nvidia-smi"
 spec="$fx/agent/spec.yaml"
-export TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1"
-export TESSERA_STANDIN_NVML="$TMP/node.state"
-export TESSERA_STANDIN_NVML_LOG="$TMP/calls.log"
-cp "$fx/agent/h100-mixed.state" "$TMP/node.state"
+use_standin_nvml
 A() { "$TESSERA" agent "$@"; }
-reset() { cp "$fx/agent/h100-mixed.state" "$TMP/node.state"; : >"$TMP/calls.log"; }
+reset() { reset_standin_nvml; }
 
 # inventory, text and JSON
 expect_rc 0 A inventory --node gpu-node-1

@@ -11,11 +11,9 @@
 source "$TESSERA_SRC/tests/lib.sh"
 
 fx="$TESSERA_SRC/tests/fixtures"
-export TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1"
-export TESSERA_STANDIN_NVML="$TMP/node.state"
-export TESSERA_STANDIN_NVML_LOG="$TMP/calls.log"
+use_standin_nvml
 A() { "$TESSERA" agent "$@"; }
-reset() { cp "$fx/agent/h100-mixed.state" "$TMP/node.state"; : >"$TMP/calls.log"; }
+reset() { reset_standin_nvml; }
 # geometry FILE GPU: "profile@start:size+computeInstances ..." of a NodeInventory
 geometry() {
     python3 - "$1" "$2" <<'PY'

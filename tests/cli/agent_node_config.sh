@@ -15,10 +15,7 @@ source "$TESSERA_SRC/tests/lib.sh"
 
 fx="$TESSERA_SRC/tests/fixtures"
 spec="$fx/agent/spec.yaml"
-export TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1"
-export TESSERA_STANDIN_NVML="$TMP/node.state"
-export TESSERA_STANDIN_NVML_LOG="$TMP/calls.log"
-cp "$fx/agent/h100-mixed.state" "$TMP/node.state"
+use_standin_nvml
 A() { "$TESSERA" agent "$@"; }
 
 "$TESSERA" plan -f "$spec" -o json >"$TMP/plan.json"

@@ -17,11 +17,7 @@ source "$TESSERA_SRC/tests/lib.sh"
 
 fx="$TESSERA_SRC/tests/fixtures"
 spec="$fx/agent/spec.yaml"
-export TESSERA_NVML_LIBRARY="$(dirname "$TESSERA")/standin/libnvidia-ml.so.1"
-export TESSERA_STANDIN_NVML="$TMP/node.state"
-export TESSERA_STANDIN_NVML_LOG="$TMP/calls.log"
-cp "$fx/agent/h100-mixed.state" "$TMP/node.state"
-: >"$TMP/calls.log"
+use_standin_nvml
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 WPID=
