@@ -214,8 +214,15 @@ static ts_status follow_start(struct prom_args *a, struct cli_meter *m, int64_t 
     int64_t step = a->o.step_ms, last = 0;
     int found = 0;
     ts_status st = a->have_from ? TS_OK : store_last_sample(m->st, &last, &found, e);
-    int64_t t = now_ms() - a->delay_ms;
-    *next = a->have_from ? a->o.from_ms : found ? last + step : t - (t % step + step) % step;
+    int64_t t = now_ms() - a->delay_ms, aligned = t - (t % step + step) % step;
+    *next = a->have_from ? a->o.from_ms : found ? last + step : aligned;
+    if (!a->have_from && found && last > t) { /* a sample from the future: never wait for it */
+        char at[40];
+        ts_time_format(last, at);
+        const struct ts_log_kv kv[] = {{"newest_sample", at}};
+        ts_log(0, "warn", "store-newest-sample-ahead-of-now", kv, 1);
+        *next = aligned;
+    }
     return st;
 }
 

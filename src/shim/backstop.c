@@ -3,7 +3,7 @@
  * shim compares what the driver says the container's processes hold (NVML's
  * per-process usedGpuMemory, nvmlDeviceGetComputeRunningProcesses_v3 on
  * every device, for the region's pids) with what the shim charged them. When
- * the driver shows more than the charge plus backstopTolerance, something
+ * the driver shows more than the charge plus backstopTolerance per process, something
  * got past the hooks (an entry point the shim does not know, the driver's
  * own memory beyond an estimate): `report` says so on stderr (once when it
  * starts, once when it ends), `refuse` also refuses every allocation until
@@ -108,7 +108,8 @@ static void check(void)
     if (got < 0)
         return;
     uint64_t held = (uint64_t)got, charged = shim__used();
-    uint64_t tol = bs.c->backstop_tolerance;
+    /* each process's context is charged an estimate: the tolerance is per process */
+    uint64_t tol = bs.c->backstop_tolerance * (uint64_t)(n > 1 ? n : 1);
     int over = held > charged && held - charged > tol;
     int refuse = bs.c->backstop == SHIM_BACKSTOP_REFUSE;
     if (over && !atomic_exchange(&bs.over, 1))

@@ -114,6 +114,8 @@ static void collect(struct want *w)
         if (pid <= 0)
             continue;
         uint64_t ns = atomic_load(&r->slots[i].ns);
+        if (ns == 0) /* being claimed: the pid is published before its namespace */
+            continue;
         w->pid[w->n] = pid;
         w->ns[w->n] = ns;
         w->host[w->n] = ns == INIT_PID_NS ? pid : 0;

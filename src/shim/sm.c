@@ -36,9 +36,10 @@
 #define DEBT_NS 1000000000ll    /* ... and owes at most 1 s */
 #define SLEEP_MIN_NS 50000ull
 #define SLEEP_MAX_NS 5000000ull
-#define NVML_SAMPLES 256              /* process samples read a tick */
-#define NVML_PERIOD_MAX_US 1000000ull /* NVML samples at most 1 s apart */
-#define NVML_ERROR_NOT_FOUND 6        /* nvml.h: no sample since lastSeen */
+#define NVML_SAMPLES 256               /* process samples read a tick */
+#define NVML_PERIOD_MAX_US 1000000ull  /* NVML samples at most 1 s apart */
+#define NVML_ERROR_NOT_FOUND 6         /* nvml.h: no sample since lastSeen */
+#define NVML_ERROR_INSUFFICIENT_SIZE 7 /* nvml.h: more samples than the buffer holds */
 
 /* NVML's ABI, the part used here (nvml.h). */
 typedef struct nvmlDevice_st *nvml_device;
@@ -114,6 +115,14 @@ static enum sample sample_standin(struct shim_sm_state *st, uint64_t *own, uint6
     return SAMPLE_OK;
 }
 
+/* NVML's sample clock: CPU time in microseconds since the epoch. */
+static uint64_t realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 static int is_ours(unsigned pid, const pid_t *pids, int n)
 {
     for (int i = 0; i < n; i++)
@@ -137,16 +146,24 @@ static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *
     nvml_process_sample s[NVML_SAMPLES];
     unsigned int count = NVML_SAMPLES;
     uint64_t seen = atomic_load(&st->seen_us);
+    if (!seen) /* 0 would ask for NVML's whole buffer: start one tick back */
+        seen = realtime_us() - dt / 1000;
     int rc = sm.process_util(sm.dev, s, &count, seen);
     if (rc == NVML_ERROR_NOT_FOUND)
         return SAMPLE_NONE;
-    if (rc != 0 || count > NVML_SAMPLES)
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE || (rc == 0 && count > NVML_SAMPLES)) {
+        /* a backlog beyond the buffer: this tick is unknown, the next starts
+         * one tick back instead of asking for the same backlog forever */
+        atomic_store(&st->seen_us, realtime_us() - dt / 1000);
+        return SAMPLE_UNKNOWN;
+    }
+    if (rc != 0)
         return SAMPLE_UNKNOWN;
     uint64_t newest = seen, busy_us = 0;
     for (unsigned i = 0; i < count; i++) {
         if (s[i].timeStamp <= seen || !is_ours(s[i].pid, pids, n))
             continue;
-        uint64_t from = seen ? seen : s[i].timeStamp - dt / 1000;
+        uint64_t from = seen;
         for (unsigned j = 0; j < count; j++) /* this process's previous sample */
             if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
                 from = s[j].timeStamp;

@@ -103,4 +103,16 @@ follow_until "$TMP/two.log" "msg=window"
 check "resumed: exit $(cat "$TMP/two.log.rc")" test "$(cat "$TMP/two.log.rc")" = 0
 first=$(sed -n 's/.*msg=window from=\([^ ]*\).*/\1/p' "$TMP/two.log" | head -1)
 check "resumed at $first, want $want (the step after $last)" test "$first" = "$want"
+
+# a stored sample from the future (2100): follow warns and reads now, never waits for it
+sqlite3 "$TMP/prom.db" "INSERT INTO samples (node, device, ts_ms, model, profile, tenant, ns,
+    pod, share_ppm, util_ppm, workload) SELECT node, device, 4102444800000, model, profile,
+    tenant, ns, pod, share_ppm, util_ppm, workload FROM samples LIMIT 1" ||
+    bad "could not store a sample from 2100"
+"${F[@]}" --follow >"$TMP/three.out" 2>"$TMP/three.log" &
+FOLLOW=$!
+follow_until "$TMP/three.log" "msg=window"
+expect_in "$TMP/three.log" "msg=store-newest-sample-ahead-of-now newest_sample=2100-01-01T00:00:00Z"
+check "after a future sample: no window read: $(tail -2 "$TMP/three.log")" \
+    grep -q "msg=window from=$(date -u +%Y-%m-%d)" "$TMP/three.log"
 finish
