@@ -3,6 +3,7 @@
  */
 #include "helpers.h"
 #include "admit/admit.h"
+#include "util/file.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -297,4 +298,11 @@ struct admit_policy *th_admit_policy(const char *rel, const char *shim)
     assert_int_equal(admit_policy_build(j.plan, &opt, &pol, &err), TS_OK);
     th_free(&j); /* the policy owns copies: the plan may go */
     return pol;
+}
+
+char *th_read(const char *path, size_t *len)
+{
+    char *text = NULL;
+    struct ts_error err = {0};
+    return ts_file_read(path, (size_t)64 << 20, &text, len, &err) == TS_OK ? text : NULL;
 }

@@ -55,6 +55,10 @@ const char *th_first_error(const struct th_job *j);
 /* The decision of tenant/workload, or NULL. */
 const struct decide_row *th_row(const struct th_job *j, const char *tenant, const char *workload);
 
+/* The whole file at path, NUL-terminated, its length in *len; NULL when it
+ * cannot be read (or passes 64 MiB). */
+char *th_read(const char *path, size_t *len);
+
 /* A fresh folder /tmp/tessera-NAME-XXXXXX into dir (0, or -1 on failure),
  * and removing it with everything in it (for cmocka group setup/teardown). */
 int th_tmpdir_make(char *dir, size_t size, const char *name);

@@ -65,6 +65,32 @@ reset_standin_nvml() {
     : >"$TMP/calls.log"
 }
 
+# inventory_geometry FILE GPU: GPU's instances in a NodeInventory (agent inventory
+# -o json), as "profile@start:size+computeInstances ..."
+inventory_geometry() {
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = [g for g in d["gpus"] if g["index"] == int(sys.argv[2])][0]
+print(" ".join("%s@%d:%d+%d" % (x["profile"], x["placement"]["start"], x["placement"]["size"],
+                                len(x["computeInstances"])) for x in g["gpuInstances"]))
+PY
+}
+
+# pages_scraped PORT N: wait (40 s at most) until tests/tools/page_server.py on
+# PORT has served N pages; fails the test and exits otherwise.
+pages_scraped() {
+    local deadline=$((SECONDS + 40))
+    until [ "$(cat "$TMP/$1.count" 2>/dev/null)" -ge "$2" ] 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then
+            bad "Prometheus did not scrape the $2 pages in 40 s"; tail -5 "$TMP/prometheus.log"
+            finish; exit
+        fi
+        sleep 0.5
+    done
+    ok
+}
+
 # free_port: a loopback port nobody listens on, below the kernel's ephemeral
 # range, so that an outgoing connection of a test running beside this one
 # cannot take it between now and the listen.

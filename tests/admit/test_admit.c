@@ -40,28 +40,6 @@ struct table {
     size_t n;
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger)
-                free(buf);
-            buf = bigger;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 static int cmp_fixture(const void *a, const void *b)
 {
     return strcmp(((const struct fixture *)a)->name, ((const struct fixture *)b)->name);
@@ -99,7 +77,7 @@ static struct table load_table(const char *rel)
         snprintf(f->name, sizeof(f->name), "%s", de->d_name);
         char path[1400];
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        f->body = slurp(path, &f->len);
+        f->body = th_read(path, &f->len);
         assert_non_null(f->body);
         load_expect(dir, f);
     }

@@ -18,21 +18,6 @@
 
 #define SHIM "/usr/lib/tessera/libtessera-cuda.so"
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    assert_int_equal(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 struct tally {
     size_t n, fast, ok200, fast200;
 };
@@ -76,7 +61,8 @@ static void each_file(const char *rel, const char *suffix, const struct admit_po
         char path[1400];
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
         size_t len;
-        char *body = slurp(path, &len);
+        char *body = th_read(path, &len);
+        assert_non_null(body);
         same_verdict(pol, path, body, len, t);
         free(body);
     }

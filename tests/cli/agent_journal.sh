@@ -14,17 +14,7 @@ fx="$TESSERA_SRC/tests/fixtures"
 use_standin_nvml
 A() { "$TESSERA" agent "$@"; }
 reset() { reset_standin_nvml; }
-# geometry FILE GPU: "profile@start:size+computeInstances ..." of a NodeInventory
-geometry() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-g = [g for g in d["gpus"] if g["index"] == int(sys.argv[2])][0]
-print(" ".join("%s@%d:%d+%d" % (x["profile"], x["placement"]["start"], x["placement"]["size"],
-                                len(x["computeInstances"])) for x in g["gpuInstances"]))
-PY
-}
-gpu0() { A inventory --node gpu-node-1 -o json >"$TMP/inv.json" && geometry "$TMP/inv.json" 0; }
+gpu0() { A inventory --node gpu-node-1 -o json >"$TMP/inv.json" && inventory_geometry "$TMP/inv.json" 0; }
 HALF="3g.40gb@0:4+1 1g.20gb@4:2+0 1g.10gb@6:1+1"
 WANT="3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1"
 "$TESSERA" plan -f "$fx/agent/spec.yaml" -o json >"$TMP/plan.json"

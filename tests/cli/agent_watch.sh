@@ -82,16 +82,6 @@ stop() {
     WPID=
     return $rc
 }
-# geometry of GPU i in a NodeInventory: "profile@start:size+CIs ..."
-geometry() {
-    python3 - "$1" "$2" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-g = [g for g in d["gpus"] if g["index"] == int(sys.argv[2])][0]
-print(" ".join("%s@%d:%d+%d" % (x["profile"], x["placement"]["start"], x["placement"]["size"],
-                                len(x["computeInstances"])) for x in g["gpuInstances"]))
-PY
-}
 GPU1="4g.40gb@0:4+1 1g.10gb@4:1+1 1g.10gb@5:1+1"
 
 # 1. no config yet: alive, not ready; then the cards' own geometry: nothing changes
@@ -128,9 +118,9 @@ check "calls differ: $(cat "$TMP/calls.log")" cmp -s "$TMP/calls.log" "$TMP/call
 wait_for "inventory shows the new geometry" \
     sh -c "[ \"\$(python3 -c 'import json; d=json.load(open(\"$TMP/inv.json\")); \
 print(len(d[\"gpus\"][0][\"gpuInstances\"]))')\" = 3 ] && grep -q 1g.20gb '$TMP/inv.json'"
-[ "$(geometry "$TMP/inv.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1" ] && ok ||
-    bad "GPU 0 is $(geometry "$TMP/inv.json" 0)"
-[ "$(geometry "$TMP/inv.json" 1)" = "$GPU1" ] && ok || bad "GPU 1 is $(geometry "$TMP/inv.json" 1)"
+[ "$(inventory_geometry "$TMP/inv.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1" ] && ok ||
+    bad "GPU 0 is $(inventory_geometry "$TMP/inv.json" 0)"
+[ "$(inventory_geometry "$TMP/inv.json" 1)" = "$GPU1" ] && ok || bad "GPU 1 is $(inventory_geometry "$TMP/inv.json" 1)"
 check "plan changes not 2" metric_is tessera_agent_plan_changes_total 2
 expect_in "$TMP/watch.log" "msg=reconcile node=gpu-node-1 result=ok kept=1 changed=1 busy=0"
 expect_in "$TMP/watch.log" "custody_events=2"
@@ -204,8 +194,8 @@ check "the crash was not a SIGKILL" test $? -eq 137
 WPID=
 check "no journal left by the crash" test -s "$TMP/journal.json"
 "$TESSERA" agent inventory --node gpu-node-1 -o json >"$TMP/crashed.json"
-[ "$(geometry "$TMP/crashed.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+0 1g.10gb@6:1+1" ] && ok ||
-    bad "after the crash GPU 0 is $(geometry "$TMP/crashed.json" 0)"
+[ "$(inventory_geometry "$TMP/crashed.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+0 1g.10gb@6:1+1" ] && ok ||
+    bad "after the crash GPU 0 is $(inventory_geometry "$TMP/crashed.json" 0)"
 start --interval-ms 50
 wait_for "reconcile after the restart" metric_is "$OK" 1
 expect_in "$TMP/watch.log" "GPU 0: destroyed half-made 1g.20gb at 4:2 (no compute instance)"
@@ -213,10 +203,10 @@ check "recovery not counted" metric_is tessera_agent_recoveries_total 1
 check "journal left after recovery" test ! -e "$TMP/journal.json"
 stop
 "$TESSERA" agent inventory --node gpu-node-1 -o json >"$TMP/after.json"
-[ "$(geometry "$TMP/after.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1" ] && ok ||
-    bad "after recovery GPU 0 is $(geometry "$TMP/after.json" 0)"
-[ "$(geometry "$TMP/after.json" 1)" = "$GPU1" ] && ok ||
-    bad "GPU 1 is $(geometry "$TMP/after.json" 1)"
+[ "$(inventory_geometry "$TMP/after.json" 0)" = "3g.40gb@0:4+1 1g.20gb@4:2+1 1g.10gb@6:1+1" ] && ok ||
+    bad "after recovery GPU 0 is $(inventory_geometry "$TMP/after.json" 0)"
+[ "$(inventory_geometry "$TMP/after.json" 1)" = "$GPU1" ] && ok ||
+    bad "GPU 1 is $(inventory_geometry "$TMP/after.json" 1)"
 grep -q 'gpu=1' "$TMP/calls.log" && bad "GPU 1 got a mutating call" || ok
 
 # 7. JSON logs: every line an object with ts, level, msg

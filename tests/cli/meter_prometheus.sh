@@ -57,15 +57,7 @@ SERVER=$!
 prometheus_start "- {job_name: dcgm, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
 PURL=$PROM_URL
 # the four pages and one empty page after them were scraped (so the fourth is stored)
-deadline=$((SECONDS + 40))
-until [ "$(cat "$TMP/$PORT.count" 2>/dev/null)" -ge 5 ] 2>/dev/null; do
-    if [ $SECONDS -ge $deadline ]; then
-        bad "Prometheus did not scrape the five pages in 40 s"; tail -5 "$TMP/prometheus.log"
-        finish; exit
-    fi
-    sleep 0.5
-done
-ok
+pages_scraped $PORT 5
 
 PROMQ=("$TESSERA" meter prometheus -f "$TMP/spec.yaml" --url $PURL --interval 1s)
 expect_rc 0 "${PROMQ[@]}" --db sqlite:$TMP/prom.db --from $T0 --to $((T0 + 3))

@@ -63,15 +63,7 @@ PORT=$(free_port)
 tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
 SERVER=$!
 prometheus_start "- {job_name: dcgm, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
-deadline=$((SECONDS + 40))
-until [ "$(cat "$TMP/$PORT.count" 2>/dev/null)" -ge 5 ] 2>/dev/null; do
-    if [ $SECONDS -ge $deadline ]; then
-        bad "Prometheus did not scrape the five pages in 40 s"; tail -5 "$TMP/prometheus.log"
-        finish; exit
-    fi
-    sleep 0.5
-done
-ok
+pages_scraped $PORT 5
 
 F=("$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/prom.db --interval 1s
    --url $PROM_URL --delay 2s)
