@@ -36,9 +36,10 @@ static int digits(const char *s, size_t len, size_t *i, uint64_t max, uint64_t *
     size_t a = *i;
     uint64_t v = 0;
     for (; *i < len && s[*i] >= '0' && s[*i] <= '9'; (*i)++) {
-        v = v * 10 + (uint64_t)(s[*i] - '0');
-        if (v > max)
+        uint64_t d = (uint64_t)(s[*i] - '0');
+        if (v > (max - d) / 10) /* v * 10 + d > max, checked before it can wrap */
             return -1;
+        v = v * 10 + d;
     }
     *out = v;
     return *i > a && v > 0 ? 0 : -1;

@@ -59,6 +59,10 @@ static void test_lines(void **state)
     assert_int_equal(line("7 2 2147483648", &e, &col), -1);
     assert_int_equal(col, 4);
     assert_int_equal(line("7 -2 3", &e, &col), -1);
+    /* the largest inode taken, and one past 2^64 refused (it wrapped to 3) */
+    assert_int_equal(line("1844674407370955161 2 3", &e, &col), 1);
+    assert_int_equal(line("18446744073709551619 2 3", &e, &col), -1);
+    assert_int_equal(col, 0);
     assert_int_equal(line("7 2 3x", &e, &col), -1);
 }
 
@@ -104,6 +108,9 @@ static void test_host_pids(void **state)
     assert_int_equal(host[1], 9001);
     assert_int_equal(host[2], 9007);
     assert_int_equal(shim__host_pids(host, 2), 2);
+    slot(4, 99, 0); /* being claimed: its namespace not yet stored */
+    assert_int_equal(shim__host_pids(host, 8), 3);
+    slot(4, 0, 0);
     write_map("555 1 9001\n555 7 oops\n");
     assert_int_equal(shim__host_pids(host, 8), -1);
     assert_int_equal(logged, 3);
