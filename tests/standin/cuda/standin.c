@@ -84,6 +84,7 @@
  *     every byte the stand-in takes is counted, contexts included).
  */
 #include "standin.h"
+#include "../card.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,8 +102,6 @@
 #include <unistd.h>
 
 #define PAGE 4096u
-#define CARD_MAGIC 0x44524143u /* "CARD" */
-#define CARD_SLOTS 256
 
 /* ---- memory ------------------------------------------------------------- */
 
@@ -878,12 +877,7 @@ struct CUevent_st {
     int recorded;
 };
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t now_ns(void) { return standin_card_now_ns(); }
 
 EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
@@ -963,114 +957,11 @@ struct CUfunc_st {
     int sleep_kernel;
 };
 
-struct counters {
-    _Atomic uint64_t busy_ns, launches;
-};
-
-struct card_slot {
-    _Atomic int32_t pid;
-    struct counters c;
-    _Atomic uint64_t mem; /* device memory the process holds */
-};
-
-struct standin_card {
-    uint32_t magic, version;
-    struct counters all; /* the whole card */
-    struct card_slot slots[CARD_SLOTS];
-};
-
-static pthread_once_t card_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t card_mutex = PTHREAD_MUTEX_INITIALIZER;
-static int card_fd = -1;
-static struct standin_card *card;
-
-static void open_card(void)
-{
-    const char *path = getenv("TESSERA_STANDIN_GPU");
-    if (!path || !*path)
-        path = "/tmp/tessera-standin-gpu.lock";
-    card_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (card_fd < 0)
-        return;
-    flock(card_fd, LOCK_EX);
-    if (lseek(card_fd, 0, SEEK_END) < (off_t)sizeof(struct standin_card) &&
-        ftruncate(card_fd, sizeof(struct standin_card)) != 0) {
-        flock(card_fd, LOCK_UN);
-        return;
-    }
-    void *p = mmap(NULL, sizeof(struct standin_card), PROT_READ | PROT_WRITE, MAP_SHARED, card_fd,
-                   0);
-    if (p != MAP_FAILED) {
-        card = p;
-        if (card->magic != CARD_MAGIC || card->version != 2) {
-            memset(card, 0, sizeof(*card));
-            card->version = 2;
-            card->magic = CARD_MAGIC;
-        }
-    }
-    flock(card_fd, LOCK_UN);
-}
-
-/* This process's pid as the host (and NVML) sees it: NSpid's first field,
- * else getpid(). Read again after a fork. */
-static int host_pid(void)
-{
-    static int pid, for_pid;
-    if (pid && for_pid == getpid())
-        return pid;
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    const char *p = strstr(buf, "\nNSpid:");
-    for_pid = getpid();
-    pid = p ? atoi(p + 8) : 0;
-    if (pid <= 0)
-        pid = for_pid;
-    return pid;
-}
-
-/* A host pid's process is alive: seen in /proc (a host pid is not
- * visible to kill() from inside a pid namespace). */
-static int host_alive(int pid)
-{
-    char path[32];
-    snprintf(path, sizeof(path), "/proc/%d", pid);
-    return access(path, F_OK) == 0;
-}
-
-/* The slot of pid (claimed when claim is set; under the card lock). */
-static struct card_slot *slot_of(int pid, int claim)
-{
-    for (int i = 0; i < CARD_SLOTS; i++)
-        if (atomic_load(&card->slots[i].pid) == pid)
-            return &card->slots[i];
-    for (int i = 0; claim && i < CARD_SLOTS; i++) {
-        int32_t p = atomic_load(&card->slots[i].pid);
-        if (p == 0 || !host_alive(p)) {
-            atomic_store(&card->slots[i].c.busy_ns, 0);
-            atomic_store(&card->slots[i].c.launches, 0);
-            atomic_store(&card->slots[i].mem, 0);
-            atomic_store(&card->slots[i].pid, pid);
-            return &card->slots[i];
-        }
-    }
-    return NULL;
-}
-
 static void sleep_until(uint64_t deadline)
 {
     struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
-}
-
-static void count(struct counters *c, uint64_t held)
-{
-    atomic_fetch_add(&c->busy_ns, held);
-    atomic_fetch_add(&c->launches, 1);
 }
 
 /* Test knob TESSERA_STANDIN_JITTER=PCT: this process's kernels all run
@@ -1110,21 +1001,14 @@ static uint64_t after_stall(uint64_t t)
 /* Take the card, hold it for us microseconds, count it, give it back. */
 static CUresult run_on_card(uint32_t us)
 {
-    pthread_once(&card_once, open_card);
-    if (!card)
+    struct standin_card *c = standin_card_map();
+    if (!c)
         return CUDA_ERROR_UNKNOWN;
-    pthread_mutex_lock(&card_mutex);
-    while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
-        ;
+    standin_card_lock(c);
     uint64_t start = now_ns();
     sleep_until(after_stall(start) + (uint64_t)((double)us * 1000 * jitter_factor()));
-    uint64_t held = now_ns() - start;
-    struct card_slot *s = slot_of(host_pid(), 1);
-    count(&card->all, held);
-    if (s)
-        count(&s->c, held);
-    flock(card_fd, LOCK_UN);
-    pthread_mutex_unlock(&card_mutex);
+    standin_card_count(c, standin_card_host_pid(), now_ns() - start);
+    standin_card_unlock(c);
     return CUDA_SUCCESS;
 }
 
@@ -1132,20 +1016,17 @@ static CUresult run_on_card(uint32_t us)
  * process, again after a fork), as NVML would report it. */
 static void publish_mem(void)
 {
-    static struct card_slot *_Atomic mine;
+    static struct standin_card_slot *_Atomic mine;
     static _Atomic int mine_pid;
-    pthread_once(&card_once, open_card);
-    if (!card)
+    struct standin_card *c = standin_card_map();
+    if (!c)
         return;
     int pid = (int)getpid();
     if (!mine || mine_pid != pid) {
-        pthread_mutex_lock(&card_mutex);
-        while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
-            ;
-        mine = slot_of(pid, 1);
+        standin_card_lock(c);
+        mine = standin_card_slot(c, pid, 1);
         mine_pid = pid;
-        flock(card_fd, LOCK_UN);
-        pthread_mutex_unlock(&card_mutex);
+        standin_card_unlock(c);
     }
     if (mine)
         atomic_store(&mine->mem, atomic_load(&allocated));
@@ -1153,33 +1034,17 @@ static void publish_mem(void)
 
 EXPORT uint64_t tessera_standin_mem_bytes(int pid)
 {
-    pthread_once(&card_once, open_card);
-    struct card_slot *s = card && pid > 0 ? slot_of(pid, 0) : NULL;
-    return s ? atomic_load(&s->mem) : 0;
-}
-
-/* The counters of pid, pid 0 the whole card; NULL when it has none. */
-static struct counters *counters_of(int pid)
-{
-    pthread_once(&card_once, open_card);
-    if (!card)
-        return NULL;
-    if (pid == 0)
-        return &card->all;
-    struct card_slot *s = slot_of(pid, 0);
-    return s ? &s->c : NULL;
+    return standin_card_mem_bytes(standin_card_map(), pid);
 }
 
 EXPORT uint64_t tessera_standin_busy_ns(int pid)
 {
-    struct counters *c = counters_of(pid);
-    return c ? atomic_load(&c->busy_ns) : 0;
+    return standin_card_busy_ns(standin_card_map(), pid, now_ns());
 }
 
 EXPORT uint64_t tessera_standin_launches(int pid)
 {
-    struct counters *c = counters_of(pid);
-    return c ? atomic_load(&c->launches) : 0;
+    return standin_card_launches(standin_card_map(), pid);
 }
 
 EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
