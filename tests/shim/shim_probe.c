@@ -18,8 +18,10 @@
  *                        the four legacy ones (cuLaunch, cuLaunchGrid,
  *                        cuLaunchGridAsync, ...MultiDevice: set
  *                        TESSERA_STANDIN_KERNEL_US=US, they pass no
- *                        parameters); busy_ns is the card time of this
- *                        process, by its host pid as the stand-in counts
+ *                        parameters); two in flight (an event each, the
+ *                        oldest waited for), all waited for at the end;
+ *                        busy_ns is the card time of this process, by its
+ *                        host pid as the stand-in counts
  *   bench N              ns per cuMemAlloc_v2 + cuMemFree_v2 pair
  */
 #include "util/cuda_abi.h"
@@ -352,6 +354,10 @@ static int host_pid(void)
     return pid;
 }
 
+/* Launches mode launch keeps in flight (double buffering: the card stays
+ * busy while the host turns around). */
+#define LAUNCH_DEPTH 8
+
 static int mode_launch(int argc, char **argv)
 {
     if (argc < 3)
@@ -367,16 +373,25 @@ static int mode_launch(int argc, char **argv)
     CUgraphExec (*graph)(uint32_t) = (CUgraphExec(*)(uint32_t))dlsym(
         driver(), "tessera_standin_graph_create");
     CUgraphExec g = graph ? graph(us) : NULL;
+    CUevent ev[LAUNCH_DEPTH];
+    for (int i = 0; i < LAUNCH_DEPTH; i++)
+        cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING);
     uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
     long n = 0;
     while (now_ns() < end) {
+        if (n >= LAUNCH_DEPTH) /* launches are asynchronous: wait for the oldest */
+            cuEventSynchronize(ev[n % LAUNCH_DEPTH]);
         CUresult r = legacy ? launch_legacy((int)(n % 4), f)
                             : launch_one(mix ? (int)(n % 4) : 0, f, &us, g);
         CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
         if (r != CUDA_SUCCESS)
             break;
+        cuEventRecord(ev[n % LAUNCH_DEPTH], NULL);
         n++;
     }
+    cuCtxSynchronize();
+    for (int i = 0; i < LAUNCH_DEPTH; i++)
+        cuEventDestroy_v2(ev[i]);
     uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
     printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy(host_pid()) : 0ull);
     if (g)
