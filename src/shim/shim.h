@@ -16,6 +16,7 @@
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
+ *   inflight.c the SM share's bound on launches queued and not yet run
  *   launch.c   the legacy launch hooks (cuLaunch, cuLaunchGrid, ...)
  *   backstop.c the driver's per-process memory against the charge (NVML)
  *   hostpid.c  the host pids of the container's processes (the pid map)
@@ -198,8 +199,24 @@ CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
 void shim__sm_init(unsigned sm_percent);
-/* Wait until the container may launch, then take one launch's tokens. */
+/* Wait until the container may launch, then take one launch's tokens
+ * (and wait for the in-flight bound). */
 void shim__sm_gate(void);
+/* After the driver answered r to a launch on stream: tracked by the
+ * in-flight bound when it succeeded. Returns r. */
+CUresult shim__sm_launched(CUstream stream, CUresult r);
+/* On a _ptsz entry point the NULL stream is the per-thread default one. */
+#define SHIM_PTSZ(stream) ((stream) ? (stream) : CU_STREAM_PER_THREAD)
+
+/* ---- inflight.c --------------------------------------------------------- */
+
+/* Find the driver's event entry points; the share's worth from sm_percent. */
+void shim__inflight_init(unsigned sm_percent);
+/* Before a launch of est ns (0: unknown): wait for the oldest launches
+ * while those not yet run and this one pass the share's worth. */
+void shim__inflight_wait(uint64_t est);
+/* After a launch on stream: record an event there to know when it ran. */
+void shim__inflight_record(CUstream stream, uint64_t est);
 
 /* ---- backstop.c --------------------------------------------------------- */
 

@@ -22,7 +22,9 @@
  * card, nvmlDeviceGetProcessUtilization for the container's pids). With
  * neither, the limit cannot be measured and is not enforced (said once on
  * stderr). The launch path takes no lock: atomics on the bucket, a nanosleep
- * when throttled.
+ * when throttled. After the bucket, the in-flight bound (inflight.c): a
+ * launch waits while the process's launches not yet run pass the share's
+ * worth of GPU time (that path takes a process mutex).
  */
 #include "shim/shim.h"
 
@@ -93,6 +95,7 @@ void shim__sm_init(unsigned sm_percent)
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&st->allowed_ppm, &zero, sm.share_ppm);
     sm.on = 1;
+    shim__inflight_init(sm_percent);
 }
 
 /* What a tick learned: the container's busy ns (own) and the card's. */
@@ -264,8 +267,17 @@ void shim__sm_gate(void)
         struct timespec ts = {0, (long)wait};
         nanosleep(&ts, NULL);
     }
-    atomic_fetch_sub(&st->balance_ns, (int64_t)atomic_load(&st->est_cost_ns));
+    uint64_t est = atomic_load(&st->est_cost_ns);
+    atomic_fetch_sub(&st->balance_ns, (int64_t)est);
     atomic_fetch_add(&st->launches, 1);
+    shim__inflight_wait(est);
+}
+
+CUresult shim__sm_launched(CUstream stream, CUresult r)
+{
+    if (r == CUDA_SUCCESS && sm.on && !shim__config()->fail_closed)
+        shim__inflight_record(stream, atomic_load(&shim__region()->sm.est_cost_ns));
+    return r;
 }
 
 /* ---- the launch hooks ------------------------------------------------- */
@@ -283,7 +295,7 @@ SHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams, extra);
+    return shim__sm_launched(stream, fn(LAUNCH_ARGS, kernelParams, extra));
 }
 
 SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -296,7 +308,7 @@ SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, un
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams, extra);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(LAUNCH_ARGS, kernelParams, extra));
 }
 
 SHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
@@ -306,7 +318,8 @@ SHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(config, f, kernelParams, extra);
+    CUresult r = fn(config, f, kernelParams, extra);
+    return config ? shim__sm_launched(config->hStream, r) : r;
 }
 
 SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
@@ -316,7 +329,8 @@ SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(config, f, kernelParams, extra);
+    CUresult r = fn(config, f, kernelParams, extra);
+    return config ? shim__sm_launched(SHIM_PTSZ(config->hStream), r) : r;
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -329,7 +343,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams);
+    return shim__sm_launched(stream, fn(LAUNCH_ARGS, kernelParams));
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -343,7 +357,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(LAUNCH_ARGS, kernelParams));
 }
 
 SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
@@ -355,7 +369,7 @@ SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     if (r != CUDA_SUCCESS)
         return r;
     shim__sm_gate();
-    return fn(graph, stream);
+    return shim__sm_launched(stream, fn(graph, stream));
 }
 
 SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
@@ -367,5 +381,5 @@ SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
     if (r != CUDA_SUCCESS)
         return r;
     shim__sm_gate();
-    return fn(graph, stream);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(graph, stream));
 }
