@@ -721,6 +721,8 @@ static uint64_t ctx_mem(void)
     return (uint64_t)v << shift;
 }
 
+uint64_t standin_ctx_mem(void) { return ctx_mem(); }
+
 static int primary_refs;
 static pthread_mutex_t ctx_mutex = PTHREAD_MUTEX_INITIALIZER;
 
