@@ -109,7 +109,8 @@ static const struct spec_field workload_fields[] = {
      .offset = OFF(sm_percent),
      .min = 1,
      .max = 100,
-     .help = "MPS: active thread percentage (0 = proportional to memory)"},
+     .help = "MPS: active thread percentage (0 = proportional to memory); time-sliced or "
+             "shim-enforced fraction: the shim's SM share (0 = none)"},
     {.key = "gpuModel",
      .type = SPEC_F_STR,
      .offset = OFF(gpu_model),
