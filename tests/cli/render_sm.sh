@@ -7,7 +7,9 @@
 # between tenants that accept time-slicing, not latency isolation); the
 # third has no limit file and its reason says the share goes unenforced; the
 # unchanged example's limit files carry no smPercent; MPS rows keep their
-# active thread percentage and pinned-memory cap. Needs TESSERA, TESSERA_SRC.
+# active thread percentage and pinned-memory cap (DRA: the claim's mpsConfig;
+# device plugin: the README's environment for the workload). Needs TESSERA,
+# TESSERA_SRC.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 
@@ -98,6 +100,12 @@ for o in yaml.safe_load_all(open(sys.argv[1])):
         print(o["metadata"]["name"], m["defaultActiveThreadPercentage"],
               m["defaultPinnedDeviceMemoryLimit"])
 PY
-expect_in "$TMP/mps" "query-encoder 30 "
-expect_in "$TMP/mps" "reranker "
+expect_in "$TMP/mps" "query-encoder 30 6Gi"
+expect_in "$TMP/mps" "reranker 20 14Gi"
+# The device plugin's daemon splits a card evenly: the rendered README gives
+# each MPS workload both values for its containers' environment (caps in MiB).
+expect_in "$TMP/r-device-plugin/README.md" "| search-prod/query-encoder | \`30\` | \`0=6144M\` |"
+expect_in "$TMP/r-device-plugin/README.md" "| search-prod/reranker | \`20\` | \`0=14336M\` |"
+check "no device-plugin MPS section in a DRA render" \
+    bash -c "! grep -q 'MPS shares under the device plugin' '$TMP/r-dra/README.md'"
 finish
