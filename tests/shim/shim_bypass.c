@@ -22,8 +22,10 @@
  *              cuCtxCreate, NULL params), cuCtxCreate_v3 (an SM-count
  *              affinity) and what cuGetProcAddress("cuCtxCreate", 13000)
  *              hands out; with TESSERA_STANDIN_CTX_MEM as for ctx
- *   ctxlegacy  32 contexts by the unversioned cuCtxCreate (destroyed by
- *              cuCtxDestroy); with TESSERA_STANDIN_CTX_MEM as for ctx
+ *   ctxlegacy  32 contexts, in turn by the unversioned cuCtxCreate and
+ *              what cuGetProcAddress("cuCtxCreate", 3000) hands out
+ *              (destroyed by cuCtxDestroy); with TESSERA_STANDIN_CTX_MEM as
+ *              for ctx
  *   green      32 green contexts (cuGreenCtxCreate on all of device 0's
  *              SMs), no primary context retained before: each retains
  *              it; with TESSERA_STANDIN_CTX_MEM as for ctx
@@ -266,13 +268,22 @@ static int probe_ctx(size_t limit)
     return report("ctx", limit);
 }
 
+typedef CUresult (*ctx_fn)(CUcontext *, unsigned int, CUdevice);
+
 static int probe_ctxlegacy(size_t limit)
 {
     CUcontext c[32];
+    void *gpa = NULL;
+    CHECK(cuGetProcAddress_v2("cuCtxCreate", &gpa, 3000, 0, NULL) == CUDA_SUCCESS && gpa,
+          "cuGetProcAddress(cuCtxCreate, 3000)");
     int made = 0;
-    for (int i = 0; i < 32; i++)
-        if (cuCtxCreate(&c[made], 0, 0) == CUDA_SUCCESS)
+    for (int i = 0; i < 32; i++) {
+        CUresult r = i % 2 == 0 ? cuCtxCreate(&c[made], 0, 0)
+                     : gpa      ? ((ctx_fn)gpa)(&c[made], 0, 0)
+                                : CUDA_ERROR_NOT_FOUND;
+        if (r == CUDA_SUCCESS)
             made++, sample();
+    }
     printf("ctxlegacy_contexts=%d charged=%zu\n", made, charged());
     for (int i = 0; i < made; i++)
         CHECK(cuCtxDestroy(c[i]) == CUDA_SUCCESS, "destroy %d", i);

@@ -1372,6 +1372,8 @@ static const struct {
     FN(cuCtxCreate_v3),
     FN(cuCtxCreate_v4),
     FN(cuCtxDestroy_v2),
+    FN(cuCtxCreate), /* the unversioned ones (standin_more.c) */
+    FN(cuCtxDestroy),
     FN(cuCtxSetCurrent),
     FN(cuCtxGetDevice),
     FN(cuCtxSynchronize),
