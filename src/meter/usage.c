@@ -113,7 +113,7 @@ static int cmp_fpoint(const void *x, const void *y)
 static struct meter_point point_at(const struct meter_usage *u, const struct meter_fpoint *f)
 {
     const struct meter_attr *a = &u->attrs[f->attr];
-    return (struct meter_point){u->family, f->ts_ms,     a->tenant,   a->model,
+    return (struct meter_point){u->family,  f->ts_ms,     a->tenant,   a->model,
                                 a->profile, f->share_ppm, f->util_ppm, a->workload};
 }
 
@@ -140,8 +140,7 @@ static ts_status close_family(struct meter_usage *u)
 static int same_attr(const struct meter_attr *a, const struct meter_point *p)
 {
     return !strcmp(a->tenant, p->tenant) && !strcmp(a->model, p->model) &&
-           !strcmp(a->profile, p->profile) &&
-           !strcmp(a->workload, p->workload ? p->workload : "");
+           !strcmp(a->profile, p->profile) && !strcmp(a->workload, p->workload ? p->workload : "");
 }
 
 /* The index of p's attributes in u->attrs, added when new; -1 out of memory. */

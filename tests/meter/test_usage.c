@@ -167,14 +167,12 @@ static const struct {
     const char *dev, *tenant;
     int s;
 } churn[] = {
-    {"G", "owner", 0},       {"G", "owner", 15},      {"G", "owner", 30},
-    {"G", "owner", 45},      {"G", "owner", 75},      {"G", "owner", 90},
-    {"G", "owner", 105},     {"G", "owner", 120},     {"G", "owner", 135},
-    {"G#ns/a", "a", 0},      {"G#ns/a", "a", 15},     {"G#ns/a", "a", 60},
-    {"G#ns/a", "a", 75},     {"G#ns/a", "a", 135},    {"G#ns/b", "b", 30},
-    {"G#ns/b", "b", 45},     {"G#ns/b", "b", 105},    {"G#ns/b", "b", 150},
-    {"G/1", "mig", 0},       {"G/1", "mig", 15},      {"G/1#ns/c", "c", 0},
-    {"G/1#ns/c", "c", 45},   {"H", "other", 10},      {"H", "other", 25},
+    {"G", "owner", 0},    {"G", "owner", 15},    {"G", "owner", 30},  {"G", "owner", 45},
+    {"G", "owner", 75},   {"G", "owner", 90},    {"G", "owner", 105}, {"G", "owner", 120},
+    {"G", "owner", 135},  {"G#ns/a", "a", 0},    {"G#ns/a", "a", 15}, {"G#ns/a", "a", 60},
+    {"G#ns/a", "a", 75},  {"G#ns/a", "a", 135},  {"G#ns/b", "b", 30}, {"G#ns/b", "b", 45},
+    {"G#ns/b", "b", 105}, {"G#ns/b", "b", 150},  {"G/1", "mig", 0},   {"G/1", "mig", 15},
+    {"G/1#ns/c", "c", 0}, {"G/1#ns/c", "c", 45}, {"H", "other", 10},  {"H", "other", 25},
 };
 
 /* The exact ms x ppm of each tenant in [from, to), the points fed as
