@@ -18,7 +18,8 @@
 /* One pod (or no pod) on one device at one scrape time. */
 struct entry {
     char key[2 * NAME];
-    char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32], ns[NAME], pod[NAME];
+    char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32];
+    char ns[TS_K8S_LABEL_MAX + 1], pod[TS_K8S_NAME_MAX + 1]; /* whole: longer is rejected */
     int64_t ts_ms;
     double engine, util; /* -1 when absent or out of range */
     int pods, pod_index; /* pods listed on the device at that time, and which this is */
@@ -444,6 +445,23 @@ static void take_ratio(struct entry *d, const struct meter_sample *x)
     }
 }
 
+/* A namespace or pod name longer than Kubernetes allows: the line is
+ * rejected (cut, two pods would become one key and one go unbilled). */
+static int too_long(struct meter_ingest *in, const struct meter_sample *x, const char *ns,
+                    const char *pod)
+{
+    size_t nns = ns ? strlen(ns) : 0, npod = ns && pod ? strlen(pod) : 0;
+    if (nns <= TS_K8S_LABEL_MAX && npod <= TS_K8S_NAME_MAX)
+        return 0;
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, (int)x->line, 1, NULL,
+                 "%s of %zu bytes: Kubernetes allows %d",
+                 nns > TS_K8S_LABEL_MAX ? "namespace" : "pod name",
+                 nns > TS_K8S_LABEL_MAX ? nns : npod,
+                 nns > TS_K8S_LABEL_MAX ? TS_K8S_LABEL_MAX : TS_K8S_NAME_MAX);
+    in->counts.rejected_lines++;
+    return 1;
+}
+
 static int on_sample(void *arg, const struct meter_sample *x)
 {
     struct meter_ingest *in = arg;
@@ -455,6 +473,8 @@ static int on_sample(void *arg, const struct meter_sample *x)
     /* the namespace and pod as meter_seen_of reads them, without its other labels */
     const char *ns = label_or(x, "namespace", "pod_namespace");
     const char *pod = label_or(x, "pod", "pod_name");
+    if (too_long(in, x, ns, pod))
+        return 0;
     struct ident id = {key, ns ? ns : "", ns && pod ? pod : "",
                        x->has_timestamp ? x->timestamp_ms : in->at_ms};
     if (in->flushed_ms != INT64_MIN && id.ts <= in->flushed_ms) {
