@@ -27,6 +27,7 @@ void meter_usage_release(struct meter_usage *u)
     free(u->wtotals);
     free(u->pts);
     free(u->attrs);
+    free(u->requests);
     meter_usage_init(u, u->interval_ms);
     u->from_ms = from;
     u->to_ms = to;

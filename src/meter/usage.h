@@ -59,6 +59,11 @@ struct meter_attr {
     char workload[METER_KEY_MAX];
 };
 
+struct meter_requests { /* a consumer's requests to a shared workload in the window */
+    char owner[METER_KEY_MAX], workload[METER_KEY_MAX], consumer[METER_KEY_MAX];
+    int64_t count;
+};
+
 struct meter_usage {
     int64_t interval_ms;    /* the scrape interval */
     int64_t from_ms, to_ms; /* the window billed (init: everything) */
@@ -75,6 +80,10 @@ struct meter_usage {
     char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
     char prev_workload[METER_KEY_MAX];
     int64_t out_of_order; /* points older than the previous one of the device */
+    /* the consumers' requests to shared workloads (meter_usage_scan reads
+     * them; PriceBook sharedSplit: usage) */
+    struct meter_requests *requests;
+    size_t nrequests, requests_cap;
     /* close_by_device: the device (key up to '#') being gathered, its
      * points and their distinct attributes */
     int close_by_device;
