@@ -37,6 +37,7 @@
 #include <string.h>
 #include "meter/relabel.h"
 #include "meter/usage_report.h"
+#include "util/time.h"
 #include "util/units.h"
 
 #define LOOKBACK_MS (10 * 60 * 1000LL)
@@ -57,13 +58,6 @@ struct serve_meter_fam {
     struct serve_meter_pt *open;
     size_t nopen;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void log_error(const struct serve_meter *m, const char *msg, const struct ts_error *e)
 {
@@ -397,7 +391,7 @@ static ts_status refresh(struct serve_meter *m, const struct serve_policy *p, in
 
 static void maybe_refresh(struct serve_meter *m, const struct serve_policy *p)
 {
-    int64_t now = now_ms();
+    int64_t now = ts_clock_ms(CLOCK_MONOTONIC);
     if (m->refreshed_at && now - m->refreshed_at < m->refresh_ms)
         return;
     struct ts_error e = {0};
