@@ -19,7 +19,7 @@ const char *const spec_isolation_names[] = {
 static const char *const trust_names[] = {"trusted", "untrusted", NULL};
 static const char *const spread_names[] = {"gpu", "node", "none", NULL};
 static const char *const share_names[] = {"memory", "compute", "max", NULL};
-const char *const spec_split_names[] = {"equal", "weight", "none", NULL};
+const char *const spec_split_names[] = {"equal", "weight", "none", "usage", NULL};
 
 /* ---- Tenant ---- */
 #define ROW struct spec_workload
@@ -411,7 +411,8 @@ static const struct spec_field pricebook_fields[] = {
      .offset = OFF(shared_split),
      .enums = spec_split_names,
      .help = "how a workload other tenants use is billed: split equally among its consumers, "
-             "by their uses weight, or none (its owner pays all)"},
+             "by their uses weight, none (its owner pays all), or usage (by each consumer's "
+             "requests, istio_requests_total; by weight where none were counted)"},
 };
 static const struct spec_schema pricebook_schema = {.name = "PriceBook.spec",
                                                     .size = sizeof(ROW),

@@ -100,6 +100,14 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                                    "ts_ms = excluded.ts_ms, body = excluded.body "
                                    "WHERE excluded.ts_ms >= expositions.ts_ms"},
     [STORE_ST_SCAN_EXPO] = {.sql = "SELECT " EXPO_COLS " FROM expositions ORDER BY source"},
+    [STORE_ST_INS_REQUESTS] = {.sql = "INSERT INTO requests (owner, workload, consumer, ts_ms, "
+                                      "total) VALUES ",
+                               .ncols = 5,
+                               .nrows = 1,
+                               .tail = ON_CONFLICT},
+    [STORE_ST_SCAN_REQUESTS] = {.sql = "SELECT owner, workload, consumer, ts_ms, total FROM "
+                                       "requests WHERE ts_ms >= $1 AND ts_ms < $2 "
+                                       "ORDER BY owner, workload, consumer, ts_ms"},
 };
 
 /* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
@@ -127,7 +135,15 @@ static const char *const migration_v2[] = {
  * can be split among them (PriceBook sharedSplit); "" in older rows. */
 static const char *const migration_v3[] = {
     "ALTER TABLE samples ADD COLUMN workload TEXT NOT NULL DEFAULT ''", NULL};
-static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3};
+/* v4: a shared workload's request counter per consumer at each scrape
+ * (PriceBook sharedSplit: usage). */
+static const char *const migration_v4[] = {
+    "CREATE TABLE requests (owner TEXT NOT NULL, workload TEXT NOT NULL, consumer TEXT NOT NULL,"
+    " ts_ms BIGINT NOT NULL, total BIGINT NOT NULL, PRIMARY KEY (owner, workload, consumer, "
+    "ts_ms))",
+    NULL};
+static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
+                                                migration_v4};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -541,6 +557,48 @@ ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, s
     if (st->ops->seek_devices)
         return scan_by_device(st, from_ms, to_ms, &sc, err);
     return st->ops->run(st->db, STORE_ST_SCAN_SAMPLES, p, 2, sample_row, &sc, NULL, err);
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+ts_status store_put_requests(struct store *st, const struct store_request *r, size_t n,
+                             struct ts_error *err)
+{
+    ts_status rc = n ? exec(st, st->ops->begin_write, err) : TS_OK;
+    for (size_t i = 0; rc == TS_OK && i < n; i++) {
+        struct store_param p[5] = {p_str(r[i].owner), p_str(r[i].workload), p_str(r[i].consumer),
+                                   p_int(r[i].ts_ms), p_int(r[i].count)};
+        rc = st->ops->run(st->db, STORE_ST_INS_REQUESTS, p, 5, NULL, NULL, NULL, err);
+    }
+    if (n && rc == TS_OK)
+        return exec(st, "COMMIT", err);
+    if (n)
+        rollback(st);
+    return rc;
+}
+
+struct request_scan {
+    store_request_fn fn;
+    void *ctx;
+};
+
+static int request_row(void *ctx, const char *const *c, const size_t *lens, int n)
+{
+    (void)lens;
+    struct request_scan *sc = ctx;
+    if (n < 5)
+        return 1;
+    struct store_request r = {col_str(c[0]), col_str(c[1]), col_str(c[2]), col_i64(c[3]),
+                              col_i64(c[4])};
+    return sc->fn(sc->ctx, &r);
+}
+
+ts_status store_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms, store_request_fn fn,
+                              void *ctx, struct ts_error *err)
+{
+    struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
+    struct request_scan sc = {fn, ctx};
+    return st->ops->run(st->db, STORE_ST_SCAN_REQUESTS, p, 2, request_row, &sc, NULL, err);
 }
 
 /* ---- ledger ------------------------------------------------------------ */

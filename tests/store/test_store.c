@@ -58,7 +58,8 @@ static int pg_setup(void **state)
     }
     PGconn *c = PQconnectdb(url);
     PQsetNoticeProcessor(c, quiet, NULL);
-    PGresult *r = PQexec(c, "DROP TABLE IF EXISTS samples, ledger, expositions, schema_version");
+    PGresult *r = PQexec(
+        c, "DROP TABLE IF EXISTS samples, ledger, expositions, requests, schema_version");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));
@@ -527,8 +528,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 3);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 4);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 4);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -720,11 +721,38 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 4);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
+}
+
+static int add_req(void *ctx, const struct store_request *r)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 512 - n, "%s/%s<%s@%lld=%lld;", r->owner, r->workload, r->consumer,
+             (long long)r->ts_ms, (long long)r->count);
+    return 0;
+}
+
+/* Request counters: stored once per (owner, workload, consumer, time), read
+ * back by owner, workload, consumer and time within the window. */
+static void test_requests(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct ts_error err = {0};
+    const struct store_request r[] = {{"p", "emb", "rag-h", 20, 7},
+                                      {"p", "emb", "rag-e", 10, 5},
+                                      {"p", "emb", "rag-e", 5, 1},
+                                      {"p", "emb", "rag-e", 10, 99}, /* a repeat: ignored */
+                                      {"p", "emb", "rag-e", 30, 9}};
+    assert_int_equal(store_put_requests(st, r, 5, &err), TS_OK);
+    char out[512] = "";
+    assert_int_equal(store_scan_requests(st, 5, 30, add_req, out, &err), TS_OK);
+    assert_string_equal(out, "p/emb<rag-e@5=1;p/emb<rag-e@10=5;p/emb<rag-h@20=7;");
+    store_close(st);
 }
 
 #define CASES(setup, teardown)                                                     \
@@ -740,7 +768,8 @@ static void test_upgrade_from_v1(void **state)
         cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),             \
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),        \
-        cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown)
+        cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown),  \
+        cmocka_unit_test_setup_teardown(test_requests, setup, teardown)
 
 int main(void)
 {
