@@ -519,10 +519,22 @@ static int row_last_ts(void *ctx, const char *const *cols, const size_t *lens, i
     return 1;
 }
 
+/* A BRIN index cannot give MAX(ts_ms) (it would read the whole table):
+ * there each device's newest sample is read from the primary key instead,
+ * skipping from one device to the next, a few index probes per device. */
+#define LAST_SAMPLE "SELECT MAX(ts_ms) FROM samples"
+#define LAST_SAMPLE_SKIP                                                                  \
+    "WITH RECURSIVE d (device) AS ((SELECT device FROM samples ORDER BY device LIMIT 1) " \
+    "UNION ALL SELECT (SELECT s.device FROM samples s WHERE s.device > d.device "         \
+    "ORDER BY s.device LIMIT 1) FROM d WHERE d.device IS NOT NULL) "                      \
+    "SELECT MAX((SELECT s.ts_ms FROM samples s WHERE s.device = d.device "                \
+    "ORDER BY s.ts_ms DESC LIMIT 1)) FROM d"
+
 ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err)
 {
     struct last_ts l = {0, 0};
-    ts_status rc = st->ops->exec(st->db, "SELECT MAX(ts_ms) FROM samples", row_last_ts, &l, err);
+    const char *sql = st->ops->brin ? LAST_SAMPLE_SKIP : LAST_SAMPLE;
+    ts_status rc = st->ops->exec(st->db, sql, row_last_ts, &l, err);
     *ms = l.ms;
     *found = l.found;
     return rc;

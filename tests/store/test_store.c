@@ -291,6 +291,32 @@ static void test_partly_stored(void **state)
     store_close(st);
 }
 
+static int64_t last_sample(struct store *st, int *found)
+{
+    int64_t ms = -1;
+    struct ts_error err = {0};
+    assert_int_equal(store_last_sample(st, &ms, found, &err), TS_OK);
+    return ms;
+}
+
+/* The newest sample of any device: not the last device's, not the last
+ * stored; none in an empty store. */
+static void test_last_sample(void **state)
+{
+    struct store *st = open_or_skip(state);
+    int found = 1;
+    assert_int_equal(last_sample(st, &found), 0);
+    assert_int_equal(found, 0);
+    struct store_sample s[5] = {sample("GPU-a", 10), sample("GPU-b", 70), sample("GPU-b", 30),
+                                sample("GPU-c", 40), sample("", 20)};
+    assert_int_equal(put(st, s, 5), 5);
+    struct store_sample old = sample("GPU-d", 5);
+    assert_int_equal(put(st, &old, 1), 1);
+    assert_int_equal(last_sample(st, &found), 70);
+    assert_int_equal(found, 1);
+    store_close(st);
+}
+
 static void test_out_of_order(void **state)
 {
     struct store *st = open_or_skip(state);
@@ -813,6 +839,7 @@ static void test_upgrade_from_v1(void **state)
         cmocka_unit_test_setup_teardown(test_awkward_text, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_partly_stored, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(test_last_sample, setup, teardown),        \
         cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),            \
