@@ -303,7 +303,13 @@ static void copy_u32(struct copy_out *o, uint32_t v)
 /* One field: an int8 as 8 bytes big-endian, a string as its bytes. */
 static void copy_field(struct copy_out *o, const struct store_param *p)
 {
-    if (p->is_int) {
+    if (p->is_int && sizeof(o->buf) - o->len >= 12) { /* the usual case, in place */
+        uint32_t n = htobe32(8);
+        uint64_t v = htobe64((uint64_t)p->i);
+        memcpy(o->buf + o->len, &n, 4);
+        memcpy(o->buf + o->len + 4, &v, 8);
+        o->len += 12;
+    } else if (p->is_int) {
         uint64_t v = htobe64((uint64_t)p->i);
         copy_u32(o, 8);
         copy_bytes(o, &v, 8);
