@@ -366,6 +366,7 @@ const char *store_backend(const struct store *st) { return st->ops->name; }
 
 /* ---- samples ----------------------------------------------------------- */
 
+/* Key order: device, then time. */
 static int sample_cmp(const void *a, const void *b)
 {
     const struct store_sample *x = *(const struct store_sample *const *)a;
@@ -374,6 +375,27 @@ static int sample_cmp(const void *a, const void *b)
     if (c)
         return c;
     return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+}
+
+/* Time order: time, then device (the order an ingest flushes in). */
+static int sample_cmp_time(const void *a, const void *b)
+{
+    const struct store_sample *x = *(const struct store_sample *const *)a;
+    const struct store_sample *y = *(const struct store_sample *const *)b;
+    if (x->ts_ms != y->ts_ms)
+        return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+    return strcmp(col_str(x->device), col_str(y->device));
+}
+
+/* Sort order[0..n) by cmp, unless it is in order already. */
+static void sort_samples(const struct store_sample **order, size_t n,
+                         int (*cmp)(const void *, const void *))
+{
+    size_t i = 1;
+    while (i < n && cmp(&order[i - 1], &order[i]) <= 0)
+        i++;
+    if (i < n)
+        qsort(order, n, sizeof(*order), cmp);
 }
 
 static void sample_params(struct store_param *p, const struct store_sample *s)
@@ -484,8 +506,9 @@ static ts_status put_sorted(struct store *st, const struct store_sample **order,
     return rc;
 }
 
-/* Rows go in key order so that concurrent writers of overlapping batches
- * take their row locks in the same order and never deadlock. */
+/* Rows go in one order (key order; time order where the backend has BRIN
+ * indexes) so that concurrent writers of overlapping batches take their
+ * row locks in the same order and never deadlock. */
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err)
 {
@@ -496,7 +519,7 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
         return ts_err(err, TS_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         order[i] = &s[i];
-    qsort(order, n, sizeof(*order), sample_cmp);
+    sort_samples(order, n, st->ops->brin ? sample_cmp_time : sample_cmp);
     size_t total = 0;
     ts_status rc = put_sorted(st, order, n, &total, err);
     free(order);
