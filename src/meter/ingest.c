@@ -136,6 +136,19 @@ static void seen_of(const struct entry *d, struct meter_seen *seen)
                                 d->ns,   d->pod, d->pods, d->pod_index, d->foreign};
 }
 
+/* x then y, copied into a: ts_arena_printf's result without its cost
+ * (this runs for every sample stored). */
+static char *arena_join(struct ts_arena *a, const char *x, const char *y)
+{
+    size_t nx = strlen(x), ny = strlen(y);
+    char *s = ts_arena_alloc(a, nx + ny + 1);
+    if (s) {
+        memcpy(s, x, nx);
+        memcpy(s + nx, y, ny + 1);
+    }
+    return s;
+}
+
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
     struct meter_seen seen;
@@ -150,7 +163,7 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     struct ts_arena *a = &in->pending_arena;
     for (size_t i = 0; i < v.ncharges; i++) {
         struct store_sample *s = pending_slot(in);
-        const char *key = ts_arena_printf(a, "%s%s", d->key, v.charges[i].suffix);
+        const char *key = arena_join(a, d->key, v.charges[i].suffix);
         const char *tenant = ts_arena_strdup(a, v.charges[i].tenant);
         if (!s || !key || !tenant)
             return TS_NOMEM;
@@ -358,12 +371,16 @@ static int reindex(struct meter_ingest *in, size_t want)
     size_t n = 64;
     while (n < want || n < 2 * (in->nentries + 1))
         n *= 2;
-    uint32_t *slots = calloc(n, sizeof(*slots));
-    if (!slots)
-        return 0;
-    free(in->slots);
-    in->slots = slots;
-    in->nslots = n;
+    if (n == in->nslots) { /* after a flush: the same size, cleared */
+        memset(in->slots, 0, n * sizeof(*in->slots));
+    } else {
+        uint32_t *slots = calloc(n, sizeof(*slots));
+        if (!slots)
+            return 0;
+        free(in->slots);
+        in->slots = slots;
+        in->nslots = n;
+    }
     for (size_t i = 0; i < in->nentries; i++)
         slot_put(in, i, hash_entry(&in->entries[i]));
     return 1;
