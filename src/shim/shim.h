@@ -102,10 +102,11 @@ struct shim_sm_state {
     _Atomic uint64_t tick_at;     /* ... of the last feedback tick */
     _Atomic uint64_t allowed_ppm; /* current refill rate, parts per million */
     _Atomic uint64_t est_cost_ns; /* estimated GPU time of one launch */
-    _Atomic uint64_t launches;    /* launches since the last tick */
+    _Atomic uint64_t launches;    /* launches since the last count */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
-    _Atomic uint64_t seen_us; /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t seen_us;    /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t counted_at; /* CLOCK_MONOTONIC when launches was last read and zeroed */
 };
 
 struct shim_region {

@@ -16,13 +16,21 @@
  *     and moves `allowed`: with the card saturated (>= 90% busy) it halves
  *     the distance to the configured share; with idle time left it grows by
  *     half of the idle fraction (work-conserving).
- * Busy time comes from the stand-in driver's test hook
- * tessera_standin_busy_ns(pid) when the driver exports it, else from NVML
- * (libnvidia-ml.so.1 through dlopen: nvmlDeviceGetUtilizationRates for the
- * card, nvmlDeviceGetProcessUtilization for the container's pids). With
- * neither, the limit cannot be measured and is not enforced (said once on
- * stderr). The launch path takes no lock: atomics on the bucket, a nanosleep
- * when throttled.
+ * Busy time comes from NVML (libnvidia-ml.so.1 through dlopen:
+ * nvmlDeviceGetUtilizationRates for the card, nvmlDeviceGetProcessUtilization
+ * for the container's host pids), the production path; only when NVML
+ * cannot be loaded or initialised, from the stand-in driver's test hook
+ * tessera_standin_busy_ns(pid). With neither, the limit cannot be measured
+ * and is not enforced (said once on stderr). NVML's process samples are
+ * integrated by their timestamps (docs/shim.md, "Where busy time comes
+ * from"): each says what percent of the driver's sample period (1/6 s to
+ * 1 s) one process's kernels ran, so its busy time is smUtil x the time
+ * since that process's previous sample, at most 1.5 sample periods (a
+ * process with no sample in a period was idle in it); processes are added.
+ * Until the container's first measured launch cost, each tick with a
+ * launch is charged as fully busy (no refund), as when it cannot measure.
+ * The launch path takes no lock: atomics on the bucket, a nanosleep when
+ * throttled.
  */
 #include "shim/shim.h"
 
@@ -80,11 +88,10 @@ void shim__sm_init(unsigned sm_percent)
 {
     struct shim_sm_state *st = &shim__region()->sm;
     sm.share_ppm = sm_percent * 10000ull;
-    sm.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_busy_ns");
-    if (sm.standin)
-        sm.tick_ns = 20000000ull;
-    else if (nvml_open() == 0)
+    if (nvml_open() == 0)
         sm.tick_ns = 100000000ull;
+    else if ((sm.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_busy_ns")))
+        sm.tick_ns = 20000000ull;
     else {
         shim__log("smPercent=%u: no utilisation source (NVML or stand-in): not enforced",
                   sm_percent);
@@ -96,7 +103,11 @@ void shim__sm_init(unsigned sm_percent)
 }
 
 /* What a tick learned: the container's busy ns (own) and the card's. */
-enum sample { SAMPLE_OK, SAMPLE_NONE /* no new data yet */, SAMPLE_UNKNOWN /* own unknown */ };
+enum sample {
+    SAMPLE_OK,
+    SAMPLE_NONE,   /* no new data yet */
+    SAMPLE_UNKNOWN /* own unknown */
+};
 
 /* The stand-in's counters, by host pid like NVML's. */
 static enum sample sample_standin(struct shim_sm_state *st, uint64_t *own, uint64_t *card)
@@ -131,24 +142,78 @@ static int is_ours(unsigned pid, const pid_t *pids, int n)
     return 0;
 }
 
+/* The driver's sample period as this process has seen it: the shortest gap
+ * between two sample times it read (0 while unknown); last_us: the newest
+ * sample time it read. */
+static _Atomic uint64_t period_us, last_us;
+
+static void learn_period(const nvml_process_sample *s, unsigned count)
+{
+    uint64_t p = atomic_load(&period_us), last = atomic_load(&last_us), newest = last;
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t before = last; /* the newest sample time before s[i] */
+        for (unsigned j = 0; j < count; j++)
+            if (s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > before)
+                before = s[j].timeStamp;
+        uint64_t gap = before && s[i].timeStamp > before ? s[i].timeStamp - before : 0;
+        if (gap && (!p || gap < p))
+            p = gap;
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    }
+    atomic_store(&period_us, p);
+    atomic_store(&last_us, newest);
+}
+
+/* What one sample covers: the time since its process's previous sample
+ * (or since the last one consumed), at most 1.5 sample periods (a gap of
+ * more was time the process was idle) and NVML_PERIOD_MAX_US. */
+static uint64_t span_us(const nvml_process_sample *s, unsigned count, unsigned i, uint64_t seen)
+{
+    uint64_t from = seen, p = atomic_load(&period_us);
+    for (unsigned j = 0; j < count; j++) /* this process's previous sample */
+        if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
+            from = s[j].timeStamp;
+    uint64_t span = s[i].timeStamp - from, cap = p ? p * 3 / 2 : NVML_PERIOD_MAX_US;
+    cap = cap < NVML_PERIOD_MAX_US ? cap : NVML_PERIOD_MAX_US;
+    return span < cap ? span : cap;
+}
+
+/* The busy time (us) of the container's processes in samples newer than
+ * seen; *newest: the newest sample time, anyone's. */
+static uint64_t integrate(const nvml_process_sample *s, unsigned count, uint64_t seen,
+                          uint64_t *newest)
+{
+    pid_t pids[SHIM_HOSTPID_MAX];
+    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
+    uint64_t busy_us = 0;
+    *newest = seen;
+    for (unsigned i = 0; i < count; i++) {
+        if (s[i].timeStamp <= seen)
+            continue;
+        *newest = s[i].timeStamp > *newest ? s[i].timeStamp : *newest;
+        if (is_ours(s[i].pid, pids, n))
+            busy_us += span_us(s, count, i, seen) * (s[i].smUtil > 100 ? 100 : s[i].smUtil) / 100;
+    }
+    return busy_us;
+}
+
 /* NVML's process samples newer than st->seen_us, of the container's host
- * pids: each sample's smUtil holds over the time since that process's
- * previous sample (or the last one consumed), capped at NVML_PERIOD_MAX_US;
- * the processes' busy time is added. */
-static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card)
+ * pids (the header says how they are integrated). The container's first
+ * read looks back one NVML_PERIOD_MAX_US and only notes the newest sample
+ * time: what ran before it was charged by the warm-up ticks. */
+static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card,
+                               uint64_t *covered)
 {
     nvml_utilization u = {0, 0};
     *card = sm.utilization(sm.dev, &u) == 0 ? u.gpu * dt / 100 : 0;
     pid_t pids[SHIM_HOSTPID_MAX];
-    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
-    if (n < 0 || !sm.process_util)
+    if (shim__host_pids(pids, SHIM_HOSTPID_MAX) < 0 || !sm.process_util)
         return SAMPLE_UNKNOWN;
     nvml_process_sample s[NVML_SAMPLES];
     unsigned int count = NVML_SAMPLES;
-    uint64_t seen = atomic_load(&st->seen_us);
-    if (!seen) /* 0 would ask for NVML's whole buffer: start one tick back */
-        seen = realtime_us() - dt / 1000;
-    int rc = sm.process_util(sm.dev, s, &count, seen);
+    uint64_t seen = atomic_load(&st->seen_us),
+             ask = seen ? seen : realtime_us() - NVML_PERIOD_MAX_US;
+    int rc = sm.process_util(sm.dev, s, &count, ask);
     if (rc == NVML_ERROR_NOT_FOUND)
         return SAMPLE_NONE;
     if (rc == NVML_ERROR_INSUFFICIENT_SIZE || (rc == 0 && count > NVML_SAMPLES)) {
@@ -159,24 +224,15 @@ static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *
     }
     if (rc != 0)
         return SAMPLE_UNKNOWN;
-    uint64_t newest = seen, busy_us = 0;
-    for (unsigned i = 0; i < count; i++) {
-        if (s[i].timeStamp <= seen || !is_ours(s[i].pid, pids, n))
-            continue;
-        uint64_t from = seen;
-        for (unsigned j = 0; j < count; j++) /* this process's previous sample */
-            if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
-                from = s[j].timeStamp;
-        uint64_t span = s[i].timeStamp - from;
-        busy_us += (span < NVML_PERIOD_MAX_US ? span : NVML_PERIOD_MAX_US) * s[i].smUtil / 100;
-        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
-    }
-    for (unsigned i = 0; i < count; i++) /* others' samples count as seen too */
-        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
-    if (newest == seen)
+    learn_period(s, count);
+    uint64_t newest, busy_us = integrate(s, count, ask, &newest);
+    if (newest == ask)
         return SAMPLE_NONE;
     atomic_store(&st->seen_us, newest);
+    if (!seen)
+        return SAMPLE_NONE; /* what ran before was charged by the warm-up */
     *own = busy_us * 1000;
+    *covered = (newest - seen) * 1000;
     return SAMPLE_OK;
 }
 
@@ -202,33 +258,79 @@ static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt)
     atomic_store(&st->allowed_ppm, a > MILLION ? MILLION : a);
 }
 
+/* Before the container's first measured launch cost, a tick in which it
+ * launched is charged as busy throughout; the launches stay counted (with
+ * the time since the last count) for the first measurement's rate. */
+static void warm_up(struct shim_sm_state *st, uint64_t dt)
+{
+    static _Atomic uint64_t counted; /* launches at this process's last tick */
+    uint64_t n = atomic_load(&st->launches);
+    if (atomic_exchange(&counted, n) != n)
+        atomic_fetch_sub(&st->balance_ns, (int64_t)dt);
+}
+
+/* Charge what a tick learned (dt: since the last tick). A measured tick
+ * refunds the launches' estimate and takes what was used; the container's
+ * first (no per-launch cost known yet) takes only this tick's part of its
+ * samples, the ticks before it having been charged as busy. A tick that
+ * cannot measure takes the whole time since the last count when the
+ * container launched in it. */
+static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint64_t covered,
+                   uint64_t now, uint64_t dt)
+{
+    uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
+    uint64_t counted = atomic_exchange(&st->counted_at, now),
+             span = now > counted ? now - counted : 0; /* the launches' window */
+    if (got == SAMPLE_UNKNOWN) {
+        say_unknown();
+        own = n ? span : 0;
+    }
+    covered = covered ? covered : span;
+    /* one launch's cost: the busy rate of the samples over the launch rate
+     * since the last count (their windows need not match) */
+    double c = n && span ? (double)own * (double)span / ((double)covered * (double)n) : 0;
+    if (got == SAMPLE_OK && !est && covered > dt)
+        own = own * dt / covered;
+    /* the estimates refunded: of the launches in the samples' window, at
+     * the launch rate since the last count (windows need not match, and a
+     * lump the bucket cannot hold would be lost) */
+    double back = span ? (double)n * (double)est * (double)covered / (double)span : 0;
+    atomic_fetch_add(&st->balance_ns, (int64_t)back - (int64_t)own);
+    if (n && span) {
+        /* NVML's few samples a second weigh more each than the hook's */
+        uint64_t e = !est         ? (uint64_t)c
+                     : sm.standin ? (3 * est + (uint64_t)c) / 4
+                                  : (est + (uint64_t)c) / 2;
+        atomic_store(&st->est_cost_ns, e ? e : 1); /* 0: nothing measured yet */
+    }
+}
+
 /* The feedback loop, run by whichever launch first finds a tick due. A
  * tick with no new sample changes nothing (the launches wait for the
- * sample that covers them); one that cannot measure the container charges
- * it the whole interval when it launched in it, as if busy throughout, and
- * never refunds. */
+ * sample that covers them), except before the container's first measured
+ * launch cost: then, as when it cannot measure the container, each tick
+ * charges it as if busy throughout when it launched (never a refund). */
 static void tick(struct shim_sm_state *st, uint64_t now)
 {
     uint64_t last = atomic_load(&st->tick_at);
     if ((last && now - last < sm.tick_ns) ||
         !atomic_compare_exchange_strong(&st->tick_at, &last, now))
         return;
-    uint64_t own = 0, card = 0, dt = now - last;
+    uint64_t own = 0, card = 0, covered = 0, dt = now - last;
     enum sample got = sm.standin ? sample_standin(st, &own, &card)
-                                 : sample_nvml(st, last ? dt : 0, &own, &card);
-    if (last == 0)
-        return; /* the first tick only primes the counters */
-    steer(st, card, dt);
-    if (got == SAMPLE_NONE)
+                                 : sample_nvml(st, last ? dt : 0, &own, &card, &covered);
+    if (last == 0) { /* the first tick only primes the counters */
+        atomic_store(&st->counted_at, now);
         return;
-    uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
-    if (got == SAMPLE_UNKNOWN) {
-        say_unknown();
-        own = n ? dt : 0;
     }
-    atomic_fetch_add(&st->balance_ns, (int64_t)(n * est) - (int64_t)own);
-    if (n)
-        atomic_store(&st->est_cost_ns, est ? (3 * est + own / n) / 4 : own / n);
+    uint64_t est = atomic_load(&st->est_cost_ns);
+    /* a card rate of this tick's time, not of the warm-up's (it held back) */
+    if ((got == SAMPLE_OK && est) || got == SAMPLE_UNKNOWN)
+        steer(st, card, dt);
+    if (got == SAMPLE_NONE && !est)
+        warm_up(st, dt);
+    if (got != SAMPLE_NONE)
+        charge(st, got, own, covered, now, dt);
 }
 
 static void refill(struct shim_sm_state *st, uint64_t now)
