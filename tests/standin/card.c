@@ -16,6 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A synchronisation sleeps until this long before the work's end and
+ * spins the rest, as the real driver does under its default
+ * CU_CTX_SCHED_AUTO (cuda.h: it spins while the process has fewer active
+ * contexts than the machine has cores, which a test's always has): a
+ * wake-up from sleep on this VM comes about 67 us late, which would
+ * otherwise be added to every measured kernel. */
+#define STANDIN_CARD_SPIN_NS 200000ull
+
 static pthread_once_t card_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t card_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int card_fd = -1;
@@ -102,12 +110,38 @@ static int host_alive(int pid)
     return access(path, F_OK) == 0;
 }
 
-static void reset_slot(struct standin_card_slot *s, int pid)
+/* Fold s's kernels that ended by now into its busy time and the card's. */
+static void fold(struct standin_card *c, struct standin_card_slot *s, uint64_t now)
 {
-    atomic_store(&s->c.busy_ns, 0);
-    atomic_store(&s->c.launches, 0);
-    atomic_store(&s->mem, 0);
-    atomic_store(&s->pid, pid);
+    while (s->n && s->pending[s->head].end <= now) {
+        uint64_t d = s->pending[s->head].end - s->pending[s->head].start;
+        atomic_fetch_add(&s->c.busy_ns, d);
+        atomic_fetch_add(&c->all.busy_ns, d);
+        s->head = (s->head + 1) % STANDIN_CARD_PENDING;
+        s->n--;
+    }
+}
+
+/* The part of s's oldest pending kernel that has run by now (the card runs
+ * one kernel at a time: after a fold only that one can have started). */
+static uint64_t running(const struct standin_card_slot *s, uint64_t now)
+{
+    if (!s->n || s->pending[s->head].start >= now)
+        return 0;
+    return now - s->pending[s->head].start;
+}
+
+/* A slot that may be taken: free, or its process dead with nothing left
+ * on the card (what it had finished is folded first). */
+static int reclaimable(struct standin_card *c, struct standin_card_slot *s)
+{
+    int32_t p = atomic_load(&s->pid);
+    if (p == 0)
+        return 1;
+    if (host_alive(p))
+        return 0;
+    fold(c, s, standin_card_now_ns());
+    return s->n == 0;
 }
 
 struct standin_card_slot *standin_card_slot(struct standin_card *c, int pid, int claim)
@@ -116,51 +150,111 @@ struct standin_card_slot *standin_card_slot(struct standin_card *c, int pid, int
         if (atomic_load(&c->slots[i].pid) == pid)
             return &c->slots[i];
     for (int i = 0; claim && i < STANDIN_CARD_SLOTS; i++) {
-        int32_t p = atomic_load(&c->slots[i].pid);
-        if (p == 0 || !host_alive(p)) {
-            reset_slot(&c->slots[i], pid);
-            return &c->slots[i];
+        struct standin_card_slot *s = &c->slots[i];
+        if (reclaimable(c, s)) {
+            atomic_store(&s->c.busy_ns, 0);
+            atomic_store(&s->c.launches, 0);
+            atomic_store(&s->mem, 0);
+            s->head = s->n = 0;
+            atomic_store(&s->pid, pid);
+            return s;
         }
     }
     return NULL;
 }
 
-static void count(struct standin_card_counters *k, uint64_t held)
+/* Under the lock: s has room for one more kernel, waiting (unlocked) for
+ * its oldest to end while it has none. */
+static void make_room(struct standin_card *c, struct standin_card_slot *s)
 {
-    atomic_fetch_add(&k->busy_ns, held);
-    atomic_fetch_add(&k->launches, 1);
+    for (;;) {
+        fold(c, s, standin_card_now_ns());
+        if (s->n < STANDIN_CARD_PENDING)
+            return;
+        uint64_t t = s->pending[s->head].end;
+        standin_card_unlock(c);
+        standin_card_wait_until(t);
+        standin_card_lock(c);
+    }
 }
 
-void standin_card_count(struct standin_card *c, int host_pid, uint64_t held_ns)
+uint64_t standin_card_submit(struct standin_card *c, int host_pid, uint64_t after, uint64_t dur_ns,
+                             uint64_t (*stall)(uint64_t))
 {
+    standin_card_lock(c);
     struct standin_card_slot *s = standin_card_slot(c, host_pid, 1);
-    count(&c->all, held_ns);
-    if (s)
-        count(&s->c, held_ns);
+    if (!s) {
+        standin_card_unlock(c);
+        return 0;
+    }
+    make_room(c, s);
+    uint64_t start = standin_card_now_ns();
+    start = start > after ? start : after;
+    start = start > c->free_at ? start : c->free_at;
+    start = stall ? stall(start) : start;
+    uint64_t end = start + dur_ns;
+    s->pending[(s->head + s->n) % STANDIN_CARD_PENDING] = (struct standin_card_seg){start, end};
+    s->n++;
+    c->free_at = end;
+    atomic_fetch_add(&s->c.launches, 1);
+    atomic_fetch_add(&c->all.launches, 1);
+    standin_card_unlock(c);
+    return end;
 }
 
-/* The counters of pid, pid 0 the whole card; NULL when it has none. */
-static struct standin_card_counters *counters_of(struct standin_card *c, int pid)
+/* Busy time of every process: what the card folded, and the one kernel
+ * running now (under the lock). */
+static uint64_t card_busy(struct standin_card *c, uint64_t now)
 {
-    if (!c)
-        return NULL;
-    if (pid == 0)
-        return &c->all;
-    struct standin_card_slot *s = standin_card_slot(c, pid, 0);
-    return s ? &s->c : NULL;
+    uint64_t run = 0;
+    for (int i = 0; i < STANDIN_CARD_SLOTS; i++) {
+        struct standin_card_slot *s = &c->slots[i];
+        if (atomic_load(&s->pid) == 0 || !s->n)
+            continue;
+        fold(c, s, now);
+        run += running(s, now);
+    }
+    return atomic_load(&c->all.busy_ns) + run;
 }
 
 uint64_t standin_card_busy_ns(struct standin_card *c, int host_pid, uint64_t now_ns)
 {
-    (void)now_ns; /* launches are synchronous: what is counted has run */
-    struct standin_card_counters *k = counters_of(c, host_pid);
-    return k ? atomic_load(&k->busy_ns) : 0;
+    if (!c)
+        return 0;
+    standin_card_lock(c);
+    uint64_t b = 0;
+    struct standin_card_slot *s = host_pid ? standin_card_slot(c, host_pid, 0) : NULL;
+    if (!host_pid)
+        b = card_busy(c, now_ns);
+    else if (s) {
+        fold(c, s, now_ns);
+        b = atomic_load(&s->c.busy_ns) + running(s, now_ns);
+    }
+    standin_card_unlock(c);
+    return b;
 }
 
 uint64_t standin_card_launches(struct standin_card *c, int host_pid)
 {
-    struct standin_card_counters *k = counters_of(c, host_pid);
-    return k ? atomic_load(&k->launches) : 0;
+    if (!c)
+        return 0;
+    if (host_pid == 0)
+        return atomic_load(&c->all.launches);
+    struct standin_card_slot *s = standin_card_slot(c, host_pid, 0);
+    return s ? atomic_load(&s->c.launches) : 0;
+}
+
+unsigned standin_card_pending(struct standin_card *c, int host_pid, uint64_t now_ns)
+{
+    if (!c)
+        return 0;
+    standin_card_lock(c);
+    struct standin_card_slot *s = standin_card_slot(c, host_pid, 0);
+    if (s)
+        fold(c, s, now_ns);
+    unsigned n = s ? s->n : 0;
+    standin_card_unlock(c);
+    return n;
 }
 
 uint64_t standin_card_mem_bytes(struct standin_card *c, int host_pid)
@@ -174,4 +268,17 @@ uint64_t standin_card_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void standin_card_wait_until(uint64_t t)
+{
+    uint64_t now = standin_card_now_ns();
+    if (t > now + STANDIN_CARD_SPIN_NS) {
+        uint64_t wake = t - STANDIN_CARD_SPIN_NS;
+        struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    while (standin_card_now_ns() < t)
+        ;
 }

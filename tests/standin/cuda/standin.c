@@ -38,11 +38,29 @@
  *     what it reserved until cuDeviceGraphMemTrim.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
- *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
- *     (flock(LOCK_EX) on that file, plus a mutex between the threads of one
- *     process), holds it for the kernel's duration (sleeping, not spinning),
- *     adds the time to the busy counters in the file, and releases it.
- *     Launches are synchronous: when cuLaunchKernel returns, the kernel ran.
+ *     /tmp/tessera-standin-gpu.lock), laid out and read by ../card.h. It is
+ *     ONE first-in first-out timeline in virtual time: a launch is placed at
+ *     start = max(now, the end of its stream's earlier work, the card's
+ *     free_at) (under flock(LOCK_EX) on the file plus a mutex between the
+ *     threads of one process), ends at start + its duration, and returns
+ *     AT ONCE, as the real driver queues work on a stream. A process with
+ *     1024 kernels unfinished blocks in its next launch until its oldest
+ *     ends (a real launch blocks on a full push buffer).
+ *   - Streams: each keeps the end of its last work. The legacy NULL stream
+ *     (NULL, CU_STREAM_LEGACY) orders with the process's blocking streams
+ *     as cuda.h's legacy default stream does (its work waits for theirs and
+ *     theirs for its); CU_STREAM_NON_BLOCKING streams only with themselves;
+ *     CU_STREAM_PER_THREAD (and NULL on the _ptsz entry points) is one
+ *     blocking stream per thread. All contexts of a process are one.
+ *     cuStreamSynchronize waits for its stream's end (the NULL stream's:
+ *     every blocking stream's too), cuCtxSynchronize for the process's
+ *     last end, cuStreamQuery answers CUDA_ERROR_NOT_READY until then;
+ *     cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2 wait for the NULL stream first
+ *     (synchronous with the host, cuda.h "API synchronization behavior";
+ *     copies take no card time). A wait sleeps until about 200 us before
+ *     the end and spins the rest, as the real driver spins under its
+ *     default CU_CTX_SCHED_AUTO (../card.c), so host wake-up jitter is not
+ *     added to device time.
  *   - Kernel duration: a function named "tessera_sleep_us" runs for
  *     *(uint32_t *)kernelParams[0] microseconds; any other function runs for
  *     env TESSERA_STANDIN_KERNEL_US (default 100). Two knobs make the card
@@ -58,20 +76,29 @@
  *     parameters (so for TESSERA_STANDIN_KERNEL_US), and
  *     cuLaunchCooperativeKernelMultiDevice runs each entry of its list.
  *   - Graphs: tessera_standin_graph_create(us) makes a CUgraphExec whose
- *     cuGraphLaunch holds the card for us microseconds (test hook; the ABI
+ *     cuGraphLaunch queues us microseconds of card time (test hook; the ABI
  *     has no graph building); cuGraphExecDestroy frees it.
- *   - Events record CLOCK_MONOTONIC when recorded (stream order = call
- *     order); cuEventElapsedTime gives milliseconds between two of them.
+ *   - Events: cuEventRecord captures the work on its stream so far and
+ *     completes when it ends (at once on an idle stream); cuEventQuery
+ *     answers CUDA_ERROR_NOT_READY until then, cuEventSynchronize waits for
+ *     it, cuEventElapsedTime gives the device time between two completed
+ *     events (NOT_READY before; INVALID_HANDLE for one never recorded or
+ *     made with CU_EVENT_DISABLE_TIMING).
  *   - Busy counters (test hook, what the shim's SM limiter reads when NVML
  *     is absent): uint64_t tessera_standin_busy_ns(int pid) is the card
- *     time kernels of process pid have held the card since the lock file was
- *     created, pid 0 the whole card. As with the real driver, pid is the
+ *     time kernels of process pid have RUN up to now since the lock file
+ *     was created (elapsed time only, never work still queued), pid 0 the
+ *     whole card. As with the real driver, pid is the
  *     HOST pid: the first field of NSpid in /proc/self/status (the pid in
  *     the namespace of the /proc mount, the host's under `unshare --pid`
- *     without --mount-proc), not getpid() inside a pid namespace; tessera_standin_launches(pid) counts
- *     launches the same way. The file holds a struct standin_card (below):
- *     header, then 256 per-process slots; a fresh file (size 0) is set up by
- *     the first launcher. Delete the file to reset the counters.
+ *     without --mount-proc), not getpid() inside a pid namespace;
+ *     tessera_standin_launches(pid) counts launches the same way and
+ *     unsigned tessera_standin_pending(int pid) the kernels it has queued
+ *     that have not ended. The file holds a struct standin_card (../card.h):
+ *     header, then 256 per-process slots, each with a ring of its pending
+ *     kernels, folded into its busy time once they end; a fresh file is set
+ *     up by the first process to map it. Delete the file to reset the
+ *     counters.
  *   - Contexts: each cuCtxCreate_v2/_v3/_v4 (_v3 needs at least one
  *     execution affinity parameter, _v4 takes NULL params or exactly one of
  *     execAffinityParams and cigParams, CIG: NOT_SUPPORTED), and the primary
@@ -107,6 +134,7 @@
 
 static _Atomic uint64_t allocated;
 static void publish_mem(void);
+static void wait_legacy(void);
 static pthread_once_t total_once = PTHREAD_ONCE_INIT;
 static uint64_t total_mem = 16ull << 30;
 
@@ -330,6 +358,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 {
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
+    wait_legacy();
     memcpy((void *)(uintptr_t)dst, src, bytes);
     return CUDA_SUCCESS;
 }
@@ -338,6 +367,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
+    wait_legacy();
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }
@@ -827,18 +857,6 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void)
-{
-    standin_pools_sync();
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    (void)ctx;
-    return cuCtxSynchronize();
-}
-
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
     static const struct {
@@ -867,49 +885,133 @@ EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* ---- streams and events -------------------------------------------------- */
+/* ---- streams and events: the process's view of the card's timeline ----- */
 
+/* A stream: when its last work ends (card clock), and its flags. The legacy
+ * NULL stream (NULL or CU_STREAM_LEGACY) is `legacy`; the per-thread
+ * default stream (CU_STREAM_PER_THREAD, or NULL on a _ptsz entry point) one
+ * per thread. All contexts of the process are one (the stand-in has one
+ * device and models no context switch). */
 struct CUstream_st {
-    int unused;
+    _Atomic uint64_t end;
+    unsigned flags;
 };
 struct CUevent_st {
-    uint64_t ns;
+    uint64_t at; /* when the work it captured ends */
+    unsigned flags;
     int recorded;
 };
 
+static struct CUstream_st legacy;
+static _Atomic uint64_t blocking_end; /* last end on any blocking stream */
+static _Atomic uint64_t process_end;  /* last end on any stream */
+static _Thread_local struct CUstream_st per_thread;
+
 static uint64_t now_ns(void) { return standin_card_now_ns(); }
+
+static void raise_to(_Atomic uint64_t *v, uint64_t t)
+{
+    uint64_t cur = atomic_load(v);
+    while (cur < t && !atomic_compare_exchange_weak(v, &cur, t))
+        ;
+}
+
+static struct CUstream_st *stream_of(CUstream s)
+{
+    if (s == CU_STREAM_PER_THREAD)
+        return &per_thread;
+    return s == NULL || s == CU_STREAM_LEGACY ? &legacy : s;
+}
+
+/* When new work on s may start, as cuda.h's legacy default stream orders
+ * it: work on the NULL stream waits for all earlier work on blocking
+ * streams, and work on a blocking stream (flags 0, the per-thread default
+ * stream too) for earlier work on the NULL stream; a CU_STREAM_NON_BLOCKING
+ * stream only for its own. */
+static uint64_t stream_after(struct CUstream_st *s)
+{
+    uint64_t own = atomic_load(&s->end), leg = atomic_load(&legacy.end);
+    if (s == &legacy)
+        return own > atomic_load(&blocking_end) ? own : atomic_load(&blocking_end);
+    if (s->flags & CU_STREAM_NON_BLOCKING)
+        return own;
+    return own > leg ? own : leg;
+}
+
+/* When the work on s submitted so far ends (what a synchronisation waits
+ * for): the NULL stream's includes the blocking streams'. */
+static uint64_t stream_done(struct CUstream_st *s)
+{
+    return s == &legacy ? stream_after(s) : atomic_load(&s->end);
+}
+
+static void stream_put(struct CUstream_st *s, uint64_t end)
+{
+    raise_to(&s->end, end);
+    if (s != &legacy && !(s->flags & CU_STREAM_NON_BLOCKING))
+        raise_to(&blocking_end, end);
+    raise_to(&process_end, end);
+}
+
+/* A synchronous call (cuMemcpyHtoD_v2, cuMemcpyDtoH_v2) waits for the NULL
+ * stream's work first (cuda.h, "API synchronization behavior"). */
+static void wait_legacy(void) { standin_card_wait_until(stream_done(&legacy)); }
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    standin_card_wait_until(atomic_load(&process_end));
+    standin_pools_sync();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    (void)ctx;
+    return cuCtxSynchronize();
+}
 
 EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
-    (void)flags;
     if (!stream)
         return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)
+        return CUDA_ERROR_INVALID_VALUE;
     *stream = calloc(1, sizeof(struct CUstream_st));
-    return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (!*stream)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*stream)->flags = flags;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
 {
-    if (!stream)
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
-    free(stream);
+    free(stream); /* its queued work still runs (cuda.h) */
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamSynchronize(CUstream stream)
 {
-    (void)stream;
+    standin_card_wait_until(stream_done(stream_of(stream)));
     standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuStreamQuery(CUstream stream)
+{
+    return now_ns() >= stream_done(stream_of(stream)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 EXPORT CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
-    (void)flags;
     if (!event)
         return CUDA_ERROR_INVALID_VALUE;
     *event = calloc(1, sizeof(struct CUevent_st));
-    return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (!*event)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*event)->flags = flags;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventDestroy_v2(CUevent event)
@@ -920,31 +1022,47 @@ EXPORT CUresult cuEventDestroy_v2(CUevent event)
     return CUDA_SUCCESS;
 }
 
+/* The event captures the work on stream so far: it completes when that
+ * ends (at once on an idle stream). */
 EXPORT CUresult cuEventRecord(CUevent event, CUstream stream)
 {
-    (void)stream;
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
-    event->ns = now_ns();
+    uint64_t now = now_ns(), at = stream_after(stream_of(stream));
+    event->at = at > now ? at : now;
     event->recorded = 1;
     return CUDA_SUCCESS;
+}
+
+/* Not recorded: nothing captured, complete (cuda.h, cuEventRecord). */
+EXPORT CUresult cuEventQuery(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return !event->recorded || now_ns() >= event->at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuEventSynchronize(CUevent event)
 {
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (event->recorded)
+        standin_card_wait_until(event->at);
     standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
+/* Device time between two completed events (cuda.h's errors). */
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
     if (!ms || !start || !end)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!start->recorded || !end->recorded)
+    if (!start->recorded || !end->recorded ||
+        ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (cuEventQuery(start) != CUDA_SUCCESS || cuEventQuery(end) != CUDA_SUCCESS)
         return CUDA_ERROR_NOT_READY;
-    *ms = (float)(((double)end->ns - (double)start->ns) / 1e6);
+    *ms = (float)(((double)end->at - (double)start->at) / 1e6);
     return CUDA_SUCCESS;
 }
 
@@ -956,13 +1074,6 @@ struct CUmod_st {
 struct CUfunc_st {
     int sleep_kernel;
 };
-
-static void sleep_until(uint64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
 
 /* Test knob TESSERA_STANDIN_JITTER=PCT: this process's kernels all run
  * longer by one factor drawn once, log-uniform in [1, 1 + PCT/100] (a card
@@ -998,17 +1109,21 @@ static uint64_t after_stall(uint64_t t)
     return into < stall ? t - into + stall : t;
 }
 
-/* Take the card, hold it for us microseconds, count it, give it back. */
-static CUresult run_on_card(uint32_t us)
+/* Queue a kernel of us microseconds (stretched by the jitter) on stream:
+ * placed on the card's timeline after the stream's earlier work, it
+ * returns at once. */
+static CUresult run_on_card(uint32_t us, CUstream stream)
 {
     struct standin_card *c = standin_card_map();
     if (!c)
         return CUDA_ERROR_UNKNOWN;
-    standin_card_lock(c);
-    uint64_t start = now_ns();
-    sleep_until(after_stall(start) + (uint64_t)((double)us * 1000 * jitter_factor()));
-    standin_card_count(c, standin_card_host_pid(), now_ns() - start);
-    standin_card_unlock(c);
+    struct CUstream_st *s = stream_of(stream);
+    uint64_t dur = (uint64_t)((double)us * 1000 * jitter_factor());
+    uint64_t end = standin_card_submit(c, standin_card_host_pid(), stream_after(s), dur,
+                                       after_stall);
+    if (!end)
+        return CUDA_ERROR_UNKNOWN;
+    stream_put(s, end);
     return CUDA_SUCCESS;
 }
 
@@ -1045,6 +1160,11 @@ EXPORT uint64_t tessera_standin_busy_ns(int pid)
 EXPORT uint64_t tessera_standin_launches(int pid)
 {
     return standin_card_launches(standin_card_map(), pid);
+}
+
+EXPORT unsigned tessera_standin_pending(int pid)
+{
+    return standin_card_pending(standin_card_map(), pid, now_ns());
 }
 
 EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
@@ -1106,14 +1226,17 @@ static uint32_t kernel_us(CUfunction f, void **params)
 }
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                       unsigned by, unsigned bz, void **params)
+                       unsigned by, unsigned bz, void **params, CUstream stream)
 {
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz)
         return CUDA_ERROR_INVALID_VALUE;
-    return run_on_card(kernel_us(f, params));
+    return run_on_card(kernel_us(f, params), stream);
 }
+
+/* On a _ptsz entry point the NULL stream is the per-thread default one. */
+static CUstream ptsz(CUstream s) { return s ? s : CU_STREAM_PER_THREAD; }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                unsigned int gridDimZ, unsigned int blockDimX,
@@ -1121,8 +1244,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
                                unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
                                void **extra)
 {
-    (void)sharedMemBytes, (void)stream, (void)extra;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
+    (void)sharedMemBytes, (void)extra;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams,
+                  stream);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -1132,7 +1256,7 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
                                     void **kernelParams, void **extra)
 {
     return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                          sharedMemBytes, stream, kernelParams, extra);
+                          sharedMemBytes, ptsz(stream), kernelParams, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -1142,13 +1266,17 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, voi
     if (!config)
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                  config->blockDimY, config->blockDimZ, kernelParams);
+                  config->blockDimY, config->blockDimZ, kernelParams, config->hStream);
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                       void **kernelParams, void **extra)
 {
-    return cuLaunchKernelEx(config, f, kernelParams, extra);
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUlaunchConfig c = *config;
+    c.hStream = ptsz(c.hStream);
+    return cuLaunchKernelEx(&c, f, kernelParams, extra);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -1157,8 +1285,9 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                           unsigned int blockDimZ, unsigned int sharedMemBytes,
                                           CUstream stream, void **kernelParams)
 {
-    (void)sharedMemBytes, (void)stream;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
+    (void)sharedMemBytes;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams,
+                  stream);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -1168,22 +1297,21 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDi
                                                CUstream stream, void **kernelParams)
 {
     return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                     blockDimZ, sharedMemBytes, stream, kernelParams);
+                                     blockDimZ, sharedMemBytes, ptsz(stream), kernelParams);
 }
 
-EXPORT CUresult cuLaunch(CUfunction f) { return launch(f, 1, 1, 1, 1, 1, 1, NULL); }
+EXPORT CUresult cuLaunch(CUfunction f) { return launch(f, 1, 1, 1, 1, 1, 1, NULL, NULL); }
 
 EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
-    if (grid_width <= 0 || grid_height <= 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL);
+    return cuLaunchGridAsync(f, grid_width, grid_height, NULL);
 }
 
 EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
-    (void)hStream;
-    return cuLaunchGrid(f, grid_width, grid_height);
+    if (grid_width <= 0 || grid_height <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, hStream);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
@@ -1194,22 +1322,21 @@ EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchP
         return CUDA_ERROR_INVALID_VALUE;
     const CUDA_LAUNCH_PARAMS *p = launchParamsList;
     return launch(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
-                  p->blockDimZ, p->kernelParams);
+                  p->blockDimZ, p->kernelParams, p->hStream);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
 {
-    (void)stream;
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
     if (standin_graph_upload(graph) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return run_on_card(graph->us);
+    return run_on_card(graph->us, stream);
 }
 
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
 {
-    return cuGraphLaunch(graph, stream);
+    return cuGraphLaunch(graph, ptsz(stream));
 }
 
 /* ---- cuGetProcAddress ---------------------------------------------------- */
@@ -1318,10 +1445,12 @@ static const struct {
     FN(cuStreamCreate),
     FN(cuStreamDestroy_v2),
     FN(cuStreamSynchronize),
+    FN(cuStreamQuery),
     FN(cuEventCreate),
     FN(cuEventDestroy_v2),
     FN(cuEventRecord),
     FN(cuEventSynchronize),
+    FN(cuEventQuery),
     FN(cuEventElapsedTime),
 };
 
