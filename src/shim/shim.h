@@ -107,6 +107,7 @@ struct shim_sm_state {
     _Atomic uint64_t card_prev;
     _Atomic uint64_t seen_us;    /* NVML: newest process sample consumed (its timeStamp) */
     _Atomic uint64_t counted_at; /* CLOCK_MONOTONIC when launches was last read and zeroed */
+    _Atomic uint64_t measured;   /* NVML: a tick has charged the container's samples */
 };
 
 struct shim_region {

@@ -9,11 +9,11 @@
  *   - refill: allowed x elapsed wall time, capped at a short burst;
  *   - each launch takes the estimated GPU time of one launch; with the
  *     bucket empty, the launching thread sleeps until it refills;
- *   - every tick (20 ms on the stand-in, 100 ms with NVML) the feedback
- *     loop measures the container's real busy time and the card's, gives
- *     back what the estimate charged, takes what was really used (so the
- *     estimate's error never accumulates), updates the per-launch estimate,
- *     and moves `allowed`: with the card saturated (>= 90% busy) it halves
+ *   - every tick (20 ms on the stand-in's hook, 100 ms with NVML) the
+ *     feedback loop reads the container's real busy time and the card's;
+ *     when there is something new it gives back what the estimates charged,
+ *     takes what was really used (so the estimate's error never
+ *     accumulates), updates the per-launch estimate, and moves `allowed`: with the card saturated (>= 90% busy) it halves
  *     the distance to the configured share; with idle time left it grows by
  *     half of the idle fraction (work-conserving).
  * Busy time comes from NVML (libnvidia-ml.so.1 through dlopen:
@@ -27,9 +27,10 @@
  * 1 s) one process's kernels ran, so its busy time is smUtil x the time
  * since that process's previous sample, at most 1.5 sample periods (a
  * process with no sample in a period was idle in it); processes are added.
- * Until the container's first measured launch cost, each tick with a
- * launch is charged as fully busy (no refund), as when it cannot measure.
- * The launch path takes no lock: atomics on the bucket, a nanosleep when
+ * The container's samples start after the card's newest utilisation sample
+ * when it starts (nvmlDeviceGetSamples); until its first sample, a launch
+ * is charged a guess: the wall time per launch so far, never raised. The
+ * launch path takes no lock: atomics on the bucket, a nanosleep when
  * throttled.
  */
 #include "shim/shim.h"
@@ -59,6 +60,11 @@ typedef struct {
     unsigned long long timeStamp; /* CPU time stamp, microseconds */
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvml_process_sample;
+typedef struct {
+    unsigned long long timeStamp; /* CPU time stamp, microseconds */
+    unsigned long long value;     /* nvmlValue_t, a union of 8 bytes */
+} nvml_sample;
+#define NVML_GPU_UTILIZATION_SAMPLES 1 /* nvmlSamplingType_t */
 
 static struct {
     int on;
@@ -67,6 +73,7 @@ static struct {
     nvml_device dev;
     int (*utilization)(nvml_device, nvml_utilization *);
     int (*process_util)(nvml_device, nvml_process_sample *, unsigned int *, unsigned long long);
+    int (*samples)(nvml_device, int, unsigned long long, int *, unsigned int *, nvml_sample *);
 } sm;
 
 static int nvml_open(void)
@@ -79,6 +86,7 @@ static int nvml_open(void)
         h, "nvmlDeviceGetHandleByIndex_v2");
     sm.utilization = (__typeof__(sm.utilization))dlsym(h, "nvmlDeviceGetUtilizationRates");
     sm.process_util = (__typeof__(sm.process_util))dlsym(h, "nvmlDeviceGetProcessUtilization");
+    sm.samples = (__typeof__(sm.samples))dlsym(h, "nvmlDeviceGetSamples");
     if (!init || !get || !sm.utilization || init() != 0 || get(0, &sm.dev) != 0)
         return -1;
     return 0;
@@ -147,21 +155,46 @@ static int is_ours(unsigned pid, const pid_t *pids, int n)
  * sample time it read. */
 static _Atomic uint64_t period_us, last_us;
 
+static void note_gap(uint64_t before, uint64_t t)
+{
+    uint64_t p = atomic_load(&period_us), gap = before && t > before ? t - before : 0;
+    if (gap && (!p || gap < p))
+        atomic_store(&period_us, gap);
+}
+
 static void learn_period(const nvml_process_sample *s, unsigned count)
 {
-    uint64_t p = atomic_load(&period_us), last = atomic_load(&last_us), newest = last;
+    uint64_t last = atomic_load(&last_us), newest = last;
     for (unsigned i = 0; i < count; i++) {
         uint64_t before = last; /* the newest sample time before s[i] */
         for (unsigned j = 0; j < count; j++)
             if (s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > before)
                 before = s[j].timeStamp;
-        uint64_t gap = before && s[i].timeStamp > before ? s[i].timeStamp - before : 0;
-        if (gap && (!p || gap < p))
-            p = gap;
+        note_gap(before, s[i].timeStamp);
         newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
     }
-    atomic_store(&period_us, p);
     atomic_store(&last_us, newest);
+}
+
+/* The container's start with NVML: its samples are those after the card's
+ * newest utilisation sample (nvmlDeviceGetSamples: one every period, idle or
+ * not), so its processes' first samples cover a whole period; the gaps
+ * between the card's samples give the period. Without them, the first read
+ * looks back instead (sample_nvml). */
+static void prime_nvml(struct shim_sm_state *st)
+{
+    nvml_sample s[NVML_SAMPLES];
+    unsigned int count = NVML_SAMPLES;
+    int type;
+    uint64_t newest = 0, zero = 0;
+    if (!sm.samples || sm.samples(sm.dev, NVML_GPU_UTILIZATION_SAMPLES,
+                                  realtime_us() - 2 * NVML_PERIOD_MAX_US, &type, &count, s) != 0)
+        return;
+    for (unsigned i = 0; i < count && i < NVML_SAMPLES; i++) {
+        note_gap(newest, s[i].timeStamp);
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    }
+    atomic_compare_exchange_strong(&st->seen_us, &zero, newest);
 }
 
 /* What one sample covers: the time since its process's previous sample
@@ -200,7 +233,7 @@ static uint64_t integrate(const nvml_process_sample *s, unsigned count, uint64_t
 /* NVML's process samples newer than st->seen_us, of the container's host
  * pids (the header says how they are integrated). The container's first
  * read looks back one NVML_PERIOD_MAX_US and only notes the newest sample
- * time: what ran before it was charged by the warm-up ticks. */
+ * time: what ran before stays charged at the guessed cost. */
 static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card,
                                uint64_t *covered)
 {
@@ -230,7 +263,7 @@ static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *
         return SAMPLE_NONE;
     atomic_store(&st->seen_us, newest);
     if (!seen)
-        return SAMPLE_NONE; /* what ran before was charged by the warm-up */
+        return SAMPLE_NONE; /* what ran before stays charged at the guesses */
     *own = busy_us * 1000;
     *covered = (newest - seen) * 1000;
     return SAMPLE_OK;
@@ -258,25 +291,35 @@ static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt)
     atomic_store(&st->allowed_ppm, a > MILLION ? MILLION : a);
 }
 
-/* Before the container's first measured launch cost, a tick in which it
- * launched is charged as busy throughout; the launches stay counted (with
- * the time since the last count) for the first measurement's rate. */
-static void warm_up(struct shim_sm_state *st, uint64_t dt)
+/* Before the first measurement, a launch is charged the wall time per
+ * launch since the count began (launches paced by the card, synchronous or
+ * held by the in-flight bound, take at least their card time), never more
+ * than already guessed: a throttled tenant's slower launches do not raise
+ * it. The launches stay counted, so the first measurement refunds these
+ * guesses for its samples' window and takes what the samples say. */
+static void guess(struct shim_sm_state *st, uint64_t now)
 {
-    static _Atomic uint64_t counted; /* launches at this process's last tick */
-    uint64_t n = atomic_load(&st->launches);
-    if (atomic_exchange(&counted, n) != n)
-        atomic_fetch_sub(&st->balance_ns, (int64_t)dt);
+    uint64_t n = atomic_load(&st->launches), from = atomic_load(&st->counted_at);
+    if (!n) /* nothing launched yet: the window starts later */
+        atomic_store(&st->counted_at, now);
+    if (!n || now <= from)
+        return;
+    uint64_t g = (now - from) / n, est = atomic_load(&st->est_cost_ns);
+    g = g ? g : 1;
+    if (!est) /* the launches so far went at no cost: they take the guess */
+        atomic_fetch_sub(&st->balance_ns, (int64_t)(n * g));
+    if (!est || g < est)
+        atomic_store(&st->est_cost_ns, g);
 }
 
-/* Charge what a tick learned (dt: since the last tick). A measured tick
- * refunds the launches' estimate and takes what was used; the container's
- * first (no per-launch cost known yet) takes only this tick's part of its
- * samples, the ticks before it having been charged as busy. A tick that
- * cannot measure takes the whole time since the last count when the
- * container launched in it. */
+/* Charge what a tick learned. A measured tick refunds the estimates of the
+ * launches in the samples' window (the launch rate since the last count x
+ * the window: the windows need not match, and a lump the bucket cannot
+ * hold would be lost) and takes what the samples say; its per-launch cost
+ * is their busy rate over the launch rate. A tick that cannot measure
+ * takes the whole time since the last count when the container launched. */
 static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint64_t covered,
-                   uint64_t now, uint64_t dt)
+                   uint64_t now)
 {
     uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
     uint64_t counted = atomic_exchange(&st->counted_at, now),
@@ -286,30 +329,23 @@ static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint
         own = n ? span : 0;
     }
     covered = covered ? covered : span;
-    /* one launch's cost: the busy rate of the samples over the launch rate
-     * since the last count (their windows need not match) */
-    double c = n && span ? (double)own * (double)span / ((double)covered * (double)n) : 0;
-    if (got == SAMPLE_OK && !est && covered > dt)
-        own = own * dt / covered;
-    /* the estimates refunded: of the launches in the samples' window, at
-     * the launch rate since the last count (windows need not match, and a
-     * lump the bucket cannot hold would be lost) */
     double back = span ? (double)n * (double)est * (double)covered / (double)span : 0;
     atomic_fetch_add(&st->balance_ns, (int64_t)back - (int64_t)own);
-    if (n && span) {
-        /* NVML's few samples a second weigh more each than the hook's */
-        uint64_t e = !est         ? (uint64_t)c
-                     : sm.standin ? (3 * est + (uint64_t)c) / 4
-                                  : (est + (uint64_t)c) / 2;
-        atomic_store(&st->est_cost_ns, e ? e : 1); /* 0: nothing measured yet */
-    }
+    if (!n || !span)
+        return;
+    int first = got == SAMPLE_OK && !atomic_exchange(&st->measured, 1);
+    /* the first samples hold every launch since the start (and cover time
+     * before it): their busy over the launches */
+    uint64_t c = first ? own / n
+                       : (uint64_t)((double)own * (double)span / ((double)covered * (double)n));
+    /* NVML's few samples a second weigh more each than the hook's */
+    uint64_t e = first || !est ? c : sm.standin ? (3 * est + c) / 4 : (est + c) / 2;
+    atomic_store(&st->est_cost_ns, e ? e : 1); /* 0: nothing known yet */
 }
 
 /* The feedback loop, run by whichever launch first finds a tick due. A
  * tick with no new sample changes nothing (the launches wait for the
- * sample that covers them), except before the container's first measured
- * launch cost: then, as when it cannot measure the container, each tick
- * charges it as if busy throughout when it launched (never a refund). */
+ * sample that covers them) but, before the first measurement, the guess. */
 static void tick(struct shim_sm_state *st, uint64_t now)
 {
     uint64_t last = atomic_load(&st->tick_at);
@@ -317,20 +353,22 @@ static void tick(struct shim_sm_state *st, uint64_t now)
         !atomic_compare_exchange_strong(&st->tick_at, &last, now))
         return;
     uint64_t own = 0, card = 0, covered = 0, dt = now - last;
+    if (!last && !sm.standin)
+        prime_nvml(st);
     enum sample got = sm.standin ? sample_standin(st, &own, &card)
                                  : sample_nvml(st, last ? dt : 0, &own, &card, &covered);
     if (last == 0) { /* the first tick only primes the counters */
         atomic_store(&st->counted_at, now);
         return;
     }
-    uint64_t est = atomic_load(&st->est_cost_ns);
-    /* a card rate of this tick's time, not of the warm-up's (it held back) */
-    if ((got == SAMPLE_OK && est) || got == SAMPLE_UNKNOWN)
+    int m = atomic_load(&st->measured) != 0;
+    /* a card rate of this tick's time, not of the guesses' (they held back) */
+    if ((got == SAMPLE_OK && m) || got == SAMPLE_UNKNOWN)
         steer(st, card, dt);
-    if (got == SAMPLE_NONE && !est)
-        warm_up(st, dt);
+    if (got == SAMPLE_NONE && !m)
+        guess(st, now);
     if (got != SAMPLE_NONE)
-        charge(st, got, own, covered, now, dt);
+        charge(st, got, own, covered, now);
 }
 
 static void refill(struct shim_sm_state *st, uint64_t now)

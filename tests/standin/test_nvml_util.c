@@ -6,7 +6,8 @@
  * needed for a NULL or short buffer, only samples newer than lastSeen,
  * timeStamps on the sample period (CPU time, microseconds), smUtil the
  * percent of the period a process's kernels ran, by host pid; the card's
- * rate; NOT_SUPPORTED on a GPU in MIG mode. Kernels are placed straight
+ * rate, and nvmlDeviceGetSamples's card samples, one every period; NOT_SUPPORTED
+ * on a GPU in MIG mode. Kernels are placed straight
  * on the card's timeline (card.c, compiled in), so each period's busy time
  * is known; the library is loaded with dlopen as the shim loads it.
  */
@@ -35,6 +36,10 @@ typedef void *dev_t_;
 
 static int (*get_util)(dev_t_, util_t *);
 static int (*get_proc)(dev_t_, sample_t *, unsigned int *, unsigned long long);
+typedef struct {
+    unsigned long long timeStamp, value;
+} card_sample_t;
+static int (*get_samples)(dev_t_, int, unsigned long long, int *, unsigned int *, card_sample_t *);
 static dev_t_ gpu0, gpu1;
 static char dir[] = "/tmp/test_nvml_util.XXXXXX";
 
@@ -78,7 +83,9 @@ static int setup(void **state)
     get_util = (int (*)(dev_t_, util_t *))dlsym(h, "nvmlDeviceGetUtilizationRates");
     get_proc = (int (*)(dev_t_, sample_t *, unsigned int *, unsigned long long))dlsym(
         h, "nvmlDeviceGetProcessUtilization");
-    assert_true(init && get && get_util && get_proc);
+    get_samples = (int (*)(dev_t_, int, unsigned long long, int *, unsigned int *,
+                           card_sample_t *))dlsym(h, "nvmlDeviceGetSamples");
+    assert_true(init && get && get_util && get_proc && get_samples);
     assert_int_equal(init(), 0);
     assert_int_equal(get(0, &gpu0), 0);
     assert_int_equal(get(1, &gpu1), 0);
@@ -160,6 +167,24 @@ static void test_samples(void **state)
     n = 8;
     assert_int_equal(get_proc(gpu0, s, &n, 0), 0); /* everything kept */
     assert_true(n >= 2);
+
+    /* the card's samples: one every period, idle ones too */
+    card_sample_t c[64];
+    int type = -1;
+    n = 64;
+    assert_int_equal(get_samples(gpu0, 1, t1 - 1, &type, &n, c), 0);
+    assert_int_equal(type, 1); /* NVML_VALUE_TYPE_UNSIGNED_INT */
+    assert_int_equal(n, 1);
+    assert_int_equal(c[0].timeStamp, t1);
+    assert_in_range((unsigned)c[0].value, 58, 62);
+    n = 64;
+    assert_int_equal(get_samples(gpu0, 1, 0, &type, &n, c), 0);
+    assert_true(n >= 3);
+    for (unsigned i = 1; i < n; i++)
+        assert_int_equal(c[i].timeStamp - c[i - 1].timeStamp, PERIOD_US);
+    n = 64;
+    assert_int_equal(get_samples(gpu0, 1, t1, &type, &n, c), 6);
+    assert_int_equal(get_samples(gpu0, 0, 0, &type, &n, c), 3); /* power: NOT_SUPPORTED */
 }
 
 static void test_bad_calls(void **state)

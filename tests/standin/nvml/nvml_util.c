@@ -11,6 +11,9 @@
  * time (microseconds since the epoch) the sample was taken. The device's
  * "gpu" rate is the percent of the last period in which any kernel ran.
  *
+ * nvmlDeviceGetSamples(GPU utilisation) gives the card's samples, one
+ * every period, idle or not (a fresh history starts with an idle one).
+ *
  * The model here: the sample period is $TESSERA_STANDIN_NVML_SAMPLE_MS
  * (default 167). Sample times are the multiples of the period on
  * CLOCK_REALTIME, so every process's stand-in stamps a period alike, as
@@ -48,8 +51,9 @@
 #include "nvml_util.h"
 
 #define HIST_MAGIC 0x4c4d564eu /* "NVML" */
-#define HIST_VERSION 1u
+#define HIST_VERSION 2u
 #define RING 2048         /* process samples the driver keeps */
+#define CARD_RING 256     /* card samples the driver keeps */
 #define SAMPLE_GAP_MAX 16 /* missed sample times filled in, at most */
 
 /* nvml.h's nvmlUtilization_t and nvmlProcessUtilizationSample_t. */
@@ -61,6 +65,17 @@ typedef struct {
     unsigned long long timeStamp;
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
+/* ... and nvmlSample_t (the value a union of 8 bytes; here uiVal). */
+typedef struct {
+    unsigned long long timeStamp;
+    union {
+        double dVal;
+        unsigned int uiVal;
+        unsigned long long ullVal;
+    } sampleValue;
+} nvmlSample_t;
+#define NVML_GPU_UTILIZATION_SAMPLES 1
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
 
 struct hist_sample {
     uint32_t pid, sm;
@@ -80,6 +95,8 @@ struct history {
     } prev[STANDIN_CARD_SLOTS]; /* each card slot's busy time then */
     uint64_t written;           /* process samples ever written */
     struct hist_sample ring[RING];
+    uint64_t card_written;                   /* card samples ever written */
+    struct hist_sample card_ring[CARD_RING]; /* pid unused, sm: the card's rate */
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -145,12 +162,16 @@ static uint64_t grown(uint64_t now, uint64_t before) { return now >= before ? no
 static void write_samples(uint64_t t, uint64_t k)
 {
     uint64_t now = standin_card_now_ns(), span_ns = now > hist->read_ns ? now - hist->read_ns : 1;
-    uint64_t all = standin_card_busy_ns(card, 0, now);
-    hist->read_ns = now;
-    if (k)
+    uint64_t all = standin_card_busy_ns(card, 0, now), late_us = realtime_us() - t;
+    /* a first read stands for sample time t: the next period starts there */
+    hist->read_ns = k || now < late_us * 1000 ? now : now - late_us * 1000;
+    if (hist->last_us) /* else a fresh history: the card was idle */
         hist->card_pct = (uint32_t)((grown(all, hist->card_ns) * 100 + span_ns / 2) / span_ns);
     hist->card_pct = hist->card_pct > 100 ? 100 : hist->card_pct;
     hist->card_ns = all;
+    for (uint64_t j = k ? 1 : 0; j <= k; j++) /* the card has a sample every period */
+        hist->card_ring[hist->card_written++ % CARD_RING] = (struct hist_sample){
+            0, hist->card_pct, t - (k - j) * period_us};
     for (int i = 0; i < STANDIN_CARD_SLOTS; i++) {
         int32_t pid = atomic_load(&card->slots[i].pid);
         uint64_t busy = pid > 0 ? standin_card_busy_ns(card, pid, now) : 0;
@@ -219,6 +240,38 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
     if (h)
         unlock();
     return NVML_SUCCESS;
+}
+
+/* nvml.h: the card's samples of type (here only GPU utilisation) newer
+ * than lastSeenTimeStamp, every sample period, idle or not; with samples
+ * NULL, the count only. */
+nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type,
+                                  unsigned long long lastSeenTimeStamp, int *sampleValType,
+                                  unsigned int *sampleCount, nvmlSample_t *samples)
+{
+    int mig, g = standin_nvml_gpu(device, &mig);
+    if (g < 0 || !sampleValType || !sampleCount)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (type != NVML_GPU_UTILIZATION_SAMPLES)
+        return NVML_ERROR_NOT_SUPPORTED;
+    struct history *h = g == 0 ? history() : NULL;
+    unsigned int n = 0, room = *sampleCount;
+    uint64_t first = h && h->card_written > CARD_RING ? h->card_written - CARD_RING : 0;
+    for (uint64_t i = first; h && i < h->card_written; i++) {
+        const struct hist_sample *c = &h->card_ring[i % CARD_RING];
+        if (c->ts_us <= lastSeenTimeStamp)
+            continue;
+        if (samples && n < room)
+            samples[n] = (nvmlSample_t){.timeStamp = c->ts_us, .sampleValue.uiVal = c->sm};
+        n++;
+    }
+    if (h)
+        unlock();
+    *sampleValType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    *sampleCount = n;
+    if (!n)
+        return NVML_ERROR_NOT_FOUND;
+    return !samples || room >= n ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
 /* The samples newer than seen, copied into out while room lasts; their count. */
