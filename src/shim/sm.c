@@ -23,7 +23,7 @@
  * neither, the limit cannot be measured and is not enforced (said once on
  * stderr). The launch path takes no lock: atomics on the bucket, a nanosleep
  * when throttled. After the bucket, the in-flight bound (inflight.c): a
- * launch waits while the process's launches not yet run pass the share's
+ * launch waits while the container's launches not yet run pass the share's
  * worth of GPU time (that path takes a process mutex).
  */
 #include "shim/shim.h"
@@ -269,14 +269,15 @@ void shim__sm_gate(void)
     }
     uint64_t est = atomic_load(&st->est_cost_ns);
     atomic_fetch_sub(&st->balance_ns, (int64_t)est);
-    atomic_fetch_add(&st->launches, 1);
+    if (!shim__inflight_on()) /* else counted once it ran (inflight.c) */
+        atomic_fetch_add(&st->launches, 1);
     shim__inflight_wait(est);
 }
 
 CUresult shim__sm_launched(CUstream stream, CUresult r)
 {
     if (r == CUDA_SUCCESS && sm.on && !shim__config()->fail_closed)
-        shim__inflight_record(stream, atomic_load(&shim__region()->sm.est_cost_ns));
+        shim__inflight_record(stream);
     return r;
 }
 

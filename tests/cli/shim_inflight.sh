@@ -3,7 +3,9 @@
 # on the asynchronous stand-in driver: a 10% tenant that queues 2 s of
 # 1 ms kernels on one stream without ever synchronising must never have
 # more than its share's worth (10% x 50 ms = 5 ms, so 5 kernels; twice
-# that is accepted for the estimate's error) not yet run, counted by the stand-in's own pending count, not by the shim; and
+# that is accepted for the estimate's error) not yet run, counted by the
+# stand-in's own pending count, not by the shim; nor may four processes of
+# such a tenant together (their kernels pending on the whole card); and
 # beside a 90% tenant launching back to back for 3 s it must still get
 # 0.10 of the card's busy time within 0.05 (its queue, drained after the
 # 90% one stops, counts: without the bound it queues the stand-in's 1024
@@ -38,6 +40,19 @@ most=$(field max_outstanding_ns "$TMP/alone.out")
 [ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
     || bad "alone: ${most:-?} ns outstanding, over twice 10% x 50 ms"
 [ "$(field busy_ns "$TMP/alone.out")" = 2000000000 ] && ok || bad "not all 2 s of kernels ran"
+
+# Four processes of one 10% container (one region), each queueing 500
+# kernels: the container's pending kernels, counted on the whole card, stay
+# within the same worth (each process alone would be allowed 5).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+for i in 1 2 3 4; do
+    P "$TMP/small" queue 20 1000 500 card >"$TMP/four.$i" 2>&1 &
+done
+wait
+cat "$TMP"/four.*
+most=$(cat "$TMP"/four.* | sed -n 's/.*max_outstanding_ns=\([0-9]*\).*/\1/p' | sort -n | tail -1)
+[ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
+    || bad "four processes: ${most:-?} ns outstanding in the container, over twice 10% x 50 ms"
 
 # Beside a 90% tenant (shim_probe launch: 8 kernels in flight) for 3 s.
 limits big 90
