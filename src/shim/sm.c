@@ -13,9 +13,10 @@
  *     feedback loop reads the container's real busy time and the card's;
  *     when there is something new it gives back what the estimates charged,
  *     takes what was really used (so the estimate's error never
- *     accumulates), updates the per-launch estimate, and moves `allowed`: with the card saturated (>= 90% busy) it halves
- *     the distance to the configured share; with idle time left it grows by
- *     half of the idle fraction (work-conserving).
+ *     accumulates), updates the per-launch estimate, and moves `allowed`:
+ *     with the card saturated (>= 90% busy) it halves the distance to the
+ *     configured share; with idle time left it grows by half of the idle
+ *     fraction (work-conserving).
  * Busy time comes from NVML (libnvidia-ml.so.1 through dlopen:
  * nvmlDeviceGetUtilizationRates for the card, nvmlDeviceGetProcessUtilization
  * for the container's host pids), the production path; only when NVML
@@ -31,7 +32,9 @@
  * when it starts (nvmlDeviceGetSamples); until its first sample, a launch
  * is charged a guess: the wall time per launch so far, never raised. The
  * launch path takes no lock: atomics on the bucket, a nanosleep when
- * throttled.
+ * throttled. After the bucket, the in-flight bound (inflight.c): a launch
+ * waits while the container's launches not yet run pass the share's worth
+ * of GPU time (that path takes a process mutex).
  */
 #include "shim/shim.h"
 
@@ -108,6 +111,7 @@ void shim__sm_init(unsigned sm_percent)
     uint64_t zero = 0;
     atomic_compare_exchange_strong(&st->allowed_ppm, &zero, sm.share_ppm);
     sm.on = 1;
+    shim__inflight_init(sm_percent);
 }
 
 /* What a tick learned: the container's busy ns (own) and the card's. */
@@ -404,8 +408,18 @@ void shim__sm_gate(void)
         struct timespec ts = {0, (long)wait};
         nanosleep(&ts, NULL);
     }
-    atomic_fetch_sub(&st->balance_ns, (int64_t)atomic_load(&st->est_cost_ns));
-    atomic_fetch_add(&st->launches, 1);
+    uint64_t est = atomic_load(&st->est_cost_ns);
+    atomic_fetch_sub(&st->balance_ns, (int64_t)est);
+    if (!shim__inflight_on()) /* else counted once it ran (inflight.c) */
+        atomic_fetch_add(&st->launches, 1);
+    shim__inflight_wait(est);
+}
+
+CUresult shim__sm_launched(CUstream stream, CUresult r)
+{
+    if (r == CUDA_SUCCESS && sm.on && !shim__config()->fail_closed)
+        shim__inflight_record(stream);
+    return r;
 }
 
 /* ---- the launch hooks ------------------------------------------------- */
@@ -423,7 +437,7 @@ SHIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams, extra);
+    return shim__sm_launched(stream, fn(LAUNCH_ARGS, kernelParams, extra));
 }
 
 SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -436,7 +450,7 @@ SHIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, un
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams, extra);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(LAUNCH_ARGS, kernelParams, extra));
 }
 
 SHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
@@ -446,7 +460,8 @@ SHIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(config, f, kernelParams, extra);
+    CUresult r = fn(config, f, kernelParams, extra);
+    return config ? shim__sm_launched(config->hStream, r) : r;
 }
 
 SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
@@ -456,7 +471,8 @@ SHIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(config, f, kernelParams, extra);
+    CUresult r = fn(config, f, kernelParams, extra);
+    return config ? shim__sm_launched(SHIM_PTSZ(config->hStream), r) : r;
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -469,7 +485,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams);
+    return shim__sm_launched(stream, fn(LAUNCH_ARGS, kernelParams));
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -483,7 +499,7 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(LAUNCH_ARGS, kernelParams);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(LAUNCH_ARGS, kernelParams));
 }
 
 SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
@@ -495,7 +511,7 @@ SHIM_EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
     if (r != CUDA_SUCCESS)
         return r;
     shim__sm_gate();
-    return fn(graph, stream);
+    return shim__sm_launched(stream, fn(graph, stream));
 }
 
 SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
@@ -507,5 +523,5 @@ SHIM_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
     if (r != CUDA_SUCCESS)
         return r;
     shim__sm_gate();
-    return fn(graph, stream);
+    return shim__sm_launched(SHIM_PTSZ(stream), fn(graph, stream));
 }

@@ -94,7 +94,7 @@
  *     without --mount-proc), not getpid() inside a pid namespace;
  *     tessera_standin_launches(pid) counts launches the same way and
  *     unsigned tessera_standin_pending(int pid) the kernels it has queued
- *     that have not ended. The file holds a struct standin_card (../card.h):
+ *     that have not ended (pid 0: every process's). The file holds a struct standin_card (../card.h):
  *     header, then 256 per-process slots, each with a ring of its pending
  *     kernels, folded into its busy time once they end; a fresh file is set
  *     up by the first process to map it. Delete the file to reset the
