@@ -104,8 +104,9 @@ void shim__inflight_wait(uint64_t est)
     pthread_mutex_unlock(&in.mu);
 }
 
-/* Record ring slot i's event on stream, making it first; once more with
- * a new event when the old one's context is gone. */
+/* Record ring slot i's event on stream, making it first; once more with a
+ * new event, made in the current context, when the old one was made in
+ * another (a process switching contexts). */
 static int record(unsigned i, CUstream stream)
 {
     for (int tries = 0; tries < 2; tries++) {
