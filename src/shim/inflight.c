@@ -5,7 +5,9 @@
  * whatever its neighbours need. After each of its launches the shim records
  * an event on the launch's stream (the driver's own cuEventRecord; events
  * made with CU_EVENT_DISABLE_TIMING, pooled: one per ring slot, made the
- * first time the slot is used and reused after). Each process publishes
+ * first time the slot is used and reused after, all destroyed before the
+ * application destroys a context or releases its last primary context
+ * reference, since an event dies with its context). Each process publishes
  * how many of its launches are in flight (event not yet completed) in its
  * slot of the region; the container's count times the limiter's estimated
  * GPU time of one launch is its outstanding work. Before a launch, while
@@ -102,8 +104,9 @@ void shim__inflight_wait(uint64_t est)
     pthread_mutex_unlock(&in.mu);
 }
 
-/* Record ring slot i's event on stream, making it first; once more with
- * a new event when the old one's context is gone. */
+/* Record ring slot i's event on stream, making it first; once more with a
+ * new event, made in the current context, when the old one was made in
+ * another (a process switching contexts). */
 static int record(unsigned i, CUstream stream)
 {
     for (int tries = 0; tries < 2; tries++) {
@@ -143,5 +146,22 @@ void shim__inflight_reap(void)
         return;
     pthread_mutex_lock(&in.mu);
     reap();
+    pthread_mutex_unlock(&in.mu);
+}
+
+void shim__inflight_release(void)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    while (in.n) {
+        in.sync(in.ev[in.head]);
+        pop();
+    }
+    for (int i = 0; i < INFLIGHT_MAX; i++)
+        if (in.ev[i]) {
+            in.destroy(in.ev[i]);
+            in.ev[i] = NULL;
+        }
     pthread_mutex_unlock(&in.mu);
 }

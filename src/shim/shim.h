@@ -226,6 +226,9 @@ void shim__inflight_wait(uint64_t est);
 void shim__inflight_record(CUstream stream);
 /* After the application synchronised: forget the launches that ran. */
 void shim__inflight_reap(void);
+/* Before a context goes: wait for the launches in flight, destroy the
+ * pooled events (made again on the next launch). */
+void shim__inflight_release(void);
 /* The bound tracks launches (the driver has events): the limiter's tick
  * then counts a launch when it has run, not when it is submitted. */
 int shim__inflight_on(void);

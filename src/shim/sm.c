@@ -417,8 +417,12 @@ void shim__sm_gate(void)
 
 CUresult shim__sm_launched(CUstream stream, CUresult r)
 {
-    if (r == CUDA_SUCCESS && sm.on && !shim__config()->fail_closed)
+    if (!sm.on || shim__config()->fail_closed)
+        return r;
+    if (r == CUDA_SUCCESS)
         shim__inflight_record(stream);
+    else if (shim__inflight_on()) /* the gate charged it: refunded at the tick */
+        atomic_fetch_add(&shim__region()->sm.launches, 1);
     return r;
 }
 

@@ -44,6 +44,14 @@ most=$(field max_outstanding_ns "$TMP/alone.out")
     || bad "alone: ${most:-?} ns outstanding, over twice 10% x 50 ms"
 [ "$(field busy_ns "$TMP/alone.out")" = 2000000000 ] && ok || bad "not all 2 s of kernels ran"
 
+# A context destroyed with kernels in flight: the shim first waits for the
+# launches it tracks and destroys its events (they die with the context).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+P "$TMP/small" queue 20 1000 300 ctx >"$TMP/ctx.out" 2>&1
+cat "$TMP/ctx.out"
+[ "$(field pending_after_destroy "$TMP/ctx.out")" = 0 ] && ok \
+    || bad "kernels still pending after cuCtxDestroy_v2: the shim's events outlived their context"
+
 # Four processes of one 10% container (one region), each queueing 500
 # kernels: the container's pending kernels, counted on the whole card, stay
 # within the same worth (each process alone would be allowed 5).

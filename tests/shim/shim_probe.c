@@ -27,7 +27,9 @@
  *                        US-microsecond kernels never waited for, for SECS
  *                        or MAX launches: the most pending at once (the
  *                        stand-in's count; with "card", every process's),
- *                        busy_ns after a final wait
+ *                        busy_ns after a final wait; with "ctx", in a
+ *                        context of its own, destroyed before that wait
+ *                        (prints the kernels still pending then)
  *   launch-bench N       ns per launch of an empty kernel
  */
 #include "util/cuda_abi.h"
@@ -429,6 +431,10 @@ static int mode_queue(int argc, char **argv)
     uint64_t t0 = now_ns(), end = t0 + (uint64_t)(secs * 1e9);
     unsigned most = 0;
     int pid = host_pid(), whom = argc > 3 && strcmp(argv[3], "card") == 0 ? 0 : pid;
+    int ctx = argc > 3 && strcmp(argv[3], "ctx") == 0;
+    CUcontext c = NULL;
+    if (ctx)
+        CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate_v2");
     for (; n < max && now_ns() < end; n++) {
         CUresult r = launch_one(0, f, &us, NULL);
         CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
@@ -436,6 +442,10 @@ static int mode_queue(int argc, char **argv)
         most = p > most ? p : most;
     }
     uint64_t t1 = now_ns();
+    if (c) { /* destroyed with kernels queued: the shim's bound waits for its own */
+        cuCtxDestroy_v2(c);
+        printf("pending_after_destroy=%u\n", pending(pid));
+    }
     cuCtxSynchronize();
     printf("launches=%ld max_pending=%u max_outstanding_ns=%llu submit_ns=%llu busy_ns=%llu\n", n,
            most, (unsigned long long)most * us * 1000, (unsigned long long)(t1 - t0),
