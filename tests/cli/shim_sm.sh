@@ -7,6 +7,8 @@
 # node agent does) names its processes: with one process, with four, and on
 # the legacy launch entry points. With no pid map the shim must say it
 # cannot measure and still hold the tenant (no refund: never assumed idle).
+# The same splits also run through the stand-in NVML (the production path:
+# process samples every 167 ms, four processes, and 1 s samples held 8 s).
 # Every figure is each process's own busy time from the stand-in's
 # counters. The card must be measured at least 85% busy for the split to
 # mean anything; when it is not (a loaded machine), the split is reported
