@@ -91,6 +91,7 @@ static CUresult call_destroy(uint64_t key, const void *fn, const void *arg)
 
 SHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
+    shim__inflight_release(); /* its events die with it */
     return shim__release(SHIM_TRACK_CTX, (uint64_t)(uintptr_t)ctx, call_destroy,
                          (const void *)SHIM_REAL(cuCtxDestroy_v2), NULL);
 }
@@ -127,6 +128,14 @@ SHIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     __typeof__(&cuDevicePrimaryCtxRelease_v2) fn = SHIM_REAL(cuDevicePrimaryCtxRelease_v2);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
+    int last = 0;
+    if (dev >= 0 && dev < DEVICES) {
+        pthread_mutex_lock(&ctx_mutex);
+        last = primary_refs[dev] == 1;
+        pthread_mutex_unlock(&ctx_mutex);
+    }
+    if (last)
+        shim__inflight_release(); /* the last reference: its events die with it */
     CUresult r = fn(dev);
     if (r != CUDA_SUCCESS || dev < 0 || dev >= DEVICES)
         return r;

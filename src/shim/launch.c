@@ -2,8 +2,9 @@
  * launch.c - the legacy launch entry points cuda.h (13.0) still declares
  * and the driver still exports, deprecated but callable: cuLaunch,
  * cuLaunchGrid, cuLaunchGridAsync and cuLaunchCooperativeKernelMultiDevice.
- * Each passes the SM share's gate (sm.c) like the modern launches; the
- * multi-device one once per kernel of its list.
+ * Each passes the SM share's gate (sm.c) like the modern launches and is
+ * then tracked by the in-flight bound (inflight.c); the multi-device one
+ * once per kernel of its list.
  */
 #include "shim/shim.h"
 
@@ -13,7 +14,7 @@ SHIM_EXPORT CUresult cuLaunch(CUfunction f)
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(f);
+    return shim__sm_launched(NULL, fn(f));
 }
 
 SHIM_EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
@@ -22,7 +23,7 @@ SHIM_EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(f, grid_width, grid_height);
+    return shim__sm_launched(NULL, fn(f, grid_width, grid_height));
 }
 
 SHIM_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height,
@@ -32,7 +33,7 @@ SHIM_EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_he
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     shim__sm_gate();
-    return fn(f, grid_width, grid_height, hStream);
+    return shim__sm_launched(hStream, fn(f, grid_width, grid_height, hStream));
 }
 
 SHIM_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
@@ -45,5 +46,8 @@ SHIM_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *la
         return CUDA_ERROR_NOT_INITIALIZED;
     for (unsigned i = 0; launchParamsList && i < numDevices; i++)
         shim__sm_gate();
-    return fn(launchParamsList, numDevices, flags);
+    CUresult r = fn(launchParamsList, numDevices, flags);
+    for (unsigned i = 0; launchParamsList && i < numDevices; i++)
+        shim__sm_launched(launchParamsList[i].hStream, r);
+    return r;
 }

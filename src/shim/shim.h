@@ -16,6 +16,7 @@
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
  *   sm.c       the launch hooks and the SM-share limiter
+ *   inflight.c the SM share's bound on launches queued and not yet run
  *   launch.c   the legacy launch hooks (cuLaunch, cuLaunchGrid, ...)
  *   backstop.c the driver's per-process memory against the charge (NVML)
  *   hostpid.c  the host pids of the container's processes (the pid map)
@@ -89,10 +90,10 @@ void shim__config_load(struct shim_config *c);
 
 struct shim_slot {
     _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner (its own namespace's pid) */
-    uint32_t pad;
-    _Atomic uint64_t start; /* owner's start time (/proc stat field 22) */
-    _Atomic uint64_t bytes; /* device memory charged to the owner */
-    _Atomic uint64_t ns;    /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint32_t inflight; /* owner's launches not known to have run (inflight.c) */
+    _Atomic uint64_t start;    /* owner's start time (/proc stat field 22) */
+    _Atomic uint64_t bytes;    /* device memory charged to the owner */
+    _Atomic uint64_t ns;       /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
@@ -102,10 +103,12 @@ struct shim_sm_state {
     _Atomic uint64_t tick_at;     /* ... of the last feedback tick */
     _Atomic uint64_t allowed_ppm; /* current refill rate, parts per million */
     _Atomic uint64_t est_cost_ns; /* estimated GPU time of one launch */
-    _Atomic uint64_t launches;    /* launches since the last tick */
+    _Atomic uint64_t launches;    /* launches (run, when tracked) since the last count */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
-    _Atomic uint64_t seen_us; /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t seen_us;    /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t counted_at; /* CLOCK_MONOTONIC when launches was last read and zeroed */
+    _Atomic uint64_t measured;   /* NVML: a tick has charged the container's samples */
 };
 
 struct shim_region {
@@ -129,6 +132,10 @@ void shim__credit(uint64_t n);
 uint64_t shim__used(void);
 /* The live pids of the container, for per-process utilisation. */
 int shim__region_pids(pid_t *pids, int max);
+/* Add delta to this process's launches in flight; the container's total
+ * over its live processes. */
+void shim__region_inflight_add(int delta);
+uint64_t shim__region_inflight(void);
 
 /* ---- track.c ------------------------------------------------------------ */
 
@@ -198,8 +205,33 @@ CUresult shim__graph_before_launch(CUgraphExec g, CUstream stream, int ptsz);
 
 /* Set up the busy source (stand-in hook, else NVML) for a share < 100. */
 void shim__sm_init(unsigned sm_percent);
-/* Wait until the container may launch, then take one launch's tokens. */
+/* Wait until the container may launch, then take one launch's tokens
+ * (and wait for the in-flight bound). */
 void shim__sm_gate(void);
+/* After the driver answered r to a launch on stream: tracked by the
+ * in-flight bound when it succeeded. Returns r. */
+CUresult shim__sm_launched(CUstream stream, CUresult r);
+/* On a _ptsz entry point the NULL stream is the per-thread default one. */
+#define SHIM_PTSZ(stream) ((stream) ? (stream) : CU_STREAM_PER_THREAD)
+
+/* ---- inflight.c --------------------------------------------------------- */
+
+/* Find the driver's event entry points; the share's worth from sm_percent. */
+void shim__inflight_init(unsigned sm_percent);
+/* Before a launch of est ns (0: unknown): wait for this process's oldest
+ * launches while the container's not yet run and this one pass the share's
+ * worth. */
+void shim__inflight_wait(uint64_t est);
+/* After a launch on stream: record an event there to know when it ran. */
+void shim__inflight_record(CUstream stream);
+/* After the application synchronised: forget the launches that ran. */
+void shim__inflight_reap(void);
+/* Before a context goes: wait for the launches in flight, destroy the
+ * pooled events (made again on the next launch). */
+void shim__inflight_release(void);
+/* The bound tracks launches (the driver has events): the limiter's tick
+ * then counts a launch when it has run, not when it is submitted. */
+int shim__inflight_on(void);
 
 /* ---- backstop.c --------------------------------------------------------- */
 

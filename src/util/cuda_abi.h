@@ -240,12 +240,20 @@ CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstre
 CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
                                               unsigned int numDevices, unsigned int flags);
 CUresult cuGraphExecDestroy(CUgraphExec graph);
+/* Streams and events (cuda.h: CUstream_flags, CUevent_flags, the special
+ * stream handles). */
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+enum { CU_STREAM_DEFAULT = 0x0, CU_STREAM_NON_BLOCKING = 0x1 };
+enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_BLOCKING_SYNC = 0x1, CU_EVENT_DISABLE_TIMING = 0x2 };
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags);
 CUresult cuStreamDestroy_v2(CUstream stream);
 CUresult cuStreamSynchronize(CUstream stream);
+CUresult cuStreamQuery(CUstream stream);
 CUresult cuEventCreate(CUevent *event, unsigned int flags);
 CUresult cuEventDestroy_v2(CUevent event);
 CUresult cuEventRecord(CUevent event, CUstream stream);
+CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end);
 

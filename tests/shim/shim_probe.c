@@ -18,9 +18,19 @@
  *                        the four legacy ones (cuLaunch, cuLaunchGrid,
  *                        cuLaunchGridAsync, ...MultiDevice: set
  *                        TESSERA_STANDIN_KERNEL_US=US, they pass no
- *                        parameters); busy_ns is the card time of this
- *                        process, by its host pid as the stand-in counts
+ *                        parameters); two in flight (an event each, the
+ *                        oldest waited for), all waited for at the end;
+ *                        busy_ns is the card time of this process, by its
+ *                        host pid as the stand-in counts
  *   bench N              ns per cuMemAlloc_v2 + cuMemFree_v2 pair
+ *   queue SECS US MAX [card]
+ *                        US-microsecond kernels never waited for, for SECS
+ *                        or MAX launches: the most pending at once (the
+ *                        stand-in's count; with "card", every process's),
+ *                        busy_ns after a final wait; with "ctx", in a
+ *                        context of its own, destroyed before that wait
+ *                        (prints the kernels still pending then)
+ *   launch-bench N       ns per launch of an empty kernel
  */
 #include "util/cuda_abi.h"
 
@@ -352,6 +362,10 @@ static int host_pid(void)
     return pid;
 }
 
+/* Launches mode launch keeps in flight (double buffering: the card stays
+ * busy while the host turns around). */
+#define LAUNCH_DEPTH 8
+
 static int mode_launch(int argc, char **argv)
 {
     if (argc < 3)
@@ -367,20 +381,99 @@ static int mode_launch(int argc, char **argv)
     CUgraphExec (*graph)(uint32_t) = (CUgraphExec(*)(uint32_t))dlsym(
         driver(), "tessera_standin_graph_create");
     CUgraphExec g = graph ? graph(us) : NULL;
+    CUevent ev[LAUNCH_DEPTH];
+    for (int i = 0; i < LAUNCH_DEPTH; i++)
+        cuEventCreate(&ev[i], CU_EVENT_DISABLE_TIMING);
     uint64_t end = now_ns() + (uint64_t)(secs * 1e9);
     long n = 0;
     while (now_ns() < end) {
+        if (n >= LAUNCH_DEPTH) /* launches are asynchronous: wait for the oldest */
+            cuEventSynchronize(ev[n % LAUNCH_DEPTH]);
         CUresult r = legacy ? launch_legacy((int)(n % 4), f)
                             : launch_one(mix ? (int)(n % 4) : 0, f, &us, g);
         CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
         if (r != CUDA_SUCCESS)
             break;
+        cuEventRecord(ev[n % LAUNCH_DEPTH], NULL);
         n++;
     }
+    cuCtxSynchronize();
+    for (int i = 0; i < LAUNCH_DEPTH; i++)
+        cuEventDestroy_v2(ev[i]);
     uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
     printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy(host_pid()) : 0ull);
     if (g)
         cuGraphExecDestroy(g);
+    cuModuleUnload(m);
+    return 0;
+}
+
+/* Kernels of us microseconds on the NULL stream, never waited for, until
+ * secs pass or max were launched; the most pending at once (the stand-in's
+ * count of this process's kernels not yet ended, or with "card" every
+ * process's), then all waited for. */
+static int mode_queue(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    double secs = atof(argv[0]);
+    uint32_t us = (uint32_t)atoi(argv[1]);
+    long max = atol(argv[2]), n = 0;
+    unsigned (*pending)(int) = (unsigned (*)(int))dlsym(driver(), "tessera_standin_pending");
+    uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
+    CUmodule m;
+    CUfunction f;
+    if (!pending || !busy)
+        return 2;
+    cuInit(0);
+    cuModuleLoadData(&m, "any image");
+    cuModuleGetFunction(&f, m, "tessera_sleep_us");
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t)(secs * 1e9);
+    unsigned most = 0;
+    int pid = host_pid(), whom = argc > 3 && strcmp(argv[3], "card") == 0 ? 0 : pid;
+    int ctx = argc > 3 && strcmp(argv[3], "ctx") == 0;
+    CUcontext c = NULL;
+    if (ctx)
+        CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate_v2");
+    for (; n < max && now_ns() < end; n++) {
+        CUresult r = launch_one(0, f, &us, NULL);
+        CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
+        unsigned p = pending(whom);
+        most = p > most ? p : most;
+    }
+    uint64_t t1 = now_ns();
+    if (c) { /* destroyed with kernels queued: the shim's bound waits for its own */
+        cuCtxDestroy_v2(c);
+        printf("pending_after_destroy=%u\n", pending(pid));
+    }
+    cuCtxSynchronize();
+    printf("launches=%ld max_pending=%u max_outstanding_ns=%llu submit_ns=%llu busy_ns=%llu\n", n,
+           most, (unsigned long long)most * us * 1000, (unsigned long long)(t1 - t0),
+           (unsigned long long)busy(pid));
+    cuModuleUnload(m);
+    return 0;
+}
+
+/* ns per launch of an empty kernel (tessera_sleep_us(0)) on the NULL
+ * stream, n of them back to back, then one wait. */
+static int mode_launch_bench(int argc, char **argv)
+{
+    if (argc < 1)
+        return 2;
+    long n = atol(argv[0]);
+    uint32_t us = 0;
+    CUmodule m;
+    CUfunction f;
+    cuInit(0);
+    cuModuleLoadData(&m, "any image");
+    cuModuleGetFunction(&f, m, "tessera_sleep_us");
+    launch_one(0, f, &us, NULL); /* maps the card */
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        launch_one(0, f, &us, NULL);
+    uint64_t t1 = now_ns();
+    cuCtxSynchronize();
+    printf("launch_ns=%.1f\n", (double)(t1 - t0) / (double)n);
     cuModuleUnload(m);
     return 0;
 }
@@ -408,15 +501,17 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *m = argv[1];
-    int rc = strcmp(m, "paths") == 0     ? mode_paths(argc - 2, argv + 2)
-             : strcmp(m, "kinds") == 0   ? mode_kinds()
-             : strcmp(m, "info") == 0    ? mode_info()
-             : strcmp(m, "try") == 0     ? mode_try(argc - 2, argv + 2)
-             : strcmp(m, "hold") == 0    ? mode_hold(argc - 2, argv + 2)
-             : strcmp(m, "threads") == 0 ? mode_threads(argc - 2, argv + 2)
-             : strcmp(m, "launch") == 0  ? mode_launch(argc - 2, argv + 2)
-             : strcmp(m, "bench") == 0   ? mode_bench(argc - 2, argv + 2)
-                                         : 2;
+    int rc = strcmp(m, "paths") == 0          ? mode_paths(argc - 2, argv + 2)
+             : strcmp(m, "kinds") == 0        ? mode_kinds()
+             : strcmp(m, "info") == 0         ? mode_info()
+             : strcmp(m, "try") == 0          ? mode_try(argc - 2, argv + 2)
+             : strcmp(m, "hold") == 0         ? mode_hold(argc - 2, argv + 2)
+             : strcmp(m, "threads") == 0      ? mode_threads(argc - 2, argv + 2)
+             : strcmp(m, "launch") == 0       ? mode_launch(argc - 2, argv + 2)
+             : strcmp(m, "bench") == 0        ? mode_bench(argc - 2, argv + 2)
+             : strcmp(m, "queue") == 0        ? mode_queue(argc - 2, argv + 2)
+             : strcmp(m, "launch-bench") == 0 ? mode_launch_bench(argc - 2, argv + 2)
+                                              : 2;
     if (rc == 2)
         fprintf(stderr, "shim_probe: bad usage of mode '%s'\n", m);
     return rc != 0 ? rc : failures ? 1 : 0;

@@ -38,11 +38,29 @@
  *     what it reserved until cuDeviceGraphMemTrim.
  *   - The card: all processes on the machine share ONE stand-in GPU through
  *     the file named by env TESSERA_STANDIN_GPU (default
- *     /tmp/tessera-standin-gpu.lock). A kernel launch takes the card
- *     (flock(LOCK_EX) on that file, plus a mutex between the threads of one
- *     process), holds it for the kernel's duration (sleeping, not spinning),
- *     adds the time to the busy counters in the file, and releases it.
- *     Launches are synchronous: when cuLaunchKernel returns, the kernel ran.
+ *     /tmp/tessera-standin-gpu.lock), laid out and read by ../card.h. It is
+ *     ONE first-in first-out timeline in virtual time: a launch is placed at
+ *     start = max(now, the end of its stream's earlier work, the card's
+ *     free_at) (under flock(LOCK_EX) on the file plus a mutex between the
+ *     threads of one process), ends at start + its duration, and returns
+ *     AT ONCE, as the real driver queues work on a stream. A process with
+ *     1024 kernels unfinished blocks in its next launch until its oldest
+ *     ends (a real launch blocks on a full push buffer).
+ *   - Streams: each keeps the end of its last work. The legacy NULL stream
+ *     (NULL, CU_STREAM_LEGACY) orders with the process's blocking streams
+ *     as cuda.h's legacy default stream does (its work waits for theirs and
+ *     theirs for its); CU_STREAM_NON_BLOCKING streams only with themselves;
+ *     CU_STREAM_PER_THREAD (and NULL on the _ptsz entry points) is one
+ *     blocking stream per thread. All contexts of a process are one.
+ *     cuStreamSynchronize waits for its stream's end (the NULL stream's:
+ *     every blocking stream's too), cuCtxSynchronize for the process's
+ *     last end, cuStreamQuery answers CUDA_ERROR_NOT_READY until then;
+ *     cuMemcpyHtoD_v2 and cuMemcpyDtoH_v2 wait for the NULL stream first
+ *     (synchronous with the host, cuda.h "API synchronization behavior";
+ *     copies take no card time). A wait sleeps until about 200 us before
+ *     the end and spins the rest, as the real driver spins under its
+ *     default CU_CTX_SCHED_AUTO (../card.c), so host wake-up jitter is not
+ *     added to device time.
  *   - Kernel duration: a function named "tessera_sleep_us" runs for
  *     *(uint32_t *)kernelParams[0] microseconds; any other function runs for
  *     env TESSERA_STANDIN_KERNEL_US (default 100). Two knobs make the card
@@ -58,20 +76,29 @@
  *     parameters (so for TESSERA_STANDIN_KERNEL_US), and
  *     cuLaunchCooperativeKernelMultiDevice runs each entry of its list.
  *   - Graphs: tessera_standin_graph_create(us) makes a CUgraphExec whose
- *     cuGraphLaunch holds the card for us microseconds (test hook; the ABI
+ *     cuGraphLaunch queues us microseconds of card time (test hook; the ABI
  *     has no graph building); cuGraphExecDestroy frees it.
- *   - Events record CLOCK_MONOTONIC when recorded (stream order = call
- *     order); cuEventElapsedTime gives milliseconds between two of them.
+ *   - Events: cuEventRecord captures the work on its stream so far and
+ *     completes when it ends (at once on an idle stream); cuEventQuery
+ *     answers CUDA_ERROR_NOT_READY until then, cuEventSynchronize waits for
+ *     it, cuEventElapsedTime gives the device time between two completed
+ *     events (NOT_READY before; INVALID_HANDLE for one never recorded or
+ *     made with CU_EVENT_DISABLE_TIMING).
  *   - Busy counters (test hook, what the shim's SM limiter reads when NVML
  *     is absent): uint64_t tessera_standin_busy_ns(int pid) is the card
- *     time kernels of process pid have held the card since the lock file was
- *     created, pid 0 the whole card. As with the real driver, pid is the
+ *     time kernels of process pid have RUN up to now since the lock file
+ *     was created (elapsed time only, never work still queued), pid 0 the
+ *     whole card. As with the real driver, pid is the
  *     HOST pid: the first field of NSpid in /proc/self/status (the pid in
  *     the namespace of the /proc mount, the host's under `unshare --pid`
- *     without --mount-proc), not getpid() inside a pid namespace; tessera_standin_launches(pid) counts
- *     launches the same way. The file holds a struct standin_card (below):
- *     header, then 256 per-process slots; a fresh file (size 0) is set up by
- *     the first launcher. Delete the file to reset the counters.
+ *     without --mount-proc), not getpid() inside a pid namespace;
+ *     tessera_standin_launches(pid) counts launches the same way and
+ *     unsigned tessera_standin_pending(int pid) the kernels it has queued
+ *     that have not ended (pid 0: every process's). The file holds a struct standin_card (../card.h):
+ *     header, then 256 per-process slots, each with a ring of its pending
+ *     kernels, folded into its busy time once they end; a fresh file is set
+ *     up by the first process to map it. Delete the file to reset the
+ *     counters.
  *   - Contexts: each cuCtxCreate_v2/_v3/_v4 (_v3 needs at least one
  *     execution affinity parameter, _v4 takes NULL params or exactly one of
  *     execAffinityParams and cigParams, CIG: NOT_SUPPORTED), and the primary
@@ -84,6 +111,7 @@
  *     every byte the stand-in takes is counted, contexts included).
  */
 #include "standin.h"
+#include "../card.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,13 +129,12 @@
 #include <unistd.h>
 
 #define PAGE 4096u
-#define CARD_MAGIC 0x44524143u /* "CARD" */
-#define CARD_SLOTS 256
 
 /* ---- memory ------------------------------------------------------------- */
 
 static _Atomic uint64_t allocated;
 static void publish_mem(void);
+static void wait_legacy(void);
 static pthread_once_t total_once = PTHREAD_ONCE_INIT;
 static uint64_t total_mem = 16ull << 30;
 
@@ -331,6 +358,7 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t bytes)
 {
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
+    wait_legacy();
     memcpy((void *)(uintptr_t)dst, src, bytes);
     return CUDA_SUCCESS;
 }
@@ -339,6 +367,7 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes)
 {
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
+    wait_legacy();
     memcpy(dst, (const void *)(uintptr_t)src, bytes);
     return CUDA_SUCCESS;
 }
@@ -830,18 +859,6 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize(void)
-{
-    standin_pools_sync();
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    (void)ctx;
-    return cuCtxSynchronize();
-}
-
 EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
 {
     static const struct {
@@ -870,54 +887,133 @@ EXPORT CUresult cuGetErrorString(CUresult error, const char **str)
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* ---- streams and events -------------------------------------------------- */
+/* ---- streams and events: the process's view of the card's timeline ----- */
 
+/* A stream: when its last work ends (card clock), and its flags. The legacy
+ * NULL stream (NULL or CU_STREAM_LEGACY) is `legacy`; the per-thread
+ * default stream (CU_STREAM_PER_THREAD, or NULL on a _ptsz entry point) one
+ * per thread. All contexts of the process are one (the stand-in has one
+ * device and models no context switch). */
 struct CUstream_st {
-    int unused;
+    _Atomic uint64_t end;
+    unsigned flags;
 };
 struct CUevent_st {
-    uint64_t ns;
+    uint64_t at; /* when the work it captured ends */
+    unsigned flags;
     int recorded;
 };
 
-static uint64_t now_ns(void)
+static struct CUstream_st legacy;
+static _Atomic uint64_t blocking_end; /* last end on any blocking stream */
+static _Atomic uint64_t process_end;  /* last end on any stream */
+static _Thread_local struct CUstream_st per_thread;
+
+static uint64_t now_ns(void) { return standin_card_now_ns(); }
+
+static void raise_to(_Atomic uint64_t *v, uint64_t t)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    uint64_t cur = atomic_load(v);
+    while (cur < t && !atomic_compare_exchange_weak(v, &cur, t))
+        ;
+}
+
+static struct CUstream_st *stream_of(CUstream s)
+{
+    if (s == CU_STREAM_PER_THREAD)
+        return &per_thread;
+    return s == NULL || s == CU_STREAM_LEGACY ? &legacy : s;
+}
+
+/* When new work on s may start, as cuda.h's legacy default stream orders
+ * it: work on the NULL stream waits for all earlier work on blocking
+ * streams, and work on a blocking stream (flags 0, the per-thread default
+ * stream too) for earlier work on the NULL stream; a CU_STREAM_NON_BLOCKING
+ * stream only for its own. */
+static uint64_t stream_after(struct CUstream_st *s)
+{
+    uint64_t own = atomic_load(&s->end), leg = atomic_load(&legacy.end);
+    if (s == &legacy)
+        return own > atomic_load(&blocking_end) ? own : atomic_load(&blocking_end);
+    if (s->flags & CU_STREAM_NON_BLOCKING)
+        return own;
+    return own > leg ? own : leg;
+}
+
+/* When the work on s submitted so far ends (what a synchronisation waits
+ * for): the NULL stream's includes the blocking streams'. */
+static uint64_t stream_done(struct CUstream_st *s)
+{
+    return s == &legacy ? stream_after(s) : atomic_load(&s->end);
+}
+
+static void stream_put(struct CUstream_st *s, uint64_t end)
+{
+    raise_to(&s->end, end);
+    if (s != &legacy && !(s->flags & CU_STREAM_NON_BLOCKING))
+        raise_to(&blocking_end, end);
+    raise_to(&process_end, end);
+}
+
+/* A synchronous call (cuMemcpyHtoD_v2, cuMemcpyDtoH_v2) waits for the NULL
+ * stream's work first (cuda.h, "API synchronization behavior"). */
+static void wait_legacy(void) { standin_card_wait_until(stream_done(&legacy)); }
+
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    standin_card_wait_until(atomic_load(&process_end));
+    standin_pools_sync();
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    (void)ctx;
+    return cuCtxSynchronize();
 }
 
 EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
-    (void)flags;
     if (!stream)
         return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)
+        return CUDA_ERROR_INVALID_VALUE;
     *stream = calloc(1, sizeof(struct CUstream_st));
-    return *stream ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (!*stream)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*stream)->flags = flags;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamDestroy_v2(CUstream stream)
 {
-    if (!stream)
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
-    free(stream);
+    free(stream); /* its queued work still runs (cuda.h) */
     return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuStreamSynchronize(CUstream stream)
 {
-    (void)stream;
+    standin_card_wait_until(stream_done(stream_of(stream)));
     standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuStreamQuery(CUstream stream)
+{
+    return now_ns() >= stream_done(stream_of(stream)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
 EXPORT CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
-    (void)flags;
     if (!event)
         return CUDA_ERROR_INVALID_VALUE;
     *event = calloc(1, sizeof(struct CUevent_st));
-    return *event ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    if (!*event)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    (*event)->flags = flags;
+    return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuEventDestroy_v2(CUevent event)
@@ -928,31 +1024,47 @@ EXPORT CUresult cuEventDestroy_v2(CUevent event)
     return CUDA_SUCCESS;
 }
 
+/* The event captures the work on stream so far: it completes when that
+ * ends (at once on an idle stream). */
 EXPORT CUresult cuEventRecord(CUevent event, CUstream stream)
 {
-    (void)stream;
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
-    event->ns = now_ns();
+    uint64_t now = now_ns(), at = stream_after(stream_of(stream));
+    event->at = at > now ? at : now;
     event->recorded = 1;
     return CUDA_SUCCESS;
+}
+
+/* Not recorded: nothing captured, complete (cuda.h, cuEventRecord). */
+EXPORT CUresult cuEventQuery(CUevent event)
+{
+    if (!event)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return !event->recorded || now_ns() >= event->at ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuEventSynchronize(CUevent event)
 {
     if (!event)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (event->recorded)
+        standin_card_wait_until(event->at);
     standin_pools_sync();
     return CUDA_SUCCESS;
 }
 
+/* Device time between two completed events (cuda.h's errors). */
 EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
     if (!ms || !start || !end)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!start->recorded || !end->recorded)
+    if (!start->recorded || !end->recorded ||
+        ((start->flags | end->flags) & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (cuEventQuery(start) != CUDA_SUCCESS || cuEventQuery(end) != CUDA_SUCCESS)
         return CUDA_ERROR_NOT_READY;
-    *ms = (float)(((double)end->ns - (double)start->ns) / 1e6);
+    *ms = (float)(((double)end->at - (double)start->at) / 1e6);
     return CUDA_SUCCESS;
 }
 
@@ -964,116 +1076,6 @@ struct CUmod_st {
 struct CUfunc_st {
     int sleep_kernel;
 };
-
-struct counters {
-    _Atomic uint64_t busy_ns, launches;
-};
-
-struct card_slot {
-    _Atomic int32_t pid;
-    struct counters c;
-    _Atomic uint64_t mem; /* device memory the process holds */
-};
-
-struct standin_card {
-    uint32_t magic, version;
-    struct counters all; /* the whole card */
-    struct card_slot slots[CARD_SLOTS];
-};
-
-static pthread_once_t card_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t card_mutex = PTHREAD_MUTEX_INITIALIZER;
-static int card_fd = -1;
-static struct standin_card *card;
-
-static void open_card(void)
-{
-    const char *path = getenv("TESSERA_STANDIN_GPU");
-    if (!path || !*path)
-        path = "/tmp/tessera-standin-gpu.lock";
-    card_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (card_fd < 0)
-        return;
-    flock(card_fd, LOCK_EX);
-    if (lseek(card_fd, 0, SEEK_END) < (off_t)sizeof(struct standin_card) &&
-        ftruncate(card_fd, sizeof(struct standin_card)) != 0) {
-        flock(card_fd, LOCK_UN);
-        return;
-    }
-    void *p = mmap(NULL, sizeof(struct standin_card), PROT_READ | PROT_WRITE, MAP_SHARED, card_fd,
-                   0);
-    if (p != MAP_FAILED) {
-        card = p;
-        if (card->magic != CARD_MAGIC || card->version != 2) {
-            memset(card, 0, sizeof(*card));
-            card->version = 2;
-            card->magic = CARD_MAGIC;
-        }
-    }
-    flock(card_fd, LOCK_UN);
-}
-
-/* This process's pid as the host (and NVML) sees it: NSpid's first field,
- * else getpid(). Read again after a fork. */
-static int host_pid(void)
-{
-    static int pid, for_pid;
-    if (pid && for_pid == getpid())
-        return pid;
-    char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    const char *p = strstr(buf, "\nNSpid:");
-    for_pid = getpid();
-    pid = p ? atoi(p + 8) : 0;
-    if (pid <= 0)
-        pid = for_pid;
-    return pid;
-}
-
-/* A host pid's process is alive: seen in /proc (a host pid is not
- * visible to kill() from inside a pid namespace). */
-static int host_alive(int pid)
-{
-    char path[32];
-    snprintf(path, sizeof(path), "/proc/%d", pid);
-    return access(path, F_OK) == 0;
-}
-
-/* The slot of pid (claimed when claim is set; under the card lock). */
-static struct card_slot *slot_of(int pid, int claim)
-{
-    for (int i = 0; i < CARD_SLOTS; i++)
-        if (atomic_load(&card->slots[i].pid) == pid)
-            return &card->slots[i];
-    for (int i = 0; claim && i < CARD_SLOTS; i++) {
-        int32_t p = atomic_load(&card->slots[i].pid);
-        if (p == 0 || !host_alive(p)) {
-            atomic_store(&card->slots[i].c.busy_ns, 0);
-            atomic_store(&card->slots[i].c.launches, 0);
-            atomic_store(&card->slots[i].mem, 0);
-            atomic_store(&card->slots[i].pid, pid);
-            return &card->slots[i];
-        }
-    }
-    return NULL;
-}
-
-static void sleep_until(uint64_t deadline)
-{
-    struct timespec ts = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
-static void count(struct counters *c, uint64_t held)
-{
-    atomic_fetch_add(&c->busy_ns, held);
-    atomic_fetch_add(&c->launches, 1);
-}
 
 /* Test knob TESSERA_STANDIN_JITTER=PCT: this process's kernels all run
  * longer by one factor drawn once, log-uniform in [1, 1 + PCT/100] (a card
@@ -1109,24 +1111,21 @@ static uint64_t after_stall(uint64_t t)
     return into < stall ? t - into + stall : t;
 }
 
-/* Take the card, hold it for us microseconds, count it, give it back. */
-static CUresult run_on_card(uint32_t us)
+/* Queue a kernel of us microseconds (stretched by the jitter) on stream:
+ * placed on the card's timeline after the stream's earlier work, it
+ * returns at once. */
+static CUresult run_on_card(uint32_t us, CUstream stream)
 {
-    pthread_once(&card_once, open_card);
-    if (!card)
+    struct standin_card *c = standin_card_map();
+    if (!c)
         return CUDA_ERROR_UNKNOWN;
-    pthread_mutex_lock(&card_mutex);
-    while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
-        ;
-    uint64_t start = now_ns();
-    sleep_until(after_stall(start) + (uint64_t)((double)us * 1000 * jitter_factor()));
-    uint64_t held = now_ns() - start;
-    struct card_slot *s = slot_of(host_pid(), 1);
-    count(&card->all, held);
-    if (s)
-        count(&s->c, held);
-    flock(card_fd, LOCK_UN);
-    pthread_mutex_unlock(&card_mutex);
+    struct CUstream_st *s = stream_of(stream);
+    uint64_t dur = (uint64_t)((double)us * 1000 * jitter_factor());
+    uint64_t end = standin_card_submit(c, standin_card_host_pid(), stream_after(s), dur,
+                                       after_stall);
+    if (!end)
+        return CUDA_ERROR_UNKNOWN;
+    stream_put(s, end);
     return CUDA_SUCCESS;
 }
 
@@ -1134,20 +1133,17 @@ static CUresult run_on_card(uint32_t us)
  * process, again after a fork), as NVML would report it. */
 static void publish_mem(void)
 {
-    static struct card_slot *_Atomic mine;
+    static struct standin_card_slot *_Atomic mine;
     static _Atomic int mine_pid;
-    pthread_once(&card_once, open_card);
-    if (!card)
+    struct standin_card *c = standin_card_map();
+    if (!c)
         return;
     int pid = (int)getpid();
     if (!mine || mine_pid != pid) {
-        pthread_mutex_lock(&card_mutex);
-        while (flock(card_fd, LOCK_EX) != 0 && errno == EINTR)
-            ;
-        mine = slot_of(pid, 1);
+        standin_card_lock(c);
+        mine = standin_card_slot(c, pid, 1);
         mine_pid = pid;
-        flock(card_fd, LOCK_UN);
-        pthread_mutex_unlock(&card_mutex);
+        standin_card_unlock(c);
     }
     if (mine)
         atomic_store(&mine->mem, atomic_load(&allocated));
@@ -1155,33 +1151,22 @@ static void publish_mem(void)
 
 EXPORT uint64_t tessera_standin_mem_bytes(int pid)
 {
-    pthread_once(&card_once, open_card);
-    struct card_slot *s = card && pid > 0 ? slot_of(pid, 0) : NULL;
-    return s ? atomic_load(&s->mem) : 0;
-}
-
-/* The counters of pid, pid 0 the whole card; NULL when it has none. */
-static struct counters *counters_of(int pid)
-{
-    pthread_once(&card_once, open_card);
-    if (!card)
-        return NULL;
-    if (pid == 0)
-        return &card->all;
-    struct card_slot *s = slot_of(pid, 0);
-    return s ? &s->c : NULL;
+    return standin_card_mem_bytes(standin_card_map(), pid);
 }
 
 EXPORT uint64_t tessera_standin_busy_ns(int pid)
 {
-    struct counters *c = counters_of(pid);
-    return c ? atomic_load(&c->busy_ns) : 0;
+    return standin_card_busy_ns(standin_card_map(), pid, now_ns());
 }
 
 EXPORT uint64_t tessera_standin_launches(int pid)
 {
-    struct counters *c = counters_of(pid);
-    return c ? atomic_load(&c->launches) : 0;
+    return standin_card_launches(standin_card_map(), pid);
+}
+
+EXPORT unsigned tessera_standin_pending(int pid)
+{
+    return standin_card_pending(standin_card_map(), pid, now_ns());
 }
 
 EXPORT CUgraphExec tessera_standin_graph_create(uint32_t us)
@@ -1243,14 +1228,17 @@ static uint32_t kernel_us(CUfunction f, void **params)
 }
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                       unsigned by, unsigned bz, void **params)
+                       unsigned by, unsigned bz, void **params, CUstream stream)
 {
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz)
         return CUDA_ERROR_INVALID_VALUE;
-    return run_on_card(kernel_us(f, params));
+    return run_on_card(kernel_us(f, params), stream);
 }
+
+/* On a _ptsz entry point the NULL stream is the per-thread default one. */
+static CUstream ptsz(CUstream s) { return s ? s : CU_STREAM_PER_THREAD; }
 
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                unsigned int gridDimZ, unsigned int blockDimX,
@@ -1258,8 +1246,9 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
                                unsigned int sharedMemBytes, CUstream stream, void **kernelParams,
                                void **extra)
 {
-    (void)sharedMemBytes, (void)stream, (void)extra;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
+    (void)sharedMemBytes, (void)extra;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams,
+                  stream);
 }
 
 EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -1269,7 +1258,7 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigne
                                     void **kernelParams, void **extra)
 {
     return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-                          sharedMemBytes, stream, kernelParams, extra);
+                          sharedMemBytes, ptsz(stream), kernelParams, extra);
 }
 
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
@@ -1279,13 +1268,17 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, voi
     if (!config)
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                  config->blockDimY, config->blockDimZ, kernelParams);
+                  config->blockDimY, config->blockDimZ, kernelParams, config->hStream);
 }
 
 EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                       void **kernelParams, void **extra)
 {
-    return cuLaunchKernelEx(config, f, kernelParams, extra);
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUlaunchConfig c = *config;
+    c.hStream = ptsz(c.hStream);
+    return cuLaunchKernelEx(&c, f, kernelParams, extra);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -1294,8 +1287,9 @@ EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                           unsigned int blockDimZ, unsigned int sharedMemBytes,
                                           CUstream stream, void **kernelParams)
 {
-    (void)sharedMemBytes, (void)stream;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams);
+    (void)sharedMemBytes;
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, kernelParams,
+                  stream);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -1305,22 +1299,21 @@ EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDi
                                                CUstream stream, void **kernelParams)
 {
     return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-                                     blockDimZ, sharedMemBytes, stream, kernelParams);
+                                     blockDimZ, sharedMemBytes, ptsz(stream), kernelParams);
 }
 
-EXPORT CUresult cuLaunch(CUfunction f) { return launch(f, 1, 1, 1, 1, 1, 1, NULL); }
+EXPORT CUresult cuLaunch(CUfunction f) { return launch(f, 1, 1, 1, 1, 1, 1, NULL, NULL); }
 
 EXPORT CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
-    if (grid_width <= 0 || grid_height <= 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL);
+    return cuLaunchGridAsync(f, grid_width, grid_height, NULL);
 }
 
 EXPORT CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
-    (void)hStream;
-    return cuLaunchGrid(f, grid_width, grid_height);
+    if (grid_width <= 0 || grid_height <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, hStream);
 }
 
 EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
@@ -1331,22 +1324,21 @@ EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchP
         return CUDA_ERROR_INVALID_VALUE;
     const CUDA_LAUNCH_PARAMS *p = launchParamsList;
     return launch(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
-                  p->blockDimZ, p->kernelParams);
+                  p->blockDimZ, p->kernelParams, p->hStream);
 }
 
 EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
 {
-    (void)stream;
     if (!graph)
         return CUDA_ERROR_INVALID_HANDLE;
     if (standin_graph_upload(graph) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return run_on_card(graph->us);
+    return run_on_card(graph->us, stream);
 }
 
 EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
 {
-    return cuGraphLaunch(graph, stream);
+    return cuGraphLaunch(graph, ptsz(stream));
 }
 
 /* ---- cuGetProcAddress ---------------------------------------------------- */
@@ -1457,10 +1449,12 @@ static const struct {
     FN(cuStreamCreate),
     FN(cuStreamDestroy_v2),
     FN(cuStreamSynchronize),
+    FN(cuStreamQuery),
     FN(cuEventCreate),
     FN(cuEventDestroy_v2),
     FN(cuEventRecord),
     FN(cuEventSynchronize),
+    FN(cuEventQuery),
     FN(cuEventElapsedTime),
 };
 

@@ -1,0 +1,167 @@
+/*
+ * inflight.c - the SM share's in-flight bound. A launch returns before its
+ * kernel runs (the driver queues it), so the token bucket (sm.c) alone
+ * would let a throttled container queue seconds of work that then runs
+ * whatever its neighbours need. After each of its launches the shim records
+ * an event on the launch's stream (the driver's own cuEventRecord; events
+ * made with CU_EVENT_DISABLE_TIMING, pooled: one per ring slot, made the
+ * first time the slot is used and reused after, all destroyed before the
+ * application destroys a context or releases its last primary context
+ * reference, since an event dies with its context). Each process publishes
+ * how many of its launches are in flight (event not yet completed) in its
+ * slot of the region; the container's count times the limiter's estimated
+ * GPU time of one launch is its outstanding work. Before a launch, while
+ * that and the new launch pass the share's worth (smPercent x 50 ms of GPU
+ * time), the launching thread waits for its own oldest event. A process
+ * with nothing in flight may always launch one (events belong to the
+ * process that made them: it cannot wait for a sibling's). While no
+ * estimate exists yet each launch counts as the whole worth. A count goes
+ * stale while its process has stopped launching and has not synchronised
+ * since its work ran (its siblings are held to one launch in flight each
+ * meanwhile); a dead process's slot is reclaimed with its count. The
+ * limiter's tick counts a tracked launch when its event is seen completed,
+ * not when it is submitted: its per-launch estimate (busy time / launches)
+ * divides the time that ran by the launches that ran, where dividing by
+ * those submitted would shrink it while a queue grows, and the bound with
+ * it. A process mutex guards the ring (taken only when throttled).
+ */
+#include "shim/shim.h"
+
+#include <pthread.h>
+
+#define INFLIGHT_MAX 256              /* events one process keeps in flight */
+#define INFLIGHT_WORTH_NS 50000000ull /* the share's worth: smPercent x 50 ms */
+
+typedef CUresult (*event_create_fn)(CUevent *, unsigned int);
+typedef CUresult (*event_record_fn)(CUevent, CUstream);
+typedef CUresult (*event_fn)(CUevent);
+
+static struct {
+    int on;
+    uint64_t worth_ns;
+    event_create_fn create;
+    event_record_fn record;
+    event_fn query, sync, destroy;
+    pthread_mutex_t mu;
+    CUevent ev[INFLIGHT_MAX]; /* the pool: ev[i] serves ring slot i */
+    unsigned head, n;
+} in = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void shim__inflight_init(unsigned sm_percent)
+{
+    in.worth_ns = sm_percent * INFLIGHT_WORTH_NS / 100;
+    in.create = (event_create_fn)shim__driver_sym("cuEventCreate");
+    in.record = (event_record_fn)shim__driver_sym("cuEventRecord");
+    in.query = (event_fn)shim__driver_sym("cuEventQuery");
+    in.sync = (event_fn)shim__driver_sym("cuEventSynchronize");
+    in.destroy = (event_fn)shim__driver_sym("cuEventDestroy_v2");
+    in.on = in.create && in.record && in.query && in.sync && in.destroy;
+    if (!in.on)
+        shim__log("smPercent=%u: the driver has no events: launches in flight not bounded",
+                  sm_percent);
+}
+
+int shim__inflight_on(void) { return in.on; }
+
+/* A launch known to have run: the limiter's tick counts it (sm.c). */
+static void ran(void) { atomic_fetch_add(&shim__region()->sm.launches, 1); }
+
+/* Forget the oldest launch, which has run (under the lock). */
+static void pop(void)
+{
+    in.head = (in.head + 1) % INFLIGHT_MAX;
+    in.n--;
+    shim__region_inflight_add(-1);
+    ran();
+}
+
+/* The container's launches in flight and one more pass the worth. */
+static int over(uint64_t est)
+{
+    if (!est)
+        return 1;
+    return (shim__region_inflight() + 1) * est > in.worth_ns;
+}
+
+/* Forget the launches that have completed, oldest first (an event the
+ * driver no longer knows counts as completed). */
+static void reap(void)
+{
+    while (in.n && in.query(in.ev[in.head]) != CUDA_ERROR_NOT_READY)
+        pop();
+}
+
+void shim__inflight_wait(uint64_t est)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    reap();
+    while (in.n && (in.n == INFLIGHT_MAX || over(est))) {
+        in.sync(in.ev[in.head]);
+        pop();
+    }
+    pthread_mutex_unlock(&in.mu);
+}
+
+/* Record ring slot i's event on stream, making it first; once more with a
+ * new event, made in the current context, when the old one was made in
+ * another (a process switching contexts). */
+static int record(unsigned i, CUstream stream)
+{
+    for (int tries = 0; tries < 2; tries++) {
+        if (!in.ev[i] && in.create(&in.ev[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+            in.ev[i] = NULL;
+            return -1;
+        }
+        if (in.record(in.ev[i], stream) == CUDA_SUCCESS)
+            return 0;
+        in.destroy(in.ev[i]);
+        in.ev[i] = NULL;
+    }
+    return -1;
+}
+
+void shim__inflight_record(CUstream stream)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    if (in.n == INFLIGHT_MAX) { /* another thread launched meanwhile */
+        in.sync(in.ev[in.head]);
+        pop();
+    }
+    unsigned i = (in.head + in.n) % INFLIGHT_MAX;
+    if (record(i, stream) == 0) {
+        in.n++;
+        shim__region_inflight_add(1);
+    } else
+        ran(); /* not tracked: counted now, as without the bound */
+    pthread_mutex_unlock(&in.mu);
+}
+
+void shim__inflight_reap(void)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    reap();
+    pthread_mutex_unlock(&in.mu);
+}
+
+void shim__inflight_release(void)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    while (in.n) {
+        in.sync(in.ev[in.head]);
+        pop();
+    }
+    for (int i = 0; i < INFLIGHT_MAX; i++)
+        if (in.ev[i]) {
+            in.destroy(in.ev[i]);
+            in.ev[i] = NULL;
+        }
+    pthread_mutex_unlock(&in.mu);
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# shim_inflight.sh - the SM share's in-flight bound (src/shim/inflight.c)
+# on the asynchronous stand-in driver: a 10% tenant that queues 2 s of
+# 1 ms kernels on one stream without ever synchronising must never have
+# more than its share's worth (10% x 50 ms = 5 ms, so 5 kernels; twice
+# that is accepted for the estimate's error) not yet run, counted by the
+# stand-in's own pending count, not by the shim; nor may four processes of
+# such a tenant together (their kernels pending on the whole card); and
+# beside a 90% tenant launching back to back for 3 s it must still get
+# 0.10 of the card's busy time within 0.05 (its queue, drained after the
+# 90% one stops, counts: without the bound it queues the stand-in's 1024
+# kernels, a second of work, and gets several times its share). Needs
+# TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
+source "$TESSERA_SRC/tests/lib.sh"
+
+envfile="$(dirname "$TESSERA")/shim-test.env"
+if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
+# shellcheck disable=SC1090
+. "$envfile"
+# The stand-in NVML without its state file comes first, so that the SM share
+# measures with the stand-in driver's hook even where a real NVML is installed.
+export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset TESSERA_STANDIN_NVML
+export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
+unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
+preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
+[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
+
+P() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$PROBE" "$@"; }
+limits() { printf 'version = 1\nsmPercent = %s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/$1"; }
+field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" "$2" | head -1; }
+
+# Alone: 2000 kernels of 1 ms (2 s), never waited for until the end. The
+# bound is 5 ms of ESTIMATED GPU time (the SM limiter's per-launch estimate,
+# which lags behind a queue): up to twice that is accepted as its error;
+# without the bound the stand-in's 1024 kernels (1 s) are pending.
+limits small 10
+rm -f "$TMP/gpu.lock"
+P "$TMP/small" queue 20 1000 2000 >"$TMP/alone.out" 2>&1
+cat "$TMP/alone.out"
+most=$(field max_outstanding_ns "$TMP/alone.out")
+[ "$(field launches "$TMP/alone.out")" = 2000 ] && ok || bad "the tenant did not launch 2000"
+[ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
+    || bad "alone: ${most:-?} ns outstanding, over twice 10% x 50 ms"
+[ "$(field busy_ns "$TMP/alone.out")" = 2000000000 ] && ok || bad "not all 2 s of kernels ran"
+
+# A context destroyed with kernels in flight: the shim first waits for the
+# launches it tracks and destroys its events (they die with the context).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+P "$TMP/small" queue 20 1000 300 ctx >"$TMP/ctx.out" 2>&1
+cat "$TMP/ctx.out"
+[ "$(field pending_after_destroy "$TMP/ctx.out")" = 0 ] && ok \
+    || bad "kernels still pending after cuCtxDestroy_v2: the shim's events outlived their context"
+
+# Four processes of one 10% container (one region), each queueing 500
+# kernels: the container's pending kernels, counted on the whole card, stay
+# within the same worth (each process alone would be allowed 5).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+for i in 1 2 3 4; do
+    P "$TMP/small" queue 20 1000 500 card >"$TMP/four.$i" 2>&1 &
+done
+wait
+cat "$TMP"/four.*
+most=$(cat "$TMP"/four.* | sed -n 's/.*max_outstanding_ns=\([0-9]*\).*/\1/p' | sort -n | tail -1)
+[ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
+    || bad "four processes: ${most:-?} ns outstanding in the container, over twice 10% x 50 ms"
+
+# Beside a 90% tenant (shim_probe launch: 8 kernels in flight) for 3 s.
+limits big 90
+rm -f "$TMP/gpu.lock" "$TMP/small.region" "$TMP/big.region"
+P "$TMP/small" queue 3 1000 1000000 >"$TMP/a.out" 2>&1 &
+a=$!
+P "$TMP/big" launch 3 1000 one >"$TMP/b.out" 2>&1
+wait "$a"
+cat "$TMP/a.out" "$TMP/b.out"
+python3 - "$(field busy_ns "$TMP/a.out")" "$(field busy_ns "$TMP/b.out")" \
+    "$(field max_outstanding_ns "$TMP/a.out")" <<'PY' && ok || bad "10/90 with a queueing tenant"
+import sys
+a, b, most = (int(x) for x in sys.argv[1:4])
+share = a / (a + b)
+print(f"queueing 10% tenant got {share:.3f} of the card's busy time "
+      f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), at most {most / 1e6:.1f} ms outstanding")
+sys.exit(0 if abs(share - 0.10) <= 0.05 and most <= 10000000 else 1)
+PY
+finish
