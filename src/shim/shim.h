@@ -21,7 +21,8 @@
  *   backstop.c the driver's per-process memory against the charge (NVML)
  *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
- * stdio; the one-time set-up may.
+ * stdio; the one-time set-up may. The exception: a throttled launch
+ * (smPercent < 100) takes inflight.c's process mutex.
  */
 #ifndef SHIM_SHIM_H
 #define SHIM_SHIM_H
