@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
 #include "meter/ingest.h"
@@ -247,8 +248,10 @@ static int import_file(const struct meter_args *a, struct cli_meter *m, const ch
         fprintf(stderr, "tessera: %s: cannot open: %s\n", path, strerror(errno));
         return CLI_BAD_INPUT;
     }
-    struct ts_sbuf body;
-    ts_sbuf_init(&body, STORE_EXPOSITION_MAX);
+    struct ts_sbuf body; /* a file known to be past the cap is not copied only to fail */
+    struct stat sb;
+    int too_big = fstat(fileno(f), &sb) == 0 && sb.st_size > STORE_EXPOSITION_MAX;
+    ts_sbuf_init(&body, too_big ? 0 : STORE_EXPOSITION_MAX);
     ts_status st = meter_ingest_new(&m->ctx, m->st, a->at_ms, path, &diag, &in);
     if (st == TS_OK)
         st = stream_file(f, path, in, &body, &e);

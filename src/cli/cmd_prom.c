@@ -188,13 +188,6 @@ struct follow {
     int rejected, rc;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Sleep ms, waking early on a stop. */
 static void nap(int64_t ms)
 {
@@ -214,7 +207,7 @@ static ts_status follow_start(struct prom_args *a, struct cli_meter *m, int64_t 
     int64_t step = a->o.step_ms, last = 0;
     int found = 0;
     ts_status st = a->have_from ? TS_OK : store_last_sample(m->st, &last, &found, e);
-    int64_t t = now_ms() - a->delay_ms, aligned = t - (t % step + step) % step;
+    int64_t t = ts_clock_ms(CLOCK_REALTIME) - a->delay_ms, aligned = t - (t % step + step) % step;
     *next = a->have_from ? a->o.from_ms : found ? last + step : aligned;
     if (!a->have_from && found && last > t) { /* a sample from the future: never wait for it */
         char at[40];
@@ -279,7 +272,7 @@ static int follow(struct prom_args *a, struct cli_meter *m)
         return cli_fail(&e, CLI_DOING);
     int64_t step = a->o.step_ms, span = step * (METER_PROM_STEPS_MAX - 1);
     while (!stop_requested) {
-        int64_t ready = now_ms() - a->delay_ms;
+        int64_t ready = ts_clock_ms(CLOCK_REALTIME) - a->delay_ms;
         if (ready < f.next_ms) {
             nap(f.next_ms - ready);
             continue;

@@ -251,6 +251,28 @@ static void decide_mps(struct decide__ctx *c, struct wctx *x, const char *why)
                         why, x->sizing, x->row->cap_gib, x->row->sm_percent, model->name));
 }
 
+/* The SM share of a row the shim holds (time-sliced, or a fraction whose cap
+ * the shim enforces): the spec's smPercent, which render writes into the
+ * limit file, and the words the reason adds ("" without one). Elsewhere no
+ * shim runs, so an smPercent is said to go unenforced. */
+static const char *shim_sm_share(struct decide__ctx *c, struct wctx *x, int shimmed)
+{
+    int pct = x->w->sm_percent;
+    x->row->sm_percent = shimmed ? pct : 0;
+    if (!pct)
+        return "";
+    if (!shimmed)
+        return ts_arena_printf(c->arena,
+                               "; smPercent %d is not enforced (no shim runs where the "
+                               "driver enforces the cap)",
+                               pct);
+    return ts_arena_printf(c->arena,
+                           "; smPercent %d: tessera's shim holds it to %d%% of the card's time, "
+                           "throughput shaping between tenants that accept time-slicing, not "
+                           "latency isolation",
+                           pct, pct);
+}
+
 /* Who enforces a fraction's cap on model, in words that are true of the
  * fleet: the driver when every node holding model runs CUDA 13.4+ (so every
  * placement is driver-enforced), else tessera's shim, whose limit render
@@ -292,9 +314,10 @@ static void decide_fraction(struct decide__ctx *c, struct wctx *x, const char *r
     set(c, x, DECIDE_MEMORY_FRACTION, model, rule,
         ts_arena_printf(c->arena,
                         "%s; %s -> %g GiB memory-enforced fraction of %s, enforced "
-                        "by %s (not a security boundary)",
+                        "by %s (not a security boundary)%s",
                         why, x->sizing, x->row->cap_gib, model->name,
-                        fraction_enforcer(c, model, enforce)));
+                        fraction_enforcer(c, model, enforce),
+                        shim_sm_share(c, x, enforce == DECIDE_ENFORCE_SHIM)));
 }
 
 static void decide_timeslice(struct decide__ctx *c, struct wctx *x, const char *why)
@@ -309,8 +332,8 @@ static void decide_timeslice(struct decide__ctx *c, struct wctx *x, const char *
     set(c, x, DECIDE_TIME_SLICING, model, "R6",
         ts_arena_printf(c->arena,
                         "%s time-slices: no isolation and no guarantee (an SM share shapes "
-                        "throughput, not latency: an SLA needs MIG or MPS); %s",
-                        why, x->sizing));
+                        "throughput, not latency: an SLA needs MIG or MPS); %s%s",
+                        why, x->sizing, shim_sm_share(c, x, 1)));
 }
 
 /* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the

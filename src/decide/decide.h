@@ -47,7 +47,8 @@ struct decide_row {
     int gpus;                          /* whole GPUs per replica (whole, vgpu) */
     double need_gib;                   /* high-water mark + KV cache */
     double cap_gib;                    /* memory cap in a sharing pool */
-    int sm_percent;                    /* MPS active thread percentage */
+    int sm_percent;                    /* MPS active thread percentage; the
+                                          shim's SM share where it runs (0: none) */
     int enforce;                       /* memory-fraction: who enforces the limit */
     int security_boundary;             /* 0 when the mechanism does not isolate data */
     const char *rule;                  /* "R1".."R6" */

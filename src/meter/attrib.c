@@ -193,7 +193,7 @@ static struct meter_charge *charge(struct meter_verdict *v, const char *tenant, 
         return NULL;
     struct meter_charge *c = &v->charges[v->ncharges++];
     set(c->tenant, tenant);
-    set(c->suffix, suffix);
+    snprintf(c->suffix, sizeof(c->suffix), "%s", suffix);
     c->share_ppm = share;
     return c;
 }
@@ -205,7 +205,7 @@ static void charge_clients(struct meter_verdict *v, const struct plan_gpu *g)
         const struct plan_inst *in = &g->inst[i];
         if (!in->row)
             continue;
-        char suffix[METER_NAME_MAX];
+        char suffix[METER_SUFFIX_MAX];
         snprintf(suffix, sizeof(suffix), "#%s/%s/%d", in->row->tenant->name,
                  in->row->workload->name, in->replica);
         struct meter_charge *c = charge(v, in->row->tenant->name, suffix, client_share(g, in));
@@ -239,7 +239,7 @@ static void charge_observed(const struct meter_ctx *ctx, const struct meter_seen
 {
     const char *tenant = owner_of(ctx->model, d->ns);
     if (is_shared(g) && !is_mig(d->profile)) {
-        char suffix[METER_NAME_MAX];
+        char suffix[METER_SUFFIX_MAX];
         snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
         int64_t share = tenant_share(g, tenant);
         v->violation = share == 0;
@@ -248,7 +248,7 @@ static void charge_observed(const struct meter_ctx *ctx, const struct meter_seen
     }
     int64_t share = whole_share(ctx, d);
     if (d->pods > 1) { /* pods sharing a device the plan does not share: 1/N each */
-        char suffix[METER_NAME_MAX];
+        char suffix[METER_SUFFIX_MAX];
         snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
         share = share < 0 ? share : share / d->pods + (d->pod_index < share % d->pods);
         charge(v, tenant, suffix, share);
@@ -276,7 +276,7 @@ static void charge_guest_card(const struct meter_ctx *ctx, const struct meter_se
     const char *tenant = owner_of(ctx->model, d->ns);
     int64_t share = g->ninst ? TS_PPM / (int64_t)g->ninst : TS_PPM;
     if (strcmp(tenant, v->planned) != 0) {
-        char suffix[METER_NAME_MAX];
+        char suffix[METER_SUFFIX_MAX];
         snprintf(suffix, sizeof(suffix), "#%s/%s", d->ns, has(d->pod) ? d->pod : "");
         charge(v, tenant, suffix, share);
         v->violation = !is_guest(g, tenant);

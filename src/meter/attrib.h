@@ -42,7 +42,7 @@
 #include "plan/plan.h"
 #include "spec/model.h"
 #include "store/store.h"
-#include "util/limits.h" /* METER_NAME_MAX, METER_CHARGES_MAX */
+#include "util/limits.h" /* METER_NAME_MAX, METER_SUFFIX_MAX, METER_CHARGES_MAX */
 
 /* One custody-ledger fact: device (GPU UUID, or UUID/GI id) held by tenant
  * from ts_ms on. */
@@ -71,7 +71,7 @@ struct meter_seen {
 
 struct meter_charge {
     char tenant[METER_NAME_MAX];
-    char suffix[METER_NAME_MAX];   /* added to the device key when a card is split */
+    char suffix[METER_SUFFIX_MAX]; /* added to the device key when a card is split */
     char workload[METER_NAME_MAX]; /* the tenant's workload, "" when not known */
     int64_t share_ppm;
 };

@@ -376,10 +376,12 @@ void meter_expo_counts(const struct meter_expo *p, long *lines, long *samples, l
     *errors = p->errors;
 }
 
+/* The first byte first: most labels differ there, and this runs several
+ * times for every line. */
 const char *meter_label(const struct meter_sample *s, const char *name)
 {
     for (size_t i = 0; i < s->nlabels; i++)
-        if (strcmp(s->labels[i].name, name) == 0)
+        if (s->labels[i].name[0] == name[0] && strcmp(s->labels[i].name, name) == 0)
             return s->labels[i].value;
     return NULL;
 }

@@ -5,6 +5,7 @@
  * times are attributed (attrib.c) and flushed in batches.
  */
 #include "meter/ingest.h"
+#include "meter/requests.h"
 #include "util/grow.h"
 
 #include <math.h>
@@ -18,15 +19,26 @@
 /* One pod (or no pod) on one device at one scrape time. */
 struct entry {
     char key[2 * NAME];
-    char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32], ns[NAME], pod[NAME];
+    char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32];
+    char ns[TS_K8S_LABEL_MAX + 1], pod[TS_K8S_NAME_MAX + 1]; /* whole: longer is rejected */
     int64_t ts_ms;
     double engine, util; /* -1 when absent or out of range */
     int pods, pod_index; /* pods listed on the device at that time, and which this is */
     int foreign;         /* of them, not the owner's on a card time-sliced to guests */
 };
 
+/* A consumer's request counter to a shared workload at one time (requests.h). */
+struct req {
+    const char *owner, *workload, *consumer; /* the spec's names */
+    int64_t ts_ms;
+    double value;
+};
+
 struct meter_ingest {
     const struct meter_ctx *ctx;
+    struct store *store; /* where the request counters go (NULL: nowhere) */
+    struct req *reqs;
+    size_t nreqs, reqs_cap;
     const char *source;
     struct ts_diag *diag;
     int64_t at_ms, newest_ms;
@@ -124,6 +136,19 @@ static void seen_of(const struct entry *d, struct meter_seen *seen)
                                 d->ns,   d->pod, d->pods, d->pod_index, d->foreign};
 }
 
+/* x then y, copied into a: ts_arena_printf's result without its cost
+ * (this runs for every sample stored). */
+static char *arena_join(struct ts_arena *a, const char *x, const char *y)
+{
+    size_t nx = strlen(x), ny = strlen(y);
+    char *s = ts_arena_alloc(a, nx + ny + 1);
+    if (s) {
+        memcpy(s, x, nx);
+        memcpy(s + nx, y, ny + 1);
+    }
+    return s;
+}
+
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
     struct meter_seen seen;
@@ -138,7 +163,7 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     struct ts_arena *a = &in->pending_arena;
     for (size_t i = 0; i < v.ncharges; i++) {
         struct store_sample *s = pending_slot(in);
-        const char *key = ts_arena_printf(a, "%s%s", d->key, v.charges[i].suffix);
+        const char *key = arena_join(a, d->key, v.charges[i].suffix);
         const char *tenant = ts_arena_strdup(a, v.charges[i].tenant);
         if (!s || !key || !tenant)
             return TS_NOMEM;
@@ -346,12 +371,16 @@ static int reindex(struct meter_ingest *in, size_t want)
     size_t n = 64;
     while (n < want || n < 2 * (in->nentries + 1))
         n *= 2;
-    uint32_t *slots = calloc(n, sizeof(*slots));
-    if (!slots)
-        return 0;
-    free(in->slots);
-    in->slots = slots;
-    in->nslots = n;
+    if (n == in->nslots) { /* after a flush: the same size, cleared */
+        memset(in->slots, 0, n * sizeof(*in->slots));
+    } else {
+        uint32_t *slots = calloc(n, sizeof(*slots));
+        if (!slots)
+            return 0;
+        free(in->slots);
+        in->slots = slots;
+        in->nslots = n;
+    }
     for (size_t i = 0; i < in->nentries; i++)
         slot_put(in, i, hash_entry(&in->entries[i]));
     return 1;
@@ -444,9 +473,48 @@ static void take_ratio(struct entry *d, const struct meter_sample *x)
     }
 }
 
+/* A namespace or pod name longer than Kubernetes allows: the line is
+ * rejected (cut, two pods would become one key and one go unbilled). */
+static int too_long(struct meter_ingest *in, const struct meter_sample *x, const char *ns,
+                    const char *pod)
+{
+    size_t nns = ns ? strlen(ns) : 0, npod = ns && pod ? strlen(pod) : 0;
+    if (nns <= TS_K8S_LABEL_MAX && npod <= TS_K8S_NAME_MAX)
+        return 0;
+    ts_diag_addf(in->diag, TS_SEV_ERROR, TS_TOO_LARGE, in->source, (int)x->line, 1, NULL,
+                 "%s of %zu bytes: Kubernetes allows %d",
+                 nns > TS_K8S_LABEL_MAX ? "namespace" : "pod name",
+                 nns > TS_K8S_LABEL_MAX ? nns : npod,
+                 nns > TS_K8S_LABEL_MAX ? TS_K8S_LABEL_MAX : TS_K8S_NAME_MAX);
+    in->counts.rejected_lines++;
+    return 1;
+}
+
+/* A sample of the shared workloads' request counter: kept, or refused
+ * with its line when it names a consumer that is none. */
+static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
+{
+    struct req r = {NULL, NULL, NULL, x->has_timestamp ? x->timestamp_ms : in->at_ms, x->value};
+    char why[4 * METER_NAME_MAX];
+    enum meter_request_verdict v = meter_request_of(in->ctx->model, x, &r.owner, &r.workload,
+                                                    &r.consumer, why, sizeof(why));
+    if (v == METER_REQ_REFUSE) {
+        ts_diag_addf(in->diag, TS_SEV_ERROR, TS_INVALID, in->source, (int)x->line, 1, NULL, "%s",
+                     why);
+        in->counts.rejected_lines++;
+    } else if (v == METER_REQ_KEEP && isfinite(x->value) && x->value >= 0 &&
+               ts_grow((void **)&in->reqs, &in->reqs_cap, in->nreqs, sizeof(*in->reqs))) {
+        in->reqs[in->nreqs++] = r;
+    }
+}
+
 static int on_sample(void *arg, const struct meter_sample *x)
 {
     struct meter_ingest *in = arg;
+    if (strcmp(x->metric, METER_REQUESTS_METRIC) == 0) {
+        take_requests(in, x);
+        return 0;
+    }
     const char *uuid = label_or(x, "UUID", "uuid");
     if (!uuid || !*uuid || !isfinite(x->value))
         return 0;
@@ -455,6 +523,8 @@ static int on_sample(void *arg, const struct meter_sample *x)
     /* the namespace and pod as meter_seen_of reads them, without its other labels */
     const char *ns = label_or(x, "namespace", "pod_namespace");
     const char *pod = label_or(x, "pod", "pod_name");
+    if (too_long(in, x, ns, pod))
+        return 0;
     struct ident id = {key, ns ? ns : "", ns && pod ? pod : "",
                        x->has_timestamp ? x->timestamp_ms : in->at_ms};
     if (in->flushed_ms != INT64_MIN && id.ts <= in->flushed_ms) {
@@ -498,6 +568,7 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     in->newest_ms = in->flushed_ms = INT64_MIN;
     in->flush_at = METER_GATHER_MAX;
     meter_ingest_set_sink(in, to_store, st);
+    in->store = st;
     ts_arena_init(&in->pending_arena);
     *out = in;
     return TS_OK;
@@ -525,6 +596,41 @@ ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t le
     return in->flush_failed ? failed_flush(in, err) : st;
 }
 
+static int cmp_req(const void *x, const void *y)
+{
+    const struct req *a = x, *b = y;
+    int c = strcmp(a->owner, b->owner);
+    c = c ? c : strcmp(a->workload, b->workload);
+    c = c ? c : strcmp(a->consumer, b->consumer);
+    return c ? c : (a->ts_ms > b->ts_ms) - (a->ts_ms < b->ts_ms);
+}
+
+/* The request counters, summed over the series of one consumer and time. */
+static ts_status store_requests(struct meter_ingest *in, struct ts_error *err)
+{
+    if (!in->nreqs || !in->store)
+        return TS_OK;
+    qsort(in->reqs, in->nreqs, sizeof(*in->reqs), cmp_req);
+    struct store_request *out = malloc(in->nreqs * sizeof(*out));
+    if (!out)
+        return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
+    size_t n = 0;
+    for (size_t i = 0; i < in->nreqs; i++) {
+        const struct req *r = &in->reqs[i];
+        if (n && i && !cmp_req(r, &in->reqs[i - 1])) {
+            out[n - 1].count += llround(r->value);
+            continue;
+        }
+        out[n++] = (struct store_request){r->owner, r->workload, r->consumer, r->ts_ms,
+                                          llround(r->value)};
+    }
+    ts_status st = store_put_requests(in->store, out, n, err);
+    free(out);
+    if (st == TS_OK)
+        in->nreqs = 0;
+    return st;
+}
+
 ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
 {
     if (in->parser) { /* the first call ends the body; retries only flush */
@@ -535,7 +641,8 @@ ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
             return ts_err(err, st, "%s: cannot parse the body", in->source);
     }
     in->flush_failed = 0;
-    return flush(in, INT64_MAX, err);
+    ts_status st = flush(in, INT64_MAX, err);
+    return st == TS_OK ? store_requests(in, err) : st;
 }
 
 void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_counts *c)
@@ -557,6 +664,7 @@ void meter_ingest_free(struct meter_ingest *in)
     free(in->entries);
     free(in->slots);
     free(in->pending);
+    free(in->reqs);
     ts_arena_free(&in->pending_arena);
     free(in);
 }

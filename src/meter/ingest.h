@@ -39,7 +39,7 @@ struct meter_violation {
     char device[2 * METER_NAME_MAX];
     char node[METER_NAME_MAX], gpu_uuid[METER_NAME_MAX], gi_id[16], profile[32];
     char observed[METER_NAME_MAX], planned[METER_NAME_MAX];
-    char ns[METER_NAME_MAX], pod[METER_NAME_MAX];
+    char ns[TS_K8S_LABEL_MAX + 1], pod[TS_K8S_NAME_MAX + 1];
     int64_t ts_ms; /* the first scrape that showed it */
 };
 

@@ -164,16 +164,16 @@ static ts_status add_part(struct invoice *inv, const struct meter_shared_part *p
         used -= u;
     }
     struct invoice_line *l = &inv->lines[inv->nlines++];
-    *l = (struct invoice_line){model ? model->name : ts_arena_strdup(arena, p->model),
-                               ts_arena_strdup(arena, p->profile),
-                               p->alloc_uh,
-                               p->usage_uh,
-                               price,
-                               price < 0 ? 0 : alloc,
-                               price < 0 ? 0 : used,
-                               ts_arena_printf(arena, "%s: %s/%s",
-                                               p->passed_on ? "passed on" : "shared", p->owner,
-                                               p->workload)};
+    *l = (struct invoice_line){
+        model ? model->name : ts_arena_strdup(arena, p->model),
+        ts_arena_strdup(arena, p->profile),
+        p->alloc_uh,
+        p->usage_uh,
+        price,
+        price < 0 ? 0 : alloc,
+        price < 0 ? 0 : used,
+        ts_arena_printf(arena, "%s: %s/%s%s", p->passed_on ? "passed on" : "shared", p->owner,
+                        p->workload, p->by_weight ? ", by weight: no requests counted" : "")};
     if (!l->model || !l->profile || !l->note)
         return TS_NOMEM;
     count_line(inv, l);

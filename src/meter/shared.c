@@ -16,6 +16,40 @@ static int64_t use_weight(const struct spec_tenant *t, const char *owner, const 
     return 0;
 }
 
+/* The requests tenant t made to owner/workload in u's window (usage). */
+static int64_t use_requests(const struct meter_usage *u, const struct spec_tenant *t,
+                            const char *owner, const char *workload)
+{
+    for (size_t i = 0; i < u->nrequests; i++) {
+        const struct meter_requests *q = &u->requests[i];
+        if (!strcmp(q->owner, owner) && !strcmp(q->workload, workload) &&
+            !strcmp(q->consumer, t->name))
+            return q->count;
+    }
+    return 0;
+}
+
+/* Each tenant's weight for the workload of t into w (by its requests under
+ * sharedSplit usage, when any consumer made some); the consumers' count,
+ * *by_weight set when usage fell back to the uses' weights. */
+static size_t weights(const struct meter_usage *u, const struct meter_total *t,
+                      const struct spec_model *m, int64_t *w, int *by_weight)
+{
+    int split = m->pricebook->shared_split;
+    size_t k = 0;
+    int64_t asked = 0;
+    for (size_t i = 0; i < m->ntenants; i++) {
+        w[i] = use_weight(&m->tenants[i], t->tenant, t->workload, split != SPEC_SPLIT_EQUAL);
+        k += w[i] > 0;
+        if (split == SPEC_SPLIT_USAGE && w[i] > 0)
+            asked += use_requests(u, &m->tenants[i], t->tenant, t->workload);
+    }
+    *by_weight = split == SPEC_SPLIT_USAGE && k && asked <= 0;
+    for (size_t i = 0; split == SPEC_SPLIT_USAGE && asked > 0 && i < m->ntenants; i++)
+        w[i] = w[i] > 0 ? use_requests(u, &m->tenants[i], t->tenant, t->workload) : 0;
+    return k;
+}
+
 /* part[i] = x * w[i] / sum(w), floored; what is left goes one each to the
  * largest remainders, ties to the lower index (rem: n scratch values). */
 static void divide(int64_t x, const int64_t *w, size_t n, int64_t *part, __int128 *rem)
@@ -54,27 +88,24 @@ static struct meter_shared_part *grow(struct ts_arena *a, struct meter_shared_pa
 }
 
 /* The parts of one workload total t: its consumers', then the owner's. */
-static ts_status split_one(const struct meter_total *t, const struct spec_model *m,
-                           struct ts_arena *a, struct meter_shared_part **out, size_t *n,
-                           size_t *cap)
+static ts_status split_one(const struct meter_usage *u, const struct meter_total *t,
+                           const struct spec_model *m, struct ts_arena *a,
+                           struct meter_shared_part **out, size_t *n, size_t *cap)
 {
-    int by_weight = m->pricebook->shared_split == SPEC_SPLIT_WEIGHT;
+    int by_weight = 0;
     int64_t *w = ts_arena_array(a, m->ntenants + 1, sizeof(*w));
     int64_t *alloc = ts_arena_array(a, m->ntenants + 1, sizeof(*alloc));
     int64_t *used = ts_arena_array(a, m->ntenants + 1, sizeof(*used));
     __int128 *rem = ts_arena_array(a, m->ntenants + 1, sizeof(*rem));
     if (!w || !alloc || !used || !rem)
         return TS_NOMEM;
-    size_t k = 0;
-    for (size_t i = 0; i < m->ntenants; i++)
-        k += (w[i] = use_weight(&m->tenants[i], t->tenant, t->workload, by_weight)) > 0;
-    if (!k)
+    if (!weights(u, t, m, w, &by_weight))
         return TS_OK;
     divide(meter_alloc_uh(t), w, m->ntenants, alloc, rem);
     divide(meter_usage_uh(t), w, m->ntenants, used, rem);
     for (size_t i = 0; i <= m->ntenants; i++) {
-        if (i < m->ntenants && !w[i])
-            continue;
+        if (i < m->ntenants && !use_weight(&m->tenants[i], t->tenant, t->workload, 0))
+            continue; /* a consumer with no requests still gets its (0) line */
         struct meter_shared_part *p = grow(a, out, n, cap);
         if (!p)
             return TS_NOMEM;
@@ -86,7 +117,8 @@ static ts_status split_one(const struct meter_total *t, const struct spec_model 
                                         t->profile,
                                         owner ? -meter_alloc_uh(t) : alloc[i],
                                         owner ? -meter_usage_uh(t) : used[i],
-                                        owner};
+                                        owner,
+                                        by_weight};
     }
     return TS_OK;
 }
@@ -101,6 +133,6 @@ ts_status meter_shared_split(const struct meter_usage *u, const struct spec_mode
         return TS_OK;
     ts_status st = TS_OK;
     for (size_t i = 0; st == TS_OK && i < u->nwtotals; i++)
-        st = split_one(&u->wtotals[i], m, arena, out, n, &cap);
+        st = split_one(u, &u->wtotals[i], m, arena, out, n, &cap);
     return st;
 }

@@ -4,7 +4,9 @@
  *
  * For each workload with consumers, its micro-GPU-hours of each model and
  * profile (usage.h's wtotals) are divided in proportion to the consumers'
- * weights (`equal`: 1 each; `weight`: each use's weight), exactly: each gets
+ * weights (`equal`: 1 each; `weight`: each use's weight; `usage`: each
+ * consumer's requests in the window, u->requests, or where the workload has
+ * none counted each use's weight, the part then marked by_weight), exactly: each gets
  * the floor of its part and the micro-GPU-hours left go one each to the
  * largest remainders (ties to the consumer listed first in the spec), so
  * the parts add up to the workload's hours. The owner gets a passed-on part
@@ -24,6 +26,7 @@ struct meter_shared_part {
     const char *model, *profile;
     int64_t alloc_uh, usage_uh; /* negative on the owner's passed-on part */
     int passed_on;
+    int by_weight; /* sharedSplit usage, no requests counted: split by weight */
 };
 
 /* The parts of every shared workload in u (parts in arena, *n of them). */

@@ -25,8 +25,9 @@ void meter_usage_release(struct meter_usage *u)
     int close = u->close_by_device;
     free(u->totals);
     free(u->wtotals);
-    free(u->times);
-    free(u->open);
+    free(u->pts);
+    free(u->attrs);
+    free(u->requests);
     meter_usage_init(u, u->interval_ms);
     u->from_ms = from;
     u->to_ms = to;
@@ -100,92 +101,114 @@ static void remember(struct meter_usage *u, const struct meter_point *p)
     u->have_prev = 1;
 }
 
-/* ---- closing a key by its device's next scrape (close_by_device) ---- */
+/* ---- a device's keys integrated together (close_by_device) ---- */
 
 static size_t family_len(const char *key) { return strcspn(key, "#"); }
 
-static int cmp_i64(const void *x, const void *y)
+static int cmp_fpoint(const void *x, const void *y)
 {
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
+    const struct meter_fpoint *a = x, *b = y;
+    return (a->ts_ms > b->ts_ms) - (a->ts_ms < b->ts_ms);
 }
 
-/* The first of the device's scrape times (sorted) after ts, or INT64_MIN. */
-static int64_t next_time(const struct meter_usage *u, int64_t ts)
+static struct meter_point point_at(const struct meter_usage *u, const struct meter_fpoint *f)
 {
-    size_t lo = 0, hi = u->ntimes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (u->times[mid] <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < u->ntimes ? u->times[lo] : INT64_MIN;
+    const struct meter_attr *a = &u->attrs[f->attr];
+    return (struct meter_point){u->family,  f->ts_ms,     a->tenant,   a->model,
+                                a->profile, f->share_ppm, f->util_ppm, a->workload};
 }
 
-/* Bill each key's last point to the device's next scrape after it. */
+/* Bill each gathered point up to the device's next scrape time after it
+ * (bill caps it); the points of the last time stay unbilled. */
 static ts_status close_family(struct meter_usage *u)
 {
     ts_status st = TS_OK;
-    if (u->nopen && u->ntimes)
-        qsort(u->times, u->ntimes, sizeof(*u->times), cmp_i64);
-    for (size_t i = 0; st == TS_OK && i < u->nopen; i++) {
-        struct meter_open *o = &u->open[i];
-        o->p.tenant = o->tenant;
-        o->p.model = o->model;
-        o->p.profile = o->profile;
-        o->p.workload = o->workload;
-        int64_t next = next_time(u, o->p.ts_ms);
-        st = next == INT64_MIN ? TS_OK : bill(u, &o->p, next);
+    if (u->npts)
+        qsort(u->pts, u->npts, sizeof(*u->pts), cmp_fpoint);
+    size_t next = 0;
+    for (size_t i = 0; st == TS_OK && i < u->npts; i++) {
+        while (next < u->npts && u->pts[next].ts_ms <= u->pts[i].ts_ms)
+            next++;
+        if (next == u->npts)
+            break;
+        struct meter_point p = point_at(u, &u->pts[i]);
+        st = bill(u, &p, u->pts[next].ts_ms);
     }
-    u->nopen = u->ntimes = 0;
+    u->npts = u->nattrs = 0;
     return st;
 }
 
-static ts_status keep_open(struct meter_usage *u)
+static int same_attr(const struct meter_attr *a, const struct meter_point *p)
 {
-    if (!ts_grow((void **)&u->open, &u->open_cap, u->nopen, sizeof(*u->open)))
+    return !strcmp(a->tenant, p->tenant) && !strcmp(a->model, p->model) &&
+           !strcmp(a->profile, p->profile) && !strcmp(a->workload, p->workload ? p->workload : "");
+}
+
+/* The index of p's attributes in u->attrs, added when new; -1 out of memory. */
+static long attr_of(struct meter_usage *u, const struct meter_point *p)
+{
+    for (size_t i = u->nattrs; i-- > 0;) /* the newest first: usually the one */
+        if (same_attr(&u->attrs[i], p))
+            return (long)i;
+    if (!ts_grow((void **)&u->attrs, &u->attrs_cap, u->nattrs, sizeof(*u->attrs)))
+        return -1;
+    struct meter_attr *a = &u->attrs[u->nattrs];
+    snprintf(a->tenant, sizeof(a->tenant), "%s", p->tenant);
+    snprintf(a->model, sizeof(a->model), "%s", p->model);
+    snprintf(a->profile, sizeof(a->profile), "%s", p->profile);
+    snprintf(a->workload, sizeof(a->workload), "%s", p->workload ? p->workload : "");
+    return (long)u->nattrs++;
+}
+
+static ts_status gather(struct meter_usage *u, const struct meter_point *p)
+{
+    long attr = attr_of(u, p);
+    if (attr < 0 || !ts_grow((void **)&u->pts, &u->pts_cap, u->npts, sizeof(*u->pts)))
         return TS_NOMEM;
-    struct meter_open *o = &u->open[u->nopen++];
-    o->p = u->prev;
-    snprintf(o->tenant, sizeof(o->tenant), "%s", u->prev_tenant);
-    snprintf(o->model, sizeof(o->model), "%s", u->prev_model);
-    snprintf(o->profile, sizeof(o->profile), "%s", u->prev_profile);
-    snprintf(o->workload, sizeof(o->workload), "%s", u->prev_workload);
+    u->pts[u->npts++] = (struct meter_fpoint){p->ts_ms, p->share_ppm, p->util_ppm, (size_t)attr};
     return TS_OK;
 }
 
-/* A new key begins: keep the last one's final point; a new device closes
- * the previous device's keys. */
+/* A point of a new key: a new device bills the previous device's points. */
 static ts_status next_key(struct meter_usage *u, const char *key)
 {
-    ts_status st = u->have_prev ? keep_open(u) : TS_OK;
     size_t n = family_len(key);
-    if (st == TS_OK && (strlen(u->family) != n || strncmp(u->family, key, n) != 0)) {
-        st = close_family(u);
-        snprintf(u->family, sizeof(u->family), "%.*s", (int)n, key);
-    }
+    if (strlen(u->family) == n && strncmp(u->family, key, n) == 0)
+        return TS_OK;
+    ts_status st = close_family(u);
+    snprintf(u->family, sizeof(u->family), "%.*s", (int)n, key);
     return st;
 }
 
-static ts_status note_time(struct meter_usage *u, int64_t ts_ms)
+/* close_by_device: gather p once its key's order is checked. */
+static ts_status add_gathered(struct meter_usage *u, const struct meter_point *p)
 {
-    if (!u->close_by_device)
-        return TS_OK;
-    if (!ts_grow((void **)&u->times, &u->times_cap, u->ntimes, sizeof(*u->times)))
-        return TS_NOMEM;
-    u->times[u->ntimes++] = ts_ms;
-    return TS_OK;
+    if (u->have_prev && strcmp(u->device, p->device) == 0) {
+        if (p->ts_ms < u->prev.ts_ms) {
+            u->out_of_order++;
+            return TS_INVALID;
+        }
+        if (p->ts_ms == u->prev.ts_ms)
+            return TS_OK; /* a re-sent scrape counts once */
+    } else {
+        ts_status st = next_key(u, p->device);
+        if (st != TS_OK)
+            return st;
+        snprintf(u->device, sizeof(u->device), "%s", p->device);
+    }
+    u->prev.ts_ms = p->ts_ms;
+    u->have_prev = 1;
+    return gather(u, p);
 }
 
 ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p)
 {
+    if (u->close_by_device)
+        return add_gathered(u, p);
     if (!u->have_prev || strcmp(u->device, p->device) != 0) {
-        ts_status st = u->close_by_device ? next_key(u, p->device) : TS_OK;
         snprintf(u->device, sizeof(u->device), "%s", p->device);
         remember(u, p);
-        return st == TS_OK ? note_time(u, p->ts_ms) : st;
+        return TS_OK;
     }
     if (p->ts_ms < u->prev.ts_ms) {
         u->out_of_order++;
@@ -195,16 +218,16 @@ ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p)
         return TS_OK; /* a re-sent scrape counts once */
     ts_status st = bill(u, &u->prev, p->ts_ms);
     remember(u, p);
-    return st == TS_OK ? note_time(u, p->ts_ms) : st;
+    return st;
 }
 
 ts_status meter_usage_finish(struct meter_usage *u)
 {
     if (!u->close_by_device)
         return TS_OK;
-    ts_status st = u->have_prev ? keep_open(u) : TS_OK;
     u->have_prev = 0;
-    return st == TS_OK ? close_family(u) : st;
+    u->device[0] = u->family[0] = 0;
+    return close_family(u);
 }
 
 static int cmp_total(const void *x, const void *y)

@@ -9,12 +9,18 @@
  * recognised utilisation metric, or one out of range) counts in the unknown
  * column, never as used. A gap is capped at twice the scrape interval, so a
  * missed scrape is not billed as hours of use; a repeated timestamp counts
- * once. With close_by_device set (meter_usage_scan sets it), the last point of
- * a key split off a device ("UUID#ns/pod": a pod whose series stops while the
- * card goes on) is closed by the device's next scrape under any of its keys
- * (the key up to '#'), capped the same: the points must then come ordered by
- * device key in byte order, so that a device's keys are adjacent. Only the
- * part of an interval inside the window [from_ms, to_ms) is billed, so periods that split a day add up to the day exactly. Hours are
+ * once. With close_by_device set (meter_usage_scan sets it), a device's
+ * keys ("UUID" and "UUID#ns/pod": the pods a shared card lists, which come
+ * and go) are integrated together: each point is billed up to the device's
+ * next scrape under any of its keys (the key up to '#'), which is never
+ * later than the key's own next point, capped the same; a key's last point
+ * is closed that way too. The points of a device are gathered until its
+ * keys end (32 bytes a point), so they must come ordered by device key in
+ * byte order, a device's keys adjacent. A point's interval then depends on
+ * the points within two intervals after it only, so a window reading those
+ * bills it as any wider window does. Only the part of an interval inside
+ * the window [from_ms, to_ms) is billed, so periods that split a day add up
+ * to the day exactly. Hours are
  * integers: the exact sum of interval_ms x share_ppm is kept and divided
  * once, at the end, into micro-GPU-hours (1,000,000 = one whole GPU for one
  * hour).
@@ -43,10 +49,19 @@ struct meter_total {
     __int128 unknown_num;          /* ms x ppm of intervals of unknown engine ratio */
 };
 
-struct meter_open { /* the last point of a key, waiting for its device's next scrape */
-    struct meter_point p;
+struct meter_fpoint { /* a point of the device being gathered (close_by_device) */
+    int64_t ts_ms, share_ppm, util_ppm;
+    size_t attr; /* its tenant, model, profile and workload: attrs[attr] */
+};
+
+struct meter_attr {
     char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
     char workload[METER_KEY_MAX];
+};
+
+struct meter_requests { /* a consumer's requests to a shared workload in the window */
+    char owner[METER_KEY_MAX], workload[METER_KEY_MAX], consumer[METER_KEY_MAX];
+    int64_t count;
 };
 
 struct meter_usage {
@@ -65,21 +80,25 @@ struct meter_usage {
     char prev_tenant[METER_KEY_MAX], prev_model[METER_KEY_MAX], prev_profile[METER_KEY_MAX];
     char prev_workload[METER_KEY_MAX];
     int64_t out_of_order; /* points older than the previous one of the device */
-    /* close_by_device: the device (key up to '#') being integrated, its
-     * scrape times, and the last point of each of its keys */
+    /* the consumers' requests to shared workloads (meter_usage_scan reads
+     * them; PriceBook sharedSplit: usage) */
+    struct meter_requests *requests;
+    size_t nrequests, requests_cap;
+    /* close_by_device: the device (key up to '#') being gathered, its
+     * points and their distinct attributes */
     int close_by_device;
     char family[METER_KEY_MAX];
-    int64_t *times;
-    size_t ntimes, times_cap;
-    struct meter_open *open;
-    size_t nopen, open_cap;
+    struct meter_fpoint *pts;
+    size_t npts, pts_cap;
+    struct meter_attr *attrs;
+    size_t nattrs, attrs_cap;
 };
 
 void meter_usage_init(struct meter_usage *u, int64_t interval_ms);
 void meter_usage_release(struct meter_usage *u);
 /* Add the next point (points must come ordered by device, then time). */
 ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p);
-/* End of the points: close the last device's keys (close_by_device). */
+/* End of the points: bill the last device gathered (close_by_device). */
 ts_status meter_usage_finish(struct meter_usage *u);
 /* Sort the totals by tenant, model, then profile (for output). */
 void meter_usage_sort(struct meter_usage *u);

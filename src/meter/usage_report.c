@@ -6,9 +6,11 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 #include "util/jsonwrite.h"
 #include "util/names.h"
+#include "util/grow.h"
 #include "util/text.h"
 #include "util/units.h"
 
@@ -41,6 +43,57 @@ static int64_t plus(int64_t a, int64_t b)
     return b < 0 && a < INT64_MIN - b ? INT64_MIN : a + b;
 }
 
+/* ---- requests to shared workloads ---- */
+
+/* A counter's points before the window read to count its first increase. */
+#define REQUESTS_LOOKBACK_MS (60 * 60 * 1000LL)
+
+struct req_scan {
+    struct meter_usage *u;
+    int64_t from_ms, prev; /* prev: the series' last value, -1 none */
+    int nomem;
+};
+
+static int same_series(const struct meter_requests *q, const struct store_request *r)
+{
+    return !strcmp(q->owner, r->owner) && !strcmp(q->workload, r->workload) &&
+           !strcmp(q->consumer, r->consumer);
+}
+
+/* The increase of each consumer's counter in the window: each step's rise
+ * (a value below the last is a restarted counter: its value) counts in the
+ * window of its later point. */
+static int add_request(void *ctx, const struct store_request *r)
+{
+    struct req_scan *sc = ctx;
+    struct meter_usage *u = sc->u;
+    struct meter_requests *q = u->nrequests ? &u->requests[u->nrequests - 1] : NULL;
+    if (!q || !same_series(q, r)) {
+        if (!ts_grow((void **)&u->requests, &u->requests_cap, u->nrequests, sizeof(*q)))
+            return sc->nomem = 1;
+        q = &u->requests[u->nrequests++];
+        snprintf(q->owner, sizeof(q->owner), "%s", r->owner);
+        snprintf(q->workload, sizeof(q->workload), "%s", r->workload);
+        snprintf(q->consumer, sizeof(q->consumer), "%s", r->consumer);
+        q->count = 0;
+        sc->prev = -1;
+    }
+    if (sc->prev >= 0 && r->ts_ms >= sc->from_ms)
+        q->count += r->count >= sc->prev ? r->count - sc->prev : r->count;
+    sc->prev = r->count;
+    return 0;
+}
+
+static ts_status scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
+                               struct meter_usage *u, struct ts_error *err)
+{
+    struct req_scan sc = {u, from_ms, -1, 0};
+    u->nrequests = 0;
+    ts_status rc = store_scan_requests(st, plus(from_ms, -REQUESTS_LOOKBACK_MS), to_ms, add_request,
+                                       &sc, err);
+    return rc == TS_OK && sc.nomem ? ts_err(err, TS_NOMEM, "usage: out of memory") : rc;
+}
+
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err)
 {
@@ -57,6 +110,8 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
         sc.st = meter_usage_finish(u);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
+    if (rc == TS_OK)
+        rc = scan_requests(st, from_ms, to_ms, u, err);
     meter_usage_sort(u);
     return rc;
 }

@@ -173,6 +173,37 @@ static void shim_section(const struct render_ctx *c, struct ts_sbuf *o)
                    ENTITLE_SHIM_LIBRARY, cm, ENTITLE_SHIM_PID_MAP_DIR, ENTITLE_SHIM_LIBRARY);
 }
 
+/* MPS under the device plugin: its MPS daemon gives every client of a card
+ * an equal part, so the plan's active thread percentage and pinned-memory
+ * cap per workload go in the clients' environment (the DRA claims carry
+ * them as the driver's mpsConfig). */
+static void mps_section(const struct render_ctx *c, struct ts_sbuf *o)
+{
+    const struct decide_result *d = c->p->decisions;
+    int n = 0;
+    for (size_t i = 0; render__plugin(c) && i < d->nrows; i++) {
+        const struct decide_row *r = &d->rows[i];
+        if (r->mech != DECIDE_MPS)
+            continue;
+        if (n++ == 0)
+            ts_sbuf_puts(o, "\n## MPS shares under the device plugin\n\nThe device plugin's "
+                            "MPS daemon gives each client of a card an equal part. Set each "
+                            "MPS workload's share and pinned-memory cap from the plan in its "
+                            "containers' environment (`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, "
+                            "`CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, which MPS clients read at "
+                            "start):\n\n| workload | "
+                            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE | "
+                            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT |\n|---|---|---|\n");
+        ts_sbuf_printf(o, "| %s/%s | `%d` | `0=%.0fM` |\n", r->workload->namespace_,
+                       r->workload->name, r->sm_percent, r->cap_gib * 1024.0);
+    }
+    if (n)
+        ts_sbuf_puts(o, "\n```yaml\n        env:\n"
+                        "        - {name: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, value: \"<share>\"}\n"
+                        "        - {name: CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, value: \"0=<cap>M\"}\n"
+                        "```\n");
+}
+
 ts_status render__readme(struct render_ctx *c)
 {
     struct render_file *f = render__file(c->t, "README.md");
@@ -192,5 +223,6 @@ ts_status render__readme(struct render_ctx *c)
     tenants(c, o);
     warnings(c, o);
     shim_section(c, o);
+    mps_section(c, o);
     return ts_sbuf_status(o);
 }

@@ -260,13 +260,15 @@ static json_t *claim_template(const struct decide_row *r)
 
 static json_t *shim_limits(const struct decide_row *r)
 {
-    char name[300], mem[64], text[512];
+    char name[300], mem[64], sm[32] = "", text[560];
     entitle_shim_configmap(r, name, sizeof(name));
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
+    if (r->sm_percent > 0) /* throughput shaping between time-sliced tenants (docs/shim.md) */
+        snprintf(sm, sizeof(sm), "smPercent = %d\n", r->sm_percent);
     snprintf(text, sizeof(text),
-             "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n"
+             "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n%s"
              "region = %s/cuda.region\npidMap = %s/pid-map\n",
-             r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem,
+             r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem, sm,
              ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR);
     json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");

@@ -87,16 +87,20 @@ void serve_metrics_denied(struct serve_metrics *m, const char *rule);
 void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *out);
 
 /* ---- metering.c: the metering part of /metrics (--db) ---- */
-struct serve_meter_dev;
+struct serve_meter_fam;
+struct serve_meter_pt;
 
 struct serve_meter {
     const char *url; /* NULL: no --db, only the plan's allocation */
     int log_json;
-    int64_t interval_ms, refresh_ms;  /* scrape interval (gap cap), cache lifetime */
-    pthread_mutex_t lock;             /* guards everything below */
-    struct meter_usage usage;         /* running GPU-hour totals */
-    struct serve_meter_dev *devs;     /* last point integrated per device, sorted */
-    size_t ndevs, devcap, cur;        /* cur: the device usage is on, SIZE_MAX none */
+    int64_t interval_ms, refresh_ms; /* scrape interval (gap cap), cache lifetime */
+    pthread_mutex_t lock;            /* guards everything below */
+    struct meter_usage usage;        /* running GPU-hour totals */
+    struct serve_meter_fam *fams;    /* each device's points not yet billed, sorted */
+    size_t nfams, famcap;
+    char cur[METER_KEY_MAX];       /* the device (key up to '#') being read; "" none */
+    struct serve_meter_pt *newest; /* its newest points read so far */
+    size_t nnewest, newcap;
     int64_t watermark_ms;             /* newest sample integrated */
     int64_t rebuilt_at, refreshed_at; /* monotonic ms; 0 never */
     ts_status scan_status;

@@ -12,8 +12,11 @@
  *     connection at a time, none held between refreshes; a database that
  *     went away and came back needs nothing more);
  *   - GPU-hours are running totals (meter/usage.h, the integration
- *     `tessera usage` does): each refresh integrates only the samples newer
- *     than the last one integrated of their device, reading the samples of
+ *     `tessera usage` does, a device's keys together): each refresh
+ *     integrates only the samples newer than the last one integrated of
+ *     their device (the key up to '#'), with the device's points of that
+ *     last time, which waited for its next scrape to be billed (a pod that
+ *     left is billed up to it, as `tessera usage` bills it), reading the samples of
  *     the last LOOKBACK_MS before the newest one seen (so a scrape of one
  *     node arriving late is still counted); every REBUILD_MS, and after any
  *     failure, the totals are rebuilt from the whole store (a backfill older
@@ -34,24 +37,27 @@
 #include <string.h>
 #include "meter/relabel.h"
 #include "meter/usage_report.h"
+#include "util/time.h"
 #include "util/units.h"
 
 #define LOOKBACK_MS (10 * 60 * 1000LL)
 #define REBUILD_MS (60 * 60 * 1000LL)
 
-/* The last point integrated of one device, to bill the next interval. */
-struct serve_meter_dev {
-    char device[2 * METER_NAME_MAX];
-    char tenant[METER_KEY_MAX], model[METER_KEY_MAX], profile[METER_KEY_MAX];
+/* A point read, kept until its device's next scrape bills it. */
+struct serve_meter_pt {
+    char device[METER_KEY_MAX], tenant[METER_KEY_MAX], model[METER_KEY_MAX];
+    char profile[METER_KEY_MAX], workload[METER_KEY_MAX];
     int64_t ts_ms, share_ppm, util_ppm;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* A device (the key up to '#'): its newest time integrated and its points
+ * of that time, not yet billed. */
+struct serve_meter_fam {
+    char family[METER_KEY_MAX];
+    int64_t ts_ms;
+    struct serve_meter_pt *open;
+    size_t nopen;
+};
 
 static void log_error(const struct serve_meter *m, const char *msg, const struct ts_error *e)
 {
@@ -69,7 +75,7 @@ ts_status serve_meter_init(struct serve_meter *m, const struct serve_options *o,
     m->interval_ms = o->meter_interval_ms > 0 ? o->meter_interval_ms : 15000;
     m->refresh_ms = o->meter_refresh_ms > 0 ? o->meter_refresh_ms : 10000;
     meter_usage_init(&m->usage, m->interval_ms);
-    m->cur = SIZE_MAX;
+    m->usage.close_by_device = 1; /* a device's keys together, as tessera usage */
     ts_sbuf_init(&m->text, SERVE_HOURS_MAX);
     ts_sbuf_init(&m->dcgm, SERVE_RELABEL_MAX);
     if (!m->url)
@@ -97,10 +103,14 @@ static void reset_text(struct ts_sbuf *b, size_t max)
 static void forget(struct serve_meter *m)
 {
     meter_usage_release(&m->usage);
-    free(m->devs);
-    m->devs = NULL;
-    m->ndevs = m->devcap = 0;
-    m->cur = SIZE_MAX;
+    for (size_t i = 0; i < m->nfams; i++)
+        free(m->fams[i].open);
+    free(m->fams);
+    free(m->newest);
+    m->fams = NULL;
+    m->newest = NULL;
+    m->nfams = m->famcap = m->nnewest = m->newcap = 0;
+    m->cur[0] = 0;
     m->watermark_ms = 0;
     m->rebuilt_at = 0;
 }
@@ -115,71 +125,130 @@ void serve_meter_release(struct serve_meter *m)
 
 /* ---- running totals ---- */
 
-static int dev_cmp(const void *key, const void *elem)
+static int fam_cmp(const void *key, const void *elem)
 {
-    return strcmp(key, ((const struct serve_meter_dev *)elem)->device);
+    return strcmp(key, ((const struct serve_meter_fam *)elem)->family);
 }
 
 /* The device's entry, made (sorted in) when new; NULL when out of memory. */
-static struct serve_meter_dev *dev_get(struct serve_meter *m, const char *device)
+static struct serve_meter_fam *fam_get(struct serve_meter *m, const char *family)
 {
-    size_t lo = 0, hi = m->ndevs;
+    size_t lo = 0, hi = m->nfams;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = dev_cmp(device, &m->devs[mid]);
+        int c = fam_cmp(family, &m->fams[mid]);
         if (c == 0)
-            return &m->devs[mid];
+            return &m->fams[mid];
         if (c < 0)
             hi = mid;
         else
             lo = mid + 1;
     }
-    if (!ts_grow((void **)&m->devs, &m->devcap, m->ndevs, sizeof(*m->devs)))
+    if (!ts_grow((void **)&m->fams, &m->famcap, m->nfams, sizeof(*m->fams)))
         return NULL;
-    memmove(&m->devs[lo + 1], &m->devs[lo], (m->ndevs - lo) * sizeof(*m->devs));
-    m->ndevs++;
-    if (m->cur != SIZE_MAX && m->cur >= lo)
-        m->cur++; /* it moved up one with the tail */
-    struct serve_meter_dev *d = &m->devs[lo];
-    memset(d, 0, sizeof(*d));
-    snprintf(d->device, sizeof(d->device), "%s", device);
-    d->ts_ms = INT64_MIN;
-    return d;
+    memmove(&m->fams[lo + 1], &m->fams[lo], (m->nfams - lo) * sizeof(*m->fams));
+    m->nfams++;
+    struct serve_meter_fam *f = &m->fams[lo];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->family, sizeof(f->family), "%s", family);
+    f->ts_ms = INT64_MIN;
+    return f;
 }
 
-static struct meter_point dev_point(const struct serve_meter_dev *d)
+static struct meter_point pt_point(const struct serve_meter_pt *d)
 {
     return (struct meter_point){d->device,  d->ts_ms,     d->tenant,   d->model,
-                                d->profile, d->share_ppm, d->util_ppm, NULL};
+                                d->profile, d->share_ppm, d->util_ppm, d->workload};
+}
+
+/* The device read ends: its newest points wait for its next scrape. */
+static ts_status fam_end(struct serve_meter *m)
+{
+    if (!m->cur[0])
+        return TS_OK;
+    struct serve_meter_fam *f = fam_get(m, m->cur);
+    m->cur[0] = 0;
+    if (!f)
+        return TS_NOMEM;
+    if (!m->nnewest || m->newest[0].ts_ms <= f->ts_ms)
+        return TS_OK;
+    struct serve_meter_pt *open = malloc(m->nnewest * sizeof(*open));
+    if (!open)
+        return TS_NOMEM;
+    memcpy(open, m->newest, m->nnewest * sizeof(*open));
+    free(f->open);
+    f->open = open;
+    f->nopen = m->nnewest;
+    f->ts_ms = open[0].ts_ms;
+    return TS_OK;
+}
+
+/* A new device is read: its waiting points go first. */
+static ts_status fam_begin(struct serve_meter *m, const char *key)
+{
+    ts_status st = fam_end(m);
+    snprintf(m->cur, sizeof(m->cur), "%.*s", (int)strcspn(key, "#"), key);
+    struct serve_meter_fam *f = fam_get(m, m->cur);
+    if (st != TS_OK || !f)
+        return TS_NOMEM;
+    m->nnewest = 0;
+    for (size_t i = 0; i < f->nopen; i++) {
+        struct meter_point p = pt_point(&f->open[i]);
+        if (meter_usage_add(&m->usage, &p) == TS_NOMEM)
+            return TS_NOMEM;
+    }
+    return TS_OK;
+}
+
+/* Keep s among the newest points of its device. */
+static ts_status keep_newest(struct serve_meter *m, const struct store_sample *s)
+{
+    if (m->nnewest && s->ts_ms > m->newest[0].ts_ms)
+        m->nnewest = 0;
+    if (m->nnewest && s->ts_ms < m->newest[0].ts_ms)
+        return TS_OK;
+    if (!ts_grow((void **)&m->newest, &m->newcap, m->nnewest, sizeof(*m->newest)))
+        return TS_NOMEM;
+    struct serve_meter_pt *d = &m->newest[m->nnewest++];
+    snprintf(d->device, sizeof(d->device), "%s", s->device);
+    snprintf(d->tenant, sizeof(d->tenant), "%s", s->tenant);
+    snprintf(d->model, sizeof(d->model), "%s", s->model);
+    snprintf(d->profile, sizeof(d->profile), "%s", s->profile);
+    snprintf(d->workload, sizeof(d->workload), "%s", s->workload ? s->workload : "");
+    d->ts_ms = s->ts_ms;
+    d->share_ppm = s->share_ppm;
+    d->util_ppm = s->util_ppm;
+    return TS_OK;
+}
+
+static int in_family(const char *family, const char *key)
+{
+    size_t n = strcspn(key, "#");
+    return strlen(family) == n && strncmp(family, key, n) == 0;
+}
+
+static ts_status add_new(struct serve_meter *m, const struct store_sample *s)
+{
+    if (!in_family(m->cur, s->device) && fam_begin(m, s->device) != TS_OK)
+        return TS_NOMEM;
+    const struct serve_meter_fam *f = fam_get(m, m->cur);
+    if (!f)
+        return TS_NOMEM;
+    if (s->ts_ms <= f->ts_ms)
+        return TS_OK; /* integrated by an earlier refresh */
+    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
+                            s->profile, s->share_ppm, s->util_ppm, s->workload};
+    if (meter_usage_add(&m->usage, &p) == TS_NOMEM || keep_newest(m, s) != TS_OK)
+        return TS_NOMEM;
+    m->watermark_ms = s->ts_ms > m->watermark_ms ? s->ts_ms : m->watermark_ms;
+    return TS_OK;
 }
 
 static int add_sample(void *arg, const struct store_sample *s)
 {
     struct serve_meter *m = arg;
-    struct serve_meter_dev *d = dev_get(m, s->device);
-    if (!d) {
-        m->scan_status = TS_NOMEM;
-        return 1;
-    }
-    if (s->ts_ms <= d->ts_ms)
-        return 0; /* integrated by an earlier refresh */
-    size_t at = (size_t)(d - m->devs);
-    if (m->cur != at && d->ts_ms != INT64_MIN) {
-        struct meter_point last = dev_point(d); /* bill from where it stopped */
-        meter_usage_add(&m->usage, &last);
-    }
-    m->cur = at;
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
-                            s->profile, s->share_ppm, s->util_ppm, s->workload};
-    meter_usage_add(&m->usage, &p);
-    d->ts_ms = s->ts_ms;
-    d->share_ppm = s->share_ppm;
-    d->util_ppm = s->util_ppm;
-    snprintf(d->tenant, sizeof(d->tenant), "%s", s->tenant);
-    snprintf(d->model, sizeof(d->model), "%s", s->model);
-    snprintf(d->profile, sizeof(d->profile), "%s", s->profile);
-    m->watermark_ms = s->ts_ms > m->watermark_ms ? s->ts_ms : m->watermark_ms;
-    return 0;
+    m->scan_status = add_new(m, s);
+    return m->scan_status != TS_OK;
 }
 
 static ts_status integrate(struct serve_meter *m, struct store *st, int64_t now,
@@ -192,6 +261,10 @@ static ts_status integrate(struct serve_meter *m, struct store *st, int64_t now,
     int64_t from = m->watermark_ms > LOOKBACK_MS ? m->watermark_ms - LOOKBACK_MS : 0;
     m->scan_status = TS_OK;
     ts_status rc = store_scan_samples(st, from, INT64_MAX, add_sample, m, err);
+    if (rc == TS_OK && m->scan_status == TS_OK)
+        m->scan_status = fam_end(m);
+    if (rc == TS_OK && m->scan_status == TS_OK && meter_usage_finish(&m->usage) != TS_OK)
+        m->scan_status = TS_NOMEM;
     if (rc == TS_OK && m->scan_status != TS_OK)
         rc = ts_err(err, m->scan_status, "metering: out of memory");
     return rc;
@@ -318,7 +391,7 @@ static ts_status refresh(struct serve_meter *m, const struct serve_policy *p, in
 
 static void maybe_refresh(struct serve_meter *m, const struct serve_policy *p)
 {
-    int64_t now = now_ms();
+    int64_t now = ts_clock_ms(CLOCK_MONOTONIC);
     if (m->refreshed_at && now - m->refreshed_at < m->refresh_ms)
         return;
     struct ts_error e = {0};

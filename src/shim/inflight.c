@@ -5,14 +5,25 @@
  * whatever its neighbours need. After each of its launches the shim records
  * an event on the launch's stream (the driver's own cuEventRecord; events
  * made with CU_EVENT_DISABLE_TIMING, pooled: one per ring slot, made the
- * first time the slot is used and reused after); before a launch, while the
- * process's outstanding work (launches whose event has not completed, at
- * the estimated GPU time of one launch each) and the new launch would pass
- * the share's worth (smPercent x 50 ms of GPU time), the launching thread
- * waits for the oldest event. One launch in flight is always allowed; while
- * no estimate exists yet each launch counts as the whole worth. Events
- * belong to the process that made them, so the bound is per process. A
- * process mutex guards the ring (taken only when throttled).
+ * first time the slot is used and reused after, all destroyed before the
+ * application destroys a context or releases its last primary context
+ * reference, since an event dies with its context). Each process publishes
+ * how many of its launches are in flight (event not yet completed) in its
+ * slot of the region; the container's count times the limiter's estimated
+ * GPU time of one launch is its outstanding work. Before a launch, while
+ * that and the new launch pass the share's worth (smPercent x 50 ms of GPU
+ * time), the launching thread waits for its own oldest event. A process
+ * with nothing in flight may always launch one (events belong to the
+ * process that made them: it cannot wait for a sibling's). While no
+ * estimate exists yet each launch counts as the whole worth. A count goes
+ * stale while its process has stopped launching and has not synchronised
+ * since its work ran (its siblings are held to one launch in flight each
+ * meanwhile); a dead process's slot is reclaimed with its count. The
+ * limiter's tick counts a tracked launch when its event is seen completed,
+ * not when it is submitted: its per-launch estimate (busy time / launches)
+ * divides the time that ran by the launches that ran, where dividing by
+ * those submitted would shrink it while a queue grows, and the bound with
+ * it. A process mutex guards the ring (taken only when throttled).
  */
 #include "shim/shim.h"
 
@@ -33,9 +44,7 @@ static struct {
     event_fn query, sync, destroy;
     pthread_mutex_t mu;
     CUevent ev[INFLIGHT_MAX]; /* the pool: ev[i] serves ring slot i */
-    uint64_t cost[INFLIGHT_MAX];
     unsigned head, n;
-    uint64_t outstanding_ns;
 } in = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 void shim__inflight_init(unsigned sm_percent)
@@ -52,14 +61,26 @@ void shim__inflight_init(unsigned sm_percent)
                   sm_percent);
 }
 
-static uint64_t cost_of(uint64_t est) { return est ? est : in.worth_ns; }
+int shim__inflight_on(void) { return in.on; }
 
-/* Forget the oldest launch (under the lock). */
+/* A launch known to have run: the limiter's tick counts it (sm.c). */
+static void ran(void) { atomic_fetch_add(&shim__region()->sm.launches, 1); }
+
+/* Forget the oldest launch, which has run (under the lock). */
 static void pop(void)
 {
-    in.outstanding_ns -= in.cost[in.head];
     in.head = (in.head + 1) % INFLIGHT_MAX;
     in.n--;
+    shim__region_inflight_add(-1);
+    ran();
+}
+
+/* The container's launches in flight and one more pass the worth. */
+static int over(uint64_t est)
+{
+    if (!est)
+        return 1;
+    return (shim__region_inflight() + 1) * est > in.worth_ns;
 }
 
 /* Forget the launches that have completed, oldest first (an event the
@@ -76,15 +97,16 @@ void shim__inflight_wait(uint64_t est)
         return;
     pthread_mutex_lock(&in.mu);
     reap();
-    while (in.n && (in.n == INFLIGHT_MAX || in.outstanding_ns + cost_of(est) > in.worth_ns)) {
+    while (in.n && (in.n == INFLIGHT_MAX || over(est))) {
         in.sync(in.ev[in.head]);
         pop();
     }
     pthread_mutex_unlock(&in.mu);
 }
 
-/* Record ring slot i's event on stream, making it first; once more with
- * a new event when the old one's context is gone. */
+/* Record ring slot i's event on stream, making it first; once more with a
+ * new event, made in the current context, when the old one was made in
+ * another (a process switching contexts). */
 static int record(unsigned i, CUstream stream)
 {
     for (int tries = 0; tries < 2; tries++) {
@@ -100,7 +122,7 @@ static int record(unsigned i, CUstream stream)
     return -1;
 }
 
-void shim__inflight_record(CUstream stream, uint64_t est)
+void shim__inflight_record(CUstream stream)
 {
     if (!in.on)
         return;
@@ -111,9 +133,35 @@ void shim__inflight_record(CUstream stream, uint64_t est)
     }
     unsigned i = (in.head + in.n) % INFLIGHT_MAX;
     if (record(i, stream) == 0) {
-        in.cost[i] = cost_of(est);
-        in.outstanding_ns += in.cost[i];
         in.n++;
+        shim__region_inflight_add(1);
+    } else
+        ran(); /* not tracked: counted now, as without the bound */
+    pthread_mutex_unlock(&in.mu);
+}
+
+void shim__inflight_reap(void)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    reap();
+    pthread_mutex_unlock(&in.mu);
+}
+
+void shim__inflight_release(void)
+{
+    if (!in.on)
+        return;
+    pthread_mutex_lock(&in.mu);
+    while (in.n) {
+        in.sync(in.ev[in.head]);
+        pop();
     }
+    for (int i = 0; i < INFLIGHT_MAX; i++)
+        if (in.ev[i]) {
+            in.destroy(in.ev[i]);
+            in.ev[i] = NULL;
+        }
     pthread_mutex_unlock(&in.mu);
 }

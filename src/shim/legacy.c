@@ -12,7 +12,9 @@
  *       set beyond the driver's defaults (8 MiB, 1 MiB), which belong to
  *       the context itself; the stack size beyond its default (1 KiB) times
  *       the threads device 0 can hold resident (SMs x threads per SM), the
- *       driver's stack reservation (docs/shim.md).
+ *       driver's stack reservation; the device runtime's pending launch
+ *       count beyond its default (2048) times SHIM_PENDING_LAUNCH_ESTIMATE,
+ *       an estimate of the launch buffer the driver reserves (docs/shim.md).
  */
 #include "shim/shim.h"
 
@@ -153,7 +155,8 @@ SHIM_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
 /* ---- context limits ----------------------------------------------------- */
 
 static pthread_mutex_t limit_mutex = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t limit_charged[CU_LIMIT_MALLOC_HEAP_SIZE + 1];
+#define LIMITS (CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT + 1)
+static uint64_t limit_charged[LIMITS];
 
 /* Threads device 0 holds resident, each with its own stack; 0 unknown. */
 static uint64_t resident_threads(void)
@@ -172,9 +175,13 @@ static uint64_t resident_threads(void)
  * that overflows). Under limit_mutex. */
 static uint64_t beyond_default(CUlimit l, size_t v)
 {
-    static const uint64_t def[] = {1024, 1u << 20, 8u << 20};
+    static const uint64_t def[LIMITS] = {1024, 1u << 20, 8u << 20, 0, 2048};
     static uint64_t threads;
     uint64_t extra = v > def[l] ? v - def[l] : 0;
+    if (l == CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT)
+        return extra > UINT64_MAX / SHIM_PENDING_LAUNCH_ESTIMATE
+                   ? UINT64_MAX
+                   : extra * SHIM_PENDING_LAUNCH_ESTIMATE;
     if (l != CU_LIMIT_STACK_SIZE || extra == 0)
         return extra;
     if (!threads)
@@ -193,7 +200,7 @@ SHIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
     __typeof__(&cuCtxSetLimit) fn = SHIM_REAL(cuCtxSetLimit);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    if ((unsigned)limit > CU_LIMIT_MALLOC_HEAP_SIZE)
+    if ((unsigned)limit >= LIMITS || limit == 3) /* 3: the sync depth, no memory */
         return fn(limit, value);
     pthread_mutex_lock(&limit_mutex);
     uint64_t before = limit_charged[limit], after = beyond_default(limit, value);

@@ -48,6 +48,13 @@
  * not spent on estimates. */
 #define SHIM_CTX_ESTIMATE (256ull << 20)
 #define SHIM_CTX_ESTIMATE_SHARE 16
+/* What one pending device-runtime launch is charged beyond the driver's
+ * default 2048 (cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT),
+ * legacy.c): cuda.h says raising the count makes the driver reserve device
+ * memory up front but not how much; an estimate, not a measurement: each
+ * pending launch buffers its parameters, up to 4 KiB (the device runtime's
+ * parameter buffer). */
+#define SHIM_PENDING_LAUNCH_ESTIMATE 4096ull
 /* The backstop (backstop.c): what the driver may show beyond the shim's
  * charge before it counts (the driver's own per-process memory that no
  * call shows: contexts, modules, stacks, rounding), and how often it asks. */

@@ -9,7 +9,8 @@
  * every allocation and free from the pool, every change of its attributes,
  * every trim and every synchronisation. When the limit has no room for the
  * reserve, the pool is trimmed to its allocations instead. Not a fast path:
- * one mutex orders the settlements. Pools are per-process, at most
+ * one mutex orders the settlements. The synchronisation hooks also let the
+ * in-flight bound (inflight.c) forget the launches that have run. Pools are per-process, at most
  * SHIM_POOLS; cuMemAllocAsync's is the device's current pool (mem.c).
  */
 #include "shim/shim.h"
@@ -160,6 +161,7 @@ SHIM_EXPORT CUresult cuCtxSynchronize(void)
     __typeof__(&cuCtxSynchronize) fn = SHIM_REAL(cuCtxSynchronize);
     CUresult r = fn ? fn() : CUDA_ERROR_NOT_INITIALIZED;
     settle_all();
+    shim__inflight_reap();
     return r;
 }
 
@@ -168,6 +170,7 @@ SHIM_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
     __typeof__(&cuCtxSynchronize_v2) fn = SHIM_REAL(cuCtxSynchronize_v2);
     CUresult r = fn ? fn(ctx) : CUDA_ERROR_NOT_INITIALIZED;
     settle_all();
+    shim__inflight_reap();
     return r;
 }
 
@@ -176,6 +179,7 @@ SHIM_EXPORT CUresult cuStreamSynchronize(CUstream stream)
     __typeof__(&cuStreamSynchronize) fn = SHIM_REAL(cuStreamSynchronize);
     CUresult r = fn ? fn(stream) : CUDA_ERROR_NOT_INITIALIZED;
     settle_all();
+    shim__inflight_reap();
     return r;
 }
 
@@ -184,5 +188,6 @@ SHIM_EXPORT CUresult cuEventSynchronize(CUevent event)
     __typeof__(&cuEventSynchronize) fn = SHIM_REAL(cuEventSynchronize);
     CUresult r = fn ? fn(event) : CUDA_ERROR_NOT_INITIALIZED;
     settle_all();
+    shim__inflight_reap();
     return r;
 }

@@ -8,7 +8,8 @@
  *          16  limit (the creator's memoryLimit, for inspection)
  *          24  nslots (1024)  hiwater (slots ever used)
  *          32  the SM limiter's bucket (struct shim_sm_state)
- *          ..  slots[1024]: pid, start time, bytes charged, pid namespace
+ *          ..  slots[1024]: pid, launches in flight (inflight.c), start time,
+ *              bytes charged, pid namespace
  * The creator sets it up under flock (a dead creator's lock goes with it);
  * a file with another magic, version or size is refused and the shim fails
  * closed. After set-up no lock is taken on the fast path: each process adds
@@ -136,6 +137,7 @@ static int reclaim_dead(void)
         atomic_store(&s->bytes, 0);
         atomic_store(&s->start, 0);
         atomic_store(&s->ns, 0);
+        atomic_store(&s->inflight, 0);
         atomic_store(&s->pid, 0);
         freed++;
     }
@@ -163,6 +165,7 @@ static struct shim_slot *try_claim(pid_t pid, uint64_t start)
         if (atomic_compare_exchange_strong(&s->pid, &zero, (int32_t)pid)) {
             atomic_store(&s->start, start);
             atomic_store(&s->ns, my_ns);
+            atomic_store(&s->inflight, 0);
             raise_hiwater(i + 1);
             return s;
         }
@@ -335,4 +338,21 @@ int shim__region_pids(pid_t *pids, int max)
             pids[n++] = pid;
     }
     return n;
+}
+
+void shim__region_inflight_add(int delta)
+{
+    struct shim_slot *s = self_slot();
+    if (s)
+        atomic_fetch_add(&s->inflight, (uint32_t)delta);
+}
+
+uint64_t shim__region_inflight(void)
+{
+    uint64_t total = 0;
+    uint32_t hw = region ? atomic_load(&region->hiwater) : 0;
+    for (uint32_t i = 0; i < hw && i < SHIM_SLOTS; i++)
+        if (atomic_load(&region->slots[i].pid) > 0)
+            total += atomic_load(&region->slots[i].inflight);
+    return total;
 }

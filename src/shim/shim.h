@@ -21,7 +21,8 @@
  *   backstop.c the driver's per-process memory against the charge (NVML)
  *   hostpid.c  the host pids of the container's processes (the pid map)
  * Fast paths (allocation, free, launch) take no lock, call no malloc and no
- * stdio; the one-time set-up may.
+ * stdio; the one-time set-up may. The exception: a throttled launch
+ * (smPercent < 100) takes inflight.c's process mutex.
  */
 #ifndef SHIM_SHIM_H
 #define SHIM_SHIM_H
@@ -90,10 +91,10 @@ void shim__config_load(struct shim_config *c);
 
 struct shim_slot {
     _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner (its own namespace's pid) */
-    uint32_t pad;
-    _Atomic uint64_t start; /* owner's start time (/proc stat field 22) */
-    _Atomic uint64_t bytes; /* device memory charged to the owner */
-    _Atomic uint64_t ns;    /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint32_t inflight; /* owner's launches not known to have run (inflight.c) */
+    _Atomic uint64_t start;    /* owner's start time (/proc stat field 22) */
+    _Atomic uint64_t bytes;    /* device memory charged to the owner */
+    _Atomic uint64_t ns;       /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
@@ -103,10 +104,12 @@ struct shim_sm_state {
     _Atomic uint64_t tick_at;     /* ... of the last feedback tick */
     _Atomic uint64_t allowed_ppm; /* current refill rate, parts per million */
     _Atomic uint64_t est_cost_ns; /* estimated GPU time of one launch */
-    _Atomic uint64_t launches;    /* launches since the last tick */
+    _Atomic uint64_t launches;    /* launches (run, when tracked) since the last count */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
     _Atomic uint64_t card_prev;
-    _Atomic uint64_t seen_us; /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t seen_us;    /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t counted_at; /* CLOCK_MONOTONIC when launches was last read and zeroed */
+    _Atomic uint64_t measured;   /* NVML: a tick has charged the container's samples */
 };
 
 struct shim_region {
@@ -130,6 +133,10 @@ void shim__credit(uint64_t n);
 uint64_t shim__used(void);
 /* The live pids of the container, for per-process utilisation. */
 int shim__region_pids(pid_t *pids, int max);
+/* Add delta to this process's launches in flight; the container's total
+ * over its live processes. */
+void shim__region_inflight_add(int delta);
+uint64_t shim__region_inflight(void);
 
 /* ---- track.c ------------------------------------------------------------ */
 
@@ -212,11 +219,20 @@ CUresult shim__sm_launched(CUstream stream, CUresult r);
 
 /* Find the driver's event entry points; the share's worth from sm_percent. */
 void shim__inflight_init(unsigned sm_percent);
-/* Before a launch of est ns (0: unknown): wait for the oldest launches
- * while those not yet run and this one pass the share's worth. */
+/* Before a launch of est ns (0: unknown): wait for this process's oldest
+ * launches while the container's not yet run and this one pass the share's
+ * worth. */
 void shim__inflight_wait(uint64_t est);
 /* After a launch on stream: record an event there to know when it ran. */
-void shim__inflight_record(CUstream stream, uint64_t est);
+void shim__inflight_record(CUstream stream);
+/* After the application synchronised: forget the launches that ran. */
+void shim__inflight_reap(void);
+/* Before a context goes: wait for the launches in flight, destroy the
+ * pooled events (made again on the next launch). */
+void shim__inflight_release(void);
+/* The bound tracks launches (the driver has events): the limiter's tick
+ * then counts a launch when it has run, not when it is submitted. */
+int shim__inflight_on(void);
 
 /* ---- backstop.c --------------------------------------------------------- */
 

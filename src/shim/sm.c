@@ -9,22 +9,32 @@
  *   - refill: allowed x elapsed wall time, capped at a short burst;
  *   - each launch takes the estimated GPU time of one launch; with the
  *     bucket empty, the launching thread sleeps until it refills;
- *   - every tick (20 ms on the stand-in, 100 ms with NVML) the feedback
- *     loop measures the container's real busy time and the card's, gives
- *     back what the estimate charged, takes what was really used (so the
- *     estimate's error never accumulates), updates the per-launch estimate,
- *     and moves `allowed`: with the card saturated (>= 90% busy) it halves
- *     the distance to the configured share; with idle time left it grows by
- *     half of the idle fraction (work-conserving).
- * Busy time comes from the stand-in driver's test hook
- * tessera_standin_busy_ns(pid) when the driver exports it, else from NVML
- * (libnvidia-ml.so.1 through dlopen: nvmlDeviceGetUtilizationRates for the
- * card, nvmlDeviceGetProcessUtilization for the container's pids). With
- * neither, the limit cannot be measured and is not enforced (said once on
- * stderr). The launch path takes no lock: atomics on the bucket, a nanosleep
- * when throttled. After the bucket, the in-flight bound (inflight.c): a
- * launch waits while the process's launches not yet run pass the share's
- * worth of GPU time (that path takes a process mutex).
+ *   - every tick (20 ms on the stand-in's hook, 100 ms with NVML) the
+ *     feedback loop reads the container's real busy time and the card's;
+ *     when there is something new it gives back what the estimates charged,
+ *     takes what was really used (so the estimate's error never
+ *     accumulates), updates the per-launch estimate, and moves `allowed`:
+ *     with the card saturated (>= 90% busy) it halves the distance to the
+ *     configured share; with idle time left it grows by half of the idle
+ *     fraction (work-conserving).
+ * Busy time comes from NVML (libnvidia-ml.so.1 through dlopen:
+ * nvmlDeviceGetUtilizationRates for the card, nvmlDeviceGetProcessUtilization
+ * for the container's host pids), the production path; only when NVML
+ * cannot be loaded or initialised, from the stand-in driver's test hook
+ * tessera_standin_busy_ns(pid). With neither, the limit cannot be measured
+ * and is not enforced (said once on stderr). NVML's process samples are
+ * integrated by their timestamps (docs/shim.md, "Where busy time comes
+ * from"): each says what percent of the driver's sample period (1/6 s to
+ * 1 s) one process's kernels ran, so its busy time is smUtil x the time
+ * since that process's previous sample, at most 1.5 sample periods (a
+ * process with no sample in a period was idle in it); processes are added.
+ * The container's samples start after the card's newest utilisation sample
+ * when it starts (nvmlDeviceGetSamples); until its first sample, a launch
+ * is charged a guess: the wall time per launch so far, never raised. The
+ * launch path takes no lock: atomics on the bucket, a nanosleep when
+ * throttled. After the bucket, the in-flight bound (inflight.c): a launch
+ * waits while the container's launches not yet run pass the share's worth
+ * of GPU time (that path takes a process mutex).
  */
 #include "shim/shim.h"
 
@@ -53,6 +63,11 @@ typedef struct {
     unsigned long long timeStamp; /* CPU time stamp, microseconds */
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvml_process_sample;
+typedef struct {
+    unsigned long long timeStamp; /* CPU time stamp, microseconds */
+    unsigned long long value;     /* nvmlValue_t, a union of 8 bytes */
+} nvml_sample;
+#define NVML_GPU_UTILIZATION_SAMPLES 1 /* nvmlSamplingType_t */
 
 static struct {
     int on;
@@ -61,6 +76,7 @@ static struct {
     nvml_device dev;
     int (*utilization)(nvml_device, nvml_utilization *);
     int (*process_util)(nvml_device, nvml_process_sample *, unsigned int *, unsigned long long);
+    int (*samples)(nvml_device, int, unsigned long long, int *, unsigned int *, nvml_sample *);
 } sm;
 
 static int nvml_open(void)
@@ -73,6 +89,7 @@ static int nvml_open(void)
         h, "nvmlDeviceGetHandleByIndex_v2");
     sm.utilization = (__typeof__(sm.utilization))dlsym(h, "nvmlDeviceGetUtilizationRates");
     sm.process_util = (__typeof__(sm.process_util))dlsym(h, "nvmlDeviceGetProcessUtilization");
+    sm.samples = (__typeof__(sm.samples))dlsym(h, "nvmlDeviceGetSamples");
     if (!init || !get || !sm.utilization || init() != 0 || get(0, &sm.dev) != 0)
         return -1;
     return 0;
@@ -82,11 +99,10 @@ void shim__sm_init(unsigned sm_percent)
 {
     struct shim_sm_state *st = &shim__region()->sm;
     sm.share_ppm = sm_percent * 10000ull;
-    sm.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_busy_ns");
-    if (sm.standin)
-        sm.tick_ns = 20000000ull;
-    else if (nvml_open() == 0)
+    if (nvml_open() == 0)
         sm.tick_ns = 100000000ull;
+    else if ((sm.standin = (uint64_t(*)(int))shim__driver_sym("tessera_standin_busy_ns")))
+        sm.tick_ns = 20000000ull;
     else {
         shim__log("smPercent=%u: no utilisation source (NVML or stand-in): not enforced",
                   sm_percent);
@@ -99,7 +115,11 @@ void shim__sm_init(unsigned sm_percent)
 }
 
 /* What a tick learned: the container's busy ns (own) and the card's. */
-enum sample { SAMPLE_OK, SAMPLE_NONE /* no new data yet */, SAMPLE_UNKNOWN /* own unknown */ };
+enum sample {
+    SAMPLE_OK,
+    SAMPLE_NONE,   /* no new data yet */
+    SAMPLE_UNKNOWN /* own unknown */
+};
 
 /* The stand-in's counters, by host pid like NVML's. */
 static enum sample sample_standin(struct shim_sm_state *st, uint64_t *own, uint64_t *card)
@@ -134,24 +154,103 @@ static int is_ours(unsigned pid, const pid_t *pids, int n)
     return 0;
 }
 
+/* The driver's sample period as this process has seen it: the shortest gap
+ * between two sample times it read (0 while unknown); last_us: the newest
+ * sample time it read. */
+static _Atomic uint64_t period_us, last_us;
+
+static void note_gap(uint64_t before, uint64_t t)
+{
+    uint64_t p = atomic_load(&period_us), gap = before && t > before ? t - before : 0;
+    if (gap && (!p || gap < p))
+        atomic_store(&period_us, gap);
+}
+
+static void learn_period(const nvml_process_sample *s, unsigned count)
+{
+    uint64_t last = atomic_load(&last_us), newest = last;
+    for (unsigned i = 0; i < count; i++) {
+        uint64_t before = last; /* the newest sample time before s[i] */
+        for (unsigned j = 0; j < count; j++)
+            if (s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > before)
+                before = s[j].timeStamp;
+        note_gap(before, s[i].timeStamp);
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    }
+    atomic_store(&last_us, newest);
+}
+
+/* The container's start with NVML: its samples are those after the card's
+ * newest utilisation sample (nvmlDeviceGetSamples: one every period, idle or
+ * not), so its processes' first samples cover a whole period; the gaps
+ * between the card's samples give the period. Without them, the first read
+ * looks back instead (sample_nvml). */
+static void prime_nvml(struct shim_sm_state *st)
+{
+    nvml_sample s[NVML_SAMPLES];
+    unsigned int count = NVML_SAMPLES;
+    int type;
+    uint64_t newest = 0, zero = 0;
+    if (!sm.samples || sm.samples(sm.dev, NVML_GPU_UTILIZATION_SAMPLES,
+                                  realtime_us() - 2 * NVML_PERIOD_MAX_US, &type, &count, s) != 0)
+        return;
+    for (unsigned i = 0; i < count && i < NVML_SAMPLES; i++) {
+        note_gap(newest, s[i].timeStamp);
+        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
+    }
+    atomic_compare_exchange_strong(&st->seen_us, &zero, newest);
+}
+
+/* What one sample covers: the time since its process's previous sample
+ * (or since the last one consumed), at most 1.5 sample periods (a gap of
+ * more was time the process was idle) and NVML_PERIOD_MAX_US. */
+static uint64_t span_us(const nvml_process_sample *s, unsigned count, unsigned i, uint64_t seen)
+{
+    uint64_t from = seen, p = atomic_load(&period_us);
+    for (unsigned j = 0; j < count; j++) /* this process's previous sample */
+        if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
+            from = s[j].timeStamp;
+    uint64_t span = s[i].timeStamp - from, cap = p ? p * 3 / 2 : NVML_PERIOD_MAX_US;
+    cap = cap < NVML_PERIOD_MAX_US ? cap : NVML_PERIOD_MAX_US;
+    return span < cap ? span : cap;
+}
+
+/* The busy time (us) of the container's processes in samples newer than
+ * seen; *newest: the newest sample time, anyone's. */
+static uint64_t integrate(const nvml_process_sample *s, unsigned count, uint64_t seen,
+                          uint64_t *newest)
+{
+    pid_t pids[SHIM_HOSTPID_MAX];
+    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
+    uint64_t busy_us = 0;
+    *newest = seen;
+    for (unsigned i = 0; i < count; i++) {
+        if (s[i].timeStamp <= seen)
+            continue;
+        *newest = s[i].timeStamp > *newest ? s[i].timeStamp : *newest;
+        if (is_ours(s[i].pid, pids, n))
+            busy_us += span_us(s, count, i, seen) * (s[i].smUtil > 100 ? 100 : s[i].smUtil) / 100;
+    }
+    return busy_us;
+}
+
 /* NVML's process samples newer than st->seen_us, of the container's host
- * pids: each sample's smUtil holds over the time since that process's
- * previous sample (or the last one consumed), capped at NVML_PERIOD_MAX_US;
- * the processes' busy time is added. */
-static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card)
+ * pids (the header says how they are integrated). The container's first
+ * read looks back one NVML_PERIOD_MAX_US and only notes the newest sample
+ * time: what ran before stays charged at the guessed cost. */
+static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card,
+                               uint64_t *covered)
 {
     nvml_utilization u = {0, 0};
     *card = sm.utilization(sm.dev, &u) == 0 ? u.gpu * dt / 100 : 0;
     pid_t pids[SHIM_HOSTPID_MAX];
-    int n = shim__host_pids(pids, SHIM_HOSTPID_MAX);
-    if (n < 0 || !sm.process_util)
+    if (shim__host_pids(pids, SHIM_HOSTPID_MAX) < 0 || !sm.process_util)
         return SAMPLE_UNKNOWN;
     nvml_process_sample s[NVML_SAMPLES];
     unsigned int count = NVML_SAMPLES;
-    uint64_t seen = atomic_load(&st->seen_us);
-    if (!seen) /* 0 would ask for NVML's whole buffer: start one tick back */
-        seen = realtime_us() - dt / 1000;
-    int rc = sm.process_util(sm.dev, s, &count, seen);
+    uint64_t seen = atomic_load(&st->seen_us),
+             ask = seen ? seen : realtime_us() - NVML_PERIOD_MAX_US;
+    int rc = sm.process_util(sm.dev, s, &count, ask);
     if (rc == NVML_ERROR_NOT_FOUND)
         return SAMPLE_NONE;
     if (rc == NVML_ERROR_INSUFFICIENT_SIZE || (rc == 0 && count > NVML_SAMPLES)) {
@@ -162,24 +261,15 @@ static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *
     }
     if (rc != 0)
         return SAMPLE_UNKNOWN;
-    uint64_t newest = seen, busy_us = 0;
-    for (unsigned i = 0; i < count; i++) {
-        if (s[i].timeStamp <= seen || !is_ours(s[i].pid, pids, n))
-            continue;
-        uint64_t from = seen;
-        for (unsigned j = 0; j < count; j++) /* this process's previous sample */
-            if (s[j].pid == s[i].pid && s[j].timeStamp < s[i].timeStamp && s[j].timeStamp > from)
-                from = s[j].timeStamp;
-        uint64_t span = s[i].timeStamp - from;
-        busy_us += (span < NVML_PERIOD_MAX_US ? span : NVML_PERIOD_MAX_US) * s[i].smUtil / 100;
-        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
-    }
-    for (unsigned i = 0; i < count; i++) /* others' samples count as seen too */
-        newest = s[i].timeStamp > newest ? s[i].timeStamp : newest;
-    if (newest == seen)
+    learn_period(s, count);
+    uint64_t newest, busy_us = integrate(s, count, ask, &newest);
+    if (newest == ask)
         return SAMPLE_NONE;
     atomic_store(&st->seen_us, newest);
+    if (!seen)
+        return SAMPLE_NONE; /* what ran before stays charged at the guesses */
     *own = busy_us * 1000;
+    *covered = (newest - seen) * 1000;
     return SAMPLE_OK;
 }
 
@@ -205,33 +295,84 @@ static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt)
     atomic_store(&st->allowed_ppm, a > MILLION ? MILLION : a);
 }
 
+/* Before the first measurement, a launch is charged the wall time per
+ * launch since the count began (launches paced by the card, synchronous or
+ * held by the in-flight bound, take at least their card time), never more
+ * than already guessed: a throttled tenant's slower launches do not raise
+ * it. The launches stay counted, so the first measurement refunds these
+ * guesses for its samples' window and takes what the samples say. */
+static void guess(struct shim_sm_state *st, uint64_t now)
+{
+    uint64_t n = atomic_load(&st->launches), from = atomic_load(&st->counted_at);
+    if (!n) /* nothing launched yet: the window starts later */
+        atomic_store(&st->counted_at, now);
+    if (!n || now <= from)
+        return;
+    uint64_t g = (now - from) / n, est = atomic_load(&st->est_cost_ns);
+    g = g ? g : 1;
+    if (!est) /* the launches so far went at no cost: they take the guess */
+        atomic_fetch_sub(&st->balance_ns, (int64_t)(n * g));
+    if (!est || g < est)
+        atomic_store(&st->est_cost_ns, g);
+}
+
+/* Charge what a tick learned. A measured tick refunds the estimates of the
+ * launches in the samples' window (the launch rate since the last count x
+ * the window: the windows need not match, and a lump the bucket cannot
+ * hold would be lost) and takes what the samples say; its per-launch cost
+ * is their busy rate over the launch rate. A tick that cannot measure
+ * takes the whole time since the last count when the container launched. */
+static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint64_t covered,
+                   uint64_t now)
+{
+    uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
+    uint64_t counted = atomic_exchange(&st->counted_at, now),
+             span = now > counted ? now - counted : 0; /* the launches' window */
+    if (got == SAMPLE_UNKNOWN) {
+        say_unknown();
+        own = n ? span : 0;
+    }
+    covered = covered ? covered : span;
+    double back = span ? (double)n * (double)est * (double)covered / (double)span : 0;
+    atomic_fetch_add(&st->balance_ns, (int64_t)back - (int64_t)own);
+    if (!n || !span)
+        return;
+    int first = got == SAMPLE_OK && !atomic_exchange(&st->measured, 1);
+    /* the first samples hold every launch since the start (and cover time
+     * before it): their busy over the launches */
+    uint64_t c = first ? own / n
+                       : (uint64_t)((double)own * (double)span / ((double)covered * (double)n));
+    /* NVML's few samples a second weigh more each than the hook's */
+    uint64_t e = first || !est ? c : sm.standin ? (3 * est + c) / 4 : (est + c) / 2;
+    atomic_store(&st->est_cost_ns, e ? e : 1); /* 0: nothing known yet */
+}
+
 /* The feedback loop, run by whichever launch first finds a tick due. A
  * tick with no new sample changes nothing (the launches wait for the
- * sample that covers them); one that cannot measure the container charges
- * it the whole interval when it launched in it, as if busy throughout, and
- * never refunds. */
+ * sample that covers them) but, before the first measurement, the guess. */
 static void tick(struct shim_sm_state *st, uint64_t now)
 {
     uint64_t last = atomic_load(&st->tick_at);
     if ((last && now - last < sm.tick_ns) ||
         !atomic_compare_exchange_strong(&st->tick_at, &last, now))
         return;
-    uint64_t own = 0, card = 0, dt = now - last;
+    uint64_t own = 0, card = 0, covered = 0, dt = now - last;
+    if (!last && !sm.standin)
+        prime_nvml(st);
     enum sample got = sm.standin ? sample_standin(st, &own, &card)
-                                 : sample_nvml(st, last ? dt : 0, &own, &card);
-    if (last == 0)
-        return; /* the first tick only primes the counters */
-    steer(st, card, dt);
-    if (got == SAMPLE_NONE)
+                                 : sample_nvml(st, last ? dt : 0, &own, &card, &covered);
+    if (last == 0) { /* the first tick only primes the counters */
+        atomic_store(&st->counted_at, now);
         return;
-    uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
-    if (got == SAMPLE_UNKNOWN) {
-        say_unknown();
-        own = n ? dt : 0;
     }
-    atomic_fetch_add(&st->balance_ns, (int64_t)(n * est) - (int64_t)own);
-    if (n)
-        atomic_store(&st->est_cost_ns, est ? (3 * est + own / n) / 4 : own / n);
+    int m = atomic_load(&st->measured) != 0;
+    /* a card rate of this tick's time, not of the guesses' (they held back) */
+    if ((got == SAMPLE_OK && m) || got == SAMPLE_UNKNOWN)
+        steer(st, card, dt);
+    if (got == SAMPLE_NONE && !m)
+        guess(st, now);
+    if (got != SAMPLE_NONE)
+        charge(st, got, own, covered, now);
 }
 
 static void refill(struct shim_sm_state *st, uint64_t now)
@@ -269,14 +410,19 @@ void shim__sm_gate(void)
     }
     uint64_t est = atomic_load(&st->est_cost_ns);
     atomic_fetch_sub(&st->balance_ns, (int64_t)est);
-    atomic_fetch_add(&st->launches, 1);
+    if (!shim__inflight_on()) /* else counted once it ran (inflight.c) */
+        atomic_fetch_add(&st->launches, 1);
     shim__inflight_wait(est);
 }
 
 CUresult shim__sm_launched(CUstream stream, CUresult r)
 {
-    if (r == CUDA_SUCCESS && sm.on && !shim__config()->fail_closed)
-        shim__inflight_record(stream, atomic_load(&shim__region()->sm.est_cost_ns));
+    if (!sm.on || shim__config()->fail_closed)
+        return r;
+    if (r == CUDA_SUCCESS)
+        shim__inflight_record(stream);
+    else if (shim__inflight_on()) /* the gate charged it: refunded at the tick */
+        atomic_fetch_add(&shim__region()->sm.launches, 1);
     return r;
 }
 

@@ -19,7 +19,7 @@ const char *const spec_isolation_names[] = {
 static const char *const trust_names[] = {"trusted", "untrusted", NULL};
 static const char *const spread_names[] = {"gpu", "node", "none", NULL};
 static const char *const share_names[] = {"memory", "compute", "max", NULL};
-const char *const spec_split_names[] = {"equal", "weight", "none", NULL};
+const char *const spec_split_names[] = {"equal", "weight", "none", "usage", NULL};
 
 /* ---- Tenant ---- */
 #define ROW struct spec_workload
@@ -109,7 +109,8 @@ static const struct spec_field workload_fields[] = {
      .offset = OFF(sm_percent),
      .min = 1,
      .max = 100,
-     .help = "MPS: active thread percentage (0 = proportional to memory)"},
+     .help = "MPS: active thread percentage (0 = proportional to memory); time-sliced or "
+             "shim-enforced fraction: the shim's SM share (0 = none)"},
     {.key = "gpuModel",
      .type = SPEC_F_STR,
      .offset = OFF(gpu_model),
@@ -410,7 +411,8 @@ static const struct spec_field pricebook_fields[] = {
      .offset = OFF(shared_split),
      .enums = spec_split_names,
      .help = "how a workload other tenants use is billed: split equally among its consumers, "
-             "by their uses weight, or none (its owner pays all)"},
+             "by their uses weight, none (its owner pays all), or usage (by each consumer's "
+             "requests, istio_requests_total; by weight where none were counted)"},
 };
 static const struct spec_schema pricebook_schema = {.name = "PriceBook.spec",
                                                     .size = sizeof(ROW),

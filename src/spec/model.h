@@ -156,7 +156,7 @@ struct spec_fleet {
 
 enum spec_mig_share { SPEC_SHARE_MEMORY, SPEC_SHARE_COMPUTE, SPEC_SHARE_MAX };
 /* How a workload other tenants use (Tenant uses) is billed. */
-enum spec_shared_split { SPEC_SPLIT_EQUAL, SPEC_SPLIT_WEIGHT, SPEC_SPLIT_NONE };
+enum spec_shared_split { SPEC_SPLIT_EQUAL, SPEC_SPLIT_WEIGHT, SPEC_SPLIT_NONE, SPEC_SPLIT_USAGE };
 
 struct spec_price {
     struct spec_loc loc;

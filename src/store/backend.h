@@ -94,6 +94,8 @@ enum {
     STORE_ST_SCAN_LEDGER,
     STORE_ST_PUT_EXPO,
     STORE_ST_SCAN_EXPO,
+    STORE_ST_INS_REQUESTS,
+    STORE_ST_SCAN_REQUESTS,
     STORE_ST_COUNT
 };
 
@@ -123,6 +125,16 @@ struct store_ops {
      * row; no rows come back. */
     ts_status (*run_rows)(void *db, int id, const struct store_param *p, int ncols, size_t nrows,
                           int64_t *changes, struct ts_error *err);
+    /* Optional (NULL: no bulk load): run copy_sql, a COPY ... FROM STDIN,
+     * on nrows rows of ncols values (p row after row) inside the open
+     * transaction; *changes gets the rows stored. A row whose key is
+     * already taken fails the statement: then *conflict is 1, TS_OK is
+     * returned and the transaction must be rolled back. */
+    ts_status (*copy_rows)(void *db, const char *copy_sql, const struct store_param *p, int ncols,
+                           size_t nrows, int64_t *changes, int *conflict, struct ts_error *err);
+    int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements, and
+               * stores a batch in time order (the heap in time order for the
+               * BRIN index; an ingest's batch comes in it: no sort) */
 };
 
 extern const struct store_ops store_sqlite_ops;

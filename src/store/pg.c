@@ -9,8 +9,10 @@
  * call) reconnects and begins again at once: nothing had been done yet.
  * BYTEA values travel in binary as parameters and come back unescaped.
  * Many rows go in one statement as one array literal per column (run_rows):
- * one Bind of a few parameters instead of one per value.
+ * one Bind of a few parameters instead of one per value; faster still, in
+ * binary COPY (copy_rows), each value as its bytes, no text to parse.
  */
+#include <endian.h>
 #include <libpq-fe.h>
 #include <limits.h>
 #include <stdio.h>
@@ -19,7 +21,10 @@
 #include "store/backend.h"
 #include "util/sbuf.h"
 
-#define BYTEA_OID 17 /* pg_type.oid of bytea, fixed since PostgreSQL 7 */
+#define BYTEA_OID 17             /* pg_type.oid of bytea, fixed since PostgreSQL 7 */
+#define UNIQUE_VIOLATION "23505" /* SQLSTATE */
+/* What COPY's binary format sends in one PQputCopyData: a row is far less. */
+#define PQ_COPY_CHUNK ((size_t)64 << 10)
 /* One column's array literal: STORE_ARRAY_ROWS values of a few hundred
  * bytes at most, far below PostgreSQL's 1 GB field limit. */
 #define PQ_ARRAY_MAX ((size_t)256 << 20)
@@ -257,6 +262,125 @@ static ts_status pq_run_rows(void *db, int id, const struct store_param *p, int 
     return rc;
 }
 
+/* COPY's binary format (the PostgreSQL manual, "COPY", File Formats): a
+ * signature, flags and header extension length, then per row the number of
+ * fields and each as a length (-1: NULL) and its bytes, then -1. */
+static const char copy_head[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+struct copy_out {
+    struct pq *q;
+    char buf[PQ_COPY_CHUNK];
+    size_t len;
+    int failed; /* PQputCopyData refused: the server ended the COPY */
+};
+
+static void copy_flush(struct copy_out *o)
+{
+    if (!o->failed && o->len && PQputCopyData(o->q->c, o->buf, (int)o->len) != 1)
+        o->failed = 1;
+    o->len = 0;
+}
+
+static void copy_bytes(struct copy_out *o, const void *v, size_t n)
+{
+    while (n) {
+        if (o->len == sizeof(o->buf))
+            copy_flush(o);
+        size_t k = n < sizeof(o->buf) - o->len ? n : sizeof(o->buf) - o->len;
+        memcpy(o->buf + o->len, v, k);
+        o->len += k;
+        v = (const char *)v + k;
+        n -= k;
+    }
+}
+
+static void copy_u32(struct copy_out *o, uint32_t v)
+{
+    v = htobe32(v);
+    copy_bytes(o, &v, 4);
+}
+
+/* One field: an int8 as 8 bytes big-endian, a string as its bytes. */
+static void copy_field(struct copy_out *o, const struct store_param *p)
+{
+    if (p->is_int && sizeof(o->buf) - o->len >= 12) { /* the usual case, in place */
+        uint32_t n = htobe32(8);
+        uint64_t v = htobe64((uint64_t)p->i);
+        memcpy(o->buf + o->len, &n, 4);
+        memcpy(o->buf + o->len + 4, &v, 8);
+        o->len += 12;
+    } else if (p->is_int) {
+        uint64_t v = htobe64((uint64_t)p->i);
+        copy_u32(o, 8);
+        copy_bytes(o, &v, 8);
+    } else if (!p->s) {
+        copy_u32(o, UINT32_MAX); /* -1: NULL */
+    } else {
+        size_t n = p->is_blob ? p->len : strlen(p->s);
+        copy_u32(o, (uint32_t)n);
+        copy_bytes(o, p->s, n);
+    }
+}
+
+static void copy_rows_out(struct copy_out *o, const struct store_param *p, int ncols, size_t nrows)
+{
+    uint16_t nf = htobe16((uint16_t)ncols), end = UINT16_MAX;
+    copy_bytes(o, copy_head, sizeof(copy_head));
+    for (size_t r = 0; r < nrows && !o->failed; r++) {
+        copy_bytes(o, &nf, 2);
+        for (int c = 0; c < ncols; c++)
+            copy_field(o, &p[r * (size_t)ncols + (size_t)c]);
+    }
+    copy_bytes(o, &end, 2);
+    copy_flush(o);
+}
+
+/* The COPY's result: its row count, or a unique violation (*conflict). */
+static ts_status copy_result(struct pq *q, int64_t *changes, int *conflict, struct ts_error *err)
+{
+    ts_status rc = TS_OK;
+    PGresult *r;
+    while ((r = PQgetResult(q->c)) != NULL) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(r) == PGRES_COMMAND_OK && changes)
+            *changes = strtoll(PQcmdTuples(r), NULL, 10);
+        else if (PQresultStatus(r) != PGRES_COMMAND_OK && state && !strcmp(state, UNIQUE_VIOLATION))
+            *conflict = 1;
+        else if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == TS_OK)
+            rc = pq_fail(q, r, err);
+        PQclear(r);
+    }
+    return rc;
+}
+
+static ts_status pq_copy_rows(void *db, const char *copy_sql, const struct store_param *p,
+                              int ncols, size_t nrows, int64_t *changes, int *conflict,
+                              struct ts_error *err)
+{
+    struct pq *q = db;
+    *conflict = 0;
+    ts_status rc = pq_ensure(q, err);
+    if (rc != TS_OK)
+        return rc;
+    PGresult *r = PQexec(q->c, copy_sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = pq_fail(q, r, err);
+        PQclear(r);
+        return rc;
+    }
+    PQclear(r);
+    struct copy_out *o = malloc(sizeof(*o));
+    int nomem = !o;
+    if (o) {
+        *o = (struct copy_out){.q = q};
+        copy_rows_out(o, p, ncols, nrows);
+        free(o);
+    }
+    PQputCopyEnd(q->c, nomem ? "out of memory" : NULL); /* the result tells */
+    rc = copy_result(q, changes, conflict, err);
+    return nomem ? ts_err(err, TS_NOMEM, "postgresql: out of memory") : rc;
+}
+
 static ts_status pq_exec_once(struct pq *q, const char *sql, store_row_fn row, void *ctx,
                               struct ts_error *err)
 {
@@ -302,4 +426,6 @@ const struct store_ops store_pg_ops = {
     .run = pq_run,
     .exec = pq_exec,
     .run_rows = pq_run_rows,
+    .copy_rows = pq_copy_rows,
+    .brin = 1,
 };

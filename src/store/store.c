@@ -60,6 +60,8 @@ static const char *const sample_arrays[] = {STORE_SAMPLE_COLUMNS(ARRAY_OF, COMMA
 #define INS_INTO "INSERT INTO samples (" SAMPLE_COLS ") "
 #define INS_SAMPLE INS_INTO "VALUES "
 #define ON_CONFLICT " ON CONFLICT DO NOTHING"
+/* PostgreSQL's bulk load (copy_rows); no ON CONFLICT there */
+#define COPY_SAMPLES "COPY samples (" SAMPLE_COLS ") FROM STDIN (FORMAT binary)"
 
 static const struct stmt stmts[STORE_ST_COUNT] = {
     [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE,
@@ -100,6 +102,14 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                                    "ts_ms = excluded.ts_ms, body = excluded.body "
                                    "WHERE excluded.ts_ms >= expositions.ts_ms"},
     [STORE_ST_SCAN_EXPO] = {.sql = "SELECT " EXPO_COLS " FROM expositions ORDER BY source"},
+    [STORE_ST_INS_REQUESTS] = {.sql = "INSERT INTO requests (owner, workload, consumer, ts_ms, "
+                                      "total) VALUES ",
+                               .ncols = 5,
+                               .nrows = 1,
+                               .tail = ON_CONFLICT},
+    [STORE_ST_SCAN_REQUESTS] = {.sql = "SELECT owner, workload, consumer, ts_ms, total FROM "
+                                       "requests WHERE ts_ms >= $1 AND ts_ms < $2 "
+                                       "ORDER BY owner, workload, consumer, ts_ms"},
 };
 
 /* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
@@ -127,7 +137,23 @@ static const char *const migration_v2[] = {
  * can be split among them (PriceBook sharedSplit); "" in older rows. */
 static const char *const migration_v3[] = {
     "ALTER TABLE samples ADD COLUMN workload TEXT NOT NULL DEFAULT ''", NULL};
-static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3};
+/* v4: a shared workload's request counter per consumer at each scrape
+ * (PriceBook sharedSplit: usage). */
+static const char *const migration_v4[] = {
+    "CREATE TABLE requests (owner TEXT NOT NULL, workload TEXT NOT NULL, consumer TEXT NOT NULL,"
+    " ts_ms BIGINT NOT NULL, total BIGINT NOT NULL, PRIMARY KEY (owner, workload, consumer, "
+    "ts_ms))",
+    NULL};
+/* v5: samples arrive in time order, so where the backend has BRIN indexes
+ * (PostgreSQL) samples_ts becomes one: a few bytes per range of pages to
+ * keep instead of a B-tree entry per row. A statement starting "BRIN:"
+ * runs only there; SQLite keeps its B-tree (MAX(ts_ms) reads it). */
+#define BRIN_ONLY "BRIN:"
+static const char *const migration_v5[] = {
+    BRIN_ONLY "DROP INDEX samples_ts",
+    BRIN_ONLY "CREATE INDEX samples_ts ON samples USING brin (ts_ms)", NULL};
+static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
+                                                migration_v4, migration_v5};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -182,8 +208,12 @@ static void dialect(char *dst, size_t size, const char *tmpl, const char *serial
 static ts_status apply_migration(struct store *st, int64_t v, struct ts_error *err)
 {
     char sql[2048];
+    const size_t brin_len = strlen(BRIN_ONLY);
     for (const char *const *m = migrations[v - 1]; *m; m++) {
-        dialect(sql, sizeof(sql), *m, st->ops->serial_pk);
+        int brin = strncmp(*m, BRIN_ONLY, brin_len) == 0;
+        if (brin && !st->ops->brin)
+            continue;
+        dialect(sql, sizeof(sql), *m + (brin ? brin_len : 0), st->ops->serial_pk);
         ts_status rc = exec(st, sql, err);
         if (rc != TS_OK)
             return rc;
@@ -351,6 +381,7 @@ const char *store_backend(const struct store *st) { return st->ops->name; }
 
 /* ---- samples ----------------------------------------------------------- */
 
+/* Key order: device, then time. */
 static int sample_cmp(const void *a, const void *b)
 {
     const struct store_sample *x = *(const struct store_sample *const *)a;
@@ -359,6 +390,27 @@ static int sample_cmp(const void *a, const void *b)
     if (c)
         return c;
     return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+}
+
+/* Time order: time, then device (the order an ingest flushes in). */
+static int sample_cmp_time(const void *a, const void *b)
+{
+    const struct store_sample *x = *(const struct store_sample *const *)a;
+    const struct store_sample *y = *(const struct store_sample *const *)b;
+    if (x->ts_ms != y->ts_ms)
+        return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
+    return strcmp(col_str(x->device), col_str(y->device));
+}
+
+/* Sort order[0..n) by cmp, unless it is in order already. */
+static void sort_samples(const struct store_sample **order, size_t n,
+                         int (*cmp)(const void *, const void *))
+{
+    size_t i = 1;
+    while (i < n && cmp(&order[i - 1], &order[i]) <= 0)
+        i++;
+    if (i < n)
+        qsort(order, n, sizeof(*order), cmp);
 }
 
 static void sample_params(struct store_param *p, const struct store_sample *s)
@@ -406,8 +458,72 @@ static ts_status put_arrays(struct store *st, const struct store_sample **order,
     return rc;
 }
 
-/* Rows go in key order so that concurrent writers of overlapping batches
- * take their row locks in the same order and never deadlock. */
+/* Load order[0..n) with COPY, STORE_ARRAY_ROWS rows a statement; stops at
+ * the first statement that meets a sample already stored (*conflict). */
+static ts_status copy_samples(struct store *st, const struct store_sample **order, size_t n,
+                              size_t *total, int *conflict, struct ts_error *err)
+{
+    size_t rows = n < STORE_ARRAY_ROWS ? n : STORE_ARRAY_ROWS;
+    struct store_param *p = malloc((rows ? rows : 1) * STORE_SAMPLE_NCOLS * sizeof(*p));
+    if (!p)
+        return ts_err(err, TS_NOMEM, "out of memory");
+    ts_status rc = TS_OK;
+    *conflict = 0;
+    for (size_t i = 0; rc == TS_OK && !*conflict && i < n; i += rows) {
+        size_t k = n - i < rows ? n - i : rows;
+        for (size_t j = 0; j < k; j++)
+            sample_params(p + STORE_SAMPLE_NCOLS * j, order[i + j]);
+        int64_t changes = 0;
+        rc = st->ops->copy_rows(st->db, COPY_SAMPLES, p, STORE_SAMPLE_NCOLS, k, &changes, conflict,
+                                err);
+        *total += (size_t)changes;
+    }
+    free(p);
+    return rc;
+}
+
+/* The batch in the open transaction, with a statement for each run of rows. */
+static ts_status insert_samples(struct store *st, const struct store_sample **order, size_t n,
+                                size_t *total, struct ts_error *err)
+{
+    if (st->ops->run_rows)
+        return put_arrays(st, order, n, total, err);
+    ts_status rc = TS_OK;
+    for (size_t i = 0; rc == TS_OK && i < n;) {
+        size_t k = n - i >= STORE_BLOCK ? STORE_BLOCK : 1;
+        rc = put_rows(st, order + i, k, total, err);
+        i += k;
+    }
+    return rc;
+}
+
+/* The batch in one transaction: by COPY where the backend has it; when
+ * that meets a sample already stored (a re-import, an overlapping writer),
+ * the transaction is rolled back and the batch inserted again skipping
+ * what is there. */
+static ts_status put_sorted(struct store *st, const struct store_sample **order, size_t n,
+                            size_t *total, struct ts_error *err)
+{
+    int conflict = 0;
+    ts_status rc = exec(st, st->ops->begin_write, err);
+    if (rc == TS_OK && st->ops->copy_rows)
+        rc = copy_samples(st, order, n, total, &conflict, err);
+    if (rc == TS_OK && conflict) {
+        rollback(st);
+        *total = 0;
+        rc = exec(st, st->ops->begin_write, err);
+    }
+    if (rc == TS_OK && (!st->ops->copy_rows || conflict))
+        rc = insert_samples(st, order, n, total, err);
+    if (rc == TS_OK)
+        return exec(st, "COMMIT", err);
+    rollback(st);
+    return rc;
+}
+
+/* Rows go in one order (key order; time order where the backend has BRIN
+ * indexes) so that concurrent writers of overlapping batches take their
+ * row locks in the same order and never deadlock. */
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err)
 {
@@ -418,21 +534,10 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
         return ts_err(err, TS_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++)
         order[i] = &s[i];
-    qsort(order, n, sizeof(*order), sample_cmp);
+    sort_samples(order, n, st->ops->brin ? sample_cmp_time : sample_cmp);
     size_t total = 0;
-    ts_status rc = exec(st, st->ops->begin_write, err);
-    if (rc == TS_OK && st->ops->run_rows)
-        rc = put_arrays(st, order, n, &total, err);
-    for (size_t i = 0; rc == TS_OK && !st->ops->run_rows && i < n;) {
-        size_t k = n - i >= STORE_BLOCK ? STORE_BLOCK : 1;
-        rc = put_rows(st, order + i, k, &total, err);
-        i += k;
-    }
+    ts_status rc = put_sorted(st, order, n, &total, err);
     free(order);
-    if (rc == TS_OK)
-        rc = exec(st, "COMMIT", err);
-    else
-        rollback(st);
     if (rc == TS_OK && inserted)
         *inserted = total;
     return rc;
@@ -452,10 +557,22 @@ static int row_last_ts(void *ctx, const char *const *cols, const size_t *lens, i
     return 1;
 }
 
+/* A BRIN index cannot give MAX(ts_ms) (it would read the whole table):
+ * there each device's newest sample is read from the primary key instead,
+ * skipping from one device to the next, a few index probes per device. */
+#define LAST_SAMPLE "SELECT MAX(ts_ms) FROM samples"
+#define LAST_SAMPLE_SKIP                                                                  \
+    "WITH RECURSIVE d (device) AS ((SELECT device FROM samples ORDER BY device LIMIT 1) " \
+    "UNION ALL SELECT (SELECT s.device FROM samples s WHERE s.device > d.device "         \
+    "ORDER BY s.device LIMIT 1) FROM d WHERE d.device IS NOT NULL) "                      \
+    "SELECT MAX((SELECT s.ts_ms FROM samples s WHERE s.device = d.device "                \
+    "ORDER BY s.ts_ms DESC LIMIT 1)) FROM d"
+
 ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err)
 {
     struct last_ts l = {0, 0};
-    ts_status rc = st->ops->exec(st->db, "SELECT MAX(ts_ms) FROM samples", row_last_ts, &l, err);
+    const char *sql = st->ops->brin ? LAST_SAMPLE_SKIP : LAST_SAMPLE;
+    ts_status rc = st->ops->exec(st->db, sql, row_last_ts, &l, err);
     *ms = l.ms;
     *found = l.found;
     return rc;
@@ -541,6 +658,48 @@ ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, s
     if (st->ops->seek_devices)
         return scan_by_device(st, from_ms, to_ms, &sc, err);
     return st->ops->run(st->db, STORE_ST_SCAN_SAMPLES, p, 2, sample_row, &sc, NULL, err);
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+ts_status store_put_requests(struct store *st, const struct store_request *r, size_t n,
+                             struct ts_error *err)
+{
+    ts_status rc = n ? exec(st, st->ops->begin_write, err) : TS_OK;
+    for (size_t i = 0; rc == TS_OK && i < n; i++) {
+        struct store_param p[5] = {p_str(r[i].owner), p_str(r[i].workload), p_str(r[i].consumer),
+                                   p_int(r[i].ts_ms), p_int(r[i].count)};
+        rc = st->ops->run(st->db, STORE_ST_INS_REQUESTS, p, 5, NULL, NULL, NULL, err);
+    }
+    if (n && rc == TS_OK)
+        return exec(st, "COMMIT", err);
+    if (n)
+        rollback(st);
+    return rc;
+}
+
+struct request_scan {
+    store_request_fn fn;
+    void *ctx;
+};
+
+static int request_row(void *ctx, const char *const *c, const size_t *lens, int n)
+{
+    (void)lens;
+    struct request_scan *sc = ctx;
+    if (n < 5)
+        return 1;
+    struct store_request r = {col_str(c[0]), col_str(c[1]), col_str(c[2]), col_i64(c[3]),
+                              col_i64(c[4])};
+    return sc->fn(sc->ctx, &r);
+}
+
+ts_status store_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms, store_request_fn fn,
+                              void *ctx, struct ts_error *err)
+{
+    struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
+    struct request_scan sc = {fn, ctx};
+    return st->ops->run(st->db, STORE_ST_SCAN_REQUESTS, p, 2, request_row, &sc, NULL, err);
 }
 
 /* ---- ledger ------------------------------------------------------------ */

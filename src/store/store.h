@@ -116,6 +116,22 @@ ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, in
 /* Every entry in seq order. */
 ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx, struct ts_error *err);
 
+/* Requests: a shared workload's request counter per consumer tenant at each
+ * scrape time (PriceBook sharedSplit: usage), summed over the counter's
+ * series. Stored once per (owner, workload, consumer, time): a repeat is
+ * ignored. */
+struct store_request {
+    const char *owner, *workload, *consumer;
+    int64_t ts_ms, count;
+};
+ts_status store_put_requests(struct store *st, const struct store_request *r, size_t n,
+                             struct ts_error *err);
+/* Every count with from_ms <= ts_ms < to_ms, by owner, workload, consumer,
+ * time; r is valid only during the call. Return 0 to go on. */
+typedef int (*store_request_fn)(void *ctx, const struct store_request *r);
+ts_status store_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms, store_request_fn fn,
+                              void *ctx, struct ts_error *err);
+
 /* Expositions: the latest raw scrape body of each source (a scrape target
  * URL or an imported file), for re-serving it tenant-labelled on /metrics.
  * Any bytes are kept as they are (NUL and invalid UTF-8 included), up to

@@ -155,6 +155,21 @@ CUresult cuCtxCreate_v3(CUcontext *ctx, CUexecAffinityParam *paramsArray, int nu
 CUresult cuCtxCreate_v4(CUcontext *ctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
                         CUdevice dev);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
+/* Green contexts (CUDA 12.4): a context on a share of the device's SMs, made
+ * from a descriptor of device resources; each retains the device's primary
+ * context until destroyed. CUdevResource is opaque here: at most
+ * CU_DEV_RESOURCE_BYTES_MAX bytes (cuda.h 13.0's is 144). */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef struct CUdevResource_st CUdevResource;
+enum { CU_DEV_RESOURCE_TYPE_SM = 1, CU_GREEN_CTX_DEFAULT_STREAM = 1 };
+#define CU_DEV_RESOURCE_BYTES_MAX 256
+CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, int type);
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources,
+                                   unsigned int nbResources);
+CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                          unsigned int flags);
+CUresult cuGreenCtxDestroy(CUgreenCtx hCtx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxSynchronize(void);
 /* CUDA 13.0: synchronise one context (NULL: the current one). */
@@ -182,6 +197,12 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
 CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                              unsigned long long flags);
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+/* A handle's properties, and the granularity (option 0: the minimum) its
+ * mappings' sizes and offsets are multiples of. */
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                CUmemGenericAllocationHandle handle);
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       int option);
 CUresult cuArrayCreate_v2(CUarray *array, const CUDA_ARRAY_DESCRIPTOR *desc);
 CUresult cuArray3DCreate_v2(CUarray *array, const CUDA_ARRAY3D_DESCRIPTOR *desc);
 CUresult cuArrayDestroy(CUarray array);
@@ -236,11 +257,12 @@ CUresult cuEventQuery(CUevent event);
 CUresult cuEventSynchronize(CUevent event);
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end);
 
-/* Limits of a context (cuCtxSetLimit): the three that size device memory. */
+/* Limits of a context (cuCtxSetLimit): the four that size device memory. */
 typedef enum {
     CU_LIMIT_STACK_SIZE = 0,
     CU_LIMIT_PRINTF_FIFO_SIZE = 1,
-    CU_LIMIT_MALLOC_HEAP_SIZE = 2
+    CU_LIMIT_MALLOC_HEAP_SIZE = 2,
+    CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 4 /* device launches, each reserving memory */
 } CUlimit;
 CUresult cuCtxSetLimit(CUlimit limit, size_t value);
 CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit);
@@ -408,6 +430,10 @@ CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned in
 CUresult cuMemFree(CUdeviceptr_v1 dptr);
 CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
 CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray);
+/* The unversioned context calls (cuCtxCreate_v2's and cuCtxDestroy_v2's
+ * prototypes): what cuGetProcAddress hands out below versions 3020, 4000. */
+CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
 
 /* Per-thread-default-stream variants (the _ptsz symbols the library exports,
  * returned by cuGetProcAddress when asked with

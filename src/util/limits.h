@@ -318,9 +318,15 @@
 /* Tenants one device time is charged to: the clients of one shared card
  * (MPS allows 48 on Volta, 64 after); a charge past them is dropped. */
 #define METER_CHARGES_MAX 64
+/* Bytes of the suffix "#namespace/pod" that splits a device's key per pod,
+ * with its NUL: sized for Kubernetes' longest names (a namespace of 63, a pod
+ * of 253), so two pods are never cut into one key; a longer name is not one
+ * Kubernetes makes, and its line is rejected. */
+#define METER_SUFFIX_MAX (TS_K8S_LABEL_MAX + TS_K8S_NAME_MAX + 3)
 /* Bytes of a usage key (tenant, model, profile, device), with its NUL: above
- * the longest device key ingest makes (384). */
-#define METER_KEY_MAX 512
+ * the longest device key ingest makes (a device of 2 x METER_NAME_MAX and
+ * its suffix: 574). */
+#define METER_KEY_MAX 640
 /* Device-times (one pod on one device at one scrape time, about 1 KiB
  * each) gathered before the scrape times older than the newest are stored:
  * 16 MiB (an import stays under 64 MiB), and the window within which a

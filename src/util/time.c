@@ -145,3 +145,10 @@ int ts_duration_parse(const char *text, int64_t *ms)
     *ms = (int64_t)(v * unit + 0.5);
     return *ms > 0;
 }
+
+int64_t ts_clock_ms(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}

@@ -6,7 +6,7 @@
 # SIGKILL at a random moment once some but not all of it is stored, then
 # imported again in full. Checks, on SQLite and on PostgreSQL: the killed
 # import left whole batches only; the second import stored exactly the rest;
-# every device-scrape is stored once; `tessera usage -o json` equals the
+# a third stores nothing and says so; every device-scrape is stored once; `tessera usage -o json` equals the
 # generator's closed-form reference to the micro-GPU-hour. Under ASan (the
 # binary links libasan) the history is 2 hours, not 24, and the test says so.
 . "$(dirname "$0")/../lib.sh"
@@ -57,6 +57,13 @@ crash_and_recover() {
     check "$label: second import exited $rc: $(tail -3 "$TMP/second.out")" [ "$rc" -eq 0 ]
     # the second import stores exactly what the first did not
     expect_in "$TMP/second.out" "$TOTAL device scrapes, $((TOTAL - left)) new samples, 0 lines rejected"
+    # a third import finds everything stored (on PostgreSQL every COPY meets
+    # stored samples and the batch goes again skipping them): says so, adds nothing
+    "$TESSERA" meter import -f "$TMP/spec.yaml" --db "$db" --at 0 "$TMP/history.prom" \
+        >"$TMP/third.out" 2>&1
+    rc=$?
+    check "$label: third import exited $rc: $(tail -3 "$TMP/third.out")" [ "$rc" -eq 0 ]
+    expect_in "$TMP/third.out" "$TOTAL device scrapes, 0 new samples, 0 lines rejected"
     local stored
     stored=$("$@")
     check "$label: rows after both imports: $stored" [ "$stored" -eq "$TOTAL" ]

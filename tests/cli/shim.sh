@@ -17,7 +17,10 @@ envfile="$(dirname "$TESSERA")/shim-test.env"
 if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
 # shellcheck disable=SC1090
 . "$envfile"
-export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The stand-in NVML without its state file comes first, so that the SM share
+# measures with the stand-in driver's hook even where a real NVML is installed.
+export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset TESSERA_STANDIN_NVML
 export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
 unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION
 preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"

@@ -3,7 +3,9 @@
 # each (tests/shim/shim_bypass.c) under LD_PRELOAD on the stand-in driver:
 # VMM memory released while still mapped (also into sparse tiles), the legacy unversioned entry
 # points, mipmapped arrays, the device malloc heap, pools keeping their
-# reserve, graph memory, imports (IPC, shareable handles), dlsym(RTLD_NEXT)
+# reserve, graph memory, imports (IPC, shareable handles, mapped or not),
+# contexts (legacy cuCtxCreate, green contexts), pending device launches,
+# dlsym(RTLD_NEXT)
 # from a library loaded after the shim, the driver holding more than the
 # shim charged (memoryBackstop),
 # cuGetProcAddress handing out internal entry points, the tracking table
@@ -26,7 +28,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap stack defpool pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap pending stack defpool pool graph gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -49,6 +51,13 @@ expect_in "$TMP/out" "primary_charged=134217728 contexts=15 charged=2147483648"
 # cuGetProcAddress("cuCtxCreate", 13000) hands out: 16 of 128 MiB fit.
 TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctx4
 expect_in "$TMP/out" "ctx4_contexts=16 charged=2147483648"
+# ... and so is the unversioned cuCtxCreate the driver still exports.
+TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" ctxlegacy
+expect_in "$TMP/out" "ctxlegacy_contexts=16 charged=2147483648"
+# A green context retains the primary context (charged with the first) and
+# is charged the context estimate itself: the primary and 15 fit.
+TESSERA_STANDIN_CTX_MEM=128M expect_rc 0 B "$TMP/g2" green
+expect_in "$TMP/out" "green_contexts=15 charged=2147483648"
 # The backstop: contexts that hold 16 MiB on the stand-in against the
 # shim's estimate of 4 MiB (64 MiB / 16). Without it 16 fit (4x the limit);
 # memoryBackstop = report says so, refuse stops the second context.
@@ -74,6 +83,11 @@ expect_in "$TMP/out" "legacy_allocs=4 arrays=0"
 # The heap cannot be raised past the limit; in the limit it can.
 expect_rc 0 B "$TMP/m64" heap
 expect_in "$TMP/out" "heap_rc=2 heap=8388608"
+# Pending device-runtime launches are charged 4 KiB each beyond the default
+# 2048: 65,536 more (4x the limit) are refused, 8,192 more (32 MiB) fit.
+expect_rc 0 B "$TMP/m64" pending
+expect_in "$TMP/out" "pending_rc=2 pending=2048"
+expect_in "$TMP/out" "pending_in_limit_charged=33554432"
 # The stack is charged for every resident thread (100 SMs x 2048 on the
 # stand-in): 2 KiB a thread does not fit 64 MiB, 1088 bytes (64 more than
 # the default, 12.5 MiB) does.
@@ -106,9 +120,9 @@ expect_in "$TMP/out" "table_live=300000 rc=0 charged=19200000"
 # Imports keep the exporter's memory alive, so the importing container is
 # charged: a neighbour container (512 MiB) exports two 56 MiB allocations
 # two 56 MiB VMM handles and two 56 MiB pool allocations; here (64 MiB)
-# the second IPC open, the second pool pointer import and the second mapping
-# of an imported handle are refused. (An imported handle
-# before its first mapping is not charged: the share probe prints that gap.)
+# the second IPC open, the second pool pointer import and the second import
+# of a VMM handle are refused, whether it is mapped or only held (its size
+# found by trial mappings).
 limits m512 "memoryLimit = 512Mi"
 (TESSERA_CUDA_LIMITS_FILE="$TMP/m512" LD_PRELOAD="$preload" exec "$BYPASS" export \
     "$TMP/exported" 58720256 >"$TMP/export.out" 2>&1) &
@@ -119,6 +133,8 @@ expect_in "$TMP/out" "ipc_opened=1 charged=58720256"
 expect_in "$TMP/out" "pool_ptrs_imported=1 charged=58720256"
 expect_rc 0 B "$TMP/m64" share "$TMP/exported"
 expect_in "$TMP/out" "imports_mapped=1 charged=58720256"
+expect_rc 0 B "$TMP/m64" unmapped "$TMP/exported"
+expect_in "$TMP/out" "imports_held=1 charged=58720256"
 { kill "$exporter"; wait "$exporter"; } 2>/dev/null
 
 # fork: the child's free does not touch the parent's charge; exec: the new

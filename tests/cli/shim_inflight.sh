@@ -3,7 +3,9 @@
 # on the asynchronous stand-in driver: a 10% tenant that queues 2 s of
 # 1 ms kernels on one stream without ever synchronising must never have
 # more than its share's worth (10% x 50 ms = 5 ms, so 5 kernels; twice
-# that is accepted for the estimate's error) not yet run, counted by the stand-in's own pending count, not by the shim; and
+# that is accepted for the estimate's error) not yet run, counted by the
+# stand-in's own pending count, not by the shim; nor may four processes of
+# such a tenant together (their kernels pending on the whole card); and
 # beside a 90% tenant launching back to back for 3 s it must still get
 # 0.10 of the card's busy time within 0.05 (its queue, drained after the
 # 90% one stops, counts: without the bound it queues the stand-in's 1024
@@ -15,7 +17,10 @@ envfile="$(dirname "$TESSERA")/shim-test.env"
 if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
 # shellcheck disable=SC1090
 . "$envfile"
-export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The stand-in NVML without its state file comes first, so that the SM share
+# measures with the stand-in driver's hook even where a real NVML is installed.
+export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset TESSERA_STANDIN_NVML
 export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
 unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
 preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
@@ -38,6 +43,27 @@ most=$(field max_outstanding_ns "$TMP/alone.out")
 [ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
     || bad "alone: ${most:-?} ns outstanding, over twice 10% x 50 ms"
 [ "$(field busy_ns "$TMP/alone.out")" = 2000000000 ] && ok || bad "not all 2 s of kernels ran"
+
+# A context destroyed with kernels in flight: the shim first waits for the
+# launches it tracks and destroys its events (they die with the context).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+P "$TMP/small" queue 20 1000 300 ctx >"$TMP/ctx.out" 2>&1
+cat "$TMP/ctx.out"
+[ "$(field pending_after_destroy "$TMP/ctx.out")" = 0 ] && ok \
+    || bad "kernels still pending after cuCtxDestroy_v2: the shim's events outlived their context"
+
+# Four processes of one 10% container (one region), each queueing 500
+# kernels: the container's pending kernels, counted on the whole card, stay
+# within the same worth (each process alone would be allowed 5).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+for i in 1 2 3 4; do
+    P "$TMP/small" queue 20 1000 500 card >"$TMP/four.$i" 2>&1 &
+done
+wait
+cat "$TMP"/four.*
+most=$(cat "$TMP"/four.* | sed -n 's/.*max_outstanding_ns=\([0-9]*\).*/\1/p' | sort -n | tail -1)
+[ -n "$most" ] && [ "$most" -le 10000000 ] && ok \
+    || bad "four processes: ${most:-?} ns outstanding in the container, over twice 10% x 50 ms"
 
 # Beside a 90% tenant (shim_probe launch: 8 kernels in flight) for 3 s.
 limits big 90

@@ -7,6 +7,8 @@
 # node agent does) names its processes: with one process, with four, and on
 # the legacy launch entry points. With no pid map the shim must say it
 # cannot measure and still hold the tenant (no refund: never assumed idle).
+# The same splits also run through the stand-in NVML (the production path:
+# process samples every 167 ms, four processes, and 1 s samples held 8 s).
 # Every figure is each process's own busy time from the stand-in's
 # counters. The card must be measured at least 85% busy for the split to
 # mean anything; when it is not (a loaded machine), the split is reported
@@ -18,9 +20,13 @@ envfile="$(dirname "$TESSERA")/shim-test.env"
 if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
 # shellcheck disable=SC1090
 . "$envfile"
-export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The stand-in NVML is on the library path, without its state file (so it
+# cannot initialise and the shim measures with the stand-in driver's hook,
+# even on a machine with a real NVML) until nvml_split gives it one.
+export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_KERNEL_US=1000
 unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
+unset TESSERA_STANDIN_NVML TESSERA_STANDIN_NVML_SAMPLE_MS
 preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
 [ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 SECS=3
@@ -72,7 +78,7 @@ busy() { cat "$TMP/$1".out.* | sed -n 's/.*busy_ns=\([0-9]*\).*/\1/p' | paste -s
 # the tenant must get at most its share, not the share within 0.05).
 split() {
     local name=$2
-    rm -f "$TMP/gpu.lock"
+    rm -f "$TMP/gpu.lock" "$TMP/gpu.lock.nvml"
     tenant "$name" "$1" "$3" "$4"
     local a=$!
     tenant big 90 one 1
@@ -109,6 +115,30 @@ split 10 four one 4 map && ok || bad "10/90 with four processes: outside 0.05"
 split 10 legacy legacy 1 map && ok || bad "10/90 on the legacy launches: outside 0.05"
 grep -h "host pids unknown\|cannot be measured" "$TMP"/one.out.* "$TMP"/four.out.* \
     "$TMP"/legacy.out.* && bad "a mapped tenant said it cannot measure" || ok
+[ -e "$TMP/gpu.lock.nvml" ] && bad "NVML answered utilisation without its state file" || ok
+
+# The production path: busy time from NVML's process samples (the stand-in
+# NVML, one H100 not in MIG mode, sampling the stand-in card every
+# SAMPLE_MS). nvml_split SAMPLE_MS SECS NAME NPROC: the 10% tenant NAME with
+# NPROC processes against a 90% one for SECS. The shim must have asked
+# NVML: the stand-in keeps its samples beside the card file, made at the
+# first utilisation call.
+nvml_split() {
+    local secs=$SECS
+    printf 'gpu;uuid=GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0;name=NVIDIA H100 80GB HBM3;%s\n' \
+        'pci=00000000:1B:00.0;memory_mib=81559;mig=0;pending=0;compute_mode=0' >"$TMP/node.state"
+    export TESSERA_STANDIN_NVML="$TMP/node.state" TESSERA_STANDIN_NVML_SAMPLE_MS=$1
+    SECS=$2
+    split 10 "$3" one "$4" map && ok || bad "10/90 from NVML at $1 ms samples ($3): outside 0.05"
+    [ -e "$TMP/gpu.lock.nvml" ] && ok || bad "$3: the shim did not ask NVML for utilisation"
+    SECS=$secs
+    unset TESSERA_STANDIN_NVML TESSERA_STANDIN_NVML_SAMPLE_MS
+}
+nvml_split 167 3 nvml_one 1
+nvml_split 167 3 nvml_four 4
+nvml_split 1000 8 nvml_slow 1
+grep -h "host pids unknown\|cannot be measured" "$TMP"/nvml_*.out.* \
+    && bad "a mapped tenant said it cannot measure (NVML)" || ok
 
 # No pid map: said on stderr, and the tenant is still held (charged as
 # busy every tick, so at most its share).

@@ -1,12 +1,14 @@
 /*
  * test_shared.c - a shared workload split among its consumers: equal parts,
  * parts by weight, the micro-GPU-hours left to the largest remainders (ties
- * to the first listed), none, and the owner's passed-on line on invoices
+ * to the first listed), none, by requests (usage, by weight where none were
+ * counted, marked so), and the owner's passed-on line on invoices
  * (minus the consumers' rounded amounts, printed with its sign).
  */
 #include "helpers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "meter/invoice.h"
 #include "meter/shared.h"
@@ -95,6 +97,45 @@ static void test_splits(void **state)
     parts_of("none", 1, NULL);
 }
 
+/* usage: a's and c's requests (b none: 0); no requests: by weight, marked */
+static void test_split_by_requests(void **state)
+{
+    (void)state;
+    struct spec_model *m = load("usage", 2);
+    struct meter_usage u;
+    pool_usage(&u);
+    struct ts_arena a;
+    ts_arena_init(&a);
+    struct meter_shared_part *p;
+    size_t n;
+    assert_int_equal(meter_shared_split(&u, m, &a, &p, &n), TS_OK);
+    assert_int_equal(n, 4); /* none counted: weights 2, 1, 1 */
+    assert_int_equal(p[0].alloc_uh, 62500);
+    assert_true(p[0].by_weight && p[3].by_weight);
+    u.requests = calloc(3, sizeof(*u.requests));
+    assert_non_null(u.requests);
+    const char *who[] = {"a", "c", "x"}; /* x: no consumer, ignored */
+    const int64_t count[] = {3, 5, 1000};
+    for (int i = 0; i < 3; i++) {
+        snprintf(u.requests[i].owner, METER_KEY_MAX, "own");
+        snprintf(u.requests[i].workload, METER_KEY_MAX, "pool");
+        snprintf(u.requests[i].consumer, METER_KEY_MAX, "%s", who[i]);
+        u.requests[i].count = count[i];
+    }
+    u.nrequests = 3;
+    assert_int_equal(meter_shared_split(&u, m, &a, &p, &n), TS_OK);
+    /* 125000 x 3/8 = 46875, 0, 125000 x 5/8 = 78125 */
+    assert_int_equal(n, 4);
+    assert_int_equal(p[0].alloc_uh, 46875);
+    assert_int_equal(p[1].alloc_uh, 0);
+    assert_int_equal(p[2].alloc_uh, 78125);
+    assert_int_equal(p[3].alloc_uh, -125000);
+    assert_false(p[0].by_weight || p[3].by_weight);
+    ts_arena_free(&a);
+    meter_usage_release(&u);
+    spec_model_free(m);
+}
+
 static void test_invoice_lines(void **state)
 {
     (void)state;
@@ -140,6 +181,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_splits),
+        cmocka_unit_test(test_split_by_requests),
         cmocka_unit_test(test_invoice_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

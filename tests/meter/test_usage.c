@@ -1,8 +1,9 @@
 /*
  * test_usage.c - GPU-hours from scrapes: whole intervals, capped gaps,
  * re-sent scrapes, out-of-order points, tenant changes on one device, the
- * usage basis, exact integer totals over a day of 15 s scrapes, and a pod's
- * key closed by its card's next scrape.
+ * usage basis, exact integer totals over a day of 15 s scrapes, a pod's
+ * key closed by its card's next scrape, and a shared card whose pods come
+ * and go billed the same in any split of the time.
  */
 #include "helpers.h"
 
@@ -160,13 +161,79 @@ static void test_closed_by_device(void **state)
     }
 }
 
+/* A shared card: the owner's key every 15 s, two pods coming and going
+ * (a pod's own next point up to 60 s away), and another card. */
+static const struct {
+    const char *dev, *tenant;
+    int s;
+} churn[] = {
+    {"G", "owner", 0},    {"G", "owner", 15},    {"G", "owner", 30},  {"G", "owner", 45},
+    {"G", "owner", 75},   {"G", "owner", 90},    {"G", "owner", 105}, {"G", "owner", 120},
+    {"G", "owner", 135},  {"G#ns/a", "a", 0},    {"G#ns/a", "a", 15}, {"G#ns/a", "a", 60},
+    {"G#ns/a", "a", 75},  {"G#ns/a", "a", 135},  {"G#ns/b", "b", 30}, {"G#ns/b", "b", 45},
+    {"G#ns/b", "b", 105}, {"G#ns/b", "b", 150},  {"G/1", "mig", 0},   {"G/1", "mig", 15},
+    {"G/1#ns/c", "c", 0}, {"G/1#ns/c", "c", 45}, {"H", "other", 10},  {"H", "other", 25},
+};
+
+/* The exact ms x ppm of each tenant in [from, to), the points fed as
+ * meter_usage_scan reads them: those within two intervals of the window. */
+static void scan_window(int64_t from, int64_t to, __int128 *sums, size_t n)
+{
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    u.close_by_device = 1;
+    u.from_ms = from;
+    u.to_ms = to;
+    for (size_t i = 0; i < n; i++) {
+        int64_t ts = churn[i].s * 1000LL;
+        if (ts >= from - 30000 && ts < to + 30000)
+            add(&u, churn[i].dev, churn[i].s, churn[i].tenant, 500000, 250000);
+    }
+    assert_int_equal(meter_usage_finish(&u), TS_OK);
+    for (size_t i = 0; i < n; i++) {
+        const struct meter_total *t = find(&u, churn[i].tenant);
+        sums[i] = t ? t->alloc_num + t->usage_num : 0;
+    }
+    meter_usage_release(&u);
+}
+
+/* Every split of the time at any millisecond adds up to the whole; a
+ * pod's point is billed up to its card's next scrape, never past it. */
+static void test_split_anywhere(void **state)
+{
+    (void)state;
+    enum { N = sizeof(churn) / sizeof(churn[0]) };
+    __int128 whole[N], a[N], b[N];
+    scan_window(INT64_MIN / 2, INT64_MAX / 2, whole, N);
+    for (int64_t cut = -1000; cut <= 200000; cut += 250) {
+        scan_window(INT64_MIN / 2, cut, a, N);
+        scan_window(cut, INT64_MAX / 2, b, N);
+        for (size_t i = 0; i < N; i++)
+            if (a[i] + b[i] != whole[i])
+                fail_msg("cut at %lld ms: %s's halves differ from the whole", (long long)cut,
+                         churn[i].tenant);
+    }
+    /* a: 0-15, 15-30 (G's next scrape), 60-75, 75-90, 135-150 = 75 s of half a
+     * card; c: 0-15 (G/1's next), not 45 s; b: 30-60, 105-120 = 45 s */
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    u.close_by_device = 1;
+    for (size_t i = 0; i < N; i++)
+        add(&u, churn[i].dev, churn[i].s, churn[i].tenant, 500000, 250000);
+    assert_int_equal(meter_usage_finish(&u), TS_OK);
+    assert_int_equal(meter_alloc_uh(find(&u, "a")), 10417);
+    assert_int_equal(meter_alloc_uh(find(&u, "b")), 6250);
+    assert_int_equal(meter_alloc_uh(find(&u, "c")), 2083);
+    meter_usage_release(&u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_intervals_and_gaps), cmocka_unit_test(test_duplicates_and_order),
         cmocka_unit_test(test_unknown_column),     cmocka_unit_test(test_tenant_change_and_devices),
         cmocka_unit_test(test_day_exact),          cmocka_unit_test(test_sort),
-        cmocka_unit_test(test_closed_by_device),
+        cmocka_unit_test(test_closed_by_device),   cmocka_unit_test(test_split_anywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

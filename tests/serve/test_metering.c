@@ -3,7 +3,9 @@
  * (serve/metering.c) against a SQLite store: the incremental GPU-hour totals
  * equal a full integration of the store (meter/usage.h, what `tessera usage`
  * does) after every refresh, while devices interleave, new devices appear,
- * a tenant changes, a gap is capped and a node's scrape arrives late; a
+ * a tenant changes, a gap is capped, a node's scrape arrives late and the
+ * pods of a shared card come and go (a pod's last interval billed up to its
+ * card's next scrape, before or after a refresh); a
  * broken store gives tessera_metering_up 0 and no stale hours, and the
  * totals are rebuilt right once it is back; the refresh period is honoured;
  * the plan's allocation per tenant and its card counts are there with and
@@ -17,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "meter/usage.h"
+#include "meter/usage_report.h"
 #include "serve/internal.h"
 #include "store/store.h"
 
@@ -116,14 +119,6 @@ static char *page(struct env *e)
     return text;
 }
 
-static int add_point(void *ctx, const struct store_sample *s)
-{
-    struct meter_point p = {s->device,  s->ts_ms,     s->tenant,   s->model,
-                            s->profile, s->share_ppm, s->util_ppm, s->workload};
-    meter_usage_add(ctx, &p);
-    return 0;
-}
-
 static int count(const char *hay, const char *needle)
 {
     int n = 0;
@@ -139,7 +134,7 @@ static void check_against_full(struct env *e)
     struct meter_usage u;
     struct ts_error err = {0};
     meter_usage_init(&u, 15000);
-    assert_int_equal(store_scan_samples(e->st, 0, INT64_MAX, add_point, &u, &err), TS_OK);
+    assert_int_equal(meter_usage_scan(e->st, 0, INT64_MAX, &u, &err), TS_OK);
     char *text = page(e);
     assert_non_null(strstr(text, "tessera_metering_up 1\n"));
     assert_true(u.ntotals > 0);
@@ -186,6 +181,39 @@ static void test_incremental_equals_full(void **state)
     put(e, "GPU-C", 400, "unattributed", "", 1000000, 250000);
     check_against_full(e);
     check_against_full(e); /* a refresh with nothing new changes nothing */
+    done(e);
+}
+
+/* A shared card's pods come and go: each pod's last point is billed up to
+ * the card's next scrape, whether that comes in the same refresh or later. */
+static void test_pods_come_and_go(void **state)
+{
+    (void)state;
+    struct env *e = start(1);
+    for (int s = 0; s <= 30; s += 15) {
+        put(e, "GPU-S", s, "lab", "", 500000, 500000);
+        put(e, "GPU-S#lab-prod/a", s, "lab", "", 500000, 250000);
+    }
+    put(e, "GPU-S#x/b", 15, "other", "", 500000, 0);
+    check_against_full(e);
+    /* a leaves at 30 (billed to 45 when 45 comes), b is back at 60 */
+    put(e, "GPU-S", 45, "lab", "", 500000, 500000);
+    check_against_full(e);
+    put(e, "GPU-S", 60, "lab", "", 500000, 500000);
+    put(e, "GPU-S#x/b", 60, "other", "", 500000, 0);
+    put(e, "GPU-S#x/b", 75, "other", "", 500000, 0);
+    put(e, "GPU-S/3#x/c", 75, "other", "1g.10gb", 125000, 0);
+    check_against_full(e);
+    put(e, "GPU-S", 90, "lab", "", 500000, 500000);
+    put(e, "GPU-S/3#x/c", 90, "other", "1g.10gb", 125000, 0);
+    check_against_full(e);
+    /* other: b 15-30 and 60-90 (its last closed by the card's 90) = 45 s x 1/2,
+     * c 75-90 = 15 s x 1/8: 6250 + 521 micro-GPU-hours */
+    char *text = page(e);
+    assert_non_null(strstr(text, "tessera_gpu_hours_total{tenant=\"other\",model=\"h100-80gb-sxm\","
+                                 "profile=\"whole\",basis=\"allocation\","
+                                 "model_name=\"NVIDIA H100 80GB SXM5\"} 0.006250\n"));
+    free(text);
     done(e);
 }
 
@@ -289,6 +317,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_incremental_equals_full),
+        cmocka_unit_test(test_pods_come_and_go),
         cmocka_unit_test(test_store_breaks_and_returns),
         cmocka_unit_test(test_refresh_period),
         cmocka_unit_test(test_without_db),

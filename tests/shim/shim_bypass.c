@@ -22,6 +22,13 @@
  *              cuCtxCreate, NULL params), cuCtxCreate_v3 (an SM-count
  *              affinity) and what cuGetProcAddress("cuCtxCreate", 13000)
  *              hands out; with TESSERA_STANDIN_CTX_MEM as for ctx
+ *   ctxlegacy  32 contexts, in turn by the unversioned cuCtxCreate and
+ *              what cuGetProcAddress("cuCtxCreate", 3000) hands out
+ *              (destroyed by cuCtxDestroy); with TESSERA_STANDIN_CTX_MEM as
+ *              for ctx
+ *   green      32 green contexts (cuGreenCtxCreate on all of device 0's
+ *              SMs), no primary context retained before: each retains
+ *              it; with TESSERA_STANDIN_CTX_MEM as for ctx
  *   drift MS   contexts (cuCtxCreate_v2), MS milliseconds apart, until
  *              refused: run with TESSERA_STANDIN_CTX_MEM above the shim's
  *              estimate, so the driver holds more than the shim charged
@@ -30,6 +37,9 @@
  *              (the unversioned 32-bit entry points) until refused
  *   mipmap     cuMipmappedArrayCreate until refused
  *   heap       cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE) to 4x the limit
+ *   pending    cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT)
+ *              to 2048 + the limit / 1 KiB launches (4x the limit at the
+ *              stand-in's 4 KiB a launch), then 2048 + limit / 8 KiB (half)
  *   stack      cuCtxSetLimit(CU_LIMIT_STACK_SIZE) to 2 KiB a thread (the
  *              driver reserves it for every resident thread: 3.12x a 64 MiB
  *              limit on the stand-in's 100 SMs x 2048 threads), then 1088
@@ -51,11 +61,10 @@
  *              to FILE, then wait to be killed
  *   import FILE  open both IPC handles, then import both pool pointers:
  *              what is imported is held here, and charged here
- *   share FILE import and map both fds: the mapping is charged here; the
- *              import itself holds memory before its first mapping, which
- *              the shim cannot see (no API tells an imported handle's
- *              size): a known gap, so this probe prints its figure and
- *              fails only on its own checks, not on held > limit
+ *   share FILE import and map both fds: what is imported is held here
+ *              from the import on, and charged here
+ *   unmapped FILE  import both fds and hold them, never mapped: the
+ *              import alone keeps the exporter's memory alive
  *   fork       hold half the limit, fork, free it in the child: the parent's
  *              charge stays (fork_parent_charged=)
  *   exec       hold 3/4 of the limit, exec this program's "after-exec": the
@@ -259,6 +268,48 @@ static int probe_ctx(size_t limit)
     return report("ctx", limit);
 }
 
+typedef CUresult (*ctx_fn)(CUcontext *, unsigned int, CUdevice);
+
+static int probe_ctxlegacy(size_t limit)
+{
+    CUcontext c[32];
+    void *gpa = NULL;
+    CHECK(cuGetProcAddress_v2("cuCtxCreate", &gpa, 3000, 0, NULL) == CUDA_SUCCESS && gpa,
+          "cuGetProcAddress(cuCtxCreate, 3000)");
+    int made = 0;
+    for (int i = 0; i < 32; i++) {
+        CUresult r = i % 2 == 0 ? cuCtxCreate(&c[made], 0, 0)
+                     : gpa      ? ((ctx_fn)gpa)(&c[made], 0, 0)
+                                : CUDA_ERROR_NOT_FOUND;
+        if (r == CUDA_SUCCESS)
+            made++, sample();
+    }
+    printf("ctxlegacy_contexts=%d charged=%zu\n", made, charged());
+    for (int i = 0; i < made; i++)
+        CHECK(cuCtxDestroy(c[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the destroys", charged());
+    return report("ctxlegacy", limit);
+}
+
+static int probe_green(size_t limit)
+{
+    _Alignas(16) unsigned char res[CU_DEV_RESOURCE_BYTES_MAX];
+    CUdevResourceDesc desc = NULL;
+    CUgreenCtx g[32];
+    int made = 0;
+    CHECK(cuDeviceGetDevResource(0, (CUdevResource *)res, CU_DEV_RESOURCE_TYPE_SM) == CUDA_SUCCESS,
+          "device 0's SMs");
+    CHECK(cuDevResourceGenerateDesc(&desc, (CUdevResource *)res, 1) == CUDA_SUCCESS, "desc");
+    for (int i = 0; i < 32 && desc; i++)
+        if (cuGreenCtxCreate(&g[made], desc, 0, CU_GREEN_CTX_DEFAULT_STREAM) == CUDA_SUCCESS)
+            made++, sample();
+    printf("green_contexts=%d charged=%zu\n", made, charged());
+    for (int i = 0; i < made; i++)
+        CHECK(cuGreenCtxDestroy(g[i]) == CUDA_SUCCESS, "destroy %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the destroys", charged());
+    return report("green", limit);
+}
+
 typedef CUresult (*ctx4_fn)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
 
 static int probe_ctx4(size_t limit)
@@ -358,6 +409,24 @@ static int probe_heap(size_t limit)
     sample();
     CHECK(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8u << 20) == CUDA_SUCCESS, "back to 8 MiB");
     return report("heap", limit);
+}
+
+static int probe_pending(size_t limit)
+{
+    size_t got = 0;
+    CUresult r = cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, 2048 + limit / 1024);
+    sample();
+    cuCtxGetLimit(&got, CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT);
+    printf("pending_rc=%d pending=%zu\n", r, got);
+    CHECK(cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, 2048 + limit / 8192) ==
+              CUDA_SUCCESS,
+          "pending launches in limit");
+    sample();
+    printf("pending_in_limit_charged=%zu\n", charged());
+    CHECK(cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, 2048) == CUDA_SUCCESS,
+          "back to 2048");
+    CHECK(charged() == 0, "%zu bytes still charged at the default count", charged());
+    return report("pending", limit);
 }
 
 static int probe_stack(size_t limit)
@@ -602,9 +671,12 @@ static int import_fd(int pid, int fd, CUdeviceptr *va, size_t *size,
                        : CUDA_ERROR_INVALID_VALUE;
     if (mine >= 0)
         close(mine);
+    sample();
     if (r != CUDA_SUCCESS)
-        return -1;
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? -2 : -1;
     *size = (size_t)n;
+    if (!va)
+        return 0; /* held, not mapped */
     cuMemAddressReserve(va, *size, 0, 0, 0);
     r = cuMemMap(*va, *size, 0, *h, 0);
     sample();
@@ -681,9 +753,29 @@ static int probe_share(size_t limit, const char *file)
     for (int i = 0; i < mapped; i++)
         CHECK(cuMemUnmap(va[i], size[i]) == CUDA_SUCCESS, "unmap %d", i);
     CHECK(charged() == 0, "%zu bytes still charged after the unmaps", charged());
-    printf("probe=share held=%zu limit=%zu times=%.2f (known gap: imports before mapping)\n", peak,
-           limit, limit ? (double)peak / (double)limit : 0.0);
-    return failures ? 1 : 0;
+    return report("share", limit);
+}
+
+static int probe_unmapped(size_t limit, const char *file)
+{
+    struct exported x;
+    CUmemGenericAllocationHandle h[2];
+    size_t size;
+    int held = 0;
+    if (read_exported(file, &x) != 0)
+        return 2;
+    for (int i = 0; i < 2; i++) {
+        int r = import_fd(x.pid, x.fd[i], NULL, &size, &h[held]);
+        CHECK(r != -1, "import %d", i);
+        held += r == 0;
+    }
+    printf("imports_held=%d charged=%zu\n", held, charged());
+    for (int i = 0; i < held; i++)
+        CHECK(cuMemRelease(h[i]) == CUDA_SUCCESS, "release %d", i);
+    CHECK(charged() == 0, "%zu bytes still charged after the releases", charged());
+    CHECK(!tessera_standin_allocated_bytes || tessera_standin_allocated_bytes() == 0,
+          "the driver still holds memory");
+    return report("unmapped", limit);
 }
 
 /* ---- fork and exec ----------------------------------------------------- */
@@ -766,6 +858,14 @@ int main(int argc, char **argv)
         return probe_import(limit, argv[2]);
     if (strcmp(m, "share") == 0 && argc == 3)
         return probe_share(limit, argv[2]);
+    if (strcmp(m, "unmapped") == 0 && argc == 3)
+        return probe_unmapped(limit, argv[2]);
+    if (strcmp(m, "ctxlegacy") == 0)
+        return probe_ctxlegacy(limit);
+    if (strcmp(m, "green") == 0)
+        return probe_green(limit);
+    if (strcmp(m, "pending") == 0)
+        return probe_pending(limit);
     if (strcmp(m, "fork") == 0)
         return probe_fork(limit);
     if (strcmp(m, "exec") == 0)
@@ -780,9 +880,9 @@ int main(int argc, char **argv)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
-    fprintf(
-        stderr,
-        "usage: shim_bypass vmm|sparse|ctx|legacy|mipmap|heap|pool|graph|next|gpa|fork|exec|table "
-        "N|export F B|import F|share F\n");
+    fprintf(stderr,
+            "usage: shim_bypass vmm|sparse|ctx|ctx4|ctxlegacy|green|drift MS|legacy|mipmap|heap|"
+            "pending|stack|defpool|pool|graph|next|gpa|fork|exec|table N|export F B|import F|share "
+            "F|unmapped F\n");
     return 2;
 }

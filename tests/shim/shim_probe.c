@@ -23,9 +23,13 @@
  *                        busy_ns is the card time of this process, by its
  *                        host pid as the stand-in counts
  *   bench N              ns per cuMemAlloc_v2 + cuMemFree_v2 pair
- *   queue SECS US MAX    US-microsecond kernels never waited for, for SECS
+ *   queue SECS US MAX [card]
+ *                        US-microsecond kernels never waited for, for SECS
  *                        or MAX launches: the most pending at once (the
- *                        stand-in's count), busy_ns after a final wait
+ *                        stand-in's count; with "card", every process's),
+ *                        busy_ns after a final wait; with "ctx", in a
+ *                        context of its own, destroyed before that wait
+ *                        (prints the kernels still pending then)
  *   launch-bench N       ns per launch of an empty kernel
  */
 #include "util/cuda_abi.h"
@@ -406,7 +410,8 @@ static int mode_launch(int argc, char **argv)
 
 /* Kernels of us microseconds on the NULL stream, never waited for, until
  * secs pass or max were launched; the most pending at once (the stand-in's
- * count of this process's kernels not yet ended), then all waited for. */
+ * count of this process's kernels not yet ended, or with "card" every
+ * process's), then all waited for. */
 static int mode_queue(int argc, char **argv)
 {
     if (argc < 3)
@@ -425,14 +430,22 @@ static int mode_queue(int argc, char **argv)
     cuModuleGetFunction(&f, m, "tessera_sleep_us");
     uint64_t t0 = now_ns(), end = t0 + (uint64_t)(secs * 1e9);
     unsigned most = 0;
-    int pid = host_pid();
+    int pid = host_pid(), whom = argc > 3 && strcmp(argv[3], "card") == 0 ? 0 : pid;
+    int ctx = argc > 3 && strcmp(argv[3], "ctx") == 0;
+    CUcontext c = NULL;
+    if (ctx)
+        CHECK(cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS, "cuCtxCreate_v2");
     for (; n < max && now_ns() < end; n++) {
         CUresult r = launch_one(0, f, &us, NULL);
         CHECK(r == CUDA_SUCCESS, "launch %ld: rc %d", n, r);
-        unsigned p = pending(pid);
+        unsigned p = pending(whom);
         most = p > most ? p : most;
     }
     uint64_t t1 = now_ns();
+    if (c) { /* destroyed with kernels queued: the shim's bound waits for its own */
+        cuCtxDestroy_v2(c);
+        printf("pending_after_destroy=%u\n", pending(pid));
+    }
     cuCtxSynchronize();
     printf("launches=%ld max_pending=%u max_outstanding_ns=%llu submit_ns=%llu busy_ns=%llu\n", n,
            most, (unsigned long long)most * us * 1000, (unsigned long long)(t1 - t0),

@@ -248,11 +248,16 @@ unsigned standin_card_pending(struct standin_card *c, int host_pid, uint64_t now
 {
     if (!c)
         return 0;
+    unsigned n = 0;
     standin_card_lock(c);
-    struct standin_card_slot *s = standin_card_slot(c, host_pid, 0);
-    if (s)
+    for (int i = 0; i < STANDIN_CARD_SLOTS; i++) {
+        struct standin_card_slot *s = &c->slots[i];
+        int32_t pid = atomic_load(&s->pid);
+        if (pid == 0 || (host_pid && pid != host_pid))
+            continue;
         fold(c, s, now_ns);
-    unsigned n = s ? s->n : 0;
+        n += s->n;
+    }
     standin_card_unlock(c);
     return n;
 }

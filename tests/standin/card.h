@@ -78,7 +78,7 @@ uint64_t standin_card_submit(struct standin_card *c, int host_pid, uint64_t afte
 uint64_t standin_card_busy_ns(struct standin_card *c, int host_pid, uint64_t now_ns);
 /* Kernels pid (0: every process) has launched. */
 uint64_t standin_card_launches(struct standin_card *c, int host_pid);
-/* Kernels pid has placed that have not ended by now_ns. */
+/* Kernels pid (0: every process) has placed that have not ended by now_ns. */
 unsigned standin_card_pending(struct standin_card *c, int host_pid, uint64_t now_ns);
 /* Device memory process pid holds (0 when it has no slot). */
 uint64_t standin_card_mem_bytes(struct standin_card *c, int host_pid);

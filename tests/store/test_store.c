@@ -58,7 +58,8 @@ static int pg_setup(void **state)
     }
     PGconn *c = PQconnectdb(url);
     PQsetNoticeProcessor(c, quiet, NULL);
-    PGresult *r = PQexec(c, "DROP TABLE IF EXISTS samples, ledger, expositions, schema_version");
+    PGresult *r = PQexec(
+        c, "DROP TABLE IF EXISTS samples, ledger, expositions, requests, schema_version");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));
@@ -262,6 +263,58 @@ static void test_idempotent(void **state)
     struct scan after = scan_all(st, 0, INT64_MAX);
     assert_int_equal(after.n, before.n + 1);
     assert_int_equal(after.sum_ts, before.sum_ts + 1);
+    store_close(st);
+}
+
+/* A batch partly stored already (a re-import that goes further than the
+ * last, a writer overlapping another): only the new samples are stored and
+ * counted, the old ones stay as they were; PostgreSQL's COPY meets the old
+ * keys and the batch goes again skipping them. */
+static void test_partly_stored(void **state)
+{
+    struct store *st = open_or_skip(state);
+    enum { N = 9000 }; /* more than one COPY (STORE_ARRAY_ROWS) */
+    struct store_sample *s = calloc(N, sizeof(*s));
+    assert_non_null(s);
+    for (int i = 0; i < N; i++)
+        s[i] = sample(i % 2 ? "GPU-x" : "GPU-y", 1000 + i / 2 * 15000);
+    assert_int_equal(put(st, s + 4000, 10), 10);
+    assert_int_equal(put(st, s + N - 3, 3), 3); /* in the last COPY only */
+    s[4001].tenant = "other";                   /* not stored: the stored sample stays */
+    assert_int_equal(put(st, s, N), N - 13);
+    struct scan sc = scan_all(st, 0, INT64_MAX);
+    assert_int_equal(sc.n, N);
+    struct scan one = scan_all(st, s[4001].ts_ms, s[4001].ts_ms + 1);
+    assert_int_equal(one.n, 2);
+    assert_string_equal(one.tenant, "client-a");
+    assert_int_equal(put(st, s, N), 0);
+    free(s);
+    store_close(st);
+}
+
+static int64_t last_sample(struct store *st, int *found)
+{
+    int64_t ms = -1;
+    struct ts_error err = {0};
+    assert_int_equal(store_last_sample(st, &ms, found, &err), TS_OK);
+    return ms;
+}
+
+/* The newest sample of any device: not the last device's, not the last
+ * stored; none in an empty store. */
+static void test_last_sample(void **state)
+{
+    struct store *st = open_or_skip(state);
+    int found = 1;
+    assert_int_equal(last_sample(st, &found), 0);
+    assert_int_equal(found, 0);
+    struct store_sample s[5] = {sample("GPU-a", 10), sample("GPU-b", 70), sample("GPU-b", 30),
+                                sample("GPU-c", 40), sample("", 20)};
+    assert_int_equal(put(st, s, 5), 5);
+    struct store_sample old = sample("GPU-d", 5);
+    assert_int_equal(put(st, &old, 1), 1);
+    assert_int_equal(last_sample(st, &found), 70);
+    assert_int_equal(found, 1);
     store_close(st);
 }
 
@@ -527,8 +580,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 3);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 5);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 5);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -690,6 +743,60 @@ static void test_pg_reconnect(void **state)
     store_close(st);
 }
 
+static PGresult *pg_ok(PGconn *c, const char *sql, ExecStatusType want)
+{
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != want)
+        print_message("%s: %s", sql, PQerrorMessage(c));
+    assert_int_equal(PQresultStatus(r), want);
+    return r;
+}
+
+/* PostgreSQL only: a database of schema v3 (samples_ts a B-tree) is moved
+ * to v5 in place: samples_ts becomes a BRIN index, the rows stay. */
+static void test_pg_upgrade_from_v3(void **state)
+{
+    if (!*state)
+        skip();
+    PGconn *c = PQconnectdb(((struct fx *)*state)->url);
+    PQsetNoticeProcessor(c, quiet, NULL);
+    PQclear(pg_ok(c,
+                  "CREATE TABLE schema_version (version BIGINT PRIMARY KEY);"
+                  "INSERT INTO schema_version VALUES (1), (2), (3);"
+                  "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL,"
+                  " ts_ms BIGINT NOT NULL, model TEXT NOT NULL, profile TEXT NOT NULL,"
+                  " tenant TEXT NOT NULL, ns TEXT NOT NULL, pod TEXT NOT NULL,"
+                  " share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
+                  " workload TEXT NOT NULL DEFAULT '', PRIMARY KEY (device, ts_ms));"
+                  "CREATE INDEX samples_ts ON samples (ts_ms);"
+                  "CREATE TABLE ledger (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+                  " ts_ms BIGINT NOT NULL, node TEXT NOT NULL, gpu_uuid TEXT NOT NULL,"
+                  " instance_uuid TEXT NOT NULL, gi_id TEXT NOT NULL, profile TEXT NOT NULL,"
+                  " placement TEXT NOT NULL, tenant TEXT NOT NULL, workload TEXT NOT NULL,"
+                  " source TEXT NOT NULL, hash TEXT NOT NULL, prev_hash TEXT NOT NULL,"
+                  " mac TEXT NOT NULL);"
+                  "CREATE TABLE expositions (source TEXT NOT NULL PRIMARY KEY,"
+                  " ts_ms BIGINT NOT NULL, body BYTEA NOT NULL);"
+                  "INSERT INTO samples VALUES ('n', 'GPU-old', 42, 'm', '', 't', 'ns', '',"
+                  " 1000000, -1, 'w')",
+                  PGRES_COMMAND_OK));
+    struct store *st = open_or_skip(state);
+    assert_int_equal(scan_all(st, 0, 100).n, 1);
+    struct store_sample s = sample("GPU-old", 57);
+    assert_int_equal(put(st, &s, 1), 1);
+    store_close(st);
+    PGresult *r = pg_ok(c,
+                        "SELECT (SELECT max(version) FROM schema_version), "
+                        "(SELECT indexdef FROM pg_indexes WHERE indexname = 'samples_ts'), "
+                        "(SELECT count(*) FROM samples)",
+                        PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), "5");
+    assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)"));
+    assert_string_equal(PQgetvalue(r, 0, 2), "2");
+    PQclear(r);
+    PQfinish(c);
+}
+
 /* A database written by a tessera of schema v1 (samples and ledger only)
  * is upgraded in place: its rows stay, expositions work. */
 static void test_upgrade_from_v1(void **state)
@@ -720,11 +827,38 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 5);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
+}
+
+static int add_req(void *ctx, const struct store_request *r)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 512 - n, "%s/%s<%s@%lld=%lld;", r->owner, r->workload, r->consumer,
+             (long long)r->ts_ms, (long long)r->count);
+    return 0;
+}
+
+/* Request counters: stored once per (owner, workload, consumer, time), read
+ * back by owner, workload, consumer and time within the window. */
+static void test_requests(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct ts_error err = {0};
+    const struct store_request r[] = {{"p", "emb", "rag-h", 20, 7},
+                                      {"p", "emb", "rag-e", 10, 5},
+                                      {"p", "emb", "rag-e", 5, 1},
+                                      {"p", "emb", "rag-e", 10, 99}, /* a repeat: ignored */
+                                      {"p", "emb", "rag-e", 30, 9}};
+    assert_int_equal(store_put_requests(st, r, 5, &err), TS_OK);
+    char out[512] = "";
+    assert_int_equal(store_scan_requests(st, 5, 30, add_req, out, &err), TS_OK);
+    assert_string_equal(out, "p/emb<rag-e@5=1;p/emb<rag-e@10=5;p/emb<rag-h@20=7;");
+    store_close(st);
 }
 
 #define CASES(setup, teardown)                                                     \
@@ -732,6 +866,8 @@ static void test_upgrade_from_v1(void **state)
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_awkward_text, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
+        cmocka_unit_test_setup_teardown(test_partly_stored, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(test_last_sample, setup, teardown),        \
         cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),            \
@@ -740,7 +876,8 @@ static void test_upgrade_from_v1(void **state)
         cmocka_unit_test_setup_teardown(test_ledger, setup, teardown),             \
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),        \
-        cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown)
+        cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown),  \
+        cmocka_unit_test_setup_teardown(test_requests, setup, teardown)
 
 int main(void)
 {
@@ -750,7 +887,8 @@ int main(void)
     const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
     const struct CMUnitTest pg[] = {
         CASES(pg_setup, pg_teardown),
-        cmocka_unit_test_setup_teardown(test_pg_reconnect, pg_setup, pg_teardown)};
+        cmocka_unit_test_setup_teardown(test_pg_reconnect, pg_setup, pg_teardown),
+        cmocka_unit_test_setup_teardown(test_pg_upgrade_from_v3, pg_setup, pg_teardown)};
     int failed = cmocka_run_group_tests_name("store_common", common, NULL, NULL);
     failed += cmocka_run_group_tests_name("store_sqlite", sqlite, NULL, NULL);
     const char *pg_url = getenv("TESSERA_TEST_PG_URL");

@@ -331,6 +331,11 @@ static void test_times(void **state)
     assert_false(ts_duration_parse("nan", &ms)); /* was cast to int64_t: undefined */
     assert_false(ts_duration_parse("nans", &ms));
     assert_false(ts_duration_parse("inf", &ms));
+    /* the clocks in milliseconds: Unix time, and a monotonic one */
+    int64_t wall = ts_clock_ms(CLOCK_REALTIME), unix_s = (int64_t)time(NULL);
+    assert_true(wall / 1000 >= unix_s - 1 && wall / 1000 <= unix_s + 1);
+    int64_t a = ts_clock_ms(CLOCK_MONOTONIC), b = ts_clock_ms(CLOCK_MONOTONIC);
+    assert_true(a > 0 && b >= a && b - a < 1000);
 }
 
 /* Untrusted text in an error (a file name, a label) reaches a terminal or a

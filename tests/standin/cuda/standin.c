@@ -94,7 +94,7 @@
  *     without --mount-proc), not getpid() inside a pid namespace;
  *     tessera_standin_launches(pid) counts launches the same way and
  *     unsigned tessera_standin_pending(int pid) the kernels it has queued
- *     that have not ended. The file holds a struct standin_card (../card.h):
+ *     that have not ended (pid 0: every process's). The file holds a struct standin_card (../card.h):
  *     header, then 256 per-process slots, each with a ring of its pending
  *     kernels, folded into its busy time once they end; a fresh file is set
  *     up by the first process to map it. Delete the file to reset the
@@ -750,6 +750,8 @@ static uint64_t ctx_mem(void)
     return (uint64_t)v << shift;
 }
 
+uint64_t standin_ctx_mem(void) { return ctx_mem(); }
+
 static int primary_refs;
 static pthread_mutex_t ctx_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -1362,6 +1364,8 @@ static const struct {
     FN(cuCtxCreate_v3),
     FN(cuCtxCreate_v4),
     FN(cuCtxDestroy_v2),
+    FN(cuCtxCreate), /* the unversioned ones (standin_more.c) */
+    FN(cuCtxDestroy),
     FN(cuCtxSetCurrent),
     FN(cuCtxGetDevice),
     FN(cuCtxSynchronize),

@@ -53,6 +53,8 @@ void standin_graph_release(CUgraphExec g);
 uint64_t standin_block_size(const void *p);
 /* Bytes of the live record p of kind magic (0 when it is none). */
 uint64_t standin_record_size(const void *p, uint32_t magic);
+/* What one context holds on the card (TESSERA_STANDIN_CTX_MEM). */
+uint64_t standin_ctx_mem(void);
 /* Bytes of one element of format f, 0 for an unknown format. */
 uint64_t standin_format_size(CUarray_format f);
 

@@ -43,8 +43,11 @@ static CUresult run_us(uint32_t us, CUstream s)
     return cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
 }
 
-/* A 20 ms kernel: the launch returns at once, the stream and an event are
- * not ready, busy counts none of it; after the event's wait all of it. */
+/* A 5 ms kernel, then a 20 ms one between two events: each launch returns
+ * at once, the stream and the event are not ready, busy counts none of the
+ * queued work; after the event's wait all 25 ms, and the events are 20 ms
+ * apart exactly (device time: the first was recorded behind the 5 ms
+ * kernel, so no host time falls between them). */
 static void one_kernel(int pid)
 {
     CUevent e0, e1, nt;
@@ -54,31 +57,32 @@ static void one_kernel(int pid)
     run_us(1, NULL); /* the first launch maps the card */
     cuCtxSynchronize();
     uint64_t b0 = tessera_standin_busy_ns(pid), t0 = now_ns();
+    CHECK(run_us(5000, NULL) == CUDA_SUCCESS, "launch failed");
     cuEventRecord(e0, NULL);
     CHECK(run_us(20000, NULL) == CUDA_SUCCESS, "launch failed");
     uint64_t took = now_ns() - t0;
-    CHECK(took < 5000000, "the launch took %llu ns: not asynchronous", (unsigned long long)took);
+    CHECK(took < 5000000, "two launches took %llu ns: not asynchronous", (unsigned long long)took);
     cuEventRecord(e1, NULL);
     cuEventRecord(nt, NULL);
     CHECK(cuStreamQuery(NULL) == CUDA_ERROR_NOT_READY, "stream ready while its kernel runs");
     CHECK(cuEventQuery(e1) == CUDA_ERROR_NOT_READY, "event ready while its kernel runs");
-    CHECK(tessera_standin_pending(pid) == 1, "pending %u, want 1", tessera_standin_pending(pid));
+    CHECK(tessera_standin_pending(pid) == 2, "pending %u, want 2", tessera_standin_pending(pid));
     float ms = 0;
     CHECK(cuEventElapsedTime(&ms, e0, e1) == CUDA_ERROR_NOT_READY, "elapsed time before the end");
     uint64_t mid = tessera_standin_busy_ns(pid) - b0;
     CHECK(mid < 15000000, "busy %llu ns counts queued work", (unsigned long long)mid);
     CHECK(cuEventSynchronize(e1) == CUDA_SUCCESS, "cuEventSynchronize");
     took = now_ns() - t0;
-    CHECK(took >= 20000000, "the wait ended after %llu ns, before the kernel",
+    CHECK(took >= 25000000, "the wait ended after %llu ns, before the kernels",
           (unsigned long long)took);
     CHECK(cuEventQuery(e1) == CUDA_SUCCESS && cuStreamQuery(NULL) == CUDA_SUCCESS,
           "not ready after the wait");
-    CHECK(cuEventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS && ms > 19.99f && ms < 20.5f,
-          "elapsed %.3f ms, want 20 (device time, and the host's gap to the launch)", (double)ms);
+    CHECK(cuEventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS && ms > 19.999f && ms < 20.001f,
+          "elapsed %.4f ms, want 20 (device time)", (double)ms);
     CHECK(cuEventElapsedTime(&ms, e0, nt) == CUDA_ERROR_INVALID_HANDLE,
           "elapsed time of a CU_EVENT_DISABLE_TIMING event");
     uint64_t b = tessera_standin_busy_ns(pid) - b0;
-    CHECK(b >= 20000000 && b < 20100000, "busy %llu ns, want 20 ms", (unsigned long long)b);
+    CHECK(b >= 25000000 && b < 25100000, "busy %llu ns, want 25 ms", (unsigned long long)b);
     cuEventDestroy_v2(e0);
     cuEventDestroy_v2(e1);
     cuEventDestroy_v2(nt);

@@ -11,7 +11,22 @@
  *   - cuCtxSetLimit: the malloc heap (default 8 MiB) and the printf FIFO
  *     (default 1 MiB) hold what they are set to beyond the default; the
  *     stack (default 1 KiB a thread) holds the excess x 100 SMs x 2048
- *     threads. Raising past the card fails with CUDA_ERROR_OUT_OF_MEMORY.
+ *     threads; the device runtime's pending launch count (default 2048)
+ *     holds STANDIN_PENDING_LAUNCH_BYTES (4 KiB, a launch's parameter
+ *     buffer) per launch beyond the default. Raising past the card fails
+ *     with CUDA_ERROR_OUT_OF_MEMORY.
+ *   - cuCtxCreate and cuCtxDestroy, the unversioned entry points a real
+ *     library still exports, are cuCtxCreate_v2 and cuCtxDestroy_v2.
+ *   - Green contexts: cuDeviceGetDevResource gives device 0's 100 SMs (the
+ *     layout of cuda.h 13.0's CUdevResource: type at byte 0, smCount at
+ *     96), cuDevResourceGenerateDesc a descriptor of SM resources,
+ *     cuGreenCtxCreate (flags CU_GREEN_CTX_DEFAULT_STREAM, required)
+ *     retains the primary context, as cuda.h says, and holds what a
+ *     context holds (TESSERA_STANDIN_CTX_MEM) until cuGreenCtxDestroy.
+ *   - cuMemGetAllocationPropertiesFromHandle: pinned memory of device 0;
+ *     cuMemGetAllocationGranularity: 2 MiB. cuMemMap maps any part of a
+ *     handle, offset + size at most its size (cuda.h), so an imported
+ *     handle's size can be found by mapping.
  *   - Inter-process memory, modelled for an importer in another process
  *     (each process has its own stand-in card counter): cuIpcGetMemHandle
  *     puts the allocation's size in the handle, cuIpcOpenMemHandle_v2 holds
@@ -30,6 +45,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -134,21 +150,30 @@ EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray h)
 /* ---- context limits ----------------------------------------------------- */
 
 #define THREADS (100ull * 2048ull)
+#define STANDIN_PENDING_LAUNCH_BYTES 4096ull
+#define LIMITS (CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT + 1)
 
-static const uint64_t defaults[3] = {1024, 1u << 20, 8u << 20};
-static uint64_t limits[3] = {1024, 1u << 20, 8u << 20};
+/* Index 3 (the device runtime's sync depth) is not offered: the stand-in
+ * is a compute capability 9.0 card, where cuda.h says it is unsupported. */
+static const uint64_t defaults[LIMITS] = {1024, 1u << 20, 8u << 20, 0, 2048};
+static uint64_t limits[LIMITS] = {1024, 1u << 20, 8u << 20, 0, 2048};
 static pthread_mutex_t limit_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int limit_offered(CUlimit l) { return (unsigned)l < LIMITS && l != 3; }
 
 /* Device memory held beyond the defaults when limit l is v. */
 static uint64_t held(CUlimit l, uint64_t v)
 {
     uint64_t extra = v > defaults[l] ? v - defaults[l] : 0;
-    return l == CU_LIMIT_STACK_SIZE ? extra * THREADS : extra;
+    uint64_t each = l == CU_LIMIT_STACK_SIZE                         ? THREADS
+                    : l == CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT ? STANDIN_PENDING_LAUNCH_BYTES
+                                                                     : 1;
+    return extra > UINT64_MAX / each ? UINT64_MAX : extra * each;
 }
 
 EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
-    if ((unsigned)limit > CU_LIMIT_MALLOC_HEAP_SIZE)
+    if (!limit_offered(limit))
         return CUDA_ERROR_NOT_SUPPORTED;
     if (limit == CU_LIMIT_STACK_SIZE && value > (1u << 20))
         return CUDA_ERROR_INVALID_VALUE;
@@ -167,7 +192,7 @@ EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 
 EXPORT CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
 {
-    if (!pvalue || (unsigned)limit > CU_LIMIT_MALLOC_HEAP_SIZE)
+    if (!pvalue || !limit_offered(limit))
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&limit_mutex);
     *pvalue = (size_t)limits[limit];
@@ -507,5 +532,123 @@ EXPORT CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *ptr_out = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+/* ---- contexts: the unversioned entry points, green contexts ------------- */
+
+EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+EXPORT CUresult cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+
+#define DESCS_MAX 64
+#define GREEN_MAGIC 0x4752454eu
+#define RESOURCE_SM_AT 96 /* the union in cuda.h 13.0's CUdevResource */
+
+struct CUdevResourceDesc_st {
+    unsigned sms;
+};
+struct CUgreenCtx_st {
+    uint32_t magic;
+};
+
+/* Descriptors live as long as the process (cuda.h has no call to free one). */
+static struct CUdevResourceDesc_st descs[DESCS_MAX];
+static int ndescs;
+
+EXPORT CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, int type)
+{
+    int t = CU_DEV_RESOURCE_TYPE_SM;
+    unsigned sm[3] = {100, 1, 1}; /* smCount, minSmPartitionSize, coscheduled alignment */
+    if (!resource || type != CU_DEV_RESOURCE_TYPE_SM)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (device != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    memset(resource, 0, RESOURCE_SM_AT + sizeof(sm));
+    memcpy(resource, &t, sizeof(t));
+    memcpy((char *)resource + RESOURCE_SM_AT, sm, sizeof(sm));
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources,
+                                          unsigned int nbResources)
+{
+    int t = 0;
+    unsigned sms = 0;
+    if (!phDesc || !resources || nbResources != 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(&t, resources, sizeof(t));
+    memcpy(&sms, (const char *)resources + RESOURCE_SM_AT, sizeof(sms));
+    if (t != CU_DEV_RESOURCE_TYPE_SM || sms == 0 || sms > 100)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&limit_mutex);
+    struct CUdevResourceDesc_st *d = ndescs < DESCS_MAX ? &descs[ndescs++] : NULL;
+    if (d)
+        d->sms = sms;
+    pthread_mutex_unlock(&limit_mutex);
+    if (d)
+        *phDesc = d;
+    return d ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static int desc_live(CUdevResourceDesc d)
+{
+    return d >= &descs[0] && d < &descs[DESCS_MAX] && d->sms > 0;
+}
+
+EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+                                 unsigned int flags)
+{
+    CUcontext primary;
+    if (!phCtx || !desc_live(desc) || flags != CU_GREEN_CTX_DEFAULT_STREAM)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    CUresult r = cuDevicePrimaryCtxRetain(&primary, dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct CUgreenCtx_st *g = calloc(1, sizeof(*g));
+    if (!g || standin_take_mem(standin_ctx_mem()) != 0) {
+        free(g);
+        cuDevicePrimaryCtxRelease_v2(dev);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->magic = GREEN_MAGIC;
+    *phCtx = g;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx)
+{
+    if (!hCtx || hCtx->magic != GREEN_MAGIC)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    hCtx->magic = 0;
+    free(hCtx);
+    standin_give_mem(standin_ctx_mem());
+    return cuDevicePrimaryCtxRelease_v2(0);
+}
+
+/* ---- a handle's properties ---------------------------------------------- */
+
+EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                       CUmemGenericAllocationHandle handle)
+{
+    if (!prop || !standin_record_size((const void *)(uintptr_t)handle, VMM_MAGIC))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(prop, 0, sizeof(*prop));
+    prop->type = 1;          /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    prop->location.type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE, device 0 */
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                              int option)
+{
+    if (!granularity || !prop || (option != 0 && option != 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = 2u << 20;
     return CUDA_SUCCESS;
 }

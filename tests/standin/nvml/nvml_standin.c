@@ -24,7 +24,8 @@
  * written (a crash in the middle of a change); $TESSERA_STANDIN_NVML_LOG
  * names a file that gets one line per mutating call. The clocks,
  * temperature and power the fight reads are fixed values (at the end of
- * the file). Test code: plain and short.
+ * the file). Utilisation, the card's and per process, is measured on the
+ * stand-in card: nvml_util.c. Test code: plain and short.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "agent/nvml_abi.h"
+#include "nvml_util.h"
 
 #define MAXG 8
 #define MAXP 24
@@ -255,6 +257,13 @@ static int gpu_of(nvmlDevice_t d)
 {
     const struct handle *h = (const struct handle *)d;
     return h && h >= gpu_h && h < gpu_h + ngpu ? h->idx : -1;
+}
+
+int standin_nvml_gpu(nvmlDevice_t device, int *mig)
+{
+    int g = gpu_of(device);
+    *mig = g >= 0 ? gpus[g].mig : 0;
+    return g;
 }
 
 static int mig_of(nvmlDevice_t d)
