@@ -39,7 +39,7 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('w', "warmup", "N", CLI_ALL,
              "most SLA requests the warm-up may take before steady state (default 1000)"),
     CLI_LONG('r', "repeat", "N", CLI_ALL,
-             "runs per phase, 1 to " CLI_STR(FIGHT_REPEAT_MAX) " (default 6)"),
+             "runs per phase, 1 to " CLI_STR(FIGHT_REPEAT_MAX) " (default 9)"),
     CLI_LONG('s', "seed", "N", CLI_ALL,
              "shuffles the order of the runs, draws the arrivals (default 1)"),
     CLI_LONG('P', "phase-time", "DUR", CLI_ALL, "the longest run (default 60s)"),

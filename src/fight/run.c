@@ -80,7 +80,7 @@ void fight_opts_default(struct fight_opts *o)
     o->tolerance = 0.10;
     o->control_tol = -1;
     o->seed = 1;
-    o->repeat = 6;
+    o->repeat = 9;
     o->requests = 2000;
     o->warmup = 1000;
     o->arrival = FIGHT_ARRIVE_POISSON;
@@ -356,6 +356,17 @@ static ts_status pool(struct fight_ctx *c, struct fight_phase_result *p, struct 
     return sla ? pool_sla(c, p, sla, w, err) : TS_OK;
 }
 
+/* The SLA tenant's arrival seed for round `round`: the same for every phase
+ * of a round (common random numbers), so a paired ratio compares two runs
+ * that met the same arrival schedule and the schedule's own luck cancels.
+ * At 1,000 requests/s of 100 us, 2,000 requests a run, that luck alone
+ * moves a run's p99 by -4%..+13% (M/D/1, simulated over 60 seeds). */
+static uint64_t round_seed(uint64_t seed, int round)
+{
+    uint64_t s = seed ^ ((uint64_t)round + 1) * 0x9e3779b97f4a7c15ull;
+    return fight__rand(&s);
+}
+
 static ts_status run_once(struct fight_ctx *c, int ph, struct ts_error *err)
 {
     struct fight_phase_result *p = &c->r->ph[ph];
@@ -366,7 +377,7 @@ static ts_status run_once(struct fight_ctx *c, int ph, struct ts_error *err)
     memset(&noisy, 0, sizeof(noisy));
     sla.fd = noisy.fd = -1;
     struct window w = {0};
-    c->run_seed = fight__rand(&c->rng);
+    c->run_seed = round_seed(c->o->seed, p->ran);
     ts_status st = fight__mech_begin(c, ph, err);
     if (st == TS_OK && has_noisy && (st = start(c, &noisy, 0, ph, err)) == TS_OK)
         st = wait_lead(&noisy, err);

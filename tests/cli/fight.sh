@@ -74,7 +74,7 @@ expect_in "$TMP/out" "4 too noisy (the A/A control did not pass)"
 # control's idle neighbour says it has no context and idles all the same)
 sla='i=0; while [ $i -lt 60 ]; do echo "latency_us 100 gpu_us 90" >&$TESSERA_FIGHT_FD; i=$((i+1)); done'
 noisy='while :; do echo "latency_us 5000" >&$TESSERA_FIGHT_FD; sleep 0.01; done'
-U() { F --driver "$TMP/none.so" --noisy "$noisy" --requests 40 --warmup 5 --mechanisms timeslice \
+U() { F --driver "$TMP/none.so" --noisy "$noisy" --requests 40 --warmup 5 --repeat 6 --mechanisms timeslice \
     --solo-time 50ms "$@"; }
 expect_rc 0 U --sla "$sla"
 expect_in "$TMP/out" "verdict: PASS"

@@ -12,9 +12,9 @@
 source "$TESSERA_SRC/tests/lib.sh"
 
 use_standin_cuda
-F() { "$TESSERA" fight --requests 100 --warmup 64 --rate 1000 --mechanisms timeslice "$@"; }
+F() { "$TESSERA" fight --requests 100 --warmup 64 --rate 1000 --repeat 6 --mechanisms timeslice "$@"; }
 
-expect_rc 4 env TESSERA_STANDIN_JITTER=9900 "$TESSERA" fight --requests 100 --warmup 64 \
+expect_rc 4 env TESSERA_STANDIN_JITTER=9900 "$TESSERA" fight --requests 100 --warmup 64 --repeat 6 \
     --rate 1000 --mechanisms timeslice --tolerance 100 -o json
 if python3 - "$TMP/out" <<'PY'
 import json, sys

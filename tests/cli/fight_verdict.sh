@@ -26,7 +26,7 @@ ldd "$TESSERA" 2>/dev/null | grep -q libasan && shim="$TMP/no-shim-under-asan.so
 mechs=timeslice
 [ -e "$shim" ] && mechs=timeslice,shim
 
-expect_rc 1 "$TESSERA" fight --requests 300 --warmup 64 --rate 1000 --tolerance 100 \
+expect_rc 1 "$TESSERA" fight --requests 300 --warmup 64 --rate 1000 --tolerance 100 --repeat 6 \
     --control-tolerance 10000 --seed 7 --mechanisms "$mechs,mps,mig" --expect timeslice \
     --shim "$shim" \
     -o json --svg "$TMP/fight.svg"
