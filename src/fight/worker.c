@@ -49,8 +49,8 @@ struct wk {
     CUevent ring[FIGHT_DEPTH_MAX]; /* noisy: one per operation in flight */
     double sent[FIGHT_DEPTH_MAX];  /* ms: when each was submitted */
     int nring;
-    uint64_t rng; /* sla: Poisson gaps */
-    char out[4096];  /* sla: latency lines not yet written */
+    uint64_t rng;   /* sla: Poisson gaps */
+    char out[4096]; /* sla: latency lines not yet written */
     size_t nout;
     double out_at; /* ms: when out was last written */
 };
