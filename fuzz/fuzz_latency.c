@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (s.n > (size_t)r.line)
         abort();
     for (size_t i = 0; i < s.n; i++)
-        if (!isfinite(s.lat_us[i]) || s.lat_us[i] < 0 || s.gpu_us[i] < 0 || isinf(s.gpu_us[i]))
+        if (!isfinite(s.lat_us[i]) || s.lat_us[i] < 0 || s.gpu_us[i] < 0 || isinf(s.gpu_us[i]) ||
+            s.host_us[i] < 0 || isinf(s.host_us[i]))
             abort();
     fight_series_release(&s);
     return 0;

@@ -110,18 +110,30 @@ int fight_verdict_aa(const struct fight_change *c, double tol);
 /* ---- the latency pipe (latpipe.c) --------------------------------------- */
 /* (FIGHT_LINE_MAX bytes a line, FIGHT_SAMPLES_MAX samples a tenant) */
 
+/* A gap longer than this in a waiting tenant's spin on the clock is the
+ * host taking its CPU (another process, the hypervisor): a host stall. */
+#define FIGHT_HOST_GAP_US 200
+
+/* One served request as its tenant reported it (NAN: not said): its
+ * latency, the kernel's time between events, and the time the host took
+ * the CPU from the tenant while it waited to send it (open loop). */
+struct fight_sample {
+    double lat_us, gpu_us, host_us;
+};
 /* What one tenant reported over its pipe. */
 struct fight_series {
-    double *lat_us; /* latency_us values, in order (malloc'd) */
-    double *gpu_us; /* gpu_us values, NAN where a line had none */
+    double *lat_us;  /* latency_us values, in order (malloc'd) */
+    double *gpu_us;  /* gpu_us values, NAN where a line had none */
+    double *host_us; /* host_us values, NAN where a line had none */
     size_t n, cap;
     size_t errors; /* "error" lines */
     char first_error[128];
     double mem_mib_max; /* largest "mem_mib" value, 0 if none */
 };
 void fight_series_release(struct fight_series *s);
-/* Append one sample (gpu NAN when unknown); TS_TOO_LARGE past the cap. */
-ts_status fight_series_push(struct fight_series *s, double lat, double gpu, struct ts_error *err);
+/* Append one sample; TS_TOO_LARGE past the cap. */
+ts_status fight_series_push(struct fight_series *s, const struct fight_sample *v,
+                            struct ts_error *err);
 
 /* A line-by-line reader that may be fed any chunks. */
 struct fight_reader {
@@ -217,6 +229,11 @@ struct fight_phase_result {
     size_t repeats_needed;              /* INCONCLUSIVE: fight_repeats_needed */
     int nvml_n;                         /* card readings taken (one a run) */
     double sm_mhz_min, sm_mhz_max, temp_c_max, power_w_sum;
+    /* The host: of the measured requests that said host_us (host_n), those
+     * that waited through a stall of the tenant's CPU (host_stalls) and the
+     * time stalled (us); a busy or virtual host shows here, not on the card. */
+    size_t host_n, host_stalls;
+    double host_stall_us;
     double sla_rps, noisy_ops; /* per second, pooled over runs */
     double sla_secs, noisy_secs;
     double slowdown; /* noisy solo ops/s / noisy ops/s here */
@@ -260,7 +277,7 @@ struct fight_result {
     char order[FIGHT_NPHASE * FIGHT_REPEAT_MAX][16]; /* phase names in the order run */
     size_t norder;
     int verdict; /* FIGHT_ST_PASS, _FAIL, _INCONCLUSIVE or _NOISY */
-    char verdict_why[256];
+    char verdict_why[384];
 };
 
 /* Run the whole fight; TS_USAGE/TS_NOT_FOUND when the driver or a needed

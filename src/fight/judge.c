@@ -146,14 +146,32 @@ static const char *why_not(const struct fight_result *r, const struct fight_phas
                          : "the p99 change's interval lies above the tolerance";
 }
 
+/* Too noisy: why, with the host's stalls of the control's runs when the
+ * tenant measured them. */
+static void say_noisy(struct fight_result *r)
+{
+    const struct fight_phase_result *a = &r->ph[FIGHT_PH_AABASE], *b = &r->ph[FIGHT_PH_AA];
+    double secs = a->sla_secs + b->sla_secs;
+    size_t n = a->host_n + b->host_n, stalls = a->host_stalls + b->host_stalls;
+    char host[160] = "";
+    if (n && secs > 0)
+        snprintf(host, sizeof(host),
+                 "; meanwhile the host took the sla tenant's CPU %.1f times a second (%.2f ms "
+                 "a second) while it waited to send",
+                 (double)stalls / secs, (a->host_stall_us + b->host_stall_us) / 1000 / secs);
+    say(r, FIGHT_ST_NOISY,
+        "too noisy: the A/A control (the sla tenant beside an idle neighbour) "
+        "did not PASS, so no mechanism was judged",
+        NULL);
+    size_t len = strlen(r->verdict_why);
+    snprintf(r->verdict_why + len, sizeof(r->verdict_why) - len, "%s", host);
+}
+
 static void verdict(struct fight_result *r)
 {
     const struct fight_phase_result *aa = &r->ph[FIGHT_PH_AA];
     if (aa->status != FIGHT_ST_PASS) {
-        say(r, FIGHT_ST_NOISY,
-            "too noisy: the A/A control (the sla tenant beside an idle neighbour) did not PASS, "
-            "so no mechanism was judged",
-            NULL);
+        say_noisy(r);
         return;
     }
     unsigned gate = r->opt.expect, ran = 0;

@@ -2,7 +2,8 @@
  * latpipe.c - the reader of the latency pipe (see fight.h; the format is
  * in docs/fight.md). A tenant writes one line per event:
  *
- *   latency_us <number> [gpu_us <number>]   one request served
+ *   latency_us <number> [gpu_us <number>] [host_us <number>]
+ *                                           one request served
  *   error [text]                            one request failed
  *   mem_mib <number>                        device memory held now
  *   # comment, or an empty line             ignored
@@ -24,6 +25,7 @@ void fight_series_release(struct fight_series *s)
 {
     free(s->lat_us);
     free(s->gpu_us);
+    free(s->host_us);
     memset(s, 0, sizeof(*s));
 }
 
@@ -94,30 +96,34 @@ static ts_status bad(struct fight_reader *r, int col, struct ts_error *err, cons
     return ts_err_at(err, TS_SYNTAX, r->name, (int)r->line, col, NULL, "%s", what);
 }
 
-ts_status fight_series_push(struct fight_series *s, double lat, double gpu, struct ts_error *err)
+ts_status fight_series_push(struct fight_series *s, const struct fight_sample *v,
+                            struct ts_error *err)
 {
     if (s->n == FIGHT_SAMPLES_MAX)
         return ts_err(err, TS_TOO_LARGE, "more than %u samples", FIGHT_SAMPLES_MAX);
-    size_t lat_cap = s->cap, gpu_cap = s->cap; /* the two arrays grow together */
+    /* the three arrays grow together */
+    size_t lat_cap = s->cap, gpu_cap = s->cap, host_cap = s->cap;
     if (!ts_grow((void **)&s->lat_us, &lat_cap, s->n, sizeof(*s->lat_us)) ||
-        !ts_grow((void **)&s->gpu_us, &gpu_cap, s->n, sizeof(*s->gpu_us)))
+        !ts_grow((void **)&s->gpu_us, &gpu_cap, s->n, sizeof(*s->gpu_us)) ||
+        !ts_grow((void **)&s->host_us, &host_cap, s->n, sizeof(*s->host_us)))
         return ts_err(err, TS_NOMEM, "out of memory for %zu samples", s->n + 1);
     s->cap = lat_cap;
-    s->lat_us[s->n] = lat;
-    s->gpu_us[s->n] = gpu;
+    s->lat_us[s->n] = v->lat_us;
+    s->gpu_us[s->n] = v->gpu_us;
+    s->host_us[s->n] = v->host_us;
     s->n++;
     return TS_OK;
 }
 
 /* fight_series_push, its cap refused at this line like any other bad line. */
-static ts_status push(struct fight_reader *r, double lat, double gpu, struct ts_error *err)
+static ts_status push(struct fight_reader *r, const struct fight_sample *v, struct ts_error *err)
 {
     if (r->out->n == FIGHT_SAMPLES_MAX) {
         char what[48];
         snprintf(what, sizeof(what), "more than %u samples", FIGHT_SAMPLES_MAX);
         return bad(r, 1, err, what, NULL, 0);
     }
-    return fight_series_push(r->out, lat, gpu, err);
+    return fight_series_push(r->out, v, err);
 }
 
 /* "<key> <number>" at the cursor, the key already read. */
@@ -133,23 +139,33 @@ static ts_status keyed_number(struct fight_reader *r, struct cur *c, const char 
     return why ? bad(r, col, err, why, tok, tlen) : TS_OK;
 }
 
+/* latency_us's value, then gpu_us and host_us, each optional, in that order. */
 static ts_status latency_line(struct fight_reader *r, struct cur *c, struct ts_error *err)
 {
-    double lat, gpu = NAN;
-    if (keyed_number(r, c, "latency_us needs a number", &lat, err) != TS_OK)
+    struct fight_sample v = {NAN, NAN, NAN};
+    if (keyed_number(r, c, "latency_us needs a number", &v.lat_us, err) != TS_OK)
         return TS_SYNTAX;
     const char *tok;
     size_t tlen;
-    int col;
-    if (next_token(c, &tok, &tlen, &col)) {
-        if (!tok_is(tok, tlen, "gpu_us"))
-            return bad(r, col, err, "expected 'gpu_us' or the end of the line", tok, tlen);
-        if (keyed_number(r, c, "gpu_us needs a number", &gpu, err) != TS_OK)
+    int col, got = next_token(c, &tok, &tlen, &col);
+    if (got && tok_is(tok, tlen, "gpu_us")) {
+        if (keyed_number(r, c, "gpu_us needs a number", &v.gpu_us, err) != TS_OK)
             return TS_SYNTAX;
-        if (next_token(c, &tok, &tlen, &col))
-            return bad(r, col, err, "unexpected text after the gpu_us value", tok, tlen);
+        got = next_token(c, &tok, &tlen, &col);
     }
-    return push(r, lat, gpu, err);
+    if (got && tok_is(tok, tlen, "host_us")) {
+        if (keyed_number(r, c, "host_us needs a number", &v.host_us, err) != TS_OK)
+            return TS_SYNTAX;
+        got = next_token(c, &tok, &tlen, &col);
+    }
+    if (got)
+        return bad(r, col, err,
+                   isnan(v.gpu_us) && isnan(v.host_us)
+                       ? "expected 'gpu_us', 'host_us' or the end of the line"
+                   : isnan(v.host_us) ? "expected 'host_us' or the end of the line"
+                                      : "unexpected text after the host_us value",
+                   tok, tlen);
+    return push(r, &v, err);
 }
 
 static ts_status error_line(struct fight_reader *r, struct cur *c)

@@ -86,6 +86,25 @@ static void judge_row(const struct fight_result *r, int ph, struct ts_sbuf *out)
         ts_sbuf_printf(out, "%-12s the sla tenant was killed\n", "");
 }
 
+/* The host's stalls of the SLA tenant while it waited to send (open loop). */
+static void host_rows(const struct fight_result *r, struct ts_sbuf *out)
+{
+    int any = 0;
+    for (int ph = 0; ph < FIGHT_NPHASE; ph++) {
+        const struct fight_phase_result *p = &r->ph[ph];
+        if (p->host_n == 0 || !(p->sla_secs > 0))
+            continue;
+        if (!any++)
+            ts_sbuf_printf(out,
+                           "\nhost (the sla tenant's CPU taken for over %d us while it waited to "
+                           "send): stalls per second, ms stalled per second, requests after one\n",
+                           FIGHT_HOST_GAP_US);
+        ts_sbuf_printf(out, "%-12s %7.1f %7.2f %7.2f%%\n", p->name,
+                       (double)p->host_stalls / p->sla_secs, p->host_stall_us / 1000 / p->sla_secs,
+                       100.0 * (double)p->host_stalls / (double)p->host_n);
+    }
+}
+
 static void card_rows(const struct fight_result *r, struct ts_sbuf *out)
 {
     int any = 0;
@@ -152,6 +171,7 @@ void fight_report_text(const struct fight_result *r, struct ts_sbuf *out)
     for (int ph = 0; ph < FIGHT_NPHASE; ph++)
         judge_row(r, ph, out);
     warm_rows(r, out);
+    host_rows(r, out);
     card_rows(r, out);
     ts_sbuf_printf(out, "\nverdict: %s (%s)\n", verdict_name(r->verdict), r->verdict_why);
 }
@@ -198,6 +218,16 @@ static json_t *card_json(const struct fight_phase_result *p)
                      num(p->temp_c_max), "power_w_mean", num(p->power_w_sum / p->nvml_n));
 }
 
+static json_t *host_json(const struct fight_phase_result *p)
+{
+    if (p->host_n == 0 || !(p->sla_secs > 0))
+        return json_null();
+    return json_pack("{s:I s:I s:o s:o}", "requests", (json_int_t)p->host_n, "stalled_requests",
+                     (json_int_t)p->host_stalls, "stalls_per_s",
+                     num((double)p->host_stalls / p->sla_secs), "stalled_ms_per_s",
+                     num(p->host_stall_us / 1000 / p->sla_secs));
+}
+
 static json_t *phase_json(const struct fight_result *r, int ph)
 {
     const struct fight_phase_result *p = &r->ph[ph];
@@ -219,6 +249,8 @@ static json_t *phase_json(const struct fight_result *r, int ph)
                                       "mem_mib_max", num(p->noisy.mem_mib_max), "errors",
                                       (json_int_t)p->noisy.errors));
     json_object_set_new(j, "card", card_json(p));
+    if (ph != FIGHT_PH_SOLO)
+        json_object_set_new(j, "host", host_json(p));
     int b = fight__baseline_of(ph);
     if (b >= 0 && p->change.n > 0) {
         json_object_set_new(j, "baseline", json_string(r->ph[b].name));

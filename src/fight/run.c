@@ -97,7 +97,8 @@ static ts_status series_append(struct fight_series *dst, const struct fight_seri
                                size_t from, struct ts_error *err)
 {
     for (size_t i = from; i < src->n; i++) {
-        ts_status st = fight_series_push(dst, src->lat_us[i], src->gpu_us[i], err);
+        struct fight_sample v = {src->lat_us[i], src->gpu_us[i], src->host_us[i]};
+        ts_status st = fight_series_push(dst, &v, err);
         if (st != TS_OK)
             return st;
     }
@@ -324,6 +325,14 @@ static ts_status pool_sla(struct fight_ctx *c, struct fight_phase_result *p,
     if (series_append(&p->sla, &sla->s, from, err) != TS_OK)
         return TS_INTERNAL;
     p->sla_secs += (w->t1 - w->t0) / 1000;
+    for (size_t i = before; i < p->sla.n; i++) {
+        double h = p->sla.host_us[i];
+        if (isnan(h))
+            continue;
+        p->host_n++;
+        p->host_stalls += h > 0;
+        p->host_stall_us += h;
+    }
     struct fight_summary s;
     if (p->ran < FIGHT_REPEAT_MAX) {
         p->p99_runs[p->ran] = fight_summarise(p->sla.lat_us + before, p->sla.n - before, "run", &s,

@@ -223,8 +223,9 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
 }
 
 /* One SLA request timed between events and on the host clock from due
- * (ms; < 0: now, closed loop); emit the latency line. */
-static ts_status timed(struct wk *w, double due, struct ts_error *err)
+ * (ms; < 0: now, closed loop); emit the latency line, with host_us (the
+ * host's stalls while the tenant waited for due) in open loop. */
+static ts_status timed(struct wk *w, double due, double host_us, struct ts_error *err)
 {
     double t0 = due >= 0 ? due : fight__now_ms();
     CK(w, cuEventRecord(w->ev0, w->stream), "cuEventRecord");
@@ -234,19 +235,20 @@ static ts_status timed(struct wk *w, double due, struct ts_error *err)
         return st;
     CK(w, cuEventRecord(w->ev1, w->stream), "cuEventRecord");
     CK(w, cuEventSynchronize(w->ev1), "cuEventSynchronize");
-    double host_us = (fight__now_ms() - t0) * 1000;
+    double lat_us = (fight__now_ms() - t0) * 1000;
     float ms = 0;
     CK(w, cuEventElapsedTime(&ms, w->ev0, w->ev1), "cuEventElapsedTime");
-    char line[96];
-    snprintf(line, sizeof(line), "latency_us %.3f gpu_us %.3f\n", host_us, (double)ms * 1000);
+    char line[128];
+    int n = snprintf(line, sizeof(line), "latency_us %.3f gpu_us %.3f", lat_us, (double)ms * 1000);
+    snprintf(line + n, sizeof(line) - (size_t)n, due >= 0 ? " host_us %.1f\n" : "\n", host_us);
     return emit(w, line, err);
 }
 
 /* SLA, memory fight: allocate the working set around the request. */
-static ts_status sla_request(struct wk *w, double due, struct ts_error *err)
+static ts_status sla_request(struct wk *w, double due, double host_us, struct ts_error *err)
 {
     if (!w->o->memory)
-        return timed(w, due, err);
+        return timed(w, due, host_us, err);
     CUdeviceptr p;
     size_t bytes = w->synthetic ? (1u << 20) : (64u << 20);
     CUresult r = w->cu.cuMemAlloc_v2(&p, bytes);
@@ -257,7 +259,7 @@ static ts_status sla_request(struct wk *w, double due, struct ts_error *err)
         snprintf(line, sizeof(line), "error %s\n", e.msg);
         return emit(w, line, err);
     }
-    ts_status st = timed(w, due, err);
+    ts_status st = timed(w, due, host_us, err);
     w->cu.cuMemFree_v2(p);
     return st;
 }
@@ -300,19 +302,28 @@ static double gap_ms(struct wk *w)
 
 /* Sleep until SPIN_MS before t, then spin to t: a timer wake-up is late by
  * tens of microseconds on a busy or virtual host (about 67 us measured on
- * the 2-core CI VMs), which would be counted as the tenant's latency. */
+ * the 2-core CI VMs), which would be counted as the tenant's latency.
+ * Returns the microseconds the host took the CPU meanwhile: each gap of
+ * more than FIGHT_HOST_GAP_US between two clock reads of the spin, and a
+ * timer wake-up that late. */
 #define SPIN_MS 5.0
 
-static void wait_until_ms(double t)
+static double wait_until_ms(double t)
 {
-    double ms = t - SPIN_MS - fight__now_ms();
+    double gap = FIGHT_HOST_GAP_US / 1000.0, wake = t - SPIN_MS, ms = wake - fight__now_ms();
     if (ms > 0) {
         struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
         while (nanosleep(&ts, &ts) != 0 && !stop_flag)
             ;
     }
-    while (fight__now_ms() < t && !stop_flag)
-        ;
+    double last = fight__now_ms(), stalled = ms > 0 && last - wake > gap ? last - wake : 0;
+    while (last < t && !stop_flag) {
+        double now = fight__now_ms();
+        if (now - last > gap)
+            stalled += now - last;
+        last = now;
+    }
+    return stalled * 1000;
 }
 
 static ts_status sla_loop(struct wk *w, struct ts_error *err)
@@ -322,13 +333,13 @@ static ts_status sla_loop(struct wk *w, struct ts_error *err)
     w->rng = w->o->seed ^ 0x51a5eedull;
     ts_status st = TS_OK;
     for (size_t i = 0; i < w->o->requests && st == TS_OK && !stop_flag; i++) {
-        double due = -1;
+        double due = -1, host_us = 0;
         if (open) { /* the schedule never waits for an answer */
-            wait_until_ms(next);
+            host_us = wait_until_ms(next);
             due = next;
             next += gap_ms(w);
         }
-        st = sla_request(w, due, err);
+        st = sla_request(w, due, host_us, err);
     }
     return st;
 }

@@ -52,6 +52,29 @@ assert p["p99_us"] > 2 * c["p99_us"] and f["p99_us"] > 2 * c["p99_us"]
 PY
 then ok; else bad "open loop did not show the stalls the closed loop under-samples"; fi
 
+# the host taking the SLA tenant's CPU is measured: ten SIGSTOPs of 30 ms,
+# one every 200 ms, while it serves 2,500 requests at 1,000 a second (open
+# loop, fixed). A stop that lands while it waits to send shows as one
+# host_us of 30 ms or more; one that lands inside a request (about a fifth
+# of the time on the stand-in) is not seen, so at least 5 of the 10.
+TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker sla --requests 2500 --rate 1000 --arrival fixed \
+    >"$TMP/host.lat" 2>"$TMP/host.err" &
+worker=$!
+sleep 0.3
+for _ in $(seq 10); do kill -STOP $worker; sleep 0.03; kill -CONT $worker; sleep 0.17; done
+wait $worker
+check "the stopped sla worker failed: $(head -3 "$TMP/host.err")" test $? -eq 0
+if python3 - "$TMP/host.lat" <<'PY'
+import sys
+lines = [l.split() for l in open(sys.argv[1]) if l.startswith("latency_us")]
+assert len(lines) == 2500 and all(len(l) == 6 and l[4] == "host_us" for l in lines), len(lines)
+host = [float(l[5]) for l in lines]
+seen = [h for h in host if h >= 30000]
+print("host stalls seen: %d of 10 stops, %.0f ms in all" % (len(seen), sum(host) / 1000))
+assert 5 <= len(seen) <= 10 and sum(seen) >= 5 * 30000, seen
+PY
+then ok; else bad "host_us did not show the stops of the sla tenant"; fi
+
 # the neighbour keeps --noisy-depth operations in flight and reports each;
 # kinds memory (takes the card's memory first) and idle (nothing at all)
 W() { timeout -s TERM "$1" env TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker noisy "${@:2}"; }

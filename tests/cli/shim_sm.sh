@@ -11,9 +11,13 @@
 # process samples every 167 ms; four processes held 6 s, as each starts on a
 # guessed cost until its first sample; and 1 s samples held 8 s).
 # Every figure is each process's own busy time from the stand-in's
-# counters. The card must be measured at least 85% busy for the split to
-# mean anything; when it is not (a loaded machine), the split is reported
-# as SKIPPED, loudly, and only the bound "share + idle time" is checked.
+# counters. The split is the promise only while the card is contended: the
+# limiter holds a tenant to its share when the card is at least 90% busy
+# (sm.c, SATURATED_PPM) and gives idle time away otherwise (work-conserving).
+# So the card must be measured at least 90% busy for the split to be judged;
+# when it is not (a loaded machine starves the 90% tenant), the split is
+# reported as SKIPPED, loudly, and only the bound "share + idle time" is
+# checked.
 # Needs TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
 source "$TESSERA_SRC/tests/lib.sh"
 
@@ -103,8 +107,8 @@ print(f"{sys.argv[5]}: tenant at {want:.2f} got {share:.3f} of the card's busy t
 if a / (secs * 1e9) > want + (1 - min(card, 1)) + 0.05:
     print(f"{sys.argv[5]}: over its share plus the idle time")
     sys.exit(1)
-if card < 0.85:
-    print(f"SKIPPED {sys.argv[5]}: card only {card:.3f} busy (under 0.85, loaded machine): "
+if card < 0.90:
+    print(f"SKIPPED {sys.argv[5]}: card only {card:.3f} busy (under 0.90, loaded machine): "
           "the split is not judged, only the bound share + idle")
     sys.exit(0)
 sys.exit(0 if share - want <= 0.05 and (sys.argv[6] != "map" or want - share <= 0.05) else 1)

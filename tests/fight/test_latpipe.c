@@ -43,15 +43,18 @@ static void good_lines(void **state)
     const char *text = "# the sla tenant\n\nlatency_us 103.5 gpu_us 100.25\n"
                        "latency_us\t7e1\r\nmem_mib 512\nmem_mib 256.5\n"
                        "error cuMemAlloc: out of memory\nerror again\n  latency_us 0  \n"
-                       "latency_us 42";
+                       "latency_us 42\nlatency_us 9 gpu_us 1 host_us 250.5\n"
+                       "latency_us 8 host_us 0";
     for (size_t step = 0; step < 4; step++) {
         struct fight_series s;
         struct ts_error e;
         assert_int_equal(feed(text, step, &s, &e), TS_OK);
-        assert_int_equal(s.n, 4);
-        assert_true(s.lat_us[0] == 103.5 && s.gpu_us[0] == 100.25);
+        assert_int_equal(s.n, 6);
+        assert_true(s.lat_us[0] == 103.5 && s.gpu_us[0] == 100.25 && isnan(s.host_us[0]));
         assert_true(s.lat_us[1] == 70 && isnan(s.gpu_us[1]));
         assert_true(s.lat_us[2] == 0 && s.lat_us[3] == 42);
+        assert_true(s.lat_us[4] == 9 && s.gpu_us[4] == 1 && s.host_us[4] == 250.5);
+        assert_true(s.lat_us[5] == 8 && isnan(s.gpu_us[5]) && s.host_us[5] == 0);
         assert_int_equal(s.errors, 2);
         assert_string_equal(s.first_error, "cuMemAlloc: out of memory");
         assert_true(s.mem_mib_max == 512);
@@ -74,8 +77,16 @@ static void bad_lines(void **state)
          "unknown keyword (latency_us, error, mem_mib): 'bogus'"},
         {"latency_us\n", 1, 11, "latency_us needs a number"},
         {"latency_us 5 gpu_us\n", 1, 20, "gpu_us needs a number"},
-        {"latency_us 5 gpu_us 4 more\n", 1, 23, "unexpected text after the gpu_us value: 'more'"},
-        {"latency_us 5 cpu_us 4\n", 1, 14, "expected 'gpu_us' or the end of the line: 'cpu_us'"},
+        {"latency_us 5 gpu_us 4 more\n", 1, 23,
+         "expected 'host_us' or the end of the line: 'more'"},
+        {"latency_us 5 cpu_us 4\n", 1, 14,
+         "expected 'gpu_us', 'host_us' or the end of the line: 'cpu_us'"},
+        {"latency_us 5 host_us\n", 1, 21, "host_us needs a number"},
+        {"latency_us 5 host_us -2\n", 1, 22, "must be a finite number >= 0: '-2'"},
+        {"latency_us 5 host_us 1 gpu_us 4\n", 1, 24,
+         "unexpected text after the host_us value: 'gpu_us'"},
+        {"latency_us 5 gpu_us 1 gpu_us 4\n", 1, 23,
+         "expected 'host_us' or the end of the line: 'gpu_us'"},
         {"latency_us -1\n", 1, 12, "must be a finite number >= 0: '-1'"},
         {"latency_us 1e999\n", 1, 12, "must be a finite number >= 0: '1e999'"},
         {"latency_us inf\n", 1, 12, "not a decimal number: 'inf'"},
