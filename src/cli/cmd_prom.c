@@ -39,7 +39,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('D', "delay", "DUR", CLI_ALL, "with --follow: stay this far behind now (60s)"),
     CLI_LONG('i', "interval", "DUR", CLI_ALL, "the scrape interval, the query's step (15s)"),
     CLI_LONG('q', "query", "PROMQL", CLI_ALL,
-             "the series read (default {__name__=~\"DCGM_FI_.*\"})"),
+             "the series read (default {__name__=~\"DCGM_FI_.*\"}, or that and Istio's "
+             "istio_requests_total of the used workloads under sharedSplit: usage)"),
     CLI_LONG('t', "timeout", "DUR", CLI_ALL, "the limit of one request (default 60s)"),
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for an https:// URL"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify an https:// URL's certificate"),
@@ -306,6 +307,12 @@ int cmd_meter_prometheus(int argc, char **argv)
         return rc == CLI_HELP ? CLI_OK : rc;
     struct cli_meter m;
     rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
+    struct ts_sbuf query;
+    ts_sbuf_init(&query, 64 * 1024);
+    if (rc == CLI_OK && !a.o.query) {
+        meter_promq_default_query(m.job.model, &query);
+        a.o.query = query.data;
+    }
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     if (rc == CLI_OK && a.follow)
@@ -313,5 +320,6 @@ int cmd_meter_prometheus(int argc, char **argv)
     if (rc == CLI_OK)
         rc = a.follow ? follow(&a, &m) : run(&a, &m);
     cli_meter_close(&m);
+    ts_sbuf_release(&query);
     return rc;
 }

@@ -33,6 +33,11 @@ struct meter_promq_opts {
 ts_status meter_promq_text(const char *body, size_t len, const char *source, struct ts_sbuf *out,
                            struct ts_error *err);
 
+/* The default query: every DCGM_FI_* series and, when the PriceBook splits
+ * shared workloads by usage (sharedSplit: usage), Istio's
+ * istio_requests_total of the workloads some tenant uses. */
+void meter_promq_default_query(const struct spec_model *m, struct ts_sbuf *out);
+
 /* Read [from, to] (both ends, every step) in pieces of METER_PROM_STEPS_MAX
  * steps into in (not finished: the caller calls meter_ingest_finish). */
 ts_status meter_promq_import(const struct meter_promq_opts *o, struct meter_ingest *in,

@@ -11,6 +11,35 @@
 
 #define DEFAULT_QUERY "{__name__=~\"DCGM_FI_.*\"}"
 
+/* Append workload name to list ("|a|b|") unless it is there. */
+static int add_once(struct ts_sbuf *list, const char *name)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "|%s|", name);
+    if (list->len && strstr(list->data, key))
+        return 0;
+    ts_sbuf_printf(list, "%s%s|", list->len ? "" : "|", name);
+    return 1;
+}
+
+void meter_promq_default_query(const struct spec_model *m, struct ts_sbuf *out)
+{
+    ts_sbuf_puts(out, DEFAULT_QUERY);
+    if (!m || !m->pricebook || m->pricebook->shared_split != SPEC_SPLIT_USAGE)
+        return;
+    struct ts_sbuf list;
+    ts_sbuf_init(&list, 64 * 1024);
+    for (size_t t = 0; t < m->ntenants; t++)
+        for (size_t u = 0; u < m->tenants[t].nuses; u++)
+            add_once(&list, m->tenants[t].uses[u].workload);
+    if (list.len > 2) { /* "|a|b|": the names are DNS labels, plain in a regex */
+        list.data[list.len - 1] = '\0';
+        ts_sbuf_printf(out, " or istio_requests_total{destination_workload=~\"%s\"}",
+                       list.data + 1);
+    }
+    ts_sbuf_release(&list);
+}
+
 struct body {
     struct ts_sbuf buf;
 };
@@ -59,7 +88,7 @@ static void range_url(const struct meter_promq_opts *o, int64_t from, int64_t to
         n--;
     ts_sbuf_add(url, o->url, n);
     ts_sbuf_puts(url, "/api/v1/query_range?query=");
-    put_encoded(url, o->query ? o->query : DEFAULT_QUERY);
+    put_encoded(url, o->query ? o->query : DEFAULT_QUERY); /* the CLI sets its own default */
     put_seconds(url, "start", from);
     put_seconds(url, "end", to);
     put_seconds(url, "step", o->step_ms);
