@@ -192,6 +192,7 @@ static struct meter_charge *charge(struct meter_verdict *v, const char *tenant, 
     if (v->ncharges == METER_CHARGES_MAX)
         return NULL;
     struct meter_charge *c = &v->charges[v->ncharges++];
+    c->workload[0] = '\0';
     set(c->tenant, tenant);
     snprintf(c->suffix, sizeof(c->suffix), "%s", suffix);
     c->share_ppm = share;
@@ -309,10 +310,21 @@ static int disagree(const struct meter_ctx *ctx, const struct plan_gpu *g,
 
 /* The plan's card of d and who holds the device at ts_ms (v->planned, by
  * the ledger, else the plan); *held: the ledger's tenant, or NULL. */
+/* An empty verdict. Only its head is cleared (the charges are 26 KB, and
+ * this runs for every device of every scrape); charges[0] reads as no
+ * tenant while there is none. */
+static void verdict_reset(struct meter_verdict *v)
+{
+    v->ncharges = 0;
+    memset(&v->charges[0], 0, sizeof(v->charges[0]));
+    v->planned[0] = v->disagree[0] = '\0';
+    v->violation = v->ambiguous = 0;
+}
+
 static const struct plan_gpu *holder(const struct meter_ctx *ctx, const struct meter_seen *d,
                                      int64_t ts_ms, struct meter_verdict *v, const char **held)
 {
-    memset(v, 0, sizeof(*v));
+    verdict_reset(v);
     const struct plan_gpu *g = plan_card(ctx, d);
     char device[2 * METER_NAME_MAX];
     snprintf(device, sizeof(device), "%s%s%s", has(d->uuid) ? d->uuid : "",
