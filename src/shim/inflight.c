@@ -17,8 +17,9 @@
  * process that made them: it cannot wait for a sibling's). While no
  * estimate exists yet each launch counts as the whole worth. A count goes
  * stale while its process has stopped launching and has not synchronised
- * since its work ran (its siblings are held to one launch in flight each
- * meanwhile); a dead process's slot is reclaimed with its count. The
+ * since its work ran: its siblings ignore a count unchanged for 100 ms
+ * (region.c; the worth runs within 50 ms at the share), and a dead
+ * process's slot is reclaimed with its count. The
  * limiter's tick counts a tracked launch when its event is seen completed,
  * not when it is submitted: its per-launch estimate (busy time / launches)
  * divides the time that ran by the launches that ran, where dividing by

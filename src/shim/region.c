@@ -4,12 +4,13 @@
  * limit holds for the container, not the process.
  *
  * Layout (struct shim_region in shim.h; all fields native-endian):
- *   offset 0   magic "TSCU"  version 2  size (bytes of the struct)
+ *   offset 0   magic "TSCU"  version 4  size (bytes of the struct)
  *          16  limit (the creator's memoryLimit, for inspection)
  *          24  nslots (1024)  hiwater (slots ever used)
  *          32  the SM limiter's bucket (struct shim_sm_state)
- *          ..  slots[1024]: pid, launches in flight (inflight.c), start time,
- *              bytes charged, pid namespace
+ *          ..  slots[1024]: pid, launches in flight (inflight.c) and when
+ *              that count last changed, start time, bytes charged, pid
+ *              namespace
  * The creator sets it up under flock (a dead creator's lock goes with it);
  * a file with another magic, version or size is refused and the shim fails
  * closed. After set-up no lock is taken on the fast path: each process adds
@@ -343,16 +344,30 @@ int shim__region_pids(pid_t *pids, int max)
 void shim__region_inflight_add(int delta)
 {
     struct shim_slot *s = self_slot();
-    if (s)
-        atomic_fetch_add(&s->inflight, (uint32_t)delta);
+    if (!s)
+        return;
+    atomic_fetch_add(&s->inflight, (uint32_t)delta);
+    atomic_store(&s->inflight_at, shim__now_ns());
 }
+
+/* A sibling's count unchanged this long is stale: its launches are the
+ * share's worth at most (smPercent x 50 ms of GPU time), which run within
+ * 50 ms of wall time at the share; it stopped launching and has not
+ * synchronised since, so nothing reaped them. */
+#define INFLIGHT_STALE_NS 100000000ull
 
 uint64_t shim__region_inflight(void)
 {
-    uint64_t total = 0;
+    uint64_t total = 0, now = shim__now_ns();
     uint32_t hw = region ? atomic_load(&region->hiwater) : 0;
-    for (uint32_t i = 0; i < hw && i < SHIM_SLOTS; i++)
-        if (atomic_load(&region->slots[i].pid) > 0)
-            total += atomic_load(&region->slots[i].inflight);
+    const struct shim_slot *mine = self_slot();
+    for (uint32_t i = 0; i < hw && i < SHIM_SLOTS; i++) {
+        const struct shim_slot *s = &region->slots[i];
+        if (atomic_load(&s->pid) <= 0)
+            continue;
+        if (s != mine && now - atomic_load(&s->inflight_at) > INFLIGHT_STALE_NS)
+            continue;
+        total += atomic_load(&s->inflight);
+    }
     return total;
 }

@@ -77,7 +77,7 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 3u
+#define SHIM_REGION_VERSION 4u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
@@ -91,10 +91,11 @@ void shim__config_load(struct shim_config *c);
 
 struct shim_slot {
     _Atomic int32_t pid; /* 0 free, -1 being reclaimed, else owner (its own namespace's pid) */
-    _Atomic uint32_t inflight; /* owner's launches not known to have run (inflight.c) */
-    _Atomic uint64_t start;    /* owner's start time (/proc stat field 22) */
-    _Atomic uint64_t bytes;    /* device memory charged to the owner */
-    _Atomic uint64_t ns;       /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint32_t inflight;    /* owner's launches not known to have run (inflight.c) */
+    _Atomic uint64_t inflight_at; /* CLOCK_MONOTONIC ns of the owner's last change to it */
+    _Atomic uint64_t start;       /* owner's start time (/proc stat field 22) */
+    _Atomic uint64_t bytes;       /* device memory charged to the owner */
+    _Atomic uint64_t ns; /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */

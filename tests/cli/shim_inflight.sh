@@ -82,4 +82,22 @@ print(f"queueing 10% tenant got {share:.3f} of the card's busy time "
       f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), at most {most / 1e6:.1f} ms outstanding")
 sys.exit(0 if abs(share - 0.10) <= 0.05 and most <= 10000000 else 1)
 PY
+
+# Three siblings that stopped launching without synchronising: their counts
+# of launches in flight (together up to three times the worth) stay in the
+# region after their kernels ran. A fourth process, started once they ran,
+# must not be held back by them (a count unchanged for 100 ms is ignored):
+# alone it reaches 3 to 5 in flight (the worth, by the estimate), and so
+# it must beside them (before the fix: 1 or 2, held by their counts).
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+P "$TMP/small" queue 2 1000 300 >"$TMP/solo.out" 2>&1
+rm -f "$TMP/gpu.lock" "$TMP/small.region"
+for i in 1 2 3; do P "$TMP/small" queue 2 1000 100 idle >"$TMP/idle.$i" 2>&1 & done
+sleep 0.8 # their 300 ms of kernels ran; their counts stay
+P "$TMP/small" queue 2 1000 300 >"$TMP/busy.out" 2>&1
+wait
+cat "$TMP/solo.out" "$TMP"/idle.* "$TMP/busy.out"
+solo=$(field max_pending "$TMP/solo.out") beside=$(field max_pending "$TMP/busy.out")
+[ -n "$solo" ] && [ -n "$beside" ] && [ "$solo" -ge 3 ] && [ "$beside" -ge 3 ] && ok \
+    || bad "beside an idle sibling with a stale count: ${beside:-?} in flight at most, alone ${solo:-?}"
 finish
