@@ -1,9 +1,9 @@
 /*
  * backend.h - what a store backend (a database driver) provides, and the
  * columns of the store's tables; private to src/store/. store.c holds all
- * the logic and all the SQL that both dialects accept; a backend only
- * connects, prepares, binds, steps and reports errors. SQL uses $1, $2, ...
- * placeholders, in order, in both dialects.
+ * the logic and all the SQL that both dialects accept (schema.c the
+ * migrations); a backend only connects, prepares, binds, steps and reports
+ * errors. SQL uses $1, $2, ... placeholders, in order, in both dialects.
  */
 #ifndef TS_STORE_BACKEND_H
 #define TS_STORE_BACKEND_H
@@ -32,7 +32,7 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
  * and struct store_ledger_entry; type says how a value is bound and read
  * back: TEXT a string, OPT a string that may be NULL (bound as ""), INT an int64_t, HEX a string kept in a char[65],
  * BLOB bytes with a length. A ledger row's seq is not listed: the database
- * assigns it. store.c's migrations create these columns; their text never
+ * assigns it. schema.c's migrations create these columns; their text never
  * changes, so a migration that adds a column adds it here as well. */
 #define STORE_SAMPLE_COLUMNS(X, SEP)  \
     X(node, TEXT) SEP X(device, TEXT) \
@@ -139,5 +139,12 @@ struct store_ops {
 
 extern const struct store_ops store_sqlite_ops;
 extern const struct store_ops store_pg_ops;
+
+/* schema.c: the newest schema version this build knows (the number of
+ * migrations), and applying migration v (1 .. store__schema_version) on db,
+ * recording v in schema_version; the caller holds the write transaction. */
+extern const int64_t store__schema_version;
+ts_status store__apply_migration(const struct store_ops *ops, void *db, int64_t v,
+                                 struct ts_error *err);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * store.c - the store interface over a backend chosen by URL: migrations,
- * the SQL both dialects share, batching, and turning rows into structs.
- * Backends (sqlite.c, pg.c) only talk to their database; see backend.h.
+ * store.c - the store interface over a backend chosen by URL: migrating
+ * (the migrations themselves are in schema.c), the SQL both dialects share,
+ * batching, and turning rows into structs. Backends (sqlite.c, pg.c) only
+ * talk to their database; see backend.h.
  */
 #include "store/store.h"
 
@@ -112,50 +113,6 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                                        "ORDER BY owner, workload, consumer, ts_ms"},
 };
 
-/* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
- * statement becomes the backend's serial primary key type. Append only,
- * never edit one that has shipped. */
-static const char *const migration_v1[] = {
-    "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
-    " model TEXT NOT NULL, profile TEXT NOT NULL, tenant TEXT NOT NULL, ns TEXT NOT NULL,"
-    " pod TEXT NOT NULL, share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
-    " PRIMARY KEY (device, ts_ms))",
-    "CREATE INDEX samples_ts ON samples (ts_ms)",
-    "CREATE TABLE ledger (seq SERIAL_PK, ts_ms BIGINT NOT NULL, node TEXT NOT NULL,"
-    " gpu_uuid TEXT NOT NULL, instance_uuid TEXT NOT NULL, gi_id TEXT NOT NULL,"
-    " profile TEXT NOT NULL, placement TEXT NOT NULL, tenant TEXT NOT NULL,"
-    " workload TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL,"
-    " prev_hash TEXT NOT NULL, mac TEXT NOT NULL)",
-    NULL};
-/* v2: the latest raw exposition text of each source, for /metrics. BYTEA is
- * PostgreSQL's byte string; SQLite takes any type name and keeps the blob. */
-static const char *const migration_v2[] = {
-    "CREATE TABLE expositions (source TEXT NOT NULL PRIMARY KEY, ts_ms BIGINT NOT NULL,"
-    " body BYTEA NOT NULL)",
-    NULL};
-/* v3: the workload a sample is charged for, so a workload other tenants use
- * can be split among them (PriceBook sharedSplit); "" in older rows. */
-static const char *const migration_v3[] = {
-    "ALTER TABLE samples ADD COLUMN workload TEXT NOT NULL DEFAULT ''", NULL};
-/* v4: a shared workload's request counter per consumer at each scrape
- * (PriceBook sharedSplit: usage). */
-static const char *const migration_v4[] = {
-    "CREATE TABLE requests (owner TEXT NOT NULL, workload TEXT NOT NULL, consumer TEXT NOT NULL,"
-    " ts_ms BIGINT NOT NULL, total BIGINT NOT NULL, PRIMARY KEY (owner, workload, consumer, "
-    "ts_ms))",
-    NULL};
-/* v5: samples arrive in time order, so where the backend has BRIN indexes
- * (PostgreSQL) samples_ts becomes one: a few bytes per range of pages to
- * keep instead of a B-tree entry per row. A statement starting "BRIN:"
- * runs only there; SQLite keeps its B-tree (MAX(ts_ms) reads it). */
-#define BRIN_ONLY "BRIN:"
-static const char *const migration_v5[] = {
-    BRIN_ONLY "DROP INDEX samples_ts",
-    BRIN_ONLY "CREATE INDEX samples_ts ON samples USING brin (ts_ms)", NULL};
-static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
-                                                migration_v4, migration_v5};
-#define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
-
 /* ---- small helpers ---------------------------------------------------- */
 
 static struct store_param p_str(const char *s) { return (struct store_param){.s = s}; }
@@ -195,34 +152,6 @@ static void rollback(struct store *st) { st->ops->exec(st->db, "ROLLBACK", NULL,
 
 /* ---- open, migrate, close --------------------------------------------- */
 
-/* Copy tmpl into dst (size bytes) with the first SERIAL_PK replaced. */
-static void dialect(char *dst, size_t size, const char *tmpl, const char *serial_pk)
-{
-    const char *at = strstr(tmpl, "SERIAL_PK");
-    if (!at)
-        snprintf(dst, size, "%s", tmpl);
-    else
-        snprintf(dst, size, "%.*s%s%s", (int)(at - tmpl), tmpl, serial_pk, at + 9);
-}
-
-static ts_status apply_migration(struct store *st, int64_t v, struct ts_error *err)
-{
-    char sql[2048];
-    const size_t brin_len = strlen(BRIN_ONLY);
-    for (const char *const *m = migrations[v - 1]; *m; m++) {
-        int brin = strncmp(*m, BRIN_ONLY, brin_len) == 0;
-        if (brin && !st->ops->brin)
-            continue;
-        dialect(sql, sizeof(sql), *m + (brin ? brin_len : 0), st->ops->serial_pk);
-        ts_status rc = exec(st, sql, err);
-        if (rc != TS_OK)
-            return rc;
-    }
-    /* v is a constant of this build, not user data */
-    snprintf(sql, sizeof(sql), "INSERT INTO schema_version (version) VALUES (%" PRId64 ")", v);
-    return exec(st, sql, err);
-}
-
 static ts_status migrate_locked(struct store *st, struct ts_error *err)
 {
     ts_status rc = exec(st,
@@ -233,13 +162,13 @@ static ts_status migrate_locked(struct store *st, struct ts_error *err)
     if (rc == TS_OK)
         rc = st->ops->exec(st->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version",
                            row_first_i64, &have, err);
-    if (rc == TS_OK && have > SCHEMA_VERSION)
+    if (rc == TS_OK && have > store__schema_version)
         return ts_err(err, TS_INVALID,
                       "%s: database schema version %" PRId64
                       " is newer than this tessera's (%" PRId64 ")",
-                      st->ops->name, have, SCHEMA_VERSION);
-    for (int64_t v = have + 1; rc == TS_OK && v <= SCHEMA_VERSION; v++)
-        rc = apply_migration(st, v, err);
+                      st->ops->name, have, store__schema_version);
+    for (int64_t v = have + 1; rc == TS_OK && v <= store__schema_version; v++)
+        rc = store__apply_migration(st->ops, st->db, v, err);
     return rc;
 }
 

@@ -87,28 +87,7 @@ expect_in "$TMP/out" "3 device scrapes, 3 new samples, 1 lines rejected"
 # custody: a pod of another tenant on lab's planned 3g.40gb is billed to who used it,
 # reported, and recorded in the ledger (MACed with the key); a device without pods
 # goes to the plan's tenant
-cat > "$TMP/cust.yaml" <<'YAML'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [lab-ns]
-  workloads: [{name: big, kind: inference, memoryHighWaterGiB: 30, p99Ms: 100, trust: untrusted}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: other}
-spec:
-  contract: isolated
-  namespaces: [other-ns]
-YAML
+cp "$TESSERA_FIXTURES/meter/custody.yaml" "$TMP/cust.yaml"
 L='gpu="0",UUID="GPU-c",modelName="NVIDIA H100 80GB HBM3",Hostname="n1",GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"'
 printf 'DCGM_FI_DEV_GPU_UTIL{%s,namespace="other-ns",pod="p1"} 40\n' "$L" > "$TMP/intruder.prom"
 printf 'DCGM_FI_DEV_GPU_UTIL{%s} 0\n' "$L" > "$TMP/idle.prom"

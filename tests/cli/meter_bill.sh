@@ -18,31 +18,14 @@ T0=1767225600 # 2026-01-01T00:00:00Z
 H100='modelName="NVIDIA H100 80GB HBM3",Hostname="n1"'
 
 # The plan of this spec: n1 GPU 0 MIG with team's 1g.10gb, GPU 1 whole to lab.
-cat >"$TMP/spec.yaml" <<'EOF'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 2}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [lab-ns]
-  workloads:
-  - {name: big, kind: training, memoryHighWaterGiB: 75}
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: team}
-spec:
-  contract: shared-trusted
-  namespaces: [team-ns]
+{ # lab-team.yaml on two GPUs, and a workload for team (its last document)
+    sed 's/count: 1}/count: 2}/' "$TESSERA_FIXTURES/meter/lab-team.yaml"
+    cat <<'EOF'
   workloads:
   - {name: a, kind: inference, memoryHighWaterGiB: 8, p99Ms: 100, trust: untrusted}
 EOF
+} >"$TMP/spec.yaml"
+check "the spec has two GPUs" grep -q 'count: 2}' "$TMP/spec.yaml"
 imp() { # imp RC DB FILE
     expect_rc "$1" "$TESSERA" meter import -f "$TMP/spec.yaml" --db "$2" --at "$T0" "$3"
 }

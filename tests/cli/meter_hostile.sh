@@ -144,28 +144,7 @@ expect_rc 0 "$TESSERA" ledger who --db "sqlite:$DB" --instance GPU-1 --at 170000
 expect_in "$TMP/out" 'w\x0a2 2023-11-14T22:13:20Z FORGED'
 
 # ---- stderr: a violation naming a pod with a newline is one line ---------------
-cat > "$TMP/cust.yaml" <<'YAML'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [lab-ns]
-  workloads: [{name: big, kind: inference, memoryHighWaterGiB: 30, p99Ms: 100, trust: untrusted}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: other}
-spec:
-  contract: isolated
-  namespaces: [other-ns]
-YAML
+cp "$TESSERA_FIXTURES/meter/custody.yaml" "$TMP/cust.yaml"
 L='gpu="0",UUID="GPU-c",modelName="NVIDIA H100 80GB HBM3",Hostname="n1",GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"'
 printf 'DCGM_FI_DEV_GPU_UTIL{%s,namespace="other-ns",pod="p\\nFORGED line"} 40\n' "$L" \
     >"$TMP/intruder.prom"

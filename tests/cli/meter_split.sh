@@ -16,29 +16,7 @@ PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 T0=1767225600 # 2026-01-01T00:00:00Z
 
-cat >"$TMP/spec.yaml" <<'EOF'
-apiVersion: tessera.dev/v1alpha1
-kind: Fleet
-metadata: {name: f}
-spec:
-  nodes: [{name: n1, gpus: [{model: h100-80gb-sxm, count: 1}]}]
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: lab}
-spec:
-  contract: isolated
-  namespaces: [lab-ns]
-  workloads:
-  - {name: big, kind: training, memoryHighWaterGiB: 75}
----
-apiVersion: tessera.dev/v1alpha1
-kind: Tenant
-metadata: {name: team}
-spec:
-  contract: shared-trusted
-  namespaces: [team-ns]
-EOF
+cp "$TESSERA_FIXTURES/meter/lab-team.yaml" "$TMP/spec.yaml"
 
 # the history, and the whole's rows "tenant alloc used" by the rule
 python3 - "$TMP/churn.prom" "$T0" >"$TMP/want" <<'PY'

@@ -81,22 +81,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "../check.h"
 
 /* The stand-in's counter; absent (NULL) when built against a real driver. */
 size_t tessera_standin_allocated_bytes(void) __attribute__((weak));
 
-static int failures;
 static size_t peak;
-
-#define CHECK(cond, ...)                                 \
-    do {                                                 \
-        if (!(cond)) {                                   \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                         \
-            printf("\n");                                \
-            failures++;                                  \
-        }                                                \
-    } while (0)
 
 #define MAXN 64
 

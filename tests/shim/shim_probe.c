@@ -43,23 +43,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "../check.h"
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*proc_fn)(const char *, void **, int, cuuint64_t);
 typedef CUresult (*proc2_fn)(const char *, void **, int, cuuint64_t,
                              CUdriverProcAddressQueryResult *);
-
-static int failures;
-
-#define CHECK(cond, ...)                                 \
-    do {                                                 \
-        if (!(cond)) {                                   \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                         \
-            printf("\n");                                \
-            failures++;                                  \
-        }                                                \
-    } while (0)
 
 static void *driver(void)
 {

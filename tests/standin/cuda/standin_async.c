@@ -12,21 +12,10 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+#include "../../check.h"
 
 uint64_t tessera_standin_busy_ns(int pid);
 unsigned tessera_standin_pending(int pid);
-
-static int failures;
-
-#define CHECK(cond, ...)                                 \
-    do {                                                 \
-        if (!(cond)) {                                   \
-            printf("FAIL: %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                         \
-            printf("\n");                                \
-            failures++;                                  \
-        }                                                \
-    } while (0)
 
 static uint64_t now_ns(void)
 {

@@ -1,0 +1,84 @@
+/*
+ * schema.c - the store's schema: each version's migration, in order, and
+ * how one is applied (in the backend's dialect, inside the transaction
+ * store.c's migrate opens). store.c decides which versions to apply.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "store/backend.h"
+
+/* Migrations, in order; version i+1 is migrations[i]. SERIAL_PK in a
+ * statement becomes the backend's serial primary key type. Append only,
+ * never edit one that has shipped. */
+static const char *const migration_v1[] = {
+    "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
+    " model TEXT NOT NULL, profile TEXT NOT NULL, tenant TEXT NOT NULL, ns TEXT NOT NULL,"
+    " pod TEXT NOT NULL, share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
+    " PRIMARY KEY (device, ts_ms))",
+    "CREATE INDEX samples_ts ON samples (ts_ms)",
+    "CREATE TABLE ledger (seq SERIAL_PK, ts_ms BIGINT NOT NULL, node TEXT NOT NULL,"
+    " gpu_uuid TEXT NOT NULL, instance_uuid TEXT NOT NULL, gi_id TEXT NOT NULL,"
+    " profile TEXT NOT NULL, placement TEXT NOT NULL, tenant TEXT NOT NULL,"
+    " workload TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL,"
+    " prev_hash TEXT NOT NULL, mac TEXT NOT NULL)",
+    NULL};
+/* v2: the latest raw exposition text of each source, for /metrics. BYTEA is
+ * PostgreSQL's byte string; SQLite takes any type name and keeps the blob. */
+static const char *const migration_v2[] = {
+    "CREATE TABLE expositions (source TEXT NOT NULL PRIMARY KEY, ts_ms BIGINT NOT NULL,"
+    " body BYTEA NOT NULL)",
+    NULL};
+/* v3: the workload a sample is charged for, so a workload other tenants use
+ * can be split among them (PriceBook sharedSplit); "" in older rows. */
+static const char *const migration_v3[] = {
+    "ALTER TABLE samples ADD COLUMN workload TEXT NOT NULL DEFAULT ''", NULL};
+/* v4: a shared workload's request counter per consumer at each scrape
+ * (PriceBook sharedSplit: usage). */
+static const char *const migration_v4[] = {
+    "CREATE TABLE requests (owner TEXT NOT NULL, workload TEXT NOT NULL, consumer TEXT NOT NULL,"
+    " ts_ms BIGINT NOT NULL, total BIGINT NOT NULL, PRIMARY KEY (owner, workload, consumer, "
+    "ts_ms))",
+    NULL};
+/* v5: samples arrive in time order, so where the backend has BRIN indexes
+ * (PostgreSQL) samples_ts becomes one: a few bytes per range of pages to
+ * keep instead of a B-tree entry per row. A statement starting "BRIN:"
+ * runs only there; SQLite keeps its B-tree (MAX(ts_ms) reads it). */
+#define BRIN_ONLY "BRIN:"
+static const char *const migration_v5[] = {
+    BRIN_ONLY "DROP INDEX samples_ts",
+    BRIN_ONLY "CREATE INDEX samples_ts ON samples USING brin (ts_ms)", NULL};
+static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
+                                                migration_v4, migration_v5};
+#define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
+
+const int64_t store__schema_version = SCHEMA_VERSION;
+
+/* Copy tmpl into dst (size bytes) with the first SERIAL_PK replaced. */
+static void dialect(char *dst, size_t size, const char *tmpl, const char *serial_pk)
+{
+    const char *at = strstr(tmpl, "SERIAL_PK");
+    if (!at)
+        snprintf(dst, size, "%s", tmpl);
+    else
+        snprintf(dst, size, "%.*s%s%s", (int)(at - tmpl), tmpl, serial_pk, at + 9);
+}
+
+ts_status store__apply_migration(const struct store_ops *ops, void *db, int64_t v,
+                                 struct ts_error *err)
+{
+    char sql[2048];
+    const size_t brin_len = strlen(BRIN_ONLY);
+    for (const char *const *m = migrations[v - 1]; *m; m++) {
+        int brin = strncmp(*m, BRIN_ONLY, brin_len) == 0;
+        if (brin && !ops->brin)
+            continue;
+        dialect(sql, sizeof(sql), *m + (brin ? brin_len : 0), ops->serial_pk);
+        ts_status rc = ops->exec(db, sql, NULL, NULL, err);
+        if (rc != TS_OK)
+            return rc;
+    }
+    /* v is a constant of this build, not user data */
+    snprintf(sql, sizeof(sql), "INSERT INTO schema_version (version) VALUES (%" PRId64 ")", v);
+    return ops->exec(db, sql, NULL, NULL, err);
+}
