@@ -312,6 +312,11 @@ int cmd_meter_prometheus(int argc, char **argv)
     if (rc == CLI_OK && !a.o.query) {
         meter_promq_default_query(m.job.model, &query);
         a.o.query = query.data;
+        if (ts_sbuf_status(&query) != TS_OK) {
+            fprintf(stderr, "tessera: meter prometheus: the default query (DCGM and Istio's "
+                            "counter of every used workload) passes 64 KiB: give --query\n");
+            rc = CLI_BAD_INPUT;
+        }
     }
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);

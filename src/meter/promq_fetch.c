@@ -10,6 +10,7 @@
 #include "meter/fetch.h"
 
 #define DEFAULT_QUERY "{__name__=~\"DCGM_FI_.*\"}"
+#define URL_MAX (64 * 1024) /* the query_range URL, the query percent-encoded */
 
 /* Append workload name to list ("|a|b|") unless it is there. */
 static int add_once(struct ts_sbuf *list, const char *name)
@@ -100,7 +101,7 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
 {
     struct ts_sbuf url, lines;
     struct body b;
-    ts_sbuf_init(&url, 64 * 1024);
+    ts_sbuf_init(&url, URL_MAX);
     ts_sbuf_init(&lines, METER_PROM_BODY_MAX);
     ts_sbuf_init(&b.buf, METER_PROM_BODY_MAX);
     range_url(o, from, to, &url);
@@ -115,6 +116,9 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
     struct meter_fetch_sink sink = {on_begin, on_data, &b};
     struct meter_fetch_result res;
     ts_status st = ts_sbuf_status(&url);
+    if (st != TS_OK)
+        ts_err(err, st, "the query (%zu bytes) makes a query_range URL over %d KiB: give a shorter --query",
+               strlen(o->query ? o->query : DEFAULT_QUERY), URL_MAX / 1024);
     if (st == TS_OK)
         st = meter_fetch_get(f, ts_sbuf_str(&url), &fo, &sink, &res, err);
     char shown[512];

@@ -58,4 +58,9 @@ expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/weight.yaml" --url $PROM_URL --
     --db sqlite:$TMP/weight.db --from $T0 --to $((T0 + 3))
 check "requests stored without sharedSplit: usage" \
     test "$(sqlite3 "$TMP/weight.db" "SELECT count(*) FROM requests")" -eq 0
+# a query whose URL would pass 64 KiB is refused before any request, and said
+long=$(python3 -c 'print("{a=\"" + "a" * 70000 + "\"}")')
+expect_rc 2 "$TESSERA" meter prometheus -f "$TMP/usage.yaml" --url $PROM_URL --interval 1s \
+    --db sqlite:$TMP/long.db --from $T0 --to $((T0 + 3)) --query "$long"
+expect_in "$TMP/err" "the query (70006 bytes) makes a query_range URL over 64 KiB: give a shorter --query"
 finish
