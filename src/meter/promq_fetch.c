@@ -117,7 +117,8 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
     struct meter_fetch_result res;
     ts_status st = ts_sbuf_status(&url);
     if (st != TS_OK)
-        ts_err(err, st, "the query (%zu bytes) makes a query_range URL over %d KiB: give a shorter --query",
+        ts_err(err, st,
+               "the query (%zu bytes) makes a query_range URL over %d KiB: give a shorter --query",
                strlen(o->query ? o->query : DEFAULT_QUERY), URL_MAX / 1024);
     if (st == TS_OK)
         st = meter_fetch_get(f, ts_sbuf_str(&url), &fo, &sink, &res, err);
