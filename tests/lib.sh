@@ -50,6 +50,23 @@ use_standin_cuda() {
     export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_TOTAL_MEM=256M
 }
 
+# use_shim_probes: the shim's test programs (tests/shim writes shim-test.env
+# beside $TESSERA: SHIM, PROBE, STANDIN_DIR, SHIM_PRELOAD_FIRST), the
+# stand-in card in $TMP, no CUDA limit taken from the caller's environment,
+# and $preload: what LD_PRELOAD must hold (libasan first in the sanitized
+# build, whose leak check is then off: the probe is not the code under test).
+use_shim_probes() {
+    local envfile
+    envfile="$(dirname "$TESSERA")/shim-test.env"
+    if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit 1; fi
+    # shellcheck disable=SC1090
+    . "$envfile"
+    export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
+    unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
+    preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
+    if [ -n "$SHIM_PRELOAD_FIRST" ]; then export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"; fi
+}
+
 # use_standin_nvml: NVML is the build's stand-in (tests/standin/nvml), its card
 # state $TMP/node.state (a copy of the H100 node of tests/fixtures/agent,
 # h100-mixed.state, which reset_standin_nvml restores), its call log

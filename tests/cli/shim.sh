@@ -13,18 +13,11 @@
 # to $TESSERA. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-envfile="$(dirname "$TESSERA")/shim-test.env"
-if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
-# shellcheck disable=SC1090
-. "$envfile"
+use_shim_probes
 # The stand-in NVML without its state file comes first, so that the SM share
 # measures with the stand-in driver's hook even where a real NVML is installed.
 export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset TESSERA_STANDIN_NVML
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
-unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION
-preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
-[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 
 # P LIMITFILE ARGS...: the probe under the shim with that limit file.
 P() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$PROBE" "$@"; }

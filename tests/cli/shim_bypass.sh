@@ -14,15 +14,8 @@
 # stay within it. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-envfile="$(dirname "$TESSERA")/shim-test.env"
-if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
-# shellcheck disable=SC1090
-. "$envfile"
+use_shim_probes
 export LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock"
-unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION
-preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
-[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 
 limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/$1"; }
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }

@@ -21,19 +21,13 @@
 # Needs TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
 source "$TESSERA_SRC/tests/lib.sh"
 
-envfile="$(dirname "$TESSERA")/shim-test.env"
-if [ ! -f "$envfile" ]; then bad "no $envfile (tests/shim not built)"; finish; exit; fi
-# shellcheck disable=SC1090
-. "$envfile"
+use_shim_probes
+export TESSERA_STANDIN_KERNEL_US=1000
 # The stand-in NVML is on the library path, without its state file (so it
 # cannot initialise and the shim measures with the stand-in driver's hook,
 # even on a machine with a real NVML) until nvml_split gives it one.
 export LD_LIBRARY_PATH="$STANDIN_DIR:$(dirname "$TESSERA")/standin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TESSERA_STANDIN_GPU="$TMP/gpu.lock" TESSERA_STANDIN_KERNEL_US=1000
-unset TESSERA_CUDA_MEMORY_LIMIT TESSERA_CUDA_SM_PERCENT TESSERA_CUDA_REGION TESSERA_CUDA_PID_MAP
 unset TESSERA_STANDIN_NVML TESSERA_STANDIN_NVML_SAMPLE_MS
-preload="${SHIM_PRELOAD_FIRST:+$SHIM_PRELOAD_FIRST }$SHIM"
-[ -n "$SHIM_PRELOAD_FIRST" ] && export ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}"
 SECS=3
 
 if ! unshare --user --map-root-user --pid --fork true 2>"$TMP/unshare.err"; then
