@@ -239,8 +239,10 @@ static ts_status timed(struct wk *w, double due, double host_us, struct ts_error
     float ms = 0;
     CK(w, cuEventElapsedTime(&ms, w->ev0, w->ev1), "cuEventElapsedTime");
     char line[128];
-    int n = snprintf(line, sizeof(line), "latency_us %.3f gpu_us %.3f", lat_us, (double)ms * 1000);
-    snprintf(line + n, sizeof(line) - (size_t)n, due >= 0 ? " host_us %.1f\n" : "\n", host_us);
+    size_t n = (size_t)snprintf(line, sizeof(line), "latency_us %.3f gpu_us %.3f", lat_us,
+                                (double)ms * 1000);
+    n = n < sizeof(line) ? n : sizeof(line) - 1;
+    snprintf(line + n, sizeof(line) - n, due >= 0 ? " host_us %.1f\n" : "\n", host_us);
     return emit(w, line, err);
 }
 

@@ -310,7 +310,7 @@ static int disagree(const struct meter_ctx *ctx, const struct plan_gpu *g,
 
 /* The plan's card of d and who holds the device at ts_ms (v->planned, by
  * the ledger, else the plan); *held: the ledger's tenant, or NULL. */
-/* An empty verdict. Only its head is cleared (the charges are 26 KB, and
+/* An empty verdict. Only its head is cleared (the charges are 37 KB, and
  * this runs for every device of every scrape); charges[0] reads as no
  * tenant while there is none. */
 static void verdict_reset(struct meter_verdict *v)

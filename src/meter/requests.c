@@ -44,6 +44,11 @@ enum meter_request_verdict meter_request_of(const struct spec_model *m,
     const char *dns = meter_label(x, "destination_workload_namespace");
     const char *dwl = meter_label(x, "destination_workload");
     const char *sns = meter_label(x, "source_workload_namespace");
+    const char *reporter = meter_label(x, "reporter");
+    /* both sidecars of a request report it; the shared workload's own sees
+     * every consumer's, with or without a sidecar of their own */
+    if (reporter && strcmp(reporter, "destination") != 0)
+        return METER_REQ_SKIP;
     const struct spec_tenant *own = tenant_of_ns(m, dns);
     const struct spec_use *use = own && dwl ? used(m, own->name, dwl) : NULL;
     if (!use)

@@ -98,6 +98,7 @@ SHIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 
 SHIM_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
 {
+    shim__inflight_release(); /* its events die with it */
     return shim__release(SHIM_TRACK_CTX, (uint64_t)(uintptr_t)ctx, call_destroy,
                          (const void *)SHIM_REAL(cuCtxDestroy), NULL);
 }

@@ -365,7 +365,8 @@ uint64_t shim__region_inflight(void)
         const struct shim_slot *s = &region->slots[i];
         if (atomic_load(&s->pid) <= 0)
             continue;
-        if (s != mine && now - atomic_load(&s->inflight_at) > INFLIGHT_STALE_NS)
+        /* signed: a sibling may have stamped its count after now was read */
+        if (s != mine && (int64_t)(now - atomic_load(&s->inflight_at)) > (int64_t)INFLIGHT_STALE_NS)
             continue;
         total += atomic_load(&s->inflight);
     }

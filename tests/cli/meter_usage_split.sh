@@ -42,6 +42,9 @@ lines = [L % (ns, c, value(ns, c, h), t0 + 3600000 * h) for h in range(25) for n
 lines.append(L % ("client-a-prod", "200", 7, t0))   # a tenant that does not use the pool
 lines.append(L % ('evil\\"ns', "200", 9, t0))       # no tenant at all
 lines.append(L % ("platform-embedding", "200", 9, t0))  # the owner's own: not counted
+# the consumer's own sidecar reports the same requests again: only the destination's count
+S = L.replace("source_workload_namespace", 'reporter="source",source_workload_namespace')
+lines += [S % ("rag-e", "200", 10**6 * h, t0 + 3600000 * h) for h in range(25)]
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
 want = {}
 for ns, c in series:
