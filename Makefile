@@ -2,7 +2,8 @@
 #   make demo    install what the demo runs, build, run the worked example,
 #                then serve the console until Ctrl-C (DEMO_NONINTERACTIVE=1: stop)
 #   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
-#                targets), run every test and replay the fuzz corpora
+#                targets), run every test, the end-to-end tests against a real
+#                Kubernetes control plane, and replay the fuzz corpora
 # and, for maintainers: make bench, make fuzz, make format, make clean,
 # make screenshots (the console's pages as PNGs, README's two into docs/img/),
 # make image (the OCI image build/tessera-image.oci.tar), make deb (the
@@ -12,11 +13,13 @@ JOBS     ?= $(shell nproc)
 BUILD    := build
 ASAN     := build-asan
 FUZZ     := build-fuzz
+E2E_BIN  := build-e2e/bin
 TESSERA  := $(BUILD)/tessera
 FUZZ_SECONDS ?= 600
 
 .PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz deps-package build demo \
-        check check-format check-build check-asan check-fuzz bench fuzz image deb \
+        check check-format check-build check-asan check-fuzz check-e2e e2e e2e-build \
+        bench fuzz image deb \
         format clean docs screenshots
 
 all: build
@@ -58,7 +61,7 @@ demo: deps-demo deps-build $(BUILD)/build.ninja
 image deb: deps-package deps-build $(BUILD)/build.ninja
 	ninja -C $(BUILD) $@
 
-check: deps-check check-format check-build check-asan check-fuzz
+check: deps-check check-format check-build check-e2e check-asan check-fuzz
 
 # The code style (.clang-format): check-format fails on a file that differs,
 # format rewrites them.
@@ -68,8 +71,20 @@ check-format: deps-check
 format:
 	scripts/check-format --fix
 
-check-build: build
+# The test control plane (kube-apiserver, controller-manager, scheduler,
+# kubectl, etcd, KWOK, Kueue) from the Go module proxy, pinned in
+# tests/e2e/*/go.mod: minutes the first time, seconds once Go's cache is warm.
+e2e-build:
+	tests/e2e/build $(E2E_BIN)
+
+# kubectl for the tests that read deploy/ with kustomize is the one built here
+check-build: build e2e-build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The end-to-end tests (tests/e2e/run): every scenario against one control
+# plane on loopback, in a network namespace of their own.
+check-e2e e2e: deps-check build e2e-build
+	TESSERA=$(CURDIR)/$(TESSERA) tests/e2e/run
 
 $(ASAN)/build.ninja:
 	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON
@@ -110,4 +125,4 @@ screenshots: deps-check build
 	cp $(BUILD)/screenshots/tenant.png docs/img/console-tenant.png
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(FUZZ) out
+	rm -rf $(BUILD) $(ASAN) $(FUZZ) build-e2e out

@@ -89,17 +89,22 @@ static json_t *quota(const struct render_ctx *c, const struct spec_tenant *t, co
     return o;
 }
 
+/* The most of each device-plugin resource one container may ask for, and a
+ * default of 0: without one the API server defaults a container's limit to
+ * the max, and every container of the namespace would take a GPU. */
 static json_t *limit_range(const struct render_ctx *c, const struct spec_tenant *t, const char *ns)
 {
-    json_t *max = json_object();
+    json_t *max = json_object(), *zero = json_object();
     for (size_t i = 0; i < c->nplugin; i++) {
         double total, one;
         plugin_count(c, t, ns, c->plugin[i], &total, &one);
         json_object_set_new(max, c->plugin[i], amount(c->plugin[i], one));
+        json_object_set_new(zero, c->plugin[i], amount(c->plugin[i], 0));
     }
     json_t *o = render__object("v1", "LimitRange", "tessera-gpu-limits", ns);
     json_object_set_new(o, "spec",
-                        json_pack("{s:[{s:s, s:o}]}", "limits", "type", "Container", "max", max));
+                        json_pack("{s:[{s:s, s:o, s:O, s:o}]}", "limits", "type", "Container", "max",
+                                  max, "default", zero, "defaultRequest", zero));
     return o;
 }
 

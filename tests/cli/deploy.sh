@@ -4,19 +4,20 @@
 # documents, the components agree with each other (tests/tools/check_deploy.py:
 # one image, referenced objects, ports, the shim's path, the store's Secret,
 # RBAC, security), and the webhook keeps the settings issue 4 asks of it.
-# kubectl is required (scripts/install-deps check installs kubernetes-client):
-# without it this test fails, it does not skip.
+# kubectl is required ($KUBECTL: the one tests/e2e/build makes, as make check
+# builds it before the tests): without it this test fails, it does not skip.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 V="/usr/bin/python3 tests/tools/validate_openapi.py tests/fixtures/schemas/openapi-1.35"
 C="/usr/bin/python3 tests/tools/check_deploy.py"
 VERSION=$(sed -n 's/^project(tessera VERSION \([0-9.]*\) .*/\1/p' CMakeLists.txt)
-if ! command -v kubectl >/dev/null; then
-    bad "kubectl is missing: scripts/install-deps check installs it (kubernetes-client)"
+KUBECTL=${KUBECTL:-kubectl}
+if ! command -v "$KUBECTL" >/dev/null; then
+    bad "kubectl is missing ($KUBECTL): make e2e-build builds it"
     finish
     exit 1
 fi
-render() { kubectl kustomize "$1" >"$2" 2>"$TMP/kerr" || { cat "$TMP/kerr"; return 1; }; }
+render() { "$KUBECTL" kustomize "$1" >"$2" 2>"$TMP/kerr" || { cat "$TMP/kerr"; return 1; }; }
 for d in deploy deploy/base deploy/overlays/sqlite deploy/overlays/postgres; do
     out="$TMP/$(echo "$d" | tr / _).yaml"
     check "kubectl kustomize $d" render "$d" "$out"
@@ -156,9 +157,18 @@ import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 dep = docs["Deployment"]["spec"]
 assert dep["replicas"] == 2
-aff = dep["template"]["spec"]["affinity"]["podAntiAffinity"]
-assert aff["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == "kubernetes.io/hostname"
-assert docs["PodDisruptionBudget"]["spec"]["minAvailable"] == 1
+# spread preferred, never required: one node runs both replicas, two nodes
+# can upgrade (tests/e2e/scenarios/50-rollout.sh rolls them out)
+pod = dep["template"]["spec"]
+aff = pod["affinity"]["podAntiAffinity"]
+assert "requiredDuringSchedulingIgnoredDuringExecution" not in aff, aff
+assert aff["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+assert all(c["whenUnsatisfiable"] == "ScheduleAnyway" for c in pod["topologySpreadConstraints"])
+assert dep["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}, dep["strategy"]
+assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+pdb = docs["PodDisruptionBudget"]["spec"]
+assert pdb["maxUnavailable"] == 1 and "minAvailable" not in pdb, pdb
+assert pdb["unhealthyPodEvictionPolicy"] == "AlwaysAllow", pdb
 wh = docs["ValidatingWebhookConfiguration"]["webhooks"][0]
 assert wh["admissionReviewVersions"] == ["v1"] and wh["sideEffects"] == "None"
 assert wh["failurePolicy"] == "Fail" and wh["timeoutSeconds"] == 5

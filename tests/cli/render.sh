@@ -164,6 +164,10 @@ for t, ts in tenants.items():
         assert len(lr) == 1, (t, ns, "one LimitRange")
         mx = lr[0]["spec"]["limits"][0]["max"]
         assert set(mx) == plugin, (t, ns, sorted(set(mx) ^ plugin))
+        # a default of 0, or the API server defaults every container to the max
+        for k in ("default", "defaultRequest"):
+            dflt = lr[0]["spec"]["limits"][0][k]
+            assert set(dflt) == plugin and all(qty(v) == 0 for v in dflt.values()), (t, ns, k, dflt)
         for r in plugin:
             assert abs(qty(mx[r]) - dp_one.get((ns, r), 0)) < 1, (t, ns, r, mx[r])
         # Kueue: the namespace's ClusterQueue holds the same numbers
