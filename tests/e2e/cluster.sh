@@ -160,14 +160,27 @@ cp_start_controllers() {
         --authorization-kubeconfig "$CP_DIR/scheduler.kubeconfig" \
         --leader-elect=false --secure-port 0 --v=1
     # KWOK keeps the nodes annotated kwok.x-k8s.io/node=fake alive (leases,
-    # Ready) and moves the pods bound to them through Running; its default
-    # stages, no CRDs
+    # Ready) and moves the pods bound to them through Running, with the stages
+    # its own release ships (node: fast + heartbeat with lease; pod: fast)
+    cp_kwok_stages >"$CP_DIR/kwok-stages.yaml" || cp_fail "KWOK's stages"
     cp_daemon kwok "$CP_BIN/kwok" --kubeconfig "$CP_DIR/kwok.kubeconfig" \
+        --config "$CP_DIR/kwok-stages.yaml" \
         --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
         --cidr 10.214.0.0/16 --node-ip 10.214.255.1 --server-address "127.0.0.1:$(free_port)"
     # the service-account controller runs once default has its account
     cp_wait 90 "kube-controller-manager made no service account" \
         kc -n default get serviceaccount default
+}
+
+# cp_kwok_stages: the Stage objects of the KWOK release tests/e2e/kwok pins,
+# from its module's kustomize/stage folders.
+cp_kwok_stages() {
+    local dir s
+    dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok) || return 1
+    for s in node/fast node/heartbeat-with-lease pod/fast; do
+        "$CP_BIN/kubectl" kustomize "$dir/kustomize/stage/$s" || return 1
+        echo "---"
+    done
 }
 
 # cp_start: the whole control plane, stopped on exit.

@@ -9,7 +9,6 @@
 # selector and its endpoint is this test's host address (the API server routes
 # webhook calls to endpoints, --enable-aggregator-routing).
 WH_PORT=8443
-kc -n tessera-system scale deployment tessera-webhook --replicas 0 >/dev/null
 kc -n tessera-system patch service tessera-webhook --type json \
     -p '[{"op":"remove","path":"/spec/selector"}]' >/dev/null || bad "service selector"
 kc apply -f - >"$TMP/ep.out" 2>&1 <<EOF || { bad "webhook endpoints"; cat "$TMP/ep.out"; }
@@ -25,14 +24,14 @@ EOF
 "$TESSERA" cert --dir "$TMP/wh-tls" >"$TMP/cert.yaml" || bad "tessera cert"
 kc apply --server-side --field-manager=tessera-cert -f "$TMP/cert.yaml" >/dev/null || bad "cert apply"
 
+# wh_start: the webhook as deploy/ runs it (its own log in $CP_DIR/webhook.log);
+# it stays up for the later scenarios and stops with the control plane
 wh_start() {
-    "$TESSERA" serve -f "$TESSERA_SRC/examples/four-h100.yaml" \
+    cp_daemon webhook "$TESSERA" serve -f "$TESSERA_SRC/examples/four-h100.yaml" \
         --tls-cert "$TMP/wh-tls/tls.crt" --tls-key "$TMP/wh-tls/tls.key" \
         --listen "$CP_HOST_IP:$WH_PORT" --health-listen "127.0.0.1:$(free_port)" \
-        --shim-path /opt/tessera/lib/libtessera-cuda.so --reserve-for 127.0.0.0/8 \
-        >"$TMP/webhook.log" 2>&1 &
-    WH_PID=$!
-    echo "$WH_PID" >>"$CP_DIR/pids"
+        --shim-path /opt/tessera/lib/libtessera-cuda.so --reserve-for "$CP_HOST_IP/32"
+    WH_PID=${CP_PIDS[-1]}
     cp_wait 20 "tessera serve did not listen" bash -c "echo >/dev/tcp/$CP_HOST_IP/$WH_PORT"
 }
 wh_stop() { kill "$WH_PID" 2>/dev/null; wait "$WH_PID" 2>/dev/null; }
@@ -104,4 +103,3 @@ check "a hung webhook held the API server ${dt}s (timeoutSeconds 5)" [ "$dt" -ge
 kill -CONT "$WH_PID"
 cp_wait 30 "the webhook did not recover" probe
 create allowed client-a-prod after
-wh_stop

@@ -1,0 +1,56 @@
+# 50-rollout.sh - the webhook Deployment of deploy/ on 1, 2 and 3 simulated
+# nodes, with and without every worker tainted for GPU work only: each
+# rollout and each upgrade completes, and at least one replica is Ready
+# throughout an upgrade (the configuration fails closed: no ready replica,
+# no tenant pod). Needs 10-apply.sh's deploy/.
+
+WH="-n tessera-system deployment/tessera-webhook"
+
+# ready_pods: the webhook's pods that are Ready now
+ready_pods() {
+    kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-webhook \
+        -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{" "}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' |
+        grep -c '^ True$'
+}
+
+# upgrade WHAT: a new template (as a new image would), watched until done;
+# fails when it does not finish in 90 s or when no replica was Ready at
+# some moment of it.
+upgrade() {
+    local what=$1 min=99 n
+    UPGRADES=$((${UPGRADES:-0} + 1))
+    kc -n tessera-system patch deployment tessera-webhook --type merge \
+        -p "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"e2e.tessera.dev/upgrade\":\"$UPGRADES\"}}}}}" \
+        >/dev/null || { bad "$what: new template"; return; }
+    local deadline=$((SECONDS + 90)) done=""
+    while [ $SECONDS -lt $deadline ]; do
+        n=$(ready_pods)
+        [ "$n" -lt "$min" ] && min=$n
+        if kc rollout status $WH --timeout 1s >/dev/null 2>&1; then done=1; break; fi
+    done
+    if [ -n "$done" ]; then ok; else
+        bad "$what: the upgrade did not finish in 90 s"
+        kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-webhook -o wide
+        kc -n tessera-system describe pods -l app.kubernetes.io/name=tessera-webhook | grep -A3 Events | head -20
+    fi
+    check "$what: a replica was Ready throughout the upgrade (fewest: $min)" [ "$min" -ge 1 ]
+}
+
+# the webhook as deploy/ installs it, endpoints back to its pods
+kc apply --server-side --force-conflicts -k "$TMP/deploy-e2e" >/dev/null || bad "deploy/ again"
+for n in 1 2 3; do
+    kwok_node "e2e-node-$n"
+    if kc rollout status $WH --timeout 90s >/dev/null 2>&1; then ok; else
+        bad "rollout on $n node(s) did not finish"; kc -n tessera-system get pods -o wide; fi
+    upgrade "$n node(s)"
+    # every worker a GPU node tainted for GPU work only
+    for i in $(seq "$n"); do
+        kc taint node "e2e-node-$i" nvidia.com/gpu=present:NoSchedule --overwrite >/dev/null
+    done
+    upgrade "$n tainted GPU node(s)"
+    for i in $(seq "$n"); do kc taint node "e2e-node-$i" nvidia.com/gpu- >/dev/null; done
+done
+# two replicas on three nodes: spread over two
+hosts=$(kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-webhook \
+    -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)
+check "the replicas are spread over nodes ($hosts)" [ "$hosts" -eq 2 ]
