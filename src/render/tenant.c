@@ -103,8 +103,8 @@ static json_t *limit_range(const struct render_ctx *c, const struct spec_tenant 
     }
     json_t *o = render__object("v1", "LimitRange", "tessera-gpu-limits", ns);
     json_object_set_new(o, "spec",
-                        json_pack("{s:[{s:s, s:o, s:O, s:o}]}", "limits", "type", "Container", "max",
-                                  max, "default", zero, "defaultRequest", zero));
+                        json_pack("{s:[{s:s, s:o, s:O, s:o}]}", "limits", "type", "Container",
+                                  "max", max, "default", zero, "defaultRequest", zero));
     return o;
 }
 

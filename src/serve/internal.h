@@ -62,6 +62,7 @@ void serve_capacity_text(struct ts_sbuf *out);
 struct serve_metrics {
     atomic_ulong requests_allowed, requests_denied, requests_bad, requests_other;
     atomic_ulong in_flight, reloads_ok, reloads_failed, tls_reloads;
+    atomic_llong tls_not_after;          /* the serving certificate's end, Unix seconds */
     atomic_ulong tls_failed;             /* handshakes that failed: plain HTTP, old TLS */
     atomic_ulong deadline_cut;           /* connections cut for a request over its deadline */
     atomic_ulong decode_refused;         /* reviews over the decode memory */
@@ -214,5 +215,9 @@ int serve_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_dn
                        unsigned int *pcert_length, gnutls_privkey_t *key);
 /* For the GnuTLS callback, which has no user data. */
 extern struct serve_state *serve_current_state;
+/* Certificates loaded so far: a connection opened under an older one is
+ * closed after its next answer, so that clients meet the new certificate at
+ * once rather than when they next reconnect (server.c). */
+extern atomic_ulong serve_tls_generation;
 
 #endif

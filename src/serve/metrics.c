@@ -190,6 +190,12 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
                    atomic_load(&m->reloads_ok), atomic_load(&m->reloads_failed));
     counter(o, "tessera_tls_reloads_total", "Certificate reloads.", "",
             atomic_load(&m->tls_reloads));
+    ts_sbuf_printf(o,
+                   "# HELP tessera_tls_certificate_expiry_timestamp_seconds When the serving "
+                   "certificate in use expires (Unix time).\n"
+                   "# TYPE tessera_tls_certificate_expiry_timestamp_seconds gauge\n"
+                   "tessera_tls_certificate_expiry_timestamp_seconds %lld\n",
+                   (long long)atomic_load(&m->tls_not_after));
     counter(o, "tessera_tls_handshake_failures_total",
             "TLS handshakes that failed: plain HTTP to the TLS port, TLS below 1.2, a "
             "connection closed before its handshake finished.",

@@ -62,7 +62,8 @@ struct tracked {
     int tls_done;     /* its TLS handshake has finished */
     double start;     /* of the handshake, then of the current request */
     size_t slot;
-    const void *conn; /* the MHD_Connection, to find it from its TLS session */
+    const void *conn;             /* the MHD_Connection, to find it from its TLS session */
+    unsigned long tls_generation; /* serve_tls_generation when it opened */
 };
 
 static struct {
@@ -123,6 +124,7 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
         t->reserved = reserved;
         t->tls_done = 0;
         t->conn = conn;
+        t->tls_generation = atomic_load(&serve_tls_generation);
         t->start = now_s();
         track_start(t);
     } else {
@@ -213,6 +215,15 @@ static void secure(struct MHD_Response *r)
         MHD_add_response_header(r, SECURITY_HEADERS[i][0], SECURITY_HEADERS[i][1]);
 }
 
+/* Whether conn opened under a certificate since replaced. */
+static int stale_certificate(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const struct tracked *t = ci ? ci->socket_context : NULL;
+    return t && t->tls_generation != atomic_load(&serve_tls_generation);
+}
+
 enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
                             const char *body, size_t len, const char *const *headers)
 {
@@ -225,6 +236,8 @@ enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const 
     for (size_t i = 0; headers && headers[i]; i += 2)
         if (headers[i + 1])
             MHD_add_response_header(r, headers[i], headers[i + 1]);
+    if (stale_certificate(conn))
+        MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <gnutls/x509.h>
 #include "util/file.h"
 
 struct serve_state *serve_current_state;
@@ -240,6 +241,22 @@ static void reload_policy(struct serve_state *s)
     ts_log(s->opt->log_json, "info", "policy loaded", kv, 1);
 }
 
+/* The end of the serving certificate's validity, for the expiry metric (an
+ * alert fires before it: deploy/base/alerts.yaml); 0 where it cannot be read. */
+static long long tls_not_after(const struct serve_tls *t)
+{
+    gnutls_x509_crt_t crt;
+    long long end = 0;
+    if (t->npcert == 0 || gnutls_x509_crt_init(&crt) < 0)
+        return 0;
+    if (gnutls_x509_crt_import(crt, &t->pcert[0].cert, GNUTLS_X509_FMT_DER) >= 0)
+        end = (long long)gnutls_x509_crt_get_expiration_time(crt);
+    gnutls_x509_crt_deinit(crt);
+    return end > 0 ? end : 0;
+}
+
+atomic_ulong serve_tls_generation;
+
 static void reload_tls(struct serve_state *s)
 {
     struct ts_error e = {0};
@@ -258,6 +275,8 @@ static void reload_tls(struct serve_state *s)
     s->tls = t;
     pthread_mutex_unlock(&s->lock);
     atomic_fetch_add(&s->metrics.tls_reloads, 1);
+    atomic_fetch_add(&serve_tls_generation, 1);
+    atomic_store(&s->metrics.tls_not_after, tls_not_after(t));
     ts_log(s->opt->log_json, "info", "certificate loaded", NULL, 0);
 }
 
@@ -291,6 +310,7 @@ ts_status serve_state_init(struct serve_state *s, const struct serve_options *op
     s->tls = load_tls(opt, err);
     if (!s->tls)
         return err->code ? err->code : TS_INVALID;
+    atomic_store(&s->metrics.tls_not_after, tls_not_after(s->tls));
     s->cert_mtime = cert_mtime(opt);
     s->spec_mtime = spec_mtime(opt);
     struct serve_policy *p = load_policy(s);

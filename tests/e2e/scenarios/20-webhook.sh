@@ -27,9 +27,10 @@ kc apply --server-side --field-manager=tessera-cert -f "$TMP/cert.yaml" >/dev/nu
 # wh_start: the webhook as deploy/ runs it (its own log in $CP_DIR/webhook.log);
 # it stays up for the later scenarios and stops with the control plane
 wh_start() {
+    WH_HEALTH=127.0.0.1:$(free_port)
     cp_daemon webhook "$TESSERA" serve -f "$TESSERA_SRC/examples/four-h100.yaml" \
         --tls-cert "$TMP/wh-tls/tls.crt" --tls-key "$TMP/wh-tls/tls.key" \
-        --listen "$CP_HOST_IP:$WH_PORT" --health-listen "127.0.0.1:$(free_port)" \
+        --listen "$CP_HOST_IP:$WH_PORT" --health-listen "$WH_HEALTH" \
         --shim-path /opt/tessera/lib/libtessera-cuda.so --reserve-for "$CP_HOST_IP/32"
     WH_PID=${CP_PIDS[-1]}
     cp_wait 20 "tessera serve did not listen" bash -c "echo >/dev/tcp/$CP_HOST_IP/$WH_PORT"
