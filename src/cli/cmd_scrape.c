@@ -14,6 +14,7 @@
 #include "catalog/catalog.h"
 #include "cli/cli.h"
 #include "decide/decide.h"
+#include "meter/discover.h"
 #include "meter/scrape.h"
 #include "plan/plan.h"
 #include "spec/spec.h"
@@ -43,6 +44,12 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
     CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
     CLI_LONG('u', "target", "URL", CLI_ALL, "a dcgm-exporter's /metrics (repeat for several)"),
+    CLI_LONG('D', "discover", "NS/SVC[:PORT]", CLI_ALL,
+             "every ready endpoint of a Service, from the API each round"),
+    CLI_LONG('A', "api-server", "URL", CLI_ALL, "the Kubernetes API (default: the pod's own)"),
+    CLI_LONG('T', "api-token-file", "FILE", CLI_ALL,
+             "its bearer token (default: the pod's service-account token)"),
+    CLI_LONG('Y', "api-ca-file", "FILE", CLI_ALL, "its CA (default: the pod's service-account CA)"),
     CLI_LONG('i', "interval", "DUR", CLI_ALL, "time between rounds (default 15s)"),
     CLI_LONG('t', "timeout", "DUR", CLI_ALL, "the limit of one attempt (default 5s)"),
     CLI_LONG('C', "connect-timeout", "DUR", CLI_ALL,
@@ -63,6 +70,8 @@ static const struct cli_opt OPTS[] = {
 const struct cli_verb cli_verb_scrape = {
     "meter",
     "usage: tessera meter scrape -f SPEC --db DB --target URL [--target URL ...]\n"
+    "                            | --discover NS/SERVICE[:PORT] [--api-server URL]\n"
+    "                              [--api-token-file FILE] [--api-ca-file FILE]\n"
     "                            [--interval 15s] [--timeout 5s] [--connect-timeout T]\n"
     "                            [--retries 3] [--count N] [--max-body 256M]\n"
     "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n"
@@ -76,6 +85,12 @@ const struct cli_verb cli_verb_scrape = {
     "body over --max-body is not. Scrapes the store could not take wait and are\n"
     "flushed again before each round and, for up to 30 s, at the end. Each target's\n"
     "latest body (up to 16 MiB) is kept for tenant-labelled /metrics.\n"
+    "--discover: before each round, the ready endpoints of the Service's\n"
+    "EndpointSlices (one exporter per node, PORT a name or number; default its only\n"
+    "port) read through the Kubernetes API (RBAC: list endpointslices in NS) are the\n"
+    "targets, http://ADDRESS:PORT/metrics each; the Service's own address would reach\n"
+    "one node's exporter at random. When the API cannot be read the previous list\n"
+    "stays (msg=discover result=failed).\n"
     "Runs --count rounds, or until SIGINT/SIGTERM (the current round finishes).\n"
     "Before each round, when a -f or --catalog file changed (inode, size, mtime) or\n"
     "after SIGHUP, the spec is loaded again; the next rounds are charged by it. If it\n"
@@ -98,6 +113,9 @@ struct scrape_args {
     size_t ntargets;
     struct meter_scrape_opts o;
     int have_connect;
+    const char *discover;
+    struct meter_discover_opts disc;
+    char disc_buf[256];
 };
 
 /* "1048576", "64K", "256M", "1G" into bytes; 1 on success. */
@@ -149,6 +167,10 @@ static int parse_flag(struct scrape_args *a, int c, const char *arg)
     case 'g': return cli_files_add(&a->catalog, arg);
     case 'd': a->db = arg; return 1;
     case 'u': return add_target(a, arg);
+    case 'D': a->discover = arg; return 1;
+    case 'A': a->disc.api = arg; return meter_fetch_url_ok(arg);
+    case 'T': a->disc.token_file = arg; return 1;
+    case 'Y': a->disc.ca_file = arg; return 1;
     case 'k': a->keyfile = arg; return 1;
     case 'c': f->cacert = arg; return 1;
     case 'K': f->insecure = 1; return 1;
@@ -184,9 +206,15 @@ static int parse_args(int argc, char **argv, struct scrape_args *a)
         cli_help(&cli_verb_scrape, CLI_ALL);
     if (rc != CLI_OK)
         return rc;
-    if (!a->spec.n || !a->db || !a->ntargets || optind < argc) {
-        fprintf(stderr, "tessera: meter scrape needs -f SPEC, --db DB and --target URL "
-                        "(see tessera meter scrape --help)\n");
+    if (!a->spec.n || !a->db || !(a->ntargets || a->discover) || optind < argc) {
+        fprintf(stderr, "tessera: meter scrape needs -f SPEC, --db DB and --target URL or "
+                        "--discover NS/SERVICE (see tessera meter scrape --help)\n");
+        return CLI_BAD_INPUT;
+    }
+    struct ts_error e = {0};
+    if (a->discover &&
+        meter_discover_spec(a->discover, a->disc_buf, sizeof(a->disc_buf), &a->disc, &e) != TS_OK) {
+        fprintf(stderr, "tessera: meter scrape: %s\n", e.msg);
         return CLI_BAD_INPUT;
     }
     if (!a->have_connect)
@@ -411,6 +439,55 @@ static void reload_free(struct reload *rl)
     }
 }
 
+/* ---- --discover --------------------------------------------------------- */
+
+struct discovered {
+    const struct meter_discover_opts *o;
+    struct meter_fetch *f;
+    struct meter_target *v;
+    size_t n, logged;
+    long failed, empty; /* rounds whose list could not be read; found none ready */
+    const char *urls[METER_DISCOVER_TARGETS_MAX];
+};
+
+static void log_discover(const struct discovered *d, const struct ts_error *e)
+{
+    char n[32];
+    snprintf(n, sizeof(n), "%zu", d->n);
+    struct ts_log_kv kv[] = {{"result", e ? "failed" : "ok"},
+                             {"service", d->o->service},
+                             {"targets", n},
+                             {"error", e ? e->msg : ""}};
+    ts_log(log_json, e || !d->n ? "error" : "info", "discover", kv, e ? 4 : 3);
+}
+
+/* meter_scrape_opts.retarget: the Service's ready endpoints now, or NULL
+ * (the previous list stays) when the API could not be read. Logged when
+ * the count changes, when none is ready, and on every failure. */
+static const char *const *retarget(void *arg, size_t *n)
+{
+    struct discovered *d = arg;
+    struct meter_target *v;
+    size_t k;
+    struct ts_error e = {0};
+    if (meter_discover(d->f, d->o, &v, &k, &e) != TS_OK) {
+        d->failed++;
+        log_discover(d, &e);
+        return NULL;
+    }
+    d->empty += !k;
+    free(d->v);
+    d->v = v;
+    d->n = k;
+    for (size_t i = 0; i < k; i++)
+        d->urls[i] = v[i].url;
+    if (k != d->logged || !k)
+        log_discover(d, NULL);
+    d->logged = k;
+    *n = k;
+    return d->urls;
+}
+
 /* ---- the command ------------------------------------------------------ */
 
 static void install_signals(void)
@@ -453,17 +530,40 @@ int cmd_meter_scrape(int argc, char **argv)
     if (rc == CLI_OK && a.listen && serve_status_start(a.listen, status, NULL, &http, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     rl.st = m.st;
+    struct discovered *d = a.discover ? calloc(1, sizeof(*d)) : NULL;
+    if (rc == CLI_OK && a.discover) {
+        a.disc.fetch = a.o.fetch;
+        if (!d)
+            ts_err(&e, TS_NOMEM, "out of memory");
+        if (!d || meter_fetch_new(&d->f, &e) != TS_OK)
+            rc = cli_fail(&e, CLI_DOING);
+        else {
+            d->o = &a.disc;
+            a.o.retarget = retarget;
+            a.o.retarget_arg = d;
+        }
+    }
     if (rc == CLI_OK) {
         a.o.refresh = refresh;
         a.o.refresh_arg = &rl;
         install_signals();
         if (meter_scrape_run(&m.ctx, m.st, &a.o, log_event, &m, &t, &e) != TS_OK)
             rc = cli_fail(&e, CLI_DOING);
-        printf("rounds=%ld scrapes=%zu failed=%zu rejected=%zu new_samples=%zu lost=%zu\n",
-               t.rounds, t.scrapes, t.failed, t.rejected, t.inserted, t.lost);
+        printf("rounds=%ld scrapes=%zu failed=%zu rejected=%zu new_samples=%zu lost=%zu", t.rounds,
+               t.scrapes, t.failed, t.rejected, t.inserted, t.lost);
+        if (d)
+            printf(" discover_failed=%ld discover_empty=%ld", d->failed, d->empty);
+        printf("\n");
     }
+    /* a round without its exporters billed nothing: that is a failure too */
+    int undiscovered = d && (d->failed || d->empty);
     serve_status_stop(http);
+    if (d) {
+        meter_fetch_free(d->f);
+        free(d->v);
+        free(d);
+    }
     reload_free(&rl);
     cli_meter_close(&m);
-    return rc == CLI_OK && (t.failed || t.lost || t.rejected) ? CLI_FAIL : rc;
+    return rc == CLI_OK && (t.failed || t.lost || t.rejected || undiscovered) ? CLI_FAIL : rc;
 }

@@ -164,6 +164,10 @@ static void set_options(struct meter_fetch *f, const char *url, const struct met
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    if (o->bearer) {
+        curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, o->bearer);
+    }
 }
 
 static CURLcode attempt(struct meter_fetch *f, struct xfer *x)

@@ -31,6 +31,7 @@ struct meter_fetch_opts {
     int insecure;                      /* do not verify the server's certificate */
     const volatile sig_atomic_t *stop; /* when set, no further retry (may be NULL) */
     int any_status;                    /* hand over the body of any HTTP status */
+    const char *bearer;                /* Authorization: Bearer this (NULL: none) */
 };
 
 /* The receiver of a body. begin: a 2xx answer starts (status, the wall-clock

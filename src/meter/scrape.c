@@ -298,7 +298,7 @@ static int64_t after_round(struct run *r, int64_t next, long round)
 
 static ts_status check_opts(const struct meter_scrape_opts *o, struct ts_error *err)
 {
-    if (!o->ntargets)
+    if (!o->ntargets && !o->retarget)
         return ts_err(err, TS_USAGE, "no target to scrape");
     if (o->interval_ms <= 0)
         return ts_err(err, TS_USAGE, "scrape options: interval_ms must be positive");
@@ -335,13 +335,21 @@ ts_status meter_scrape_run(const struct meter_ctx *ctx, struct store *st,
     r->log_ctx = log_ctx;
     r->t = t;
     int64_t iv = o->interval_ms, next = (meter_fetch_now_ms() / iv + 1) * iv;
+    const char *const *targets = o->targets;
+    size_t ntargets = o->ntargets;
     for (long round = 1; !meter_fetch_sleep(next - meter_fetch_now_ms(), o->stop); round++) {
         struct ts_error why;
         retry_pending(r, &why);
         const struct meter_ctx *fresh = o->refresh ? o->refresh(o->refresh_arg) : NULL;
         r->ctx = fresh ? fresh : r->ctx;
-        for (size_t i = 0; i < o->ntargets; i++)
-            scrape_one(r, o->targets[i], round);
+        size_t n;
+        const char *const *now = o->retarget ? o->retarget(o->retarget_arg, &n) : NULL;
+        if (now) {
+            targets = now;
+            ntargets = n;
+        }
+        for (size_t i = 0; i < ntargets; i++)
+            scrape_one(r, targets[i], round);
         t->rounds++;
         if ((o->count && round >= o->count) || stopping(o))
             break;

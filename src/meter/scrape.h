@@ -40,6 +40,12 @@ struct meter_scrape_opts {
      * here must stay valid until the run returns (waiting scrapes hold it). */
     const struct meter_ctx *(*refresh)(void *arg);
     void *refresh_arg;
+    /* Called before each round after refresh (never during one): the targets
+     * for that round on, valid until the next call, or NULL to keep the
+     * current ones (targets/ntargets at first). With it, targets may start
+     * empty (`meter scrape --discover`). */
+    const char *const *(*retarget)(void *arg, size_t *n);
+    void *retarget_arg;
 };
 
 /* What happened, one event at a time. Fields that do not apply are 0/""/NULL. */

@@ -348,6 +348,10 @@
 /* Bytes of one scrape body (the default of --max-body): a memory budget far
  * above dcgm-exporter's body for the largest node. */
 #define METER_SCRAPE_BODY_MAX ((size_t)256 << 20)
+/* meter scrape --discover: the EndpointSliceList body taken from the API, and
+ * the exporters (ready endpoints) of one Service at most */
+#define METER_DISCOVER_BODY_MAX ((size_t)16 << 20)
+#define METER_DISCOVER_TARGETS_MAX 4096
 /* Bytes of one Prometheus query_range answer (`meter prometheus`): the
  * answer, jansson's tree of it and the lines made from it take about 20x
  * its size at the peak (measured: 21 MB, 4,000 series x 240 points, 440 MB

@@ -103,6 +103,8 @@ L1=$(grep -n -- '--outdir out' "$TMP/install.md" | cut -d: -f1)
 L2=$(grep -n '^tessera lint' "$TMP/install.md" | cut -d: -f1)
 expect_in "$TMP/out" "$TMP/install.md:$L1: \`tessera render\` has no option --outdir"
 expect_in "$TMP/out" "$TMP/install.md:$L2: \`tessera lint\` is no command of the binary"
+# RBAC beyond the table (check_deploy.py): a Role for the agent, unbound, then
+# bound; the meter's Role with a verb more than --discover needs
 cat "$O" - >"$TMP/role.yaml" <<'YAML'
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -112,7 +114,26 @@ rules: [{apiGroups: [""], resources: [nodes], verbs: [get]}]
 YAML
 expect_rc 0 $V "$TMP/role.yaml"
 expect_rc 1 $C "$TMP/role.yaml" "$VERSION"
-expect_in "$TMP/out" "Role tessera-agent: no component needs the API"
+expect_in "$TMP/out" "Role tessera-agent: bound by no RoleBinding"
+cat "$TMP/role.yaml" - >"$TMP/bound.yaml" <<'YAML'
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: tessera-agent, namespace: tessera-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: tessera-agent}
+subjects: [{kind: ServiceAccount, name: tessera-agent, namespace: tessera-system}]
+YAML
+expect_rc 1 $C "$TMP/bound.yaml" "$VERSION"
+expect_in "$TMP/out" "ServiceAccount tessera-agent is granted [('tessera-system', '', 'nodes', 'get')], the RBAC table says []"
+/usr/bin/python3 - "$O" "$TMP/watch.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+role = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "tessera-meter-discover"]
+role[0]["rules"][0]["verbs"].append("watch")
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+expect_rc 1 $C "$TMP/watch.yaml" "$VERSION"
+expect_in "$TMP/out" "ServiceAccount tessera-meter is granted"
 
 # the strict schema check catches unknown and mistyped fields
 sed 's/^  replicas: 2/  replicas: 2\n  replica: 3/; s/^    port: 443/    port: "443"/' \
@@ -158,7 +179,7 @@ docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 dep = docs["Deployment"]["spec"]
 assert dep["replicas"] == 2
 # spread preferred, never required: one node runs both replicas, two nodes
-# can upgrade (tests/e2e/scenarios/50-rollout.sh rolls them out)
+# can upgrade (tests/e2e/scenarios/80-rollout.sh rolls them out)
 pod = dep["template"]["spec"]
 aff = pod["affinity"]["podAntiAffinity"]
 assert "requiredDuringSchedulingIgnoredDuringExecution" not in aff, aff

@@ -33,7 +33,8 @@ for g in demo check bench fuzz package all; do
         [ -z "$(comm -23 <(sort "$TMP/build") <(sort "$TMP/$g"))" ]
 done
 for p in wrk nginx-light glpk-utils; do check "bench lacks $p" grep -qx $p "$TMP/bench"; done
-for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema buildah dpkg-dev; do
+for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema buildah dpkg-dev \
+    nginx-light iproute2; do
     check "check lacks $p" grep -qx $p "$TMP/check"
 done
 expect_rc 2 $DEPS --list nonsense

@@ -12,6 +12,9 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 FIX=$TESSERA_SRC/tests/fixtures/dcgm
+if ! command -v nginx >/dev/null; then
+    bad "nginx missing (scripts/install-deps check installs nginx-light)"; finish; exit 1
+fi
 H100=nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom   # 3 devices
 A30=nvidia-dcgm-exporter-issue317-a30-mig-1g6gb-x4.prom                  # 6 devices
 P_HTTP=$(free_port) P_TLS=$(free_port) P_STUB=$(free_port) P_DEAD=$(free_port)
@@ -86,7 +89,8 @@ python3 "$TMP/stub.py" "$P_STUB" "$FIX/$H100" &
 PIDS+=($!)
 
 for u in "http://127.0.0.1:$P_HTTP/$H100" "http://127.0.0.1:$P_STUB/none"; do
-    curl -s -o /dev/null --retry 30 --retry-connrefused --retry-delay 0 --max-time 5 "$u" \
+    curl -s -o /dev/null --retry 30 --retry-connrefused --retry-delay 0 --retry-max-time 20 \
+        --max-time 5 "$u" \
         || { bad "server for $u did not start"; cat "$TMP/nginx.err"; finish; exit 1; }
 done
 

@@ -226,6 +226,8 @@ cp_watchdog() {
 
 cp_stop() {
     local p
+    # a scenario's own background loops first, then the daemons
+    for p in $(jobs -p); do kill "$p" 2>/dev/null; done
     for p in $(tac "$CP_DIR/pids" 2>/dev/null); do kill -TERM -- "-$p" 2>/dev/null; done
     for p in $(cat "$CP_DIR/pids" 2>/dev/null); do
         for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -243,8 +245,10 @@ kc() { "$CP_BIN/kubectl" --request-timeout=30s "$@"; }
 NETNS_PREFIX=${NETNS_PREFIX:-te2e$$}
 NETNS_COUNT=0
 
-# netns_host NAME: a test host; prints its address. Host N is 10.213.N.2,
-# the test's side 10.213.N.1 (a /30 of its own, nothing else routed).
+# netns_host NAME: a test host, its address in NETNS_ADDR (not printed: a
+# command substitution's subshell would lose the host count). Host N is
+# 10.213.N.2, the test's side 10.213.N.1 (a /30 of its own, nothing else
+# routed).
 netns_host() {
     NETNS_COUNT=$((NETNS_COUNT + 1))
     local ns=$NETNS_PREFIX-$1 n=$NETNS_COUNT
@@ -258,7 +262,7 @@ netns_host() {
     ip -n "$ns" addr add "10.213.$n.2/30" dev "$inner"
     ip -n "$ns" link set "$inner" up
     ip -n "$ns" link set lo up
-    echo "10.213.$n.2"
+    NETNS_ADDR=10.213.$n.2
 }
 
 netns_cleanup() {

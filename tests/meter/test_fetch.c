@@ -94,7 +94,7 @@ static int on_data(void *ctx, const char *p, size_t n)
     return 0;
 }
 
-static const struct meter_fetch_opts opts = {2000, 2000, 2, 10, 64, NULL, 0, NULL, 0};
+static const struct meter_fetch_opts opts = {2000, 2000, 2, 10, 64, NULL, 0, NULL, 0, NULL};
 
 static ts_status get(struct server *s, const struct meter_fetch_opts *o, struct got *g,
                      struct meter_fetch_result *res, struct ts_error *err)

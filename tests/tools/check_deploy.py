@@ -23,10 +23,15 @@ NS = "tessera-system"
 # node agents' configs from `tessera render` (cluster/agent-nodes.yaml, applied
 # with the rendered tree; tests/cli/deploy.sh checks that the two agree).
 EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-nodes")}
-# The API access each component needs, (apiGroup, resource, verb) per
-# ServiceAccount: none of them calls the API server (deploy/base/*.yaml say why),
-# so none has a Role, and none gets a token.
-RBAC = {"tessera-webhook": set(), "tessera-meter": set(), "tessera-agent": set()}
+# The API access each component needs, (namespace, apiGroup, resource, verb) per
+# ServiceAccount (deploy/base/*.yaml say why): the meter lists the dcgm-exporter
+# Service's EndpointSlices in the GPU operator's namespace (`meter scrape
+# --discover`: one exporter per node; the Service's own address reaches one at
+# random); the webhook and the agent never call the API server and get no token.
+EXPORTER_NS = "gpu-operator"
+RBAC = {"tessera-webhook": set(),
+        "tessera-meter": {(EXPORTER_NS, "discovery.k8s.io", "endpointslices", "list")},
+        "tessera-agent": set()}
 # Containers that run as root, and why (deploy/base/agent.yaml).
 ROOT = {("tessera-agent", "agent"): "NVML's MIG changes need root",
         ("tessera-agent", "shim"): "writes the root-owned host path of the shim"}
@@ -211,17 +216,53 @@ def check_store(pods, objs):
         bad("tessera-meter reads Secret %s, which the overlay does not create" % ref["name"])
 
 
-def check_rbac(objs, pods):
+def granted(objs):
+    """(namespace, group, resource, verb) each ServiceAccount of NS gets."""
+    out = {}
     for (kind, name), o in objs.items():
-        if kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
-            bad("%s %s: no component needs the API (RBAC in check_deploy.py says why)" %
-                (kind, name))
+        if kind in ("ClusterRole", "ClusterRoleBinding"):
+            bad("%s %s: no component needs cluster-wide access" % (kind, name))
+        if kind != "RoleBinding":
+            continue
+        ns = o["metadata"].get("namespace")
+        role = objs.get(("Role", o["roleRef"]["name"]))
+        if o["roleRef"]["kind"] != "Role" or not role or role["metadata"].get("namespace") != ns:
+            bad("RoleBinding %s: binds no Role of its namespace" % name)
+            continue
+        for subj in o.get("subjects", []):
+            if subj["kind"] != "ServiceAccount" or subj.get("namespace") != NS:
+                bad("RoleBinding %s: binds %s %s" % (name, subj["kind"], subj["name"]))
+                continue
+            for r in role.get("rules", []):
+                if r.get("resourceNames") or "*" in r["verbs"] + r["resources"] + r["apiGroups"]:
+                    bad("Role %s: wildcards or resourceNames" % role["metadata"]["name"])
+                out.setdefault(subj["name"], set()).update(
+                    (ns, g, res, v) for g in r["apiGroups"] for res in r["resources"]
+                    for v in r["verbs"])
+    return out
+
+
+def check_rbac(objs, pods):
+    have = granted(objs)
+    bound = {o["roleRef"]["name"] for (k, _), o in objs.items() if k == "RoleBinding"}
+    for (kind, name), o in objs.items():
+        if kind == "Role" and name not in bound:
+            bad("Role %s: bound by no RoleBinding (the RBAC table in check_deploy.py lists "
+                "what each component needs)" % name)
+    for sa, want in RBAC.items():
+        if have.get(sa, set()) != want:
+            bad("ServiceAccount %s is granted %s, the RBAC table says %s" %
+                (sa, sorted(have.get(sa, set())), sorted(want)))
+    for sa in set(have) - set(RBAC):
+        bad("ServiceAccount %s is granted access but is not in the RBAC table" % sa)
     for name, pod in pods.items():
         sa = pod.get("serviceAccountName")
         if sa not in RBAC:
             bad("%s: ServiceAccount %s is not in the RBAC table" % (name, sa))
         elif not RBAC[sa] and pod.get("automountServiceAccountToken") is not False:
             bad("%s: no API access is needed, so automountServiceAccountToken: false" % name)
+        elif RBAC[sa] and pod.get("automountServiceAccountToken") is not True:
+            bad("%s: it calls the API, so automountServiceAccountToken: true" % name)
 
 
 def check_unprivileged(key, sc):
@@ -378,6 +419,8 @@ def main():
     docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
     objs = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     for d in docs:
+        if d["kind"] in ("Role", "RoleBinding") and d["metadata"].get("namespace") == EXPORTER_NS:
+            continue  # the meter's access to the exporters' EndpointSlices
         if d["kind"] not in ("Namespace", "PriorityClass", "ValidatingWebhookConfiguration",
                              "ClusterRole", "ClusterRoleBinding") \
                 and d["metadata"].get("namespace") != NS:

@@ -43,4 +43,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+# PAGE_SERVER_ADDRESS: listen there instead of loopback (a test host's address
+# in its network namespace, tests/e2e/scenarios/60-metering.sh)
+address = os.environ.get("PAGE_SERVER_ADDRESS", "127.0.0.1")
+http.server.HTTPServer((address, port), Handler).serve_forever()

@@ -9,8 +9,8 @@
 # pause until $TMP/reviews-stop exists; each failure's message goes to
 # $TMP/review-failures
 reviews() {
-    local i=0
-    while [ ! -e "$TMP/reviews-stop" ]; do
+    local i=0 parent=$$
+    while [ ! -e "$TMP/reviews-stop" ] && [ -d "$CP_DIR" ] && kill -0 "$parent" 2>/dev/null; do
         i=$((i + 1))
         pod client-a-prod "rot-$i" | kc create --dry-run=server -f - >/dev/null 2>>"$TMP/review-failures" ||
             echo "review $i failed" >>"$TMP/review-failures"

@@ -1,8 +1,10 @@
-# 50-rollout.sh - the webhook Deployment of deploy/ on 1, 2 and 3 simulated
+# 80-rollout.sh - the webhook Deployment of deploy/ on 1, 2 and 3 simulated
 # nodes, with and without every worker tainted for GPU work only: each
 # rollout and each upgrade completes, and at least one replica is Ready
 # throughout an upgrade (the configuration fails closed: no ready replica,
-# no tenant pod). Needs 10-apply.sh's deploy/.
+# no tenant pod). Needs 10-apply.sh's deploy/. Last: it applies deploy/
+# again, which gives the webhook's Service back its selector (20-webhook.sh
+# routed it to the webhook on this host).
 
 WH="-n tessera-system deployment/tessera-webhook"
 
