@@ -91,6 +91,14 @@ P "$TMP/small" queue 2 1000 300 >"$TMP/busy.out" 2>&1
 wait
 cat "$TMP/solo.out" "$TMP"/idle.* "$TMP/busy.out"
 solo=$(field max_pending "$TMP/solo.out") beside=$(field max_pending "$TMP/busy.out")
-[ -n "$solo" ] && [ -n "$beside" ] && [ "$solo" -ge 3 ] && [ "$beside" -ge 3 ] && ok \
-    || bad "beside an idle sibling with a stale count: ${beside:-?} in flight at most, alone ${solo:-?}"
+if [ -n "$solo" ] && [ "$solo" -lt 3 ]; then
+    # a loaded machine: the estimate allows fewer than 3 even alone, so being
+    # held to 1 or 2 by the siblings cannot be told apart (issue 31)
+    echo "SKIPPED: beside an idle sibling with a stale count: alone only $solo in flight" \
+        "(at least 3 on a quiet machine); the machine is too busy to judge (load:" \
+        "$(cut -d' ' -f1-3 /proc/loadavg))"
+else
+    [ -n "$solo" ] && [ -n "$beside" ] && [ "$beside" -ge 3 ] && ok \
+        || bad "beside an idle sibling with a stale count: ${beside:-?} in flight at most, alone ${solo:-?}"
+fi
 finish

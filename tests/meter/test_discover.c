@@ -14,7 +14,7 @@
 
 #define LIST(items)                                                                                \
     "{\"kind\":\"EndpointSliceList\",\"apiVersion\":\"discovery.k8s.io/v1\",\"items\":[" items "]" \
-                                                                                               "}"
+    "}"
 #define PORTS "\"ports\":[{\"name\":\"gpu-metrics\",\"port\":9400,\"protocol\":\"TCP\"}]"
 
 static ts_status parse(const char *json, const char *port, struct meter_target **v, size_t *n,
