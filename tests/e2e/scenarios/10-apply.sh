@@ -34,8 +34,16 @@ check "CRDs established" kc wait --for condition=established --timeout 60s crd -
 # the worked example's and the mixed fleet's rendered trees, first (docs/install.md: the
 # webhook, once registered, refuses the tenant namespaces' objects until it
 # serves); the GPU
-# operator, a prerequisite (docs/install.md), makes its namespace
+# operator, a prerequisite (docs/install.md), makes its namespace and the
+# RuntimeClass nvidia the agent runs with (without it the API server refuses
+# the agent's pods: RuntimeClass "nvidia" not found)
 kc create namespace gpu-operator >/dev/null
+kc apply --server-side -f - >/dev/null <<EOF || bad "RuntimeClass nvidia"
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: nvidia}
+handler: nvidia
+EOF
 for ex in four-h100 mixed-fleet; do
     "$TESSERA" render -f "$TESSERA_SRC/examples/$ex.yaml" --out-dir "$TMP/render-$ex" >/dev/null ||
         bad "render $ex"

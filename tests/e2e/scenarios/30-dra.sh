@@ -7,6 +7,13 @@
 
 "$TESSERA" plan -f "$TESSERA_SRC/examples/four-h100.yaml" -o json >"$TMP/plan.json" || bad "plan -o json"
 kwok_node gpu-node-1 '{"nvidia.com/gpu.present": "true"}'
+# deploy/'s node agent comes to the GPU node, at the node-critical priority
+agent_priority() {
+    [ "$(kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-agent \
+        -o jsonpath='{.items[0].spec.nodeName}/{.items[0].spec.priority}')" = gpu-node-1/2000001000 ]
+}
+cp_wait 60 "the agent DaemonSet put no pod on gpu-node-1 at system-node-critical" agent_priority
+ok
 "$E2E/tools/resourceslices.py" "$TMP/plan.json" >"$TMP/slices.json"
 kc apply --server-side -f "$TMP/slices.json" >/dev/null || bad "ResourceSlices refused"
 
