@@ -34,6 +34,15 @@ finish() {
     [ "$FAIL" -eq 0 ]
 }
 
+# deb_version PKG: the version of Debian package PKG installed for this
+# machine's architecture (or for all), empty when it is not. Plain
+# `dpkg-query -W PKG` prints one per architecture once dpkg multiarch has
+# installed a library for another (scripts/install-deps cross: arm64).
+deb_version() {
+    dpkg-query -W -f='${Architecture}\t${Version}\n' "$1" 2>/dev/null |
+        awk -F'\t' -v a="$(dpkg --print-architecture)" '$1 == a || $1 == "all" {print $2; exit}'
+}
+
 # use_standin_cuda: run the CUDA driver API against the build's stand-in
 # libcuda (tests/standin/cuda) with a private card lock and 256 MiB of card
 # memory. The stand-in is part of every build, so its absence fails the test.

@@ -59,7 +59,8 @@ db() {
     mkdir -p "$1/info" "$1/updates" "$1/triggers"
     touch "$1/available"
     for p in $(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | awk '{print $1}'); do
-        dpkg-query -s "$p" && echo
+        # (qualified: a library may be installed for arm64 too, scripts/install-deps cross)
+        { dpkg-query -s "$p:$ARCH" 2>/dev/null || dpkg-query -s "$p"; } && echo
     done >"$1/status"
 }
 # install DB: dpkg -i into $ROOT with database DB (no maintainer scripts to chroot).
@@ -104,7 +105,7 @@ check "Depends names $(tr '\n' ' ' <"$TMP/named"), the libraries need $(tr '\n' 
     <"$TMP/needed")" \
     cmp -s "$TMP/named" "$TMP/needed"
 while read -r pkg op version; do
-    have=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)
+    have=$(deb_version "$pkg")
     [ -n "$have" ] || { bad "Depends: $pkg is not installed here"; continue; }
     [ -z "$op" ] && { ok; continue; }
     op=${op#(} version=${version%)}

@@ -121,7 +121,7 @@ check "libraries not as ldd finds: $(diff "$TMP/ldd" "$TMP/libs" | grep '^[<>]' 
     cmp -s "$TMP/ldd" "$TMP/libs"
 while IFS=$'\t' read -r path pkg version; do
     [ "$pkg" = tessera ] && continue
-    [ "$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null)" = "$version" ] && ok ||
+    [ "$(deb_version "$pkg")" = "$version" ] && ok ||
         bad "$path: $pkg is not installed at $version"
     [ "$path" = /etc/ssl/certs/ca-certificates.crt ] && continue
     sum=$(md5sum <"$ROOT$path" | cut -d' ' -f1)
