@@ -206,14 +206,14 @@ static void header_init(struct shim_region *r, uint64_t limit)
  * ours. */
 static struct shim_region *map_locked(int fd, const char *path, uint64_t limit)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0)
+    off_t size = lseek(fd, 0, SEEK_END); /* not fstat: glibc_compat.h */
+    if (size < 0)
         return NULL;
-    if (st.st_size == 0 && ftruncate(fd, (off_t)sizeof(struct shim_region)) == 0)
+    if (size == 0 && ftruncate(fd, (off_t)sizeof(struct shim_region)) == 0)
         (void)fchmod(fd, 0666);
-    else if (st.st_size != (off_t)sizeof(struct shim_region)) {
+    else if (size != (off_t)sizeof(struct shim_region)) {
         shim__log("%s: %lld bytes, not an accounting region of version %u (%zu bytes)", path,
-                  (long long)st.st_size, SHIM_REGION_VERSION, sizeof(struct shim_region));
+                  (long long)size, SHIM_REGION_VERSION, sizeof(struct shim_region));
         return NULL;
     }
     struct shim_region *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -230,10 +230,21 @@ static struct shim_region *map_locked(int fd, const char *path, uint64_t limit)
     return r;
 }
 
+/* The inode of our pid namespace, from the link's text "pid:[INODE]" (not
+ * stat: glibc_compat.h); 0 when unknown. */
 static uint64_t pid_ns(void)
 {
-    struct stat st;
-    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+    char link[64];
+    ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link));
+    uint64_t ino = 0;
+    if (n < 7 || memcmp(link, "pid:[", 5) != 0 || link[n - 1] != ']')
+        return 0;
+    for (ssize_t i = 5; i < n - 1; i++) {
+        if (link[i] < '0' || link[i] > '9' || ino > UINT64_MAX / 10)
+            return 0;
+        ino = ino * 10 + (uint64_t)(link[i] - '0');
+    }
+    return ino;
 }
 
 /* At start the slots of dead owners go, our own old one among them when

@@ -34,7 +34,7 @@ for g in demo check bench fuzz package all; do
 done
 for p in wrk nginx-light glpk-utils; do check "bench lacks $p" grep -qx $p "$TMP/bench"; done
 for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema buildah dpkg-dev \
-    nginx-light iproute2; do
+    nginx-light iproute2 debootstrap; do
     check "check lacks $p" grep -qx $p "$TMP/check"
 done
 expect_rc 2 $DEPS --list nonsense

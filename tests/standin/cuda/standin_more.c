@@ -43,6 +43,7 @@
  */
 #include "standin.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -469,12 +470,12 @@ EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
 EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
                                                int shHandleType)
 {
-    struct stat st;
+    struct statx st; /* not fstat, which needs glibc 2.33 (src/shim/glibc_compat.h) */
     int fd = (int)(intptr_t)osHandle;
     if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
-        fstat(fd, &st) != 0 || st.st_size <= 0)
+        statx(fd, "", AT_EMPTY_PATH, STATX_SIZE, &st) != 0 || st.stx_size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    struct record *r = standin_record_new(VMM_MAGIC, (uint64_t)st.st_size);
+    struct record *r = standin_record_new(VMM_MAGIC, (uint64_t)st.stx_size);
     if (!r)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)r;
