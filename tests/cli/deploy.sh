@@ -3,7 +3,12 @@
 # overlay): every object validates strictly against the Kubernetes 1.35 OpenAPI
 # documents, the components agree with each other (tests/tools/check_deploy.py:
 # one image, referenced objects, ports, the shim's path, the store's Secret,
-# RBAC, security), and the webhook keeps the settings issue 4 asks of it.
+# RBAC, security, cert-manager's objects), and the webhook keeps the settings
+# issue 4 asks of it. overlays/postgres: every container that opens the store
+# mounts the CA its URL names, and no tracked file under deploy/ holds a
+# password. cert-manager's kinds validate against its CRDs
+# (tests/fixtures/cert-manager; tests/e2e/scenarios/75-overlays.sh applies them
+# to a real API server).
 # kubectl is required ($KUBECTL: the one tests/e2e/build makes, as make check
 # builds it before the tests): without it this test fails, it does not skip.
 . "$(dirname "$0")/../lib.sh"
@@ -18,11 +23,15 @@ if ! command -v "$KUBECTL" >/dev/null; then
     exit 1
 fi
 render() { "$KUBECTL" kustomize "$1" >"$2" 2>"$TMP/kerr" || { cat "$TMP/kerr"; return 1; }; }
-for d in deploy deploy/base deploy/overlays/sqlite deploy/overlays/postgres; do
+CRDS="--crds tests/fixtures/cert-manager"
+for d in deploy deploy/base deploy/overlays/sqlite deploy/overlays/postgres \
+    deploy/overlays/cert-manager; do
     out="$TMP/$(echo "$d" | tr / _).yaml"
     check "kubectl kustomize $d" render "$d" "$out"
-    expect_rc 0 $V "$out"
-    [ "$d" = deploy/base ] || expect_rc 0 $C "$out" "$VERSION" "$TESSERA"
+    expect_rc 0 $V $CRDS "$out"
+    # overlays/postgres: the user makes the Secrets tessera-db and tessera-db-ca
+    user=""; [ "$d" = deploy/overlays/postgres ] && user=--user-made
+    [ "$d" = deploy/base ] || expect_rc 0 $C "$out" "$VERSION" "$TESSERA" $user
 done
 # `kubectl apply -k deploy/` is the SQLite overlay
 check "deploy/ is overlays/sqlite" cmp -s "$TMP/deploy.yaml" "$TMP/deploy_overlays_sqlite.yaml"
@@ -41,21 +50,94 @@ m = [v for v in dep["containers"][0]["volumeMounts"] if v["mountPath"] == "/var/
 vol = [v for v in dep["volumes"] if v["name"] == m[0]["name"]][0]
 assert vol["persistentVolumeClaim"]["claimName"] == "tessera-metering"
 ' "$TMP/deploy.yaml"
-check "postgres overlay: webhook, agent and meter read tessera-db" /usr/bin/python3 -c '
+# overlays/postgres makes no Secret: the user creates tessera-db and
+# tessera-db-ca (install.md); without --user-made the checker says they lack
+expect_rc 1 $C "$TMP/deploy_overlays_postgres.yaml" "$VERSION"
+expect_in "$TMP/out" "tessera-agent: agent env TESSERA_DB names Secret tessera-db, which the output lacks"
+expect_in "$TMP/out" "tessera-webhook: volume db-ca names Secret tessera-db-ca, which the output lacks"
+# pg_ca OUTPUT INSTALL.md: every container that reads the store's URL reads it
+# from tessera-db and mounts ca.crt of tessera-db-ca where the URL of the
+# install guide's `kubectl create secret` says (sslrootcert=); the three that
+# open the store (meter, webhook, agent) do; the webhook has the memory for it
+pg_ca() {
+    /usr/bin/python3 - "$1" "$2" <<'PY'
 import sys, yaml
-docs = list(yaml.safe_load_all(open(sys.argv[1])))
-secret = [o["metadata"]["name"] for o in docs if o["kind"] == "Secret"]
-assert len(secret) == 1 and secret[0].startswith("tessera-db-"), secret
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, "tests/tools")
+from install_db_url import urls
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+assert not [o for o in docs if o["kind"] == "Secret"], "the overlay makes a Secret"
+urls = urls(open(sys.argv[2]).read())
+roots = {u.split("sslrootcert=", 1)[1].split("&")[0] if "sslrootcert=" in u else None for u in urls}
+assert len(urls) >= 1 and len(roots) == 1 and None not in roots, "install.md's URLs: %s" % urls
+root = roots.pop()
+assert all("sslmode=verify-full" in u for u in urls), urls
+readers = []
 for o in docs:
-    if o["kind"] in ("Deployment", "DaemonSet"):
-        env = [e for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
-               if e["name"] == "TESSERA_DB"]
-        assert env[0]["valueFrom"]["secretKeyRef"] == {"name": secret[0], "key": "url"}, o
-    if o["kind"] == "Deployment" and o["metadata"]["name"] == "tessera-webhook":
-        res = o["spec"]["template"]["spec"]["containers"][0]["resources"]
+    if o["kind"] not in ("Deployment", "DaemonSet"):
+        continue
+    pod = o["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    for c in pod.get("initContainers", []) + pod["containers"]:
+        env = [e for e in c.get("env", []) if e["name"] == "TESSERA_DB"]
+        if not env:
+            continue
+        who = "%s/%s" % (o["metadata"]["name"], c["name"])
+        readers.append(who)
+        assert env[0]["valueFrom"]["secretKeyRef"] == {"name": "tessera-db", "key": "url"}, who
+        mounts = [m for m in c.get("volumeMounts", [])
+                  if root.startswith(m["mountPath"].rstrip("/") + "/")
+                  and vols[m["name"]].get("secret", {}).get("secretName") == "tessera-db-ca"]
+        assert mounts, "%s: no Secret tessera-db-ca mounted where sslrootcert=%s" % (who, root)
+        rel = root[len(mounts[0]["mountPath"].rstrip("/")) + 1:]
+        items = vols[mounts[0]["name"]]["secret"].get("items")
+        assert ({"key": "ca.crt", "path": rel} in items) if items else rel == "ca.crt", (who, items)
+    if o["metadata"]["name"] == "tessera-webhook":
+        res = pod["containers"][0]["resources"]
         assert res["limits"]["memory"] == "384Mi" and res["requests"]["memory"] == "32Mi", res
-' "$TMP/deploy_overlays_postgres.yaml"
-
+assert sorted(readers) == ["tessera-agent/agent", "tessera-meter/meter", "tessera-webhook/webhook"], readers
+PY
+}
+check "postgres overlay: meter, webhook and agent read tessera-db and mount its CA" \
+    pg_ca "$TMP/deploy_overlays_postgres.yaml" docs/install.md
+# ... and pg_ca fails when one container lacks the CA, or the guide's URL
+# names no sslrootcert (the URL the overlay shipped with failed so)
+/usr/bin/python3 - "$TMP/deploy_overlays_postgres.yaml" "$TMP/pg-noca.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+ds = [d for d in docs if d["kind"] == "DaemonSet"][0]["spec"]["template"]["spec"]
+ds["containers"][0]["volumeMounts"] = [m for m in ds["containers"][0]["volumeMounts"]
+                                       if m["name"] != "db-ca"]
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+expect_rc 1 pg_ca "$TMP/pg-noca.yaml" docs/install.md
+expect_in "$TMP/err" "tessera-agent/agent: no Secret tessera-db-ca mounted where sslrootcert=/etc/tessera/db-ca/ca.crt"
+sed 's|&sslrootcert=/etc/tessera/db-ca/ca.crt||' docs/install.md >"$TMP/install-noroot.md"
+expect_rc 1 pg_ca "$TMP/deploy_overlays_postgres.yaml" "$TMP/install-noroot.md"
+expect_in "$TMP/err" "install.md's URLs"
+# no tracked file under deploy/ holds a URL with a password (scheme://user:secret@)
+password_urls() { grep -sHnE '[a-z][a-z0-9+.-]*://[^/@[:space:]:]+:[^/@[:space:]]+@' "$@"; }
+tracked=$(git -C "$TESSERA_SRC" ls-files deploy 2>/dev/null | grep .) || tracked=$(find deploy -type f)
+if password_urls $tracked >"$TMP/pw"; then bad "a password under deploy/:"; cat "$TMP/pw"; else ok; fi
+printf '%s\n' 'postgres://tessera:CHANGE-ME@db.example:5432/tessera?sslmode=verify-full' \
+    'postgres://tessera@db.example:5432/tessera' >"$TMP/db-url"
+check "password_urls finds the URL with a password, not the other" \
+    [ "$(password_urls "$TMP/db-url" | cut -d: -f2)" = 1 ]
+# overlays/cert-manager: deploy/ with cert-manager's Issuers and Certificates
+# (the checker's cert-manager rules, broken one at a time below)
+check "cert-manager overlay is deploy/ plus cert-manager's objects" /usr/bin/python3 -c '
+import sys, yaml
+key = lambda d: (d["kind"], d["metadata"]["name"])
+base = {key(d): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+cm = {key(d): d for d in yaml.safe_load_all(open(sys.argv[2])) if d}
+extra = {k: d for k, d in cm.items() if k not in base}
+assert all(cm[k] == d for k, d in base.items()), "deploy/ objects changed"
+assert {d["apiVersion"] for d in extra.values()} == {"cert-manager.io/v1"}, extra.keys()
+assert sorted(extra) == [("Certificate", "tessera-ca"), ("Certificate", "tessera-webhook-tls"),
+                         ("Issuer", "tessera-ca"), ("Issuer", "tessera-selfsigned")], sorted(extra)
+c = extra[("Certificate", "tessera-webhook-tls")]["spec"]
+assert (c["duration"], c["renewBefore"]) == ("2160h", "720h"), c
+' "$TMP/deploy.yaml" "$TMP/deploy_overlays_cert-manager.yaml"
 # each agreement the checker holds, broken once in a copy of the install
 O="$TMP/deploy.yaml"
 breaks() { # SED-EXPRESSION EXPECTED-MESSAGE
@@ -134,6 +216,25 @@ yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
 PY
 expect_rc 1 $C "$TMP/watch.yaml" "$VERSION"
 expect_in "$TMP/out" "ServiceAccount tessera-meter is granted"
+
+O="$TMP/deploy_overlays_cert-manager.yaml"
+breaks 's|^  - tessera-webhook.tessera-system.svc$|  - tessera-webhook.default.svc|' \
+    "Certificate tessera-webhook-tls: dnsNames ['tessera-webhook.default.svc', 'tessera-webhook', 'tessera-webhook.tessera-system', 'tessera-webhook.tessera-system.svc.cluster.local'] lack tessera-webhook.tessera-system.svc"
+breaks 's|^  secretName: tessera-webhook-tls$|  secretName: webhook-tls|' \
+    "Certificate tessera-webhook-tls writes Secret webhook-tls, the webhook mounts ['tessera-webhook-tls']"
+breaks 's|inject-ca-from: tessera-system/tessera-webhook-tls|inject-ca-from: tessera-system/webhook|' \
+    "inject-ca-from 'tessera-system/webhook' names no Certificate of the output"
+breaks 's|^    secretName: tessera-ca$|    secretName: ca|' \
+    "Issuer tessera-ca: its Secret ca is made by no CA Certificate (isCA) of the output"
+breaks 's|renewBefore: 720h|renewBefore: 2400h|' \
+    "Certificate tessera-webhook-tls: duration 2160h and renewBefore 2400h: both set, renewal before the end"
+breaks 's|^    name: tessera-selfsigned$|    name: selfsigned|' \
+    "Certificate tessera-ca: its Issuer selfsigned is not in the output"
+sed 's|renewBefore: 720h|renewBefor: 720h|; 0,/algorithm: ECDSA/s//algorithm: EC/' "$O" >"$TMP/bad-cm.yaml"
+expect_rc 1 $V $CRDS "$TMP/bad-cm.yaml"
+expect_in "$TMP/out" "(Certificate tessera-ca) spec.privateKey.algorithm: 'EC' is not one of ['RSA', 'ECDSA', 'Ed25519']"
+expect_in "$TMP/out" "(Certificate tessera-webhook-tls) spec: Additional properties are not allowed ('renewBefor' was unexpected)"
+O="$TMP/deploy.yaml"
 
 # the strict schema check catches unknown and mistyped fields
 sed 's/^  replicas: 2/  replicas: 2\n  replica: 3/; s/^    port: 443/    port: "443"/' \

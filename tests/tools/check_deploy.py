@@ -8,7 +8,10 @@ every option it passes is in that verb's --help. Prints one line per broken
 agreement.
 With --commands, the same for every `tessera` command line in the shell blocks
 of Markdown files (docs/install.md), each finding naming FILE:LINE.
-Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] | --commands TESSERA FILE.md...
+With --user-made, the output is an install whose Secrets in USER_MADE the
+user creates (overlays/postgres): pods may name them although the output lacks
+them.
+Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] [--user-made] | --commands TESSERA FILE.md...
 """
 import re
 import shlex
@@ -22,7 +25,16 @@ NS = "tessera-system"
 # certificate comes from `tessera cert` or cert-manager (docs/webhook.md), the
 # node agents' configs from `tessera render` (cluster/agent-nodes.yaml, applied
 # with the rendered tree; tests/cli/deploy.sh checks that the two agree).
+# With cert-manager (overlays/cert-manager) a Certificate of the output makes
+# the serving certificate's Secret: then it counts as made by the install.
 EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-nodes")}
+# Secrets the user creates before applying an install that says so
+# (--user-made): what must not be in a tracked file (docs/install.md has the
+# commands that create them).
+USER_MADE = {("Secret", "tessera-db"): "overlays/postgres: the store's URL, with its password",
+             ("Secret", "tessera-db-ca"): "overlays/postgres: the CA of the store's server"}
+# The keys cert-manager writes into a Certificate's Secret.
+CERT_KEYS = ("tls.crt", "tls.key", "ca.crt")
 # The API access each component needs, (namespace, apiGroup, resource, verb) per
 # ServiceAccount (deploy/base/*.yaml say why): the meter lists the dcgm-exporter
 # Service's EndpointSlices in the GPU operator's namespace (`meter scrape
@@ -81,7 +93,9 @@ def pod_refs(pod):
                 refs.append(("ConfigMap", v["configMap"]["name"], it.get("key"),
                              "volume " + v["name"]))
         if "secret" in v:
-            refs.append(("Secret", v["secret"]["secretName"], None, "volume " + v["name"]))
+            for it in v["secret"].get("items", []) or [{}]:
+                refs.append(("Secret", v["secret"]["secretName"], it.get("key"),
+                             "volume " + v["name"]))
         if "persistentVolumeClaim" in v:
             refs.append(("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"],
                          None, "volume " + v["name"]))
@@ -99,19 +113,19 @@ def pod_refs(pod):
     return refs
 
 
-def check_refs(pods, objs):
+def check_refs(pods, objs, user_made):
     used_external = set()
     for name, pod in pods.items():
         for kind, ref, key, where in pod_refs(pod):
             obj = objs.get((kind, ref))
             if obj is None:
-                if (kind, ref) in EXTERNAL:
+                if (kind, ref) in EXTERNAL or (kind, ref) in user_made:
                     used_external.add((kind, ref))
                 else:
                     bad("%s: %s names %s %s, which the output lacks" % (name, where, kind, ref))
             elif key is not None and key not in obj.get("data", {}):
                 bad("%s: %s names key %s of %s %s, which has none" % (name, where, key, kind, ref))
-    for kind, ref in sorted(EXTERNAL - used_external):
+    for kind, ref in sorted((EXTERNAL | set(user_made)) - used_external - set(objs)):
         bad("%s %s is listed as made outside the install but no pod uses it" % (kind, ref))
 
 
@@ -204,7 +218,7 @@ def check_shim(pods):
             (shim_paths, placed[0]))
 
 
-def check_store(pods, objs):
+def check_store(pods, objs, user_made):
     meter = pods.get("tessera-meter")
     if meter is None:
         return bad("no metering Deployment tessera-meter")
@@ -212,8 +226,88 @@ def check_store(pods, objs):
     ref = env[0].get("valueFrom", {}).get("secretKeyRef") if len(env) == 1 else None
     if ref is None:
         return bad("tessera-meter: TESSERA_DB must come from a Secret")
-    if ("Secret", ref["name"]) not in objs or not ref["name"].startswith("tessera-db"):
+    made = ("Secret", ref["name"]) in objs or ("Secret", ref["name"]) in user_made
+    if not made or not ref["name"].startswith("tessera-db"):
         bad("tessera-meter reads Secret %s, which the overlay does not create" % ref["name"])
+
+
+def go_hours(text):
+    """A Go duration of hours, minutes and seconds (cert-manager's), in hours."""
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(h|m|s)", text or "")
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    return sum(float(n) * {"h": 1, "m": 1 / 60, "s": 1 / 3600}[u] for n, u in parts)
+
+
+def issuer_chain(objs, cert, seen=()):
+    """The problem with a Certificate's issuer, or None: its Issuer is in the
+    output, and a CA Issuer signs with the Secret of a CA Certificate of the
+    output, itself issued so (a self-signed Issuer ends the chain)."""
+    ref = cert["spec"]["issuerRef"]
+    name = cert["metadata"]["name"]
+    if ref.get("kind", "Issuer") != "Issuer" or ref.get("group", "cert-manager.io") != "cert-manager.io":
+        return "Certificate %s: issuerRef %s is not an Issuer of cert-manager.io" % (name, ref)
+    issuer = objs.get(("Issuer", ref["name"]))
+    if issuer is None:
+        return "Certificate %s: its Issuer %s is not in the output" % (name, ref["name"])
+    spec = issuer["spec"]
+    if "selfSigned" in spec:
+        return None
+    if "ca" not in spec:
+        return "Issuer %s: neither selfSigned nor ca" % ref["name"]
+    ca = [c for (k, _), c in objs.items() if k == "Certificate"
+          and c["spec"]["secretName"] == spec["ca"]["secretName"]]
+    if len(ca) != 1 or not ca[0]["spec"].get("isCA"):
+        return "Issuer %s: its Secret %s is made by no CA Certificate (isCA) of the output" % (
+            ref["name"], spec["ca"]["secretName"])
+    if ca[0]["metadata"]["name"] in seen:
+        return "Certificate %s: its issuers go round in a circle" % name
+    return issuer_chain(objs, ca[0], seen + (name,))
+
+
+def check_certificates(objs, pods):
+    """cert-manager's objects, when the output has them: each Certificate has a
+    lifetime and renews before its end, its Issuer chain resolves in the output;
+    the webhook's serving certificate is the one the webhook configuration's
+    inject-ca-from names, writes the Secret the webhook mounts and names the
+    Service's DNS name the API server calls."""
+    certs = {n: o for (k, n), o in objs.items() if k == "Certificate"}
+    for name, c in sorted(certs.items()):
+        life = go_hours(c["spec"].get("duration"))
+        renew = go_hours(c["spec"].get("renewBefore"))
+        if life is None or renew is None or not 0 < renew < life:
+            bad("Certificate %s: duration %s and renewBefore %s: both set, renewal before the end"
+                % (name, c["spec"].get("duration"), c["spec"].get("renewBefore")))
+        err = issuer_chain(objs, c)
+        if err:
+            bad(err)
+    for (kind, vname), o in objs.items():
+        if kind != "ValidatingWebhookConfiguration" or not certs:
+            continue
+        ref = o["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from", "")
+        cert = certs.get(ref.split("/", 1)[-1])
+        if cert is None or cert["metadata"].get("namespace") + "/" + cert["metadata"]["name"] != ref:
+            bad("ValidatingWebhookConfiguration %s: inject-ca-from %r names no Certificate "
+                "of the output" % (vname, ref))
+            continue
+        wanted = {v["secret"]["secretName"] for v in pods.get("tessera-webhook", {}).get("volumes", [])
+                  if "secret" in v and v["name"] == "tls"}
+        if cert["spec"]["secretName"] not in wanted:
+            bad("Certificate %s writes Secret %s, the webhook mounts %s" %
+                (cert["metadata"]["name"], cert["spec"]["secretName"], sorted(wanted)))
+        for wh in o["webhooks"]:
+            s = wh["clientConfig"].get("service", {})
+            dns = "%s.%s.svc" % (s.get("name"), s.get("namespace"))
+            if dns not in cert["spec"].get("dnsNames", []):
+                bad("Certificate %s: dnsNames %s lack %s, the name the API server calls" %
+                    (cert["metadata"]["name"], cert["spec"].get("dnsNames"), dns))
+
+
+def certificate_secrets(objs):
+    """The Secrets the output's Certificates make (cert-manager writes them)."""
+    return {("Secret", c["spec"]["secretName"]):
+            {"metadata": {"name": c["spec"]["secretName"]}, "data": dict.fromkeys(CERT_KEYS)}
+            for (k, _), c in objs.items() if k == "Certificate"}
 
 
 def granted(objs):
@@ -413,10 +507,12 @@ def main_commands(tessera, files):
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "--commands":
         return main_commands(sys.argv[2], sys.argv[3:])
-    if len(sys.argv) not in (3, 4):
+    user_made = USER_MADE if "--user-made" in sys.argv else {}
+    argv = [a for a in sys.argv if a != "--user-made"]
+    if len(argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
-    docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+    docs = [d for d in yaml.safe_load_all(open(argv[1])) if d]
     objs = {(d["kind"], d["metadata"]["name"]): d for d in docs}
     for d in docs:
         if d["kind"] in ("Role", "RoleBinding") and d["metadata"].get("namespace") == EXPORTER_NS:
@@ -428,20 +524,21 @@ def main():
     pods = {n: o["spec"]["template"]["spec"] for (k, n), o in objs.items() if k in WORKLOADS}
     labels = {n: o["spec"]["template"]["metadata"].get("labels", {})
               for (k, n), o in objs.items() if k in WORKLOADS}
-    check_images(pods, sys.argv[2])
-    check_refs(pods, objs)
+    check_images(pods, argv[2])
+    check_refs(pods, {**certificate_secrets(objs), **objs}, user_made)
     check_ports(pods, labels, objs)
     check_config_paths(pods, objs)
     check_webhook_service(objs)
     check_shim(pods)
-    check_store(pods, objs)
+    check_store(pods, objs, user_made)
+    check_certificates(objs, pods)
     check_rbac(objs, pods)
     check_security(pods)
     check_webhook_extras(pods, objs, labels)
-    if len(sys.argv) == 4:
-        check_flags(pods, sys.argv[3])
+    if len(argv) == 4:
+        check_flags(pods, argv[3])
     for p in problems:
-        print("check_deploy: %s: %s" % (sys.argv[1], p))
+        print("check_deploy: %s: %s" % (argv[1], p))
     print("check_deploy: %d objects, %d problems" % (len(docs), len(problems)))
     return 1 if problems else 0
 

@@ -6,7 +6,9 @@ Each document is matched to its schema by x-kubernetes-group-version-kind;
 $refs into #/components/schemas are resolved inside the same OpenAPI file;
 every object schema with properties gets additionalProperties: false (unless
 it says x-kubernetes-preserve-unknown-fields), like kubectl's strict mode.
-Usage: validate_openapi.py SCHEMA_DIR FILE.yaml...   (exit 1 on any error)
+With --crds DIR, the kinds the CustomResourceDefinitions in DIR/*.yaml
+define are checked against their openAPIV3Schema, as strictly.
+Usage: validate_openapi.py SCHEMA_DIR [--crds DIR] FILE.yaml...   (exit 1 on any error)
 """
 import copy, glob, json, os, sys
 
@@ -38,6 +40,20 @@ def load_index(folder):
     return index
 
 
+def load_crds(folder, index):
+    for path in sorted(glob.glob(os.path.join(folder, "*.yaml"))):
+        for crd in yaml.safe_load_all(open(path)):
+            if not crd or crd.get("kind") != "CustomResourceDefinition":
+                continue
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for v in crd["spec"]["versions"]:
+                schema = copy.deepcopy(v["schema"]["openAPIV3Schema"])
+                strict(schema)
+                name = "crd.%s.%s.%s" % (group, v["name"], kind)  # no "/": a JSON pointer
+                index[(group + "/" + v["name"], kind)] = ({"components": {"schemas": {name: schema}}},
+                                                         name)
+
+
 def validate(index, path):
     errors = 0
     for i, doc in enumerate(yaml.safe_load_all(open(path))):
@@ -62,8 +78,12 @@ def validate(index, path):
 
 def main():
     index = load_index(sys.argv[1])
-    errors = sum(validate(index, f) for f in sys.argv[2:])
-    print("validate_openapi: %d files, %d errors" % (len(sys.argv) - 2, errors))
+    files = sys.argv[2:]
+    if files[:1] == ["--crds"] and len(files) >= 2:
+        load_crds(files[1], index)
+        files = files[2:]
+    errors = sum(validate(index, f) for f in files)
+    print("validate_openapi: %d files, %d errors" % (len(files), errors))
     sys.exit(1 if errors else 0)
 
 
