@@ -51,9 +51,11 @@ static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
     if (render__dra(c))
         ts_sbuf_puts(o, " and its DRA integration: merge "
                         "`cluster/kueue-configuration-fragment.yaml` into Kueue's Configuration");
-    ts_sbuf_puts(o, ".\n- NVIDIA mig-manager (GPU operator) reading ConfigMap "
-                    "`gpu-operator/tessera-mig-parted-config`, or run the nodes' "
-                    "`create-mig-instances.sh` (which also pins placements; mig-parted cannot).\n");
+    ts_sbuf_puts(o, ".\n- MIG: tessera's node agent (`deploy/`) partitions the cards and pins "
+                    "placements; `labels.sh` takes the GPU operator's mig-manager off each node "
+                    "(mig-parted cannot pin placements), so only one of them repartitions. "
+                    "`cluster/mig-parted-config.yaml` is the same geometry in mig-parted's "
+                    "format, for comparison; `create-mig-instances.sh` applies it by hand.\n");
     if (any_vm(c))
         ts_sbuf_puts(o, "- KubeVirt, with `cluster/kubevirt-permitted-host-devices.yaml` merged "
                         "into its CR (`kubectl patch kubevirt kubevirt -n kubevirt --type merge "
@@ -64,8 +66,8 @@ static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
 
 static void order(const struct render_ctx *c, struct ts_sbuf *o)
 {
-    ts_sbuf_puts(o, "\n## Apply, in this order\n\n1. On each node (drained if its MIG layout "
-                    "changes):\n");
+    ts_sbuf_puts(o, "\n## Apply, in this order\n\n`deploy/install` does all of it; by hand:\n\n"
+                    "1. For each node (drained if its MIG layout changes):\n");
     const struct spec_fleet *fl = c->p->model->fleet;
     for (size_t i = 0; i < fl->nnodes; i++) {
         const char *n = fl->nodes[i].name;

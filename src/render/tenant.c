@@ -222,19 +222,18 @@ static void network(const struct render_ctx *c, const struct spec_tenant *t, con
 
 /* ---- claims ---- */
 
-static json_t *driver_config(const struct decide_row *r)
+/* An MPS claim's own limits: its SM share and pinned memory (the class says
+ * only "MPS"). Every other claim carries no config: its class holds the
+ * sharing strategy, so Kueue's DRA integration, which refuses claims with a
+ * config, can count it. */
+static json_t *mps_config(const struct decide_row *r)
 {
-    json_t *params = json_pack("{s:s, s:s}", "apiVersion", ENTITLE_CONFIG_API, "kind",
-                               r->profile ? "MigDeviceConfig" : "GpuConfig");
     char mem[64];
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
-    json_t *mps = NULL;
-    if (r->mech == DECIDE_MPS)
-        mps = json_pack("{s:i, s:s}", "defaultActiveThreadPercentage", r->sm_percent,
-                        "defaultPinnedDeviceMemoryLimit", mem);
-    json_t *sharing = render__sharing(r->mech, mps);
-    if (sharing)
-        json_object_set_new(params, "sharing", sharing);
+    json_t *mps = json_pack("{s:i, s:s}", "defaultActiveThreadPercentage", r->sm_percent,
+                            "defaultPinnedDeviceMemoryLimit", mem);
+    json_t *params = json_pack("{s:s, s:s, s:o}", "apiVersion", ENTITLE_CONFIG_API, "kind",
+                               "GpuConfig", "sharing", render__sharing(r->mech, mps));
     return json_pack("[{s:[s], s:{s:s, s:o}}]", "requests", "gpu", "opaque", "driver",
                      ENTITLE_DRIVER, "parameters", params);
 }
@@ -255,9 +254,10 @@ static json_t *claim_template(const struct decide_row *r)
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
     json_object_set_new(labels, ENTITLE_LABEL_WORKLOAD, json_string(r->workload->name));
-    json_object_set_new(o, "spec",
-                        json_pack("{s:{s:{s:[{s:s, s:o}], s:o}}}", "spec", "devices", "requests",
-                                  "name", "gpu", "exactly", exactly, "config", driver_config(r)));
+    json_t *devices = json_pack("{s:[{s:s, s:o}]}", "requests", "name", "gpu", "exactly", exactly);
+    if (r->mech == DECIDE_MPS)
+        json_object_set_new(devices, "config", mps_config(r));
+    json_object_set_new(o, "spec", json_pack("{s:{s:o}}", "spec", "devices", devices));
     return o;
 }
 

@@ -249,20 +249,21 @@ if mode in ("dra", "both"):
         assert len(mine) == 1, t
         c = mine[0]
         prof = rows[(t, c["metadata"]["name"])]["profile"]
-        assert params(c) == {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "MigDeviceConfig"}, params(c)
+        # no claim-level config (Kueue's DRA integration refuses one): a MIG
+        # device is not shared, the driver's default
+        assert "config" not in c["spec"]["spec"]["devices"], c
         assert cls(c) == "tessera-h100-80gb-sxm-mig-" + prof, cls(c)
         expr = classes[cls(c)]["spec"]["selectors"][0]["cel"]["expression"]
         assert ".type == 'mig'" in expr and ".profile == '%s'" % prof in expr, expr
     # the fine-tune gets a whole card, exclusively
     ft = claims[("provider", "finetune")]
-    assert cls(ft) == "tessera-h100-80gb-sxm-whole" and params(ft)["kind"] == "GpuConfig"
-    assert "sharing" not in params(ft)
+    assert cls(ft) == "tessera-h100-80gb-sxm-whole" and "config" not in ft["spec"]["spec"]["devices"]
     assert ".type == 'gpu'" in classes[cls(ft)]["spec"]["selectors"][0]["cel"]["expression"]
     assert "config" not in classes[cls(ft)]["spec"]
     # the dev workload time-slices its card
     nb = claims[("platform-dev", "notebooks")]
     assert cls(nb) == "tessera-h100-80gb-sxm-time-slicing", cls(nb)
-    assert params(nb)["sharing"]["strategy"] == "TimeSlicing", params(nb)
+    assert "config" not in nb["spec"]["spec"]["devices"], nb
     assert classes[cls(nb)]["spec"]["config"][0]["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
 if mode in ("device-plugin", "both"):
     dpc = yaml.safe_load(open(os.path.join(d, "cluster", "device-plugin-config.yaml")))
@@ -314,8 +315,8 @@ if mode in ("dra", "both"):
         if r["mechanism"] in ("mps", "memory-fraction"):
             c = claims[key]
             dev = c["spec"]["spec"]["devices"]
-            sharing = dev["config"][0]["opaque"]["parameters"]["sharing"]
             if r["mechanism"] == "mps":  # MPS: per-client SM share and pinned-memory cap
+                sharing = dev["config"][0]["opaque"]["parameters"]["sharing"]
                 assert sharing["strategy"] == "MPS", sharing
                 mps = sharing["mpsConfig"]
                 assert mps["defaultActiveThreadPercentage"] == r["smPercent"] > 0, (mps, r)
@@ -323,7 +324,8 @@ if mode in ("dra", "both"):
                 assert dev["requests"][0]["exactly"]["deviceClassName"].endswith("-mps")
                 n_mps += 1
             else:  # fraction: memory requested as consumable capacity
-                assert sharing["strategy"] == "TimeSlicing", sharing
+                # the class time-slices; the claim has no config (Kueue counts it)
+                assert "config" not in dev, dev
                 mem = dev["requests"][0]["exactly"]["capacity"]["requests"]["memory"]
                 assert abs(gi(mem) - r["capGiB"]) < 1e-6, (mem, r)
                 assert dev["requests"][0]["exactly"]["deviceClassName"].endswith("-memory-fraction")
@@ -346,7 +348,10 @@ assert set(mp["mig-configs"]) == {"tessera-gpu-h100"}, mp["mig-configs"].keys()
 for n in ("gpu-l40s", "gpu-l4"):
     files = set(os.listdir(os.path.join(d, "nodes", n)))
     assert "mig-parted.yaml" not in files and "create-mig-instances.sh" not in files, files
-    assert "mig.config" not in open(os.path.join(d, "nodes", n, "labels.sh")).read()
+    assert "mig" not in open(os.path.join(d, "nodes", n, "labels.sh")).read()
+# the MIG node: tessera's agent partitions it, the GPU operator's mig-manager is taken off
+lab = open(os.path.join(d, "nodes", "gpu-h100", "labels.sh")).read()
+assert "nvidia.com/gpu.deploy.mig-manager=false nvidia.com/mig.config-" in lab, lab
     assert "mig-parted.yaml" not in load("nodes", n, "node-config.yaml")[0]["data"]
 # MPS needs EXCLUSIVE_PROCESS on the MPS card, and only there
 mps_cards = [g["index"] for g in plan["gpus"] if g["node"] == "gpu-h100" and g["mode"] == "mps"]
