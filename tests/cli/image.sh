@@ -8,7 +8,9 @@
 # the shim, preloaded from the image into a probe on the
 # stand-in driver, shows the card at its limit. The image holds exactly the
 # files its manifest lists, each library byte for byte the file of the Debian
-# package the manifest names; no shell; under 30 MB. Bad arguments exit 2
+# package the manifest names; the copyright file of each of those packages
+# (where it puts it), tessera's, and the common licenses they point to; no
+# shell; under 30 MB. Bad arguments exit 2
 # naming the culprit. Runs in the plain build only: the image is built from
 # the release binary, and a sanitized one would need libasan inside.
 # Needs root (chroot, buildah's storage) and buildah (scripts/install-deps
@@ -130,6 +132,37 @@ while IFS=$'\t' read -r path pkg version; do
 done <"$ROOT/usr/share/doc/tessera/image-manifest"
 cmp -s /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt" && ok ||
     bad "the image's CA bundle is not this machine's"
+
+# Copyright: each Debian package the manifest names has its copyright file in
+# the image, where /usr/share/doc/PKG leads inside the image, listed in the
+# manifest and the same as this machine's; tessera's is there, from the
+# source tree; each license in /usr/share/common-licenses that one of them
+# points to (and this machine has) is there too.
+MANIFEST="$ROOT/usr/share/doc/tessera/image-manifest"
+# inside PATH: PATH resolved within the image (its links followed there), or "".
+inside() { case $(readlink -f "$ROOT$1") in "$ROOT"/*) readlink -f "$ROOT$1" ;; *) echo ;; esac; }
+for p in $(cut -f2 "$MANIFEST" | grep -vx tessera | sort -u); do
+    f=/usr/share/doc/$p/copyright
+    real=$(inside "$f")
+    if [ -z "$real" ] || [ ! -f "$real" ]; then bad "$p: no $f in the image"; continue; fi
+    cmp -s "$real" "$f" && ok || bad "$p: the image's $f is not this machine's"
+    cut -f1 "$MANIFEST" | grep -qxF "${real#"$ROOT"}" && ok ||
+        bad "$p: ${real#"$ROOT"} is not in the manifest"
+done
+check "the image has no copyright file of libc6" [ -f "$(inside /usr/share/doc/libc6/copyright)" ]
+cmp -s "$TESSERA_SRC/scripts/package/copyright" "$ROOT/usr/share/doc/tessera/copyright" && ok ||
+    bad "the image's /usr/share/doc/tessera/copyright is not scripts/package/copyright"
+check "the manifest does not give tessera's copyright file to tessera $VERSION" \
+    grep -qxF "/usr/share/doc/tessera/copyright"$'\t'tessera$'\t'"$VERSION" "$MANIFEST"
+find "$ROOT/usr/share/doc" -name copyright -exec grep -ho \
+    '/usr/share/common-licenses/[A-Za-z0-9.+-]*[A-Za-z0-9+]' {} + | sort -u >"$TMP/licenses"
+check "no copyright file points to /usr/share/common-licenses" grep -qx \
+    /usr/share/common-licenses/GPL-3 "$TMP/licenses"
+while read -r license; do
+    [ -e "$license" ] || continue
+    real=$(inside "$license")
+    [ -n "$real" ] && cmp -s "$real" "$license" && ok || bad "the image lacks $license"
+done <"$TMP/licenses"
 
 size=$(du -sb "$ROOT" | cut -f1)
 echo "image: $(wc -l <"$TMP/listed") files, $size bytes unpacked, $(stat -c %s "$IMG") archived"
