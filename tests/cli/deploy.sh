@@ -265,7 +265,7 @@ mount = [m["mountPath"] for m in c["volumeMounts"] if m["name"] == vol[0]["name"
 args = [a for a in c["args"] if a.startswith("--node-config=")]
 assert args == ["--node-config=" + mount.rstrip("/") + "/$(NODE_NAME).json"], args
 env = {e["name"]: e for e in c["env"]}
-assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}, env
+assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}, env
 fleet = [d for d in yaml.safe_load_all(open(sys.argv[3])) if d and d["kind"] == "Fleet"][0]
 nodes = {n["name"] for n in fleet["spec"]["nodes"]}
 assert set(cm["data"]) == {n + ".json" for n in nodes}, (sorted(cm["data"]), nodes)
@@ -306,7 +306,7 @@ assert ann["cert-manager.io/inject-ca-from"] == "tessera-system/tessera-webhook-
 ds = docs["DaemonSet"]["spec"]["template"]["spec"]
 assert ds["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
 assert ds["containers"][0]["env"][0] == {"name": "NODE_NAME",
-                                         "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+                                         "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}}
 PY
 then ok; else bad "webhook and agent settings"; fi
 finish

@@ -473,15 +473,18 @@ def check_refs(objects, root, report):
 
 
 def check_node_labels(objects, root, report):
-    """nodes/<n>/labels.sh selects exactly the configs rendered for node n."""
-    configs = {"nvidia.com/device-plugin.config": set(), "nvidia.com/mig.config": set()}
+    """nodes/<n>/labels.sh selects exactly the configs rendered for node n; a node
+    with a MIG geometry is the agent's to partition: the label that takes the GPU
+    operator's mig-manager off it, exactly there."""
+    mig_off = "nvidia.com/gpu.deploy.mig-manager"
+    configs = {"nvidia.com/device-plugin.config": set(), mig_off: set()}
     for where, o in objects:
         name, data = (o.get("metadata") or {}).get("name"), o.get("data") or {}
         if o["kind"] == "ConfigMap" and name == "tessera-device-plugin-config":
             configs["nvidia.com/device-plugin.config"] |= set(data) - {"default"}
         if o["kind"] == "ConfigMap" and name == "tessera-mig-parted-config" and "config.yaml" in data:
             try:
-                configs["nvidia.com/mig.config"] |= set((yaml.safe_load(data["config.yaml"]) or {})
+                configs[mig_off] |= set((yaml.safe_load(data["config.yaml"]) or {})
                                                         .get("mig-configs") or {})
             except yaml.YAMLError:
                 pass  # reported with the ConfigMap
@@ -496,7 +499,8 @@ def check_node_labels(objects, root, report):
             continue
         for label, names in configs.items():
             want = "tessera-" + node
-            has = "%s=%s" % (label, want) in text
+            value = "false" if label == mig_off else want
+            has = "%s=%s" % (label, value) in text
             if has != (want in names):
                 report.add(rel, label, "%s, but the rendered configs %s %s" % (
                     "set" if has else "not set", "lack" if has else "have", want))

@@ -31,12 +31,9 @@ kc apply --server-side -f "$kueue_dir/config/components/crd/bases" >"$TMP/crd.ou
 kc apply --server-side -f "$TMP/vm-crd.json" >"$TMP/crd.out" 2>&1 || { bad "KubeVirt CRD"; cat "$TMP/crd.out"; }
 check "CRDs established" kc wait --for condition=established --timeout 60s crd --all
 
-# the worked example's and the mixed fleet's rendered trees, first (docs/install.md: the
-# webhook, once registered, refuses the tenant namespaces' objects until it
-# serves); the GPU
-# operator, a prerequisite (docs/install.md), makes its namespace and the
-# RuntimeClass nvidia the agent runs with (without it the API server refuses
-# the agent's pods: RuntimeClass "nvidia" not found)
+# The GPU operator, a prerequisite (docs/install.md), makes its namespace and
+# the RuntimeClass nvidia the agent runs with (without it the API server
+# refuses the agent's pods: RuntimeClass "nvidia" not found)
 kc create namespace gpu-operator >/dev/null
 kc apply --server-side -f - >/dev/null <<EOF || bad "RuntimeClass nvidia"
 apiVersion: node.k8s.io/v1
@@ -44,23 +41,55 @@ kind: RuntimeClass
 metadata: {name: nvidia}
 handler: nvidia
 EOF
+# The one-command install (docs/install.md), as a user runs it: first with
+# mistakes, which it refuses before it changes anything, then for real. The
+# API server here connects from this host's address (no endpoint reconciler:
+# the Service default/kubernetes lists none, so it is named).
+install() {
+    "$TESSERA_SRC/deploy/install" --tessera "$TESSERA" --kubectl "$CP_BIN/kubectl" \
+        --cert-dir "$TMP/install-ca" "$@"
+}
+IMAGE=registry.e2e.invalid/tessera:e2e
+expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml"
+expect_in "$TMP/err" "--image REF is required"
+expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image 'Registry/Tessera:e2e'
+expect_in "$TMP/err" "is not REPOSITORY:TAG"
+expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr 10.213.0.300/32
+expect_in "$TMP/err" "10.213.0.300/32' is not a CIDR"
+# the spec's GPU node is not in the cluster yet: refused, nothing applied
+expect_rc 1 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --timeout 0
+expect_in "$TMP/err" "nodes the cluster does not have: gpu-node-1"
+check "nothing applied by the refused install" \
+    [ "$(kc get namespace client-a-prod tessera-system -o name 2>/dev/null | wc -l)" -eq 0 ]
+# the worked example's and the mixed fleet's rendered trees, before the
+# webhook is registered (then it refuses tenant objects until it serves): a
+# second apply changes nothing
 for ex in four-h100 mixed-fleet; do
     "$TESSERA" render -f "$TESSERA_SRC/examples/$ex.yaml" --out-dir "$TMP/render-$ex" >/dev/null ||
         bad "render $ex"
     apply_twice "rendered $ex" -k "$TMP/render-$ex"
 done
-# deploy/ with the image named once, as docs/install.md says
-# (kustomize takes no absolute path to a base)
-mkdir -p "$TMP/deploy-e2e"
-cat >"$TMP/deploy-e2e/kustomization.yaml" <<EOF
-resources:
-- $(realpath --relative-to "$TMP/deploy-e2e" "$TESSERA_SRC/deploy")
-images:
-- name: tessera
-  newName: registry.e2e.invalid/tessera
-  newTag: e2e
-EOF
-apply_twice "deploy/" -k "$TMP/deploy-e2e"
+# for real, with the node there (KWOK keeps it; 30-dra.sh gives it its GPUs)
+kwok_node gpu-node-1 '{"nvidia.com/gpu.present": "true", "nvidia.com/mig.config": "all-disabled"}'
+if install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr "$CP_HOST_IP/32" \
+    --timeout 0 --work "$TMP/install" >"$TMP/inst.out" 2>&1; then ok; else
+    bad "deploy/install failed"; tail -20 "$TMP/inst.out"; fi
+# the node's labels from its labels.sh: tessera's agent owns its MIG, the
+# GPU operator's mig-manager is off it and its mig.config label gone
+check "gpu-node-1 labelled by the install" [ "$(kc get node gpu-node-1 \
+    -o jsonpath='{.metadata.labels.tessera\.dev/managed}/{.metadata.labels.nvidia\.com/gpu\.deploy\.mig-manager}/{.metadata.labels.nvidia\.com/mig\.config}')" = true/false/ ]
+# the spec is the user's, the webhook's connection slots and the network
+# policy name the API server
+kc -n tessera-system get configmap tessera-spec -o jsonpath='{.data.spec\.yaml}' >"$TMP/spec-in-cluster"
+check "the ConfigMap tessera-spec holds the spec given" cmp -s "$TMP/spec-in-cluster" "$TESSERA_SRC/examples/four-h100.yaml"
+expect_in <(kc -n tessera-system get deployment tessera-webhook -o jsonpath='{.spec.template.spec.containers[0].args}') \
+    "--reserve-for=$CP_HOST_IP/32"
+check "tessera-system's ingress: the API server's address only, on the webhook port" [ "$(kc -n tessera-system \
+    get networkpolicy tessera-apiserver -o jsonpath='{.spec.ingress[0].from[*].ipBlock.cidr}/{.spec.ingress[0].ports[0].port}')" = "$CP_HOST_IP/32/8443" ]
+check "the webhook's certificate made by the install" kc -n tessera-system get secret tessera-webhook-tls
+# deploy/ as the install wrote it: applied again, nothing changes
+apply_twice "deploy/ (deploy/install's kustomization)" -k "$TMP/install/install"
+
 kc get deploy,daemonset -n tessera-system -o jsonpath='{range .items[*]}{.spec.template.spec.containers[0].image}{"\n"}{end}' \
     >"$TMP/images"
 if [ -s "$TMP/images" ] && ! grep -qv '^registry.e2e.invalid/tessera:e2e$' "$TMP/images"; then ok; else

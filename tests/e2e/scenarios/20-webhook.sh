@@ -9,9 +9,14 @@
 # selector and its endpoint is this test's host address (the API server routes
 # webhook calls to endpoints, --enable-aggregator-routing).
 WH_PORT=8443
-kc -n tessera-system patch service tessera-webhook --type json \
-    -p '[{"op":"remove","path":"/spec/selector"}]' >/dev/null || bad "service selector"
-kc apply -f - >"$TMP/ep.out" 2>&1 <<EOF || { bad "webhook endpoints"; cat "$TMP/ep.out"; }
+# wh_route_here: the Service without selector, its one endpoint this host;
+# the slices the EndpointSlice controller made for deploy/'s pods (KWOK's,
+# unreachable) go, and the route waits until the API server's only endpoint
+# is this host (a stale one makes calls fail at once, at random)
+wh_route_here() {
+    kc -n tessera-system patch service tessera-webhook --type json \
+        -p '[{"op":"remove","path":"/spec/selector"}]' >/dev/null 2>&1
+    kc apply -f - >"$TMP/ep.out" 2>&1 <<EOF || { bad "webhook endpoints"; cat "$TMP/ep.out"; }
 apiVersion: v1
 kind: Endpoints
 metadata: {name: tessera-webhook, namespace: tessera-system}
@@ -19,6 +24,16 @@ subsets:
 - addresses: [{ip: $CP_HOST_IP}]
   ports: [{name: https, port: $WH_PORT}]
 EOF
+    kc -n tessera-system delete endpointslices --wait=false -l \
+        kubernetes.io/service-name=tessera-webhook,endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io \
+        >/dev/null 2>&1
+    cp_wait 30 "the webhook's endpoints are not this host's alone" wh_routed_here
+}
+wh_routed_here() {
+    [ "$(kc -n tessera-system get endpointslices -l kubernetes.io/service-name=tessera-webhook \
+        -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]}{"\n"}{end}' | sort -u)" = "$CP_HOST_IP" ]
+}
+wh_route_here
 
 # the certificate and caBundle exactly as docs/webhook.md installs them
 "$TESSERA" cert --dir "$TMP/wh-tls" >"$TMP/cert.yaml" || bad "tessera cert"

@@ -38,8 +38,13 @@ upgrade() {
     check "$what: a replica was Ready throughout the upgrade (fewest: $min)" [ "$min" -ge 1 ]
 }
 
-# the webhook as deploy/ installs it, endpoints back to its pods
-kc apply --server-side --force-conflicts -k "$TMP/deploy-e2e" >/dev/null || bad "deploy/ again"
+# from no node at all (the earlier scenarios' gpu-node-1 goes, and its pods
+# with it), the webhook as deploy/install installs it: run again, it gives the
+# Service its selector back (endpoints to its pods)
+kwok_nodes_clear
+kc -n tessera-system delete pods --all --force --grace-period=0 >/dev/null 2>&1
+kc apply --server-side --force-conflicts --field-manager=tessera-install -k "$TMP/install/install" \
+    >/dev/null || bad "deploy/ again"
 for n in 1 2 3; do
     kwok_node "e2e-node-$n"
     if kc rollout status $WH --timeout 90s >/dev/null 2>&1; then ok; else
@@ -56,3 +61,25 @@ done
 hosts=$(kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-webhook \
     -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l)
 check "the replicas are spread over nodes ($hosts)" [ "$hosts" -eq 2 ]
+
+# deploy/install run again on the cluster as it is now, waiting for every
+# component: the webhook, metering (its SQLite volume: a PersistentVolume
+# here, where no provisioner runs) and the agent on the spec's GPU node
+# the webhook's Service routed to the webhook of 20-webhook.sh again: the
+# install re-applies the rendered tree, which the webhook checks (its pods
+# here are KWOK's, unreachable); the install gives the selector back
+wh_route_here
+kwok_node gpu-node-1 '{"nvidia.com/gpu.present": "true"}' '[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]'
+kc apply -f - >/dev/null <<EOF || bad "PersistentVolume"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: e2e-metering}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /var/lib/e2e-metering}
+EOF
+if install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr "$CP_HOST_IP/32" \
+    --timeout 120 >"$TMP/inst.out" 2>&1; then ok; else
+    bad "deploy/install with its wait failed"; tail -20 "$TMP/inst.out"
+    kc -n tessera-system get pods -o wide; fi
