@@ -131,8 +131,10 @@ static int slice_targets(json_t *slice, size_t i, const char *want, struct targe
         /* one address an endpoint: the API says consumers take the first */
         json_t *a0 = json_array_get(addrs, 0);
         snprintf(where, sizeof(where), "items[%zu].endpoints[%zu].addresses[0]", i, j);
-        if (!json_is_string(a0))
-            return ts_err(err, TS_INVALID, "%s: missing", where), -1;
+        if (!json_is_string(a0)) {
+            ts_err(err, TS_INVALID, "%s: missing", where);
+            return -1;
+        }
         if (add(t, family[3] == '6', json_string_value(a0), port, node, where, err) != 0)
             return -1;
     }
@@ -180,41 +182,6 @@ ts_status meter_discover_parse(const char *json, size_t len, const char *port,
 
 /* ---- the API call ---- */
 
-struct body {
-    char *p;
-    size_t n, cap;
-    long status;
-};
-
-static int body_begin(void *ctx, long status, int64_t sent_ms)
-{
-    (void)sent_ms;
-    struct body *b = ctx;
-    b->n = 0;
-    b->status = status;
-    return 0;
-}
-
-static int body_data(void *ctx, const char *p, size_t n)
-{
-    struct body *b = ctx;
-    if (n > METER_DISCOVER_BODY_MAX - b->n)
-        return 1;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + n)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return 1;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    return 0;
-}
-
 /* The API server's URL: o->api, or the pod's from the environment. */
 static ts_status api_url(const struct meter_discover_opts *o, char *buf, size_t size,
                          struct ts_error *err)
@@ -237,9 +204,9 @@ static ts_status api_url(const struct meter_discover_opts *o, char *buf, size_t 
 }
 
 /* The API's own reason from a Status body, or "". */
-static void api_reason(const struct body *b, char *buf, size_t size)
+static void api_reason(const struct ts_sbuf *body, char *buf, size_t size)
 {
-    json_t *s = b->n ? json_loadb(b->p, b->n, 0, NULL) : NULL;
+    json_t *s = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
     const char *m = json_string_value(json_object_get(s, "message"));
     snprintf(buf, size, "%.300s", m ? m : "");
     json_decref(s);
@@ -267,19 +234,21 @@ ts_status meter_discover(struct meter_fetch *f, const struct meter_discover_opts
     fo.cacert = o->ca_file ? o->ca_file : (o->api ? fo.cacert : SA_DIR "/ca.crt");
     fo.max_body = METER_DISCOVER_BODY_MAX;
     fo.any_status = 1;
-    struct body b = {0};
-    struct meter_fetch_sink sink = {body_begin, body_data, &b};
+    struct ts_sbuf body;
+    struct meter_fetch_sink sink;
     struct meter_fetch_result res;
+    ts_sbuf_init(&body, METER_DISCOVER_BODY_MAX);
+    meter_fetch_buffer_sink(&body, &sink);
     rc = meter_fetch_get(f, url, &fo, &sink, &res, err);
     free(token);
-    if (rc == TS_OK && b.status / 100 != 2) {
+    if (rc == TS_OK && res.status / 100 != 2) {
         char why[320];
-        api_reason(&b, why, sizeof(why));
+        api_reason(&body, why, sizeof(why));
         rc = ts_err(err, TS_IO, "EndpointSlices of %s/%s: HTTP %ld%s%s", o->namespace_, o->service,
-                    b.status, *why ? ": " : "", why);
+                    res.status, *why ? ": " : "", why);
     }
     if (rc == TS_OK)
-        rc = meter_discover_parse(b.p, b.n, o->port, out, n, err);
-    free(b.p);
+        rc = meter_discover_parse(body.data, body.len, o->port, out, n, err);
+    ts_sbuf_release(&body);
     return rc;
 }

@@ -249,3 +249,30 @@ ts_status meter_fetch_get(struct meter_fetch *f, const char *url, const struct m
     res->sent_ms = x.sent_ms;
     return outcome(f, c, &x, shown, res->attempts, err);
 }
+
+/* ---- the buffer sink ---- */
+
+static int buffer_begin(void *ctx, long status, int64_t sent_ms)
+{
+    (void)status;
+    (void)sent_ms;
+    struct ts_sbuf *b = ctx;
+    b->len = 0; /* a retry starts over */
+    if (b->data)
+        b->data[0] = '\0';
+    return 0;
+}
+
+static int buffer_data(void *ctx, const char *p, size_t n)
+{
+    struct ts_sbuf *b = ctx;
+    ts_sbuf_add(b, p, n);
+    return b->failed;
+}
+
+void meter_fetch_buffer_sink(struct ts_sbuf *buf, struct meter_fetch_sink *sink)
+{
+    sink->begin = buffer_begin;
+    sink->data = buffer_data;
+    sink->ctx = buf;
+}

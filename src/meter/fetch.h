@@ -16,6 +16,7 @@
 #ifndef METER_FETCH_H
 #define METER_FETCH_H
 
+#include "util/sbuf.h"
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,11 @@ struct meter_fetch_sink {
     int (*data)(void *ctx, const char *p, size_t n);
     void *ctx;
 };
+
+/* A sink that keeps the body in buf (initialised by the caller with its cap,
+ * released by the caller): each attempt starts it over, and a body beyond the
+ * cap ends the transfer. */
+void meter_fetch_buffer_sink(struct ts_sbuf *buf, struct meter_fetch_sink *sink);
 
 struct meter_fetch_result {
     long status;  /* HTTP status of the last attempt; 0 when none came */

@@ -41,28 +41,6 @@ void meter_promq_default_query(const struct spec_model *m, struct ts_sbuf *out)
     ts_sbuf_release(&list);
 }
 
-struct body {
-    struct ts_sbuf buf;
-};
-
-static int on_begin(void *ctx, long status, int64_t sent_ms)
-{
-    (void)status;
-    (void)sent_ms;
-    struct body *b = ctx;
-    b->buf.len = 0; /* a retry starts over */
-    if (b->buf.data)
-        b->buf.data[0] = '\0';
-    return 0;
-}
-
-static int on_data(void *ctx, const char *p, size_t n)
-{
-    struct body *b = ctx;
-    ts_sbuf_add(&b->buf, p, n);
-    return b->buf.failed;
-}
-
 /* s percent-encoded (RFC 3986 unreserved bytes kept) into out. */
 static void put_encoded(struct ts_sbuf *out, const char *s)
 {
@@ -100,10 +78,10 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
                        int64_t to, struct meter_ingest *in, struct ts_error *err)
 {
     struct ts_sbuf url, lines;
-    struct body b;
+    struct ts_sbuf body;
     ts_sbuf_init(&url, URL_MAX);
     ts_sbuf_init(&lines, METER_PROM_BODY_MAX);
-    ts_sbuf_init(&b.buf, METER_PROM_BODY_MAX);
+    ts_sbuf_init(&body, METER_PROM_BODY_MAX);
     range_url(o, from, to, &url);
     struct meter_fetch_opts fo = {.connect_timeout_ms = o->timeout_ms,
                                   .timeout_ms = o->timeout_ms,
@@ -113,7 +91,8 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
                                   .cacert = o->cacert,
                                   .insecure = o->insecure,
                                   .any_status = 1};
-    struct meter_fetch_sink sink = {on_begin, on_data, &b};
+    struct meter_fetch_sink sink;
+    meter_fetch_buffer_sink(&body, &sink);
     struct meter_fetch_result res;
     ts_status st = ts_sbuf_status(&url);
     if (st != TS_OK)
@@ -125,14 +104,14 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
     char shown[512];
     meter_fetch_redact(ts_sbuf_str(&url), shown, sizeof(shown));
     if (st == TS_OK)
-        st = meter_promq_text(ts_sbuf_str(&b.buf), b.buf.len, shown, &lines, err);
+        st = meter_promq_text(ts_sbuf_str(&body), body.len, shown, &lines, err);
     if ((st == TS_OK || st == TS_SYNTAX) && res.status / 100 != 2) /* not Prometheus' error */
         st = ts_err(err, TS_IO, "%s: HTTP status %ld", shown, res.status);
     if (st == TS_OK)
         st = meter_ingest_feed(in, ts_sbuf_str(&lines), lines.len, err);
     ts_sbuf_release(&url);
     ts_sbuf_release(&lines);
-    ts_sbuf_release(&b.buf);
+    ts_sbuf_release(&body);
     return st;
 }
 
