@@ -27,11 +27,18 @@ for need in openssl curl python3 python3-yaml; do # scripts/demo-webhook, demo-d
 done
 # Each group holds the build group; the benchmark and test tools are where they run.
 $DEPS --list build >"$TMP/build"
-for g in demo check bench fuzz package all; do
+for g in demo check bench fuzz package cross all; do
     $DEPS --list $g >"$TMP/$g"
     check "group $g lacks some of build: $(comm -23 <(sort "$TMP/build") <(sort "$TMP/$g"))" \
         [ -z "$(comm -23 <(sort "$TMP/build") <(sort "$TMP/$g"))" ]
 done
+# The cross group (make image-arm64) adds arm64 to dpkg's architectures: make
+# check and make deps do without it.
+for g in check all; do
+    check "group $g installs arm64 packages: $(grep ':arm64$' "$TMP/$g" | tr '\n' ' ')" \
+        [ -z "$(grep ':arm64$' "$TMP/$g")" ]
+done
+check "cross lacks the cross compiler" grep -qx gcc-aarch64-linux-gnu "$TMP/cross"
 for p in wrk nginx-light glpk-utils; do check "bench lacks $p" grep -qx $p "$TMP/bench"; done
 for p in postgresql prometheus clang valgrind librsvg2-bin python3-jsonschema buildah dpkg-dev \
     nginx-light iproute2 debootstrap; do
@@ -41,12 +48,13 @@ expect_rc 2 $DEPS --list nonsense
 expect_in "$TMP/err" "unknown group 'nonsense'"
 
 # Each make target asks for its own group and no other.
-for target in demo check bench fuzz image deb; do
+for target in demo check bench fuzz image deb image-arm64; do
     make -s -n -C "$TESSERA_SRC" BUILD="$TMP/nobuild" $target 2>/dev/null |
         sed -n 's/^scripts\/install-deps //p' | sort -u | tr '\n' ' ' >"$TMP/groups"
     want=$(printf '%s\n' build $target | sort -u | tr '\n' ' ')
     [ $target = fuzz ] && want="fuzz "
     [ $target = image ] || [ $target = deb ] && want="build package "
+    [ $target = image-arm64 ] && want="build cross package "
     check "make $target installs groups '$(cat "$TMP/groups")', expected '$want'" \
         [ "$(cat "$TMP/groups")" = "$want" ]
 done
