@@ -39,18 +39,38 @@
  * they moved into libc (2.32: pthread_sigmask, 2.34: the others), and exp,
  * whose default became GLIBC_2.29 (the stand-in driver the tests load into
  * the old root uses it). */
-#define SHIM_GLIBC_OLDEST(X)                                                                   \
-    X(dlopen)                                                                                  \
-    X(dlclose)                                                                                 \
-    X(dlerror)                                                                                 \
-    X(dladdr)                                                                                  \
-    X(dlinfo) X(dlvsym) X(pthread_create) X(pthread_once) X(pthread_join) X(pthread_detach)    \
-        X(pthread_kill) X(pthread_sigmask) X(pthread_key_create) X(pthread_key_delete)         \
-            X(pthread_getspecific) X(pthread_setspecific) X(pthread_mutex_trylock)             \
-                X(pthread_mutexattr_init) X(pthread_mutexattr_settype)                         \
-                    X(pthread_mutexattr_destroy) X(pthread_attr_setstacksize) X(sem_init)      \
-                        X(sem_destroy) X(sem_post) X(sem_wait) X(sem_trywait) X(sem_timedwait) \
-                            X(exp)
+/* one symbol a line: clang-format does not settle on a layout for this macro */
+/* clang-format off */
+#define SHIM_GLIBC_OLDEST(X) \
+    X(dlopen) \
+    X(dlclose) \
+    X(dlerror) \
+    X(dladdr) \
+    X(dlinfo) \
+    X(dlvsym) \
+    X(pthread_create) \
+    X(pthread_once) \
+    X(pthread_join) \
+    X(pthread_detach) \
+    X(pthread_kill) \
+    X(pthread_sigmask) \
+    X(pthread_key_create) \
+    X(pthread_key_delete) \
+    X(pthread_getspecific) \
+    X(pthread_setspecific) \
+    X(pthread_mutex_trylock) \
+    X(pthread_mutexattr_init) \
+    X(pthread_mutexattr_settype) \
+    X(pthread_mutexattr_destroy) \
+    X(pthread_attr_setstacksize) \
+    X(sem_init) \
+    X(sem_destroy) \
+    X(sem_post) \
+    X(sem_wait) \
+    X(sem_trywait) \
+    X(sem_timedwait) \
+    X(exp)
+/* clang-format on */
 
 #define SHIM_GLIBC_BIND(name) __asm__(".symver " #name "," #name "@" SHIM_GLIBC_BASE);
 SHIM_GLIBC_OLDEST(SHIM_GLIBC_BIND)
