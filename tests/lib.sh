@@ -182,3 +182,16 @@ sys.exit(not (len(t) == int(sys.argv[1]) and all(x["health"] == "up" for x in t)
         sleep 0.5
     done
 }
+
+# image_prereqs NAME: the image tests' preconditions. Skipped, with a line
+# that says so, in the sanitized build (the image is built from the plain
+# build's binary); failed without buildah or root. Returns 1 when the caller
+# stops (then `finish; exit`).
+image_prereqs() {
+    if ldd "$TESSERA" | grep -q 'libasan'; then
+        echo "$1: skipped in the sanitized build (the image is built from the plain build's binary)"
+        return 1
+    fi
+    command -v buildah >/dev/null || { bad "buildah is not installed (scripts/install-deps check)"; return 1; }
+    [ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; return 1; }
+}

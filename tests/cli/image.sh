@@ -17,17 +17,7 @@
 # check): without them the test fails. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-if ldd "$TESSERA" | grep -q 'libasan'; then
-    echo "image: skipped in the sanitized build (the image is built from the plain build's binary)"
-    finish
-    exit
-fi
-if ! command -v buildah >/dev/null; then
-    bad "buildah is not installed (scripts/install-deps check)"
-    finish
-    exit
-fi
-[ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; finish; exit; }
+image_prereqs image || { finish; exit; }
 envfile="$(dirname "$TESSERA")/shim-test.env"
 [ -f "$envfile" ] || { bad "no $envfile (tests/shim not built)"; finish; exit; }
 # shellcheck disable=SC1090

@@ -9,17 +9,7 @@
 # image.sh: plain build only, needs root and buildah. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-if ldd "$TESSERA" | grep -q 'libasan'; then
-    echo "image_arch: skipped in the sanitized build (the image needs the plain build's binary)"
-    finish
-    exit
-fi
-if ! command -v buildah >/dev/null; then
-    bad "buildah is not installed (scripts/install-deps check)"
-    finish
-    exit
-fi
-[ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; finish; exit; }
+image_prereqs image_arch || { finish; exit; }
 ARCH=$(dpkg --print-architecture)
 if [ "$ARCH" != amd64 ]; then
     echo "image_arch: skipped on $ARCH (the test knows amd64's image)"
