@@ -44,6 +44,17 @@ cp_wait() {
     done
 }
 
+# eventually SECONDS CMD...: CMD succeeds within SECONDS (retried); unlike
+# cp_wait, a timeout is the caller's failure to report, not the run's end
+eventually() {
+    local deadline=$((SECONDS + $1))
+    shift
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || return 1
+        sleep 0.5
+    done
+}
+
 # cp_cert NAME CN [O] [SAN]: a key and a certificate signed by the test CA.
 cp_cert() {
     local d=$CP_DIR/pki name=$1 cn=$2 o=${3:-} san=${4:-}

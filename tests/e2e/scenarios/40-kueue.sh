@@ -189,8 +189,13 @@ for w in json.load(sys.stdin)["items"]:
 expect_in "$TMP/kueue-why" "insufficient unused quota for $(quota client-a-prod name)"
 # the held Job is suspended (Kueue's webhook), so it has made no pod
 check "the held Job runs no pod" [ "$(kc -n client-a-prod get pods -l batch.kubernetes.io/job-name=over-$((na + 1)) -o name | wc -l)" -eq 0 ]
-jobs_running=$(kc -n client-a-prod get jobs -o jsonpath='{range .items[*]}{.spec.suspend}{"\n"}{end}' | grep -c false)
-check "exactly the admitted Jobs are unsuspended ($jobs_running)" [ "$jobs_running" -eq "$na" ]
+# Kueue unsuspends a Job once its Workload is admitted: wait for it
+jobs_running() {
+    kc -n client-a-prod get jobs -o jsonpath='{range .items[*]}{.spec.suspend}{"\n"}{end}' | grep -c false
+}
+unsuspended_as_admitted() { [ "$(jobs_running)" -eq "$na" ]; }
+if eventually 30 unsuspended_as_admitted; then ok; else
+    bad "$(jobs_running) Jobs unsuspended, $na admitted"; fi
 
 # 2. Borrowing: client-c-prod (1g.10gb, SLA: lends nothing, may borrow) runs
 # one Job more than its quota on the provider's idle 1g.10gb quota, which the
@@ -202,7 +207,9 @@ check "platform-embedding lends (lendingLimit $(quota platform-embedding lending
     [ "$(quota platform-embedding lendingLimit)" = none ]
 submit client-c-prod support-7b-int8 $((nc + 1)) burst
 settle client-c-prod burst "$((nc + 1)) 0" "client-c-prod borrowing the provider's idle quota"
-check "client-c-prod borrows 1 ($(borrowed client-c-prod))" [ "$(borrowed client-c-prod)" = 1 ]
+# Kueue writes the ClusterQueue's status after it admits: wait for it
+borrows_one() { [ "$(borrowed client-c-prod)" = 1 ]; }
+if eventually 30 borrows_one; then ok; else bad "client-c-prod borrows $(borrowed client-c-prod), not 1"; fi
 
 # 3. Lending ends when the lender needs its quota: the provider's Jobs up to
 # its own quota are all admitted, client-c-prod's borrowed Job is preempted
