@@ -24,8 +24,17 @@ PY=/usr/bin/python3
 # sanitizer's: the RSS and 100 ms bounds are checked in the plain build only
 SAN=0
 nm "$TESSERA" 2>/dev/null | grep -q __asan_init && SAN=1
-# fast P90 MAX: nine of ten probes within 100 ms, none over 500 ms
-fast() { [ "$SAN" = 1 ] || { [ "$1" -lt 100 ] && [ "$2" -lt 500 ]; }; }
+# fast P90 MAX: nine of ten probes within max(250 ms, 4 x the quiet ninth)
+# and none over max(1 s, 4 x the quiet slowest), the quiet figures measured
+# in this run before any load (BASE90, BASEMAX). A starved listener shows as
+# curl's 2 s timeout; a busy 2-core machine's scheduler as a few hundred ms.
+fast() {
+    [ "$SAN" = 1 ] && return 0
+    local lim90=$((4 * BASE90)) limmax=$((4 * BASEMAX))
+    [ $lim90 -ge 250 ] || lim90=250
+    [ $limmax -ge 1000 ] || limmax=1000
+    [ "$1" -lt $lim90 ] && [ "$2" -lt $limmax ]
+}
 PORT=$(free_port)
 HPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
@@ -82,6 +91,10 @@ probe() {
     done
     echo "$(echo $times | tr ' ' '\n' | sort -n | sed -n 9p) $(echo $times | tr ' ' '\n' | sort -n | tail -1)$codes"
 }
+
+# the quiet reference for fast(): /healthz over TLS before any load
+read -r BASE90 BASEMAX _ < <(probe /healthz)
+echo "webhook_robust: quiet /healthz: ninth of ten $BASE90 ms, slowest $BASEMAX ms"
 
 # 1. slow clients at the connection limit: 200 threads from 127.0.0.2-4 (64 a
 # client address, 192 in all) send a header line or a body byte a second and
