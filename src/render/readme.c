@@ -66,7 +66,8 @@ static void prerequisites(const struct render_ctx *c, struct ts_sbuf *o)
 
 static void order(const struct render_ctx *c, struct ts_sbuf *o)
 {
-    ts_sbuf_puts(o, "\n## Apply, in this order\n\n`deploy/install` does all of it; by hand:\n\n"
+    ts_sbuf_puts(o, "\n## Apply, in this order\n\n`deploy/install` runs each node's `labels.sh` "
+                    "and applies this tree; the other node scripts are yours to run. By hand:\n\n"
                     "1. For each node (drained if its MIG layout changes):\n");
     const struct spec_fleet *fl = c->p->model->fleet;
     for (size_t i = 0; i < fl->nnodes; i++) {
@@ -77,8 +78,11 @@ static void order(const struct render_ctx *c, struct ts_sbuf *o)
             mps |= c->p->gpus[g].node == &fl->nodes[i] && c->p->gpus[g].mode == PLAN_MPS;
         }
         ts_sbuf_printf(o, "   - `%s`: `nodes/%s/labels.sh`", n, n);
-        if (mig)
-            ts_sbuf_printf(o, ", `nodes/%s/create-mig-instances.sh`", n);
+        if (mig) /* the agent partitions; the script is for a node without it */
+            ts_sbuf_printf(o,
+                           " (the agent makes its MIG instances; without the agent, "
+                           "`nodes/%s/create-mig-instances.sh`)",
+                           n);
         if (mps)
             ts_sbuf_printf(o, ", `nodes/%s/prep-mps.sh`", n);
         ts_sbuf_puts(o, "\n");
