@@ -156,17 +156,13 @@ for w in json.load(sys.stdin)["items"]:
 print(adm, pend)' "$2"
 }
 
-# settle NS PREFIX WANT WHAT: wait until workloads NS PREFIX prints WANT
+# settle NS PREFIX WANT WHAT: wait (60 s) until workloads NS PREFIX prints WANT
+settled() { [ "$(workloads "$1" "$2")" = "$3" ]; }
 settle() {
-    local deadline=$((SECONDS + 60)) got
-    while :; do
-        got=$(workloads "$1" "$2")
-        [ "$got" = "$3" ] && { ok; return; }
-        [ $SECONDS -lt $deadline ] || break
-        sleep 0.5
-    done
-    bad "$4: admitted/pending $got, want $3"
-    kc -n "$1" get workloads -o wide 2>&1 | head -12
+    if eventually 60 settled "$1" "$2" "$3"; then ok; else
+        bad "$4: admitted/pending $(workloads "$1" "$2"), want $3"
+        kc -n "$1" get workloads -o wide 2>&1 | head -12
+    fi
 }
 
 # borrowed CQ: what ClusterQueue CQ borrows now (Kueue's own status)

@@ -64,10 +64,10 @@ check "the replicas are spread over nodes ($hosts)" [ "$hosts" -eq 2 ]
 
 # deploy/install run again on the cluster as it is now, waiting for every
 # component: the webhook, metering (its SQLite volume: a PersistentVolume
-# here, where no provisioner runs) and the agent on the spec's GPU node
-# the webhook's Service routed to the webhook of 20-webhook.sh again: the
+# here, where no provisioner runs) and the agent on the spec's GPU node.
+# First the webhook's Service is routed to 20-webhook.sh's webhook again: the
 # install re-applies the rendered tree, which the webhook checks (its pods
-# here are KWOK's, unreachable); the install gives the selector back
+# here are KWOK's, unreachable); the install gives the selector back.
 wh_route_here
 kwok_node gpu-node-1 '{"nvidia.com/gpu.present": "true"}' '[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]'
 kc apply -f - >/dev/null <<EOF || bad "PersistentVolume"
