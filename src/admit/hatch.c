@@ -14,10 +14,10 @@
  *     valueFrom counts as set: its value cannot be seen;
  *   - envFrom without a prefix, or with one that could spell those names
  *     (admission cannot read the ConfigMap or Secret);
- *   - privileged containers; an unmasked procMount; added capabilities
- *     outside the Pod Security level's set (baseline's list, or restricted's
- *     NET_BIND_SERVICE) unless the contract's podSecurity names them (any
- *     case, with or without CAP_);
+ *   - the Pod Security Standards' controls on containers and the pod
+ *     (pss.c: privilege, capabilities, procMount, seccomp, AppArmor,
+ *     SELinux, sysctls, probe hosts, and restricted's where the tenant's
+ *     level says);
  *   - a volume mounted at /var/run/nvidia-container-devices (the runtime's
  *     volume-mount device list);
  *   - hostPath volumes: always at, under or above the GPU device nodes
@@ -28,7 +28,7 @@
  *     normalisation (//, ., .., trailing /); those mounted readOnly unless
  *     the contract makes the path writable;
  *   - hostNetwork, hostPorts, hostIPC, hostPID; a runtimeClassName outside
- *     the allowed list;
+ *     the allowed list; a priorityClassName the contract does not name;
  *   - nodeName, a kubernetes.io/hostname nodeSelector, or required node
  *     affinity (kubernetes.io/hostname In, metadata.name In) naming a fleet
  *     node where the tenant has no planned instance.
@@ -184,75 +184,6 @@ static void env_lists(struct ad_ctx *c, json_t *ctr, const char *who)
     ad_each(c, ctr, "envFrom", JSON_OBJECT, env_from, who);
 }
 
-/* ---- privilege ---- */
-
-/* The capabilities the Pod Security Standards let a container add: baseline's
- * list (the container runtime's default set), and restricted's one. */
-static const char *const baseline_caps[] = {
-    "AUDIT_WRITE",      "CHOWN",   "DAC_OVERRIDE", "FOWNER",  "FSETID", "KILL",       "MKNOD",
-    "NET_BIND_SERVICE", "SETFCAP", "SETGID",       "SETPCAP", "SETUID", "SYS_CHROOT",
-};
-static const char *const restricted_caps[] = {"NET_BIND_SERVICE"};
-
-static int cap_in(const char *cap, const char *const *list, size_t n)
-{
-    if (strncasecmp(cap, "CAP_", 4) == 0)
-        cap += 4;
-    for (size_t i = 0; i < n; i++) {
-        const char *want = list[i];
-        if (strncasecmp(want, "CAP_", 4) == 0)
-            want += 4;
-        if (strcasecmp(cap, want) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-/* Whether the namespace's level or its contract lets a container add cap. */
-static int cap_allowed(const struct ad_ns *ns, const char *cap)
-{
-    if (ns->level == SPEC_PSS_RESTRICTED
-            ? cap_in(cap, restricted_caps, sizeof(restricted_caps) / sizeof(restricted_caps[0]))
-            : cap_in(cap, baseline_caps, sizeof(baseline_caps) / sizeof(baseline_caps[0])))
-        return 1;
-    return cap_in(cap, ns->caps, ns->ncaps);
-}
-
-static void added_cap(struct ad_ctx *c, json_t *cap, size_t i, const void *arg)
-{
-    const char *who = arg;
-    (void)i;
-    if (cap_allowed(c->ns, json_string_value(cap)))
-        return;
-    ad_deny(c, "escape-hatch/capabilities",
-            "%s adds capability %s: outside the Pod Security %s set, it could reach other "
-            "tenants' GPU processes or the host; remove it, or name it in tenant %s's "
-            "podSecurity.capabilities",
-            who, ad_q(c, json_string_value(cap)), spec_pss_names[c->ns->level], c->ns->tenant);
-}
-
-static void security(struct ad_ctx *c, json_t *ctr, const char *who)
-{
-    json_t *sc = ad_get(c, ctr, "securityContext", JSON_OBJECT);
-    size_t mark = ad_push(c, "securityContext");
-    if (ad_get_true(c, sc, "privileged"))
-        ad_deny(c, "escape-hatch/privileged",
-                "%s is privileged: it would see every GPU on the node; remove "
-                "securityContext.privileged",
-                who);
-    const char *proc = ad_get_str(c, sc, "procMount");
-    if (proc && strcmp(proc, "Default") != 0)
-        ad_deny(c, "escape-hatch/proc-mount",
-                "%s sets procMount %s: an unmasked /proc shows the node's kernel and devices; "
-                "remove it",
-                who, ad_q(c, proc));
-    json_t *caps = ad_get(c, sc, "capabilities", JSON_OBJECT);
-    size_t cmark = ad_push(c, "capabilities");
-    ad_each(c, caps, "add", JSON_STRING, added_cap, who);
-    ad_pop(c, cmark);
-    ad_pop(c, mark);
-}
-
 /* ---- paths ---- */
 
 /* Normalise an absolute path lexically ("//a/./b/../c/" -> "/a/c"); out
@@ -324,9 +255,7 @@ static int protected_hit(const char *p, const char **shown)
     return 0;
 }
 
-/* path normalised (malloc'd); NULL and a 400 when it is too long or
- * memory runs out. */
-static char *normalised(struct ad_ctx *c, const char *path)
+char *ad_normalised(struct ad_ctx *c, const char *path)
 {
     char *norm = strlen(path) <= AD_HOST_PATH_MAX ? malloc(strlen(path) + 2) : NULL;
     if (norm)
@@ -362,11 +291,13 @@ static int shim_path(const struct ad_ctx *c, const char *p)
 }
 
 /* A host path: never at, under or above a GPU device, MPS or driver path;
- * else only the shim's library or a path the contract names. Returns 1 when
- * it is allowed and every mount of it must be readOnly. */
-static int check_path(struct ad_ctx *c, const char *path, const char *where)
+ * else only the shim's library (of type File: DirectoryOrCreate, or no
+ * type, would let a pod make a directory where the library belongs) or a
+ * path the contract names. Returns 1 when it is allowed and every mount of
+ * it must be readOnly. */
+static int check_path(struct ad_ctx *c, const char *path, const char *type, const char *where)
 {
-    char *norm = normalised(c, path);
+    char *norm = ad_normalised(c, path);
     if (!norm)
         return 0;
     const char *shown;
@@ -380,6 +311,11 @@ static int check_path(struct ad_ctx *c, const char *path, const char *where)
                 "%s %s%s, %s %s: GPU devices, MPS pipes and driver sockets come only with "
                 "claims; remove it",
                 where, ad_q(c, norm), written, hit == 1 ? "under" : "which holds", shown);
+    else if (shim_path(c, norm) && (!type || strcmp(type, "File") != 0))
+        ad_deny(c, "escape-hatch/host-path",
+                "%s %s of type %s: the shim's library must be mounted with type File, so a "
+                "node without it fails the pod instead of getting a directory in its place",
+                where, ad_q(c, norm), ad_q(c, type ? type : ""));
     else if (shim_path(c, norm))
         ro = 1;
     else if (allowed)
@@ -428,12 +364,13 @@ static void host_path(struct ad_ctx *c, json_t *vol, size_t i, const void *arg)
     json_t *hp = ad_get(c, vol, "hostPath", JSON_OBJECT);
     size_t mark = ad_push(c, "hostPath");
     const char *path = ad_get_str(c, hp, "path");
+    const char *type = ad_get_str(c, hp, "type");
     size_t pmark = ad_push(c, "path");
     const char *name = ad_get_str(c, vol, "name");
     if (path && !c->bad) {
         char where[200];
         snprintf(where, sizeof(where), "volume %s mounts host path", ad_q(c, name));
-        if (check_path(c, path, where) && name)
+        if (check_path(c, path, type, where) && name)
             read_only_mounts(c, spec, name);
     }
     ad_pop(c, pmark);
@@ -450,7 +387,7 @@ static void mount(struct ad_ctx *c, json_t *m, size_t i, const void *arg)
     (void)i;
     const char *path = ad_get_str(c, m, "mountPath");
     size_t pmark = ad_push(c, "mountPath");
-    char *norm = path && !c->bad ? normalised(c, path) : NULL;
+    char *norm = path && !c->bad ? ad_normalised(c, path) : NULL;
     if (norm &&
         (under(norm, DEVICE_LIST_MOUNT, 0) || under(norm, "/run/nvidia-container-devices", 0)))
         ad_deny(c, "escape-hatch/device-mount",
@@ -476,7 +413,7 @@ void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who)
 {
     env_lists(c, ctr, who);
     ad_each(c, ctr, "ports", JSON_OBJECT, host_port, who);
-    security(c, ctr, who);
+    ad_pss_container(c, ctr, who);
     ad_each(c, ctr, "volumeMounts", JSON_OBJECT, mount, who);
 }
 
@@ -526,6 +463,25 @@ static void runtime_class(struct ad_ctx *c, json_t *spec)
     ad_deny(c, "escape-hatch/runtime-class",
             "the pod uses runtimeClassName %s; tenants may use %s%s", ad_q(c, rc),
             c->pol->nruntime ? "only " : "none", allowed);
+}
+
+/* priorityClassName: only a class the contract names; without one the
+ * cluster's default. system-node-critical would preempt other tenants'
+ * GPU pods (render's quota holds the same line). */
+static void priority_class(struct ad_ctx *c, json_t *spec)
+{
+    const char *pc = ad_get_str(c, spec, "priorityClassName");
+    if (!pc || !pc[0])
+        return;
+    for (size_t i = 0; i < c->ns->nprios; i++)
+        if (strcmp(pc, c->ns->prios[i]) == 0)
+            return;
+    char allowed[256];
+    join(c->ns->prios, c->ns->nprios, allowed, sizeof(allowed));
+    ad_deny(c, "escape-hatch/priority-class",
+            "the pod uses priorityClassName %s: it could preempt other tenants' pods; tenant %s "
+            "may use %s%s (podSecurity.priorityClasses)",
+            ad_q(c, pc), c->ns->tenant, c->ns->nprios ? "only " : "none: leave it out", allowed);
 }
 
 /* A node the pod is pinned to: denied when it is a fleet node where the
@@ -600,6 +556,8 @@ void ad_hatch_pod(struct ad_ctx *c, json_t *spec)
 {
     ad_each(c, spec, "volumes", JSON_OBJECT, host_path, spec);
     host_namespaces(c, spec);
+    ad_pss_pod(c, spec);
     runtime_class(c, spec);
+    priority_class(c, spec);
     placement(c, spec);
 }

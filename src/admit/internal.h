@@ -10,8 +10,10 @@
  *               response
  *   pod.c       pod specs: containers of every kind, GPU use, the
  *               device-plugin resources
- *   hatch.c     the escape hatches (env, envFrom, privilege, host paths,
- *               host namespaces, capabilities, runtime class, node pinning)
+ *   hatch.c     the escape hatches (env, envFrom, host paths, host
+ *               namespaces and ports, runtime class, node pinning)
+ *   pss.c       the Pod Security Standards, control by control (privilege,
+ *               capabilities, profiles, sysctls, restricted's controls)
  *   claim.c     DRA ResourceClaim(Template) requests and opaque configs
  *   shim.c      the CUDA shim where the plan needs it
  *   quantity.c  Kubernetes quantities
@@ -46,6 +48,7 @@ struct ad_ent {
     const char *desc;         /* what the row allows: "mps at 20% of SMs and 14Gi pinned memory" */
     int shim;                 /* its memory cap only tessera's CUDA shim enforces */
     const char *shim_cm;      /* then the ConfigMap of its limit file, else NULL */
+    const char *shim_text;    /* and the limit file it must hold, as render writes it */
 };
 
 struct ad_host_path { /* a host path the tenant's contract allows */
@@ -62,6 +65,8 @@ struct ad_ns {
     size_t ncaps;
     const struct ad_host_path *host_paths; /* host paths the contract allows */
     size_t nhost_paths;
+    const char **prios; /* PriorityClasses the contract allows */
+    size_t nprios;
     const struct ad_ent **ents; /* this namespace's rows */
     size_t nents;
     const char **nodes; /* nodes holding the tenant's instances, sorted */
@@ -101,6 +106,7 @@ struct ad_ctx {
     const struct admit_policy *pol;
     const struct ad_ns *ns; /* NULL: the namespace belongs to no tenant */
     const char *nsname;
+    json_t *pod;            /* the pod spec being checked, or NULL */
     char path[AD_PATH_MAX]; /* JSON path of the value being read */
     size_t plen;
     int bad;                       /* 1 after a malformed-input error (400) */
@@ -171,8 +177,16 @@ void ad_pod(struct ad_ctx *c, json_t *spec);                             /* pod.
 void ad_plugin(struct ad_ctx *c, json_t *ctr, const char *who);          /* pod.c */
 void ad_hatch_container(struct ad_ctx *c, json_t *ctr, const char *who); /* hatch.c */
 void ad_hatch_pod(struct ad_ctx *c, json_t *spec);                       /* hatch.c */
-void ad_claim(struct ad_ctx *c, json_t *devices);                        /* claim.c */
-void ad_shim(struct ad_ctx *c, json_t *spec);                            /* shim.c */
+void ad_pss_container(struct ad_ctx *c, json_t *ctr, const char *who);   /* pss.c */
+void ad_pss_pod(struct ad_ctx *c, json_t *spec);                         /* pss.c */
+/* A pod annotation key: the deprecated seccomp and AppArmor ones by value. */
+void ad_pss_annotation(struct ad_ctx *c, const char *key, json_t *val); /* pss.c */
+void ad_claim(struct ad_ctx *c, json_t *devices);                       /* claim.c */
+void ad_shim(struct ad_ctx *c, json_t *spec);                           /* shim.c */
+void ad_shim_limits(struct ad_ctx *c, json_t *configmap);               /* shim.c */
+/* path normalised lexically (malloc'd; "//a/./b/../c/" -> "/a/c"); NULL
+ * and a 400 when it is too long or memory runs out. hatch.c */
+char *ad_normalised(struct ad_ctx *c, const char *path);
 
 /* ---- quantity.c ---- */
 /* A Kubernetes quantity ("20Gi", "1.5", "500m", "1e3", "10G", a JSON

@@ -226,6 +226,7 @@ void ad_pod(struct ad_ctx *c, json_t *spec)
         {"initContainers", "init container"},
         {"ephemeralContainers", "ephemeral container"},
     };
+    c->pod = spec;
     for (size_t k = 0; k < 3 && !c->bad; k++)
         ad_each(c, spec, kinds[k][0], JSON_OBJECT, container, kinds[k][1]);
     ad_each(c, spec, "resourceClaims", JSON_OBJECT, pod_claim, NULL);

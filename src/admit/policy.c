@@ -97,8 +97,10 @@ static ts_status build_entry(struct ts_arena *a, const struct decide_row *r, str
     e->cap_max_text = e->cap;
     e->shim = entitle_needs_shim(r);
     if (e->shim) {
+        char text[ENTITLE_SHIM_LIMITS_TEXT_MAX];
         entitle_shim_configmap(r, res, sizeof(res));
-        if (!(e->shim_cm = ts_arena_strdup(a, res)))
+        entitle_shim_limits_text(r, text, sizeof(text));
+        if (!(e->shim_cm = ts_arena_strdup(a, res)) || !(e->shim_text = ts_arena_strdup(a, text)))
             return TS_NOMEM;
     }
     e->profile = entry_profile(a, r);
@@ -168,9 +170,14 @@ static ts_status build_pod_security(struct ts_arena *a, const struct spec_tenant
 {
     const struct spec_pod_security *ps = &t->pod_security;
     const char **caps = ts_arena_array(a, ps->ncapabilities + 1, sizeof(*caps));
+    const char **prios = ts_arena_array(a, ps->npriority_classes + 1, sizeof(*prios));
     struct ad_host_path *hp = ts_arena_array(a, ps->nhost_paths + 1, sizeof(*hp));
-    if (!caps || !hp)
+    if (!caps || !hp || !prios)
         return TS_NOMEM;
+    for (size_t i = 0; i < ps->npriority_classes; i++)
+        if (!(prios[ns->nprios++] = ts_arena_strdup(a, ps->priority_classes[i])))
+            return TS_NOMEM;
+    ns->prios = prios;
     ns->level = ps->level;
     for (size_t i = 0; i < ps->ncapabilities; i++)
         if (!(caps[ns->ncaps++] = ts_arena_strdup(a, ps->capabilities[i])))

@@ -6,9 +6,11 @@
  * ephemeralcontainers subresource, which kubectl debug uses), of the pod
  * templates of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and
  * CronJobs (so a denial shows at kubectl apply), and of DRA ResourceClaims
- * and ResourceClaimTemplates. Allowed untouched: DELETE and CONNECT, other
- * subresources (status updates must never be blocked by a policy reload),
- * every other kind.
+ * and ResourceClaimTemplates, and of ConfigMaps named as the CUDA shim's
+ * limit files (shim.c). Allowed untouched: DELETE and CONNECT (a deleted
+ * limit file fails its pods closed), other subresources (status updates
+ * must never be blocked by a policy reload), every other kind. Any review
+ * whose object is not the kind request.kind says is denied.
  * Choices where the issue is silent:
  *   - a namespace that belongs to no tenant is denied outright (fail
  *     closed): the webhook's namespaceSelector sends only namespaces with
@@ -31,6 +33,7 @@
  * The response is built with jansson; every text in it is valid UTF-8.
  */
 #include "admit/internal.h"
+#include "entitle/entitle.h"
 #include "util/jsonfree.h"
 
 #include <stdio.h>
@@ -40,22 +43,25 @@
 
 #define REVIEW_API "admission.k8s.io/v1"
 
+enum policed_what { POLICE_POD, POLICE_CLAIM, POLICE_LIMITS };
+
 struct policed {
     const char *group, *kind;
     const char *spec[5]; /* keys from the object to the pod spec or claim devices */
-    int claim;
+    enum policed_what what;
 };
 
 static const struct policed policed_kinds[] = {
-    {"", "Pod", {"spec"}, 0},
-    {"apps", "Deployment", {"spec", "template", "spec"}, 0},
-    {"apps", "ReplicaSet", {"spec", "template", "spec"}, 0},
-    {"apps", "StatefulSet", {"spec", "template", "spec"}, 0},
-    {"apps", "DaemonSet", {"spec", "template", "spec"}, 0},
-    {"batch", "Job", {"spec", "template", "spec"}, 0},
-    {"batch", "CronJob", {"spec", "jobTemplate", "spec", "template", "spec"}, 0},
-    {"resource.k8s.io", "ResourceClaim", {"spec", "devices"}, 1},
-    {"resource.k8s.io", "ResourceClaimTemplate", {"spec", "spec", "devices"}, 1},
+    {"", "Pod", {"spec"}, POLICE_POD},
+    {"apps", "Deployment", {"spec", "template", "spec"}, POLICE_POD},
+    {"apps", "ReplicaSet", {"spec", "template", "spec"}, POLICE_POD},
+    {"apps", "StatefulSet", {"spec", "template", "spec"}, POLICE_POD},
+    {"apps", "DaemonSet", {"spec", "template", "spec"}, POLICE_POD},
+    {"batch", "Job", {"spec", "template", "spec"}, POLICE_POD},
+    {"batch", "CronJob", {"spec", "jobTemplate", "spec", "template", "spec"}, POLICE_POD},
+    {"resource.k8s.io", "ResourceClaim", {"spec", "devices"}, POLICE_CLAIM},
+    {"resource.k8s.io", "ResourceClaimTemplate", {"spec", "spec", "devices"}, POLICE_CLAIM},
+    {"", "ConfigMap", {NULL}, POLICE_LIMITS}, /* only the shim's limit files (shim.c) */
 };
 
 /* Copy s into a verdict field, cut on a character boundary. */
@@ -121,6 +127,16 @@ static json_t *envelope(struct ad_ctx *c, json_t *root, struct admit_verdict *v)
     return c->bad ? NULL : req;
 }
 
+/* A ConfigMap is policed only when it is named as a shim limit file (the
+ * API server has made a generateName into a name before it asks). */
+static int policed_configmap(json_t *req)
+{
+    json_t *meta = json_object_get(json_object_get(req, "object"), "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    return name &&
+           strncmp(name, ENTITLE_SHIM_CONFIGMAP_PREFIX, strlen(ENTITLE_SHIM_CONFIGMAP_PREFIX)) == 0;
+}
+
 static const struct policed *policed_kind(struct ad_ctx *c, json_t *req)
 {
     json_t *kind = json_object_get(req, "kind");
@@ -131,7 +147,9 @@ static const struct policed *policed_kind(struct ad_ctx *c, json_t *req)
     for (size_t i = 0; i < sizeof(policed_kinds) / sizeof(policed_kinds[0]); i++)
         if (strcmp(k, policed_kinds[i].kind) == 0 &&
             (!group || strcmp(group, policed_kinds[i].group) == 0))
-            return &policed_kinds[i];
+            return policed_kinds[i].what != POLICE_LIMITS || policed_configmap(req)
+                       ? &policed_kinds[i]
+                       : NULL;
     return NULL;
 }
 
@@ -175,14 +193,18 @@ static int device_annotation(const char *key)
            (n == d || key[n - d - 1] == '.');
 }
 
-/* The pod's (or pod template's) metadata.annotations: device injection. */
+/* The pod's (or pod template's) metadata.annotations: device injection;
+ * in a tenant namespace, the seccomp and AppArmor ones (pss.c). */
 static void annotations(struct ad_ctx *c, json_t *holder)
 {
     size_t mark = ad_push(c, "metadata");
     json_t *meta = ad_get(c, holder, "metadata", JSON_OBJECT);
     json_t *ann = ad_get(c, meta, "annotations", JSON_OBJECT), *val;
     const char *key;
+    size_t amark = ad_push(c, "annotations");
     json_object_foreach (ann, key, val) {
+        if (c->ns && !c->bad)
+            ad_pss_annotation(c, key, val);
         if (c->bad || !device_annotation(key))
             continue;
         ad_gpu(c, "annotation %s asks the container runtime for devices", ad_q(c, key));
@@ -191,7 +213,37 @@ static void annotations(struct ad_ctx *c, json_t *holder)
                 "it names (CDI), around claims; remove it",
                 ad_q(c, key));
     }
+    ad_pop(c, amark);
     ad_pop(c, mark);
+}
+
+/* The object must be what request.kind says it is: a policy reads the
+ * object by request.kind, so a Deployment that is really a Pod would be
+ * read in the wrong places. An object without kind or apiVersion (some
+ * clients omit them) is read as request.kind says. */
+static void kind_matches(struct ad_ctx *c, json_t *req)
+{
+    json_t *obj = json_object_get(req, "object");
+    json_t *kind = json_object_get(req, "kind");
+    if (!json_is_object(obj))
+        return;
+    size_t mark = ad_push(c, "kind");
+    const char *group = ad_get_str(c, kind, "group"), *version = ad_get_str(c, kind, "version");
+    ad_pop(c, mark);
+    const char *k = json_string_value(json_object_get(kind, "kind"));
+    mark = ad_push(c, "object");
+    const char *ok = ad_get_str(c, obj, "kind"), *av = ad_get_str(c, obj, "apiVersion");
+    ad_pop(c, mark);
+    char want[256] = "";
+    if (version)
+        snprintf(want, sizeof(want), "%s%s%s", group ? group : "", group && group[0] ? "/" : "",
+                 version);
+    if (c->bad || ((!ok || strcmp(ok, k) == 0) && (!av || !want[0] || strcmp(av, want) == 0)))
+        return;
+    ad_deny(c, "review/kind",
+            "request.kind says %s %s, but the object is %s %s: the review is not what the API "
+            "server sends; denied",
+            want[0] ? want : "?", ad_q(c, k), ad_q(c, av ? av : "?"), ad_q(c, ok ? ok : k));
 }
 
 /* Check a policed request; returns 1 when it was policed (annotations). */
@@ -215,7 +267,7 @@ static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
         cur = ad_get(c, cur, p->spec[i], JSON_OBJECT);
         ad_push(c, p->spec[i]);
     }
-    if (cur && !c->bad && !p->claim) {
+    if (cur && !c->bad && p->what == POLICE_POD) {
         size_t here = c->plen;
         char saved[AD_PATH_MAX];
         memcpy(saved, c->path, sizeof(saved));
@@ -224,8 +276,10 @@ static int police(struct ad_ctx *c, json_t *req, struct admit_verdict *v)
         memcpy(c->path, saved, sizeof(saved));
         c->plen = here;
     }
-    if (cur && !c->bad && p->claim)
+    if (cur && !c->bad && p->what == POLICE_CLAIM)
         ad_claim(c, cur);
+    else if (cur && !c->bad && p->what == POLICE_LIMITS)
+        ad_shim_limits(c, cur);
     else if (cur && !c->bad)
         ad_pod(c, cur);
     ad_pop(c, mark);
@@ -334,6 +388,8 @@ void ad_review(const struct admit_policy *pol, const char *body, size_t len, str
     int annotate = 0;
     if ((!full && ad_stream_load(body, len, &root) == 0) || ad_load(c, body, len, &root) == 0)
         req = envelope(c, root, v);
+    if (req)
+        kind_matches(c, req);
     if (req)
         annotate = police(c, req, v);
     respond(c, annotate, out, v);

@@ -10,12 +10,24 @@
  *     nvidia.com/ or DeviceClass resource, or a claim): LD_PRELOAD set to the
  *     shim, the library mounted readOnly at its path, the limit file's
  *     volume mounted readOnly at the folder of ENTITLE_SHIM_LIMITS.
+ *   - nothing else in those containers at, under or above the library or
+ *     the limit file's folder (another volume, a subPath, a projected
+ *     file would shadow them with the tenant's own), the two mounts
+ *     without subPath or subPathExpr, the limit file's volume not
+ *     optional, the library's hostPath of type File (where the library is
+ *     missing the kubelet would otherwise make a directory, or nothing,
+ *     and the preload would load nothing): rule shim/shadowed;
+ *   - a ConfigMap named as a limit file (tessera-cuda-limits-*) in a
+ *     tenant namespace holds exactly what render writes for one of the
+ *     namespace's rows (ad_shim_limits): a tenant with edit rights could
+ *     otherwise raise its own cap: rule shim/limits.
  * The first pass (pod.c, hatch.c) has checked the types; this one reads
  * with plain jansson and denies under rule shim/missing.
  */
 #include "admit/internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "entitle/entitle.h"
 
@@ -36,6 +48,8 @@ static int limits_items(json_t *cm)
 {
     json_t *items = json_object_get(cm, "items"), *it;
     size_t i;
+    if (json_is_true(json_object_get(cm, "optional")))
+        return 0; /* a missing ConfigMap would leave the shim no limits */
     if (!items)
         return 1;
     json_array_foreach (items, i, it) {
@@ -60,7 +74,8 @@ static void shim_volumes(const struct ad_ctx *c, json_t *spec, const char **lib,
         json_t *cm = json_object_get(vol, "configMap");
         const char *path = json_string_value(json_object_get(hp, "path"));
         const char *cmname = json_string_value(json_object_get(cm, "name"));
-        if (name && path && !strcmp(path, c->pol->shim))
+        const char *type = json_string_value(json_object_get(hp, "type"));
+        if (name && path && !strcmp(path, c->pol->shim) && type && !strcmp(type, "File"))
             *lib = name;
         if (name && cmname && !strcmp(cmname, c->shim_ent->shim_cm) && limits_items(cm))
             *limits = name;
@@ -107,10 +122,52 @@ static int has_mount(json_t *ctr, const char *name, const char *path)
         const char *n = json_string_value(json_object_get(m, "name"));
         const char *p = json_string_value(json_object_get(m, "mountPath"));
         if (name && n && p && !strcmp(n, name) && !strcmp(p, path) &&
-            json_is_true(json_object_get(m, "readOnly")) && !json_object_get(m, "subPath"))
+            json_is_true(json_object_get(m, "readOnly")) && !json_object_get(m, "subPath") &&
+            !json_object_get(m, "subPathExpr"))
             return 1;
     }
     return 0;
+}
+
+/* a and b (normalised, absolute) are the same path, or one is under the
+ * other. */
+static int overlaps(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), n = na < nb ? na : nb;
+    if (strcmp(a, "/") == 0 || strcmp(b, "/") == 0)
+        return 1;
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/') && (b[n] == '\0' || b[n] == '/');
+}
+
+/* The recipe's own two mounts, exactly; anything else at, under or above
+ * the library or the limit file's folder shadows them. */
+static void shadows(struct ad_ctx *c, json_t *ctr, const char *label, const char *lib,
+                    const char *limits, const char *dir)
+{
+    json_t *m;
+    size_t i;
+    const char *name = json_string_value(json_object_get(ctr, "name"));
+    json_array_foreach (json_object_get(ctr, "volumeMounts"), i, m) {
+        const char *vol = json_string_value(json_object_get(m, "name"));
+        const char *path = json_string_value(json_object_get(m, "mountPath"));
+        char *norm = path ? ad_normalised(c, path) : NULL;
+        if (!norm)
+            continue;
+        const char *hit = overlaps(norm, c->pol->shim) ? c->pol->shim
+                          : overlaps(norm, dir)        ? dir
+                                                       : NULL;
+        int recipe = vol && !json_object_get(m, "subPath") && !json_object_get(m, "subPathExpr") &&
+                     ((hit == c->pol->shim && lib && !strcmp(vol, lib) &&
+                       !strcmp(path, c->pol->shim)) ||
+                      (hit == dir && limits && !strcmp(vol, limits) && !strcmp(path, dir)));
+        if (hit && !recipe)
+            ad_deny(c, "shim/shadowed",
+                    "%s %s mounts volume %s at %s, over the shim's %s: it would replace the "
+                    "library or the limit file tessera's CUDA shim reads; mount it elsewhere",
+                    label, ad_q(c, name ? name : "?"), ad_q(c, vol ? vol : "?"), ad_q(c, path),
+                    hit);
+        free(norm);
+    }
 }
 
 static void check_container(struct ad_ctx *c, json_t *ctr, const char *label, const char *lib,
@@ -124,12 +181,14 @@ static void check_container(struct ad_ctx *c, json_t *ctr, const char *label, co
                               c->pol->shim);
     if (n < sizeof(lacks) && !has_mount(ctr, lib, c->pol->shim))
         n += (size_t)snprintf(lacks + n, sizeof(lacks) - n,
-                              "%sthe shim's hostPath volume mounted readOnly at %s", n ? ", " : "",
-                              c->pol->shim);
+                              "%sthe shim's hostPath volume (type File) mounted readOnly at %s",
+                              n ? ", " : "", c->pol->shim);
     if (n < sizeof(lacks) && !has_mount(ctr, limits, dir))
         n += (size_t)snprintf(lacks + n, sizeof(lacks) - n,
-                              "%sConfigMap %s (key " LIMITS_KEY ") mounted readOnly at %s",
+                              "%sConfigMap %s (key " LIMITS_KEY ", not optional) mounted readOnly "
+                              "at %s",
                               n ? ", " : "", c->shim_ent->shim_cm, dir);
+    shadows(c, ctr, label, lib, limits, dir);
     if (!lacks[0])
         return;
     const char *name = json_string_value(json_object_get(ctr, "name"));
@@ -154,4 +213,35 @@ void ad_shim(struct ad_ctx *c, json_t *spec)
             if (uses_gpu(ctr))
                 check_container(c, ctr, kinds[k][1], lib, limits);
     }
+}
+
+/* A ConfigMap named as a limit file: one of the namespace's shim rows',
+ * holding exactly the file render writes for it and nothing else. */
+void ad_shim_limits(struct ad_ctx *c, json_t *cm)
+{
+    json_t *meta = json_object_get(cm, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!c->ns || c->bad)
+        return;
+    const struct ad_ent *e = NULL;
+    for (size_t i = 0; name && i < c->ns->nents && !e; i++)
+        if (c->ns->ents[i]->shim_cm && !strcmp(c->ns->ents[i]->shim_cm, name))
+            e = c->ns->ents[i];
+    json_t *data = json_object_get(cm, "data");
+    const char *text = json_string_value(json_object_get(data, LIMITS_KEY));
+    if (!e)
+        ad_deny(c, "shim/limits",
+                "the ConfigMap %s is named as a CUDA shim limit file, but no workload of tenant %s "
+                "in namespace %s has one; the prefix " ENTITLE_SHIM_CONFIGMAP_PREFIX
+                " is tessera's",
+                ad_q(c, name ? name : "?"), c->ns->tenant, ad_q(c, c->nsname));
+    else if (!text || strcmp(text, e->shim_text) != 0 || json_object_size(data) != 1 ||
+             json_object_get(cm, "binaryData"))
+        ad_deny(c, "shim/limits",
+                "the ConfigMap %s holds a limit file other than the one the plan gives workload %s "
+                "(%s): the shim would read the tenant's own cap; apply render's "
+                "cuda-limits.yaml",
+                ad_q(c, name), ad_q(c, e->workload), e->desc);
+    else
+        ad_audit(c, e);
 }

@@ -106,7 +106,20 @@ int entitle_needs_shim(const struct decide_row *r)
 
 void entitle_shim_configmap(const struct decide_row *r, char *buf, size_t size)
 {
-    snprintf(buf, size, "tessera-cuda-limits-%s", r->workload->name);
+    snprintf(buf, size, ENTITLE_SHIM_CONFIGMAP_PREFIX "%s", r->workload->name);
+}
+
+void entitle_shim_limits_text(const struct decide_row *r, char *buf, size_t size)
+{
+    char mem[64], sm[32] = "";
+    entitle_quantity(r->cap_gib, mem, sizeof(mem));
+    if (r->sm_percent > 0) /* throughput shaping between time-sliced tenants (docs/shim.md) */
+        snprintf(sm, sizeof(sm), "smPercent = %d\n", r->sm_percent);
+    snprintf(buf, size,
+             "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n%s"
+             "region = %s/cuda.region\npidMap = %s/pid-map\n",
+             r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem, sm,
+             ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR);
 }
 
 double entitle_per_container(const struct decide_row *r, int *memory)

@@ -83,6 +83,13 @@ double entitle_per_container(const struct decide_row *r, int *memory);
  * memory fraction on a driver below CUDA 13.4, or time-slicing. */
 int entitle_needs_shim(const struct decide_row *r);
 /* The ConfigMap holding r's limit file: "tessera-cuda-limits-<workload>". */
+#define ENTITLE_SHIM_CONFIGMAP_PREFIX "tessera-cuda-limits-"
 void entitle_shim_configmap(const struct decide_row *r, char *buf, size_t size);
+/* The key of that ConfigMap holding the limit file. */
+#define ENTITLE_SHIM_LIMITS_KEY "cuda-limits"
+/* r's limit file as render writes it and admission requires it to stay
+ * (docs/shim.md); the size it needs at most. */
+#define ENTITLE_SHIM_LIMITS_TEXT_MAX 640
+void entitle_shim_limits_text(const struct decide_row *r, char *buf, size_t size);
 
 #endif

@@ -114,7 +114,10 @@ static void tenants(const struct render_ctx *c, struct ts_sbuf *o)
     ts_sbuf_puts(o, "\nEvery namespace's ResourceQuota and LimitRange list every GPU resource "
                     "of this render: what the plan entitles the namespace to, and 0 for the "
                     "rest (the DRA driver's own classes `gpu.nvidia.com` and `mig.nvidia.com` "
-                    "included), so a tenant cannot take a device it was not planned.\n");
+                    "included), so a tenant cannot take a device it was not planned. A second "
+                    "ResourceQuota, `tessera-priority-classes`, allows no pod of a PriorityClass "
+                    "the tenant's `podSecurity.priorityClasses` does not name (a higher class "
+                    "would preempt other tenants' pods).\n");
 }
 
 /* Limits of the device plugin the reader must know about. */

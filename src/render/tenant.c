@@ -89,6 +89,27 @@ static json_t *quota(const struct render_ctx *c, const struct spec_tenant *t, co
     return o;
 }
 
+/* No pod of a PriorityClass the contract does not name: a quota of 0 pods
+ * over those classes (Kubernetes' way to limit priority classes to some
+ * namespaces); the webhook denies the same pods with a reason. */
+static json_t *priority_quota(const struct spec_tenant *t, const char *ns)
+{
+    const struct spec_pod_security *ps = &t->pod_security;
+    json_t *exprs = json_pack("[{s:s, s:s}]", "scopeName", "PriorityClass", "operator", "Exists");
+    if (ps->npriority_classes) {
+        json_t *values = json_array();
+        for (size_t i = 0; i < ps->npriority_classes; i++)
+            json_array_append_new(values, json_string(ps->priority_classes[i]));
+        json_array_append_new(exprs, json_pack("{s:s, s:s, s:o}", "scopeName", "PriorityClass",
+                                               "operator", "NotIn", "values", values));
+    }
+    json_t *o = render__object("v1", "ResourceQuota", "tessera-priority-classes", ns);
+    json_object_set_new(o, "spec",
+                        json_pack("{s:{s:s}, s:{s:o}}", "hard", "pods", "0", "scopeSelector",
+                                  "matchExpressions", exprs));
+    return o;
+}
+
 /* The most of each device-plugin resource one container may ask for, and a
  * default of 0: without one the API server defaults a container's limit to
  * the max, and every container of the namespace would take a GPU. */
@@ -265,21 +286,14 @@ static json_t *claim_template(const struct decide_row *r)
 
 static json_t *shim_limits(const struct decide_row *r)
 {
-    char name[300], mem[64], sm[32] = "", text[560];
+    char name[300], text[ENTITLE_SHIM_LIMITS_TEXT_MAX];
     entitle_shim_configmap(r, name, sizeof(name));
-    entitle_quantity(r->cap_gib, mem, sizeof(mem));
-    if (r->sm_percent > 0) /* throughput shaping between time-sliced tenants (docs/shim.md) */
-        snprintf(sm, sizeof(sm), "smPercent = %d\n", r->sm_percent);
-    snprintf(text, sizeof(text),
-             "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n%s"
-             "region = %s/cuda.region\npidMap = %s/pid-map\n",
-             r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem, sm,
-             ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR);
+    entitle_shim_limits_text(r, text, sizeof(text));
     json_t *o = render__object("v1", "ConfigMap", name, r->workload->namespace_);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     json_object_set_new(labels, ENTITLE_LABEL_TENANT, json_string(r->tenant->name));
     json_object_set_new(labels, ENTITLE_LABEL_WORKLOAD, json_string(r->workload->name));
-    json_object_set_new(o, "data", json_pack("{s:s}", "cuda-limits", text));
+    json_object_set_new(o, "data", json_pack("{s:s}", ENTITLE_SHIM_LIMITS_KEY, text));
     return o;
 }
 
@@ -471,6 +485,7 @@ ts_status render__tenant(struct render_ctx *c, const struct spec_tenant *t)
         const char *ns = t->namespaces[i];
         json_array_append_new(nss, namespace_obj(c, t, ns));
         json_array_append_new(quotas, quota(c, t, ns));
+        json_array_append_new(quotas, priority_quota(t, ns));
         json_array_append_new(quotas, limit_range(c, t, ns));
         json_array_append_new(rbac, role_binding(t, ns));
         network(c, t, ns, net);

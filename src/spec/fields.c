@@ -198,6 +198,13 @@ static const struct spec_field pod_security_fields[] = {
      .max = SPEC_POD_SECURITY_ITEMS_MAX,
      .sub = &host_path_schema,
      .help = "host paths its pods may mount (none by default)"},
+    {.key = "priorityClasses",
+     .type = SPEC_F_STRS,
+     .offset = OFF(priority_classes),
+     .count_offset = OFF(npriority_classes),
+     .max = SPEC_POD_SECURITY_ITEMS_MAX,
+     .help = "PriorityClasses its pods may name in priorityClassName (none by default: the "
+             "cluster's default priority; a higher one would preempt other tenants' pods)"},
 };
 static const struct spec_schema pod_security_schema = {.name = "PodSecurity",
                                                        .size = sizeof(ROW),

@@ -229,8 +229,32 @@ static void fill_defaults(struct spec_model *m, struct spec_tenant *t, struct ts
     }
 }
 
+/* A Kubernetes object name of the DNS subdomain kind (PriorityClass):
+ * DNS labels joined by dots, at most 253 bytes. */
+static int dns_subdomain(const char *s)
+{
+    char label[64];
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    while (*s) {
+        size_t len = strcspn(s, ".");
+        if (len == 0 || len >= sizeof(label))
+            return 0;
+        memcpy(label, s, len);
+        label[len] = '\0';
+        if (!spec_is_dns_label(label))
+            return 0;
+        s += len;
+        if (*s == '.' && !*++s)
+            return 0;
+    }
+    return 1;
+}
+
 /* podSecurity: host paths absolute, capabilities written as Linux names
- * (letters, digits, '_'; with or without CAP_). */
+ * (letters, digits, '_'; with or without CAP_), priority classes named as
+ * Kubernetes names them and never the cluster's own system-* ones. */
 static void check_pod_security(const struct spec_tenant *t, struct ts_diag *diag)
 {
     const struct spec_pod_security *ps = &t->pod_security;
@@ -247,6 +271,15 @@ static void check_pod_security(const struct spec_tenant *t, struct ts_diag *diag
                             "podSecurity.capabilities[%zu]: must be a Linux capability name "
                             "such as NET_RAW, got '%s'",
                             i, c);
+    }
+    for (size_t i = 0; i < ps->npriority_classes; i++) {
+        const char *p = ps->priority_classes[i];
+        if (!dns_subdomain(p) || strncmp(p, "system-", 7) == 0)
+            spec_report_loc(diag, &t->loc,
+                            "podSecurity.priorityClasses[%zu]: must name a PriorityClass of "
+                            "the cluster's own (a DNS subdomain, not a system- class such as "
+                            "system-node-critical, which preempts every tenant), got '%s'",
+                            i, p);
     }
 }
 

@@ -106,6 +106,8 @@ struct spec_pod_security {
     size_t ncapabilities;
     struct spec_host_path *host_paths;
     size_t nhost_paths;
+    const char **priority_classes; /* PriorityClasses its pods may name */
+    size_t npriority_classes;
 };
 
 struct spec_tenant {

@@ -154,8 +154,18 @@ for t, ts in tenants.items():
             want["mig.nvidia.com.deviceclass.resource.k8s.io/devices"] = 0
         for r in plugin:
             want["requests." + r] = dp.get((ns, r), 0)
-        rq = [o for o in objs if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == ns]
-        assert len(rq) == 1, (t, ns, "one ResourceQuota")
+        rq = [o for o in objs if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == ns
+              and o["metadata"]["name"] == "tessera-gpus"]
+        assert len(rq) == 1, (t, ns, "one ResourceQuota of GPUs")
+        # no pod of a PriorityClass outside the contract's: 0 pods over the others
+        pq = [o for o in objs if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == ns
+              and o["metadata"]["name"] == "tessera-priority-classes"]
+        assert len(pq) == 1, (t, ns, "one ResourceQuota of priority classes")
+        allowed = (ts.get("podSecurity") or {}).get("priorityClasses") or []
+        want_exprs = [{"scopeName": "PriorityClass", "operator": "Exists"}]
+        if allowed:
+            want_exprs.append({"scopeName": "PriorityClass", "operator": "NotIn", "values": allowed})
+        assert pq[0]["spec"] == {"hard": {"pods": "0"}, "scopeSelector": {"matchExpressions": want_exprs}}, (t, ns, pq[0]["spec"])
         hard = rq[0]["spec"]["hard"]
         assert set(hard) == set(want), (t, ns, sorted(set(hard) ^ set(want)))
         for k, v in want.items():

@@ -94,6 +94,25 @@ assert not gpu, gpu' "$TMP/plain.json"
 # the webhook's verdict: a privileged container (baseline forbids it too; here
 # the namespace is privileged for the shim, so only the webhook stands)
 create denied platform-dev priv '{"privileged": true}' 'admission webhook "validate.tessera.dev" denied'
+# the whole Pod Security floor there, not only privilege: seccomp Unconfined
+create denied platform-dev unconfined '{"seccompProfile": {"type": "Unconfined"}}' \
+    'seccompProfile.type "Unconfined"'
+# a priority class the contract does not name (it would preempt other tenants)
+echo '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "prio", "namespace": "client-a-prod"},
+ "spec": {"priorityClassName": "system-node-critical",
+          "containers": [{"name": "c", "image": "registry.e2e.invalid/app:1"}]}}' >"$TMP/prio.json"
+if kc create -f "$TMP/prio.json" >"$TMP/prio.out" 2>&1; then bad "system-node-critical was allowed"
+else expect_in "$TMP/prio.out" "uses priorityClassName \"system-node-critical\""; fi
+# the shim's limit file is not the tenant's to edit (it holds the ClusterRole edit)
+cm_limits() { kc -n platform-dev get configmap tessera-cuda-limits-notebooks -o jsonpath='{.data.cuda-limits}'; }
+before=$(cm_limits)
+if kc -n platform-dev patch configmap tessera-cuda-limits-notebooks --type merge \
+    -p '{"data": {"cuda-limits": "version = 1\nmemoryLimit = 80Gi\n"}}' >"$TMP/cm.out" 2>&1; then
+    bad "the shim's limit file was rewritten"
+else expect_in "$TMP/cm.out" "holds a limit file other than"; fi
+check "the limit file is unchanged" [ -n "$before" -a "$(cm_limits)" = "$before" ]
+if kc -n platform-dev create configmap app-settings --from-literal=memoryLimit=80Gi >"$TMP/cm2.out" 2>&1
+then ok; else bad "an application's ConfigMap in a tenant namespace was refused"; cat "$TMP/cm2.out"; fi
 # the API server's Pod Security verdict in a baseline namespace
 create denied client-a-prod priv '{"privileged": true}' 'violates PodSecurity "baseline'
 # a namespace without the tenant label is not sent to the webhook at all
