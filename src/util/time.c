@@ -139,6 +139,8 @@ int ts_duration_parse(const char *text, int64_t *ms)
                   : strcmp(end, "ms") == 0                      ? 1
                   : strcmp(end, "m") == 0                       ? 60000
                   : strcmp(end, "h") == 0                       ? 3600000
+                  : strcmp(end, "d") == 0                       ? 86400000
+                  : strcmp(end, "w") == 0                       ? 604800000
                                                                 : 0;
     if (unit == 0 || v * unit > 9e15)
         return 0;

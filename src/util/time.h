@@ -14,7 +14,8 @@
 int ts_time_parse(const char *text, int64_t *ms);
 /* ms as RFC 3339 UTC: "2026-11-30T10:00:00Z" (".250Z" when it has ms). */
 void ts_time_format(int64_t ms, char buf[40]);
-/* "15s", "500ms", "2m", "1h" (a plain number is seconds); 1 on success. */
+/* "15s", "500ms", "2m", "1h", "1d", "1w" (a plain number is seconds; a
+ * day is 24 h, as Prometheus counts it); 1 on success. */
 int ts_duration_parse(const char *text, int64_t *ms);
 /* clock in milliseconds: CLOCK_REALTIME for Unix time, CLOCK_MONOTONIC for
  * intervals that a clock set back must not stretch. */

@@ -138,6 +138,13 @@ async function operator(ctx) {
     const points = await p.page.locator('svg.chart path.used').first().getAttribute('d');
     check('usage: 24 hourly points', (points.match(/[ML]/g) || []).length === 24, points);
     await common(p, 'usage');
+    // from the navigation, as a user first gets there: the page's own window
+    // and step (1d, once answered 400)
+    await Promise.all([p.page.waitForNavigation(), p.page.click('nav a[href^="usage.html"]')]);
+    await p.page.waitForSelector('body[data-ready]', {timeout: 20000});
+    const navBody = await text(p.page, 'main');
+    check('usage from the navigation: no error', !/error/i.test(navBody), navBody);
+    check('usage from the navigation: daily steps', navBody.includes('a step of 24 h'), navBody);
 
     p = await open(ctx, 'invoices.html?period=' + PERIOD + '&tenant=client-a', OP);
     const total = await text(p.page, '[data-total]');

@@ -326,6 +326,11 @@ static void test_times(void **state)
     assert_true(ts_duration_parse("500ms", &ms) && ms == 500);
     assert_true(ts_duration_parse("2m", &ms) && ms == 120000);
     assert_true(ts_duration_parse("30", &ms) && ms == 30000);
+    /* the console asks for step=1d (it was a 400) */
+    assert_true(ts_duration_parse("1d", &ms) && ms == 86400000);
+    assert_true(ts_duration_parse("2w", &ms) && ms == 2 * 604800000LL);
+    assert_false(ts_duration_parse("1y", &ms));
+    assert_false(ts_duration_parse("1dd", &ms));
     assert_false(ts_duration_parse("-5s", &ms));
     assert_false(ts_duration_parse("5 days", &ms));
     assert_false(ts_duration_parse("nan", &ms)); /* was cast to int64_t: undefined */
