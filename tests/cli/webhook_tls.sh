@@ -1,0 +1,60 @@
+#!/bin/bash
+# webhook_tls.sh - what `tessera serve`'s TLS port offers, on loopback with the
+# openssl CLI and curl:
+#   - TLS 1.2 only with ECDHE key exchange and AEAD ciphers: RSA key exchange
+#     (AES128-SHA, AES128-GCM-SHA256), DHE, CBC and SHA-1 MACs are refused;
+#     ECDHE-RSA with AES-GCM and ChaCha20-Poly1305 is served (the test
+#     certificate's key is RSA), and with `tessera cert`'s ECDSA key
+#     ECDHE-ECDSA-AES128-GCM-SHA256 but not ECDHE-ECDSA-AES128-SHA; TLS 1.3
+#     with each of its suites, and curl.
+. "$(dirname "$0")/../lib.sh"
+cd "$TESSERA_SRC"
+PORT=$(free_port)
+URL=https://127.0.0.1:$PORT
+scripts/make-test-cert "$TMP/c" tls >/dev/null 2>&1
+CA=$TMP/c/ca.crt
+
+start() { # CERT KEY
+    "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$1" --tls-key "$2" \
+        --listen 127.0.0.1:$PORT --threads 2 \
+        2>>"$TMP/serve.log" &
+    SERVER=$!
+    for _ in $(seq 50); do curl -sk $URL/readyz >/dev/null 2>&1 && return; sleep 0.1; done
+    bad "server did not become ready"
+}
+start "$TMP/c/tls.crt" "$TMP/c/tls.key"
+trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# suite VERSION-FLAG SUITE: the suite the handshake agreed on, or (NONE)
+suite() {
+    local opt=-cipher
+    [ "$1" = -tls1_3 ] && opt=-ciphersuites
+    echo | timeout 5 openssl s_client -connect 127.0.0.1:$PORT "$1" "$opt" "$2" 2>&1 |
+        sed -n 's/.*Cipher is \([^ ]*\)$/\1/p' | head -1
+}
+served() { local got; got=$(suite "$@"); check "$2 over $1: got '${got:-nothing}'" [ "$got" = "$2" ]; }
+refused() { local got; got=$(suite "$@"); check "$2 over $1 was served" [ "${got:-(NONE)}" = "(NONE)" ]; }
+for c in AES128-SHA AES256-SHA AES128-GCM-SHA256 AES256-GCM-SHA384 DHE-RSA-AES128-GCM-SHA256 \
+    ECDHE-RSA-AES128-SHA ECDHE-RSA-AES256-SHA ECDHE-RSA-AES128-SHA256; do
+    refused -tls1_2 $c
+done
+for c in ECDHE-RSA-AES128-GCM-SHA256 ECDHE-RSA-AES256-GCM-SHA384 ECDHE-RSA-CHACHA20-POLY1305; do
+    served -tls1_2 $c
+done
+for c in TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256 \
+    TLS_AES_128_CCM_SHA256; do
+    served -tls1_3 $c
+done
+expect_rc 0 curl -sf --cacert "$CA" $URL/healthz
+expect_rc 0 curl -sf --tlsv1.2 --tls-max 1.2 --cacert "$CA" $URL/healthz
+
+# an ECDSA certificate (tessera cert's default key): ECDHE-ECDSA with AEAD only
+kill $SERVER
+wait $SERVER 2>/dev/null
+"$TESSERA" cert --dir "$TMP/e" >/dev/null 2>&1
+start "$TMP/e/tls.crt" "$TMP/e/tls.key"
+served -tls1_2 ECDHE-ECDSA-AES128-GCM-SHA256
+served -tls1_2 ECDHE-ECDSA-CHACHA20-POLY1305
+refused -tls1_2 ECDHE-ECDSA-AES128-SHA
+refused -tls1_2 ECDHE-ECDSA-AES256-SHA384
+finish
