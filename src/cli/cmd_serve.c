@@ -51,7 +51,8 @@ static const struct cli_opt OPTS[] = {
              "and certificate names, docs/api.md; see tessera token new)"),
     CLI_LONG('A', "client-ca", "FILE", CLI_ALL,
              "PEM CAs whose client certificates the API accepts\n"
-             "(mapped to identities by the --tokens file)"),
+             "(with the clientAuth extended key usage; mapped to\n"
+             "identities by the --tokens file)"),
     CLI_LONG('u', "current", "FILE", CLI_ALL,
              "the running layout (a previous 'tessera plan -o json')\n"
              "for /api/v1/replan"),

@@ -103,7 +103,25 @@ static void names_of(gnutls_x509_crt_t crt, struct cert_names *c)
     }
 }
 
-/* The identity of conn's client certificate, when it verifies. */
+/* Whether crt may identify a TLS client: it names id-kp-clientAuth in
+ * its extended key usage. One without the extension, or made for servers
+ * only, is no identity: a serving certificate signed by the same CA must
+ * not log in as its CN. */
+static int client_auth(gnutls_x509_crt_t crt)
+{
+    for (unsigned i = 0; i < 64; i++) {
+        char oid[128];
+        size_t len = sizeof(oid);
+        if (gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &len, NULL) < 0)
+            return 0;
+        if (strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The identity of conn's client certificate, when it verifies and is a
+ * client's. */
 static int cert_identity(struct MHD_Connection *conn, const struct api_idents *ids,
                          struct api_identity *who)
 {
@@ -119,7 +137,7 @@ static int cert_identity(struct MHD_Connection *conn, const struct api_idents *i
     if (!certs || !ncerts || gnutls_x509_crt_init(&crt) < 0)
         return 0;
     struct cert_names c = {.n = 0};
-    if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0)
+    if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0 && client_auth(crt))
         names_of(crt, &c);
     gnutls_x509_crt_deinit(crt);
     return api_ident_cert(ids, c.v, c.n, who);

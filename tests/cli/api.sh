@@ -56,11 +56,12 @@ echo "cert cn:client-x.example operator" >> "$TMP/tokens"
 scripts/make-test-cert "$TMP/tls" >/dev/null
 scripts/make-test-cert "$TMP/other" >/dev/null
 cp "$TMP/tls/ca.crt" "$D/ca.crt"
-client() { # name ca-dir cn
+client() { # name ca-dir cn (a TLS client's certificate: serve requires clientAuth)
     openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$D/client-$1.key" \
         -out "$TMP/c.csr" 2>/dev/null
+    echo "extendedKeyUsage=clientAuth" >"$TMP/c.ext"
     openssl x509 -req -in "$TMP/c.csr" -CA "$2/ca.crt" -CAkey "$2/ca.key" -CAcreateserial \
-        -days 2 -out "$D/client-$1.crt" 2>/dev/null
+        -days 2 -extfile "$TMP/c.ext" -out "$D/client-$1.crt" 2>/dev/null
 }
 client b "$TMP/tls" client-b.example
 client x "$TMP/other" client-x.example # an operator's name, from a CA serve does not trust
