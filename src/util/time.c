@@ -2,6 +2,9 @@
  * time.c - see time.h. Dates use proleptic Gregorian calendar arithmetic
  * (Howard Hinnant's days-from-civil), not the C library's time zones, so
  * results never depend on TZ. Shared by metering and the custody ledger.
+ * Not timegm and gmtime_r: glibc's (2.36) count the leap seconds of a
+ * "right/" zone, named by TZ or by /etc/localtime, so under one a date
+ * comes out 27 s later than its Unix time (tests/util/test_time.c).
  */
 #include "util/time.h"
 
