@@ -179,6 +179,10 @@ void serve_denials_release(struct serve_denials *d);
 struct serve_state;
 /* Answer GET /api/v1/... (url starts with it). */
 enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn, const char *url);
+/* Queue r (and destroy it) with what every answer of the TLS port carries,
+ * whoever made it: Strict-Transport-Security, and Connection: close on a
+ * connection opened under a replaced certificate (server.c). */
+enum MHD_Result serve_queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r);
 /* Queue an answer with the headers every answer carries (server.c). */
 enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
                             const char *body, size_t len, const char *const *headers);

@@ -138,12 +138,18 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
     }
 }
 
-/* A request on conn is done: the next one's deadline starts now. */
-static void track_restart(struct MHD_Connection *conn)
+/* conn's entry in the table, NULL when untracked (or not the TLS port's). */
+static struct tracked *tracked_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
         conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct tracked *t = ci ? ci->socket_context : NULL;
+    return ci ? ci->socket_context : NULL;
+}
+
+/* A request on conn is done: the next one's deadline starts now. */
+static void track_restart(struct MHD_Connection *conn)
+{
+    struct tracked *t = tracked_of(conn);
     if (!t)
         return;
     pthread_mutex_lock(&track.lock);
@@ -215,13 +221,27 @@ static void secure(struct MHD_Response *r)
         MHD_add_response_header(r, SECURITY_HEADERS[i][0], SECURITY_HEADERS[i][1]);
 }
 
+/* HTTPS only, for a year: a browser that met the console once never
+ * tries plain HTTP to it (the port has none) for that name. No
+ * includeSubDomains: the name may be a cluster's service or a proxy's. */
+#define HSTS "max-age=31536000"
+
 /* Whether conn opened under a certificate since replaced. */
 static int stale_certificate(struct MHD_Connection *conn)
 {
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-        conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    const struct tracked *t = ci ? ci->socket_context : NULL;
+    const struct tracked *t = tracked_of(conn);
     return t && t->tls_generation != atomic_load(&serve_tls_generation);
+}
+
+enum MHD_Result serve_queue(struct MHD_Connection *conn, unsigned status, struct MHD_Response *r)
+{
+    if (MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION))
+        MHD_add_response_header(r, "Strict-Transport-Security", HSTS);
+    if (stale_certificate(conn) && !MHD_get_response_header(r, "Connection"))
+        MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
 }
 
 enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -236,11 +256,7 @@ enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const 
     for (size_t i = 0; headers && headers[i]; i += 2)
         if (headers[i + 1])
             MHD_add_response_header(r, headers[i], headers[i + 1]);
-    if (stale_certificate(conn))
-        MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return serve_queue(conn, status, r);
 }
 
 static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -287,16 +303,9 @@ static enum MHD_Result busy(struct MHD_Connection *conn)
     char text[96];
     snprintf(text, sizeof(text), "busy: request bodies in memory at their %zu MiB budget\n",
              SERVE_BODIES_MEM >> 20);
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
-                                                             MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
-    MHD_add_response_header(r, "Retry-After", "1");
-    secure(r);
-    enum MHD_Result ret = MHD_queue_response(conn, MHD_HTTP_TOO_MANY_REQUESTS, r);
-    MHD_destroy_response(r);
-    return ret;
+    const char *h[] = {"Retry-After", "1", NULL};
+    return serve_reply(conn, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", text,
+                       strlen(text), h);
 }
 
 /* Headers of a POST /validate are in: take the body's Content-Length from

@@ -74,9 +74,7 @@ static enum MHD_Result ui_send(struct MHD_Connection *conn, unsigned status, con
     if (location)
         MHD_add_response_header(r, "Location", location);
     serve_ui_secure(r);
-    enum MHD_Result ret = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
-    return ret;
+    return serve_queue(conn, status, r);
 }
 
 int serve_ui_path(const char *url)

@@ -9,10 +9,13 @@
 #     with each of its suites, and curl;
 #   - --client-ca: a client certificate is an identity only with the TLS
 #     client-auth extended key usage; one made for servers only, or with no
-#     extended key usage, gets 401 like no certificate.
+#     extended key usage, gets 401 like no certificate;
+#   - every answer of the TLS port carries Strict-Transport-Security (the
+#     probes' plain-HTTP listener does not: browsers ignore it there).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PORT=$(free_port)
+HPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 scripts/make-test-cert "$TMP/c" tls >/dev/null 2>&1
 CA=$TMP/c/ca.crt
@@ -40,7 +43,7 @@ for n in client both server none; do echo "cert cn:$n.example operator"; done >"
 
 start() { # CERT KEY
     "$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$1" --tls-key "$2" \
-        --listen 127.0.0.1:$PORT --threads 2 \
+        --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT --threads 2 \
         --tokens "$TMP/tokens" --client-ca "$CA" 2>>"$TMP/serve.log" &
     SERVER=$!
     for _ in $(seq 50); do curl -sk $URL/readyz >/dev/null 2>&1 && return; sleep 0.1; done
@@ -88,6 +91,29 @@ got=$(whoami none)
 check "a certificate without extended key usage is no identity: $got" [ "$got" = 401 ]
 got=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$CA" $URL/api/v1/whoami)
 check "no certificate: $got" [ "$got" = 401 ]
+
+# HSTS on every answer of the TLS port: probes, reviews (allowed and
+# malformed), the API, the console, a 404
+HSTS='Strict-Transport-Security: max-age=31536000'
+sed 's/"namespace": *"[^"]*"/"namespace": "client-c-prod"/g' \
+    tests/fixtures/admission/001-pod-no-gpu-tenant-ns.json >"$TMP/review.json"
+hsts() { # WHAT CURL-ARGS...
+    local what=$1
+    shift
+    curl -s -D "$TMP/h" -o /dev/null --cacert "$CA" "$@"
+    tr -d '\r' <"$TMP/h" | grep -qx "$HSTS" && ok || { bad "$what: no '$HSTS'"; cat "$TMP/h"; }
+}
+hsts /healthz $URL/healthz
+hsts /readyz $URL/readyz
+hsts /metrics $URL/metrics
+hsts "/validate" -H 'Content-Type: application/json' --data-binary @"$TMP/review.json" $URL/validate
+hsts "/validate, not JSON" --data-binary 'x' $URL/validate
+hsts /api/v1/whoami $URL/api/v1/whoami
+hsts /ui/ $URL/ui/
+hsts /ui $URL/ui
+hsts /nope $URL/nope
+curl -s -D "$TMP/h" -o /dev/null http://127.0.0.1:$HPORT/healthz
+grep -qi '^Strict-Transport-Security' "$TMP/h" && bad "HSTS on plain HTTP" || ok
 
 # an ECDSA certificate (tessera cert's default key): ECDHE-ECDSA with AEAD only
 kill $SERVER
