@@ -55,6 +55,11 @@ void serve_body_give(size_t n);
 /* The connection and body gauges, for /metrics. */
 void serve_capacity_text(struct ts_sbuf *out);
 
+/* ---- framing.c: a request whose body's end is ambiguous (RFC 9112 6.3) ---- */
+/* What is wrong with the framing of conn's request (version: its HTTP
+ * version), NULL when nothing is. */
+const char *serve_framing_fault(struct MHD_Connection *conn, const char *version);
+
 /* ---- metrics.c (SERVE_RULES_MAX, SERVE_TENANT_RULES_MAX: util/limits.h) ---- */
 /* Latency histogram buckets: the bounds table of metrics.c, plus +Inf. */
 #define SERVE_BUCKETS 13
@@ -68,6 +73,7 @@ struct serve_metrics {
     atomic_ulong decode_refused;         /* reviews over the decode memory */
     atomic_ulong slots_refused;          /* connections refused: no slot for their address */
     atomic_ulong bodies_refused;         /* reviews refused (429): the body budget was spent */
+    atomic_ulong framing_refused;        /* requests refused (400): ambiguous body framing */
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
     pthread_mutex_t lock; /* guards the rule table and the tenants' */

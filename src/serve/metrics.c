@@ -213,6 +213,10 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
     counter(o, "tessera_admission_busy_total",
             "Reviews answered 429 unread: the request bodies in memory were at their budget.", "",
             atomic_load(&m->bodies_refused));
+    counter(o, "tessera_http_framing_refused_total",
+            "Requests answered 400 and closed because where their body ends was ambiguous "
+            "(Content-Length with Transfer-Encoding, differing Content-Lengths).",
+            "", atomic_load(&m->framing_refused));
     ts_sbuf_printf(o,
                    "# HELP tessera_policy_generation The loaded policy's number.\n"
                    "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",

@@ -308,6 +308,19 @@ static enum MHD_Result busy(struct MHD_Connection *conn)
                        strlen(text), h);
 }
 
+/* 400 and the connection closed: the request's body could end in two
+ * places (framing.c), so nothing after it on the connection is read. */
+static enum MHD_Result bad_framing(struct serve_state *s, struct MHD_Connection *conn,
+                                   const char *fault)
+{
+    char text[128];
+    snprintf(text, sizeof(text), "bad request: %s\n", fault);
+    atomic_fetch_add(&s->metrics.framing_refused, 1);
+    const char *h[] = {"Connection", "close", NULL};
+    return serve_reply(conn, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", text, strlen(text),
+                       h);
+}
+
 /* Headers of a POST /validate are in: take the body's Content-Length from
  * the budget before reading it (413 past ADMIT_BODY_MAX, 429 when it is
  * not there); a chunked body takes as it grows (body_add). */
@@ -439,10 +452,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                               const char *method, const char *version, const char *data,
                               size_t *size, void **ctx)
 {
-    (void)version;
     struct serve_state *s = cls;
     int post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
     if (!*ctx) { /* first call: headers only */
+        const char *fault = serve_framing_fault(conn, version);
+        if (fault) {
+            *ctx = (void *)1;
+            return bad_framing(s, conn, fault);
+        }
         if (post && strcmp(url, "/validate") == 0)
             return body_begin(s, conn, ctx);
         *ctx = (void *)1; /* mark: no body wanted */
