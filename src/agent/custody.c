@@ -11,6 +11,7 @@
 #include <string.h>
 #include "agent/internal.h"
 #include "ledger/ledger.h"
+#include "util/time.h"
 
 static int holds(const struct inv_node *inv, const char *uuid)
 {
@@ -26,8 +27,9 @@ static ts_status record_missing(const struct agent_watch_opts *o, const struct i
                                 const struct inv_node *other, const struct reconf_plan *plan,
                                 int *recorded, struct ts_error *err)
 {
-    struct ledger_event tmpl = {
-        .ts_ms = agent__wall_ms(), .node = o->node, .tenant = plan ? NULL : "unassigned"};
+    struct ledger_event tmpl = {.ts_ms = ts_clock_ms(CLOCK_REALTIME),
+                                .node = o->node,
+                                .tenant = plan ? NULL : "unassigned"};
     struct ledger_events evs = {0};
     ts_status st = ledger_inventory_events(from, plan, &tmpl, &evs, err);
     if (st != TS_OK)

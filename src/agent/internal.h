@@ -82,9 +82,6 @@ struct agent_watch {
     char cfg_err[TS_MSG_MAX], obs_err[TS_MSG_MAX];
 };
 
-int64_t agent__mono_ms(void);
-int64_t agent__wall_ms(void);
-
 /* Custody events for what changed between before and after (custody.c):
  * each GPU instance created, with the plan's tenant; each destroyed, as
  * "unassigned". How many were recorded in *recorded. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "agent/internal.h"
+#include "util/time.h"
 
 #define METRIC(b, name, help, type, fmt, ...)                                               \
     ts_sbuf_printf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n" name fmt "\n", \
@@ -51,7 +52,7 @@ unsigned agent_watch_status(struct agent_watch *w, const char *path, struct ts_s
     pthread_mutex_lock(&w->lock);
     s = w->stats;
     pthread_mutex_unlock(&w->lock);
-    int64_t quiet = agent__mono_ms() - s.round_ms, alive = 10LL * w->o->interval_ms;
+    int64_t quiet = ts_clock_ms(CLOCK_MONOTONIC) - s.round_ms, alive = 10LL * w->o->interval_ms;
     if (strcmp(path, "/metrics") == 0) {
         metrics_text(&s, b);
         return 200;

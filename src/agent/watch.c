@@ -25,22 +25,9 @@
 #include "agent/internal.h"
 #include "util/file.h"
 #include "util/log.h"
+#include "util/time.h"
 
 #define FNV_BASIS 1469598103934665603ULL
-
-int64_t agent__mono_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-int64_t agent__wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
@@ -201,13 +188,13 @@ static void settle(struct agent_watch *w, ts_status st, const struct agent_apply
     w->pending = st != TS_OK;
     w->backoff_ms = st == TS_OK ? 0 : w->backoff_ms ? w->backoff_ms * 2 : iv;
     w->backoff_ms = w->backoff_ms > max ? max : w->backoff_ms;
-    w->next_try_ms = agent__mono_ms() + w->backoff_ms;
+    w->next_try_ms = ts_clock_ms(CLOCK_MONOTONIC) + w->backoff_ms;
     pthread_mutex_lock(&w->lock);
     w->stats.ok += st == TS_OK;
     w->stats.failed += st != TS_OK;
     w->stats.busy += r->busy;
     w->stats.busy_instances = r->busy_instances;
-    w->stats.last_ms = agent__wall_ms();
+    w->stats.last_ms = ts_clock_ms(CLOCK_REALTIME);
     w->stats.last_ok = st == TS_OK;
     pthread_mutex_unlock(&w->lock);
     char kept[12], changed[12], busy[12], failed[12], retry[24], rec[12];
@@ -294,7 +281,7 @@ static void observe(struct agent_watch *w)
     pthread_mutex_lock(&w->lock);
     w->stats.drift = dr;
     w->stats.ready = st == TS_OK && w->have_plan;
-    w->stats.round_ms = agent__mono_ms();
+    w->stats.round_ms = ts_clock_ms(CLOCK_MONOTONIC);
     pthread_mutex_unlock(&w->lock);
     free(inv);
 }
@@ -302,7 +289,8 @@ static void observe(struct agent_watch *w)
 /* Sleep until the next round, waking early on a stop. */
 static void pause_round(const struct agent_watch *w, int64_t until)
 {
-    for (int64_t now = agent__mono_ms(); now < until && !*w->o->stop; now = agent__mono_ms()) {
+    for (int64_t now = ts_clock_ms(CLOCK_MONOTONIC); now < until && !*w->o->stop;
+         now = ts_clock_ms(CLOCK_MONOTONIC)) {
         int64_t left = until - now > 20 ? 20 : until - now;
         struct timespec ts = {0, (long)left * 1000000L};
         nanosleep(&ts, NULL);
@@ -335,7 +323,7 @@ ts_status agent_watch_new(struct agent_nvml *n, const struct agent_watch_opts *o
     w->o = o;
     w->n = n;
     pthread_mutex_init(&w->lock, NULL);
-    w->stats.round_ms = agent__mono_ms();
+    w->stats.round_ms = ts_clock_ms(CLOCK_MONOTONIC);
     ts_status st = o->journal ? recover(w, err) : TS_OK;
     if (st != TS_OK) {
         agent_watch_free(w);
@@ -357,9 +345,9 @@ ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
     if (unchecked)
         say(w, "warn", "this driver lacks an optional NVML function", nk, 2);
     while (!*o->stop) {
-        int64_t next = agent__mono_ms() + o->interval_ms;
+        int64_t next = ts_clock_ms(CLOCK_MONOTONIC) + o->interval_ms;
         load_config(w);
-        if (w->have_plan && w->pending && agent__mono_ms() >= w->next_try_ms)
+        if (w->have_plan && w->pending && ts_clock_ms(CLOCK_MONOTONIC) >= w->next_try_ms)
             reconcile(w);
         observe(w);
         pause_round(w, next);

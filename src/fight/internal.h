@@ -99,8 +99,6 @@ ts_status fight__tenant_pump(struct fight_tenant *t, struct ts_error *err);
 void fight__tenant_stop(struct fight_tenant *t, int sig);
 void fight__tenant_release(struct fight_tenant *t);
 
-/* Milliseconds on the monotonic clock. */
-double fight__now_ms(void);
 /* splitmix64 (stats.c): small, seedable, the same everywhere. */
 uint64_t fight__rand(uint64_t *state);
 

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "util/time.h"
 
 static const char *const noisy_names[] = {"matmul", "stream", "burst", "memory", "idle"};
 static const char *const arrival_names[] = {"poisson", "fixed", "closed"};
@@ -190,9 +191,10 @@ struct window {
 
 static ts_status wait_lead(struct fight_tenant *noisy, struct ts_error *err)
 {
-    double until = fight__now_ms() + 10000;
+    double until = ts_clock_msf(CLOCK_MONOTONIC) + 10000;
     ts_status st = TS_OK;
-    while (st == TS_OK && noisy->fd >= 0 && noisy->rd.line == 0 && fight__now_ms() < until)
+    while (st == TS_OK && noisy->fd >= 0 && noisy->rd.line == 0 &&
+           ts_clock_msf(CLOCK_MONOTONIC) < until)
         st = pump(noisy, NULL, 50, err);
     return st;
 }
@@ -243,7 +245,7 @@ static void check_warm(struct fight_ctx *c, const struct fight_tenant *sla,
             w->steady = w->steady && settled;
             w->warmed = 1;
             w->warm = k < cap ? k : cap;
-            w->t0 = fight__now_ms();
+            w->t0 = ts_clock_msf(CLOCK_MONOTONIC);
             w->n0 = noisy ? noisy->s.n : 0;
         }
         w->next += FIGHT_WARM_WINDOW;
@@ -261,7 +263,7 @@ static int run_done(const struct fight_ctx *c, const struct fight_tenant *sla,
 static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla, struct fight_tenant *noisy,
                          struct window *w, struct ts_error *err)
 {
-    double start = fight__now_ms(), limit = start + (double)c->o->phase_ms;
+    double start = ts_clock_msf(CLOCK_MONOTONIC), limit = start + (double)c->o->phase_ms;
     w->t0 = -1;
     w->next = FIGHT_WARM_WINDOW;
     if (!sla) {
@@ -269,7 +271,7 @@ static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla, struct f
         w->n0 = noisy->s.n;
         limit = start + (double)c->o->solo_ms;
     }
-    while (fight__now_ms() < limit && !run_done(c, sla, noisy, w)) {
+    while (ts_clock_msf(CLOCK_MONOTONIC) < limit && !run_done(c, sla, noisy, w)) {
         ts_status st = pump(sla, noisy, 20, err);
         if (st != TS_OK)
             return st;
@@ -278,7 +280,7 @@ static ts_status measure(struct fight_ctx *c, struct fight_tenant *sla, struct f
     }
     w->stopped = sla && sla->fd >= 0;
     w->capped = w->stopped && !run_done(c, sla, noisy, w);
-    w->t1 = fight__now_ms();
+    w->t1 = ts_clock_msf(CLOCK_MONOTONIC);
     w->n1 = noisy ? noisy->s.n : 0;
     if (w->t0 < 0) { /* never warm: all of it was warm-up */
         w->t0 = w->t1;

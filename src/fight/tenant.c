@@ -17,13 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-double fight__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "util/time.h"
 
 /* In the child: never returns. */
 static void child(int wfd, char *const argv[], const char *cmd, char *const env[])
@@ -115,8 +109,8 @@ void fight__tenant_stop(struct fight_tenant *t, int sig)
         return;
     if (sig && !t->reaped)
         kill(t->pid, sig);
-    double until = fight__now_ms() + 3000;
-    while (t->fd >= 0 && fight__now_ms() < until) {
+    double until = ts_clock_msf(CLOCK_MONOTONIC) + 3000;
+    while (t->fd >= 0 && ts_clock_msf(CLOCK_MONOTONIC) < until) {
         struct pollfd pfd = {t->fd, POLLIN, 0};
         poll(&pfd, 1, 50);
         if (fight__tenant_pump(t, NULL) != TS_OK)

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util/file.h"
+#include "util/time.h"
 
 struct wk {
     const struct fight_worker_opts *o;
@@ -86,7 +87,7 @@ static ts_status flush_out(struct wk *w, struct ts_error *err)
 {
     ts_status st = write_all(w, w->out, w->nout, err);
     w->nout = 0;
-    w->out_at = fight__now_ms();
+    w->out_at = ts_clock_msf(CLOCK_MONOTONIC);
     return st;
 }
 
@@ -109,7 +110,7 @@ static ts_status emit(struct wk *w, const char *line, struct ts_error *err)
     }
     memcpy(w->out + w->nout, line, len);
     w->nout += len;
-    return fight__now_ms() - w->out_at >= EMIT_EVERY_MS ? flush_out(w, err) : TS_OK;
+    return ts_clock_msf(CLOCK_MONOTONIC) - w->out_at >= EMIT_EVERY_MS ? flush_out(w, err) : TS_OK;
 }
 
 static ts_status load_module(struct wk *w, struct ts_error *err)
@@ -227,7 +228,7 @@ static ts_status noisy_op(struct wk *w, struct ts_error *err)
  * host's stalls while the tenant waited for due) in open loop. */
 static ts_status timed(struct wk *w, double due, double host_us, struct ts_error *err)
 {
-    double t0 = due >= 0 ? due : fight__now_ms();
+    double t0 = due >= 0 ? due : ts_clock_msf(CLOCK_MONOTONIC);
     CK(w, cuEventRecord(w->ev0, w->stream), "cuEventRecord");
     ts_status st = w->synthetic ? launch_sleep(w, FIGHT_SYN_SLA_US, err)
                                 : launch_fma(w, 2, 256, 16384, err);
@@ -235,7 +236,7 @@ static ts_status timed(struct wk *w, double due, double host_us, struct ts_error
         return st;
     CK(w, cuEventRecord(w->ev1, w->stream), "cuEventRecord");
     CK(w, cuEventSynchronize(w->ev1), "cuEventSynchronize");
-    double lat_us = (fight__now_ms() - t0) * 1000;
+    double lat_us = (ts_clock_msf(CLOCK_MONOTONIC) - t0) * 1000;
     float ms = 0;
     CK(w, cuEventElapsedTime(&ms, w->ev0, w->ev1), "cuEventElapsedTime");
     char line[128];
@@ -312,15 +313,17 @@ static double gap_ms(struct wk *w)
 
 static double wait_until_ms(double t)
 {
-    double gap = FIGHT_HOST_GAP_US / 1000.0, wake = t - SPIN_MS, ms = wake - fight__now_ms();
+    double gap = FIGHT_HOST_GAP_US / 1000.0, wake = t - SPIN_MS,
+           ms = wake - ts_clock_msf(CLOCK_MONOTONIC);
     if (ms > 0) {
         struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
         while (nanosleep(&ts, &ts) != 0 && !stop_flag)
             ;
     }
-    double last = fight__now_ms(), stalled = ms > 0 && last - wake > gap ? last - wake : 0;
+    double last = ts_clock_msf(CLOCK_MONOTONIC),
+           stalled = ms > 0 && last - wake > gap ? last - wake : 0;
     while (last < t && !stop_flag) {
-        double now = fight__now_ms();
+        double now = ts_clock_msf(CLOCK_MONOTONIC);
         if (now - last > gap)
             stalled += now - last;
         last = now;
@@ -331,7 +334,7 @@ static double wait_until_ms(double t)
 static ts_status sla_loop(struct wk *w, struct ts_error *err)
 {
     int open = w->o->arrival != FIGHT_ARRIVE_CLOSED && w->o->rate > 0;
-    double next = fight__now_ms();
+    double next = ts_clock_msf(CLOCK_MONOTONIC);
     w->rng = w->o->seed ^ 0x51a5eedull;
     ts_status st = TS_OK;
     for (size_t i = 0; i < w->o->requests && st == TS_OK && !stop_flag; i++) {
@@ -351,7 +354,8 @@ static ts_status retire(struct wk *w, int i, struct ts_error *err)
 {
     CK(w, cuEventSynchronize(w->ring[i]), "cuEventSynchronize");
     char line[64];
-    snprintf(line, sizeof(line), "latency_us %.3f\n", (fight__now_ms() - w->sent[i]) * 1000);
+    snprintf(line, sizeof(line), "latency_us %.3f\n",
+             (ts_clock_msf(CLOCK_MONOTONIC) - w->sent[i]) * 1000);
     return emit(w, line, err);
 }
 
@@ -367,7 +371,7 @@ static ts_status noisy_loop(struct wk *w, struct ts_error *err)
             continue;
         }
         int slot = (head + n) % w->nring;
-        w->sent[slot] = fight__now_ms();
+        w->sent[slot] = ts_clock_msf(CLOCK_MONOTONIC);
         if ((st = noisy_op(w, err)) == TS_OK)
             st = fight__cuda_check(&w->cu, w->cu.cuEventRecord(w->ring[slot], w->stream),
                                    "cuEventRecord", err);

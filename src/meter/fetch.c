@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include "util/time.h"
 
 #define BACKOFF_MAX_MS 30000 /* the longest wait between retries: two 15 s rounds */
 #define SNIPPET_MAX 100      /* bytes of a non-2xx body quoted in the message */
@@ -38,13 +39,6 @@ static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
 
 static void global_init(void) { global_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-int64_t meter_fetch_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int meter_fetch_sleep(int64_t ms, const volatile sig_atomic_t *stop)
 {
@@ -173,7 +167,7 @@ static void set_options(struct meter_fetch *f, const char *url, const struct met
 static CURLcode attempt(struct meter_fetch *f, struct xfer *x)
 {
     f->errbuf[0] = '\0';
-    x->sent_ms = meter_fetch_now_ms();
+    x->sent_ms = ts_clock_ms(CLOCK_REALTIME);
     CURLcode c = curl_easy_perform(f->h);
     curl_easy_getinfo(f->h, CURLINFO_RESPONSE_CODE, &x->status);
     int deliver = x->status / 100 == 2 || x->o->any_status;

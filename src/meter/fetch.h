@@ -77,9 +77,6 @@ int meter_fetch_url_ok(const char *url);
 /* url with any "user:password@" replaced by "***@", into buf. */
 void meter_fetch_redact(const char *url, char *buf, size_t size);
 
-/* The wall clock, Unix milliseconds. */
-int64_t meter_fetch_now_ms(void);
-
 /* Sleep ms, returning early (1) when *stop becomes set (stop may be NULL). */
 int meter_fetch_sleep(int64_t ms, const volatile sig_atomic_t *stop);
 

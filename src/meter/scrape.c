@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/sbuf.h"
+#include "util/time.h"
 
 #define FLUSH_TRIES 3 /* in-round tries before a scrape waits in the queue */
 #define FLUSH_BACKOFF_MS 200
@@ -54,7 +55,7 @@ static struct job *job_new(const struct run *r, const char *url, long round)
     meter_fetch_redact(url, j->source, sizeof(j->source));
     ts_sbuf_init(&j->body, r->o->expo_max);
     j->round = round;
-    j->started_ms = meter_fetch_now_ms();
+    j->started_ms = ts_clock_ms(CLOCK_REALTIME);
     return j;
 }
 
@@ -170,7 +171,7 @@ static ts_status retry_pending(struct run *r, struct ts_error *why)
                                        .target = j->source,
                                        .round = j->round,
                                        .at_ms = j->sent_ms,
-                                       .ms = meter_fetch_now_ms() - j->started_ms};
+                                       .ms = ts_clock_ms(CLOCK_REALTIME) - j->started_ms};
         count_stored(r, j, &e);
         emit(r, &e);
         job_free(j);
@@ -183,8 +184,8 @@ static ts_status retry_pending(struct run *r, struct ts_error *why)
 static void drain(struct run *r)
 {
     struct ts_error why = {0};
-    int64_t deadline = meter_fetch_now_ms() + r->o->drain_ms, wait = FLUSH_BACKOFF_MS;
-    while (retry_pending(r, &why) != TS_OK && meter_fetch_now_ms() + wait <= deadline) {
+    int64_t deadline = ts_clock_ms(CLOCK_REALTIME) + r->o->drain_ms, wait = FLUSH_BACKOFF_MS;
+    while (retry_pending(r, &why) != TS_OK && ts_clock_ms(CLOCK_REALTIME) + wait <= deadline) {
         meter_fetch_sleep(wait, NULL);
         wait = wait * 2 > DRAIN_BACKOFF_MAX_MS ? DRAIN_BACKOFF_MAX_MS : wait * 2;
     }
@@ -267,7 +268,7 @@ static void scrape_one(struct run *r, const char *url, long round)
     int stored = keep && store_job(r, j, &why);
     if (stored)
         count_stored(r, j, &ev);
-    ev.ms = meter_fetch_now_ms() - j->started_ms;
+    ev.ms = ts_clock_ms(CLOCK_REALTIME) - j->started_ms;
     emit(r, &ev);
     if (stored && st == TS_OK)
         keep_exposition(r, j);
@@ -285,7 +286,7 @@ static int stopping(const struct meter_scrape_opts *o) { return o->stop && *o->s
 /* The next round time after a round that should have started at next. */
 static int64_t after_round(struct run *r, int64_t next, long round)
 {
-    int64_t iv = r->o->interval_ms, now = meter_fetch_now_ms();
+    int64_t iv = r->o->interval_ms, now = ts_clock_ms(CLOCK_REALTIME);
     next += iv;
     if (now < next)
         return next;
@@ -334,10 +335,10 @@ ts_status meter_scrape_run(const struct meter_ctx *ctx, struct store *st,
     r->log = log;
     r->log_ctx = log_ctx;
     r->t = t;
-    int64_t iv = o->interval_ms, next = (meter_fetch_now_ms() / iv + 1) * iv;
+    int64_t iv = o->interval_ms, next = (ts_clock_ms(CLOCK_REALTIME) / iv + 1) * iv;
     const char *const *targets = o->targets;
     size_t ntargets = o->ntargets;
-    for (long round = 1; !meter_fetch_sleep(next - meter_fetch_now_ms(), o->stop); round++) {
+    for (long round = 1; !meter_fetch_sleep(next - ts_clock_ms(CLOCK_REALTIME), o->stop); round++) {
         struct ts_error why;
         retry_pending(r, &why);
         const struct meter_ctx *fresh = o->refresh ? o->refresh(o->refresh_arg) : NULL;

@@ -157,3 +157,10 @@ int64_t ts_clock_ms(clockid_t clock)
     clock_gettime(clock, &t);
     return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
+
+double ts_clock_msf(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}

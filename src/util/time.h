@@ -2,7 +2,8 @@
  * time.h - the times users type: Unix seconds ("1700000000") or RFC 3339
  * ("2026-11-30T10:00:00Z", "2026-11-30T11:00:00+01:00", fractional seconds
  * allowed), to Unix milliseconds; and durations like "15s", "2m", "1h";
- * and a clock read in milliseconds.
+ * and a clock read in milliseconds, the one clock reading of every module
+ * but the shim (which builds alone).
  */
 #ifndef TS_TIME_H
 #define TS_TIME_H
@@ -20,5 +21,8 @@ int ts_duration_parse(const char *text, int64_t *ms);
 /* clock in milliseconds: CLOCK_REALTIME for Unix time, CLOCK_MONOTONIC for
  * intervals that a clock set back must not stretch. */
 int64_t ts_clock_ms(clockid_t clock);
+/* The same to the nanosecond, as fractional milliseconds (the fight's
+ * latencies are well under one). */
+double ts_clock_msf(clockid_t clock);
 
 #endif

@@ -3,7 +3,8 @@
  * the century rule), 1970 and the second before it, year 0000 and 9999,
  * leap seconds, offsets both ways, every field's range; RFC 3339 written
  * back (negative times too); none of it moved by TZ, not even by a zone
- * with leap seconds, which moves glibc's timegm.
+ * with leap seconds, which moves glibc's timegm; the clock in whole and
+ * fractional milliseconds.
  */
 #include "helpers.h"
 
@@ -143,13 +144,34 @@ static void test_tz_leap_seconds(void **state)
     tzset();
 }
 
+/* One clock reading for every module: whole and fractional milliseconds
+ * agree, and the fractional one resolves below a millisecond (the fight's
+ * latencies need it). */
+static void test_clocks(void **state)
+{
+    (void)state;
+    int64_t wall = ts_clock_ms(CLOCK_REALTIME), unix_s = (int64_t)time(NULL);
+    assert_true(wall / 1000 >= unix_s - 1 && wall / 1000 <= unix_s + 1);
+    int64_t a = ts_clock_ms(CLOCK_MONOTONIC);
+    double f = ts_clock_msf(CLOCK_MONOTONIC);
+    int64_t b = ts_clock_ms(CLOCK_MONOTONIC);
+    assert_true(a > 0 && f >= (double)a && f < (double)b + 1 && b - a < 1000);
+    /* fractional: within 10 ms, two readings differ below a millisecond */
+    int sub = 0;
+    for (double t0 = ts_clock_msf(CLOCK_MONOTONIC), t = t0; t - t0 < 10;) {
+        double u = ts_clock_msf(CLOCK_MONOTONIC);
+        sub |= u > t && u - t < 1 && u != (double)(int64_t)u;
+        t = u;
+    }
+    assert_true(sub);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_calendar),
-        cmocka_unit_test(test_format),
-        cmocka_unit_test(test_tz_ignored),
-        cmocka_unit_test(test_tz_leap_seconds),
+        cmocka_unit_test(test_calendar),   cmocka_unit_test(test_format),
+        cmocka_unit_test(test_tz_ignored), cmocka_unit_test(test_tz_leap_seconds),
+        cmocka_unit_test(test_clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
