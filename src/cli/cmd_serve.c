@@ -32,7 +32,9 @@ static const struct cli_opt OPTS[] = {
              "connections in all on the TLS port (default 1024)"),
     CLI_LONG('a', "reserve-for", "CIDR", CLI_ALL,
              "the API server's addresses (repeat): only their connections\n"
-             "may use the reserved slots"),
+             "may use the reserved slots and the reserved 7 MiB of the\n"
+             "request bodies' budget; they are not held to one address's\n"
+             "share of it or to the minimum body rate (64 KiB/s)"),
     CLI_LONG('e', "reserved", "N", CLI_ALL,
              "slots kept for --reserve-for (default max-connections / 8)"),
     CLI_LONG('r', "runtime-class", "N", CLI_ALL,

@@ -48,10 +48,22 @@ enum MHD_Result serve_accept(void *cls, const struct sockaddr *addr, socklen_t l
 void serve_slot_open(int reserved);
 void serve_slot_close(int reserved);
 unsigned serve_slots_max(void);
+/* Whom a body's bytes are charged to: the client address (IPv4 as
+ * ::ffff:a.b.c.d) and whether it is in --reserve-for. */
+struct serve_client {
+    unsigned char addr[16];
+    int reserved;
+};
+void serve_client_of(const struct sockaddr *sa, struct serve_client *c);
 /* Take n bytes of SERVE_BODIES_MEM for a body being received (0: not
- * there, counted); give them back when the review is answered. */
-int serve_body_take(size_t n);
-void serve_body_give(size_t n);
+ * there, counted): outside --reserve-for, only what SERVE_BODIES_RESERVED
+ * leaves and at most SERVE_BODIES_PER_CLIENT an address. Give them back,
+ * charged to the same client, when the review is answered. */
+int serve_body_take(const struct serve_client *c, size_t n);
+void serve_body_give(const struct serve_client *c, size_t n);
+/* 1 when got bytes in seconds since a body's headers is below
+ * SERVE_BODY_RATE_MIN (judged after SERVE_BODY_RATE_AFTER_S). */
+int serve_body_too_slow(double seconds, size_t got);
 /* The connection and body gauges, for /metrics. */
 void serve_capacity_text(struct ts_sbuf *out);
 
@@ -73,6 +85,7 @@ struct serve_metrics {
     atomic_ulong decode_refused;         /* reviews over the decode memory */
     atomic_ulong slots_refused;          /* connections refused: no slot for their address */
     atomic_ulong bodies_refused;         /* reviews refused (429): the body budget was spent */
+    atomic_ulong slow_cut;               /* connections cut: a body under SERVE_BODY_RATE_MIN */
     atomic_ulong framing_refused;        /* requests refused (400): ambiguous body framing */
     atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;

@@ -211,8 +211,12 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
             "Connections refused: every slot their address may use was taken.", "",
             atomic_load(&m->slots_refused));
     counter(o, "tessera_admission_busy_total",
-            "Reviews answered 429 unread: the request bodies in memory were at their budget.", "",
-            atomic_load(&m->bodies_refused));
+            "Reviews answered 429 unread: the request bodies in memory were at their budget, or "
+            "the client address at its share of it.",
+            "", atomic_load(&m->bodies_refused));
+    counter(o, "tessera_connections_slow_body_total",
+            "Connections cut because a review's body arrived slower than the minimum rate.", "",
+            atomic_load(&m->slow_cut));
     counter(o, "tessera_http_framing_refused_total",
             "Requests answered 400 and closed because where their body ends was ambiguous "
             "(Content-Length with Transfer-Encoding, differing Content-Lengths).",

@@ -1,10 +1,12 @@
 /*
  * server.c - the HTTPS side of `tessera serve` (see serve.h): the
- * libmicrohttpd daemon and its limits (TLS 1.2+, connections in all and per
- * client address, idle time, a whole-request deadline), routing, body
- * collection with a cap, bounded decoding (jalloc.c), per-request logging
- * and metrics, and the main loop that cuts late requests and watches files
- * and signals.
+ * libmicrohttpd daemon and its limits (TLS 1.2+ with ECDHE and AEAD only,
+ * connections in all and per client address, idle time, a whole-request
+ * deadline, a minimum body rate), routing, refusing ambiguous framing
+ * (framing.c), body collection with a cap and a fair share of the bodies'
+ * budget (capacity.c), bounded decoding (jalloc.c), the headers every
+ * answer carries, per-request logging and metrics, and the main loop that
+ * cuts late requests and slow bodies and watches files and signals.
  */
 #include "serve/internal.h"
 #include "util/addr.h"
@@ -55,13 +57,20 @@ static double now_s(void)
  * deadline, and libmicrohttpd then closes it as it would a
  * dropped one. Entries leave the table (under its lock) when
  * libmicrohttpd reports the connection closed, before it closes the socket,
- * so a shut-down descriptor is always still that connection's. */
+ * so a shut-down descriptor is always still that connection's.
+ * A review's body from outside --reserve-for is cut the same way when it
+ * arrives slower than SERVE_BODY_RATE_MIN (serve_body_too_slow): a
+ * trickling client holds its share of the bodies' budget for a second or
+ * two, not for the whole deadline. */
 
 struct tracked {
     int fd, reserved; /* reserved: its address may use the reserved slots */
     int tls_done;     /* its TLS handshake has finished */
     double start;     /* of the handshake, then of the current request */
     size_t slot;
+    int body_on;                  /* a review's body is arriving */
+    double body_start;            /* when its headers were in */
+    size_t body_got;              /* its bytes so far */
     const void *conn;             /* the MHD_Connection, to find it from its TLS session */
     unsigned long tls_generation; /* serve_tls_generation when it opened */
 };
@@ -123,6 +132,7 @@ static void notify_connection(void *cls, struct MHD_Connection *conn, void **soc
         t->fd = ci->connect_fd;
         t->reserved = reserved;
         t->tls_done = 0;
+        t->body_on = 0;
         t->conn = conn;
         t->tls_generation = atomic_load(&serve_tls_generation);
         t->start = now_s();
@@ -154,6 +164,27 @@ static void track_restart(struct MHD_Connection *conn)
         return;
     pthread_mutex_lock(&track.lock);
     t->start = now_s();
+    t->body_on = 0;
+    pthread_mutex_unlock(&track.lock);
+}
+
+/* A review's body on conn: starts arriving (its headers are in), grew by
+ * n bytes, or is all in; for the minimum rate (reap). */
+enum body_event { BODY_STARTS, BODY_GREW, BODY_ENDS };
+static void track_body(struct MHD_Connection *conn, enum body_event e, size_t n)
+{
+    struct tracked *t = tracked_of(conn);
+    if (!t)
+        return;
+    pthread_mutex_lock(&track.lock);
+    if (e == BODY_STARTS) {
+        t->body_on = 1;
+        t->body_start = now_s();
+        t->body_got = 0;
+    } else if (e == BODY_ENDS) {
+        t->body_on = 0;
+    }
+    t->body_got += n;
     pthread_mutex_unlock(&track.lock);
 }
 
@@ -188,7 +219,8 @@ static double handshake_limit(double request)
     return h > SERVE_HANDSHAKE_MIN_S ? h : SERVE_HANDSHAKE_MIN_S;
 }
 
-/* Shut down the sockets of handshakes and requests past their deadline. */
+/* Shut down the sockets of handshakes and requests past their deadline,
+ * and of bodies from outside --reserve-for that arrive too slowly. */
 static void reap(struct serve_state *s)
 {
     double limit = s->opt->request_s ? s->opt->request_s : 10, now = now_s();
@@ -196,11 +228,15 @@ static void reap(struct serve_state *s)
     pthread_mutex_lock(&track.lock);
     for (size_t i = 0; i < track.n; i++) {
         struct tracked *t = track.conns[i];
-        if (now - t->start <= (t->tls_done ? limit : hlimit))
+        int late = now - t->start > (t->tls_done ? limit : hlimit);
+        int slow = t->body_on && !t->reserved &&
+                   serve_body_too_slow(now - t->body_start, t->body_got);
+        if (!late && !slow)
             continue;
         shutdown(t->fd, SHUT_RDWR);
         t->start = now + 3600.0; /* once: libmicrohttpd closes it now */
-        atomic_fetch_add(&s->metrics.deadline_cut, 1);
+        t->body_on = 0;
+        atomic_fetch_add(late ? &s->metrics.deadline_cut : &s->metrics.slow_cut, 1);
     }
     pthread_mutex_unlock(&track.lock);
 }
@@ -282,10 +318,12 @@ static void log_review(struct serve_state *s, const struct admit_verdict *v, dou
            sizeof(kv) / sizeof(kv[0]));
 }
 
-/* A review's body being received, and the bytes of SERVE_BODIES_MEM it holds. */
+/* A review's body being received, and the bytes of SERVE_BODIES_MEM it
+ * holds, charged to its client. */
 struct body {
     struct ts_sbuf buf;
     size_t held;
+    struct serve_client client;
     int busy; /* the budget ran out while it grew (a chunked body) */
 };
 
@@ -297,12 +335,14 @@ static enum MHD_Result too_large(struct serve_state *s, struct MHD_Connection *c
     return reply_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, text);
 }
 
-/* 429: the bodies being received hold the whole budget; the review was not read. */
+/* 429: the bodies being received hold the whole budget, or this client
+ * address its share; the review was not read. */
 static enum MHD_Result busy(struct MHD_Connection *conn)
 {
-    char text[96];
-    snprintf(text, sizeof(text), "busy: request bodies in memory at their %zu MiB budget\n",
-             SERVE_BODIES_MEM >> 20);
+    char text[128];
+    snprintf(text, sizeof(text),
+             "busy: request bodies in memory at their budget (%zu MiB, %zu MiB a client)\n",
+             SERVE_BODIES_MEM >> 20, SERVE_BODIES_PER_CLIENT >> 20);
     const char *h[] = {"Retry-After", "1", NULL};
     return serve_reply(conn, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", text,
                        strlen(text), h);
@@ -321,6 +361,15 @@ static enum MHD_Result bad_framing(struct serve_state *s, struct MHD_Connection 
                        h);
 }
 
+/* Whom conn's bodies are charged to. */
+static void client_of(struct MHD_Connection *conn, struct serve_client *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    struct sockaddr none = {.sa_family = AF_UNSPEC};
+    serve_client_of(ci && ci->client_addr ? ci->client_addr : &none, c);
+}
+
 /* Headers of a POST /validate are in: take the body's Content-Length from
  * the budget before reading it (413 past ADMIT_BODY_MAX, 429 when it is
  * not there); a chunked body takes as it grows (body_add). */
@@ -329,19 +378,23 @@ static enum MHD_Result body_begin(struct serve_state *s, struct MHD_Connection *
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);
     unsigned long long want = cl ? strtoull(cl, NULL, 10) : 0;
+    struct serve_client c;
     *ctx = (void *)1; /* unless a body is wanted: drop what comes */
     if (want > ADMIT_BODY_MAX)
         return too_large(s, conn);
-    if (!serve_body_take((size_t)want))
+    client_of(conn, &c);
+    if (!serve_body_take(&c, (size_t)want))
         return busy(conn);
     struct body *b = calloc(1, sizeof(*b));
     if (!b) {
-        serve_body_give((size_t)want);
+        serve_body_give(&c, (size_t)want);
         return MHD_NO;
     }
     ts_sbuf_init(&b->buf, ADMIT_BODY_MAX);
     b->held = (size_t)want;
+    b->client = c;
     *ctx = b;
+    track_body(conn, BODY_STARTS, 0);
     return MHD_YES;
 }
 
@@ -351,7 +404,7 @@ static enum MHD_Result body_add(struct body *b, const char *data, size_t n)
         return MHD_YES; /* answered at the end */
     size_t need = b->buf.len + n;
     if (need > b->held && need <= ADMIT_BODY_MAX) {
-        if (!serve_body_take(need - b->held)) {
+        if (!serve_body_take(&b->client, need - b->held)) {
             b->busy = 1;
             return MHD_YES;
         }
@@ -479,8 +532,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (*size) {
         size_t n = *size;
         *size = 0;
+        track_body(conn, BODY_GREW, n);
         return body_add(b, data, n);
     }
+    track_body(conn, BODY_ENDS, 0);
     return validate(s, conn, b);
 }
 
@@ -493,7 +548,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
     if (*ctx && *ctx != (void *)1) {
         struct body *b = *ctx;
         ts_sbuf_release(&b->buf);
-        serve_body_give(b->held);
+        serve_body_give(&b->client, b->held);
         free(b);
     }
     *ctx = NULL;

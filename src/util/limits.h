@@ -378,6 +378,23 @@
  * decode goes) the webhook stays under its Deployment's 128Mi; a review
  * whose body does not fit is answered 429 before it is read. */
 #define SERVE_BODIES_MEM ((size_t)32 << 20)
+/* Bytes of SERVE_BODIES_MEM one client address outside --reserve-for may
+ * hold at once: a quarter of the budget, never more than one review's cap
+ * (so 7 MiB: one maximal review). Without it one hostile pod declaring
+ * five 6.4 MiB bodies held the whole budget and every other review got 429. */
+#define SERVE_BODIES_PER_CLIENT \
+    (SERVE_BODIES_MEM / 4 < ADMIT_BODY_MAX ? SERVE_BODIES_MEM / 4 : (size_t)ADMIT_BODY_MAX)
+/* Bytes of SERVE_BODIES_MEM only --reserve-for addresses (the API server)
+ * may take: one maximal review always fits for them, whatever the other
+ * addresses hold. */
+#define SERVE_BODIES_RESERVED ((size_t)ADMIT_BODY_MAX)
+/* The slowest a body from outside --reserve-for may arrive, averaged from
+ * the end of its headers and judged once SERVE_BODY_RATE_AFTER_S have
+ * passed; a slower one is cut. The API server sends a review at network
+ * speed (megabytes a second); a client trickling a byte a second would
+ * otherwise hold its share of the budget until the request deadline. */
+#define SERVE_BODY_RATE_MIN (64.0 * 1024)
+#define SERVE_BODY_RATE_AFTER_S 1.0
 /* Networks of --reserve-for: the API server's addresses (a few). */
 #define SERVE_RESERVE_NETS_MAX 16
 /* Bytes of one AdmissionReview response: the request's own cap (3 MiB)
