@@ -38,9 +38,27 @@ int cli_fail(const struct ts_error *e, enum cli_stage stage);
 
 /* ---- option tables (opts.c) ----------------------------------------------- */
 
+/* What the zsh completion offers for an option's value or an operand. */
+enum cli_complete_kind {
+    CLI_COMPLETE_END,     /* ends a list of struct cli_complete */
+    CLI_COMPLETE_NONE,    /* nothing: free text (a number, a URL) */
+    CLI_COMPLETE_WORDS,   /* one of words */
+    CLI_COMPLETE_FILES,   /* a file name */
+    CLI_COMPLETE_DIRS,    /* a folder name */
+    CLI_COMPLETE_MODELS,  /* a GPU model `tessera catalog list` names */
+    CLI_COMPLETE_TENANTS, /* a tenant of the specs given (-f, else TESSERA_SPEC) */
+};
+/* The values of an option for the subcommands in where (CLI_ALL: all). A
+ * list of these ends with CLI_COMPLETE_END; the first that applies wins. */
+struct cli_complete {
+    unsigned where;
+    enum cli_complete_kind kind;
+    const char *const *words; /* CLI_COMPLETE_WORDS: NULL-ended */
+};
+
 /* One option of a verb. One table of these yields the getopt_long list, the
- * option lines of --help and, through where, the options each subcommand
- * allows. -h/--help is added to every table. */
+ * option lines of --help, through where, the options each subcommand
+ * allows, and the completion scripts. -h/--help is added to every table. */
 struct cli_opt {
     int key;          /* what getopt_long returns for it */
     int letter;       /* 1: -key works too (-f as --filename) */
@@ -48,6 +66,9 @@ struct cli_opt {
     const char *arg;  /* its value in --help ("FILE"); NULL: takes none */
     unsigned where;   /* the subcommands it applies to (a bit each); CLI_ALL */
     const char *help; /* --help text ('\n' continues it); NULL: not shown */
+    /* what zsh completes its value with; NULL: what arg names (FILE, SPEC,
+     * PATH...: files; DIR: folders; else nothing) */
+    const struct cli_complete *complete;
 };
 #define CLI_ALL 0u
 /* --name only, and -key too; the table ends with CLI_END. */
@@ -60,6 +81,24 @@ struct cli_opt {
         .key = (k), .letter = 1, .name = (long_name), .arg = (value), .where = (subs), \
         .help = (text)                                                                 \
     }
+/* The same with the completion of the value (a struct cli_complete list). */
+#define CLI_LONG_C(k, long_name, value, subs, values, text)                               \
+    {                                                                                     \
+        .key = (k), .name = (long_name), .arg = (value), .where = (subs), .help = (text), \
+        .complete = (values)                                                              \
+    }
+#define CLI_SHORT_C(k, long_name, value, subs, values, text)                           \
+    {                                                                                  \
+        .key = (k), .letter = 1, .name = (long_name), .arg = (value), .where = (subs), \
+        .help = (text), .complete = (values)                                           \
+    }
+/* The lists most verbs share (opts.c): -o text|json|yaml, --log-format
+ * text|json, a tenant. */
+extern const char *const cli_formats[];
+extern const struct cli_complete cli_complete_formats[], cli_complete_log_formats[],
+    cli_complete_tenants[];
+/* A completion list of just words (NULL-ended), for every subcommand. */
+#define CLI_WORDS(list) ((const struct cli_complete[]){{CLI_ALL, CLI_COMPLETE_WORDS, (list)}, {0}})
 #define CLI_END \
     {           \
         0       \
@@ -80,10 +119,10 @@ struct cli_verb {
 };
 
 /* Every verb's table (cmd_*.c), for completion and the man page (gen.c). */
-extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_meter,
-    cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice, cli_verb_check,
-    cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight, cli_verb_completion,
-    cli_verb_prometheus, cli_verb_cert, cli_verb_shim, cli_verb_token;
+extern const struct cli_verb cli_verb_plan, cli_verb_render, cli_verb_serve, cli_verb_console,
+    cli_verb_meter, cli_verb_scrape, cli_verb_usage, cli_verb_ledger, cli_verb_invoice,
+    cli_verb_check, cli_verb_catalog, cli_verb_docs, cli_verb_agent, cli_verb_fight,
+    cli_verb_completion, cli_verb_prometheus, cli_verb_cert, cli_verb_shim, cli_verb_token;
 
 /* A row of the command table (main.c): `tessera NAME`, or `tessera PARENT NAME`. */
 struct cli_command {
@@ -101,6 +140,14 @@ void cli_top_usage(FILE *out);
  * tables above, so they hold exactly what --help says. */
 int cli_gen_completion(const char *shell, FILE *out);
 void cli_gen_man(FILE *out);
+/* What gen.c and gen_zsh.c share: whether o is shown by --help for
+ * subcommand bit sub of v (0: any); the verb of a subcommand word that runs
+ * one of its own (`meter scrape`), or NULL; the zsh script. */
+int cli_gen_shown(const struct cli_verb *v, const struct cli_opt *o, unsigned sub);
+const struct cli_verb *cli_gen_nested(const char *parent, const char *word, size_t len);
+void cli_gen_zsh(FILE *out);
+/* The first of list that applies to subcommand bits, or NULL. */
+const struct cli_complete *cli_complete_for(const struct cli_complete *list, unsigned bits);
 
 /* cli_parse's answer to -h/--help (not an exit code: see cli_help). */
 #define CLI_HELP (-1)
@@ -191,6 +238,7 @@ int cmd_plan(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_console(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_meter(int argc, char **argv);
 int cmd_meter_scrape(int argc, char **argv);     /* cmd_scrape.c */

@@ -1,6 +1,8 @@
 /*
- * cmd_serve.c - `tessera serve`: the validating admission webhook (serve/),
- * and with --db the metering store behind its /metrics.
+ * cmd_serve.c - the two servers, each alone in its process (serve/):
+ * `tessera serve`, the validating admission webhook the API server calls,
+ * and `tessera console`, the JSON API, the web console and, with --db, the
+ * metering store behind its /metrics: everything a tenant can call.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,26 +12,30 @@
 #include "serve/serve.h"
 #include "util/time.h"
 
-static const struct cli_opt OPTS[] = {
-    CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (repeat for several files)"),
-    CLI_LONG('C', "tls-cert", "FILE", CLI_ALL, "PEM certificate (chain) the API server trusts"),
-    CLI_LONG('K', "tls-key", "FILE", CLI_ALL, "its PEM private key"),
+#define COMMON_OPTS                                                                              \
+    CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (repeat for several files)"),      \
+        CLI_LONG('C', "tls-cert", "FILE", CLI_ALL, "PEM certificate (chain) its clients trust"), \
+        CLI_LONG('K', "tls-key", "FILE", CLI_ALL, "its PEM private key"),                        \
+        CLI_LONG('H', "health-listen", "ADDR:PORT", CLI_ALL,                                     \
+                 "serve /healthz, /readyz and /metrics over plain HTTP\n"                        \
+                 "here, a thread per connection (the probes, Prometheus)"),                      \
+        CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),                   \
+        CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),        \
+        CLI_LONG('t', "threads", "N", CLI_ALL, "worker threads (default: one per core)"),        \
+        CLI_LONG('T', "conn-timeout", "SEC", CLI_ALL,                                            \
+                 "close a connection idle this long (default 10)"),                              \
+        CLI_LONG('q', "request-timeout", "SEC", CLI_ALL,                                         \
+                 "close a connection whose request (headers and body)\n"                         \
+                 "takes longer from the end of the TLS handshake\n"                              \
+                 "(default 10; the handshake may take 3 times that)"),                           \
+        CLI_LONG('p', "max-per-client", "N", CLI_ALL,                                            \
+                 "connections one client address may hold (default 128)"),                       \
+        CLI_LONG('m', "max-connections", "N", CLI_ALL,                                           \
+                 "connections in all on the TLS port (default 1024)")
+
+static const struct cli_opt SERVE_OPTS[] = {
+    COMMON_OPTS,
     CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "default 0.0.0.0:8443 ([::]:8443 for IPv6)"),
-    CLI_LONG('H', "health-listen", "ADDR:PORT", CLI_ALL,
-             "also serve /healthz and /readyz over plain HTTP here,\n"
-             "on their own thread and connections (for the probes)"),
-    CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
-    CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
-    CLI_LONG('t', "threads", "N", CLI_ALL, "worker threads (default: one per core)"),
-    CLI_LONG('T', "conn-timeout", "SEC", CLI_ALL, "close a connection idle this long (default 10)"),
-    CLI_LONG('q', "request-timeout", "SEC", CLI_ALL,
-             "close a connection whose request (headers and body)\n"
-             "takes longer from the end of the TLS handshake\n"
-             "(default 10; the handshake may take 3 times that)"),
-    CLI_LONG('p', "max-per-client", "N", CLI_ALL,
-             "connections one client address may hold (default 128)"),
-    CLI_LONG('m', "max-connections", "N", CLI_ALL,
-             "connections in all on the TLS port (default 1024)"),
     CLI_LONG('a', "reserve-for", "CIDR", CLI_ALL,
              "the API server's addresses (repeat): only their connections\n"
              "may use the reserved slots and the reserved 7 MiB of the\n"
@@ -41,13 +47,17 @@ static const struct cli_opt OPTS[] = {
              "an allowed runtimeClassName (repeat; default nvidia)"),
     CLI_LONG('s', "shim-path", "PATH", CLI_ALL,
              "the LD_PRELOAD value allowed (tessera's CUDA shim)"),
-    CLI_LONG('d', "db", "DB", CLI_ALL, "metering store: sqlite:PATH or postgres://..."),
-    CLI_LONG('i', "interval", "DUR", CLI_ALL,
-             "the scrape interval of the stored samples (default 15s;\n"
-             "gaps count at most twice this, as in tessera usage)"),
-    CLI_LONG('R', "metering-refresh", "DUR", CLI_ALL,
-             "how long /metrics reuses what it read from the store\n"
-             "(default 10s)"),
+    CLI_LONG('Z', "admission-client-ca", "FILE", CLI_ALL,
+             "PEM CA of the API server's client certificate (its\n"
+             "AdmissionConfiguration kubeconfig): only reviews it signs\n"
+             "are recorded as a tenant's (denials, per-tenant counts)"),
+    CLI_LONG('N', "admission-client", "NAME", CLI_ALL,
+             "the CN or DNS name that certificate must carry"),
+    CLI_END};
+
+static const struct cli_opt CONSOLE_OPTS[] = {
+    COMMON_OPTS,
+    CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "default 0.0.0.0:8444 ([::]:8444 for IPv6)"),
     CLI_LONG('k', "tokens", "FILE", CLI_ALL,
              "identities for the JSON API under /api/v1/ (token hashes\n"
              "and certificate names, docs/api.md; see tessera token new)"),
@@ -55,6 +65,13 @@ static const struct cli_opt OPTS[] = {
              "PEM CAs whose client certificates the API accepts\n"
              "(with the clientAuth extended key usage; mapped to\n"
              "identities by the --tokens file)"),
+    CLI_LONG('d', "db", "DB", CLI_ALL, "metering store: sqlite:PATH or postgres://..."),
+    CLI_LONG('i', "interval", "DUR", CLI_ALL,
+             "the scrape interval of the stored samples (default 15s;\n"
+             "gaps count at most twice this, as in tessera usage)"),
+    CLI_LONG('R', "metering-refresh", "DUR", CLI_ALL,
+             "how long /metrics reuses what it read from the store\n"
+             "(default 10s)"),
     CLI_LONG('u', "current", "FILE", CLI_ALL,
              "the running layout (a previous 'tessera plan -o json')\n"
              "for /api/v1/replan"),
@@ -62,6 +79,10 @@ static const struct cli_opt OPTS[] = {
              "the nodes' NodeInventory files (tessera agent inventory\n"
              "-o json): one file, or a folder of *.json; /api/v1/plan\n"
              "gives each card and MIG instance its UUID from them"),
+    CLI_LONG('D', "denials-from", "URL", CLI_ALL,
+             "the webhook's recent denials, http://HOST:PORT/denials on\n"
+             "its --health-listen port; every address HOST resolves to\n"
+             "(each replica) is read"),
     CLI_END};
 
 const struct cli_verb cli_verb_serve = {
@@ -72,25 +93,50 @@ const struct cli_verb cli_verb_serve = {
     "                     [--threads N] [--conn-timeout SEC] [--request-timeout SEC]\n"
     "                     [--max-connections N] [--max-per-client N]\n"
     "                     [--reserve-for CIDR... [--reserved N]] [--runtime-class NAME...]\n"
-    "                     [--shim-path PATH] [--db DB [--interval DUR]\n"
-    "                     [--metering-refresh DUR]] [--tokens FILE [--client-ca FILE]\n"
-    "                     [--current PLAN.json] [--inventory PATH]]\n\n"
+    "                     [--shim-path PATH]\n"
+    "                     [--admission-client-ca FILE [--admission-client NAME]]\n\n"
     "Serve the validating admission webhook over HTTPS: POST /validate takes an\n"
     "admission.k8s.io/v1 AdmissionReview for Pods, workloads with pod templates,\n"
-    "ResourceClaims and ResourceClaimTemplates, and denies what the tenant's plan and\n"
-    "contract do not allow; GET /healthz, /readyz and /metrics (Prometheus).\n"
+    "ResourceClaims, ResourceClaimTemplates and the CUDA shim's limit ConfigMaps, and\n"
+    "denies what the tenant's plan and contract do not allow; GET /healthz and /readyz.\n"
+    "Nothing else: the API and the console are `tessera console`, another process,\n"
+    "so nothing a tenant can call shares the admission path's threads. With\n"
+    "--health-listen, /metrics (Prometheus) and /denials (the recent denials, for\n"
+    "the console) are served there too, for the cluster's own network.\n"
+    "With --admission-client-ca, a review is a tenant's (its denial kept, counted per\n"
+    "tenant) only when the API server's client certificate came with it; without it,\n"
+    "reviews are answered but never recorded as a tenant's.\n"
     "SIGHUP, or a change to the spec, catalog or certificate files, reloads them;\n"
     "a spec that fails to load keeps the old policy serving. SIGTERM stops after the\n"
-    "requests in flight.\n"
-    "/metrics also shows each tenant's allocation in the plan and, with --db, the\n"
+    "requests in flight.\n",
+    SERVE_OPTS,
+    NULL,
+    NULL,
+    CLI_ALL};
+
+const struct cli_verb cli_verb_console = {
+    "console",
+    "usage: tessera console -f SPEC [-f SPEC...] --tls-cert FILE --tls-key FILE\n"
+    "                       --tokens FILE [--client-ca FILE]\n"
+    "                       [--listen ADDR:PORT] [--health-listen ADDR:PORT]\n"
+    "                       [--catalog FILE] [--log-format text|json]\n"
+    "                       [--threads N] [--conn-timeout SEC] [--request-timeout SEC]\n"
+    "                       [--max-connections N] [--max-per-client N]\n"
+    "                       [--db DB [--interval DUR] [--metering-refresh DUR]]\n"
+    "                       [--current PLAN.json] [--inventory PATH]\n"
+    "                       [--denials-from URL]\n\n"
+    "Serve what tenants and operators call, over HTTPS, in a process of its own:\n"
+    "GET /api/v1/... the JSON API (docs/api.md): the plan, tenants, usage, invoices,\n"
+    "the custody ledger, violations, the webhook's recent denials (--denials-from)\n"
+    "and replanning steps, each caller seeing only what its identity may; /ui/ the\n"
+    "web console over that API (docs/console.md); GET /healthz and /readyz.\n"
+    "/metrics (Prometheus; for an operator identity only on this port, for anyone\n"
+    "on --health-listen): each tenant's allocation in the plan and, with --db, the\n"
     "GPU-hours per tenant from the metering store (as `tessera usage` counts them) and\n"
     "the stored dcgm-exporter series with a tenant label; a store that fails shows\n"
     "tessera_metering_up 0, the rest of the page is still served.\n"
-    "With --tokens, GET /api/v1/... serves the JSON API (docs/api.md): the plan,\n"
-    "tenants, usage, invoices, the custody ledger, violations, recent denials and\n"
-    "replanning steps, each caller seeing only what its identity may; /ui/ is the\n"
-    "web console over that API (docs/console.md): sign in with a token.\n",
-    OPTS,
+    "SIGHUP, or a change to the spec, catalog or certificate files, reloads them.\n",
+    CONSOLE_OPTS,
     NULL,
     NULL,
     CLI_ALL};
@@ -173,6 +219,9 @@ static int set(void *ctx, int key, const char *arg)
     case 'A': o->client_ca_file = arg; return CLI_OK;
     case 'u': o->current_file = arg; return CLI_OK;
     case 'I': o->inventory_path = arg; return CLI_OK;
+    case 'Z': o->client_ca_file = arg; return CLI_OK;
+    case 'N': o->admission_client = arg; return CLI_OK;
+    case 'D': o->denials_from = arg; return CLI_OK;
     case 'i': return duration("interval", arg, &o->meter_interval_ms);
     case 'R': return duration("metering-refresh", arg, &o->meter_refresh_ms);
     case 'L': return log_format(o, arg);
@@ -190,32 +239,42 @@ static int set(void *ctx, int key, const char *arg)
     }
 }
 
-static int check_args(int argc, const struct serve_args *a)
+static int check_args(int argc, const struct serve_args *a, const struct cli_verb *v)
 {
-    if (optind < argc || !a->spec.n || !a->o.cert_file || !a->o.key_file) {
-        fprintf(stderr, "tessera: serve needs -f SPEC, --tls-cert and --tls-key\n");
-        cli_usage(&cli_verb_serve, CLI_ALL, stderr);
+    const struct serve_options *o = &a->o;
+    if (optind < argc || !a->spec.n || !o->cert_file || !o->key_file ||
+        (o->role == SERVE_ROLE_CONSOLE && !o->tokens_file)) {
+        fprintf(stderr, "tessera: %s needs -f SPEC, --tls-cert and --tls-key%s\n", v->name,
+                o->role == SERVE_ROLE_CONSOLE ? " and --tokens" : "");
+        cli_usage(v, CLI_ALL, stderr);
         return CLI_BAD_INPUT;
     }
-    if (!a->o.tokens_file && (a->o.client_ca_file || a->o.current_file || a->o.inventory_path)) {
+    if (o->admission_client && !o->client_ca_file) {
+        fprintf(stderr, "tessera: --admission-client needs --admission-client-ca\n");
+        return CLI_BAD_INPUT;
+    }
+    if (o->denials_from && strncmp(o->denials_from, "http://", 7) != 0) {
         fprintf(stderr,
-                "tessera: --client-ca, --current and --inventory need --tokens (the API)\n");
+                "tessera: --denials-from: '%s' is not an http:// URL (the webhook's "
+                "--health-listen port)\n",
+                o->denials_from);
         return CLI_BAD_INPUT;
     }
-    if (!a->o.db_url && (a->o.meter_interval_ms || a->o.meter_refresh_ms)) {
+    if (!o->db_url && (o->meter_interval_ms || o->meter_refresh_ms)) {
         fprintf(stderr, "tessera: --interval and --metering-refresh need --db\n");
         return CLI_BAD_INPUT;
     }
     return CLI_OK;
 }
 
-int cmd_serve(int argc, char **argv)
+static int run(const struct cli_verb *v, int role, int argc, char **argv)
 {
     struct serve_args a = {0};
-    int rc = cli_parse(&cli_verb_serve, CLI_ALL, argc, argv, set, &a);
+    a.o.role = role;
+    int rc = cli_parse(v, CLI_ALL, argc, argv, set, &a);
     if (rc != CLI_OK)
-        return rc == CLI_HELP ? cli_help(&cli_verb_serve, CLI_ALL) : rc;
-    if ((rc = check_args(argc, &a)) != CLI_OK)
+        return rc == CLI_HELP ? cli_help(v, CLI_ALL) : rc;
+    if ((rc = check_args(argc, &a, v)) != CLI_OK)
         return rc;
     a.o.spec_files = a.spec.paths;
     a.o.nspec = a.spec.n;
@@ -231,4 +290,14 @@ int cmd_serve(int argc, char **argv)
     if (serve_run(s, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
     return CLI_OK;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    return run(&cli_verb_serve, SERVE_ROLE_WEBHOOK, argc, argv);
+}
+
+int cmd_console(int argc, char **argv)
+{
+    return run(&cli_verb_console, SERVE_ROLE_CONSOLE, argc, argv);
 }

@@ -1,8 +1,9 @@
 /*
- * api.c - /api/v1/ on the HTTPS port: who is asking (a bearer token, or a
- * client certificate verified against --client-ca), the query parameters
- * as libmicrohttpd decoded them, the state of the current policy, and the
- * ring of recent admission denials the API lists. The answers are api/'s.
+ * api.c - /api/v1/ on the console's HTTPS port: who is asking (a bearer
+ * token, or a client certificate verified against --client-ca), the query
+ * parameters as libmicrohttpd decoded them, the state of the current
+ * policy; the webhook's one question of a certificate: is it the API
+ * server's (--admission-client-ca). The answers are api/'s.
  */
 #include "serve/internal.h"
 
@@ -11,48 +12,6 @@
 #include <string.h>
 #include <time.h>
 #include "util/file.h"
-
-void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v)
-{
-    pthread_mutex_lock(&d->lock);
-    if (!d->ring)
-        d->ring = calloc(SERVE_DENIALS_MAX, sizeof(*d->ring));
-    if (d->ring) {
-        struct api_denial *x = &d->ring[d->next];
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        x->ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-        snprintf(x->uid, sizeof(x->uid), "%s", v->uid);
-        snprintf(x->kind, sizeof(x->kind), "%s", v->kind);
-        snprintf(x->ns, sizeof(x->ns), "%s", v->ns);
-        snprintf(x->tenant, sizeof(x->tenant), "%s", v->tenant);
-        snprintf(x->rule, sizeof(x->rule), "%s", v->rule);
-        snprintf(x->message, sizeof(x->message), "%s", v->message);
-        d->next = (d->next + 1) % SERVE_DENIALS_MAX;
-        d->dropped += d->n == SERVE_DENIALS_MAX;
-        d->n += d->n < SERVE_DENIALS_MAX;
-    }
-    pthread_mutex_unlock(&d->lock);
-}
-
-void serve_denials_release(struct serve_denials *d)
-{
-    free(d->ring);
-    d->ring = NULL;
-}
-
-/* A copy of the ring, newest first (NULL when there is none). */
-static struct api_denial *denials_copy(struct serve_denials *d, size_t *n, unsigned long *dropped)
-{
-    pthread_mutex_lock(&d->lock);
-    struct api_denial *out = d->n ? malloc(d->n * sizeof(*out)) : NULL;
-    *n = out ? d->n : 0;
-    *dropped = d->dropped;
-    for (size_t i = 0; i < *n; i++)
-        out[i] = d->ring[(d->next + SERVE_DENIALS_MAX - 1 - i) % SERVE_DENIALS_MAX];
-    pthread_mutex_unlock(&d->lock);
-    return out;
-}
 
 char *serve_client_ca(const struct serve_options *o, struct ts_error *err)
 {
@@ -120,27 +79,87 @@ static int client_auth(gnutls_x509_crt_t crt)
     return 0;
 }
 
-/* The identity of conn's client certificate, when it verifies and is a
- * client's. */
-static int cert_identity(struct MHD_Connection *conn, const struct api_idents *ids,
-                         struct api_identity *who)
+/* The names of conn's client certificate into c, when it verifies against
+ * the process's --client-ca and is a client's (none otherwise). */
+static void verified_names(struct MHD_Connection *conn, struct cert_names *c)
 {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
         conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     gnutls_session_t tls = ci ? (gnutls_session_t)ci->tls_session : NULL;
     unsigned status = 1, ncerts = 0;
-    if (!tls || !api_idents_certs(ids) || gnutls_certificate_verify_peers2(tls, &status) < 0 ||
-        status != 0)
-        return 0;
+    c->n = 0;
+    if (!tls || gnutls_certificate_verify_peers2(tls, &status) < 0 || status != 0)
+        return;
     const gnutls_datum_t *certs = gnutls_certificate_get_peers(tls, &ncerts);
     gnutls_x509_crt_t crt;
     if (!certs || !ncerts || gnutls_x509_crt_init(&crt) < 0)
-        return 0;
-    struct cert_names c = {.n = 0};
+        return;
     if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER) == 0 && client_auth(crt))
-        names_of(crt, &c);
+        names_of(crt, c);
     gnutls_x509_crt_deinit(crt);
+}
+
+/* The identity of conn's client certificate, when it verifies and is a
+ * client's. */
+static int cert_identity(struct MHD_Connection *conn, const struct api_idents *ids,
+                         struct api_identity *who)
+{
+    struct cert_names c;
+    if (!api_idents_certs(ids))
+        return 0;
+    verified_names(conn, &c);
     return api_ident_cert(ids, c.v, c.n, who);
+}
+
+int serve_admission_client(struct serve_state *s, struct MHD_Connection *conn)
+{
+    struct cert_names c;
+    if (!s->client_ca)
+        return 0;
+    verified_names(conn, &c);
+    for (size_t i = 0; i < c.n; i++) {
+        const char *name = strchr(c.v[i], ':') + 1;
+        if (!s->opt->admission_client || strcmp(name, s->opt->admission_client) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* conn's identity: a bearer token, else a client certificate. */
+static void identity_of(struct serve_policy *p, struct MHD_Connection *conn,
+                        struct api_identity *who)
+{
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    who->role = API_ROLE_NONE;
+    if (p && p->idents && !api_ident_token(p->idents, auth, who))
+        cert_identity(conn, p->idents, who);
+}
+
+int serve_api_operator(struct serve_state *s, struct MHD_Connection *conn)
+{
+    struct serve_policy *p = serve_policy_get(s);
+    struct api_identity who;
+    identity_of(p, conn, &who);
+    serve_policy_put(p);
+    return who.role == API_ROLE_OPERATOR;
+}
+
+enum MHD_Result serve_api_refuse(struct serve_state *s, struct MHD_Connection *conn)
+{
+    struct serve_policy *p = serve_policy_get(s);
+    struct api_identity who;
+    identity_of(p, conn, &who);
+    serve_policy_put(p);
+    struct api_answer a;
+    ts_sbuf_init(&a.body, 4096);
+    int none = who.role == API_ROLE_NONE;
+    api_error(&a, none ? 401 : 403, NULL,
+              none ? "sign in: an operator's bearer token or client certificate"
+                   : "only an operator may read /metrics here");
+    const char *h[] = {"WWW-Authenticate", none ? "Bearer" : NULL, NULL};
+    enum MHD_Result r = serve_reply(conn, a.status, a.type, ts_sbuf_str(&a.body), a.body.len, h);
+    ts_sbuf_release(&a.body);
+    return r;
 }
 
 struct query_params {
@@ -166,10 +185,8 @@ static enum MHD_Result one_param(void *cls, enum MHD_ValueKind kind, const char 
 static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Connection *conn,
                    const char *path, struct api_answer *a)
 {
-    struct api_identity who = {.role = API_ROLE_NONE};
-    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    if (!api_ident_token(p->idents, auth, &who))
-        cert_identity(conn, p->idents, &who);
+    struct api_identity who;
+    identity_of(p, conn, &who);
     struct query_params ps = {.n = 0};
     MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, one_param, &ps);
     struct timespec now;
@@ -189,8 +206,17 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
                            p->inv.node,
                            p->inv.n};
     struct api_denial *copy = NULL;
-    if (strcmp(path, "/denials") == 0 && who.role != API_ROLE_NONE)
-        st.denials = copy = denials_copy(&s->denials, &st.ndenials, &st.denials_dropped);
+    struct ts_error err = {0};
+    if (strcmp(path, "/denials") == 0 && who.role != API_ROLE_NONE && s->opt->denials_from) {
+        st.denials = copy = serve_denials_fetch(s->opt->denials_from, &st.ndenials,
+                                                &st.denials_dropped, &err);
+        if (!copy) {
+            ts_sbuf_init(&a->body, 4096);
+            a->allow = a->www_authenticate = NULL;
+            api_error(a, 502, NULL, "the webhook's denials could not be read: %s", err.msg);
+            return;
+        }
+    }
     api_get(&st, &who, path, ps.p, ps.n, a);
     free(copy);
 }
@@ -209,7 +235,7 @@ enum MHD_Result serve_api_get(struct serve_state *s, struct MHD_Connection *conn
         retry = "1";
     } else if (!p || !p->idents) {
         ts_sbuf_init(&a.body, 4096);
-        api_error(&a, 404, NULL, "the API is off: serve has no --tokens");
+        api_error(&a, 404, NULL, "the API is off: the console has no --tokens");
     } else {
         answer(s, p, conn, url + 7, &a);
     }

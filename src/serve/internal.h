@@ -79,15 +79,16 @@ const char *serve_framing_fault(struct MHD_Connection *conn, const char *version
 struct serve_metrics {
     atomic_ulong requests_allowed, requests_denied, requests_bad, requests_other;
     atomic_ulong in_flight, reloads_ok, reloads_failed, tls_reloads;
-    atomic_llong tls_not_after;          /* the serving certificate's end, Unix seconds */
-    atomic_ulong tls_failed;             /* handshakes that failed: plain HTTP, old TLS */
-    atomic_ulong deadline_cut;           /* connections cut for a request over its deadline */
-    atomic_ulong decode_refused;         /* reviews over the decode memory */
-    atomic_ulong slots_refused;          /* connections refused: no slot for their address */
-    atomic_ulong bodies_refused;         /* reviews refused (429): the body budget was spent */
-    atomic_ulong slow_cut;               /* connections cut: a body under SERVE_BODY_RATE_MIN */
-    atomic_ulong framing_refused;        /* requests refused (400): ambiguous body framing */
-    atomic_ulong buckets[SERVE_BUCKETS]; /* cumulative counts are made at output */
+    atomic_llong tls_not_after;            /* the serving certificate's end, Unix seconds */
+    atomic_ulong tls_failed;               /* handshakes that failed: plain HTTP, old TLS */
+    atomic_ulong deadline_cut;             /* connections cut for a request over its deadline */
+    atomic_ulong decode_refused;           /* reviews over the decode memory */
+    atomic_ulong slots_refused;            /* connections refused: no slot for their address */
+    atomic_ulong bodies_refused;           /* reviews refused (429): the body budget was spent */
+    atomic_ulong slow_cut;                 /* connections cut: a body under SERVE_BODY_RATE_MIN */
+    atomic_ulong framing_refused;          /* requests refused (400): ambiguous body framing */
+    atomic_ulong requests_unauthenticated; /* reviews not from the API server's certificate */
+    atomic_ulong buckets[SERVE_BUCKETS];   /* cumulative counts are made at output */
     atomic_ulong latency_count, latency_sum_ns;
     pthread_mutex_t lock; /* guards the rule table and the tenants' */
     char rules[SERVE_RULES_MAX][48];
@@ -184,7 +185,7 @@ struct serve_tls { /* one loaded certificate and key */
     gnutls_privkey_t key;
 };
 
-/* ---- api.c: /api/v1/ and the recent denials ---- */
+/* ---- denials.c: the recent denials; api.c: /api/v1/ and identities ---- */
 struct serve_denials {
     pthread_mutex_t lock;
     struct api_denial *ring; /* SERVE_DENIALS_MAX, allocated on the first denial */
@@ -207,6 +208,21 @@ enum MHD_Result serve_reply(struct MHD_Connection *conn, unsigned status, const 
                             const char *body, size_t len, const char *const *headers);
 /* The client certificate's CAs for libmicrohttpd (--client-ca), "" none. */
 char *serve_client_ca(const struct serve_options *o, struct ts_error *err);
+/* Whether conn's client certificate is the API server's: verified against
+ * the webhook's --admission-client-ca, with clientAuth, and naming
+ * --admission-client when it is set. */
+int serve_admission_client(struct serve_state *s, struct MHD_Connection *conn);
+/* Whether conn is an operator's (bearer token or client certificate). */
+int serve_api_operator(struct serve_state *s, struct MHD_Connection *conn);
+/* 401 (no identity) or 403 (a tenant's) for a page only operators see. */
+enum MHD_Result serve_api_refuse(struct serve_state *s, struct MHD_Connection *conn);
+/* The console's /api/v1/denials: every webhook replica's ring at url
+ * (denials.c), newest first, at most SERVE_DENIALS_MAX; NULL and err when
+ * one cannot be read. */
+struct api_denial *serve_denials_fetch(const char *url, size_t *n, unsigned long *dropped,
+                                       struct ts_error *err);
+/* GET /denials on the webhook's probes' port: the ring as JSON. */
+enum MHD_Result serve_denials_page(struct serve_state *s, struct MHD_Connection *conn);
 
 struct serve_state {
     const struct serve_options *opt;

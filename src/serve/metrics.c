@@ -221,6 +221,10 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
             "Requests answered 400 and closed because where their body ends was ambiguous "
             "(Content-Length with Transfer-Encoding, differing Content-Lengths).",
             "", atomic_load(&m->framing_refused));
+    counter(o, "tessera_admission_unauthenticated_total",
+            "Reviews answered without the API server's client certificate "
+            "(--admission-client-ca): never recorded as a tenant's.",
+            "", atomic_load(&m->requests_unauthenticated));
     ts_sbuf_printf(o,
                    "# HELP tessera_policy_generation The loaded policy's number.\n"
                    "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",

@@ -1,24 +1,32 @@
 /*
- * serve.h - `tessera serve`: the validating admission webhook over HTTPS.
- *
- * libmicrohttpd with GnuTLS (TLS 1.2 and 1.3 only), a thread pool sized to
- * the cores, hard limits on body size, header size, entries and decode
- * memory, the bodies held by all connections together, connections (in all,
- * per client address, and slots reserved for the API server's addresses),
- * idle time and whole request time (docs/webhook.md, Limits). Routes:
- *   POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
- *   GET  /healthz   the process is alive
- *   GET  /readyz    a policy is loaded
- *   GET  /metrics   Prometheus text: requests, denials by rule, latency
- *                   histogram, in-flight, reloads; each tenant's allocation
- *                   in the plan; with a metering store (--db), GPU-hours
- *                   per tenant and the stored dcgm-exporter series with a
- *                   tenant label (metering.c)
- *   GET  /api/v1/...  the JSON API (api/, docs/api.md) with --tokens: bearer
- *                   tokens or client certificates (--client-ca), the
- *                   recent denials (a ring), security headers on every answer
- *   GET  /ui/...    the console (ui.c, docs/console.md): static files
- *                   compiled in, calling /api/v1/ from the browser
+ * serve.h - the two HTTPS servers of tessera, one engine: libmicrohttpd
+ * with GnuTLS (TLS 1.2 and 1.3 only), a thread pool sized to the cores,
+ * hard limits on body size, header size, entries and decode memory, the
+ * bodies held by all connections together, connections (in all, per client
+ * address, and slots reserved for the API server's addresses), idle time
+ * and whole request time (docs/webhook.md, Limits). Each runs alone in its
+ * process, so nothing a tenant can call shares the admission path's
+ * threads:
+ *   `tessera serve` (SERVE_ROLE_WEBHOOK), the admission webhook:
+ *     POST /validate  AdmissionReview v1 in, AdmissionReview out (admit/)
+ *     GET  /healthz, /readyz
+ *   `tessera console` (SERVE_ROLE_CONSOLE), what tenants and operators call:
+ *     GET  /api/v1/...  the JSON API (api/, docs/api.md): bearer tokens or
+ *                     client certificates (--client-ca); the webhook's
+ *                     recent denials fetched from --denials-from
+ *     GET  /ui/...    the console (ui.c, docs/console.md)
+ *     GET  /metrics   as on the probes' port, for an operator identity only
+ *     GET  /healthz, /readyz
+ * The probes' port (--health-listen, plain HTTP, a thread per connection,
+ * for the cluster's own network: tenant pods may not reach it):
+ *     GET  /healthz, /readyz
+ *     GET  /metrics   Prometheus text: the webhook's requests, denials by
+ *                     rule, latency histogram, in-flight, reloads; the
+ *                     console's: each tenant's allocation in the plan and,
+ *                     with a metering store (--db), GPU-hours per tenant
+ *                     and the stored dcgm-exporter series (metering.c)
+ *     GET  /denials   the webhook's recent denials, as JSON (the console's
+ *                     --denials-from)
  * The policy (spec + catalog -> decide -> plan -> admit policy) and the TLS
  * certificate reload on SIGHUP and when their files change, without
  * dropping a request; a spec or certificate that fails to load keeps the
@@ -32,7 +40,10 @@
 #include "admit/admit.h"
 #include "util/sbuf.h"
 
+enum serve_role { SERVE_ROLE_WEBHOOK, SERVE_ROLE_CONSOLE };
+
 struct serve_options {
+    int role;                         /* enum serve_role */
     const char *listen;               /* "ADDR:PORT", default "0.0.0.0:8443" */
     const char *health_listen;        /* plain-HTTP /healthz and /readyz, NULL = none */
     const char *cert_file, *key_file; /* PEM */
@@ -48,15 +59,19 @@ struct serve_options {
     unsigned per_client;            /* connections per client address, 0 = max_connections / 8 */
     const char *const *reserve_for; /* CIDRs whose connections may use the reserved slots */
     size_t nreserve_for;
-    unsigned reserved;          /* slots only they may use, 0 = max_connections / 8 with them */
-    unsigned watch_ms;          /* file check interval, 0 = 1000 */
-    const char *db_url;         /* metering store, NULL = none */
-    int64_t meter_interval_ms;  /* scrape interval of the samples, 0 = 15 s */
-    int64_t meter_refresh_ms;   /* metering cache lifetime, 0 = 10 s */
-    const char *tokens_file;    /* identities for /api/v1/ (docs/api.md), NULL: no API */
-    const char *client_ca_file; /* PEM CAs of client certificates, NULL: tokens only */
-    const char *current_file;   /* the running layout for /api/v1/replan, NULL: none */
-    const char *inventory_path; /* NodeInventory file or folder for /api/v1/plan, NULL: none */
+    unsigned reserved;            /* slots only they may use, 0 = max_connections / 8 with them */
+    unsigned watch_ms;            /* file check interval, 0 = 1000 */
+    const char *db_url;           /* metering store, NULL = none */
+    int64_t meter_interval_ms;    /* scrape interval of the samples, 0 = 15 s */
+    int64_t meter_refresh_ms;     /* metering cache lifetime, 0 = 10 s */
+    const char *tokens_file;      /* identities for /api/v1/ (docs/api.md), NULL: no API */
+    const char *client_ca_file;   /* PEM CAs of client certificates: the API's (console),
+                                   the API server's (webhook); NULL: none */
+    const char *admission_client; /* webhook: the name (CN or DNS) the API server's
+                                     certificate must carry, NULL: any of the CA's */
+    const char *denials_from;     /* console: the webhook's /denials URL, NULL: none */
+    const char *current_file;     /* the running layout for /api/v1/replan, NULL: none */
+    const char *inventory_path;   /* NodeInventory file or folder for /api/v1/plan, NULL: none */
     struct admit_options admit;
 };
 

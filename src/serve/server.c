@@ -306,14 +306,21 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned status, 
     return reply(conn, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
-static void log_review(struct serve_state *s, const struct admit_verdict *v, double seconds)
+static void log_review(struct serve_state *s, const struct admit_verdict *v, double seconds,
+                       int apiserver)
 {
     char ms[32], code[8];
     snprintf(ms, sizeof(ms), "%.3f", seconds * 1000.0);
     snprintf(code, sizeof(code), "%d", v->http_status);
-    struct ts_log_kv kv[] = {{"uid", v->uid},         {"kind", v->kind},  {"namespace", v->ns},
-                             {"tenant", v->tenant},   {"rule", v->rule},  {"status", code},
-                             {"message", v->message}, {"duration_ms", ms}};
+    struct ts_log_kv kv[] = {{"uid", v->uid},
+                             {"kind", v->kind},
+                             {"namespace", v->ns},
+                             {"tenant", v->tenant},
+                             {"rule", v->rule},
+                             {"status", code},
+                             {"message", v->message},
+                             {"duration_ms", ms},
+                             {"client", apiserver ? "apiserver" : "unauthenticated"}};
     ts_log(s->opt->log_json, "info", v->http_status == 200 ? "denied" : "bad request", kv,
            sizeof(kv) / sizeof(kv[0]));
 }
@@ -453,38 +460,67 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     else {
         atomic_fetch_add(&s->metrics.requests_denied, 1);
         serve_metrics_denied(&s->metrics, v.rule);
-        serve_denial_add(&s->denials, &v);
     }
-    if (v.http_status == 200)
+    /* only the API server's reviews are a tenant's: anyone who reaches the
+     * port could post one naming another tenant's namespace */
+    int apiserver = serve_admission_client(s, conn);
+    if (!apiserver)
+        atomic_fetch_add(&s->metrics.requests_unauthenticated, 1);
+    if (apiserver && v.http_status == 200 && !v.allowed)
+        serve_denial_add(&s->denials, &v);
+    if (apiserver && v.http_status == 200)
         serve_metrics_tenant(&s->metrics, v.tenant, v.allowed, v.rule);
     if (v.http_status != 200 || !v.allowed)
-        log_review(s, &v, dt);
+        log_review(s, &v, dt, apiserver);
     return ret;
 }
 
-static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *conn,
-                                 const char *url)
+/* The Prometheus page of this process: the webhook's admission figures, or
+ * the console's plan and metering (its store read here, on the caller's
+ * thread); the connection gauges of either. */
+static enum MHD_Result metrics_page(struct serve_state *s, struct MHD_Connection *conn)
+{
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, SERVE_METRICS_MAX);
+    if (s->opt->role == SERVE_ROLE_WEBHOOK)
+        serve_metrics_text(&s->metrics, s->generation, &out);
+    serve_capacity_text(&out);
+    if (s->opt->role == SERVE_ROLE_CONSOLE)
+        serve_meter_text(&s->meter, s, &out);
+    enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", ts_sbuf_str(&out),
+                              out.len);
+    ts_sbuf_release(&out);
+    return r;
+}
+
+static enum MHD_Result probe(struct serve_state *s, struct MHD_Connection *conn, const char *url)
 {
     if (strcmp(url, "/healthz") == 0)
         return reply_text(conn, MHD_HTTP_OK, "ok\n");
-    if (strcmp(url, "/readyz") == 0)
-        return s->policy ? reply_text(conn, MHD_HTTP_OK, "ready\n")
-                         : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
-    if (strncmp(url, "/api/v1/", 8) == 0)
-        return serve_api_get(s, conn, url);
-    if (strcmp(url, "/metrics") == 0) {
-        struct ts_sbuf out;
-        ts_sbuf_init(&out, SERVE_METRICS_MAX);
-        serve_metrics_text(&s->metrics, s->generation, &out);
-        serve_capacity_text(&out);
-        serve_meter_text(&s->meter, s, &out);
-        enum MHD_Result r = reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4", ts_sbuf_str(&out),
-                                  out.len);
-        ts_sbuf_release(&out);
-        return r;
+    return s->policy ? reply_text(conn, MHD_HTTP_OK, "ready\n")
+                     : reply_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "no policy\n");
+}
+
+static int probe_path(const char *url)
+{
+    return strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0;
+}
+
+/* GET on the TLS port: the probes; the console's API, pages and, for an
+ * operator, /metrics. The webhook's port serves nothing else. */
+static enum MHD_Result route_get(struct serve_state *s, struct MHD_Connection *conn,
+                                 const char *url)
+{
+    if (probe_path(url))
+        return probe(s, conn, url);
+    if (s->opt->role == SERVE_ROLE_CONSOLE) {
+        if (strncmp(url, "/api/v1/", 8) == 0)
+            return serve_api_get(s, conn, url);
+        if (strcmp(url, "/metrics") == 0)
+            return serve_api_operator(s, conn) ? metrics_page(s, conn) : serve_api_refuse(s, conn);
+        if (serve_ui_path(url))
+            return serve_ui_get(conn, url);
     }
-    if (serve_ui_path(url))
-        return serve_ui_get(conn, url);
     atomic_fetch_add(&s->metrics.requests_other, 1);
     return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
@@ -513,13 +549,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
             *ctx = (void *)1;
             return bad_framing(s, conn, fault);
         }
-        if (post && strcmp(url, "/validate") == 0)
+        if (post && strcmp(url, "/validate") == 0 && s->opt->role == SERVE_ROLE_WEBHOOK)
             return body_begin(s, conn, ctx);
         *ctx = (void *)1; /* mark: no body wanted */
         if (strcmp(method, MHD_HTTP_METHOD_GET) == 0)
             return route_get(s, conn, url);
         atomic_fetch_add(&s->metrics.requests_other, 1);
-        if (strncmp(url, "/api/v1/", 8) == 0)
+        if (strncmp(url, "/api/v1/", 8) == 0 && s->opt->role == SERVE_ROLE_CONSOLE)
             return api_not_get(conn);
         return reply_text(conn, post ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED,
                           post ? "not found\n" : "method not allowed\n");
@@ -607,33 +643,40 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
         s->client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, s->client_ca, MHD_OPTION_END);
 }
 
-/* The probes' own listener: plain HTTP, its own thread and connection
- * slots, /healthz and /readyz only, so a liveness probe is answered
- * whatever load or attack holds the TLS port (reserved capacity). */
+/* The probes' own listener: plain HTTP, a thread per connection and its
+ * own 64 connections, so a probe is answered whatever load or attack holds
+ * the TLS port, and a slow /metrics (the console's store) holds only its
+ * own thread. /healthz, /readyz, /metrics and the webhook's /denials: for
+ * the cluster's network (deploy/'s NetworkPolicy keeps tenant pods off). */
 static enum MHD_Result handle_health(void *cls, struct MHD_Connection *conn, const char *url,
                                      const char *method, const char *version, const char *data,
                                      size_t *size, void **ctx)
 {
+    struct serve_state *s = cls;
     (void)version;
     (void)data;
-    if (!*ctx) {
-        *ctx = (void *)1;
+    if (*ctx) {
         *size = 0;
-        if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
-            return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-        if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
-            return route_get(cls, conn, url);
-        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
+        return MHD_YES;
     }
+    *ctx = (void *)1;
     *size = 0;
-    return MHD_YES;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0)
+        return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (probe_path(url))
+        return probe(s, conn, url);
+    if (strcmp(url, "/metrics") == 0)
+        return metrics_page(s, conn);
+    if (strcmp(url, "/denials") == 0 && s->opt->role == SERVE_ROLE_WEBHOOK)
+        return serve_denials_page(s, conn);
+    return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
 static struct MHD_Daemon *start_health(struct serve_state *s, const struct sockaddr_storage *sa,
                                        int v6)
 {
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-                     (v6 ? MHD_USE_IPv6 : 0);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     return MHD_start_daemon(flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_EXTERNAL_LOGGER,
                             mhd_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
                             MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
@@ -674,10 +717,13 @@ static void main_loop(struct serve_state *s)
     }
 }
 
-/* --listen, or the default: every address, the webhook port of deploy/. */
+/* --listen, or the default: every address, the port of deploy/ (the
+ * webhook's 8443, the console's 8444). */
 static const char *listen_addr(const struct serve_options *opt)
 {
-    return opt->listen ? opt->listen : "0.0.0.0:8443";
+    return opt->listen                       ? opt->listen
+           : opt->role == SERVE_ROLE_CONSOLE ? "0.0.0.0:8444"
+                                             : "0.0.0.0:8443";
 }
 
 ts_status serve_open(const struct serve_options *opt, struct serve_state **out,

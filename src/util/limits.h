@@ -441,6 +441,12 @@
 /* Admission denials kept for GET /api/v1/denials (about 2 KiB each): the
  * recent ones a person looks at; older ones are counted as dropped. */
 #define SERVE_DENIALS_MAX 1024
+/* The console reads the webhook's denials from at most this many replicas
+ * (the addresses --denials-from's name resolves to), each answer at most
+ * SERVE_DENIALS_BODY_MAX: SERVE_DENIALS_MAX denials of ~1.6 KB as JSON,
+ * twice over for escaped text. */
+#define SERVE_DENIALS_SOURCES_MAX 16
+#define SERVE_DENIALS_BODY_MAX (4u << 20)
 /* /api/v1/ requests answered at once: the API shares the webhook's memory
  * and cores, so a console left open (or a script) never starves admission;
  * one more is 429 with Retry-After. */

@@ -108,6 +108,8 @@ cp_pki() {
     cp_cert scheduler system:kube-scheduler
     # KWOK writes node and pod status for every simulated node
     cp_cert kwok e2e-kwok system:masters
+    # the API server's identity to admission webhooks (cp_admission_config)
+    cp_cert webhook-client kube-apiserver-webhook-client
     openssl genrsa -out "$d/sa.key" 2048 2>/dev/null
     openssl rsa -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
 }
@@ -126,9 +128,36 @@ cp_start_etcd() {
     cp_wait 30 "etcd did not answer" curl -sf "http://127.0.0.1:$CP_ETCD_PORT/health"
 }
 
+# cp_admission_config: the API server authenticates to tessera's webhook with
+# the client certificate webhook-client (docs/webhook.md, "Only the API
+# server"): a kubeconfig whose user is named after the webhook's Service
+cp_admission_config() {
+    local d=$CP_DIR/pki
+    cat >"$CP_DIR/webhook-client.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: tessera-webhook.tessera-system.svc
+  user:
+    client-certificate: $d/webhook-client.crt
+    client-key: $d/webhook-client.key
+EOF
+    cat >"$CP_DIR/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $CP_DIR/webhook-client.kubeconfig
+EOF
+}
+
 cp_start_apiserver() {
     CP_API_PORT=$(free_port)
     local d=$CP_DIR/pki
+    cp_admission_config
     # no endpoint reconciler: it would publish 127.0.0.1 as the kubernetes
     # Service's endpoint, which endpoint validation refuses
     cp_daemon kube-apiserver "$CP_BIN/kube-apiserver" \
@@ -137,6 +166,7 @@ cp_start_apiserver() {
         --endpoint-reconciler-type none \
         --tls-cert-file "$d/apiserver.crt" --tls-private-key-file "$d/apiserver.key" \
         --client-ca-file "$d/ca.crt" \
+        --admission-control-config-file "$CP_DIR/admission.yaml" \
         --service-account-issuer "https://kubernetes.default.svc" \
         --service-account-key-file "$d/sa.pub" \
         --service-account-signing-key-file "$d/sa.key" \
