@@ -3,7 +3,8 @@
 # serving certificate made with the openssl CLI, the real server on loopback,
 # curl over TLS. Sends every AdmissionReview of tests/fixtures/admission/ and
 # checks each answer against its .expect (HTTP status, allowed, message part);
-# health, readiness and metrics; limits (413, 404, 405, slow client); kill -9 and
+# health, readiness and metrics (on the plain --health-listen port; the TLS
+# port serves none); limits (413, 404, 405, slow client); kill -9 and
 # restart; reload on a changed spec (verdicts change), a broken spec (old policy
 # keeps serving), SIGHUP, and a rotated certificate.
 . "$(dirname "$0")/../lib.sh"
@@ -11,6 +12,8 @@ cd "$TESSERA_SRC"
 FIX=tests/fixtures/admission
 PORT=$(free_port)
 URL=https://127.0.0.1:$PORT
+HPORT=$(free_port)
+HEALTH=http://127.0.0.1:$HPORT
 
 scripts/make-test-cert "$TMP/a" one
 scripts/make-test-cert "$TMP/b" two
@@ -20,7 +23,8 @@ cp examples/four-h100.yaml "$TMP/spec.yaml"
 SHIM=/usr/lib/tessera/libtessera-cuda.so
 start() { # [spec]
     "$TESSERA" serve -f "${1:-$TMP/spec.yaml}" --tls-cert "$TMP/tls.crt" --tls-key "$TMP/tls.key" \
-        --listen 127.0.0.1:$PORT --conn-timeout 2 --shim-path $SHIM 2>>"$TMP/serve.log" &
+        --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT --conn-timeout 2 \
+        --shim-path $SHIM 2>>"$TMP/serve.log" &
     SERVER=$!
     for _ in $(seq 50); do
         curl -s --cacert "$TMP/a/ca.crt" $URL/readyz >/dev/null 2>&1 && return 0
@@ -92,10 +96,13 @@ check_table $FIX
 # health, readiness, metrics, routing and limits
 expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/healthz
 expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/readyz
-curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+curl -s $HEALTH/metrics > "$TMP/metrics"
 expect_in "$TMP/metrics" 'tessera_admission_requests_total{result="denied"}'
 expect_in "$TMP/metrics" 'tessera_admission_duration_seconds_bucket{le="+Inf"}'
 expect_in "$TMP/metrics" 'tessera_admission_denials_total{rule="'
+# the TLS port is the admission path's alone: no /metrics there
+[ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" $URL/metrics)" = 404 ] && ok ||
+    bad "/metrics on the TLS port: not 404"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" $URL/nope)" = 404 ] && ok || bad "404"
 [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/a/ca.crt" -X PUT $URL/validate)" = 405 ] && ok || bad "405"
 head -c $((7 * 1024 * 1024 + 1)) /dev/zero > "$TMP/big"
@@ -120,7 +127,7 @@ sed -e 's/    memoryHighWaterGiB: 7.5$/    memoryHighWaterGiB: 15/' \
 cp "$TMP/spec2.yaml" "$TMP/spec.yaml"
 for _ in $(seq 30); do [ "$(allowed 1g.20gb)" = true ] && break; sleep 0.2; done
 expect_in "$TMP/serve.log" "policy loaded"
-curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+curl -s $HEALTH/metrics > "$TMP/metrics"
 expect_in "$TMP/metrics" 'tessera_reloads_total{result="ok"} 1'
 [ "$(allowed 1g.10gb)" = false ] && ok || bad "after the reload client-c's 1g.10gb claim is denied"
 [ "$(allowed 1g.20gb)" = true ] && ok || bad "after the reload client-c's 1g.20gb claim is allowed"
@@ -129,14 +136,14 @@ echo "apiVersion: [" > "$TMP/spec.yaml"
 for _ in $(seq 30); do grep -q "previous policy keeps serving" "$TMP/serve.log" && break; sleep 0.2; done
 expect_in "$TMP/serve.log" "previous policy keeps serving"
 expect_rc 0 curl -sf --cacert "$TMP/a/ca.crt" $URL/readyz
-curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+curl -s $HEALTH/metrics > "$TMP/metrics"
 expect_in "$TMP/metrics" 'tessera_reloads_total{result="failed"} 1'
 [ "$(allowed 1g.20gb)" = true ] && ok || bad "the last good policy keeps serving"
 # SIGHUP reloads (the spec is good again)
 cp examples/four-h100.yaml "$TMP/spec.yaml"
 kill -HUP $SERVER
 sleep 1.5
-curl -s --cacert "$TMP/a/ca.crt" $URL/metrics > "$TMP/metrics"
+curl -s $HEALTH/metrics > "$TMP/metrics"
 expect_in "$TMP/metrics" 'tessera_reloads_total{result="ok"}'
 # the count was 1 before: a second good reload happened (HUP or the new mtime)
 n=$(sed -n 's/^tessera_reloads_total{result="ok"} //p' "$TMP/metrics")
