@@ -9,7 +9,7 @@
 #     and the probes' own listener (--health-listen) too; another address is
 #     refused (counted on /metrics);
 #   - a TLS 1.1 client is refused (and TLS 1.2 accepted); plain HTTP to the
-#     TLS port is counted on /metrics;
+#     TLS port is counted on /metrics (the webhook's, on --health-listen);
 #   - the body budget: reviews whose bodies would take the bodies in memory
 #     past 32 MiB are answered 429 unread;
 #   - eight concurrent 3 MB reviews (long strings, and 100,000 env entries,
@@ -105,7 +105,7 @@ $PY tests/tools/webhook_clients.py slow "$PORT" "$CA" 12 127.0.0.2 127.0.0.3 127
 SLOW=$!
 sleep 1
 for _ in $(seq 40); do # the slow clients' handshakes take a while on a busy machine
-    curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
+    curl -s http://127.0.0.1:$HPORT/metrics >"$TMP/metrics"
     general=$(awk '/^tessera_connections\{slots="general"\}/ {print $2}' "$TMP/metrics")
     [ "${general:-0}" -ge 158 ] && break
     sleep 0.1
@@ -141,7 +141,7 @@ cat "$TMP/slow.out"
 read -r _ peak _ cut _ nrefused <"$TMP/slow.out"
 [ "${cut:-0}" -ge 100 ] && ok || bad "slow clients cut by the request deadline: $cut"
 [ "${nrefused:-0}" -ge 1 ] && ok || bad "slow clients never refused a slot"
-curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
+curl -s http://127.0.0.1:$HPORT/metrics >"$TMP/metrics"
 n=$(awk '/^tessera_connections_deadline_total/ {print $2}' "$TMP/metrics")
 [ "${n:-0}" -ge 100 ] && ok || bad "tessera_connections_deadline_total $n"
 n=$(awk '/^tessera_connections_refused_total/ {print $2}' "$TMP/metrics")
@@ -153,10 +153,10 @@ echo | timeout 5 openssl s_client -connect 127.0.0.1:$PORT -tls1_1 -cipher 'DEFA
 grep -q "Cipher is (NONE)" "$TMP/tls11" && ok || bad "TLS 1.1 accepted: $(grep -E 'Cipher is|Protocol' "$TMP/tls11")"
 echo | timeout 5 openssl s_client -connect 127.0.0.1:$PORT -tls1_2 >"$TMP/tls12" 2>&1
 grep -q "Cipher is ECDHE" "$TMP/tls12" && ok || bad "TLS 1.2 refused"
-before=$(curl -s --cacert "$CA" $URL/metrics | awk '/^tessera_tls_handshake_failures_total/ {print $2}')
+before=$(curl -s http://127.0.0.1:$HPORT/metrics | awk '/^tessera_tls_handshake_failures_total/ {print $2}')
 curl -s --max-time 2 http://127.0.0.1:$PORT/healthz >/dev/null 2>&1
 sleep 0.3
-after=$(curl -s --cacert "$CA" $URL/metrics | awk '/^tessera_tls_handshake_failures_total/ {print $2}')
+after=$(curl -s http://127.0.0.1:$HPORT/metrics | awk '/^tessera_tls_handshake_failures_total/ {print $2}')
 [ "${after:-0}" -gt "${before:-0}" ] && ok || bad "plain HTTP not counted ($before -> $after)"
 
 # the rest on a server with longer deadlines (a 3 MB upload on a busy machine
@@ -209,8 +209,21 @@ hwm=$(awk '/VmHWM/ {print $2}' /proc/$SERVER/status)
 echo "peak RSS: $hwm kB"
 [ "$SAN" = 1 ] || [ "${hwm:-999999}" -lt $((64 * 1024)) ] && ok || bad "peak RSS ${hwm} kB, over 64 MB"
 expect_rc 0 curl -sf --cacert "$CA" $URL/healthz
-# the health listener serves the probes only
-[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HPORT/metrics)" = 404 ] && ok || bad "health listener serves /metrics"
+# the health listener serves the probes, the webhook's /metrics and /denials, nothing else
+code=$(curl -s -o "$TMP/hmetrics" -w '%{http_code}' http://127.0.0.1:$HPORT/metrics)
+check "health listener /metrics: $code" [ "$code" = 200 ]
+# the four big reviews of long strings were allowed, the four of 100,000 entries refused
+n=$(awk '$1 == "tessera_admission_requests_total{result=\"allowed\"}" {print $2}' "$TMP/hmetrics")
+check "allowed reviews on the health listener's /metrics: ${n:-none}, want 4" [ "${n:-0}" = 4 ]
+n=$(awk '$1 == "tessera_admission_requests_total{result=\"bad_request\"}" {print $2}' "$TMP/hmetrics")
+check "bad requests on the health listener's /metrics: ${n:-none}, want 4" [ "${n:-0}" = 4 ]
+code=$(curl -s -o "$TMP/hdenials" -w '%{http_code}' http://127.0.0.1:$HPORT/denials)
+check "health listener /denials: $code" [ "$code" = 200 ]
+expect_in "$TMP/hdenials" '"denials":'
+for p in /api/v1/whoami /ui/ /nope; do
+    code=$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HPORT$p)
+    check "health listener $p: $code, want 404" [ "$code" = 404 ]
+done
 [ "$(curl -s -o /dev/null -w '%{http_code}' --data x http://127.0.0.1:$HPORT/validate)" = 405 ] && ok || bad "health listener takes POST"
 # 4. the body budget (32 MiB, all connections together): nine reviews that
 # declare 3.6 MB each hold 32.4 MB of it unsent; a tenth is answered 429 at
@@ -223,7 +236,7 @@ wait $BODIES
 cat "$TMP/bodies.out"
 expect_in "$TMP/bodies.out" "extra HTTP/1.1 429"
 expect_in "$TMP/bodies.out" "held 400 400 400 400 400 400 400 400 400"
-curl -s --cacert "$CA" $URL/metrics >"$TMP/metrics"
+curl -s http://127.0.0.1:$HPORT/metrics >"$TMP/metrics"
 n=$(awk '/^tessera_admission_busy_total/ {print $2}' "$TMP/metrics")
 [ "${n:-0}" = 1 ] && ok || bad "tessera_admission_busy_total $n, want 1"
 n=$(awk '/^tessera_request_bodies_bytes/ {print $2}' "$TMP/metrics")
@@ -241,7 +254,7 @@ else
     MANY=$!
     for _ in $(seq 600); do grep -q ready "$TMP/many.out" && break; sleep 0.1; done
     expect_in "$TMP/many.out" ready
-    curl -sS --max-time 10 --cacert "$CA" $URL/metrics >"$TMP/metrics" 2>&1
+    curl -sS --max-time 10 http://127.0.0.1:$HPORT/metrics >"$TMP/metrics" 2>&1
     n=$(awk '/^tessera_connections\{slots="general"\}/ {print $2}' "$TMP/metrics")
     [ "${n:-0}" -ge 1990 ] && ok || { bad "connections open with 2,000 clients: $n"; grep -E 'connections|curl' "$TMP/metrics"; }
     read -r p90 worst codes < <(probe /healthz)
