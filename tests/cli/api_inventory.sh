@@ -1,10 +1,11 @@
 #!/bin/bash
-# api_inventory.sh - serve --inventory (a NodeInventory file or a folder of
+# api_inventory.sh - console --inventory (a NodeInventory file or a folder of
 # them): /api/v1/plan gives every card of the demo its GPU UUID and every
 # MIG instance its UUID by index and placement, from the inventory
 # scripts/demo-meter recorded (two cards of the demo have the same layout,
 # which the ledger alone cannot tell apart), and each one's holder from the
-# ledger; a tenant sees only its own. Bad paths stop serve at start.
+# ledger; a tenant sees only its own. Bad paths stop the console at start;
+# the webhook (serve) takes no --inventory, and the console needs --tokens.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PORT=$(free_port)
@@ -20,7 +21,7 @@ for who in "op --operator" "a --tenant client-a"; do
     "$TESSERA" token new $2 $3 > "$TMP/tok-$1"
     sed -n 2p "$TMP/tok-$1" >> "$TMP/tokens"
 done
-SERVE=(serve -f $SPEC --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key"
+SERVE=(console -f $SPEC --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key"
     --listen 127.0.0.1:$PORT --db "sqlite:$TMP/demo/metering.db" --tokens "$TMP/tokens")
 "$TESSERA" "${SERVE[@]}" --inventory "$INV" 2>"$TMP/serve.log" &
 SERVER=$!
@@ -76,13 +77,16 @@ assert own and all(i["tenant"] == "client-a" and i["uuid"] for i in own), own
 assert all(i["holder"] is None or i["holder"]["tenant"] == "client-a" for i in own)
 PY
 
-# a path that is not there, a broken file, --inventory without --tokens
+# a path that is not there, a broken file, --inventory without --tokens, to the webhook
 echo '{"gpus": [' > "$TMP/broken.json"
 for arg in "$TMP/missing" "$TMP/broken.json"; do
     expect_rc 2 timeout 60 "$TESSERA" "${SERVE[@]}" --inventory "$arg"
     expect_in "$TMP/err" "$arg"
 done
+expect_rc 2 "$TESSERA" console -f $SPEC --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --inventory "$INV"
+expect_in "$TMP/err" "console needs -f SPEC, --tls-cert and --tls-key and --tokens"
 expect_rc 2 "$TESSERA" serve -f $SPEC --tls-cert "$TMP/tls/tls.crt" \
-    --tls-key "$TMP/tls/tls.key" --inventory "$INV"
-expect_in "$TMP/err" "--inventory need --tokens"
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --inventory "$INV"
+expect_in "$TMP/err" "unrecognized option '--inventory'"
 finish
