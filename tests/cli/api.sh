@@ -1,17 +1,21 @@
 #!/bin/bash
-# api.sh - the JSON API under /api/v1/ (docs/api.md) of the real `tessera serve`
+# api.sh - the JSON API under /api/v1/ (docs/api.md) of the real `tessera console`
 # over HTTPS, loaded with the demo day (scripts/demo-meter): tokens minted by
 # `tessera token new` (the file holds only their SHA-256, checked here with
 # sha256sum), client certificates made with openssl, a running layout for
-# /replan, three denied reviews for /denials, one custody violation with a
+# /replan, three reviews denied by the webhook (`tessera serve`, another
+# process, sent with the API server's client certificate) for /denials, read
+# from the webhook's probes' port (--denials-from), one custody violation with a
 # hostile pod name, a hostile displayName, hostile scrape labels on a day of
 # their own. tests/tools/api_check.py then asks every route and compares with
 # what the CLI says on the same spec and store. Then the identities file is
-# changed under the running server (a token added, one removed, a broken
-# file), and bad identities files stop serve at start naming file:line:col.
+# changed under the running console (a token added, one removed, a broken
+# file), and bad identities files stop the console at start naming file:line:col.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PORT=$(free_port)
+WPORT=$(free_port)
+WHPORT=$(free_port)
 D=$TMP/d
 mkdir -p "$D"
 scripts/demo-meter "$TESSERA" "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
@@ -56,7 +60,7 @@ echo "cert cn:client-x.example operator" >> "$TMP/tokens"
 scripts/make-test-cert "$TMP/tls" >/dev/null
 scripts/make-test-cert "$TMP/other" >/dev/null
 cp "$TMP/tls/ca.crt" "$D/ca.crt"
-client() { # name ca-dir cn (a TLS client's certificate: serve requires clientAuth)
+client() { # name ca-dir cn (a TLS client's certificate: both processes require clientAuth)
     openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$D/client-$1.key" \
         -out "$TMP/c.csr" 2>/dev/null
     echo "extendedKeyUsage=clientAuth" >"$TMP/c.ext"
@@ -64,7 +68,10 @@ client() { # name ca-dir cn (a TLS client's certificate: serve requires clientAu
         -days 2 -extfile "$TMP/c.ext" -out "$D/client-$1.crt" 2>/dev/null
 }
 client b "$TMP/tls" client-b.example
-client x "$TMP/other" client-x.example # an operator's name, from a CA serve does not trust
+client x "$TMP/other" client-x.example # an operator's name, from a CA the console does not trust
+# the API server's client certificate to the webhook, from a CA of its own
+scripts/make-test-cert "$TMP/apiserver" >/dev/null
+client apiserver "$TMP/apiserver" kube-apiserver-webhook-client
 
 # hostile label values from scrapes (as tests/cli/meter_hostile.sh stores them:
 # markup, a formula, a newline and a terminal escape, bytes that are not UTF-8)
@@ -152,19 +159,31 @@ check "the layout before differs" sh -c "! cmp -s '$SPEC' '$TMP/before.yaml'"
 "$TESSERA" plan -f "$TMP/before.yaml" -o json > "$TMP/current.json"
 
 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key" \
+    --listen 127.0.0.1:$WPORT --health-listen 127.0.0.1:$WHPORT \
+    --admission-client-ca "$TMP/apiserver/ca.crt" --admission-client kube-apiserver-webhook-client \
+    2>"$TMP/webhook.log" &
+WEBHOOK=$!
+"$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key" \
     --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/tokens" --client-ca "$TMP/tls/ca.crt" \
-    --current "$TMP/current.json" --threads 12 2>"$TMP/serve.log" &
+    --current "$TMP/current.json" --denials-from "http://127.0.0.1:$WHPORT/denials" \
+    --threads 12 2>"$TMP/serve.log" &
 SERVER=$!
-for _ in $(seq 100); do
-    curl -s --cacert "$D/ca.crt" "https://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
+trap 'kill $WEBHOOK $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+for url in "https://127.0.0.1:$PORT/readyz" "https://127.0.0.1:$WPORT/readyz"; do
+    for _ in $(seq 100); do
+        curl -s --cacert "$D/ca.crt" "$url" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
 done
-# three denials of client-c's pods; the rules as serve logged them
+# three denials of client-c's pods, as the API server sends them (its client
+# certificate); the rules as the webhook logged them
 for f in tests/fixtures/admission/00[4]-*.json tests/fixtures/admission/0{09,10}-*.json; do
     curl -s --cacert "$D/ca.crt" -o /dev/null -H 'Content-Type: application/json' \
-        --data-binary "@$f" "https://127.0.0.1:$PORT/validate"
+        --cert "$D/client-apiserver.crt" --key "$D/client-apiserver.key" \
+        --data-binary "@$f" "https://127.0.0.1:$WPORT/validate"
 done
-rules=$(sed -n 's/.*msg=denied.* rule=\([^ ]*\) .*/\1/p' "$TMP/serve.log" | paste -sd,)
+rules=$(sed -n 's/.*msg=denied.* rule=\([^ ]*\) .*client=apiserver.*/\1/p' "$TMP/webhook.log" |
+    paste -sd,)
 check "three denials logged ($rules)" [ "$(echo "$rules" | tr ',' '\n' | grep -c .)" -eq 3 ]
 echo "RULES=$rules" >> "$D/tokens.env"
 
@@ -198,19 +217,28 @@ for _ in $(seq 100); do grep -q "previous policy keeps serving" "$TMP/serve.log"
 expect_in "$TMP/serve.log" "previous policy keeps serving"
 check "the last good identities still serve" [ "$(api "$NEW" /whoami)" = 200 ]
 
-# a broken identities file stops serve at start, naming file:line:col
+# a broken identities file stops the console at start, naming file:line:col
 printf 'token sha256:abc operator\n' > "$TMP/bad-tokens"
-expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
     --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens "$TMP/bad-tokens"
 expect_in "$TMP/err" "$TMP/bad-tokens:1:7"
 printf '# ok\ncert cn:x tenant\n' > "$TMP/bad-tokens"
-expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
     --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens "$TMP/bad-tokens"
 expect_in "$TMP/err" "$TMP/bad-tokens:2:11"
-expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
-    --tls-key "$TMP/tls/tls.key" --current "$TMP/current.json"
+# the console without --tokens; the webhook takes none of the API's options
+expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --current "$TMP/current.json"
+expect_in "$TMP/err" "and --tokens"
+for opt in "--tokens $TMP/tokens" "--client-ca $TMP/tls/ca.crt" "--current $TMP/current.json"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+        --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 $opt
+    expect_in "$TMP/err" "unrecognized option '${opt%% *}'"
+done
 expect_rc 2 "$TESSERA" token new --tenant "a b"
 expect_rc 2 "$TESSERA" token new --operator --tenant client-a
-kill "$SERVER"
+kill "$SERVER" "$WEBHOOK"
 wait "$SERVER"
+wait "$WEBHOOK"
 finish

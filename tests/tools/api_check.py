@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""api_check.py - the checks of tests/cli/api.sh against a running `tessera serve`
+"""api_check.py - the checks of tests/cli/api.sh against a running `tessera console`
 with --tokens: every route of docs/api.md over real HTTPS (http.client + ssl),
 values compared with what the CLI computes on the same spec and store (files
 api.sh wrote into DIR), pagination, filters, 400 naming the parameter, 401
