@@ -1,5 +1,5 @@
 #!/bin/bash
-# console_assets.sh - the console's files as `tessera serve` serves them under
+# console_assets.sh - the console's files as `tessera console` serves them under
 # /ui/: each file of src/serve/ui/ byte for byte with its content type and the
 # security headers (a CSP allowing only this origin and no inline code, no
 # framing, nosniff); /ui redirects to /ui/, /ui/ is the sign-in page, an
@@ -12,8 +12,10 @@ UI=src/serve/ui
 PORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 scripts/make-test-cert "$TMP/c" >/dev/null
-"$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" \
-    --tls-key "$TMP/c/tls.key" --listen 127.0.0.1:$PORT 2>"$TMP/serve.log" &
+"$TESSERA" token new --operator | sed -n 2p >"$TMP/tokens"
+"$TESSERA" console -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" \
+    --tls-key "$TMP/c/tls.key" --listen 127.0.0.1:$PORT --tokens "$TMP/tokens" \
+    2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
 for _ in $(seq 100); do
