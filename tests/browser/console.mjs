@@ -1,5 +1,5 @@
 // console.mjs - the console in a real browser: Debian's chromium, headless,
-// driven by playwright-core, against a running `tessera serve` (started by
+// driven by playwright-core, against a running `tessera console` (started by
 // tests/cli/console_browser.sh, which passes what it computed in the
 // environment). For each operator and tenant page: it loads with no console
 // error (a CSP violation is one), shows the worked example's numbers, has no

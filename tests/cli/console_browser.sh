@@ -1,11 +1,13 @@
 #!/bin/bash
 # console_browser.sh - the console in Debian's chromium (tests/browser/console.mjs,
 # playwright-core and axe-core from tests/browser/package-lock.json, installed
-# by scripts/install-deps check). A real `tessera serve` over HTTPS with the
+# by scripts/install-deps check). A real `tessera console` over HTTPS with the
 # worked example, the demo day's metering store (scripts/demo-meter) and an
 # identities file of three bearer tokens made here (an operator, client-a,
-# client-b: sha256 of each, as docs/api.md says); client-a's display name and
-# one denied review's container name are hostile. What the pages must show is
+# client-b: sha256 of each, as docs/api.md says), reading the denials of a
+# real `tessera serve` (--denials-from); client-a's display name and one
+# denied review's container name are hostile (the review is sent with the API
+# server's client certificate, so that the webhook keeps it). What the pages must show is
 # computed here from the CLI: client-a's invoice total (`tessera invoice`), the
 # usage series (`tessera usage -o json`), the instance UUID of the inventory.
 # Screenshots go to the build folder's screenshots/.
@@ -54,13 +56,30 @@ OP=$(token) TA=$(token) TB=$(token)
 scripts/make-test-cert "$TMP/c" >/dev/null
 PORT=$(free_port)
 BASE=https://127.0.0.1:$PORT
+WPORT=$(free_port)
+WHPORT=$(free_port)
+# the API server's client certificate (clientAuth) from a CA of its own
+scripts/make-test-cert "$TMP/apiserver" >/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$TMP/apiserver.key" \
+    -out "$TMP/apiserver.csr" 2>/dev/null
+echo "extendedKeyUsage=clientAuth" >"$TMP/apiserver.ext"
+openssl x509 -req -in "$TMP/apiserver.csr" -CA "$TMP/apiserver/ca.crt" \
+    -CAkey "$TMP/apiserver/ca.key" -CAcreateserial -days 2 -extfile "$TMP/apiserver.ext" \
+    -out "$TMP/apiserver.crt" 2>/dev/null
 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
-    --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/identities" 2>"$TMP/serve.log" &
+    --listen 127.0.0.1:$WPORT --health-listen 127.0.0.1:$WHPORT \
+    --admission-client-ca "$TMP/apiserver/ca.crt" 2>"$TMP/webhook.log" &
+WEBHOOK=$!
+"$TESSERA" console -f "$SPEC" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
+    --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/identities" \
+    --denials-from "http://127.0.0.1:$WHPORT/denials" 2>"$TMP/serve.log" &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
-for _ in $(seq 100); do
-    curl -sf --cacert "$TMP/c/ca.crt" $BASE/readyz >/dev/null 2>&1 && break
-    sleep 0.1
+trap 'kill $SERVER $WEBHOOK 2>/dev/null; rm -rf "$TMP"' EXIT
+for url in $BASE/readyz https://127.0.0.1:$WPORT/readyz; do
+    for _ in $(seq 100); do
+        curl -sf --cacert "$TMP/c/ca.crt" $url >/dev/null 2>&1 && break
+        sleep 0.1
+    done
 done
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/c/ca.crt" \
     -H "Authorization: Bearer $OP" $BASE/api/v1/whoami)
@@ -77,7 +96,8 @@ for c in r["request"]["object"]["spec"]["containers"]:
 print(json.dumps(r))
 PY
 out=$(curl -s --cacert "$TMP/c/ca.crt" -H 'Content-Type: application/json' \
-    --data-binary @"$TMP/review.json" $BASE/validate)
+    --cert "$TMP/apiserver.crt" --key "$TMP/apiserver.key" \
+    --data-binary @"$TMP/review.json" https://127.0.0.1:$WPORT/validate)
 case $out in
 *'"allowed":false'* | *'"allowed": false'*) ok ;;
 *) bad "review not denied: $out" ;;
@@ -120,5 +140,5 @@ check "console.mjs ran its checks (${n:-0})" [ "${n:-0}" -ge 60 ]
 for shot in fleet tenants usage invoices custody ledger tenant tenant-invoices tenant-usage; do
     check "screenshot $shot.png" [ -s "$SHOTS/$shot.png" ]
 done
-if [ "$FAIL" -ne 0 ]; then tail -20 "$TMP/serve.log"; fi
+if [ "$FAIL" -ne 0 ]; then tail -20 "$TMP/serve.log" "$TMP/webhook.log"; fi
 finish
