@@ -106,21 +106,14 @@ static int denial_of(json_t *o, struct api_denial *x)
     return 1;
 }
 
-struct fetched {
-    struct api_denial *d;
-    size_t n, cap;
-    unsigned long dropped;
-};
-
-/* Add the denials of one webhook's answer (body); 0 when it is not one. */
-static int take(struct fetched *f, const char *body, size_t len)
+int serve_denials_parse(const char *body, size_t len, struct serve_denial_list *f)
 {
     json_error_t e;
     json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &e), *item;
     json_t *list = json_object_get(doc, "denials");
     json_t *dropped = json_object_get(doc, "dropped");
-    size_t i;
-    int ok = json_is_array(list) && json_is_integer(dropped) &&
+    size_t i, n0 = f->n;
+    int ok = json_is_array(list) && json_is_integer(dropped) && json_integer_value(dropped) >= 0 &&
              json_array_size(list) <= SERVE_DENIALS_MAX;
     json_array_foreach (ok ? list : NULL, i, item) {
         if (f->n == f->cap) {
@@ -141,6 +134,8 @@ static int take(struct fetched *f, const char *body, size_t len)
     }
     if (ok)
         f->dropped += (unsigned long)json_integer_value(dropped);
+    else
+        f->n = n0; /* none of a bad answer */
     json_decref(doc);
     return ok;
 }
@@ -171,7 +166,7 @@ static int newest_first(const void *a, const void *b)
 }
 
 /* GET one address's /denials into f; 0 (why in err) when it fails. */
-static int fetch_one(struct meter_fetch *mf, const char *url, struct fetched *f,
+static int fetch_one(struct meter_fetch *mf, const char *url, struct serve_denial_list *f,
                      struct ts_error *err)
 {
     struct ts_sbuf body;
@@ -182,7 +177,7 @@ static int fetch_one(struct meter_fetch *mf, const char *url, struct fetched *f,
     ts_sbuf_init(&body, SERVE_DENIALS_BODY_MAX);
     meter_fetch_buffer_sink(&body, &sink);
     int ok = meter_fetch_get(mf, url, &o, &sink, &res, err) == TS_OK;
-    if (ok && !take(f, ts_sbuf_str(&body), body.len)) {
+    if (ok && !serve_denials_parse(ts_sbuf_str(&body), body.len, f)) {
         ts_err(err, TS_SYNTAX, "%s: not the webhook's denials", url);
         ok = 0;
     }
@@ -195,7 +190,7 @@ struct api_denial *serve_denials_fetch(const char *url, size_t *n, unsigned long
 {
     char host[256], port[16], one[600];
     const char *path;
-    struct fetched f = {0};
+    struct serve_denial_list f = {0};
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
     struct meter_fetch *mf = NULL;
     *n = 0;

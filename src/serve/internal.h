@@ -216,6 +216,16 @@ int serve_admission_client(struct serve_state *s, struct MHD_Connection *conn);
 int serve_api_operator(struct serve_state *s, struct MHD_Connection *conn);
 /* 401 (no identity) or 403 (a tenant's) for a page only operators see. */
 enum MHD_Result serve_api_refuse(struct serve_state *s, struct MHD_Connection *conn);
+/* Denials read from webhooks' /denials answers. */
+struct serve_denial_list {
+    struct api_denial *d; /* malloc'd */
+    size_t n, cap;
+    unsigned long dropped;
+};
+/* Add the denials of one /denials answer (body, from the network: every
+ * field checked, at most SERVE_DENIALS_MAX items) to f; 0 when it is not
+ * one (what it added stays). */
+int serve_denials_parse(const char *body, size_t len, struct serve_denial_list *f);
 /* The console's /api/v1/denials: every webhook replica's ring at url
  * (denials.c), newest first, at most SERVE_DENIALS_MAX; NULL and err when
  * one cannot be read. */
