@@ -66,12 +66,16 @@ const TS = (() => {
 
     const sleep = ms => new Promise(done => setTimeout(done, ms));
 
-    /* GET with the token; a 429 (serve answers a few API requests at once)
-     * is tried again after its Retry-After, a few times. */
+    /* GET with the token, or with none when the browser's client
+     * certificate is the identity (same-origin: the browser sends its
+     * certificate, and there are no cookies to send); a 429 (the console
+     * answers a few API requests at once) is tried again after its
+     * Retry-After, a few times. */
     async function get(url) {
+        const headers = {Accept: 'application/json'};
+        if (token()) headers.Authorization = 'Bearer ' + token();
         for (let tries = 0; ; tries++) {
-            const r = await fetch(url, {headers: {Authorization: 'Bearer ' + token(),
-                Accept: 'application/json'}, credentials: 'omit', cache: 'no-store'});
+            const r = await fetch(url, {headers, credentials: 'same-origin', cache: 'no-store'});
             if (r.status !== 429 || tries === 4) return r;
             await sleep(1000 * Math.min(5, Number(r.headers.get('Retry-After')) || 1));
         }
@@ -139,10 +143,10 @@ const TS = (() => {
         where.appendChild(box);
     }
 
-    /* Start a page: token, identity, header; run(main, who) fills <main>. */
+    /* Start a page: token (or client certificate), identity, header;
+     * run(main, who) fills <main>. No identity: to the sign-in page. */
     async function page(title, run, opts) {
         takeFragment();
-        if (!token()) { location.href = 'index.html'; return; }
         const main = document.querySelector('main');
         let who;
         try {

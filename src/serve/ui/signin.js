@@ -1,7 +1,8 @@
 /*
  * signin.js - the sign-in page: a token from the fragment (#token=...) or
  * the form goes to sessionStorage; /api/v1/whoami says whether it is an
- * operator's (to the fleet map) or a tenant's (to its own page).
+ * operator's (to the fleet map) or a tenant's (to its own page). Without a
+ * token, a browser whose client certificate is an identity goes on at once.
  */
 'use strict';
 
@@ -27,7 +28,22 @@
         enter();
     });
 
+    /* No token: the client certificate, if the browser has one the console
+     * knows; otherwise the form waits. */
+    async function byCertificate() {
+        try {
+            const who = await TS.whoami();
+            location.href = TS.isOperator(who) ? 'fleet.html' : 'tenant.html';
+        } catch (e) {
+            document.body.setAttribute('data-ready', '1');
+        }
+    }
+
     TS.takeFragment();
-    if (TS.token()) enter();
-    document.body.setAttribute('data-ready', '1');
+    if (TS.token()) {
+        enter();
+        document.body.setAttribute('data-ready', '1');
+    } else {
+        byCertificate();
+    }
 })();
