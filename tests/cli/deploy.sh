@@ -3,12 +3,13 @@
 # overlay): every object validates strictly against the Kubernetes 1.35 OpenAPI
 # documents, the components agree with each other (tests/tools/check_deploy.py:
 # one image, referenced objects, ports, the shim's path, the store's Secret,
-# RBAC, security, cert-manager's objects), and the webhook keeps the settings
-# issue 4 asks of it. overlays/postgres: every container that opens the store
-# mounts the CA its URL names, and no tracked file under deploy/ holds a
-# password. cert-manager's kinds validate against its CRDs
-# (tests/fixtures/cert-manager; tests/e2e/scenarios/75-overlays.sh applies them
-# to a real API server).
+# RBAC, security, cert-manager's objects, the console's headless Service to
+# the webhook's denials), and the webhook keeps
+# the settings issue 4 asks of it. overlays/postgres: every container that
+# opens the store (metering, the console, the agent; not the webhook) mounts
+# the CA its URL names, and no tracked file under deploy/ holds a password.
+# cert-manager's kinds validate against its CRDs (tests/fixtures/cert-manager;
+# tests/e2e/scenarios/75-overlays.sh applies them to a real API server).
 # kubectl is required ($KUBECTL: the one tests/e2e/build makes, as make check
 # builds it before the tests): without it this test fails, it does not skip.
 . "$(dirname "$0")/../lib.sh"
@@ -54,11 +55,12 @@ assert vol["persistentVolumeClaim"]["claimName"] == "tessera-metering"
 # tessera-db-ca (install.md); without --user-made the checker says they lack
 expect_rc 1 $C "$TMP/deploy_overlays_postgres.yaml" "$VERSION"
 expect_in "$TMP/out" "tessera-agent: agent env TESSERA_DB names Secret tessera-db, which the output lacks"
-expect_in "$TMP/out" "tessera-webhook: volume db-ca names Secret tessera-db-ca, which the output lacks"
+expect_in "$TMP/out" "tessera-console: volume db-ca names Secret tessera-db-ca, which the output lacks"
 # pg_ca OUTPUT INSTALL.md: every container that reads the store's URL reads it
 # from tessera-db and mounts ca.crt of tessera-db-ca where the URL of the
 # install guide's `kubectl create secret` says (sslrootcert=); the three that
-# open the store (meter, webhook, agent) do; the webhook has the memory for it
+# open the store (meter, console, agent) do, the webhook does not; the
+# console has the memory for it, the webhook keeps the base's
 pg_ca() {
     /usr/bin/python3 - "$1" "$2" <<'PY'
 import sys, yaml
@@ -92,10 +94,11 @@ for o in docs:
         rel = root[len(mounts[0]["mountPath"].rstrip("/")) + 1:]
         items = vols[mounts[0]["name"]]["secret"].get("items")
         assert ({"key": "ca.crt", "path": rel} in items) if items else rel == "ca.crt", (who, items)
-    if o["metadata"]["name"] == "tessera-webhook":
+    if o["metadata"]["name"] in ("tessera-console", "tessera-webhook"):
         res = pod["containers"][0]["resources"]
-        assert res["limits"]["memory"] == "384Mi" and res["requests"]["memory"] == "32Mi", res
-assert sorted(readers) == ["tessera-agent/agent", "tessera-meter/meter", "tessera-webhook/webhook"], readers
+        want = "384Mi" if o["metadata"]["name"] == "tessera-console" else "128Mi"
+        assert res["limits"]["memory"] == want and res["requests"]["memory"] == "32Mi", (o["metadata"]["name"], res)
+assert sorted(readers) == ["tessera-agent/agent", "tessera-console/console", "tessera-meter/meter"], readers
 PY
 }
 check "postgres overlay: meter, webhook and agent read tessera-db and mount its CA" \
@@ -158,7 +161,7 @@ breaks 's|claimName: tessera-metering|claimName: metering|' \
 breaks 's|readOnlyRootFilesystem: true|readOnlyRootFilesystem: false|' \
     "readOnlyRootFilesystem must be true"
 breaks 's|port: health|port: healthz|' "readinessProbe port healthz is no container port"
-breaks '0,/allowPrivilegeEscalation: false/s//privileged: true/' "tessera-meter/meter: privileged"
+breaks '0,/allowPrivilegeEscalation: false/s//privileged: true/' "tessera-console/console: privileged"
 breaks 's|privileged: true|privileged: false|' \
     "tessera-agent/agent: privileged, and no capability list that suggests less"
 breaks 's|priorityClassName: tessera-webhook|priorityClassName: high|' \
@@ -173,6 +176,15 @@ breaks 's|- --interval=15s|- --period=15s|' \
 breaks 's|- --from=/opt|- --source=/opt|' \
     "tessera-agent/shim: \`tessera shim install\` has no option --source"
 breaks 's|^        - scrape$|        - scrap|' "tessera-meter/meter: \`tessera meter scrap\` is no command"
+# the console reads every webhook replica's /denials through a headless Service
+breaks 's|^  clusterIP: None$|  clusterIP: 10.96.0.99|' \
+    "Service tessera-webhook-probes: not headless (clusterIP: None)"
+breaks 's|tessera-webhook-probes.tessera-system.svc:8081/denials|tessera-webhook-probes.tessera-system.svc:8443/denials|' \
+    "tessera-console: --denials-from port 8443 is not the webhook's --health-listen port 8081"
+breaks 's|tessera-webhook-probes.tessera-system.svc:8081|tessera-webhook-health.tessera-system.svc:8081|' \
+    "tessera-console: --denials-from names Service tessera-system/tessera-webhook-health, which the output lacks"
+breaks 's|tessera-webhook-probes.tessera-system.svc:8081|tessera-webhook.tessera-system.svc:8081|' \
+    "Service tessera-webhook: not headless"
 breaks '0,/^      - args:$/s||      - command: [/bin/sh]\n        args:|' \
     "a command overrides the image's entrypoint, tessera"
 # and so does every tessera command line the install guide and webhook.md give
@@ -234,7 +246,6 @@ sed 's|renewBefore: 720h|renewBefor: 720h|; 0,/algorithm: ECDSA/s//algorithm: EC
 expect_rc 1 $V $CRDS "$TMP/bad-cm.yaml"
 expect_in "$TMP/out" "(Certificate tessera-ca) spec.privateKey.algorithm: 'EC' is not one of ['RSA', 'ECDSA', 'Ed25519']"
 expect_in "$TMP/out" "(Certificate tessera-webhook-tls) spec: Additional properties are not allowed ('renewBefor' was unexpected)"
-O="$TMP/deploy.yaml"
 
 # the strict schema check catches unknown and mistyped fields
 sed 's/^  replicas: 2/  replicas: 2\n  replica: 3/; s/^    port: 443/    port: "443"/' \
@@ -277,6 +288,8 @@ then ok; else bad "the agents' ConfigMap and the DaemonSet disagree"; fi
 if /usr/bin/python3 - "$O" <<'PY'
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+docs["Deployment"] = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment"
+                      and d["metadata"]["name"] == "tessera-webhook"][0]
 dep = docs["Deployment"]["spec"]
 assert dep["replicas"] == 2
 # spread preferred, never required: one node runs both replicas, two nodes

@@ -74,7 +74,7 @@ check "webhook.replicas=3" /usr/bin/python3 -c '
 import sys, yaml
 d = [o for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] == "Deployment"]
 r = {o["metadata"]["name"]: o["spec"]["replicas"] for o in d}
-assert r == {"tessera-webhook": 3, "tessera-meter": 1}, r' "$TMP/out"
+assert r == {"tessera-webhook": 3, "tessera-console": 1, "tessera-meter": 1}, r' "$TMP/out"
 # the user's spec (--set-file): the ConfigMap holds that file, nothing else changes
 expect_rc 0 "$HELM" template tessera "$CHART" --set-file spec=examples/mixed-fleet.yaml
 check "--set-file spec: ConfigMap tessera-spec holds the file, nothing else changed" \
@@ -164,7 +164,7 @@ expect_rc 0 scripts/gen-helm --kubectl "$KUBECTL" --source "$TMP/deploy2" --out 
 expect_rc 0 "$HELM" template tessera "$TMP/chart2"
 cp "$TMP/out" "$TMP/helm2.yaml"
 expect_rc 0 $CC same "$TMP/kustomize2.yaml" "$TMP/helm2.yaml"
-expect_in "$TMP/out" "19 objects, 0 differences"
+expect_in "$TMP/out" "23 objects, 0 differences"
 $CC values "$TMP/kustomize2.yaml" >"$TMP/custom2-values.yaml"
 expect_rc 0 "$HELM" template tessera "$TMP/chart2" -f "$TMP/custom2-values.yaml"
 cp "$TMP/out" "$TMP/custom2.yaml"

@@ -2,16 +2,16 @@
 """check_deploy.py - the agreements across tessera's components in one rendered
 kustomize output (`kubectl kustomize deploy/...`): one image, every referenced
 object present, the files arguments name in mounted ConfigMaps, ports, the
-shim's path, the metering store's Secret, minimal RBAC, the security settings;
-given the tessera binary, that each container's command is one of its verbs and
-every option it passes is in that verb's --help. Prints one line per broken
-agreement.
+shim's path, the metering store's Secret, the console's way to the webhook's
+denials, minimal RBAC, the security settings; given the tessera binary, that
+each container's command is one of its verbs and every option it passes is in
+that verb's --help. Prints one line per broken agreement.
 With --commands, the same for every `tessera` command line in the shell blocks
 of Markdown files (docs/install.md), each finding naming FILE:LINE.
 With --user-made, the output is an install whose Secrets in USER_MADE the
 user creates (overlays/postgres): pods may name them although the output lacks
-them.
-Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] [--user-made] | --commands TESSERA FILE.md...
+them; --user-made=NAME,... names which of them, and each must be used.
+Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] [--user-made[=NAME,...]] | --commands TESSERA FILE.md...
 """
 import re
 import shlex
@@ -27,7 +27,12 @@ NS = "tessera-system"
 # with the rendered tree; tests/cli/deploy.sh checks that the two agree).
 # With cert-manager (overlays/cert-manager) a Certificate of the output makes
 # the serving certificate's Secret: then it counts as made by the install.
-EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-nodes")}
+# The console's identities hold tokens' hashes: deploy/install creates the
+# Secret with one operator token when it is missing (`tessera token new`),
+# or the user does (docs/install.md); kustomize never makes it, so a re-apply
+# of deploy/ cannot replace the tokens.
+EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-nodes"),
+            ("Secret", "tessera-console-tokens")}
 # Secrets the user creates before applying an install that says so
 # (--user-made): what must not be in a tracked file (docs/install.md has the
 # commands that create them).
@@ -39,9 +44,11 @@ CERT_KEYS = ("tls.crt", "tls.key", "ca.crt")
 # ServiceAccount (deploy/base/*.yaml say why): the meter lists the dcgm-exporter
 # Service's EndpointSlices in the GPU operator's namespace (`meter scrape
 # --discover`: one exporter per node; the Service's own address reaches one at
-# random); the webhook and the agent never call the API server and get no token.
+# random); the webhook, the console and the agent never call the API server and
+# get no token.
 EXPORTER_NS = "gpu-operator"
 RBAC = {"tessera-webhook": set(),
+        "tessera-console": set(),
         "tessera-meter": {(EXPORTER_NS, "discovery.k8s.io", "endpointslices", "list")},
         "tessera-agent": set()}
 # Containers that run as root, and why (deploy/base/agent.yaml).
@@ -113,7 +120,10 @@ def pod_refs(pod):
     return refs
 
 
-def check_refs(pods, objs, user_made):
+def check_refs(pods, objs, user_made, listed=()):
+    """Every object a pod names is in the output, made outside it (EXTERNAL),
+    or one of user_made; each of EXTERNAL and listed (the user-made ones
+    named on the command line) is used."""
     used_external = set()
     for name, pod in pods.items():
         for kind, ref, key, where in pod_refs(pod):
@@ -125,7 +135,7 @@ def check_refs(pods, objs, user_made):
                     bad("%s: %s names %s %s, which the output lacks" % (name, where, kind, ref))
             elif key is not None and key not in obj.get("data", {}):
                 bad("%s: %s names key %s of %s %s, which has none" % (name, where, key, kind, ref))
-    for kind, ref in sorted((EXTERNAL | set(user_made)) - used_external - set(objs)):
+    for kind, ref in sorted((EXTERNAL | set(listed)) - used_external - set(objs)):
         bad("%s %s is listed as made outside the install but no pod uses it" % (kind, ref))
 
 
@@ -229,6 +239,49 @@ def check_store(pods, objs, user_made):
     made = ("Secret", ref["name"]) in objs or ("Secret", ref["name"]) in user_made
     if not made or not ref["name"].startswith("tessera-db"):
         bad("tessera-meter reads Secret %s, which the overlay does not create" % ref["name"])
+
+
+def listen_port(c, flag):
+    """The port of an ADDR:PORT option of container c, or None."""
+    v = arg(c, flag)
+    m = re.match(r"^.*:([0-9]+)$", v or "")
+    return int(m.group(1)) if m else None
+
+
+def check_console(pods, objs, labels):
+    """The console reads every webhook replica's /denials through a headless
+    Service: its --denials-from names a Service of the install with no cluster
+    address (so the name resolves to each pod), selecting the webhook's pods,
+    on the port where the webhook serves its --health-listen."""
+    console = pods.get("tessera-console")
+    if console is None:
+        return bad("no console Deployment tessera-console")
+    cs = [c for _, c in containers(console) if c.get("args", [""])[0] == "console"]
+    url = arg(cs[0], "--denials-from=") if len(cs) == 1 else None
+    m = re.match(r"^http://([a-z0-9-]+)(?:\.([a-z0-9-]+)(?:\.svc(?:\.[a-z0-9.-]+)?)?)?:([0-9]+)/denials$",
+                 url or "")
+    if not m:
+        return bad("tessera-console: --denials-from %s is not http://SERVICE.NAMESPACE.svc:PORT/denials"
+                   % url)
+    name, ns, port = m.group(1), m.group(2) or NS, int(m.group(3))
+    svc = objs.get(("Service", name))
+    if svc is None or svc["metadata"].get("namespace") != ns:
+        return bad("tessera-console: --denials-from names Service %s/%s, which the output lacks"
+                   % (ns, name))
+    if svc["spec"].get("clusterIP") != "None":
+        bad("Service %s: not headless (clusterIP: None): its name would resolve to one address "
+            "and the console would read one webhook replica's denials" % name)
+    if selected(labels, svc["spec"].get("selector")) != ["tessera-webhook"]:
+        bad("Service %s selects %s, not the webhook's pods alone" %
+            (name, selected(labels, svc["spec"].get("selector"))))
+    sp = [p for p in svc["spec"]["ports"] if p["port"] == port]
+    wh = [c for _, c in containers(pods.get("tessera-webhook", {}))
+          if c.get("args", [""])[0] == "serve"]
+    health = listen_port(wh[0], "--health-listen=") if wh else None
+    target = port_of(wh[0], sp[0].get("targetPort", port)) if sp and wh else None
+    if not sp or target is None or target != health:
+        bad("tessera-console: --denials-from port %d is not the webhook's --health-listen port %s "
+            "through Service %s" % (port, health, name))
 
 
 def go_hours(text):
@@ -507,8 +560,18 @@ def main_commands(tessera, files):
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "--commands":
         return main_commands(sys.argv[2], sys.argv[3:])
-    user_made = USER_MADE if "--user-made" in sys.argv else {}
-    argv = [a for a in sys.argv if a != "--user-made"]
+    user_made, listed = {}, {}
+    for a in sys.argv:
+        if a == "--user-made":
+            user_made = dict(USER_MADE)
+        elif a.startswith("--user-made="):
+            names = a.split("=", 1)[1].split(",")
+            unknown = [n for n in names if ("Secret", n) not in USER_MADE]
+            if unknown:
+                print("check_deploy: --user-made: %s not in USER_MADE" % unknown, file=sys.stderr)
+                return 2
+            user_made = listed = {("Secret", n): USER_MADE[("Secret", n)] for n in names}
+    argv = [a for a in sys.argv if not a.startswith("--user-made")]
     if len(argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
@@ -525,12 +588,13 @@ def main():
     labels = {n: o["spec"]["template"]["metadata"].get("labels", {})
               for (k, n), o in objs.items() if k in WORKLOADS}
     check_images(pods, argv[2])
-    check_refs(pods, {**certificate_secrets(objs), **objs}, user_made)
+    check_refs(pods, {**certificate_secrets(objs), **objs}, user_made, listed)
     check_ports(pods, labels, objs)
     check_config_paths(pods, objs)
     check_webhook_service(objs)
     check_shim(pods)
     check_store(pods, objs, user_made)
+    check_console(pods, objs, labels)
     check_certificates(objs, pods)
     check_rbac(objs, pods)
     check_security(pods)
