@@ -4,12 +4,15 @@
 # documents, the components agree with each other (tests/tools/check_deploy.py:
 # one image, referenced objects, ports, the shim's path, the store's Secret,
 # RBAC, security, cert-manager's objects, the console's headless Service to
-# the webhook's denials), and the webhook keeps
+# the webhook's denials, the NetworkPolicies' ports), and the webhook keeps
 # the settings issue 4 asks of it. overlays/postgres: every container that
 # opens the store (metering, the console, the agent; not the webhook) mounts
 # the CA its URL names, and no tracked file under deploy/ holds a password.
 # cert-manager's kinds validate against its CRDs (tests/fixtures/cert-manager;
 # tests/e2e/scenarios/75-overlays.sh applies them to a real API server).
+# The components (networkpolicy, admission-client-auth) are checked rendered
+# onto deploy/; their NetworkPolicies have no schema here: the e2e scenarios
+# apply them to a real API server.
 # kubectl is required ($KUBECTL: the one tests/e2e/build makes, as make check
 # builds it before the tests): without it this test fails, it does not skip.
 . "$(dirname "$0")/../lib.sh"
@@ -246,6 +249,66 @@ sed 's|renewBefore: 720h|renewBefor: 720h|; 0,/algorithm: ECDSA/s//algorithm: EC
 expect_rc 1 $V $CRDS "$TMP/bad-cm.yaml"
 expect_in "$TMP/out" "(Certificate tessera-ca) spec.privateKey.algorithm: 'EC' is not one of ['RSA', 'ECDSA', 'Ed25519']"
 expect_in "$TMP/out" "(Certificate tessera-webhook-tls) spec: Additional properties are not allowed ('renewBefor' was unexpected)"
+
+# the components onto deploy/, as deploy/install and install.md take them:
+# networkpolicy (the API server alone reaches the webhook's TLS port, the
+# namespaces that are not a tenant's every other port, nobody else any) and
+# admission-client-auth (the webhook's two flags, the CA's Secret mounted
+# where the flag names it; the user makes that Secret)
+mkdir -p "$TMP/comp"
+cat >"$TMP/comp/kustomization.yaml" <<EOF
+resources:
+- $(realpath --relative-to "$TMP/comp" deploy)
+components:
+- $(realpath --relative-to "$TMP/comp" deploy/components/networkpolicy)
+- $(realpath --relative-to "$TMP/comp" deploy/components/admission-client-auth)
+EOF
+check "kubectl kustomize deploy/ with the components" render "$TMP/comp" "$TMP/comp.yaml"
+expect_rc 0 $C "$TMP/comp.yaml" "$VERSION" "$TESSERA" --user-made=tessera-admission-client-ca
+expect_in "$TMP/out" " 0 problems"
+check "the components change the webhook and add NetworkPolicies, nothing else" /usr/bin/python3 -c '
+import sys, yaml
+key = lambda d: (d["kind"], d["metadata"]["name"])
+base = {key(d): d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
+comp = {key(d): d for d in yaml.safe_load_all(open(sys.argv[2])) if d}
+changed = sorted(k for k in comp if comp[k] != base.get(k))
+assert changed == [("Deployment", "tessera-webhook")] + [("NetworkPolicy", n) for n in (
+    "tessera-apiserver", "tessera-cluster-services", "tessera-console", "tessera-default-deny")], changed
+assert set(base) <= set(comp)
+pod = comp[("Deployment", "tessera-webhook")]["spec"]["template"]["spec"]
+c = pod["containers"][0]
+flags = [a for a in c["args"] if a.startswith("--admission-client")]
+assert flags == ["--admission-client-ca=/etc/tessera/admission-client-ca/ca.crt",
+                 "--admission-client=kube-apiserver-webhook-client"], flags
+m = [m for m in c["volumeMounts"] if m["mountPath"] == "/etc/tessera/admission-client-ca"]
+v = [v for v in pod["volumes"] if v["name"] == m[0]["name"]][0]["secret"]
+assert m[0]["readOnly"] and v == {"secretName": "tessera-admission-client-ca",
+                                  "items": [{"key": "ca.crt", "path": "ca.crt"}]}, v
+' "$TMP/deploy.yaml" "$TMP/comp.yaml"
+# without the user's Secret the checker says so
+expect_rc 1 $C "$TMP/comp.yaml" "$VERSION"
+expect_in "$TMP/out" "tessera-webhook: volume admission-client-ca names Secret tessera-admission-client-ca, which the output lacks"
+O="$TMP/comp.yaml"
+breaks 's|- port: 8083$|- port: 8084|' \
+    "tessera-meter/meter port health (8083): no NetworkPolicy lets in the namespaces that are not a tenant's"
+breaks 's|- port: 8444$|- port: 8445|' \
+    "tessera-console/console port https (8444): no NetworkPolicy lets in the namespaces that are not a tenant's"
+breaks 's|- port: 8443$|- port: 8081|' \
+    "tessera-webhook/webhook port https (8443): no NetworkPolicy lets in the API server (an ipBlock)"
+breaks '0,/operator: DoesNotExist/s//operator: Exists/' "which may be a tenant's"
+/usr/bin/python3 - "$O" "$TMP/np-open.yaml" <<'PY'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "tessera-cluster-services":
+        del d["spec"]["ingress"][0]["ports"]  # every port: the webhook's too
+docs = [d for d in docs if d["metadata"]["name"] != "tessera-default-deny"]
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+PY
+expect_rc 1 $C "$TMP/np-open.yaml" "$VERSION" --user-made=tessera-admission-client-ca
+expect_in "$TMP/out" "tessera-webhook/webhook port https (8443): NetworkPolicy lets in non-tenant, only ipBlock should reach it"
+expect_in "$TMP/out" "NetworkPolicy: none denies every pod's ingress"
+O="$TMP/deploy.yaml"
 
 # the strict schema check catches unknown and mistyped fields
 sed 's/^  replicas: 2/  replicas: 2\n  replica: 3/; s/^    port: 443/    port: "443"/' \

@@ -3,9 +3,10 @@
 kustomize output (`kubectl kustomize deploy/...`): one image, every referenced
 object present, the files arguments name in mounted ConfigMaps, ports, the
 shim's path, the metering store's Secret, the console's way to the webhook's
-denials, minimal RBAC, the security settings; given the tessera binary, that
-each container's command is one of its verbs and every option it passes is in
-that verb's --help. Prints one line per broken agreement.
+denials, minimal RBAC, the security settings, and (when the output has
+NetworkPolicies) who reaches each port; given the tessera binary, that each
+container's command is one of its verbs and every option it passes is in that
+verb's --help. Prints one line per broken agreement.
 With --commands, the same for every `tessera` command line in the shell blocks
 of Markdown files (docs/install.md), each finding naming FILE:LINE.
 With --user-made, the output is an install whose Secrets in USER_MADE the
@@ -37,7 +38,9 @@ EXTERNAL = {("Secret", "tessera-webhook-tls"), ("ConfigMap", "tessera-agent-node
 # (--user-made): what must not be in a tracked file (docs/install.md has the
 # commands that create them).
 USER_MADE = {("Secret", "tessera-db"): "overlays/postgres: the store's URL, with its password",
-             ("Secret", "tessera-db-ca"): "overlays/postgres: the CA of the store's server"}
+             ("Secret", "tessera-db-ca"): "overlays/postgres: the CA of the store's server",
+             ("Secret", "tessera-admission-client-ca"):
+             "components/admission-client-auth: the CA of the API server's client certificate"}
 # The keys cert-manager writes into a Certificate's Secret.
 CERT_KEYS = ("tls.crt", "tls.key", "ca.crt")
 # The API access each component needs, (namespace, apiGroup, resource, verb) per
@@ -51,6 +54,8 @@ RBAC = {"tessera-webhook": set(),
         "tessera-console": set(),
         "tessera-meter": {(EXPORTER_NS, "discovery.k8s.io", "endpointslices", "list")},
         "tessera-agent": set()}
+# The label NetworkPolicies keep tenants' namespaces out by (render sets it).
+TENANT_LABEL = "tessera.dev/tenant"
 # Containers that run as root, and why (deploy/base/agent.yaml).
 ROOT = {("tessera-agent", "agent"): "NVML's MIG changes need root",
         ("tessera-agent", "shim"): "writes the root-owned host path of the shim"}
@@ -282,6 +287,61 @@ def check_console(pods, objs, labels):
     if not sp or target is None or target != health:
         bad("tessera-console: --denials-from port %d is not the webhook's --health-listen port %s "
             "through Service %s" % (port, health, name))
+
+
+def peer_kind(peer):
+    """What a NetworkPolicy peer admits: an address block (the API server), the
+    namespaces without the tenant label, or something else (maybe a tenant)."""
+    if set(peer) == {"ipBlock"}:
+        return "ipBlock"
+    ns = peer.get("namespaceSelector")
+    if set(peer) == {"namespaceSelector"} and not ns.get("matchLabels") and \
+            ns.get("matchExpressions") == [{"key": TENANT_LABEL, "operator": "DoesNotExist"}]:
+        return "non-tenant"
+    return None
+
+
+def check_networkpolicy(pods, labels, objs):
+    """When the output has NetworkPolicies: a default deny of ingress for every
+    pod; the webhook's TLS port (serve --listen) reached from address blocks
+    only (the API server); every other container port reached, and only from
+    namespaces without the tenant label; no port from anywhere else."""
+    pols = [o for (k, _), o in objs.items() if k == "NetworkPolicy"]
+    if not pols:
+        return
+    ingress = [p for p in pols if "Ingress" in p["spec"].get("policyTypes", ["Ingress"])]
+    if not any(p["spec"].get("podSelector") == {} and not p["spec"].get("ingress")
+               for p in ingress):
+        bad("NetworkPolicy: none denies every pod's ingress (podSelector {}, no ingress rule)")
+    for name, pod in pods.items():
+        mine = [p for p in ingress if not p["spec"]["podSelector"].get("matchExpressions") and all(
+            labels[name].get(k) == v
+            for k, v in p["spec"]["podSelector"].get("matchLabels", {}).items())]
+        for _, c in containers(pod):
+            api_port = listen_port(c, "--listen=") if c.get("args", [""])[0] == "serve" else None
+            for cp in c.get("ports", []):
+                peers = []
+                for p in mine:
+                    for rule in p["spec"].get("ingress", []):
+                        ports = rule.get("ports")
+                        if ports is None or any(
+                                q.get("protocol", "TCP") == cp.get("protocol", "TCP") and
+                                q.get("port") in (None, cp["containerPort"], cp.get("name"))
+                                for q in ports):
+                            peers += [(p["metadata"]["name"], f) for f in rule.get("from", [{}])]
+                kinds = {peer_kind(f) for _, f in peers}
+                where = "%s/%s port %s (%d)" % (name, c["name"], cp.get("name"), cp["containerPort"])
+                for pol, f in peers:
+                    if peer_kind(f) is None:
+                        bad("%s: NetworkPolicy %s lets in %s, which may be a tenant's" %
+                            (where, pol, f or "anyone"))
+                want = "ipBlock" if cp["containerPort"] == api_port else "non-tenant"
+                if want not in kinds:
+                    bad("%s: no NetworkPolicy lets in %s" % (where, "the API server (an ipBlock)"
+                        if want == "ipBlock" else "the namespaces that are not a tenant's"))
+                for other in kinds - {want, None}:
+                    bad("%s: NetworkPolicy lets in %s, only %s should reach it" %
+                        (where, other, want))
 
 
 def go_hours(text):
@@ -595,6 +655,7 @@ def main():
     check_shim(pods)
     check_store(pods, objs, user_made)
     check_console(pods, objs, labels)
+    check_networkpolicy(pods, labels, objs)
     check_certificates(objs, pods)
     check_rbac(objs, pods)
     check_security(pods)
