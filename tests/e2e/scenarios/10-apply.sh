@@ -56,6 +56,8 @@ expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image 'Regis
 expect_in "$TMP/err" "is not REPOSITORY:TAG"
 expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr 10.213.0.300/32
 expect_in "$TMP/err" "10.213.0.300/32' is not a CIDR"
+expect_rc 2 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --admission-client-ca "$CP_DIR/pki/ca.key"
+expect_in "$TMP/err" "ca.key: not a PEM certificate"
 # the spec's GPU node is not in the cluster yet: refused, nothing applied
 expect_rc 1 install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --timeout 0
 expect_in "$TMP/err" "nodes the cluster does not have: gpu-node-1"
@@ -69,10 +71,13 @@ for ex in four-h100 mixed-fleet; do
         bad "render $ex"
     apply_twice "rendered $ex" -k "$TMP/render-$ex"
 done
-# for real, with the node there (KWOK keeps it; 30-dra.sh gives it its GPUs)
+# for real, with the node there (KWOK keeps it; 30-dra.sh gives it its GPUs),
+# and the CA of the API server's client certificate for webhooks (cluster.sh's
+# AdmissionConfiguration: the e2e CA signs it)
 kwok_node gpu-node-1 '{"nvidia.com/gpu.present": "true", "nvidia.com/mig.config": "all-disabled"}'
 if install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr "$CP_HOST_IP/32" \
-    --timeout 0 --work "$TMP/install" >"$TMP/inst.out" 2>&1; then ok; else
+    --admission-client-ca "$CP_DIR/pki/ca.crt" --timeout 0 --work "$TMP/install" >"$TMP/inst.out" 2>&1
+then ok; else
     bad "deploy/install failed"; tail -20 "$TMP/inst.out"; fi
 # the node's labels from its labels.sh: tessera's agent owns its MIG, the
 # GPU operator's mig-manager is off it and its mig.config label gone
@@ -87,6 +92,20 @@ expect_in <(kc -n tessera-system get deployment tessera-webhook -o jsonpath='{.s
 check "tessera-system's ingress: the API server's address only, on the webhook port" [ "$(kc -n tessera-system \
     get networkpolicy tessera-apiserver -o jsonpath='{.spec.ingress[0].from[*].ipBlock.cidr}/{.spec.ingress[0].ports[0].port}')" = "$CP_HOST_IP/32/8443" ]
 check "the webhook's certificate made by the install" kc -n tessera-system get secret tessera-webhook-tls
+# the webhook keeps only the API server's reviews as a tenant's: the CA in its
+# Secret, the flags of deploy/components/admission-client-auth
+check "Secret tessera-admission-client-ca holds the CA given" cmp -s "$CP_DIR/pki/ca.crt" \
+    <(kc -n tessera-system get secret tessera-admission-client-ca -o jsonpath='{.data.ca\.crt}' | base64 -d)
+expect_in <(kc -n tessera-system get deployment tessera-webhook -o jsonpath='{.spec.template.spec.containers[0].args}') \
+    "--admission-client-ca=/etc/tessera/admission-client-ca/ca.crt"
+# the console's identities: one operator token, printed once; the Secret holds
+# its SHA-256, not the token
+token=$(grep -A1 "the console's operator token" "$TMP/inst.out" | tail -1)
+check "the install printed an operator token once" [ "$(grep -c '^tsk_' "$TMP/inst.out")" = 1 ]
+kc -n tessera-system get secret tessera-console-tokens -o jsonpath='{.data.tokens}' | base64 -d >"$TMP/tokens"
+expect_in "$TMP/tokens" "token sha256:$(printf %s "$token" | sha256sum | cut -d' ' -f1) operator"
+check "the Secret holds no token itself" sh -c "! grep -q tsk_ '$TMP/tokens'"
+check "the install's work folder holds no token" sh -c "! grep -rq tsk_ '$TMP/install'"
 # deploy/ as the install wrote it: applied again, nothing changes
 apply_twice "deploy/ (deploy/install's kustomization)" -k "$TMP/install/install"
 

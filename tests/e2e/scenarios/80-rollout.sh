@@ -63,8 +63,10 @@ hosts=$(kc -n tessera-system get pods -l app.kubernetes.io/name=tessera-webhook 
 check "the replicas are spread over nodes ($hosts)" [ "$hosts" -eq 2 ]
 
 # deploy/install run again on the cluster as it is now, waiting for every
-# component: the webhook, metering (its SQLite volume: a PersistentVolume
-# here, where no provisioner runs) and the agent on the spec's GPU node.
+# component: the webhook, the console, metering (its SQLite volume: a
+# PersistentVolume here, where no provisioner runs) and the agent on the
+# spec's GPU node. The console's tokens Secret from 10-apply.sh's run is
+# kept: no new token is minted.
 # First the webhook's Service is routed to 20-webhook.sh's webhook again: the
 # install re-applies the rendered tree, which the webhook checks (its pods
 # here are KWOK's, unreachable); the install gives the selector back.
@@ -83,3 +85,9 @@ if install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiser
     --timeout 120 >"$TMP/inst.out" 2>&1; then ok; else
     bad "deploy/install with its wait failed"; tail -20 "$TMP/inst.out"
     kc -n tessera-system get pods -o wide; fi
+for w in deployment/tessera-webhook deployment/tessera-console deployment/tessera-meter daemonset/tessera-agent; do
+    expect_in "$TMP/inst.out" "waiting for $w"
+done
+ready=$(kc -n tessera-system get deployment tessera-console -o jsonpath='{.status.readyReplicas}')
+check "the console ready after the install's wait ($ready replica)" [ "$ready" = 1 ]
+check "no new token: the console's Secret was there" sh -c "! grep -q tsk_ '$TMP/inst.out'"
