@@ -2,8 +2,13 @@
 # registers it, its caBundle from `tessera cert`: tenant pods get the
 # webhook's verdicts and the API server's Pod Security verdicts; the
 # namespace selector, failurePolicy: Fail and timeoutSeconds behave as
-# docs/webhook.md says while the webhook is stopped or hung. Needs
-# 10-apply.sh's objects (deploy/ and the worked example's tenants).
+# docs/webhook.md says while the webhook is stopped or hung. The API server
+# presents its client certificate to the webhook (cluster.sh's
+# AdmissionConfiguration) and the webhook, with --admission-client-ca as
+# deploy/components/admission-client-auth gives it, keeps those reviews'
+# denials as their tenant's; a review posted to it directly is answered but
+# kept as nobody's; `tessera console --denials-from` lists the kept ones.
+# Needs 10-apply.sh's objects (deploy/ and the worked example's tenants).
 
 # The webhook runs here, not in a simulated pod: the Service loses its
 # selector and its endpoint is this test's host address (the API server routes
@@ -39,14 +44,18 @@ wh_route_here
 "$TESSERA" cert --dir "$TMP/wh-tls" >"$TMP/cert.yaml" || bad "tessera cert"
 kc apply --server-side --field-manager=tessera-cert -f "$TMP/cert.yaml" >/dev/null || bad "cert apply"
 
-# wh_start: the webhook as deploy/ runs it (its own log in $CP_DIR/webhook.log);
-# it stays up for the later scenarios and stops with the control plane
+# wh_start: the webhook as deploy/ runs it with deploy/components/
+# admission-client-auth (its own log in $CP_DIR/webhook.log): the API server's
+# client certificate is cluster.sh's webhook-client, signed by the e2e CA; the
+# probes, /metrics and /denials on $WH_HEALTH. It stays up for the later
+# scenarios and stops with the control plane
 wh_start() {
     WH_HEALTH=127.0.0.1:$(free_port)
     cp_daemon webhook "$TESSERA" serve -f "$TESSERA_SRC/examples/four-h100.yaml" \
         --tls-cert "$TMP/wh-tls/tls.crt" --tls-key "$TMP/wh-tls/tls.key" \
         --listen "$CP_HOST_IP:$WH_PORT" --health-listen "$WH_HEALTH" \
-        --shim-path /opt/tessera/lib/libtessera-cuda.so --reserve-for "$CP_HOST_IP/32"
+        --shim-path /opt/tessera/lib/libtessera-cuda.so --reserve-for "$CP_HOST_IP/32" \
+        --admission-client-ca "$CP_DIR/pki/ca.crt" --admission-client kube-apiserver-webhook-client
     WH_PID=${CP_PIDS[-1]}
     cp_wait 20 "tessera serve did not listen" bash -c "echo >/dev/tcp/$CP_HOST_IP/$WH_PORT"
 }
@@ -77,6 +86,11 @@ create() {
 # probe: a plain tenant pod, created in a dry run, is allowed
 probe() { pod client-a-prod probe | kc create --dry-run=server -f -; }
 
+# wh_metric NAME: its value on the webhook's /metrics (the probes' port)
+wh_metric() { curl -sf "http://$WH_HEALTH/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+# wh_denials FILE: the webhook's recent denials (GET /denials, the probes' port)
+wh_denials() { curl -sf "http://$WH_HEALTH/denials" >"$1"; }
+
 wh_start
 # the API server must reach it through the Service before the verdicts count
 cp_wait 30 "the API server never reached the webhook" probe
@@ -94,6 +108,18 @@ assert not gpu, gpu' "$TMP/plain.json"
 # the webhook's verdict: a privileged container (baseline forbids it too; here
 # the namespace is privileged for the shim, so only the webhook stands)
 create denied platform-dev priv '{"privileged": true}' 'admission webhook "validate.tessera.dev" denied'
+# that review came from the API server with its client certificate: the
+# webhook keeps the denial as platform-dev's
+wh_denials "$TMP/denials-1.json" || bad "GET /denials of the webhook"
+FIRST_DENIAL=$(/usr/bin/python3 -c '
+import json, sys
+d = [x for x in json.load(open(sys.argv[1]))["denials"]
+     if x["namespace"] == "platform-dev" and x["kind"] == "Pod" and x["rule"] == "escape-hatch/privileged"]
+assert len(d) == 1 and d[0]["tenant"] == "platform-dev", d
+print(d[0]["uid"])' "$TMP/denials-1.json")
+check "the API server's review: its denial kept as tenant platform-dev's" [ -n "$FIRST_DENIAL" ]
+check "and counted as platform-dev's on /metrics" [ "$(wh_metric \
+    'tessera_admission_tenant_denials_total{tenant="platform-dev",rule="escape-hatch/privileged"}')" = 1 ]
 # the whole Pod Security floor there, not only privilege: seccomp Unconfined
 create denied platform-dev unconfined '{"seccompProfile": {"type": "Unconfined"}}' \
     'seccompProfile.type "Unconfined"'
@@ -122,6 +148,64 @@ create allowed e2e-outside plain
 kc create namespace e2e-stray >/dev/null 2>&1
 kc label namespace e2e-stray tessera.dev/tenant=nobody >/dev/null
 create denied e2e-stray plain '' 'denied the request'
+
+# a review posted to the webhook directly (anyone who reaches its port could),
+# without the API server's client certificate, naming client-b's namespace: it
+# is answered (denied), but kept and counted as nobody's
+unauth0=$(wh_metric tessera_admission_unauthenticated_total)
+cat >"$TMP/forged.json" <<EOF
+{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+ "request": {"uid": "e2e-forged-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+  "resource": {"group": "", "version": "v1", "resource": "pods"},
+  "namespace": "client-b-prod", "operation": "CREATE", "name": "forged",
+  "userInfo": {"username": "e2e"},
+  "object": $(pod client-b-prod forged '{"privileged": true}')}}
+EOF
+if curl -sk --max-time 10 -H 'Content-Type: application/json' --data-binary @"$TMP/forged.json" \
+    "https://$CP_HOST_IP:$WH_PORT/validate" >"$TMP/forged.out"; then ok; else bad "POST /validate directly"; fi
+check "the direct review is answered: denied" /usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["response"]
+assert r["uid"] == "e2e-forged-1" and r["allowed"] is False, r' "$TMP/forged.out"
+wh_denials "$TMP/denials-2.json" || bad "GET /denials of the webhook"
+check "the direct review is not among the denials" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["denials"]
+assert d and not [x for x in d if x["uid"] == "e2e-forged-1" or x["namespace"] == "client-b-prod"], d
+' "$TMP/denials-2.json"
+unauth1=$(wh_metric tessera_admission_unauthenticated_total)
+check "tessera_admission_unauthenticated_total counted it ($unauth0 -> $unauth1)" \
+    [ -n "$unauth0" -a "$unauth1" = "$((unauth0 + 1))" ]
+check "no tenant series for client-b" sh -c "! curl -sf 'http://$WH_HEALTH/metrics' | grep -q 'tenant=\"client-b\"'"
+
+# the console, a process of its own, reads the webhook's denials
+# (--denials-from, the probes' port) for its API: an operator's token lists
+# the API server's first denial; client-b's token sees none of its own
+op=$("$TESSERA" token new --operator) && tb=$("$TESSERA" token new --tenant client-b) ||
+    bad "tessera token new"
+printf '%s\n%s\n' "${op#*$'\n'}" "${tb#*$'\n'}" >"$TMP/console-tokens"
+CON_PORT=$(free_port) CON_HEALTH=127.0.0.1:$(free_port)
+cp_daemon console "$TESSERA" console -f "$TESSERA_SRC/examples/four-h100.yaml" \
+    --tls-cert "$TMP/wh-tls/tls.crt" --tls-key "$TMP/wh-tls/tls.key" \
+    --listen "127.0.0.1:$CON_PORT" --health-listen "$CON_HEALTH" \
+    --tokens "$TMP/console-tokens" --denials-from "http://$WH_HEALTH/denials"
+CON_PID=${CP_PIDS[-1]}
+cp_wait 20 "tessera console was not ready" curl -sf "http://$CON_HEALTH/readyz"
+api() { curl -sk --max-time 10 -H "Authorization: Bearer ${1%%$'\n'*}" "https://127.0.0.1:$CON_PORT/api/v1/$2"; }
+api "$op" denials >"$TMP/api-denials.json" || bad "the console's /api/v1/denials"
+check "the console lists the first denial ($FIRST_DENIAL) for an operator" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))["items"]
+first = [x for x in d if x["uid"] == sys.argv[2]]
+assert len(first) == 1 and first[0]["tenant"] == "platform-dev" and first[0]["namespace"] == "platform-dev", d
+assert first[0]["rule"] == "escape-hatch/privileged", first
+assert not [x for x in d if x["uid"] == "e2e-forged-1"], d' "$TMP/api-denials.json" "$FIRST_DENIAL"
+api "$tb" denials >"$TMP/api-denials-b.json" || bad "the console's /api/v1/denials for client-b"
+check "client-b's token: no denial of its own, none of others" /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["items"] == [] and d["total"] == 0, d' "$TMP/api-denials-b.json"
+kill "$CON_PID" 2>/dev/null
 
 # failurePolicy: Fail - the webhook stopped closes tenant namespaces only
 wh_stop

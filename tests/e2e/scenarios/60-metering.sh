@@ -6,7 +6,9 @@
 # ready). `tessera meter scrape --discover`, with the meter's own
 # service-account token and deploy/'s Role, must store every card of the two
 # ready nodes each round, each once and from its own node, and nothing of the
-# third. Needs 10-apply.sh's deploy/ (the ServiceAccount, Role, RoleBinding).
+# third. `tessera console`, its store from TESSERA_DB as the postgres overlay
+# passes it, then shows those nodes' series on its /metrics. Needs
+# 10-apply.sh's deploy/ (the ServiceAccount, Role, RoleBinding).
 
 PAGE=$TESSERA_FIXTURES/dcgm/nvidia-dcgm-exporter-issue250-v100-sxm2-32gb.prom
 declare -A EXPORTER
@@ -78,3 +80,24 @@ if [ $? -eq 0 ]; then ok; cat "$TMP/samples.out"; else bad "samples across nodes
 kc -n tessera-system create token tessera-webhook >"$TMP/other.token"
 if scrape "$TMP/other.token"; then bad "a scrape without discovery access succeeded"; else ok; fi
 expect_in "$TMP/scrape.out" "HTTP 403"
+
+# the console serves what metering stored: its store from TESSERA_DB, as
+# deploy/overlays/postgres gives it the Secret's URL (the webhook opens no
+# store); on its probes' port, /metrics has the stored exporter series of the
+# two ready nodes with a tenant label, and the store is up
+"$TESSERA" token new --operator | tail -1 >"$TMP/meter-console-tokens"
+"$TESSERA" cert --dir "$TMP/meter-console-tls" >/dev/null || bad "tessera cert"
+MC_HEALTH=127.0.0.1:$(free_port)
+cp_daemon meter-console env TESSERA_DB="sqlite:$TMP/meter.db" "$TESSERA" console \
+    -f "$TESSERA_SRC/examples/four-h100.yaml" --tls-cert "$TMP/meter-console-tls/tls.crt" \
+    --tls-key "$TMP/meter-console-tls/tls.key" --listen "127.0.0.1:$(free_port)" \
+    --health-listen "$MC_HEALTH" --tokens "$TMP/meter-console-tokens"
+MC_PID=${CP_PIDS[-1]}
+cp_wait 20 "the console was not ready" curl -sf "http://$MC_HEALTH/readyz"
+curl -sf "http://$MC_HEALTH/metrics" >"$TMP/console-metrics" || bad "the console's /metrics"
+expect_in "$TMP/console-metrics" "tessera_metering_up 1"
+check "the console's /metrics: the ready nodes' stored series, with a tenant label" /usr/bin/python3 -c '
+import re, sys
+hosts = set(re.findall(r"^DCGM_FI_DEV_GPU_UTIL\{[^}]*Hostname=\"([^\"]+)\"[^}]*,tenant=\"[^\"]+\"\}", open(sys.argv[1]).read(), re.M))
+assert hosts == {"gpu-node-a", "gpu-node-b"}, hosts' "$TMP/console-metrics"
+kill "$MC_PID" 2>/dev/null

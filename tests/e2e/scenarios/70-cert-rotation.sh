@@ -33,10 +33,11 @@ rotate() {
     done
 }
 
-# metric NAME: its value on the webhook's /metrics (the TLS port; -k: the
-# test reads a number, the API server's calls check the certificate)
+# metric NAME: its value on the webhook's /metrics (its probes' port,
+# 20-webhook.sh's $WH_HEALTH; the TLS port answers /validate and the probes
+# only)
 metric() {
-    curl -sk "https://$CP_HOST_IP:$WH_PORT/metrics" | awk -v m="$1" '$1 == m {print $2}'
+    curl -s "http://$WH_HEALTH/metrics" | awk -v m="$1" '$1 == m {print $2}'
 }
 
 : >"$TMP/review-failures"
