@@ -7,6 +7,8 @@
 # It is also the API's demo (scripts/demo-api was folded into it): the metering
 # and replan routes are on, and a client-a token is printed (its hash alone on
 # disk); run on a directory without the demo day, it makes the day itself.
+# It runs `tessera console` (not the webhook: POST /validate is 404 there); a
+# console that cannot start (its port taken) is reported at once, with its log.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
@@ -58,6 +60,22 @@ zero=tsk_$(printf '0%.0s' $(seq 64))
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/demo/console/ca.crt" \
     -H "Authorization: Bearer $zero" "https://localhost:$PORT/api/v1/whoami")
 check "another token is refused ($code)" [ "$code" = 401 ]
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$TMP/demo/console/ca.crt" \
+    -H 'Content-Type: application/json' --data-binary @tests/fixtures/admission/001-pod-no-gpu-tenant-ns.json \
+    "https://localhost:$PORT/validate")
+check "POST /validate on the demo's console: $code, want 404 (the webhook is another process)" \
+    [ "$code" = 404 ]
+# another demo on the same port: the console cannot listen; exit 1 with its log, at once
+mkdir -p "$TMP/busy"
+cp "$TMP/demo/metering.db" "$TMP/demo/plan.json" "$TMP/busy/"
+start=$SECONDS
+DEMO_PORT=$PORT DEMO_NONINTERACTIVE=1 timeout 120 scripts/demo-console "$TESSERA" "$TMP/busy" \
+    >"$TMP/out4" 2>&1
+rc=$?
+check "a console that cannot listen: exit $rc, want 1" [ $rc -eq 1 ]
+check "and reported within 60 s (took $((SECONDS - start)) s)" [ $((SECONDS - start)) -lt 60 ]
+expect_in "$TMP/out4" "tessera console did not start; its log:"
+expect_in "$TMP/out4" "cannot listen on 127.0.0.1:$PORT"
 check "still serving" kill -0 $DEMO
 kill -INT -- -$DEMO
 for _ in $(seq 100); do kill -0 $DEMO 2>/dev/null || break; sleep 0.1; done
