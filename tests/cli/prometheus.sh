@@ -1,14 +1,15 @@
 #!/bin/bash
 # prometheus.sh - tenant-labelled metrics end to end, read by the real Prometheus
 # (Debian's /usr/bin/prometheus): real dcgm-exporter scrapes (tests/fixtures/dcgm)
-# go into a SQLite store with `tessera meter import`; `tessera serve --db` serves
-# /metrics over HTTPS with a test CA; Prometheus scrapes it every second on
-# loopback. Checked through Prometheus's HTTP API: tessera_gpu_hours_total equals
+# go into a SQLite store with `tessera meter import`; `tessera console --db` serves
+# /metrics over HTTPS with a test CA, to an operator's bearer token only;
+# Prometheus scrapes it every second on loopback with that token. Checked through Prometheus's HTTP API: tessera_gpu_hours_total equals
 # what `tessera usage -o json` says (also after a new scrape is imported while
 # serving: the incremental totals), the DCGM series carry the tenants the
 # attribution gives, the plan's allocation is there. Bad cases: a bad --db URL
-# (exit 2 at start), flags that need --db, a store that breaks while serving
-# (tessera_metering_up 0, the page still 200 with the webhook's metrics).
+# (exit 2 at start), flags that need --db, --db to the webhook (`tessera
+# serve` has no store), a store that breaks while serving (tessera_metering_up
+# 0, the page still 200 with the plan's allocation and the connection gauges).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 FIX=tests/fixtures/dcgm
@@ -21,6 +22,7 @@ trap 'exit 1' INT TERM
 
 need_prometheus
 PORT=$(free_port)
+HPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
 
 cp tests/fixtures/meter/lab-isolated.yaml "$TMP/spec.yaml"
@@ -34,6 +36,9 @@ spec:
   namespaces: [ray-llm]
 YAML
 scripts/make-test-cert "$TMP/c"
+"$TESSERA" token new --operator >"$TMP/op"
+OP=$(sed -n 1p "$TMP/op")
+sed -n 2p "$TMP/op" >"$TMP/tokens"
 
 # three scrapes of the H100 node 15 s apart, and a node of the DataDog file
 for t in 1700000000 1700000015 1700000030; do
@@ -42,17 +47,24 @@ done
 expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at 1700000000 $DATADOG
 
 # bad usage: refused before anything starts
-SERVE=("$TESSERA" serve -f "$TMP/spec.yaml" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key"
-       --listen 127.0.0.1:$PORT)
+SERVE=("$TESSERA" console -f "$TMP/spec.yaml" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key"
+       --listen 127.0.0.1:$PORT --tokens "$TMP/tokens")
 serve() { "${SERVE[@]}" "$@"; }
 expect_rc 2 serve --db nope:/x
 expect_in "$TMP/err" "--db: unsupported database URL"
 expect_rc 2 serve --db $DB --metering-refresh soon
 expect_rc 2 serve --metering-refresh 1s
-expect_rc 0 "$TESSERA" serve --help
+expect_in "$TMP/err" "--interval and --metering-refresh need --db"
+expect_rc 0 "$TESSERA" console --help
 expect_in "$TMP/out" "--db DB"
+# the webhook has no store
+expect_rc 2 "$TESSERA" serve -f "$TMP/spec.yaml" --tls-cert "$TMP/c/tls.crt" \
+    --tls-key "$TMP/c/tls.key" --listen 127.0.0.1:$PORT --db $DB
+expect_in "$TMP/err" "unrecognized option '--db'"
+expect_rc 0 "$TESSERA" serve --help
+check "serve --help offers --db" sh -c "! grep -q -- '--db' '$TMP/out'"
 
-"${SERVE[@]}" --db $DB --metering-refresh 1s 2>"$TMP/serve.log" &
+"${SERVE[@]}" --db $DB --metering-refresh 1s --health-listen 127.0.0.1:$HPORT 2>"$TMP/serve.log" &
 SERVER=$!
 for _ in $(seq 50); do
     curl -sf --cacert "$TMP/c/ca.crt" $URL/readyz >/dev/null 2>&1 && break
@@ -60,6 +72,7 @@ for _ in $(seq 50); do
 done
 
 prometheus_start "- {job_name: tessera, scheme: https, tls_config: {ca_file: $TMP/c/ca.crt},
+   authorization: {credentials: '$OP'},
    static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
 API=$PROM_URL/api/v1
 
@@ -93,7 +106,7 @@ PY
     done
     bad "tessera_gpu_hours_total differs from tessera usage"
     tail -1 "$TMP/py.err"
-    curl -s --cacert "$TMP/c/ca.crt" $URL/metrics | grep "^tessera_gpu\|^tessera_meter"
+    curl -s http://127.0.0.1:$HPORT/metrics | grep "^tessera_gpu\|^tessera_meter"
 }
 check_hours
 # the lab tenant's 1g.10gb slices: three instances over 30 s, 1/8 of a card each
@@ -126,16 +139,26 @@ check_hours
 q 'tessera_gpu_hours_total{tenant="lab",basis="allocation",profile="1g.10gb"}'
 expect_in "$TMP/q.json" '"0.004688"]'
 
-# the store breaks: the page still answers 200 with the webhook's metrics
+# the same page on the plain probes' port, to anyone
+curl -s http://127.0.0.1:$HPORT/metrics >"$TMP/plain"
+expect_in "$TMP/plain" 'tessera_gpu_hours_total{tenant="lab"'
+# the console counts no reviews: the admission families are the webhook's
+if grep -q "^tessera_admission_" "$TMP/plain"; then bad "admission metrics on the console"; else ok; fi
+
+# the store breaks: the page still answers 200 with the rest of the console's metrics
 printf 'this is not a database' > "$TMP/m.db"
 rm -f "$TMP/m.db-wal" "$TMP/m.db-shm"
 sleep 1.2
-code=$(curl -s --cacert "$TMP/c/ca.crt" -o "$TMP/metrics" -w '%{http_code}' $URL/metrics)
+code=$(curl -s --cacert "$TMP/c/ca.crt" -H "Authorization: Bearer $OP" -o "$TMP/metrics" \
+    -w '%{http_code}' $URL/metrics)
 [ "$code" = 200 ] && ok || bad "/metrics answered $code with the store broken"
 expect_in "$TMP/metrics" "tessera_metering_up 0"
-expect_in "$TMP/metrics" 'tessera_admission_requests_total{result="allowed"}'
+expect_in "$TMP/metrics" 'tessera_connections{slots="general"}'
 expect_in "$TMP/metrics" 'tessera_tenant_allocation_gpus{tenant="lab"'
 if grep -q "^tessera_gpu_hours_total" "$TMP/metrics"; then bad "stale GPU-hours served"; else ok; fi
+code=$(curl -s -o "$TMP/plain" -w '%{http_code}' http://127.0.0.1:$HPORT/metrics)
+[ "$code" = 200 ] && ok || bad "the probes' port's /metrics answered $code with the store broken"
+expect_in "$TMP/plain" "tessera_metering_up 0"
 expect_in "$TMP/serve.log" "metering refresh failed"
 kill $PROM $SERVER 2>/dev/null
 wait 2>/dev/null
