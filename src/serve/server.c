@@ -590,15 +590,27 @@ static void completed(void *cls, struct MHD_Connection *conn, void **ctx,
     *ctx = NULL;
 }
 
+/* libmicrohttpd's messages: a failed or cut handshake counts in
+ * tessera_tls_handshake_failures_total, a connection it refused at its
+ * per-address limit in tessera_connections_refused_total. Those two come
+ * once per hostile connection, so only the 1st, 2nd, 4th, 8th... of each
+ * is logged (with the count): a flood cannot flood the log. */
 __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct serve_state *s = cls;
-    char msg[1024];
+    char msg[1024], count[24];
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
+    unsigned long n = 0;
     if (strstr(msg, "handshake") || strstr(msg, "TLS") || strstr(msg, "packet"))
-        atomic_fetch_add(&s->metrics.tls_failed, 1);
-    ts_log(s->opt->log_json, "warn", msg, NULL, 0);
+        n = atomic_fetch_add(&s->metrics.tls_failed, 1) + 1;
+    else if (strstr(msg, "connection limit"))
+        n = atomic_fetch_add(&s->metrics.slots_refused, 1) + 1;
+    if (n & (n - 1))
+        return; /* not a power of two */
+    snprintf(count, sizeof(count), "%lu", n);
+    struct ts_log_kv kv[] = {{"count", count}};
+    ts_log(s->opt->log_json, "warn", msg, n ? kv : NULL, n ? 1 : 0);
 }
 
 static unsigned cores(void)
