@@ -1,16 +1,18 @@
 #!/bin/bash
 # grafana.sh - the Grafana dashboards (deploy/grafana/) against the real Prometheus
-# (Debian's /usr/bin/prometheus) scraping a real `tessera serve`: the worked example
+# (Debian's /usr/bin/prometheus) scraping a real `tessera serve` (the webhook) and a
+# real `tessera console` on their probes' ports (--health-listen): the worked example
 # (examples/four-h100.yaml) with the demo day's store (scripts/demo-meter) and the
 # day's last scrape stored again as a live one (no timestamps, as dcgm-exporter serves
 # it; the day itself is over the 16 MiB a stored body may hold); the admission reviews
-# of tests/fixtures/admission sent three times while Prometheus scrapes every second.
+# of tests/fixtures/admission sent three times, with the API server's client
+# certificate (--admission-client-ca), while Prometheus scrapes every second.
 # tests/tools/dashboard_check.py then checks each dashboard's JSON and that every
 # metric a query names is documented in docs/metrics.md, and runs every panel's PromQL
 # (variables substituted: tenant = all, client-a) over the last seconds through
 # Prometheus' HTTP API: each must return a series with a number. Also: every tessera_
-# family serve writes is documented; the denial count Prometheus sums equals the
-# fixtures' expected denials; and the checker fails (naming the panel) on a mistyped
+# family either process writes is documented; the denial count Prometheus sums equals
+# the fixtures' expected denials, client-a's per-tenant count its own; and the checker fails (naming the panel) on a mistyped
 # metric, a syntax error, a label that matches nothing, an undocumented metric, a
 # foreign data source, and a file that is not JSON (FILE:LINE:COL). The ConfigMap for
 # Grafana's sidecar (deploy/grafana/kustomization.yaml) holds both files unchanged.
@@ -19,8 +21,8 @@ cd "$TESSERA_SRC"
 SPEC=examples/four-h100.yaml
 DASH=(deploy/grafana/tessera-fleet.json deploy/grafana/tessera-tenant.json)
 CHECK=(tests/tools/dashboard_check.py --docs docs/metrics.md)
-SERVER= PROM= AGENT=
-trap 'kill $SERVER $PROM $AGENT 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+SERVER= CONSOLE= PROM= AGENT=
+trap 'kill $SERVER $CONSOLE $PROM $AGENT 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM
 need_prometheus
 
@@ -68,15 +70,30 @@ for t in $((NOW - 30)) $((NOW - 15)); do
 done
 
 scripts/make-test-cert "$TMP/c"
-PORT=$(free_port)
-URL=https://127.0.0.1:$PORT
+# the API server's client certificate (clientAuth), from a CA of its own
+scripts/make-test-cert "$TMP/apiserver" >/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$TMP/apiserver.key" \
+    -out "$TMP/apiserver.csr" 2>/dev/null
+echo "extendedKeyUsage=clientAuth" >"$TMP/apiserver.ext"
+openssl x509 -req -in "$TMP/apiserver.csr" -CA "$TMP/apiserver/ca.crt" \
+    -CAkey "$TMP/apiserver/ca.key" -CAcreateserial -days 2 -extfile "$TMP/apiserver.ext" \
+    -out "$TMP/apiserver.crt" 2>/dev/null
+"$TESSERA" token new --operator | sed -n 2p >"$TMP/tokens"
+PORT=$(free_port) HPORT=$(free_port) CPORT=$(free_port) CHPORT=$(free_port)
 "$TESSERA" serve -f $SPEC --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
-    --listen 127.0.0.1:$PORT --shim-path /usr/lib/tessera/libtessera-cuda.so --db $DB \
-    --metering-refresh 1s 2>"$TMP/serve.log" &
+    --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT \
+    --shim-path /usr/lib/tessera/libtessera-cuda.so \
+    --admission-client-ca "$TMP/apiserver/ca.crt" 2>"$TMP/serve.log" &
 SERVER=$!
-for _ in $(seq 50); do
-    curl -sf --cacert "$TMP/c/ca.crt" $URL/readyz >/dev/null 2>&1 && break
-    sleep 0.1
+"$TESSERA" console -f $SPEC --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
+    --listen 127.0.0.1:$CPORT --health-listen 127.0.0.1:$CHPORT --tokens "$TMP/tokens" \
+    --db $DB --metering-refresh 1s 2>"$TMP/console.log" &
+CONSOLE=$!
+for port in $PORT $CPORT; do
+    for _ in $(seq 50); do
+        curl -sf --cacert "$TMP/c/ca.crt" https://127.0.0.1:$port/readyz >/dev/null 2>&1 && break
+        sleep 0.1
+    done
 done
 # the node agent, where this build has `agent watch`: the stand-in NVML's two H100s
 # (tests/fixtures/agent) kept to the plan of that folder's spec; without it, the
@@ -96,19 +113,21 @@ else
     OPTIONAL=(--optional-prefix tessera_agent_)
     echo "note: this tessera has no 'agent watch'; the agent panels are checked for syntax only"
 fi
-prometheus_start "- {job_name: tessera, scheme: https, tls_config: {ca_file: $TMP/c/ca.crt},
-   static_configs: [{targets: ['127.0.0.1:$PORT']}]}
+prometheus_start "- {job_name: tessera-webhook, static_configs: [{targets: ['127.0.0.1:$HPORT']}]}
+- {job_name: tessera-console, static_configs: [{targets: ['127.0.0.1:$CHPORT']}]}
 $AGENT_JOB"
 PURL=$PROM_URL
 
 # reviews: every fixture under 64 KiB (the worked example's policy, served as the
-# fixtures' SOURCES.md says), on one connection, each answered as its .expect says;
-# prints the denials (status 200, allowed false), then those in client-a's namespace
+# fixtures' SOURCES.md says), on one connection with the API server's client
+# certificate, each answered as its .expect says; prints the denials (status 200,
+# allowed false), then those in client-a's namespace
 reviews() {
-    /usr/bin/python3 - "$PORT" "$TMP/c/ca.crt" tests/fixtures/admission/*.json <<'PY'
+    /usr/bin/python3 - "$PORT" "$TMP/c/ca.crt" "$TMP/apiserver" tests/fixtures/admission/*.json <<'PY'
 import http.client, json, os, ssl, sys
-port, ca, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+port, ca, client, files = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(client + ".crt", client + ".key")
 c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
 denied = client_a = 0
 for f in files:
@@ -129,10 +148,10 @@ print(denied, client_a)
 PY
 }
 deadline=$((SECONDS + 30))
-targets=1
-[ -n "$AGENT" ] && targets=2
+targets=2
+[ -n "$AGENT" ] && targets=3
 prometheus_up $targets 30 && ok ||
-    { bad "Prometheus never scraped tessera and the agent (targets not up in 30 s)"; finish; exit; }
+    { bad "Prometheus never scraped the webhook, the console and the agent (targets not up in 30 s)"; finish; exit; }
 r1=$(reviews) || bad "reviews failed"
 sleep 3
 expect_rc 0 "$TESSERA" meter import -f $SPEC --db $DB --at "$NOW" "$TMP/live.prom"
@@ -167,11 +186,16 @@ expect_in "$TMP/q.json" '"74"]' # the worked example: 4 cards, 7 naive
 q 'count(DCGM_FI_DEV_FB_USED{tenant="client-a"})'
 expect_in "$TMP/q.json" '"2"]' # its two 3g.40gb instances
 
-# every tessera_ family on the page is documented, with its type
-curl -s --cacert "$TMP/c/ca.crt" $URL/metrics > "$TMP/page"
+# every tessera_ family on either page is documented, with its type
+curl -s http://127.0.0.1:$HPORT/metrics > "$TMP/page"
 expect_rc 0 "${CHECK[@]}" --exposition "$TMP/page" "${DASH[@]}"
 cat "$TMP/out"
-check "the page has the plan's cards" grep -q '^tessera_plan_gpus{kind="used"} 4$' "$TMP/page"
+check "the webhook's page has its denials" grep -q '^tessera_admission_tenant_denials_total{' "$TMP/page"
+curl -s http://127.0.0.1:$CHPORT/metrics > "$TMP/page"
+expect_rc 0 "${CHECK[@]}" --exposition "$TMP/page" "${DASH[@]}"
+cat "$TMP/out"
+check "the console's page has the plan's cards" grep -q '^tessera_plan_gpus{kind="used"} 4$' "$TMP/page"
+check "the console's page has the GPU-hours" grep -q '^tessera_gpu_hours_total{' "$TMP/page"
 if [ -n "$AGENT" ]; then # the agent's page too; the fixture's two cards planned
     curl -s http://127.0.0.1:$APORT/metrics > "$TMP/agent-page"
     expect_rc 0 "${CHECK[@]}" --exposition "$TMP/agent-page" "${DASH[@]}"
@@ -179,9 +203,9 @@ if [ -n "$AGENT" ]; then # the agent's page too; the fixture's two cards planned
     q 'max(tessera_agent_planned_cards) * 10 + max(tessera_agent_drift_cards)'
     expect_in "$TMP/q.json" '"20"]'
 fi
-kill $SERVER $AGENT 2>/dev/null
-wait $SERVER $AGENT 2>/dev/null
-SERVER= AGENT=
+kill $SERVER $CONSOLE $AGENT 2>/dev/null
+wait $SERVER $CONSOLE $AGENT 2>/dev/null
+SERVER= CONSOLE= AGENT=
 
 # the checker fails, naming the panel: a copy of the fleet dashboard mutated
 mutate() { # PYTHON-EXPR-ON-d -> $TMP/bad.json
