@@ -26,7 +26,8 @@
 enum { INVENTORY = 1, APPLY = 2, WATCH = 4 };
 
 static const struct cli_opt OPTS[] = {
-    CLI_SHORT('o', "output", "FORMAT", INVENTORY, "text (default), json (docs/agent.md) or yaml"),
+    CLI_SHORT_C('o', "output", "FORMAT", INVENTORY, cli_complete_formats,
+                "text (default), json (docs/agent.md) or yaml"),
     CLI_LONG('n', "node", "NAME", CLI_ALL,
              "the node (inventory: default $NODE_NAME, else the\n"
              "host name; apply: the plan's node to bring about)"),
@@ -54,7 +55,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('b', "backoff-max-ms", "MS", WATCH,
              "longest wait between retries after failures (default\n"
              "300000; doubling from the interval)"),
-    CLI_LONG('L', "log-format", "FMT", WATCH, "text (key=value, default) or json"),
+    CLI_LONG_C('L', "log-format", "FMT", WATCH, cli_complete_log_formats,
+               "text (key=value, default) or json"),
     CLI_END};
 
 const struct cli_verb cli_verb_agent = {

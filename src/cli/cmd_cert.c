@@ -21,7 +21,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('D', "cluster-domain", "DOMAIN", CLI_ALL, "the cluster's DNS domain (cluster.local)"),
     CLI_LONG('t', "days", "N", CLI_ALL, "the certificate's validity (default 365)"),
     CLI_LONG('T', "ca-days", "N", CLI_ALL, "a new CA's validity (default 3650)"),
-    CLI_LONG('k', "key-type", "TYPE", CLI_ALL, "ecdsa-p256 (default), rsa-2048 or rsa-3072"),
+    CLI_LONG_C('k', "key-type", "TYPE", CLI_ALL, CLI_WORDS(serve_key_type_names),
+               "ecdsa-p256 (default), rsa-2048 or rsa-3072"),
     CLI_LONG('N', "new-ca", NULL, CLI_ALL,
              "replace the CA too; caBundle then trusts the old and the new one"),
     CLI_END};

@@ -51,7 +51,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('K', "kernels", "FILE", CLI_ALL, "fatbin, cubin or PTX of the kernels"),
     CLI_LONG('L', "shim", "PATH", CLI_ALL, "libtessera-cuda.so for the shim mechanism"),
     CLI_LONG('D', "driver", "LIB", CLI_ALL, "the CUDA driver (default libcuda.so.1)"),
-    CLI_SHORT('o', "output", "FORMAT", CLI_ALL, "text (default), json or yaml"),
+    CLI_SHORT_C('o', "output", "FORMAT", CLI_ALL, cli_complete_formats,
+                "text (default), json or yaml"),
     CLI_LONG('g', "svg", "FILE", CLI_ALL, "also write the latency tails as SVG"),
     CLI_LONG('W', "worker", "ROLE", CLI_ALL, NULL), /* the harness's own tenants */
     CLI_END};

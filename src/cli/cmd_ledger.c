@@ -27,10 +27,15 @@ struct lopts {
 /* The subcommands, a bit each: which options each allows. */
 enum { REC = 1, WHO = 2, HIST = 4, EXPORT = 8, VERIFY = 16 };
 
+/* What -o writes: history as text, export as CSV, both as JSON or YAML. */
+static const char *const export_formats[] = {"csv", "json", "yaml", NULL};
+static const struct cli_complete output_values[] = {
+    {HIST, CLI_COMPLETE_WORDS, cli_formats}, {EXPORT, CLI_COMPLETE_WORDS, export_formats}, {0}};
+
 static const struct cli_opt OPTS[] = {
     CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
-    CLI_LONG('t', "tenant", "T", REC | HIST,
-             "record: the tenant holding the device; history: whose entries"),
+    CLI_LONG_C('t', "tenant", "T", REC | HIST, cli_complete_tenants,
+               "record: the tenant holding the device; history: whose entries"),
     CLI_LONG('g', "gpu-uuid", "U", REC, "the GPU's UUID"),
     CLI_LONG('i', "instance-uuid", "U", REC, "the MIG device's UUID (none: the whole GPU)"),
     CLI_LONG('I', "instance", "UUID", WHO, "the GPU or MIG device UUID asked about"),
@@ -43,9 +48,9 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('a', "at", "TIME", REC | WHO, "record: when (default now); who: the time asked about"),
     CLI_LONG('F', "from", "TIME", HIST, "the first time listed"),
     CLI_LONG('T', "to", "TIME", HIST, "the time the list stops before"),
-    CLI_SHORT('o', "output", "FORMAT", HIST | EXPORT,
-              "history: text (default), json or yaml; export: csv\n"
-              "(default), json or yaml"),
+    CLI_SHORT_C('o', "output", "FORMAT", HIST | EXPORT, output_values,
+                "history: text (default), json or yaml; export: csv\n"
+                "(default), json or yaml"),
     CLI_LONG('k', "hmac-key-file", "F", REC | VERIFY,
              "the key that macs (record) or checks (verify) the entries"),
     CLI_LONG('S', "from-nvidia-smi", "FILE", REC, "one event per device of nvidia-smi -L output"),

@@ -22,6 +22,11 @@
 
 enum { IMPORT = 1, USAGE = 2, INVOICE = 4 };
 
+/* What -o writes: an invoice in more forms than the usage report. */
+static const char *const invoice_formats[] = {"text", "csv", "json", "yaml", "html", NULL};
+static const struct cli_complete output_values[] = {
+    {USAGE, CLI_COMPLETE_WORDS, cli_formats}, {INVOICE, CLI_COMPLETE_WORDS, invoice_formats}, {0}};
+
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
     CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
@@ -32,10 +37,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('F', "from", "TIME", USAGE, "count the samples from TIME on (default: all)"),
     CLI_LONG('T', "to", "TIME", USAGE, "count the samples before TIME (default: all)"),
     CLI_LONG('i', "interval", "DUR", USAGE | INVOICE, "the scrape interval (default 15s)"),
-    CLI_SHORT('o', "output", "FORMAT", USAGE | INVOICE,
-              "usage: text (default), json or yaml; invoice: text\n"
-              "(default), csv, json, yaml or html"),
-    CLI_LONG('t', "tenant", "T", INVOICE, "the tenant invoiced"),
+    CLI_SHORT_C('o', "output", "FORMAT", USAGE | INVOICE, output_values,
+                "usage: text (default), json or yaml; invoice: text\n"
+                "(default), csv, json, yaml or html"),
+    CLI_LONG_C('t', "tenant", "T", INVOICE, cli_complete_tenants, "the tenant invoiced"),
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
     CLI_END};
 
@@ -353,10 +358,9 @@ int cmd_usage(int argc, char **argv)
 
 static int invoice_args(struct meter_args *a, int argc)
 {
-    static const char *const formats[] = {"text", "csv", "json", "yaml", "html"};
     int known = 0;
-    for (int i = 0; i < 5; i++)
-        known |= strcmp(a->format, formats[i]) == 0;
+    for (int i = 0; invoice_formats[i]; i++)
+        known |= strcmp(a->format, invoice_formats[i]) == 0;
     if (!known) {
         fprintf(stderr, "tessera: invoice: no format '%s': -o is text, csv, json, yaml or html%s\n",
                 a->format,

@@ -21,16 +21,16 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
-    CLI_SHORT('o', "output", "FORMAT", CLI_ALL,
-              "text (default), json (see docs/plan-json.md) or yaml"),
+    CLI_SHORT_C('o', "output", "FORMAT", CLI_ALL, cli_complete_formats,
+                "text (default), json (see docs/plan-json.md) or yaml"),
     CLI_LONG('s', "svg", "FILE", CLI_ALL, "also write the fleet picture as SVG"),
     CLI_LONG('w', "wide", NULL, CLI_ALL,
              "text: each reason on its row's line, whatever the\n"
              "terminal's width (else wrapped under the row to $COLUMNS\n"
              "or the terminal's width)"),
-    CLI_LONG('S', "solver", "NAME", CLI_ALL,
-             "auto (default): heuristic, GLPK when it may save a card;\n"
-             "exact: always GLPK; heuristic: never GLPK"),
+    CLI_LONG_C('S', "solver", "NAME", CLI_ALL, CLI_WORDS(plan_solver_names),
+               "auto (default): heuristic, GLPK when it may save a card;\n"
+               "exact: always GLPK; heuristic: never GLPK"),
     CLI_LONG('t', "time-limit", "SEC", CLI_ALL,
              "GLPK time limit per GPU model (default " CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
     CLI_LONG('C', "current", "FILE", CLI_ALL,
@@ -41,9 +41,9 @@ static const struct cli_opt OPTS[] = {
              "card, keep or the steps (JSON: the reconfiguration key)"),
     CLI_LONG('D', "max-drains", "N", CLI_ALL,
              "replan: drain at most N cards (0: none; default no limit)"),
-    CLI_LONG('P', "prefer", "WHAT", CLI_ALL,
-             "replan: fewer-drains (default): fewest drains, then cards;\n"
-             "fewer-cards: fewest cards, then drains"),
+    CLI_LONG_C('P', "prefer", "WHAT", CLI_ALL, CLI_WORDS(reconf_prefer_names),
+               "replan: fewer-drains (default): fewest drains, then cards;\n"
+               "fewer-cards: fewest cards, then drains"),
     CLI_END};
 
 const struct cli_verb cli_verb_plan = {

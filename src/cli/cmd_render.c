@@ -15,7 +15,8 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('o', "output", "DIR", CLI_ALL,
               "deprecated alias of --out-dir, kept for this release\n"
               "(-o names an output format in every other verb)"),
-    CLI_LONG('a', "device-api", "API", CLI_ALL, "dra (default), device-plugin, or both"),
+    CLI_LONG_C('a', "device-api", "API", CLI_ALL, CLI_WORDS(render_api_names),
+               "dra (default), device-plugin, or both"),
     CLI_LONG('c', "catalog", "FILE", CLI_ALL, "extra GpuModel documents"),
     CLI_SHORT('v', "verbose", NULL, CLI_ALL, "list every file written, after the summary"),
     CLI_LONG('F', "force", NULL, CLI_ALL,

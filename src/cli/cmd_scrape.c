@@ -63,7 +63,8 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
     CLI_LONG('g', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
-    CLI_LONG('L', "log-format", "FMT", CLI_ALL, "text (key=value, default) or json"),
+    CLI_LONG_C('L', "log-format", "FMT", CLI_ALL, cli_complete_log_formats,
+               "text (key=value, default) or json"),
     CLI_LONG('l', "listen", "ADDR:PORT", CLI_ALL, "plain HTTP /healthz, /readyz, /metrics"),
     CLI_END};
 

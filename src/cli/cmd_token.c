@@ -12,7 +12,9 @@
 
 static const struct cli_opt OPTS[] = {
     CLI_LONG('o', "operator", NULL, CLI_ALL, "a token that sees everything"),
-    CLI_LONG('t', "tenant", "NAME", CLI_ALL, "a token that sees only tenant NAME's data"), CLI_END};
+    CLI_LONG_C('t', "tenant", "NAME", CLI_ALL, cli_complete_tenants,
+               "a token that sees only tenant NAME's data"),
+    CLI_END};
 
 const struct cli_verb cli_verb_token = {
     "token",

@@ -1,7 +1,8 @@
 /*
  * opts.c - a verb's option table (cli.h) turned into what getopt_long
  * wants, into the option lines of --help, and into the check that an
- * option applies to the subcommand given.
+ * option applies to the subcommand given; the value lists the completion
+ * scripts share.
  */
 #include "cli/cli.h"
 
@@ -94,6 +95,24 @@ const char *cli_opt_name(const struct cli_verb *v, int key)
         if (o->key == key)
             return o->name;
     return "?";
+}
+
+/* ---- completion ----------------------------------------------------------- */
+
+const char *const cli_formats[] = {"text", "json", "yaml", NULL};
+static const char *const log_formats[] = {"text", "json", NULL};
+const struct cli_complete cli_complete_formats[] = {{CLI_ALL, CLI_COMPLETE_WORDS, cli_formats},
+                                                    {0}};
+const struct cli_complete cli_complete_log_formats[] = {{CLI_ALL, CLI_COMPLETE_WORDS, log_formats},
+                                                        {0}};
+const struct cli_complete cli_complete_tenants[] = {{CLI_ALL, CLI_COMPLETE_TENANTS, NULL}, {0}};
+
+const struct cli_complete *cli_complete_for(const struct cli_complete *list, unsigned bits)
+{
+    for (; list && list->kind != CLI_COMPLETE_END; list++)
+        if (list->where == CLI_ALL || bits == CLI_ALL || (list->where & bits))
+            return list;
+    return NULL;
 }
 
 /* ---- parsing -------------------------------------------------------------- */
