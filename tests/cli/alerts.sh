@@ -2,7 +2,10 @@
 # alerts.sh - deploy/alerts: the PrometheusRule's groups are valid Prometheus
 # rules (promtool check rules) and fire as documented (promtool test rules:
 # 20 days left warns, 2 days left is critical too, 60 days is quiet, an
-# unreadable certificate warns). promtool comes with Debian's prometheus.
+# unreadable certificate warns). promtool comes with Debian's prometheus. The
+# series the rules read is the webhook's: `tessera serve` writes it on its
+# probes' port (--health-listen), the serving certificate's notAfter as openssl
+# reads it.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 if ! command -v promtool >/dev/null; then
@@ -54,4 +57,20 @@ tests:
 END
 expect_rc 0 promtool test rules "$TMP/test.yaml"
 [ "$FAIL" -eq 0 ] || cat "$TMP/out" "$TMP/err"
+
+# the series is on the webhook's /metrics, where Prometheus scrapes it
+scripts/make-test-cert "$TMP/c" >/dev/null
+PORT=$(free_port) HPORT=$(free_port)
+"$TESSERA" serve -f examples/four-h100.yaml --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
+    --listen 127.0.0.1:$PORT --health-listen 127.0.0.1:$HPORT 2>"$TMP/serve.log" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 50); do curl -sf http://127.0.0.1:$HPORT/readyz >/dev/null 2>&1 && break; sleep 0.1; done
+want=$(date -u -d "$(openssl x509 -in "$TMP/c/tls.crt" -noout -enddate | cut -d= -f2)" +%s)
+got=$(curl -s http://127.0.0.1:$HPORT/metrics |
+    awk '$1 == "tessera_tls_certificate_expiry_timestamp_seconds" {printf "%d", $2}')
+check "the webhook's tessera_tls_certificate_expiry_timestamp_seconds ${got:-missing}, openssl's notAfter $want" \
+    [ "${got:-0}" = "$want" ]
+kill $SERVER
+wait $SERVER 2>/dev/null
 finish
