@@ -5,13 +5,14 @@
 # with 0 and its usage, an unknown option with 2, an option that belongs to
 # another subcommand with 2 and "does not apply"; a spec that cannot be read
 # or is invalid gives 2 whichever verb reads it; a fleet that cannot hold the
-# spec gives 1; an output that cannot be written gives 1; serve's inputs
-# (spec, TLS key and certificate) are read before it listens, and are inputs.
+# spec gives 1; an output that cannot be written gives 1; the inputs of serve
+# and console (spec, TLS key and certificate, identities, CAs) are read before
+# they listen, and are inputs; each refuses the other's options.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 T() { "$TESSERA" "$@"; }
 
-for v in plan check render serve usage invoice docs fight "meter import" "meter scrape" \
+for v in plan check render serve console usage invoice docs fight "meter import" "meter scrape" \
     "catalog list" "catalog show" "catalog import" "agent inventory" "agent apply" "agent watch" \
     "ledger record" "ledger who" "ledger history" "ledger export" "ledger verify" completion \
     cert "shim install" token; do
@@ -20,7 +21,7 @@ for v in plan check render serve usage invoice docs fight "meter import" "meter 
     expect_in "$TMP/out" "--help"
     expect_rc 2 T $v --no-such-option
 done
-for v in plan render serve meter usage invoice catalog agent ledger shim token; do
+for v in plan render serve console meter usage invoice catalog agent ledger shim token; do
     expect_rc 0 T $v --help
     expect_rc 2 T $v frobnicate
 done
@@ -91,6 +92,55 @@ expect_rc 2 T serve -f "$TMP/bad.yaml" --tls-cert "$TMP/tls/tls.crt" --tls-key "
 check "a spec that fails at start talks of a previous policy" \
     sh -c "! grep -q 'previous policy' '$TMP/err'"
 expect_in "$TMP/err" "spec did not load"
+# console: the same inputs, and its identities file (TO: a server that starts
+# after all is stopped, and fails the check, instead of serving for ever)
+TO() { timeout 20 "$TESSERA" "$@"; }
+"$TESSERA" token new --operator | sed -n 2p >"$TMP/tokens"
+TLS=(--tls-cert "$TMP/tls/tls.crt" --tls-key "$TMP/tls/tls.key")
+for args in "--tls-cert $TMP/tls/tls.crt --tls-key /nonexistent.key" \
+    "--tls-cert /nonexistent.crt --tls-key $TMP/tls/tls.key" \
+    "--tls-cert $TMP/bad.yaml --tls-key $TMP/tls/tls.key"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 TO console -f examples/four-h100.yaml $args --tokens "$TMP/tokens" --listen 127.0.0.1:1
+done
+expect_rc 2 TO console -f "$TMP/bad.yaml" "${TLS[@]}" --tokens "$TMP/tokens" --listen 127.0.0.1:1
+expect_in "$TMP/err" "spec did not load"
+expect_rc 2 TO console -f examples/four-h100.yaml "${TLS[@]}" --tokens /nonexistent.tokens \
+    --listen 127.0.0.1:1
+expect_in "$TMP/err" "/nonexistent.tokens: cannot open"
+expect_rc 2 TO console -f examples/four-h100.yaml "${TLS[@]}" --tokens "$TMP/tokens" \
+    --client-ca /nonexistent-ca.crt --listen 127.0.0.1:1
+expect_in "$TMP/err" "/nonexistent-ca.crt: cannot open"
+expect_rc 2 TO console -f examples/four-h100.yaml "${TLS[@]}" --listen 127.0.0.1:1
+expect_in "$TMP/err" "console needs -f SPEC, --tls-cert and --tls-key and --tokens"
+expect_rc 2 TO console -f examples/four-h100.yaml "${TLS[@]}" --tokens "$TMP/tokens" \
+    --denials-from https://127.0.0.1:8081/denials --listen 127.0.0.1:1
+expect_in "$TMP/err" "--denials-from: 'https://127.0.0.1:8081/denials' is not an http:// URL"
+# serve: the API server's CA, read before it listens
+expect_rc 2 TO serve -f examples/four-h100.yaml "${TLS[@]}" --admission-client-ca /nonexistent-ca.crt \
+    --listen 127.0.0.1:1
+expect_in "$TMP/err" "/nonexistent-ca.crt: cannot open"
+expect_rc 2 TO serve -f examples/four-h100.yaml "${TLS[@]}" --admission-client-ca "$TMP/bad.yaml" \
+    --listen 127.0.0.1:1
+expect_in "$TMP/err" "$TMP/bad.yaml: no PEM certificate in it"
+expect_rc 2 TO serve -f examples/four-h100.yaml "${TLS[@]}" --admission-client apiserver \
+    --listen 127.0.0.1:1
+expect_in "$TMP/err" "--admission-client needs --admission-client-ca"
+# each refuses the other's options
+for opt in "--tokens $TMP/tokens" "--client-ca $TMP/tls/ca.crt" "--db sqlite:$TMP/u.db" \
+    "--interval 15s" "--metering-refresh 1s" "--current $TMP/p.json" "--inventory $TMP/inv.json" \
+    "--denials-from http://127.0.0.1:8081/denials"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 TO serve -f examples/four-h100.yaml "${TLS[@]}" $opt --listen 127.0.0.1:1
+    expect_in "$TMP/err" "unrecognized option '${opt%% *}'"
+done
+for opt in "--admission-client-ca $TMP/tls/ca.crt" "--admission-client apiserver" \
+    "--reserve-for 10.0.0.1" "--reserved 10" "--runtime-class nvidia" "--shim-path /x.so"; do
+    # shellcheck disable=SC2086
+    expect_rc 2 TO console -f examples/four-h100.yaml "${TLS[@]}" --tokens "$TMP/tokens" $opt \
+        --listen 127.0.0.1:1
+    expect_in "$TMP/err" "unrecognized option '${opt%% *}'"
+done
 
 # the job failed: the fleet cannot hold the spec; an output cannot be written
 sed 's/count: 4/count: 1/' examples/four-h100.yaml > "$TMP/small.yaml"
