@@ -1,8 +1,9 @@
 /*
  * gen.c - `tessera completion bash|zsh` and `tessera docs man`: the shell
- * completion scripts and the man page, written from the command table
- * (main.c) and each verb's option table, the same tables --help prints, so
- * neither can name an option --help does not or miss one it does.
+ * completion scripts (zsh's in gen_zsh.c) and the man page, written from the
+ * command table (main.c) and each verb's option table, the same tables --help
+ * prints, so neither can name an option --help does not or miss one it does;
+ * and the tenants of a spec, which the zsh script asks for.
  */
 #include "cli/cli.h"
 
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "spec/spec.h"
 
 /* A subcommand word that runs a verb of its own (`meter scrape`). */
 static const struct {
@@ -18,7 +20,7 @@ static const struct {
 } nested[] = {{"meter", "scrape", &cli_verb_scrape}, {"meter", "prometheus", &cli_verb_prometheus}};
 #define NNESTED (sizeof(nested) / sizeof(nested[0]))
 
-static const struct cli_verb *nested_verb(const char *parent, const char *word, size_t len)
+const struct cli_verb *cli_gen_nested(const char *parent, const char *word, size_t len)
 {
     for (size_t i = 0; i < NNESTED; i++)
         if (!strcmp(nested[i].parent, parent) && strlen(nested[i].word) == len &&
@@ -27,8 +29,7 @@ static const struct cli_verb *nested_verb(const char *parent, const char *word, 
     return NULL;
 }
 
-/* Whether o is shown by --help for subcommand bit sub of v (sub 0: any). */
-static int shown(const struct cli_verb *v, const struct cli_opt *o, unsigned sub)
+int cli_gen_shown(const struct cli_verb *v, const struct cli_opt *o, unsigned sub)
 {
     unsigned bits = v->only ? v->only : sub;
     return o->help && (o->where == CLI_ALL || bits == CLI_ALL || (o->where & bits));
@@ -40,7 +41,7 @@ static int shown(const struct cli_verb *v, const struct cli_opt *o, unsigned sub
 static void option_words(const struct cli_verb *v, unsigned sub, int args, FILE *out)
 {
     for (const struct cli_opt *o = v->opts; o->name; o++) {
-        if (!shown(v, o, sub) || (args && !o->arg))
+        if (!cli_gen_shown(v, o, sub) || (args && !o->arg))
             continue;
         fprintf(out, " --%s", o->name);
         if (o->letter)
@@ -71,7 +72,7 @@ static void bash_command(const struct cli_command *c, FILE *out)
     unsigned bit = 1;
     for (const char *w = c->verb->subs; w && *w; bit <<= 1) {
         size_t len = strcspn(w, " ");
-        const struct cli_verb *n = nested_verb(c->name, w, len);
+        const struct cli_verb *n = cli_gen_nested(c->name, w, len);
         snprintf(key, sizeof(key), "%s %.*s", c->name, (int)len, w);
         bash_arm(key, n ? n : c->verb, n ? 0 : bit, out);
         w += len + (w[len] == ' ');
@@ -127,20 +128,11 @@ static void bash_script(FILE *out)
 int cli_gen_completion(const char *shell, FILE *out)
 {
     if (!strcmp(shell, "zsh"))
-        fputs("#compdef tessera\n"
-              "# zsh completion for tessera: the bash completion through zsh's bashcompinit.\n"
-              "# Load it with: source <(tessera completion zsh)\n"
-              "autoload -U +X bashcompinit && bashcompinit\n",
-              out);
-    else if (strcmp(shell, "bash"))
+        cli_gen_zsh(out);
+    else if (!strcmp(shell, "bash"))
+        bash_script(out);
+    else
         return 0;
-    bash_script(out);
-    if (!strcmp(shell, "zsh"))
-        fputs("# Autoloaded from $fpath, this file runs at the first Tab: answer that Tab too.\n"
-              "if [[ ${zsh_eval_context[-1]} == loadautofunc ]]; then\n"
-              "    _bash_complete -o filenames -F _tessera\n"
-              "fi\n",
-              out);
     return 1;
 }
 
@@ -191,7 +183,7 @@ static void man_verb(const char *title, const char *summary, const struct cli_ve
     roff(v->usage, out);
     fputs(".fi\n", out);
     for (const struct cli_opt *o = v->opts; o->name; o++)
-        if (shown(v, o, 0))
+        if (cli_gen_shown(v, o, 0))
             man_option(o, out);
     fputs(".TP\n.B \\-h, \\-\\-help\nthis text\n", out);
     if (v->notes) {
@@ -247,9 +239,11 @@ void cli_gen_man(FILE *out)
     fputs(man_tail, out);
 }
 
-/* ---- tessera completion --------------------------------------------------- */
+/* ---- tessera completion ---------------------------------------------------- */
 
-static const struct cli_opt OPTS[] = {CLI_END};
+/* --tenants and -f are the zsh script's, not the user's: not in --help. */
+static const struct cli_opt OPTS[] = {CLI_LONG('T', "tenants", NULL, CLI_ALL, NULL),
+                                      CLI_SHORT('f', "filename", "SPEC", CLI_ALL, NULL), CLI_END};
 
 const struct cli_verb cli_verb_completion = {
     "completion",
@@ -258,23 +252,61 @@ const struct cli_verb cli_verb_completion = {
     "options. Load it in the current shell with 'source <(tessera completion bash)';\n"
     "for every shell, write it to /etc/bash_completion.d/tessera (bash) or to a\n"
     "file _tessera on $fpath (zsh). In zsh, compinit must run first (it does in\n"
-    "most set-ups): 'autoload -Uz compinit && compinit'.\n",
+    "most set-ups): 'autoload -Uz compinit && compinit'. zsh's script also shows\n"
+    "each option's help and completes values: -o's formats, --solver's words, the\n"
+    "tenants of the -f spec (else $TESSERA_SPEC), the GPU models of catalog show.\n",
     OPTS,
     NULL,
     "bash zsh",
     CLI_ALL};
 
-static int no_option(void *ctx, int key, const char *arg)
+struct completion_args {
+    int tenants;
+    struct cli_files spec;
+};
+
+static int set_option(void *ctx, int key, const char *arg)
 {
-    (void)ctx, (void)key, (void)arg;
-    return CLI_BAD_INPUT;
+    struct completion_args *a = ctx;
+    if (key == 'T')
+        a->tenants = 1;
+    else if (!cli_files_add(&a->spec, arg))
+        return CLI_BAD_INPUT;
+    return CLI_OK;
+}
+
+/* `tessera completion --tenants [-f SPEC...]`: the names of the tenants of
+ * the spec (-f, else TESSERA_SPEC), one a line, for the zsh script. */
+static int print_tenants(const struct cli_files *spec)
+{
+    struct spec_model *m = NULL;
+    struct ts_diag diag = {0};
+    ts_status st = spec->n ? spec_load(spec->paths, spec->n, &m, &diag) : TS_USAGE;
+    if (st != TS_OK) {
+        cli_print_diag(&diag);
+        if (!spec->n)
+            fprintf(stderr,
+                    "tessera: completion: no spec given: use -f FILE (or set TESSERA_SPEC)\n");
+        return cli_exit(st, CLI_READING);
+    }
+    for (size_t i = 0; i < m->ntenants; i++)
+        printf("%s\n", m->tenants[i].name);
+    spec_model_free(m);
+    return CLI_OK;
 }
 
 int cmd_completion(int argc, char **argv)
 {
-    int rc = cli_parse(&cli_verb_completion, CLI_ALL, argc, argv, no_option, NULL);
+    struct completion_args a = {0};
+    int rc = cli_parse(&cli_verb_completion, CLI_ALL, argc, argv, set_option, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&cli_verb_completion, CLI_ALL) : rc;
+    if (a.tenants && optind == argc)
+        return print_tenants(&a.spec);
+    if (a.tenants) {
+        fprintf(stderr, "tessera: completion: --tenants takes no operand\n");
+        return CLI_BAD_INPUT;
+    }
     const char *shell = optind + 1 == argc ? argv[optind] : "";
     if (cli_gen_completion(shell, stdout))
         return CLI_OK;

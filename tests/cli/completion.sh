@@ -61,16 +61,38 @@ check "subcommands of ledger: $(complete_words ledger '' | tr '\n' ' ')" \
 check "meter scrape options not offered" grep -qx -- --target <(complete_words meter scrape --t)
 check "--tenant is not offered to ledger verify" \
     [ -z "$(complete_words ledger verify --te)" ]
+# the two servers: the webhook offers none of the console's options, nor the console the webhook's
+for o in --tokens --client-ca --db --current --inventory --denials-from; do
+    check "serve offers $o" [ -z "$(complete_words serve -- | grep -x -- "$o")" ]
+    check "console lacks $o" grep -qx -- "$o" <(complete_words console --)
+done
+for o in --admission-client-ca --admission-client --reserve-for --shim-path; do
+    check "console offers $o" [ -z "$(complete_words console -- | grep -x -- "$o")" ]
+    check "serve lacks $o" grep -qx -- "$o" <(complete_words serve --)
+done
 # a value after an option that takes one completes as a file name
 touch "$TMP/spec-one.yaml"
 check "a file after -f is not offered" grep -qx "$TMP/spec-one.yaml" \
     <(complete_words plan -f "$TMP/spec-on")
 
-# zsh: the same script through bashcompinit
+# zsh: a native script of its own (tests/cli/completion_zsh.sh drives it in zsh)
 expect_rc 0 "$T" completion zsh
 expect_in "$TMP/out" "#compdef tessera"
-expect_in "$TMP/out" "bashcompinit"
-check "the zsh script lacks the bash function" grep -q '^_tessera() {' "$TMP/out"
+check "the zsh script lacks its function" grep -q '^_tessera() {' "$TMP/out"
+check "the zsh script uses bash's" [ -z "$(grep -E 'bashcompinit|COMPREPLY' "$TMP/out")" ]
+# the zsh script's own helper: the tenants of a spec, one a line
+expect_rc 0 "$T" completion --tenants -f "$TESSERA_SRC/examples/mixed-fleet.yaml"
+check "completion --tenants: $(tr '\n' ' ' <"$TMP/out")" \
+    [ "$(tr '\n' ' ' <"$TMP/out")" = "bank lab search analytics sandbox shop " ]
+TESSERA_SPEC=$TESSERA_SRC/examples/mixed-fleet.yaml expect_rc 0 "$T" completion --tenants
+check "completion --tenants from TESSERA_SPEC: $(wc -l <"$TMP/out") lines" [ "$(wc -l <"$TMP/out")" = 6 ]
+expect_rc 2 "$T" completion --tenants
+expect_in "$TMP/err" "no spec given"
+printf 'kind: Tenant\n' >"$TMP/broken.yaml"
+expect_rc 2 "$T" completion --tenants -f "$TMP/broken.yaml"
+check "completion --tenants printed a tenant of a broken spec" [ ! -s "$TMP/out" ]
+expect_rc 2 "$T" completion --tenants zsh
+expect_in "$TMP/err" "--tenants takes no operand"
 expect_rc 2 "$T" completion fish
 expect_in "$TMP/err" "unknown shell 'fish' (bash or zsh)"
 expect_rc 2 "$T" completion
