@@ -1,7 +1,7 @@
 #!/bin/bash
 # console_bench.sh - part of `make bench`: the console's fleet map at 1,000 GPUs.
 # A 1,000-card fleet from the Alibaba trace (bench/trace_spec.py --gpus 1000,
-# seed 1), `tessera serve` with an operator token, and
+# seed 1), `tessera console` with an operator token, and
 # tests/browser/fleet_bench.mjs in Debian's chromium: time to a built map, the
 # plan's bytes, hover and focus to the detail panel. Prints a Markdown table.
 set -euo pipefail
@@ -14,7 +14,7 @@ TOKEN="tsk_$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')"
 printf 'token sha256:%s operator\n' "$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)" \
     >"$W/identities"
 PORT=$((10000 + RANDOM % 20000))
-"$TESSERA" serve -f "$W/spec.yaml" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" \
+"$TESSERA" console -f "$W/spec.yaml" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" \
     --listen 127.0.0.1:$PORT --tokens "$W/identities" 2>"$W/log" &
 PID=$!
 curl -s --cacert "$W/ca.crt" --retry 300 --retry-connrefused --retry-delay 1 \
