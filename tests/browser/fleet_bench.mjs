@@ -1,5 +1,5 @@
 // fleet_bench.mjs - how quickly the fleet map of a large fleet is usable in
-// Debian's chromium (bench/console_bench.sh starts serve and passes BASE,
+// Debian's chromium (bench/console_bench.sh starts tessera console and passes BASE,
 // OP_TOKEN and RUNS): time from navigation to the map being built
 // (body[data-ready]), the plan's size, and how long one hover and one
 // keyboard focus take to update the detail panel. Prints one Markdown row per
