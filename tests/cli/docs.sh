@@ -1,7 +1,10 @@
 #!/bin/bash
 # docs.sh - the field references in docs/ are the program's own tables:
 # `tessera docs spec|catalog` output must appear verbatim between the
-# generated-reference markers of docs/spec.md and docs/catalog.md.
+# generated-reference markers of docs/spec.md and docs/catalog.md. README.md's
+# command table has a row for every command; where README.md or docs/ show
+# `tessera serve ...` or `tessera console ...`, each option is one that verb takes
+# (the webhook and the console split their options in two).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 for what in spec catalog; do
@@ -14,4 +17,28 @@ for what in spec catalog; do
     fi
 done
 expect_rc 2 "$TESSERA" docs nothing
+
+# README's command table has a row for every command `tessera --help` lists
+for c in $("$TESSERA" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+    check "README.md's command table lacks tessera $c" grep -q "^| \`tessera $c\b" README.md
+done
+# the two servers since the split: where README.md or docs/ write `tessera serve
+# ...` or `tessera console ...`, each option named is one that verb's --help lists
+for v in serve console; do
+    "$TESSERA" $v --help | grep -oE -- '--[a-z0-9-]+' | sort -u >"$TMP/$v.opts"
+    check "tessera $v --help lists no options" [ -s "$TMP/$v.opts" ]
+done
+/usr/bin/python3 - "$TMP" README.md docs/*.md >"$TMP/stale" <<'PY'
+import re, sys
+tmp, files = sys.argv[1], sys.argv[2:]
+opts = {v: set(open("%s/%s.opts" % (tmp, v)).read().split()) for v in ("serve", "console")}
+for f in files:
+    for n, line in enumerate(open(f), 1):
+        for span in re.findall(r"`(tessera (serve|console)\b[^`]*)`", line):
+            for o in re.findall(r"(?<![\w-])--[a-z0-9-]+", span[0]):
+                if o not in opts[span[1]]:
+                    print("%s:%d: `%s` names %s, which tessera %s does not take" % (
+                        f, n, span[0], o, span[1]))
+PY
+check "options the servers do not take, in the docs: $(cat "$TMP/stale")" [ ! -s "$TMP/stale" ]
 finish
