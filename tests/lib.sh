@@ -140,6 +140,21 @@ else:
 PY
 }
 
+# client_cert OUT CA-DIR CN EKU [SAN]: a TLS client certificate OUT.crt (key
+# OUT.key) for CN, signed by CA-DIR/ca.crt and ca.key (scripts/make-test-cert),
+# valid two days, with the extended key usage EKU (clientAuth, serverAuth...; ""
+# for none) and the subjectAltName SAN if given. Both servers take a client
+# certificate only with clientAuth: the console's API identities, the API
+# server's reviews to the webhook (--admission-client-ca).
+client_cert() {
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$1.key" -out "$1.csr" 2>/dev/null
+    : >"$1.ext"
+    [ -z "$4" ] || echo "extendedKeyUsage=$4" >>"$1.ext"
+    [ -z "${5:-}" ] || echo "subjectAltName=$5" >>"$1.ext"
+    openssl x509 -req -in "$1.csr" -CA "$2/ca.crt" -CAkey "$2/ca.key" -CAcreateserial -days 2 \
+        -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+}
+
 # ---- Debian's Prometheus (prometheus.sh, meter_prometheus.sh, grafana.sh) ----
 PROMETHEUS=/usr/bin/prometheus
 

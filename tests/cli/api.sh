@@ -61,11 +61,8 @@ scripts/make-test-cert "$TMP/tls" >/dev/null
 scripts/make-test-cert "$TMP/other" >/dev/null
 cp "$TMP/tls/ca.crt" "$D/ca.crt"
 client() { # name ca-dir cn (a TLS client's certificate: both processes require clientAuth)
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$D/client-$1.key" \
-        -out "$TMP/c.csr" 2>/dev/null
-    echo "extendedKeyUsage=clientAuth" >"$TMP/c.ext"
-    openssl x509 -req -in "$TMP/c.csr" -CA "$2/ca.crt" -CAkey "$2/ca.key" -CAcreateserial \
-        -days 2 -extfile "$TMP/c.ext" -out "$D/client-$1.crt" 2>/dev/null
+    client_cert "$TMP/client-$1" "$2" "$3" clientAuth
+    cp "$TMP/client-$1.crt" "$TMP/client-$1.key" "$D/"
 }
 client b "$TMP/tls" client-b.example
 client x "$TMP/other" client-x.example # an operator's name, from a CA the console does not trust

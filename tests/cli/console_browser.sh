@@ -60,12 +60,7 @@ WPORT=$(free_port)
 WHPORT=$(free_port)
 # the API server's client certificate (clientAuth) from a CA of its own
 scripts/make-test-cert "$TMP/apiserver" >/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$TMP/apiserver.key" \
-    -out "$TMP/apiserver.csr" 2>/dev/null
-echo "extendedKeyUsage=clientAuth" >"$TMP/apiserver.ext"
-openssl x509 -req -in "$TMP/apiserver.csr" -CA "$TMP/apiserver/ca.crt" \
-    -CAkey "$TMP/apiserver/ca.key" -CAcreateserial -days 2 -extfile "$TMP/apiserver.ext" \
-    -out "$TMP/apiserver.crt" 2>/dev/null
+client_cert "$TMP/apiserver" "$TMP/apiserver" kube-apiserver clientAuth
 "$TESSERA" serve -f "$SPEC" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
     --listen 127.0.0.1:$WPORT --health-listen 127.0.0.1:$WHPORT \
     --admission-client-ca "$TMP/apiserver/ca.crt" 2>"$TMP/webhook.log" &

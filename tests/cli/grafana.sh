@@ -72,12 +72,7 @@ done
 scripts/make-test-cert "$TMP/c"
 # the API server's client certificate (clientAuth), from a CA of its own
 scripts/make-test-cert "$TMP/apiserver" >/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout "$TMP/apiserver.key" \
-    -out "$TMP/apiserver.csr" 2>/dev/null
-echo "extendedKeyUsage=clientAuth" >"$TMP/apiserver.ext"
-openssl x509 -req -in "$TMP/apiserver.csr" -CA "$TMP/apiserver/ca.crt" \
-    -CAkey "$TMP/apiserver/ca.key" -CAcreateserial -days 2 -extfile "$TMP/apiserver.ext" \
-    -out "$TMP/apiserver.crt" 2>/dev/null
+client_cert "$TMP/apiserver" "$TMP/apiserver" kube-apiserver clientAuth
 "$TESSERA" token new --operator | sed -n 2p >"$TMP/tokens"
 PORT=$(free_port) HPORT=$(free_port) CPORT=$(free_port) CHPORT=$(free_port)
 "$TESSERA" serve -f $SPEC --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \

@@ -33,15 +33,7 @@ scripts/make-test-cert "$TMP/api" >/dev/null # the CA of the API server's client
 scripts/make-test-cert "$TMP/other" >/dev/null
 CA=$TMP/tls/ca.crt
 NAME=kube-apiserver-webhook-client
-cert() { # FILE CA-DIR CN EKU ("" none) [SAN]: a client certificate FILE.crt, FILE.key
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$3" -keyout "$TMP/$1.key" \
-        -out "$TMP/$1.csr" 2>/dev/null
-    : >"$TMP/$1.ext"
-    [ -z "$4" ] || echo "extendedKeyUsage=$4" >>"$TMP/$1.ext"
-    [ -z "${5:-}" ] || echo "subjectAltName=$5" >>"$TMP/$1.ext"
-    openssl x509 -req -in "$TMP/$1.csr" -CA "$2/ca.crt" -CAkey "$2/ca.key" -CAcreateserial \
-        -days 2 -extfile "$TMP/$1.ext" -out "$TMP/$1.crt" 2>/dev/null
-}
+cert() { client_cert "$TMP/$1" "${@:2}"; } # NAME CA-DIR CN EKU [SAN]: $TMP/NAME.crt, .key
 cert good "$TMP/api" $NAME clientAuth
 cert dns "$TMP/api" someone clientAuth "DNS:$NAME"
 cert server "$TMP/api" $NAME serverAuth

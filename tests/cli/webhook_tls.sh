@@ -25,17 +25,7 @@ scripts/make-test-cert "$TMP/c" tls >/dev/null 2>&1
 CA=$TMP/c/ca.crt
 
 # client certificates from the server's CA: NAME EKU ("" for none)
-client() {
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=$1.example" -keyout "$TMP/$1.key" \
-        -out "$TMP/$1.csr" 2>/dev/null
-    local ext=()
-    if [ -n "$2" ]; then
-        printf 'extendedKeyUsage=%s\n' "$2" >"$TMP/$1.ext"
-        ext=(-extfile "$TMP/$1.ext")
-    fi
-    openssl x509 -req -in "$TMP/$1.csr" -CA "$CA" -CAkey "$TMP/c/ca.key" -CAcreateserial -days 2 \
-        "${ext[@]}" -out "$TMP/$1.crt" 2>/dev/null
-}
+client() { client_cert "$TMP/$1" "$TMP/c" "$1.example" "$2"; }
 client client clientAuth
 client both serverAuth,clientAuth
 client server serverAuth
