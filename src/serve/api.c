@@ -210,10 +210,15 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
     if (strcmp(path, "/denials") == 0 && who.role != API_ROLE_NONE && s->opt->denials_from) {
         st.denials = copy = serve_denials_fetch(s->opt->denials_from, &st.ndenials,
                                                 &st.denials_dropped, &err);
-        if (!copy) {
+        if (!copy) { /* why, to operators only: it names the cluster's insides */
             ts_sbuf_init(&a->body, 4096);
             a->allow = a->www_authenticate = NULL;
-            api_error(a, 502, NULL, "the webhook's denials could not be read: %s", err.msg);
+            if (who.role == API_ROLE_OPERATOR)
+                api_error(a, 502, NULL, "the webhook's denials could not be read: %s", err.msg);
+            else
+                api_error(a, 502, NULL, "the webhook's denials could not be read; ask the operator");
+            struct ts_log_kv kv[] = {{"error", err.msg}};
+            ts_log(s->opt->log_json, "warn", "denials not read", kv, 1);
             return;
         }
     }

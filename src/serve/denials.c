@@ -159,6 +159,13 @@ static int url_parts(const char *url, char *host, size_t hsize, char *port, size
     return 1;
 }
 
+int serve_denials_url_ok(const char *url)
+{
+    char host[256], port[16];
+    const char *path;
+    return url_parts(url, host, sizeof(host), port, sizeof(port), &path);
+}
+
 static int newest_first(const void *a, const void *b)
 {
     int64_t x = ((const struct api_denial *)a)->ts_ms, y = ((const struct api_denial *)b)->ts_ms;

@@ -105,7 +105,10 @@ void serve_metrics_tenant(struct serve_metrics *m, const char *tenant, int allow
                           const char *rule);
 void serve_metrics_observe(struct serve_metrics *m, double seconds);
 void serve_metrics_denied(struct serve_metrics *m, const char *rule);
-void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *out);
+/* The process's families: the server's (TLS, connections, reloads) and,
+ * with admission (the webhook), the reviews'. */
+void serve_metrics_text(struct serve_metrics *m, unsigned long generation, int admission,
+                        struct ts_sbuf *out);
 
 /* ---- metering.c: the metering part of /metrics (--db) ---- */
 struct serve_meter_fam;
@@ -231,6 +234,8 @@ int serve_denials_parse(const char *body, size_t len, struct serve_denial_list *
  * one cannot be read. */
 struct api_denial *serve_denials_fetch(const char *url, size_t *n, unsigned long *dropped,
                                        struct ts_error *err);
+/* Whether url is http://HOST:PORT/PATH (what serve_denials_fetch reads). */
+int serve_denials_url_ok(const char *url);
 /* GET /denials on the webhook's probes' port: the ring as JSON. */
 enum MHD_Result serve_denials_page(struct serve_state *s, struct MHD_Connection *conn);
 

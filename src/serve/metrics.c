@@ -143,7 +143,9 @@ static void counter(struct ts_sbuf *o, const char *name, const char *help, const
                    v);
 }
 
-void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struct ts_sbuf *o)
+/* The admission families: reviews by result and rule, per tenant, latency,
+ * in flight. */
+static void admission_text(struct serve_metrics *m, struct ts_sbuf *o)
 {
     ts_sbuf_puts(o, "# HELP tessera_admission_requests_total Admission reviews by result.\n"
                     "# TYPE tessera_admission_requests_total counter\n");
@@ -153,8 +155,6 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
                    "tessera_admission_requests_total{result=\"bad_request\"} %lu\n",
                    atomic_load(&m->requests_allowed), atomic_load(&m->requests_denied),
                    atomic_load(&m->requests_bad));
-    counter(o, "tessera_http_other_requests_total", "Requests to other paths or methods.", "",
-            atomic_load(&m->requests_other));
     ts_sbuf_puts(o, "# HELP tessera_admission_denials_total Denials by rule.\n"
                     "# TYPE tessera_admission_denials_total counter\n");
     pthread_mutex_lock(&m->lock);
@@ -182,6 +182,29 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
                    "# HELP tessera_admission_in_flight Reviews being answered now.\n"
                    "# TYPE tessera_admission_in_flight gauge\ntessera_admission_in_flight %lu\n",
                    atomic_load(&m->in_flight));
+    counter(o, "tessera_admission_decode_refused_total",
+            "Reviews refused (400) because decoding them needed more than the decode memory.", "",
+            atomic_load(&m->decode_refused));
+    counter(o, "tessera_admission_busy_total",
+            "Reviews answered 429 unread: the request bodies in memory were at their budget, or "
+            "the client address at its share of it.",
+            "", atomic_load(&m->bodies_refused));
+    counter(o, "tessera_connections_slow_body_total",
+            "Connections cut because a review's body arrived slower than the minimum rate.", "",
+            atomic_load(&m->slow_cut));
+    counter(o, "tessera_admission_unauthenticated_total",
+            "Reviews answered without the API server's client certificate "
+            "(--admission-client-ca): never recorded as a tenant's.",
+            "", atomic_load(&m->requests_unauthenticated));
+}
+
+void serve_metrics_text(struct serve_metrics *m, unsigned long generation, int admission,
+                        struct ts_sbuf *o)
+{
+    if (admission)
+        admission_text(m, o);
+    counter(o, "tessera_http_other_requests_total", "Requests to other paths or methods.", "",
+            atomic_load(&m->requests_other));
     ts_sbuf_puts(o, "# HELP tessera_reloads_total Policy reloads by result.\n"
                     "# TYPE tessera_reloads_total counter\n");
     ts_sbuf_printf(o,
@@ -204,27 +227,13 @@ void serve_metrics_text(struct serve_metrics *m, unsigned long generation, struc
             "Connections cut because a TLS handshake or a request (headers and body) ran past "
             "its deadline.",
             "", atomic_load(&m->deadline_cut));
-    counter(o, "tessera_admission_decode_refused_total",
-            "Reviews refused (400) because decoding them needed more than the decode memory.", "",
-            atomic_load(&m->decode_refused));
     counter(o, "tessera_connections_refused_total",
             "Connections refused: every slot their address may use was taken.", "",
             atomic_load(&m->slots_refused));
-    counter(o, "tessera_admission_busy_total",
-            "Reviews answered 429 unread: the request bodies in memory were at their budget, or "
-            "the client address at its share of it.",
-            "", atomic_load(&m->bodies_refused));
-    counter(o, "tessera_connections_slow_body_total",
-            "Connections cut because a review's body arrived slower than the minimum rate.", "",
-            atomic_load(&m->slow_cut));
     counter(o, "tessera_http_framing_refused_total",
             "Requests answered 400 and closed because where their body ends was ambiguous "
             "(Content-Length with Transfer-Encoding, differing Content-Lengths).",
             "", atomic_load(&m->framing_refused));
-    counter(o, "tessera_admission_unauthenticated_total",
-            "Reviews answered without the API server's client certificate "
-            "(--admission-client-ca): never recorded as a tenant's.",
-            "", atomic_load(&m->requests_unauthenticated));
     ts_sbuf_printf(o,
                    "# HELP tessera_policy_generation The loaded policy's number.\n"
                    "# TYPE tessera_policy_generation gauge\ntessera_policy_generation %lu\n",

@@ -475,15 +475,15 @@ static enum MHD_Result validate(struct serve_state *s, struct MHD_Connection *co
     return ret;
 }
 
-/* The Prometheus page of this process: the webhook's admission figures, or
- * the console's plan and metering (its store read here, on the caller's
- * thread); the connection gauges of either. */
+/* The Prometheus page of this process: the server's figures (TLS,
+ * connections, reloads) and the webhook's admission figures, or the
+ * console's plan and metering (its store read here, on the caller's
+ * thread). */
 static enum MHD_Result metrics_page(struct serve_state *s, struct MHD_Connection *conn)
 {
     struct ts_sbuf out;
     ts_sbuf_init(&out, SERVE_METRICS_MAX);
-    if (s->opt->role == SERVE_ROLE_WEBHOOK)
-        serve_metrics_text(&s->metrics, s->generation, &out);
+    serve_metrics_text(&s->metrics, s->generation, s->opt->role == SERVE_ROLE_WEBHOOK, &out);
     serve_capacity_text(&out);
     if (s->opt->role == SERVE_ROLE_CONSOLE)
         serve_meter_text(&s->meter, s, &out);
@@ -747,6 +747,9 @@ ts_status serve_open(const struct serve_options *opt, struct serve_state **out,
     *out = NULL;
     if (!ts_listen_parse(listen, &sa, &v6))
         return ts_err(err, TS_USAGE, "--listen: '%s' is not ADDR:PORT", listen);
+    if (opt->denials_from && !serve_denials_url_ok(opt->denials_from))
+        return ts_err(err, TS_USAGE, "--denials-from: '%s' is not http://HOST:PORT/PATH",
+                      opt->denials_from);
     struct serve_state *s = calloc(1, sizeof(*s));
     if (!s)
         return ts_err(err, TS_NOMEM, "out of memory");

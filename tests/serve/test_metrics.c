@@ -18,7 +18,7 @@ static char *page(struct serve_metrics *m)
 {
     struct ts_sbuf o;
     ts_sbuf_init(&o, SERVE_METRICS_MAX);
-    serve_metrics_text(m, 1, &o);
+    serve_metrics_text(m, 1, 1, &o);
     assert_int_equal(ts_sbuf_status(&o), TS_OK);
     char *text = strdup(ts_sbuf_str(&o));
     ts_sbuf_release(&o);
