@@ -216,7 +216,8 @@ static void answer(struct serve_state *s, struct serve_policy *p, struct MHD_Con
             if (who.role == API_ROLE_OPERATOR)
                 api_error(a, 502, NULL, "the webhook's denials could not be read: %s", err.msg);
             else
-                api_error(a, 502, NULL, "the webhook's denials could not be read; ask the operator");
+                api_error(a, 502, NULL,
+                          "the webhook's denials could not be read; ask the operator");
             struct ts_log_kv kv[] = {{"error", err.msg}};
             ts_log(s->opt->log_json, "warn", "denials not read", kv, 1);
             return;
