@@ -266,6 +266,25 @@ async function otherTenant(ctx) {
         await p.page.locator('.error').count() === 1);
 }
 
+/* An operator with a client certificate and no token: straight from the
+ * sign-in page to the fleet map, the API answering by certificate; a
+ * browser without one stays at the form. */
+async function certificate(ctx, plain) {
+    const page = await ctx.newPage();
+    await page.goto(BASE + '/ui/index.html');
+    await page.waitForURL(/fleet\.html/, {timeout: 20000});
+    await page.waitForSelector('body[data-ready]', {timeout: 20000});
+    const body = await text(page, 'body');
+    check('certificate: the fleet map without a token', body.includes('operator') &&
+        /Fleet/.test(body) && !/error/i.test(await text(page, 'main')), body);
+    const other = await plain.newPage();
+    await other.goto(BASE + '/ui/index.html');
+    await other.waitForSelector('body[data-ready]', {timeout: 20000});
+    check('no certificate, no token: the sign-in form stays',
+        other.url().endsWith('/ui/index.html') &&
+        await other.locator('#token').count() === 1, other.url());
+}
+
 mkdirSync(SHOTS, {recursive: true});
 const browser = await chromium.launch({executablePath: '/usr/bin/chromium',
     args: ['--no-sandbox']});
@@ -274,6 +293,9 @@ try {
     await operator(await browser.newContext(tls));
     await tenant(await browser.newContext(tls));
     await otherTenant(await browser.newContext(tls));
+    await certificate(await browser.newContext({...tls, clientCertificates: [
+        {origin: BASE, certPath: env('CERT'), keyPath: env('KEY')}]}),
+        await browser.newContext(tls));
 } catch (e) {
     failed++;
     console.log('FAIL: ' + (e.stack || e));

@@ -51,7 +51,11 @@ OP=$(token) TA=$(token) TB=$(token)
     echo "token sha256:$(sha "$OP") operator"
     echo "token sha256:$(sha "$TA") tenant client-a"
     echo "token sha256:$(sha "$TB") tenant client-b"
+    echo "cert cn:alice.ops.example operator"
 } >"$TMP/identities"
+# an operator's client certificate (clientAuth) from the users' CA
+scripts/make-test-cert "$TMP/users" >/dev/null
+client_cert "$TMP/alice" "$TMP/users" alice.ops.example clientAuth
 
 scripts/make-test-cert "$TMP/c" >/dev/null
 PORT=$(free_port)
@@ -67,7 +71,7 @@ client_cert "$TMP/apiserver" "$TMP/apiserver" kube-apiserver clientAuth
 WEBHOOK=$!
 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/c/tls.crt" --tls-key "$TMP/c/tls.key" \
     --listen 127.0.0.1:$PORT --db "$DB" --tokens "$TMP/identities" \
-    --denials-from "http://127.0.0.1:$WHPORT/denials" 2>"$TMP/serve.log" &
+    --client-ca "$TMP/users/ca.crt" --denials-from "http://127.0.0.1:$WHPORT/denials" 2>"$TMP/serve.log" &
 SERVER=$!
 trap 'kill $SERVER $WEBHOOK 2>/dev/null; rm -rf "$TMP"' EXIT
 for url in $BASE/readyz https://127.0.0.1:$WPORT/readyz; do
@@ -123,7 +127,7 @@ OTHERS=$(grep -A1 '^kind: Tenant' "$SPEC" | sed -n 's/.*{name: \(.*\)}/\1/p' |
 SHOTS=$(dirname "$TESSERA")/screenshots
 rm -rf "$SHOTS"
 BASE=$BASE SHOTS=$SHOTS PERIOD=$PERIOD FROM=$FROM TO=$TO AT=$AT \
-    OP_TOKEN=$OP TA_TOKEN=$TA TB_TOKEN=$TB \
+    OP_TOKEN=$OP TA_TOKEN=$TA TB_TOKEN=$TB CERT=$TMP/alice.crt KEY=$TMP/alice.key \
     TOTAL=$TOTAL SERIES=$SERIES TENANTS=$TENANTS UUID=$UUID HOSTILE=$HOSTILE \
     HOSTILE_NS=$HOSTILE_NAME HOSTILE_POD=$HOSTILE_POD OTHER_TENANTS=$OTHERS CSV=$TMP/invoice.csv HTML=$TMP/invoice.html \
     timeout 300 node $BROWSER/console.mjs >"$TMP/browser.out" 2>&1

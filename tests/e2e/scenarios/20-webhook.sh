@@ -211,6 +211,15 @@ kill "$CON_PID" 2>/dev/null
 wh_stop
 create denied client-a-prod down '' 'failed calling webhook "validate.tessera.dev"'
 create allowed e2e-outside while-down
+# of the ConfigMaps only the shim's limit files go to the webhook (its
+# matchConditions): a tenant's own is written while it is down, a limit file
+# is not (it fails closed)
+if kc -n client-a-prod create configmap app-while-down --from-literal=a=b >"$TMP/cmd.out" 2>&1
+then ok; else bad "a tenant's own ConfigMap was refused while the webhook was down"; cat "$TMP/cmd.out"; fi
+if kc -n platform-dev patch configmap tessera-cuda-limits-notebooks --type merge \
+    -p '{"metadata": {"labels": {"e2e": "down"}}}' >"$TMP/cmd.out" 2>&1; then
+    bad "the shim's limit file was written while the webhook was down"
+else expect_in "$TMP/cmd.out" 'failed calling webhook'; fi
 
 # timeoutSeconds: 5 - a hung webhook is given up on after 5 s, and denies
 wh_start
