@@ -197,7 +197,7 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
     return rc;
 }
 
-/* Keep a file's text for the tenant-labelled /metrics of `tessera serve
+/* Keep a file's text for the tenant-labelled /metrics of `tessera console
  * --db` (a one-scrape file; a history larger than the cap is not kept). */
 static void keep_exposition(struct cli_meter *m, const char *path, int64_t at_ms,
                             const struct ts_sbuf *body)

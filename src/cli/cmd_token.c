@@ -1,7 +1,7 @@
 /*
  * cmd_token.c - `tessera token new`: mint a bearer token for the JSON API
  * (docs/api.md): the token once on stdout, then the line for the
- * identities file (`serve --tokens`), which holds only its SHA-256.
+ * identities file (`console --tokens`), which holds only its SHA-256.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@ static const struct cli_opt OPTS[] = {
 const struct cli_verb cli_verb_token = {
     "token",
     "usage: tessera token new --operator | --tenant NAME\n\n"
-    "Mint a bearer token for the JSON API of 'tessera serve --tokens FILE'. Prints\n"
+    "Mint a bearer token for the JSON API of 'tessera console --tokens FILE'. Prints\n"
     "two lines: the token (shown once, never stored), and the line to add to FILE,\n"
     "which holds only the token's SHA-256 and the role.\n",
     OPTS,
