@@ -118,7 +118,7 @@ void api__replan(struct api__req *r)
         return;
     }
     if (!r->s->current) {
-        api__fail(r, 404, NULL, "serve has no --current layout");
+        api__fail(r, 404, NULL, "the console has no --current layout");
         return;
     }
     struct reconf_replan steps = {0};
