@@ -67,6 +67,24 @@ int serve_body_too_slow(double seconds, size_t got);
 /* The connection and body gauges, for /metrics. */
 void serve_capacity_text(struct ts_sbuf *out);
 
+/* ---- deadline.c: connections tracked against their deadlines ---- */
+struct serve_state;
+/* Monotonic seconds. */
+double serve_now_s(void);
+/* libmicrohttpd's connection notice: track it from its start (and count its
+ * slot), or stop tracking it. */
+void serve_conn_notify(void *cls, struct MHD_Connection *conn, void **socket_ctx,
+                       enum MHD_ConnectionNotificationCode code);
+/* A request answered: the next one's deadline starts now. */
+void serve_conn_restart(struct MHD_Connection *conn);
+enum serve_body_event { SERVE_BODY_STARTS, SERVE_BODY_GREW, SERVE_BODY_ENDS };
+/* A review's body starts, grows by n bytes, or ends (for its minimum rate). */
+void serve_conn_body(struct MHD_Connection *conn, enum serve_body_event e, size_t n);
+/* Shut down every connection past its deadline or with a body too slow. */
+void serve_conn_reap(struct serve_state *s);
+/* Whether conn opened under a certificate since replaced. */
+int serve_conn_stale(struct MHD_Connection *conn);
+
 /* ---- framing.c: a request whose body's end is ambiguous (RFC 9112 6.3) ---- */
 /* What is wrong with the framing of conn's request (version: its HTTP
  * version), NULL when nothing is. */
