@@ -12,14 +12,9 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
+#include "util/time.h"
 
-double serve_now_s(void)
-{
-    /* monotonic seconds */
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+double serve_now_s(void) { return ts_clock_msf(CLOCK_MONOTONIC) / 1000.0; }
 
 /* ---- the request deadline ----
  * libmicrohttpd's timeout counts idle time only: a client that sends a byte

@@ -19,6 +19,7 @@
 #include <time.h>
 #include "meter/fetch.h"
 #include "util/jsonfree.h"
+#include "util/time.h"
 
 void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v)
 {
@@ -27,9 +28,7 @@ void serve_denial_add(struct serve_denials *d, const struct admit_verdict *v)
         d->ring = calloc(SERVE_DENIALS_MAX, sizeof(*d->ring));
     if (d->ring) {
         struct api_denial *x = &d->ring[d->next];
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        x->ts_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        x->ts_ms = ts_clock_ms(CLOCK_REALTIME);
         snprintf(x->uid, sizeof(x->uid), "%s", v->uid);
         snprintf(x->kind, sizeof(x->kind), "%s", v->kind);
         snprintf(x->ns, sizeof(x->ns), "%s", v->ns);
