@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "render/yaml.h"
 #include "serve/cert.h"
 #include "util/file.h"
 
@@ -203,6 +204,25 @@ static int load_ca(struct cert_args *a, char **cert, char **key, char **old)
     return rc;
 }
 
+/* The manifest that installs c on stdout: the TLS Secret and the webhook
+ * configuration's caBundle, through the YAML writer render uses. */
+static int write_manifest(const struct serve_cert *c, const char *bundle, const char *ns)
+{
+    json_t *objs = serve_cert_objects(c, bundle, "tessera-webhook-tls", ns, "tessera",
+                                      "validate.tessera.dev");
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, 4 * (size_t)SERVE_TLS_FILE_MAX);
+    ts_sbuf_puts(&out, "# made by tessera cert; apply with\n"
+                       "#   kubectl apply --server-side --field-manager=tessera-cert -f FILE\n");
+    ts_status st = objs ? TS_OK : TS_NOMEM;
+    for (size_t i = 0; st == TS_OK && i < json_array_size(objs); i++)
+        st = render_yaml_doc(json_array_get(objs, i), i == 0, &out);
+    json_decref(objs);
+    int rc = st == TS_OK ? cli_write("-", out.data, out.len) : CLI_FAIL;
+    ts_sbuf_release(&out);
+    return rc;
+}
+
 static int run(struct cert_args *a, const struct serve_cert_names *names)
 {
     char *cert = NULL, *key = NULL, *old = NULL;
@@ -220,14 +240,10 @@ static int run(struct cert_args *a, const struct serve_cert_names *names)
     rc = rc ? rc : write_all(a, &c, old);
     if (rc == CLI_OK) {
         size_t n = strlen(c.ca_cert) + (old ? strlen(old) : 0) + 1;
-        char *bundle = malloc(n), *m = NULL;
+        char *bundle = malloc(n);
         if (bundle)
             snprintf(bundle, n, "%s%s", c.ca_cert, old ? old : "");
-        if (bundle)
-            m = serve_cert_manifest(&c, bundle, "tessera-webhook-tls", a->ns, "tessera",
-                                    "validate.tessera.dev");
-        rc = m ? cli_write("-", m, strlen(m)) : CLI_FAIL;
-        free(m);
+        rc = bundle ? write_manifest(&c, bundle, a->ns) : CLI_FAIL;
         free(bundle);
     }
     serve_cert_free(&c);

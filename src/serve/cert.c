@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "util/limits.h"
-#include "util/sbuf.h"
 
 const char *const serve_key_type_names[] = {"ecdsa-p256", "rsa-2048", "rsa-3072", NULL};
 
@@ -250,45 +249,37 @@ void serve_cert_free(struct serve_cert *c)
     memset(c, 0, sizeof(*c));
 }
 
-/* The base64 of text, on one line (what a Secret's data and caBundle take). */
-static void b64(struct ts_sbuf *b, const char *text)
+/* The base64 of text on one line (what a Secret's data and caBundle take),
+ * through GnuTLS; NULL when out of memory. */
+static json_t *b64(const char *text)
 {
-    static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const unsigned char *s = (const unsigned char *)text;
-    size_t n = strlen(text);
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
-                     (i + 2 < n ? s[i + 2] : 0);
-        char q[5] = {A[v >> 18 & 63], A[v >> 12 & 63], i + 1 < n ? A[v >> 6 & 63] : '=',
-                     i + 2 < n ? A[v & 63] : '=', 0};
-        ts_sbuf_puts(b, q);
-    }
+    gnutls_datum_t in = {(unsigned char *)text, (unsigned)strlen(text)}, out = {0};
+    if (gnutls_base64_encode2(&in, &out) < 0)
+        return NULL;
+    json_t *s = json_stringn(out.data ? (const char *)out.data : "", out.size);
+    gnutls_free(out.data);
+    return s;
 }
 
-char *serve_cert_manifest(const struct serve_cert *c, const char *bundle, const char *secret,
-                          const char *ns, const char *vwc, const char *webhook)
+json_t *serve_cert_objects(const struct serve_cert *c, const char *bundle, const char *secret,
+                           const char *ns, const char *vwc, const char *webhook)
 {
-    struct ts_sbuf b;
-    ts_sbuf_init(&b, 4 * (size_t)SERVE_TLS_FILE_MAX);
-    ts_sbuf_printf(&b,
-                   "# made by tessera cert; apply with\n"
-                   "#   kubectl apply --server-side --field-manager=tessera-cert -f FILE\n"
-                   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n"
-                   "type: kubernetes.io/tls\ndata:\n  tls.crt: ",
-                   secret, ns);
-    b64(&b, c->cert);
-    ts_sbuf_puts(&b, "\n  tls.key: ");
-    b64(&b, c->key);
-    ts_sbuf_puts(&b, "\n  ca.crt: ");
-    b64(&b, c->ca_cert);
-    ts_sbuf_printf(&b,
-                   "\n---\napiVersion: admissionregistration.k8s.io/v1\n"
-                   "kind: ValidatingWebhookConfiguration\nmetadata:\n  name: %s\nwebhooks:\n"
-                   "- name: %s\n  clientConfig:\n    caBundle: ",
-                   vwc, webhook);
-    b64(&b, bundle);
-    ts_sbuf_puts(&b, "\n");
-    char *s = ts_sbuf_status(&b) == TS_OK ? strdup(ts_sbuf_str(&b)) : NULL;
-    ts_sbuf_release(&b);
-    return s;
+    json_t *tls = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:{s:o*, s:o*, s:o*}}", "apiVersion",
+                            "v1", "kind", "Secret", "metadata", "name", secret, "namespace", ns,
+                            "type", "kubernetes.io/tls", "data", "tls.crt", b64(c->cert), "tls.key",
+                            b64(c->key), "ca.crt", b64(c->ca_cert));
+    json_t *hook = json_pack("{s:s, s:s, s:{s:s}, s:[{s:s, s:{s:o*}}]}", "apiVersion",
+                             "admissionregistration.k8s.io/v1", "kind",
+                             "ValidatingWebhookConfiguration", "metadata", "name", vwc, "webhooks",
+                             "name", webhook, "clientConfig", "caBundle", b64(bundle));
+    json_t *data = tls ? json_object_get(tls, "data") : NULL;
+    json_t *cfg = hook ? json_object_get(json_array_get(json_object_get(hook, "webhooks"), 0),
+                                         "clientConfig")
+                       : NULL;
+    if (!data || json_object_size(data) != 3 || !cfg || !json_object_get(cfg, "caBundle")) {
+        json_decref(tls);
+        json_decref(hook);
+        return NULL;
+    }
+    return json_pack("[o, o]", tls, hook);
 }

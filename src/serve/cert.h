@@ -7,6 +7,7 @@
 #ifndef SERVE_CERT_H
 #define SERVE_CERT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <time.h>
 #include "util/error.h"
@@ -50,11 +51,11 @@ ts_status serve_cert_make(const struct serve_cert_opts *o, struct serve_cert *ou
                           struct ts_error *err);
 void serve_cert_free(struct serve_cert *c);
 
-/* What installs c (malloc'd YAML): the kubernetes.io/tls Secret secret in
- * namespace ns, then the ValidatingWebhookConfiguration vwc's webhook webhook
- * with caBundle = bundle (PEM, one or more CAs), for
- * `kubectl apply --server-side --field-manager=tessera-cert -f -`. */
-char *serve_cert_manifest(const struct serve_cert *c, const char *bundle, const char *secret,
-                          const char *ns, const char *vwc, const char *webhook);
+/* The objects that install c, as a JSON array for the YAML writer: the
+ * kubernetes.io/tls Secret secret in namespace ns, then the
+ * ValidatingWebhookConfiguration vwc's webhook webhook with caBundle = bundle
+ * (PEM, one or more CAs); data and caBundle in base64. NULL when out of memory. */
+json_t *serve_cert_objects(const struct serve_cert *c, const char *bundle, const char *secret,
+                           const char *ns, const char *vwc, const char *webhook);
 
 #endif

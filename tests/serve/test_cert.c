@@ -180,19 +180,48 @@ static void test_names(void **state)
     assert_non_null(strstr(e.msg, "makes a DNS name over 253 characters"));
 }
 
+/* The data and caBundle of the install objects, base64 of the PEM texts. */
+static const char *field(json_t *objs, size_t i, const char *path)
+{
+    json_t *v = json_array_get(objs, i);
+    char key[64];
+    for (const char *p = path; v && *p;) {
+        size_t n = strcspn(p, "/");
+        snprintf(key, sizeof(key), "%.*s", (int)n, p);
+        v = json_is_array(v) ? json_array_get(v, (size_t)atoi(key)) : json_object_get(v, key);
+        p += n + (p[n] == '/');
+    }
+    return json_string_value(v);
+}
+
 static void test_manifest(void **state)
 {
     (void)state;
     struct serve_cert c = {.cert = "Man", .key = "Ma", .ca_cert = "M"};
-    char *m = serve_cert_manifest(&c, "Many", "tls", "ns", "cfg", "hook.example");
-    assert_non_null(m);
-    assert_non_null(strstr(m, "kind: Secret\nmetadata:\n  name: tls\n  namespace: ns\n"
-                              "type: kubernetes.io/tls\ndata:\n  tls.crt: TWFu\n"
-                              "  tls.key: TWE=\n  ca.crt: TQ==\n---\n"));
-    assert_non_null(strstr(m, "kind: ValidatingWebhookConfiguration\nmetadata:\n  name: cfg\n"
-                              "webhooks:\n- name: hook.example\n  clientConfig:\n"
-                              "    caBundle: TWFueQ==\n"));
-    free(m);
+    json_t *o = serve_cert_objects(&c, "Many", "tls", "ns", "cfg", "hook.example");
+    assert_non_null(o);
+    assert_int_equal(json_array_size(o), 2);
+    assert_string_equal(field(o, 0, "kind"), "Secret");
+    assert_string_equal(field(o, 0, "metadata/name"), "tls");
+    assert_string_equal(field(o, 0, "metadata/namespace"), "ns");
+    assert_string_equal(field(o, 0, "type"), "kubernetes.io/tls");
+    assert_string_equal(field(o, 0, "data/tls.crt"), "TWFu");
+    assert_string_equal(field(o, 0, "data/tls.key"), "TWE=");
+    assert_string_equal(field(o, 0, "data/ca.crt"), "TQ==");
+    assert_string_equal(field(o, 1, "kind"), "ValidatingWebhookConfiguration");
+    assert_string_equal(field(o, 1, "metadata/name"), "cfg");
+    assert_string_equal(field(o, 1, "webhooks/0/name"), "hook.example");
+    assert_string_equal(field(o, 1, "webhooks/0/clientConfig/caBundle"), "TWFueQ==");
+    json_decref(o);
+    /* the empty text and one whose length is a multiple of 3 */
+    struct serve_cert e = {.cert = "", .key = "abc", .ca_cert = "abcdef"};
+    o = serve_cert_objects(&e, "", "tls", "ns", "cfg", "hook.example");
+    assert_non_null(o);
+    assert_string_equal(field(o, 0, "data/tls.crt"), "");
+    assert_string_equal(field(o, 0, "data/tls.key"), "YWJj");
+    assert_string_equal(field(o, 0, "data/ca.crt"), "YWJjZGVm");
+    assert_string_equal(field(o, 1, "webhooks/0/clientConfig/caBundle"), "");
+    json_decref(o);
 }
 
 int main(void)
