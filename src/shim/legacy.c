@@ -194,7 +194,11 @@ static uint64_t beyond_default(CUlimit l, size_t v)
     return extra > UINT64_MAX / threads ? UINT64_MAX : extra * threads;
 }
 
-/* Not a fast path: one mutex orders the charge with the driver's answer. */
+/* Not a fast path: one mutex orders the charge with the driver's answer.
+ * The charge moves only by what this call itself changed: a raise is
+ * charged before the driver is asked and given back exactly when the shim
+ * or the driver refuses it; a lowering is credited once the driver agreed.
+ * A refused call leaves the charge as it was, nothing more, nothing less. */
 SHIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
     __typeof__(&cuCtxSetLimit) fn = SHIM_REAL(cuCtxSetLimit);
@@ -204,13 +208,15 @@ SHIM_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
         return fn(limit, value);
     pthread_mutex_lock(&limit_mutex);
     uint64_t before = limit_charged[limit], after = beyond_default(limit, value);
-    CUresult r = after > before ? shim__reserve(after - before) : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS)
+    uint64_t more = after > before ? after - before : 0;
+    CUresult r = more ? shim__reserve(more) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS) {
         r = fn(limit, value);
+        if (r != CUDA_SUCCESS)
+            shim__unreserve(more); /* charged above, the driver refused */
+    }
     if (r == CUDA_SUCCESS && after < before)
         shim__unreserve(before - after);
-    else if (r != CUDA_SUCCESS && after > before)
-        shim__unreserve(after - before);
     if (r == CUDA_SUCCESS)
         limit_charged[limit] = after;
     pthread_mutex_unlock(&limit_mutex);

@@ -81,6 +81,15 @@ expect_in "$TMP/out" "heap_rc=2 heap=8388608"
 expect_rc 0 B "$TMP/m64" pending
 expect_in "$TMP/out" "pending_rc=2 pending=2048"
 expect_in "$TMP/out" "pending_in_limit_charged=33554432"
+# A refused cuCtxSetLimit leaves the charge exactly as it was (it used to
+# give back what it never charged: 4.38x a 1 GiB limit in 5 rounds of
+# cuMemAlloc_v2 7/8 + a refused heap); then a heap in the limit that the
+# card refuses (its contexts hold more than the estimate) is given back too.
+limits g1 "memoryLimit = 1Gi"
+expect_rc 0 B "$TMP/g1" setlimit
+expect_in "$TMP/out" "setlimit_allocs=1 heap_in_limit_rc=0 charged=973078528"
+TESSERA_STANDIN_CTX_MEM=128M TESSERA_STANDIN_TOTAL_MEM=1G expect_rc 0 B "$TMP/g1" setlimit
+expect_in "$TMP/out" "setlimit_allocs=1 heap_in_limit_rc=2 charged=939524096"
 # The stack is charged for every resident thread (100 SMs x 2048 on the
 # stand-in): 2 KiB a thread does not fit 64 MiB, 1088 bytes (64 more than
 # the default, 12.5 MiB) does.

@@ -44,6 +44,13 @@
  *              driver reserves it for every resident thread: 3.12x a 64 MiB
  *              limit on the stand-in's 100 SMs x 2048 threads), then 1088
  *              bytes (12.5 MiB in all, within the limit)
+ *   setlimit   5 rounds: cuMemAlloc_v2 7/8 of the limit, then cuCtxSetLimit
+ *              refused (by the shim) for the heap, 2^40 and SIZE_MAX pending
+ *              launches, the printf FIFO, a SIZE_MAX heap and the stack: the
+ *              charge must be what it was after each (the primary context
+ *              retained first); then a heap in the limit, which the card
+ *              refuses with TESSERA_STANDIN_CTX_MEM=128M and
+ *              TESSERA_STANDIN_TOTAL_MEM at the limit
  *   defpool    cuMemAllocAsync 7/8 of the limit (the device's default pool),
  *              cuMemFreeAsync, then cuMemAlloc_v2 7/8 before any
  *              synchronisation (the pool still holds the first), then after one
@@ -432,6 +439,49 @@ static int probe_stack(size_t limit)
     CHECK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024) == CUDA_SUCCESS, "back to 1 KiB");
     CHECK(charged() == 0, "%zu bytes still charged at the default stack", charged());
     return report("stack", limit);
+}
+
+/* One refused cuCtxSetLimit(l, v): the charge must be what it was. */
+static void refused_keeps(CUlimit l, size_t v, const char *what)
+{
+    size_t c0 = charged();
+    CUresult r = cuCtxSetLimit(l, v);
+    sample();
+    CHECK(r != CUDA_SUCCESS, "%s was granted", what);
+    CHECK(charged() == c0, "%s refused (rc %d): charged %zu, was %zu", what, r, charged(), c0);
+}
+
+static int probe_setlimit(size_t limit)
+{
+    size_t chunk = limit / 8 * 7;
+    int allocs = 0;
+    CUcontext primary;
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0) == CUDA_SUCCESS, "primary context");
+    for (int round = 0; round < 5; round++) {
+        CUdeviceptr d;
+        if (cuMemAlloc_v2(&d, chunk) == CUDA_SUCCESS)
+            allocs++;
+        sample();
+        refused_keeps(CU_LIMIT_MALLOC_HEAP_SIZE, (8u << 20) + chunk, "the heap");
+        refused_keeps(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, (size_t)1 << 40,
+                      "2^40 pending launches");
+        refused_keeps(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, SIZE_MAX, "SIZE_MAX launches");
+        refused_keeps(CU_LIMIT_PRINTF_FIFO_SIZE, (1u << 20) + chunk, "the printf FIFO");
+        refused_keeps(CU_LIMIT_MALLOC_HEAP_SIZE, SIZE_MAX, "a SIZE_MAX heap");
+        refused_keeps(CU_LIMIT_STACK_SIZE, 2048, "a 2 KiB stack");
+    }
+    /* In the limit but past what the card has left (with TESSERA_STANDIN_
+     * CTX_MEM above the context estimate and TESSERA_STANDIN_TOTAL_MEM at the
+     * limit): the driver refuses, the shim gives back its charge. */
+    size_t more = limit / 32;
+    CUresult r = cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, (8u << 20) + more);
+    sample();
+    cuDevicePrimaryCtxRelease_v2(0); /* the card has room again: charged() is the shim's */
+    size_t want = (size_t)allocs * chunk + (r == CUDA_SUCCESS ? more : 0);
+    CHECK(charged() == want, "heap rc %d: charged %zu, want %zu", r, charged(), want);
+    printf("setlimit_allocs=%d heap_in_limit_rc=%d charged=%zu\n", allocs, r, charged());
+    cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8u << 20);
+    return report("setlimit", limit);
 }
 
 /* ---- pools keeping their reserve --------------------------------------- */
@@ -856,6 +906,8 @@ int main(int argc, char **argv)
         return probe_green(limit);
     if (strcmp(m, "pending") == 0)
         return probe_pending(limit);
+    if (strcmp(m, "setlimit") == 0)
+        return probe_setlimit(limit);
     if (strcmp(m, "fork") == 0)
         return probe_fork(limit);
     if (strcmp(m, "exec") == 0)
@@ -872,7 +924,8 @@ int main(int argc, char **argv)
         return probe_table(limit, atol(argv[2]));
     fprintf(stderr,
             "usage: shim_bypass vmm|sparse|ctx|ctx4|ctxlegacy|green|drift MS|legacy|mipmap|heap|"
-            "pending|stack|defpool|pool|graph|next|gpa|fork|exec|table N|export F B|import F|share "
+            "pending|setlimit|stack|defpool|pool|graph|next|gpa|fork|exec|table N|export F "
+            "B|import F|share "
             "F|unmapped F\n");
     return 2;
 }
