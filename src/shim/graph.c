@@ -3,7 +3,8 @@
  * their memory from the device's graph memory pool when the executable
  * graph is uploaded or first launched, and the pool keeps what it reserved
  * until cuDeviceGraphMemTrim. The shim remembers each graph's allocation
- * bytes and hands them to the executable graphs instantiated from it;
+ * bytes and hands them to the executable graphs instantiated from it (by
+ * any of the driver's instantiate entry points);
  * before the first upload or launch of an executable graph it charges what
  * the pool cannot serve from its spare reserve (refusing the upload or
  * launch with CUDA_ERROR_OUT_OF_MEMORY when the limit has no room, after a
@@ -128,21 +129,92 @@ SHIM_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hG
     return r;
 }
 
+/* After an instantiation of graph into *exec answered r: the executable
+ * graph is handed the graph's allocation bytes. Returns r. */
+static CUresult instantiated(CUresult r, CUgraphExec *exec, CUgraph graph)
+{
+    if (r != CUDA_SUCCESS || !shim__limited() || !exec)
+        return r;
+    uint64_t key = (uint64_t)(uintptr_t)graph, n = shim__track_take(SHIM_TRACK_GRAPH, key, NULL);
+    if (n) {
+        shim__track_put(SHIM_TRACK_GRAPH, key, n, 0);
+        shim__track_put(SHIM_TRACK_EXEC, (uint64_t)(uintptr_t)*exec, n, 0);
+    }
+    return r;
+}
+
 SHIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                                  unsigned long long flags)
 {
     __typeof__(&cuGraphInstantiateWithFlags) fn = SHIM_REAL(cuGraphInstantiateWithFlags);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
-    CUresult r = fn(phGraphExec, hGraph, flags);
-    if (r != CUDA_SUCCESS || !shim__limited())
+    return instantiated(fn(phGraphExec, hGraph, flags), phGraphExec, hGraph);
+}
+
+SHIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                        CUgraphNode *phErrorNode, char *logBuffer,
+                                        size_t bufferSize)
+{
+    __typeof__(&cuGraphInstantiate) fn = SHIM_REAL(cuGraphInstantiate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return instantiated(fn(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), phGraphExec,
+                        hGraph);
+}
+
+SHIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                           CUgraphNode *phErrorNode, char *logBuffer,
+                                           size_t bufferSize)
+{
+    __typeof__(&cuGraphInstantiate_v2) fn = SHIM_REAL(cuGraphInstantiate_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    return instantiated(fn(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize), phGraphExec,
+                        hGraph);
+}
+
+static CUresult upload(CUgraphExec g, CUstream s, __typeof__(&cuGraphUpload) fn);
+
+/* cuGraphInstantiateWithParams(_ptsz): with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD
+ * the driver would allocate at once, before the shim could charge; so it
+ * instantiates without the flag and uploads through the shim (charged, or
+ * refused: the executable graph is destroyed and the instantiation fails
+ * with CUDA_ERROR_OUT_OF_MEMORY, result_out CUDA_GRAPH_INSTANTIATE_ERROR). */
+static CUresult with_params(CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *p,
+                            __typeof__(&cuGraphInstantiateWithParams) fn,
+                            __typeof__(&cuGraphUpload) up)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!shim__limited() || !p || !exec || !(p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
+        return instantiated(fn(exec, graph, p), exec, graph);
+    p->flags &= ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    CUresult r = instantiated(fn(exec, graph, p), exec, graph);
+    p->flags |= CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD;
+    if (r != CUDA_SUCCESS)
         return r;
-    uint64_t key = (uint64_t)(uintptr_t)hGraph, n = shim__track_take(SHIM_TRACK_GRAPH, key, NULL);
-    if (n) {
-        shim__track_put(SHIM_TRACK_GRAPH, key, n, 0);
-        shim__track_put(SHIM_TRACK_EXEC, (uint64_t)(uintptr_t)*phGraphExec, n, 0);
+    r = upload(*exec, p->hUploadStream, up);
+    if (r != CUDA_SUCCESS) {
+        cuGraphExecDestroy(*exec);
+        *exec = NULL;
+        p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
     }
     return r;
+}
+
+SHIM_EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    return with_params(phGraphExec, hGraph, instantiateParams,
+                       SHIM_REAL(cuGraphInstantiateWithParams), SHIM_REAL(cuGraphUpload));
+}
+
+SHIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(
+    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    return with_params(phGraphExec, hGraph, instantiateParams,
+                       SHIM_REAL(cuGraphInstantiateWithParams_ptsz), SHIM_REAL(cuGraphUpload_ptsz));
 }
 
 static CUresult upload(CUgraphExec g, CUstream s, __typeof__(&cuGraphUpload) fn)

@@ -252,13 +252,23 @@ static const struct {
     int since;
     const char *suffix;
 } versioned[] = {
-    {"cuCtxCreate", 12050, "_v4"},      {"cuCtxCreate", 11040, "_v3"},
-    {"cuCtxCreate", 3020, "_v2"},       {"cuMemAlloc", 3020, "_v2"},
-    {"cuMemAllocPitch", 3020, "_v2"},   {"cuMemFree", 3020, "_v2"},
-    {"cuArrayCreate", 3020, "_v2"},     {"cuArray3DCreate", 3020, "_v2"},
-    {"cuMemGetInfo", 3020, "_v2"},      {"cuDeviceTotalMem", 3020, "_v2"},
-    {"cuGetProcAddress", 12000, "_v2"}, {"cuIpcOpenMemHandle", 11000, "_v2"},
-    {"cuCtxDestroy", 4000, "_v2"},      {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
+    {"cuCtxCreate", 12050, "_v4"},
+    {"cuCtxCreate", 11040, "_v3"},
+    {"cuCtxCreate", 3020, "_v2"},
+    {"cuMemAlloc", 3020, "_v2"},
+    {"cuMemAllocPitch", 3020, "_v2"},
+    {"cuMemFree", 3020, "_v2"},
+    {"cuArrayCreate", 3020, "_v2"},
+    {"cuArray3DCreate", 3020, "_v2"},
+    {"cuMemGetInfo", 3020, "_v2"},
+    {"cuDeviceTotalMem", 3020, "_v2"},
+    {"cuGetProcAddress", 12000, "_v2"},
+    {"cuIpcOpenMemHandle", 11000, "_v2"},
+    {"cuCtxDestroy", 4000, "_v2"},
+    {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
+    /* cuda.h: #define cuGraphInstantiate cuGraphInstantiateWithFlags (12.0) */
+    {"cuGraphInstantiate", 12000, "WithFlags"},
+    {"cuGraphInstantiate", 11000, "_v2"},
 };
 
 /* The hook the driver means by (symbol, version, flags), or -1. */
@@ -267,7 +277,7 @@ static int hook_for(const char *symbol, int version, cuuint64_t flags)
     char want[96];
     size_t n = strlen(symbol);
     int i = -1;
-    if (n + 6 > sizeof(want))
+    if (n + 16 > sizeof(want)) /* room for the longest suffix */
         return -1;
     memcpy(want, symbol, n + 1);
     if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
@@ -278,7 +288,7 @@ static int hook_for(const char *symbol, int version, cuuint64_t flags)
     }
     for (size_t k = 0; k < sizeof(versioned) / sizeof(versioned[0]); k++)
         if (strcmp(symbol, versioned[k].base) == 0 && version >= versioned[k].since) {
-            memcpy(want + n, versioned[k].suffix, 4);
+            memcpy(want + n, versioned[k].suffix, strlen(versioned[k].suffix) + 1);
             break;
         }
     return hook_named(want);

@@ -213,6 +213,23 @@ CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t bytes);
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
 CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin);
 CUresult cuModuleUnload(CUmodule module);
+/* The other module and library loaders (each takes device memory for the
+ * image's code and __device__ globals at load). */
+typedef int CUjit_option;
+typedef int CUlibraryOption;
+typedef struct CUlib_st *CUlibrary;
+CUresult cuModuleLoad(CUmodule *module, const char *fname);
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues);
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions);
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                               unsigned int numLibraryOptions);
+CUresult cuLibraryUnload(CUlibrary library);
 CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name);
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
@@ -333,6 +350,31 @@ CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                 CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                      unsigned long long flags);
+/* The other instantiate entry points a 12.x / 13.x driver exports:
+ * cuGraphInstantiate (10.0) and cuGraphInstantiate_v2 (11.0) with an error
+ * node and log buffer (cuda.h maps cuGraphInstantiate to
+ * cuGraphInstantiateWithFlags from 12.0), and cuGraphInstantiateWithParams
+ * (12.0, with its _ptsz), whose CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD uploads
+ * the graph (allocating its memory) on hUploadStream at once. */
+enum { CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2 };
+typedef enum {
+    CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+    CUDA_GRAPH_INSTANTIATE_ERROR = 1
+} CUgraphInstantiateResult;
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+    cuuint64_t flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                            char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                               char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                           CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
 CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult cuDeviceGraphMemTrim(CUdevice device);

@@ -21,7 +21,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap pending stack defpool pool graph gpa next; do
+for probe in vmm sparse legacy mipmap heap pending setlimit stack defpool pool graph graphv2 gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -107,6 +107,12 @@ expect_in "$TMP/out" "pool_allocs=1 reused=1 charged_after_sync=58720256"
 # Graph memory: the first graph's upload is charged, the second refused.
 expect_rc 0 B "$TMP/m64" graph
 expect_in "$TMP/out" "graph_launched=1 charged=58720256"
+# ... through every instantiate entry point (cuGraphInstantiate, _v2,
+# WithParams and its _ptsz, with and without the upload flag, and what
+# cuGetProcAddress hands out for them by version): one of two 7/8 graphs
+# runs each way (both ran before, 1.75x the limit).
+expect_rc 0 B "$TMP/m64" graphv2
+expect_in "$TMP/out" "graphv2_ran=1,1,1,1,1,1,1,1,1"
 # Both versions cuGetProcAddress hands out are limited: 4 of 16 MiB each.
 expect_rc 0 B "$TMP/m64" gpa
 expect_in "$TMP/out" "gpa_allocs=4"

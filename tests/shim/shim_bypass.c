@@ -59,6 +59,12 @@
  *              allocate 7/8 of the limit from each, free, synchronise
  *   graph      8 graphs, each one allocation node of 7/8 of the limit,
  *              instantiated and launched (the upload allocates)
+ *   graphv2    per instantiate entry point (cuGraphInstantiate, _v2,
+ *              cuGraphInstantiateWithParams, its _ptsz and itself with
+ *              CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD, what cuGetProcAddress
+ *              hands out for "cuGraphInstantiate" at 11000, 10000 and 13000
+ *              and for "cuGraphInstantiateWithParams" per thread): two graphs
+ *              of 7/8 of the limit instantiated and launched, then destroyed
  *   next       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from shim_nextlib, a
  *              library loaded after the shim and before the driver
  *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
@@ -580,6 +586,92 @@ static int probe_graph(size_t limit)
     return report("graph", limit);
 }
 
+/* ---- graph memory through every instantiate entry point ----------------- */
+
+typedef CUresult (*inst5_fn)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+typedef CUresult (*inst3_fn)(CUgraphExec *, CUgraph, unsigned long long);
+typedef CUresult (*instp_fn)(CUgraphExec *, CUgraph, CUDA_GRAPH_INSTANTIATE_PARAMS *);
+#define INSTANTIATE_WAYS 9
+
+static void *gpa(const char *name, int version, cuuint64_t flags)
+{
+    void *p = NULL;
+    CHECK(cuGetProcAddress(name, &p, version, flags) == CUDA_SUCCESS && p, "gpa %s %d", name,
+          version);
+    return p;
+}
+
+/* Instantiate g the way numbered way: the legacy entry points, the
+ * WithParams ones (with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD: allocated at
+ * once) and what cuGetProcAddress hands out for each version. */
+static CUresult instantiate(int way, CUgraphExec *x, CUgraph g)
+{
+    CUDA_GRAPH_INSTANTIATE_PARAMS p;
+    char log[64];
+    memset(&p, 0, sizeof(p));
+    p.flags = way == 3 || way == 4 ? CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD : 0;
+    void *f = way == 5   ? gpa("cuGraphInstantiate", 11000, 0)
+              : way == 6 ? gpa("cuGraphInstantiate", 10000, 0)
+              : way == 7 ? gpa("cuGraphInstantiateWithParams", 12000,
+                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+              : way == 8 ? gpa("cuGraphInstantiate", 13000, 0)
+                         : NULL;
+    switch (way) {
+    case 0: return cuGraphInstantiate(x, g, NULL, log, sizeof(log));
+    case 1: return cuGraphInstantiate_v2(x, g, NULL, log, sizeof(log));
+    case 2: return cuGraphInstantiateWithParams(x, g, &p);
+    case 3: return cuGraphInstantiateWithParams_ptsz(x, g, &p);
+    case 4: return cuGraphInstantiateWithParams(x, g, &p);
+    case 5:
+    case 6: return f ? ((inst5_fn)f)(x, g, NULL, log, sizeof(log)) : CUDA_ERROR_NOT_FOUND;
+    case 7: return f ? ((instp_fn)f)(x, g, &p) : CUDA_ERROR_NOT_FOUND;
+    default: return f ? ((inst3_fn)f)(x, g, 0) : CUDA_ERROR_NOT_FOUND;
+    }
+}
+
+/* Two graphs of 7/8 of the limit each, instantiated one way and launched:
+ * how many ran (the second must be refused). Both destroyed after, the
+ * pool trimmed. */
+static int graphs_run(int way, size_t limit)
+{
+    CUgraph g[2];
+    CUgraphExec x[2] = {NULL, NULL};
+    int ran = 0;
+    for (int i = 0; i < 2; i++) {
+        CUgraphNode node;
+        CUDA_MEM_ALLOC_NODE_PARAMS p;
+        memset(&p, 0, sizeof(p));
+        p.poolProps.allocType = 1;     /* CU_MEM_ALLOCATION_TYPE_PINNED */
+        p.poolProps.location.type = 1; /* CU_MEM_LOCATION_TYPE_DEVICE, id 0 */
+        p.bytesize = limit * 7 / 8;
+        CHECK(cuGraphCreate(&g[i], 0) == CUDA_SUCCESS, "graph %d", i);
+        CHECK(cuGraphAddMemAllocNode(&node, g[i], NULL, 0, &p) == CUDA_SUCCESS, "node %d", i);
+        if (instantiate(way, &x[i], g[i]) == CUDA_SUCCESS && x[i]) {
+            sample();
+            if (cuGraphLaunch(x[i], NULL) == CUDA_SUCCESS)
+                ran++;
+        }
+        sample();
+    }
+    for (int i = 0; i < 2; i++) {
+        if (x[i])
+            cuGraphExecDestroy(x[i]);
+        cuGraphDestroy(g[i]);
+    }
+    CHECK(cuDeviceGraphMemTrim(0) == CUDA_SUCCESS, "trim");
+    CHECK(charged() == 0, "way %d: %zu bytes still charged after the trim", way, charged());
+    return ran;
+}
+
+static int probe_graphv2(size_t limit)
+{
+    printf("graphv2_ran=");
+    for (int way = 0; way < INSTANTIATE_WAYS; way++)
+        printf("%s%d", way ? "," : "", graphs_run(way, limit));
+    printf("\n");
+    return report("graphv2", limit);
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
@@ -918,13 +1010,15 @@ int main(int argc, char **argv)
         return probe_pool(limit);
     if (strcmp(m, "graph") == 0)
         return probe_graph(limit);
+    if (strcmp(m, "graphv2") == 0)
+        return probe_graphv2(limit);
     if (strcmp(m, "gpa") == 0)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
     fprintf(stderr,
             "usage: shim_bypass vmm|sparse|ctx|ctx4|ctxlegacy|green|drift MS|legacy|mipmap|heap|"
-            "pending|setlimit|stack|defpool|pool|graph|next|gpa|fork|exec|table N|export F "
+            "pending|setlimit|stack|defpool|pool|graph|graphv2|next|gpa|fork|exec|table N|export F "
             "B|import F|share "
             "F|unmapped F\n");
     return 2;

@@ -15,7 +15,9 @@
  *     "cuX" it tries cuX_ptsz (with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_
  *     STREAM), then cuX_v2 (version >= 3020), then cuX (so "cuMemAlloc" at
  *     3010 is the legacy 32-bit cuMemAlloc); "cuCtxCreate" is cuCtxCreate_v4
- *     from 12050 and _v3 from 11040 (cudaTypedefs.h). The library is linked
+ *     from 12050 and _v3 from 11040, "cuGraphInstantiate" is
+ *     cuGraphInstantiateWithFlags from 12000, _v2 from 11000 and the
+ *     unversioned one below (cudaTypedefs.h). The library is linked
  *     -Bsymbolic, so these are its own definitions even under an LD_PRELOAD
  *     interposer; for cuMemAlloc_v2, cuMemCreate and cuCtxCreate_v4 it hands out internal
  *     entry points (another address than dlsym's), as a real driver may.
@@ -33,7 +35,8 @@
  *     synchronisation, as with cuda.h's default pool).
  *   - Graph memory (standin_graph.c): cuGraphAddMemAllocNode adds its size
  *     to the graph; an instantiated graph takes its allocations from the
- *     device's graph memory pool at cuGraphUpload or its first launch and
+ *     device's graph memory pool at cuGraphUpload or its first launch (or
+ *     at cuGraphInstantiateWithParams with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) and
  *     gives them back to the pool at cuGraphExecDestroy; the pool keeps
  *     what it reserved until cuDeviceGraphMemTrim.
  *   - The card: all processes on the machine share ONE stand-in GPU through
@@ -1425,6 +1428,10 @@ static const struct {
     FN(cuGraphDestroy),
     FN(cuGraphAddMemAllocNode),
     FN(cuGraphInstantiateWithFlags),
+    FN(cuGraphInstantiate),
+    FN(cuGraphInstantiate_v2),
+    FN(cuGraphInstantiateWithParams),
+    FN(cuGraphInstantiateWithParams_ptsz),
     FN(cuGraphUpload),
     FN(cuGraphUpload_ptsz),
     FN(cuDeviceGraphMemTrim),
@@ -1513,6 +1520,10 @@ EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
         p = find_proc(symbol, "_ptsz");
     if (!p && strcmp(symbol, "cuCtxCreate") == 0)
         p = find_proc(symbol, cudaVersion >= 12050 ? "_v4" : cudaVersion >= 11040 ? "_v3" : "");
+    if (!p && strcmp(symbol, "cuGraphInstantiate") == 0) /* cudaTypedefs.h */
+        p = cudaVersion >= 12000   ? find_proc("cuGraphInstantiateWithFlags", "")
+            : cudaVersion >= 11000 ? find_proc(symbol, "_v2")
+                                   : find_proc(symbol, "");
     if (!p && cudaVersion >= 3020)
         p = find_proc(symbol, "_v2");
     if (!p)

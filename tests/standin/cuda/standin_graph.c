@@ -4,7 +4,11 @@
  * whose allocations come from the device's graph memory pool at upload or
  * first launch. The pool's reserve grows from the card as needed, is
  * reused by later uploads, and goes back to the card only at
- * cuDeviceGraphMemTrim (what cuda.h describes for the real pool).
+ * cuDeviceGraphMemTrim (what cuda.h describes for the real pool). Every
+ * instantiate entry point a 12.x / 13.x driver exports is here:
+ * cuGraphInstantiate, _v2, cuGraphInstantiateWithFlags and
+ * cuGraphInstantiateWithParams (_ptsz), which with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD takes the allocations at once.
  */
 #include "standin.h"
 
@@ -66,6 +70,54 @@ EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     g->alloc = hGraph->alloc;
     *phGraphExec = g;
     return CUDA_SUCCESS;
+}
+
+/* cuda.h's cuGraphInstantiate of 10.0 and _v2 of 11.0: no flags, an error
+ * node and a log buffer (left empty: nothing here fails to instantiate). */
+EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                      CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+    if (phErrorNode)
+        *phErrorNode = NULL;
+    if (logBuffer && bufferSize)
+        logBuffer[0] = '\0';
+    return cuGraphInstantiateWithFlags(phGraphExec, hGraph, 0);
+}
+
+EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                   CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+    return cuGraphInstantiate_v2(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+}
+
+/* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the graph is uploaded at once
+ * (its allocations taken from the graph pool); a card without room fails
+ * the instantiation (result_out CUDA_GRAPH_INSTANTIATE_ERROR). */
+EXPORT CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                             CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    if (!instantiateParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    instantiateParams->hErrNode_out = NULL;
+    instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
+    cuuint64_t flags = instantiateParams->flags;
+    CUresult r = cuGraphInstantiateWithFlags(
+        phGraphExec, hGraph, flags & ~(cuuint64_t)CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD);
+    if (r == CUDA_SUCCESS && (flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) &&
+        standin_graph_upload(*phGraphExec) != 0) {
+        free(*phGraphExec);
+        *phGraphExec = NULL;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (r == CUDA_SUCCESS)
+        instantiateParams->result_out = CUDA_GRAPH_INSTANTIATE_SUCCESS;
+    return r;
+}
+
+EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    return cuGraphInstantiateWithParams(phGraphExec, hGraph, instantiateParams);
 }
 
 int standin_graph_upload(CUgraphExec g)
