@@ -15,6 +15,7 @@
  *   pool.c     memory pools: the reserve a pool keeps after frees is charged
  *   graph.c    graph memory: the device's graph pool reserve is charged
  *   ctx.c      contexts: an estimate each (SHIM_CTX_ESTIMATE)
+ *   module.c   modules and libraries: what the driver took at the load
  *   sm.c       the launch hooks and the SM-share limiter
  *   inflight.c the SM share's bound on launches queued and not yet run
  *   launch.c   the legacy launch hooks (cuLaunch, cuLaunchGrid, ...)
@@ -77,16 +78,19 @@ void shim__config_load(struct shim_config *c);
 /* ---- region.c ----------------------------------------------------------- */
 
 #define SHIM_REGION_MAGIC 0x55435354u /* "TSCU" little-endian */
-#define SHIM_REGION_VERSION 4u
+#define SHIM_REGION_VERSION 5u
 /* Processes one region accounts (one a slot): part of the region's layout,
  * a region with another count is refused. A container runs far fewer. */
 #define SHIM_SLOTS 1024
 
-/* A slot is alive while its owner holds a write lock (fcntl, POSIX record
- * lock) on the byte at SHIM_SLOT_LOCK_BASE + index of the region file: the
- * kernel drops it when the owner exits or execs (the descriptor is
- * close-on-exec), in any pid namespace, and a forked child does not
- * inherit it. Past the end of the region, so no data byte is locked. */
+/* A slot is alive while its owner holds a write lock on the byte at
+ * SHIM_SLOT_LOCK_BASE + index of the region file: an open file description
+ * lock (F_OFD_SETLK), which belongs to the owner's own descriptor of the
+ * file, so another descriptor's close (the tenant opening and closing the
+ * file) leaves it; the kernel drops it when the owner exits or execs (the
+ * descriptor is close-on-exec), in any pid namespace; a forked child gets a
+ * descriptor of its own (region.c). Past the end of the region, so no data
+ * byte is locked. */
 #define SHIM_SLOT_LOCK_BASE (1ull << 30)
 
 struct shim_slot {
@@ -95,7 +99,8 @@ struct shim_slot {
     _Atomic uint64_t inflight_at; /* CLOCK_MONOTONIC ns of the owner's last change to it */
     _Atomic uint64_t start;       /* owner's start time (/proc stat field 22) */
     _Atomic uint64_t bytes;       /* device memory charged to the owner */
-    _Atomic uint64_t ns; /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint64_t ns;         /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint64_t sm_seen_us; /* NVML: the owner's newest process sample counted (sm.c) */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
@@ -118,7 +123,9 @@ struct shim_region {
     uint64_t size;  /* bytes of this struct */
     uint64_t limit; /* memory limit of the creator (information) */
     uint32_t nslots;
-    _Atomic uint32_t hiwater; /* slots[0..hiwater) were ever used */
+    _Atomic uint32_t hiwater;    /* slots[0..hiwater) were ever used */
+    _Atomic uint64_t created_ns; /* CLOCK_MONOTONIC when the region was made */
+    _Atomic uint64_t tampered;   /* repairs made by the shim's guard (region.c) */
     struct shim_sm_state sm;
     struct shim_slot slots[SHIM_SLOTS];
 };
@@ -134,6 +141,13 @@ void shim__credit(uint64_t n);
 uint64_t shim__used(void);
 /* The live pids of the container, for per-process utilisation. */
 int shim__region_pids(pid_t *pids, int max);
+/* The guard: how often each process checks that the region's path still
+ * names the file it mapped and that its slot holds what it charged. */
+#define SHIM_GUARD_MS 50u
+/* One guard round (the guard thread runs it every SHIM_GUARD_MS): 0, or
+ * the number of repairs made (a region replaced and joined again, this
+ * process's slot restored). */
+int shim__region_guard(void);
 /* Add delta to this process's launches in flight; the container's total
  * over its live processes. */
 void shim__region_inflight_add(int delta);
@@ -149,6 +163,7 @@ enum shim_track_kind {
     SHIM_TRACK_GRAPH,  /* graphs: bytes of their allocation nodes */
     SHIM_TRACK_EXEC,   /* executable graphs: the same; aux: uploaded */
     SHIM_TRACK_CTX,    /* contexts of cuCtxCreate: SHIM_CTX_ESTIMATE */
+    SHIM_TRACK_MODULE, /* modules and libraries: what their load took */
     SHIM_TRACK_KINDS
 };
 /* Remember that key was charged bytes (aux as above): 0, or -1 when the

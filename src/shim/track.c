@@ -28,7 +28,7 @@ struct cell {
 };
 
 static _Atomic(struct cell *) segs[SHIM_TRACK_KINDS][SHIM_TRACK_SEGMENTS];
-static const unsigned first_bits[SHIM_TRACK_KINDS] = {17, 14, 12, 14, 8, 8, 6};
+static const unsigned first_bits[SHIM_TRACK_KINDS] = {17, 14, 12, 14, 8, 8, 6, 6};
 
 static unsigned bits_of(enum shim_track_kind k, unsigned i) { return first_bits[k] + i; }
 

@@ -21,7 +21,7 @@ limits() { printf 'version = 1\n%s\nregion = %s\n' "$2" "$TMP/$1.region" >"$TMP/
 B() { local f=$1; shift; TESSERA_CUDA_LIMITS_FILE="$f" LD_PRELOAD="$preload" "$BYPASS" "$@"; }
 
 limits m64 "memoryLimit = 64Mi"
-for probe in vmm sparse legacy mipmap heap pending setlimit stack defpool pool graph graphv2 gpa next; do
+for probe in vmm sparse legacy mipmap heap pending setlimit stack defpool pool graph graphv2 module gpa next; do
     expect_rc 0 B "$TMP/m64" "$probe"
     expect_in "$TMP/out" "probe=$probe held="
     expect_in "$TMP/out" "limit=67108864"
@@ -113,6 +113,11 @@ expect_in "$TMP/out" "graph_launched=1 charged=58720256"
 # runs each way (both ran before, 1.75x the limit).
 expect_rc 0 B "$TMP/m64" graphv2
 expect_in "$TMP/out" "graphv2_ran=1,1,1,1,1,1,1,1,1"
+# Module __device__ globals and code take the card's memory at load: a
+# second module or library of 7/8 of the limit is refused (unloaded again)
+# by every loader; both loaded before (1.75x).
+expect_rc 0 B "$TMP/m64" module
+expect_in "$TMP/out" "module_loaded=1,1,1,1,1,1"
 # Both versions cuGetProcAddress hands out are limited: 4 of 16 MiB each.
 expect_rc 0 B "$TMP/m64" gpa
 expect_in "$TMP/out" "gpa_allocs=4"

@@ -65,6 +65,10 @@
  *              hands out for "cuGraphInstantiate" at 11000, 10000 and 13000
  *              and for "cuGraphInstantiateWithParams" per thread): two graphs
  *              of 7/8 of the limit instantiated and launched, then destroyed
+ *   module     per loader (cuModuleLoad, cuModuleLoadData, cuModuleLoadDataEx,
+ *              cuModuleLoadFatBinary, cuLibraryLoadData, cuLibraryLoadFromFile):
+ *              two loads of a stand-in module image (standin.h) whose
+ *              __device__ globals and code take 7/8 of the limit, then unloaded
  *   next       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from shim_nextlib, a
  *              library loaded after the shim and before the driver
  *   gpa        cuGetProcAddress("cuMemAlloc", 12000) and at 3010 (legacy)
@@ -672,6 +676,68 @@ static int probe_graphv2(size_t limit)
     return report("graphv2", limit);
 }
 
+/* ---- module globals ------------------------------------------------------ */
+
+#define LOAD_WAYS 6
+
+/* Load image (also written at path) the numbered way: a module (cuModuleLoad,
+ * cuModuleLoadData, cuModuleLoadDataEx, cuModuleLoadFatBinary) or a library
+ * (cuLibraryLoadData, cuLibraryLoadFromFile); 0 when it loaded. */
+static int load_way(int way, const char *image, const char *path, void **h)
+{
+    CUmodule *m = (CUmodule *)h;
+    CUlibrary *l = (CUlibrary *)h;
+    CUresult r;
+    switch (way) {
+    case 0: r = cuModuleLoad(m, path); break;
+    case 1: r = cuModuleLoadData(m, image); break;
+    case 2: r = cuModuleLoadDataEx(m, image, 0, NULL, NULL); break;
+    case 3: r = cuModuleLoadFatBinary(m, image); break;
+    case 4: r = cuLibraryLoadData(l, image, NULL, NULL, 0, NULL, NULL, 0); break;
+    default: r = cuLibraryLoadFromFile(l, path, NULL, NULL, 0, NULL, NULL, 0); break;
+    }
+    return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Two loads of an image of 7/8 of the limit in globals, one way: how many
+ * loaded (the second must be refused); both unloaded after. */
+static int modules_loaded(int way, const char *image, const char *path)
+{
+    void *h[2] = {NULL, NULL};
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        if (load_way(way, image, path, &h[i]) == 0)
+            n++;
+        else
+            h[i] = NULL;
+        sample();
+    }
+    for (int i = 0; i < 2; i++)
+        if (h[i] && way < 4)
+            CHECK(cuModuleUnload((CUmodule)h[i]) == CUDA_SUCCESS, "unload");
+        else if (h[i])
+            CHECK(cuLibraryUnload((CUlibrary)h[i]) == CUDA_SUCCESS, "library unload");
+    CHECK(charged() == 0, "way %d: %zu bytes still charged after the unloads", way, charged());
+    return n;
+}
+
+static int probe_module(size_t limit)
+{
+    char image[256], path[] = "/tmp/shim-bypass-module.XXXXXX";
+    snprintf(image, sizeof(image), "tessera-standin-module\ncode 4096\nglobal table %zu\n",
+             limit / 8 * 7 - 4096);
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, image, strlen(image)) == (ssize_t)strlen(image), "image file");
+    if (fd >= 0)
+        close(fd);
+    printf("module_loaded=");
+    for (int way = 0; way < LOAD_WAYS; way++)
+        printf("%s%d", way ? "," : "", modules_loaded(way, image, path));
+    printf("\n");
+    unlink(path);
+    return report("module", limit);
+}
+
 /* ---- lookups ------------------------------------------------------------ */
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
@@ -1012,13 +1078,16 @@ int main(int argc, char **argv)
         return probe_graph(limit);
     if (strcmp(m, "graphv2") == 0)
         return probe_graphv2(limit);
+    if (strcmp(m, "module") == 0)
+        return probe_module(limit);
     if (strcmp(m, "gpa") == 0)
         return probe_gpa(limit);
     if (strcmp(m, "table") == 0 && argc == 3)
         return probe_table(limit, atol(argv[2]));
     fprintf(stderr,
             "usage: shim_bypass vmm|sparse|ctx|ctx4|ctxlegacy|green|drift MS|legacy|mipmap|heap|"
-            "pending|setlimit|stack|defpool|pool|graph|graphv2|next|gpa|fork|exec|table N|export F "
+            "pending|setlimit|stack|defpool|pool|graph|graphv2|module|next|gpa|fork|exec|table "
+            "N|export F "
             "B|import F|share "
             "F|unmapped F\n");
     return 2;

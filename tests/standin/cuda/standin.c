@@ -71,9 +71,13 @@
  *     stretches every kernel of a process by one factor drawn per process,
  *     log-uniform in [1, 1 + PCT/100]; TESSERA_STANDIN_STALL=PERIOD_US:STALL_US stalls
  *     the card for the first STALL_US of every PERIOD_US (a kernel started
- *     then waits for the stall's end). cuModuleLoadData and
- *     cuModuleLoadFatBinary accept any non-NULL image; cuModuleGetFunction
- *     returns a function for any name. cuLaunchKernelEx and
+ *     then waits for the stall's end). cuModuleLoad, cuModuleLoadData,
+ *     cuModuleLoadDataEx, cuModuleLoadFatBinary, cuLibraryLoadData and
+ *     cuLibraryLoadFromFile accept any non-NULL image; an image in the
+ *     stand-in's module format (standin.h) takes its code and __device__
+ *     globals from the card at load, until cuModuleUnload / cuLibraryUnload
+ *     (standin_module.c); cuModuleGetFunction returns a function for any
+ *     name. cuLaunchKernelEx and
  *     cuLaunchCooperativeKernel behave as cuLaunchKernel; the legacy
  *     cuLaunch, cuLaunchGrid and cuLaunchGridAsync run the function without
  *     parameters (so for TESSERA_STANDIN_KERNEL_US), and
@@ -1073,9 +1077,6 @@ EXPORT CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 
 /* ---- the card: modules, launches, busy counters -------------------------- */
 
-struct CUmod_st {
-    int unused;
-};
 struct CUfunc_st {
     int sleep_kernel;
 };
@@ -1186,27 +1187,6 @@ EXPORT CUresult cuGraphExecDestroy(CUgraphExec graph)
         return CUDA_ERROR_INVALID_HANDLE;
     standin_graph_release(graph);
     free(graph);
-    return CUDA_SUCCESS;
-}
-
-EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
-{
-    if (!module || !image)
-        return CUDA_ERROR_INVALID_VALUE;
-    *module = calloc(1, sizeof(struct CUmod_st));
-    return *module ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
-{
-    return cuModuleLoadData(module, fatCubin);
-}
-
-EXPORT CUresult cuModuleUnload(CUmodule module)
-{
-    if (!module)
-        return CUDA_ERROR_INVALID_HANDLE;
-    free(module);
     return CUDA_SUCCESS;
 }
 
@@ -1442,8 +1422,13 @@ static const struct {
     FN(cuMemcpyHtoD_v2),
     FN(cuMemcpyDtoH_v2),
     FN(cuModuleLoadData),
+    FN(cuModuleLoadDataEx),
+    FN(cuModuleLoad),
     FN(cuModuleLoadFatBinary),
     FN(cuModuleUnload),
+    FN(cuLibraryLoadData),
+    FN(cuLibraryLoadFromFile),
+    FN(cuLibraryUnload),
     FN(cuModuleGetFunction),
     FN(cuLaunchKernel),
     FN(cuLaunchKernel_ptsz),

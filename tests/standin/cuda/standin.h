@@ -58,4 +58,17 @@ uint64_t standin_ctx_mem(void);
 /* Bytes of one element of format f, 0 for an unknown format. */
 uint64_t standin_format_size(CUarray_format f);
 
+/* The stand-in's module image (standin_module.c), what a cubin's code and
+ * __device__ globals are to the real driver: NUL-terminated text whose
+ * first line is STANDIN_MODULE_MAGIC, then one line each of
+ *     global NAME BYTES      a __device__ global of BYTES bytes
+ *     code BYTES             the module's code on the card
+ * (blank and '#' lines skipped). cuModuleLoad* and cuLibraryLoad* take the
+ * sum from the card at load (CUDA_ERROR_OUT_OF_MEMORY when it does not
+ * fit; CUDA_ERROR_INVALID_IMAGE for a malformed line) and give it back at
+ * cuModuleUnload / cuLibraryUnload. Any other image takes nothing. */
+#define STANDIN_MODULE_MAGIC "tessera-standin-module"
+/* The bytes image takes (0 for another format); *bad when malformed. */
+uint64_t standin_image_bytes(const void *image, int *bad);
+
 #endif
