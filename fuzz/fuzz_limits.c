@@ -4,8 +4,9 @@
  * source is compiled in here. Besides not crashing, every answer must keep
  * the parser's promises: an error has a line and column inside the input
  * and a message; a success has version 1, smPercent in 1..100, a memory
- * limit above 0 when one was given, and an absolute, NUL-terminated region
- * path without control characters.
+ * limit above 0 when one was given, an absolute, NUL-terminated region
+ * path without control characters, tenant and workload names of lowercase
+ * letters, digits and '-' only, and actions that are report, evict or kill.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,8 +14,19 @@
 
 #include "../src/shim/limits.c"
 
+static void check_name(const char *s, size_t cap)
+{
+    size_t n = strnlen(s, cap);
+    if (n == cap || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+        abort();
+}
+
 static void check_ok(const struct shim_limits *l)
 {
+    check_name(l->tenant, sizeof(l->tenant));
+    check_name(l->workload, sizeof(l->workload));
+    if ((unsigned)l->on_memory > SHIM_ACTION_KILL || (unsigned)l->on_sm > SHIM_ACTION_KILL)
+        abort();
     size_t n = strnlen(l->region, sizeof(l->region));
     if (l->version != SHIM_LIMITS_VERSION || l->sm_percent < 1 || l->sm_percent > 100 ||
         (l->has_memory && l->memory_bytes == 0) || n == sizeof(l->region) ||

@@ -15,6 +15,9 @@
  *   journal.c   the in-flight change on disk, and recovery after a crash;
  *   pidmap.c    the container-to-host pid map of the node's GPU processes;
  *   watch.c     `agent watch`: the long-running reconcile loop;
+ *   enforce.c   its enforcement: each GPU process's container (cgroup.c)
+ *               against its pod's limit file (kubelet.c, parsed by the
+ *               shim's parser: limitfile.c), acted on by act.c;
  *   custody.c   its ledger events;
  *   status.c    its /healthz, /readyz and /metrics answers.
  */
@@ -115,6 +118,13 @@ struct agent_watch_opts {
     size_t key_len;
     int interval_ms, backoff_max_ms, log_json;
     volatile sig_atomic_t *stop; /* set by SIGTERM/SIGINT: the loop ends */
+    /* node is a default the NodeConfig's `node` replaces (no --node). */
+    int node_from_config;
+    /* The enforcement (docs/agent.md): every enforce_interval_ms (0: off)
+     * each GPU process's container (its cgroup) is judged against its pod's
+     * limit file under kubelet_root; the SM share over sm_window_ms. */
+    const char *kubelet_root;
+    int enforce_interval_ms, sm_window_ms;
 };
 
 struct agent_watch;

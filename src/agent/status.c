@@ -55,6 +55,7 @@ unsigned agent_watch_status(struct agent_watch *w, const char *path, struct ts_s
     int64_t quiet = ts_clock_ms(CLOCK_MONOTONIC) - s.round_ms, alive = 10LL * w->o->interval_ms;
     if (strcmp(path, "/metrics") == 0) {
         metrics_text(&s, b);
+        agent__enforce_metrics(w, b);
         return 200;
     }
     if (strcmp(path, "/healthz") == 0) {

@@ -15,6 +15,9 @@
  *      --backoff-max-ms; created and destroyed instances go to the ledger;
  *   3. read the cards: the NodeInventory and pid map files, the drift
  *      (planned cards whose geometry differs from the plan) for /metrics.
+ * On its own cadence (--enforce-interval-ms), between those rounds, the
+ * enforcement (enforce.c) judges every GPU process's container against
+ * its limit file. Without --node the NodeConfig's `node` names the node.
  * A stop (SIGTERM) is seen between rounds, so a change in progress is
  * finished (or rolled back by apply) before the loop ends.
  */
@@ -81,7 +84,7 @@ static void say_lines(struct agent_watch *w, const char *level, const char *text
     for (const char *p = text; *p;) {
         size_t n = strcspn(p, "\n");
         snprintf(line, sizeof line, "%.*s", (int)n, p);
-        struct ts_log_kv kv[] = {{"node", w->o->node}};
+        struct ts_log_kv kv[] = {{"node", w->node}};
         say(w, level, line, kv, 1);
         p += n + (p[n] == '\n');
     }
@@ -135,6 +138,36 @@ static void take_plan(struct agent_watch *w, struct reconf_plan *p, uint64_t nh,
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Without --node, the NodeConfig's `node` is this agent's node (as for
+ * `agent apply --node-config`); a whole plan names none and keeps the
+ * default ($NODE_NAME, else the host name). */
+static void adopt_node(struct agent_watch *w, const char *node)
+{
+    if (!w->o->node_from_config || !node || !*node || !strcmp(node, w->node))
+        return;
+    struct ts_log_kv kv[] = {{"node", node}, {"was", w->node}, {"node_config", w->o->node_config}};
+    say(w, "info", "node name taken from the NodeConfig", kv, 3);
+    snprintf(w->node, sizeof w->node, "%s", node);
+}
+
+/* At start: the NodeConfig's node, when it can be read already. */
+static void peek_node(struct agent_watch *w)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct ts_error e = {0};
+    struct reconf_plan p;
+    if (!w->o->node_from_config ||
+        ts_file_read(w->o->node_config, AGENT_NODE_CONFIG_MAX, &text, &len, &e) != TS_OK)
+        return;
+    if (reconf_plan_parse(text, len, w->o->node_config, &p, &e) == TS_OK) {
+        if (p.node && *p.node)
+            snprintf(w->node, sizeof w->node, "%s", p.node);
+        reconf_plan_release(&p);
+    }
+    free(text);
+}
+
 static void load_config(struct agent_watch *w)
 {
     char *text = NULL;
@@ -156,6 +189,7 @@ static void load_config(struct agent_watch *w)
         config_error(w, &e, fh);
         return;
     }
+    adopt_node(w, p.node);
     int cards = 0;
     uint64_t nh = node_hash(&p, w->o->node, &cards);
     if (cards == 0) {
@@ -320,9 +354,18 @@ ts_status agent_watch_new(struct agent_nvml *n, const struct agent_watch_opts *o
     *out = NULL;
     if (!w)
         return ts_err(err, TS_NOMEM, "out of memory");
-    w->o = o;
+    w->opts = *o;
+    snprintf(w->node, sizeof w->node, "%s", o->node ? o->node : "");
+    w->opts.node = w->node;
+    w->o = &w->opts;
     w->n = n;
     pthread_mutex_init(&w->lock, NULL);
+    peek_node(w);
+    ts_status est = o->enforce_interval_ms > 0 ? agent__enforce_new(&w->enf, err) : TS_OK;
+    if (est != TS_OK) {
+        agent_watch_free(w);
+        return est;
+    }
     w->stats.round_ms = ts_clock_ms(CLOCK_MONOTONIC);
     ts_status st = o->journal ? recover(w, err) : TS_OK;
     if (st != TS_OK) {
@@ -344,13 +387,20 @@ ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
     struct ts_log_kv nk[] = {{"node", o->node}, {"unchecked", unchecked}};
     if (unchecked)
         say(w, "warn", "this driver lacks an optional NVML function", nk, 2);
+    int64_t next = ts_clock_ms(CLOCK_MONOTONIC), next_enf = next;
     while (!*o->stop) {
-        int64_t next = ts_clock_ms(CLOCK_MONOTONIC) + o->interval_ms;
-        load_config(w);
-        if (w->have_plan && w->pending && ts_clock_ms(CLOCK_MONOTONIC) >= w->next_try_ms)
-            reconcile(w);
-        observe(w);
-        pause_round(w, next);
+        if (ts_clock_ms(CLOCK_MONOTONIC) >= next) {
+            next = ts_clock_ms(CLOCK_MONOTONIC) + o->interval_ms;
+            load_config(w);
+            if (w->have_plan && w->pending && ts_clock_ms(CLOCK_MONOTONIC) >= w->next_try_ms)
+                reconcile(w);
+            observe(w);
+        }
+        if (w->enf && ts_clock_ms(CLOCK_MONOTONIC) >= next_enf) {
+            next_enf = ts_clock_ms(CLOCK_MONOTONIC) + o->enforce_interval_ms;
+            agent__enforce_round(w);
+        }
+        pause_round(w, w->enf && next_enf < next ? next_enf : next);
     }
     say(w, "info", "stopped", kv, 1);
     return TS_OK;
@@ -362,6 +412,7 @@ void agent_watch_free(struct agent_watch *w)
         return;
     if (w->have_plan)
         reconf_plan_release(&w->plan);
+    agent__enforce_free(w->enf);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }

@@ -57,6 +57,14 @@ static const struct cli_opt OPTS[] = {
              "300000; doubling from the interval)"),
     CLI_LONG_C('L', "log-format", "FMT", WATCH, cli_complete_log_formats,
                "text (key=value, default) or json"),
+    CLI_LONG('K', "kubelet-root", "DIR", WATCH,
+             "the kubelet's folder, where the enforcement reads each\n"
+             "pod's limit file (default /var/lib/kubelet)"),
+    CLI_LONG('E', "enforce-interval-ms", "MS", WATCH,
+             "time between enforcement rounds: each GPU process's\n"
+             "container against its limit file (default 1000; 0: off)"),
+    CLI_LONG('W', "sm-window-ms", "MS", WATCH,
+             "the window the SM share is judged over (default 10000)"),
     CLI_END};
 
 const struct cli_verb cli_verb_agent = {
@@ -70,7 +78,9 @@ const struct cli_verb cli_verb_agent = {
     "                           [--inventory-out FILE] [--pid-map-out FILE]\n"
     "                           [--journal FILE] [--listen ADDR:PORT] [--db DB]\n"
     "                           [--hmac-key-file FILE] [--interval-ms MS]\n"
-    "                           [--backoff-max-ms MS] [--log-format text|json]\n\n"
+    "                           [--backoff-max-ms MS] [--log-format text|json]\n"
+    "                           [--kubelet-root DIR] [--enforce-interval-ms MS]\n"
+    "                           [--sm-window-ms MS]\n\n"
     "inventory  every GPU of this node through NVML: identity, memory, MIG mode,\n"
     "           GPU and compute instances with placements and MIG device UUIDs,\n"
     "           each MIG profile's possible placements (JSON: docs/agent.md)\n"
@@ -91,10 +101,15 @@ const struct cli_verb cli_verb_agent = {
     "           custody events to --db for instances created or destroyed;\n"
     "           /healthz, /readyz, /metrics on --listen. SIGTERM ends it (exit\n"
     "           0) after the change in progress; --journal lets a restart clean\n"
-    "           up a change cut short by a crash.\n",
+    "           up a change cut short by a crash. Every --enforce-interval-ms it\n"
+    "           judges each GPU process's container (its cgroup) against its\n"
+    "           pod's limit file (the kubelet's copy) and reports, evicts or\n"
+    "           kills by the file's policy (docs/agent.md). Without --node the\n"
+    "           node is the NodeConfig's.\n",
     OPTS,
     "NVML is libnvidia-ml.so.1 from the NVIDIA driver; TESSERA_NVML_LIBRARY names\n"
-    "another file. The node name defaults to $NODE_NAME, else the host name.\n",
+    "another file. The node name: --node, else (apply, watch) the NodeConfig's\n"
+    "node, else $NODE_NAME, else the host name.\n",
     "inventory apply watch",
     CLI_ALL};
 
@@ -134,6 +149,14 @@ static int watch_set(struct agent_args *a, int key, const char *arg)
     case 'k': a->keyfile = arg; return CLI_OK;
     case 't': return millis(a, arg, &a->w.interval_ms);
     case 'b': return millis(a, arg, &a->w.backoff_max_ms);
+    case 'K': a->w.kubelet_root = arg; return CLI_OK;
+    case 'E':
+        if (strcmp(arg, "0") == 0) {
+            a->w.enforce_interval_ms = 0;
+            return CLI_OK;
+        }
+        return millis(a, arg, &a->w.enforce_interval_ms);
+    case 'W': return millis(a, arg, &a->w.sm_window_ms);
     case 'L':
         a->w.log_json = strcmp(arg, "json") == 0;
         if (a->w.log_json || strcmp(arg, "text") == 0)
@@ -341,6 +364,7 @@ static int watch(struct agent_args *a, const char *node)
     struct ts_error e = {0};
     int rc = watch_open(a, &cat, &key, &klen);
     a->w.node = node;
+    a->w.node_from_config = a->node == NULL;
     a->w.cat = cat;
     a->w.key = key;
     a->w.key_len = klen;
@@ -372,7 +396,11 @@ int cmd_agent(int argc, char **argv)
     if (!strcmp(word, "--help") || !strcmp(word, "-h"))
         return cli_help(&cli_verb_agent, CLI_ALL);
     struct agent_args a = {.format = "text",
-                           .w = {.interval_ms = 10000, .backoff_max_ms = AGENT_BACKOFF_MS_MAX}};
+                           .w = {.interval_ms = 10000,
+                                 .backoff_max_ms = AGENT_BACKOFF_MS_MAX,
+                                 .kubelet_root = "/var/lib/kubelet",
+                                 .enforce_interval_ms = 1000,
+                                 .sm_window_ms = 10000}};
     int rc = sub ? cli_parse(&cli_verb_agent, sub, argc - 1, argv + 1, set, &a) : CLI_OK;
     if (rc != CLI_OK)
         return rc == CLI_HELP ? cli_help(&cli_verb_agent, sub) : rc;

@@ -5,7 +5,7 @@
  * libc call here allocates or does I/O (the shim calls it before anything
  * else is set up, the fuzzer calls it millions of times).
  */
-#include "shim/limits.h"
+#include "limits.h" /* shim/limits.h; also compiled into the agent */
 
 #include <stdio.h>
 #include <string.h>
@@ -181,6 +181,51 @@ static int set_pid_map(struct val *v, struct shim_limits *l)
     return shim_limits_region(v->s, v->len, l->pid_map, v->bad, v->why);
 }
 
+/* tenant, workload: a DNS-1123 label as the spec's names (lowercase
+ * letters, digits, '-', starting and ending with a letter or digit). */
+static int set_name(struct val *v, char out[SHIM_NAME_MAX])
+{
+    if (v->len >= SHIM_NAME_MAX)
+        return fail_at(v, SHIM_NAME_MAX - 1, "name too long (over 63 bytes)");
+    for (size_t i = 0; i < v->len; i++) {
+        char c = v->s[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && (c != '-' || i == 0 || i + 1 == v->len))
+            return fail_at(v, i, "expected a name (lowercase letters, digits and '-')");
+    }
+    memcpy(out, v->s, v->len);
+    out[v->len] = '\0';
+    return 0;
+}
+
+static int set_tenant(struct val *v, struct shim_limits *l) { return set_name(v, l->tenant); }
+
+static int set_workload(struct val *v, struct shim_limits *l) { return set_name(v, l->workload); }
+
+static const char *const action_names[] = {"report", "evict", "kill"};
+
+const char *shim_action_name(enum shim_action a)
+{
+    return (unsigned)a < sizeof(action_names) / sizeof(action_names[0]) ? action_names[a] : "?";
+}
+
+static int set_action(struct val *v, enum shim_action *out)
+{
+    for (size_t i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
+        if (strlen(action_names[i]) == v->len && memcmp(action_names[i], v->s, v->len) == 0) {
+            *out = (enum shim_action)i;
+            return 0;
+        }
+    return fail_at(v, 0, "expected report, evict or kill");
+}
+
+static int set_on_memory(struct val *v, struct shim_limits *l)
+{
+    return set_action(v, &l->on_memory);
+}
+
+static int set_on_sm(struct val *v, struct shim_limits *l) { return set_action(v, &l->on_sm); }
+
 static const struct key {
     const char *name;
     int (*set)(struct val *v, struct shim_limits *l);
@@ -193,6 +238,10 @@ static const struct key {
     {"backstopTolerance", set_tolerance},
     {"backstopIntervalMs", set_interval},
     {"pidMap", set_pid_map},
+    {"tenant", set_tenant},
+    {"workload", set_workload},
+    {"onMemoryViolation", set_on_memory},
+    {"onSmViolation", set_on_sm},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -251,8 +300,9 @@ static int parse_line(struct parse *p, const char *line, size_t len)
     if (!k)
         return err_at(p, ka,
                       "unknown key (expected version, memoryLimit, smPercent, "
-                      "region, pidMap, memoryBackstop, backstopTolerance or "
-                      "backstopIntervalMs)",
+                      "region, pidMap, memoryBackstop, backstopTolerance, "
+                      "backstopIntervalMs, tenant, workload, onMemoryViolation or "
+                      "onSmViolation)",
                       NULL);
     if (p->seen[k - keys]++)
         return err_at(p, ka, "key given twice", k->name);
@@ -274,6 +324,8 @@ int shim_limits_parse(const char *text, size_t len, struct shim_limits *out,
     out->sm_percent = 100;
     out->backstop_tolerance = SHIM_BACKSTOP_TOLERANCE;
     out->backstop_interval_ms = SHIM_BACKSTOP_INTERVAL_MS;
+    out->on_memory = SHIM_ACTION_KILL;
+    out->on_sm = SHIM_ACTION_REPORT;
     if (len > SHIM_LIMITS_FILE_MAX) {
         p.line = 1;
         return err_at(&p, 0, "file too large (over 64 KiB)", NULL);

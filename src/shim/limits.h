@@ -13,13 +13,19 @@
  *     backstopTolerance = 512Mi  driver figure over the charge that counts
  *     backstopIntervalMs = 1000  10..60000, how often NVML is asked
  *     pidMap = /run/tessera/pid-map   container pid -> host pid (hostpid.c)
+ *     tenant = alpha           who the container is (the plan's names; the
+ *     workload = chat          node agent's reports and ledger entries)
+ *     onMemoryViolation = kill   what the node agent does when the driver
+ *     onSmViolation = report     shows more than the limit: report | evict | kill
  *
  * `version` is required and must be 1; every other key is optional and may
  * appear once. Unknown keys, duplicates, bad values and NUL bytes are errors
  * with the line and column of the fault. The parser is a pure function of
  * its bytes (no I/O, no allocation), so the fuzzer and the unit tests drive
  * it directly, and the shim cannot be made to run unlimited by a file it
- * does not understand (the caller then fails closed).
+ * does not understand (the caller then fails closed). The node agent
+ * (src/agent/limitfile.c) compiles this same parser in: the file the shim
+ * obeys is the file the agent enforces.
  */
 #ifndef SHIM_LIMITS_H
 #define SHIM_LIMITS_H
@@ -66,6 +72,14 @@
 /* memoryBackstop: compare NVML's per-process memory with the charge. */
 enum shim_backstop { SHIM_BACKSTOP_OFF, SHIM_BACKSTOP_REPORT, SHIM_BACKSTOP_REFUSE };
 
+/* onMemoryViolation, onSmViolation: what the node agent does to a
+ * container the driver shows over its limit (docs/agent.md). The shim
+ * only reads them; the defaults protect the neighbours: kill for memory
+ * (memory taken is memory a neighbour cannot get), report for the SM share
+ * (the shim's share is work-conserving and NVML's samples are coarse). */
+enum shim_action { SHIM_ACTION_REPORT, SHIM_ACTION_EVICT, SHIM_ACTION_KILL };
+#define SHIM_NAME_MAX 64 /* tenant and workload names (DNS labels, 63) with NUL */
+
 struct shim_limits {
     int version;                        /* SHIM_LIMITS_VERSION once parsed */
     int has_memory;                     /* memoryLimit was given */
@@ -76,12 +90,19 @@ struct shim_limits {
     enum shim_backstop backstop;        /* SHIM_BACKSTOP_OFF when not given */
     uint64_t backstop_tolerance;        /* bytes; SHIM_BACKSTOP_TOLERANCE */
     unsigned backstop_interval_ms;      /* SHIM_BACKSTOP_INTERVAL_MS */
+    char tenant[SHIM_NAME_MAX];         /* "" when not given */
+    char workload[SHIM_NAME_MAX];       /* "" when not given */
+    enum shim_action on_memory;         /* SHIM_ACTION_KILL when not given */
+    enum shim_action on_sm;             /* SHIM_ACTION_REPORT when not given */
 };
+
+/* "report", "evict" or "kill". */
+const char *shim_action_name(enum shim_action a);
 
 /* A fault in the input: 1-based line and byte column, and what is wrong. */
 struct shim_limits_error {
     int line, column;
-    char msg[160]; /* lowercase, no trailing period */
+    char msg[256]; /* lowercase, no trailing period */
 };
 
 /* Parse text[0..len) into *out. Returns 0, or -1 with *err filled (err may

@@ -513,6 +513,20 @@
 /* /proc/PID/status read for the pid map: the kernel's is ~1.5 KiB. */
 #define AGENT_PROC_STATUS_MAX 16384
 
+/* `agent watch`'s enforcement (agent/enforce.c): GPU processes judged per
+ * round over all cards (NVML lists each card's up to this; a node with
+ * more is judged on the first ones and says so); /proc/PID/cgroup as read
+ * (the kernel's is one line per hierarchy, ~13 on cgroup v1, each path
+ * ~250 bytes: 16 KiB is four times the largest seen); the configMap
+ * volumes of one pod looked at for a limit file (a pod with more is not
+ * one the webhook admitted with the shim's recipe: what is past this is
+ * not read, and said); the label sets of the violations metric (tenant,
+ * workload, kind, action; beyond this they count under tenant "other"). */
+#define AGENT_ENFORCE_PROCS_MAX 1024
+#define AGENT_CGROUP_MAX 16384
+#define AGENT_POD_VOLUMES_MAX 64
+#define AGENT_VIOLATION_SERIES_MAX 256
+
 /* ---- fight: the noisy-neighbour test ---------------------------------------- */
 
 /* Bytes of one line a tenant reports, without its '\n': a line is a few

@@ -166,6 +166,42 @@ static void test_hostile(void **state)
     assert_int_equal(e.column, 12);
 }
 
+/* The node agent's keys: who the container is and what it does when the
+ * driver shows more than the limit. */
+static void test_enforcement(void **state)
+{
+    (void)state;
+    struct shim_limits l;
+    struct shim_limits_error e;
+    assert_int_equal(parse("version = 1\n", &l, &e), 0);
+    assert_string_equal(l.tenant, "");
+    assert_string_equal(l.workload, "");
+    assert_int_equal(l.on_memory, SHIM_ACTION_KILL);
+    assert_int_equal(l.on_sm, SHIM_ACTION_REPORT);
+    assert_int_equal(parse("version = 1\ntenant = alpha-2\nworkload = chat\n"
+                           "onMemoryViolation = evict\nonSmViolation = kill\n",
+                           &l, &e),
+                     0);
+    assert_string_equal(l.tenant, "alpha-2");
+    assert_string_equal(l.workload, "chat");
+    assert_int_equal(l.on_memory, SHIM_ACTION_EVICT);
+    assert_int_equal(l.on_sm, SHIM_ACTION_KILL);
+    assert_string_equal(shim_action_name(l.on_memory), "evict");
+    assert_int_equal(parse("version = 1\nonMemoryViolation = report\n", &l, &e), 0);
+    assert_int_equal(l.on_memory, SHIM_ACTION_REPORT);
+    refused("version = 1\nonMemoryViolation = stop\n", 2, 21,
+            "onMemoryViolation: expected report, evict or kill");
+    refused("version = 1\nonSmViolation = Kill\n", 2, 17, "expected report, evict or kill");
+    refused("version = 1\ntenant = Alpha\n", 2, 10, "tenant: expected a name");
+    refused("version = 1\nworkload = chat-\n", 2, 16, "expected a name");
+    refused("version = 1\nworkload = -chat\n", 2, 12, "expected a name");
+    refused("version = 1\ntenant = a b\n", 2, 11, "expected a name");
+    refused("version = 1\ntenant = a\ntenant = b\n", 3, 1, "tenant: key given twice");
+    char long_name[128] = "version = 1\ntenant = ";
+    memset(long_name + strlen(long_name), 'a', 64);
+    refused(long_name, 2, 10 + 63, "name too long");
+}
+
 static void test_env_values(void **state)
 {
     (void)state;
@@ -196,9 +232,10 @@ static void test_env_values(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good),       cmocka_unit_test(test_units),
-        cmocka_unit_test(test_bad),        cmocka_unit_test(test_hostile),
-        cmocka_unit_test(test_env_values), cmocka_unit_test(test_backstop),
+        cmocka_unit_test(test_good),        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_bad),         cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_enforcement), cmocka_unit_test(test_env_values),
+        cmocka_unit_test(test_backstop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

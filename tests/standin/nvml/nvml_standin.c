@@ -8,7 +8,9 @@
  *   profile;type=K;id=N;name=MIG 1g.10gb;slices=N;memory_mib=N;sms=N;count=N;size=N;starts=0,1
  *   gi;gpu=N;id=N;profile=ID;start=N
  *   ci;gpu=N;gi=N;id=N;profile=K;uuid=MIG-..
- *   proc;gpu=N;pid=N;name=..[;gi=N][;mps=1]  (gi: its GPU instance; mps: an MPS client)
+ *   proc;gpu=N;pid=N;name=..[;gi=N][;mps=1][;mem=BYTES]  (gi: its GPU instance;
+ *                               mps: an MPS client; mem: its usedGpuMemory,
+ *                               default 1 GiB; "na": NVML_VALUE_NOT_AVAILABLE)
  *   seq;n=N                     (counter for new MIG UUIDs)
  * Profiles apply to every GPU (a node of one model). Creates and destroys
  * follow NVML's rules (a placement must be a valid one: INVALID_ARGUMENT;
@@ -63,6 +65,7 @@ struct sci {
 };
 struct sproc {
     int gpu, pid, gi, mps;
+    unsigned long long mem; /* usedGpuMemory, bytes */
     char name[64];
 };
 
@@ -149,6 +152,10 @@ static void load_line(const char *l)
         procs[nproc].pid = (int)num(l, "pid");
         procs[nproc].gi = strstr(l, ";gi=") ? (int)num(l, "gi") : -1;
         procs[nproc].mps = (int)num(l, "mps");
+        field(l, "mem", b, sizeof b);
+        procs[nproc].mem = !b[0]              ? 1ull << 30
+                           : !strcmp(b, "na") ? 0xFFFFFFFFFFFFFFFFull
+                                              : strtoull(b, NULL, 10);
         field(l, "name", procs[nproc++].name, sizeof procs[0].name);
     } else if (!strncmp(l, "seq;", 4)) {
         seq = (int)num(l, "n");
@@ -203,13 +210,12 @@ static void save(void)
         if (cis[i].used)
             fprintf(f, "ci;gpu=%d;gi=%d;id=%d;profile=%d;uuid=%s\n", cis[i].gpu, cis[i].gi,
                     cis[i].id, cis[i].profile, cis[i].uuid);
-    for (int i = 0; i < nproc; i++)
-        if (procs[i].gi < 0)
-            fprintf(f, "proc;gpu=%d;pid=%d;name=%s;mps=%d\n", procs[i].gpu, procs[i].pid,
-                    procs[i].name, procs[i].mps);
-        else
-            fprintf(f, "proc;gpu=%d;pid=%d;name=%s;gi=%d;mps=%d\n", procs[i].gpu, procs[i].pid,
-                    procs[i].name, procs[i].gi, procs[i].mps);
+    for (int i = 0; i < nproc; i++) {
+        fprintf(f, "proc;gpu=%d;pid=%d;name=%s;", procs[i].gpu, procs[i].pid, procs[i].name);
+        if (procs[i].gi >= 0)
+            fprintf(f, "gi=%d;", procs[i].gi);
+        fprintf(f, "mps=%d;mem=%llu\n", procs[i].mps, procs[i].mem);
+    }
     fprintf(f, "seq;n=%d\n", seq);
     fclose(f);
     rename(tmp, path);
@@ -406,7 +412,7 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *count, nvmlProc
         if (procs[i].gpu == g && procs[i].mps == mps) {
             unsigned int gi = procs[i].gi < 0 ? 0xFFFFFFFFu : (unsigned)procs[i].gi;
             if (n < room && infos)
-                infos[n] = (nvmlProcessInfo_t){(unsigned)procs[i].pid, 1u << 30, gi,
+                infos[n] = (nvmlProcessInfo_t){(unsigned)procs[i].pid, procs[i].mem, gi,
                                                procs[i].gi < 0 ? 0xFFFFFFFFu : 0};
             n++;
         }
