@@ -261,6 +261,43 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
     return rc;
 }
 
+/* The running plan against the fleet and the catalog, every problem
+ * printed: exit 2 when it is corrupt, before anything is planned. */
+static int check_prev(const struct cli_job *job, const struct current *cur)
+{
+    struct ts_diag diag = {0};
+    ts_status st = reconf_plan_check(&cur->prev, job->model, job->cat, cur->prev_path, &diag);
+    if (st == TS_OK)
+        return CLI_OK;
+    cli_print_diag(&diag);
+    return cli_exit(st, CLI_READING);
+}
+
+/* cli_job_plan, with --current's plan checked between deciding and laying
+ * out: a corrupt running plan is bad input even where the spec does not fit. */
+static int plan_job(struct cli_job *job, const struct plan_args *a, const struct current *cur)
+{
+    struct ts_diag diag = {0};
+    struct ts_error e;
+    int rc = cli_job_decide(job, &a->spec, &a->catalog);
+    if (rc == CLI_OK && cur->prev_path)
+        rc = check_prev(job, cur);
+    if (rc != CLI_OK)
+        return rc;
+    ts_status st = plan_build(job->model, job->cat, job->decisions, &a->popt, &job->plan, &diag);
+    if (st != TS_OK) {
+        cli_print_diag(&diag);
+        if (diag.count == 0)
+            fprintf(stderr, "tessera: plan: %s\n", ts_status_str(st));
+        return cli_exit(st, CLI_DOING);
+    }
+    if (plan_verify(job->plan, &e) != TS_OK) {
+        fprintf(stderr, "tessera: internal error: the plan breaks a rule: %s\n", e.msg);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
 /* Replace the fresh plan by the replan against the previous plan. */
 static int replan(struct cli_job *job, struct current *cur)
 {
@@ -336,7 +373,7 @@ static int run(const struct plan_args *a)
         rc = CLI_BAD_INPUT;
     }
     if (rc == CLI_OK)
-        rc = cli_job_plan(&job, &a->spec, &a->catalog, &a->popt);
+        rc = plan_job(&job, a, &cur);
     if (rc == CLI_FAIL && job.decisions && !job.plan && !cur.inv)
         rc = emit_partial(&job, a->format);
     cur.cat = job.cat;

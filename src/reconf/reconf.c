@@ -51,7 +51,10 @@ static struct reconf_want want_of(const struct plan_inst *in)
                                 in->row ? in->row->workload->name : NULL,
                                 in->replica,
                                 in->gpu_part,
-                                in->guest};
+                                in->guest,
+                                !in->row,
+                                in->sm_percent,
+                                in->mem_gib};
 }
 
 /* One planned card: its MIG geometry (want) and every occupant (held). */
@@ -107,6 +110,57 @@ static ts_status plan_str(const struct ts_jread *r, struct ts_arena *a, json_t *
     return st;
 }
 
+/* o[key] absent (0), else an integer in [lo, hi]. */
+static ts_status opt_int(const struct ts_jread *r, json_t *o, const char *key, const char *path,
+                         int lo, int hi, int *out)
+{
+    *out = 0;
+    return json_object_get(o, key) ? ts_jread_int(r, o, key, path, lo, hi, out) : TS_OK;
+}
+
+/* o[key] absent (0), else a boolean. */
+static ts_status opt_bool(const struct ts_jread *r, json_t *o, const char *key, const char *path,
+                          int *out)
+{
+    char p[TS_PATH_MAX];
+    json_t *v = json_object_get(o, key);
+    *out = json_is_true(v);
+    ts_json_path(p, sizeof p, path, key, -1);
+    return !v || json_is_boolean(v) ? TS_OK : ts_jread_bad(r, p, "expected true or false");
+}
+
+/* o[key] absent (0), else a number from 0 to CAT_MEMORY_GIB_MAX. */
+static ts_status opt_gib(const struct ts_jread *r, json_t *o, const char *key, const char *path,
+                         double *out)
+{
+    char p[TS_PATH_MAX];
+    json_t *v = json_object_get(o, key);
+    *out = json_number_value(v);
+    ts_json_path(p, sizeof p, path, key, -1);
+    if (!v || (json_is_number(v) && *out >= 0 && *out <= CAT_MEMORY_GIB_MAX))
+        return TS_OK;
+    return ts_jread_bad(r, p, "expected a number from 0 to %d", CAT_MEMORY_GIB_MAX);
+}
+
+/* What plan JSON adds to the geometry (a NodeConfig has none of it):
+ * replica numbers, memory and shares, flags; each checked when present. */
+static ts_status plan_inst_extra(const struct ts_jread *r, json_t *o, const char *path,
+                                 struct reconf_want *w)
+{
+    ts_status st = opt_int(r, o, "replica", path, 0, PLAN_MAX_INSTANCES, &w->replica);
+    if (st == TS_OK)
+        st = opt_int(r, o, "gpuPart", path, 0, SPEC_NODE_GPUS_MAX, &w->gpu_part);
+    if (st == TS_OK)
+        st = opt_int(r, o, "smPercent", path, 0, 100, &w->sm_percent);
+    if (st == TS_OK)
+        st = opt_gib(r, o, "memoryGiB", path, &w->mem_gib);
+    if (st == TS_OK)
+        st = opt_bool(r, o, "guest", path, &w->guest);
+    if (st == TS_OK)
+        st = opt_bool(r, o, "canary", path, &w->canary);
+    return st;
+}
+
 static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t *o,
                            const char *path, int mig, struct reconf_want *w)
 {
@@ -122,9 +176,8 @@ static ts_status plan_inst(const struct ts_jread *r, struct ts_arena *a, json_t 
         st = plan_str(r, a, o, "tenant", path, 1, &w->tenant);
     if (st == TS_OK)
         st = plan_str(r, a, o, "workload", path, 1, &w->workload);
-    w->replica = json_integer_value(json_object_get(o, "replica"));
-    w->gpu_part = json_integer_value(json_object_get(o, "gpuPart"));
-    w->guest = json_is_true(json_object_get(o, "guest"));
+    if (st == TS_OK)
+        st = plan_inst_extra(r, o, path, w);
     return st;
 }
 

@@ -25,6 +25,9 @@ struct reconf_want {
     int start, size;
     const char *tenant, *workload; /* NULL for the canary */
     int replica, gpu_part, guest;  /* held[] only (replanning) */
+    int canary;                    /* the canary slice */
+    int sm_percent;                /* MPS share, or the shim's SM share (plan JSON) */
+    double mem_gib;                /* memory reserved (plan JSON; 0 from a NodeConfig) */
 };
 
 /* One planned card. mig: the plan gives it a MIG geometry; free: nothing.
@@ -58,6 +61,19 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out,
 ts_status reconf_plan_parse(const char *text, size_t len, const char *file, struct reconf_plan *out,
                             struct ts_error *err);
 void reconf_plan_release(struct reconf_plan *p);
+/* A running plan read by reconf_plan_parse, checked against the fleet of m
+ * and the catalog as a new plan is (check.c): each card a GPU of a fleet
+ * node (index within its count), of the model the fleet has there, listed
+ * once, its mode known (mig only on a MIG model, free holding nothing);
+ * each MIG instance a profile of the model, of that profile's size, at one
+ * of its starts, inside the card, overlapping no other, within the
+ * profile's max count and the card's compute slices; a shared card's
+ * memory and MPS shares within the card; tenant and workload both set or
+ * both null; each replica part of a workload once. Every problem goes to
+ * diag (file; path gpus[i] or gpus[i].instances[k]; the message names node,
+ * GPU index and instance). TS_INVALID when there is any, TS_NOMEM. */
+ts_status reconf_plan_check(const struct reconf_plan *p, const struct spec_model *m,
+                            const struct cat_catalog *cat, const char *file, struct ts_diag *diag);
 /* 1 when text is a JSON object of kind Plan (else, e.g., a NodeInventory). */
 int reconf_text_is_plan(const char *text, size_t len);
 

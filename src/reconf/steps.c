@@ -152,14 +152,12 @@ static int creates(struct reconf_replan *r, const struct plan *p, const struct c
         const struct plan_inst *in = &k->g->inst[t];
         if (k->kept_t[t])
             continue;
-        struct reconf_want w = {in->profile ? in->profile->name : NULL,
-                                in->profile ? in->start : -1,
-                                in->size,
-                                NULL,
-                                NULL,
-                                in->replica,
-                                in->gpu_part,
-                                in->guest};
+        struct reconf_want w = {.profile = in->profile ? in->profile->name : NULL,
+                                .start = in->profile ? in->start : -1,
+                                .size = in->size,
+                                .replica = in->replica,
+                                .gpu_part = in->gpu_part,
+                                .guest = in->guest};
         const char *tenant = in->row ? in->row->tenant->name : NULL;
         const char *workload = in->row ? in->row->workload->name : NULL;
         ok = add_op(r, RECONF_OP_CREATE, wave, k->g,
