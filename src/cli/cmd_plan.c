@@ -32,7 +32,9 @@ static const struct cli_opt OPTS[] = {
                "auto (default): heuristic, GLPK when it may save a card;\n"
                "exact: always GLPK; heuristic: never GLPK"),
     CLI_LONG('t', "time-limit", "SEC", CLI_ALL,
-             "GLPK time limit per GPU model (default " CLI_STR(PLAN_TIME_LIMIT_DEFAULT_S) ")"),
+             "GLPK time limit per GPU model, 0 to 3600 (default " CLI_STR(
+                 PLAN_TIME_LIMIT_DEFAULT_S) ");\n0: no GLPK, the heuristic's layout (as --solver "
+                                            "heuristic)"),
     CLI_LONG('C', "current", "FILE", CLI_ALL,
              "what runs now: a previous 'tessera plan -o json' (replan:\n"
              "keep running placements, ordered steps; JSON: the replan\n"
@@ -129,8 +131,9 @@ static int set_time_limit(struct plan_options *popt, const char *arg)
 {
     char *end = NULL;
     popt->time_limit_s = strtod(arg, &end);
-    if (!end || *end || popt->time_limit_s <= 0 || popt->time_limit_s > 3600) {
-        fprintf(stderr, "tessera: --time-limit must be seconds between 0 and 3600\n");
+    if (!end || *end || end == arg || !(popt->time_limit_s >= 0 && popt->time_limit_s <= 3600)) {
+        fprintf(stderr, "tessera: --time-limit must be seconds from 0 (no GLPK: the heuristic's "
+                        "layout) to 3600\n");
         return CLI_BAD_INPUT;
     }
     return CLI_OK;
@@ -400,6 +403,11 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "tessera: %s\n",
                 optind < argc ? "unexpected argument" : "-o must be text, json or yaml");
         cli_usage(&cli_verb_plan, CLI_ALL, stderr);
+        return CLI_BAD_INPUT;
+    }
+    if (a.popt.time_limit_s == 0 && a.popt.solver == PLAN_SOLVER_EXACT) {
+        fprintf(stderr, "tessera: --solver exact and --time-limit 0 contradict each other: "
+                        "GLPK would get no time (0 means the heuristic's layout)\n");
         return CLI_BAD_INPUT;
     }
     text_cols = width_for(a.wide);

@@ -403,9 +403,12 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      struct plan **out, struct ts_diag *diag)
 {
     static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
+    struct plan_options no_time = {PLAN_SOLVER_HEURISTIC, 0};
     struct ts_diag *scratch = calloc(1, sizeof(*scratch));
     if (!scratch)
         return TS_NOMEM;
+    if (opt && opt->time_limit_s <= 0) /* GLPK gets no time: the heuristic's layout */
+        opt = &no_time;
     struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0, 0, 0};
     ts_status st = attempt(&b, 1, out);
     free(scratch);

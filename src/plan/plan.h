@@ -94,7 +94,7 @@ struct plan {
 
 struct plan_options {
     int solver;          /* enum plan_solver */
-    double time_limit_s; /* GLPK time limit */
+    double time_limit_s; /* GLPK time limit; 0: GLPK never runs (as PLAN_SOLVER_HEURISTIC) */
 };
 
 /* The layout `tessera plan` makes unless told otherwise (and every verb that

@@ -71,6 +71,18 @@ expect_rc 2 "$TESSERA" plan
 expect_in "$TMP/err" "no spec given: use -f FILE"
 expect_rc 2 "$TESSERA" plan -f $EX --solver magic
 expect_rc 2 "$TESSERA" plan -f $EX --time-limit -1
+expect_in "$TMP/err" "--time-limit must be seconds from 0 (no GLPK: the heuristic's layout) to 3600"
+expect_rc 2 "$TESSERA" plan -f $EX --time-limit nan
+expect_rc 2 "$TESSERA" plan -f $EX --time-limit ""
+# --time-limit 0: what its message says, GLPK gets no time: the heuristic's plan
+expect_rc 0 "$TESSERA" plan -f $EX --solver heuristic -o json
+cp "$TMP/out" "$TMP/heuristic.json"
+expect_rc 0 "$TESSERA" plan -f $EX --time-limit 0 -o json
+check "--time-limit 0 is not the heuristic's plan" cmp -s "$TMP/out" "$TMP/heuristic.json"
+expect_rc 2 "$TESSERA" plan -f $EX --solver exact --time-limit 0
+expect_in "$TMP/err" "--solver exact and --time-limit 0 contradict each other"
+expect_rc 0 "$TESSERA" plan --help
+expect_in "$TMP/out" "0: no GLPK, the heuristic's layout"
 expect_rc 2 "$TESSERA" plan -f $EX --bogus
 expect_rc 2 "$TESSERA" frobnicate
 expect_rc 2 "$TESSERA" plan -f /nonexistent.yaml
