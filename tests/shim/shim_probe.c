@@ -22,7 +22,8 @@
  *                        oldest waited for), all waited for at the end;
  *                        busy_ns is the card time of this process, by its
  *                        host pid as the stand-in counts
- *   bench N              ns per cuMemAlloc_v2 + cuMemFree_v2 pair
+ *   bench N [BYTES]      ns per cuMemAlloc_v2 + cuMemFree_v2 pair (of 4096
+ *                        bytes, or BYTES)
  *   queue SECS US MAX [card|ctx|idle]
  *                        US-microsecond kernels never waited for, for SECS
  *                        or MAX launches: the most pending at once (the
@@ -476,11 +477,12 @@ static int mode_bench(int argc, char **argv)
     if (argc < 1)
         return 2;
     long n = atol(argv[0]);
+    size_t bytes = argc > 1 ? strtoul(argv[1], NULL, 10) : 4096;
     CUdeviceptr d;
     cuInit(0);
     uint64_t t0 = now_ns();
     for (long i = 0; i < n; i++) {
-        cuMemAlloc_v2(&d, 4096);
+        cuMemAlloc_v2(&d, bytes);
         cuMemFree_v2(d);
     }
     printf("pair_ns=%.1f\n", (double)(now_ns() - t0) / (double)n);

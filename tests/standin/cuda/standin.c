@@ -111,6 +111,10 @@
  *     execAffinityParams and cigParams, CIG: NOT_SUPPORTED), and the primary
  *     context while retained,
  *     hold env TESSERA_STANDIN_CTX_MEM bytes of the card (default 0).
+ *   - Addresses: a freed small block (up to 1 MiB) goes back to malloc at
+ *     once, so the next allocation usually gets its address again; with env
+ *     TESSERA_STANDIN_QUARANTINE=N it waits behind N other freed blocks
+ *     first (addresses not reused at once, as a real driver's need not be).
  *   - size_t tessera_standin_allocated_bytes(void): device memory this
  *     process holds (test hook). uint64_t tessera_standin_mem_bytes(int pid):
  *     device memory process pid holds, from its slot in the card file (test
@@ -231,6 +235,36 @@ void *standin_pool_block(uint64_t n, CUmemoryPool pool)
     return q;
 }
 
+/* TESSERA_STANDIN_QUARANTINE=N: a small block freed waits behind N others
+ * before it goes back to malloc, so an address is handed out again only
+ * after N more frees (a driver whose addresses are not reused at once;
+ * bench/shim_bench.sh). Returns the block to free now (NULL: none). */
+static pthread_mutex_t quarantine_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t quarantine_once = PTHREAD_ONCE_INIT;
+static void **quarantine;
+static size_t quarantine_len, quarantine_at;
+
+static void quarantine_init(void)
+{
+    const char *s = getenv("TESSERA_STANDIN_QUARANTINE");
+    size_t n = s ? strtoul(s, NULL, 10) : 0;
+    quarantine = n ? calloc(n, sizeof(void *)) : NULL;
+    quarantine_len = quarantine ? n : 0;
+}
+
+static void *quarantined(void *block)
+{
+    pthread_once(&quarantine_once, quarantine_init);
+    if (!quarantine_len)
+        return block;
+    pthread_mutex_lock(&quarantine_mutex);
+    void *out = quarantine[quarantine_at];
+    quarantine[quarantine_at] = block;
+    quarantine_at = (quarantine_at + 1) % quarantine_len;
+    pthread_mutex_unlock(&quarantine_mutex);
+    return out;
+}
+
 int standin_unmap_bytes(void *ptr)
 {
     char *q = ptr;
@@ -247,7 +281,7 @@ int standin_unmap_bytes(void *ptr)
         standin_give_mem(n);
     }
     if ((how & 1) == 0)
-        free(q - SMALL_HDR);
+        free(quarantined(q - SMALL_HDR));
     else
         munmap(q - PAGE, n + PAGE);
     return 0;
