@@ -81,9 +81,9 @@ static ts_status whole_replica(struct plan_pidx *x, const struct decide_row *r, 
         return take_node(x, i, r, replica);
     }
     plan__fail(b, r,
-               "no node has %d free %s card%s for replica %d of %s/%s%s%s; add cards or "
+               "no node has %d free %s card%s for replica r%d of %s/%s%s%s; add cards or "
                "lower replicas",
-               r->gpus, r->model->name, r->gpus > 1 ? "s" : "", replica + 1, r->tenant->name,
+               r->gpus, r->model->name, r->gpus > 1 ? "s" : "", replica, r->tenant->name,
                r->workload->name,
                r->workload->spread == SPEC_SPREAD_NODE ? " (replicas spread across nodes)" : "",
                plan__constraint_note(b, r));
@@ -186,9 +186,9 @@ static struct plan_gpu *open_card(struct plan_pidx *x, const struct decide_row *
 static void no_card_left(struct plan_build *b, const struct decide_row *r, int replica)
 {
     plan__fail(b, r,
-               "no %s card left for replica %d of %s/%s (%s, %g GiB)%s; add cards or "
+               "no %s card left for replica r%d of %s/%s (%s, %g GiB)%s; add cards or "
                "lower replicas",
-               r->model->name, replica + 1, r->tenant->name, r->workload->name,
+               r->model->name, replica, r->tenant->name, r->workload->name,
                decide_mech_names[r->mech], r->cap_gib, plan__constraint_note(b, r));
 }
 

@@ -86,15 +86,14 @@ static ts_status check_row(const struct decide_row *r, struct seen *s, size_t n,
         qsort(s, n, sizeof(*s), cmp_seen);
         for (size_t k = 1; k < n; k++)
             if (s[k].where == s[k - 1].where && s[k].replica != s[k - 1].replica)
-                return ts_err(err, TS_INTERNAL, "%s/%s: replicas %d and %d share a %s",
-                              r->tenant->name, r->workload->name, s[k - 1].replica + 1,
-                              s[k].replica + 1,
+                return ts_err(err, TS_INTERNAL, "%s/%s: replicas r%d and r%d share a %s",
+                              r->tenant->name, r->workload->name, s[k - 1].replica, s[k].replica,
                               r->workload->spread == SPEC_SPREAD_NODE ? "node" : "GPU");
     }
     for (int rep = 0; rep < reps; rep++)
         if (count[rep] != parts)
-            return ts_err(err, TS_INTERNAL, "%s/%s replica %d placed %d times (expected %d)",
-                          r->tenant->name, r->workload->name, rep + 1, count[rep], parts);
+            return ts_err(err, TS_INTERNAL, "%s/%s replica r%d placed %d times (expected %d)",
+                          r->tenant->name, r->workload->name, rep, count[rep], parts);
     return TS_OK;
 }
 

@@ -280,7 +280,7 @@ static int place_row(struct keep *k, size_t row, int want)
                                      r->tenant->name, r->workload->name, plan_mode_names[mode]);
         else if (!got)
             k->why = ts_arena_printf(k->a,
-                                     "no free MIG slices or cards for replica %d of %s/%s "
+                                     "no free MIG slices or cards for replica r%d of %s/%s "
                                      "without moving running work",
                                      k->placed[row], r->tenant->name, r->workload->name);
     }

@@ -113,7 +113,7 @@ static void test_spread_node(void **state)
             j.plan->gpus[i].node = nodes[0];
     struct ts_error e;
     assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
-    assert_non_null(strstr(e.msg, "a/w: replicas 1 and 2 share a node"));
+    assert_non_null(strstr(e.msg, "a/w: replicas r0 and r1 share a node"));
     th_free(&j);
     th_run_text(&j, spec(one_node_h100, replicated("node")), PLAN_SOLVER_AUTO);
     assert_int_equal(j.st, TS_INFEASIBLE);
@@ -376,7 +376,7 @@ static void test_fleet_too_small(void **state)
     th_run_text(&j, spec(one_node_h100, t), PLAN_SOLVER_AUTO);
     assert_int_equal(j.st, TS_INFEASIBLE);
     assert_non_null(strstr(th_first_error(&j), "no node has 1 free h100-80gb-sxm card for "
-                                               "replica 3 of a/ft"));
+                                               "replica r2 of a/ft"));
     assert_null(j.plan);
     th_free(&j);
 }
@@ -398,7 +398,7 @@ static void test_verify_catches_corruption(void **state)
     int rep = g0->inst[0].replica;
     g0->inst[0].replica = 1; /* two replicas of client-b on card 1 now */
     assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
-    assert_non_null(strstr(e.msg, "client-b/code-7b replica 1 placed 0 times"));
+    assert_non_null(strstr(e.msg, "client-b/code-7b replica r0 placed 0 times"));
     g0->inst[0].replica = rep;
     assert_int_equal(plan_verify(j.plan, &e), TS_OK);
     g0->ninst--; /* the card's last instance dropped: its replica is nowhere */
