@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "spec/spec.h"
 #include "util/limits.h"
 
 const char *const decide_mech_names[] = {"whole",           "mig",  "mps", "time-slicing",
@@ -511,18 +512,13 @@ static int requested_mech(int iso)
     }
 }
 
-/* An explicit isolation request: check it against the contract. */
+/* An explicit isolation request: check it against the contract (the
+ * spec's rule; a loaded spec has passed it already). */
 static const char *forbid_request(const struct wctx *x)
 {
     if (!decide_mech_shares_card(requested_mech(x->w->isolation)))
         return NULL;
-    if (x->t->contract == SPEC_CONTRACT_DEDICATED)
-        return "a dedicated contract promises compute no other process shares";
-    if (needs_boundary_for_data(x))
-        return "untrusted, confidential or regulated data needs a hardware boundary (mig or whole)";
-    if (x->t->contract == SPEC_CONTRACT_ISOLATED && x->w->isolation != SPEC_ISO_MEMORY_FRACTION)
-        return "an isolated (SLA) contract cannot share SMs with other processes";
-    return NULL;
+    return spec_isolation_forbidden(x->t, x->w);
 }
 
 static void decide_requested(struct decide__ctx *c, struct wctx *x)
@@ -706,13 +702,15 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     ts_arena_init(&r->arena);
     struct decide__ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
     decide__check_fleet(&c);
+    int fleet_ok = diag->count == 0 && diag->dropped == 0;
     decide__order_by_cost(&c);
     decide__groups_init(&c);
     size_t total = 0;
     for (size_t i = 0; i < m->ntenants; i++)
         total += m->tenants[i].nworkloads;
     r->rows = ts_arena_array(&r->arena, total ? total : 1, sizeof(*r->rows));
-    for (size_t i = 0; r->rows && diag->count == 0 && i < m->ntenants; i++)
+    /* every tenant's workloads, so one run reports every workload's problem */
+    for (size_t i = 0; r->rows && fleet_ok && i < m->ntenants; i++)
         for (size_t j = 0; j < m->tenants[i].nworkloads; j++) {
             struct decide_row *row = &r->rows[r->nrows];
             row->tenant = &m->tenants[i];

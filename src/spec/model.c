@@ -96,9 +96,24 @@ static void check_uses(struct spec_model *m, const struct spec_tenant *t, struct
     }
 }
 
+const char *spec_isolation_forbidden(const struct spec_tenant *t, const struct spec_workload *w)
+{
+    if (w->isolation != SPEC_ISO_MPS && w->isolation != SPEC_ISO_TIME_SLICING &&
+        w->isolation != SPEC_ISO_MEMORY_FRACTION)
+        return NULL;
+    if (t->contract == SPEC_CONTRACT_DEDICATED)
+        return "a dedicated contract promises compute no other process shares";
+    if (w->trust == SPEC_TRUST_UNTRUSTED || t->data_class != SPEC_DATA_INTERNAL)
+        return "untrusted, confidential or regulated data needs a hardware boundary (mig or whole)";
+    if (t->contract == SPEC_CONTRACT_ISOLATED && w->isolation != SPEC_ISO_MEMORY_FRACTION)
+        return "an isolated (SLA) contract cannot share SMs with other processes";
+    return NULL;
+}
+
 static void check_workload(const struct spec_tenant *t, const struct spec_workload *w,
                            struct ts_diag *diag)
 {
+    const char *forbidden = spec_isolation_forbidden(t, w);
     if (w->best_effort && w->p99_ms > 0)
         spec_report_loc(diag, &w->loc,
                         "bestEffort and p99Ms contradict each other: a "
@@ -120,6 +135,9 @@ static void check_workload(const struct spec_tenant *t, const struct spec_worklo
                         "isolation: a vm tenant's workloads run in virtual "
                         "machines, which can get vgpu, whole or mig, not %s",
                         spec_isolation_names[w->isolation]);
+    else if (forbidden)
+        spec_report_loc(diag, &w->loc, "isolation: %s is not allowed for tenant '%s': %s",
+                        spec_isolation_names[w->isolation], t->name, forbidden);
 }
 
 static void check_workloads(const struct spec_tenant *t, struct ts_diag *diag)

@@ -51,6 +51,12 @@ ts_status spec_load_text(const char *text, size_t len, const char *name, struct 
                          struct ts_diag *diag);
 void spec_model_free(struct spec_model *m);
 
+/* Why tenant t's contract or data forbids w's explicit isolation (a
+ * sharing mechanism: mps, time-slicing, memory-fraction), or NULL. A rule
+ * of the spec alone: the loader reports it with the other contradictions,
+ * and decide applies the same text. */
+const char *spec_isolation_forbidden(const struct spec_tenant *t, const struct spec_workload *w);
+
 /* The Markdown field reference of every kind (for docs/spec.md). */
 void spec_doc_reference(struct ts_sbuf *out);
 
