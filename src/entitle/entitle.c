@@ -115,11 +115,14 @@ void entitle_shim_limits_text(const struct decide_row *r, char *buf, size_t size
     entitle_quantity(r->cap_gib, mem, sizeof(mem));
     if (r->sm_percent > 0) /* throughput shaping between time-sliced tenants (docs/shim.md) */
         snprintf(sm, sizeof(sm), "smPercent = %d\n", r->sm_percent);
+    const struct spec_enforcement *e = &r->tenant->enforcement;
     snprintf(buf, size,
              "# tessera: %s/%s, %s (%s)\nversion = 1\nmemoryLimit = %s\n%s"
-             "region = %s/cuda.region\npidMap = %s/pid-map\n",
+             "region = %s/cuda.region\npidMap = %s/pid-map\ntenant = %s\nworkload = %s\n"
+             "onMemoryViolation = %s\nonSmViolation = %s\n",
              r->tenant->name, r->workload->name, decide_mech_names[r->mech], r->rule, mem, sm,
-             ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR);
+             ENTITLE_SHIM_REGION_DIR, ENTITLE_SHIM_PID_MAP_DIR, r->tenant->name, r->workload->name,
+             spec_memory_action_names[e->on_memory], spec_sm_action_names[e->on_sm]);
 }
 
 double entitle_per_container(const struct decide_row *r, int *memory)

@@ -11,6 +11,8 @@
 const char *const spec_contract_names[] = {"dedicated",   "isolated", "shared-trusted",
                                            "best-effort", "vm",       NULL};
 const char *const spec_pss_names[] = {"baseline", "restricted", NULL};
+const char *const spec_memory_action_names[] = {"kill", "evict", "report", NULL};
+const char *const spec_sm_action_names[] = {"report", "evict", "kill", NULL};
 const char *const spec_data_class_names[] = {"internal", "confidential", "regulated", NULL};
 const char *const spec_wkind_names[] = {"inference", "embedding", "training", "fine-tune",
                                         "batch",     "dev",       NULL};
@@ -212,6 +214,29 @@ static const struct spec_schema pod_security_schema = {.name = "PodSecurity",
                                                        SPEC_FIELDS(pod_security_fields)};
 #undef ROW
 
+#define ROW struct spec_enforcement
+static const struct spec_field enforcement_fields[] = {
+    {.key = "onMemoryViolation",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(on_memory),
+     .enums = spec_memory_action_names,
+     .help = "what the node agent does to a container of the tenant whose processes hold more "
+             "device memory than its limit (the shim's, plus its tolerance): kill its processes "
+             "(default: the memory is a neighbour's), evict its pod, or only report"},
+    {.key = "onSmViolation",
+     .type = SPEC_F_ENUM,
+     .offset = OFF(on_sm),
+     .enums = spec_sm_action_names,
+     .help = "what the node agent does to a container that took more than its SM share of a "
+             "contended card over a window: report (default: the share is work-conserving and "
+             "sampled), evict its pod, or kill its processes"},
+};
+static const struct spec_schema enforcement_schema = {.name = "Enforcement",
+                                                      .size = sizeof(ROW),
+                                                      .loc_offset = SPEC_NO_LOC,
+                                                      SPEC_FIELDS(enforcement_fields)};
+#undef ROW
+
 #define ROW struct spec_tenant
 static const struct spec_field tenant_fields[] = {
     {.key = "displayName",
@@ -287,6 +312,12 @@ static const struct spec_field tenant_fields[] = {
      .offset = OFF(pod_security),
      .sub = &pod_security_schema,
      .help = "what its pods may do beyond the Pod Security level (docs/webhook.md)"},
+    {.key = "enforcement",
+     .type = SPEC_F_OBJ,
+     .offset = OFF(enforcement),
+     .sub = &enforcement_schema,
+     .help = "what the node agent does when its containers hold more than the plan allows "
+             "(docs/agent.md, Enforcement)"},
 };
 static const struct spec_schema tenant_schema = {
     .name = "Tenant.spec", .size = sizeof(ROW), .loc_offset = OFF(loc), SPEC_FIELDS(tenant_fields)};

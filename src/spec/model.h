@@ -55,6 +55,11 @@ enum spec_pss { SPEC_PSS_BASELINE, SPEC_PSS_RESTRICTED };
 
 extern const char *const spec_contract_names[];
 extern const char *const spec_pss_names[];
+/* What the node agent does to a container over its limit (Tenant
+ * enforcement, the limit file's onMemoryViolation / onSmViolation): the
+ * first name of each list is its default. */
+extern const char *const spec_memory_action_names[]; /* kill, evict, report */
+extern const char *const spec_sm_action_names[];     /* report, evict, kill */
 extern const char *const spec_data_class_names[];
 extern const char *const spec_wkind_names[];
 extern const char *const spec_isolation_names[];
@@ -110,6 +115,12 @@ struct spec_pod_security {
     size_t npriority_classes;
 };
 
+/* The tenant's enforcement policy (docs/agent.md, "Enforcement"). */
+struct spec_enforcement {
+    int on_memory; /* index into spec_memory_action_names (0: kill) */
+    int on_sm;     /* index into spec_sm_action_names (0: report) */
+};
+
 struct spec_tenant {
     struct spec_loc loc;
     const char *name;
@@ -129,6 +140,7 @@ struct spec_tenant {
     int lending_limit;        /* Kueue, per resource; -1 = contract default */
     double fair_share_weight; /* Kueue fair sharing weight */
     struct spec_pod_security pod_security;
+    struct spec_enforcement enforcement;
 };
 
 struct spec_node_gpus {

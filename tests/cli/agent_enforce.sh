@@ -17,6 +17,9 @@
 #   G  cuda-limits a link out of the volume (to /etc/passwd): refused, killed;
 #   H  a pod's cgroup without a container ID: untouched, logged, unjudged;
 #   I  a host process in no pod: untouched;
+#   J  the limit file `tessera render` writes for a spec whose tenant says
+#      enforcement: {onMemoryViolation: report} (spec -> render -> kubelet
+#      -> agent): over, reported with the plan's tenant and workload;
 # and `agent watch` without --node takes its node from the NodeConfig.
 # Needs root (cgroups); without a writable cgroup v1 pids hierarchy it says
 # SKIPPED. Needs TESSERA, TESSERA_SRC.
@@ -111,6 +114,20 @@ limits 4 "${BASE}memoryLimit = 4Gi\ntenant = delta\nworkload = nb\n"
 mkdir -p "$KUBELET/pods/$(uid 5)/volumes"
 limits 6 "version = 1\nmemoryLimit = 8Qi\ntenant = zeta\n"
 limits 7 "${BASE}memoryLimit = 1Gi\n"
+# J: what render writes for sandbox/notebooks (time-sliced, 16Gi) with report
+awk '{ print } /^metadata: \{name: sandbox\}/ { s = 1 }
+     s && /^  namespaces:/ { print "  enforcement: {onMemoryViolation: report}"; s = 0 }' \
+    "$TESSERA_SRC/examples/mixed-fleet.yaml" >"$TMP/spec.yaml"
+"$TESSERA" render -f "$TMP/spec.yaml" --out-dir "$TMP/render" >/dev/null 2>&1
+python3 - "$TMP/render/tenants/sandbox/cuda-limits.yaml" >"$TMP/rendered" <<'PY'
+import sys, yaml
+for o in yaml.safe_load_all(open(sys.argv[1])):
+    if o and o["metadata"]["name"] == "tessera-cuda-limits-notebooks":
+        print(o["data"]["cuda-limits"], end="")
+PY
+expect_in "$TMP/rendered" "onMemoryViolation = report"
+expect_in "$TMP/rendered" "tenant = sandbox"
+limits 9 "$(cat "$TMP/rendered")"
 ln -sfn /etc/passwd "$KUBELET/pods/$(uid 7)/volumes/kubernetes.io~configmap/tessera-limits/cuda-limits"
 
 proc 2 b0b0b0b0; B=$LAST
@@ -121,6 +138,7 @@ proc 5 e0e0e0e0; E=$LAST
 proc 6 f0f0f0f0; F=$LAST
 proc 7 a7a7a7a7; G=$LAST
 proc 8 not-a-container; H=$LAST
+proc 9 e9e9e9e9; J=$LAST
 sleep 600 &
 I=$!
 disown "$I"
@@ -134,6 +152,7 @@ gpu_proc "$F" 1 $((2 * GI))
 gpu_proc "$G" 0 $((2 * GI))
 gpu_proc "$H" 0 $((10 * GI))
 gpu_proc "$I" 0 $((50 * GI))
+gpu_proc "$J" 0 $((20 * GI))
 
 # 1. no --node, no $NODE_NAME: the node is the NodeConfig's
 unset NODE_NAME
@@ -156,8 +175,10 @@ check "D (neighbour under its limit) killed" alive "$D"
 check "E (pod without a limit file) killed" alive "$E"
 check "H (malformed cgroup) killed" alive "$H"
 check "I (host process) killed" alive "$I"
+check "J (rendered, report) killed" alive "$J"
 expect_in "$TMP/watch.log" 'msg="limit exceeded" node=gpu-node-7 tenant=beta workload=rag kind=memory action=report result=reported'
 expect_in "$TMP/watch.log" 'tenant=gamma workload=embed kind=memory action=kill result="killed 2 processes"'
+expect_in "$TMP/watch.log" 'tenant=sandbox workload=notebooks kind=memory action=report result=reported'
 expect_in "$TMP/watch.log" "memoryLimit: unknown unit"
 expect_in "$TMP/watch.log" "a link to '/etc/passwd'"
 expect_in "$TMP/watch.log" 'reason=no-limits'
