@@ -139,7 +139,18 @@ struct plan_build {
     int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
     int pool_ffd;     /* pool clients by first fit decreasing (else open, then worst fit) */
     int bound_known;  /* bound is already summed (a second layout): plan__mig keeps it */
+    int hold_spread;  /* hold cards for pool replicas spread by node (hold.c) */
+    size_t *held;     /* the held cards (indexes into p->gpus) */
+    size_t nheld;
 };
+
+/* hold.c: one card per replica of each sharing pool spread by node, on
+ * nodes of their own, made not free (plan__hold) while whole GPUs and MIG
+ * are placed, free again (plan__hold_release) before the pools; wanted
+ * when some such pool has two or more replicas. */
+ts_status plan__hold(struct plan_build *b);
+void plan__hold_release(struct plan_build *b);
+int plan__hold_wanted(const struct decide_result *d);
 
 /* Append an instance to gpu (arena-grown). 0 on out of memory. */
 int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst *inst);

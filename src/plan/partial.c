@@ -5,6 +5,7 @@
  */
 #include "plan/plan.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,19 @@ static ts_status try_rows(const struct spec_model *m, const struct cat_catalog *
     return st;
 }
 
+/* The planner's error is about another workload, one that fit before r
+ * came: the reason is r's (at r's place), saying which then fails. */
+static void blame(struct ts_error *why, const struct decide_row *r)
+{
+    const struct spec_loc *loc = &r->workload->loc;
+    char msg[TS_MSG_MAX + TS_PATH_MAX + 64];
+    if (!why->path[0] || !loc->path || strcmp(why->path, loc->path) == 0)
+        return;
+    snprintf(msg, sizeof msg, "with it, %s (placed before it) no longer fits: %s", why->path,
+             why->msg);
+    ts_err_at(why, why->code, loc->file, loc->line, loc->column, loc->path, "%s", msg);
+}
+
 /* Add row r to the fitting rows when the plan still builds, else to left. */
 static ts_status add_row(const struct spec_model *m, const struct cat_catalog *cat,
                          const struct plan_options *opt, const struct decide_row *r,
@@ -42,6 +56,7 @@ static ts_status add_row(const struct spec_model *m, const struct cat_catalog *c
     pp->fit.nrows--;
     if (st != TS_INFEASIBLE && st != TS_INVALID)
         return st;
+    blame(&pp->why[pp->nleft], r);
     pp->left[pp->nleft++] = r;
     return TS_OK;
 }

@@ -295,10 +295,14 @@ static ts_status layout(struct plan_build *b, int whole_first, struct plan **out
     ts_status st = check_size(b);
     if (st == TS_OK)
         st = make_cards(b);
+    if (st == TS_OK && b->hold_spread)
+        st = plan__hold(b);
     if (st == TS_OK && whole_first)
         st = plan__whole(b);
     if (st == TS_OK)
         st = plan__mig(b);
+    if (b->hold_spread)
+        plan__hold_release(b);
     if (st == TS_OK)
         st = plan__pools(b);
     if (st == TS_OK && (b->diag->count || b->diag->dropped))
@@ -396,8 +400,9 @@ static ts_status attempt(struct plan_build *b, int whole_first, struct plan **ou
 
 /* Whole GPUs first, so that MIG cannot fragment the nodes a multi-GPU
  * replica needs; when that fails (canary slices or MIG replicas spread
- * across nodes wanted the cards), MIG first. The errors are the last
- * try's. */
+ * across nodes wanted the cards), MIG first; when that fails too, whole
+ * GPUs first with cards held for pools spread by node. The errors are the
+ * MIG-first try's. */
 ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d, const struct plan_options *opt,
                      struct plan **out, struct ts_diag *diag)
@@ -409,13 +414,33 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
         return TS_NOMEM;
     if (opt && opt->time_limit_s <= 0) /* GLPK gets no time: the heuristic's layout */
         opt = &no_time;
-    struct plan_build b = {NULL, m, cat, d, opt ? opt : &defaults, scratch, 0, 0, 0, 0, 0, 0, 0, 0};
+    struct ts_diag *mig_first = calloc(1, sizeof(*mig_first));
+    if (!mig_first) {
+        free(scratch);
+        return TS_NOMEM;
+    }
+    struct plan_build b = {
+        .m = m, .cat = cat, .d = d, .opt = opt ? opt : &defaults, .diag = scratch};
     ts_status st = attempt(&b, 1, out);
+    int ran_mig_first = st == TS_INFEASIBLE;
+    if (ran_mig_first) {
+        b = (struct plan_build){.m = m, .cat = cat, .d = d, .opt = b.opt, .diag = mig_first};
+        st = attempt(&b, 0, out);
+    }
+    if (st == TS_INFEASIBLE && plan__hold_wanted(d)) {
+        memset(scratch, 0, sizeof(*scratch));
+        b = (struct plan_build){
+            .m = m, .cat = cat, .d = d, .opt = b.opt, .diag = scratch, .hold_spread = 1};
+        ts_status held = attempt(&b, 1, out);
+        st = held == TS_INFEASIBLE ? st : held;
+    }
+    for (int i = 0; st != TS_OK && ran_mig_first && i < mig_first->count; i++)
+        ts_diag_add(diag, &mig_first->items[i]);
+    if (st != TS_OK && ran_mig_first)
+        diag->dropped += mig_first->dropped;
     free(scratch);
-    if (st != TS_INFEASIBLE)
-        return st;
-    b = (struct plan_build){NULL, m, cat, d, opt ? opt : &defaults, diag, 0, 0, 0, 0, 0, 0, 0, 0};
-    return attempt(&b, 0, out);
+    free(mig_first);
+    return st;
 }
 
 void plan_free(struct plan *p)

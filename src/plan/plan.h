@@ -14,7 +14,9 @@
  *   - best-effort time-sliced guests on cards whose owners trust them;
  *   - replicas on distinct GPUs (distinct nodes when asked).
  * Whole GPUs go first (MIG first only when that fails), so MIG cannot
- * fragment the nodes a multi-GPU replica needs. Pools and guests are then
+ * fragment the nodes a multi-GPU replica needs; when both fail, whole GPUs
+ * first again with a card held on a node of its own for each replica of a
+ * sharing pool spread by node (plan/hold.c). Pools and guests are then
  * packed exactly (GLPK on configurations, plan/improve.c) on the cards the
  * heuristic used. It reports GPUs used against a lower bound that counts
  * every workload (plan/bound.c, the configuration LP of plan/config.c) and
