@@ -101,6 +101,10 @@ static ts_status load_api(const struct serve_options *o, struct serve_policy *p,
         }
     }
     free(text);
+    /* a corrupt running plan is refused as plan --current refuses it (policy_free
+     * releases it) */
+    if (st == TS_OK && p->current)
+        st = reconf_plan_check(p->current, p->model, p->cat, o->current_file, d);
     if (st == TS_OK && o->inventory_path)
         st = serve__inventory_load(o->inventory_path, &p->inv, &e);
     if (st != TS_OK && e.code)

@@ -223,6 +223,14 @@ printf '# ok\ncert cn:x tenant\n' > "$TMP/bad-tokens"
 expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
     --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens "$TMP/bad-tokens"
 expect_in "$TMP/err" "$TMP/bad-tokens:2:11"
+# a corrupt running plan (a card listed twice) is refused as plan --current refuses it
+/usr/bin/python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["gpus"].append(p["gpus"][0]); json.dump(p, open(sys.argv[2], "w"))' \
+    "$TMP/current.json" "$TMP/twice.json"
+expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
+    --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --tokens /dev/null \
+    --current "$TMP/twice.json"
+expect_in "$TMP/err" "$TMP/twice.json"
+expect_in "$TMP/err" "listed twice"
 # the console without --tokens; the webhook takes none of the API's options
 expect_rc 2 "$TESSERA" console -f "$SPEC" --tls-cert "$TMP/tls/tls.crt" \
     --tls-key "$TMP/tls/tls.key" --listen 127.0.0.1:1 --current "$TMP/current.json"
