@@ -224,6 +224,10 @@ int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog
 void cli_meter_close(struct cli_meter *m);
 /* Print the ingest's custody violations and record them in the ledger. */
 int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in);
+/* The end of an import's summary line: the warnings an ingest counted
+ * (", N ..." for each that is not 0; "" when none). */
+struct meter_ingest_counts;
+void cli_meter_warnings(const struct meter_ingest_counts *c, char *buf, size_t size);
 
 /* Write text to path ("-" = stdout) atomically; returns an exit code. */
 int cli_write(const char *path, const char *text, size_t len);

@@ -227,15 +227,26 @@ static ts_status stream_file(FILE *f, const char *path, struct meter_ingest *in,
     return st;
 }
 
+void cli_meter_warnings(const struct meter_ingest_counts *c, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    if (c->unreadable)
+        n += (size_t)snprintf(buf + n, size - n, ", %zu unreadable utilisation (unknown use)",
+                              c->unreadable);
+}
+
 /* The summary line of one file and its exit code. */
 static int summarise(struct cli_meter *m, const char *path, struct meter_ingest *in, ts_status st)
 {
     struct meter_ingest_counts c = {0};
+    char warnings[256];
     if (in)
         meter_ingest_counts(in, &c);
+    cli_meter_warnings(&c, warnings, sizeof(warnings));
     printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
-           "violations\n",
-           path, c.devices, c.inserted, c.rejected_lines, c.violations);
+           "violations%s\n",
+           path, c.devices, c.inserted, c.rejected_lines, c.violations, warnings);
     int rc = st != TS_OK ? cli_exit(st, CLI_DOING) : c.rejected_lines ? CLI_FAIL : CLI_OK;
     if (in && cli_meter_violations(m, in) != CLI_OK)
         rc = CLI_FAIL;

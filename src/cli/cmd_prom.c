@@ -173,9 +173,11 @@ static int run(struct prom_args *a, struct cli_meter *m)
     ts_status st = read_range(a, m, shown, &c, &rc, &e);
     if (e.code)
         cli_print_error(&e);
+    char warnings[256];
+    cli_meter_warnings(&c, warnings, sizeof(warnings));
     printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
-           "violations\n",
-           shown, c.devices, c.inserted, c.rejected_lines, c.violations);
+           "violations%s\n",
+           shown, c.devices, c.inserted, c.rejected_lines, c.violations, warnings);
     return st != TS_OK ? cli_exit(st, CLI_DOING) : rc;
 }
 

@@ -23,6 +23,7 @@ struct entry {
     char ns[TS_K8S_LABEL_MAX + 1], pod[TS_K8S_NAME_MAX + 1]; /* whole: longer is rejected */
     int64_t ts_ms;
     double engine, util; /* -1 when absent or out of range */
+    int unreadable;      /* a utilisation value was NaN, +-Inf or out of range */
     int pods, pod_index; /* pods listed on the device at that time, and which this is */
     int foreign;         /* of them, not the owner's on a card time-sliced to guests */
 };
@@ -160,6 +161,8 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
         note_violation(in, d, &v);
     double ratio = d->engine >= 0 ? d->engine : d->util;
     int64_t util = ratio < 0 ? -1 : (int64_t)llround(fmin(fmax(ratio, 0.0), 1.0) * TS_PPM);
+    if (util < 0 && d->unreadable)
+        in->counts.unreadable++;
     struct ts_arena *a = &in->pending_arena;
     for (size_t i = 0; i < v.ncharges; i++) {
         struct store_sample *s = pending_slot(in);
@@ -231,6 +234,7 @@ static void count_pods(struct entry *e, size_t n)
             if (pods && !e[i].ns[0] && k > i) {
                 e[k].engine = e[k].engine >= 0 ? e[k].engine : e[i].engine;
                 e[k].util = e[k].util >= 0 ? e[k].util : e[i].util;
+                e[k].unreadable |= e[i].unreadable;
             }
         }
         if (pods && !e[i].ns[0])
@@ -455,21 +459,28 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
     copy(d->pod, sizeof(d->pod), id->pod);
     d->ts_ms = id->ts;
     d->engine = d->util = -1;
+    d->unreadable = 0;
     d->pods = d->pod_index = 0;
     in->counts.devices++;
     return d;
 }
 
-/* The engine ratio a metric gives, or -1: unrecognised, or out of range. */
+/* The engine ratio a metric gives; a utilisation value that is NaN, +-Inf
+ * or out of range is unreadable (the device is still billed, its ratio
+ * unknown). */
 static void take_ratio(struct entry *d, const struct meter_sample *x)
 {
     if (strcmp(x->metric, "DCGM_FI_PROF_GR_ENGINE_ACTIVE") == 0) {
         if (x->value >= 0 && x->value <= 1)
             d->engine = x->value;
+        else
+            d->unreadable = 1;
     } else if (strcmp(x->metric, "DCGM_FI_DEV_GPU_UTIL") == 0 ||
                strcmp(x->metric, "dcgm_gpu_utilization") == 0) {
         if (x->value >= 0 && x->value <= 100)
             d->util = x->value / 100.0;
+        else
+            d->unreadable = 1;
     }
 }
 
@@ -516,7 +527,7 @@ static int on_sample(void *arg, const struct meter_sample *x)
         return 0;
     }
     const char *uuid = label_or(x, "UUID", "uuid");
-    if (!uuid || !*uuid || !isfinite(x->value))
+    if (!uuid || !*uuid) /* any value, NaN too: the device was there (billed) */
         return 0;
     char key[2 * NAME];
     device_key(x, key, sizeof(key));

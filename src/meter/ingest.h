@@ -48,6 +48,8 @@ struct meter_ingest_counts {
     size_t inserted;    /* new samples stored */
     int rejected_lines; /* malformed lines (each also in diag) */
     int violations;     /* distinct (device, tenant) custody violations */
+    size_t unreadable;  /* device-times whose utilisation was unreadable (NaN, +-Inf,
+                           out of range): billed, their use in the unknown column */
 };
 
 /* Where flushed samples go: the store by default (tests may divert). */

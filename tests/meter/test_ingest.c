@@ -516,6 +516,31 @@ static void test_unknown_utilisation(void **state)
     }
 }
 
+/* A device whose only values are NaN or +-Inf was there: it is stored
+ * (billed on the allocation basis), its use unknown, and counted. */
+static void test_only_unreadable(void **state)
+{
+    (void)state;
+    static const char *values[] = {"NaN", "+Inf", "-Inf"};
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        struct env e;
+        start(&e, NULL);
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"5\",UUID=\"GPU-5\"} %s\n"
+                 "DCGM_FI_DEV_GPU_UTIL{gpu=\"5\",UUID=\"GPU-5\"} %s\n",
+                 values[i], values[i]);
+        feed(&e, text, 7);
+        if (e.sink.n != 1 || strcmp(e.sink.rows[0], "GPU-5|1700000000000|unattributed|1000000|-1|"))
+            fail_msg("%s: %zu rows, %s", values[i], e.sink.n, e.sink.n ? e.sink.rows[0] : "");
+        struct meter_ingest_counts c;
+        meter_ingest_counts(e.in, &c);
+        assert_int_equal(c.devices, 1);
+        assert_int_equal(c.unreadable, 1);
+        done(&e);
+    }
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -693,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_mig_pod_on_whole_card),
         cmocka_unit_test(test_plan_disagrees),
         cmocka_unit_test(test_unknown_utilisation),
+        cmocka_unit_test(test_only_unreadable),
         cmocka_unit_test(test_any_order),
         cmocka_unit_test(test_one_big_scrape),
         cmocka_unit_test(test_too_late),
