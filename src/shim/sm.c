@@ -389,6 +389,16 @@ static void refill(struct shim_sm_state *st, uint64_t now)
         ;
 }
 
+/* Take one launch's tokens while the balance is still bal (> 0): of
+ * several processes that find the bucket refilled, one launches and the
+ * others wait for the next refill, instead of all taking a launch of
+ * tokens that were there for one. 0 when another launch took them first. */
+static int take_tokens(struct shim_sm_state *st, int64_t bal)
+{
+    int64_t est = (int64_t)atomic_load(&st->est_cost_ns);
+    return atomic_compare_exchange_strong(&st->balance_ns, &bal, bal - est);
+}
+
 void shim__sm_gate(void)
 {
     const struct shim_config *c = shim__config();
@@ -400,7 +410,7 @@ void shim__sm_gate(void)
         tick(st, now);
         refill(st, now);
         int64_t bal = atomic_load(&st->balance_ns);
-        if (bal > 0)
+        if (bal > 0 && take_tokens(st, bal))
             break;
         uint64_t a = atomic_load(&st->allowed_ppm);
         uint64_t wait = a ? (uint64_t)(-bal + 1) * MILLION / a : SLEEP_MAX_NS;
@@ -409,7 +419,6 @@ void shim__sm_gate(void)
         nanosleep(&ts, NULL);
     }
     uint64_t est = atomic_load(&st->est_cost_ns);
-    atomic_fetch_sub(&st->balance_ns, (int64_t)est);
     if (!shim__inflight_on()) /* else counted once it ran (inflight.c) */
         atomic_fetch_add(&st->launches, 1);
     shim__inflight_wait(est);

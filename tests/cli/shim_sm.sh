@@ -9,7 +9,9 @@
 # cannot measure and still hold the tenant (no refund: never assumed idle).
 # The same splits also run through the stand-in NVML (the production path:
 # process samples every 167 ms; four processes held 6 s, as each starts on a
-# guessed cost until its first sample; and 1 s samples held 8 s).
+# guessed cost until its first sample; and 1 s samples held 8 s), and as a
+# matrix: 1, 2 and 4 processes, kernels of 1, 4 and 16 ms, in pid
+# namespaces and in the host's, 2 s a case.
 # Every figure is each process's own busy time from the stand-in's
 # counters. The split is the promise only while the card is contended: the
 # limiter holds a tenant to its share when the card is at least 90% busy
@@ -62,10 +64,10 @@ tenant() {
     unshare --user --map-root-user --pid --fork bash -c '
         for i in $(seq "$4"); do
             (while [ ! -e "$1.go" ]; do sleep 0.02; done
-             exec env TESSERA_CUDA_LIMITS_FILE="$1" LD_PRELOAD="$2" "$3" launch "$5" 1000 "$6" \
+             exec env TESSERA_CUDA_LIMITS_FILE="$1" LD_PRELOAD="$2" "$3" launch "$5" "$7" "$6" \
                  >"$1.out.$i" 2>&1) &
         done
-        wait' _ "$TMP/$n" "$preload" "$PROBE" "$4" "$SECS" "$3" &
+        wait' _ "$TMP/$n" "$preload" "$PROBE" "$4" "$SECS" "$3" "$TESSERA_STANDIN_KERNEL_US" &
 }
 
 # write_map NAME: the pid map of NAME's namespace, as the agent writes it:
@@ -82,13 +84,17 @@ busy() { cat "$TMP/$1".out.* | sed -n 's/.*busy_ns=\([0-9]*\).*/\1/p' | paste -s
 split() {
     local name=$2
     rm -f "$TMP/gpu.lock" "$TMP/gpu.lock.nvml"
-    tenant "$name" "$1" "$3" "$4"
+    local make=tenant
+    [ -n "${HOSTNS:-}" ] && make=host_tenant
+    $make "$name" "$1" "$3" "$4"
     local a=$!
-    tenant big 90 one 1
+    $make big 90 one 1
     local b=$!
     sleep 0.5 # both namespaces made, their probes waiting
-    [ "$5" = map ] && write_map "$a" "$name"
-    write_map "$b" big
+    if [ -z "${HOSTNS:-}" ]; then
+        [ "$5" = map ] && write_map "$a" "$name"
+        write_map "$b" big
+    fi
     local t0 t1
     t0=$(date +%s%N)
     touch "$TMP/$name.go" "$TMP/big.go"
@@ -144,6 +150,43 @@ nvml_split() {
 nvml_split 167 3 nvml_one 1
 nvml_split 167 6 nvml_four 4
 nvml_split 1000 8 nvml_slow 1
+
+# The matrix on the NVML path (issue 29): 1, 2 and 4 processes, kernels of
+# 1, 4 and 16 ms, each tenant in its own pid namespace (pid map) and in the
+# host's (hostns: no unshare, no map needed), 2 s a case.
+host_tenant() {
+    local n=$1
+    printf 'version = 1\nsmPercent = %s\nregion = %s\npidMap = %s\n' "$2" "$TMP/$n.region" \
+        "$TMP/$n.map" >"$TMP/$n"
+    rm -f "$TMP/$n.region" "$TMP/$n.go" "$TMP/$n".out.*
+    bash -c '
+        for i in $(seq "$4"); do
+            (while [ ! -e "$1.go" ]; do sleep 0.02; done
+             exec env TESSERA_CUDA_LIMITS_FILE="$1" LD_PRELOAD="$2" "$3" launch "$5" "$7" "$6" \
+                 >"$1.out.$i" 2>&1) &
+        done
+        wait' _ "$TMP/$n" "$preload" "$PROBE" "$4" "$SECS" "$3" "$TESSERA_STANDIN_KERNEL_US" &
+}
+matrix() {
+    local kus=$TESSERA_STANDIN_KERNEL_US secs=$SECS
+    printf 'gpu;uuid=GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0;name=NVIDIA H100 80GB HBM3;%s\n' \
+        'pci=00000000:1B:00.0;memory_mib=81559;mig=0;pending=0;compute_mode=0' >"$TMP/node.state"
+    export TESSERA_STANDIN_NVML="$TMP/node.state" TESSERA_STANDIN_NVML_SAMPLE_MS=167
+    SECS=2
+    for us in 1000 4000 16000; do
+        export TESSERA_STANDIN_KERNEL_US=$us
+        for np in 1 2 4; do
+            split 10 "nvml_ns_${np}p_${us}us" one "$np" map && ok \
+                || bad "10/90 from NVML, pid namespaces, $np processes, $us us kernels: outside 0.05"
+            HOSTNS=1 split 10 "nvml_host_${np}p_${us}us" one "$np" map && ok \
+                || bad "10/90 from NVML, host namespace, $np processes, $us us kernels: outside 0.05"
+        done
+    done
+    SECS=$secs
+    export TESSERA_STANDIN_KERNEL_US=$kus
+    unset TESSERA_STANDIN_NVML TESSERA_STANDIN_NVML_SAMPLE_MS
+}
+matrix
 grep -h "host pids unknown\|cannot be measured" "$TMP"/nvml_*.out.* \
     && bad "a mapped tenant said it cannot measure (NVML)" || ok
 

@@ -4,6 +4,7 @@
  * NVML user depend on: nvmlDeviceGetProcessUtilization's NOT_FOUND with no
  * sample newer than lastSeenTimeStamp, INSUFFICIENT_SIZE with the count
  * needed for a NULL or short buffer, only samples newer than lastSeen,
+ * one entry per process (the mean of its samples since lastSeen),
  * timeStamps on the sample period (CPU time, microseconds), smUtil the
  * percent of the period a process's kernels ran, by host pid; the card's
  * rate, and nvmlDeviceGetSamples's card samples, one every period; NOT_SUPPORTED
@@ -164,9 +165,14 @@ static void test_samples(void **state)
     n = 1;
     assert_int_equal(get_proc(gpu0, s, &n, t1 - 1), 7);
     assert_int_equal(n, 2);
+    /* everything kept, one entry per process: its newest sample, the mean
+     * of its samples (the earlier periods were idle: no sample) */
     n = 8;
-    assert_int_equal(get_proc(gpu0, s, &n, 0), 0); /* everything kept */
-    assert_true(n >= 2);
+    assert_int_equal(get_proc(gpu0, s, &n, 0), 0);
+    assert_int_equal(n, 2);
+    assert_true(s[0].pid != s[1].pid);
+    assert_int_equal(s[0].timeStamp, t1);
+    assert_int_equal(s[1].timeStamp, t1);
 
     /* the card's samples: one every period, idle ones too */
     card_sample_t c[64];

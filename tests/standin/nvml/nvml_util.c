@@ -8,7 +8,12 @@
  * and keeps the samples in a ring buffer shared by every NVML client. A
  * process sample is written for each process that ran in the period:
  * smUtil is the percent of the period its kernels ran, timeStamp the CPU
- * time (microseconds since the epoch) the sample was taken. The device's
+ * time (microseconds since the epoch) the sample was taken. A query
+ * returns one entry per process with samples newer than lastSeenTimeStamp
+ * (nvml.h: one structure per running process; processSamplesCount the
+ * number of processes): the newest sample's time and the mean smUtil of
+ * those samples, so a query that reaches back several periods gets the
+ * average (as nvitop and nvtop observe on real drivers). The device's
  * "gpu" rate is the percent of the last period in which any kernel ran.
  *
  * nvmlDeviceGetSamples(GPU utilisation) gives the card's samples, one
@@ -274,20 +279,38 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, int type,
     return !samples || room >= n ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
-/* The samples newer than seen, copied into out while room lasts; their count. */
+/* One entry per process with samples newer than seen (nvml.h: "one
+ * utilization sample structure is returned per process running"): its
+ * newest sample's time, and the mean smUtil of its samples newer than seen
+ * (a query reaching further back gets the average, not the latest). Copied
+ * into out while room lasts; the count of processes. */
 static unsigned int newer(const struct history *h, uint64_t seen,
                           nvmlProcessUtilizationSample_t *out, unsigned int room)
 {
+    struct {
+        uint32_t pid, k;
+        uint64_t ts, sum;
+    } e[STANDIN_CARD_SLOTS];
     unsigned int n = 0;
     uint64_t first = h->written > RING ? h->written - RING : 0;
     for (uint64_t i = first; i < h->written; i++) {
         const struct hist_sample *s = &h->ring[i % RING];
+        unsigned int j = 0;
         if (s->ts_us <= seen)
             continue;
-        if (out && n < room)
-            out[n] = (nvmlProcessUtilizationSample_t){s->pid, s->ts_us, s->sm, 0, 0, 0};
-        n++;
+        while (j < n && e[j].pid != s->pid)
+            j++;
+        if (j == n && n == STANDIN_CARD_SLOTS)
+            continue;
+        if (j == n)
+            e[n++] = (__typeof__(e[0])){s->pid, 0, 0, 0};
+        e[j].k++;
+        e[j].sum += s->sm;
+        e[j].ts = s->ts_us > e[j].ts ? s->ts_us : e[j].ts;
     }
+    for (unsigned int j = 0; out && j < n && j < room; j++)
+        out[j] = (nvmlProcessUtilizationSample_t){
+            e[j].pid, e[j].ts, (unsigned)((e[j].sum + e[j].k / 2) / e[j].k), 0, 0, 0};
     return n;
 }
 
