@@ -28,11 +28,14 @@ struct entry {
     int foreign;         /* of them, not the owner's on a card time-sliced to guests */
 };
 
-/* A consumer's request counter to a shared workload at one time (requests.h). */
+/* A consumer's request counter to a shared workload at one time (requests.h),
+ * of one series (its label set, hashed: series_id). */
 struct req {
     const char *owner, *workload, *consumer; /* the spec's names */
     int64_t ts_ms;
     double value;
+    char series[17];
+    size_t seq; /* the order read: the first of a repeat is kept */
 };
 
 struct meter_ingest {
@@ -501,11 +504,32 @@ static int too_long(struct meter_ingest *in, const struct meter_sample *x, const
     return 1;
 }
 
+static int cmp_label(const void *x, const void *y)
+{
+    const struct meter_label *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : strcmp(a->value, b->value);
+}
+
+/* The series of x: FNV-1a 64 of its labels in name order, in hex, so one
+ * series is one id whatever order its lines list the labels in. */
+static void series_id(const struct meter_sample *x, char out[17])
+{
+    struct meter_label l[METER_LABELS_MAX];
+    memcpy(l, x->labels, x->nlabels * sizeof(*l));
+    qsort(l, x->nlabels, sizeof(*l), cmp_label);
+    uint64_t h = 14695981039346656037u;
+    for (size_t i = 0; i < x->nlabels; i++)
+        h = hash_str(hash_str(h, l[i].name), l[i].value);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
 /* A sample of the shared workloads' request counter: kept, or refused
  * with its line when it names a consumer that is none. */
 static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
 {
-    struct req r = {NULL, NULL, NULL, x->has_timestamp ? x->timestamp_ms : in->at_ms, x->value};
+    struct req r = {NULL,     NULL, NULL,     x->has_timestamp ? x->timestamp_ms : in->at_ms,
+                    x->value, "",   in->nreqs};
     char why[4 * METER_NAME_MAX];
     enum meter_request_verdict v = meter_request_of(in->ctx->model, x, &r.owner, &r.workload,
                                                     &r.consumer, why, sizeof(why));
@@ -515,6 +539,7 @@ static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
         in->counts.rejected_lines++;
     } else if (v == METER_REQ_KEEP && isfinite(x->value) && x->value >= 0 &&
                ts_grow((void **)&in->reqs, &in->reqs_cap, in->nreqs, sizeof(*in->reqs))) {
+        series_id(x, r.series);
         in->reqs[in->nreqs++] = r;
     }
 }
@@ -613,27 +638,34 @@ static int cmp_req(const void *x, const void *y)
     int c = strcmp(a->owner, b->owner);
     c = c ? c : strcmp(a->workload, b->workload);
     c = c ? c : strcmp(a->consumer, b->consumer);
+    c = c ? c : strcmp(a->series, b->series);
     return c ? c : (a->ts_ms > b->ts_ms) - (a->ts_ms < b->ts_ms);
 }
 
-/* The request counters, summed over the series of one consumer and time. */
+static int cmp_req_read(const void *x, const void *y)
+{
+    const struct req *a = x, *b = y;
+    int c = cmp_req(a, b);
+    return c ? c : (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* The request counters, one per series and time (a series repeated at one
+ * time keeps its first value, as the store keeps the first stored). */
 static ts_status store_requests(struct meter_ingest *in, struct ts_error *err)
 {
     if (!in->nreqs || !in->store)
         return TS_OK;
-    qsort(in->reqs, in->nreqs, sizeof(*in->reqs), cmp_req);
+    qsort(in->reqs, in->nreqs, sizeof(*in->reqs), cmp_req_read);
     struct store_request *out = malloc(in->nreqs * sizeof(*out));
     if (!out)
         return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
     size_t n = 0;
     for (size_t i = 0; i < in->nreqs; i++) {
         const struct req *r = &in->reqs[i];
-        if (n && i && !cmp_req(r, &in->reqs[i - 1])) {
-            out[n - 1].count += llround(r->value);
+        if (n && i && !cmp_req(r, &in->reqs[i - 1]))
             continue;
-        }
-        out[n++] = (struct store_request){r->owner, r->workload, r->consumer, r->ts_ms,
-                                          llround(r->value)};
+        out[n++] = (struct store_request){r->owner, r->workload,       r->consumer,
+                                          r->ts_ms, llround(r->value), r->series};
     }
     ts_status st = store_put_requests(in->store, out, n, err);
     free(out);

@@ -50,25 +50,30 @@ static int64_t plus(int64_t a, int64_t b)
 
 struct req_scan {
     struct meter_usage *u;
-    int64_t from_ms, prev; /* prev: the series' last value, -1 none */
+    int64_t from_ms, prev;      /* prev: the series' last value, -1 none */
+    char series[METER_KEY_MAX]; /* the series prev is of */
     int nomem;
 };
 
-static int same_series(const struct meter_requests *q, const struct store_request *r)
+static int same_consumer(const struct meter_requests *q, const struct store_request *r)
 {
     return !strcmp(q->owner, r->owner) && !strcmp(q->workload, r->workload) &&
            !strcmp(q->consumer, r->consumer);
 }
 
-/* The increase of each consumer's counter in the window: each step's rise
- * (a value below the last is a restarted counter: its value) counts in the
- * window of its later point. */
+/* The requests of each consumer in the window: the increase of each of its
+ * series, summed, as Prometheus's increase() counts a series' rises (a
+ * value below the last is a restarted counter: its value), without the
+ * extrapolation to the window's ends: each step's rise counts in the window
+ * of its later point, so windows that split a month add up to it. A series
+ * that vanishes adds nothing after its last point; a new one counts from
+ * its second. Rows come by consumer, then series, then time. */
 static int add_request(void *ctx, const struct store_request *r)
 {
     struct req_scan *sc = ctx;
     struct meter_usage *u = sc->u;
     struct meter_requests *q = u->nrequests ? &u->requests[u->nrequests - 1] : NULL;
-    if (!q || !same_series(q, r)) {
+    if (!q || !same_consumer(q, r)) {
         if (!ts_grow((void **)&u->requests, &u->requests_cap, u->nrequests, sizeof(*q)))
             return sc->nomem = 1;
         q = &u->requests[u->nrequests++];
@@ -77,7 +82,10 @@ static int add_request(void *ctx, const struct store_request *r)
         snprintf(q->consumer, sizeof(q->consumer), "%s", r->consumer);
         q->count = 0;
         sc->prev = -1;
+    } else if (strcmp(sc->series, r->series)) {
+        sc->prev = -1;
     }
+    snprintf(sc->series, sizeof(sc->series), "%s", r->series);
     if (sc->prev >= 0 && r->ts_ms >= sc->from_ms)
         q->count += r->count >= sc->prev ? r->count - sc->prev : r->count;
     sc->prev = r->count;
@@ -87,7 +95,7 @@ static int add_request(void *ctx, const struct store_request *r)
 static ts_status scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
                                struct meter_usage *u, struct ts_error *err)
 {
-    struct req_scan sc = {u, from_ms, -1, 0};
+    struct req_scan sc = {u, from_ms, -1, "", 0};
     u->nrequests = 0;
     ts_status rc = store_scan_requests(st, plus(from_ms, -REQUESTS_LOOKBACK_MS), to_ms, add_request,
                                        &sc, err);

@@ -48,8 +48,18 @@ static const char *const migration_v4[] = {
 static const char *const migration_v5[] = {
     BRIN_ONLY "DROP INDEX samples_ts",
     BRIN_ONLY "CREATE INDEX samples_ts ON samples USING brin (ts_ms)", NULL};
+/* v6: the request counter per series (its label set, hashed), not summed
+ * per consumer: a series that vanishes or restarts must not move requests
+ * between consumers. v4's rows (sums) become one series "" each. */
+static const char *const migration_v6[] = {
+    "CREATE TABLE requests_v6 (owner TEXT NOT NULL, workload TEXT NOT NULL,"
+    " consumer TEXT NOT NULL, series TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
+    " total BIGINT NOT NULL, PRIMARY KEY (owner, workload, consumer, series, ts_ms))",
+    "INSERT INTO requests_v6 (owner, workload, consumer, series, ts_ms, total)"
+    " SELECT owner, workload, consumer, '', ts_ms, total FROM requests",
+    "DROP TABLE requests", "ALTER TABLE requests_v6 RENAME TO requests", NULL};
 static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
-                                                migration_v4, migration_v5};
+                                                migration_v4, migration_v5, migration_v6};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 const int64_t store__schema_version = SCHEMA_VERSION;

@@ -104,13 +104,13 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                                    "WHERE excluded.ts_ms >= expositions.ts_ms"},
     [STORE_ST_SCAN_EXPO] = {.sql = "SELECT " EXPO_COLS " FROM expositions ORDER BY source"},
     [STORE_ST_INS_REQUESTS] = {.sql = "INSERT INTO requests (owner, workload, consumer, ts_ms, "
-                                      "total) VALUES ",
-                               .ncols = 5,
+                                      "total, series) VALUES ",
+                               .ncols = 6,
                                .nrows = 1,
                                .tail = ON_CONFLICT},
-    [STORE_ST_SCAN_REQUESTS] = {.sql = "SELECT owner, workload, consumer, ts_ms, total FROM "
-                                       "requests WHERE ts_ms >= $1 AND ts_ms < $2 "
-                                       "ORDER BY owner, workload, consumer, ts_ms"},
+    [STORE_ST_SCAN_REQUESTS] = {.sql = "SELECT owner, workload, consumer, ts_ms, total, series "
+                                       "FROM requests WHERE ts_ms >= $1 AND ts_ms < $2 "
+                                       "ORDER BY owner, workload, consumer, series, ts_ms"},
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -596,9 +596,10 @@ ts_status store_put_requests(struct store *st, const struct store_request *r, si
 {
     ts_status rc = n ? exec(st, st->ops->begin_write, err) : TS_OK;
     for (size_t i = 0; rc == TS_OK && i < n; i++) {
-        struct store_param p[5] = {p_str(r[i].owner), p_str(r[i].workload), p_str(r[i].consumer),
-                                   p_int(r[i].ts_ms), p_int(r[i].count)};
-        rc = st->ops->run(st->db, STORE_ST_INS_REQUESTS, p, 5, NULL, NULL, NULL, err);
+        struct store_param p[6] = {p_str(r[i].owner),    p_str(r[i].workload),
+                                   p_str(r[i].consumer), p_int(r[i].ts_ms),
+                                   p_int(r[i].count),    p_str(r[i].series ? r[i].series : "")};
+        rc = st->ops->run(st->db, STORE_ST_INS_REQUESTS, p, 6, NULL, NULL, NULL, err);
     }
     if (n && rc == TS_OK)
         return exec(st, "COMMIT", err);
@@ -616,10 +617,10 @@ static int request_row(void *ctx, const char *const *c, const size_t *lens, int 
 {
     (void)lens;
     struct request_scan *sc = ctx;
-    if (n < 5)
+    if (n < 6)
         return 1;
-    struct store_request r = {col_str(c[0]), col_str(c[1]), col_str(c[2]), col_i64(c[3]),
-                              col_i64(c[4])};
+    struct store_request r = {col_str(c[0]), col_str(c[1]), col_str(c[2]),
+                              col_i64(c[3]), col_i64(c[4]), col_str(c[5])};
     return sc->fn(sc->ctx, &r);
 }
 

@@ -116,18 +116,20 @@ ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, in
 /* Every entry in seq order. */
 ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx, struct ts_error *err);
 
-/* Requests: a shared workload's request counter per consumer tenant at each
- * scrape time (PriceBook sharedSplit: usage), summed over the counter's
- * series. Stored once per (owner, workload, consumer, time): a repeat is
- * ignored. */
+/* Requests: a shared workload's request counter of each series (series:
+ * an id of its label set; "" for rows of schema v4-v5, which were summed
+ * per consumer) of a consumer tenant at each scrape time (PriceBook
+ * sharedSplit: usage). Stored once per (owner, workload, consumer, series,
+ * time): a repeat is ignored. */
 struct store_request {
     const char *owner, *workload, *consumer;
     int64_t ts_ms, count;
+    const char *series; /* NULL: "" */
 };
 ts_status store_put_requests(struct store *st, const struct store_request *r, size_t n,
                              struct ts_error *err);
 /* Every count with from_ms <= ts_ms < to_ms, by owner, workload, consumer,
- * time; r is valid only during the call. Return 0 to go on. */
+ * series, time; r is valid only during the call. Return 0 to go on. */
 typedef int (*store_request_fn)(void *ctx, const struct store_request *r);
 ts_status store_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms, store_request_fn fn,
                               void *ctx, struct ts_error *err);

@@ -580,8 +580,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 5);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 5);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 6);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 6);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -790,7 +790,7 @@ static void test_pg_upgrade_from_v3(void **state)
                         "(SELECT indexdef FROM pg_indexes WHERE indexname = 'samples_ts'), "
                         "(SELECT count(*) FROM samples)",
                         PGRES_TUPLES_OK);
-    assert_string_equal(PQgetvalue(r, 0, 0), "5");
+    assert_string_equal(PQgetvalue(r, 0, 0), "6");
     assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)"));
     assert_string_equal(PQgetvalue(r, 0, 2), "2");
     PQclear(r);
@@ -827,7 +827,7 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 5);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 6);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
@@ -838,26 +838,28 @@ static int add_req(void *ctx, const struct store_request *r)
 {
     char *out = ctx;
     size_t n = strlen(out);
-    snprintf(out + n, 512 - n, "%s/%s<%s@%lld=%lld;", r->owner, r->workload, r->consumer,
-             (long long)r->ts_ms, (long long)r->count);
+    snprintf(out + n, 512 - n, "%s/%s<%s%s%s@%lld=%lld;", r->owner, r->workload, r->consumer,
+             r->series[0] ? ":" : "", r->series, (long long)r->ts_ms, (long long)r->count);
     return 0;
 }
 
-/* Request counters: stored once per (owner, workload, consumer, time), read
- * back by owner, workload, consumer and time within the window. */
+/* Request counters: stored once per (owner, workload, consumer, series,
+ * time), read back by owner, workload, consumer, series and time within the
+ * window; two series of one consumer at one time are both kept. */
 static void test_requests(void **state)
 {
     struct store *st = open_or_skip(state);
     struct ts_error err = {0};
-    const struct store_request r[] = {{"p", "emb", "rag-h", 20, 7},
-                                      {"p", "emb", "rag-e", 10, 5},
-                                      {"p", "emb", "rag-e", 5, 1},
-                                      {"p", "emb", "rag-e", 10, 99}, /* a repeat: ignored */
-                                      {"p", "emb", "rag-e", 30, 9}};
-    assert_int_equal(store_put_requests(st, r, 5, &err), TS_OK);
+    const struct store_request r[] = {
+        {"p", "emb", "rag-h", 20, 7, ""}, {"p", "emb", "rag-e", 10, 5, ""},
+        {"p", "emb", "rag-e", 5, 1, ""},  {"p", "emb", "rag-e", 10, 99, ""}, /* a repeat: ignored */
+        {"p", "emb", "rag-e", 30, 9, ""}, {"p", "emb", "rag-h", 20, 3, "b"},
+        {"p", "emb", "rag-h", 20, 4, "b"}}; /* a repeat */
+    assert_int_equal(store_put_requests(st, r, 7, &err), TS_OK);
     char out[512] = "";
     assert_int_equal(store_scan_requests(st, 5, 30, add_req, out, &err), TS_OK);
-    assert_string_equal(out, "p/emb<rag-e@5=1;p/emb<rag-e@10=5;p/emb<rag-h@20=7;");
+    assert_string_equal(out,
+                        "p/emb<rag-e@5=1;p/emb<rag-e@10=5;p/emb<rag-h@20=7;p/emb<rag-h:b@20=3;");
     store_close(st);
 }
 
