@@ -152,7 +152,13 @@ void agent__unjudged_ctr(struct agent_watch *w, const struct agent__round *r, in
                          const char *reason, const char *why);
 void agent__episodes_end(struct agent_watch *w, const struct agent__round *r, int64_t took_ms);
 
-/* sm.c: the SM share over the window, from NVML's process samples. */
+/* sm.c: the SM share over the window, from NVML's process samples. The
+ * state (NULL: not judged); a poll of the samples (every AGENT_SM_POLL_MS
+ * from the loop); and the round's part: its slice of the window, judged. */
+struct agent__sm;
+ts_status agent__sm_new(struct agent__sm **out, struct ts_error *err);
+void agent__sm_free(struct agent__sm *s);
+void agent__sm_poll(struct agent_watch *w);
 void agent__sm_round(struct agent_watch *w, struct agent__round *r);
 
 struct agent__enforce;
@@ -181,6 +187,7 @@ struct agent_watch {
     struct agent_watch_opts opts;     /* the caller's, with node = this->node */
     char node[256];                   /* --node, else the NodeConfig's, else the default */
     struct agent__enforce *enf;       /* the enforcement's state (NULL: off) */
+    struct agent__sm *sm;             /* its SM share's (NULL: off) */
     struct agent_nvml *n;
     pthread_mutex_t lock;
     struct agent__stats stats;

@@ -176,6 +176,40 @@ _Static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo
 _Static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36, "CI profile info layout");
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 
+/* Utilisation (the enforcement's SM share, agent/sm.c): nvml.h's
+ * nvmlProcessUtilizationSample_t and nvmlSample_t, named apart because the
+ * stand-in's nvml_util.c declares nvml.h's names itself. A process sample:
+ * smUtil the percent of the sample period the process's kernels ran,
+ * timeStamp the CPU time in microseconds. A card sample's value is typed
+ * by nvmlValueType_t (GPU utilisation: unsigned int, percent). */
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} agent_nvml_proc_sample_t;
+typedef struct {
+    unsigned long long timeStamp;
+    union {
+        double dVal;
+        unsigned int uiVal;
+        unsigned long ulVal;
+        unsigned long long ullVal;
+        signed long long sllVal;
+        signed int siVal;
+    } sampleValue;
+} agent_nvml_sample_t;
+enum { NVML_GPU_UTILIZATION_SAMPLES = 1 };
+enum {
+    NVML_VALUE_TYPE_DOUBLE = 0,
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+    NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+    NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+    NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+    NVML_VALUE_TYPE_SIGNED_INT = 5
+};
+_Static_assert(sizeof(agent_nvml_proc_sample_t) == 32, "process utilisation sample layout");
+_Static_assert(sizeof(agent_nvml_sample_t) == 16, "nvmlSample_t layout");
+
 /* X(return type, symbol, parameter list): every NVML function the agent
  * resolves. The stand-in implements the same list. */
 #define AGENT_NVML_FUNCS(X)                                                                        \
@@ -227,9 +261,17 @@ _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t layout");
 /* X(return type, symbol, parameter list, what goes unchecked without it):
  * functions the agent uses when the driver has them (NULL otherwise); a
  * driver without one still runs the agent, which says what it cannot check. */
-#define AGENT_NVML_OPTIONAL(X)                                              \
-    X(nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v3,             \
-      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos), \
-      "MPS clients on an instance are not seen by the busy check")
+#define AGENT_NVML_OPTIONAL(X)                                                              \
+    X(nvmlReturn_t, nvmlDeviceGetMPSComputeRunningProcesses_v3,                             \
+      (nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos),                 \
+      "MPS clients on an instance are not seen by the busy check")                          \
+    X(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                        \
+      (nvmlDevice_t device, agent_nvml_proc_sample_t * utilization, unsigned int *count,    \
+       unsigned long long lastSeenTimeStamp),                                               \
+      "the SM share is not judged")                                                         \
+    X(nvmlReturn_t, nvmlDeviceGetSamples,                                                   \
+      (nvmlDevice_t device, int type, unsigned long long lastSeenTimeStamp, int *valueType, \
+       unsigned int *count, agent_nvml_sample_t *samples),                                  \
+      "the SM share is not judged")
 
 #endif

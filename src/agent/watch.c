@@ -362,6 +362,8 @@ ts_status agent_watch_new(struct agent_nvml *n, const struct agent_watch_opts *o
     pthread_mutex_init(&w->lock, NULL);
     peek_node(w);
     ts_status est = o->enforce_interval_ms > 0 ? agent__enforce_new(&w->enf, err) : TS_OK;
+    if (est == TS_OK && w->enf && o->sm_window_ms > 0)
+        est = agent__sm_new(&w->sm, err);
     if (est != TS_OK) {
         agent_watch_free(w);
         return est;
@@ -387,7 +389,7 @@ ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
     struct ts_log_kv nk[] = {{"node", o->node}, {"unchecked", unchecked}};
     if (unchecked)
         say(w, "warn", "this driver lacks an optional NVML function", nk, 2);
-    int64_t next = ts_clock_ms(CLOCK_MONOTONIC), next_enf = next;
+    int64_t next = ts_clock_ms(CLOCK_MONOTONIC), next_enf = next, next_sm = next;
     while (!*o->stop) {
         if (ts_clock_ms(CLOCK_MONOTONIC) >= next) {
             next = ts_clock_ms(CLOCK_MONOTONIC) + o->interval_ms;
@@ -400,7 +402,12 @@ ts_status agent_watch_run(struct agent_watch *w, struct ts_error *err)
             next_enf = ts_clock_ms(CLOCK_MONOTONIC) + o->enforce_interval_ms;
             agent__enforce_round(w);
         }
-        pause_round(w, w->enf && next_enf < next ? next_enf : next);
+        if (w->sm && ts_clock_ms(CLOCK_MONOTONIC) >= next_sm) {
+            next_sm = ts_clock_ms(CLOCK_MONOTONIC) + AGENT_SM_POLL_MS;
+            agent__sm_poll(w);
+        }
+        int64_t until = w->enf && next_enf < next ? next_enf : next;
+        pause_round(w, w->sm && next_sm < until ? next_sm : until);
     }
     say(w, "info", "stopped", kv, 1);
     return TS_OK;
@@ -413,6 +420,7 @@ void agent_watch_free(struct agent_watch *w)
     if (w->have_plan)
         reconf_plan_release(&w->plan);
     agent__enforce_free(w->enf);
+    agent__sm_free(w->sm);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }

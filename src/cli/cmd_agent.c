@@ -64,7 +64,9 @@ static const struct cli_opt OPTS[] = {
              "time between enforcement rounds: each GPU process's\n"
              "container against its limit file (default 1000; 0: off)"),
     CLI_LONG('W', "sm-window-ms", "MS", WATCH,
-             "the window the SM share is judged over (default 10000)"),
+             "the window each container's SM share is judged over\n"
+             "(default 10000): over smPercent + 10 while the card was\n"
+             "at least 90% busy and a neighbour ran"),
     CLI_END};
 
 const struct cli_verb cli_verb_agent = {

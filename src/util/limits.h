@@ -526,6 +526,24 @@
 #define AGENT_CGROUP_MAX 16384
 #define AGENT_POD_VOLUMES_MAX 64
 #define AGENT_VIOLATION_SERIES_MAX 256
+/* The SM share (agent/sm.c): NVML's utilisation samples are read every
+ * AGENT_SM_POLL_MS (faster than the driver's period, 1/6 s to 1 s, so a
+ * query sees at most one new sample per process); the window keeps one
+ * slice per enforcement round (the window is at most this many rounds);
+ * containers followed per card; processes with samples per card and round
+ * (past it, their time counts as the card's, to nobody); samples read per
+ * query. A container is judged only when the card was at least
+ * AGENT_SM_BUSY_PCT busy over the window and the other processes ran at
+ * least AGENT_SM_NEIGHBOUR_PCT of it, and is over past smPercent +
+ * AGENT_SM_MARGIN_PCT. */
+#define AGENT_SM_POLL_MS 100
+#define AGENT_SM_SLICES 128
+#define AGENT_SM_CTRS 32
+#define AGENT_SM_PIDS 256
+#define AGENT_SM_SAMPLES 1024
+#define AGENT_SM_BUSY_PCT 90
+#define AGENT_SM_NEIGHBOUR_PCT 5
+#define AGENT_SM_MARGIN_PCT 10
 
 /* ---- fight: the noisy-neighbour test ---------------------------------------- */
 
