@@ -28,6 +28,8 @@ void meter_usage_release(struct meter_usage *u)
     free(u->pts);
     free(u->attrs);
     free(u->requests);
+    free(u->tails);
+    free(u->tail_attrs);
     meter_usage_init(u, u->interval_ms);
     u->from_ms = from;
     u->to_ms = to;
@@ -118,8 +120,28 @@ static struct meter_point point_at(const struct meter_usage *u, const struct met
                                 a->profile, f->share_ppm, f->util_ppm, a->workload};
 }
 
+/* Keep f (a point of the family's last time) as a tail when the window
+ * is bounded and its capped interval could reach into it. */
+static ts_status keep_tail(struct meter_usage *u, const struct meter_fpoint *f)
+{
+    if (u->to_ms == INT64_MAX || f->ts_ms >= u->to_ms ||
+        f->ts_ms + 2 * u->interval_ms <= u->from_ms)
+        return TS_OK;
+    if (!ts_grow((void **)&u->tails, &u->tails_cap, u->ntails, sizeof(*u->tails)) ||
+        !ts_grow((void **)&u->tail_attrs, &u->tail_attrs_cap, u->ntail_attrs,
+                 sizeof(*u->tail_attrs)))
+        return TS_NOMEM;
+    struct meter_tail *t = &u->tails[u->ntails++];
+    snprintf(t->family, sizeof(t->family), "%s", u->family);
+    t->split = u->split_family;
+    t->p = *f;
+    t->p.attr = u->ntail_attrs;
+    u->tail_attrs[u->ntail_attrs++] = u->attrs[f->attr];
+    return TS_OK;
+}
+
 /* Bill each gathered point up to the device's next scrape time after it
- * (bill caps it); the points of the last time stay unbilled. */
+ * (bill caps it); the points of the last time are kept as tails. */
 static ts_status close_family(struct meter_usage *u)
 {
     ts_status st = TS_OK;
@@ -129,13 +151,25 @@ static ts_status close_family(struct meter_usage *u)
     for (size_t i = 0; st == TS_OK && i < u->npts; i++) {
         while (next < u->npts && u->pts[next].ts_ms <= u->pts[i].ts_ms)
             next++;
-        if (next == u->npts)
-            break;
+        if (next == u->npts) {
+            st = keep_tail(u, &u->pts[i]);
+            continue;
+        }
         struct meter_point p = point_at(u, &u->pts[i]);
         st = bill(u, &p, u->pts[next].ts_ms);
     }
     u->npts = u->nattrs = 0;
+    u->split_family = 0;
     return st;
+}
+
+ts_status meter_usage_bill_tail(struct meter_usage *u, size_t i)
+{
+    const struct meter_tail *t = &u->tails[i];
+    const struct meter_attr *a = &u->tail_attrs[t->p.attr];
+    struct meter_point p = {t->family,  t->p.ts_ms,     a->tenant,     a->model,
+                            a->profile, t->p.share_ppm, t->p.util_ppm, a->workload};
+    return bill(u, &p, t->p.ts_ms + 2 * u->interval_ms); /* the cap */
 }
 
 static int same_attr(const struct meter_attr *a, const struct meter_point *p)
@@ -196,6 +230,7 @@ static ts_status add_gathered(struct meter_usage *u, const struct meter_point *p
             return st;
         snprintf(u->device, sizeof(u->device), "%s", p->device);
     }
+    u->split_family |= p->device[family_len(p->device)] == '#';
     u->prev.ts_ms = p->ts_ms;
     u->have_prev = 1;
     return gather(u, p);
@@ -226,8 +261,9 @@ ts_status meter_usage_finish(struct meter_usage *u)
     if (!u->close_by_device)
         return TS_OK;
     u->have_prev = 0;
+    ts_status st = close_family(u); /* its tails name the family */
     u->device[0] = u->family[0] = 0;
-    return close_family(u);
+    return st;
 }
 
 static int cmp_total(const void *x, const void *y)

@@ -18,7 +18,12 @@
  * keys end (32 bytes a point), so they must come ordered by device key in
  * byte order, a device's keys adjacent. A point's interval then depends on
  * the points within two intervals after it only, so a window reading those
- * bills it as any wider window does. Only the part of an interval inside
+ * bills it as any wider window does, except for a point whose next scrape
+ * is further: it is billed the cap, however late that scrape comes (an
+ * outage), and the newest point of a device is billed once a later one is
+ * stored. A bounded window keeps such points as tails for its reader to
+ * look the device's later scrapes up (meter_usage_scan does), so an
+ * outage across a window's end is billed as a wider window bills it. Only the part of an interval inside
  * the window [from_ms, to_ms) is billed, so periods that split a day add up
  * to the day exactly. Hours are
  * integers: the exact sum of interval_ms x share_ppm is kept and divided
@@ -59,6 +64,14 @@ struct meter_attr {
     char workload[METER_KEY_MAX];
 };
 
+/* A device's newest point in a window read whose next scrape was not read:
+ * billed only if the device has a later scrape (meter_usage_bill_tail). */
+struct meter_tail {
+    char family[METER_KEY_MAX]; /* the device (its key up to '#') */
+    int split;                  /* some key of it at that time has a '#' */
+    struct meter_fpoint p;      /* p.attr indexes tail_attrs */
+};
+
 struct meter_requests { /* a consumer's requests to a shared workload in the window */
     char owner[METER_KEY_MAX], workload[METER_KEY_MAX], consumer[METER_KEY_MAX];
     int64_t count;
@@ -92,6 +105,14 @@ struct meter_usage {
     size_t npts, pts_cap;
     struct meter_attr *attrs;
     size_t nattrs, attrs_cap;
+    /* a bounded window (to_ms < INT64_MAX): the points of each device's
+     * last time read that may reach into it, whose next scrape lies beyond
+     * what was read (an outage across the window's end) */
+    struct meter_tail *tails;
+    size_t ntails, tails_cap;
+    struct meter_attr *tail_attrs;
+    size_t ntail_attrs, tail_attrs_cap;
+    int split_family; /* the family being gathered has a '#' key */
 };
 
 void meter_usage_init(struct meter_usage *u, int64_t interval_ms);
@@ -100,6 +121,9 @@ void meter_usage_release(struct meter_usage *u);
 ts_status meter_usage_add(struct meter_usage *u, const struct meter_point *p);
 /* End of the points: bill the last device gathered (close_by_device). */
 ts_status meter_usage_finish(struct meter_usage *u);
+/* Bill tail i (u->tails) as though its device's next scrape came after
+ * the cap: the caller has found that the device has a later scrape. */
+ts_status meter_usage_bill_tail(struct meter_usage *u, size_t i);
 /* Sort the totals by tenant, model, then profile (for output). */
 void meter_usage_sort(struct meter_usage *u);
 /* Micro-GPU-hours of a total on each basis (rounded half up). */

@@ -102,6 +102,26 @@ static ts_status scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
     return rc == TS_OK && sc.nomem ? ts_err(err, TS_NOMEM, "usage: out of memory") : rc;
 }
 
+/* Bill each tail of u (a device's last point read, inside the window,
+ * whose next scrape lies beyond the read) whose device has a later scrape:
+ * as a window reading every later scrape bills it. */
+static ts_status bill_tails(struct store *st, struct meter_usage *u, struct ts_error *err)
+{
+    int found = 0;
+    for (size_t i = 0; i < u->ntails; i++) {
+        const struct meter_tail *t = &u->tails[i], *prev = i ? t - 1 : NULL;
+        ts_status rc = TS_OK;
+        if (!prev || strcmp(prev->family, t->family) || prev->p.ts_ms != t->p.ts_ms)
+            rc = store_device_scraped_after(st, t->family, t->split, t->p.ts_ms, &found, err);
+        if (rc == TS_OK && found)
+            rc = meter_usage_bill_tail(u, i);
+        if (rc != TS_OK)
+            return rc == TS_NOMEM ? ts_err(err, rc, "usage: out of memory") : rc;
+    }
+    u->ntails = u->ntail_attrs = 0;
+    return TS_OK;
+}
+
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err)
 {
@@ -118,6 +138,8 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
         sc.st = meter_usage_finish(u);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
+    if (rc == TS_OK)
+        rc = bill_tails(st, u, err);
     if (rc == TS_OK)
         rc = scan_requests(st, from_ms, to_ms, u, err);
     meter_usage_sort(u);
@@ -173,6 +195,8 @@ ts_status meter_usage_scan_steps(struct store *st, int64_t from_ms, int64_t to_m
         sc.st = meter_usage_finish(&u[i]);
     if (rc == TS_OK && sc.st != TS_OK)
         rc = ts_err(err, sc.st, "usage: out of memory");
+    for (size_t i = 0; rc == TS_OK && i <= nsteps; i++)
+        rc = bill_tails(st, &u[i], err);
     for (size_t i = 0; i <= nsteps; i++)
         meter_usage_sort(&u[i]);
     return rc;

@@ -111,6 +111,13 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
     [STORE_ST_SCAN_REQUESTS] = {.sql = "SELECT owner, workload, consumer, ts_ms, total, series "
                                        "FROM requests WHERE ts_ms >= $1 AND ts_ms < $2 "
                                        "ORDER BY owner, workload, consumer, series, ts_ms"},
+    /* a device's next scrape after a time (the primary key's index), and
+     * of any key "DEVICE#..." (by time: the rare split device) */
+    [STORE_ST_DEVICE_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE device = $1 AND ts_ms > $2 "
+                                      "ORDER BY ts_ms LIMIT 1"},
+    [STORE_ST_SPLIT_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE ts_ms > $2 AND "
+                                     "substr(device, 1, length(CAST($1 AS TEXT))) = "
+                                     "CAST($1 AS TEXT) LIMIT 1"},
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -505,6 +512,28 @@ ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts
     *ms = l.ms;
     *found = l.found;
     return rc;
+}
+
+static int row_found(void *ctx, const char *const *c, const size_t *lens, int n)
+{
+    (void)c, (void)lens, (void)n;
+    *(int *)ctx = 1;
+    return 0;
+}
+
+ts_status store_device_scraped_after(struct store *st, const char *device, int split,
+                                     int64_t after_ms, int *found, struct ts_error *err)
+{
+    struct store_param p[2] = {p_str(device), p_int(after_ms)};
+    *found = 0;
+    ts_status rc = st->ops->run(st->db, STORE_ST_DEVICE_AFTER, p, 2, row_found, found, NULL, err);
+    if (rc != TS_OK || *found || !split)
+        return rc;
+    char prefix[STORE_DEVICE_PREFIX_MAX];
+    if ((size_t)snprintf(prefix, sizeof(prefix), "%s#", device) >= sizeof(prefix))
+        return ts_err(err, TS_TOO_LARGE, "device '%s' is too long", device);
+    p[0] = p_str(prefix);
+    return st->ops->run(st->db, STORE_ST_SPLIT_AFTER, p, 2, row_found, found, NULL, err);
 }
 
 struct sample_scan {

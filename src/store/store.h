@@ -88,6 +88,13 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err);
 
+/* *found = 1 when device (a key up to '#') has a sample after after_ms
+ * under its own key or, with split, under any key "device#..." (that one
+ * reads by time: keep it for devices split by pod). */
+#define STORE_DEVICE_PREFIX_MAX 2048
+ts_status store_device_scraped_after(struct store *st, const char *device, int split,
+                                     int64_t after_ms, int *found, struct ts_error *err);
+
 /* The newest sample's ts_ms into *ms; *found 0 (and *ms 0) when the store
  * has none. */
 ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err);
