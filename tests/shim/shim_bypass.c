@@ -721,11 +721,24 @@ static int modules_loaded(int way, const char *image, const char *path)
     return n;
 }
 
+/* An image whose __device__ globals take bytes: the stand-in's module format
+ * on the stand-in, else PTX (the real driver JIT-compiles it and allocates
+ * the global at load, as for any module). */
+static void module_image(char *image, size_t cap, size_t bytes)
+{
+    if (tessera_standin_allocated_bytes)
+        snprintf(image, cap, "tessera-standin-module\ncode 4096\nglobal table %zu\n", bytes - 4096);
+    else
+        snprintf(image, cap,
+                 ".version 7.0\n.target sm_52\n.address_size 64\n"
+                 ".visible .global .align 8 .b8 table[%zu];\n",
+                 bytes);
+}
+
 static int probe_module(size_t limit)
 {
     char image[256], path[] = "/tmp/shim-bypass-module.XXXXXX";
-    snprintf(image, sizeof(image), "tessera-standin-module\ncode 4096\nglobal table %zu\n",
-             limit / 8 * 7 - 4096);
+    module_image(image, sizeof(image), limit / 8 * 7);
     int fd = mkstemp(path);
     CHECK(fd >= 0 && write(fd, image, strlen(image)) == (ssize_t)strlen(image), "image file");
     if (fd >= 0)

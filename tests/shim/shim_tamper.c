@@ -8,7 +8,8 @@
  *     probe=NAME held=BYTES limit=BYTES times=X.XX
  *
  * held: what the stand-in held for all of them at once (each process's own
- * counter, tessera_standin_allocated_bytes, summed while all still hold).
+ * counter, tessera_standin_allocated_bytes, summed while all still hold; on
+ * a real driver the allocations it granted them).
  * Exit 0 when held <= limit. Probes (REGION: the region file's path):
  *   openclose REGION ROUNDS  open() and close() the region file, then a
  *                            sibling starts and takes, then this one again
@@ -41,9 +42,14 @@
 size_t tessera_standin_allocated_bytes(void) __attribute__((weak));
 uint64_t tessera_standin_busy_ns(int pid) __attribute__((weak));
 
+static size_t taken; /* what this process's allocations got (never freed) */
+
+/* What the driver holds for this process's allocations: the stand-in's own
+ * counter, or on a real driver (scripts/gpu-check) the sum of those it
+ * granted. */
 static size_t held(void)
 {
-    return tessera_standin_allocated_bytes ? tessera_standin_allocated_bytes() : 0;
+    return tessera_standin_allocated_bytes ? tessera_standin_allocated_bytes() : taken;
 }
 
 /* Allocate STEP at a time until refused; what this process holds now. */
@@ -51,7 +57,7 @@ static size_t take_all(void)
 {
     CUdeviceptr p;
     for (int i = 0; i < STEPS_MAX && cuMemAlloc_v2(&p, STEP) == CUDA_SUCCESS; i++)
-        ;
+        taken += STEP;
     return held();
 }
 
