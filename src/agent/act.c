@@ -5,9 +5,9 @@
  *   kill    SIGKILL to each of the container's processes on the cards,
  *           through a pidfd opened before its cgroup is read again, so a
  *           pid reused meanwhile is never hit;
- *   evict   the Eviction API for the pod (kube.c); when that fails (no API
- *           access, a disruption budget) the processes are killed, since a
- *           neighbour's memory cannot wait;
+ *   evict   the Eviction API for the pod (kube.c); when that is refused (429:
+ *           a disruption budget) or fails (no API access, an error) the
+ *           processes are killed, since a neighbour's memory cannot wait;
  * and each is a log event (`limit exceeded`), a count in
  * tessera_agent_violations_total{tenant,workload,kind,action} and, with
  * --db, a ledger entry: source "observed" (seen on the device, not
@@ -57,7 +57,7 @@ struct agent__enforce {
     /* under the watch's lock: */
     struct series s[AGENT_VIOLATION_SERIES_MAX];
     int ns;
-    long rounds, killed, evictions, evict_failures, errors;
+    long rounds, killed, evictions, evict_failures, evict_refused, errors;
     int unjudged[4], containers, processes, overflow;
     double last_round_s;
     int cur_unjudged[4]; /* this round's, published at its end */
@@ -233,13 +233,14 @@ static int act(struct agent_watch *w, const struct agent__verdict *v, char *resu
 {
     int action = v->action;
     char why[TS_MSG_MAX] = "";
-    if (action == SHIM_ACTION_EVICT &&
-        agent__evict(w, v->r->c[v->ci].id.pod, why, sizeof why) == 0) {
+    int ev = action == SHIM_ACTION_EVICT ? agent__evict(w, v->r->c[v->ci].id.pod, why, sizeof why)
+                                         : -1;
+    if (action == SHIM_ACTION_EVICT && ev == 0) {
         bump(w, &w->enf->evictions, 1);
         return snprintf(result, cap, "evicted the pod"), action;
     }
-    if (action == SHIM_ACTION_EVICT) {
-        bump(w, &w->enf->evict_failures, 1);
+    if (action == SHIM_ACTION_EVICT) { /* refused (429) or failed: the neighbours cannot wait */
+        bump(w, ev == -2 ? &w->enf->evict_refused : &w->enf->evict_failures, 1);
         action = SHIM_ACTION_KILL;
     }
     if (action == SHIM_ACTION_REPORT)
@@ -375,11 +376,14 @@ void agent__enforce_metrics(struct agent_watch *w, struct ts_sbuf *b)
     head(b, "tessera_agent_enforce_kills_total", "Processes killed by the enforcement.", "counter");
     ts_sbuf_printf(b, "tessera_agent_enforce_kills_total %ld\n", e->killed);
     head(b, "tessera_agent_enforce_evictions_total",
-         "Pods evicted by the enforcement, by result (failed: killed instead).", "counter");
+         "Pods evicted by the enforcement, by result (refused by a disruption budget, or "
+         "failed: killed instead).",
+         "counter");
     ts_sbuf_printf(b,
                    "tessera_agent_enforce_evictions_total{result=\"ok\"} %ld\n"
+                   "tessera_agent_enforce_evictions_total{result=\"refused\"} %ld\n"
                    "tessera_agent_enforce_evictions_total{result=\"failed\"} %ld\n",
-                   e->evictions, e->evict_failures);
+                   e->evictions, e->evict_refused, e->evict_failures);
     head(b, "tessera_agent_enforce_rounds_total", "Enforcement rounds run.", "counter");
     ts_sbuf_printf(b, "tessera_agent_enforce_rounds_total %ld\n", e->rounds);
     head(b, "tessera_agent_enforce_errors_total",

@@ -125,6 +125,10 @@ struct agent_watch_opts {
      * limit file under kubelet_root; the SM share over sm_window_ms. */
     const char *kubelet_root;
     int enforce_interval_ms, sm_window_ms;
+    /* The Kubernetes API for `evict` (kube.c): NULL each, in-cluster (the
+     * KUBERNETES_SERVICE_HOST/_PORT environment, the service account's
+     * token and CA files). */
+    const char *kube_api, *kube_token_file, *kube_ca_file;
 };
 
 struct agent_watch;

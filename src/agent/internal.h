@@ -168,8 +168,11 @@ void agent__enforce_free(struct agent__enforce *e);
 void agent__enforce_round(struct agent_watch *w);
 /* Its metrics, appended to b (act.c; takes w->lock). */
 void agent__enforce_metrics(struct agent_watch *w, struct ts_sbuf *b);
-/* Evict the pod of uid through the API server (kube.c): 0, or -1 with why. */
+/* Evict the pod of uid through the API server (kube.c): 0 evicted, -2
+ * refused (429: a PodDisruptionBudget), -1 failed; why says what. */
 int agent__evict(struct agent_watch *w, const char *pod_uid, char *why, size_t cap);
+struct agent__kube;
+void agent__kube_free(struct agent__kube *k); /* NULL is fine */
 
 /* ---- watch.c, status.c, custody.c ---------------------------------------- */
 
@@ -188,6 +191,7 @@ struct agent_watch {
     char node[256];                   /* --node, else the NodeConfig's, else the default */
     struct agent__enforce *enf;       /* the enforcement's state (NULL: off) */
     struct agent__sm *sm;             /* its SM share's (NULL: off) */
+    struct agent__kube *kube;         /* the API client for evict (made at the first) */
     struct agent_nvml *n;
     pthread_mutex_t lock;
     struct agent__stats stats;

@@ -421,6 +421,7 @@ void agent_watch_free(struct agent_watch *w)
         reconf_plan_release(&w->plan);
     agent__enforce_free(w->enf);
     agent__sm_free(w->sm);
+    agent__kube_free(w->kube);
     pthread_mutex_destroy(&w->lock);
     free(w);
 }

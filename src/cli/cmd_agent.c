@@ -67,6 +67,15 @@ static const struct cli_opt OPTS[] = {
              "the window each container's SM share is judged over\n"
              "(default 10000): over smPercent + 10 while the card was\n"
              "at least 90% busy and a neighbour ran"),
+    CLI_LONG('A', "kube-api", "URL", WATCH,
+             "the Kubernetes API for evict (https only; default\n"
+             "in-cluster: $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)"),
+    CLI_LONG('T', "kube-token-file", "FILE", WATCH,
+             "its bearer token (default the service account's,\n"
+             "/var/run/secrets/kubernetes.io/serviceaccount/token)"),
+    CLI_LONG('R', "kube-ca-file", "FILE", WATCH,
+             "the CA its certificate is verified with (default\n"
+             "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt)"),
     CLI_END};
 
 const struct cli_verb cli_verb_agent = {
@@ -82,7 +91,8 @@ const struct cli_verb cli_verb_agent = {
     "                           [--hmac-key-file FILE] [--interval-ms MS]\n"
     "                           [--backoff-max-ms MS] [--log-format text|json]\n"
     "                           [--kubelet-root DIR] [--enforce-interval-ms MS]\n"
-    "                           [--sm-window-ms MS]\n\n"
+    "                           [--sm-window-ms MS] [--kube-api URL]\n"
+    "                           [--kube-token-file FILE] [--kube-ca-file FILE]\n\n"
     "inventory  every GPU of this node through NVML: identity, memory, MIG mode,\n"
     "           GPU and compute instances with placements and MIG device UUIDs,\n"
     "           each MIG profile's possible placements (JSON: docs/agent.md)\n"
@@ -106,8 +116,10 @@ const struct cli_verb cli_verb_agent = {
     "           up a change cut short by a crash. Every --enforce-interval-ms it\n"
     "           judges each GPU process's container (its cgroup) against its\n"
     "           pod's limit file (the kubelet's copy) and reports, evicts or\n"
-    "           kills by the file's policy (docs/agent.md). Without --node the\n"
-    "           node is the NodeConfig's.\n",
+    "           kills by the file's policy (docs/agent.md); an eviction goes\n"
+    "           through the Kubernetes API (in-cluster, or --kube-api), and one\n"
+    "           refused (a PodDisruptionBudget) or failing kills instead.\n"
+    "           Without --node the node is the NodeConfig's.\n",
     OPTS,
     "NVML is libnvidia-ml.so.1 from the NVIDIA driver; TESSERA_NVML_LIBRARY names\n"
     "another file. The node name: --node, else (apply, watch) the NodeConfig's\n"
@@ -159,6 +171,14 @@ static int watch_set(struct agent_args *a, int key, const char *arg)
         }
         return millis(a, arg, &a->w.enforce_interval_ms);
     case 'W': return millis(a, arg, &a->w.sm_window_ms);
+    case 'A':
+        a->w.kube_api = arg;
+        if (strncmp(arg, "https://", 8) == 0 && strlen(arg) < AGENT_KUBE_URL_MAX)
+            return CLI_OK;
+        fprintf(stderr, "tessera: --kube-api '%s' is not an https:// URL\n", arg);
+        return CLI_BAD_INPUT;
+    case 'T': a->w.kube_token_file = arg; return CLI_OK;
+    case 'R': a->w.kube_ca_file = arg; return CLI_OK;
     case 'L':
         a->w.log_json = strcmp(arg, "json") == 0;
         if (a->w.log_json || strcmp(arg, "text") == 0)

@@ -544,6 +544,17 @@
 #define AGENT_SM_BUSY_PCT 90
 #define AGENT_SM_NEIGHBOUR_PCT 5
 #define AGENT_SM_MARGIN_PCT 10
+/* The enforcement's Kubernetes client (agent/kube.c): an answer of the API
+ * server read at most (the node's pods as metadata only: a few KiB a pod,
+ * 250 pods a node at most by default, so 8 MiB is far past any node); the
+ * service account token (a bound token is about 1 KiB); the URL; a
+ * request's connect and whole time (an eviction is two requests, and the
+ * enforcement round waits for them). */
+#define AGENT_KUBE_BODY_MAX (8u << 20)
+#define AGENT_KUBE_TOKEN_MAX 65536
+#define AGENT_KUBE_URL_MAX 1024
+#define AGENT_KUBE_CONNECT_MS 2000
+#define AGENT_KUBE_TIMEOUT_MS 5000
 
 /* ---- fight: the noisy-neighbour test ---------------------------------------- */
 

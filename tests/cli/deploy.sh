@@ -221,7 +221,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: tessera-agent}
 subjects: [{kind: ServiceAccount, name: tessera-agent, namespace: tessera-system}]
 YAML
 expect_rc 1 $C "$TMP/bound.yaml" "$VERSION"
-expect_in "$TMP/out" "ServiceAccount tessera-agent is granted [('tessera-system', '', 'nodes', 'get')], the RBAC table says []"
+expect_in "$TMP/out" "ServiceAccount tessera-agent is granted [('*', '', 'pods', 'list'), ('*', '', 'pods/eviction', 'create'), ('tessera-system', '', 'nodes', 'get')], the RBAC table says [('*', '', 'pods', 'list'), ('*', '', 'pods/eviction', 'create')]"
 /usr/bin/python3 - "$O" "$TMP/watch.yaml" <<'PY'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]

@@ -164,7 +164,7 @@ expect_rc 0 scripts/gen-helm --kubectl "$KUBECTL" --source "$TMP/deploy2" --out 
 expect_rc 0 "$HELM" template tessera "$TMP/chart2"
 cp "$TMP/out" "$TMP/helm2.yaml"
 expect_rc 0 $CC same "$TMP/kustomize2.yaml" "$TMP/helm2.yaml"
-expect_in "$TMP/out" "23 objects, 0 differences"
+expect_in "$TMP/out" "25 objects, 0 differences"
 $CC values "$TMP/kustomize2.yaml" >"$TMP/custom2-values.yaml"
 expect_rc 0 "$HELM" template tessera "$TMP/chart2" -f "$TMP/custom2-values.yaml"
 cp "$TMP/out" "$TMP/custom2.yaml"

@@ -47,13 +47,16 @@ CERT_KEYS = ("tls.crt", "tls.key", "ca.crt")
 # ServiceAccount (deploy/base/*.yaml say why): the meter lists the dcgm-exporter
 # Service's EndpointSlices in the GPU operator's namespace (`meter scrape
 # --discover`: one exporter per node; the Service's own address reaches one at
-# random); the webhook, the console and the agent never call the API server and
-# get no token.
+# random); the agent evicts a pod over its limit (docs/agent.md, `evict`): it
+# lists its node's pods and creates an Eviction, in any namespace ("*": a
+# ClusterRole, the only one, CLUSTER_WIDE); the webhook and the console never
+# call the API server and get no token.
 EXPORTER_NS = "gpu-operator"
 RBAC = {"tessera-webhook": set(),
         "tessera-console": set(),
         "tessera-meter": {(EXPORTER_NS, "discovery.k8s.io", "endpointslices", "list")},
-        "tessera-agent": set()}
+        "tessera-agent": {("*", "", "pods", "list"), ("*", "", "pods/eviction", "create")}}
+CLUSTER_WIDE = {"tessera-agent": "evicts tenants' pods, which are in the tenants' namespaces"}
 # The label NetworkPolicies keep tenants' namespaces out by (render sets it).
 TENANT_LABEL = "tessera.dev/tenant"
 # Containers that run as root, and why (deploy/base/agent.yaml).
@@ -427,18 +430,22 @@ def granted(objs):
     """(namespace, group, resource, verb) each ServiceAccount of NS gets."""
     out = {}
     for (kind, name), o in objs.items():
-        if kind in ("ClusterRole", "ClusterRoleBinding"):
-            bad("%s %s: no component needs cluster-wide access" % (kind, name))
-        if kind != "RoleBinding":
+        if kind not in ("RoleBinding", "ClusterRoleBinding"):
             continue
-        ns = o["metadata"].get("namespace")
-        role = objs.get(("Role", o["roleRef"]["name"]))
-        if o["roleRef"]["kind"] != "Role" or not role or role["metadata"].get("namespace") != ns:
-            bad("RoleBinding %s: binds no Role of its namespace" % name)
+        cluster = kind == "ClusterRoleBinding"
+        ns = "*" if cluster else o["metadata"].get("namespace")
+        role = objs.get((o["roleRef"]["kind"], o["roleRef"]["name"]))
+        if not role or (not cluster and (o["roleRef"]["kind"] != "Role" or
+                                         role["metadata"].get("namespace") != ns)):
+            bad("%s %s: binds no %s" % (kind, name, "ClusterRole" if cluster else
+                                        "Role of its namespace"))
             continue
         for subj in o.get("subjects", []):
             if subj["kind"] != "ServiceAccount" or subj.get("namespace") != NS:
-                bad("RoleBinding %s: binds %s %s" % (name, subj["kind"], subj["name"]))
+                bad("%s %s: binds %s %s" % (kind, name, subj["kind"], subj["name"]))
+                continue
+            if cluster and subj["name"] not in CLUSTER_WIDE:
+                bad("%s %s: %s needs no cluster-wide access" % (kind, name, subj["name"]))
                 continue
             for r in role.get("rules", []):
                 if r.get("resourceNames") or "*" in r["verbs"] + r["resources"] + r["apiGroups"]:
@@ -451,11 +458,12 @@ def granted(objs):
 
 def check_rbac(objs, pods):
     have = granted(objs)
-    bound = {o["roleRef"]["name"] for (k, _), o in objs.items() if k == "RoleBinding"}
+    bound = {(o["roleRef"]["kind"], o["roleRef"]["name"]) for (k, _), o in objs.items()
+             if k in ("RoleBinding", "ClusterRoleBinding")}
     for (kind, name), o in objs.items():
-        if kind == "Role" and name not in bound:
-            bad("Role %s: bound by no RoleBinding (the RBAC table in check_deploy.py lists "
-                "what each component needs)" % name)
+        if kind in ("Role", "ClusterRole") and (kind, name) not in bound:
+            bad("%s %s: bound by no %sBinding (the RBAC table in check_deploy.py lists "
+                "what each component needs)" % (kind, name, kind))
     for sa, want in RBAC.items():
         if have.get(sa, set()) != want:
             bad("ServiceAccount %s is granted %s, the RBAC table says %s" %
