@@ -30,6 +30,8 @@
  * at least AGENT_SM_NEIGHBOUR_PCT of it; it is over when its share
  * exceeds smPercent + AGENT_SM_MARGIN_PCT. act.c then acts by the file's
  * onSmViolation (default report) as for memory, on that card's processes.
+ * A sample time more than a minute ahead of the clock (a clock stepped
+ * back) starts the card's counting again.
  * The catch bound: a container over from the start of a contended window
  * is judged within one window, one sample period, one poll and one round.
  */
@@ -40,6 +42,10 @@
 
 #define PERIOD_MAX_US 1000000ull /* the longest sample period NVML documents */
 #define PERIOD_MIN_US 1000ull    /* gaps shorter than this are not a period */
+/* A sample counted this far past the clock means the clock was stepped back
+ * (or the driver wrote garbage): the card's counting starts again, else no
+ * newer sample would count until the clock caught up. */
+#define CLOCK_AHEAD_US 60000000ull
 
 struct sm_ctr {
     struct agent__ctr_id id;
@@ -184,6 +190,7 @@ void agent__sm_poll(struct agent_watch *w)
     if (!s || !w->n->nvmlDeviceGetProcessUtilization || !w->n->nvmlDeviceGetSamples ||
         w->n->nvmlDeviceGetCount_v2(&n) != NVML_SUCCESS)
         return;
+    uint64_t ahead = (uint64_t)ts_clock_ms(CLOCK_REALTIME) * 1000u + CLOCK_AHEAD_US;
     for (unsigned int i = 0; i < n && i < INV_GPUS_MAX; i++) {
         nvmlDevice_t d;
         if (w->n->nvmlDeviceGetHandleByIndex_v2(i, &d) != NVML_SUCCESS)
@@ -191,6 +198,8 @@ void agent__sm_poll(struct agent_watch *w)
         struct sm_card *c = s->card[i] ? s->card[i] : (s->card[i] = calloc(1, sizeof *c));
         if (!c)
             continue;
+        if (c->card_seen > ahead || c->proc_seen > ahead) /* the clock stepped back */
+            memset(c, 0, sizeof *c);
         nvmlReturn_t rc = poll_card(w, s, c, d);
         rc = rc == NVML_SUCCESS ? poll_procs(w, s, c, d) : rc;
         /* NOT_SUPPORTED (a card in MIG mode), or an error: start again */
