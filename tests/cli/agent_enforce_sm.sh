@@ -83,8 +83,8 @@ tenant() {
     local d="$CG/burstable/pod$(uid "$1")/$2"
     mkdir -p "$d"
     CGS+=("$d")
-    bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" launch 60 1000 one' _ "$d" "$PROBE" \
-        >"$TMP/$2.out" 2>&1 &
+    bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" launch "$3" 1000 one' _ "$d" "$PROBE" \
+        "${SECS:-60}" >"$TMP/$2.out" 2>&1 &
     LAST=$!
     disown "$LAST"
     PIDS+=("$LAST")
@@ -154,12 +154,21 @@ grep 'kind=sm' "$TMP/watch.log" | sed 's/^/  /'
 kill -9 "$B"
 printf 'version = 1\nsmPercent = 10\nregion = %s\n' "$TMP/d.region" >"$TMP/d.limits"
 limits 5 "version = 1\nsmPercent = 10\ntenant = delta\nworkload = fair\nonSmViolation = kill\n"
-TESSERA_CUDA_LIMITS_FILE="$TMP/d.limits" LD_PRELOAD="$preload" tenant 5 d5d5d5d5
+D_SECS=$((WINDOW_MS * 3 / 2000 + 2))
+SECS=$D_SECS TESSERA_CUDA_LIMITS_FILE="$TMP/d.limits" LD_PRELOAD="$preload" tenant 5 d5d5d5d5
 D=$LAST
-sleep $((WINDOW_MS * 3 / 2000)).5
+sleep $((D_SECS - 1))
 check "D (under the shim, within its share) killed: $(cat "$TMP/d5d5d5d5.out")" alive "$D"
 check "D judged: $(grep 'tenant=delta' "$TMP/watch.log")" \
     sh -c "! grep -q 'tenant=delta' '$TMP/watch.log'"
+# D ran its kernels the whole time, held to about its share by the shim
+for i in $(seq 100); do grep -q busy_ns "$TMP/d5d5d5d5.out" && break; sleep 0.1; done
+D_BUSY=$(sed -n 's/.*busy_ns=\([0-9]*\).*/\1/p' "$TMP/d5d5d5d5.out")
+echo "agent_enforce_sm: D under the shim: $(cat "$TMP/d5d5d5d5.out") over $D_SECS s"
+check "D did not run under the shim: $(cat "$TMP/d5d5d5d5.out")" \
+    test "${D_BUSY:-0}" -gt $((D_SECS * 20000000)) # 2% of the card: it ran
+check "D took more than 20% of the card under the shim" \
+    test "${D_BUSY:-0}" -lt $((D_SECS * 200000000))
 
 kill -TERM "$WPID"
 wait "$WPID"
