@@ -69,7 +69,10 @@ ts_status agent_nvml_open(struct agent_nvml **out, struct ts_error *err)
     struct agent_nvml *n = calloc(1, sizeof(*n));
     if (!n)
         return ts_err(err, TS_NOMEM, "out of memory");
-    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    /* NODELETE: the library may run threads of its own (the stand-in samples
+     * utilisation on one once asked, as a driver's does): after dlclose they
+     * would run in unmapped code, so it stays mapped until the process ends */
+    n->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!n->lib) {
         free(n);
         if (env && *env)
