@@ -335,6 +335,9 @@ static const char *problem(unsigned sub, int operands, const struct agent_args *
         return "watch needs --node-config";
     if (sub == WATCH && a->keyfile && !a->db)
         return "--hmac-key-file is for --db";
+    if (sub == WATCH && a->w.enforce_interval_ms > 0 &&
+        a->w.sm_window_ms > (long)AGENT_SM_SLICES * a->w.enforce_interval_ms)
+        return "--sm-window-ms holds at most 128 enforcement rounds (--enforce-interval-ms)";
     return NULL;
 }
 

@@ -178,4 +178,8 @@ WPID=
 expect_in "$TMP/hist.json" '"profile": "enforce:sm:report"'
 expect_in "$TMP/hist.json" '"source": "observed"'
 expect_in "$TMP/hist.json" '"gpu_uuid": "GPU-e5000000-0000-4000-8000-000000000000"'
+# the window is at most 128 rounds
+expect_rc 2 "$TESSERA" agent watch --node-config "$TMP/node-config.json" --enforce-interval-ms 100 \
+    --sm-window-ms 12900
+expect_in "$TMP/err" "--sm-window-ms holds at most 128 enforcement rounds"
 finish
