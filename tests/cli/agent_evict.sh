@@ -14,6 +14,8 @@
 #   5  an answer over 8 MiB: refused, killed;
 #   6  a server whose certificate another CA signed: no request made, killed;
 #   7  no --kube-api outside a pod: killed, said why;
+#   8  in-cluster: the API from KUBERNETES_SERVICE_HOST/_PORT: evicted; a
+#      host that is not one: killed;
 # and --kube-api that is not https:// is bad usage. The e2e scenario
 # 85-evict runs the same against the real API server.
 # Needs root (cgroups); without a writable cgroup v1 pids hierarchy it says
@@ -215,6 +217,20 @@ watch
 wait_log "eviction failed (no Kubernetes API: KUBERNETES_SERVICE_HOST is not set (not in a pod) and no --kube-api), killed 1 process"
 stop
 check "P7 alive" dead "$P7"
+
+# 8. in-cluster: the API from KUBERNETES_SERVICE_HOST/_PORT (the files named)
+echo normal >"$TMP/mode"
+over 1 a8a8a8a8; P8=$LAST
+KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$API_PORT \
+    watch --kube-token-file "$TMP/token" --kube-ca-file "$TMP/pki/ca.crt"
+wait_log 'tenant=t1 workload=unknown kind=memory action=evict result="evicted the pod" pod_uid=00000001-0000-4000-8000-000000000001 container=a8a8a8a8'
+stop
+check "P8 (evicted, in-cluster) killed" alive "$P8"
+over 1 a9a9a9a9
+P9=$LAST
+KUBERNETES_SERVICE_HOST='127.0.0.1/x?' KUBERNETES_SERVICE_PORT=$API_PORT watch
+wait_log "eviction failed (KUBERNETES_SERVICE_HOST/_PORT are not a host and port), killed 1 process"
+stop
 
 expect_rc 2 "$TESSERA" agent watch --node-config "$TMP/node-config.json" --kube-api "http://127.0.0.1:$API_PORT"
 expect_in "$TMP/err" "is not an https:// URL"
