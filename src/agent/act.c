@@ -51,6 +51,11 @@ struct series {
     long n;
 };
 
+/* Why a process or container was not judged (tessera_agent_unjudged_processes). */
+static const char *const unjudged_names[] = {"no-pod", "no-limits", "unreadable-cgroup",
+                                             "unreadable-limits", "memory-unknown"};
+#define UNJUDGED_REASONS (int)(sizeof unjudged_names / sizeof unjudged_names[0])
+
 struct agent__enforce {
     struct episode ep[AGENT_ENFORCE_PROCS_MAX];
     int nep;
@@ -58,9 +63,9 @@ struct agent__enforce {
     struct series s[AGENT_VIOLATION_SERIES_MAX];
     int ns;
     long rounds, killed, evictions, evict_failures, evict_refused, errors;
-    int unjudged[4], containers, processes, overflow;
+    int unjudged[UNJUDGED_REASONS], containers, processes, overflow;
     double last_round_s;
-    int cur_unjudged[4]; /* this round's, published at its end */
+    int cur_unjudged[UNJUDGED_REASONS]; /* this round's, published at its end */
 };
 
 /* *field += n under the lock (the metrics read them from another thread). */
@@ -70,9 +75,6 @@ static void bump(struct agent_watch *w, long *field, long n)
     *field += n;
     pthread_mutex_unlock(&w->lock);
 }
-
-static const char *const unjudged_names[] = {"no-pod", "no-limits", "unreadable-cgroup",
-                                             "unreadable-limits"};
 
 ts_status agent__enforce_new(struct agent__enforce **out, struct ts_error *err)
 {
@@ -288,7 +290,7 @@ static void unjudged_once(struct agent_watch *w, const struct agent__ctr_id *id,
 
 static int reason_of(const char *reason)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < UNJUDGED_REASONS; i++)
         if (!strcmp(unjudged_names[i], reason))
             return i;
     return 0;
@@ -401,7 +403,7 @@ void agent__enforce_metrics(struct agent_watch *w, struct ts_sbuf *b)
     ts_sbuf_printf(b, "tessera_agent_enforce_truncated %d\n", e->overflow);
     head(b, "tessera_agent_unjudged_processes",
          "GPU processes (or containers) the last round could not judge, by reason.", "gauge");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < UNJUDGED_REASONS; i++)
         ts_sbuf_printf(b, "tessera_agent_unjudged_processes{reason=\"%s\"} %d\n", unjudged_names[i],
                        e->unjudged[i]);
     pthread_mutex_unlock(&w->lock);

@@ -181,6 +181,9 @@ static void judge_memory(struct agent_watch *w, struct agent__round *r, int ci)
     v.action = (int)l->on_memory;
     if (c->mem > v.allowed)
         agent__violation(w, &v);
+    else if (c->unknown_mem) /* what NVML would not tell may be over: said, not assumed */
+        agent__unjudged_ctr(w, r, ci, "memory-unknown",
+                            "NVML reports no usedGpuMemory for some of its processes");
 }
 
 void agent__enforce_round(struct agent_watch *w)

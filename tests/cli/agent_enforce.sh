@@ -20,6 +20,8 @@
 #   J  the limit file `tessera render` writes for a spec whose tenant says
 #      enforcement: {onMemoryViolation: report} (spec -> render -> kubelet
 #      -> agent): over, reported with the plan's tenant and workload;
+#   K  a process whose usedGpuMemory NVML does not report (MIG, MPS on some
+#      drivers): untouched, its container said and counted as unjudged;
 # and `agent watch` without --node takes its node from the NodeConfig.
 # Needs root (cgroups); without a writable cgroup v1 pids hierarchy it says
 # SKIPPED. Needs TESSERA, TESSERA_SRC.
@@ -114,6 +116,7 @@ limits 4 "${BASE}memoryLimit = 4Gi\ntenant = delta\nworkload = nb\n"
 mkdir -p "$KUBELET/pods/$(uid 5)/volumes"
 limits 6 "version = 1\nmemoryLimit = 8Qi\ntenant = zeta\n"
 limits 7 "${BASE}memoryLimit = 1Gi\n"
+limits 10 "${BASE}memoryLimit = 1Gi\ntenant = kappa\nworkload = mig\n"
 # J: what render writes for sandbox/notebooks (time-sliced, 16Gi) with report
 awk '{ print } /^metadata: \{name: sandbox\}/ { s = 1 }
      s && /^  namespaces:/ { print "  enforcement: {onMemoryViolation: report}"; s = 0 }' \
@@ -139,6 +142,7 @@ proc 6 f0f0f0f0; F=$LAST
 proc 7 a7a7a7a7; G=$LAST
 proc 8 not-a-container; H=$LAST
 proc 9 e9e9e9e9; J=$LAST
+proc 10 1a1a1a1a; K=$LAST
 sleep 600 &
 I=$!
 disown "$I"
@@ -147,6 +151,7 @@ gpu_proc "$B" 0 $((3 * GI))
 gpu_proc "$C1" 0 $((1200 * MI))
 gpu_proc "$C2" 0 $((1200 * MI))
 gpu_proc "$D" 0 $((2 * GI))
+gpu_proc "$K" 0 na
 gpu_proc "$E" 0 $((40 * GI))
 gpu_proc "$F" 1 $((2 * GI))
 gpu_proc "$G" 0 $((2 * GI))
@@ -176,6 +181,7 @@ check "E (pod without a limit file) killed" alive "$E"
 check "H (malformed cgroup) killed" alive "$H"
 check "I (host process) killed" alive "$I"
 check "J (rendered, report) killed" alive "$J"
+check "K (usedGpuMemory not available) killed" alive "$K"
 expect_in "$TMP/watch.log" 'msg="limit exceeded" node=gpu-node-7 tenant=beta workload=rag kind=memory action=report result=reported'
 expect_in "$TMP/watch.log" 'tenant=gamma workload=embed kind=memory action=kill result="killed 2 processes"'
 expect_in "$TMP/watch.log" 'tenant=sandbox workload=notebooks kind=memory action=report result=reported'
@@ -185,6 +191,9 @@ expect_in "$TMP/watch.log" 'reason=no-limits'
 expect_in "$TMP/watch.log" "reason=unreadable-cgroup"
 check "E unjudged not counted" test "$(metric 'tessera_agent_unjudged_processes{reason="no-limits"}')" = 1
 check "I unjudged not counted" test "$(metric 'tessera_agent_unjudged_processes{reason="no-pod"}')" = 1
+check "K unjudged not counted" \
+    test "$(metric 'tessera_agent_unjudged_processes{reason="memory-unknown"}')" = 1
+expect_in "$TMP/watch.log" 'reason=memory-unknown'
 check "beta's report not counted once" \
     test "$(metric 'tessera_agent_violations_total{tenant="beta",workload="rag",kind="memory",action="report"}')" = 1
 
