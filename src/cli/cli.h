@@ -216,13 +216,15 @@ struct cli_meter {
     struct meter_ctx ctx;
     char *key;
     size_t key_len;
+    struct meter_violation_log recorded; /* each violation recorded once a run */
 };
 /* The spec laid out as `tessera plan` does, with the extra GpuModel
  * documents of catalog (--catalog, TESSERA_CATALOG), and the store. */
 int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog, const char *db,
                    struct cli_meter *m);
 void cli_meter_close(struct cli_meter *m);
-/* Print the ingest's custody violations and record them in the ledger. */
+/* Print the ingest's custody violations and record them in the ledger,
+ * those this run has not recorded yet. */
 int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in);
 /* The end of an import's summary line: the warnings an ingest counted
  * (", N ..." for each that is not 0; "" when none). */

@@ -34,6 +34,10 @@ static const struct cli_opt OPTS[] = {
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_LONG('a', "at", "TIME", IMPORT, "the scrape time of samples without a timestamp"),
     CLI_LONG('k', "hmac-key-file", "F", IMPORT, "the ledger's key for custody violations"),
+    CLI_LONG('E', "max-age", "DUR", IMPORT,
+             "refuse samples older than now less DUR (default 3650d)"),
+    CLI_LONG('H', "max-ahead", "DUR", IMPORT,
+             "refuse samples later than now plus DUR (default 1h)"),
     CLI_LONG('F', "from", "TIME", USAGE, "count the samples from TIME on (default: all)"),
     CLI_LONG('T', "to", "TIME", USAGE, "count the samples before TIME (default: all)"),
     CLI_LONG('i', "interval", "DUR", USAGE | INVOICE, "the scrape interval (default 15s)"),
@@ -97,6 +101,7 @@ struct meter_args {
     struct cli_files spec, catalog;
     const char *db, *format, *tenant, *period, *keyfile;
     int64_t at_ms, from_ms, to_ms, interval_ms;
+    int64_t max_age_ms, max_ahead_ms; /* import: the window of scrape times */
     int have_at;
 };
 
@@ -116,6 +121,8 @@ static int set(void *ctx, int key, const char *arg)
     case 'F': ok = ts_time_parse(arg, &a->from_ms); break;
     case 'T': ok = ts_time_parse(arg, &a->to_ms); break;
     case 'i': ok = ts_duration_parse(arg, &a->interval_ms); break;
+    case 'E': ok = ts_duration_parse(arg, &a->max_age_ms); break;
+    case 'H': ok = ts_duration_parse(arg, &a->max_ahead_ms); break;
     default: return CLI_BAD_INPUT;
     }
     if (ok)
@@ -136,7 +143,7 @@ int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog
     struct ts_error e = {0};
     if (rc == CLI_OK && store_open(db, &m->st, &e) != TS_OK)
         rc = cli_exit(e.code, CLI_DOING);
-    m->ctx = (struct meter_ctx){m->job.model, m->job.cat, m->job.plan, NULL, 0, 0};
+    m->ctx = (struct meter_ctx){m->job.model, m->job.cat, m->job.plan, NULL, 0, 0, 0, 0};
     if (rc == CLI_OK && meter_ctx_load_custody(&m->ctx, m->st, &e) != TS_OK)
         rc = cli_exit(e.code, CLI_DOING);
     if (e.code)
@@ -147,6 +154,7 @@ int cli_meter_open(const struct cli_files *spec, const struct cli_files *catalog
 void cli_meter_close(struct cli_meter *m)
 {
     meter_ctx_release(&m->ctx);
+    meter_violation_log_free(&m->recorded);
     store_close(m->st);
     cli_job_free(&m->job);
     free(m->key);
@@ -189,6 +197,13 @@ int cli_meter_violations(struct cli_meter *m, const struct meter_ingest *in)
     const struct meter_violation *v = meter_ingest_violations(in, &n);
     int rc = CLI_OK;
     for (size_t i = 0; i < n; i++) {
+        int first = meter_violation_first(&m->recorded, &v[i]);
+        if (first < 0) {
+            fprintf(stderr, "tessera: out of memory\n");
+            return CLI_FAIL;
+        }
+        if (!first)
+            continue; /* recorded before in this run (an earlier window or file) */
         print_violation(&v[i]);
         struct ts_error e = {0};
         if (meter_violation_record(m->st, m->key, m->key_len, &v[i], &e) != TS_OK)
@@ -234,13 +249,26 @@ void cli_meter_warnings(const struct meter_ingest_counts *c, char *buf, size_t s
     if (c->unreadable)
         n += (size_t)snprintf(buf + n, size - n, ", %zu unreadable utilisation (unknown use)",
                               c->unreadable);
+    if (c->out_of_window && n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", %d lines outside the time window (refused)",
+                              c->out_of_window);
+    if (c->stale_custody && n < size)
+        n += (size_t)snprintf(buf + n, size - n,
+                              ", %zu ledger entries of another profile (not applied)",
+                              c->stale_custody);
+    if (c->duplicates && n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", %d conflicting duplicates (the first kept)",
+                              c->duplicates);
+    if (c->already_stored && n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", %zu already stored (the first kept)",
+                              c->already_stored);
 }
 
 /* The summary line of one file and its exit code. */
 static int summarise(struct cli_meter *m, const char *path, struct meter_ingest *in, ts_status st)
 {
     struct meter_ingest_counts c = {0};
-    char warnings[256];
+    char warnings[512];
     if (in)
         meter_ingest_counts(in, &c);
     cli_meter_warnings(&c, warnings, sizeof(warnings));
@@ -287,6 +315,8 @@ static int run_import(const struct meter_args *a, int argc, char **argv)
 {
     struct cli_meter m;
     int rc = cli_meter_open(&a->spec, &a->catalog, a->db, &m);
+    m.ctx.max_age_ms = a->max_age_ms;
+    m.ctx.max_ahead_ms = a->max_ahead_ms;
     if (rc == CLI_OK)
         rc = cli_read_key(a->keyfile, &m.key, &m.key_len);
     for (int i = 0; rc != CLI_BAD_INPUT && m.st && i < argc; i++) {
@@ -299,7 +329,10 @@ static int run_import(const struct meter_args *a, int argc, char **argv)
 
 int cmd_meter(int argc, char **argv)
 {
-    struct meter_args a = {.verb = &cli_verb_meter, .format = "text"};
+    struct meter_args a = {.verb = &cli_verb_meter,
+                           .format = "text",
+                           .max_age_ms = METER_MAX_AGE_DEFAULT_MS,
+                           .max_ahead_ms = METER_MAX_AHEAD_DEFAULT_MS};
     if (argc >= 2 && strcmp(argv[1], "scrape") == 0)
         return cmd_meter_scrape(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "prometheus") == 0)

@@ -45,6 +45,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for an https:// URL"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify an https:// URL's certificate"),
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
+    CLI_LONG('E', "max-age", "DUR", CLI_ALL,
+             "refuse samples older than now less DUR (default 3650d)"),
+    CLI_LONG('H', "max-ahead", "DUR", CLI_ALL,
+             "refuse samples later than now plus DUR (default 1h)"),
     CLI_LONG('g', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_END};
@@ -83,7 +87,7 @@ struct prom_args {
     const char *db, *keyfile;
     struct meter_promq_opts o;
     int have_from, have_to, follow;
-    int64_t delay_ms;
+    int64_t delay_ms, max_age_ms, max_ahead_ms;
 };
 
 static int parse_flag(struct prom_args *a, int c, const char *arg)
@@ -103,6 +107,8 @@ static int parse_flag(struct prom_args *a, int c, const char *arg)
     case 'i': return ts_duration_parse(arg, &o->step_ms) && o->step_ms > 0;
     case 'w': a->follow = 1; return 1;
     case 'D': return ts_duration_parse(arg, &a->delay_ms);
+    case 'E': return ts_duration_parse(arg, &a->max_age_ms);
+    case 'H': return ts_duration_parse(arg, &a->max_ahead_ms);
     case 't': return ts_duration_parse(arg, &o->timeout_ms) && o->timeout_ms > 0;
     default: return 0;
     }
@@ -173,7 +179,7 @@ static int run(struct prom_args *a, struct cli_meter *m)
     ts_status st = read_range(a, m, shown, &c, &rc, &e);
     if (e.code)
         cli_print_error(&e);
-    char warnings[256];
+    char warnings[512];
     cli_meter_warnings(&c, warnings, sizeof(warnings));
     printf("%s: %zu device scrapes, %zu new samples, %d lines rejected, %d custody "
            "violations%s\n",
@@ -303,12 +309,17 @@ static void catch_stops(void)
 
 int cmd_meter_prometheus(int argc, char **argv)
 {
-    struct prom_args a = {.o = {.step_ms = 15000, .timeout_ms = 60000}, .delay_ms = 60000};
+    struct prom_args a = {.o = {.step_ms = 15000, .timeout_ms = 60000},
+                          .delay_ms = 60000,
+                          .max_age_ms = METER_MAX_AGE_DEFAULT_MS,
+                          .max_ahead_ms = METER_MAX_AHEAD_DEFAULT_MS};
     int rc = parse_args(argc, argv, &a);
     if (rc != CLI_OK)
         return rc == CLI_HELP ? CLI_OK : rc;
     struct cli_meter m;
     rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
+    m.ctx.max_age_ms = a.max_age_ms;
+    m.ctx.max_ahead_ms = a.max_ahead_ms;
     struct ts_sbuf query;
     ts_sbuf_init(&query, 64 * 1024);
     if (rc == CLI_OK && !a.o.query) {

@@ -24,13 +24,32 @@
 
 static volatile sig_atomic_t stop_requested, hup_requested;
 static int log_json; /* --log-format json */
+/* --max-age, --max-ahead: the window of scrape times taken */
+static int64_t max_age_ms = METER_MAX_AGE_DEFAULT_MS, max_ahead_ms = METER_MAX_AHEAD_DEFAULT_MS;
 
 /* What --listen shows; log_event counts under the lock. */
 static struct {
     pthread_mutex_t lock;
     long rounds, ok, failed, lost, reloads_ok, reloads_failed;
     int64_t last_ok_ms;
+    unsigned long long warnings[5]; /* by warning_kinds */
 } seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* tessera_meter_warnings_total's kinds: what an ingest counts and keeps */
+static const char *const warning_kinds[5] = {"unreadable_utilisation", "outside_time_window",
+                                             "ledger_other_profile", "conflicting_duplicate",
+                                             "already_stored"};
+
+static void count_warnings(const struct meter_ingest *in)
+{
+    struct meter_ingest_counts c;
+    meter_ingest_counts(in, &c);
+    seen.warnings[0] += c.unreadable;
+    seen.warnings[1] += (unsigned)c.out_of_window;
+    seen.warnings[2] += c.stale_custody;
+    seen.warnings[3] += (unsigned)c.duplicates;
+    seen.warnings[4] += c.already_stored;
+}
 
 static void on_signal(int sig)
 {
@@ -61,6 +80,10 @@ static const struct cli_opt OPTS[] = {
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for https:// targets"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify https:// targets' certificates"),
     CLI_LONG('k', "hmac-key-file", "FILE", CLI_ALL, "the ledger's key for custody violations"),
+    CLI_LONG('E', "max-age", "DUR", CLI_ALL,
+             "refuse samples older than now less DUR (default 3650d)"),
+    CLI_LONG('H', "max-ahead", "DUR", CLI_ALL,
+             "refuse samples later than now plus DUR (default 1h)"),
     CLI_LONG('g', "catalog", "FILE", CLI_ALL,
              "extra GpuModel documents (e.g. from 'tessera catalog import')"),
     CLI_LONG_C('L', "log-format", "FMT", CLI_ALL, cli_complete_log_formats,
@@ -184,6 +207,8 @@ static int parse_flag(struct scrape_args *a, int c, const char *arg)
     case 'n': return parse_count(arg, &a->o.count, 1);
     case 'm': return parse_size(arg, &f->max_body);
     case 'l': a->listen = arg; return 1;
+    case 'E': return ts_duration_parse(arg, &max_age_ms);
+    case 'H': return ts_duration_parse(arg, &max_ahead_ms);
     case 'L': return (log_json = !strcmp(arg, "json")) || !strcmp(arg, "text");
     default: return 0;
     }
@@ -289,6 +314,8 @@ static void log_event(void *ctx, const struct meter_scrape_event *e)
     seen.failed += e->kind == METER_EV_SCRAPE && e->error;
     seen.lost += e->kind == METER_EV_LOST;
     seen.last_ok_ms = e->kind == METER_EV_SCRAPE && !e->error ? e->at_ms : seen.last_ok_ms;
+    if (e->ingest)
+        count_warnings(e->ingest);
     pthread_mutex_unlock(&seen.lock);
     if (e->ingest)
         cli_meter_violations(m, e->ingest);
@@ -303,6 +330,8 @@ static unsigned status(void *ctx, const char *path, struct ts_sbuf *b)
     long rounds = seen.rounds, ok = seen.ok, failed = seen.failed, lost = seen.lost;
     long rel_ok = seen.reloads_ok, rel_failed = seen.reloads_failed;
     int64_t last = seen.last_ok_ms;
+    unsigned long long warnings[5];
+    memcpy(warnings, seen.warnings, sizeof(warnings));
     pthread_mutex_unlock(&seen.lock);
     if (strcmp(path, "/healthz") == 0)
         return ts_sbuf_puts(b, "ok\n"), 200;
@@ -327,6 +356,11 @@ static unsigned status(void *ctx, const char *path, struct ts_sbuf *b)
                    "tessera_meter_reloads_total{result=\"ok\"} %ld\n"
                    "tessera_meter_reloads_total{result=\"failed\"} %ld\n",
                    ok, failed, rounds, lost, (double)last / 1000.0, rel_ok, rel_failed);
+    ts_sbuf_puts(b, "# HELP tessera_meter_warnings_total What scrapes held that was not billed "
+                    "as read.\n# TYPE tessera_meter_warnings_total counter\n");
+    for (int i = 0; i < 5; i++)
+        ts_sbuf_printf(b, "tessera_meter_warnings_total{kind=\"%s\"} %llu\n", warning_kinds[i],
+                       warnings[i]);
     return 200;
 }
 
@@ -382,7 +416,7 @@ static ts_status load_generation(struct reload *rl, struct generation *g, struct
         st = plan_build(j->model, j->cat, j->decisions, &popt, &j->plan, &diag);
     if (st == TS_OK)
         st = plan_verify(j->plan, why);
-    g->ctx = (struct meter_ctx){j->model, j->cat, j->plan, NULL, 0, 0};
+    g->ctx = (struct meter_ctx){j->model, j->cat, j->plan, NULL, 0, 0, max_age_ms, max_ahead_ms};
     if (st == TS_OK)
         return meter_ctx_load_custody(&g->ctx, rl->st, why);
     for (int i = 0; i < diag.count; i++)
@@ -523,6 +557,8 @@ int cmd_meter_scrape(int argc, char **argv)
     files_changed(&rl, rl.seen); /* before reading: a change while it reads is seen */
     struct cli_meter m;
     rc = cli_meter_open(&a.spec, &a.catalog, a.db, &m);
+    m.ctx.max_age_ms = max_age_ms;
+    m.ctx.max_ahead_ms = max_ahead_ms;
     if (rc == CLI_OK)
         rc = cli_read_key(a.keyfile, &m.key, &m.key_len);
     struct meter_scrape_totals t = {0};

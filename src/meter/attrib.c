@@ -42,6 +42,8 @@ static int add_custody(void *arg, const struct store_ledger_entry *e)
     snprintf(c->device, sizeof(c->device), "%s%s%s", e->gpu_uuid, has(e->gi_id) ? "/" : "",
              e->gi_id);
     set(c->tenant, e->tenant);
+    snprintf(c->profile, sizeof(c->profile), "%s",
+             has(e->gi_id) && has(e->profile) && strcmp(e->profile, "whole") ? e->profile : "");
     c->ts_ms = e->ts_ms;
     return 0;
 }
@@ -63,9 +65,11 @@ void meter_ctx_release(struct meter_ctx *ctx)
     ctx->ncustody = ctx->custody_cap = 0;
 }
 
-/* The tenant holding device at ts_ms by the ledger, or NULL. The facts are
- * sorted by device, then time: find the device's first, walk its run. */
-static const char *custody_at(const struct meter_ctx *ctx, const char *device, int64_t ts_ms)
+/* The ledger's latest fact for device at or before ts_ms, or NULL. The
+ * facts are sorted by device, then time: find the device's first, walk its
+ * run. */
+static const struct meter_custody *custody_at(const struct meter_ctx *ctx, const char *device,
+                                              int64_t ts_ms)
 {
     size_t lo = 0, hi = ctx->ncustody;
     while (lo < hi) {
@@ -75,12 +79,45 @@ static const char *custody_at(const struct meter_ctx *ctx, const char *device, i
         else
             hi = mid;
     }
-    const char *tenant = NULL;
+    const struct meter_custody *fact = NULL;
     for (size_t i = lo; i < ctx->ncustody && ctx->custody[i].ts_ms <= ts_ms &&
                         strcmp(ctx->custody[i].device, device) == 0;
          i++)
-        tenant = ctx->custody[i].tenant;
-    return tenant && strcmp(tenant, "unassigned") != 0 ? tenant : NULL;
+        fact = &ctx->custody[i];
+    return fact;
+}
+
+/* Whether the ledger's profile a and the scrape's b name different
+ * profiles of d's model (through the catalog: an exporter's "7g.79gb" is
+ * the catalog's 7g.80gb), by name where the catalog knows neither. */
+static int other_profile(const struct meter_ctx *ctx, const struct meter_seen *d, const char *a,
+                         const char *b)
+{
+    const struct cat_model *m = has(d->model) ? cat_model_find(ctx->cat, d->model) : NULL;
+    const struct cat_profile *pa = m ? cat_profile_find(m, a) : NULL;
+    const struct cat_profile *pb = m ? cat_profile_find(m, b) : NULL;
+    return pa && pb ? pa != pb : strcmp(a, b) != 0;
+}
+
+/* The tenant the ledger gives the device of d at ts_ms, or NULL: none, or
+ * "unassigned", or a fact of another profile than the scrape's (the GPU
+ * instance id reused after a repartition whose entry is not in the ledger
+ * yet: said in v->stale). */
+static const char *custody_tenant(const struct meter_ctx *ctx, const char *device,
+                                  const struct meter_seen *d, int64_t ts_ms,
+                                  struct meter_verdict *v)
+{
+    const struct meter_custody *f = custody_at(ctx, device, ts_ms);
+    if (!f || strcmp(f->tenant, "unassigned") == 0)
+        return NULL;
+    if (f->profile[0] && is_mig(d->profile) && other_profile(ctx, d, f->profile, d->profile)) {
+        snprintf(v->stale, sizeof(v->stale),
+                 "the scrape shows a %s, the ledger's latest entry (tenant '%s', at %lld ms) a "
+                 "%s: the GPU instance id was reused, the entry not applied",
+                 d->profile, f->tenant, (long long)f->ts_ms, f->profile);
+        return NULL;
+    }
+    return f->tenant;
 }
 
 /* ---- the plan's side ---- */
@@ -317,7 +354,7 @@ static void verdict_reset(struct meter_verdict *v)
 {
     v->ncharges = 0;
     memset(&v->charges[0], 0, sizeof(v->charges[0]));
-    v->planned[0] = v->disagree[0] = '\0';
+    v->planned[0] = v->disagree[0] = v->stale[0] = '\0';
     v->violation = v->ambiguous = 0;
 }
 
@@ -330,7 +367,7 @@ static const struct plan_gpu *holder(const struct meter_ctx *ctx, const struct m
     snprintf(device, sizeof(device), "%s%s%s", has(d->uuid) ? d->uuid : "",
              is_mig(d->profile) && has(d->gi_id) ? "/" : "",
              is_mig(d->profile) && has(d->gi_id) ? d->gi_id : "");
-    *held = custody_at(ctx, device, ts_ms);
+    *held = custody_tenant(ctx, device, d, ts_ms, v);
     const char *planned = *held ? *held : planned_tenant(g, d, &v->ambiguous);
     set(v->planned, planned);
     if (*held)

@@ -44,11 +44,14 @@
 #include "store/store.h"
 #include "util/limits.h" /* METER_NAME_MAX, METER_SUFFIX_MAX, METER_CHARGES_MAX */
 
-/* One custody-ledger fact: device (GPU UUID, or UUID/GI id) held by tenant
- * from ts_ms on. */
+/* One custody-ledger fact: device (GPU UUID, or UUID/GI id) of profile
+ * ("" when the entry names none) held by tenant from ts_ms on. A GPU
+ * instance id is reused when a card is repartitioned: a fact applies to a
+ * scrape only where the profiles agree (or either is unknown). */
 struct meter_custody {
     char device[METER_NAME_MAX];
     char tenant[METER_NAME_MAX];
+    char profile[32];
     int64_t ts_ms;
 };
 
@@ -58,6 +61,9 @@ struct meter_ctx {
     const struct plan *plan;       /* NULL: pod labels only */
     struct meter_custody *custody; /* sorted by device, then time */
     size_t ncustody, custody_cap;
+    /* the scrape times an ingest takes: from its start less max_age_ms to
+     * its start plus max_ahead_ms (0: no bound); others are refused */
+    int64_t max_age_ms, max_ahead_ms;
 };
 
 /* What one scrape says about one device; NULL or "" when a label is absent. */
@@ -85,6 +91,9 @@ struct meter_verdict {
     char disagree[4 * METER_NAME_MAX]; /* no pod labels, and the scrape contradicts the
                                         * plan's card (model, or MIG or not): how; the
                                         * sample is then unattributed */
+    char stale[4 * METER_NAME_MAX];    /* the ledger's latest entry for the device is of
+                                        * another profile than the scrape's (the GPU
+                                        * instance id reused): not applied, how */
 };
 
 /* Load the custody facts of the ledger in st (st may be NULL: none). */

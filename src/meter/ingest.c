@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include "util/time.h"
 #include "util/units.h"
 
 #define NAME METER_NAME_MAX
@@ -22,10 +24,12 @@ struct entry {
     char node[NAME], gpu[16], uuid[NAME], gi[16], model[NAME], profile[32];
     char ns[TS_K8S_LABEL_MAX + 1], pod[TS_K8S_NAME_MAX + 1]; /* whole: longer is rejected */
     int64_t ts_ms;
-    double engine, util; /* -1 when absent or out of range */
-    int unreadable;      /* a utilisation value was NaN, +-Inf or out of range */
-    int pods, pod_index; /* pods listed on the device at that time, and which this is */
-    int foreign;         /* of them, not the owner's on a card time-sliced to guests */
+    double engine, util;         /* -1 when absent or out of range */
+    int unreadable;              /* a utilisation value was NaN, +-Inf or out of range */
+    int seen;                    /* SEEN_ENGINE, SEEN_UTIL: a value of it was read */
+    double raw_engine, raw_util; /* the first value read of each, as read */
+    int pods, pod_index;         /* pods listed on the device at that time, and which this is */
+    int foreign;                 /* of them, not the owner's on a card time-sliced to guests */
 };
 
 /* A consumer's request counter to a shared workload at one time (requests.h),
@@ -46,6 +50,7 @@ struct meter_ingest {
     const char *source;
     struct ts_diag *diag;
     int64_t at_ms, newest_ms;
+    int64_t win_lo, win_hi; /* the scrape times taken (ctx's window around now) */
     meter_sink_fn sink;
     void *sink_arg;
     struct meter_expo *parser;
@@ -59,6 +64,7 @@ struct meter_ingest {
     struct ts_arena pending_arena;
     struct ts_error flush_err;
     int flush_failed, table_full_warned, unknown_warned, ambiguous_warned, mismatch_warned;
+    int stale_warned, dup_warned, window_warned;
     struct meter_violation violations[METER_VIOLATIONS_MAX];
     size_t nviolations;
     struct meter_ingest_counts counts;
@@ -125,6 +131,15 @@ static void warn_once(struct meter_ingest *in, const struct entry *d, const stru
                  "billed from the plan only where both agree)",
                  v->disagree);
         warn(in, d, what);
+    }
+    if (v->stale[0]) {
+        in->counts.stale_custody++;
+        if (in->stale_warned++ < METER_WARNINGS_MAX) {
+            char what[5 * METER_NAME_MAX];
+            snprintf(what, sizeof(what), "%s; billed from the plan until the ledger has it",
+                     v->stale);
+            warn(in, d, what);
+        }
     }
     for (size_t i = 0; i < v->ncharges; i++)
         if (v->charges[i].share_ppm < 0 && !in->unknown_warned++)
@@ -200,6 +215,7 @@ static ts_status store_pending(struct meter_ingest *in, struct ts_error *err)
     if (st != TS_OK)
         return st;
     in->counts.inserted += inserted;
+    in->counts.already_stored += in->npending - inserted;
     in->npending = 0;
     ts_arena_free(&in->pending_arena);
     ts_arena_init(&in->pending_arena);
@@ -462,24 +478,53 @@ static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
     copy(d->pod, sizeof(d->pod), id->pod);
     d->ts_ms = id->ts;
     d->engine = d->util = -1;
-    d->unreadable = 0;
+    d->unreadable = d->seen = 0;
     d->pods = d->pod_index = 0;
     in->counts.devices++;
     return d;
 }
 
+enum { SEEN_ENGINE = 1, SEEN_UTIL = 2 };
+
+static int same_value(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
+
+/* Whether x repeats a utilisation value d already has (which bit): a
+ * conflicting one is counted and warned; the first value read is kept. */
+static int repeated(struct meter_ingest *in, struct entry *d, const struct meter_sample *x, int bit)
+{
+    double *first = bit == SEEN_ENGINE ? &d->raw_engine : &d->raw_util;
+    if (!(d->seen & bit)) {
+        d->seen |= bit;
+        *first = x->value;
+        return 0;
+    }
+    if (same_value(*first, x->value))
+        return 1;
+    in->counts.duplicates++;
+    if (in->dup_warned++ < METER_WARNINGS_MAX)
+        ts_diag_addf(in->diag, TS_SEV_ERROR, TS_INVALID, in->source, (int)x->line, 1, NULL,
+                     "device %s at %lld ms: %s %g conflicts with %g read before: the first "
+                     "kept",
+                     d->key, (long long)d->ts_ms, x->metric, x->value, *first);
+    return 1;
+}
+
 /* The engine ratio a metric gives; a utilisation value that is NaN, +-Inf
  * or out of range is unreadable (the device is still billed, its ratio
  * unknown). */
-static void take_ratio(struct entry *d, const struct meter_sample *x)
+static void take_ratio(struct meter_ingest *in, struct entry *d, const struct meter_sample *x)
 {
     if (strcmp(x->metric, "DCGM_FI_PROF_GR_ENGINE_ACTIVE") == 0) {
+        if (repeated(in, d, x, SEEN_ENGINE))
+            return;
         if (x->value >= 0 && x->value <= 1)
             d->engine = x->value;
         else
             d->unreadable = 1;
     } else if (strcmp(x->metric, "DCGM_FI_DEV_GPU_UTIL") == 0 ||
                strcmp(x->metric, "dcgm_gpu_utilization") == 0) {
+        if (repeated(in, d, x, SEEN_UTIL))
+            return;
         if (x->value >= 0 && x->value <= 100)
             d->util = x->value / 100.0;
         else
@@ -544,9 +589,31 @@ static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
     }
 }
 
+/* A scrape time outside the window: the line is refused with its place. */
+static int out_of_window(struct meter_ingest *in, const struct meter_sample *x)
+{
+    int64_t ts = x->has_timestamp ? x->timestamp_ms : in->at_ms;
+    if (ts >= in->win_lo && ts <= in->win_hi)
+        return 0;
+    in->counts.out_of_window++;
+    in->counts.rejected_lines++;
+    if (in->window_warned++ < METER_WARNINGS_MAX) {
+        char when[40];
+        ts_time_format(ts, when);
+        ts_diag_addf(in->diag, TS_SEV_ERROR, TS_INVALID, in->source, (int)x->line, 1, NULL,
+                     "scrape time %lld ms (%s) is %s: refused (a timestamp in seconds, or a "
+                     "clock far off? --max-age and --max-ahead set the window)",
+                     (long long)ts, when,
+                     ts < in->win_lo ? "older than --max-age" : "later than now + --max-ahead");
+    }
+    return 1;
+}
+
 static int on_sample(void *arg, const struct meter_sample *x)
 {
     struct meter_ingest *in = arg;
+    if (out_of_window(in, x))
+        return 0;
     if (strcmp(x->metric, METER_REQUESTS_METRIC) == 0) {
         take_requests(in, x);
         return 0;
@@ -572,7 +639,7 @@ static int on_sample(void *arg, const struct meter_sample *x)
         return 0;
     if (id.ts > in->newest_ms)
         in->newest_ms = id.ts;
-    take_ratio(d, x);
+    take_ratio(in, d, x);
     return 0;
 }
 
@@ -584,6 +651,16 @@ static void on_error(void *arg, long line, int column, const char *msg)
 }
 
 /* ---- the object ---- */
+
+/* The scrape times taken: around now by ctx's bounds (0: none). */
+static void window_of(const struct meter_ctx *ctx, int64_t *lo, int64_t *hi)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    *lo = ctx->max_age_ms > 0 ? now_ms - ctx->max_age_ms : INT64_MIN;
+    *hi = ctx->max_ahead_ms > 0 ? now_ms + ctx->max_ahead_ms : INT64_MAX;
+}
 
 ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_t at_ms,
                            const char *source, struct ts_diag *diag, struct meter_ingest **out)
@@ -602,6 +679,7 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     in->diag = diag;
     in->at_ms = at_ms;
     in->newest_ms = in->flushed_ms = INT64_MIN;
+    window_of(ctx, &in->win_lo, &in->win_hi);
     in->flush_at = METER_GATHER_MAX;
     meter_ingest_set_sink(in, to_store, st);
     in->store = st;

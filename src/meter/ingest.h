@@ -43,13 +43,27 @@ struct meter_violation {
     int64_t ts_ms; /* the first scrape that showed it */
 };
 
+/* The window of scrape times meter import, scrape and prometheus take
+ * around now (meter_ctx max_age_ms, max_ahead_ms; --max-age, --max-ahead):
+ * a timestamp in seconds read as milliseconds (January 1970) or one in
+ * 2099 is refused, not billed in a month no invoice reads. */
+#define METER_MAX_AGE_DEFAULT_MS (3650LL * 86400000) /* ten years of history */
+#define METER_MAX_AHEAD_DEFAULT_MS 3600000LL         /* an hour of clock skew */
+
 struct meter_ingest_counts {
-    size_t devices;     /* device-times seen */
-    size_t inserted;    /* new samples stored */
-    int rejected_lines; /* malformed lines (each also in diag) */
-    int violations;     /* distinct (device, tenant) custody violations */
-    size_t unreadable;  /* device-times whose utilisation was unreadable (NaN, +-Inf,
+    size_t devices;        /* device-times seen */
+    size_t inserted;       /* new samples stored */
+    int rejected_lines;    /* malformed lines (each also in diag) */
+    int violations;        /* distinct (device, tenant) custody violations */
+    size_t unreadable;     /* device-times whose utilisation was unreadable (NaN, +-Inf,
                            out of range): billed, their use in the unknown column */
+    size_t stale_custody;  /* device-times whose latest ledger entry names another
+                             profile (a reused GPU instance id): not applied */
+    int out_of_window;     /* lines refused for a time outside the window (also in
+                             rejected_lines) */
+    int duplicates;        /* utilisation lines of a device-time read before with
+                              another value: the first kept */
+    size_t already_stored; /* samples the store had (device, time): the first kept */
 };
 
 /* Where flushed samples go: the store by default (tests may divert). */
@@ -77,6 +91,21 @@ const struct meter_violation *meter_ingest_violations(const struct meter_ingest 
  * v's node, GPU UUID, GI id and profile, at the first scrape that showed it. */
 ts_status meter_violation_record(struct store *st, const void *key, size_t key_len,
                                  const struct meter_violation *v, struct ts_error *err);
+/* The custody violations one process has recorded, by device and tenant
+ * observed: a reader of many windows (meter prometheus --follow, meter
+ * scrape's rounds, several files) records each once, as one range read
+ * does. */
+struct meter_violation_log {
+    struct meter_violation_key {
+        char device[2 * METER_NAME_MAX], observed[METER_NAME_MAX];
+    } * keys;
+    size_t n, cap;
+    size_t repeats; /* violations not recorded again */
+};
+/* 1 when v is new to log (added), 0 when it was recorded before (counted in
+ * repeats), -1 out of memory. */
+int meter_violation_first(struct meter_violation_log *log, const struct meter_violation *v);
+void meter_violation_log_free(struct meter_violation_log *log);
 void meter_ingest_free(struct meter_ingest *in);
 
 #endif

@@ -95,7 +95,7 @@ static void start(struct env *e, const char *yaml)
     memset(e, 0, sizeof(*e));
     th_run_text(&e->job, yaml ? yaml : spec, PLAN_SOLVER_HEURISTIC);
     assert_non_null(e->job.plan);
-    e->ctx = (struct meter_ctx){e->job.model, e->job.cat, e->job.plan, NULL, 0, 0};
+    e->ctx = (struct meter_ctx){e->job.model, e->job.cat, e->job.plan, NULL, 0, 0, 0, 0};
     assert_int_equal(meter_ingest_new(&e->ctx, NULL, 1700000000000LL, "t.prom", &e->diag, &e->in),
                      TS_OK);
     meter_ingest_set_sink(e->in, keep, &e->sink);
