@@ -56,9 +56,9 @@ for (month, t), n in sorted(num.items()):
 PY
 # got DB: the same lines from usage (each month) and lab's invoices
 got() {
-    for m in 2026-11:2026-11-01T00:00:00Z:$B 2026-12:$B:2027-01-01T00:00:00Z; do
-        IFS=: read -r month from to <<<"${m//:00:00Z/@}"
-        from=${from//@/:00:00Z} to=${to//@/:00:00Z}
+    local month from to
+    for m in "2026-11 2026-11-01T00:00:00Z $B" "2026-12 $B 2027-01-01T00:00:00Z"; do
+        read -r month from to <<<"$m"
         "$TESSERA" usage -f "$TMP/spec.yaml" --db "$1" --from "$from" --to "$to" -o json |
             python3 -c 'import json, sys
 for r in sorted(json.load(sys.stdin)["rows"], key=lambda r: r["tenant"]):
