@@ -115,9 +115,10 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
      * of any key "DEVICE#..." (by time: the rare split device) */
     [STORE_ST_DEVICE_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE device = $1 AND ts_ms > $2 "
                                       "ORDER BY ts_ms LIMIT 1"},
-    [STORE_ST_SPLIT_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE ts_ms > $2 AND "
-                                     "substr(device, 1, length(CAST($1 AS TEXT))) = "
-                                     "CAST($1 AS TEXT) LIMIT 1"},
+    /* $1 first: SQLite numbers the parameters in the order they appear */
+    [STORE_ST_SPLIT_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE substr(device, 1, "
+                                     "length(CAST($1 AS TEXT))) = CAST($1 AS TEXT) AND "
+                                     "ts_ms > $2 LIMIT 1"},
 };
 
 /* ---- small helpers ---------------------------------------------------- */
