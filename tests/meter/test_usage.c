@@ -227,13 +227,47 @@ static void test_split_anywhere(void **state)
     meter_usage_release(&u);
 }
 
+/* A window that ends in an outage keeps the device's last point read as a
+ * tail; billed (the caller found a later scrape) it is the part of its
+ * capped interval inside the window, as a wider window bills it. A point
+ * past the window's end, or whose cap ends before it starts, is no tail. */
+static void test_tail_of_window(void **state)
+{
+    (void)state;
+    struct meter_usage u;
+    meter_usage_init(&u, 15000);
+    u.close_by_device = 1;
+    u.from_ms = 0;
+    u.to_ms = 40000;
+    add(&u, "GPU-a", 0, "t1", 1000000, -1);
+    add(&u, "GPU-a", 15, "t1", 1000000, -1);
+    add(&u, "GPU-a", 30, "t1", 1000000, -1); /* then down until after the window's reach */
+    add(&u, "GPU-b", 0, "t1", 1000000, -1);
+    add(&u, "GPU-b", 45, "t1", 1000000, -1); /* past the end: no tail */
+    assert_int_equal(meter_usage_finish(&u), TS_OK);
+    assert_int_equal(u.ntails, 1);
+    assert_string_equal(u.tails[0].family, "GPU-a");
+    assert_int_equal(u.tails[0].p.ts_ms, 30000);
+    /* before the tail: GPU-a 30 s, GPU-b its capped 30 s */
+    assert_true(find(&u, "t1")->alloc_num == (__int128)60000 * 1000000);
+    assert_int_equal(meter_usage_bill_tail(&u, 0), TS_OK);
+    /* the tail: [30 s, 60 s) capped, 10 s of it inside the window */
+    assert_true(find(&u, "t1")->alloc_num == (__int128)70000 * 1000000);
+    meter_usage_release(&u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_intervals_and_gaps), cmocka_unit_test(test_duplicates_and_order),
-        cmocka_unit_test(test_unknown_column),     cmocka_unit_test(test_tenant_change_and_devices),
-        cmocka_unit_test(test_day_exact),          cmocka_unit_test(test_sort),
-        cmocka_unit_test(test_closed_by_device),   cmocka_unit_test(test_split_anywhere),
+        cmocka_unit_test(test_tail_of_window),
+        cmocka_unit_test(test_intervals_and_gaps),
+        cmocka_unit_test(test_duplicates_and_order),
+        cmocka_unit_test(test_unknown_column),
+        cmocka_unit_test(test_tenant_change_and_devices),
+        cmocka_unit_test(test_day_exact),
+        cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_closed_by_device),
+        cmocka_unit_test(test_split_anywhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
