@@ -12,10 +12,12 @@
  * slot of the region; the container's count times the limiter's estimated
  * GPU time of one launch is its outstanding work. Before a launch, while
  * that and the new launch pass the share's worth (smPercent x 50 ms of GPU
- * time), the launching thread waits for its own oldest event. A process
- * with nothing in flight may always launch one (events belong to the
- * process that made them: it cannot wait for a sibling's). While no
- * estimate exists yet each launch counts as the whole worth. A count goes
+ * time), the launching thread waits for its own oldest event; a process
+ * with nothing in flight (events belong to the process that made them: it
+ * cannot wait for a sibling's) sleeps while its siblings' counts pass the
+ * worth, at most 100 ms, and launches when the container has nothing in
+ * flight. While no estimate exists yet each launch counts as the whole
+ * worth. A count goes
  * stale while its process has stopped launching and has not synchronised
  * since its work ran: its siblings ignore a count unchanged for 100 ms
  * (region.c; the worth runs within 50 ms at the share), and a dead
@@ -29,9 +31,13 @@
 #include "shim/shim.h"
 
 #include <pthread.h>
+#include <time.h>
 
-#define INFLIGHT_MAX 256              /* events one process keeps in flight */
-#define INFLIGHT_WORTH_NS 50000000ull /* the share's worth: smPercent x 50 ms */
+#define INFLIGHT_MAX 256                 /* events one process keeps in flight */
+#define INFLIGHT_WORTH_NS 50000000ull    /* the share's worth: smPercent x 50 ms */
+#define SIBLING_WAIT_MAX_NS 100000000ull /* a wait on siblings' counts, at most */
+#define SIBLING_NAP_MIN_NS 50000ull
+#define SIBLING_NAP_MAX_NS 2000000ull
 
 typedef CUresult (*event_create_fn)(CUevent *, unsigned int);
 typedef CUresult (*event_record_fn)(CUevent, CUstream);
@@ -44,7 +50,8 @@ static struct {
     event_record_fn record;
     event_fn query, sync, destroy;
     pthread_mutex_t mu;
-    CUevent ev[INFLIGHT_MAX]; /* the pool: ev[i] serves ring slot i */
+    CUevent ev[INFLIGHT_MAX];    /* the pool: ev[i] serves ring slot i */
+    uint64_t cost[INFLIGHT_MAX]; /* the tokens slot i's launch took (ns) */
     unsigned head, n;
 } in = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -64,16 +71,22 @@ void shim__inflight_init(unsigned sm_percent)
 
 int shim__inflight_on(void) { return in.on; }
 
-/* A launch known to have run: the limiter's tick counts it (sm.c). */
-static void ran(void) { atomic_fetch_add(&shim__region()->sm.launches, 1); }
+/* A launch known to have run, which took taken_ns of tokens: the
+ * limiter's tick counts it and gives its tokens back (sm.c). */
+static void ran(uint64_t taken_ns)
+{
+    atomic_fetch_add(&shim__region()->sm.launches, 1);
+    shim__region_ran_add(taken_ns);
+}
 
 /* Forget the oldest launch, which has run (under the lock). */
 static void pop(void)
 {
+    uint64_t cost = in.cost[in.head];
     in.head = (in.head + 1) % INFLIGHT_MAX;
     in.n--;
     shim__region_inflight_add(-1);
-    ran();
+    ran(cost);
 }
 
 /* The container's launches in flight and one more pass the worth. */
@@ -92,6 +105,24 @@ static void reap(void)
         pop();
 }
 
+/* With nothing of its own in flight a process has no event to wait for:
+ * it sleeps while its siblings' launches in flight and this one pass the
+ * worth, reading their published counts a quarter of a launch apart (each
+ * reaps its own while it waits for tokens too, sm.c), for at most
+ * SIBLING_WAIT_MAX_NS (a count that stops changing is ignored after 100 ms
+ * anyway, region.c). So the container's queue is bounded, not each
+ * process's: four processes of 16 ms kernels at 10% had four in flight. */
+static void wait_siblings(uint64_t est)
+{
+    uint64_t nap = est / 4, until = shim__now_ns() + SIBLING_WAIT_MAX_NS;
+    nap = nap < SIBLING_NAP_MIN_NS ? SIBLING_NAP_MIN_NS : nap;
+    nap = nap > SIBLING_NAP_MAX_NS ? SIBLING_NAP_MAX_NS : nap;
+    while (shim__region_inflight() && over(est) && shim__now_ns() < until) {
+        struct timespec ts = {0, (long)nap};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void shim__inflight_wait(uint64_t est)
 {
     if (!in.on)
@@ -102,7 +133,10 @@ void shim__inflight_wait(uint64_t est)
         in.sync(in.ev[in.head]);
         pop();
     }
+    unsigned mine = in.n;
     pthread_mutex_unlock(&in.mu);
+    if (!mine)
+        wait_siblings(est);
 }
 
 /* Record ring slot i's event on stream, making it first; once more with a
@@ -123,7 +157,7 @@ static int record(unsigned i, CUstream stream)
     return -1;
 }
 
-void shim__inflight_record(CUstream stream)
+void shim__inflight_record(CUstream stream, uint64_t taken_ns)
 {
     if (!in.on)
         return;
@@ -134,10 +168,11 @@ void shim__inflight_record(CUstream stream)
     }
     unsigned i = (in.head + in.n) % INFLIGHT_MAX;
     if (record(i, stream) == 0) {
+        in.cost[i] = taken_ns;
         in.n++;
         shim__region_inflight_add(1);
     } else
-        ran(); /* not tracked: counted now, as without the bound */
+        ran(taken_ns); /* not tracked: counted now, as without the bound */
     pthread_mutex_unlock(&in.mu);
 }
 

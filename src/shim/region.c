@@ -10,7 +10,8 @@
  *          32  the SM limiter's bucket (struct shim_sm_state)
  *          ..  slots[1024]: pid, launches in flight (inflight.c) and when
  *              that count last changed, start time, bytes charged, pid
- *              namespace
+ *              namespace, the SM tokens of its launches that ran and are
+ *              not yet given back (sm.c)
  * The creator sets it up under flock (a dead creator's lock goes with it);
  * a file with another magic, version or size is refused and the shim fails
  * closed. After set-up no lock is taken on the fast path: each process adds
@@ -146,7 +147,7 @@ static void slot_clear(struct shim_slot *s)
     atomic_store(&s->start, 0);
     atomic_store(&s->ns, 0);
     atomic_store(&s->inflight, 0);
-    atomic_store(&s->sm_seen_us, 0);
+    atomic_store(&s->sm_ran_ns, 0);
 }
 
 /* Free slot i when its owner is gone: with a file, when its lock can be
@@ -513,6 +514,36 @@ void shim__region_inflight_add(int delta)
         return;
     atomic_fetch_add(&s->inflight, (uint32_t)delta);
     atomic_store(&s->inflight_at, shim__now_ns());
+}
+
+/* A process without a slot keeps its refunds here. */
+static _Atomic uint64_t ran_unslotted;
+
+void shim__region_ran_add(uint64_t ns)
+{
+    struct shim_slot *s = self_slot();
+    atomic_fetch_add(s ? &s->sm_ran_ns : &ran_unslotted, ns);
+}
+
+/* Remove the share ppm of *v: what was removed. */
+static uint64_t take_share(_Atomic uint64_t *v, uint64_t ppm)
+{
+    uint64_t cur = atomic_load(v), t;
+    do
+        t = ppm >= 1000000u ? cur : (uint64_t)((double)cur * (double)ppm / 1e6);
+    while (t && !atomic_compare_exchange_weak(v, &cur, cur - t));
+    return t;
+}
+
+uint64_t shim__region_ran_take(uint64_t ppm)
+{
+    uint64_t total = take_share(&ran_unslotted, ppm);
+    struct shim_region *r = atomic_load(&region);
+    uint32_t hw = r ? atomic_load(&r->hiwater) : 0;
+    for (uint32_t i = 0; i < hw && i < SHIM_SLOTS; i++)
+        if (atomic_load(&r->slots[i].pid) > 0)
+            total += take_share(&r->slots[i].sm_ran_ns, ppm);
+    return total;
 }
 
 /* A sibling's count unchanged this long is stale: its launches are the

@@ -99,8 +99,9 @@ struct shim_slot {
     _Atomic uint64_t inflight_at; /* CLOCK_MONOTONIC ns of the owner's last change to it */
     _Atomic uint64_t start;       /* owner's start time (/proc stat field 22) */
     _Atomic uint64_t bytes;       /* device memory charged to the owner */
-    _Atomic uint64_t ns;         /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
-    _Atomic uint64_t sm_seen_us; /* NVML: the owner's newest process sample counted (sm.c) */
+    _Atomic uint64_t ns;        /* owner's pid namespace (inode of /proc/self/ns/pid), 0 unknown */
+    _Atomic uint64_t sm_ran_ns; /* tokens the owner's launches took that have run and the
+                                    limiter has not given back yet (sm.c) */
 };
 
 /* The SM limiter's shared state: one bucket per container (sm.c). */
@@ -112,10 +113,10 @@ struct shim_sm_state {
     _Atomic uint64_t est_cost_ns; /* estimated GPU time of one launch */
     _Atomic uint64_t launches;    /* launches (run, when tracked) since the last count */
     _Atomic uint64_t own_prev;    /* cumulative busy at the last tick */
-    _Atomic uint64_t card_prev;
-    _Atomic uint64_t seen_us;    /* NVML: newest process sample consumed (its timeStamp) */
-    _Atomic uint64_t counted_at; /* CLOCK_MONOTONIC when launches was last read and zeroed */
-    _Atomic uint64_t measured;   /* NVML: a tick has charged the container's samples */
+    _Atomic uint64_t card_prev;   /* hook: the card's cumulative busy; NVML: the last rate */
+    _Atomic uint64_t seen_us;     /* NVML: newest process sample consumed (its timeStamp) */
+    _Atomic uint64_t counted_at;  /* CLOCK_MONOTONIC when launches was last read and zeroed */
+    _Atomic uint64_t measured;    /* NVML: a tick has charged the container's samples */
 };
 
 struct shim_region {
@@ -152,6 +153,11 @@ int shim__region_guard(void);
  * over its live processes. */
 void shim__region_inflight_add(int delta);
 uint64_t shim__region_inflight(void);
+/* The SM limiter's refunds: add the tokens a launch of this process took,
+ * once it has run; take (and remove) the share ppm (parts per million, at
+ * most all) of what each of the container's live processes added. */
+void shim__region_ran_add(uint64_t ns);
+uint64_t shim__region_ran_take(uint64_t ppm);
 
 /* ---- track.c ------------------------------------------------------------ */
 
@@ -239,8 +245,9 @@ void shim__inflight_init(unsigned sm_percent);
  * launches while the container's not yet run and this one pass the share's
  * worth. */
 void shim__inflight_wait(uint64_t est);
-/* After a launch on stream: record an event there to know when it ran. */
-void shim__inflight_record(CUstream stream);
+/* After a launch on stream that took taken_ns of the limiter's tokens:
+ * record an event there to know when it ran. */
+void shim__inflight_record(CUstream stream, uint64_t taken_ns);
 /* After the application synchronised: forget the launches that ran. */
 void shim__inflight_reap(void);
 /* Before a context goes: wait for the launches in flight, destroy the

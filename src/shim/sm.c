@@ -11,12 +11,13 @@
  *     bucket empty, the launching thread sleeps until it refills;
  *   - every tick (20 ms on the stand-in's hook, 100 ms with NVML) the
  *     feedback loop reads the container's real busy time and the card's;
- *     when there is something new it gives back what the estimates charged,
- *     takes what was really used (so the estimate's error never
- *     accumulates), updates the per-launch estimate, and moves `allowed`:
- *     with the card saturated (>= 90% busy) it halves the distance to the
- *     configured share; with idle time left it grows by half of the idle
- *     fraction (work-conserving).
+ *     when there is something new it gives back exactly the tokens the
+ *     launches that ran took, takes what was really used (so the
+ *     estimate's error never accumulates), updates the per-launch
+ *     estimate, and moves `allowed`: with the card saturated (>= 90% busy,
+ *     counting the part of its share the container left unused) it halves
+ *     the distance to the configured share; with idle time left it grows
+ *     by half of the idle fraction (work-conserving).
  * Busy time comes from NVML (libnvidia-ml.so.1 through dlopen:
  * nvmlDeviceGetUtilizationRates for the card, nvmlDeviceGetProcessUtilization
  * for the container's host pids), the production path; only when NVML
@@ -46,6 +47,7 @@
 #define SATURATED_PPM 900000ull /* card busy enough to hold to shares */
 #define BURST_NS 20000000ull    /* the bucket holds 20 ms x allowed */
 #define DEBT_NS 1000000000ll    /* ... and owes at most 1 s */
+#define EST_WEIGHT 4            /* launches the NVML path's per-launch estimate weighs as */
 #define SLEEP_MIN_NS 50000ull
 #define SLEEP_MAX_NS 5000000ull
 #define NVML_SAMPLES 256               /* process samples read a tick */
@@ -239,7 +241,7 @@ static uint64_t integrate(const nvml_process_sample *s, unsigned count, uint64_t
  * read looks back one NVML_PERIOD_MAX_US and only notes the newest sample
  * time: what ran before stays charged at the guessed cost. */
 static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *own, uint64_t *card,
-                               uint64_t *covered)
+                               uint64_t *covered, uint64_t *upto)
 {
     nvml_utilization u = {0, 0};
     *card = sm.utilization(sm.dev, &u) == 0 ? u.gpu * dt / 100 : 0;
@@ -270,6 +272,9 @@ static enum sample sample_nvml(struct shim_sm_state *st, uint64_t dt, uint64_t *
         return SAMPLE_NONE; /* what ran before stays charged at the guesses */
     *own = busy_us * 1000;
     *covered = (newest - seen) * 1000;
+    /* the newest sample's time on the launches' clock (CLOCK_MONOTONIC) */
+    uint64_t ago = realtime_us() - newest;
+    *upto = shim__now_ns() - (ago < NVML_PERIOD_MAX_US ? ago : NVML_PERIOD_MAX_US) * 1000;
     return SAMPLE_OK;
 }
 
@@ -283,10 +288,22 @@ static void say_unknown(void)
                   (unsigned)(sm.share_ppm / 10000));
 }
 
-/* Move `allowed` by the card's utilisation over the last tick. */
-static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt)
+/* Move `allowed` by the card's utilisation over the last tick, counting
+ * as busy the part of its share the container itself left unused (own_ppm
+ * its own rate) and, with NVML, the higher of this sample's rate and the
+ * last's: idle time is given away when it is neither the container's own
+ * (paying back a debt) nor one period of a neighbour's pacing (a 90%
+ * tenant of 16 ms kernels paused by its own bucket leaves such periods
+ * while it wants the card). */
+static void steer(struct shim_sm_state *st, uint64_t card, uint64_t dt, uint64_t own_ppm)
 {
     uint64_t util = dt ? card * MILLION / dt : 0;
+    if (own_ppm < sm.share_ppm)
+        util += sm.share_ppm - own_ppm;
+    if (!sm.standin) { /* card_prev: the last tick's rate, on this path */
+        uint64_t prev = atomic_exchange(&st->card_prev, util);
+        util = prev > util ? prev : util;
+    }
     uint64_t a = atomic_load(&st->allowed_ppm);
     if (util >= SATURATED_PPM)
         a = a > sm.share_ppm ? sm.share_ppm + (a - sm.share_ppm) / 2 : sm.share_ppm;
@@ -310,20 +327,24 @@ static void guess(struct shim_sm_state *st, uint64_t now)
         return;
     uint64_t g = (now - from) / n, est = atomic_load(&st->est_cost_ns);
     g = g ? g : 1;
-    if (!est) /* the launches so far went at no cost: they take the guess */
+    if (!est) { /* the launches so far went at no cost: they take the guess */
         atomic_fetch_sub(&st->balance_ns, (int64_t)(n * g));
+        shim__region_ran_add(n * g); /* given back with the first samples */
+    }
     if (!est || g < est)
         atomic_store(&st->est_cost_ns, g);
 }
 
-/* Charge what a tick learned. A measured tick refunds the estimates of the
- * launches in the samples' window (the launch rate since the last count x
- * the window: the windows need not match, and a lump the bucket cannot
- * hold would be lost) and takes what the samples say; its per-launch cost
- * is their busy rate over the launch rate. A tick that cannot measure
- * takes the whole time since the last count when the container launched. */
+/* Charge what a tick learned. A measured tick gives back the tokens the
+ * launches that ran took (each process adds its own in its slot, region.c:
+ * exactly what was taken, so a launch taken at no cost, or at another
+ * estimate, is given back that), the part the samples' window is of the
+ * launches' (the windows need not match; the rest waits for the next
+ * samples), and takes what the samples say; its per-launch cost is their
+ * busy rate over the launch rate. A tick that cannot measure takes the
+ * whole time since the last count when the container launched. */
 static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint64_t covered,
-                   uint64_t now)
+                   uint64_t upto, uint64_t now)
 {
     uint64_t n = atomic_exchange(&st->launches, 0), est = atomic_load(&st->est_cost_ns);
     uint64_t counted = atomic_exchange(&st->counted_at, now),
@@ -333,17 +354,24 @@ static void charge(struct shim_sm_state *st, enum sample got, uint64_t own, uint
         own = n ? span : 0;
     }
     covered = covered ? covered : span;
-    double back = span ? (double)n * (double)est * (double)covered / (double)span : 0;
+    uint64_t back = shim__region_ran_take(span ? covered * MILLION / span : MILLION);
     atomic_fetch_add(&st->balance_ns, (int64_t)back - (int64_t)own);
     if (!n || !span)
         return;
     int first = got == SAMPLE_OK && !atomic_exchange(&st->measured, 1);
-    /* the first samples hold every launch since the start (and cover time
-     * before it): their busy over the launches */
-    uint64_t c = first ? own / n
-                       : (uint64_t)((double)own * (double)span / ((double)covered * (double)n));
-    /* NVML's few samples a second weigh more each than the hook's */
-    uint64_t e = first || !est ? c : sm.standin ? (3 * est + c) / 4 : (est + c) / 2;
+    /* the first samples hold every launch since the start up to their
+     * time (upto), not those that ran after: the launches are taken as
+     * evenly spread over their window, and at least an eighth of them */
+    double part = upto > counted && upto < now ? (double)(upto - counted) / (double)span : 1;
+    part = part < 0.125 ? 0.125 : part;
+    double busy = first ? (double)own / part : (double)own * (double)span / (double)covered;
+    /* the estimate weighs as EST_WEIGHT launches against this tick's n: a
+     * tick of few launches (long kernels, or several processes taking
+     * turns), whose samples and launch count cover slightly different
+     * windows, moves it little; the hook's exact counters, a quarter */
+    uint64_t w = sm.standin ? 3 * n : EST_WEIGHT;
+    uint64_t e = first || !est ? (uint64_t)(busy / (double)n)
+                               : (uint64_t)(((double)w * (double)est + busy) / (double)(w + n));
     atomic_store(&st->est_cost_ns, e ? e : 1); /* 0: nothing known yet */
 }
 
@@ -356,23 +384,27 @@ static void tick(struct shim_sm_state *st, uint64_t now)
     if ((last && now - last < sm.tick_ns) ||
         !atomic_compare_exchange_strong(&st->tick_at, &last, now))
         return;
-    uint64_t own = 0, card = 0, covered = 0, dt = now - last;
+    uint64_t own = 0, card = 0, covered = 0, upto = now, dt = now - last;
     if (!last && !sm.standin)
         prime_nvml(st);
     enum sample got = sm.standin ? sample_standin(st, &own, &card)
-                                 : sample_nvml(st, last ? dt : 0, &own, &card, &covered);
+                                 : sample_nvml(st, last ? dt : 0, &own, &card, &covered, &upto);
     if (last == 0) { /* the first tick only primes the counters */
         atomic_store(&st->counted_at, now);
         return;
     }
     int m = atomic_load(&st->measured) != 0;
+    /* a first sample with no busy time ended before the launches counted
+     * ran: it would make the first per-launch cost 0 (free launches) */
+    if (got == SAMPLE_OK && !m && !own)
+        got = SAMPLE_NONE;
     /* a card rate of this tick's time, not of the guesses' (they held back) */
     if ((got == SAMPLE_OK && m) || got == SAMPLE_UNKNOWN)
-        steer(st, card, dt);
+        steer(st, card, dt, own * MILLION / (covered ? covered : dt));
     if (got == SAMPLE_NONE && !m)
         guess(st, now);
     if (got != SAMPLE_NONE)
-        charge(st, got, own, covered, now);
+        charge(st, got, own, covered, upto, now);
 }
 
 static void refill(struct shim_sm_state *st, uint64_t now)
@@ -382,12 +414,14 @@ static void refill(struct shim_sm_state *st, uint64_t now)
         return;
     uint64_t a = atomic_load(&st->allowed_ppm);
     int64_t add = last ? (int64_t)((now - last) * a / MILLION) : 0;
-    int64_t cap = (int64_t)(BURST_NS * a / MILLION), cur = atomic_fetch_add(&st->balance_ns, add);
-    cur += add;
-    while ((cur > cap || cur < -DEBT_NS) &&
-           !atomic_compare_exchange_weak(&st->balance_ns, &cur, cur > cap ? cap : -DEBT_NS))
-        ;
+    int64_t cap = (int64_t)(BURST_NS * a / MILLION), cur = atomic_load(&st->balance_ns), next;
+    do { /* refills up to cap; a refund above it is kept for the charge it precedes */
+        next = cur >= cap ? cur : cur + add > cap ? cap : cur + add;
+        next = next < -DEBT_NS ? -DEBT_NS : next;
+    } while (next != cur && !atomic_compare_exchange_weak(&st->balance_ns, &cur, next));
 }
+
+static _Thread_local uint64_t taken; /* the tokens this thread's launch took */
 
 /* Take one launch's tokens while the balance is still bal (> 0): of
  * several processes that find the bucket refilled, one launches and the
@@ -396,15 +430,21 @@ static void refill(struct shim_sm_state *st, uint64_t now)
 static int take_tokens(struct shim_sm_state *st, int64_t bal)
 {
     int64_t est = (int64_t)atomic_load(&st->est_cost_ns);
+    taken = (uint64_t)est;
     return atomic_compare_exchange_strong(&st->balance_ns, &bal, bal - est);
 }
 
-void shim__sm_gate(void)
+/* A launch the tick counts, whose tokens it gives back (its busy time is
+ * charged from the samples instead). */
+static void counted(struct shim_sm_state *st)
 {
-    const struct shim_config *c = shim__config();
-    if (!sm.on || c->fail_closed)
-        return;
-    struct shim_sm_state *st = &shim__region()->sm;
+    atomic_fetch_add(&st->launches, 1);
+    shim__region_ran_add(taken);
+}
+
+/* Take one launch's tokens, sleeping while the bucket is empty. */
+static void take_or_sleep(struct shim_sm_state *st)
+{
     for (;;) {
         uint64_t now = shim__now_ns();
         tick(st, now);
@@ -417,11 +457,25 @@ void shim__sm_gate(void)
         wait = wait < SLEEP_MIN_NS ? SLEEP_MIN_NS : wait > SLEEP_MAX_NS ? SLEEP_MAX_NS : wait;
         struct timespec ts = {0, (long)wait};
         nanosleep(&ts, NULL);
+        shim__inflight_reap(); /* what ran meanwhile: counted, off the bound */
     }
-    uint64_t est = atomic_load(&st->est_cost_ns);
+}
+
+void shim__sm_gate(void)
+{
+    const struct shim_config *c = shim__config();
+    if (!sm.on || c->fail_closed)
+        return;
+    struct shim_sm_state *st = &shim__region()->sm;
+    /* a launch that took nothing (no cost known yet) and waited in the
+     * in-flight bound until a cost is known takes it: else the launches
+     * queued behind the container's first ones all run free */
+    do {
+        take_or_sleep(st);
+        shim__inflight_wait(taken);
+    } while (!taken && atomic_load(&st->est_cost_ns));
     if (!shim__inflight_on()) /* else counted once it ran (inflight.c) */
-        atomic_fetch_add(&st->launches, 1);
-    shim__inflight_wait(est);
+        counted(st);
 }
 
 CUresult shim__sm_launched(CUstream stream, CUresult r)
@@ -429,9 +483,9 @@ CUresult shim__sm_launched(CUstream stream, CUresult r)
     if (!sm.on || shim__config()->fail_closed)
         return r;
     if (r == CUDA_SUCCESS)
-        shim__inflight_record(stream);
+        shim__inflight_record(stream, taken);
     else if (shim__inflight_on()) /* the gate charged it: refunded at the tick */
-        atomic_fetch_add(&shim__region()->sm.launches, 1);
+        counted(&shim__region()->sm);
     return r;
 }
 
