@@ -13,9 +13,12 @@
 # - a conflicting duplicate (device, time) keeps the first value, in a file
 #   as across files, and is counted;
 # - meter prometheus --follow records a custody violation once, as one range
-#   read does, not once per window: a stand-in Prometheus answers every
-#   window with five minutes of the scrape, whose pods belong to a tenant
-#   the plan does not give the card (2 violations: GI 7 and 9);
+#   read does, not once per window: the real Prometheus (Debian's) scrapes
+#   six pages of the recorded scrape stamped a minute apart (the last five
+#   minutes and more), whose pods belong to a tenant the plan does not give
+#   the card; --follow reads them in windows of 60 steps (each window has
+#   the pods) and records as many violations as a range read over the same
+#   steps: the instances with pods in the pages (GI 7 and 9, counted here);
 # - meter scrape counts what it stored but could not bill as read on its
 #   /metrics: tessera_meter_warnings_total{kind="unreadable_utilisation"}
 #   for a page whose every value is NaN (3 per round).
@@ -24,8 +27,10 @@
 cd "$TESSERA_SRC" || exit 1
 PG="$TMP/pg"
 PORT=$(free_port)
-SERVER= FOLLOW= PAGES= SCRAPER=
-trap 'kill $SERVER $FOLLOW $PAGES $SCRAPER 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+SERVER= PROM= FOLLOW= PAGES= SCRAPER=
+trap 'kill $SERVER $PROM $FOLLOW $PAGES $SCRAPER 2>/dev/null; wait 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM
+need_prometheus
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 GPU=GPU-58e8f5ea-13cc-013a-d88f-2bcf5ae8bc77
 NOW=$(date +%s)
@@ -68,23 +73,26 @@ with open(d + "/want.dup", "w") as f:
     print("lab", uh(3 * 40 * 15000 * 125000 // 4), file=f)
 PY
 
-# the stand-in Prometheus: every query_range answered with five minutes of
-# the scrape; a spec where its pods' namespace is another tenant's than lab's
-python3 - "$F" "$T0" >"$TMP/canned.json" <<'PY'
-import json, re, sys
-src, t0 = sys.argv[1], int(sys.argv[2])
-result = []
-for l in open(src):
-    if l.startswith("DCGM_"):
-        name, labels = re.match(r'(\w+)\{(.*)\} \S+$', l.rstrip("\n")).groups()
-        metric = dict(re.findall(r'(\w+)="([^"]*)"', labels), __name__=name)
-        result.append({"metric": metric, "values": [[t0 + k, "0.5"] for k in range(300)]})
-print(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
-PY
-echo 200 >"$TMP/canned.json.status"
-CPORT=$(free_port)
-tests/tools/page_server.py $CPORT canned "$TMP/canned.json" &
+# the real Prometheus: six pages of the scrape, stamped a minute apart from
+# FT0 (about seven minutes ago) on, in the order Prometheus scrapes them, each
+# read once (then empty pages); a spec where their pods' namespace is another
+# tenant's than lab's, the card lab's by the plan
+FT0=$(( $(date +%s) - 420 ))
+for k in 0 1 2 3 4 5; do
+    awk -v ts=$(( (FT0 + 60 * k) * 1000 )) '/^DCGM_/ { sub(/ [^ ]+$/, ""); print $0 " 0.5 " ts }' \
+        "$F" >"$TMP/follow$k.prom"
+done
+# the violations a run must record: the instances with a pod in the namespace
+# the spec gives the other tenant
+WANT=$(grep -h 'namespace="model-playground-stg"' "$TMP"/follow?.prom |
+    sed -E 's/.*UUID="([^"]*)".*GPU_I_ID="([^"]*)".*/\1 \2/' | sort -u | wc -l)
+check "the pages put $WANT instances of the card in the other tenant's pods, want 2 (GI 7, 9)" \
+    test "$WANT" = 2
+XPORT=$(free_port)
+tests/tools/page_server.py $XPORT pages "$TMP"/follow{0,1,2,3,4,5}.prom &
 SERVER=$!
+prometheus_start "- {job_name: dcgm, scrape_interval: 250ms, scrape_timeout: 250ms,
+   static_configs: [{targets: ['127.0.0.1:$XPORT']}]}"
 sed 's/namespaces: \[model-playground-stg\]/namespaces: [lab-ns]/' \
     "$TESSERA_FIXTURES/meter/lab-isolated.yaml" >"$TMP/intruder.yaml"
 printf -- '---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: other}\nspec:\n  contract: isolated\n  namespaces: [model-playground-stg]\n' >>"$TMP/intruder.yaml"
@@ -94,25 +102,31 @@ observed() { # DB: the ledger's observed entries
 import json, sys
 print(sum(e["source"] == "observed" for e in json.load(sys.stdin)["entries"]))'
 }
-follow() { # DB LABEL: five windows of 60 steps, then SIGTERM
-    "$TESSERA" meter prometheus -f "$TMP/intruder.yaml" --db "$1" --url http://127.0.0.1:$CPORT \
-        --interval 1s --delay 1s --follow --from "$T0" >"$TMP/$2.follow.out" 2>"$TMP/$2.follow.log" &
+follow() { # DB LABEL RANGE-DB: five windows of 60 steps and more, then SIGTERM
+    "$TESSERA" meter prometheus -f "$TMP/intruder.yaml" --db "$1" --url $PROM_URL \
+        --interval 1s --delay 1s --follow --from "$FT0" >"$TMP/$2.follow.out" 2>"$TMP/$2.follow.log" &
     FOLLOW=$!
-    local deadline=$((SECONDS + 30))
-    until [ "$(grep -c 'msg=window ' "$TMP/$2.follow.log")" -ge 5 ] || [ $SECONDS -ge $deadline ]; do
+    local deadline=$((SECONDS + 30)) last=0 windows=0
+    until [ "$windows" -ge 5 ] && [ "$last" -ge $((FT0 + 300)) ] || [ $SECONDS -ge $deadline ]; do
         sleep 0.2
+        windows=$(grep -c 'msg=window ' "$TMP/$2.follow.log")
+        last=$(sed -n 's/.*msg=window .*to=\([^ ]*\).*/\1/p' "$TMP/$2.follow.log" | tail -1)
+        last=$(date -u -d "${last:-@0}" +%s)
     done
     kill -TERM $FOLLOW; wait $FOLLOW; FOLLOW=
-    local windows
     windows=$(grep -c 'msg=window ' "$TMP/$2.follow.log")
-    check "$2: follow read $windows windows, want 5 or more" [ "$windows" -ge 5 ]
+    last=$(sed -n 's/.*msg=window .*to=\([^ ]*\).*/\1/p' "$TMP/$2.follow.log" | tail -1)
+    last=$(date -u -d "${last:-@0}" +%s)
+    check "$2: follow read $windows windows to $((last - FT0)) s after the first page, want 5 or more past the last ($(tail -2 "$TMP/$2.follow.log"))" \
+        [ "$windows" -ge 5 -a "$last" -ge $((FT0 + 300)) ]
     local n
     n=$(observed "$1")
-    check "$2: follow recorded $n custody violations in $windows windows, want 2 (as a range read)" [ "$n" = 2 ]
+    check "$2: follow recorded $n custody violations in $windows windows, want $WANT (as a range read)" [ "$n" = "$WANT" ]
+    # one range read over the steps the follow read
     expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/intruder.yaml" --db "$3" \
-        --url http://127.0.0.1:$CPORT --interval 1s --from "$T0" --to $((T0 + 299))
+        --url $PROM_URL --interval 1s --from "$FT0" --to "$last"
     n=$(observed "$3")
-    check "$2: a range read recorded $n custody violations, want 2" [ "$n" = 2 ]
+    check "$2: a range read over the same $((last - FT0 + 1)) steps recorded $n custody violations, want $WANT" [ "$n" = "$WANT" ]
 }
 
 rows() { # DB FROM TO: "tenant profile alloc" rows
@@ -181,6 +195,8 @@ check "scrape: $n unreadable utilisation on /metrics (want 6 or more), $stored s
     test "${n:-0}" -ge 6 -a "$stored" -ge "${n:-0}" -a $((stored % 3)) -eq 0
 
 backend "sqlite:$TMP/s.db" sqlite
+# the six pages and an empty one after them scraped (the sixth stored)
+pages_scraped $XPORT 7
 follow "sqlite:$TMP/f.db" sqlite "sqlite:$TMP/r.db"
 if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
     bad "pg-test-server start failed"; cat "$TMP/start.err"; finish; exit 1
