@@ -17,16 +17,16 @@
  * cannot wait for a sibling's) sleeps while its siblings' counts pass the
  * worth, at most 100 ms, and launches when the container has nothing in
  * flight. While no estimate exists yet each launch counts as the whole
- * worth. A count goes
- * stale while its process has stopped launching and has not synchronised
- * since its work ran: its siblings ignore a count unchanged for 100 ms
- * (region.c; the worth runs within 50 ms at the share), and a dead
- * process's slot is reclaimed with its count. The
+ * worth. A count goes stale while its process has stopped launching and
+ * has not synchronised since its work ran: its siblings ignore a count
+ * unchanged for 100 ms (region.c; the worth runs within 50 ms at the
+ * share), and a dead process's slot is reclaimed with its count. The
  * limiter's tick counts a tracked launch when its event is seen completed,
  * not when it is submitted: its per-launch estimate (busy time / launches)
  * divides the time that ran by the launches that ran, where dividing by
  * those submitted would shrink it while a queue grows, and the bound with
- * it. A process mutex guards the ring (taken only when throttled).
+ * it, and gives back the tokens it took (kept in the ring with it). A
+ * process mutex guards the ring (taken only when throttled).
  */
 #include "shim/shim.h"
 
