@@ -210,3 +210,45 @@ image_prereqs() {
     command -v buildah >/dev/null || { bad "buildah is not installed (scripts/install-deps check)"; return 1; }
     [ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; return 1; }
 }
+
+# ---- a node's pods as the agent sees them (agent_enforce*.sh, agent_evict.sh) ----
+# need_pod_cgroups NAME: CG, the cgroup v1 pids hierarchy's kubepods (the
+# kubelet's cgroupfs layout), writable here; else "NAME: SKIPPED: ..." and
+# exit 0. The test fills PIDS (processes to kill) and CGS (cgroups it made);
+# pod_cleanup removes both, and kubepods when this test made it.
+need_pod_cgroups() {
+    CG=/sys/fs/cgroup/pids/kubepods
+    MADE_CG=
+    [ -d "$CG" ] || MADE_CG=1
+    local probe="$CG/burstable/tessera-test-$$"
+    if ! mkdir -p "$probe" 2>/dev/null || ! [ -w "$probe/cgroup.procs" ]; then
+        rmdir "$probe" 2>/dev/null
+        echo "$1: SKIPPED: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
+        exit 0
+    fi
+    rmdir "$probe"
+    PIDS=()
+    CGS=()
+}
+pod_cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    for d in "${CGS[@]}"; do rmdir "$d" 2>/dev/null; done
+    for d in "${CGS[@]}"; do rmdir "$(dirname "$d")" 2>/dev/null; done
+    [ -n "$MADE_CG" ] && rmdir "$CG/burstable" "$CG" 2>/dev/null
+}
+# pod_uid N: a pod UID made from the number N
+pod_uid() { printf '%08d-0000-4000-8000-%012d' "$1" "$1"; }
+# kubelet_limits POD TEXT: pod POD's configMap volume under $KUBELET holding
+# cuda-limits = TEXT (printf %b), laid out as the kubelet's atomic writer does
+# (..data -> ..<time>/, cuda-limits -> ..data/cuda-limits)
+kubelet_limits() {
+    local v="$KUBELET/pods/$(pod_uid "$1")/volumes/kubernetes.io~configmap/tessera-limits"
+    mkdir -p "$v/..2026_01_01_00_00_00.000000001"
+    printf '%b' "$2" >"$v/..2026_01_01_00_00_00.000000001/cuda-limits"
+    ln -sfn ..2026_01_01_00_00_00.000000001 "$v/..data"
+    ln -sfn ..data/cuda-limits "$v/cuda-limits"
+}
+# alive PID / dead PID: a process that runs (a zombie counts as dead)
+alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+dead() { ! alive "$1"; }

@@ -27,30 +27,15 @@
 # SKIPPED. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-CG=/sys/fs/cgroup/pids/kubepods
-RUN=tessera-test-$$
-MADE_CG= # set when this test made kubepods (then removed at the end when empty)
-[ -d "$CG" ] || MADE_CG=1
-if ! mkdir -p "$CG/burstable/$RUN" 2>/dev/null || ! [ -w "$CG/burstable/$RUN/cgroup.procs" ]; then
-    rmdir "$CG/burstable/$RUN" 2>/dev/null
-    echo "agent_enforce: SKIPPED: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
-    exit 0
-fi
-rmdir "$CG/burstable/$RUN"
+need_pod_cgroups agent_enforce
 
 use_standin_nvml
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 WPID=
-PIDS=()
-CGS=()
 cleanup() {
     [ -n "$WPID" ] && kill -9 "$WPID" 2>/dev/null
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for d in "${CGS[@]}"; do rmdir "$d" 2>/dev/null; done
-    for d in "${CGS[@]}"; do rmdir "$(dirname "$d")" 2>/dev/null; done
-    [ -n "$MADE_CG" ] && rmdir "$CG/burstable" "$CG" 2>/dev/null
+    pod_cleanup
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -68,18 +53,9 @@ cat >"$TMP/node-config.json" <<'EOF'
 EOF
 
 KUBELET="$TMP/kubelet"
-uid() { printf '%08d-0000-4000-8000-%012d' "$1" "$1"; }
-# limits POD TEXT: the pod's configMap volume holding cuda-limits, as the kubelet writes it
-limits() {
-    local v="$KUBELET/pods/$(uid "$1")/volumes/kubernetes.io~configmap/tessera-limits"
-    mkdir -p "$v/..2026_01_01_00_00_00.000000001"
-    printf '%b' "$2" >"$v/..2026_01_01_00_00_00.000000001/cuda-limits"
-    ln -sfn ..2026_01_01_00_00_00.000000001 "$v/..data"
-    ln -sfn ..data/cuda-limits "$v/cuda-limits"
-}
 # proc POD CTR: a sleeping process in the container's cgroup; prints its pid
 proc() {
-    local d="$CG/burstable/pod$(uid "$1")/$2"
+    local d="$CG/burstable/pod$(pod_uid "$1")/$2"
     mkdir -p "$d"
     CGS+=("$d")
     sleep 600 &
@@ -94,8 +70,6 @@ gpu_proc() {
     { cat "$TMP/node.state"; echo "proc;gpu=$2;pid=$1;name=python3;mem=$3"; } >"$TMP/state.tmp"
     mv "$TMP/state.tmp" "$TMP/node.state"
 }
-alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-dead() { ! alive "$1"; }
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 wait_for() {
     local desc=$1 i
@@ -109,14 +83,14 @@ GI=$((1 << 30))
 MI=$((1 << 20))
 BASE="version = 1\nregion = /run/tessera/cuda.region\npidMap = /run/tessera-pids/pid-map\n"
 
-limits 1 "${BASE}memoryLimit = 1Gi\ntenant = alpha\nworkload = chat\nonMemoryViolation = kill\n"
-limits 2 "${BASE}memoryLimit = 1Gi\ntenant = beta\nworkload = rag\nonMemoryViolation = report\n"
-limits 3 "${BASE}memoryLimit = 1Gi\nbackstopTolerance = 256Mi\ntenant = gamma\nworkload = embed\n"
-limits 4 "${BASE}memoryLimit = 4Gi\ntenant = delta\nworkload = nb\n"
-mkdir -p "$KUBELET/pods/$(uid 5)/volumes"
-limits 6 "version = 1\nmemoryLimit = 8Qi\ntenant = zeta\n"
-limits 7 "${BASE}memoryLimit = 1Gi\n"
-limits 10 "${BASE}memoryLimit = 1Gi\ntenant = kappa\nworkload = mig\n"
+kubelet_limits 1 "${BASE}memoryLimit = 1Gi\ntenant = alpha\nworkload = chat\nonMemoryViolation = kill\n"
+kubelet_limits 2 "${BASE}memoryLimit = 1Gi\ntenant = beta\nworkload = rag\nonMemoryViolation = report\n"
+kubelet_limits 3 "${BASE}memoryLimit = 1Gi\nbackstopTolerance = 256Mi\ntenant = gamma\nworkload = embed\n"
+kubelet_limits 4 "${BASE}memoryLimit = 4Gi\ntenant = delta\nworkload = nb\n"
+mkdir -p "$KUBELET/pods/$(pod_uid 5)/volumes"
+kubelet_limits 6 "version = 1\nmemoryLimit = 8Qi\ntenant = zeta\n"
+kubelet_limits 7 "${BASE}memoryLimit = 1Gi\n"
+kubelet_limits 10 "${BASE}memoryLimit = 1Gi\ntenant = kappa\nworkload = mig\n"
 # J: what render writes for sandbox/notebooks (time-sliced, 16Gi) with report
 awk '{ print } /^metadata: \{name: sandbox\}/ { s = 1 }
      s && /^  namespaces:/ { print "  enforcement: {onMemoryViolation: report}"; s = 0 }' \
@@ -130,8 +104,8 @@ for o in yaml.safe_load_all(open(sys.argv[1])):
 PY
 expect_in "$TMP/rendered" "onMemoryViolation = report"
 expect_in "$TMP/rendered" "tenant = sandbox"
-limits 9 "$(cat "$TMP/rendered")"
-ln -sfn /etc/passwd "$KUBELET/pods/$(uid 7)/volumes/kubernetes.io~configmap/tessera-limits/cuda-limits"
+kubelet_limits 9 "$(cat "$TMP/rendered")"
+ln -sfn /etc/passwd "$KUBELET/pods/$(pod_uid 7)/volumes/kubernetes.io~configmap/tessera-limits/cuda-limits"
 
 proc 2 b0b0b0b0; B=$LAST
 proc 3 c0c0c0c0; C1=$LAST

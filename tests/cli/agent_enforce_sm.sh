@@ -23,16 +23,7 @@
 # SKIPPED. Needs TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
 source "$TESSERA_SRC/tests/lib.sh"
 
-CG=/sys/fs/cgroup/pids/kubepods
-RUN=tessera-test-$$
-MADE_CG= # set when this test made kubepods (then removed at the end when empty)
-[ -d "$CG" ] || MADE_CG=1
-if ! mkdir -p "$CG/burstable/$RUN" 2>/dev/null || ! [ -w "$CG/burstable/$RUN/cgroup.procs" ]; then
-    rmdir "$CG/burstable/$RUN" 2>/dev/null
-    echo "agent_enforce_sm: SKIPPED: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
-    exit 0
-fi
-rmdir "$CG/burstable/$RUN"
+need_pod_cgroups agent_enforce_sm
 
 use_shim_probes
 use_standin_nvml
@@ -43,15 +34,9 @@ WINDOW_MS=${AGENT_SM_TEST_WINDOW_MS:-3000} # 10000 measures the default
 PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 WPID=
-PIDS=()
-CGS=()
 cleanup() {
     [ -n "$WPID" ] && kill -9 "$WPID" 2>/dev/null
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for d in "${CGS[@]}"; do rmdir "$d" 2>/dev/null; done
-    for d in "${CGS[@]}"; do rmdir "$(dirname "$d")" 2>/dev/null; done
-    [ -n "$MADE_CG" ] && rmdir "$CG/burstable" "$CG" 2>/dev/null
+    pod_cleanup
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -67,20 +52,11 @@ cat >"$TMP/node-config.json" <<'EOF'
 EOF
 
 KUBELET="$TMP/kubelet"
-uid() { printf '%08d-0000-4000-8000-%012d' "$1" "$1"; }
-# limits POD TEXT: the pod's configMap volume holding cuda-limits, as the kubelet writes it
-limits() {
-    local v="$KUBELET/pods/$(uid "$1")/volumes/kubernetes.io~configmap/tessera-limits"
-    mkdir -p "$v/..2026_01_01_00_00_00.000000001"
-    printf '%b' "$2" >"$v/..2026_01_01_00_00_00.000000001/cuda-limits"
-    ln -sfn ..2026_01_01_00_00_00.000000001 "$v/..data"
-    ln -sfn ..data/cuda-limits "$v/cuda-limits"
-}
 # tenant POD CTR: the probe launching 1 ms kernels back to back for a minute,
 # without the shim, in the container's cgroup (it joins before the exec);
 # NVML lists it on GPU 0 (256 MiB: memory is not what is judged here).
 tenant() {
-    local d="$CG/burstable/pod$(uid "$1")/$2"
+    local d="$CG/burstable/pod$(pod_uid "$1")/$2"
     mkdir -p "$d"
     CGS+=("$d")
     bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" launch "$3" 1000 one' _ "$d" "$PROBE" \
@@ -92,15 +68,13 @@ tenant() {
         >"$TMP/state.tmp"
     mv "$TMP/state.tmp" "$TMP/node.state"
 }
-alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-dead() { ! alive "$1"; }
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-limits 1 "version = 1\nsmPercent = 10\ntenant = gamma\nworkload = solo\nonSmViolation = kill\n"
-limits 2 "version = 1\nsmPercent = 90\ntenant = nu\nworkload = big\nonSmViolation = report\n"
-limits 3 "version = 1\nsmPercent = 10\ntenant = alpha\nworkload = train\nonSmViolation = kill\n"
-limits 4 "version = 1\nsmPercent = 10\ntenant = beta\nworkload = rag\n"
+kubelet_limits 1 "version = 1\nsmPercent = 10\ntenant = gamma\nworkload = solo\nonSmViolation = kill\n"
+kubelet_limits 2 "version = 1\nsmPercent = 90\ntenant = nu\nworkload = big\nonSmViolation = report\n"
+kubelet_limits 3 "version = 1\nsmPercent = 10\ntenant = alpha\nworkload = train\nonSmViolation = kill\n"
+kubelet_limits 4 "version = 1\nsmPercent = 10\ntenant = beta\nworkload = rag\n"
 
 "$TESSERA" agent watch --node-config "$TMP/node-config.json" --kubelet-root "$KUBELET" \
     --listen "127.0.0.1:$PORT" --db "sqlite:$TMP/ledger.db" --interval-ms 1000 \
@@ -153,7 +127,7 @@ grep 'kind=sm' "$TMP/watch.log" | sed 's/^/  /'
 # for a window and more: the shim holds it to its share, the agent leaves it.
 kill -9 "$B"
 printf 'version = 1\nsmPercent = 10\nregion = %s\n' "$TMP/d.region" >"$TMP/d.limits"
-limits 5 "version = 1\nsmPercent = 10\ntenant = delta\nworkload = fair\nonSmViolation = kill\n"
+kubelet_limits 5 "version = 1\nsmPercent = 10\ntenant = delta\nworkload = fair\nonSmViolation = kill\n"
 D_SECS=$((WINDOW_MS * 3 / 2000 + 2))
 SECS=$D_SECS TESSERA_CUDA_LIMITS_FILE="$TMP/d.limits" LD_PRELOAD="$preload" tenant 5 d5d5d5d5
 D=$LAST

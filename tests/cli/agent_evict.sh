@@ -22,16 +22,7 @@
 # SKIPPED. Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
-CG=/sys/fs/cgroup/pids/kubepods
-RUN=tessera-test-$$
-MADE_CG=
-[ -d "$CG" ] || MADE_CG=1
-if ! mkdir -p "$CG/burstable/$RUN" 2>/dev/null || ! [ -w "$CG/burstable/$RUN/cgroup.procs" ]; then
-    rmdir "$CG/burstable/$RUN" 2>/dev/null
-    echo "agent_evict: SKIPPED: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
-    exit 0
-fi
-rmdir "$CG/burstable/$RUN"
+need_pod_cgroups agent_evict
 
 use_standin_nvml
 unset KUBERNETES_SERVICE_HOST KUBERNETES_SERVICE_PORT
@@ -40,16 +31,10 @@ API_PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 WPID=
 SPID=
-PIDS=()
-CGS=()
 cleanup() {
     [ -n "$WPID" ] && kill -9 "$WPID" 2>/dev/null
     [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    for d in "${CGS[@]}"; do rmdir "$d" 2>/dev/null; done
-    for d in "${CGS[@]}"; do rmdir "$(dirname "$d")" 2>/dev/null; done
-    [ -n "$MADE_CG" ] && rmdir "$CG/burstable" "$CG" 2>/dev/null
+    pod_cleanup
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -57,7 +42,6 @@ trap cleanup EXIT
 "$TESSERA_SRC/scripts/make-test-cert" "$TMP/pki"
 "$TESSERA_SRC/scripts/make-test-cert" "$TMP/other"
 echo "tok-$$" >"$TMP/token"
-uid() { printf '%08d-0000-4000-8000-%012d' "$1" "$1"; }
 
 # The fake API: the node's pods (as metadata), evictions; every request to
 # requests.log; $TMP/mode "huge" makes the list answer 9 MiB.
@@ -130,13 +114,9 @@ EOF
 KUBELET="$TMP/kubelet"
 # over POD CTR: a process of the pod's container at 4 GiB against 1Gi, evict
 over() {
-    local v="$KUBELET/pods/$(uid "$1")/volumes/kubernetes.io~configmap/tessera-limits"
-    local d="$CG/burstable/pod$(uid "$1")/$2"
-    mkdir -p "$v/..2026_01_01_00_00_00.000000001" "$d"
-    printf 'version = 1\nmemoryLimit = 1Gi\ntenant = t%s\nonMemoryViolation = evict\n' "$1" \
-        >"$v/..2026_01_01_00_00_00.000000001/cuda-limits"
-    ln -sfn ..2026_01_01_00_00_00.000000001 "$v/..data"
-    ln -sfn ..data/cuda-limits "$v/cuda-limits"
+    local d="$CG/burstable/pod$(pod_uid "$1")/$2"
+    mkdir -p "$d"
+    kubelet_limits "$1" "version = 1\nmemoryLimit = 1Gi\ntenant = t$1\nonMemoryViolation = evict\n"
     CGS+=("$d")
     sleep 600 &
     LAST=$!
@@ -147,8 +127,6 @@ over() {
         >"$TMP/state.tmp"
     mv "$TMP/state.tmp" "$TMP/node.state"
 }
-alive() { [ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-dead() { ! alive "$1"; }
 metric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 # watch ARGS...: the agent on gpu-node-9 with ARGS, its log watch.log
 watch() {
@@ -175,8 +153,8 @@ wait_log "tenant=t4 workload=unknown kind=memory"
 for i in $(seq 50); do dead "$P2" && dead "$P3" && dead "$P4" && break; sleep 0.1; done
 expect_in "$TMP/watch.log" "tenant=t1 workload=unknown kind=memory action=evict result=\"evicted the pod\""
 expect_in "$TMP/watch.log" "tenant=t2 workload=unknown kind=memory action=kill result=\"eviction failed (evicting team-b/guarded: HTTP 429 (a PodDisruptionBudget allows no disruption now): Cannot evict pod as it would violate the pod's disruption budget. ), killed 1 process\""
-expect_in "$TMP/watch.log" "eviction failed (pod $(uid 3): its name or namespace is not a DNS name), killed 1 process"
-expect_in "$TMP/watch.log" "eviction failed (pod $(uid 4) is not among node gpu-node-9's pods), killed 1 process"
+expect_in "$TMP/watch.log" "eviction failed (pod $(pod_uid 3): its name or namespace is not a DNS name), killed 1 process"
+expect_in "$TMP/watch.log" "eviction failed (pod $(pod_uid 4) is not among node gpu-node-9's pods), killed 1 process"
 check "P1 (evicted) killed" alive "$P1"
 check "P2 (429) alive" dead "$P2"
 check "P3 (hostile name) alive" dead "$P3"
@@ -190,7 +168,7 @@ check "one eviction posted for P1: $(grep -c 'POST .*/trainer/' "$TMP/requests.l
     test "$(grep -c 'POST /api/v1/namespaces/team-a/pods/trainer/eviction' "$TMP/requests.log")" = 1
 check "a POST for the hostile name" sh -c "! grep -q 'POST .*\.\./x' '$TMP/requests.log'"
 expect_in "$TMP/requests.log" "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-node-9 accept=application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json auth=Bearer tok-$$"
-expect_in "$TMP/requests.log" "body={\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"trainer\",\"namespace\":\"team-a\"},\"deleteOptions\":{\"preconditions\":{\"uid\":\"$(uid 1)\"}}}"
+expect_in "$TMP/requests.log" "body={\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"trainer\",\"namespace\":\"team-a\"},\"deleteOptions\":{\"preconditions\":{\"uid\":\"$(pod_uid 1)\"}}}"
 kill -9 "$P1"
 
 # 5. an answer over 8 MiB

@@ -8,15 +8,7 @@
 cd "$TESSERA_SRC"
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 DB=sqlite:$TMP/m.db
-cat "$TESSERA_FIXTURES/meter/lab.yaml" - > "$TMP/spec.yaml" <<'YAML'
----
-apiVersion: tessera.dev/v1alpha1
-kind: PriceBook
-metadata: {name: p}
-spec:
-  currency: EUR
-  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
-YAML
+cat "$TESSERA_FIXTURES/meter/lab.yaml" "$TESSERA_FIXTURES/meter/lab-prices.yaml" >"$TMP/spec.yaml"
 # scrapes at 0, 15, 15 (re-sent), 45 (late: imported last), 30, and 600 (after a gap)
 TIMES="1700000000 1700000015 1700000015 1700000600 1700000030 1700000045"
 for t in $TIMES; do

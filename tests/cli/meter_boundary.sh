@@ -21,15 +21,7 @@ PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 B=1796083200 # 2026-12-01T00:00:00Z
-cat "$TESSERA_FIXTURES/meter/lab.yaml" - >"$TMP/spec.yaml" <<'YAML'
----
-apiVersion: tessera.dev/v1alpha1
-kind: PriceBook
-metadata: {name: p}
-spec:
-  currency: EUR
-  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
-YAML
+cat "$TESSERA_FIXTURES/meter/lab.yaml" "$TESSERA_FIXTURES/meter/lab-prices.yaml" >"$TMP/spec.yaml"
 
 # the scrapes, and "MONTH tenant micro-GPU-hours" by the rule
 python3 - "$F" "$TMP/outage.prom" "$B" >"$TMP/want" <<'PY'

@@ -17,15 +17,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 DB=$TMP/h.db
-cat "$TESSERA_FIXTURES/meter/lab.yaml" - > "$TMP/spec.yaml" <<'YAML'
----
-apiVersion: tessera.dev/v1alpha1
-kind: PriceBook
-metadata: {name: p}
-spec:
-  currency: EUR
-  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
-YAML
+cat "$TESSERA_FIXTURES/meter/lab.yaml" "$TESSERA_FIXTURES/meter/lab-prices.yaml" >"$TMP/spec.yaml"
 # an empty store with tessera's schema, then the hostile rows put in directly
 expect_rc 0 "$TESSERA" ledger record --db "sqlite:$DB" --tenant lab --gpu-uuid GPU-0 \
     --at 1700000000

@@ -14,15 +14,7 @@ PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 T0=1793577600 # 2026-11-02T00:00:00Z
-cat "$TESSERA_FIXTURES/meter/lab.yaml" - >"$TMP/spec.yaml" <<'YAML'
----
-apiVersion: tessera.dev/v1alpha1
-kind: PriceBook
-metadata: {name: p}
-spec:
-  currency: EUR
-  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
-YAML
+cat "$TESSERA_FIXTURES/meter/lab.yaml" "$TESSERA_FIXTURES/meter/lab-prices.yaml" >"$TMP/spec.yaml"
 
 # the hour, and "tenant alloc used unknown" by the rule, then the invoice's cents
 python3 - "$F" "$TMP/hour.prom" "$T0" >"$TMP/want" <<'PY'

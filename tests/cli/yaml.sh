@@ -48,15 +48,7 @@ compare plan "$TESSERA" plan -f $EX
 # usage and invoice on a small store
 F=tests/fixtures/dcgm/nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom
 DB=sqlite:$TMP/m.db
-cat "$TESSERA_FIXTURES/meter/lab.yaml" - >"$TMP/spec.yaml" <<'YAML'
----
-apiVersion: tessera.dev/v1alpha1
-kind: PriceBook
-metadata: {name: p}
-spec:
-  currency: EUR
-  prices: [{model: h100-80gb-sxm, perGpuHour: "2.90"}]
-YAML
+cat "$TESSERA_FIXTURES/meter/lab.yaml" "$TESSERA_FIXTURES/meter/lab-prices.yaml" >"$TMP/spec.yaml"
 for t in 1700000000 1700000015 1700000030; do
     expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db $DB --at $t $F
 done
