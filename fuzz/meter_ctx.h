@@ -49,7 +49,8 @@ static const struct meter_ctx *fuzz_meter_ctx(void)
         spec_load_text(spec, strlen(spec), "f.yaml", &m, &diag) != TS_OK ||
         decide_run(m, cat, &d, &diag) != TS_OK || plan_build(m, cat, d, &opt, &p, &diag) != TS_OK)
         abort();
-    ctx = (struct meter_ctx){m, cat, p, NULL, 0, 0};
+    /* no time window (max_age_ms, max_ahead_ms 0): every stamp is explored */
+    ctx = (struct meter_ctx){.model = m, .cat = cat, .plan = p};
     return &ctx;
 }
 
