@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "meter/agg.h"
 #include "meter/ingest.h"
 #include "meter/invoice.h"
 #include "meter/usage.h"
@@ -46,6 +47,12 @@ static const struct cli_opt OPTS[] = {
                 "(default), csv, json, yaml or html"),
     CLI_LONG_C('t', "tenant", "T", INVOICE, cli_complete_tenants, "the tenant invoiced"),
     CLI_LONG('p', "period", "YYYY-MM", INVOICE, "the month invoiced"),
+    CLI_LONG('O', "out-dir", "DIR", INVOICE,
+             "write every tenant's invoice (--tenant: that one's) as\n"
+             "DIR/TENANT.FORMAT, in one run (text, csv, json or html)"),
+    CLI_LONG('V', "verify", NULL, INVOICE,
+             "also integrate the month from the samples and compare it with\n"
+             "the usage aggregate the invoice read (exit 1 if they differ)"),
     CLI_END};
 
 #define IMPORT_SYNOPSIS                                                                         \
@@ -75,16 +82,19 @@ static const struct cli_opt OPTS[] = {
     "share reserved) and the usage basis (times the engine-active ratio), from what\n"    \
     "tessera meter import or scrape stored; gaps between scrapes count at most twice\n"   \
     "--interval.\n"
-#define INVOICE_TEXT                                                                      \
-    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n"  \
-    "                     [--interval 15s] [-o text|csv|json|yaml|html]\n\n"              \
-    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"     \
-    "profile in GPU-hours (GPU-h), billed on the allocation basis, the usage basis\n"     \
-    "beside it (showback). Money is in the currency's minor unit (ISO 4217: EUR 2\n"      \
-    "decimals, JPY 0): each line is rounded once, half to even, and the total is the\n"   \
-    "sum of the lines. The invoice number is TS-YYYYMM- and a hash of the tenant; the\n"  \
-    "issue date is today (UTC). html is a printable page (no script, nothing fetched);\n" \
-    "for a PDF, print it from a browser.\n"
+#define INVOICE_TEXT                                                                        \
+    "usage: tessera invoice -f SPEC --db DB --tenant T --period YYYY-MM [--catalog F]\n"    \
+    "                     [--interval 15s] [--verify] [-o text|csv|json|yaml|html]\n"       \
+    "       tessera invoice -f SPEC --db DB --period YYYY-MM --out-dir DIR [-o FORMAT]\n\n" \
+    "One tenant's month priced with the spec's PriceBook: a line per GPU model and\n"       \
+    "profile in GPU-hours (GPU-h), billed on the allocation basis, the usage basis\n"       \
+    "beside it (showback). Money is in the currency's minor unit (ISO 4217: EUR 2\n"        \
+    "decimals, JPY 0): each line is rounded once, half to even, and the total is the\n"     \
+    "sum of the lines. The invoice number is TS-YYYYMM- and a hash of the tenant; the\n"    \
+    "issue date is today (UTC). html is a printable page (no script, nothing fetched);\n"   \
+    "for a PDF, print it from a browser. The month's totals are integrated once and\n"      \
+    "kept in the store (the usage aggregate) for the other tenants' invoices, until a\n"    \
+    "sample within its reach is stored.\n"
 
 #define METER_NOTES                                                                  \
     "DB is sqlite:PATH or postgres://...; --catalog (or TESSERA_CATALOG) adds the\n" \
@@ -99,10 +109,11 @@ const struct cli_verb cli_verb_invoice = {"invoice",   INVOICE_TEXT, OPTS,
 struct meter_args {
     const struct cli_verb *verb;
     struct cli_files spec, catalog;
-    const char *db, *format, *tenant, *period, *keyfile;
+    const char *db, *format, *tenant, *period, *keyfile, *out_dir;
     int64_t at_ms, from_ms, to_ms, interval_ms;
     int64_t max_age_ms, max_ahead_ms; /* import: the window of scrape times */
     int have_at;
+    int verify; /* invoice --verify */
 };
 
 static int set(void *ctx, int key, const char *arg)
@@ -117,6 +128,8 @@ static int set(void *ctx, int key, const char *arg)
     case 't': a->tenant = arg; break;
     case 'p': a->period = arg; break;
     case 'k': a->keyfile = arg; break;
+    case 'V': a->verify = 1; break;
+    case 'O': a->out_dir = arg; break;
     case 'a': ok = a->have_at = ts_time_parse(arg, &a->at_ms); break;
     case 'F': ok = ts_time_parse(arg, &a->from_ms); break;
     case 'T': ok = ts_time_parse(arg, &a->to_ms); break;
@@ -352,7 +365,30 @@ int cmd_meter(int argc, char **argv)
     return run_import(&a, argc - 1 - optind, argv + 1 + optind);
 }
 
-/* The store's samples in [from, to) integrated into u; an exit code. */
+/* invoice --verify: the month's aggregate against its samples; an exit code. */
+static int verify(const struct meter_args *a, struct store *st)
+{
+    struct ts_error e = {0};
+    char diff[1024];
+    int held = 0, same = 0;
+    if (meter_agg_verify(st, a->from_ms, a->to_ms, a->interval_ms, &held, &same, diff, sizeof(diff),
+                         &e) != TS_OK)
+        return cli_fail(&e, CLI_DOING);
+    if (!same) {
+        fprintf(stderr,
+                "tessera: invoice --verify: %s: the usage aggregate differs from the "
+                "samples: %s\n",
+                a->period, diff);
+        return CLI_FAIL;
+    }
+    fprintf(stderr, "tessera: invoice --verify: %s: %s\n", a->period,
+            held ? "the usage aggregate equals the samples"
+                 : "no usage aggregate held (a batch of samples came in meanwhile)");
+    return CLI_OK;
+}
+
+/* The store's samples in [from, to) integrated into u (an invoice reads
+ * the usage aggregate); an exit code. */
 static int integrate(const struct meter_args *a, struct cli_job *job, struct meter_usage *u)
 {
     struct store *st = NULL;
@@ -361,8 +397,15 @@ static int integrate(const struct meter_args *a, struct cli_job *job, struct met
     meter_usage_init(u, a->interval_ms);
     if (rc == CLI_OK && store_open_existing(a->db, &st, &e) != TS_OK)
         rc = cli_fail(&e, e.code == TS_NOT_FOUND ? CLI_READING : CLI_DOING);
-    if (rc == CLI_OK && meter_usage_scan(st, a->from_ms, a->to_ms, u, &e) != TS_OK)
+    ts_status s = TS_OK;
+    if (rc == CLI_OK && a->verb == &cli_verb_invoice)
+        s = meter_agg_scan(st, a->from_ms, a->to_ms, u, NULL, &e);
+    else if (rc == CLI_OK)
+        s = meter_usage_scan(st, a->from_ms, a->to_ms, u, &e);
+    if (s != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
+    if (rc == CLI_OK && a->verify)
+        rc = verify(a, st);
     store_close(st);
     return rc;
 }
@@ -413,7 +456,11 @@ static int invoice_args(struct meter_args *a, int argc)
                                            "from a browser)");
         return CLI_BAD_INPUT;
     }
-    if (!a->db || !a->tenant || !a->period || optind < argc) {
+    if (a->out_dir && !strcmp(a->format, "yaml")) {
+        fprintf(stderr, "tessera: invoice --out-dir writes text, csv, json or html\n");
+        return CLI_BAD_INPUT;
+    }
+    if (!a->db || (!a->tenant && !a->out_dir) || !a->period || optind < argc) {
         fprintf(stderr, "tessera: invoice needs -f SPEC, --db DB, --tenant T and --period "
                         "YYYY-MM; -o is text, csv, json, yaml or html\n");
         return CLI_BAD_INPUT;
@@ -426,11 +473,13 @@ static int invoice_args(struct meter_args *a, int argc)
     return CLI_OK;
 }
 
-/* Price u for a's tenant and period and write it; an exit code. */
-static int price(const struct meter_args *a, const struct cli_job *job, const struct meter_usage *u)
+/* Price u for tenant and a's period and write it to path ("-": stdout in
+ * a's format); an exit code. */
+static int price(const struct meter_args *a, const struct cli_job *job, const struct meter_usage *u,
+                 const char *tenant, const char *path)
 {
-    if (!spec_tenant_find(job->model, a->tenant) && strcmp(a->tenant, "unattributed")) {
-        fprintf(stderr, "tessera: no tenant '%s' in the spec\n", a->tenant);
+    if (!spec_tenant_find(job->model, tenant) && strcmp(tenant, "unattributed")) {
+        fprintf(stderr, "tessera: no tenant '%s' in the spec\n", tenant);
         return CLI_BAD_INPUT;
     }
     struct ts_arena arena;
@@ -438,15 +487,43 @@ static int price(const struct meter_args *a, const struct cli_job *job, const st
     struct invoice inv;
     struct ts_error e = {0};
     int rc = CLI_OK;
-    if (invoice_build(u, job->model, job->cat, a->tenant, a->period, &arena, &inv, &e) != TS_OK)
+    if (invoice_build(u, job->model, job->cat, tenant, a->period, &arena, &inv, &e) != TS_OK)
         rc = cli_fail(&e, CLI_DOING);
     inv.issued_ms = (int64_t)time(NULL) * 1000; /* the day it is written, UTC */
     if (rc == CLI_OK) {
         struct ts_sbuf out;
         ts_sbuf_init(&out, CLI_DOC_MAX);
-        rc = write_out(a->format, &out, invoice_write(&inv, cli_format_built(a->format), &out));
+        ts_status st = invoice_write(&inv, cli_format_built(a->format), &out);
+        if (st != TS_OK)
+            rc = CLI_FAIL;
+        else if (strcmp(path, "-"))
+            rc = cli_write(path, out.data, out.len);
+        else
+            rc = cli_write_as(a->format, out.data, out.len);
+        ts_sbuf_release(&out);
     }
     ts_arena_free(&arena);
+    return rc;
+}
+
+/* --out-dir: each tenant's invoice (or --tenant's) as DIR/TENANT.FORMAT
+ * (tenant names are DNS labels: no '/'); an exit code. */
+static int price_all(const struct meter_args *a, const struct cli_job *job,
+                     const struct meter_usage *u)
+{
+    int rc = CLI_OK;
+    for (size_t i = 0; rc == CLI_OK && i < job->model->ntenants; i++) {
+        const char *t = job->model->tenants[i].name;
+        if (a->tenant && strcmp(a->tenant, t))
+            continue;
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s.%s", a->out_dir, t, a->format) >=
+            sizeof(path)) {
+            fprintf(stderr, "tessera: --out-dir '%s': the path is too long\n", a->out_dir);
+            return CLI_BAD_INPUT;
+        }
+        rc = price(a, job, u, t, path);
+    }
     return rc;
 }
 
@@ -462,7 +539,7 @@ int cmd_invoice(int argc, char **argv)
     struct meter_usage u;
     rc = integrate(&a, &job, &u);
     if (rc == CLI_OK)
-        rc = price(&a, &job, &u);
+        rc = a.out_dir ? price_all(&a, &job, &u) : price(&a, &job, &u, a.tenant, "-");
     meter_usage_release(&u);
     cli_job_free(&job);
     return rc;

@@ -92,8 +92,8 @@ static int add_request(void *ctx, const struct store_request *r)
     return 0;
 }
 
-static ts_status scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
-                               struct meter_usage *u, struct ts_error *err)
+ts_status meter_usage_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
+                                    struct meter_usage *u, struct ts_error *err)
 {
     struct req_scan sc = {u, from_ms, -1, "", 0};
     u->nrequests = 0;
@@ -104,10 +104,12 @@ static ts_status scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
 
 /* Bill each tail of u (a device's last point read, inside the window,
  * whose next scrape lies beyond the read) whose device has a later scrape:
- * as a window reading every later scrape bills it. */
+ * as a window reading every later scrape bills it. The tails not billed
+ * stay in u->tails (their attributes in place), for the aggregate. */
 static ts_status bill_tails(struct store *st, struct meter_usage *u, struct ts_error *err)
 {
     int found = 0;
+    size_t kept = 0;
     for (size_t i = 0; i < u->ntails; i++) {
         const struct meter_tail *t = &u->tails[i], *prev = i ? t - 1 : NULL;
         ts_status rc = TS_OK;
@@ -117,8 +119,10 @@ static ts_status bill_tails(struct store *st, struct meter_usage *u, struct ts_e
             rc = meter_usage_bill_tail(u, i);
         if (rc != TS_OK)
             return rc == TS_NOMEM ? ts_err(err, rc, "usage: out of memory") : rc;
+        if (!found)
+            u->tails[kept++] = *t;
     }
-    u->ntails = u->ntail_attrs = 0;
+    u->ntails = kept;
     return TS_OK;
 }
 
@@ -141,7 +145,7 @@ ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, str
     if (rc == TS_OK)
         rc = bill_tails(st, u, err);
     if (rc == TS_OK)
-        rc = scan_requests(st, from_ms, to_ms, u, err);
+        rc = meter_usage_scan_requests(st, from_ms, to_ms, u, err);
     meter_usage_sort(u);
     return rc;
 }

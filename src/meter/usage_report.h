@@ -17,6 +17,11 @@
 ts_status meter_usage_scan(struct store *st, int64_t from_ms, int64_t to_ms, struct meter_usage *u,
                            struct ts_error *err);
 
+/* The requests of each consumer to shared workloads in [from_ms, to_ms)
+ * into u->requests (meter_usage_scan reads them too). */
+ts_status meter_usage_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms,
+                                    struct meter_usage *u, struct ts_error *err);
+
 /* In one pass over the store: u[0] as meter_usage_scan gives [from_ms,
  * to_ms), and u[1..nsteps] as it gives each step [from_ms + i x step_ms,
  * that + step_ms), the last cut at to_ms; each u[i] is fed exactly the

@@ -98,6 +98,17 @@ enum {
     STORE_ST_SCAN_REQUESTS,
     STORE_ST_DEVICE_AFTER,
     STORE_ST_SPLIT_AFTER,
+    STORE_ST_AGG_FIND,
+    STORE_ST_AGG_DROP,
+    STORE_ST_AGG_CLAIM,
+    STORE_ST_AGG_GC_TOTALS,
+    STORE_ST_AGG_GC_TAILS,
+    STORE_ST_AGG_DONE,
+    STORE_ST_AGG_PUT_TOTAL,
+    STORE_ST_AGG_PUT_TAIL,
+    STORE_ST_AGG_TOTALS,
+    STORE_ST_AGG_TAILS,
+    STORE_ST_AGG_STALE,
     STORE_ST_COUNT
 };
 
@@ -108,6 +119,11 @@ struct store_ops {
     const char *lock_schema;  /* run after begin_write before migrating, or NULL */
     const char *lock_ledger;  /* run after begin_write before a ledger append, or NULL */
     const char *override_seq; /* what lets an INSERT give the serial key's value */
+    /* run after begin_write before storing samples (shared), and before
+     * claiming a window of the usage aggregate (exclusive), or NULL: a
+     * claim is never made while a batch is between its insert and its
+     * commit (agg.c) */
+    const char *lock_samples, *lock_agg;
     const char *device_order; /* ORDER BY device in byte order (a device's keys adjacent) */
     int seek_devices;         /* scan samples one device at a time (store.c) */
     /* url without changes; *db gets the connection. With create 0 a database

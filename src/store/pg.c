@@ -419,7 +419,9 @@ const struct store_ops store_pg_ops = {
      * READ COMMITTED gives the head read after the lock a fresh snapshot */
     .lock_ledger = "SELECT pg_advisory_xact_lock(7598452148)",
     .override_seq = "OVERRIDING SYSTEM VALUE", /* the seq is GENERATED ALWAYS */
-    .device_order = "device COLLATE \"C\"",    /* not the database's locale */
+    .lock_samples = "SELECT pg_advisory_xact_lock_shared(7598452149)",
+    .lock_agg = "SELECT pg_advisory_xact_lock(7598452149)",
+    .device_order = "device COLLATE \"C\"", /* not the database's locale */
     .open = pq_open,
     .close = pq_close,
     .prepare = pq_prepare,

@@ -58,8 +58,25 @@ static const char *const migration_v6[] = {
     "INSERT INTO requests_v6 (owner, workload, consumer, series, ts_ms, total)"
     " SELECT owner, workload, consumer, '', ts_ms, total FROM requests",
     "DROP TABLE requests", "ALTER TABLE requests_v6 RENAME TO requests", NULL};
+/* v7: the usage aggregate (agg.c): the totals of a window [from_ms, to_ms)
+ * at one scrape interval as usage integrates them (numerators as decimal
+ * text: ms x ppm does not fit 64 bits for a fleet's month), in their order,
+ * and the devices whose last interval in it waited for a later scrape. A
+ * window is removed by any batch of samples within its reach. */
+static const char *const migration_v7[] = {
+    "CREATE TABLE agg_periods (interval_ms BIGINT NOT NULL, from_ms BIGINT NOT NULL,"
+    " to_ms BIGINT NOT NULL, token BIGINT NOT NULL, done BIGINT NOT NULL,"
+    " PRIMARY KEY (interval_ms, from_ms, to_ms))",
+    "CREATE TABLE agg_totals (token BIGINT NOT NULL, pos BIGINT NOT NULL, kind BIGINT NOT NULL,"
+    " tenant TEXT NOT NULL, workload TEXT NOT NULL, model TEXT NOT NULL, profile TEXT NOT NULL,"
+    " alloc_num TEXT NOT NULL, usage_num TEXT NOT NULL, unknown_num TEXT NOT NULL,"
+    " PRIMARY KEY (token, pos))",
+    "CREATE TABLE agg_tails (token BIGINT NOT NULL, pos BIGINT NOT NULL, family TEXT NOT NULL,"
+    " split BIGINT NOT NULL, ts_ms BIGINT NOT NULL, PRIMARY KEY (token, pos))",
+    NULL};
 static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
-                                                migration_v4, migration_v5, migration_v6};
+                                                migration_v4, migration_v5, migration_v6,
+                                                migration_v7};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 const int64_t store__schema_version = SCHEMA_VERSION;

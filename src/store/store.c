@@ -1,8 +1,9 @@
 /*
  * store.c - the store interface over a backend chosen by URL: migrating
  * (the migrations themselves are in schema.c), the SQL both dialects share,
- * batching, and turning rows into structs. Backends (sqlite.c, pg.c) only
- * talk to their database; see backend.h.
+ * and the samples: batching, scanning, turning rows into structs. The other
+ * tables are in records.c, the usage aggregate in agg.c. Backends (sqlite.c,
+ * pg.c) only talk to their database; see backend.h.
  */
 #include "store/store.h"
 
@@ -10,18 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/backend.h"
+#include "store/internal.h"
 #include "util/sbuf.h"
 
-/* Expanders for backend.h's column lists: COL_NAME gives a column's name,
- * IS_TEXT 1 for a string column (else 0); COMMA separates array items. */
-#define COMMA ,
-#define COL_NAME(name, type) #name
-#define IS_TEXT(name, type) IS_TEXT_##type
-#define IS_TEXT_TEXT 1
-#define IS_TEXT_OPT 1
-#define IS_TEXT_INT 0
-#define IS_TEXT_HEX 0
 /* ARRAY_OF: the array type a column is bound as in INS_ARRAYS */
 #define ARRAY_OF(name, type) ARRAY_OF_##type
 #define ARRAY_OF_TEXT "text[]"
@@ -29,23 +21,9 @@
 #define ARRAY_OF_HEX "text[]"
 #define ARRAY_OF_OPT "text[]"
 
-/* "node, device, ..." */
-#define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
-#define LEDGER_COLS STORE_LEDGER_COLUMNS(COL_NAME, ", ")
-#define EXPO_COLS STORE_EXPO_COLUMNS(COL_NAME, ", ")
 /* "$2, $3, ..." : the ledger's columns after the seq ($1) */
 #define LEDGER_PARAMS "CAST($2 AS BIGINT), $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14"
 _Static_assert(STORE_LEDGER_NCOLS == 13, "LEDGER_PARAMS lists 13 columns after the seq");
-/* The ledger's string columns, kept by store_ledger_last. */
-enum { LEDGER_NTEXT = STORE_LEDGER_COLUMNS(IS_TEXT, +) };
-
-struct store {
-    const struct store_ops *ops;
-    void *db;
-    char *last[LEDGER_NTEXT];  /* strings of the entry store_ledger_last returned */
-    char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
-};
-
 /* A statement: sql, then for an INSERT the placeholders of nrows rows of
  * ncols values ($1, $2, ... in order: "($1, $2), ($3, $4)"), or with
  * arrays one array per column ("$1::text[], $2::bigint[]"), then tail. */
@@ -119,57 +97,49 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
     [STORE_ST_SPLIT_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE substr(device, 1, "
                                      "length(CAST($1 AS TEXT))) = CAST($1 AS TEXT) AND "
                                      "ts_ms > $2 LIMIT 1"},
+    /* the usage aggregate (agg.c) */
+    [STORE_ST_AGG_FIND] = {.sql = "SELECT token FROM agg_periods WHERE interval_ms = $1 AND "
+                                  "from_ms = $2 AND to_ms = $3 AND done = 1"},
+    [STORE_ST_AGG_DROP] = {.sql = "DELETE FROM agg_periods WHERE interval_ms = $1 AND "
+                                  "from_ms = $2 AND to_ms = $3"},
+    [STORE_ST_AGG_CLAIM] = {.sql = "INSERT INTO agg_periods (interval_ms, from_ms, to_ms, token, "
+                                   "done) VALUES ($1, $2, $3, $4, 0)"},
+    [STORE_ST_AGG_GC_TOTALS] = {.sql = "DELETE FROM agg_totals WHERE token NOT IN "
+                                       "(SELECT token FROM agg_periods)"},
+    [STORE_ST_AGG_GC_TAILS] = {.sql = "DELETE FROM agg_tails WHERE token NOT IN "
+                                      "(SELECT token FROM agg_periods)"},
+    [STORE_ST_AGG_DONE] = {.sql = "UPDATE agg_periods SET done = 1 WHERE token = $1 AND done = 0"},
+    [STORE_ST_AGG_PUT_TOTAL] = {.sql = "INSERT INTO agg_totals (token, pos, kind, tenant, "
+                                       "workload, model, profile, alloc_num, usage_num, "
+                                       "unknown_num) VALUES ",
+                                .ncols = 10,
+                                .nrows = 1},
+    [STORE_ST_AGG_PUT_TAIL] = {.sql = "INSERT INTO agg_tails (token, pos, family, split, ts_ms) "
+                                      "VALUES ",
+                               .ncols = 5,
+                               .nrows = 1},
+    [STORE_ST_AGG_TOTALS] = {.sql = "SELECT kind, tenant, workload, model, profile, alloc_num, "
+                                    "usage_num, unknown_num FROM agg_totals WHERE token = $1 "
+                                    "ORDER BY pos"},
+    [STORE_ST_AGG_TAILS] = {.sql = "SELECT family, split, ts_ms FROM agg_tails WHERE token = $1 "
+                                   "ORDER BY pos"},
+    /* the windows whose reach (two intervals each side) meets [$2, $1] */
+    [STORE_ST_AGG_STALE] = {.sql = "DELETE FROM agg_periods WHERE from_ms - 2 * interval_ms <= $1 "
+                                   "AND to_ms + 2 * interval_ms > $2"},
 };
-
-/* ---- small helpers ---------------------------------------------------- */
-
-static struct store_param p_str(const char *s) { return (struct store_param){.s = s}; }
-static struct store_param p_int(int64_t i) { return (struct store_param){.is_int = 1, .i = i}; }
-static struct store_param p_blob(const char *s, size_t len)
-{
-    return (struct store_param){.s = s, .is_blob = 1, .len = len};
-}
-
-static int64_t col_i64(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
-static const char *col_str(const char *s) { return s ? s : ""; }
-static void copy_hex(char dst[65], const char *src) { snprintf(dst, 65, "%s", col_str(src)); }
-
-/* How a column of each type is bound (PARAM_) and read back (GET_). */
-#define PARAM_TEXT(v) p_str(v)
-#define PARAM_OPT(v) p_str(col_str(v)) /* NULL is "" */
-#define PARAM_INT(v) p_int(v)
-#define PARAM_HEX(v) p_str(v)
-#define GET_TEXT(dst, v) ((dst) = col_str(v))
-#define GET_OPT GET_TEXT
-#define GET_INT(dst, v) ((dst) = col_i64(v))
-#define GET_HEX(dst, v) copy_hex(dst, v)
-
-static int row_first_i64(void *ctx, const char *const *cols, const size_t *lens, int n)
-{
-    (void)lens;
-    *(int64_t *)ctx = n > 0 ? col_i64(cols[0]) : 0;
-    return 1;
-}
-
-static ts_status exec(struct store *st, const char *sql, struct ts_error *err)
-{
-    return st->ops->exec(st->db, sql, NULL, NULL, err);
-}
-
-static void rollback(struct store *st) { st->ops->exec(st->db, "ROLLBACK", NULL, NULL, NULL); }
 
 /* ---- open, migrate, close --------------------------------------------- */
 
 static ts_status migrate_locked(struct store *st, struct ts_error *err)
 {
-    ts_status rc = exec(st,
-                        "CREATE TABLE IF NOT EXISTS schema_version "
-                        "(version BIGINT PRIMARY KEY)",
-                        err);
+    ts_status rc = store__exec(st,
+                               "CREATE TABLE IF NOT EXISTS schema_version "
+                               "(version BIGINT PRIMARY KEY)",
+                               err);
     int64_t have = 0;
     if (rc == TS_OK)
         rc = st->ops->exec(st->db, "SELECT COALESCE(MAX(version), 0) FROM schema_version",
-                           row_first_i64, &have, err);
+                           store__row_first_i64, &have, err);
     if (rc == TS_OK && have > store__schema_version)
         return ts_err(err, TS_INVALID,
                       "%s: database schema version %" PRId64
@@ -182,16 +152,16 @@ static ts_status migrate_locked(struct store *st, struct ts_error *err)
 
 static ts_status migrate(struct store *st, struct ts_error *err)
 {
-    ts_status rc = exec(st, st->ops->begin_write, err);
+    ts_status rc = store__exec(st, st->ops->begin_write, err);
     if (rc != TS_OK)
         return rc;
     if (st->ops->lock_schema)
-        rc = exec(st, st->ops->lock_schema, err);
+        rc = store__exec(st, st->ops->lock_schema, err);
     if (rc == TS_OK)
         rc = migrate_locked(st, err);
     if (rc == TS_OK)
-        return exec(st, "COMMIT", err);
-    rollback(st);
+        return store__exec(st, "COMMIT", err);
+    store__rollback(st);
     return rc;
 }
 
@@ -323,7 +293,7 @@ static int sample_cmp(const void *a, const void *b)
 {
     const struct store_sample *x = *(const struct store_sample *const *)a;
     const struct store_sample *y = *(const struct store_sample *const *)b;
-    int c = strcmp(col_str(x->device), col_str(y->device));
+    int c = strcmp(store__col_str(x->device), store__col_str(y->device));
     if (c)
         return c;
     return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
@@ -336,7 +306,7 @@ static int sample_cmp_time(const void *a, const void *b)
     const struct store_sample *y = *(const struct store_sample *const *)b;
     if (x->ts_ms != y->ts_ms)
         return (x->ts_ms > y->ts_ms) - (x->ts_ms < y->ts_ms);
-    return strcmp(col_str(x->device), col_str(y->device));
+    return strcmp(store__col_str(x->device), store__col_str(y->device));
 }
 
 /* Sort order[0..n) by cmp, unless it is in order already. */
@@ -434,6 +404,38 @@ static ts_status insert_samples(struct store *st, const struct store_sample **or
     return rc;
 }
 
+/* A write transaction for samples, holding the backend's samples lock. */
+static ts_status begin_samples(struct store *st, struct ts_error *err)
+{
+    ts_status rc = store__exec(st, st->ops->begin_write, err);
+    if (rc == TS_OK && st->ops->lock_samples)
+        rc = store__exec(st, st->ops->lock_samples, err);
+    return rc;
+}
+
+/* The earliest and latest time of order[0..n) into *lo and *hi. */
+static void time_span(const struct store_sample **order, size_t n, int64_t *lo, int64_t *hi)
+{
+    *lo = INT64_MAX;
+    *hi = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        *lo = order[i]->ts_ms < *lo ? order[i]->ts_ms : *lo;
+        *hi = order[i]->ts_ms > *hi ? order[i]->ts_ms : *hi;
+    }
+}
+
+/* In the batch's transaction, once it stored a sample: the usage
+ * aggregate's windows whose reach holds one of its times are no longer
+ * exact, and go (agg.c). */
+static ts_status drop_stale(struct store *st, const struct store_sample **order, size_t n,
+                            struct ts_error *err)
+{
+    int64_t lo, hi;
+    time_span(order, n, &lo, &hi);
+    struct store_param p[2] = {store__int(hi), store__int(lo)};
+    return st->ops->run(st->db, STORE_ST_AGG_STALE, p, 2, NULL, NULL, NULL, err);
+}
+
 /* The batch in one transaction: by COPY where the backend has it; when
  * that meets a sample already stored (a re-import, an overlapping writer),
  * the transaction is rolled back and the batch inserted again skipping
@@ -442,19 +444,21 @@ static ts_status put_sorted(struct store *st, const struct store_sample **order,
                             size_t *total, struct ts_error *err)
 {
     int conflict = 0;
-    ts_status rc = exec(st, st->ops->begin_write, err);
+    ts_status rc = begin_samples(st, err);
     if (rc == TS_OK && st->ops->copy_rows)
         rc = copy_samples(st, order, n, total, &conflict, err);
     if (rc == TS_OK && conflict) {
-        rollback(st);
+        store__rollback(st);
         *total = 0;
-        rc = exec(st, st->ops->begin_write, err);
+        rc = begin_samples(st, err);
     }
     if (rc == TS_OK && (!st->ops->copy_rows || conflict))
         rc = insert_samples(st, order, n, total, err);
+    if (rc == TS_OK && *total)
+        rc = drop_stale(st, order, n, err);
     if (rc == TS_OK)
-        return exec(st, "COMMIT", err);
-    rollback(st);
+        return store__exec(st, "COMMIT", err);
+    store__rollback(st);
     return rc;
 }
 
@@ -490,7 +494,7 @@ static int row_last_ts(void *ctx, const char *const *cols, const size_t *lens, i
     (void)lens;
     struct last_ts *l = ctx;
     l->found = n > 0 && cols[0];
-    l->ms = l->found ? col_i64(cols[0]) : 0;
+    l->ms = l->found ? store__col_i64(cols[0]) : 0;
     return 1;
 }
 
@@ -525,7 +529,7 @@ static int row_found(void *ctx, const char *const *c, const size_t *lens, int n)
 ts_status store_device_scraped_after(struct store *st, const char *device, int split,
                                      int64_t after_ms, int *found, struct ts_error *err)
 {
-    struct store_param p[2] = {p_str(device), p_int(after_ms)};
+    struct store_param p[2] = {store__str(device), store__int(after_ms)};
     *found = 0;
     ts_status rc = st->ops->run(st->db, STORE_ST_DEVICE_AFTER, p, 2, row_found, found, NULL, err);
     if (rc != TS_OK || *found || !split)
@@ -533,7 +537,7 @@ ts_status store_device_scraped_after(struct store *st, const char *device, int s
     char prefix[STORE_DEVICE_PREFIX_MAX];
     if ((size_t)snprintf(prefix, sizeof(prefix), "%s#", device) >= sizeof(prefix))
         return ts_err(err, TS_TOO_LARGE, "device '%s' is too long", device);
-    p[0] = p_str(prefix);
+    p[0] = store__str(prefix);
     return st->ops->run(st->db, STORE_ST_SPLIT_AFTER, p, 2, row_found, found, NULL, err);
 }
 
@@ -574,7 +578,7 @@ static int device_row(void *ctx, const char *const *c, const size_t *lens, int n
 static ts_status next_device(struct store *st, const char *prev, char **next, struct ts_error *err)
 {
     struct device_row d = {NULL, 0};
-    struct store_param p[1] = {p_str(prev)};
+    struct store_param p[1] = {store__str(prev)};
     ts_status rc = st->ops->run(st->db, prev ? STORE_ST_NEXT_DEVICE : STORE_ST_FIRST_DEVICE, p,
                                 prev ? 1 : 0, device_row, &d, NULL, err);
     if (rc == TS_OK && d.nomem)
@@ -591,12 +595,12 @@ static ts_status scan_by_device(struct store *st, int64_t from_ms, int64_t to_ms
                                 struct sample_scan *sc, struct ts_error *err)
 {
     char *dev = NULL;
-    ts_status rc = exec(st, "BEGIN", err);
+    ts_status rc = store__exec(st, "BEGIN", err);
     if (rc != TS_OK)
         return rc;
     rc = next_device(st, NULL, &dev, err);
     while (rc == TS_OK && dev && !sc->stopped) {
-        struct store_param p[3] = {p_str(dev), p_int(from_ms), p_int(to_ms)};
+        struct store_param p[3] = {store__str(dev), store__int(from_ms), store__int(to_ms)};
         char *next = NULL;
         rc = st->ops->run(st->db, STORE_ST_SCAN_DEVICE, p, 3, sample_row, sc, NULL, err);
         if (rc == TS_OK && !sc->stopped)
@@ -605,210 +609,16 @@ static ts_status scan_by_device(struct store *st, int64_t from_ms, int64_t to_ms
         dev = next;
     }
     free(dev);
-    rollback(st); /* read only: nothing to keep */
+    store__rollback(st); /* read only: nothing to keep */
     return rc;
 }
 
 ts_status store_scan_samples(struct store *st, int64_t from_ms, int64_t to_ms, store_sample_fn fn,
                              void *ctx, struct ts_error *err)
 {
-    struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
+    struct store_param p[2] = {store__int(from_ms), store__int(to_ms)};
     struct sample_scan sc = {fn, ctx, 0};
     if (st->ops->seek_devices)
         return scan_by_device(st, from_ms, to_ms, &sc, err);
     return st->ops->run(st->db, STORE_ST_SCAN_SAMPLES, p, 2, sample_row, &sc, NULL, err);
-}
-
-/* ---- requests --------------------------------------------------------- */
-
-ts_status store_put_requests(struct store *st, const struct store_request *r, size_t n,
-                             struct ts_error *err)
-{
-    ts_status rc = n ? exec(st, st->ops->begin_write, err) : TS_OK;
-    for (size_t i = 0; rc == TS_OK && i < n; i++) {
-        struct store_param p[6] = {p_str(r[i].owner),    p_str(r[i].workload),
-                                   p_str(r[i].consumer), p_int(r[i].ts_ms),
-                                   p_int(r[i].count),    p_str(r[i].series ? r[i].series : "")};
-        rc = st->ops->run(st->db, STORE_ST_INS_REQUESTS, p, 6, NULL, NULL, NULL, err);
-    }
-    if (n && rc == TS_OK)
-        return exec(st, "COMMIT", err);
-    if (n)
-        rollback(st);
-    return rc;
-}
-
-struct request_scan {
-    store_request_fn fn;
-    void *ctx;
-};
-
-static int request_row(void *ctx, const char *const *c, const size_t *lens, int n)
-{
-    (void)lens;
-    struct request_scan *sc = ctx;
-    if (n < 6)
-        return 1;
-    struct store_request r = {col_str(c[0]), col_str(c[1]), col_str(c[2]),
-                              col_i64(c[3]), col_i64(c[4]), col_str(c[5])};
-    return sc->fn(sc->ctx, &r);
-}
-
-ts_status store_scan_requests(struct store *st, int64_t from_ms, int64_t to_ms, store_request_fn fn,
-                              void *ctx, struct ts_error *err)
-{
-    struct store_param p[2] = {p_int(from_ms), p_int(to_ms)};
-    struct request_scan sc = {fn, ctx};
-    return st->ops->run(st->db, STORE_ST_SCAN_REQUESTS, p, 2, request_row, &sc, NULL, err);
-}
-
-/* ---- ledger ------------------------------------------------------------ */
-
-ts_status store_ledger_append(struct store *st, const struct store_ledger_entry *e,
-                              int64_t *seq_out, struct ts_error *err)
-{
-#define LEDGER_PARAM(name, type) PARAM_##type(e->name)
-    struct store_param p[] = {e->seq > 0 ? p_int(e->seq) : p_str(NULL),
-                              STORE_LEDGER_COLUMNS(LEDGER_PARAM, COMMA)};
-#undef LEDGER_PARAM
-    int64_t seq = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_INS_LEDGER, p, 1 + STORE_LEDGER_NCOLS,
-                                row_first_i64, &seq, NULL, err);
-    if (rc == TS_OK && seq_out)
-        *seq_out = seq;
-    return rc;
-}
-
-ts_status store_ledger_lock(struct store *st, struct ts_error *err)
-{
-    ts_status rc = exec(st, st->ops->begin_write, err);
-    if (rc != TS_OK || !st->ops->lock_ledger)
-        return rc;
-    rc = exec(st, st->ops->lock_ledger, err);
-    if (rc != TS_OK)
-        rollback(st);
-    return rc;
-}
-
-ts_status store_ledger_unlock(struct store *st, int commit, struct ts_error *err)
-{
-    if (commit)
-        return exec(st, "COMMIT", err);
-    rollback(st);
-    return TS_OK;
-}
-
-/* Fill e from a row of "seq, LEDGER_COLS"; strings point into cols. */
-static int ledger_from_row(struct store_ledger_entry *e, const char *const *c, int n)
-{
-    if (n < 1 + STORE_LEDGER_NCOLS)
-        return -1;
-    memset(e, 0, sizeof(*e));
-    e->seq = col_i64(*c++);
-#define LEDGER_GET(name, type) GET_##type(e->name, *c++);
-    STORE_LEDGER_COLUMNS(LEDGER_GET, )
-#undef LEDGER_GET
-    return 0;
-}
-
-struct ledger_scan {
-    store_ledger_fn fn;
-    void *ctx;
-};
-
-static int ledger_row(void *ctx, const char *const *c, const size_t *lens, int n)
-{
-    (void)lens;
-    struct ledger_scan *sc = ctx;
-    struct store_ledger_entry e;
-    if (ledger_from_row(&e, c, n) != 0)
-        return 1;
-    return sc->fn(sc->ctx, &e);
-}
-
-ts_status store_ledger_scan(struct store *st, store_ledger_fn fn, void *ctx, struct ts_error *err)
-{
-    struct ledger_scan sc = {fn, ctx};
-    return st->ops->run(st->db, STORE_ST_SCAN_LEDGER, NULL, 0, ledger_row, &sc, NULL, err);
-}
-
-struct ledger_last {
-    struct store *st;
-    struct store_ledger_entry *out;
-    int found;
-    int nomem;
-};
-
-/* Keep copies of the strings in st->last: the row dies with the statement. */
-static int last_row(void *ctx, const char *const *c, const size_t *lens, int n)
-{
-    (void)lens;
-    struct ledger_last *l = ctx;
-    if (ledger_from_row(l->out, c, n) != 0)
-        return 1;
-#define TEXT_REF(name, type) REF_##type(name)
-#define REF_TEXT(name) &l->out->name,
-#define REF_INT(name)
-#define REF_HEX(name)
-    const char **str[LEDGER_NTEXT] = {STORE_LEDGER_COLUMNS(TEXT_REF, )};
-#undef TEXT_REF
-#undef REF_TEXT
-#undef REF_INT
-#undef REF_HEX
-    for (int i = 0; i < LEDGER_NTEXT; i++) {
-        free(l->st->last[i]);
-        l->st->last[i] = strdup(*str[i]);
-        l->nomem |= !l->st->last[i];
-        *str[i] = l->st->last[i] ? l->st->last[i] : "";
-    }
-    l->found = 1;
-    return 1;
-}
-
-ts_status store_ledger_last(struct store *st, struct store_ledger_entry *out, int *found,
-                            struct ts_error *err)
-{
-    struct ledger_last l = {st, out, 0, 0};
-    *found = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_LAST_LEDGER, NULL, 0, last_row, &l, NULL, err);
-    if (rc == TS_OK && l.nomem)
-        return ts_err(err, TS_NOMEM, "out of memory");
-    if (rc == TS_OK)
-        *found = l.found;
-    return rc;
-}
-
-/* ---- expositions ------------------------------------------------------- */
-
-ts_status store_put_exposition(struct store *st, const char *source, int64_t ts_ms,
-                               const char *text, size_t len, struct ts_error *err)
-{
-    if (!source || (!text && len))
-        return ts_err(err, TS_INVALID, "%s: exposition without a source or text", st->ops->name);
-    if (len > STORE_EXPOSITION_MAX)
-        return ts_err(err, TS_TOO_LARGE, "%s: exposition of %s is %zu bytes, at most %d",
-                      st->ops->name, source, len, STORE_EXPOSITION_MAX);
-    _Static_assert(STORE_EXPO_NCOLS == 3, "binds source, ts_ms, body");
-    struct store_param p[] = {p_str(source), p_int(ts_ms), p_blob(text ? text : "", len)};
-    return st->ops->run(st->db, STORE_ST_PUT_EXPO, p, STORE_EXPO_NCOLS, NULL, NULL, NULL, err);
-}
-
-struct expo_scan {
-    store_exposition_fn fn;
-    void *ctx;
-};
-
-static int expo_row(void *ctx, const char *const *c, const size_t *lens, int n)
-{
-    struct expo_scan *sc = ctx;
-    if (n < STORE_EXPO_NCOLS) /* source, ts_ms, body */
-        return 1;
-    return sc->fn(sc->ctx, col_str(c[0]), col_i64(c[1]), c[2] ? c[2] : "", c[2] ? lens[2] : 0);
-}
-
-ts_status store_scan_expositions(struct store *st, store_exposition_fn fn, void *ctx,
-                                 struct ts_error *err)
-{
-    struct expo_scan sc = {fn, ctx};
-    return st->ops->run(st->db, STORE_ST_SCAN_EXPO, NULL, 0, expo_row, &sc, NULL, err);
 }

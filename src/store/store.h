@@ -160,4 +160,43 @@ typedef int (*store_exposition_fn)(void *ctx, const char *source, int64_t ts_ms,
 ts_status store_scan_expositions(struct store *st, store_exposition_fn fn, void *ctx,
                                  struct ts_error *err);
 
+/* The usage aggregate (schema v7): the totals meter integrated from the
+ * samples of one window [from_ms, to_ms) at one scrape interval, kept so
+ * that the next reader of the window need not read its samples again.
+ * Exact by construction: store_put_samples removes, in the transaction
+ * that stores them, every window whose reach (two intervals before its
+ * start to two after its end) holds one of the batch's times; the devices
+ * whose last interval in the window waited for a later scrape (tails) are
+ * kept with it for the reader to look up again (a card back after an
+ * outage). Numerators are decimal text (they may pass 64 bits). */
+struct store_agg_total {
+    int64_t kind; /* 0: by tenant, model and profile; 1: by workload too */
+    const char *tenant, *workload, *model, *profile;
+    const char *alloc, *usage, *unknown;
+};
+struct store_agg_tail {
+    const char *family; /* the device (its key up to '#') */
+    int64_t split;      /* some key of it has a '#' */
+    int64_t ts_ms;
+};
+typedef int (*store_agg_total_fn)(void *ctx, const struct store_agg_total *t);
+typedef int (*store_agg_tail_fn)(void *ctx, const struct store_agg_tail *t);
+
+/* *token > 0 when the window's totals are stored, 0 when not. */
+ts_status store_agg_find(struct store *st, int64_t interval_ms, int64_t from_ms, int64_t to_ms,
+                         int64_t *token, struct ts_error *err);
+/* Claim the window (replacing what is stored of it) before reading its
+ * samples; *claim gets the claim's token. A batch of samples within its
+ * reach stored from then on voids the claim. */
+ts_status store_agg_claim(struct store *st, int64_t interval_ms, int64_t from_ms, int64_t to_ms,
+                          int64_t *claim, struct ts_error *err);
+/* Store totals and tails under claim, in one transaction, if the claim
+ * still stands (*kept 1), else nothing (*kept 0). */
+ts_status store_agg_put(struct store *st, int64_t claim, const struct store_agg_total *t, size_t nt,
+                        const struct store_agg_tail *tails, size_t ntails, int *kept,
+                        struct ts_error *err);
+/* The totals of token in their order, then its tails; either fn may be NULL. */
+ts_status store_agg_scan(struct store *st, int64_t token, store_agg_total_fn total_fn,
+                         store_agg_tail_fn tail_fn, void *ctx, struct ts_error *err);
+
 #endif

@@ -59,7 +59,8 @@ static int pg_setup(void **state)
     PGconn *c = PQconnectdb(url);
     PQsetNoticeProcessor(c, quiet, NULL);
     PGresult *r = PQexec(
-        c, "DROP TABLE IF EXISTS samples, ledger, expositions, requests, schema_version");
+        c, "DROP TABLE IF EXISTS samples, ledger, expositions, requests, schema_version, "
+           "agg_periods, agg_totals, agg_tails");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));
@@ -580,8 +581,8 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 6);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 6);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 7);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 7);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -790,7 +791,7 @@ static void test_pg_upgrade_from_v3(void **state)
                         "(SELECT indexdef FROM pg_indexes WHERE indexname = 'samples_ts'), "
                         "(SELECT count(*) FROM samples)",
                         PGRES_TUPLES_OK);
-    assert_string_equal(PQgetvalue(r, 0, 0), "6");
+    assert_string_equal(PQgetvalue(r, 0, 0), "7");
     assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)"));
     assert_string_equal(PQgetvalue(r, 0, 2), "2");
     PQclear(r);
@@ -827,7 +828,7 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 6);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 7);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
@@ -863,6 +864,89 @@ static void test_requests(void **state)
     store_close(st);
 }
 
+/* ---- the usage aggregate ----------------------------------------------- */
+
+static int count_total(void *ctx, const struct store_agg_total *t)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%lld:%s/%s/%s/%s=%s,%s,%s;", (long long)t->kind, t->tenant,
+             t->workload, t->model, t->profile, t->alloc, t->usage, t->unknown);
+    return 0;
+}
+
+static int count_tail(void *ctx, const struct store_agg_tail *t)
+{
+    char *out = ctx;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "tail %s %lld %lld;", t->family, (long long)t->split,
+             (long long)t->ts_ms);
+    return 0;
+}
+
+/* claim [from, to) at 15 s and keep one total and one tail; *kept */
+static int64_t agg_keep(struct store *st, int64_t from, int64_t to, int *kept)
+{
+    struct ts_error err = {0};
+    int64_t claim = 0;
+    struct store_agg_total t = {0, "a", "", "m", "", "36893488147419103232", "7", "0"};
+    struct store_agg_tail tail = {"GPU-1", 1, to - 5000};
+    assert_int_equal(store_agg_claim(st, 15000, from, to, &claim, &err), TS_OK);
+    assert_true(claim > 0);
+    assert_int_equal(store_agg_put(st, claim, &t, 1, &tail, 1, kept, &err), TS_OK);
+    return claim;
+}
+
+static int64_t agg_token(struct store *st, int64_t from, int64_t to)
+{
+    struct ts_error err = {0};
+    int64_t token = -1;
+    assert_int_equal(store_agg_find(st, 15000, from, to, &token, &err), TS_OK);
+    return token;
+}
+
+/* A window is kept with its rows (a numerator past 64 bits, as text) and
+ * found again; a batch of samples within its reach (two intervals each
+ * side) removes it, one beyond does not; a claim voided by such a batch
+ * before its totals come keeps nothing. */
+static void test_agg(void **state)
+{
+    struct store *st = open_or_skip(state);
+    if (!st)
+        return;
+    struct ts_error err = {0};
+    const int64_t from = 3600000, to = 7200000;
+    int kept = 0;
+    int64_t token = agg_keep(st, from, to, &kept);
+    assert_true(kept);
+    assert_int_equal(agg_token(st, from, to), token);
+    assert_int_equal(agg_token(st, from, to + 1), 0);
+    char rows[256] = "";
+    assert_int_equal(store_agg_scan(st, token, count_total, count_tail, rows, &err), TS_OK);
+    assert_string_equal(rows, "0:a//m/=36893488147419103232,7,0;tail GPU-1 1 7195000;");
+    struct store_sample far[2] = {sample("GPU-1", to + 30000), sample("GPU-1", from - 30001)};
+    assert_int_equal(store_put_samples(st, &far[0], 1, NULL, &err), TS_OK);
+    assert_int_equal(store_put_samples(st, &far[1], 1, NULL, &err), TS_OK);
+    assert_int_equal(agg_token(st, from, to), token); /* beyond the reach: kept */
+    struct store_sample near = sample("GPU-1", to + 29999);
+    assert_int_equal(store_put_samples(st, &near, 1, NULL, &err), TS_OK);
+    assert_int_equal(agg_token(st, from, to), 0);
+    token = agg_keep(st, from, to, &kept);
+    assert_true(kept);
+    assert_int_equal(store_put_samples(st, &near, 1, NULL, &err), TS_OK); /* already stored */
+    assert_int_equal(agg_token(st, from, to), token);
+    int64_t claim = 0;
+    assert_int_equal(store_agg_claim(st, 15000, from, to, &claim, &err), TS_OK);
+    assert_true(claim > 0 && claim != token); /* never reused */
+    struct store_sample inside = sample("GPU-2", from);
+    assert_int_equal(store_put_samples(st, &inside, 1, NULL, &err), TS_OK);
+    struct store_agg_total t = {0, "b", "", "m", "", "1", "1", "1"};
+    assert_int_equal(store_agg_put(st, claim, &t, 1, NULL, 0, &kept, &err), TS_OK);
+    assert_false(kept);
+    assert_int_equal(agg_token(st, from, to), 0);
+    store_close(st);
+}
+
 #define CASES(setup, teardown)                                                     \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown),  \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),         \
@@ -879,7 +963,8 @@ static void test_requests(void **state)
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_expositions, setup, teardown),        \
         cmocka_unit_test_setup_teardown(test_exposition_limits, setup, teardown),  \
-        cmocka_unit_test_setup_teardown(test_requests, setup, teardown)
+        cmocka_unit_test_setup_teardown(test_requests, setup, teardown),           \
+        cmocka_unit_test_setup_teardown(test_agg, setup, teardown)
 
 int main(void)
 {
