@@ -1,8 +1,11 @@
 /*
- * fuzz_promq.c - libFuzzer target for the query_range answer reader
- * (meter/promq.h). Invariants (abort when broken): an answer taken gives
- * text the exposition parser reads without one error, one sample per line;
- * an answer refused says why.
+ * fuzz_promq.c - libFuzzer target for the reader of Prometheus' raw-sample
+ * answers (meter/promq.h: a range vector's matrix), read once with the
+ * window of the seeds (1700000000 to 1700000060 s: the window checks, the
+ * previous window's last ms left out) and once with any time. Invariants
+ * (abort when broken): an answer taken gives text the exposition parser
+ * reads without one error, one sample per line, every time inside the
+ * window and each series' times rising; an answer refused says why.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,12 +29,30 @@ static void on_error(void *ctx, long line, int column, const char *msg)
     abort(); /* a line promq made that the parser refuses */
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static const struct meter_promq_window WINDOW = {1700000000000LL, 1700000060000LL};
+
+/* Every line's timestamp (its last field) inside w. */
+static void check_times(const struct ts_sbuf *out, const struct meter_promq_window *w)
+{
+    for (size_t i = 0, start = 0; w && i < out->len; i++) {
+        if (out->data[i] != '\n')
+            continue;
+        size_t sp = i;
+        while (sp > start && out->data[sp - 1] != ' ')
+            sp--;
+        long long ts = strtoll(out->data + sp, NULL, 10);
+        if (ts < w->from_ms || ts > w->to_ms)
+            abort();
+        start = i + 1;
+    }
+}
+
+static void one(const uint8_t *data, size_t size, const struct meter_promq_window *w)
 {
     struct ts_sbuf out;
     struct ts_error e = {0};
     ts_sbuf_init(&out, 1 << 24);
-    ts_status st = meter_promq_text((const char *)data, size, "fuzz", &out, &e);
+    ts_status st = meter_promq_text((const char *)data, size, "fuzz", w, &out, &e);
     if (st != TS_OK && !e.msg[0])
         abort();
     if (st == TS_OK && out.len) {
@@ -46,7 +67,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (samples != lines)
                 abort();
         }
+        check_times(&out, w);
     }
     ts_sbuf_release(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one(data, size, &WINDOW);
+    one(data, size, NULL);
     return 0;
 }

@@ -72,7 +72,7 @@ static const struct cli_opt OPTS[] = {
     "        seconds or RFC 3339; samples that carry a timestamp keep it.\n"                 \
     "scrape  pull live from dcgm-exporters over HTTP(S) every --interval, with\n"            \
     "        timeouts and retries; what the store could not take is retried, not lost.\n"    \
-    "prometheus  read the scrapes an existing Prometheus holds (/api/v1/query_range)\n"      \
+    "prometheus  read the raw samples an existing Prometheus holds (/api/v1/query)\n"        \
     "        and store them as import stores the same scrapes.\n"                            \
     "(tessera usage and tessera invoice read what these store.)\n"
 #define USAGE_TEXT                                                                        \

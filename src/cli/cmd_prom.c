@@ -33,14 +33,15 @@ static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "SPEC", CLI_ALL, "tenancy spec (repeat for several files)"),
     CLI_LONG('d', "db", "DB", CLI_ALL, "the store: sqlite:PATH or postgres://..."),
     CLI_LONG('u', "url", "URL", CLI_ALL, "Prometheus' base URL (http://prometheus:9090)"),
-    CLI_LONG('F', "from", "TIME", CLI_ALL, "the first scrape time read"),
-    CLI_LONG('T', "to", "TIME", CLI_ALL, "the last scrape time read (included)"),
+    CLI_LONG('F', "from", "TIME", CLI_ALL, "the first sample time read"),
+    CLI_LONG('T', "to", "TIME", CLI_ALL, "the last sample time read (included)"),
     CLI_LONG('w', "follow", NULL, CLI_ALL, "keep reading new scrapes until SIGTERM/SIGINT"),
     CLI_LONG('D', "delay", "DUR", CLI_ALL, "with --follow: stay this far behind now (60s)"),
-    CLI_LONG('i', "interval", "DUR", CLI_ALL, "the scrape interval, the query's step (15s)"),
-    CLI_LONG('q', "query", "PROMQL", CLI_ALL,
-             "the series read (default {__name__=~\"DCGM_FI_.*\"}, or that and Istio's "
-             "istio_requests_total of the used workloads under sharedSplit: usage)"),
+    CLI_LONG('i', "interval", "DUR", CLI_ALL,
+             "Prometheus' scrape interval: a window is 60 of it (15s)"),
+    CLI_LONG('q', "query", "SELECTOR", CLI_ALL,
+             "a vector selector read (repeat for several; default {__name__=~\"DCGM_FI_.*\"}, "
+             "and Istio's istio_requests_total of the used workloads under sharedSplit: usage)"),
     CLI_LONG('t', "timeout", "DUR", CLI_ALL, "the limit of one request (default 60s)"),
     CLI_LONG('c', "cacert", "FILE", CLI_ALL, "CA certificates for an https:// URL"),
     CLI_LONG('K', "insecure", NULL, CLI_ALL, "do not verify an https:// URL's certificate"),
@@ -58,22 +59,26 @@ const struct cli_verb cli_verb_prometheus = {
     "usage: tessera meter prometheus -f SPEC --db DB --url URL --from TIME --to TIME\n"
     "       tessera meter prometheus -f SPEC --db DB --url URL --follow [--from TIME]\n"
     "                            [--delay 60s]\n"
-    "                            [--interval 15s] [--query PROMQL] [--timeout 60s]\n"
+    "                            [--interval 15s] [--query SELECTOR]... [--timeout 60s]\n"
     "                            [--cacert FILE] [--insecure] [--hmac-key-file FILE]\n"
     "                            [--catalog FILE]\n\n"
     "Read the dcgm-exporter series an existing Prometheus scraped, through its HTTP\n"
-    "API (/api/v1/query_range from --from to --to, both included, step --interval,\n"
-    "60 steps a request), and store them as `tessera meter import` stores the\n"
-    "same scrapes: each point is the exporter's line with the labels the exporter set\n"
-    "(Prometheus' own instance and job left out), stamped with the step's time. With\n"
-    "--interval the scrape interval and --from on a scrape time, the points are the\n"
-    "scrapes themselves. An answer that is not Prometheus' success is refused with its\n"
-    "error; a bad field is named by its JSON path (data.result[3].values[17][1]).\n"
+    "API, as raw samples: every sample from --from to --to (both included), each at\n"
+    "the time Prometheus stored it (its scrape's time, or the exporter's timestamp),\n"
+    "in windows of 60 --interval (/api/v1/query of SELECTOR[Wms] at a window's last\n"
+    "ms), and store them as `tessera meter import` stores the same scrapes: each\n"
+    "sample is the exporter's line with the labels the exporter set (Prometheus' own\n"
+    "instance and job left out) and its own timestamp, so the usage equals a direct\n"
+    "import of the pages Prometheus scraped. An answer that is not Prometheus'\n"
+    "success is refused with its error; a bad field is named by its JSON path\n"
+    "(data.result[3].values[17][1]), as is a series' sample out of order or twice,\n"
+    "or outside the window asked for.\n"
     "Exit 0 when everything was stored, 1 when Prometheus or the store failed,\n"
     "2 on bad usage or a bad answer.\n\n"
-    "--follow reads on from --from, else from the step after the store's newest\n"
-    "sample, else from now less --delay: windows of at most 60 steps that end\n"
-    "--delay before now (Prometheus has them whole), one log line each on stderr.\n"
+    "--follow reads on from --from, else from the millisecond after the store's\n"
+    "newest sample, else from now less --delay: windows of whole --interval steps,\n"
+    "at most 60, that end --delay before now (longer than the scrape timeout, so\n"
+    "Prometheus has them whole), one log line each on stderr.\n"
     "A window that fails (Prometheus or the store down) is tried again after 1 s,\n"
     "2 s, 4 s... (at most 60 s); an error that would exit 2 ends the run. SIGTERM or\n"
     "SIGINT ends it after the current window; exit 0, or 1 when a window failed.\n",
@@ -98,7 +103,11 @@ static int parse_flag(struct prom_args *a, int c, const char *arg)
     case 'g': return cli_files_add(&a->catalog, arg);
     case 'd': a->db = arg; return 1;
     case 'u': o->url = arg; return meter_fetch_url_ok(arg);
-    case 'q': o->query = arg; return *arg != '\0';
+    case 'q':
+        if (!*arg || o->nqueries == METER_PROM_QUERIES_MAX)
+            return 0;
+        o->queries[o->nqueries++] = arg;
+        return 1;
     case 'k': a->keyfile = arg; return 1;
     case 'c': o->cacert = arg; return 1;
     case 'K': o->insecure = 1; return 1;
@@ -217,7 +226,7 @@ static ts_status follow_start(struct prom_args *a, struct cli_meter *m, int64_t 
     int found = 0;
     ts_status st = a->have_from ? TS_OK : store_last_sample(m->st, &last, &found, e);
     int64_t t = ts_clock_ms(CLOCK_REALTIME) - a->delay_ms, aligned = t - (t % step + step) % step;
-    *next = a->have_from ? a->o.from_ms : found ? last + step : aligned;
+    *next = a->have_from ? a->o.from_ms : found ? last + 1 : aligned;
     if (!a->have_from && found && last > t) { /* a sample from the future: never wait for it */
         char at[40];
         ts_time_format(last, at);
@@ -260,7 +269,7 @@ static ts_status follow_window(struct prom_args *a, struct cli_meter *m, const c
     if (st == TS_OK) {
         f->backoff_ms = 0;
         log_window(f, "info", "window", to, &c, NULL);
-        f->next_ms = to + a->o.step_ms;
+        f->next_ms = to + 1;
         return TS_OK;
     }
     f->failed++;
@@ -279,16 +288,16 @@ static int follow(struct prom_args *a, struct cli_meter *m)
     meter_fetch_redact(a->o.url, shown, sizeof(shown));
     if (follow_start(a, m, &f.next_ms, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
-    int64_t step = a->o.step_ms, span = step * (METER_PROM_STEPS_MAX - 1);
+    int64_t step = a->o.step_ms;
     while (!stop_requested) {
-        int64_t ready = ts_clock_ms(CLOCK_REALTIME) - a->delay_ms;
-        if (ready < f.next_ms) {
-            nap(f.next_ms - ready);
+        int64_t ready = ts_clock_ms(CLOCK_REALTIME) - a->delay_ms; /* read up to before it */
+        int64_t steps = (ready - f.next_ms) / step;
+        if (steps < 1) {
+            nap(f.next_ms + step - ready);
             continue;
         }
-        int64_t to = f.next_ms + (ready - f.next_ms) / step * step;
-        ts_status st = follow_window(a, m, shown, &f,
-                                     to - f.next_ms > span ? f.next_ms + span : to);
+        steps = steps > METER_PROM_STEPS_MAX ? METER_PROM_STEPS_MAX : steps;
+        ts_status st = follow_window(a, m, shown, &f, f.next_ms + steps * step - 1);
         if (st != TS_OK && cli_exit(st, CLI_DOING) == CLI_BAD_INPUT)
             return CLI_BAD_INPUT;
         nap(f.backoff_ms);
@@ -322,9 +331,8 @@ int cmd_meter_prometheus(int argc, char **argv)
     m.ctx.max_ahead_ms = a.max_ahead_ms;
     struct ts_sbuf query;
     ts_sbuf_init(&query, 64 * 1024);
-    if (rc == CLI_OK && !a.o.query) {
-        meter_promq_default_query(m.job.model, &query);
-        a.o.query = query.data;
+    if (rc == CLI_OK && !a.o.nqueries) {
+        meter_promq_default_query(m.job.model, &a.o, &query);
         if (ts_sbuf_status(&query) != TS_OK) {
             fprintf(stderr, "tessera: meter prometheus: the default query (DCGM and Istio's "
                             "counter of every used workload) passes 64 KiB: give --query\n");

@@ -1,7 +1,10 @@
 /*
- * promq.c - a Prometheus query_range answer turned into the exposition
- * lines dcgm-exporter wrote (see promq.h): checked field by field, points
- * sorted by time. The fetch loop over the range is in promq_fetch.c.
+ * promq.c - a Prometheus answer of raw samples (an instant query of a range
+ * vector, `SELECTOR[Wms]`; a query_range answer has the same shape) turned
+ * into the exposition lines dcgm-exporter wrote (see promq.h): checked field
+ * by field, each series' samples in time order and inside the window asked
+ * for, no series twice, points sorted by time. The fetch loop over the range
+ * is in promq_fetch.c.
  */
 #include "meter/promq.h"
 
@@ -20,7 +23,8 @@ struct point {
 
 struct answer {
     const char *source;
-    json_t *result; /* data.result */
+    const struct meter_promq_window *w; /* NULL: any time */
+    json_t *result;                     /* data.result */
     struct ts_error *err;
 };
 
@@ -76,7 +80,7 @@ static ts_status find_result(struct answer *a, json_t *root)
         return bad(a, "data: missing or not an object");
     const char *type = json_string_value(json_object_get(data, "resultType"));
     if (!type || strcmp(type, "matrix") != 0)
-        return bad(a, "data.resultType: expected \"matrix\" (a range query's answer)");
+        return bad(a, "data.resultType: expected \"matrix\" (raw samples of a range vector)");
     a->result = json_object_get(data, "result");
     if (!json_is_array(a->result))
         return bad(a, "data.result: missing or not an array");
@@ -108,16 +112,42 @@ static ts_status check_metric(const struct answer *a, size_t i, json_t *m)
     return TS_OK;
 }
 
-/* values[j]: [seconds (number), "value" (a float as text)]. */
-static ts_status check_point(const struct answer *a, size_t i, size_t j, json_t *p, int64_t *ts)
+/* values[j][0]: seconds with at most ms digits, after the series' previous
+ * sample (*prev, -1 at the first) and inside the window (its first ms less
+ * one: Prometheus 2's range includes its start, which the previous window
+ * read; *skip set for it). */
+static ts_status check_time(const struct answer *a, size_t i, size_t j, json_t *t, int64_t *prev,
+                            int64_t *ts, int *skip)
 {
-    if (!json_is_array(p) || json_array_size(p) != 2)
-        return bad(a, "data.result[%zu].values[%zu]: expected [time, \"value\"]", i, j);
-    json_t *t = json_array_get(p, 0);
     double sec = json_number_value(t);
     if (!json_is_number(t) || !isfinite(sec) || sec < 0 || sec > 1e11)
         return bad(a, "data.result[%zu].values[%zu][0]: not a time in seconds", i, j);
     *ts = llround(sec * 1000.0);
+    if (*ts <= *prev)
+        return bad(a,
+                   "data.result[%zu].values[%zu][0]: %lld ms is not after the series' "
+                   "previous sample (%lld ms): out of order or a duplicate",
+                   i, j, (long long)*ts, (long long)*prev);
+    *prev = *ts;
+    const struct meter_promq_window *w = a->w;
+    if (w && (*ts < w->from_ms - 1 || *ts > w->to_ms))
+        return bad(a,
+                   "data.result[%zu].values[%zu][0]: %lld ms is outside the window asked for "
+                   "(%lld to %lld ms)",
+                   i, j, (long long)*ts, (long long)w->from_ms, (long long)w->to_ms);
+    *skip = w && *ts < w->from_ms;
+    return TS_OK;
+}
+
+/* values[j]: [seconds (number), "value" (a float as text)]. */
+static ts_status check_point(const struct answer *a, size_t i, size_t j, json_t *p, int64_t *prev,
+                             int64_t *ts, int *skip)
+{
+    if (!json_is_array(p) || json_array_size(p) != 2)
+        return bad(a, "data.result[%zu].values[%zu]: expected [time, \"value\"]", i, j);
+    ts_status st = check_time(a, i, j, json_array_get(p, 0), prev, ts, skip);
+    if (st != TS_OK)
+        return st;
     const char *s = json_string_value(json_array_get(p, 1));
     if (!s)
         return bad(a, "data.result[%zu].values[%zu][1]: not a string", i, j);
@@ -126,6 +156,21 @@ static ts_status check_point(const struct answer *a, size_t i, size_t j, json_t 
     int special = !strcmp(s, "NaN") || !strcmp(s, "+Inf") || !strcmp(s, "-Inf");
     if (!special && (!*s || *end || strpbrk(s, "xXnNiI \t\n\r\f\v")))
         return bad(a, "data.result[%zu].values[%zu][1]: \"%.40s\" is not a number", i, j, s);
+    return TS_OK;
+}
+
+static ts_status add_point(const struct answer *a, struct point **pts, size_t *n, size_t *cap,
+                           struct point p)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 1024;
+        struct point *q = realloc(*pts, c * sizeof(*q));
+        if (!q)
+            return ts_err(a->err, TS_NOMEM, "%s: out of memory", a->source);
+        *pts = q;
+        *cap = c;
+    }
+    (*pts)[(*n)++] = p;
     return TS_OK;
 }
 
@@ -138,22 +183,89 @@ static ts_status collect(const struct answer *a, size_t i, struct point **pts, s
         return bad(a, "data.result[%zu]: not an object", i);
     ts_status st = check_metric(a, i, json_object_get(series, "metric"));
     json_t *values = json_object_get(series, "values");
+    if (st == TS_OK && json_object_get(series, "histograms"))
+        st = bad(a,
+                 "data.result[%zu].histograms: native histogram samples, not a DCGM or "
+                 "Istio counter or gauge: select float series",
+                 i);
     if (st == TS_OK && !json_is_array(values))
         st = bad(a, "data.result[%zu].values: missing or not an array", i);
+    int64_t prev = -1;
     for (size_t j = 0; st == TS_OK && j < json_array_size(values); j++) {
         int64_t ts = 0;
-        if ((st = check_point(a, i, j, json_array_get(values, j), &ts)) != TS_OK)
-            break;
-        if (*n == *cap) {
-            size_t c = *cap ? *cap * 2 : 1024;
-            struct point *p = realloc(*pts, c * sizeof(*p));
-            if (!p)
-                return ts_err(a->err, TS_NOMEM, "%s: out of memory", a->source);
-            *pts = p;
-            *cap = c;
-        }
-        (*pts)[(*n)++] = (struct point){ts, i, j};
+        int skip = 0;
+        st = check_point(a, i, j, json_array_get(values, j), &prev, &ts, &skip);
+        if (st == TS_OK && !skip)
+            st = add_point(a, pts, n, cap, (struct point){ts, i, j});
     }
+    return st;
+}
+
+/* One series' labels as a key: its label names sorted, each name=value and
+ * a 0xff byte (never in UTF-8) between. */
+struct key {
+    char *text;
+    size_t series;
+};
+
+static int by_name(const void *x, const void *y)
+{
+    return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static char *series_key(json_t *m)
+{
+    size_t n = json_object_size(m), len = 1;
+    const char **names = calloc(n ? n : 1, sizeof(*names));
+    const char *k;
+    json_t *v;
+    size_t i = 0;
+    json_object_foreach (m, k, v) {
+        names[i++] = k;
+        len += strlen(k) + strlen(json_string_value(v)) + 2;
+    }
+    char *text = names ? malloc(len) : NULL;
+    if (text) {
+        qsort(names, n, sizeof(*names), by_name);
+        char *p = text;
+        for (i = 0; i < n; i++)
+            p += sprintf(p, "%s=%s\xff", names[i], json_string_value(json_object_get(m, names[i])));
+        *p = '\0';
+    }
+    free(names);
+    return text;
+}
+
+static int by_key(const void *x, const void *y)
+{
+    const struct key *p = x, *q = y;
+    int c = strcmp(p->text, q->text);
+    return c ? c : (p->series > q->series) - (p->series < q->series);
+}
+
+/* No series twice (every label, instance and job included: two targets
+ * exporting one device are two series, left to the ingest's duplicate
+ * rule). Run after every series was checked. */
+static ts_status unique(const struct answer *a)
+{
+    size_t n = json_array_size(a->result);
+    struct key *keys = calloc(n ? n : 1, sizeof(*keys));
+    ts_status st = keys ? TS_OK : ts_err(a->err, TS_NOMEM, "%s: out of memory", a->source);
+    for (size_t i = 0; st == TS_OK && i < n; i++) {
+        keys[i] = (struct key){series_key(json_object_get(json_array_get(a->result, i), "metric")),
+                               i};
+        if (!keys[i].text)
+            st = ts_err(a->err, TS_NOMEM, "%s: out of memory", a->source);
+    }
+    if (st == TS_OK && n)
+        qsort(keys, n, sizeof(*keys), by_key);
+    for (size_t i = 1; st == TS_OK && i < n; i++)
+        if (!strcmp(keys[i - 1].text, keys[i].text))
+            st = bad(a, "data.result[%zu].metric: the same series as data.result[%zu]",
+                     keys[i].series, keys[i - 1].series);
+    for (size_t i = 0; keys && i < n; i++)
+        free(keys[i].text);
+    free(keys);
     return st;
 }
 
@@ -224,6 +336,8 @@ static ts_status convert(struct answer *a, json_t *root, struct ts_sbuf *out)
     size_t n = 0, cap = 0;
     for (size_t i = 0; st == TS_OK && i < json_array_size(a->result); i++)
         st = collect(a, i, &pts, &n, &cap);
+    if (st == TS_OK)
+        st = unique(a);
     if (st == TS_OK && n)
         qsort(pts, n, sizeof(*pts), by_time);
     for (size_t i = 0; st == TS_OK && i < n; i++)
@@ -235,14 +349,15 @@ static ts_status convert(struct answer *a, json_t *root, struct ts_sbuf *out)
     return st;
 }
 
-ts_status meter_promq_text(const char *body, size_t len, const char *source, struct ts_sbuf *out,
+ts_status meter_promq_text(const char *body, size_t len, const char *source,
+                           const struct meter_promq_window *w, struct ts_sbuf *out,
                            struct ts_error *err)
 {
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return ts_err_at(err, TS_SYNTAX, source, je.line, je.column, NULL, "%s", je.text);
-    struct answer a = {source, NULL, err};
+    struct answer a = {source, w, NULL, err};
     ts_status st = convert(&a, root, out);
     json_decref(root);
     return st;

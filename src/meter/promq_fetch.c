@@ -1,16 +1,21 @@
 /*
- * promq_fetch.c - a range of DCGM series read from Prometheus' query_range
- * API piece by piece (METER_PROM_STEPS_MAX steps each, in time order) and
- * fed to the ingest as exposition lines (promq.c makes them).
+ * promq_fetch.c - a range of DCGM series read from Prometheus as raw samples,
+ * window after window (METER_PROM_STEPS_MAX steps each, in time order): for
+ * each selector an instant query of `SELECTOR[Wms]` at the window's last ms
+ * (/api/v1/query), so each sample comes with the time Prometheus stored it;
+ * the selectors' lines (promq.c makes them) merged in time order and fed to
+ * the ingest.
  */
 #include "meter/promq.h"
 
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "meter/fetch.h"
 
 #define DEFAULT_QUERY "{__name__=~\"DCGM_FI_.*\"}"
-#define URL_MAX (64 * 1024) /* the query_range URL, the query percent-encoded */
+#define URL_MAX (64 * 1024) /* the query URL, the query percent-encoded */
 
 /* Append workload name to list ("|a|b|") unless it is there. */
 static int add_once(struct ts_sbuf *list, const char *name)
@@ -23,9 +28,11 @@ static int add_once(struct ts_sbuf *list, const char *name)
     return 1;
 }
 
-void meter_promq_default_query(const struct spec_model *m, struct ts_sbuf *out)
+void meter_promq_default_query(const struct spec_model *m, struct meter_promq_opts *o,
+                               struct ts_sbuf *istio)
 {
-    ts_sbuf_puts(out, DEFAULT_QUERY);
+    o->queries[0] = DEFAULT_QUERY;
+    o->nqueries = 1;
     if (!m || !m->pricebook || m->pricebook->shared_split != SPEC_SPLIT_USAGE)
         return;
     struct ts_sbuf list;
@@ -35,8 +42,8 @@ void meter_promq_default_query(const struct spec_model *m, struct ts_sbuf *out)
             add_once(&list, m->tenants[t].uses[u].workload);
     if (list.len > 2) { /* "|a|b|": the names are DNS labels, plain in a regex */
         list.data[list.len - 1] = '\0';
-        ts_sbuf_printf(out, " or istio_requests_total{destination_workload=~\"%s\"}",
-                       list.data + 1);
+        ts_sbuf_printf(istio, "istio_requests_total{destination_workload=~\"%s\"}", list.data + 1);
+        o->queries[o->nqueries++] = ts_sbuf_str(istio);
     }
     ts_sbuf_release(&list);
 }
@@ -54,35 +61,29 @@ static void put_encoded(struct ts_sbuf *out, const char *s)
     }
 }
 
-static void put_seconds(struct ts_sbuf *out, const char *key, int64_t ms)
-{
-    ts_sbuf_printf(out, "&%s=%lld.%03lld", key, (long long)(ms / 1000), (long long)(ms % 1000));
-}
-
-static void range_url(const struct meter_promq_opts *o, int64_t from, int64_t to,
+/* URL/api/v1/query?query=SELECTOR[Wms]&time=TO: the samples in [from - 1 ms
+ * (Prometheus 2; 3 leaves the start out), to]. */
+static void query_url(const char *base, const char *query, const struct meter_promq_window *w,
                       struct ts_sbuf *url)
 {
-    size_t n = strlen(o->url);
-    while (n && o->url[n - 1] == '/')
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/')
         n--;
-    ts_sbuf_add(url, o->url, n);
-    ts_sbuf_puts(url, "/api/v1/query_range?query=");
-    put_encoded(url, o->query ? o->query : DEFAULT_QUERY); /* the CLI sets its own default */
-    put_seconds(url, "start", from);
-    put_seconds(url, "end", to);
-    put_seconds(url, "step", o->step_ms);
+    ts_sbuf_add(url, base, n);
+    ts_sbuf_puts(url, "/api/v1/query?query=");
+    put_encoded(url, query);
+    char range[48];
+    snprintf(range, sizeof(range), "[%lldms]", (long long)(w->to_ms - w->from_ms + 1));
+    put_encoded(url, range);
+    ts_sbuf_printf(url, "&time=%lld.%03lld", (long long)(w->to_ms / 1000),
+                   (long long)(w->to_ms % 1000));
 }
 
-/* One piece [from, to] into in. */
-static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, int64_t from,
-                       int64_t to, struct meter_ingest *in, struct ts_error *err)
+/* GET url into body; an answer over METER_PROM_BODY_MAX says what to do. */
+static ts_status get(const struct meter_promq_opts *o, struct meter_fetch *f, const char *url,
+                     const struct meter_promq_window *w, struct ts_sbuf *body,
+                     struct meter_fetch_result *res, struct ts_error *err)
 {
-    struct ts_sbuf url, lines;
-    struct ts_sbuf body;
-    ts_sbuf_init(&url, URL_MAX);
-    ts_sbuf_init(&lines, METER_PROM_BODY_MAX);
-    ts_sbuf_init(&body, METER_PROM_BODY_MAX);
-    range_url(o, from, to, &url);
     struct meter_fetch_opts fo = {.connect_timeout_ms = o->timeout_ms,
                                   .timeout_ms = o->timeout_ms,
                                   .retries = 2,
@@ -92,40 +93,125 @@ static ts_status piece(const struct meter_promq_opts *o, struct meter_fetch *f, 
                                   .insecure = o->insecure,
                                   .any_status = 1};
     struct meter_fetch_sink sink;
-    meter_fetch_buffer_sink(&body, &sink);
-    struct meter_fetch_result res;
+    meter_fetch_buffer_sink(body, &sink);
+    ts_status st = meter_fetch_get(f, url, &fo, &sink, res, err);
+    if (st == TS_TOO_LARGE) {
+        char msg[TS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "%s", err->msg);
+        ts_err(err, st,
+               "%.400s (a window of %lld ms: give a shorter --interval, a window is %d of it, "
+               "or narrower --query selectors)",
+               msg, (long long)(w->to_ms - w->from_ms + 1), METER_PROM_STEPS_MAX);
+    }
+    return st;
+}
+
+/* One selector's answer for window w into lines. */
+static ts_status answer(const struct meter_promq_opts *o, struct meter_fetch *f, const char *query,
+                        const struct meter_promq_window *w, struct ts_sbuf *lines,
+                        struct ts_error *err)
+{
+    struct ts_sbuf url, body;
+    ts_sbuf_init(&url, URL_MAX);
+    ts_sbuf_init(&body, METER_PROM_BODY_MAX);
+    query_url(o->url, query, w, &url);
+    struct meter_fetch_result res = {0};
     ts_status st = ts_sbuf_status(&url);
     if (st != TS_OK)
         ts_err(err, st,
-               "the query (%zu bytes) makes a query_range URL over %d KiB: give a shorter --query",
-               strlen(o->query ? o->query : DEFAULT_QUERY), URL_MAX / 1024);
+               "the query (%zu bytes) makes a query URL over %d KiB: give a shorter --query",
+               strlen(query), URL_MAX / 1024);
     if (st == TS_OK)
-        st = meter_fetch_get(f, ts_sbuf_str(&url), &fo, &sink, &res, err);
+        st = get(o, f, ts_sbuf_str(&url), w, &body, &res, err);
     char shown[512];
     meter_fetch_redact(ts_sbuf_str(&url), shown, sizeof(shown));
     if (st == TS_OK)
-        st = meter_promq_text(ts_sbuf_str(&body), body.len, shown, &lines, err);
+        st = meter_promq_text(ts_sbuf_str(&body), body.len, shown, w, lines, err);
     if ((st == TS_OK || st == TS_SYNTAX) && res.status / 100 != 2) /* not Prometheus' error */
         st = ts_err(err, TS_IO, "%s: HTTP status %ld", shown, res.status);
-    if (st == TS_OK)
-        st = meter_ingest_feed(in, ts_sbuf_str(&lines), lines.len, err);
     ts_sbuf_release(&url);
-    ts_sbuf_release(&lines);
     ts_sbuf_release(&body);
+    return st;
+}
+
+/* The timestamp ending the line at p (promq.c writes `... VALUE TS_MS\n`). */
+static long long line_ts(const char *p, const char *end, const char **next)
+{
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *sp = nl;
+    while (sp > p && sp[-1] != ' ')
+        sp--;
+    *next = nl + 1;
+    return strtoll(sp, NULL, 10);
+}
+
+/* The selectors' lines (each sorted by time) fed to in merged in time order:
+ * each call a run of one answer's lines up to the next time of the others. */
+static ts_status merge_feed(struct ts_sbuf *lines, size_t n, struct meter_ingest *in,
+                            struct ts_error *err)
+{
+    size_t pos[METER_PROM_QUERIES_MAX] = {0};
+    for (;;) {
+        size_t best = n;
+        long long best_ts = 0, other = LLONG_MAX;
+        for (size_t i = 0; i < n; i++) {
+            const char *next;
+            if (pos[i] >= lines[i].len)
+                continue;
+            long long ts = line_ts(lines[i].data + pos[i], lines[i].data + lines[i].len, &next);
+            if (best == n || ts < best_ts) {
+                other = best == n || best_ts > other ? other : best_ts;
+                best = i;
+                best_ts = ts;
+            } else if (ts < other)
+                other = ts;
+        }
+        if (best == n)
+            return TS_OK;
+        const char *start = lines[best].data + pos[best], *end = lines[best].data + lines[best].len;
+        const char *p = start, *next = p;
+        while (p < end && line_ts(p, end, &next) <= other)
+            p = next;
+        pos[best] += (size_t)(p - start);
+        ts_status st = meter_ingest_feed(in, start, (size_t)(p - start), err);
+        if (st != TS_OK)
+            return st;
+    }
+}
+
+/* One window: each selector's answer, then the lines merged into in. */
+static ts_status window(const struct meter_promq_opts *o, struct meter_fetch *f,
+                        const struct meter_promq_window *w, struct meter_ingest *in,
+                        struct ts_error *err)
+{
+    const char *dflt[] = {DEFAULT_QUERY};
+    const char *const *q = o->nqueries ? o->queries : dflt;
+    size_t n = o->nqueries ? o->nqueries : 1;
+    struct ts_sbuf lines[METER_PROM_QUERIES_MAX];
+    ts_status st = TS_OK;
+    for (size_t i = 0; i < n; i++) {
+        ts_sbuf_init(&lines[i], METER_PROM_BODY_MAX);
+        if (st == TS_OK)
+            st = answer(o, f, q[i], w, &lines[i], err);
+    }
+    if (st == TS_OK)
+        st = merge_feed(lines, n, in, err);
+    for (size_t i = 0; i < n; i++)
+        ts_sbuf_release(&lines[i]);
     return st;
 }
 
 ts_status meter_promq_import(const struct meter_promq_opts *o, struct meter_ingest *in,
                              struct ts_error *err)
 {
-    if (o->step_ms <= 0 || o->from_ms > o->to_ms)
+    if (o->step_ms <= 0 || o->from_ms > o->to_ms || o->nqueries > METER_PROM_QUERIES_MAX)
         return ts_err(err, TS_USAGE, "the range needs from <= to and a step above 0");
     struct meter_fetch *f;
     ts_status st = meter_fetch_new(&f, err);
-    int64_t span = o->step_ms * (METER_PROM_STEPS_MAX - 1);
-    for (int64_t t = o->from_ms; st == TS_OK && t <= o->to_ms; t += span + o->step_ms) {
-        int64_t end = o->to_ms - t > span ? t + span : o->to_ms;
-        st = piece(o, f, t, end, in, err);
+    int64_t span = o->step_ms * METER_PROM_STEPS_MAX;
+    for (int64_t t = o->from_ms; st == TS_OK && t <= o->to_ms; t += span) {
+        struct meter_promq_window w = {t, o->to_ms - t >= span ? t + span - 1 : o->to_ms};
+        st = window(o, f, &w, in, err);
     }
     meter_fetch_free(f);
     return st;

@@ -357,10 +357,14 @@
  * its size at the peak (measured: 21 MB, 4,000 series x 240 points, 440 MB
  * RSS), so 32 MiB stays under about 700 MB; a larger answer is refused. */
 #define METER_PROM_BODY_MAX ((size_t)32 << 20)
-/* Steps in one query_range request: 60 is 15 minutes at 15 s, so one
- * answer of 10 DCGM series per GPU stays under the cap up to ~1,000 GPUs
- * (about 50 bytes a point); Prometheus itself refuses over 11,000. */
+/* Scrape intervals (--interval) in one window of raw samples: 60 is 15
+ * minutes at 15 s, so one answer of 10 DCGM series per GPU stays under the
+ * cap up to ~1,000 GPUs (about 50 bytes a sample) when --interval is
+ * Prometheus' scrape interval of the exporter. */
 #define METER_PROM_STEPS_MAX 60
+/* Selectors of `meter prometheus` (--query, repeatable): each is one
+ * request a window; the default is two (DCGM and Istio's counter). */
+#define METER_PROM_QUERIES_MAX 8
 
 /* ---- serve: the webhook ---------------------------------------------------- */
 

@@ -4,13 +4,15 @@
 # pods, V100, A30 MIG, the DataDog sample of three hosts, a GPU at 44 %;
 # tests/fixtures/dcgm) are served as one page over loopback four times with the
 # timestamps of four scrapes 1 s apart (the third with half the engine
-# activity); Prometheus scrapes it every second. The range read back through
-# /api/v1/query_range must give exactly the usage (`tessera usage -o json`,
-# to the micro-GPU-hour) that `meter import` of the same four pages gives.
-# Bad cases: Prometheus' own error (a bad query), an expression without
-# metric names, and canned answers with a bad field (named by its JSON path),
-# an error text with control bytes (escaped), a non-JSON 404, bad flags; a
-# range of 90 steps asked for in two pieces (the URLs checked).
+# activity); Prometheus scrapes it every second. The raw samples read back
+# (/api/v1/query of a range vector) must give exactly the usage (`tessera
+# usage -o json`, to the micro-GPU-hour) that `meter import` of the same four
+# pages gives. Unstamped pages, Prometheus' own times:
+# meter_prometheus_stamps.sh. Bad cases: Prometheus' own error (a bad query,
+# an expression that is not a selector), canned answers with a bad field
+# (named by its JSON path), an error text with control bytes (escaped), a
+# non-JSON 404, bad flags; a range of 90 s at --interval 1s asked for in two
+# windows of 60 and 30 s (the URLs checked).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 FIX=tests/fixtures/dcgm
@@ -98,7 +100,12 @@ expect_rc 2 "${PROMQ[@]}" --db sqlite:$TMP/x.db --from $T0 --to $((T0 + 3)) --qu
 expect_in "$TMP/err" 'Prometheus answered status "error": bad_data: '
 expect_rc 2 "${PROMQ[@]}" --db sqlite:$TMP/x.db --from $T0 --to $((T0 + 3)) \
     --query 'DCGM_FI_PROF_GR_ENGINE_ACTIVE * 2'
-expect_in "$TMP/err" "data.result[0].metric.__name__: missing or not a string"
+expect_in "$TMP/err" 'Prometheus answered status "error": bad_data: '
+# two selectors (--query twice): each read, the samples of both stored
+expect_rc 0 "${PROMQ[@]}" --db sqlite:$TMP/q2.db --from $T0 --to $((T0 + 3)) \
+    --query '{__name__=~"DCGM_FI_.*",GPU_I_ID="7"}' --query '{__name__=~"DCGM_FI_.*",GPU_I_ID!="7"}'
+check "two selectors: $(awk '{print $2}' "$TMP/out") device scrapes, want $dev_direct" \
+    test "$(awk '{print $2}' "$TMP/out")" = "$dev_direct"
 kill $PROM $SERVER 2>/dev/null
 wait 2>/dev/null
 PROM= SERVER=
@@ -134,7 +141,19 @@ expect_rc 2 "${CQ[@]}"
 expect_in "$TMP/err" 'data.resultType: expected "matrix"'
 canned "$R"'{'"$M"',"values":'
 expect_rc 2 "${CQ[@]}"
-expect_in "$TMP/err" "http://127.0.0.1:$CPORT/api/v1/query_range?query="
+expect_in "$TMP/err" "http://127.0.0.1:$CPORT/api/v1/query?query="
+# hostile answers: a series' samples out of order, twice, outside the window
+canned "$R"'{'"$M"',"values":[[1700000015,"5"],[1700000000,"7"]]}]}}'
+expect_rc 2 "${CQ[@]}"
+expect_in "$TMP/err" "data.result[0].values[1][0]: 1700000000000 ms is not after the series' previous sample (1700000015000 ms): out of order or a duplicate"
+canned "$R"'{'"$M"',"values":[[1700000031,"5"]]}]}}'
+expect_rc 2 "${CQ[@]}"
+expect_in "$TMP/err" "data.result[0].values[0][0]: 1700000031000 ms is outside the window asked for (1700000000000 to 1700000030000 ms)"
+canned "$R"'{'"$M"',"values":[]},{'"$M"',"values":[]}]}}'
+expect_rc 2 "${CQ[@]}"
+expect_in "$TMP/err" "data.result[1].metric: the same series as data.result[0]"
+check "nothing stored from a refused answer" test ! -s "$TMP/c.db" -o \
+    "$(sqlite3 "$TMP/c.db" "SELECT count(*) FROM samples" 2>/dev/null || echo 0)" = 0
 canned '{"status":"error","errorType":"execution","error":"boom\n\u001b[31mlevel=error forged"}' 422
 expect_rc 1 "${CQ[@]}"
 expect_in "$TMP/err" 'execution: boom\x0a\x1b[31mlevel=error forged'
@@ -157,8 +176,9 @@ kill $CANNED 2>/dev/null
 wait 2>/dev/null
 CANNED=
 
-# a range of 90 steps is asked for in two pieces (60 + 30 steps), in time order,
-# and both answers are stored
+# a range of 90 s at --interval 1s is asked for in two windows (60 s, then
+# the 30 s and one ms left: both ends are included), in time order, and both
+# answers are stored
 mkdir "$TMP/pieces"
 printf '%s' "$R"'{'"$M"',"values":[[1700000000,"5"],[1700000059,"6"]]}]}}' > "$TMP/pieces/a"
 printf '%s' "$R"'{'"$M"',"values":[[1700000060,"7"],[1700000089,"8"]]}]}}' > "$TMP/pieces/b"
@@ -168,10 +188,10 @@ for _ in $(seq 50); do (: </dev/tcp/127.0.0.1/$CPORT) 2>/dev/null && break; slee
 expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/pieces.db --url \
     http://127.0.0.1:$CPORT --from 1700000000 --to 1700000089 --interval 1s
 expect_in "$TMP/out" "4 device scrapes, 4 new samples"
-Q='/api/v1/query_range?query=%7B__name__%3D~%22DCGM_FI_.%2A%22%7D'
-printf '%s\n' "$Q&start=1700000000.000&end=1700000059.000&step=1.000" \
-    "$Q&start=1700000060.000&end=1700000089.000&step=1.000" > "$TMP/want-paths"
-check "two pieces of 60 and 30 steps" cmp -s "$TMP/want-paths" "$TMP/pieces/$CPORT.paths" ||
+Q='/api/v1/query?query=%7B__name__%3D~%22DCGM_FI_.%2A%22%7D'
+printf '%s\n' "$Q%5B60000ms%5D&time=1700000059.999" \
+    "$Q%5B29001ms%5D&time=1700000089.000" > "$TMP/want-paths"
+check "two windows of 60 s and 29.001 s" cmp -s "$TMP/want-paths" "$TMP/pieces/$CPORT.paths" ||
     cat "$TMP/pieces/$CPORT.paths"
 
 # bad usage
@@ -185,5 +205,5 @@ expect_in "$TMP/err" "--from is after --to"
 expect_rc 2 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/c.db
 expect_in "$TMP/err" "needs -f SPEC, --db DB, --url URL"
 expect_rc 0 "$TESSERA" meter prometheus --help
-expect_in "$TMP/out" "/api/v1/query_range"
+expect_in "$TMP/out" "/api/v1/query of SELECTOR[Wms]"
 finish

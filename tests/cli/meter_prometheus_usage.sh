@@ -62,5 +62,5 @@ check "requests stored without sharedSplit: usage" \
 long=$(python3 -c 'print("{a=\"" + "a" * 70000 + "\"}")')
 expect_rc 2 "$TESSERA" meter prometheus -f "$TMP/usage.yaml" --url $PROM_URL --interval 1s \
     --db sqlite:$TMP/long.db --from $T0 --to $((T0 + 3)) --query "$long"
-expect_in "$TMP/err" "the query (70006 bytes) makes a query_range URL over 64 KiB: give a shorter --query"
+expect_in "$TMP/err" "the query (70006 bytes) makes a query URL over 64 KiB: give a shorter --query"
 finish

@@ -1,9 +1,12 @@
 /*
- * test_promq.c - a Prometheus query_range answer into exposition lines:
+ * test_promq.c - a Prometheus answer of raw samples into exposition lines:
  * the exact text (points sorted by time, instance/job left out, label values
  * escaped), values that read back bit for bit through the exposition parser,
- * and every bad field refused with its JSON path; Prometheus' error answers
- * refused with their text.
+ * and every bad field refused with its JSON path; a series' samples out of
+ * order or twice, a sample outside the window, a series listed twice and
+ * native histograms refused; the sample at the window's first ms less one
+ * (Prometheus 2's range start) left to the previous window; Prometheus'
+ * error answers refused with their text.
  */
 #include "helpers.h"
 
@@ -16,11 +19,13 @@
 
 #define OK_HEAD "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
 
+static const struct meter_promq_window *window;
+
 static ts_status convert(const char *json, struct ts_sbuf *out, struct ts_error *e)
 {
     ts_sbuf_init(out, 1 << 20);
     memset(e, 0, sizeof(*e));
-    return meter_promq_text(json, strlen(json), "prom", out, e);
+    return meter_promq_text(json, strlen(json), "prom", window, out, e);
 }
 
 static void test_text_sorted(void **state)
@@ -144,6 +149,59 @@ static void test_bad_fields(void **state)
     expect_bad(OK_HEAD M "[[1,\"1\"]],\"values\":[]}]}}", TS_SYNTAX, "");
 }
 
+/* The window [1700000000.000, 1700000060.000] s: the ms before its start
+ * (Prometheus 2's range includes it) is left out; Prometheus' own scrape
+ * times (ms after the second) are kept as they are. */
+static void test_window(void **state)
+{
+    (void)state;
+    static const struct meter_promq_window w = {1700000000000LL, 1700000060000LL};
+    window = &w;
+    struct ts_sbuf out;
+    struct ts_error e;
+    assert_int_equal(convert(OK_HEAD M "[[1699999999.999,\"1\"],[1700000000.006,\"2\"],"
+                                       "[1700000059.127,\"3\"],[1700000060,\"4\"]]}]}}",
+                             &out, &e),
+                     TS_OK);
+    assert_string_equal(ts_sbuf_str(&out), "A{} 2 1700000000006\nA{} 3 1700000059127\nA{} 4 "
+                                           "1700000060000\n");
+    ts_sbuf_release(&out);
+    expect_bad(OK_HEAD M "[[1699999999.998,\"1\"]]}]}}", TS_INVALID,
+               "data.result[0].values[0][0]: 1699999999998 ms is outside the window asked for "
+               "(1700000000000 to 1700000060000 ms)");
+    expect_bad(OK_HEAD M "[[1700000060.001,\"1\"]]}]}}", TS_INVALID,
+               "data.result[0].values[0][0]: 1700000060001 ms is outside the window");
+    window = NULL;
+}
+
+/* Each series' samples rise in time; no series twice (instance and job
+ * count: two targets of one device are two series); no histograms. */
+static void test_hostile(void **state)
+{
+    (void)state;
+    expect_bad(OK_HEAD M "[[2,\"1\"],[1,\"2\"]]}]}}", TS_INVALID,
+               "data.result[0].values[1][0]: 1000 ms is not after the series' previous sample "
+               "(2000 ms): out of order or a duplicate");
+    expect_bad(OK_HEAD M "[[2,\"1\"],[2,\"1\"]]}]}}", TS_INVALID,
+               "data.result[0].values[1][0]: 2000 ms is not after");
+    expect_bad(OK_HEAD "{\"metric\":{\"__name__\":\"A\",\"b\":\"1\",\"c\":\"2\"},\"values\":[]},"
+                       "{\"metric\":{\"__name__\":\"B\"},\"values\":[]},"
+                       "{\"metric\":{\"c\":\"2\",\"__name__\":\"A\",\"b\":\"1\"},\"values\":[]}]}}",
+               TS_INVALID, "data.result[2].metric: the same series as data.result[0]");
+    struct ts_sbuf out;
+    struct ts_error e;
+    assert_int_equal(convert(OK_HEAD "{\"metric\":{\"__name__\":\"A\",\"instance\":\"a\"},"
+                                     "\"values\":[[1,\"1\"]]},"
+                                     "{\"metric\":{\"__name__\":\"A\",\"instance\":\"b\"},"
+                                     "\"values\":[[1,\"2\"]]}]}}",
+                             &out, &e),
+                     TS_OK);
+    assert_string_equal(ts_sbuf_str(&out), "A{} 1 1000\nA{} 2 1000\n");
+    ts_sbuf_release(&out);
+    expect_bad(OK_HEAD "{\"metric\":{\"__name__\":\"A\"},\"histograms\":[[1,{}]]}]}}", TS_INVALID,
+               "data.result[0].histograms: native histogram samples");
+}
+
 static void test_error_answers(void **state)
 {
     (void)state;
@@ -157,10 +215,9 @@ static void test_error_answers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_sorted),
-        cmocka_unit_test(test_values_exact),
-        cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_error_answers),
+        cmocka_unit_test(test_text_sorted), cmocka_unit_test(test_values_exact),
+        cmocka_unit_test(test_bad_fields),  cmocka_unit_test(test_window),
+        cmocka_unit_test(test_hostile),     cmocka_unit_test(test_error_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
