@@ -171,6 +171,13 @@ expect_in "$TMP/err" "body larger than 33554432 bytes: refused"
 canned "$R"'{'"$M"',"values":['"$OKV"']}]}}'
 expect_rc 0 "${CQ[@]}"
 expect_in "$TMP/out" "2 device scrapes, 2 new samples"
+# two targets exporting one device (series apart by instance only): both read,
+# the second value of a device-time counted as a conflicting duplicate
+M2='"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","UUID":"GPU-2","Hostname":"n","instance":"b:1"}'
+M3='"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","UUID":"GPU-2","Hostname":"n","instance":"c:1"}'
+canned "$R"'{'"$M2"',"values":[[1700000000,"5"]]},{'"$M3"',"values":[[1700000000,"9"]]}]}}'
+expect_rc 0 "${CQ[@]}"
+expect_in "$TMP/out" "1 device scrapes, 1 new samples, 0 lines rejected, 0 custody violations, 1 conflicting duplicates (the first kept)"
 
 kill $CANNED 2>/dev/null
 wait 2>/dev/null

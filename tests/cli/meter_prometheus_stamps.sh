@@ -11,10 +11,10 @@
 # - `meter prometheus` over the range equals `meter import` of exactly the
 #   pages Prometheus stored, each stamped with that time (usage -o json per
 #   tenant and profile, to one micro-GPU-hour, and the device scrapes);
-# - the intruder's allocation equals its closed form: 1/8 of an H100 (a
-#   1g.10gb's memory slices) from its first page's time to the time of the
-#   first page without it, in micro-GPU-hours; GI 9's allocation is 1/8 x
-#   its span less nothing (the gap is one scrape, under usage's cap);
+# - each tenant's allocation equals its closed form from the pages' times:
+#   1/8 of an H100 (a 1g.10gb's memory slices) for each device's point to its
+#   next point (capped at 2 s), GI 8's on pages 3-7 the intruder's, GI 9's
+#   point before the gap billed to page 10 (0.5 s, under usage's cap);
 # - a second read of the same range stores nothing new; two reads that split
 #   the range at a scrape's own time store what one read stores.
 . "$(dirname "$0")/../lib.sh"
@@ -78,8 +78,11 @@ for t, k in vals:
 open(tmp + "/direct.prom", "w").write("\n".join(out) + "\n")
 PY
 stored=$(wc -l <"$TMP/stamps")
-check "Prometheus stored $stored of the $N pages, want at least 10 (pages 2-10 among them)" \
-    test "$stored" -ge 10 -a "$(awk '$1 >= 2 && $1 <= 10' "$TMP/stamps" | wc -l)" -eq 9
+# a scrape that timed out on a busy machine leaves its page out of both reads
+# and the closed form; the intruder and the gap must be among those stored
+check "Prometheus stored $stored of the $N pages, want the intruder's (3-7) and page 9's neighbours" \
+    test "$(awk '$1 >= 3 && $1 <= 7' "$TMP/stamps" | wc -l)" -ge 1 -a \
+    "$(awk '$1 == 8 || $1 == 10' "$TMP/stamps" | wc -l)" -eq 2
 off=$(awk '{printf "%s%d", (NR > 1 ? " " : ""), $2 % 1000}' "$TMP/stamps")
 echo "the pages' times, ms after the second: $off"
 
@@ -112,14 +115,21 @@ for k in sorted(set(d) | set(p)):
     print("  %-28s direct alloc %8d use %8d  prometheus alloc %8d use %8d  diff %+d %+d"
           % ("/".join(x for x in k if x), a[0], a[1], b[0], b[1], diff[0], diff[1]))
     bad += abs(diff[0]) > 1 or abs(diff[1]) > 1
-# the closed form from the pages' times: 1/8 of a card (125000 ppm)
+# the closed form from the pages' times: each device's point billed to its
+# next point, capped at 2 s (usage --interval 1s), 1/8 of a card (125000 ppm);
+# GI 8 is the intruder's on pages 3-7 and lab's (the plan's) otherwise, GI 9
+# has no point on page 9 (the gap)
 t = dict(tuple(map(int, l.split())) for l in open(tmp + "/stamps"))
-def alloc(ms):
-    return round(ms * 125000 / 3.6e6)
-other = sum(v[0] for k, v in p.items() if k[0] == "other")
-want = alloc(t[8] - t[3])
-print("  intruder: prometheus %d, closed form %d (pages 3-7, %d ms)" % (other, want, t[8] - t[3]))
-bad += abs(other - want) > 1
+ms = {"lab": 0, "other": 0}
+for gi in (7, 8, 9):
+    pts = [k for k in sorted(t) if not (gi == 9 and k == 9)]
+    for a, b in zip(pts, pts[1:]):
+        ms["other" if gi == 8 and 3 <= a <= 7 else "lab"] += min(t[b] - t[a], 2000)
+for tenant, m in sorted(ms.items()):
+    want = (m * 125000 + 1800000) // 3600000
+    got = sum(v[0] for k, v in p.items() if k[0] == tenant)
+    print("  %s: prometheus %d, closed form %d (%d ms of 1g.10gb)" % (tenant, got, want, m))
+    bad += abs(got - want) > 1
 sys.exit(bad)
 PY
 
@@ -136,12 +146,12 @@ check "--interval 15s stores the same samples" \
 expect_rc 0 "${PQ[@]}" --db sqlite:$TMP/prom.db --from "$FROM" --to "$TO"
 expect_in "$TMP/out" " 0 new samples"
 rfc3339() { printf '%s.%03dZ' "$(date -u -d @$(($1 / 1000)) +%Y-%m-%dT%H:%M:%S)" $(($1 % 1000)); }
-MID=$(awk '$1 == 5 {print $2}' "$TMP/stamps")
+MID=$(awk '$1 >= 5 {print $2; exit}' "$TMP/stamps")
 expect_rc 0 "${PQ[@]}" --db sqlite:$TMP/split.db --from "$FROM" --to "$(rfc3339 $((MID - 1)))"
 a=$(sed -n 's/.*: \([0-9]*\) device scrapes.*/\1/p' "$TMP/out")
 expect_rc 0 "${PQ[@]}" --db sqlite:$TMP/split.db --from "$(rfc3339 $MID)" --to "$TO"
 b=$(sed -n 's/.*: \([0-9]*\) device scrapes.*/\1/p' "$TMP/out")
-check "split at page 5's time ($MID ms): $a + $b device scrapes, want $dev_direct" \
+check "split at the time of page 5 or the first stored after ($MID ms): $a + $b device scrapes, want $dev_direct" \
     test $((a + b)) -eq "$dev_direct"
 check "the split reads store the samples one read stores" \
     test "$(sqlite3 "$TMP/split.db" "$q")" = "$(sqlite3 "$TMP/prom.db" "$q")"
