@@ -4,7 +4,7 @@
 # pods, V100, A30 MIG, the DataDog sample of three hosts, a GPU at 44 %;
 # tests/fixtures/dcgm) are served as one page over loopback four times with the
 # timestamps of four scrapes 1 s apart (the third with half the engine
-# activity); Prometheus scrapes it every second. The raw samples read back
+# activity); Prometheus scrapes it every 500 ms. The raw samples read back
 # (/api/v1/query of a range vector) must give exactly the usage (`tessera
 # usage -o json`, to the micro-GPU-hour) that `meter import` of the same four
 # pages gives. Unstamped pages, Prometheus' own times:
@@ -56,7 +56,8 @@ expect_rc 0 "$TESSERA" meter import -f "$TMP/spec.yaml" --db sqlite:$TMP/direct.
 PORT=$(free_port)
 tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
 SERVER=$!
-prometheus_start "- {job_name: dcgm, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
+prometheus_start "- {job_name: dcgm, scrape_interval: 500ms, scrape_timeout: 500ms,
+   static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
 PURL=$PROM_URL
 # the four pages and one empty page after them were scraped (so the fourth is stored)
 pages_scraped $PORT 5

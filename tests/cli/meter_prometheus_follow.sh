@@ -2,7 +2,7 @@
 # meter_prometheus_follow.sh - `tessera meter prometheus --follow` against the
 # real Prometheus (Debian's): recorded dcgm-exporter pages (tests/fixtures/dcgm)
 # stamped with four scrape times 1 s apart, about a minute ago, are scraped by
-# Prometheus every 250 ms; --follow from the first reads them in windows of 60
+# Prometheus every 500 ms; --follow from the first reads them in windows of 60
 # steps (the first [T0, T0 + 59.999 s]) and on, and stops on SIGTERM (exit 0,
 # a summary line). It stores the four pages' samples and nothing more (no
 # point repeated at later steps) and the usage over the four scrapes equals
@@ -66,7 +66,7 @@ FOLLOW=$DEADF
 PORT=$(free_port)
 tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
 SERVER=$!
-prometheus_start "- {job_name: dcgm, scrape_interval: 250ms, scrape_timeout: 250ms,
+prometheus_start "- {job_name: dcgm, scrape_interval: 500ms, scrape_timeout: 500ms,
    static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
 pages_scraped $PORT 5
 

@@ -4,7 +4,7 @@
 # shared workloads by usage (sharedSplit: usage): the worked example's
 # embedding pool and its four consumers, their counters served as four pages
 # 1 s apart to the real Prometheus (Debian's /usr/bin/prometheus), which
-# scrapes them every second. The requests stored from the range read back
+# scrapes them every 500 ms. The requests stored from the range read back
 # must equal those `meter import` stores from the same pages; with the split
 # by weight (no sharedSplit: usage) the default query reads no Istio series.
 . "$(dirname "$0")/../lib.sh"
@@ -39,7 +39,8 @@ expect_rc 0 "$TESSERA" meter import -f "$TMP/usage.yaml" --db sqlite:$TMP/direct
 PORT=$(free_port)
 tests/tools/page_server.py $PORT pages "$TMP"/page{0,1,2,3}.prom &
 SERVER=$!
-prometheus_start "- {job_name: istio, static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
+prometheus_start "- {job_name: istio, scrape_interval: 500ms, scrape_timeout: 500ms,
+   static_configs: [{targets: ['127.0.0.1:$PORT']}]}"
 pages_scraped $PORT 5
 
 expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/usage.yaml" --url $PROM_URL --interval 1s \
