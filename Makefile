@@ -21,7 +21,7 @@ FUZZ_SECONDS ?= 600
 
 .PHONY: all deps deps-build deps-demo deps-check deps-bench deps-fuzz deps-package deps-cross \
         build demo \
-        check check-format check-build check-asan check-fuzz check-e2e e2e e2e-build \
+        check check-quick check-format check-build check-asan check-fuzz check-e2e e2e e2e-build \
         bench fuzz image image-arm64 deb \
         format clean docs screenshots
 
@@ -97,6 +97,13 @@ e2e-build:
 # kubectl for the tests that read deploy/ with kustomize is the one built here
 check-build: build e2e-build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	scripts/test-skips $(BUILD)
+
+# The edit-compile-test loop: the plain build, the unit tests and the CLI
+# tests not labelled slow (CONTRIBUTING.md), in under 2 minutes.
+check-quick: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow
+	scripts/test-skips $(BUILD)
 
 # The end-to-end tests (tests/e2e/run): every scenario against one control
 # plane on loopback, in a network namespace of their own.
@@ -106,10 +113,14 @@ check-e2e e2e: deps-check build e2e-build
 $(ASAN)/build.ninja:
 	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON
 
+# The sanitized stage reruns every test but those labelled timing (they judge
+# time, which the sanitizers' slowdown distorts) and nosan (packaging, browsers,
+# generated files: the code they drive runs sanitized in the tests each names).
 check-asan: deps-check $(ASAN)/build.ninja
 	ninja -C $(ASAN)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    ctest --output-on-failure -j $(JOBS)
+	    ctest --output-on-failure -j $(JOBS) -LE '^(timing|nosan)$$'
+	scripts/test-skips $(ASAN)
 
 $(FUZZ)/build.ninja:
 	CC=clang cmake -S . -B $(FUZZ) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSERA_FUZZ=ON

@@ -1,15 +1,20 @@
 # lib.sh - helpers for the shell tests: a pass/fail counter, checks that
 # print what they expected and what they got, and a summary line in the
-# "N passed, M failed" form CI reads. Source it; call `finish` last.
+# "N passed, M failed, K skipped" form CI reads (scripts/test-skips counts the
+# SKIPPED lines). Source it; call `finish` last.
 # the environment defaults of -f, --catalog and --db (tests/cli/env.sh sets its own)
 unset TESSERA_SPEC TESSERA_CATALOG TESSERA_DB
 PASS=0
 FAIL=0
+SKIP=0
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 ok()   { PASS=$((PASS + 1)); }
+# skip WHY: a check this machine cannot judge, said loudly with what was
+# measured; counted, never a pass (scripts/test-skips lists them after ctest).
+skip() { SKIP=$((SKIP + 1)); echo "SKIPPED: $*"; }
 bad()  { FAIL=$((FAIL + 1)); echo "FAIL: $*"; }
 
 # expect_rc WANT CMD...: run CMD, compare its exit code.
@@ -30,7 +35,7 @@ expect_in() {
 }
 
 finish() {
-    echo "$TEST_NAME: $PASS passed, $FAIL failed"
+    echo "$TEST_NAME: $PASS passed, $FAIL failed, $SKIP skipped"
     [ "$FAIL" -eq 0 ]
 }
 
@@ -223,7 +228,8 @@ need_pod_cgroups() {
     local probe="$CG/burstable/tessera-test-$$"
     if ! mkdir -p "$probe" 2>/dev/null || ! [ -w "$probe/cgroup.procs" ]; then
         rmdir "$probe" 2>/dev/null
-        echo "$1: SKIPPED: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
+        skip "$1: cannot create cgroups under $CG (needs root and cgroup v1 pids)"
+        finish
         exit 0
     fi
     rmdir "$probe"

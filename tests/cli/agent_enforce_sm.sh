@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow timing
 # agent_enforce_sm.sh - `tessera agent watch` judges the SM share (docs/agent.md,
 # "Enforcement", the SM share) from NVML's utilisation samples: REAL
 # processes running kernels on the stand-in CUDA card (TESSERA_STANDIN_GPU),

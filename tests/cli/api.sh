@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # api.sh - the JSON API under /api/v1/ (docs/api.md) of the real `tessera console`
 # over HTTPS, loaded with the demo day (scripts/demo-meter): tokens minted by
 # `tessera token new` (the file holds only their SHA-256, checked here with

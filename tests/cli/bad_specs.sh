@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow
 # bad_specs.sh - hostile-input tests for `tessera check`.
 #
 # Every tests/fixtures/bad/NN-name.yaml is a small valid spec with one thing

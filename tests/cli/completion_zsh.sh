@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # completion_zsh.sh - `tessera completion zsh` in zsh's own completion
 # system. Without a screen (tests/tools/zsh_complete.zsh: zsh on a terminal
 # of its own, compadd wrapped), the script loaded both ways the help names

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # console_browser.sh - the console in Debian's chromium (tests/browser/console.mjs,
 # playwright-core and axe-core from tests/browser/package-lock.json, installed
 # by scripts/install-deps check). A real `tessera console` over HTTPS with the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # deb.sh - the Debian package (scripts/build-deb, `make deb`) built from this
 # build's tessera and shim: lintian reports no error and no warning (and does
 # report them on a copy broken the four ways the package once was: files in

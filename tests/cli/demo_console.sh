@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # demo_console.sh - the end of `make demo` (scripts/demo-console) after the
 # metering part: it prints the console's URL with a one-time operator token
 # whose SHA-256 alone is on disk; with DEMO_NONINTERACTIVE=1 (make check) it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # deploy.sh - deploy/ as kustomize renders it (the install, the base and each
 # overlay): every object validates strictly against the Kubernetes 1.35 OpenAPI
 # documents, the components agree with each other (tests/tools/check_deploy.py:

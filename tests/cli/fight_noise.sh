@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow
 # fight_noise.sh - `tessera fight`'s A/A control on the stand-in CUDA driver:
 # with TESSERA_STANDIN_JITTER=9900 every process's kernels run longer by a
 # factor drawn per process in [1, 100] (log-uniform), the runs of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow
 # fight_standin.sh - `tessera fight`'s workers on the stand-in CUDA driver
 # (tests/standin/cuda): the SLA tenant's open loop against a closed loop
 # under injected card stalls (TESSERA_STANDIN_STALL), the neighbour's kinds

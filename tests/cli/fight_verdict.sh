@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow timing
 # fight_verdict.sh - `tessera fight`'s verdicts on the stand-in CUDA driver
 # (tests/standin/cuda, synthetic timings: an SLA request holds the card
 # 100 us, the noisy "matmul" 2 ms): the A/A control runs first and PASSes,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # grafana.sh - the Grafana dashboards (deploy/grafana/) against the real Prometheus
 # (Debian's /usr/bin/prometheus) scraping a real `tessera serve` (the webhook) and a
 # real `tessera console` on their probes' ports (--health-listen): the worked example

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: nosan
 # helm.sh - the Helm chart deploy/helm/tessera, generated from deploy/ by
 # scripts/gen-helm: the committed chart is what the generator writes now;
 # `helm lint --strict` passes; `helm template` with the defaults renders exactly

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: nosan
 # image.sh - the container image (scripts/build-image, `make image`) built
 # from this build's tessera and shim, unpacked the way a runtime does (OCI
 # layout: index.json -> manifest -> config and layers) and run from the

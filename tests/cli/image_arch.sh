@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow nosan
 # image_arch.sh - scripts/check-image-arch, the check `make image-arm64` runs
 # on its image, tried here on this machine's image (scripts/build-image from
 # this build's tessera and shim): it passes that image as amd64 (entrypoint

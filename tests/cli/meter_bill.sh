@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_bill.sh - the wrong bills of issue 14, through `tessera meter import`
 # and `tessera usage`, each checked against figures worked out here:
 # every pod listed on a device charged (an intruder listed after the owner

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_crash.sh - crash safety of `tessera meter import`: a day of 15 s
 # scrapes of 64 GPUs in one recorded file (tests/tools/gen_history.py:
 # 5,760 scrape times x 64 = 368,640 device-scrapes, whole GPUs and MIG

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_prometheus.sh - `tessera meter prometheus` against the real Prometheus
 # (Debian's /usr/bin/prometheus): recorded dcgm-exporter pages (H100 with MIG
 # pods, V100, A30 MIG, the DataDog sample of three hosts, a GPU at 44 %;

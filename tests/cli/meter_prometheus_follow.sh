@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_prometheus_follow.sh - `tessera meter prometheus --follow` against the
 # real Prometheus (Debian's): recorded dcgm-exporter pages (tests/fixtures/dcgm)
 # stamped with four scrape times 1 s apart, about a minute ago, are scraped by

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_prometheus_usage.sh - `tessera meter prometheus` with its default
 # query reads Istio's istio_requests_total as well when the PriceBook splits
 # shared workloads by usage (sharedSplit: usage): the worked example's

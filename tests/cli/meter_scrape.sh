@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_scrape.sh - `tessera meter scrape` against real HTTP servers on
 # loopback: a throwaway nginx serving recorded dcgm-exporter scrapes
 # (tests/fixtures/dcgm) over HTTP and HTTPS (scripts/make-test-cert), and a

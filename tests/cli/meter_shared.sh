@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_shared.sh - a shared service billed to its consumers (PriceBook
 # sharedSplit), on SQLite and a real PostgreSQL. The worked example's day
 # (scripts/demo-day.py) is imported once per backend; the RAG clients use the

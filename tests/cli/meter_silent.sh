@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_silent.sh - what metering used to do silently is now an explicit
 # choice, warned in the import summary (issue 32), on SQLite and PostgreSQL,
 # from the real H100 MIG scrape (tests/fixtures/dcgm, issue 512: GI 7 and 9

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_split.sh - periods split anywhere add up to the whole on shared
 # cards whose pods come and go (issue 14), on SQLite and a real PostgreSQL.
 # Two hours of 15 s scrapes, some missed: lab's planned card lists lab's pod

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # meter_usage_split.sh - a shared workload split by a usage metric
 # (PriceBook sharedSplit: usage), import -> invoice: the worked example's
 # day (the provider's embedding pool, used by rag-e..rag-h) and Istio's

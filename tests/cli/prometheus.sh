@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # prometheus.sh - tenant-labelled metrics end to end, read by the real Prometheus
 # (Debian's /usr/bin/prometheus): real dcgm-exporter scrapes (tests/fixtures/dcgm)
 # go into a SQLite store with `tessera meter import`; `tessera console --db` serves

@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # render.sh - `tessera render` end to end on the worked example and on
 # examples/mixed-fleet.yaml, in the three device-API modes: every object
 # validated against the real Kubernetes 1.35, Kueue and KubeVirt schemas

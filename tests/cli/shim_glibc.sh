@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# labels: slow
 # shim_glibc.sh - the CUDA shim loads into tenant images with glibc 2.28 and
 # later (src/shim/glibc_compat.h):
 # 1. the built shim requires no glibc symbol version above 2.28 (read from
@@ -109,7 +110,9 @@ in_root() {
     unshare --mount --pid --fork --mount-proc="$root/proc" \
         chroot "$root" /usr/bin/env -i PATH=/usr/bin:/bin "$@"
 }
-rm -rf "$root/tessera-test"
+# the root is kept between runs: nothing an earlier run (an earlier shim's
+# region version) left in its /tmp may decide this one
+rm -rf "$root/tessera-test" "$root/tmp/cuda.region" "$root/tmp/gpu.lock"
 mkdir -p "$root/tessera-test"
 cp "$SHIM" "$OLDROOT_CALLER" "$OLDROOT_STANDIN" "$root/tessera-test/"
 shim=/tessera-test/$(basename "$SHIM")

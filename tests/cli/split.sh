@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # split.sh - the admission webhook (`tessera serve`) and the console (`tessera
 # console`) are two processes, on loopback with curl and openssl-made
 # certificates:

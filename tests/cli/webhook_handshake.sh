@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow
 # webhook_handshake.sh - the request deadline (--request-timeout) starts
 # when the TLS handshake ends, and the handshake has a deadline of its own
 # (3 request deadlines, at least 10 s), on loopback (about 20 s):

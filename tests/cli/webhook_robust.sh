@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: slow timing serial
 # webhook_robust.sh - `tessera serve` against a hostile network, on loopback
 # only, bounded in count and time (under a minute; clients: tests/tools/
 # webhook_clients.py):
