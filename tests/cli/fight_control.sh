@@ -21,8 +21,9 @@ source "$TESSERA_SRC/tests/lib.sh"
 use_standin_cuda
 # A latency acceptance test measures the build it runs: under the sanitizers
 # every tenant runs several times slower, so the plain build's run is the
-# one that counts (the fight's code runs sanitized in fight.sh,
-# fight_noise.sh, fight_verdict.sh and fight_standin.sh).
+# one that counts (labelled timing: make check's sanitized stage leaves it
+# out, as it does fight_verdict.sh; the fight's code runs sanitized in
+# fight.sh, fight_noise.sh and fight_standin.sh).
 if ldd "$TESSERA" 2>/dev/null | grep -q libasan; then
     echo "fight_control.sh: sanitized build: the timed control runs in the plain build only"
     ok

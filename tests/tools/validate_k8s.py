@@ -3,11 +3,12 @@
 
 Run with Debian's python3 (python3-jsonschema, python3-yaml):
 
-    /usr/bin/python3 tests/tools/validate_k8s.py DIR
+    /usr/bin/python3 tests/tools/validate_k8s.py DIR...
     /usr/bin/python3 tests/tools/validate_k8s.py --examples tests/fixtures/schemas/examples
     /usr/bin/python3 tests/tools/validate_k8s.py --self-test
 
-DIR mode parses every YAML document of every *.yaml file under DIR. A document
+DIR mode parses every YAML document of every *.yaml file under each DIR (the
+schemas load once: one summary line a DIR, exit 1 when any has an error). A document
 with apiVersion and kind is a Kubernetes object and is validated strictly
 (unknown fields fail) against the schema of its kind:
   - core Kubernetes 1.35 kinds: the standalone-strict schemas (k8s-1.35/);
@@ -674,13 +675,13 @@ def self_test(schemas):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("dir", nargs="?", help="a tree written by tessera render")
+    ap.add_argument("dir", nargs="*", help="trees written by tessera render (the schemas load once)")
     ap.add_argument("--examples", metavar="DIR", help="validate real upstream example files")
     ap.add_argument("--self-test", action="store_true", help="check the schemas reject broken documents")
     ap.add_argument("--schemas", metavar="DIR", help="schema folder (default: tests/fixtures/schemas)")
     args = ap.parse_args()
     if bool(args.dir) + bool(args.examples) + args.self_test != 1:
-        ap.error("give exactly one of DIR, --examples DIR, --self-test")
+        ap.error("give exactly one of DIR..., --examples DIR, --self-test")
     global SCHEMAS
     if args.schemas:
         SCHEMAS = args.schemas
@@ -693,17 +694,24 @@ def main():
         print("validate_k8s: self-test: %d cases, %d failed" % (n, len(failures)))
         return 1 if failures else 0
     if args.examples:
-        counts = validate_examples(args.examples, schemas, report)
-    else:
-        if not os.path.isdir(args.dir):
-            ap.error("%s is not a folder" % args.dir)
-        counts = validate_tree(args.dir, schemas, report)
+        return print_report(args.examples, validate_examples(args.examples, schemas, report), report)
+    failed = 0
+    for tree in args.dir:
+        if not os.path.isdir(tree):
+            ap.error("%s is not a folder" % tree)
+        report = Report()
+        failed |= print_report(tree, validate_tree(tree, schemas, report), report)
+    return failed
+
+
+def print_report(where, counts, report):
+    """Each error, then one summary line for WHERE; 1 when it has errors."""
     for e in report.errors:
         print(e)
     print("validate_k8s: %s: %d objects, %d device-plugin configs, %d mig-parted configs, "
-          "%d NVIDIA DRA configs; %d errors" % (args.examples or args.dir, counts["objects"],
-                                                counts["device-plugin"], counts["mig-parted"],
-                                                counts["nvidia-dra"], len(report.errors)))
+          "%d NVIDIA DRA configs; %d errors" % (where, counts["objects"], counts["device-plugin"],
+                                                counts["mig-parted"], counts["nvidia-dra"],
+                                                len(report.errors)))
     return 1 if report.errors else 0
 
 
