@@ -5,7 +5,8 @@
  * previous window's last ms left out) and once with any time. Invariants
  * (abort when broken): an answer taken gives text the exposition parser
  * reads without one error, one sample per line, every time inside the
- * window and each series' times rising; an answer refused says why.
+ * window and each series' times rising, the answer merged with itself twice
+ * the lines; an answer refused says why.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,6 +48,28 @@ static void check_times(const struct ts_sbuf *out, const struct meter_promq_wind
     }
 }
 
+static ts_status count_lines(void *ctx, const char *text, size_t len, struct ts_error *err)
+{
+    (void)err;
+    for (size_t i = 0; i < len; i++)
+        *(long *)ctx += text[i] == '\n';
+    return TS_OK;
+}
+
+/* The answer merged with itself (two selectors' answers): twice the lines. */
+static void twice(const char *data, size_t size, const struct meter_promq_window *w, long lines)
+{
+    struct meter_promq_answer *ans = NULL;
+    struct ts_error e = {0};
+    if (meter_promq_parse(data, size, "fuzz", w, &ans, &e) != TS_OK)
+        abort(); /* meter_promq_text took it */
+    struct meter_promq_answer *both[2] = {ans, ans};
+    long n = 0;
+    if (meter_promq_emit(both, 2, count_lines, &n, &e) != TS_OK || n != 2 * lines)
+        abort();
+    meter_promq_answer_free(ans);
+}
+
 static void one(const uint8_t *data, size_t size, const struct meter_promq_window *w)
 {
     struct ts_sbuf out;
@@ -68,6 +91,7 @@ static void one(const uint8_t *data, size_t size, const struct meter_promq_windo
                 abort();
         }
         check_times(&out, w);
+        twice((const char *)data, size, w, lines);
     }
     ts_sbuf_release(&out);
 }

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define EMIT_CHUNK (256 * 1024) /* lines handed to the sink at a time */
+
 /* One series point: where it is in the answer, and its time. */
 struct point {
     int64_t ts_ms;
@@ -304,9 +306,9 @@ static void put_value(struct ts_sbuf *out, const char *s)
         ts_sbuf_printf(out, "%.17g", v);
 }
 
-static void put_line(const struct answer *a, const struct point *p, struct ts_sbuf *out)
+static void put_line(json_t *result, const struct point *p, struct ts_sbuf *out)
 {
-    json_t *series = json_array_get(a->result, p->series);
+    json_t *series = json_array_get(result, p->series);
     json_t *m = json_object_get(series, "metric");
     ts_sbuf_puts(out, json_string_value(json_object_get(m, "__name__")));
     ts_sbuf_puts(out, "{");
@@ -327,38 +329,114 @@ static void put_line(const struct answer *a, const struct point *p, struct ts_sb
     ts_sbuf_printf(out, " %lld\n", (long long)p->ts_ms);
 }
 
-static ts_status convert(struct answer *a, json_t *root, struct ts_sbuf *out)
+struct meter_promq_answer {
+    json_t *root, *result;
+    struct point *pts; /* sorted by time */
+    size_t n;
+};
+
+void meter_promq_answer_free(struct meter_promq_answer *ans)
 {
-    ts_status st = check_status(a, root);
+    if (!ans)
+        return;
+    json_decref(ans->root);
+    free(ans->pts);
+    free(ans);
+}
+
+static ts_status check(struct answer *a, struct meter_promq_answer *ans)
+{
+    ts_status st = check_status(a, ans->root);
     if (st == TS_OK)
-        st = find_result(a, root);
-    struct point *pts = NULL;
-    size_t n = 0, cap = 0;
+        st = find_result(a, ans->root);
+    size_t cap = 0;
     for (size_t i = 0; st == TS_OK && i < json_array_size(a->result); i++)
-        st = collect(a, i, &pts, &n, &cap);
+        st = collect(a, i, &ans->pts, &ans->n, &cap);
     if (st == TS_OK)
         st = unique(a);
-    if (st == TS_OK && n)
-        qsort(pts, n, sizeof(*pts), by_time);
-    for (size_t i = 0; st == TS_OK && i < n; i++)
-        put_line(a, &pts[i], out);
-    free(pts);
-    if (st == TS_OK && ts_sbuf_status(out) != TS_OK)
-        st = ts_err(a->err, ts_sbuf_status(out), "%s: the answer's lines exceed %zu bytes",
-                    a->source, out->max);
+    if (st == TS_OK && ans->n)
+        qsort(ans->pts, ans->n, sizeof(*ans->pts), by_time);
+    ans->result = a->result;
     return st;
+}
+
+ts_status meter_promq_parse(const char *body, size_t len, const char *source,
+                            const struct meter_promq_window *w, struct meter_promq_answer **out,
+                            struct ts_error *err)
+{
+    *out = NULL;
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return ts_err_at(err, TS_SYNTAX, source, je.line, je.column, NULL, "%s", je.text);
+    struct meter_promq_answer *ans = calloc(1, sizeof(*ans));
+    if (!ans) {
+        json_decref(root);
+        return ts_err(err, TS_NOMEM, "%s: out of memory", source);
+    }
+    ans->root = root;
+    struct answer a = {source, w, NULL, err};
+    ts_status st = check(&a, ans);
+    if (st == TS_OK)
+        *out = ans;
+    else
+        meter_promq_answer_free(ans);
+    return st;
+}
+
+/* The answer whose next point is the earliest (the first listed on a tie),
+ * n when all are done. */
+static size_t earliest(struct meter_promq_answer *const *ans, size_t n, const size_t *next)
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (next[i] < ans[i]->n &&
+            (best == n || ans[i]->pts[next[i]].ts_ms < ans[best]->pts[next[best]].ts_ms))
+            best = i;
+    return best;
+}
+
+ts_status meter_promq_emit(struct meter_promq_answer *const *ans, size_t n, meter_promq_sink fn,
+                           void *ctx, struct ts_error *err)
+{
+    size_t next[METER_PROM_QUERIES_MAX] = {0};
+    if (n > METER_PROM_QUERIES_MAX)
+        return ts_err(err, TS_USAGE, "at most %d answers a window", METER_PROM_QUERIES_MAX);
+    struct ts_sbuf chunk;
+    ts_sbuf_init(&chunk, 2 * METER_PROM_BODY_MAX + 64); /* a line is at most its answer, escaped */
+    ts_status st = TS_OK;
+    for (size_t i = 0; st == TS_OK && i < n;) {
+        if ((i = earliest(ans, n, next)) < n)
+            put_line(ans[i]->result, &ans[i]->pts[next[i]++], &chunk);
+        if ((st = ts_sbuf_status(&chunk)) != TS_OK)
+            ts_err(err, st, "a line of the answer passes %zu bytes", chunk.max);
+        else if (chunk.len && (chunk.len >= EMIT_CHUNK || i == n)) {
+            st = fn(ctx, chunk.data, chunk.len, err);
+            chunk.len = 0; /* the next line overwrites the text handed over */
+        }
+    }
+    ts_sbuf_release(&chunk);
+    return st;
+}
+
+/* meter_promq_text's sink: the lines appended to an sbuf. */
+static ts_status to_sbuf(void *ctx, const char *data, size_t len, struct ts_error *err)
+{
+    struct ts_sbuf *out = ctx;
+    ts_sbuf_add(out, data, len);
+    if (ts_sbuf_status(out) != TS_OK)
+        return ts_err(err, ts_sbuf_status(out), "the answer's lines exceed %zu bytes", out->max);
+    return TS_OK;
 }
 
 ts_status meter_promq_text(const char *body, size_t len, const char *source,
                            const struct meter_promq_window *w, struct ts_sbuf *out,
                            struct ts_error *err)
 {
-    json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return ts_err_at(err, TS_SYNTAX, source, je.line, je.column, NULL, "%s", je.text);
-    struct answer a = {source, w, NULL, err};
-    ts_status st = convert(&a, root, out);
-    json_decref(root);
+    struct meter_promq_answer *ans;
+    ts_status st = meter_promq_parse(body, len, source, w, &ans, err);
+    if (st == TS_OK)
+        st = meter_promq_emit(&ans, 1, to_sbuf, out, err);
+    meter_promq_answer_free(ans);
     return st;
 }

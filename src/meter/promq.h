@@ -51,6 +51,23 @@ ts_status meter_promq_text(const char *body, size_t len, const char *source,
                            const struct meter_promq_window *w, struct ts_sbuf *out,
                            struct ts_error *err);
 
+/* One answer parsed and checked as meter_promq_text checks it, its samples
+ * sorted by time; the body may be freed at once. */
+struct meter_promq_answer;
+ts_status meter_promq_parse(const char *body, size_t len, const char *source,
+                            const struct meter_promq_window *w, struct meter_promq_answer **out,
+                            struct ts_error *err);
+void meter_promq_answer_free(struct meter_promq_answer *ans);
+
+/* Where lines go, a run of whole lines at a time. */
+typedef ts_status (*meter_promq_sink)(void *ctx, const char *lines, size_t len,
+                                      struct ts_error *err);
+/* The lines of n answers (at most METER_PROM_QUERIES_MAX) merged in time
+ * order (on a tie, the earlier answer first) to fn, about 256 KiB a call:
+ * the lines are never held whole. */
+ts_status meter_promq_emit(struct meter_promq_answer *const *ans, size_t n, meter_promq_sink fn,
+                           void *ctx, struct ts_error *err);
+
 /* The default selectors into o: every DCGM_FI_* series and, when the
  * PriceBook splits shared workloads by usage (sharedSplit: usage), Istio's
  * istio_requests_total of the workloads some tenant uses (its text in

@@ -3,12 +3,11 @@
  * window after window (METER_PROM_STEPS_MAX steps each, in time order): for
  * each selector an instant query of `SELECTOR[Wms]` at the window's last ms
  * (/api/v1/query), so each sample comes with the time Prometheus stored it;
- * the selectors' lines (promq.c makes them) merged in time order and fed to
- * the ingest.
+ * the selectors' answers checked and their lines merged in time order into
+ * the ingest (promq.c).
  */
 #include "meter/promq.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +105,9 @@ static ts_status get(const struct meter_promq_opts *o, struct meter_fetch *f, co
     return st;
 }
 
-/* One selector's answer for window w into lines. */
+/* One selector's answer for window w, parsed and checked. */
 static ts_status answer(const struct meter_promq_opts *o, struct meter_fetch *f, const char *query,
-                        const struct meter_promq_window *w, struct ts_sbuf *lines,
+                        const struct meter_promq_window *w, struct meter_promq_answer **ans,
                         struct ts_error *err)
 {
     struct ts_sbuf url, body;
@@ -126,7 +125,7 @@ static ts_status answer(const struct meter_promq_opts *o, struct meter_fetch *f,
     char shown[512];
     meter_fetch_redact(ts_sbuf_str(&url), shown, sizeof(shown));
     if (st == TS_OK)
-        st = meter_promq_text(ts_sbuf_str(&body), body.len, shown, w, lines, err);
+        st = meter_promq_parse(ts_sbuf_str(&body), body.len, shown, w, ans, err);
     if ((st == TS_OK || st == TS_SYNTAX) && res.status / 100 != 2) /* not Prometheus' error */
         st = ts_err(err, TS_IO, "%s: HTTP status %ld", shown, res.status);
     ts_sbuf_release(&url);
@@ -134,52 +133,12 @@ static ts_status answer(const struct meter_promq_opts *o, struct meter_fetch *f,
     return st;
 }
 
-/* The timestamp ending the line at p (promq.c writes `... VALUE TS_MS\n`). */
-static long long line_ts(const char *p, const char *end, const char **next)
+static ts_status to_ingest(void *ctx, const char *lines, size_t len, struct ts_error *err)
 {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *sp = nl;
-    while (sp > p && sp[-1] != ' ')
-        sp--;
-    *next = nl + 1;
-    return strtoll(sp, NULL, 10);
+    return meter_ingest_feed(ctx, lines, len, err);
 }
 
-/* The selectors' lines (each sorted by time) fed to in merged in time order:
- * each call a run of one answer's lines up to the next time of the others. */
-static ts_status merge_feed(struct ts_sbuf *lines, size_t n, struct meter_ingest *in,
-                            struct ts_error *err)
-{
-    size_t pos[METER_PROM_QUERIES_MAX] = {0};
-    for (;;) {
-        size_t best = n;
-        long long best_ts = 0, other = LLONG_MAX;
-        for (size_t i = 0; i < n; i++) {
-            const char *next;
-            if (pos[i] >= lines[i].len)
-                continue;
-            long long ts = line_ts(lines[i].data + pos[i], lines[i].data + lines[i].len, &next);
-            if (best == n || ts < best_ts) {
-                other = best == n || best_ts > other ? other : best_ts;
-                best = i;
-                best_ts = ts;
-            } else if (ts < other)
-                other = ts;
-        }
-        if (best == n)
-            return TS_OK;
-        const char *start = lines[best].data + pos[best], *end = lines[best].data + lines[best].len;
-        const char *p = start, *next = p;
-        while (p < end && line_ts(p, end, &next) <= other)
-            p = next;
-        pos[best] += (size_t)(p - start);
-        ts_status st = meter_ingest_feed(in, start, (size_t)(p - start), err);
-        if (st != TS_OK)
-            return st;
-    }
-}
-
-/* One window: each selector's answer, then the lines merged into in. */
+/* One window: each selector's answer, then their lines merged into in. */
 static ts_status window(const struct meter_promq_opts *o, struct meter_fetch *f,
                         const struct meter_promq_window *w, struct meter_ingest *in,
                         struct ts_error *err)
@@ -187,17 +146,14 @@ static ts_status window(const struct meter_promq_opts *o, struct meter_fetch *f,
     const char *dflt[] = {DEFAULT_QUERY};
     const char *const *q = o->nqueries ? o->queries : dflt;
     size_t n = o->nqueries ? o->nqueries : 1;
-    struct ts_sbuf lines[METER_PROM_QUERIES_MAX];
+    struct meter_promq_answer *ans[METER_PROM_QUERIES_MAX] = {0};
     ts_status st = TS_OK;
-    for (size_t i = 0; i < n; i++) {
-        ts_sbuf_init(&lines[i], METER_PROM_BODY_MAX);
-        if (st == TS_OK)
-            st = answer(o, f, q[i], w, &lines[i], err);
-    }
+    for (size_t i = 0; st == TS_OK && i < n; i++)
+        st = answer(o, f, q[i], w, &ans[i], err);
     if (st == TS_OK)
-        st = merge_feed(lines, n, in, err);
+        st = meter_promq_emit(ans, n, to_ingest, in, err);
     for (size_t i = 0; i < n; i++)
-        ts_sbuf_release(&lines[i]);
+        meter_promq_answer_free(ans[i]);
     return st;
 }
 

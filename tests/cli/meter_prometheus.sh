@@ -173,6 +173,20 @@ expect_in "$TMP/err" "body larger than 33554432 bytes: refused"
 canned "$R"'{'"$M"',"values":['"$OKV"']}]}}'
 expect_rc 0 "${CQ[@]}"
 expect_in "$TMP/out" "2 device scrapes, 2 new samples"
+# an answer of 75 KB whose lines make 36 MB (a 30 KB label on 1,200 samples):
+# the lines are handed to the ingest 256 KiB at a time, never held whole
+# (before: refused, "the answer's lines exceed 33554432 bytes")
+/usr/bin/python3 - "$C" <<'PY2'
+import sys
+m = '{"__name__":"DCGM_FI_DEV_GPU_UTIL","UUID":"GPU-9","Hostname":"n","note":"%s"}' % ("x" * 30000)
+v = ",".join('[%d,"50"]' % (1700000000 + i) for i in range(1200))
+open(sys.argv[1], "w").write('{"status":"success","data":{"resultType":"matrix","result":'
+                             '[{"metric":%s,"values":[%s]}]}}' % (m, v))
+PY2
+echo 200 > "$C.status"
+expect_rc 0 "$TESSERA" meter prometheus -f "$TMP/spec.yaml" --db sqlite:$TMP/wide.db --url \
+    http://127.0.0.1:$CPORT/ --from 1700000000 --to 1700001199 --interval 20s
+expect_in "$TMP/out" "1200 device scrapes, 1200 new samples, 0 lines rejected"
 # two targets exporting one device (series apart by instance only): both read,
 # the second value of a device-time counted as a conflicting duplicate
 M2='"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","UUID":"GPU-2","Hostname":"n","instance":"b:1"}'

@@ -202,6 +202,34 @@ static void test_hostile(void **state)
                "data.result[0].histograms: native histogram samples");
 }
 
+static ts_status collect_lines(void *ctx, const char *lines, size_t len, struct ts_error *err)
+{
+    (void)err;
+    ts_sbuf_add(ctx, lines, len);
+    return TS_OK;
+}
+
+/* Two selectors' answers of a window merged in time order, the first
+ * selector's first on a tie; the body is not needed once parsed. */
+static void test_emit_merged(void **state)
+{
+    (void)state;
+    struct meter_promq_answer *ans[2];
+    struct ts_error e = {0};
+    char *body = strdup(OK_HEAD M "[[1,\"1\"],[3,\"3\"]]}]}}");
+    assert_int_equal(meter_promq_parse(body, strlen(body), "a", NULL, &ans[0], &e), TS_OK);
+    free(body);
+    const char *b = OK_HEAD "{\"metric\":{\"__name__\":\"B\"},\"values\":[[2,\"2\"],[3,\"4\"]]}]}}";
+    assert_int_equal(meter_promq_parse(b, strlen(b), "b", NULL, &ans[1], &e), TS_OK);
+    struct ts_sbuf out;
+    ts_sbuf_init(&out, 1 << 20);
+    assert_int_equal(meter_promq_emit(ans, 2, collect_lines, &out, &e), TS_OK);
+    assert_string_equal(ts_sbuf_str(&out), "A{} 1 1000\nB{} 2 2000\nA{} 3 3000\nB{} 4 3000\n");
+    ts_sbuf_release(&out);
+    meter_promq_answer_free(ans[0]);
+    meter_promq_answer_free(ans[1]);
+}
+
 static void test_error_answers(void **state)
 {
     (void)state;
@@ -215,9 +243,10 @@ static void test_error_answers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_text_sorted), cmocka_unit_test(test_values_exact),
-        cmocka_unit_test(test_bad_fields),  cmocka_unit_test(test_window),
-        cmocka_unit_test(test_hostile),     cmocka_unit_test(test_error_answers),
+        cmocka_unit_test(test_text_sorted),   cmocka_unit_test(test_values_exact),
+        cmocka_unit_test(test_bad_fields),    cmocka_unit_test(test_window),
+        cmocka_unit_test(test_hostile),       cmocka_unit_test(test_emit_merged),
+        cmocka_unit_test(test_error_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
