@@ -150,9 +150,7 @@ struct store_ops {
      * returned and the transaction must be rolled back. */
     ts_status (*copy_rows)(void *db, const char *copy_sql, const struct store_param *p, int ncols,
                            size_t nrows, int64_t *changes, int *conflict, struct ts_error *err);
-    int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements, and
-               * stores a batch in time order (the heap in time order for the
-               * BRIN index; an ingest's batch comes in it: no sort) */
+    int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements */
 };
 
 extern const struct store_ops store_sqlite_ops;
