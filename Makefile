@@ -4,7 +4,8 @@
 #   make check   install what the tests need, build (normal + ASan/UBSan + fuzz
 #                targets), run every test, the end-to-end tests against a real
 #                Kubernetes control plane, and replay the fuzz corpora
-# and, for maintainers: make bench, make fuzz, make format, make clean,
+# and, for maintainers: make check-quick (the edit-compile-test loop: plain
+# build, unit and not-slow CLI tests), make bench, make fuzz, make format, make clean,
 # make screenshots (the console's pages as PNGs, README's two into docs/img/),
 # make image (the OCI image build/tessera-image.oci.tar), make image-arm64
 # (the same for arm64, cross-compiled: build-arm64/tessera-image-arm64.oci.tar),
