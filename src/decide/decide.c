@@ -395,15 +395,14 @@ static void decide_vm(struct decide__ctx *c, struct wctx *x)
         fail(c, x, "isolation: vgpu was requested but %s", why);
         return;
     }
-    const struct cat_model *mig = x->w->gpus == 1 ? mig_fit(c, x, &p) : NULL;
-    if (mig)
-        decide_mig(c, x, mig, p, "R1",
-                   ts_arena_printf(c->arena,
-                                   "runs in a VM and %s: the MIG instance is passed through", why));
-    else
-        decide_whole(
-            c, x, "R1",
-            ts_arena_printf(c->arena, "runs in a VM and %s: the whole GPU is passed through", why));
+    /* A MIG instance reaches a VM only as a MIG-backed vGPU (a licensed
+     * node); without one the VM gets what PCI pass-through gives: whole
+     * cards, the device render names (10DE:<PCI device ID>). */
+    decide_whole(c, x, "R1",
+                 ts_arena_printf(c->arena,
+                                 "runs in a VM and %s: the whole GPU is passed through (a MIG "
+                                 "instance reaches a VM only as a MIG-backed vGPU)",
+                                 why));
 }
 
 /* Why R3 applies, or NULL. */
@@ -512,6 +511,9 @@ static int requested_mech(int iso)
     }
 }
 
+/* 1 for a workload that runs in a VM (vm: true, or a tenant of contract vm). */
+static int is_vm(const struct wctx *x) { return x->w->vm || x->t->contract == SPEC_CONTRACT_VM; }
+
 /* An explicit isolation request: check it against the contract (the
  * spec's rule; a loaded spec has passed it already). */
 static const char *forbid_request(const struct wctx *x)
@@ -527,6 +529,13 @@ static void decide_requested(struct decide__ctx *c, struct wctx *x)
     const char *iso = spec_isolation_names[x->w->isolation];
     if (no) {
         fail(c, x, "isolation: %s is not allowed for tenant '%s': %s", iso, x->t->name, no);
+        return;
+    }
+    if (is_vm(x) && x->w->isolation != SPEC_ISO_WHOLE && x->w->isolation != SPEC_ISO_VGPU) {
+        fail(c, x,
+             "isolation: %s cannot be given to a VM: a VM gets whole GPUs (PCI pass-through) "
+             "or a vGPU (isolation: whole or vgpu)",
+             iso);
         return;
     }
     const char *why = ts_arena_printf(c->arena, "isolation: %s was requested", iso);
@@ -558,7 +567,7 @@ static void decide_auto(struct decide__ctx *c, struct wctx *x)
 {
     const struct spec_workload *w = x->w;
     const char *why;
-    if (w->vm || x->t->contract == SPEC_CONTRACT_VM)
+    if (is_vm(x))
         decide_vm(c, x);
     else if ((why = whole_reason(c, x)))
         decide_whole(c, x, "R2", why);

@@ -38,8 +38,11 @@ static const struct rule_case rules[] = {
     /* R1: VMs */
     {"    vgpuLicensed: true\n", "{model: h100-80gb-sxm, count: 1}", "  contract: vm\n",
      "kind: inference, memoryHighWaterGiB: 15", "vgpu", "1g.20gb", "R1", "MIG-backed vGPU", 1},
-    {"", H100, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15", "mig", "1g.20gb",
-     "R1", "MIG instance is passed through", 1},
+    /* no licence: a MIG instance reaches a VM only as a MIG-backed vGPU, so
+     * the VM gets the whole card by PCI pass-through (before: "mig", 1g.20gb,
+     * which render gave as the vGPU type NVIDIA_H100-1-20C, issue 30) */
+    {"", H100, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15", "whole", NULL, "R1",
+     "the whole GPU is passed through (a MIG instance reaches a VM only as", 1},
     {"", L40S, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15", "whole", NULL, "R1",
      "whole GPU is passed through", 1},
     {"    vgpuLicensed: true\n", L40S, "  contract: shared-trusted\n",
@@ -158,6 +161,13 @@ static const struct error_case errors[] = {
      "kind: inference, memoryHighWaterGiB: 30, isolation: mig, "
      "computeSlices: 8",
      "isolation: mig was requested but no MIG-capable card"},
+    /* a VM asking for a MIG instance or a pool share: refused, never a
+     * device render cannot give it */
+    {"", H100, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15, isolation: mig",
+     "isolation: mig cannot be given to a VM"},
+    {"", H100, "  contract: shared-trusted\n",
+     "kind: inference, memoryHighWaterGiB: 15, vm: true, isolation: time-slicing",
+     "isolation: time-slicing cannot be given to a VM"},
 };
 
 static void test_errors(void **state)
