@@ -128,7 +128,7 @@ void api__replan(struct api__req *r)
         return;
     }
     steps.strategy = "the steps to the plan serve enforces";
-    struct reconf_replan_opts o = {-1, RECONF_PREFER_FEWER_DRAINS};
+    struct reconf_replan_opts o = {.max_drains = -1, .prefer = RECONF_PREFER_FEWER_DRAINS};
     api__send(r, reconf_replan_json(&steps, &o), NULL);
     reconf_replan_release(&steps);
 }

@@ -16,6 +16,7 @@
 #include "render/svg.h"
 #include "report/report.h"
 #include "util/file.h"
+#include "util/units.h"
 
 static const struct cli_opt OPTS[] = {
     CLI_SHORT('f', "filename", "FILE", CLI_ALL, "tenancy spec (YAML; repeat for several files)"),
@@ -42,10 +43,21 @@ static const struct cli_opt OPTS[] = {
              "inventory -o json' (repeat for several nodes): per planned\n"
              "card, keep or the steps (JSON: the reconfiguration key)"),
     CLI_LONG('D', "max-drains", "N", CLI_ALL,
-             "replan: drain at most N cards (0: none; default no limit)"),
+             "replan: drain at most N cards (0: none; default no limit;\n"
+             "a removed node's cards do not count); when no plan found\n"
+             "meets it, running work is kept and what does not fit is\n"
+             "named (exit 1)"),
+    CLI_LONG('K', "max-cards", "N", CLI_ALL, "replan: a card budget: use at most N cards"),
+    CLI_LONG('X', "max-cost", "PRICE", CLI_ALL,
+             "replan: a cost budget: at most PRICE per hour (PriceBook)"),
     CLI_LONG_C('P', "prefer", "WHAT", CLI_ALL, CLI_WORDS(reconf_prefer_names),
-               "replan: fewer-drains (default): fewest drains, then cards;\n"
-               "fewer-cards: fewest cards, then drains"),
+               "replan: of the plans found within the limits,\n"
+               "fewer-drains (default): fewest drains, then cards, cost;\n"
+               "fewer-cards: fewest cards, then drains, cost;\n"
+               "lower-cost: lowest cost, then drains, cards"),
+    CLI_LONG('R', "removed-node", "NODE", CLI_ALL,
+             "replan: NODE left the fleet: its running cards are torn\n"
+             "down (repeat for several nodes)"),
     CLI_END};
 
 const struct cli_verb cli_verb_plan = {
@@ -53,23 +65,28 @@ const struct cli_verb cli_verb_plan = {
     "usage: tessera plan -f SPEC [-f SPEC...] [--catalog FILE] [-o text|json|yaml]\n"
     "                    [--svg FILE] [--solver auto|exact|heuristic] [--time-limit SEC]\n"
     "                    [--current PLAN.json|INVENTORY.json...]\n"
-    "                    [--max-drains N] [--prefer fewer-drains|fewer-cards]\n\n"
+    "                    [--max-drains N] [--max-cards N] [--max-cost PRICE]\n"
+    "                    [--prefer fewer-drains|fewer-cards|lower-cost]\n"
+    "                    [--removed-node NODE...]\n\n"
     "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
     "whole GPUs; totals against the lower bound and the naive layout.\n",
     OPTS,
     "When the fleet cannot hold the spec, the errors go to stderr, the plan of the\n"
     "workloads that fit (and, at its end, each that does not with why; in JSON,\n"
-    "\"unplaced\") to stdout, and the exit code is 1.\n",
+    "\"unplaced\") to stdout, and the exit code is 1. A replan that keeps running\n"
+    "work but cannot place all new work within --max-drains prints its plan and\n"
+    "steps, names each workload left out (stderr, and the replan's \"unplaced\"),\n"
+    "and exits 1.\n",
     NULL,
     CLI_ALL};
 
 struct plan_args {
-    struct cli_files spec, catalog, current;
+    struct cli_files spec, catalog, current, removed;
     const char *format, *svg;
     struct plan_options popt;
     struct reconf_replan_opts ropt;
-    int replan_flags; /* --max-drains or --prefer given */
+    int replan_flags; /* --max-drains, --max-cards, --max-cost, --prefer or --removed-node */
     int wide;
 };
 
@@ -87,6 +104,33 @@ static int set_max_drains(struct plan_args *a, const char *arg)
     return CLI_OK;
 }
 
+static int set_max_cards(struct plan_args *a, const char *arg)
+{
+    char *end = NULL;
+    long n = strtol(arg, &end, 10);
+    a->replan_flags = 1;
+    if (!end || *end || end == arg || n < 1 || n > RECONF_MAX_CARDS_MAX) {
+        fprintf(stderr, "tessera: --max-cards must be a whole number from 1 to %d\n",
+                RECONF_MAX_CARDS_MAX);
+        return CLI_BAD_INPUT;
+    }
+    a->ropt.max_cards = (int)n;
+    return CLI_OK;
+}
+
+static int set_max_cost(struct plan_args *a, const char *arg)
+{
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    a->replan_flags = 1;
+    if (!end || *end || end == arg || !(v > 0 && v <= 1e9)) {
+        fprintf(stderr, "tessera: --max-cost must be a price per hour above 0 (at most 1e9)\n");
+        return CLI_BAD_INPUT;
+    }
+    a->ropt.max_cost = (int64_t)(v * TS_MICRO + 0.5);
+    return CLI_OK;
+}
+
 static int set_prefer(struct plan_args *a, const char *arg)
 {
     a->replan_flags = 1;
@@ -95,7 +139,7 @@ static int set_prefer(struct plan_args *a, const char *arg)
             a->ropt.prefer = i;
             return CLI_OK;
         }
-    fprintf(stderr, "tessera: --prefer must be fewer-drains or fewer-cards\n");
+    fprintf(stderr, "tessera: --prefer must be fewer-drains, fewer-cards or lower-cost\n");
     return CLI_BAD_INPUT;
 }
 
@@ -152,6 +196,9 @@ static int set(void *ctx, int key, const char *arg)
     case 'S': return set_solver(&a->popt, arg);
     case 'D': return set_max_drains(a, arg);
     case 'P': return set_prefer(a, arg);
+    case 'K': return set_max_cards(a, arg);
+    case 'X': return set_max_cost(a, arg);
+    case 'R': a->replan_flags = 1; return cli_files_add(&a->removed, arg) ? CLI_OK : CLI_BAD_INPUT;
     case 'w': a->wide = 1; return CLI_OK;
     default: return CLI_BAD_INPUT;
     }
@@ -266,9 +313,14 @@ static int emit(const struct plan *p, const char *format, const char *svg_path,
 
 /* The running plan against the fleet and the catalog, every problem
  * printed: exit 2 when it is corrupt, before anything is planned. */
-static int check_prev(const struct cli_job *job, const struct current *cur)
+static int check_prev(const struct cli_job *job, const struct cli_files *removed,
+                      struct current *cur)
 {
     struct ts_diag diag = {0};
+    struct ts_error e = {0};
+    for (size_t i = 0; i < removed->n; i++)
+        if (reconf_plan_remove_node(&cur->prev, job->model, removed->paths[i], &e) != TS_OK)
+            return cli_fail(&e, CLI_READING);
     ts_status st = reconf_plan_check(&cur->prev, job->model, job->cat, cur->prev_path, &diag);
     if (st == TS_OK)
         return CLI_OK;
@@ -278,13 +330,13 @@ static int check_prev(const struct cli_job *job, const struct current *cur)
 
 /* cli_job_plan, with --current's plan checked between deciding and laying
  * out: a corrupt running plan is bad input even where the spec does not fit. */
-static int plan_job(struct cli_job *job, const struct plan_args *a, const struct current *cur)
+static int plan_job(struct cli_job *job, const struct plan_args *a, struct current *cur)
 {
     struct ts_diag diag = {0};
     struct ts_error e;
     int rc = cli_job_decide(job, &a->spec, &a->catalog);
     if (rc == CLI_OK && cur->prev_path)
-        rc = check_prev(job, cur);
+        rc = check_prev(job, &a->removed, cur);
     if (rc != CLI_OK)
         return rc;
     ts_status st = plan_build(job->model, job->cat, job->decisions, &a->popt, &job->plan, &diag);
@@ -308,6 +360,17 @@ static int replan(struct cli_job *job, struct current *cur)
     if (reconf_replan(&job->plan, &cur->prev, cur->ropt, &cur->steps, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
     return CLI_OK;
+}
+
+/* A replan kept running work but left new work out (its plan and steps
+ * are printed): each on stderr, exit 1. */
+static int name_unplaced(const struct reconf_replan *r)
+{
+    for (size_t i = 0; i < r->nunplaced; i++)
+        fprintf(stderr, "tessera: replan: not placed: %s/%s, %d replica%s: %s\n",
+                r->unplaced[i].tenant, r->unplaced[i].workload, r->unplaced[i].replicas,
+                r->unplaced[i].replicas == 1 ? "" : "s", r->unplaced[i].why);
+    return CLI_FAIL;
 }
 
 /* The fleet cannot hold the spec: the plan of what fits, then what does
@@ -371,8 +434,9 @@ static int run(const struct plan_args *a)
     struct current cur = {.ropt = &a->ropt};
     int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
     if (rc == CLI_OK && a->replan_flags && !cur.prev_path) {
-        fprintf(stderr, "tessera: --max-drains and --prefer need --current PLAN.json (a previous "
-                        "'tessera plan -o json')\n");
+        fprintf(stderr, "tessera: --max-drains, --max-cards, --max-cost, --prefer and "
+                        "--removed-node need --current PLAN.json (a previous 'tessera plan -o "
+                        "json')\n");
         rc = CLI_BAD_INPUT;
     }
     if (rc == CLI_OK)
@@ -384,6 +448,8 @@ static int run(const struct plan_args *a)
         rc = replan(&job, &cur);
     if (rc == CLI_OK)
         rc = emit(job.plan, a->format, a->svg, &cur);
+    if (rc == CLI_OK && cur.steps.nunplaced)
+        rc = name_unplaced(&cur.steps);
     cli_job_free(&job);
     reconf_replan_release(&cur.steps);
     reconf_plan_release(&cur.prev);

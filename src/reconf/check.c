@@ -111,9 +111,10 @@ static const struct cat_model *card_model(struct chk *c, int i)
     const struct cat_model *pm = cat_model_find(c->cat, t->model);
     const char *fm = NULL;
     int count = 0;
-    if (!n)
-        bad(c, i, -1, "the fleet has no node '%s'", t->node);
-    else if (!(fm = fleet_model_at(n, t->index, &count)))
+    if (!n && !t->removed)
+        bad(c, i, -1, "the fleet has no node '%s' (a node that left the fleet: --removed-node %s)",
+            t->node, t->node);
+    else if (n && !(fm = fleet_model_at(n, t->index, &count)))
         bad(c, i, -1, "node %s has %d GPU%s in the fleet (indexes 0 to %d), no GPU %d", t->node,
             count, count == 1 ? "" : "s", count - 1, t->index);
     if (!pm)
@@ -323,6 +324,27 @@ static int check_parts(struct chk *c)
                 s[k - 1].card, s[k - 1].inst);
     free(s);
     return 1;
+}
+
+ts_status reconf_plan_remove_node(struct reconf_plan *p, const struct spec_model *m,
+                                  const char *node, struct ts_error *err)
+{
+    int n = 0;
+    for (size_t i = 0; i < m->fleet->nnodes; i++)
+        if (!strcmp(m->fleet->nodes[i].name, node))
+            return ts_err(err, TS_INVALID,
+                          "--removed-node %s: the fleet still has node %s (remove it from the "
+                          "Fleet first)",
+                          node, node);
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->t[i].node, node)) {
+            p->t[i].removed = 1;
+            n++;
+        }
+    if (!n)
+        return ts_err(err, TS_INVALID, "--removed-node %s: the running plan has no card on node %s",
+                      node, node);
+    return TS_OK;
 }
 
 ts_status reconf_plan_check(const struct reconf_plan *p, const struct spec_model *m,

@@ -1,20 +1,89 @@
 /*
  * internal.h - what reconf's own files share: the keep candidate of
- * replanning (keep.c), used by replan.c.
+ * replanning (keep.c), used by replan.c; the look-up indexes (index.c).
  */
 #ifndef RECONF_INTERNAL_H
 #define RECONF_INTERNAL_H
 
 #include "reconf/reconf.h"
 
+/* Decision rows sorted by (tenant, workload) for reconf__row. */
+struct reconf__rows {
+    const struct decide_result *d;
+    int *order;
+};
+
+/* What every keep candidate reads (pin.c): the decisions it keeps by (d:
+ * fresh's, or its own copy with rows pinned to the card model they run on),
+ * the rows by name, and each row's template instance (the fresh plan's
+ * first, its row in d; a pinned row's made from what runs) and card mode. */
+struct reconf__keepix {
+    const struct decide_result *d;
+    struct decide_result own; /* d when a row is pinned */
+    struct reconf__rows rows;
+    struct plan_inst *tpl;
+    char *has; /* tpl[row] is set */
+    int *mode;
+    int pinned; /* rows pinned */
+    struct ts_arena a;
+};
+/* 0: NOMEM. A row is pinned when every running instance of it is on one
+ * model other than its decision's that it may run on (gpuModel and
+ * gpuModels allow it; MIG: the running profile holds its memory and compute
+ * slices; off MIG: the same kind of card, holding its memory), so a price
+ * change or a spilled decision keeps running work where it is. */
+int reconf__keepix_build(const struct plan *fresh, const struct reconf_plan *cur,
+                         struct reconf__keepix *ix);
+void reconf__keepix_free(struct reconf__keepix *ix);
+
 /* The plan that keeps every running instance of cur whose workload fresh's
  * decisions still hold (same mechanism and profile) and places what is
  * missing in free space. *out NULL and *why (in a) when it cannot: a new
- * pool or guest, no room, or the result fails plan_verify. TS_NOMEM only. */
+ * guest or vGPU, no room, or the result fails plan_verify. TS_NOMEM only. */
 ts_status reconf__keep_plan(const struct plan *fresh, const struct reconf_plan *cur,
-                            struct plan **out, const char **why, struct ts_arena *a);
+                            const struct reconf__keepix *ix, struct plan **out, const char **why,
+                            struct ts_arena *a);
+/* The same, never releasing a card: what does not fit is named in
+ * unplaced's unplaced list, and the plan's rows hold what was placed. */
+ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_plan *cur,
+                               const struct reconf__keepix *ix, struct plan **out,
+                               struct reconf_replan *unplaced, const char **why,
+                               struct ts_arena *a);
+
+/* Empty used MIG and pool cards of base one at a time, their instances
+ * moved into free space on the other used cards (no new card), cards with
+ * no instance kept from cur first: each emptied card is one more plan in
+ * *out (n of them, at most RECONF_EVACUATIONS_MAX, each with one card
+ * fewer than the one before). TS_NOMEM only. */
+ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
+                           struct plan ***out, size_t *n);
+
+/* A deep copy of p (cards, instances, its decision rows); NULL: NOMEM. */
+struct plan *reconf__plan_copy(const struct plan *p);
+/* p's decision rows (and their reasons) copied into its arena and its
+ * instances pointed at them, so p outlives the rows it was built with.
+ * The workloads stay shared (the spec's). 0: NOMEM. */
+int reconf__own_rows(struct plan *p);
+
+/* 1 when r may take another instance on g: its model, node eligibility,
+ * and its spread against the instances already in p. */
+int reconf__usable(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r);
+/* A legal free start for profile pr on MIG or free card g (count, compute,
+ * overlap), or -1. */
+int reconf__mig_start(const struct plan_gpu *g, const struct cat_profile *pr);
+/* 1 when pool card g (of mode, or free) takes one more client like in. */
+int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const struct plan_inst *in,
+                      int mode);
 
 /* 1 when a MIG instance of g other than self overlaps [start, start + size). */
 int reconf__overlaps(const struct plan_gpu *g, const struct plan_inst *self, int start, int size);
+
+int reconf__rows_index(const struct decide_result *d, struct reconf__rows *ix); /* 0: NOMEM */
+void reconf__rows_free(struct reconf__rows *ix);
+/* The row of tenant/workload, or -1 (NULL names, or not in the table). */
+int reconf__row(const struct reconf__rows *ix, const char *tenant, const char *workload);
+
+/* Sort p's cards by (node, index) into p->idx for reconf_plan_card; 0: NOMEM. */
+int reconf__plan_index(struct reconf_plan *p);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "reconf/internal.h"
+#include "util/grow.h"
 
 struct keep {
     const struct plan *fresh;
@@ -23,34 +24,31 @@ struct keep {
     const struct reconf_plan *cur;
     int *placed; /* replicas per decision row */
     struct rmap {
-        int row, cur, neu;
-    } * map; /* multi-GPU replicas: running number -> new number */
+        int cur, neu;
+        size_t next; /* the row's previous entry + 1, 0: none */
+    } * map;         /* multi-GPU replicas: running number -> new number */
     size_t nmap, capmap;
+    size_t *head; /* per row: its last map entry + 1, 0: none */
     const char *why;
     struct ts_arena *a;
     size_t released; /* index of the drained card in p->gpus, or SIZE_MAX */
     int *held_back;  /* per row: instances of the released card to put back */
+    const struct reconf__keepix *ix;
+    struct reconf_replan *partial; /* not NULL: what does not fit goes to its unplaced */
+    char *gave_up;                 /* per row: partial, its missing replicas named */
 };
 
-static int row_of(const struct decide_result *d, const char *tenant, const char *workload)
+static int row_of(const struct keep *k, const char *tenant, const char *workload)
 {
-    for (size_t i = 0; tenant && workload && i < d->nrows; i++)
-        if (!strcmp(d->rows[i].tenant->name, tenant) &&
-            !strcmp(d->rows[i].workload->name, workload))
-            return (int)i;
-    return -1;
+    return reconf__row(&k->ix->rows, tenant, workload);
 }
 
-/* The fresh plan's first instance of row and its card's mode. */
-static const struct plan_inst *template_of(const struct plan *f, int row, int *mode)
+/* The template of row (the fresh plan's first instance, or the one it is
+ * pinned to) and its card's mode; NULL when the fresh plan has none. */
+static const struct plan_inst *template_of(const struct keep *k, int row, int *mode)
 {
-    for (size_t i = 0; i < f->ngpus; i++)
-        for (size_t k = 0; k < f->gpus[i].ninst; k++)
-            if (f->gpus[i].inst[k].row == &f->decisions->rows[row]) {
-                *mode = f->gpus[i].mode;
-                return &f->gpus[i].inst[k];
-            }
-    return NULL;
+    *mode = k->ix->mode[row];
+    return k->ix->has[row] ? &k->ix->tpl[row] : NULL;
 }
 
 static int add_inst(struct plan *p, struct plan_gpu *g, const struct plan_inst *in)
@@ -65,14 +63,15 @@ static int add_inst(struct plan *p, struct plan_gpu *g, const struct plan_inst *
  * spec now asks for fewer. Parts of one multi-GPU replica share one. */
 static int replica_for(struct keep *k, int row, int cur)
 {
-    for (size_t i = 0; i < k->nmap; i++)
-        if (k->map[i].row == row && k->map[i].cur == cur)
-            return k->map[i].neu;
-    if (k->placed[row] >= k->fresh->decisions->rows[row].workload->replicas)
+    for (size_t i = k->head[row]; i; i = k->map[i - 1].next)
+        if (k->map[i - 1].cur == cur)
+            return k->map[i - 1].neu;
+    if (k->placed[row] >= k->ix->d->rows[row].workload->replicas)
         return -1;
-    if (!ts_arena_grow(k->a, (void **)&k->map, &k->capmap, k->nmap, sizeof(*k->map)))
+    if (!ts_grow((void **)&k->map, &k->capmap, k->nmap, sizeof(*k->map)))
         return -2;
-    k->map[k->nmap++] = (struct rmap){row, cur, k->placed[row]};
+    k->map[k->nmap++] = (struct rmap){cur, k->placed[row], k->head[row]};
+    k->head[row] = k->nmap;
     return k->placed[row]++;
 }
 
@@ -91,8 +90,8 @@ static const struct plan_inst *keepable(const struct keep *k, const struct plan_
                                         const struct reconf_card *c, const struct reconf_want *h,
                                         int *row, int *mode)
 {
-    *row = row_of(k->fresh->decisions, h->tenant, h->workload);
-    const struct plan_inst *tpl = *row < 0 ? NULL : template_of(k->fresh, *row, mode);
+    *row = row_of(k, h->tenant, h->workload);
+    const struct plan_inst *tpl = *row < 0 ? NULL : template_of(k, *row, mode);
     if (!tpl || !fits_kind(c, h, tpl, *mode) || tpl->row->model != g->model ||
         decide_card_refuses(tpl->row, g->node, g->model))
         return NULL;
@@ -129,9 +128,8 @@ static int keep_running(struct keep *k)
         if (!c || strcmp(c->model, g->model->name))
             continue;
         for (int h = 0; i == k->released && h < c->nheld; h++) {
-            int row = row_of(k->fresh->decisions, c->held[h].tenant, c->held[h].workload);
-            k->held_back[row < 0 ? k->fresh->decisions->nrows : (size_t)row] +=
-                !c->held[h].gpu_part;
+            int row = row_of(k, c->held[h].tenant, c->held[h].workload);
+            k->held_back[row < 0 ? k->ix->d->nrows : (size_t)row] += !c->held[h].gpu_part;
         }
         for (int h = 0; i != k->released && h < c->nheld; h++)
             if (!keep_held(k, g, c, &c->held[h]))
@@ -187,22 +185,41 @@ static int mig_start(const struct keep *k, const struct plan_gpu *g, const struc
     return best;
 }
 
+int reconf__mig_start(const struct plan_gpu *g, const struct cat_profile *pr)
+{
+    return mig_start(NULL, g, pr, NULL);
+}
+
 /* Spread: may row r get another replica on g? */
+static int holds(const struct plan_gpu *o, const struct decide_row *r)
+{
+    for (size_t k = 0; k < o->ninst; k++)
+        if (o->inst[k].row == r)
+            return 1;
+    return 0;
+}
+
+/* A node's cards are neighbours in p->gpus (plan_build lays cards out node
+ * by node): only they are looked at. */
 static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
 {
     int spread = r->workload->spread;
-    for (size_t i = 0; spread != SPEC_SPREAD_NONE && i < p->ngpus; i++) {
-        const struct plan_gpu *o = &p->gpus[i];
-        if (o != g && (spread == SPEC_SPREAD_GPU || o->node != g->node))
-            continue;
-        for (size_t k = 0; k < o->ninst; k++)
-            if (o->inst[k].row == r)
-                return 0;
-    }
+    if (spread == SPEC_SPREAD_NONE)
+        return 1;
+    if (spread == SPEC_SPREAD_GPU)
+        return !holds(g, r);
+    size_t at = (size_t)(g - p->gpus), lo = at, hi = at;
+    while (lo > 0 && p->gpus[lo - 1].node == g->node)
+        lo--;
+    while (hi < p->ngpus && p->gpus[hi].node == g->node)
+        hi++;
+    for (size_t i = lo; i < hi; i++)
+        if (holds(&p->gpus[i], r))
+            return 0;
     return 1;
 }
 
-static int usable(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
+int reconf__usable(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
 {
     return g->model == r->model && !decide_card_refuses(r, g->node, g->model) && spread_ok(p, g, r);
 }
@@ -210,7 +227,7 @@ static int usable(const struct plan *p, const struct plan_gpu *g, const struct d
 /* One more MIG replica of row; 1 placed, 0 no room, -1 NOMEM. */
 static int place_mig(struct keep *k, int row, const struct plan_inst *tpl)
 {
-    const struct decide_row *r = &k->fresh->decisions->rows[row];
+    const struct decide_row *r = &k->ix->d->rows[row];
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < k->p->ngpus; i++) {
             struct plan_gpu *g = &k->p->gpus[i];
@@ -218,7 +235,7 @@ static int place_mig(struct keep *k, int row, const struct plan_inst *tpl)
                                                   ? reconf_plan_card(k->cur, g->node->name,
                                                                      g->index)
                                                   : NULL;
-            int s = (g->mode == PLAN_MIG) == (pass == 0) && usable(k->p, g, r)
+            int s = (g->mode == PLAN_MIG) == (pass == 0) && reconf__usable(k->p, g, r)
                         ? mig_start(k, g, tpl->profile, avoid)
                         : -1;
             if (s < 0)
@@ -236,13 +253,13 @@ static int place_mig(struct keep *k, int row, const struct plan_inst *tpl)
 /* One more whole-GPU replica of row on free cards of one node. */
 static int place_whole(struct keep *k, int row, const struct plan_inst *tpl)
 {
-    const struct decide_row *r = &k->fresh->decisions->rows[row];
+    const struct decide_row *r = &k->ix->d->rows[row];
     struct plan_gpu *take[SPEC_REPLICA_GPUS_MAX];
     for (size_t i = 0; i < k->p->ngpus; i++) {
         int n = 0;
         for (size_t j = i; j < k->p->ngpus && n < r->gpus; j++) {
             struct plan_gpu *g = &k->p->gpus[j];
-            if (g->node == k->p->gpus[i].node && g->mode == PLAN_FREE && usable(k->p, g, r))
+            if (g->node == k->p->gpus[i].node && g->mode == PLAN_FREE && reconf__usable(k->p, g, r))
                 take[n++] = g;
         }
         if (n < r->gpus)
@@ -261,28 +278,88 @@ static int place_whole(struct keep *k, int row, const struct plan_inst *tpl)
     return 0;
 }
 
+int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const struct plan_inst *in,
+                      int mode)
+{
+    double mem = in->mem_gib;
+    int sm = in->sm_percent;
+    if (g->mode != mode && g->mode != PLAN_FREE)
+        return 0;
+    for (size_t i = 0; i < g->ninst; i++) {
+        mem += g->inst[i].mem_gib;
+        sm += g->inst[i].sm_percent;
+        if (!spec_tenants_trust(p->model, in->row->tenant->name, g->inst[i].row->tenant->name))
+            return 0;
+    }
+    return mem <= g->model->memory_gib + 1e-6 && (mode != PLAN_MPS || sm <= 100);
+}
+
+/* One more client of a sharing pool (MPS, time-slicing, memory fraction):
+ * a card of that pool with room and tenants it trusts, else a free card. */
+static int place_pool(struct keep *k, int row, const struct plan_inst *tpl, int mode)
+{
+    const struct decide_row *r = &k->ix->d->rows[row];
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < k->p->ngpus; i++) {
+            struct plan_gpu *g = &k->p->gpus[i];
+            if ((g->mode == mode) != (pass == 0) || !reconf__usable(k->p, g, r) ||
+                !reconf__pool_room(k->p, g, tpl, mode))
+                continue;
+            struct plan_inst in = *tpl;
+            in.replica = k->placed[row]++;
+            g->mode = mode;
+            return add_inst(k->p, g, &in) ? 1 : -1;
+        }
+    return 0;
+}
+
+/* A row that cannot get all its replicas: the candidate fails (k->why),
+ * or, partial, the missing replicas are named and the rest goes on. */
+static int give_up(struct keep *k, size_t row, int want, const char *why)
+{
+    const struct decide_row *r = &k->ix->d->rows[row];
+    struct reconf_replan *u = k->partial;
+    if (!u) {
+        k->why = why;
+        return 1;
+    }
+    size_t cap = u->nunplaced;
+    if (!ts_arena_grow(&u->arena, (void **)&u->unplaced, &cap, u->nunplaced, sizeof(*u->unplaced)))
+        return 0;
+    u->unplaced[u->nunplaced++] = (struct reconf_unplaced){
+        r->tenant->name, r->workload->name, want - k->placed[row], ts_arena_strdup(&u->arena, why)};
+    k->gave_up[row] = 1;
+    return 1;
+}
+
 /* Place replicas of row up to want; 0 NOMEM, 1 done or k->why set. */
 static int place_row(struct keep *k, size_t row, int want)
 {
     int mode;
-    const struct plan_inst *tpl = template_of(k->fresh, (int)row, &mode);
-    const struct decide_row *r = &k->fresh->decisions->rows[row];
-    while (tpl && !k->why && k->placed[row] < want) {
+    const struct plan_inst *tpl = template_of(k, (int)row, &mode);
+    const struct decide_row *r = &k->ix->d->rows[row];
+    while (tpl && !k->why && !k->gave_up[row] && k->placed[row] < want) {
         int got = mode == PLAN_MIG                    ? place_mig(k, (int)row, tpl)
                   : mode == PLAN_WHOLE && !tpl->guest ? place_whole(k, (int)row, tpl)
+                  : plan_mode_shares_card(mode)       ? place_pool(k, (int)row, tpl, mode)
                                                       : -2;
         if (got == -1)
             return 0;
-        if (got == -2)
-            k->why = ts_arena_printf(k->a,
-                                     "it places only new MIG instances and whole GPUs; "
-                                     "%s/%s (%s) needs the fresh plan",
-                                     r->tenant->name, r->workload->name, plan_mode_names[mode]);
-        else if (!got)
-            k->why = ts_arena_printf(k->a,
-                                     "no free MIG slices or cards for replica r%d of %s/%s "
-                                     "without moving running work",
-                                     k->placed[row], r->tenant->name, r->workload->name);
+        if (got == -2 &&
+            !give_up(k, row, want,
+                     ts_arena_printf(k->a,
+                                     "it places only new MIG instances, whole GPUs "
+                                     "and pool clients; %s/%s (%s%s) needs the fresh "
+                                     "plan",
+                                     r->tenant->name, r->workload->name, plan_mode_names[mode],
+                                     tpl->guest ? " guest" : "")))
+            return 0;
+        if (!got && !give_up(k, row, want,
+                             ts_arena_printf(k->a,
+                                             "no free MIG slices, pool room or cards for replica "
+                                             "r%d of %s/%s without moving running work",
+                                             k->placed[row], r->tenant->name, r->workload->name)))
+            return 0;
     }
     return 1;
 }
@@ -297,7 +374,7 @@ static int row_size(const struct decide_row *r)
 /* The new work (what the released card held waits), largest first. */
 static int place_new(struct keep *k)
 {
-    const struct decide_result *d = k->fresh->decisions;
+    const struct decide_result *d = k->ix->d;
     for (int pass = 0; pass < 2; pass++)
         for (size_t row = 0; row < d->nrows; row++) {
             int big = row_size(&d->rows[row]) >= 1000;
@@ -319,7 +396,7 @@ static int put_back(struct keep *k)
         const struct reconf_want *w = &c->held[h];
         int mode, row;
         const struct plan_inst *tpl = c->mig ? keepable(k, g, c, w, &row, &mode) : NULL;
-        if (!tpl || k->placed[row] >= k->fresh->decisions->rows[row].workload->replicas ||
+        if (!tpl || k->placed[row] >= k->ix->d->rows[row].workload->replicas ||
             (g->mode != PLAN_MIG && g->mode != PLAN_FREE) ||
             reconf__overlaps(g, NULL, w->start, w->size) || mig_start(k, g, tpl->profile, NULL) < 0)
             continue;
@@ -336,7 +413,7 @@ static int put_back(struct keep *k)
 
 static int place_missing(struct keep *k)
 {
-    const struct decide_result *d = k->fresh->decisions;
+    const struct decide_result *d = k->ix->d;
     if (!place_new(k) || !put_back(k))
         return 0;
     for (size_t row = 0; !k->why && row < d->nrows; row++)
@@ -347,14 +424,14 @@ static int place_missing(struct keep *k)
 
 /* ---- the candidate ------------------------------------------------------------ */
 
-static struct plan *empty_like(const struct plan *f)
+static struct plan *empty_like(const struct plan *f, const struct decide_result *d)
 {
     struct plan *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
     ts_arena_init(&p->arena);
     p->model = f->model;
-    p->decisions = f->decisions;
+    p->decisions = d;
     p->summary = f->summary;
     p->gpus = ts_arena_array(&p->arena, f->ngpus + 1, sizeof(*p->gpus));
     if (!p->gpus) {
@@ -372,30 +449,70 @@ static int cmp_start(const void *a, const void *b)
     return ((const struct plan_inst *)a)->start - ((const struct plan_inst *)b)->start;
 }
 
-static void finish(struct keep *k)
+/* The plan's rows become its own (copies in its arena): the pinned
+ * decisions outlive the search, and, partial, the rows whose replicas did
+ * not all fit hold as many as were placed, so the plan verifies as what it
+ * is. */
+static int narrow(struct keep *k)
+{
+    if (!reconf__own_rows(k->p))
+        return 0;
+    struct decide_row *rows = (struct decide_row *)k->p->decisions->rows;
+    for (size_t r = 0; r < k->p->decisions->nrows; r++) {
+        struct spec_workload *w = k->gave_up[r] ? ts_arena_alloc(&k->p->arena, sizeof(*w)) : NULL;
+        if (k->gave_up[r] && !w)
+            return 0;
+        if (w) {
+            *w = *rows[r].workload;
+            w->replicas = k->placed[r];
+            rows[r].workload = w;
+        }
+    }
+    return 1;
+}
+
+static int finish(struct keep *k)
 {
     struct ts_error e = {0};
     for (size_t i = 0; i < k->p->ngpus; i++)
         if (k->p->gpus[i].mode == PLAN_MIG && k->p->gpus[i].ninst > 1)
             qsort(k->p->gpus[i].inst, k->p->gpus[i].ninst, sizeof(struct plan_inst), cmp_start);
+    /* rows of their own: the pinned decisions (ix), or fewer replicas */
+    if (((k->partial && k->partial->nunplaced) || k->ix->d != k->fresh->decisions) && !narrow(k))
+        return 0;
     plan_summarise(k->p);
     k->p->summary.solver = "replan: running placements kept";
     if (!k->why && plan_verify(k->p, &e) != TS_OK)
         k->why = ts_arena_printf(k->a, "the kept layout fails verification: %s", e.msg);
+    return 1;
 }
 
-/* One keep candidate releasing card released (SIZE_MAX: none). */
-static ts_status keep_one(const struct plan *fresh, const struct reconf_plan *cur, size_t released,
-                          struct plan **out, const char **why, struct ts_arena *a)
+/* One keep candidate releasing card released (SIZE_MAX: none); partial:
+ * what does not fit is named there instead of failing. */
+static ts_status keep_one(const struct plan *fresh, const struct reconf_plan *cur,
+                          const struct reconf__keepix *ix, size_t released,
+                          struct reconf_replan *partial, struct plan **out, const char **why,
+                          struct ts_arena *a)
 {
-    struct keep k = {fresh, empty_like(fresh), cur, NULL, NULL, 0, 0, NULL, a, released, NULL};
-    k.placed = calloc(fresh->decisions->nrows + 1, sizeof(int));
-    k.held_back = calloc(fresh->decisions->nrows + 1, sizeof(int));
-    int ok = k.p && k.placed && k.held_back && keep_running(&k) && place_missing(&k);
-    if (ok)
-        finish(&k);
+    struct keep k = {.fresh = fresh,
+                     .p = empty_like(fresh, ix->d),
+                     .cur = cur,
+                     .a = a,
+                     .released = released,
+                     .ix = ix,
+                     .partial = partial};
+    size_t n = fresh->decisions->nrows + 1;
+    k.placed = calloc(n, sizeof(int));
+    k.held_back = calloc(n, sizeof(int));
+    k.gave_up = calloc(n, 1);
+    k.head = calloc(n, sizeof(*k.head));
+    int ok = k.p && k.placed && k.held_back && k.gave_up && k.head && keep_running(&k) &&
+             place_missing(&k) && finish(&k);
     free(k.placed);
     free(k.held_back);
+    free(k.gave_up);
+    free(k.head);
+    free(k.map);
     *out = ok && !k.why ? k.p : NULL;
     *why = k.why;
     if (!*out)
@@ -412,9 +529,10 @@ static int releasable(const struct plan *fresh, const struct reconf_plan *cur, s
 }
 
 ts_status reconf__keep_plan(const struct plan *fresh, const struct reconf_plan *cur,
-                            struct plan **out, const char **why, struct ts_arena *a)
+                            const struct reconf__keepix *ix, struct plan **out, const char **why,
+                            struct ts_arena *a)
 {
-    ts_status st = keep_one(fresh, cur, SIZE_MAX, out, why, a);
+    ts_status st = keep_one(fresh, cur, ix, SIZE_MAX, NULL, out, why, a);
     int tries = 0;
     if (*out)
         return st;
@@ -423,7 +541,7 @@ ts_status reconf__keep_plan(const struct plan *fresh, const struct reconf_plan *
         const char *no;
         if (!releasable(fresh, cur, i) || ++tries > RECONF_RELEASE_TRIES_MAX)
             continue;
-        st = keep_one(fresh, cur, i, &p, &no, a);
+        st = keep_one(fresh, cur, ix, i, NULL, &p, &no, a);
         if (p && *out && p->summary.gpus_used >= (*out)->summary.gpus_used)
             plan_free(p);
         else if (p) {
@@ -434,4 +552,11 @@ ts_status reconf__keep_plan(const struct plan *fresh, const struct reconf_plan *
     if (*out)
         *why = NULL;
     return st;
+}
+
+ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_plan *cur,
+                               const struct reconf__keepix *ix, struct plan **out,
+                               struct reconf_replan *unplaced, const char **why, struct ts_arena *a)
+{
+    return keep_one(fresh, cur, ix, SIZE_MAX, unplaced, out, why, a);
 }

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "reconf/reconf.h"
+#include "reconf/internal.h"
 #include "util/jsonread.h"
 
 const char *const reconf_verdict_names[] = {"keep",    "change",      "mig-disabled", "mig-enabled",
@@ -19,6 +19,7 @@ void reconf_plan_release(struct reconf_plan *p)
 {
     ts_arena_free(&p->arena);
     p->t = NULL;
+    p->idx = NULL;
     p->n = 0;
 }
 
@@ -83,11 +84,12 @@ ts_status reconf_plan_from_plan(const struct plan *p, struct reconf_plan *out, s
     ts_arena_init(&out->arena);
     out->n = 0;
     out->node = NULL;
+    out->idx = NULL;
     out->t = ts_arena_array(&out->arena, p->ngpus + 1, sizeof(*out->t));
     int ok = out->t != NULL;
     for (size_t i = 0; ok && i < p->ngpus; i++)
         ok = card_from_plan(&out->arena, &p->gpus[i], &out->t[out->n++]);
-    if (!ok) {
+    if (!ok || !reconf__plan_index(out)) {
         reconf_plan_release(out);
         return ts_err(err, TS_NOMEM, "out of memory");
     }
@@ -265,6 +267,7 @@ ts_status reconf_plan_parse(const char *text, size_t len, const char *file, stru
     json_t *doc;
     ts_arena_init(&out->arena);
     out->t = NULL;
+    out->idx = NULL;
     out->n = 0;
     out->node = NULL;
     ts_status st = ts_jread_load(text, len, file, &doc, err);
@@ -273,6 +276,8 @@ ts_status reconf_plan_parse(const char *text, size_t len, const char *file, stru
     struct ts_jread r = {file, err};
     st = plan_doc(&r, doc, out);
     json_decref(doc);
+    if (st == TS_OK && !reconf__plan_index(out))
+        st = ts_err(err, TS_NOMEM, "out of memory");
     if (st != TS_OK)
         reconf_plan_release(out);
     return st;
@@ -396,14 +401,6 @@ void reconf_step_text(const struct reconf_step *s, struct ts_sbuf *out)
     else
         ts_sbuf_printf(out, "create %s (profile ID %d) at %d:%d with a full compute instance",
                        s->profile, s->profile_id, s->pl.start, s->pl.size);
-}
-
-const struct reconf_card *reconf_plan_card(const struct reconf_plan *p, const char *node, int index)
-{
-    for (int i = 0; i < p->n; i++)
-        if (p->t[i].index == index && !strcmp(p->t[i].node, node))
-            return &p->t[i];
-    return NULL;
 }
 
 const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const char *node, int index,

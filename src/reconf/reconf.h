@@ -43,6 +43,7 @@ struct reconf_card {
      * and start -1 otherwise): who is on it, for replanning. */
     struct reconf_want *held;
     int nheld;
+    int removed; /* its node leaves the fleet (reconf_plan_remove_node) */
 };
 
 struct reconf_plan {
@@ -50,6 +51,7 @@ struct reconf_plan {
     struct reconf_card *t;
     int n;
     const char *node; /* read from a NodeConfig: its node (every card's); else NULL */
+    int *idx;         /* t's positions by (node, index), for reconf_plan_card; may be NULL */
 };
 
 /* From a built plan (strings borrowed from p, which must outlive out). */
@@ -74,6 +76,13 @@ void reconf_plan_release(struct reconf_plan *p);
  * GPU index and instance). TS_INVALID when there is any, TS_NOMEM. */
 ts_status reconf_plan_check(const struct reconf_plan *p, const struct spec_model *m,
                             const struct cat_catalog *cat, const char *file, struct ts_diag *diag);
+/* Node leaves the fleet (`plan --removed-node`): its cards in p are marked
+ * removed, so reconf_plan_check does not look for them in the fleet and a
+ * replan tears them down (cordon, drain, destroy; drains counted). Bad
+ * input (TS_INVALID, err) when the fleet still has the node or p has no
+ * card on it. */
+ts_status reconf_plan_remove_node(struct reconf_plan *p, const struct spec_model *m,
+                                  const char *node, struct ts_error *err);
 /* 1 when text is a JSON object of kind Plan (else, e.g., a NodeInventory). */
 int reconf_text_is_plan(const char *text, size_t len);
 
@@ -129,13 +138,21 @@ const struct reconf_want *reconf_plan_find(const struct reconf_plan *p, const ch
 
 /* ---- replanning (replan.c, steps.c) --------------------------------------- */
 
-/* --prefer: which of the two candidate plans wins when both are allowed. */
-enum reconf_prefer { RECONF_PREFER_FEWER_DRAINS, RECONF_PREFER_FEWER_CARDS };
+/* --prefer: which plan found wins among those the limits allow: fewest
+ * drains (then cards, then cost), fewest cards (then drains, then cost),
+ * lowest cost (then drains, then cards). */
+enum reconf_prefer {
+    RECONF_PREFER_FEWER_DRAINS,
+    RECONF_PREFER_FEWER_CARDS,
+    RECONF_PREFER_LOWER_COST
+};
 extern const char *const reconf_prefer_names[]; /* NULL-ended */
 
 struct reconf_replan_opts {
-    int max_drains; /* -1: no limit */
-    int prefer;     /* enum reconf_prefer */
+    int max_drains;   /* -1: no limit */
+    int prefer;       /* enum reconf_prefer */
+    int max_cards;    /* a card budget: at most this many used cards; 0: none */
+    int64_t max_cost; /* a cost budget, micro-units per hour (PriceBook); 0: none */
 };
 
 enum reconf_op_kind {
@@ -162,11 +179,35 @@ struct reconf_op {
                           * part (the replica rule counts these), else -1 */
 };
 
+/* One plan the replanner found (a Pareto point when no other has fewer or
+ * equal drains, cards and cost with one of them fewer). */
+struct reconf_point {
+    const char *how; /* "fresh plan", "running placements kept, 2 cards emptied" */
+    int drains, cards;
+    int removed_drains; /* of drains, on nodes that leave the fleet */
+    int64_t cost;       /* used cards per hour, micro-units; -1: no PriceBook */
+    const char *why;    /* refused: why (a limit, the replica rule); NULL: allowed */
+    int chosen, pareto;
+};
+
+/* A workload the plan could not place without more drains than allowed
+ * (--max-drains 0 keeps what runs and names what does not fit). */
+struct reconf_unplaced {
+    const char *tenant, *workload;
+    int replicas; /* replicas missing */
+    const char *why;
+};
+
 struct reconf_replan {
     struct ts_arena arena;
     struct reconf_op *op;
     size_t nop, cap;
     int drains, cards_kept, cards_changed;
+    int removed_drains;          /* of drains, cards of nodes that left the fleet */
+    struct reconf_point *points; /* every plan found, the chosen one marked */
+    size_t npoints;
+    struct reconf_unplaced *unplaced;
+    size_t nunplaced;
     const char *strategy; /* which candidate: see docs/replanning.md */
     const char *note;     /* why the other candidate lost, or NULL */
     const char *unsafe;   /* a workload one drain stops every replica of, or NULL */

@@ -10,15 +10,22 @@
  *     the same decision, stays; what is missing (new workloads, more
  *     replicas) goes into free MIG slices or free cards (MIG and whole GPUs;
  *     a new pool or guest needs the fresh plan). No drain by construction.
- * --prefer orders them (drains then cards, or cards then drains); the first
- * within --max-drains that never drains every replica of a workload wins.
+ *   keep, cards emptied: the keep plan with its used cards emptied one at
+ *     a time into the others' free space (evac.c), each a plan with one
+ *     card fewer and the drains that costs.
+ * Every plan found is a point (drains, cards, cost); --prefer orders them
+ * (drains, cards or cost first) and the first within --max-drains,
+ * --max-cards and --max-cost that never drains every replica of a
+ * workload wins. When none is and a drain limit is given, the keep plan
+ * without any drain: what does not fit is named (struct reconf_unplaced).
  */
 #include <stdlib.h>
 #include <string.h>
 #include "reconf/internal.h"
-#include "reconf/reconf.h"
+#include "util/grow.h"
+#include "util/units.h"
 
-const char *const reconf_prefer_names[] = {"fewer-drains", "fewer-cards", NULL};
+const char *const reconf_prefer_names[] = {"fewer-drains", "fewer-cards", "lower-cost", NULL};
 
 static int same_str(const char *a, const char *b)
 {
@@ -130,91 +137,282 @@ static void remap(struct plan *p, const struct reconf_plan *cur)
     }
 }
 
-/* ---- choosing ------------------------------------------------------------- */
+/* ---- the candidates ------------------------------------------------------- */
 
 struct cand {
-    struct plan *p;
+    struct plan *p; /* NULL: no plan (why says why) */
     struct reconf_replan r;
-    const char *why; /* not usable: why */
+    const char *how, *why;
 };
 
-static const char *refusal(struct ts_arena *a, const struct cand *c, int max_drains)
+struct search {
+    struct cand *c;
+    size_t n, cap;
+    struct ts_arena a; /* reasons */
+};
+
+/* Add plan p (owned from now on; NULL with why: none) and its steps. */
+static ts_status add(struct search *s, struct plan *p, const struct reconf_plan *cur,
+                     const char *how, const char *why)
 {
-    if (c->why)
-        return c->why;
-    if (max_drains >= 0 && c->r.drains > max_drains)
-        return ts_arena_printf(a, "it drains %d card%s, over --max-drains %d", c->r.drains,
-                               c->r.drains == 1 ? "" : "s", max_drains);
+    if (!ts_grow((void **)&s->c, &s->cap, s->n, sizeof(*s->c))) {
+        if (s->n) /* the first, the fresh plan, stays the caller's */
+            plan_free(p);
+        return TS_NOMEM;
+    }
+    struct cand *c = &s->c[s->n++];
+    *c = (struct cand){.p = p, .how = how, .why = why};
+    return p ? reconf_steps(p, cur, &c->r) : TS_OK;
+}
+
+static int64_t cost(const struct cand *c) { return c->p->summary.cost_per_hour; }
+
+/* Why c is refused by the options, or NULL. Drains of a removed node's
+ * cards are forced: they do not count against --max-drains. */
+static const char *refusal(struct ts_arena *a, const struct cand *c,
+                           const struct reconf_replan_opts *o)
+{
+    int drains = c->r.drains - c->r.removed_drains, cards = c->p->summary.gpus_used;
+    if (o->max_drains >= 0 && drains > o->max_drains)
+        return ts_arena_printf(a, "it drains %d card%s, over --max-drains %d", drains,
+                               drains == 1 ? "" : "s", o->max_drains);
+    if (o->max_cards > 0 && cards > o->max_cards)
+        return ts_arena_printf(a, "it uses %d cards, over --max-cards %d", cards, o->max_cards);
+    if (o->max_cost > 0 && cost(c) > o->max_cost)
+        return ts_arena_printf(a, "it costs %.2f per hour, over --max-cost %.2f",
+                               (double)cost(c) / TS_MICRO, (double)o->max_cost / TS_MICRO);
     if (c->r.unsafe)
         return ts_arena_printf(a, "one drain would stop every running replica of %s", c->r.unsafe);
     return NULL;
 }
 
-/* 1 when candidate b goes before a under prefer. */
-static int better(const struct cand *a, const struct cand *b, int prefer)
+/* -1, 0, 1 as x is less than, equal to or more than y. */
+static int cmp3(int64_t x, int64_t y) { return (x > y) - (x < y); }
+
+/* 1 when a goes before b under prefer (else the one found first). */
+static int before(const struct cand *a, const struct cand *b, int prefer)
 {
-    int da = a->r.drains, db = b->r.drains;
-    int ca = a->p->summary.gpus_used, cb = b->p->summary.gpus_used;
-    if (prefer == RECONF_PREFER_FEWER_CARDS)
-        return cb < ca || (cb == ca && db < da);
-    return db < da || (db == da && cb < ca);
+    int d = cmp3(a->r.drains, b->r.drains);
+    int c = cmp3(a->p->summary.gpus_used, b->p->summary.gpus_used);
+    int m = cmp3(cost(a), cost(b));
+    int order[][3] = {[RECONF_PREFER_FEWER_DRAINS] = {d, c, m},
+                      [RECONF_PREFER_FEWER_CARDS] = {c, d, m},
+                      [RECONF_PREFER_LOWER_COST] = {m, d, c}};
+    for (int i = 0; i < 3; i++)
+        if (order[prefer][i])
+            return order[prefer][i] < 0;
+    return 0;
 }
 
-static ts_status pick(struct cand *c, const struct reconf_replan_opts *o, struct plan **p,
-                      struct reconf_replan *out, struct ts_error *err)
+/* 1 when a is no worse than b in drains, cards and cost, and better in one. */
+static int dominates(const struct cand *a, const struct cand *b)
 {
-    struct ts_arena a;
-    ts_arena_init(&a);
-    const char *no[2] = {refusal(&a, &c[0], o->max_drains), refusal(&a, &c[1], o->max_drains)};
-    int first = no[1] ? 0 : no[0] ? 1 : better(&c[0], &c[1], o->prefer);
-    ts_status st = TS_OK;
-    if (no[first])
-        st = ts_err(err, TS_INFEASIBLE,
-                    "no plan meets the replanning limits: the fresh plan: %s; keeping running "
-                    "placements: %s",
-                    no[0], no[1]);
-    else if (no[!first])
-        c[first].r.note = ts_arena_printf(&c[first].r.arena, "not the %s plan: %s",
-                                          first ? "fresh" : "keep", no[!first]);
+    int d = cmp3(a->r.drains, b->r.drains),
+        c = cmp3(a->p->summary.gpus_used, b->p->summary.gpus_used);
+    int m = cost(a) < 0 || cost(b) < 0 ? 0 : cmp3(cost(a), cost(b));
+    return d <= 0 && c <= 0 && m <= 0 && (d || c || m);
+}
+
+static int pareto(const struct search *s, size_t i)
+{
+    for (size_t j = 0; j < s->n; j++)
+        if (j != i && s->c[j].p && dominates(&s->c[j], &s->c[i]))
+            return 0;
+    return 1;
+}
+
+/* Every plan found as a point in r (the chosen one's). */
+static int points(struct search *s, size_t chosen, const char *const *no, struct reconf_replan *r)
+{
+    r->points = ts_arena_array(&r->arena, s->n + 1, sizeof(*r->points));
+    for (size_t i = 0; r->points && i < s->n; i++) {
+        const struct cand *c = &s->c[i];
+        if (!c->p)
+            continue;
+        r->points[r->npoints++] = (struct reconf_point){ts_arena_strdup(&r->arena, c->how),
+                                                        c->r.drains,
+                                                        c->p->summary.gpus_used,
+                                                        c->r.removed_drains,
+                                                        cost(c),
+                                                        no[i] ? ts_arena_strdup(&r->arena, no[i])
+                                                              : NULL,
+                                                        i == chosen,
+                                                        pareto(s, i)};
+    }
+    return r->points != NULL;
+}
+
+/* The first allowed candidate in --prefer's order, or s->n. */
+static size_t best(struct search *s, const struct reconf_replan_opts *o, const char **no)
+{
+    size_t pick = s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        no[i] = s->c[i].p ? refusal(&s->a, &s->c[i], o) : s->c[i].why;
+        if (!no[i] && (pick == s->n || before(&s->c[i], &s->c[pick], o->prefer)))
+            pick = i;
+    }
+    return pick;
+}
+
+/* "the fresh plan: it drains 3 cards, over --max-drains 1; ..." */
+static const char *reasons(struct search *s, const char *const *no)
+{
+    const char *all = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const char *one = ts_arena_printf(&s->a, "\"%s\": %s", s->c[i].how, no[i]);
+        all = all ? ts_arena_printf(&s->a, "%s; %s", all, one) : one;
+    }
+    return all ? all : "no candidate";
+}
+
+/* The report's words for the plan found as how. */
+static const char *strategy(struct ts_arena *a, const char *how)
+{
+    if (!strcmp(how, "fresh"))
+        return "fresh plan, cards renumbered to keep running instances";
+    if (!strcmp(how, "keep, no drain"))
+        return "running placements kept, no drain: what does not fit is named";
+    if (!strncmp(how, "keep, ", 6))
+        return ts_arena_printf(a,
+                               "running placements kept, new work in free space, %s into the "
+                               "others",
+                               how + 6);
+    return "running placements kept, new work in free space";
+}
+
+/* Why each other plan lost: "not the fresh plan (...): it drains 3 cards,
+ * over --max-drains 0; ...". */
+static const char *note(struct search *s, size_t pick, const char *const *no,
+                        const struct reconf_replan_opts *o, struct ts_arena *a)
+{
+    const char *all = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        if (i == pick)
+            continue;
+        const char *why = no[i] ? no[i]
+                                : ts_arena_printf(a, "--prefer %s (%d drains, %d cards)",
+                                                  reconf_prefer_names[o->prefer], s->c[i].r.drains,
+                                                  s->c[i].p->summary.gpus_used);
+        const char *one = ts_arena_printf(a, "not \"%s\": %s", s->c[i].how, why);
+        all = all ? ts_arena_printf(a, "%s; %s", all, one) : one;
+    }
+    return all;
+}
+
+/* ---- the search ----------------------------------------------------------- */
+
+static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
+                                const struct reconf_plan *cur, const struct reconf__keepix *ix)
+{
+    struct plan *keep = NULL, **emptied = NULL;
+    const char *why = NULL;
+    size_t n = 0;
+    ts_status st = reconf__keep_plan(fresh, cur, ix, &keep, &why, &s->a);
+    if (st == TS_OK && keep && keep->summary.gpus_used > fresh->summary.gpus_used)
+        st = reconf__evacuate(keep, cur, &emptied, &n);
+    if (st == TS_OK)
+        st = add(s, keep, cur, "keep", why);
     else
-        c[first].r.note = ts_arena_printf(
-            &c[first].r.arena, "not the %s plan (%d drains, %d cards): --prefer %s",
-            first ? "fresh" : "keep", c[!first].r.drains, c[!first].p->summary.gpus_used,
-            reconf_prefer_names[o->prefer]);
-    ts_arena_free(&a);
-    if (st != TS_OK)
-        return st;
-    c[first].r.strategy = first ? "running placements kept, new work in free space"
-                                : "fresh plan, cards renumbered to keep running instances";
-    *out = c[first].r;
-    *p = c[first].p;
-    c[first].p = NULL;
-    c[first].r = (struct reconf_replan){0};
-    return TS_OK;
+        plan_free(keep);
+    for (size_t i = 0; i < n; i++) {
+        const char *how = ts_arena_printf(&s->a, "keep, %zu card%s emptied", i + 1, i ? "s" : "");
+        if (st == TS_OK)
+            st = add(s, emptied[i], cur, how, NULL);
+        else
+            plan_free(emptied[i]);
+    }
+    free(emptied);
+    return st;
+}
+
+/* No candidate is allowed under a drain limit: keep what runs, place what
+ * fits without a drain, name the rest. */
+static ts_status keep_partial(struct search *s, const struct plan *fresh,
+                              const struct reconf_plan *cur, const struct reconf__keepix *ix)
+{
+    struct plan *p = NULL;
+    const char *why = NULL;
+    struct reconf_replan names = {0};
+    ts_arena_init(&names.arena);
+    ts_status st = reconf__keep_partial(fresh, cur, ix, &p, &names, &why, &s->a);
+    if (st == TS_OK)
+        st = add(s, p, cur, "keep, no drain", p ? NULL : why);
+    if (st == TS_OK && p) {
+        struct reconf_replan *r = &s->c[s->n - 1].r;
+        r->unplaced = ts_arena_array(&r->arena, names.nunplaced + 1, sizeof(*r->unplaced));
+        for (size_t i = 0; r->unplaced && i < names.nunplaced; i++) {
+            r->unplaced[i] = names.unplaced[i];
+            r->unplaced[i].why = ts_arena_strdup(&r->arena, names.unplaced[i].why);
+        }
+        r->nunplaced = r->unplaced ? names.nunplaced : 0;
+        st = r->unplaced ? TS_OK : TS_NOMEM;
+    }
+    reconf_replan_release(&names);
+    return st;
+}
+
+static ts_status choose(struct search *s, const struct plan *fresh, const struct reconf_plan *cur,
+                        const struct reconf__keepix *ix, const struct reconf_replan_opts *o,
+                        size_t *pick, struct reconf_replan *out, struct ts_error *err)
+{
+    const char **no = calloc(s->n + 2, sizeof(*no));
+    if (!no)
+        return TS_NOMEM;
+    *pick = best(s, o, no);
+    ts_status st = TS_OK;
+    if (*pick == s->n && o->max_drains >= 0) {
+        size_t before_n = s->n;
+        const char **more = realloc(no, (s->n + 2) * sizeof(*no));
+        st = more ? keep_partial(s, fresh, cur, ix) : TS_NOMEM;
+        no = more ? more : no;
+        if (st == TS_OK && s->n > before_n && s->c[before_n].p) {
+            no[before_n] = NULL;
+            *pick = before_n;
+        }
+    }
+    if (st == TS_OK && *pick == s->n)
+        st = ts_err(err, TS_INFEASIBLE, "no plan meets the replanning limits: %s", reasons(s, no));
+    if (st == TS_OK) {
+        s->c[*pick].r.note = note(s, *pick, no, o, &s->c[*pick].r.arena);
+        st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
+        *out = s->c[*pick].r;
+        s->c[*pick].r = (struct reconf_replan){0};
+        out->strategy = strategy(&out->arena, s->c[*pick].how);
+    }
+    free(no);
+    return st;
 }
 
 ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
                         const struct reconf_replan_opts *o, struct reconf_replan *out,
                         struct ts_error *err)
 {
-    struct cand c[2] = {{.p = *p}, {.p = NULL}};
-    struct ts_arena why;
-    ts_arena_init(&why);
+    struct search s = {0};
+    struct reconf__keepix ix = {0};
+    size_t pick = 0;
+    ts_arena_init(&s.a);
     remap(*p, cur);
-    ts_status st = reconf_steps(c[0].p, cur, &c[0].r);
+    ts_status st = add(&s, *p, cur, "fresh", NULL);
     if (st == TS_OK)
-        st = reconf__keep_plan(*p, cur, &c[1].p, &c[1].why, &why);
-    if (st == TS_OK && c[1].p)
-        st = reconf_steps(c[1].p, cur, &c[1].r);
+        st = reconf__keepix_build(*p, cur, &ix) ? TS_OK : TS_NOMEM;
     if (st == TS_OK)
-        st = pick(c, o, p, out, err);
+        st = keep_and_empty(&s, *p, cur, &ix);
+    if (st == TS_OK)
+        st = choose(&s, *p, cur, &ix, o, &pick, out, err);
     else
         ts_err(err, st, "out of memory");
-    for (int k = 0; k < 2; k++) {
-        if (c[k].p && c[k].p != *p)
-            plan_free(c[k].p);
-        reconf_replan_release(&c[k].r);
+    reconf__keepix_free(&ix);
+    if (st == TS_OK) {
+        *p = s.c[pick].p;
+        s.c[pick].p = NULL;
     }
-    ts_arena_free(&why);
+    for (size_t k = st == TS_OK ? 0 : 1; k < s.n; k++) { /* failed: *p stays the caller's */
+        plan_free(s.c[k].p);
+        reconf_replan_release(&s.c[k].r);
+    }
+    if (st != TS_OK && s.n)
+        reconf_replan_release(&s.c[0].r);
+    free(s.c);
+    ts_arena_free(&s.a);
     return st;
 }

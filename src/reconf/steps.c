@@ -5,14 +5,17 @@
  * profile at the same start (or, off MIG, the same kind of place on a card
  * of the same mode). A running instance of a workload the spec still has
  * that is not kept must move: its card is cordoned, drained, changed and
- * uncordoned alone (one wave). What removed tenants left is destroyed and
- * new instances created in free space without a drain (wave 0). Also the
- * text and JSON of those steps.
+ * uncordoned alone (one wave). Not moves: what removed tenants left, and
+ * the replicas a workload no longer has (a scale-down: of its instances
+ * that are not kept, as many as it now has fewer, on the cards where that
+ * saves a drain); both are destroyed without a drain (wave 0). A card of
+ * the running plan that the target has not (a node removed from the fleet)
+ * is torn down: cordon, drain, destroy, its last waves. New instances go
+ * into free space without a drain (wave 0).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "reconf/reconf.h"
+#include "reconf/internal.h"
 
 const char *const reconf_op_names[] = {"cordon",       "drain",  "destroy",
                                        "set-mig-mode", "create", "uncordon"};
@@ -23,20 +26,21 @@ void reconf_replan_release(struct reconf_replan *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The decision row of tenant/workload, or -1 (removed from the spec). */
-static int row_of(const struct plan *p, const char *tenant, const char *workload)
-{
-    for (size_t i = 0; tenant && workload && i < p->decisions->nrows; i++) {
-        const struct decide_row *r = &p->decisions->rows[i];
-        if (!strcmp(r->tenant->name, tenant) && !strcmp(r->workload->name, workload))
-            return (int)i;
-    }
-    return -1;
-}
+/* What one reconf_steps call shares: rows by name, the running cards'
+ * row per instance, which running instances are dropped, which cards the
+ * target has. */
+struct sx {
+    const struct plan *p;
+    const struct reconf_plan *cur;
+    struct reconf__rows rows;
+    int **hrow;     /* [card of cur][held]: decision row, -1 removed */
+    char **dropped; /* [card of cur][held]: a replica the spec dropped */
+    char *matched;  /* [card of cur]: the target has the card */
+};
 
-static int live(const struct plan *p, const char *tenant, const char *workload)
+static int hrow(const struct sx *x, const struct reconf_card *c, int h)
 {
-    return row_of(p, tenant, workload) >= 0;
+    return x->hrow[c - x->cur->t][h];
 }
 
 static int same_str(const char *a, const char *b)
@@ -82,41 +86,51 @@ static const char *who(struct ts_arena *a, const char *tenant, const char *workl
     return ts_arena_printf(a, "%s/%s r%d", tenant, workload, replica);
 }
 
-static int add_op(struct reconf_replan *r, int kind, int wave, const struct plan_gpu *g,
-                  const char *what, const char *tenants, const char *why)
-{
-    if (!ts_arena_grow(&r->arena, (void **)&r->op, &r->cap, r->nop, sizeof(*r->op)))
-        return 0;
-    r->op[r->nop++] = (struct reconf_op){
-        kind, wave, g->node->name, g->model->name, g->index, what, tenants, why, -1};
-    return 1;
-}
-
-/* One card's comparison: which held and target instances are kept. */
+/* One card's comparison: which held and target instances are kept. g is
+ * NULL for a running card the target has not (a removed node). */
 struct card_cmp {
     const struct plan_gpu *g;
     const struct reconf_card *c; /* NULL: the card ran nothing we know of */
+    const char *node, *model;
+    int index;
     int *kept_h, *kept_t;
     int disturbed; /* running instances of live workloads that must move */
 };
 
-static void compare(const struct plan *p, struct card_cmp *k)
+static int add_op(struct reconf_replan *r, int kind, int wave, const struct card_cmp *k,
+                  const char *what, const char *tenants, const char *why)
 {
-    for (size_t t = 0; t < k->g->ninst; t++)
+    if (!ts_arena_grow(&r->arena, (void **)&r->op, &r->cap, r->nop, sizeof(*r->op)))
+        return 0;
+    r->op[r->nop++] = (struct reconf_op){kind, wave,    k->node, k->model, k->index,
+                                         what, tenants, why,     -1};
+    return 1;
+}
+
+/* A running instance that must find another place: live, not kept, not dropped. */
+static int moves(const struct sx *x, const struct card_cmp *k, int h)
+{
+    return !k->kept_h[h] && hrow(x, k->c, h) >= 0 && !x->dropped[k->c - x->cur->t][h];
+}
+
+static void compare(const struct sx *x, struct card_cmp *k)
+{
+    for (size_t t = 0; k->g && t < k->g->ninst; t++)
         for (int h = 0; k->c && h < k->c->nheld && !k->kept_t[t]; h++)
             if (!k->kept_h[h] && same_place(&k->c->held[h], k->c, k->g, &k->g->inst[t]))
                 k->kept_h[h] = k->kept_t[t] = 1;
+    k->disturbed = 0;
     for (int h = 0; k->c && h < k->c->nheld; h++)
-        k->disturbed += !k->kept_h[h] && live(p, k->c->held[h].tenant, k->c->held[h].workload);
+        k->disturbed += moves(x, k, h);
 }
 
 /* The pods a drain evicts: the moving instances, "a/b r0, c/d r1". */
-static const char *evicted(struct ts_arena *a, const struct plan *p, const struct card_cmp *k)
+static const char *evicted(struct ts_arena *a, const struct sx *x, const struct card_cmp *k)
 {
     const char *s = NULL;
     for (int h = 0; h < k->c->nheld; h++) {
         const struct reconf_want *w = &k->c->held[h];
-        if (k->kept_h[h] || !live(p, w->tenant, w->workload))
+        if (!moves(x, k, h))
             continue;
         const char *one = who(a, w->tenant, w->workload, w->replica);
         s = s ? ts_arena_printf(a, "%s, %s", s, one) : one;
@@ -124,21 +138,28 @@ static const char *evicted(struct ts_arena *a, const struct plan *p, const struc
     return s;
 }
 
-static int destroys(struct reconf_replan *r, const struct plan *p, const struct card_cmp *k,
-                    int wave)
+static const char *destroy_why(const struct sx *x, const struct card_cmp *k, int h)
+{
+    if (!k->c->held[h].tenant)
+        return k->g ? "the canary moves" : "its node leaves the fleet";
+    if (hrow(x, k->c, h) < 0)
+        return "removed from the spec";
+    if (x->dropped[k->c - x->cur->t][h])
+        return "a replica the spec no longer has (scale the workload down first)";
+    return k->g ? "moves to a new instance" : "its node leaves the fleet: moves";
+}
+
+static int destroys(struct reconf_replan *r, const struct sx *x, const struct card_cmp *k, int wave)
 {
     int ok = 1;
     for (int h = 0; ok && k->c && h < k->c->nheld; h++) {
         const struct reconf_want *w = &k->c->held[h];
         if (k->kept_h[h])
             continue;
-        const char *why = !w->tenant                        ? "the canary moves"
-                          : live(p, w->tenant, w->workload) ? "moves to a new instance"
-                                                            : "removed from the spec";
-        ok = add_op(r, RECONF_OP_DESTROY, wave, k->g, held_what(&r->arena, w, k->c->mode),
-                    who(&r->arena, w->tenant, w->workload, w->replica), why);
+        ok = add_op(r, RECONF_OP_DESTROY, wave, k, held_what(&r->arena, w, k->c->mode),
+                    who(&r->arena, w->tenant, w->workload, w->replica), destroy_why(x, k, h));
         if (ok && !w->gpu_part)
-            r->op[r->nop - 1].row = row_of(p, w->tenant, w->workload);
+            r->op[r->nop - 1].row = hrow(x, k->c, h);
     }
     return ok;
 }
@@ -146,9 +167,8 @@ static int destroys(struct reconf_replan *r, const struct plan *p, const struct 
 static int creates(struct reconf_replan *r, const struct plan *p, const struct card_cmp *k,
                    int wave)
 {
-    const struct decide_row *r_rows = p->decisions->rows;
     int ok = 1;
-    for (size_t t = 0; ok && t < k->g->ninst; t++) {
+    for (size_t t = 0; ok && k->g && t < k->g->ninst; t++) {
         const struct plan_inst *in = &k->g->inst[t];
         if (k->kept_t[t])
             continue;
@@ -160,11 +180,11 @@ static int creates(struct reconf_replan *r, const struct plan *p, const struct c
                                 .guest = in->guest};
         const char *tenant = in->row ? in->row->tenant->name : NULL;
         const char *workload = in->row ? in->row->workload->name : NULL;
-        ok = add_op(r, RECONF_OP_CREATE, wave, k->g,
+        ok = add_op(r, RECONF_OP_CREATE, wave, k,
                     held_what(&r->arena, &w, plan_mode_names[k->g->mode]),
                     who(&r->arena, tenant, workload, -1), NULL);
         if (ok && in->row && !in->gpu_part)
-            r->op[r->nop - 1].row = (int)(in->row - r_rows);
+            r->op[r->nop - 1].row = (int)(in->row - p->decisions->rows);
     }
     return ok;
 }
@@ -173,56 +193,57 @@ static int creates(struct reconf_replan *r, const struct plan *p, const struct c
  * uses it otherwise, or the reverse. */
 static int mode_flips(const struct card_cmp *k)
 {
-    if (!k->c || k->g->mode == PLAN_FREE || !strcmp(k->c->mode, "free"))
+    if (!k->g || !k->c || k->g->mode == PLAN_FREE || !strcmp(k->c->mode, "free"))
         return 0;
     return k->c->mig != (k->g->mode == PLAN_MIG);
 }
 
-static int emit_card(struct reconf_replan *r, const struct plan *p, struct card_cmp *k)
+static int emit_card(struct reconf_replan *r, const struct sx *x, struct card_cmp *k)
 {
     int wave = k->disturbed ? ++r->drains : 0, ok = 1;
-    const char *ev = k->disturbed ? evicted(&r->arena, p, k) : NULL;
+    const char *ev = k->disturbed ? evicted(&r->arena, x, k) : NULL;
     if (k->disturbed)
-        ok = add_op(r, RECONF_OP_CORDON, wave, k->g, NULL, NULL, NULL) &&
-             add_op(r, RECONF_OP_DRAIN, wave, k->g, NULL, ev, NULL);
-    ok = ok && destroys(r, p, k, wave);
+        ok = add_op(r, RECONF_OP_CORDON, wave, k, NULL, NULL, NULL) &&
+             add_op(r, RECONF_OP_DRAIN, wave, k, NULL, ev, NULL);
+    ok = ok && destroys(r, x, k, wave);
     if (ok && mode_flips(k))
-        ok = add_op(r, RECONF_OP_MIG_MODE, wave, k->g,
-                    k->g->mode == PLAN_MIG ? "enable" : "disable", NULL,
-                    "an operator runs nvidia-smi -mig; tessera never changes MIG mode");
-    ok = ok && creates(r, p, k, wave);
-    if (ok && k->disturbed)
-        ok = add_op(r, RECONF_OP_UNCORDON, wave, k->g, NULL, NULL, NULL);
+        ok = add_op(r, RECONF_OP_MIG_MODE, wave, k, k->g->mode == PLAN_MIG ? "enable" : "disable",
+                    NULL, "an operator runs nvidia-smi -mig; tessera never changes MIG mode");
+    ok = ok && creates(r, x->p, k, wave);
+    if (ok && k->disturbed && k->g) /* a removed node's card stays cordoned */
+        ok = add_op(r, RECONF_OP_UNCORDON, wave, k, NULL, NULL, NULL);
+    r->removed_drains += k->disturbed && !k->g;
     return ok;
 }
 
 /* Running replicas per decision row in cur (first GPU parts). */
-static int *running(const struct plan *p, const struct reconf_plan *cur)
+static int *running(const struct sx *x)
 {
-    int *n = calloc(p->decisions->nrows + 1, sizeof(int));
-    for (int i = 0; n && i < cur->n; i++)
-        for (int h = 0; h < cur->t[i].nheld; h++) {
-            const struct reconf_want *w = &cur->t[i].held[h];
-            int row = w->gpu_part ? -1 : row_of(p, w->tenant, w->workload);
-            n[row < 0 ? p->decisions->nrows : (size_t)row] += row >= 0;
-        }
+    int *n = calloc(x->p->decisions->nrows + 1, sizeof(int));
+    for (int i = 0; n && i < x->cur->n; i++)
+        for (int h = 0; h < x->cur->t[i].nheld; h++)
+            if (!x->cur->t[i].held[h].gpu_part && x->hrow[i][h] >= 0)
+                n[x->hrow[i][h]]++;
     return n;
 }
 
 /* The replica rule, by playing the steps in order: a workload that runs
  * two or more replicas must keep a slot through every step (a pod evicted
- * by a drain lands on a slot created earlier, on any card). */
-static int check_safe(struct reconf_replan *r, const struct plan *p, const struct reconf_plan *cur)
+ * by a drain lands on a slot created earlier, on any card). A scale-down's
+ * destroy counts only against the replicas the spec keeps. */
+static int check_safe(struct reconf_replan *r, const struct sx *x)
 {
-    int *slots = running(p, cur), *had = running(p, cur);
+    int *slots = running(x), *had = running(x);
     for (size_t i = 0; slots && had && i < r->nop && !r->unsafe; i++) {
         const struct reconf_op *o = &r->op[i];
         if (o->row < 0)
             continue;
         slots[o->row] += o->kind == RECONF_OP_CREATE ? 1 : -1;
-        if (o->kind == RECONF_OP_DESTROY && slots[o->row] <= 0 && had[o->row] >= 2)
-            r->unsafe = ts_arena_printf(&r->arena, "%s/%s", p->decisions->rows[o->row].tenant->name,
-                                        p->decisions->rows[o->row].workload->name);
+        int keep = x->p->decisions->rows[o->row].workload->replicas;
+        if (o->kind == RECONF_OP_DESTROY && slots[o->row] <= 0 && had[o->row] >= 2 && keep > 0)
+            r->unsafe = ts_arena_printf(&r->arena, "%s/%s",
+                                        x->p->decisions->rows[o->row].tenant->name,
+                                        x->p->decisions->rows[o->row].workload->name);
     }
     int ok = slots && had;
     free(slots);
@@ -237,16 +258,25 @@ static const struct reconf_card *current_card(const struct reconf_plan *cur,
     return c && !strcmp(c->model, g->model->name) ? c : NULL;
 }
 
-static int card_open(const struct plan *p, const struct reconf_plan *cur, size_t i,
-                     struct card_cmp *k)
+/* Card i of the target (i < ngpus), else running card i - ngpus, which the
+ * target has not. */
+static int card_open(const struct sx *x, size_t i, struct card_cmp *k)
 {
-    const struct plan_gpu *g = &p->gpus[i];
-    *k = (struct card_cmp){g, current_card(cur, g), NULL, NULL, 0};
-    k->kept_h = calloc((size_t)(k->c ? k->c->nheld : 0) + 1, sizeof(int));
-    k->kept_t = calloc(g->ninst + 1, sizeof(int));
+    const struct plan_gpu *g = i < x->p->ngpus ? &x->p->gpus[i] : NULL;
+    const struct reconf_card *c = g ? current_card(x->cur, g) : &x->cur->t[i - x->p->ngpus];
+    *k = (struct card_cmp){g,
+                           c,
+                           g ? g->node->name : c->node,
+                           g ? g->model->name : c->model,
+                           g ? g->index : c->index,
+                           NULL,
+                           NULL,
+                           0};
+    k->kept_h = calloc((size_t)(c ? c->nheld : 0) + 1, sizeof(int));
+    k->kept_t = calloc((g ? g->ninst : 0) + 1, sizeof(int));
     if (!k->kept_h || !k->kept_t)
         return 0;
-    compare(p, k);
+    compare(x, k);
     return 1;
 }
 
@@ -256,20 +286,27 @@ static void card_close(struct card_cmp *k)
     free(k->kept_t);
 }
 
+/* The cards steps look at: the target's, then the running ones it lacks. */
+static size_t ncards(const struct sx *x) { return x->p->ngpus + (size_t)x->cur->n; }
+
+static int skip(const struct sx *x, size_t i)
+{
+    return i >= x->p->ngpus && x->matched[i - x->p->ngpus];
+}
+
 /* Pass 0: cards that need no drain; pass 1: a drained card, its own wave. */
-static int card_pass(struct reconf_replan *r, const struct plan *p, const struct reconf_plan *cur,
-                     size_t i, int pass)
+static int card_pass(struct reconf_replan *r, const struct sx *x, size_t i, int pass)
 {
     struct card_cmp k;
-    int ok = card_open(p, cur, i, &k), changed = 0;
-    for (size_t t = 0; ok && t < k.g->ninst; t++)
+    int ok = card_open(x, i, &k), changed = 0;
+    for (size_t t = 0; ok && k.g && t < k.g->ninst; t++)
         changed |= !k.kept_t[t];
     for (int h = 0; ok && k.c && h < k.c->nheld; h++)
         changed |= !k.kept_h[h];
     if (ok && pass == (k.disturbed > 0)) {
         r->cards_changed += changed;
-        r->cards_kept += !changed && k.g->ninst > 0;
-        ok = !changed || emit_card(r, p, &k);
+        r->cards_kept += !changed && k.g && k.g->ninst > 0;
+        ok = !changed || emit_card(r, x, &k);
     }
     card_close(&k);
     return ok;
@@ -285,15 +322,13 @@ static void play(const struct reconf_replan *r, size_t from, int *slots)
 
 /* 1 when draining k's card now leaves each workload that runs two or more
  * replicas an instance somewhere. */
-static int drain_safe(const struct plan *p, const struct card_cmp *k, const int *slots,
+static int drain_safe(const struct sx *x, const struct card_cmp *k, const int *slots,
                       const int *had)
 {
     for (int h = 0; h < k->c->nheld; h++) {
-        const struct reconf_want *w = &k->c->held[h];
-        int row = k->kept_h[h] || w->gpu_part ? -1 : row_of(p, w->tenant, w->workload), gone = 0;
-        for (int x = 0; row >= 0 && had[row] >= 2 && x < k->c->nheld; x++)
-            gone += !k->kept_h[x] && !k->c->held[x].gpu_part &&
-                    row_of(p, k->c->held[x].tenant, k->c->held[x].workload) == row;
+        int row = k->kept_h[h] || k->c->held[h].gpu_part ? -1 : hrow(x, k->c, h), gone = 0;
+        for (int y = 0; row >= 0 && had[row] >= 2 && y < k->c->nheld; y++)
+            gone += !k->kept_h[y] && !k->c->held[y].gpu_part && hrow(x, k->c, y) == row;
         if (row >= 0 && had[row] >= 2 && slots[row] - gone <= 0)
             return 0;
     }
@@ -301,13 +336,13 @@ static int drain_safe(const struct plan *p, const struct card_cmp *k, const int 
 }
 
 /* The first drained card (fleet order) whose drain is safe now, else 0. */
-static size_t next_safe(const struct plan *p, const struct reconf_plan *cur, const size_t *todo,
-                        size_t n, const int *slots, const int *had, int *ok)
+static size_t next_safe(const struct sx *x, const size_t *todo, size_t n, const int *slots,
+                        const int *had, int *ok)
 {
     for (size_t j = 0; *ok && j < n; j++) {
         struct card_cmp k;
-        *ok = card_open(p, cur, todo[j], &k);
-        int safe = *ok && drain_safe(p, &k, slots, had);
+        *ok = card_open(x, todo[j], &k);
+        int safe = *ok && drain_safe(x, &k, slots, had);
         card_close(&k);
         if (safe)
             return j;
@@ -316,16 +351,18 @@ static size_t next_safe(const struct plan *p, const struct reconf_plan *cur, con
 }
 
 /* The drained cards, one wave each, a card whose drain is safe first (an
- * earlier wave may create the instances a later drain's pods move to). */
-static int drained_waves(struct reconf_replan *r, const struct plan *p,
-                         const struct reconf_plan *cur)
+ * earlier wave may create the instances a later drain's pods move to);
+ * a removed node's cards after the target's. */
+static int drained_waves(struct reconf_replan *r, const struct sx *x)
 {
-    size_t n = 0, *todo = calloc(p->ngpus + 1, sizeof(*todo));
-    int *slots = running(p, cur), *had = running(p, cur);
+    size_t n = 0, *todo = calloc(ncards(x) + 1, sizeof(*todo));
+    int *slots = running(x), *had = running(x);
     int ok = todo && slots && had;
-    for (size_t i = 0; ok && i < p->ngpus; i++) {
+    for (size_t i = 0; ok && i < ncards(x); i++) {
         struct card_cmp k;
-        ok = card_open(p, cur, i, &k);
+        if (skip(x, i))
+            continue;
+        ok = card_open(x, i, &k);
         if (ok && k.disturbed)
             todo[n++] = i;
         card_close(&k);
@@ -333,8 +370,8 @@ static int drained_waves(struct reconf_replan *r, const struct plan *p,
     if (ok)
         play(r, 0, slots);
     while (ok && n) {
-        size_t j = next_safe(p, cur, todo, n, slots, had, &ok), from = r->nop;
-        ok = ok && card_pass(r, p, cur, todo[j], 1);
+        size_t j = next_safe(x, todo, n, slots, had, &ok), from = r->nop;
+        ok = ok && card_pass(r, x, todo[j], 1);
         play(r, from, slots);
         memmove(&todo[j], &todo[j + 1], (n - j - 1) * sizeof(*todo));
         n--;
@@ -345,64 +382,113 @@ static int drained_waves(struct reconf_replan *r, const struct plan *p,
     return ok;
 }
 
+/* ---- the shared state: rows, matched cards, scale-down drops --------------- */
+
+static int sx_open(struct sx *x, const struct plan *p, const struct reconf_plan *cur)
+{
+    *x = (struct sx){.p = p, .cur = cur};
+    x->hrow = calloc((size_t)cur->n + 1, sizeof(*x->hrow));
+    x->dropped = calloc((size_t)cur->n + 1, sizeof(*x->dropped));
+    x->matched = calloc((size_t)cur->n + 1, 1);
+    int ok = x->hrow && x->dropped && x->matched && reconf__rows_index(p->decisions, &x->rows);
+    for (int i = 0; ok && i < cur->n; i++) {
+        x->hrow[i] = malloc(((size_t)cur->t[i].nheld + 1) * sizeof(int));
+        x->dropped[i] = calloc((size_t)cur->t[i].nheld + 1, 1);
+        ok = x->hrow[i] && x->dropped[i];
+        for (int h = 0; ok && h < cur->t[i].nheld; h++)
+            x->hrow[i][h] = reconf__row(&x->rows, cur->t[i].held[h].tenant,
+                                        cur->t[i].held[h].workload);
+    }
+    for (size_t i = 0; ok && i < p->ngpus; i++) {
+        const struct reconf_card *c = current_card(cur, &p->gpus[i]);
+        if (c)
+            x->matched[c - cur->t] = 1;
+    }
+    return ok;
+}
+
+static void sx_close(struct sx *x)
+{
+    for (int i = 0; x->hrow && x->dropped && i < x->cur->n; i++) {
+        free(x->hrow[i]);
+        free(x->dropped[i]);
+    }
+    free(x->hrow);
+    free(x->dropped);
+    free(x->matched);
+    reconf__rows_free(&x->rows);
+}
+
+/* One replica part per instance: the rows a drop may apply to. */
+static int one_part(const struct sx *x, int row)
+{
+    const struct decide_row *r = &x->p->decisions->rows[row];
+    return r->profile || r->gpus <= 1;
+}
+
+/* Replicas the target holds per row. */
+static int *planned(const struct sx *x)
+{
+    int *n = calloc(x->p->decisions->nrows + 1, sizeof(int));
+    for (size_t i = 0; n && i < x->p->ngpus; i++)
+        for (size_t t = 0; t < x->p->gpus[i].ninst; t++) {
+            const struct plan_inst *in = &x->p->gpus[i].inst[t];
+            if (in->row && !in->gpu_part)
+                n[in->row - x->p->decisions->rows]++;
+        }
+    return n;
+}
+
+/* Drop a row's surplus running instances (running - planned), taking the
+ * non-kept ones of cards with the fewest moving instances first (pass 1:
+ * cards where it spares the drain, pass 2: any). */
+static void drop_on(struct sx *x, struct card_cmp *k, int *surplus, int all)
+{
+    int live = 0, drop = 0;
+    for (int h = 0; h < k->c->nheld; h++) {
+        int row = hrow(x, k->c, h);
+        live += moves(x, k, h);
+        drop += moves(x, k, h) && surplus[row] > 0 && one_part(x, row);
+    }
+    for (int h = 0; (all || live == drop) && h < k->c->nheld; h++) {
+        int row = hrow(x, k->c, h);
+        if (moves(x, k, h) && surplus[row] > 0 && one_part(x, row)) {
+            x->dropped[k->c - x->cur->t][h] = 1;
+            surplus[row]--;
+        }
+    }
+}
+
+static int drops(struct sx *x)
+{
+    int *surplus = running(x), *want = planned(x), ok = surplus && want;
+    for (size_t row = 0; ok && row < x->p->decisions->nrows; row++)
+        surplus[row] -= want[row];
+    for (int all = 0; ok && all < 2; all++)
+        for (size_t i = 0; ok && i < ncards(x); i++) {
+            struct card_cmp k;
+            if (skip(x, i))
+                continue;
+            ok = card_open(x, i, &k);
+            if (ok && k.c && k.g) /* a removed node's pods are evicted, never dropped */
+                drop_on(x, &k, surplus, all);
+            card_close(&k);
+        }
+    free(surplus);
+    free(want);
+    return ok;
+}
+
 ts_status reconf_steps(const struct plan *target, const struct reconf_plan *cur,
                        struct reconf_replan *out)
 {
+    struct sx x;
     memset(out, 0, sizeof *out);
     ts_arena_init(&out->arena);
-    for (size_t i = 0; i < target->ngpus; i++)
-        if (!card_pass(out, target, cur, i, 0))
-            return TS_NOMEM;
-    if (!drained_waves(out, target, cur))
-        return TS_NOMEM;
-    return check_safe(out, target, cur) ? TS_OK : TS_NOMEM;
-}
-
-/* ---- text and JSON ---------------------------------------------------------- */
-
-void reconf_replan_text(const struct reconf_replan *r, struct ts_sbuf *out)
-{
-    ts_sbuf_printf(out, "\nReplanning (%s)\n", r->strategy ? r->strategy : "");
-    if (r->note)
-        ts_sbuf_printf(out, "  note: %s\n", r->note);
-    ts_sbuf_printf(out,
-                   "  cards kept %d, changed %d, drained %d (one at a time, in waves; "
-                   "[no drain] steps disturb no running pod)\n",
-                   r->cards_kept, r->cards_changed, r->drains);
-    if (!r->nop)
-        ts_sbuf_puts(out, "  no step: every card keeps what it runs\n");
-    for (size_t i = 0; i < r->nop; i++) {
-        const struct reconf_op *o = &r->op[i];
-        char tag[32] = "no drain";
-        if (o->wave)
-            snprintf(tag, sizeof tag, "wave %d", o->wave);
-        ts_sbuf_printf(out, "  %zu. [%s] %s %s GPU %d", i + 1, tag, reconf_op_names[o->kind],
-                       o->node, o->index);
-        if (o->what)
-            ts_sbuf_printf(out, ": %s", o->what);
-        if (o->tenants)
-            ts_sbuf_printf(out, " %s %s", o->kind == RECONF_OP_DRAIN ? "evicts" : "for",
-                           o->tenants);
-        if (o->why)
-            ts_sbuf_printf(out, " (%s)", o->why);
-        ts_sbuf_puts(out, "\n");
-    }
-}
-
-json_t *reconf_replan_json(const struct reconf_replan *r, const struct reconf_replan_opts *o)
-{
-    json_t *steps = json_array();
-    for (size_t i = 0; i < r->nop; i++) {
-        const struct reconf_op *s = &r->op[i];
-        json_array_append_new(
-            steps, json_pack("{s:i, s:s, s:i, s:s, s:i, s:s, s:s?, s:s?, s:s?}", "step", (int)i + 1,
-                             "action", reconf_op_names[s->kind], "wave", s->wave, "node", s->node,
-                             "index", s->index, "model", s->model, "what", s->what, "tenants",
-                             s->tenants, "why", s->why));
-    }
-    json_t *max = o->max_drains < 0 ? json_null() : json_integer(o->max_drains);
-    return json_pack("{s:s, s:s?, s:s, s:o, s:i, s:i, s:i, s:o}", "strategy", r->strategy, "note",
-                     r->note, "prefer", reconf_prefer_names[o->prefer], "maxDrains", max, "drains",
-                     r->drains, "cardsKept", r->cards_kept, "cardsChanged", r->cards_changed,
-                     "steps", steps);
+    int ok = sx_open(&x, target, cur) && drops(&x);
+    for (size_t i = 0; ok && i < ncards(&x); i++)
+        ok = skip(&x, i) || card_pass(out, &x, i, 0);
+    ok = ok && drained_waves(out, &x) && check_safe(out, &x);
+    sx_close(&x);
+    return ok ? TS_OK : TS_NOMEM;
 }

@@ -207,6 +207,14 @@
  * keep candidate may drain (each try lays out the whole fleet once); past
  * this the fresh plan is the only other candidate. */
 #define RECONF_RELEASE_TRIES_MAX 256
+/* Replanning's drains-for-cards search (reconf/evac.c): cards emptied one
+ * at a time, each a plan kept in memory (a 10,000-card plan is about 2 MB)
+ * and a point reported; and cards tried per round, each try scanning the
+ * fleet once for room. Past them the search stops with what it found. */
+#define RECONF_EVACUATIONS_MAX 64
+#define RECONF_EVAC_TRIES_MAX 64
+/* `plan --max-cards N`: a card budget, at most the cards a plan can use. */
+#define RECONF_MAX_CARDS_MAX PLAN_MAX_INSTANCES
 /* A plan's JSON as `plan --current` and `agent apply` read it: cards (above
  * the 10,000-GPU fleets the planner is built for; the file itself is capped
  * by CLI_PLAN_FILE_MAX), instances on one card (MPS allows 48 or 64 clients,

@@ -125,7 +125,7 @@ values=(
     # LINE TO COMPLETE|WORDS IT MUST OFFER|A COMMAND THAT TAKES EACH (@: the word)
     "tessera plan -o |text json yaml|plan -f $EX -o @"
     "tessera plan --solver |auto exact heuristic|plan -f $EX --solver @"
-    "tessera plan --prefer |fewer-drains fewer-cards|plan -f $EX --prefer @"
+    "tessera plan --prefer |fewer-drains fewer-cards lower-cost|plan -f $EX --prefer @"
     "tessera usage -o |text json yaml|usage -f $EX --db sqlite:$TMP/none.db -o @"
     "tessera invoice --output |text csv json yaml html|invoice -f $EX --db sqlite:$TMP/none.db --tenant client-a --period 2026-01 -o @"
     "tessera ledger history -o |text json yaml|ledger history --db sqlite:$TMP/none.db --tenant client-a -o @"

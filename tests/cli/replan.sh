@@ -7,7 +7,8 @@
 # on one card, client-a keeps one replica in place, and the JSON steps are
 # cordon, drain, destroy, create, uncordon for that card; an unchanged spec
 # has no step; a removed client's instances are destroyed without a drain;
-# --max-drains 0 fails (exit 1) naming both candidates; bad flags and bad
+# --max-drains 0 keeps running work and names what does not fit (exit 1);
+# bad flags and bad
 # plan JSON exit 2 naming the flag or the JSON path. Needs TESSERA,
 # TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -18,7 +19,9 @@ expect_rc 0 scripts/demo-replan "$TESSERA" "$TMP/demo"
 d="$TMP/demo/replan"
 expect_in "$TMP/out" "cards kept 3, changed 2, drained 1"
 expect_in "$TMP/out" "[wave 1] drain gpu-node-1 GPU 0 evicts client-a/chat-13b r0"
-expect_in "$TMP/out" "keeping running placements: it drains 1 card, over --max-drains 0"
+# --max-drains 0: running work kept, the replica of client-x that needs a
+# drain named (the five cards hold one free card and no free 3g.40gb slice)
+expect_in "$TMP/out" "tessera: replan: not placed: client-x/chat-x, 1 replica"
 
 # JSON: the plan, its steps, and the drains counted from the two plans
 expect_rc 0 T plan -f "$d/five-h100.yaml" -f "$d/client-x.yaml" --current "$d/running.json" -o json
@@ -68,23 +71,38 @@ assert acts == [("destroy", "client-c/support-7b-int8 r%d" % k, "removed from th
 assert r["drains"] == 0 and r["cardsChanged"] == 2, r
 PY
 
-# --max-drains 0 where every plan needs a drain: exit 1, both reasons
+# --max-drains 0 where placing everything needs a drain: the plan keeps every
+# running instance, places one replica of client-x on the free card, names
+# the other (stderr and replan.unplaced) and exits 1
 expect_rc 1 T plan -f "$d/five-h100.yaml" -f "$d/client-x.yaml" --current "$d/running.json" \
-    --max-drains 0
-expect_in "$TMP/err" "the fresh plan: it drains 3 cards, over --max-drains 0"
+    --max-drains 0 -o json
+expect_in "$TMP/err" "not placed: client-x/chat-x, 1 replica"
+python3 - "$d/running.json" "$TMP/out" <<'PY' && ok || bad "max-drains 0 json"
+import json, sys
+old, new = (json.load(open(p)) for p in sys.argv[1:])
+place = lambda g, i: (g["node"], g["index"], i["tenant"], i["workload"], i["profile"], i["start"])
+kept = {place(g, i) for g in new["gpus"] for i in g["instances"]}
+assert all(place(g, i) in kept for g in old["gpus"] for i in g["instances"]), "a running one moved"
+r = new["replan"]
+assert r["drains"] == 0 and [s["action"] for s in r["steps"]] == ["create"], r["steps"]
+assert [(u["tenant"], u["workload"], u["replicas"]) for u in r["unplaced"]] == \
+    [("client-x", "chat-x", 1)], r["unplaced"]
+x = [i for g in new["gpus"] for i in g["instances"] if i["tenant"] == "client-x"]
+assert len(x) == 1, x
+PY
 # --prefer fewer-cards on the same change: the fresh plan's drains, within a limit of 3
 expect_rc 0 T plan -f "$d/five-h100.yaml" -f "$d/client-x.yaml" --current "$d/running.json" \
     --prefer fewer-cards --max-drains 1
-expect_in "$TMP/out" "not the fresh plan: it drains 3 cards, over --max-drains 1"
+expect_in "$TMP/out" "not \"fresh\": it drains 3 cards, over --max-drains 1"
 
 # bad usage and bad input
 expect_rc 2 T plan -f examples/four-h100.yaml --current "$TMP/w4.json" --max-drains -1
 expect_in "$TMP/err" "--max-drains must be a whole number from 0 to"
 expect_rc 2 T plan -f examples/four-h100.yaml --current "$TMP/w4.json" --max-drains 2x
 expect_rc 2 T plan -f examples/four-h100.yaml --current "$TMP/w4.json" --prefer fewer
-expect_in "$TMP/err" "--prefer must be fewer-drains or fewer-cards"
+expect_in "$TMP/err" "--prefer must be fewer-drains, fewer-cards or lower-cost"
 expect_rc 2 T plan -f examples/four-h100.yaml --max-drains 1
-expect_in "$TMP/err" "--max-drains and --prefer need --current PLAN.json"
+expect_in "$TMP/err" "--max-drains, --max-cards, --max-cost, --prefer and --removed-node need --current PLAN.json"
 expect_rc 2 T plan -f examples/four-h100.yaml --current "$TMP/w4.json" --current "$TMP/w4.json"
 expect_in "$TMP/err" "--current takes one plan"
 python3 - "$TMP/w4.json" "$TMP/bad.json" <<'PY'

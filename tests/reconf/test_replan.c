@@ -78,7 +78,7 @@ static void replan_any(struct run *x, const char *old_yaml, const char *new_yaml
     struct ts_error e = {0};
     assert_int_equal(reconf_plan_parse(js.data, js.len, "old.json", &x->cur, &e), TS_OK);
     ts_sbuf_release(&js);
-    struct reconf_replan_opts o = {max, prefer};
+    struct reconf_replan_opts o = {.max_drains = max, .prefer = prefer};
     x->st = reconf_replan(&x->neu.plan, &x->cur, &o, &x->r, &x->e);
     if (x->st == TS_OK) {
         const char *bad = th_check_plan(x->neu.plan);
@@ -297,10 +297,18 @@ static void test_max_drains_zero(void **state)
     assert_int_equal(x.neu.plan->summary.gpus_used, 6);
     assert_non_null(strstr(x.r.note, "over --max-drains 0"));
     run_free(&x);
+    /* five cards: one free, and no free 3g.40gb slice on the four running
+     * ones; spread: gpu puts one replica on the free card, the other needs a
+     * drain. --max-drains 0 keeps everything (issue 30) and names the one
+     * replica of client-x/chat-x that does not fit (before: refused). */
     replan(&x, worked(0, 5, NULL, NULL), worked(1, 5, NULL, extra), 0, RECONF_PREFER_FEWER_DRAINS);
-    assert_int_equal(x.st, TS_INFEASIBLE);
-    assert_non_null(strstr(x.e.msg, "over --max-drains 0"));
-    assert_non_null(strstr(x.e.msg, "keeping running placements: it drains 1 card,"));
+    assert_int_equal(x.st, TS_OK);
+    assert_int_equal(x.r.drains, 0);
+    assert_int_equal(drained_cards(x.neu.plan, &x.cur), 0);
+    assert_int_equal(x.r.nunplaced, 1);
+    assert_string_equal(x.r.unplaced[0].workload, "chat-x");
+    assert_int_equal(x.r.unplaced[0].replicas, 1);
+    assert_int_equal(x.neu.plan->summary.gpus_used, 5);
     run_free(&x);
 }
 

@@ -1,0 +1,162 @@
+/*
+ * pin.c - what the keep candidates of a replan read, built once: each
+ * row's template (the instance a kept or new replica copies) and the
+ * decisions they keep by. A workload that runs on one card model while its
+ * decision now names another (a price change, a model that filled up) is
+ * pinned to the model it runs on when it may run there: the keep plan then
+ * keeps it in place (its own decision row, the running model and profile,
+ * which render and admit read), and the fresh plan is the other point of
+ * the trade (fewer cost, its drains).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "reconf/internal.h"
+
+/* What row runs on now: one model (NULL and mixed when several), the
+ * running card's mode, a MIG profile name. */
+struct runs {
+    const char *model, *mode, *profile;
+    int mixed;
+};
+
+static void note_run(struct runs *r, const struct reconf_card *c, const struct reconf_want *w)
+{
+    if (!r->model) {
+        *r = (struct runs){c->model, c->mode, w->profile, 0};
+        return;
+    }
+    r->mixed |= strcmp(r->model, c->model) || strcmp(r->mode, c->mode) ||
+                (r->profile && (!w->profile || strcmp(r->profile, w->profile)));
+}
+
+static const struct cat_model *model_named(const struct plan *f, const char *name)
+{
+    for (size_t i = 0; i < f->ngpus; i++)
+        if (!strcmp(f->gpus[i].model->name, name))
+            return f->gpus[i].model;
+    return NULL;
+}
+
+static int allowed(const struct spec_workload *w, const char *model)
+{
+    int in = !w->ngpu_models;
+    for (size_t i = 0; i < w->ngpu_models; i++)
+        in |= !strcmp(w->gpu_models[i], model);
+    return in && (!w->gpu_model || !strcmp(w->gpu_model, model));
+}
+
+/* The pinned template of row r on model m, or 0 when it may not run there
+ * as it runs now. */
+static int pinned_tpl(const struct decide_row *r, const struct plan_inst *fresh_tpl, int fmode,
+                      const struct runs *run, const struct cat_model *m, struct plan_inst *out)
+{
+    *out = *fresh_tpl;
+    if (fmode == PLAN_MIG) {
+        const struct cat_profile *p = run->profile ? cat_profile_find(m, run->profile) : NULL;
+        if (!m->mig || strcmp(run->mode, "mig") || !p || p->memory_gib + 1e-9 < r->need_gib ||
+            p->compute < r->workload->compute_slices)
+            return 0;
+        out->profile = p;
+        out->size = p->mem_units;
+        out->mem_gib = p->memory_gib;
+        return 1;
+    }
+    double need = plan_mode_shares_card(fmode) ? r->cap_gib : r->need_gib / (r->gpus ? r->gpus : 1);
+    if (strcmp(run->mode, plan_mode_names[fmode]) || m->memory_gib + 1e-9 < need)
+        return 0;
+    out->mem_gib = fmode == PLAN_WHOLE || fmode == PLAN_VGPU ? m->memory_gib : fresh_tpl->mem_gib;
+    return 1;
+}
+
+/* Row i pinned to what it runs on, when it may be. */
+static int pin_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
+                   const struct runs *run)
+{
+    struct decide_row *r = &ix->own.rows[i];
+    const struct cat_model *m;
+    struct plan_inst t;
+    if (!ix->has[i] || !run->model || run->mixed || !strcmp(run->model, r->model->name) ||
+        !allowed(r->workload, run->model) || !(m = model_named(f, run->model)) ||
+        !pinned_tpl(r, &ix->tpl[i], ix->mode[i], run, m, &t))
+        return 1;
+    const char *was = r->model->name;
+    r->model = m;
+    r->profile = t.profile;
+    r->reason = ts_arena_printf(&ix->a,
+                                "%s; kept on the %s it runs on (replanning: the decision's %s "
+                                "would move it)",
+                                r->reason, m->name, was);
+    ix->tpl[i] = t;
+    ix->pinned++;
+    return r->reason != NULL;
+}
+
+static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur)
+{
+    size_t n = f->decisions->nrows;
+    struct runs *run = calloc(n + 1, sizeof(*run));
+    int ok = run != NULL;
+    for (int c = 0; ok && c < cur->n; c++)
+        for (int h = 0; !cur->t[c].removed && h < cur->t[c].nheld; h++) {
+            int row = reconf__row(&ix->rows, cur->t[c].held[h].tenant, cur->t[c].held[h].workload);
+            if (row >= 0)
+                note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
+        }
+    for (size_t i = 0; ok && i < n; i++)
+        ok = pin_row(ix, f, i, &run[i]);
+    free(run);
+    return ok;
+}
+
+/* Each row's template: the fresh plan's first instance and its card's mode. */
+static void templates(struct reconf__keepix *ix, const struct plan *f)
+{
+    for (size_t i = f->ngpus; i-- > 0;)
+        for (size_t k = f->gpus[i].ninst; k-- > 0;)
+            if (f->gpus[i].inst[k].row) {
+                size_t row = (size_t)(f->gpus[i].inst[k].row - f->decisions->rows);
+                ix->tpl[row] = f->gpus[i].inst[k];
+                ix->tpl[row].row = &ix->d->rows[row];
+                ix->has[row] = 1;
+                ix->mode[row] = f->gpus[i].mode;
+            }
+}
+
+int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
+                         struct reconf__keepix *ix)
+{
+    size_t n = f->decisions->nrows;
+    memset(ix, 0, sizeof *ix);
+    ts_arena_init(&ix->a);
+    ix->own.rows = malloc((n + 1) * sizeof(*ix->own.rows));
+    ix->own.nrows = n;
+    ix->tpl = calloc(n + 1, sizeof(*ix->tpl));
+    ix->has = calloc(n + 1, 1);
+    ix->mode = calloc(n + 1, sizeof(*ix->mode));
+    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode ||
+        !reconf__rows_index(f->decisions, &ix->rows))
+        return 0;
+    memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
+    ix->d = &ix->own;
+    templates(ix, f);
+    if (!pin(ix, f, cur))
+        return 0;
+    if (!ix->pinned) { /* nothing pinned: the fresh plan's rows, as they are */
+        ix->d = f->decisions;
+        for (size_t i = 0; i < n; i++)
+            ix->tpl[i].row = &f->decisions->rows[i];
+    }
+    ix->rows.d = ix->d;
+    return 1;
+}
+
+void reconf__keepix_free(struct reconf__keepix *ix)
+{
+    free(ix->own.rows);
+    free(ix->tpl);
+    free(ix->has);
+    free(ix->mode);
+    reconf__rows_free(&ix->rows);
+    ts_arena_free(&ix->a);
+    memset(ix, 0, sizeof *ix);
+}
