@@ -12,8 +12,9 @@
 #   2. GPU-9, down from 23:59:50, comes back at 01:00 on February 1st, past
 #      the window's reach: its last January interval (10 s) is billed once
 #      the reader finds the tail's later scrape;
-#   3. scrapes GPU-0 missed in January arrive late: the batch removes the
-#      window, and the invoice is integrated again;
+#   3. scrapes GPU-0 missed in January (gaps of 45 s, billed 30 s) arrive
+#      late: the batch removes the window, the invoice is integrated again
+#      (15 s more for each gap filled);
 #   4. an aggregate edited in the database is read as it is (the invoice
 #      shows the edit) and --verify exits 1 naming it.
 . "$(dirname "$0")/../lib.sh"
@@ -34,14 +35,14 @@ tmp, t0 = sys.argv[1], int(sys.argv[2]) * 1000
 CARD = {"GPU-0": ('gpu="0",UUID="GPU-0",Hostname="n1"', "lab-ns", "own"),
         "GPU-9": ('gpu="0",UUID="GPU-9",Hostname="n9"', "team-ns", "t")}
 two_h = 480
-missed = {k for k in range(two_h) if k % 17 == 5}  # GPU-0's missed scrapes
+missed = {k for k in range(two_h) if k % 17 in (5, 6)}  # GPU-0's gaps of 45 s (30 s billed)
 stages = {1: [], 2: [], 3: []}
 for k in range(two_h):
     ts = t0 + 15000 * k
     if k not in missed:
         stages[1].append(("GPU-0", ts))
-    elif k % 2:
-        stages[3].append(("GPU-0", ts))  # half of them arrive late (stage 3)
+    elif k // 17 % 2:
+        stages[3].append(("GPU-0", ts))  # half of the gaps filled late (stage 3: +15 s each)
     if ts <= t0 + 2 * 3600000 - 10000:
         stages[1].append(("GPU-9", ts))  # up to 23:59:45, and one at 23:59:50
 stages[1].append(("GPU-9", t0 + 2 * 3600000 - 10000))
@@ -116,8 +117,10 @@ run() {
     stage "$db" "$label" 2
     check "$label: GPU-9's last 10 s of January not billed after it came back" \
         differs "$TMP/want1" "$TMP/want"
+    cp "$TMP/want" "$TMP/want2"
     import "$db" 3
     stage "$db" "$label" 3
+    check "$label: the late scrapes change nothing billed" differs "$TMP/want2" "$TMP/want"
     "$TESSERA" invoice -f "$TMP/spec.yaml" --db "$db" --tenant lab --period 2026-01 -o json \
         >"$TMP/$label.lab.json"
     # drift: the aggregate edited by hand (one GPU-hour more for lab)
