@@ -97,17 +97,26 @@ static ts_status load(struct store *st, int64_t token, struct meter_usage *u, st
     return rc;
 }
 
-/* *fresh 0 when a tail of u now has a later scrape (the window is stale). */
+/* *fresh 0 when a tail of u now has a later scrape (the window is stale).
+ * When no sample is newer than the earliest tail (the month still open)
+ * none can have one: one look-up for all. */
 static ts_status tails_fresh(struct store *st, const struct meter_usage *u, int *fresh,
                              struct ts_error *err)
 {
+    int64_t first = INT64_MAX, newest = 0;
+    int any = 0;
     *fresh = 1;
+    for (size_t i = 0; i < u->ntails; i++)
+        first = u->tails[i].p.ts_ms < first ? u->tails[i].p.ts_ms : first;
+    ts_status rc = u->ntails > 1 ? store_last_sample(st, &newest, &any, err) : TS_OK;
+    if (rc != TS_OK || (u->ntails > 1 && (!any || newest <= first)))
+        return rc;
     for (size_t i = 0; i < u->ntails && *fresh; i++) {
         const struct meter_tail *t = &u->tails[i], *prev = i ? t - 1 : NULL;
         int found = 0;
         if (prev && !strcmp(prev->family, t->family) && prev->p.ts_ms == t->p.ts_ms)
             continue;
-        ts_status rc = store_device_scraped_after(st, t->family, t->split, t->p.ts_ms, &found, err);
+        rc = store_device_scraped_after(st, t->family, t->split, t->p.ts_ms, &found, err);
         if (rc != TS_OK)
             return rc;
         *fresh = !found;
