@@ -216,6 +216,18 @@ image_prereqs() {
     [ "$(id -u)" -eq 0 ] || { bad "the image test needs root (chroot, buildah storage)"; return 1; }
 }
 
+# demo_day DIR: the demo day (what scripts/demo-meter writes: the day's
+# exporter pages, the inventory, the metering store) in DIR: a copy of the one
+# ctest makes once a build (the fixture setup_demo_day, DEMO_DAY; a test asks
+# for it with the label demo-day), else made here.
+demo_day() {
+    if [ -n "${DEMO_DAY:-}" ] && [ -s "$DEMO_DAY/metering.db" ]; then
+        cp -r "$DEMO_DAY" "$1"
+    else
+        (cd "$TESSERA_SRC" && scripts/demo-meter "$TESSERA" "$1")
+    fi
+}
+
 # ---- a node's pods as the agent sees them (agent_enforce*.sh, agent_evict.sh) ----
 # need_pod_cgroups NAME: CG, the cgroup v1 pids hierarchy's kubepods (the
 # kubelet's cgroupfs layout), writable here; else "NAME: SKIPPED: ..." and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow
+# labels: slow demo-day
 # api.sh - the JSON API under /api/v1/ (docs/api.md) of the real `tessera console`
 # over HTTPS, loaded with the demo day (scripts/demo-meter): tokens minted by
 # `tessera token new` (the file holds only their SHA-256, checked here with
@@ -19,7 +19,7 @@ WPORT=$(free_port)
 WHPORT=$(free_port)
 D=$TMP/d
 mkdir -p "$D"
-scripts/demo-meter "$TESSERA" "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
+demo_day "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
 DB=sqlite:$TMP/demo/metering.db
 
 # a hostile displayName: markup, quotes, a backslash; the plan is unchanged

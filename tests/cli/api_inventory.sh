@@ -1,4 +1,5 @@
 #!/bin/bash
+# labels: demo-day
 # api_inventory.sh - console --inventory (a NodeInventory file or a folder of
 # them): /api/v1/plan gives every card of the demo its GPU UUID and every
 # MIG instance its UUID by index and placement, from the inventory
@@ -9,7 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PORT=$(free_port)
-scripts/demo-meter "$TESSERA" "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
+demo_day "$TMP/demo" >/dev/null 2>&1 || bad "demo-meter failed"
 SPEC=examples/four-h100.yaml
 INV=$TMP/inv
 mkdir -p "$INV"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow nosan
+# labels: slow nosan demo-day
 # console_browser.sh - the console in Debian's chromium (tests/browser/console.mjs,
 # playwright-core and axe-core from tests/browser/package-lock.json, installed
 # by scripts/install-deps check). A real `tessera console` over HTTPS with the
@@ -25,7 +25,7 @@ PERIOD=2026-11 FROM=2026-11-02T00:00:00Z TO=2026-11-03T00:00:00Z AT=2026-11-02T1
 HOSTILE='<script>window.pwned=1</script>"onerror=window.pwned=2 javascript:window.pwned=3'
 HOSTILE_NAME='<img src=x onerror=window.pwned=4>"onerror=x javascript:alert(1)'
 HOSTILE_POD='<svg onload=window.pwned=5>"onerror=x javascript:alert(2)'
-expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
+expect_rc 0 demo_day "$TMP/demo"
 DB=sqlite:$TMP/demo/metering.db
 # A custody violation whose pod label is hostile: one scrape, after the day, of a
 # client-b pod on client-a's 3g.40gb instance of card 0.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow
+# labels: slow demo-day
 # demo_console.sh - the end of `make demo` (scripts/demo-console) after the
 # metering part: it prints the console's URL with a one-time operator token
 # whose SHA-256 alone is on disk; with DEMO_NONINTERACTIVE=1 (make check) it
@@ -12,7 +12,7 @@
 # console that cannot start (its port taken) is reported at once, with its log.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
-expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
+expect_rc 0 demo_day "$TMP/demo"
 PORT=$(free_port)
 DEMO_PORT=$PORT DEMO_NONINTERACTIVE=1 timeout 60 scripts/demo-console "$TESSERA" "$TMP/demo" \
     >"$TMP/out1" 2>&1

@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow nosan
+# labels: slow nosan demo-day
 # grafana.sh - the Grafana dashboards (deploy/grafana/) against the real Prometheus
 # (Debian's /usr/bin/prometheus) scraping a real `tessera serve` (the webhook) and a
 # real `tessera console` on their probes' ports (--health-listen): the worked example
@@ -58,7 +58,7 @@ assert a == b, "kubectl kustomize differs"' "$TMP/cm.yaml" "$TMP/kcm.yaml" && ok
 fi
 
 # the demo day, and its last scrape as a live one twice (15 s apart, so the GPU-hours grow)
-scripts/demo-meter "$TESSERA" "$TMP/demo" >"$TMP/demo.log" 2>&1 || bad "demo-meter failed"
+demo_day "$TMP/demo" >"$TMP/demo.log" 2>&1 || bad "demo-meter failed"
 DB=sqlite:$TMP/demo/metering.db
 DAY=$TMP/demo/dcgm-2026-11-02.prom
 last=$(tail -1 "$DAY" | awk '{print $NF}')

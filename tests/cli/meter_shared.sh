@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow
+# labels: slow demo-day
 # meter_shared.sh - a shared service billed to its consumers (PriceBook
 # sharedSplit), on SQLite and a real PostgreSQL. The worked example's day
 # (scripts/demo-day.py) is imported once per backend; the RAG clients use the
@@ -24,7 +24,7 @@ PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 TENANTS="client-a client-b client-c client-d rag-e rag-f rag-g rag-h provider platform-dev"
 
-expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
+expect_rc 0 demo_day "$TMP/demo"
 DAY=$TMP/demo/dcgm-2026-11-02.prom INV=$TMP/demo/inventory-gpu-node-1.json
 
 # spec variants of the worked example: sharedSplit and the uses' weights

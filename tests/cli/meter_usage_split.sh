@@ -1,5 +1,5 @@
 #!/bin/bash
-# labels: slow
+# labels: slow demo-day
 # meter_usage_split.sh - a shared workload split by a usage metric
 # (PriceBook sharedSplit: usage), import -> invoice: the worked example's
 # day (the provider's embedding pool, used by rag-e..rag-h) and Istio's
@@ -22,7 +22,7 @@ PG="$TMP/pg"
 PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 
-expect_rc 0 scripts/demo-meter "$TESSERA" "$TMP/demo"
+expect_rc 0 demo_day "$TMP/demo"
 cp "$TMP/demo/metering.db" "$TMP/none.db" # no requests counted: by weight
 python3 - "$TMP/usage.yaml" <<'PY'
 import sys
