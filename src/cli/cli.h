@@ -199,6 +199,10 @@ struct cli_job {
 /* Load catalog + spec and decide; returns CLI_OK or an exit code (errors printed). */
 int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
                    const struct cli_files *catalog);
+/* ... with the PriceBook's cost as the objective of the card models
+ * (plan_decide) under opt (NULL: the defaults). */
+int cli_job_decide_opt(struct cli_job *job, const struct cli_files *spec,
+                       const struct cli_files *catalog, const struct plan_options *opt);
 /* ... and plan. */
 int cli_job_plan(struct cli_job *job, const struct cli_files *spec, const struct cli_files *catalog,
                  const struct plan_options *opt);

@@ -411,7 +411,7 @@ static ts_status load_generation(struct reload *rl, struct generation *g, struct
     if (st == TS_OK)
         st = spec_load(rl->spec->paths, rl->spec->n, &j->model, &diag);
     if (st == TS_OK)
-        st = decide_run(j->model, j->cat, &j->decisions, &diag);
+        st = plan_decide(j->model, j->cat, &popt, &j->decisions, &diag);
     if (st == TS_OK)
         st = plan_build(j->model, j->cat, j->decisions, &popt, &j->plan, &diag);
     if (st == TS_OK)

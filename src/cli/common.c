@@ -59,6 +59,12 @@ int cli_fail(const struct ts_error *e, enum cli_stage stage)
 int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
                    const struct cli_files *catalog)
 {
+    return cli_job_decide_opt(job, spec, catalog, NULL);
+}
+
+int cli_job_decide_opt(struct cli_job *job, const struct cli_files *spec,
+                       const struct cli_files *catalog, const struct plan_options *opt)
+{
     struct ts_diag diag = {0};
     memset(job, 0, sizeof(*job));
     if (spec->n == 0) {
@@ -69,7 +75,7 @@ int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
     if (st == TS_OK)
         st = spec_load(spec->paths, spec->n, &job->model, &diag);
     if (st == TS_OK)
-        st = decide_run(job->model, job->cat, &job->decisions, &diag);
+        st = plan_decide(job->model, job->cat, opt, &job->decisions, &diag);
     if (st != TS_OK) {
         cli_print_diag(&diag);
         if (diag.count == 0)
@@ -82,7 +88,7 @@ int cli_job_decide(struct cli_job *job, const struct cli_files *spec,
 int cli_job_plan(struct cli_job *job, const struct cli_files *spec, const struct cli_files *catalog,
                  const struct plan_options *opt)
 {
-    int rc = cli_job_decide(job, spec, catalog);
+    int rc = cli_job_decide_opt(job, spec, catalog, opt);
     if (rc != CLI_OK)
         return rc;
     struct ts_diag diag = {0};

@@ -142,7 +142,14 @@ struct plan_build {
     int hold_spread;  /* hold cards for pool replicas spread by node (hold.c) */
     size_t *held;     /* the held cards (indexes into p->gpus) */
     size_t nheld;
+    int cost_bound; /* give summary.cost_lower_bound (plan_build; not the cost trials) */
 };
+
+/* plan_build; cost_bound 0 leaves the cost bound out (-1): the trial
+ * plans of plan_choose_models only compare costs. */
+ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
+                      const struct decide_result *d, const struct plan_options *opt, int cost_bound,
+                      struct plan **out, struct ts_diag *diag);
 
 /* hold.c: one card per replica of each sharing pool spread by node, on
  * nodes of their own, made not free (plan__hold) while whole GPUs and MIG
@@ -233,5 +240,34 @@ int plan__pidx_trust(struct plan_pidx *x, const struct spec_tenant *a, const str
 /* Cards holding members of r's group; cards it needs at least. */
 int plan__pidx_group_cards(const struct plan_pidx *x, const struct decide_row *r);
 int plan__pidx_group_bound(struct plan_pidx *x, const struct decide_row *r);
+
+/* ---- the cost objective (plan/pin.c, plan/cost.c) ---- */
+
+/* 1 when the cost objective may put r on another card model. */
+int plan__movable(const struct decide_row *r);
+/* r's workload decided alone on model (*out; its reason in arena): 1, or 0
+ * when decide refuses it there or it would isolate less than r. */
+int plan__decide_on(const struct spec_model *m, const struct cat_catalog *cat,
+                    const struct decide_row *r, const struct cat_model *model,
+                    struct ts_arena *arena, struct decide_row *out);
+/* m's decisions with row i's workload on pins[i] (NULL: as decide picks);
+ * a row moved off its model in was says so in its reason. */
+ts_status plan__decide_pinned(const struct spec_model *m, const struct cat_catalog *cat,
+                              const struct cat_model *const *pins, const struct decide_result *was,
+                              struct decide_result **out, struct ts_diag *diag);
+/* The cost program of d's workloads over the fleet's models (NULL without
+ * a PriceBook or memory); its LP optimum in currency units per hour (-1:
+ * none); its integer solution as each movable row's model and its cost in
+ * *obj (0: none). */
+struct cost;
+struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d);
+void plan__cost_close(struct cost *c);
+double plan__cost_lp(struct cost *c);
+int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
+/* The lower bound on cost, micro-units per hour (-1: none): the program's
+ * LP, and for a one-model fleet at least card_bound cards at its price. */
+int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
+                         const struct decide_result *d, int card_bound);
 
 #endif

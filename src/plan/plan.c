@@ -255,12 +255,17 @@ void plan_summarise(struct plan *p)
                                        ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
                                        : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
+    s->cost_gap_percent = s->cost_per_hour >= 0 && s->cost_lower_bound > 0
+                              ? 100.0 * (double)(s->cost_per_hour - s->cost_lower_bound) /
+                                    (double)s->cost_lower_bound
+                              : 0;
 }
 
 static void totals(struct plan_build *b)
 {
     struct plan_summary *s = &b->p->summary;
     s->lower_bound = b->bound;
+    s->cost_lower_bound = b->cost_bound ? plan__cost_bound(b->m, b->cat, b->d, b->bound) : -1;
     plan_summarise(b->p);
     s->solver = solver_note(b, s->optimal);
 }
@@ -407,6 +412,13 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d, const struct plan_options *opt,
                      struct plan **out, struct ts_diag *diag)
 {
+    return plan__build(m, cat, d, opt, 1, out, diag);
+}
+
+ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
+                      const struct decide_result *d, const struct plan_options *opt, int cost_bound,
+                      struct plan **out, struct ts_diag *diag)
+{
     static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
     struct plan_options no_time = {PLAN_SOLVER_HEURISTIC, 0};
     struct ts_diag *scratch = calloc(1, sizeof(*scratch));
@@ -419,18 +431,28 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
         free(scratch);
         return TS_NOMEM;
     }
-    struct plan_build b = {
-        .m = m, .cat = cat, .d = d, .opt = opt ? opt : &defaults, .diag = scratch};
+    struct plan_build b = {.m = m,
+                           .cat = cat,
+                           .d = d,
+                           .opt = opt ? opt : &defaults,
+                           .diag = scratch,
+                           .cost_bound = cost_bound};
     ts_status st = attempt(&b, 1, out);
     int ran_mig_first = st == TS_INFEASIBLE;
     if (ran_mig_first) {
-        b = (struct plan_build){.m = m, .cat = cat, .d = d, .opt = b.opt, .diag = mig_first};
+        b = (struct plan_build){
+            .m = m, .cat = cat, .d = d, .opt = b.opt, .diag = mig_first, .cost_bound = cost_bound};
         st = attempt(&b, 0, out);
     }
     if (st == TS_INFEASIBLE && plan__hold_wanted(d)) {
         memset(scratch, 0, sizeof(*scratch));
-        b = (struct plan_build){
-            .m = m, .cat = cat, .d = d, .opt = b.opt, .diag = scratch, .hold_spread = 1};
+        b = (struct plan_build){.m = m,
+                                .cat = cat,
+                                .d = d,
+                                .opt = b.opt,
+                                .diag = scratch,
+                                .hold_spread = 1,
+                                .cost_bound = cost_bound};
         ts_status held = attempt(&b, 1, out);
         st = held == TS_INFEASIBLE ? st : held;
     }

@@ -83,6 +83,11 @@ struct plan_summary {
     int64_t cost_per_hour; /* used cards at PriceBook prices (micro-units); -1: no PriceBook,
                             * or a used card's model has no price */
     int optimal;           /* 1 when gpus_used is proven minimal */
+    /* No plan of these workloads on any of their card models costs less
+     * (plan/cost.c: the LP of the cost program), micro-units; <= 0: none
+     * (no PriceBook). The gap is the cost's over it, in percent. */
+    int64_t cost_lower_bound;
+    double cost_gap_percent;
 };
 
 struct plan {
@@ -113,6 +118,20 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d, const struct plan_options *opt,
                      struct plan **out, struct ts_diag *diag);
 void plan_free(struct plan *p);
+
+/* With a PriceBook, the fleet's price per hour as the objective: each
+ * workload's card model chosen jointly over all workloads and models
+ * (plan/cost.c: GLPK on the cost program, then both plans laid out). *out
+ * is new decisions (decide_free) when their plan costs less than d's, else
+ * NULL (d stands; also without a PriceBook, or with opt's time limit 0 or
+ * the heuristic solver). */
+ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d, const struct plan_options *opt,
+                             struct decide_result **out);
+/* decide_run, then plan_choose_models: the decisions every verb plans. */
+ts_status plan_decide(const struct spec_model *m, const struct cat_catalog *cat,
+                      const struct plan_options *opt, struct decide_result **out,
+                      struct ts_diag *diag);
 
 /* Lower bound on cards for the decisions (plan/bound.c). */
 int plan_lower_bound(const struct spec_model *m, const struct cat_catalog *cat,

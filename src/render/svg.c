@@ -1,7 +1,7 @@
 /*
  * svg.c - the SVG fleet picture (see svg.h).
  *
- * Layout: a title, then per card a label column (node, index, model, mode)
+ * Layout: a title (and the cost line with a PriceBook), then per card a label column (node, index, model, mode)
  * and a bar 720 px wide. MIG cards draw their grid units as cells; each
  * instance spans its units. Whole and pooled cards split the bar by
  * reserved memory. Free space is grey; best-effort guests are hatched.
@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "util/units.h"
 
 #define ROW_H 46
 #define BAR_X 300
@@ -174,6 +175,23 @@ static void legend(const struct plan *p, double y, struct ts_sbuf *out)
     }
 }
 
+/* The cost line under the title (with a PriceBook): per hour, the lower
+ * bound and the gap, as the text summary gives them. */
+static void svg_cost(const struct plan *p, struct ts_sbuf *out)
+{
+    const struct plan_summary *s = &p->summary;
+    if (s->cost_per_hour < 0 || !p->model->pricebook)
+        return;
+    ts_sbuf_printf(out, "<text x=\"20\" y=\"50\" class=\"l\">cost %.2f ",
+                   (double)s->cost_per_hour / TS_MICRO);
+    ts_sbuf_xml(out, p->model->pricebook->currency);
+    ts_sbuf_puts(out, " per hour");
+    if (s->cost_lower_bound > 0)
+        ts_sbuf_printf(out, ", lower bound %.2f (gap %.1f%%)",
+                       (double)s->cost_lower_bound / TS_MICRO, s->cost_gap_percent);
+    ts_sbuf_puts(out, "</text>\n");
+}
+
 void render_svg(const struct plan *p, struct ts_sbuf *out)
 {
     double height = TOP + (double)p->ngpus * ROW_H + 40 + ((double)p->model->ntenants / 6 + 1) * 22;
@@ -192,6 +210,7 @@ void render_svg(const struct plan *p, struct ts_sbuf *out)
                    "tessera plan: %d of %d GPUs used, naive %d, dedicated %d, lower "
                    "bound %d</text>\n",
                    s->gpus_used, s->gpus_total, s->naive, s->dedicated, s->lower_bound);
+    svg_cost(p, out);
     for (size_t i = 0; i < p->ngpus; i++) {
         const struct plan_gpu *g = &p->gpus[i];
         double y = TOP + (double)i * ROW_H;

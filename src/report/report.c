@@ -174,6 +174,11 @@ static void text_summary(const struct plan_summary *s, const char *currency, str
         ts_sbuf_printf(
             out, "  cost               %.2f %s per hour (the used cards at PriceBook prices)\n",
             (double)s->cost_per_hour / TS_MICRO, currency);
+    if (s->cost_per_hour >= 0 && s->cost_lower_bound > 0)
+        ts_sbuf_printf(out,
+                       "  cost lower bound   %.2f %s per hour (gap %.1f%%: no plan of these "
+                       "workloads on their card models costs less)\n",
+                       (double)s->cost_lower_bound / TS_MICRO, currency, s->cost_gap_percent);
     ts_sbuf_printf(out,
                    "  lower bound        %d%s\n"
                    "  solver             %s\n"
@@ -259,6 +264,11 @@ static json_t *json_summary(const struct plan *p)
                         s->cost_per_hour >= 0 ? json_real((double)s->cost_per_hour / TS_MICRO)
                                               : json_null());
     json_object_set_new(o, "currency", pb ? json_string(pb->currency) : json_null());
+    int bound = s->cost_per_hour >= 0 && s->cost_lower_bound > 0;
+    json_object_set_new(o, "costLowerBound",
+                        bound ? json_real((double)s->cost_lower_bound / TS_MICRO) : json_null());
+    json_object_set_new(o, "costGapPercent",
+                        bound ? round_to(s->cost_gap_percent, 0.1) : json_null());
     json_object_set_new(o, "gpusUsed", json_integer(s->gpus_used));
     json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
     json_object_set_new(o, "naiveGpus", json_integer(s->naive));

@@ -125,7 +125,7 @@ static struct serve_policy *load_policy(struct serve_state *s)
     if (st == TS_OK)
         st = spec_load(o->spec_files, o->nspec, &p->model, d);
     if (st == TS_OK)
-        st = decide_run(p->model, p->cat, &p->decisions, d);
+        st = plan_decide(p->model, p->cat, &popt, &p->decisions, d);
     if (st == TS_OK)
         st = plan_build(p->model, p->cat, p->decisions, &popt, &p->plan, d);
     if (st == TS_OK && admit_policy_build(p->plan, &o->admit, &p->admit, &e) != TS_OK) {

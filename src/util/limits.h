@@ -234,6 +234,23 @@
  * heuristic layout. */
 #define PLAN_CFG_MAX 20000
 #define PLAN_CFG_NODES_MAX 400000
+/* The cost objective (plan/cost.c): MIG profile types per card model in its
+ * program (a catalog model has a few dozen at most; past it no cost bound
+ * is given and decide's models stand), and its columns (a class of alike
+ * workloads on one card model, and the cards' configurations) past which
+ * GLPK's branch and bound is not tried and decide's models stand (the
+ * bound is still given). Not input caps: nothing is refused. */
+#define PLAN_COST_TYPES_MAX 64
+#define PLAN_COST_ALTS_MAX 4000
+/* GLPK stops the cost program's branch and bound once its layout is within
+ * this fraction of the best bound of the open nodes (0.1%: well inside
+ * the gap to the LP bound that the planner reports). */
+#define PLAN_COST_MIP_GAP 0.001
+/* Seconds GLPK may spend on the cost program (at most the plan's own time
+ * limit): small fleets' programs close in milliseconds; a 3,000-GPU trace
+ * fleet's does not close in 2 s, and its layouts were no cheaper than
+ * decide's (bench/RESULTS.md), so it gets no more than this. */
+#define PLAN_COST_TIME_S 0.5
 /* GLPK's pass over one pool class (plan/improve.c): configurations (its
  * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
  * work of a class is about nodes x configurations; at 3,756 configurations

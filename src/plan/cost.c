@@ -1,0 +1,758 @@
+/*
+ * cost.c - the fleet's price per hour as one program over every workload
+ * and card model (with a PriceBook): which model each workload runs on.
+ *
+ * Each workload has alternatives (plan/pin.c): its own decision and, when
+ * it may move, the decision decide makes on each other fleet model that
+ * isolates as well. The program (GLPK):
+ *   y[r,a]  binary: workload r runs on alternative a (one per workload);
+ *   x[M,k]  cards of model M filled with MIG configuration k (every maximal
+ *           set of the profiles the alternatives use on M, plan/config.c);
+ *   z[g]    cards of sharing-pool group g (model, mechanism, and the MPS
+ *           tenant or the set of tenants that trust each other);
+ *   whole cards: GPUs x replicas of the alternative.
+ * Profile counts cover the chosen replicas, a pool's cards hold its
+ * clients' memory caps, MPS SM shares and clients, replicas kept apart
+ * (spread) get as many cards, and a model's cards are at most the fleet's.
+ * Minimised: the price of the cards. Node constraints, canary slices and
+ * best-effort guests (they ride on other cards) are left out, so the
+ * program relaxes the planner's problem: its LP relaxation is a lower bound
+ * on the cost of any plan of these workloads, and its integer solution is
+ * the models the planner then tries (plan_choose_models).
+ */
+#include "plan/internal.h"
+
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/grow.h"
+#include "util/units.h"
+
+struct cost_model_row {
+    const struct cat_model *model;
+    int cards;
+    double price; /* per card hour, currency units */
+    int guests;   /* some alternative is a best-effort guest on it */
+    int hosts;    /* some alternative is a scheduled whole card on it: guests may ride free */
+};
+
+struct cost_nz {
+    int i, j;
+    double v;
+};
+
+struct cost {
+    const struct spec_model *m;
+    const struct cat_catalog *cat;
+    const struct decide_result *d;
+    struct ts_arena arena;
+    struct decide_row *alt; /* row r's: alt[first[r]] (its own) .. alt[first[r + 1] - 1] */
+    size_t nalt, altcap;
+    size_t *first;
+    int moves; /* some workload has two alternatives or more */
+    struct cost_model_row models[DECIDE_MODELS_MAX];
+    size_t nmodels;
+    size_t *trust; /* per tenant: its trust set (union-find) */
+    glp_prob *lp;
+    int *ycol;                     /* per alternative: its column (0: not a class's) */
+    int *count;                    /* per alternative: its class's workloads (0: not a class's) */
+    size_t *cls;                   /* per row: the first row of its class */
+    int caprow[DECIDE_MODELS_MAX]; /* per model: its cards */
+    struct cost_nz *nzs;           /* the matrix, 1-based rows and columns */
+    size_t nz, nzcap;
+    int *mig_cols; /* scratch: a model's MIG card columns */
+    size_t nmig, migcap;
+};
+
+/* ---- the fleet's models and prices ---- */
+
+static size_t slot_of(const struct cost *c, const struct cat_model *model)
+{
+    for (size_t i = 0; i < c->nmodels; i++)
+        if (c->models[i].model == model)
+            return i;
+    return SIZE_MAX;
+}
+
+static double price_of(const struct cost *c, const struct cat_model *model)
+{
+    const struct spec_pricebook *pb = c->m->pricebook;
+    double top = 0;
+    for (size_t i = 0; i < pb->nprices; i++) {
+        double p = (double)pb->prices[i].per_gpu_hour / TS_MICRO;
+        if (cat_model_find(c->cat, pb->prices[i].model) == model)
+            return p;
+        top = p > top ? p : top;
+    }
+    return top; /* unlisted: its highest price, as decide counts it */
+}
+
+static void fleet_models(struct cost *c)
+{
+    const struct spec_fleet *f = c->m->fleet;
+    for (size_t i = 0; i < f->nnodes; i++)
+        for (size_t g = 0; g < f->nodes[i].ngpus; g++) {
+            const struct cat_model *model = cat_model_find(c->cat, f->nodes[i].gpus[g].model);
+            size_t s = model ? slot_of(c, model) : SIZE_MAX;
+            if (model && s == SIZE_MAX && c->nmodels < DECIDE_MODELS_MAX) {
+                s = c->nmodels++;
+                c->models[s] = (struct cost_model_row){model, 0, price_of(c, model), 0, 0};
+            }
+            if (s != SIZE_MAX)
+                c->models[s].cards += f->nodes[i].gpus[g].count;
+        }
+}
+
+/* ---- alternatives ---- */
+
+static int add_alt(struct cost *c, const struct decide_row *r)
+{
+    if (!ts_grow((void **)&c->alt, &c->altcap, c->nalt, sizeof(*c->alt)))
+        return 0;
+    c->alt[c->nalt++] = *r;
+    return 1;
+}
+
+/* 1 when decide gives rows r and q the same answers on every model: what
+ * its rules read of the workload and tenant is equal (names aside). */
+static int alike(const struct decide_row *r, const struct decide_row *q)
+{
+    const struct spec_workload *a = r->workload, *b = q->workload;
+    return r->tenant->contract == q->tenant->contract &&
+           r->tenant->data_class == q->tenant->data_class && a->kind == b->kind &&
+           a->memory_gib == b->memory_gib && a->kv_cache_gib == b->kv_cache_gib &&
+           a->p99_ms == b->p99_ms && a->best_effort == b->best_effort &&
+           a->replicas == b->replicas && a->spread == b->spread && a->gpus == b->gpus &&
+           a->peer_to_peer == b->peer_to_peer && a->vm == b->vm && a->trust == b->trust &&
+           a->isolation == b->isolation && a->compute_slices == b->compute_slices &&
+           a->sm_percent == b->sm_percent && a->ngpu_models == 0 && b->ngpu_models == 0 &&
+           r->mech == q->mech && r->model == q->model && r->enforce == q->enforce;
+}
+
+/* Row i's other models: an alike earlier row's (rebound to i), else
+ * decide on each fleet model. */
+static ts_status other_models(struct cost *c, size_t i, size_t *seen, size_t *nseen)
+{
+    const struct decide_row *r = &c->d->rows[i];
+    for (size_t k = 0; k < *nseen; k++) {
+        size_t q = seen[k];
+        if (!alike(&c->d->rows[q], r))
+            continue;
+        for (size_t a = c->first[q] + 1; a < c->first[q + 1]; a++) {
+            struct decide_row x = c->alt[a];
+            x.tenant = r->tenant;
+            x.workload = r->workload;
+            x.index = r->index;
+            if (!add_alt(c, &x))
+                return TS_NOMEM;
+        }
+        return TS_OK;
+    }
+    seen[(*nseen)++] = i;
+    for (size_t k = 0; k < c->nmodels; k++) {
+        struct decide_row a;
+        if (c->models[k].model != r->model &&
+            plan__decide_on(c->m, c->cat, r, c->models[k].model, &c->arena, &a) && !add_alt(c, &a))
+            return TS_NOMEM;
+    }
+    return TS_OK;
+}
+
+static ts_status alternatives(struct cost *c)
+{
+    c->first = calloc(c->d->nrows + 1, sizeof(*c->first));
+    size_t *seen = calloc(c->d->nrows + 1, sizeof(*seen)), nseen = 0;
+    ts_status st = c->first && seen ? TS_OK : TS_NOMEM;
+    for (size_t i = 0; st == TS_OK && i < c->d->nrows; i++) {
+        const struct decide_row *r = &c->d->rows[i];
+        c->first[i] = c->nalt;
+        st = add_alt(c, r) ? TS_OK : TS_NOMEM;
+        if (st == TS_OK && plan__movable(r) && c->nmodels > 1)
+            st = other_models(c, i, seen, &nseen);
+        c->moves |= c->nalt > c->first[i] + 1;
+    }
+    if (st == TS_OK)
+        c->first[c->d->nrows] = c->nalt;
+    free(seen);
+    return st;
+}
+
+static size_t trust_root(size_t *set, size_t i)
+{
+    while (set[i] != i)
+        i = set[i] = set[set[i]];
+    return i;
+}
+
+static ts_status trust_sets(struct cost *c)
+{
+    const struct spec_model *m = c->m;
+    c->trust = calloc(m->ntenants + 1, sizeof(*c->trust));
+    if (!c->trust)
+        return TS_NOMEM;
+    for (size_t i = 0; i < m->ntenants; i++)
+        c->trust[i] = i;
+    for (size_t i = 0; i < m->ntenants; i++)
+        for (size_t k = 0; k < m->tenants[i].ntrusts; k++) {
+            const struct spec_tenant *o = spec_tenant_find(m, m->tenants[i].trusts[k]);
+            if (o && spec_tenants_trust(m, m->tenants[i].name, o->name))
+                c->trust[trust_root(c->trust, i)] = trust_root(c->trust, (size_t)(o - m->tenants));
+        }
+    return TS_OK;
+}
+
+/* The pool a row's clients join: MPS per tenant, else per trust set. */
+static size_t owner_of(struct cost *c, const struct decide_row *x)
+{
+    size_t t = (size_t)(x->tenant - c->m->tenants);
+    return x->mech == DECIDE_MPS ? t : trust_root(c->trust, t);
+}
+
+/* 1 when a and b take the same cards in the program (the same workload
+ * for it, whatever its name). */
+static int same_alt(struct cost *c, const struct decide_row *a, const struct decide_row *b)
+{
+    const struct spec_workload *x = a->workload, *y = b->workload;
+    return a->model == b->model && a->mech == b->mech && a->profile == b->profile &&
+           a->gpus == b->gpus && a->cap_gib == b->cap_gib && a->sm_percent == b->sm_percent &&
+           x->replicas == y->replicas && x->spread == y->spread &&
+           plan__is_guest(a) == plan__is_guest(b) && !x->schedule == !y->schedule &&
+           (!decide_mech_shares_card(a->mech) || owner_of(c, a) == owner_of(c, b));
+}
+
+static int same_alts(struct cost *c, size_t r, size_t q)
+{
+    size_t n = c->first[r + 1] - c->first[r];
+    if (n != c->first[q + 1] - c->first[q])
+        return 0;
+    for (size_t a = 0; a < n; a++)
+        if (!same_alt(c, &c->alt[c->first[r] + a], &c->alt[c->first[q] + a]))
+            return 0;
+    return 1;
+}
+
+/* Workloads with the same alternatives form a class: one integer column
+ * per alternative counts the class's workloads on it, which keeps the
+ * program small on fleets of many alike workloads. */
+static ts_status classes(struct cost *c)
+{
+    size_t *reps = calloc(c->d->nrows + 1, sizeof(*reps)), nreps = 0;
+    c->cls = calloc(c->d->nrows + 1, sizeof(*c->cls));
+    c->count = calloc(c->nalt + 1, sizeof(*c->count));
+    if (!reps || !c->cls || !c->count) {
+        free(reps);
+        return TS_NOMEM;
+    }
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t k = 0;
+        while (k < nreps && !same_alts(c, r, reps[k]))
+            k++;
+        if (k == nreps)
+            reps[nreps++] = r;
+        c->cls[r] = reps[k];
+        for (size_t a = c->first[reps[k]]; a < c->first[reps[k] + 1]; a++)
+            c->count[a]++;
+    }
+    free(reps);
+    return TS_OK;
+}
+
+/* ---- the program ---- */
+
+static int put(struct cost *c, int row, int col, double v)
+{
+    if (v == 0)
+        return 1;
+    if (!ts_grow((void **)&c->nzs, &c->nzcap, c->nz, sizeof(*c->nzs)))
+        return 0;
+    c->nzs[c->nz++] = (struct cost_nz){row, col, v};
+    return 1;
+}
+
+/* An integer column of objective cost, 0 to ub (ub 0: no upper bound). */
+static int new_col(struct cost *c, double cost, int ub)
+{
+    int j = glp_add_cols(c->lp, 1);
+    glp_set_obj_coef(c->lp, j, cost);
+    glp_set_col_bnds(c->lp, j, ub > 0 ? GLP_DB : GLP_LO, 0, ub > 0 ? ub : 0);
+    glp_set_col_kind(c->lp, j, GLP_IV);
+    return j;
+}
+
+/* A row sum >= 0 (covering), or fixed at fx when fx > 0. */
+static int new_row(struct cost *c, double fx)
+{
+    int i = glp_add_rows(c->lp, 1);
+    glp_set_row_bnds(c->lp, i, fx > 0 ? GLP_FX : GLP_LO, fx, fx);
+    return i;
+}
+
+/* A card column of model slot k: priced, counted against its cards. */
+static int card_col(struct cost *c, size_t k)
+{
+    int j = new_col(c, c->models[k].price, 0);
+    return put(c, c->caprow[k], j, 1) ? j : -1;
+}
+
+static int is_whole(const struct decide_row *a)
+{
+    return !a->profile && (a->mech == DECIDE_WHOLE || a->mech == DECIDE_VGPU);
+}
+
+static int spread(const struct decide_row *a)
+{
+    return a->workload->spread != SPEC_SPREAD_NONE && a->workload->replicas > 1;
+}
+
+/* Every workload of a class on one alternative; whole cards priced on the
+ * column (a class's column counts its workloads there). */
+static int assign_rows(struct cost *c)
+{
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        if (c->cls[r] != r)
+            continue;
+        int n = c->count[c->first[r]], row = new_row(c, n);
+        for (size_t a = c->first[r]; a < c->first[r + 1]; a++) {
+            const struct decide_row *x = &c->alt[a];
+            size_t k = slot_of(c, x->model);
+            double cards = is_whole(x) ? (double)x->gpus * x->workload->replicas : 0;
+            c->ycol[a] = new_col(c, k < c->nmodels ? cards * c->models[k].price : 0, n);
+            if (!put(c, row, c->ycol[a], 1) ||
+                (k < c->nmodels && !put(c, c->caprow[k], c->ycol[a], cards)))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- MIG: configurations of the profiles used on a model ---- */
+
+struct cost_mig {
+    const struct cat_model *model;
+    const struct cat_profile *prof[PLAN_COST_TYPES_MAX]; /* biggest first */
+    int demand[PLAN_COST_TYPES_MAX];
+    int row[PLAN_COST_TYPES_MAX]; /* covering row per type */
+    size_t ntypes;
+};
+
+static int mig_fits(const void *ctx, const int *counts)
+{
+    const struct cost_mig *cm = ctx;
+    const struct cat_profile *list[PLAN_MAX_PER_CARD];
+    int starts[PLAN_MAX_PER_CARD];
+    size_t n = 0;
+    for (size_t t = 0; t < cm->ntypes; t++)
+        for (int k = 0; k < counts[t]; k++) {
+            if (n == PLAN_MAX_PER_CARD)
+                return 0;
+            list[n++] = cm->prof[t];
+        }
+    return plan__place(cm->model, list, n, starts);
+}
+
+static size_t mig_type(struct cost_mig *cm, const struct cat_profile *p)
+{
+    size_t t = 0;
+    while (t < cm->ntypes && cm->prof[t] != p)
+        t++;
+    if (t < cm->ntypes || cm->ntypes == PLAN_COST_TYPES_MAX)
+        return t;
+    while (t > 0 && (cm->prof[t - 1]->mem_units < p->mem_units ||
+                     (cm->prof[t - 1]->mem_units == p->mem_units &&
+                      cm->prof[t - 1]->compute < p->compute))) {
+        cm->prof[t] = cm->prof[t - 1];
+        cm->demand[t] = cm->demand[t - 1];
+        t--;
+    }
+    cm->prof[t] = p;
+    cm->demand[t] = 0;
+    cm->ntypes++;
+    return t;
+}
+
+/* The configurations' columns, or (too many to list) one column of cards
+ * that hold the profiles' memory units and compute slices as fluids. */
+static int mig_cards(struct cost *c, size_t k, struct cost_mig *cm, int *urow, int *crow)
+{
+    struct plan_cfg cfg = {.ntypes = cm->ntypes, .demand = cm->demand, .fits = mig_fits, .ctx = cm};
+    int listed = plan__cfg_enumerate(&cfg) && cfg.nconfigs > 0;
+    c->nmig = 0;
+    for (size_t q = 0; listed && q < cfg.nconfigs; q++) {
+        int j = card_col(c, k);
+        if (j < 0 || !ts_grow((void **)&c->mig_cols, &c->migcap, c->nmig, sizeof(int)))
+            return plan__cfg_free(&cfg), 0;
+        c->mig_cols[c->nmig++] = j;
+        for (size_t t = 0; t < cm->ntypes; t++)
+            if (!put(c, cm->row[t], j, cfg.configs[q * cm->ntypes + t]))
+                return plan__cfg_free(&cfg), 0;
+    }
+    plan__cfg_free(&cfg);
+    if (listed)
+        return 1;
+    int j = card_col(c, k);
+    *urow = new_row(c, 0);
+    *crow = new_row(c, 0);
+    if (j < 0 || !ts_grow((void **)&c->mig_cols, &c->migcap, c->nmig, sizeof(int)))
+        return 0;
+    c->mig_cols[c->nmig++] = j;
+    return put(c, *urow, j, cm->model->grid) && put(c, *crow, j, cm->model->compute_slices);
+}
+
+/* A spread workload's replicas on as many of the model's MIG cards (per
+ * workload of its class: its column over the class's size, a relaxation). */
+static int mig_spread(struct cost *c, int y, double replicas)
+{
+    int row = new_row(c, 0);
+    for (size_t q = 0; q < c->nmig; q++)
+        if (!put(c, row, c->mig_cols[q], 1))
+            return 0;
+    return put(c, row, y, -replicas);
+}
+
+static int mig_model(struct cost *c, size_t k)
+{
+    struct cost_mig cm = {.model = c->models[k].model};
+    for (size_t a = 0; a < c->nalt; a++)
+        if (c->ycol[a] && c->alt[a].profile && c->alt[a].model == cm.model) {
+            size_t t = mig_type(&cm, c->alt[a].profile);
+            if (t == PLAN_COST_TYPES_MAX)
+                return 0;
+            cm.demand[t] += c->alt[a].workload->replicas * c->count[a];
+        }
+    if (cm.ntypes == 0)
+        return 1;
+    for (size_t t = 0; t < cm.ntypes; t++)
+        cm.row[t] = new_row(c, 0);
+    int urow = 0, crow = 0;
+    if (!mig_cards(c, k, &cm, &urow, &crow))
+        return 0;
+    for (size_t a = 0; a < c->nalt; a++) {
+        const struct decide_row *x = &c->alt[a];
+        if (!c->ycol[a] || !x->profile || x->model != cm.model)
+            continue;
+        int rep = x->workload->replicas, y = c->ycol[a];
+        int ok = urow ? put(c, urow, y, -(double)x->profile->mem_units * rep) &&
+                            put(c, crow, y, -(double)x->profile->compute * rep)
+                      : put(c, cm.row[mig_type(&cm, x->profile)], y, -rep);
+        if (!ok || (spread(x) && !mig_spread(c, y, (double)rep / c->count[a])))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- sharing pools: cards of a group hold its clients' shares ---- */
+
+struct cost_group {
+    size_t slot;
+    int mech;
+    size_t owner;
+    int col, mem, sm, clients;
+};
+
+static int pool_group(struct cost *c, const struct decide_row *x, struct cost_group **gs, size_t *n,
+                      size_t *cap)
+{
+    size_t k = slot_of(c, x->model), owner = owner_of(c, x);
+    if (x->mech == DECIDE_TIME_SLICING && c->models[k].guests)
+        owner = SIZE_MAX; /* guests share cards with any time-slicing client */
+    for (size_t i = 0; i < *n; i++)
+        if ((*gs)[i].slot == k && (*gs)[i].mech == x->mech && (*gs)[i].owner == owner)
+            return (int)i;
+    if (!ts_grow((void **)gs, cap, *n, sizeof(**gs)))
+        return -1;
+    struct cost_group g = {k, x->mech, owner, card_col(c, k), new_row(c, 0), 0, 0};
+    int mps = x->mech == DECIDE_MPS, maxc = x->model->mps_max_clients;
+    g.sm = mps ? new_row(c, 0) : 0;
+    g.clients = mps && maxc > 0 ? new_row(c, 0) : 0;
+    if (g.col < 0 || !put(c, g.mem, g.col, x->model->memory_gib) ||
+        (g.sm && !put(c, g.sm, g.col, 100)) || (g.clients && !put(c, g.clients, g.col, maxc)))
+        return -1;
+    (*gs)[*n] = g;
+    return (int)(*n)++;
+}
+
+static int pool_client(struct cost *c, const struct cost_group *g, const struct decide_row *x,
+                       int y, int n)
+{
+    int rep = x->workload->replicas;
+    if (!put(c, g->mem, y, -x->cap_gib * rep) ||
+        (g->sm && !put(c, g->sm, y, -x->sm_percent * rep)) ||
+        (g->clients && !put(c, g->clients, y, -rep)))
+        return 0;
+    if (!spread(x))
+        return 1;
+    int row = new_row(c, 0);
+    return put(c, row, g->col, 1) && put(c, row, y, -(double)rep / n);
+}
+
+/* Where guests need time-slicing cards: no scheduled whole card may
+ * host them (as plan/poolcfg.c's bound). */
+static void guest_hosts(struct cost *c)
+{
+    for (size_t a = 0; a < c->nalt; a++) {
+        const struct decide_row *x = &c->alt[a];
+        size_t k = slot_of(c, x->model);
+        if (k >= c->nmodels)
+            continue;
+        c->models[k].guests |= !x->profile && plan__is_guest(x);
+        c->models[k].hosts |= is_whole(x) && x->workload->schedule;
+    }
+}
+
+static int pools(struct cost *c)
+{
+    guest_hosts(c);
+    struct cost_group *gs = NULL;
+    size_t n = 0, cap = 0;
+    int ok = 1;
+    for (size_t a = 0; ok && a < c->nalt; a++) {
+        const struct decide_row *x = &c->alt[a];
+        size_t k = slot_of(c, x->model);
+        if (!c->ycol[a] || x->profile || !decide_mech_shares_card(x->mech) || k >= c->nmodels ||
+            (plan__is_guest(x) && c->models[k].hosts))
+            continue;
+        int g = pool_group(c, x, &gs, &n, &cap);
+        ok = g >= 0 && pool_client(c, &gs[g], x, c->ycol[a], c->count[a]);
+    }
+    free(gs);
+    return ok;
+}
+
+static ts_status program(struct cost *c)
+{
+    c->lp = glp_create_prob();
+    c->ycol = calloc(c->nalt + 1, sizeof(*c->ycol));
+    if (!c->ycol)
+        return TS_NOMEM;
+    glp_set_obj_dir(c->lp, GLP_MIN);
+    for (size_t k = 0; k < c->nmodels; k++) {
+        c->caprow[k] = glp_add_rows(c->lp, 1);
+        glp_set_row_bnds(c->lp, c->caprow[k], GLP_UP, 0, c->models[k].cards);
+    }
+    int ok = assign_rows(c);
+    for (size_t k = 0; ok && k < c->nmodels; k++)
+        ok = mig_model(c, k);
+    ok = ok && pools(c);
+    int *ia = ok ? malloc((c->nz + 1) * sizeof(int)) : NULL;
+    int *ja = ia ? malloc((c->nz + 1) * sizeof(int)) : NULL;
+    double *ar = ja ? malloc((c->nz + 1) * sizeof(double)) : NULL;
+    for (size_t i = 0; ar && i < c->nz; i++) {
+        ia[i + 1] = c->nzs[i].i;
+        ja[i + 1] = c->nzs[i].j;
+        ar[i + 1] = c->nzs[i].v;
+    }
+    if (ar)
+        glp_load_matrix(c->lp, (int)c->nz, ia, ja, ar);
+    free(ia);
+    free(ja);
+    free(ar);
+    return ar ? TS_OK : TS_NOMEM;
+}
+
+/* ---- solving ---- */
+
+double plan__cost_lp(struct cost *c)
+{
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    if (glp_simplex(c->lp, &parm) == 0 && glp_get_status(c->lp) == GLP_OPT)
+        return glp_get_obj_val(c->lp);
+    return -1;
+}
+
+/* The integer solution's workloads per alternative, handed to the class's
+ * rows in spec order; 0 on out of memory. */
+static int read_pins(struct cost *c, const struct cat_model **pins)
+{
+    long *left = calloc(c->nalt + 1, sizeof(*left));
+    if (!left)
+        return 0;
+    for (size_t a = 0; a < c->nalt; a++)
+        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t q = c->cls[r], a = c->first[q];
+        while (a + 1 < c->first[q + 1] && left[a] <= 0)
+            a++;
+        left[a]--;
+        pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
+    }
+    free(left);
+    return 1;
+}
+
+int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
+{
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.tm_lim = (int)(time_limit_s * 1000.0);
+    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+    if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) || !(st == GLP_OPT || st == GLP_FEAS))
+        return 0;
+    *obj = glp_mip_obj_val(c->lp);
+    return read_pins(c, pins);
+}
+
+/* ---- opening and closing ---- */
+
+void plan__cost_close(struct cost *c)
+{
+    if (!c)
+        return;
+    if (c->lp)
+        glp_delete_prob(c->lp);
+    free(c->alt);
+    free(c->first);
+    free(c->trust);
+    free(c->ycol);
+    free(c->count);
+    free(c->cls);
+    free(c->nzs);
+    free(c->mig_cols);
+    ts_arena_free(&c->arena);
+    free(c);
+}
+
+struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d)
+{
+    struct cost *c = calloc(1, sizeof(*c));
+    if (!c || !m->pricebook) {
+        free(c);
+        return NULL;
+    }
+    *c = (struct cost){.m = m, .cat = cat, .d = d};
+    ts_arena_init(&c->arena);
+    fleet_models(c);
+    if (alternatives(c) != TS_OK || trust_sets(c) != TS_OK || classes(c) != TS_OK ||
+        program(c) != TS_OK) {
+        plan__cost_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- what the planner asks ---- */
+
+int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
+                         const struct decide_result *d, int card_bound)
+{
+    struct cost *c = plan__cost_open(m, cat, d);
+    double lp = c ? plan__cost_lp(c) : -1;
+    if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
+        lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
+    plan__cost_close(c);
+    return lp < 0 ? -1 : (int64_t)floor(lp * TS_MICRO + 1e-3);
+}
+
+/* A plan's cost and cards for comparing (cost -2: it does not build). */
+struct cost_trial {
+    int64_t cost;
+    int cards;
+};
+
+static struct cost_trial trial(const struct spec_model *m, const struct cat_catalog *cat,
+                               const struct decide_result *d, const struct plan_options *opt)
+{
+    struct cost_trial t = {-2, 0};
+    struct plan *p = NULL;
+    struct ts_diag *diag = calloc(1, sizeof(*diag));
+    if (diag && plan__build(m, cat, d, opt, 0, &p, diag) == TS_OK)
+        t = (struct cost_trial){p->summary.cost_per_hour, p->summary.gpus_used};
+    plan_free(p);
+    free(diag);
+    return t;
+}
+
+/* 1 when a's plan costs less than base's (then uses fewer cards); a plan
+ * that builds beats one that does not. */
+static int cheaper_than(struct cost_trial a, struct cost_trial base)
+{
+    if (a.cost == -2 || a.cost == -1)
+        return 0;
+    if (base.cost < 0 || a.cost != base.cost)
+        return base.cost < 0 || a.cost < base.cost;
+    return a.cards < base.cards;
+}
+
+/* The decisions with pins applied when their plan costs less than base
+ * (d's plan); else NULL. */
+static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
+                                      const struct decide_result *d, const struct plan_options *opt,
+                                      const struct cat_model **pins, struct cost_trial base)
+{
+    struct ts_diag *diag = calloc(1, sizeof(*diag));
+    struct decide_result *alt = NULL;
+    if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
+        alt = NULL;
+    free(diag);
+    if (alt && !cheaper_than(trial(m, cat, alt, opt), base)) {
+        decide_free(alt);
+        alt = NULL;
+    }
+    return alt;
+}
+
+/* 1 when some row's pin moves it off d's model. */
+static int moves_any(const struct decide_result *d, const struct cat_model **pins)
+{
+    for (size_t r = 0; r < d->nrows; r++)
+        if (pins[r] && pins[r] != d->rows[r].model)
+            return 1;
+    return 0;
+}
+
+ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d, const struct plan_options *opt,
+                             struct decide_result **out)
+{
+    static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
+    opt = opt ? opt : &defaults;
+    *out = NULL;
+    if (!m->pricebook || opt->time_limit_s <= 0 || opt->solver == PLAN_SOLVER_HEURISTIC)
+        return TS_OK;
+    struct cost *c = plan__cost_open(m, cat, d);
+    const struct cat_model **pins = calloc(d->nrows + 1, sizeof(*pins));
+    double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
+    double obj = 0;
+    int solved = c && pins && c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX &&
+                 plan__cost_ilp(c, limit, pins, &obj) && moves_any(d, pins);
+    plan__cost_close(c);
+    struct cost_trial base = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0};
+    /* the program finds no saving on d's plan: no trial of its models */
+    solved &= base.cost < 0 || obj * TS_MICRO < (double)base.cost * (1 - PLAN_COST_MIP_GAP);
+    struct decide_result *alt = solved ? try_pins(m, cat, d, opt, pins, base) : NULL;
+    for (size_t r = 0; solved && !alt && r < d->nrows; r++)
+        if (decide_mech_shares_card(d->rows[r].mech))
+            pins[r] = NULL; /* pools are what the program relaxes most: decide's stand */
+    if (solved && !alt && moves_any(d, pins))
+        alt = try_pins(m, cat, d, opt, pins, base);
+    free(pins);
+    *out = alt;
+    return TS_OK;
+}
+
+ts_status plan_decide(const struct spec_model *m, const struct cat_catalog *cat,
+                      const struct plan_options *opt, struct decide_result **out,
+                      struct ts_diag *diag)
+{
+    struct decide_result *d = NULL, *cheaper = NULL;
+    ts_status st = decide_run(m, cat, &d, diag);
+    if (st == TS_OK)
+        st = plan_choose_models(m, cat, d, opt, &cheaper);
+    if (st != TS_OK) {
+        decide_free(d);
+        return st;
+    }
+    if (cheaper) {
+        decide_free(d);
+        d = cheaper;
+    }
+    *out = d;
+    return TS_OK;
+}
