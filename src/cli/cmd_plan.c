@@ -31,7 +31,9 @@ static const struct cli_opt OPTS[] = {
              "or the terminal's width)"),
     CLI_LONG_C('S', "solver", "NAME", CLI_ALL, CLI_WORDS(plan_solver_names),
                "auto (default): heuristic, GLPK when it may save a card;\n"
-               "exact: always GLPK; heuristic: never GLPK"),
+               "exact: always GLPK; heuristic: never GLPK; with a PriceBook,\n"
+               "GLPK also chooses the card models for the least cost\n"
+               "(heuristic, or --time-limit 0: one workload at a time)"),
     CLI_LONG('t', "time-limit", "SEC", CLI_ALL,
              "GLPK time limit per GPU model, 0 to 3600 (default " CLI_STR(
                  PLAN_TIME_LIMIT_DEFAULT_S) ");\n0: no GLPK, the heuristic's layout (as --solver "
@@ -334,7 +336,7 @@ static int plan_job(struct cli_job *job, const struct plan_args *a, struct curre
 {
     struct ts_diag diag = {0};
     struct ts_error e;
-    int rc = cli_job_decide(job, &a->spec, &a->catalog);
+    int rc = cli_job_decide_opt(job, &a->spec, &a->catalog, &a->popt);
     if (rc == CLI_OK && cur->prev_path)
         rc = check_prev(job, &a->removed, cur);
     if (rc != CLI_OK)
