@@ -12,6 +12,10 @@
 # make deb (the Debian package build/tessera_VERSION_ARCH.deb).
 # Each installs only its own group of packages (scripts/install-deps GROUP).
 JOBS     ?= $(shell nproc)
+# Tests wait as much as they compute (servers starting, Prometheus scraping):
+# ctest starts up to twice as many as there are cores while the load average
+# stays under the core count; a test labelled timing counts for two.
+CTEST_PAR ?= -j $(shell expr 2 \* $(JOBS)) --test-load $(JOBS)
 BUILD    := build
 ASAN     := build-asan
 CROSS    := build-arm64
@@ -97,13 +101,13 @@ e2e-build:
 
 # kubectl for the tests that read deploy/ with kustomize is the one built here
 check-build: build e2e-build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_PAR)
 	scripts/test-skips $(BUILD)
 
 # The edit-compile-test loop: the plain build, the unit tests and the CLI
 # tests not labelled slow (CONTRIBUTING.md), in under 2 minutes.
 check-quick: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_PAR) -LE slow
 	scripts/test-skips $(BUILD)
 
 # The end-to-end tests (tests/e2e/run): every scenario against one control
@@ -120,7 +124,7 @@ $(ASAN)/build.ninja:
 check-asan: deps-check $(ASAN)/build.ninja
 	ninja -C $(ASAN)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    ctest --output-on-failure -j $(JOBS) -LE '^(timing|nosan)$$'
+	    ctest --output-on-failure $(CTEST_PAR) -LE '^(timing|nosan)$$'
 	scripts/test-skips $(ASAN)
 
 $(FUZZ)/build.ninja:
@@ -128,7 +132,7 @@ $(FUZZ)/build.ninja:
 
 check-fuzz: deps-check $(FUZZ)/build.ninja
 	ninja -C $(FUZZ)
-	cd $(FUZZ) && ctest --output-on-failure -j $(JOBS)
+	cd $(FUZZ) && ctest --output-on-failure $(CTEST_PAR)
 
 # Real fuzzing: every target for FUZZ_SECONDS, new finds kept in the corpus.
 fuzz: deps-fuzz $(FUZZ)/build.ninja
