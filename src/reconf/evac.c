@@ -22,7 +22,8 @@ int reconf__own_rows(struct plan *p)
     if (!own || !rows)
         return 0;
     *own = (struct decide_result){.rows = rows, .nrows = d->nrows};
-    memcpy(rows, d->rows, d->nrows * sizeof(*rows));
+    if (d->nrows)
+        memcpy(rows, d->rows, d->nrows * sizeof(*rows));
     for (size_t r = 0; r < d->nrows; r++)
         if (rows[r].reason && !(rows[r].reason = ts_arena_strdup(&p->arena, rows[r].reason)))
             return 0;
@@ -53,7 +54,8 @@ struct plan *reconf__plan_copy(const struct plan *p)
             plan_free(q);
             return NULL;
         }
-        memcpy(q->gpus[i].inst, g->inst, g->ninst * sizeof(*g->inst));
+        if (g->ninst) /* a free card's inst may be NULL */
+            memcpy(q->gpus[i].inst, g->inst, g->ninst * sizeof(*g->inst));
         q->ngpus++;
     }
     if (!q->gpus || !reconf__own_rows(q)) {

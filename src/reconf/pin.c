@@ -136,7 +136,8 @@ int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
     if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode ||
         !reconf__rows_index(f->decisions, &ix->rows))
         return 0;
-    memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
+    if (n)
+        memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
     ix->d = &ix->own;
     templates(ix, f);
     if (!pin(ix, f, cur))
