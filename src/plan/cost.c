@@ -15,10 +15,12 @@
  * clients' memory caps, MPS SM shares and clients, replicas kept apart
  * (spread) get as many cards, and a model's cards are at most the fleet's.
  * Minimised: the price of the cards. Node constraints, canary slices and
- * best-effort guests (they ride on other cards) are left out, so the
- * program relaxes the planner's problem: its LP relaxation is a lower bound
- * on the cost of any plan of these workloads, and its integer solution is
- * the models the planner then tries (plan_choose_models).
+ * best-effort guests on cards a scheduled whole card might host are left
+ * out, so the program relaxes the planner's problem: its LP relaxation (or,
+ * on a small program, its proven integer optimum) is a lower bound on the
+ * cost of any plan of these workloads, and its integer solution is the
+ * models the planner then tries (plan_choose_models). Alike workloads
+ * (the same alternatives) share one integer column per alternative.
  */
 #include "plan/internal.h"
 
@@ -328,9 +330,14 @@ static int assign_rows(struct cost *c)
 
 /* ---- MIG: configurations of the profiles used on a model ---- */
 
+/* An item type is a profile, or a profile and a class of alike workloads
+ * whose replicas spread: at most one of each workload per card, so at
+ * most the class's size of that type (as plan/migcfg.c, per workload). */
 struct cost_mig {
     const struct cat_model *model;
     const struct cat_profile *prof[PLAN_COST_TYPES_MAX]; /* biggest first */
+    size_t alt[PLAN_COST_TYPES_MAX]; /* spread: its alternative, else SIZE_MAX */
+    int cap[PLAN_COST_TYPES_MAX];    /* spread: per card at most, else 0 */
     int demand[PLAN_COST_TYPES_MAX];
     int row[PLAN_COST_TYPES_MAX]; /* covering row per type */
     size_t ntypes;
@@ -342,33 +349,54 @@ static int mig_fits(const void *ctx, const int *counts)
     const struct cat_profile *list[PLAN_MAX_PER_CARD];
     int starts[PLAN_MAX_PER_CARD];
     size_t n = 0;
-    for (size_t t = 0; t < cm->ntypes; t++)
+    for (size_t t = 0; t < cm->ntypes; t++) {
+        if (cm->cap[t] && counts[t] > cm->cap[t])
+            return 0;
         for (int k = 0; k < counts[t]; k++) {
             if (n == PLAN_MAX_PER_CARD)
                 return 0;
             list[n++] = cm->prof[t];
         }
+    }
     return plan__place(cm->model, list, n, starts);
 }
 
-static size_t mig_type(struct cost_mig *cm, const struct cat_profile *p)
+/* 1 when type t of cm goes after profile p (of alternative a). */
+static int type_after(const struct cost_mig *cm, size_t t, const struct cat_profile *p, size_t a)
 {
-    size_t t = 0;
-    while (t < cm->ntypes && cm->prof[t] != p)
+    const struct cat_profile *q = cm->prof[t];
+    if (q->mem_units != p->mem_units)
+        return q->mem_units < p->mem_units;
+    return q->compute != p->compute ? q->compute < p->compute : cm->alt[t] > a;
+}
+
+/* The type of alternative a (index a, profile p; spread: a type of its
+ * own), added in order when new; PLAN_COST_TYPES_MAX when full. */
+static size_t mig_type(struct cost_mig *cm, const struct cat_profile *p, size_t a, int cap)
+{
+    size_t key = cap ? a : SIZE_MAX, t = 0;
+    while (t < cm->ntypes && (cm->prof[t] != p || cm->alt[t] != key))
         t++;
     if (t < cm->ntypes || cm->ntypes == PLAN_COST_TYPES_MAX)
         return t;
-    while (t > 0 && (cm->prof[t - 1]->mem_units < p->mem_units ||
-                     (cm->prof[t - 1]->mem_units == p->mem_units &&
-                      cm->prof[t - 1]->compute < p->compute))) {
+    for (; t > 0 && type_after(cm, t - 1, p, key); t--) {
         cm->prof[t] = cm->prof[t - 1];
+        cm->alt[t] = cm->alt[t - 1];
+        cm->cap[t] = cm->cap[t - 1];
         cm->demand[t] = cm->demand[t - 1];
-        t--;
     }
     cm->prof[t] = p;
+    cm->alt[t] = key;
+    cm->cap[t] = cap;
     cm->demand[t] = 0;
     cm->ntypes++;
     return t;
+}
+
+/* Alternative a's MIG type in cm. */
+static size_t type_of(struct cost *c, struct cost_mig *cm, size_t a)
+{
+    return mig_type(cm, c->alt[a].profile, a, spread(&c->alt[a]) ? c->count[a] : 0);
 }
 
 /* The configurations' columns, or (too many to list) one column of cards
@@ -415,7 +443,7 @@ static int mig_model(struct cost *c, size_t k)
     struct cost_mig cm = {.model = c->models[k].model};
     for (size_t a = 0; a < c->nalt; a++)
         if (c->ycol[a] && c->alt[a].profile && c->alt[a].model == cm.model) {
-            size_t t = mig_type(&cm, c->alt[a].profile);
+            size_t t = type_of(c, &cm, a);
             if (t == PLAN_COST_TYPES_MAX)
                 return 0;
             cm.demand[t] += c->alt[a].workload->replicas * c->count[a];
@@ -434,7 +462,7 @@ static int mig_model(struct cost *c, size_t k)
         int rep = x->workload->replicas, y = c->ycol[a];
         int ok = urow ? put(c, urow, y, -(double)x->profile->mem_units * rep) &&
                             put(c, crow, y, -(double)x->profile->compute * rep)
-                      : put(c, cm.row[mig_type(&cm, x->profile)], y, -rep);
+                      : put(c, cm.row[type_of(c, &cm, a)], y, -rep);
         if (!ok || (spread(x) && !mig_spread(c, y, (double)rep / c->count[a])))
             return 0;
     }
@@ -639,11 +667,29 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
 
 /* ---- what the planner asks ---- */
 
+/* The program's integer optimum when GLPK proves it within the short
+ * budget of a bound (a small program), else lp: the program relaxes the
+ * planner's problem, so its proven optimum bounds the cost too. */
+static double proven_optimum(struct cost *c, double lp)
+{
+    if (lp < 0 || glp_get_num_cols(c->lp) > PLAN_COST_PROOF_COLS_MAX)
+        return lp;
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
+    if (glp_intopt(c->lp, &parm) == 0 && glp_mip_status(c->lp) == GLP_OPT &&
+        glp_mip_obj_val(c->lp) > lp)
+        return glp_mip_obj_val(c->lp);
+    return lp;
+}
+
 int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
                          const struct decide_result *d, int card_bound)
 {
     struct cost *c = plan__cost_open(m, cat, d);
-    double lp = c ? plan__cost_lp(c) : -1;
+    double lp = c ? proven_optimum(c, plan__cost_lp(c)) : -1;
     if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
     plan__cost_close(c);

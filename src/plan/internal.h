@@ -266,7 +266,8 @@ void plan__cost_close(struct cost *c);
 double plan__cost_lp(struct cost *c);
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
 /* The lower bound on cost, micro-units per hour (-1: none): the program's
- * LP, and for a one-model fleet at least card_bound cards at its price. */
+ * LP (its integer optimum when GLPK proves it quickly), and for a one-model
+ * fleet at least card_bound cards at its price. */
 int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
                          const struct decide_result *d, int card_bound);
 

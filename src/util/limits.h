@@ -251,6 +251,11 @@
  * fleet's does not close in 2 s, and its layouts were no cheaper than
  * decide's (bench/RESULTS.md), so it gets no more than this. */
 #define PLAN_COST_TIME_S 0.5
+/* The cost bound: on a program of at most this many columns GLPK also
+ * tries to prove its integer optimum (a stronger bound than the LP's) for
+ * at most this long; small priced fleets prove in milliseconds. */
+#define PLAN_COST_PROOF_COLS_MAX 100
+#define PLAN_COST_PROOF_S 0.2
 /* GLPK's pass over one pool class (plan/improve.c): configurations (its
  * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
  * work of a class is about nodes x configurations; at 3,756 configurations
