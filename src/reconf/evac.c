@@ -3,9 +3,10 @@
  * candidate), empty one used card at a time by moving its instances into
  * free space on the other used cards of its kind (MIG slices, or pool room
  * among tenants that trust each other), never onto a free card. A card that
- * holds no instance kept from the running plan goes first (moving what is
- * not running yet costs no drain), then the cards with the fewest kept
- * instances and the least load. Each emptied card gives one more plan, one
+ * holds no instance kept from the running plan, or is drained anyway, goes
+ * first (moving what is not running yet, or off a drained card, costs no
+ * more drain), then the cards with the fewest kept instances and the least
+ * load. Each emptied card gives one more plan, one
  * card fewer; the caller counts its drains (reconf_steps) and keeps the
  * Pareto points.
  */
@@ -70,23 +71,31 @@ static int same_str(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* Instances of g that run at the same place now (emptying g drains it). */
-static int kept_here(const struct plan_gpu *g, const struct reconf_plan *cur)
+/* 1 when instance in of g is where running instance h of c is. */
+static int at_place(const struct plan_inst *in, const struct reconf_want *h)
+{
+    return in->row && same_str(h->tenant, in->row->tenant->name) &&
+           same_str(h->workload, in->row->workload->name) &&
+           (!in->profile || (h->start == in->start && same_str(h->profile, in->profile->name)));
+}
+
+/* Instances of g that run at the same place now (emptying g drains it);
+ * 0 when g is drained anyway (a running instance of a workload the spec
+ * keeps is not kept on it), so emptying it costs no more drain. */
+static int kept_here(const struct plan_gpu *g, const struct reconf_plan *cur,
+                     const struct reconf__rows *rows)
 {
     const struct reconf_card *c = reconf_plan_card(cur, g->node->name, g->index);
     int n = 0;
     if (!c || strcmp(c->model, g->model->name) || strcmp(c->mode, plan_mode_names[g->mode]))
         return 0;
-    for (size_t t = 0; t < g->ninst; t++) {
-        const struct plan_inst *in = &g->inst[t];
-        for (int h = 0; in->row && h < c->nheld; h++)
-            if (same_str(c->held[h].tenant, in->row->tenant->name) &&
-                same_str(c->held[h].workload, in->row->workload->name) &&
-                (!in->profile || (c->held[h].start == in->start &&
-                                  same_str(c->held[h].profile, in->profile->name)))) {
-                n++;
-                break;
-            }
+    for (int h = 0; h < c->nheld; h++) {
+        int kept = 0;
+        for (size_t t = 0; !kept && t < g->ninst; t++)
+            kept = at_place(&g->inst[t], &c->held[h]);
+        if (!kept && reconf__row(rows, c->held[h].tenant, c->held[h].workload) >= 0)
+            return 0;
+        n += kept;
     }
     return n;
 }
@@ -199,7 +208,8 @@ static int empty_card(struct plan *p, size_t i)
 }
 
 /* One round: empty the first card in order that can be; 1, 0 none, -1 NOMEM. */
-static int round_once(struct plan *p, const struct reconf_plan *cur)
+static int round_once(struct plan *p, const struct reconf_plan *cur,
+                      const struct reconf__rows *rows)
 {
     struct order *o = malloc((p->ngpus + 1) * sizeof(*o));
     size_t n = 0;
@@ -208,7 +218,7 @@ static int round_once(struct plan *p, const struct reconf_plan *cur)
         return -1;
     for (size_t i = 0; i < p->ngpus; i++)
         if (emptiable(&p->gpus[i]))
-            o[n++] = (struct order){i, kept_here(&p->gpus[i], cur), load(&p->gpus[i])};
+            o[n++] = (struct order){i, kept_here(&p->gpus[i], cur, rows), load(&p->gpus[i])};
     qsort(o, n, sizeof(*o), cmp_order);
     for (size_t t = 0; !got && t < n && t < RECONF_EVAC_TRIES_MAX; t++)
         got = empty_card(p, o[t].i);
@@ -220,12 +230,13 @@ ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cu
                            struct plan ***out, size_t *n)
 {
     struct plan *p = reconf__plan_copy(base);
+    struct reconf__rows rows = {0};
     size_t cap = 0;
-    int got = p ? 1 : -1;
+    int got = p && reconf__rows_index(p->decisions, &rows) ? 1 : -1;
     *out = NULL;
     *n = 0;
     while (got == 1 && *n < RECONF_EVACUATIONS_MAX) {
-        got = round_once(p, cur);
+        got = round_once(p, cur, &rows);
         struct plan *q = got == 1 ? reconf__plan_copy(p) : NULL;
         if (got == 1 && (!q || !ts_grow((void **)out, &cap, *n, sizeof(**out)))) {
             plan_free(q);
@@ -237,5 +248,6 @@ ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cu
         }
     }
     plan_free(p);
+    reconf__rows_free(&rows);
     return got < 0 ? TS_NOMEM : TS_OK;
 }
