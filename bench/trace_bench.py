@@ -168,9 +168,9 @@ def main():
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")][:2 if a.quick else None]
     cat = catalog()
-    print("| GPUs | workloads | cards used | cost/h | lower bound | used / bound | FFD cards | "
-          "FFD cost/h | wall s | CPU s | peak RSS MB |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| GPUs | workloads | cards used | cost/h | lower bound | used / bound | cost bound/h | "
+          "cost gap % | FFD cards | FFD cost/h | wall s | CPU s | peak RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
@@ -183,9 +183,10 @@ def main():
             fcards, fcost = ffd(plan["decisions"], cat)
             rows.append({"gpus": n, "used": s["gpusUsed"], "bound": s["lowerBound"],
                          "ffd": fcards})
-            print("| %d | %d | %d | %.2f | %d | %.3f | %d | %.2f | %.2f | %.2f | %.0f |" % (
+            print("| %d | %d | %d | %.2f | %d | %.3f | %.2f | %.1f | %d | %.2f | %.2f | %.2f | %.0f |" % (
                 n, len(plan["decisions"]), s["gpusUsed"], s.get("costPerHour", -1),
-                s["lowerBound"], s["gpusUsed"] / max(s["lowerBound"], 1), fcards, fcost, wall,
+                s["lowerBound"], s["gpusUsed"] / max(s["lowerBound"], 1),
+                s.get("costLowerBound") or -1, s.get("costGapPercent") or 0, fcards, fcost, wall,
                 cpu, rss))
             sys.stdout.flush()
     os.makedirs(os.path.dirname(os.path.abspath(a.svg)), exist_ok=True)

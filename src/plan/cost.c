@@ -591,6 +591,28 @@ double plan__cost_lp(struct cost *c)
     return -1;
 }
 
+/* Every workload fixed on decide's model (its own alternative, the first
+ * of its row), or (fix 0) free again. */
+static void fix_decided(struct cost *c, int fix)
+{
+    for (size_t r = 0; r < c->d->nrows; r++)
+        for (size_t a = c->first[r]; c->cls[r] == r && a < c->first[r + 1]; a++) {
+            double n = c->count[a], v = a == c->first[r] ? n : 0;
+            glp_set_col_bnds(c->lp, c->ycol[a], fix ? GLP_FX : GLP_DB, fix ? v : 0, fix ? v : n);
+        }
+}
+
+/* 1 when the program's LP finds decide's models as cheap as any (within
+ * PLAN_COST_MIP_GAP): then its integer solution is not worth the time. */
+static int decided_at_lp(struct cost *c)
+{
+    double free_lp = plan__cost_lp(c);
+    fix_decided(c, 1);
+    double fixed = plan__cost_lp(c);
+    fix_decided(c, 0);
+    return free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+}
+
 /* The integer solution's workloads per alternative, handed to the class's
  * rows in spec order; 0 on out of memory. */
 static int read_pins(struct cost *c, const struct cat_model **pins)
@@ -767,7 +789,7 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
     double obj = 0;
     int solved = c && pins && c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX &&
-                 plan__cost_ilp(c, limit, pins, &obj) && moves_any(d, pins);
+                 !decided_at_lp(c) && plan__cost_ilp(c, limit, pins, &obj) && moves_any(d, pins);
     plan__cost_close(c);
     struct cost_trial base = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0};
     /* the program finds no saving on d's plan: no trial of its models */

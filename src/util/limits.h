@@ -248,7 +248,7 @@
 #define PLAN_COST_MIP_GAP 0.001
 /* Seconds GLPK may spend on the cost program (at most the plan's own time
  * limit): small fleets' programs close in milliseconds; a 3,000-GPU trace
- * fleet's does not close in 2 s, and its layouts were no cheaper than
+ * fleet's did not close in 2 s, and its layouts were no cheaper than
  * decide's (bench/RESULTS.md), so it gets no more than this. */
 #define PLAN_COST_TIME_S 0.5
 /* The cost bound: on a program of at most this many columns GLPK also
