@@ -373,7 +373,15 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
     if (st == TS_OK && *pick == s->n)
         st = ts_err(err, TS_INFEASIBLE, "no plan meets the replanning limits: %s", reasons(s, no));
     if (st == TS_OK) {
-        s->c[*pick].r.note = note(s, *pick, no, o, &s->c[*pick].r.arena);
+        struct reconf_replan *r = &s->c[*pick].r;
+        int forced = r->drains - r->removed_drains;
+        r->note = note(s, *pick, no, o, &r->arena);
+        if (o->max_drains >= 0 && forced > o->max_drains) /* the no-drain plan */
+            r->note = ts_arena_printf(&r->arena,
+                                      "it still drains %d card%s: running instances the new "
+                                      "decisions cannot hold (a larger profile, another "
+                                      "mechanism) are replaced; %s",
+                                      forced, forced == 1 ? "" : "s", r->note ? r->note : "");
         st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
         *out = s->c[*pick].r;
         s->c[*pick].r = (struct reconf_replan){0};
