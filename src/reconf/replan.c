@@ -178,6 +178,8 @@ static const char *refusal(struct ts_arena *a, const struct cand *c,
                                drains == 1 ? "" : "s", o->max_drains);
     if (o->max_cards > 0 && cards > o->max_cards)
         return ts_arena_printf(a, "it uses %d cards, over --max-cards %d", cards, o->max_cards);
+    if (o->max_cost > 0 && cost(c) < 0)
+        return "--max-cost needs a PriceBook price for every card model it uses";
     if (o->max_cost > 0 && cost(c) > o->max_cost)
         return ts_arena_printf(a, "it costs %.2f per hour, over --max-cost %.2f",
                                (double)cost(c) / TS_MICRO, (double)o->max_cost / TS_MICRO);

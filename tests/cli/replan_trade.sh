@@ -180,6 +180,9 @@ cp "$TMP/out" a3.json
 check "A: --max-cards 2, 1 drain" test "$(drained a-run.json a3.json)" = 1
 expect_rc 1 T plan -f a-new.yaml --current a-run.json --max-cards 1
 expect_in "$TMP/err" "over --max-cards 1"
+# a cost budget without a PriceBook: every plan refused, saying why
+expect_rc 1 T plan -f a-new.yaml --current a-run.json --max-cost 10
+expect_in "$TMP/err" "--max-cost needs a PriceBook price"
 
 # ---- B: a price change -----------------------------------------------------
 expect_rc 0 T plan -f b-new.yaml --current b-run.json --max-drains 0 -o json
@@ -204,6 +207,10 @@ assert abs(p["summary"]["costPerHour"] - 2.00) < 1e-9, p["summary"]
 assert p["replan"]["drains"] == 2, p["replan"]["drains"]
 PY
 check "B: lower cost drains both A100s" test "$(drained b-run.json b2.json)" = 2
+# a cost budget of 5.00 EUR/h: the kept layout (6.00) is over it, the H100s (2.00) not
+expect_rc 0 T plan -f b-new.yaml --current b-run.json --max-cost 5 -o json
+cp "$TMP/out" b3.json
+check "B: --max-cost 5 moves to the H100s" test "$(drained b-run.json b3.json)" = 2
 
 # ---- C: a pure scale-down ----------------------------------------------------
 expect_rc 0 T plan -f c-new.yaml --current c-run.json --max-drains 0 -o json
