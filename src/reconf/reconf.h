@@ -185,6 +185,7 @@ struct reconf_point {
     const char *how; /* "fresh plan", "running placements kept, 2 cards emptied" */
     int drains, cards;
     int removed_drains; /* of drains, on nodes that leave the fleet */
+    int unplaced;       /* replicas it leaves out (the no-drain plan); 0: none */
     int64_t cost;       /* used cards per hour, micro-units; -1: no PriceBook */
     const char *why;    /* refused: why (a limit, the replica rule); NULL: allowed */
     int chosen, pareto;

@@ -215,12 +215,24 @@ static int dominates(const struct cand *a, const struct cand *b)
     return d <= 0 && c <= 0 && m <= 0 && (d || c || m);
 }
 
+/* Among the plans that place everything (a no-drain plan that leaves work
+ * out is not comparable: it is never a Pareto point and dominates none). */
 static int pareto(const struct search *s, size_t i)
 {
+    if (s->c[i].r.nunplaced)
+        return 0;
     for (size_t j = 0; j < s->n; j++)
-        if (j != i && s->c[j].p && dominates(&s->c[j], &s->c[i]))
+        if (j != i && s->c[j].p && !s->c[j].r.nunplaced && dominates(&s->c[j], &s->c[i]))
             return 0;
     return 1;
+}
+
+static int missing(const struct reconf_replan *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->nunplaced; i++)
+        n += r->unplaced[i].replicas;
+    return n;
 }
 
 /* Every plan found as a point in r (the chosen one's). */
@@ -231,15 +243,16 @@ static int points(struct search *s, size_t chosen, const char *const *no, struct
         const struct cand *c = &s->c[i];
         if (!c->p)
             continue;
-        r->points[r->npoints++] = (struct reconf_point){ts_arena_strdup(&r->arena, c->how),
-                                                        c->r.drains,
-                                                        c->p->summary.gpus_used,
-                                                        c->r.removed_drains,
-                                                        cost(c),
-                                                        no[i] ? ts_arena_strdup(&r->arena, no[i])
-                                                              : NULL,
-                                                        i == chosen,
-                                                        pareto(s, i)};
+        r->points[r->npoints++] = (struct reconf_point){
+            .how = ts_arena_strdup(&r->arena, c->how),
+            .drains = c->r.drains,
+            .cards = c->p->summary.gpus_used,
+            .removed_drains = c->r.removed_drains,
+            .unplaced = missing(&c->r),
+            .cost = cost(c),
+            .why = no[i] ? ts_arena_strdup(&r->arena, no[i]) : NULL,
+            .chosen = i == chosen,
+            .pareto = pareto(s, i)};
     }
     return r->points != NULL;
 }

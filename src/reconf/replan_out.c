@@ -18,6 +18,9 @@ static void point_text(const struct reconf_point *pt, struct ts_sbuf *out)
     if (pt->cost >= 0)
         ts_sbuf_printf(out, ", %.2f per hour", (double)pt->cost / TS_MICRO);
     ts_sbuf_printf(out, ": %s", pt->how);
+    if (pt->unplaced)
+        ts_sbuf_printf(out, " (leaves %d replica%s out)", pt->unplaced,
+                       pt->unplaced == 1 ? "" : "s");
     if (pt->removed_drains)
         ts_sbuf_printf(out, " (%d of the drains on nodes that leave the fleet)",
                        pt->removed_drains);
@@ -89,11 +92,11 @@ static json_t *points_json(const struct reconf_replan *r)
     for (size_t i = 0; i < r->npoints; i++) {
         const struct reconf_point *p = &r->points[i];
         json_t *cost = p->cost >= 0 ? json_real((double)p->cost / TS_MICRO) : json_null();
-        json_array_append_new(a,
-                              json_pack("{s:s, s:i, s:i, s:i, s:o, s:b, s:b, s:s?}", "how", p->how,
-                                        "drains", p->drains, "removedDrains", p->removed_drains,
-                                        "cards", p->cards, "costPerHour", cost, "pareto", p->pareto,
-                                        "chosen", p->chosen, "refused", p->why));
+        json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:b, s:b, s:s?}", "how",
+                                           p->how, "drains", p->drains, "removedDrains",
+                                           p->removed_drains, "cards", p->cards, "costPerHour",
+                                           cost, "unplaced", p->unplaced, "pareto", p->pareto,
+                                           "chosen", p->chosen, "refused", p->why));
     }
     return a;
 }
