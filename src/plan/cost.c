@@ -19,7 +19,7 @@
  * out, so the program relaxes the planner's problem: its LP relaxation (or,
  * on a small program, its proven integer optimum) is a lower bound on the
  * cost of any plan of these workloads, and its integer solution is the
- * models the planner then tries (plan_choose_models). Alike workloads
+ * models the planner then tries (plan_choose_models, plan/choose.c). Alike workloads
  * (the same alternatives) share one integer column per alternative.
  */
 #include "plan/internal.h"
@@ -689,6 +689,11 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
 
 /* ---- what the planner asks ---- */
 
+int plan__cost_worth_search(struct cost *c)
+{
+    return c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX && !decided_at_lp(c);
+}
+
 /* The program's integer optimum when GLPK proves it within the short
  * budget of a bound (a small program), else lp: the program relaxes the
  * planner's problem, so its proven optimum bounds the cost too. */
@@ -716,111 +721,4 @@ int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *c
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
     plan__cost_close(c);
     return lp < 0 ? -1 : (int64_t)floor(lp * TS_MICRO + 1e-3);
-}
-
-/* A plan's cost and cards for comparing (cost -2: it does not build). */
-struct cost_trial {
-    int64_t cost;
-    int cards;
-};
-
-static struct cost_trial trial(const struct spec_model *m, const struct cat_catalog *cat,
-                               const struct decide_result *d, const struct plan_options *opt)
-{
-    struct cost_trial t = {-2, 0};
-    struct plan *p = NULL;
-    struct ts_diag *diag = calloc(1, sizeof(*diag));
-    if (diag && plan__build(m, cat, d, opt, 0, &p, diag) == TS_OK)
-        t = (struct cost_trial){p->summary.cost_per_hour, p->summary.gpus_used};
-    plan_free(p);
-    free(diag);
-    return t;
-}
-
-/* 1 when a's plan costs less than base's (then uses fewer cards); a plan
- * that builds beats one that does not. */
-static int cheaper_than(struct cost_trial a, struct cost_trial base)
-{
-    if (a.cost == -2 || a.cost == -1)
-        return 0;
-    if (base.cost < 0 || a.cost != base.cost)
-        return base.cost < 0 || a.cost < base.cost;
-    return a.cards < base.cards;
-}
-
-/* The decisions with pins applied when their plan costs less than base
- * (d's plan); else NULL. */
-static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
-                                      const struct decide_result *d, const struct plan_options *opt,
-                                      const struct cat_model **pins, struct cost_trial base)
-{
-    struct ts_diag *diag = calloc(1, sizeof(*diag));
-    struct decide_result *alt = NULL;
-    if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
-        alt = NULL;
-    free(diag);
-    if (alt && !cheaper_than(trial(m, cat, alt, opt), base)) {
-        decide_free(alt);
-        alt = NULL;
-    }
-    return alt;
-}
-
-/* 1 when some row's pin moves it off d's model. */
-static int moves_any(const struct decide_result *d, const struct cat_model **pins)
-{
-    for (size_t r = 0; r < d->nrows; r++)
-        if (pins[r] && pins[r] != d->rows[r].model)
-            return 1;
-    return 0;
-}
-
-ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
-                             const struct decide_result *d, const struct plan_options *opt,
-                             struct decide_result **out)
-{
-    static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
-    opt = opt ? opt : &defaults;
-    *out = NULL;
-    if (!m->pricebook || opt->time_limit_s <= 0 || opt->solver == PLAN_SOLVER_HEURISTIC)
-        return TS_OK;
-    struct cost *c = plan__cost_open(m, cat, d);
-    const struct cat_model **pins = calloc(d->nrows + 1, sizeof(*pins));
-    double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
-    double obj = 0;
-    int solved = c && pins && c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX &&
-                 !decided_at_lp(c) && plan__cost_ilp(c, limit, pins, &obj) && moves_any(d, pins);
-    plan__cost_close(c);
-    struct cost_trial base = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0};
-    /* the program finds no saving on d's plan: no trial of its models */
-    solved &= base.cost < 0 || obj * TS_MICRO < (double)base.cost * (1 - PLAN_COST_MIP_GAP);
-    struct decide_result *alt = solved ? try_pins(m, cat, d, opt, pins, base) : NULL;
-    for (size_t r = 0; solved && !alt && r < d->nrows; r++)
-        if (decide_mech_shares_card(d->rows[r].mech))
-            pins[r] = NULL; /* pools are what the program relaxes most: decide's stand */
-    if (solved && !alt && moves_any(d, pins))
-        alt = try_pins(m, cat, d, opt, pins, base);
-    free(pins);
-    *out = alt;
-    return TS_OK;
-}
-
-ts_status plan_decide(const struct spec_model *m, const struct cat_catalog *cat,
-                      const struct plan_options *opt, struct decide_result **out,
-                      struct ts_diag *diag)
-{
-    struct decide_result *d = NULL, *cheaper = NULL;
-    ts_status st = decide_run(m, cat, &d, diag);
-    if (st == TS_OK)
-        st = plan_choose_models(m, cat, d, opt, &cheaper);
-    if (st != TS_OK) {
-        decide_free(d);
-        return st;
-    }
-    if (cheaper) {
-        decide_free(d);
-        d = cheaper;
-    }
-    *out = d;
-    return TS_OK;
 }

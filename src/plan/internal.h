@@ -265,6 +265,10 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
 void plan__cost_close(struct cost *c);
 double plan__cost_lp(struct cost *c);
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
+/* 1 when the integer search may pay: some workload may move, the program
+ * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
+ * already optimal for its LP (within PLAN_COST_MIP_GAP). */
+int plan__cost_worth_search(struct cost *c);
 /* The lower bound on cost, micro-units per hour (-1: none): the program's
  * LP (its integer optimum when GLPK proves it quickly), and for a one-model
  * fleet at least card_bound cards at its price. */

@@ -122,7 +122,8 @@ void plan_free(struct plan *p);
 
 /* With a PriceBook, the fleet's price per hour as the objective: each
  * workload's card model chosen jointly over all workloads and models
- * (plan/cost.c: GLPK on the cost program, then both plans laid out). *out
+ * (plan/cost.c: GLPK on the cost program; plan/choose.c: both plans laid
+ * out). *out
  * is new decisions (decide_free) when their plan costs less than d's, else
  * NULL (d stands; also without a PriceBook, or with opt's time limit 0 or
  * the heuristic solver). */
