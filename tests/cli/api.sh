@@ -86,6 +86,10 @@ for dev, model, prof in rows:
         db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
                    " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000, '')",
                    (b"n1", dev, 1793836800000 + 15000 * i, model, prof))
+# written behind tessera's back: the usage aggregate (schema v7) the demo day's
+# invoice kept no longer holds, so it goes too, as no ingest would leave it
+for table in ("agg_tails", "agg_totals", "agg_periods"):
+    db.execute("DELETE FROM " + table)
 db.commit()
 PY
 "$TESSERA" usage -f "$SPEC" --db "$DB" --from 2026-11-05T00:00:00Z --to 2026-11-06T00:00:00Z \
