@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# labels: slow timing serial
+# labels: slow timing
 # shim_inflight.sh - the SM share's in-flight bound (src/shim/inflight.c)
 # on the asynchronous stand-in driver: a 10% tenant that queues 2 s of
 # 1 ms kernels on one stream without ever synchronising must never have
