@@ -20,28 +20,21 @@ Usage: bench/cost_bench.py TESSERA [--quick] [--cases N]
 import json, math, os, random, re, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import benchlib  # noqa: E402  (the catalog's models, one timed plan run)
 MODELS = [("a30", "0.80"), ("l40s", "1.10"), ("a100-80gb", "1.60"), ("h100-80gb-sxm", "2.90")]
 
 
 def catalog():
     """name -> {memory, grid, slices, mig, profiles: [(name, GiB, units, compute, starts)]}"""
-    text = open(os.path.join(HERE, "..", "src", "catalog", "builtin.yaml")).read()
     out = {}
-    for doc in text.split("\n---"):
-        name = re.search(r"metadata: \{name: ([^}]+)\}", doc)
-        if not name:
-            continue
-        num = lambda key, dflt: float(re.search(r"\n  %s: ([0-9.]+)" % key, doc).group(1)) \
-            if re.search(r"\n  %s: " % key, doc) else dflt
+    for name, doc, num in benchlib.catalog_docs():
         profs = [(p.group(1), float(p.group(3)), int(p.group(6)), int(p.group(2)),
                   [int(s) for s in p.group(5).split(",")])
-                 for p in re.finditer(r"\{name: ([^,]+), id: \d+, computeSlices: (\d+), "
-                                      r"memoryGiB: ([0-9.]+), sms: \d+, maxCount: (\d+), "
-                                      r"placements: \"\{([0-9,]+)\}:(\d+)\"", doc)]
-        out[name.group(1)] = {"memory": num("memoryGiB", 0), "grid": int(num("migGrid", 8)),
-                              "slices": int(num("computeSlices", 7)),
-                              "mig": "\n  mig: true" in doc,
-                              "profiles": [p for p in profs if "+" not in p[0]]}
+                 for p in re.finditer(benchlib.PROFILE_RE, doc)]
+        out[name] = {"memory": num("memoryGiB", 0), "grid": int(num("migGrid", 8)),
+                     "slices": int(num("computeSlices", 7)), "mig": "\n  mig: true" in doc,
+                     "profiles": [p for p in profs if "+" not in p[0]]}
     return out
 
 
@@ -175,14 +168,8 @@ def glpsol(path, limit):
 
 
 def plan(tessera, path, limit):
-    t0 = time.perf_counter()
-    args = [tessera, "plan", "-f", path, "-o", "json"] + (["--time-limit", "0"] if limit == 0
-                                                         else [])
-    p = subprocess.run(args, capture_output=True, text=True)
-    dt = time.perf_counter() - t0
-    if p.returncode != 0:
-        return None, dt
-    return json.loads(p.stdout)["summary"], dt
+    return benchlib.plan_summary([tessera, "plan", "-f", path, "-o", "json"]
+                                 + (["--time-limit", "0"] if limit == 0 else []))
 
 
 def main():

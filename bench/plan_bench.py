@@ -9,6 +9,9 @@ Usage: bench/plan_bench.py TESSERA [--quick]
 """
 import json, random, subprocess, sys, tempfile, time, os
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402  (one timed plan run)
+
 PROFILES = [(9, 1), (19, 1), (18, 2), (38, 3), (38, 4)]   # (GiB, compute slices) on H100 80GB
 
 def make_spec(seed, workloads, cards, nodes):
@@ -27,13 +30,8 @@ def make_spec(seed, workloads, cards, nodes):
     return "\n".join(out) + "\n"
 
 def run(tessera, path, solver, limit):
-    t0 = time.perf_counter()
-    p = subprocess.run([tessera, "plan", "-f", path, "-o", "json", "--solver", solver,
-                        "--time-limit", str(limit)], capture_output=True, text=True)
-    dt = time.perf_counter() - t0
-    if p.returncode != 0:
-        return None, dt
-    return json.loads(p.stdout)["summary"], dt
+    return benchlib.plan_summary([tessera, "plan", "-f", path, "-o", "json", "--solver", solver,
+                                  "--time-limit", str(limit)])
 
 def main():
     tessera = sys.argv[1]

@@ -14,27 +14,20 @@ import argparse, json, os, re, subprocess, sys, tempfile, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import trace_spec  # noqa: E402  (the generator: its models and prices)
+import benchlib  # noqa: E402  (the catalog's models)
 
 PRICES = {m: float(p) for m, _, p in trace_spec.MODELS}
 
 
 def catalog():
     """name -> {memory, grid, slices, profiles: name -> (units, compute, max, starts)}"""
-    text = open(os.path.join(HERE, "..", "src", "catalog", "builtin.yaml")).read()
     out = {}
-    for doc in text.split("\n---"):
-        name = re.search(r"metadata: \{name: ([^}]+)\}", doc)
-        if not name:
-            continue
-        num = lambda key, dflt: float(re.search(r"\n  %s: ([0-9.]+)" % key, doc).group(1)) \
-            if re.search(r"\n  %s: " % key, doc) else dflt
-        profs = {}
-        for p in re.finditer(r"\{name: ([^,]+), id: \d+, computeSlices: (\d+), memoryGiB: [0-9.]+, "
-                             r"sms: \d+, maxCount: (\d+), placements: \"\{([0-9,]+)\}:(\d+)\"", doc):
-            profs[p.group(1)] = (int(p.group(5)), int(p.group(2)), int(p.group(3)),
-                                 [int(s) for s in p.group(4).split(",")])
-        out[name.group(1)] = {"memory": num("memoryGiB", 0), "grid": int(num("migGrid", 8)),
-                              "slices": int(num("computeSlices", 7)), "profiles": profs}
+    for name, doc, num in benchlib.catalog_docs():
+        profs = {p.group(1): (int(p.group(6)), int(p.group(2)), int(p.group(4)),
+                              [int(s) for s in p.group(5).split(",")])
+                 for p in re.finditer(benchlib.PROFILE_RE, doc)}
+        out[name] = {"memory": num("memoryGiB", 0), "grid": int(num("migGrid", 8)),
+                     "slices": int(num("computeSlices", 7)), "profiles": profs}
     return out
 
 
