@@ -72,6 +72,8 @@ for n, line in enumerate(open(os.path.join(out, "index")), 1):
         r = json.loads(body)
     except ValueError:
         r = None
+    if status == "200" and not isinstance(r, dict):
+        print(f"FAIL {f}: HTTP 200 but the answer is not a JSON object: {body[:300]}"); continue
     if status == "200":
         q = json.load(open(f))
         if r["response"]["uid"] != q["request"]["uid"]:
