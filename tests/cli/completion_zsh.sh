@@ -273,13 +273,15 @@ screen_has() {
     done
     return 1
 }
-# tab_line TYPED: type TYPED, press Tab once; the prompt line afterwards
+# tab_line TYPED: type TYPED, press Tab once; the prompt line afterwards. A
+# marker typed after the Tab shows when zsh has handled it (keys are read in
+# order), so nothing sleeps for a guessed time; the marker is cut off again.
 tab_line() {
     tmux -S "$SOCK" send-keys -l "$1"
     tmux -S "$SOCK" send-keys Tab
-    sleep 1
-    screen_has "READY> $1" 5
-    tmux -S "$SOCK" capture-pane -p | grep -F 'READY> ' | tail -1 | sed 's/ *$//'
+    tmux -S "$SOCK" send-keys -l "@@"
+    screen_has "@@" 20 || echo "(no answer to Tab in 20 s)"
+    grep -F 'READY> ' "$TMP/screen" | tail -1 | sed 's/@@ *$//; s/ *$//'
     tmux -S "$SOCK" send-keys C-u
 }
 
