@@ -150,7 +150,7 @@ struct store_ops {
      * returned and the transaction must be rolled back. */
     ts_status (*copy_rows)(void *db, const char *copy_sql, const struct store_param *p, int ncols,
                            size_t nrows, int64_t *changes, int *conflict, struct ts_error *err);
-    int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements */
+    int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements, not "BTREE:" */
 };
 
 extern const struct store_ops store_sqlite_ops;

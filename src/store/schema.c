@@ -43,7 +43,7 @@ static const char *const migration_v4[] = {
 /* v5: samples arrive in time order, so where the backend has BRIN indexes
  * (PostgreSQL) samples_ts becomes one: a few bytes per range of pages to
  * keep instead of a B-tree entry per row. A statement starting "BRIN:"
- * runs only there; SQLite keeps its B-tree (MAX(ts_ms) reads it). */
+ * runs only there; SQLite kept its B-tree until v8. */
 #define BRIN_ONLY "BRIN:"
 static const char *const migration_v5[] = {
     BRIN_ONLY "DROP INDEX samples_ts",
@@ -74,9 +74,17 @@ static const char *const migration_v7[] = {
     "CREATE TABLE agg_tails (token BIGINT NOT NULL, pos BIGINT NOT NULL, family TEXT NOT NULL,"
     " split BIGINT NOT NULL, ts_ms BIGINT NOT NULL, PRIMARY KEY (token, pos))",
     NULL};
+/* v8: where samples_ts is still a B-tree (no BRIN: SQLite) it goes: it was
+ * one of three B-trees every sample is inserted into, a third of the
+ * insert's work at 512 GPUs. What read it reads the primary key (device,
+ * ts_ms) instead, a few look-ups per device (store.c: the newest sample,
+ * a split device's next scrape). A statement starting "BTREE:" runs only
+ * where "BRIN:" ones do not. */
+#define BTREE_ONLY "BTREE:"
+static const char *const migration_v8[] = {BTREE_ONLY "DROP INDEX IF EXISTS samples_ts", NULL};
 static const char *const *const migrations[] = {migration_v1, migration_v2, migration_v3,
                                                 migration_v4, migration_v5, migration_v6,
-                                                migration_v7};
+                                                migration_v7, migration_v8};
 #define SCHEMA_VERSION ((int64_t)(sizeof(migrations) / sizeof(migrations[0])))
 
 const int64_t store__schema_version = SCHEMA_VERSION;
@@ -91,16 +99,34 @@ static void dialect(char *dst, size_t size, const char *tmpl, const char *serial
         snprintf(dst, size, "%.*s%s%s", (int)(at - tmpl), tmpl, serial_pk, at + 9);
 }
 
+/* Whether statement m runs on this backend; *skip: the length of its
+ * BRIN: or BTREE: prefix, 0 without one. */
+static int runs_here(const struct store_ops *ops, const char *m, size_t *skip)
+{
+    static const struct {
+        const char *prefix;
+        int brin; /* runs where the backend has BRIN indexes (1) or not (0) */
+    } only[] = {{BRIN_ONLY, 1}, {BTREE_ONLY, 0}};
+    for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++) {
+        size_t n = strlen(only[i].prefix);
+        if (strncmp(m, only[i].prefix, n) == 0) {
+            *skip = n;
+            return !ops->brin == !only[i].brin;
+        }
+    }
+    *skip = 0;
+    return 1;
+}
+
 ts_status store__apply_migration(const struct store_ops *ops, void *db, int64_t v,
                                  struct ts_error *err)
 {
     char sql[2048];
-    const size_t brin_len = strlen(BRIN_ONLY);
     for (const char *const *m = migrations[v - 1]; *m; m++) {
-        int brin = strncmp(*m, BRIN_ONLY, brin_len) == 0;
-        if (brin && !ops->brin)
+        size_t skip;
+        if (!runs_here(ops, *m, &skip))
             continue;
-        dialect(sql, sizeof(sql), *m + (brin ? brin_len : 0), ops->serial_pk);
+        dialect(sql, sizeof(sql), *m + skip, ops->serial_pk);
         ts_status rc = ops->exec(db, sql, NULL, NULL, err);
         if (rc != TS_OK)
             return rc;

@@ -90,7 +90,8 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                                        "FROM requests WHERE ts_ms >= $1 AND ts_ms < $2 "
                                        "ORDER BY owner, workload, consumer, series, ts_ms"},
     /* a device's next scrape after a time (the primary key's index), and
-     * of any key "DEVICE#..." (by time: the rare split device) */
+     * of any key "DEVICE#..." (by time, PostgreSQL's BRIN index: the rare
+     * split device; SQLite seeks each such device instead) */
     [STORE_ST_DEVICE_AFTER] = {.sql = "SELECT ts_ms FROM samples WHERE device = $1 AND ts_ms > $2 "
                                       "ORDER BY ts_ms LIMIT 1"},
     /* $1 first: SQLite numbers the parameters in the order they appear */
@@ -491,22 +492,21 @@ static int row_last_ts(void *ctx, const char *const *cols, const size_t *lens, i
     return 1;
 }
 
-/* A BRIN index cannot give MAX(ts_ms) (it would read the whole table):
- * there each device's newest sample is read from the primary key instead,
+/* The newest sample, from the primary key (device, ts_ms): no index on
+ * time gives MAX(ts_ms) (PostgreSQL's BRIN would read the whole table,
+ * SQLite has none since schema v8), so each device's newest sample is read,
  * skipping from one device to the next, a few index probes per device. */
-#define LAST_SAMPLE "SELECT MAX(ts_ms) FROM samples"
-#define LAST_SAMPLE_SKIP                                                                  \
-    "WITH RECURSIVE d (device) AS ((SELECT device FROM samples ORDER BY device LIMIT 1) " \
-    "UNION ALL SELECT (SELECT s.device FROM samples s WHERE s.device > d.device "         \
-    "ORDER BY s.device LIMIT 1) FROM d WHERE d.device IS NOT NULL) "                      \
-    "SELECT MAX((SELECT s.ts_ms FROM samples s WHERE s.device = d.device "                \
+#define LAST_SAMPLE                                                                        \
+    "WITH RECURSIVE d (device) AS (SELECT (SELECT device FROM samples ORDER BY device "    \
+    "LIMIT 1) UNION ALL SELECT (SELECT s.device FROM samples s WHERE s.device > d.device " \
+    "ORDER BY s.device LIMIT 1) FROM d WHERE d.device IS NOT NULL) "                       \
+    "SELECT MAX((SELECT s.ts_ms FROM samples s WHERE s.device = d.device "                 \
     "ORDER BY s.ts_ms DESC LIMIT 1)) FROM d"
 
 ts_status store_last_sample(struct store *st, int64_t *ms, int *found, struct ts_error *err)
 {
     struct last_ts l = {0, 0};
-    const char *sql = st->ops->brin ? LAST_SAMPLE_SKIP : LAST_SAMPLE;
-    ts_status rc = st->ops->exec(st->db, sql, row_last_ts, &l, err);
+    ts_status rc = st->ops->exec(st->db, LAST_SAMPLE, row_last_ts, &l, err);
     *ms = l.ms;
     *found = l.found;
     return rc;
@@ -517,21 +517,6 @@ static int row_found(void *ctx, const char *const *c, const size_t *lens, int n)
     (void)c, (void)lens, (void)n;
     *(int *)ctx = 1;
     return 0;
-}
-
-ts_status store_device_scraped_after(struct store *st, const char *device, int split,
-                                     int64_t after_ms, int *found, struct ts_error *err)
-{
-    struct store_param p[2] = {store__str(device), store__int(after_ms)};
-    *found = 0;
-    ts_status rc = st->ops->run(st->db, STORE_ST_DEVICE_AFTER, p, 2, row_found, found, NULL, err);
-    if (rc != TS_OK || *found || !split)
-        return rc;
-    char prefix[STORE_DEVICE_PREFIX_MAX];
-    if ((size_t)snprintf(prefix, sizeof(prefix), "%s#", device) >= sizeof(prefix))
-        return ts_err(err, TS_TOO_LARGE, "device '%s' is too long", device);
-    p[0] = store__str(prefix);
-    return st->ops->run(st->db, STORE_ST_SPLIT_AFTER, p, 2, row_found, found, NULL, err);
 }
 
 struct sample_scan {
@@ -578,6 +563,46 @@ static ts_status next_device(struct store *st, const char *prev, char **next, st
         rc = ts_err(err, TS_NOMEM, "%s: out of memory", st->ops->name);
     *next = d.name;
     return rc;
+}
+
+/* Whether a device scraped after after_ms has a key starting with prefix
+ * (a split device's "DEVICE#..."), seeking each such device in the primary
+ * key: without an index on time (SQLite since schema v8) the single
+ * statement would read the whole table. */
+static ts_status split_after_seek(struct store *st, const char *prefix, int64_t after_ms,
+                                  int *found, struct ts_error *err)
+{
+    size_t n = strlen(prefix);
+    char *dev = strdup(prefix);
+    ts_status rc = dev ? TS_OK : ts_err(err, TS_NOMEM, "%s: out of memory", st->ops->name);
+    while (rc == TS_OK && dev && strncmp(dev, prefix, n) == 0 && !*found) {
+        struct store_param p[2] = {store__str(dev), store__int(after_ms)};
+        char *next = NULL;
+        rc = st->ops->run(st->db, STORE_ST_DEVICE_AFTER, p, 2, row_found, found, NULL, err);
+        if (rc == TS_OK && !*found)
+            rc = next_device(st, dev, &next, err);
+        free(dev);
+        dev = next;
+    }
+    free(dev);
+    return rc;
+}
+
+ts_status store_device_scraped_after(struct store *st, const char *device, int split,
+                                     int64_t after_ms, int *found, struct ts_error *err)
+{
+    struct store_param p[2] = {store__str(device), store__int(after_ms)};
+    *found = 0;
+    ts_status rc = st->ops->run(st->db, STORE_ST_DEVICE_AFTER, p, 2, row_found, found, NULL, err);
+    if (rc != TS_OK || *found || !split)
+        return rc;
+    char prefix[STORE_DEVICE_PREFIX_MAX];
+    if ((size_t)snprintf(prefix, sizeof(prefix), "%s#", device) >= sizeof(prefix))
+        return ts_err(err, TS_TOO_LARGE, "device '%s' is too long", device);
+    if (st->ops->seek_devices)
+        return split_after_seek(st, prefix, after_ms, found, err);
+    p[0] = store__str(prefix);
+    return st->ops->run(st->db, STORE_ST_SPLIT_AFTER, p, 2, row_found, found, NULL, err);
 }
 
 /* SQLite sorts a range's samples by device in a temporary B-tree, which

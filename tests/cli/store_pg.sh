@@ -46,7 +46,7 @@ rc=$?
 check "restart failed: $(cat "$TMP/restart.err")" [ "$rc" -eq 0 ]
 after=$(count)
 check "samples after restart: $after, before: $before" [ "$after" = "$before" ]
-check "schema_version is not 7 (the migrations in src/store/schema.c)" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 7 ]
+check "schema_version is not 8 (the migrations in src/store/schema.c)" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 8 ]
 
 run_suite "after restart"
 finish

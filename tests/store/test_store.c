@@ -319,6 +319,34 @@ static void test_last_sample(void **state)
     store_close(st);
 }
 
+static int scraped_after(struct store *st, const char *dev, int split, int64_t after)
+{
+    int found = -1;
+    struct ts_error err = {0};
+    assert_int_equal(store_device_scraped_after(st, dev, split, after, &found, &err), TS_OK);
+    return found;
+}
+
+/* A device's next scrape after a time; with split, also of its keys
+ * "DEVICE#...", never of another device sharing a prefix ("GPU-ab",
+ * "GPU-a!": before and after "GPU-a#" in byte order). */
+static void test_scraped_after(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample s[6] = {sample("GPU-a", 10),      sample("GPU-a#t1/x", 50),
+                                sample("GPU-a#t2/y", 30), sample("GPU-ab", 90),
+                                sample("GPU-a!", 95),     sample("GPU-a$", 97)};
+    assert_int_equal(put(st, s, 6), 6);
+    assert_int_equal(scraped_after(st, "GPU-a", 0, 5), 1);
+    assert_int_equal(scraped_after(st, "GPU-a", 0, 10), 0);
+    assert_int_equal(scraped_after(st, "GPU-a", 1, 10), 1);
+    assert_int_equal(scraped_after(st, "GPU-a", 1, 30), 1);
+    assert_int_equal(scraped_after(st, "GPU-a", 1, 50), 0);
+    assert_int_equal(scraped_after(st, "GPU-a#t2/y", 0, 29), 1);
+    assert_int_equal(scraped_after(st, "GPU-z", 1, 0), 0);
+    store_close(st);
+}
+
 static void test_out_of_order(void **state)
 {
     struct store *st = open_or_skip(state);
@@ -581,8 +609,12 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 7);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 7);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 8);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
+    /* v8: no index on time beside the primary key */
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' "
+                                    "AND tbl_name = 'samples' AND sql IS NOT NULL"),
+                     0);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
     assert_int_equal(sqlite3_step(s), SQLITE_ROW);
@@ -791,8 +823,8 @@ static void test_pg_upgrade_from_v3(void **state)
                         "(SELECT indexdef FROM pg_indexes WHERE indexname = 'samples_ts'), "
                         "(SELECT count(*) FROM samples)",
                         PGRES_TUPLES_OK);
-    assert_string_equal(PQgetvalue(r, 0, 0), "7");
-    assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)"));
+    assert_string_equal(PQgetvalue(r, 0, 0), "8");
+    assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)")); /* v8 keeps it */
     assert_string_equal(PQgetvalue(r, 0, 2), "2");
     PQclear(r);
     PQfinish(c);
@@ -828,9 +860,43 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 7);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
+    sqlite3_close(db);
+    assert_int_equal(sqlite_teardown(state), 0);
+}
+
+/* A SQLite database of schema v7 (samples_ts a B-tree on time) moves to v8
+ * in place: the index goes, the rows stay, the newest sample and a split
+ * device's next scrape are still found (from the primary key). */
+static void test_upgrade_from_v7(void **state)
+{
+    assert_int_equal(sqlite_setup(state), 0);
+    struct fx *f = *state;
+    struct store *st = open_or_skip(state);
+    struct store_sample s[3] = {sample("GPU-a", 10), sample("GPU-a#t/p", 70), sample("GPU-b", 40)};
+    assert_int_equal(put(st, s, 3), 3);
+    store_close(st);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE INDEX samples_ts ON samples (ts_ms);"
+                                  "DELETE FROM schema_version WHERE version = 8",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    st = open_or_skip(state);
+    int found = 0;
+    assert_int_equal(last_sample(st, &found), 70);
+    assert_int_equal(scraped_after(st, "GPU-a", 1, 40), 1);
+    assert_int_equal(scan_all(st, 0, 100).n, 3);
+    store_close(st);
+    assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'"),
+                     0);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples"), 3);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
 }
@@ -954,6 +1020,7 @@ static void test_agg(void **state)
         cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_partly_stored, setup, teardown),      \
         cmocka_unit_test_setup_teardown(test_last_sample, setup, teardown),        \
+        cmocka_unit_test_setup_teardown(test_scraped_after, setup, teardown),      \
         cmocka_unit_test_setup_teardown(test_out_of_order, setup, teardown),       \
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),             \
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),            \
@@ -968,9 +1035,9 @@ static void test_agg(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest common[] = {cmocka_unit_test(test_bad_urls),
-                                        cmocka_unit_test(test_schema_versions),
-                                        cmocka_unit_test(test_upgrade_from_v1)};
+    const struct CMUnitTest common[] = {
+        cmocka_unit_test(test_bad_urls), cmocka_unit_test(test_schema_versions),
+        cmocka_unit_test(test_upgrade_from_v1), cmocka_unit_test(test_upgrade_from_v7)};
     const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
     const struct CMUnitTest pg[] = {
         CASES(pg_setup, pg_teardown),
