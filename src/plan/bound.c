@@ -6,7 +6,7 @@
  * (memory units / grid, compute slices / card, per-profile count / max
  * count, replicas of one workload that must sit on distinct cards), plus
  * the configuration LP bound of the profiles (cutting-stock form), plus for
- * each sharing pool its configuration bound (plan/poolcfg.c). Guests
+ * each sharing pool its configuration bound, per trust group (plan/poolcfg.c). Guests
  * (best-effort time-slicing) count with the time-slicing pools unless a
  * scheduled whole card of the model might host them for nothing.
  * Naive: each workload its own guaranteed whole GPU(s); replicas count once.

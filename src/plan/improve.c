@@ -2,7 +2,10 @@
  * improve.c - exact packing of sharing pools and guests, after the
  * heuristic phases: per card model and pool mode (MPS, memory fractions,
  * time-slicing with the guests on those cards), the clients on the cards
- * the heuristic used form one bin-packing class (plan/poolcfg.c). When its
+ * the heuristic used form one bin-packing class (plan/poolcfg.c): alike
+ * clients (same tenant, size and pool, not spread) are one item type, and
+ * the class is taken apart into components of clients that may share a
+ * card (trust, pool, MPS server), each packed on its own cards. When its
  * configuration bound says fewer cards might do, GLPK solves the class in
  * integers on exactly those cards (the cards actually needed, never the
  * whole fleet) and, when it uses fewer, the cards are refilled by its
@@ -18,53 +21,80 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One instance on the class's cards: its row and replica * 2 + guest flag. */
+struct client {
+    const struct decide_row *row;
+    int tag;
+    size_t type;
+};
+
 struct klass {
     struct plan_pool_class pc;
     struct plan_gpu **cards;
     size_t ncards;
-    int **replicas; /* per type: its instances, replica * 2 + guest flag */
+    struct client *clients; /* sorted by type: type t's from first[t] */
+    size_t nclients;
+    size_t *first;
 };
 
-static int type_of(const struct klass *k, const struct decide_row *r)
+/* Row r's type: an alike client's (plan__pool_same_client), else a new one. */
+static size_t type_of(struct klass *k, const struct decide_row *r)
 {
     for (size_t t = 0; t < k->pc.ntypes; t++)
-        if (k->pc.rows[t] == r)
-            return (int)t;
-    return -1;
+        if (plan__pool_same_client(k->pc.rows[t], r))
+            return t;
+    k->pc.rows[k->pc.ntypes] = r;
+    k->pc.demand[k->pc.ntypes] = 0;
+    return k->pc.ntypes++;
+}
+
+static int by_type(const void *a, const void *b)
+{
+    const struct client *x = a, *y = b;
+    if (x->type != y->type)
+        return x->type < y->type ? -1 : 1;
+    return x->tag < y->tag ? -1 : x->tag > y->tag; /* replicas in order */
 }
 
 /* Types and demands from the instances on k's cards; 0 when not exact-able. */
 static int gather(struct klass *k)
 {
+    k->nclients = 0;
     for (size_t c = 0; c < k->ncards; c++)
         for (size_t i = 0; i < k->cards[c]->ninst; i++) {
             const struct plan_inst *in = &k->cards[c]->inst[i];
             if (!in->row || in->row->workload->spread == SPEC_SPREAD_NODE)
                 return 0;
-            int t = type_of(k, in->row);
-            if (t < 0) {
-                t = (int)k->pc.ntypes++;
-                k->pc.rows[t] = in->row;
-                k->replicas[t] = calloc((size_t)in->row->workload->replicas + 1, sizeof(int));
-                if (!k->replicas[t])
-                    return 0;
-            }
-            if (k->pc.demand[t] >= k->pc.rows[t]->workload->replicas)
-                return 0;
-            k->replicas[t][k->pc.demand[t]++] = in->replica * 2 + (in->guest != 0);
+            size_t t = type_of(k, in->row);
+            k->pc.demand[t]++;
+            k->clients[k->nclients++] = (struct client){in->row, in->replica * 2 + (in->guest != 0),
+                                                        t};
         }
-    for (size_t t = 0; t < k->pc.ntypes; t++)
-        for (size_t c = 0; c < k->ncards; c++)
-            if (!plan__eligible(k->pc.rows[t], k->cards[c]))
-                return 0;
+    qsort(k->clients, k->nclients, sizeof(*k->clients), by_type);
+    for (size_t t = 0, j = 0; t <= k->pc.ntypes; t++) {
+        while (j < k->nclients && k->clients[j].type < t)
+            j++;
+        k->first[t] = j;
+    }
     return k->pc.ntypes > 0;
+}
+
+/* 1 when every client of k may go on every card of k. */
+static int interchangeable(const struct klass *k)
+{
+    for (size_t j = 0; j < k->nclients; j++)
+        if (j == 0 || k->clients[j].row != k->clients[j - 1].row)
+            for (size_t c = 0; c < k->ncards; c++)
+                if (!plan__eligible(k->clients[j].row, k->cards[c]))
+                    return 0;
+    return 1;
 }
 
 /* Refill k's cards with x[j] cards of each configuration. */
 static ts_status refill(struct plan_build *b, struct klass *k, const struct plan_cfg *c,
                         const int *x)
 {
-    int *left = k->pc.demand; /* counts down; each type's replicas taken in order */
+    int *left = k->pc.demand; /* counts down; each type's clients taken in order */
     int mode = k->cards[0]->mode;
     size_t next = 0;
     for (size_t c2 = 0; c2 < k->ncards; c2++) {
@@ -76,10 +106,10 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
             struct plan_gpu *g = k->cards[next++];
             for (size_t t = 0; t < k->pc.ntypes; t++)
                 for (int n = 0; n < c->configs[j * c->ntypes + t] && left[t] > 0; n++) {
-                    const struct decide_row *r = k->pc.rows[t];
-                    int rep = k->replicas[t][--left[t]];
-                    struct plan_inst in = {r, rep / 2,    NULL,          0,      0,
-                                           0, r->cap_gib, r->sm_percent, rep % 2};
+                    const struct client *cl = &k->clients[k->first[t] + (size_t)--left[t]];
+                    const struct decide_row *r = cl->row;
+                    struct plan_inst in = {r, cl->tag / 2, NULL,          0,          0,
+                                           0, r->cap_gib,  r->sm_percent, cl->tag % 2};
                     if (!plan__add_inst(b->p, g, &in))
                         return TS_NOMEM;
                 }
@@ -125,33 +155,99 @@ static int named_pool(const struct plan_gpu *g)
     return 0;
 }
 
+/* Component comp of k (types numbered in comp[]) as a class of its own:
+ * its types, clients and cards (a card's clients are all of one component). */
+static ts_status solve_component(struct plan_build *b, const struct klass *k, const size_t *comp,
+                                 size_t which, struct klass *sub)
+{
+    const struct decide_row **rows = sub->pc.rows;
+    int *demand = sub->pc.demand;
+    sub->pc = k->pc; /* model, mechanism, trust */
+    sub->pc.rows = rows;
+    sub->pc.demand = demand;
+    sub->pc.ntypes = 0;
+    sub->ncards = 0;
+    sub->nclients = 0;
+    for (size_t t = 0; t < k->pc.ntypes; t++) {
+        if (comp[t] != which)
+            continue;
+        sub->pc.rows[sub->pc.ntypes] = k->pc.rows[t];
+        sub->pc.demand[sub->pc.ntypes] = k->pc.demand[t];
+        sub->first[sub->pc.ntypes++] = sub->nclients;
+        for (size_t j = k->first[t]; j < k->first[t + 1]; j++)
+            sub->clients[sub->nclients++] = k->clients[j];
+    }
+    sub->first[sub->pc.ntypes] = sub->nclients;
+    for (size_t c = 0; c < k->ncards; c++) {
+        const struct plan_gpu *g = k->cards[c];
+        size_t t = 0;
+        while (g->ninst && t < k->pc.ntypes &&
+               !plan__pool_same_client(k->pc.rows[t], g->inst[0].row))
+            t++;
+        if (g->ninst && t < k->pc.ntypes && comp[t] == which)
+            sub->cards[sub->ncards++] = k->cards[c];
+    }
+    if (sub->ncards < 2 || !interchangeable(sub))
+        return TS_OK;
+    return solve_class(b, sub);
+}
+
+/* The class taken apart into components of clients that may share a card
+ * (plan/poolcfg.c): each is packed on its own cards, so one tenant's pool
+ * of a few sizes is a small program where the whole class is not. */
+static ts_status solve_components(struct plan_build *b, struct klass *k)
+{
+    size_t n = k->pc.ntypes, *comp = calloc(n + 1, sizeof(*comp));
+    struct klass sub = {k->pc, NULL, 0, NULL, 0, NULL};
+    sub.cards = calloc(k->ncards + 1, sizeof(*sub.cards));
+    sub.pc.rows = calloc(n + 1, sizeof(*sub.pc.rows));
+    sub.pc.demand = calloc(n + 1, sizeof(int));
+    sub.clients = calloc(k->nclients + 1, sizeof(*sub.clients));
+    sub.first = calloc(n + 1, sizeof(*sub.first));
+    ts_status st = comp && sub.cards && sub.pc.rows && sub.pc.demand && sub.clients && sub.first
+                       ? TS_OK
+                       : TS_NOMEM;
+    size_t ncomp = st == TS_OK ? plan__pool_components(&k->pc, comp) : 0;
+    if (ncomp == 1)
+        st = interchangeable(k) ? solve_class(b, k) : TS_OK;
+    for (size_t c = 0; ncomp > 1 && st == TS_OK && c < ncomp; c++)
+        st = solve_component(b, k, comp, c, &sub);
+    free(comp);
+    free(sub.cards);
+    free(sub.pc.rows);
+    free(sub.pc.demand);
+    free(sub.clients);
+    free(sub.first);
+    return st;
+}
+
 static ts_status one_class(struct plan_build *b, const struct cat_model *model, int mode)
 {
     struct plan *p = b->p;
-    struct klass k = {{b->m, model, 0, NULL, 0, NULL, NULL}, NULL, 0, NULL};
+    struct klass k = {{b->m, model, 0, NULL, 0, NULL, NULL}, NULL, 0, NULL, 0, NULL};
     size_t n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
         n += p->gpus[i].model == model && p->gpus[i].mode == mode ? p->gpus[i].ninst : 0;
     k.cards = calloc(p->ngpus + 1, sizeof(*k.cards));
     k.pc.rows = calloc(n + 1, sizeof(*k.pc.rows));
     k.pc.demand = calloc(n + 1, sizeof(int));
-    k.replicas = calloc(n + 1, sizeof(int *));
-    ts_status st = k.cards && k.pc.rows && k.pc.demand && k.replicas ? TS_OK : TS_NOMEM;
+    k.clients = calloc(n + 1, sizeof(*k.clients));
+    k.first = calloc(n + 2, sizeof(*k.first));
+    ts_status st = k.cards && k.pc.rows && k.pc.demand && k.clients && k.first ? TS_OK : TS_NOMEM;
     for (size_t i = 0; st == TS_OK && i < p->ngpus; i++)
         if (p->gpus[i].model == model && p->gpus[i].mode == mode && !named_pool(&p->gpus[i]))
             k.cards[k.ncards++] = &p->gpus[i];
     if (st == TS_OK && k.ncards > 1 && gather(&k)) {
         k.pc.mech = k.pc.rows[0]->mech;
         k.pc.trust = plan__pool_trust_memo(b->m);
-        st = solve_class(b, &k);
+        st = solve_components(b, &k);
         free(k.pc.trust);
     }
-    for (size_t t = 0; k.replicas && t < k.pc.ntypes; t++)
-        free(k.replicas[t]);
     free(k.cards);
     free(k.pc.rows);
     free(k.pc.demand);
-    free(k.replicas);
+    free(k.clients);
+    free(k.first);
     return st;
 }
 

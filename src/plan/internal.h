@@ -111,6 +111,18 @@ int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, s
  * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */
 unsigned char *plan__pool_trust_memo(const struct spec_model *m);
 int plan__pool_cfg_bound(const struct plan_pool_class *pc);
+/* May a client of row a share a card with one of row b (trust, pool, MPS
+ * server)? */
+int plan__pool_compatible(const struct plan_pool_class *pc, const struct decide_row *a,
+                          const struct decide_row *b);
+/* 1 when rows a and b are the same client for packing (tenant, size,
+ * pool, guest or not, neither spread): their replicas are interchangeable. */
+int plan__pool_same_client(const struct decide_row *a, const struct decide_row *b);
+/* Each type's component in comp (0..n-1, numbered by first type): types
+ * joined when their clients may share a card. Returns n. */
+size_t plan__pool_components(const struct plan_pool_class *pc, size_t *comp);
+/* pc's configuration bound per component of alike clients (-1: no memory). */
+int plan__pool_split_bound(const struct plan_pool_class *pc);
 /* Cards model's pools of mech need at least (groups' configuration bounds;
  * time-slicing with the guests that no scheduled whole card may host). */
 int plan__pools_bound(const struct spec_model *m, const struct decide_result *d,
