@@ -305,16 +305,35 @@ static size_t utf8_bad(const unsigned char *s, size_t n)
     return n;
 }
 
+/* Whether every byte of s[0..n) is 0x01-0x7F (no NUL, plain ASCII: valid
+ * UTF-8), eight bytes at a time: most lines, checked before the byte-wise
+ * checks that find the place of a fault. */
+static int plain_ascii(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        any |= (w | ((w - ones) & ~w)) & highs; /* a high bit, or a zero byte */
+    }
+    for (; i < n; i++)
+        any |= (unsigned char)s[i] - 1u >= 0x7f;
+    return !any;
+}
+
 static void end_line(struct meter_expo *p)
 {
     p->line++;
     size_t bad;
+    int plain = !p->overlong && plain_ascii(p->buf, p->len); /* most lines: no check below */
     if (p->overlong) {
         fail(p, p->buf, p->buf, "line longer than 65536 bytes");
-    } else if (memchr(p->buf, '\0', p->len)) {
+    } else if (!plain && memchr(p->buf, '\0', p->len)) {
         p->buf[p->len] = '\0';
         fail(p, p->buf, p->buf + strlen(p->buf), "NUL byte in the line");
-    } else if ((bad = utf8_bad((const unsigned char *)p->buf, p->len)) < p->len) {
+    } else if (!plain && (bad = utf8_bad((const unsigned char *)p->buf, p->len)) < p->len) {
         fail(p, p->buf, p->buf + bad, "not UTF-8 (the exposition format is UTF-8)");
     } else {
         if (p->len && p->buf[p->len - 1] == '\r')

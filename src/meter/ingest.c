@@ -168,6 +168,21 @@ static char *arena_join(struct ts_arena *a, const char *x, const char *y)
     return s;
 }
 
+/* Copies of src[0..n) (at most 8) into out, in one allocation of a: 0 when
+ * out of memory. A sample's seven texts, for every sample stored. */
+static int arena_copies(struct ts_arena *a, const char *const *src, const char **out, size_t n)
+{
+    size_t len[8], total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += len[i] = strlen(src[i]) + 1;
+    char *p = ts_arena_alloc(a, total);
+    for (size_t i = 0; p && i < n; p += len[i], i++) {
+        memcpy(p, src[i], len[i]);
+        out[i] = p;
+    }
+    return p != NULL;
+}
+
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
     struct meter_seen seen;
@@ -185,23 +200,16 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     for (size_t i = 0; i < v.ncharges; i++) {
         struct store_sample *s = pending_slot(in);
         const char *key = arena_join(a, d->key, v.charges[i].suffix);
-        const char *tenant = ts_arena_strdup(a, v.charges[i].tenant);
-        if (!s || !key || !tenant)
+        enum { NODE, MODEL, PROFILE, TENANT, NS, POD, WORKLOAD, NTEXT };
+        const char *src[NTEXT] = {d->node, d->model, d->profile,           v.charges[i].tenant,
+                                  d->ns,   d->pod,   v.charges[i].workload},
+                   *text[NTEXT];
+        if (!s || !key || !arena_copies(a, src, text, NTEXT))
             return TS_NOMEM;
         int64_t share = v.charges[i].share_ppm < 0 ? TS_PPM : v.charges[i].share_ppm;
-        *s = (struct store_sample){ts_arena_strdup(a, d->node),
-                                   key,
-                                   d->ts_ms,
-                                   ts_arena_strdup(a, d->model),
-                                   ts_arena_strdup(a, d->profile),
-                                   tenant,
-                                   ts_arena_strdup(a, d->ns),
-                                   ts_arena_strdup(a, d->pod),
-                                   share,
-                                   util,
-                                   ts_arena_strdup(a, v.charges[i].workload)};
-        if (!s->node || !s->model || !s->profile || !s->ns || !s->pod || !s->workload)
-            return TS_NOMEM;
+        *s = (struct store_sample){text[NODE],    key,          d->ts_ms,      text[MODEL],
+                                   text[PROFILE], text[TENANT], text[NS],      text[POD],
+                                   share,         util,         text[WORKLOAD]};
     }
     return TS_OK;
 }
@@ -361,10 +369,28 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return (h ^ 0xff) * 1099511628211u;
 }
 
+/* s into h eight bytes at a time (the index's hash, run for every line;
+ * series_id keeps FNV-1a: its ids are stored). */
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+    const uint64_t k = 0x9e3779b97f4a7c15u;
+    size_t n = strlen(s);
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w ^ (uint64_t)n << 56) * k; /* the length ends the string: "ab"+"c" != "a"+"bc" */
+    return h ^ h >> 32;
+}
+
 static uint64_t hash_ident(const struct ident *id)
 {
     uint64_t h = 14695981039346656037u ^ (uint64_t)id->ts;
-    return hash_str(hash_str(hash_str(h * 1099511628211u, id->key), id->ns), id->pod);
+    return mix_str(mix_str(mix_str(h * 0x9e3779b97f4a7c15u, id->key), id->ns), id->pod);
 }
 
 static int matches(const struct entry *e, const struct ident *id)

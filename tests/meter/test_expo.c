@@ -308,6 +308,40 @@ static void test_not_utf8(void **state)
     }
 }
 
+/* Lines are checked eight bytes at a time first: a NUL or a byte above
+ * 0x7F at any place of a word, or of the tail after the last word, still
+ * rejects its line at its column; 0x01 and 0x7F (ASCII) pass everywhere. */
+static void test_bad_byte_anywhere(void **state)
+{
+    (void)state;
+    static const struct {
+        char byte;
+        const char *error;
+    } cases[] = {{'\0', "NUL byte in the line"},
+                 {'\x80', "not UTF-8 (the exposition format is UTF-8)"},
+                 {'\xff', "not UTF-8 (the exposition format is UTF-8)"},
+                 {'\x01', NULL},
+                 {'\x7f', NULL}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+        for (size_t at = 0; at < 29; at++) {
+            char text[128];
+            /* line 2: 'x{a="' and 29 value bytes, one of them the case's */
+            int n = snprintf(text, sizeof(text), "ok 1\nx{a=\"%29s\"} 1\nok 2\n", "");
+            memset(text + 10, 'v', 29);
+            text[10 + at] = cases[c].byte;
+            struct seen w;
+            parse(text, (size_t)n, 2, &w);
+            int ok = cases[c].error ? w.errors == 1 && w.samples == 2 && w.first_error_line == 2 &&
+                                          w.first_error_col == (int)at + 6 &&
+                                          strcmp(w.first_error, cases[c].error) == 0
+                                    : w.errors == 0 && w.samples == 3;
+            if (!ok)
+                fail_msg("byte %#x at %zu: %ld errors, %ld samples, line %ld col %d '%s'",
+                         (unsigned char)cases[c].byte, at, w.errors, w.samples, w.first_error_line,
+                         w.first_error_col, w.first_error);
+        }
+}
+
 /* The parser reads plain decimals without strtod: every value, plain or
  * not, must come out bit for bit as strtod reads it; a timestamp too. */
 static void test_values_as_strtod(void **state)
@@ -358,10 +392,15 @@ static void test_values_as_strtod(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cut_short),          cmocka_unit_test(test_not_utf8),
-        cmocka_unit_test(test_real_outputs),       cmocka_unit_test(test_mig_labels),
-        cmocka_unit_test(test_line_without_value), cmocka_unit_test(test_values_and_escapes),
-        cmocka_unit_test(test_malformed_lines),    cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_cut_short),
+        cmocka_unit_test(test_not_utf8),
+        cmocka_unit_test(test_bad_byte_anywhere),
+        cmocka_unit_test(test_real_outputs),
+        cmocka_unit_test(test_mig_labels),
+        cmocka_unit_test(test_line_without_value),
+        cmocka_unit_test(test_values_and_escapes),
+        cmocka_unit_test(test_malformed_lines),
+        cmocka_unit_test(test_limits),
         cmocka_unit_test(test_values_as_strtod),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
