@@ -72,7 +72,11 @@ const struct cli_verb cli_verb_plan = {
     "                    [--removed-node NODE...]\n\n"
     "Decide each workload's isolation mechanism (with the rule and the reason) and\n"
     "lay out every GPU of the fleet: MIG geometries with placements, sharing pools,\n"
-    "whole GPUs; totals against the lower bound and the naive layout.\n",
+    "whole GPUs; totals against the lower bound and the naive layout.\n"
+    "The card lower bound is the configuration LP bound per model, sharing pools\n"
+    "counted per trust group; with a PriceBook, the cost lower bound is the cost\n"
+    "program's LP with configuration cuts per pool group, raised by a short branch\n"
+    "and bound (docs/spec.md, docs/plan-json.md).\n",
     OPTS,
     "When the fleet cannot hold the spec, the errors go to stderr, the plan of the\n"
     "workloads that fit (and, at its end, each that does not with why; in JSON,\n"

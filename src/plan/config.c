@@ -69,7 +69,8 @@ static void keep(struct walk *w)
 /* Counts for types t.. on top of counts[0..t-1] (which fit). */
 static void dfs(struct walk *w, size_t t)
 {
-    if (w->full || ++w->steps > PLAN_CFG_NODES_MAX) {
+    long cap = w->c->max_steps > 0 ? w->c->max_steps : PLAN_CFG_NODES_MAX;
+    if (w->full || ++w->steps > cap) {
         w->full = 1;
         return;
     }
@@ -177,6 +178,34 @@ int plan__cfg_lp_bound(const struct plan_cfg *c)
         bound = (int)ceil(glp_get_obj_val(lp) - 1e-6);
     glp_delete_prob(lp);
     return bound;
+}
+
+int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi)
+{
+    glp_prob *lp = c->nconfigs ? program(c, 0, -1) : NULL;
+    if (!lp)
+        return 0;
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    int ok = glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+    for (size_t t = 0; ok && t < c->ntypes; t++) {
+        double v = glp_get_row_dual(lp, (int)t + 1);
+        pi[t] = v > 0 ? v : 0;
+    }
+    /* dual feasibility checked here, not trusted to the solver's tolerance:
+     * a configuration above 1 scales every price down */
+    double top = 1;
+    for (size_t k = 0; ok && k < c->nconfigs; k++) {
+        double sum = 0;
+        for (size_t t = 0; t < c->ntypes; t++)
+            sum += pi[t] * c->configs[k * c->ntypes + t];
+        top = sum > top ? sum : top;
+    }
+    for (size_t t = 0; ok && t < c->ntypes; t++)
+        pi[t] /= top * (1 + 1e-9);
+    glp_delete_prob(lp);
+    return ok;
 }
 
 struct budget {

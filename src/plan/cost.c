@@ -9,7 +9,7 @@
  *   x[M,k]  cards of model M filled with MIG configuration k (every maximal
  *           set of the profiles the alternatives use on M, plan/config.c);
  *   z[g]    cards of sharing-pool group g (model, mechanism, and the MPS
- *           tenant or the set of tenants that trust each other);
+ *           tenant or the set of tenants that trust each other, guests too);
  *   whole cards: GPUs x replicas of the alternative.
  * Profile counts cover the chosen replicas, a pool's cards hold its
  * clients' memory caps, MPS SM shares and clients, replicas kept apart
@@ -18,7 +18,11 @@
  * best-effort guests on cards a scheduled whole card might host are left
  * out, so the program relaxes the planner's problem: its LP relaxation (or,
  * on a small program, its proven integer optimum) is a lower bound on the
- * cost of any plan of these workloads, and its integer solution is the
+ * cost of any plan of these workloads. For the bound, each pool group the
+ * LP uses gets a configuration cut (its cards cover the dual prices of its
+ * clients' configuration LP), and a short branch and bound's least open
+ * bound raises it further; neither cuts off an integer solution. Its
+ * integer solution is the
  * models the planner then tries (plan_choose_models, plan/choose.c). Alike workloads
  * (the same alternatives) share one integer column per alternative.
  */
@@ -44,6 +48,13 @@ struct cost_nz {
     double v;
 };
 
+struct cost_group {
+    size_t slot;
+    int mech;
+    size_t owner;
+    int col, mem, sm, clients;
+};
+
 struct cost {
     const struct spec_model *m;
     const struct cat_catalog *cat;
@@ -65,6 +76,9 @@ struct cost {
     size_t nz, nzcap;
     int *mig_cols; /* scratch: a model's MIG card columns */
     size_t nmig, migcap;
+    struct cost_group *gs; /* the sharing-pool groups */
+    size_t ngs, gscap;
+    int *grp; /* per alternative: its group, or -1 */
 };
 
 /* ---- the fleet's models and prices ---- */
@@ -471,19 +485,10 @@ static int mig_model(struct cost *c, size_t k)
 
 /* ---- sharing pools: cards of a group hold its clients' shares ---- */
 
-struct cost_group {
-    size_t slot;
-    int mech;
-    size_t owner;
-    int col, mem, sm, clients;
-};
-
 static int pool_group(struct cost *c, const struct decide_row *x, struct cost_group **gs, size_t *n,
                       size_t *cap)
 {
-    size_t k = slot_of(c, x->model), owner = owner_of(c, x);
-    if (x->mech == DECIDE_TIME_SLICING && c->models[k].guests)
-        owner = SIZE_MAX; /* guests share cards with any time-slicing client */
+    size_t k = slot_of(c, x->model), owner = owner_of(c, x); /* guests too: trust */
     for (size_t i = 0; i < *n; i++)
         if ((*gs)[i].slot == k && (*gs)[i].mech == x->mech && (*gs)[i].owner == owner)
             return (int)i;
@@ -528,22 +533,105 @@ static void guest_hosts(struct cost *c)
     }
 }
 
+/* Group gi's clients (alternatives a with grp[a] == gi) as a bin-packing
+ * class of alike types (plan/poolcfg.c); its configuration LP's dual
+ * prices give a cut: the group's cards are at least the prices of the
+ * clients on them (any card holds at most 1), the demands being every
+ * client that may join. Stronger than memory alone where sizes leave room
+ * no client fills. No cut when a client spreads or the class is too large
+ * to list. Returns 1 with a cut added, 0 without, -1 out of memory. */
+static int group_cut(struct cost *c, int gi)
+{
+    const struct cost_group *g = &c->gs[gi];
+    struct plan_pool_class pc = {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL};
+    size_t n = 0;
+    for (size_t a = 0; a < c->nalt; a++)
+        n += c->grp[a] == gi;
+    pc.rows = calloc(n + 1, sizeof(*pc.rows));
+    pc.demand = calloc(n + 1, sizeof(*pc.demand));
+    size_t *type = calloc(c->nalt + 1, sizeof(*type));
+    double *pi = calloc(n + 1, sizeof(*pi)), *val = calloc(n + 2, sizeof(*val));
+    int *ind = calloc(n + 2, sizeof(*ind)), ok = pc.rows && pc.demand && type && pi && val && ind;
+    int cut = ok;
+    for (size_t a = 0; cut && a < c->nalt; a++) {
+        const struct decide_row *x = &c->alt[a];
+        if (c->grp[a] != gi)
+            continue;
+        cut = !spread(x);
+        size_t t = 0;
+        while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
+            t++;
+        if (t == pc.ntypes)
+            pc.rows[pc.ntypes++] = x;
+        pc.demand[t] += x->workload->replicas * c->count[a];
+        type[a] = t;
+    }
+    struct plan_cfg cfg = {.ntypes = pc.ntypes,
+                           .demand = pc.demand,
+                           .fits = plan__pool_fits,
+                           .ctx = &pc,
+                           .more = plan__pool_fits_more,
+                           .max_steps = PLAN_COST_CUT_STEPS_MAX};
+    pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
+    cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
+    plan__cfg_free(&cfg);
+    int len = 1;
+    ind[1] = g->col;
+    val[1] = 1;
+    for (size_t a = 0; cut && a < c->nalt; a++)
+        if (c->grp[a] == gi && pi[type[a]] > 0) {
+            ind[++len] = c->ycol[a];
+            val[len] = -pi[type[a]] * c->alt[a].workload->replicas;
+        }
+    if (cut) {
+        int row = glp_add_rows(c->lp, 1);
+        glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
+        glp_set_mat_row(c->lp, row, len, ind, val);
+    }
+    free(pc.rows);
+    free(pc.demand);
+    free(pc.trust);
+    free(type);
+    free(pi);
+    free(val);
+    free(ind);
+    return ok ? cut : -1;
+}
+
+/* Cuts for the groups the program's LP solution uses (groups it leaves
+ * empty need none to be bounded; a cut is optional, so a group the
+ * solution moves to afterwards is still bounded by its memory). Returns
+ * the cuts added, -1 when out of memory. */
+static int pool_cuts(struct cost *c)
+{
+    int n = 0;
+    for (size_t g = 0; g < c->ngs; g++) {
+        if (glp_get_col_prim(c->lp, c->gs[g].col) <= 1e-9)
+            continue;
+        int r = group_cut(c, (int)g);
+        if (r < 0)
+            return -1;
+        n += r;
+    }
+    return n;
+}
+
 static int pools(struct cost *c)
 {
     guest_hosts(c);
-    struct cost_group *gs = NULL;
-    size_t n = 0, cap = 0;
-    int ok = 1;
+    c->grp = malloc((c->nalt + 1) * sizeof(*c->grp));
+    int ok = c->grp != NULL;
     for (size_t a = 0; ok && a < c->nalt; a++) {
         const struct decide_row *x = &c->alt[a];
         size_t k = slot_of(c, x->model);
+        c->grp[a] = -1;
         if (!c->ycol[a] || x->profile || !decide_mech_shares_card(x->mech) || k >= c->nmodels ||
             (plan__is_guest(x) && c->models[k].hosts))
             continue;
-        int g = pool_group(c, x, &gs, &n, &cap);
-        ok = g >= 0 && pool_client(c, &gs[g], x, c->ycol[a], c->count[a]);
+        int g = pool_group(c, x, &c->gs, &c->ngs, &c->gscap);
+        ok = g >= 0 && pool_client(c, &c->gs[g], x, c->ycol[a], c->count[a]);
+        c->grp[a] = g;
     }
-    free(gs);
     return ok;
 }
 
@@ -664,6 +752,8 @@ void plan__cost_close(struct cost *c)
     free(c->cls);
     free(c->nzs);
     free(c->mig_cols);
+    free(c->gs);
+    free(c->grp);
     ts_arena_free(&c->arena);
     free(c);
 }
@@ -694,21 +784,59 @@ int plan__cost_worth_search(struct cost *c)
     return c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX && !decided_at_lp(c);
 }
 
+struct cost_search {
+    long nodes, max;
+    double bound; /* the least bound of the open nodes (or the incumbent) */
+    int seen;
+};
+
+/* Keeps the search's bound: the least of its open nodes' bounds and its
+ * best layout's cost; stops after max nodes. */
+static void search_bound(glp_tree *tree, void *info)
+{
+    struct cost_search *s = info;
+    if (glp_ios_reason(tree) != GLP_ISELECT)
+        return;
+    glp_prob *lp = glp_ios_get_prob(tree);
+    int best = glp_ios_best_node(tree);
+    if (best) {
+        double b = glp_ios_node_bound(tree, best);
+        if (glp_mip_status(lp) == GLP_FEAS && glp_mip_obj_val(lp) < b)
+            b = glp_mip_obj_val(lp);
+        s->bound = b;
+        s->seen = 1;
+    }
+    if (++s->nodes > s->max)
+        glp_ios_terminate(tree);
+}
+
 /* The program's integer optimum when GLPK proves it within the short
- * budget of a bound (a small program), else lp: the program relaxes the
- * planner's problem, so its proven optimum bounds the cost too. */
+ * budget of a bound (a small program), else the best bound its branch and
+ * bound reached in PLAN_COST_BOUND_NODES_MAX nodes (the least over its open
+ * nodes: each is a relaxation of its part of the integer program), else
+ * lp: the program relaxes the planner's problem, so its integer optimum,
+ * and any bound on it, bounds the cost too. */
 static double proven_optimum(struct cost *c, double lp)
 {
-    if (lp < 0 || glp_get_num_cols(c->lp) > PLAN_COST_PROOF_COLS_MAX)
+    if (lp < 0)
         return lp;
+    int small = glp_get_num_cols(c->lp) <= PLAN_COST_PROOF_COLS_MAX;
+    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
     glp_iocp parm;
     glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
+    parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
     parm.msg_lev = GLP_MSG_OFF;
-    parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
-    if (glp_intopt(c->lp, &parm) == 0 && glp_mip_status(c->lp) == GLP_OPT &&
-        glp_mip_obj_val(c->lp) > lp)
+    if (small)
+        parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
+    else {
+        parm.cb_func = search_bound;
+        parm.cb_info = &s;
+    }
+    int rc = glp_intopt(c->lp, &parm);
+    if (rc == 0 && glp_mip_status(c->lp) == GLP_OPT && glp_mip_obj_val(c->lp) > lp)
         return glp_mip_obj_val(c->lp);
+    if (!small && s.seen && s.bound > lp)
+        return s.bound;
     return lp;
 }
 
@@ -716,7 +844,10 @@ int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *c
                          const struct decide_result *d, int card_bound)
 {
     struct cost *c = plan__cost_open(m, cat, d);
-    double lp = c ? proven_optimum(c, plan__cost_lp(c)) : -1;
+    double lp = c ? plan__cost_lp(c) : -1;
+    int cuts = lp >= 0 ? pool_cuts(c) : 0;
+    lp = cuts > 0 ? plan__cost_lp(c) : cuts < 0 ? -1 : lp;
+    lp = c ? proven_optimum(c, lp) : -1;
     if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
     plan__cost_close(c);

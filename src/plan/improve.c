@@ -121,9 +121,15 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
 /* Solve k exactly; refill its cards when GLPK finds fewer. */
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
-    struct plan_cfg c = {
-        k->pc.ntypes,         k->pc.demand,           plan__pool_fits, &k->pc, NULL, 0,
-        plan__pool_fits_more, PLAN_POOL_ILP_NODES_MAX};
+    struct plan_cfg c = {k->pc.ntypes,
+                         k->pc.demand,
+                         plan__pool_fits,
+                         &k->pc,
+                         NULL,
+                         0,
+                         plan__pool_fits_more,
+                         PLAN_POOL_ILP_NODES_MAX,
+                         0};
     if (!plan__cfg_enumerate(&c) || c.nconfigs > PLAN_POOL_ILP_CONFIGS_MAX) {
         plan__cfg_free(&c);
         b->glpk_skipped = 1;

@@ -82,11 +82,18 @@ struct plan_cfg {
     /* For plan__cfg_ilp: 0, or the branch-and-bound nodes GLPK may open
      * (it then also stops once its best layout meets the proven bound). */
     long max_nodes;
+    /* For plan__cfg_enumerate: 0 (PLAN_CFG_NODES_MAX), or fewer search steps. */
+    long max_steps;
 };
 int plan__cfg_enumerate(struct plan_cfg *c);
 void plan__cfg_free(struct plan_cfg *c);
 /* ceil of the configuration LP's optimum, or -1. */
 int plan__cfg_lp_bound(const struct plan_cfg *c);
+/* The configuration LP's dual prices, pi[t] >= 0 per type, scaled so that
+ * no configuration's sum of prices is over 1: any card holds at most 1 of
+ * them, so cards >= sum_t pi[t] * count[t] for any counts up to the
+ * demands. 0 when the LP is not solved. */
+int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi);
 /* The integer program: cards used (x[k] cards of configuration k; at most
  * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
  * -1: that no layout within upper exists). Stopped by the time limit or

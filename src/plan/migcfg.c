@@ -97,7 +97,7 @@ int plan__mig_cfg_bound(const struct plan_mig *pm)
     struct mig_class mc;
     int bound = 0;
     if (pm->nitems && build(&mc, pm)) {
-        struct plan_cfg c = {mc.ntypes, mc.demand, mig_fits, &mc, NULL, 0, NULL, 0};
+        struct plan_cfg c = {mc.ntypes, mc.demand, mig_fits, &mc, NULL, 0, NULL, 0, 0};
         bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : 0;
         plan__cfg_free(&c);
     }
@@ -152,7 +152,7 @@ int plan__mig_cfg_exact(const struct plan_mig *pm, double time_limit_s, int *car
     struct mig_class mc;
     int used = PLAN_EXACT_TOO_LARGE;
     if (nfree && pm->nitems && build(&mc, pm)) {
-        struct plan_cfg c = {mc.ntypes, mc.demand, mig_fits, &mc, NULL, 0, NULL, 0};
+        struct plan_cfg c = {mc.ntypes, mc.demand, mig_fits, &mc, NULL, 0, NULL, 0, 0};
         int *x = plan__cfg_enumerate(&c) ? calloc(c.nconfigs + 1, sizeof(int)) : NULL;
         used = x ? plan__cfg_ilp(&c, time_limit_s, (int)nfree, x, optimal) : used;
         if (used >= 0)

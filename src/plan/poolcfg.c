@@ -173,8 +173,8 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc)
 {
     if (pc->ntypes == 0)
         return 0;
-    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits,      pc,
-                         NULL,       0,          plan__pool_fits_more, 0};
+    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, plan__pool_fits_more,
+                         0,          0};
     int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
     plan__cfg_free(&c);
     return bound;

@@ -255,7 +255,15 @@
  * tries to prove its integer optimum (a stronger bound than the LP's) for
  * at most this long; small priced fleets prove in milliseconds. */
 #define PLAN_COST_PROOF_COLS_MAX 100
+/* The cost program's cut for a sharing-pool group (plan/cost.c) lists the
+ * group's configurations in at most this many search steps, else the
+ * group keeps its memory row alone (a big card of many small clients). */
+#define PLAN_COST_CUT_STEPS_MAX 20000
 #define PLAN_COST_PROOF_S 0.2
+/* Larger programs: branch and bound runs this many nodes divided by the
+ * program's columns (counted, not timed, so a loaded machine gives the same
+ * bound; about 0.1 s) and its least open bound is kept. */
+#define PLAN_COST_BOUND_WORK 40000
 /* GLPK's pass over one pool class (plan/improve.c): configurations (its
  * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
  * work of a class is about nodes x configurations; at 3,756 configurations
