@@ -69,28 +69,46 @@ case $? in
 *) bad "open loop did not show the stalls the closed loop under-samples" ;;
 esac
 
-# the host taking the SLA tenant's CPU is measured: ten SIGSTOPs of 30 ms,
-# one every 200 ms, while it serves 2,500 requests at 1,000 a second (open
+# the host taking the SLA tenant's CPU is measured: ten SIGSTOPs of 150 ms,
+# one every 350 ms, while it serves 2,000 requests at 500 a second (open
 # loop, fixed). A stop that lands while it waits to send shows as one
-# host_us of 30 ms or more; one that lands inside a request (about a fifth
-# of the time on the stand-in) is not seen, so at least 5 of the 10.
-TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker sla --requests 2500 --rate 1000 --arrival fixed \
+# host_us of 120 ms or more; one that lands inside a request (about a fifth
+# of the time on the stand-in) is not seen, so at least 5 of the 10, and
+# never more than 10. The stops are long so that a busy machine's own
+# scheduling stalls (37-81 ms seen with two busy loops a core beside it) are
+# not taken for stops. A tenant that cannot keep to its schedule never waits
+# to send, so it has no host stall to measure: when even its fastest tenth
+# of requests ends more than a period (2 ms) after its due time and fewer
+# than 5 stops were seen, that is said with the measured lateness and the
+# load, and not judged.
+TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker sla --requests 2000 --rate 500 --arrival fixed \
     >"$TMP/host.lat" 2>"$TMP/host.err" &
 worker=$!
 sleep 0.3
-for _ in $(seq 10); do kill -STOP $worker; sleep 0.03; kill -CONT $worker; sleep 0.17; done
+for _ in $(seq 10); do kill -STOP $worker; sleep 0.15; kill -CONT $worker; sleep 0.2; done
 wait $worker
 check "the stopped sla worker failed: $(head -3 "$TMP/host.err")" test $? -eq 0
-if python3 - "$TMP/host.lat" <<'PY'
-import sys
+python3 - "$TMP/host.lat" <<'PY'
+import os, statistics, sys
 lines = [l.split() for l in open(sys.argv[1]) if l.startswith("latency_us")]
-assert len(lines) == 2500 and all(len(l) == 6 and l[4] == "host_us" for l in lines), len(lines)
+assert len(lines) == 2000 and all(len(l) == 6 and l[4] == "host_us" for l in lines), len(lines)
 host = [float(l[5]) for l in lines]
-seen = [h for h in host if h >= 30000]
-print("host stalls seen: %d of 10 stops, %.0f ms in all" % (len(seen), sum(host) / 1000))
-assert 5 <= len(seen) <= 10 and sum(seen) >= 5 * 30000, seen
+seen = [h for h in host if h >= 120000]
+late = statistics.quantiles([float(l[1]) for l in lines], n=10)[0]
+print("host stalls seen: %d of 10 stops, %.0f ms in all; the fastest tenth of requests "
+      "ended within %.0f us of their due time" % (len(seen), sum(host) / 1000, late))
+if len(seen) < 5 and late > 2000:
+    print("SKIPPED: the sla tenant ran %.0f ms behind its schedule (load %.1f on %d cores): "
+          "it never waited to send, so no host stall could be measured"
+          % (late / 1000, os.getloadavg()[0], os.cpu_count()))
+    sys.exit(3)
+assert 5 <= len(seen) <= 10 and sum(seen) >= 5 * 150000, seen
 PY
-then ok; else bad "host_us did not show the stops of the sla tenant"; fi
+case $? in
+0) ok ;;
+3) SKIP=$((SKIP + 1)) ;;
+*) bad "host_us did not show the stops of the sla tenant" ;;
+esac
 
 # the neighbour keeps --noisy-depth operations in flight and reports each;
 # kinds memory (takes the card's memory first) and idle (nothing at all)
