@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "spec/internal.h"
 #include "spec/spec.h"
 
 static size_t count_kind(const struct spec_object *objs, size_t n, const char *kind)
@@ -51,20 +52,62 @@ static void collect(struct spec_model *m, const struct spec_object *objs, size_t
     }
 }
 
-/* Tenant names, at each document's metadata.name. */
-static void check_tenant_names(const struct spec_object *objs, size_t n, struct ts_diag *diag)
+struct named {
+    const char *name;
+    size_t at;
+};
+
+static int cmp_named(const void *x, const void *y)
 {
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(objs[i].kind->kind, "Tenant") == 0 &&
-                strcmp(objs[j].kind->kind, "Tenant") == 0 &&
-                strcmp(objs[i].name, objs[j].name) == 0) {
-                spec_report_loc(diag, &objs[i].loc,
-                                "duplicate tenant name '%s' (first at "
-                                "%s:%d)",
-                                objs[i].name, objs[j].loc.file, objs[j].loc.line);
-                break;
-            }
+    const struct named *a = x, *b = y;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+size_t *spec__first_same(struct ts_arena *a, const char *const *names, size_t n,
+                         struct ts_diag *diag)
+{
+    size_t *first = names ? ts_arena_array(a, n ? n : 1, sizeof(*first)) : NULL;
+    struct named *v = first ? malloc((n ? n : 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        struct ts_error e;
+        ts_err(&e, TS_NOMEM, "out of memory");
+        ts_diag_add(diag, &e);
+        return NULL;
+    }
+    for (size_t k = 0; k < n; k++)
+        v[k] = (struct named){names[k], k};
+    qsort(v, n, sizeof(*v), cmp_named);
+    for (size_t k = 0, head = 0; k < n; k++) {
+        head = k && strcmp(v[k].name, v[k - 1].name) == 0 ? head : v[k].at;
+        first[v[k].at] = head;
+    }
+    free(v);
+    return first;
+}
+
+/* Tenant names, at each document's metadata.name: a repeat names the
+ * first document of its name. */
+static void check_tenant_names(struct ts_arena *a, const struct spec_object *objs, size_t n,
+                               struct ts_diag *diag)
+{
+    size_t nt = count_kind(objs, n, "Tenant");
+    size_t *at = ts_arena_array(a, nt ? nt : 1, sizeof(*at)); /* tenant k is objs[at[k]] */
+    const char **names = ts_arena_array(a, nt ? nt : 1, sizeof(*names));
+    for (size_t i = 0, k = 0; at && names && i < n; i++)
+        if (strcmp(objs[i].kind->kind, "Tenant") == 0) {
+            at[k] = i;
+            names[k++] = objs[i].name;
+        }
+    size_t *first = spec__first_same(a, at ? names : NULL, nt, diag);
+    if (!first)
+        return;
+    for (size_t k = 0; k < nt; k++) {
+        const struct spec_object *o = &objs[at[k]], *f = &objs[at[first[k]]];
+        if (first[k] != k)
+            spec_report_loc(diag, &o->loc, "duplicate tenant name '%s' (first at %s:%d)", o->name,
+                            f->loc.file, f->loc.line);
+    }
 }
 
 /* ", " joined workload names of t, for messages. */
@@ -314,7 +357,7 @@ void spec_model_assemble(struct spec_model *m, const struct spec_object *objs, s
         return;
     }
     check_fleet(m->fleet, diag);
-    check_tenant_names(objs, n, diag);
+    check_tenant_names(&m->arena, objs, n, diag);
     for (size_t i = 0; i < m->ntenants; i++) {
         fill_defaults(m, &m->tenants[i], diag);
         check_uses(m, &m->tenants[i], diag);

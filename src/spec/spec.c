@@ -314,28 +314,33 @@ static void report_item(struct ts_arena *a, struct ts_diag *diag, const struct o
     spec_report_loc(diag, &loc, "%s", msg);
 }
 
-/* The first earlier tenant that lists namespace ns, or -1. */
-static long namespace_owner(const struct objlist *l, size_t before, const char *ns)
-{
-    for (size_t i = 0; i < before; i++) {
-        const struct spec_tenant *u = l->items[i].obj;
-        for (size_t b = 0; is_tenant(l, i) && b < u->nnamespaces; b++)
-            if (strcmp(u->namespaces[b], ns) == 0)
-                return (long)i;
-    }
-    return -1;
-}
-
+/* A namespace listed by an earlier tenant: reported at the later one, naming
+ * the first tenant that lists it (a tenant listing one twice is not this
+ * rule's). */
 static void check_namespace_owners(struct ts_arena *a, const struct objlist *l,
                                    struct ts_diag *diag)
 {
-    for (size_t i = 0; i < l->count; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < l->count; i++)
+        n += is_tenant(l, i) ? ((const struct spec_tenant *)l->items[i].obj)->nnamespaces : 0;
+    const char **names = ts_arena_array(a, n ? n : 1, sizeof(*names));
+    size_t *of = ts_arena_array(a, n ? n : 1, sizeof(*of)); /* the tenant of names[k] */
+    for (size_t i = 0, k = 0; names && of && i < l->count; i++) {
         const struct spec_tenant *t = l->items[i].obj;
-        for (size_t j = 0; is_tenant(l, i) && j < t->nnamespaces; j++) {
-            long o = namespace_owner(l, i, t->namespaces[j]);
-            if (o < 0)
+        for (size_t j = 0; is_tenant(l, i) && j < t->nnamespaces; j++, k++) {
+            names[k] = t->namespaces[j];
+            of[k] = i;
+        }
+    }
+    size_t *first = spec__first_same(a, of ? names : NULL, n, diag);
+    if (!first)
+        return;
+    for (size_t i = 0, k = 0; i < l->count; i++) {
+        const struct spec_tenant *t = l->items[i].obj;
+        for (size_t j = 0; is_tenant(l, i) && j < t->nnamespaces; j++, k++) {
+            if (of[first[k]] == i)
                 continue;
-            const struct spec_object *owner = &l->items[o];
+            const struct spec_object *owner = &l->items[of[first[k]]];
             report_item(a, diag, l, i, "namespaces", j,
                         ts_arena_printf(a,
                                         "'%s' already "
