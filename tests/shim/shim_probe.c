@@ -31,7 +31,7 @@
  *                        busy_ns after a final wait; with "ctx", in a
  *                        context of its own, destroyed before that wait
  *                        (prints the kernels still pending then); with
- *                        "idle", 1.5 s idle before that wait
+ *                        "idle", 3 s idle before that wait
  *   launch-bench N       ns per launch of an empty kernel
  */
 #include "util/cuda_abi.h"
@@ -402,7 +402,7 @@ static int mode_launch(int argc, char **argv)
 /* Kernels of us microseconds on the NULL stream, never waited for, until
  * secs pass or max were launched; the most pending at once (the stand-in's
  * count of this process's kernels not yet ended, or with "card" every
- * process's), then all waited for; with "idle", only after 1.5 s of doing
+ * process's), then all waited for; with "idle", only after 3 s of doing
  * nothing (a process that stopped launching and never synchronised). */
 static int mode_queue(int argc, char **argv)
 {
@@ -439,7 +439,7 @@ static int mode_queue(int argc, char **argv)
         printf("pending_after_destroy=%u\n", pending(pid));
     }
     if (argc > 3 && strcmp(argv[3], "idle") == 0)
-        usleep(1500000);
+        usleep(3000000);
     cuCtxSynchronize();
     printf("launches=%ld max_pending=%u max_outstanding_ns=%llu submit_ns=%llu busy_ns=%llu\n", n,
            most, (unsigned long long)most * us * 1000, (unsigned long long)(t1 - t0),
