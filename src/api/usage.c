@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "meter/agg.h"
 #include "meter/invoice.h"
 #include "meter/usage_report.h"
 #include "store/store.h"
@@ -115,13 +116,15 @@ static json_t *scan_usage(struct api__req *r, struct store *st, const struct usa
     return rows;
 }
 
-/* Integrate [from, to) of st; 0 (r failed) when the store fails. */
-static int scan(struct api__req *r, struct store *st, int64_t from, int64_t to,
-                struct meter_usage *u)
+/* A period's usage [from, to) of st, as tessera invoice reads it: from the
+ * usage aggregate, integrated and kept by the first reader of the month
+ * (meter/agg.h); 0 (r failed) when the store fails. */
+static int scan_period(struct api__req *r, struct store *st, int64_t from, int64_t to,
+                       struct meter_usage *u)
 {
     struct ts_error e = {0};
     meter_usage_init(u, r->s->interval_ms);
-    if (meter_usage_scan(st, from, to, u, &e) == TS_OK)
+    if (meter_agg_scan(st, from, to, u, NULL, &e) == TS_OK)
         return 1;
     api__fail(r, 503, NULL, "the metering store: %s", e.msg);
     return 0;
@@ -287,7 +290,7 @@ void api__invoices(struct api__req *r)
         return;
     struct store *st = api__store(r);
     struct meter_usage u;
-    if (!st || !scan(r, st, from, to, &u)) {
+    if (!st || !scan_period(r, st, from, to, &u)) {
         store_close(st);
         return;
     }
