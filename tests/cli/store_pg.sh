@@ -1,13 +1,14 @@
 #!/bin/bash
-# store_pg.sh - the store conformance suite against a real PostgreSQL: starts
+# store_pg.sh - the store conformance suites against a real PostgreSQL: starts
 # a throwaway cluster (scripts/pg-test-server) on a random loopback port, runs
-# tests/test_store with TESSERA_TEST_PG_URL and checks the PostgreSQL cases
-# ran and passed; then restarts the server and checks that the data the suite
+# tests/test_store_schema, test_store_records and test_store (last: its
+# samples stay) with TESSERA_TEST_PG_URL and checks the PostgreSQL cases ran
+# and passed; then restarts the server and checks that the data the suites
 # left survived and that a new run (new store_open, fresh migrations) works.
 # The server is always stopped at the end.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
-SUITE=$(dirname "$TESSERA")/tests/test_store
+SUITES="test_store_schema test_store_records test_store"
 PG="$TMP/pg"
 PORT=$(free_port)
 trap 'scripts/pg-test-server stop "$PG" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
@@ -20,19 +21,22 @@ ok
 has() { grep -q -- "$1" "$TMP/suite.out"; }
 hasnt() { ! grep -q -- "$1" "$TMP/suite.out"; }
 
-# run_suite LABEL: the whole suite, PostgreSQL cases included and passing
+# run_suite LABEL: every suite, PostgreSQL cases included and passing
 run_suite() {
-    TESSERA_TEST_PG_URL=$URL "$SUITE" >"$TMP/suite.out" 2>&1
-    rc=$?
-    if [ "$rc" -eq 0 ]; then ok; else bad "$1: test_store exited $rc"; grep -E "ERROR|FAIL|LINE" "$TMP/suite.out" | head -20; fi
-    # three groups (common, sqlite, postgresql), nothing skipped
-    check "$1: not 3 passing groups" [ "$(grep -c '^\[  PASSED  \]' "$TMP/suite.out")" -eq 3 ]
-    check "$1: cases skipped" hasnt SKIPPED
-    check "$1: PostgreSQL skipped" hasnt 'store_postgresql: skipped'
-    # every case each group ran passed: the counts cmocka announced, passed
-    ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test(s)\./\1/p' "$TMP/suite.out" | paste -sd' ')
-    passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$TMP/suite.out" | paste -sd' ')
-    check "$1: cases run ($ran) and passed ($passed) differ" [ -n "$ran" ] && [ "$ran" = "$passed" ]
+    local suite
+    for suite in $SUITES; do
+        TESSERA_TEST_PG_URL=$URL "$(dirname "$TESSERA")/tests/$suite" >"$TMP/suite.out" 2>&1
+        rc=$?
+        if [ "$rc" -eq 0 ]; then ok; else bad "$1: $suite exited $rc"; grep -E "ERROR|FAIL|LINE" "$TMP/suite.out" | head -20; fi
+        # two groups each (SQLite's, or the common one, and PostgreSQL's), nothing skipped
+        check "$1: $suite: not 2 passing groups" [ "$(grep -c '^\[  PASSED  \]' "$TMP/suite.out")" -eq 2 ]
+        check "$1: $suite: cases skipped" hasnt SKIPPED
+        check "$1: $suite: PostgreSQL skipped" hasnt '_postgresql: skipped'
+        # every case each group ran passed: the counts cmocka announced, passed
+        ran=$(sed -n 's/^\[==========\] Running \([0-9]*\) test(s)\./\1/p' "$TMP/suite.out" | paste -sd' ')
+        passed=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$TMP/suite.out" | paste -sd' ')
+        check "$1: $suite: cases run ($ran) and passed ($passed) differ" [ -n "$ran" ] && [ "$ran" = "$passed" ]
+    done
 }
 
 count() { psql "$URL" -AtXqc "SELECT count(*) FROM samples" 2>&1; }
