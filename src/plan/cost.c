@@ -533,38 +533,46 @@ static void guest_hosts(struct cost *c)
     }
 }
 
-/* Group gi's clients (alternatives a with grp[a] == gi) as a bin-packing
- * class of alike types (plan/poolcfg.c); its configuration LP's dual
- * prices give a cut: the group's cards are at least the prices of the
- * clients on them (any card holds at most 1), the demands being every
- * client that may join. Stronger than memory alone where sizes leave room
- * no client fills. No cut when a client spreads or the class is too large
- * to list. Returns 1 with a cut added, 0 without, -1 out of memory. */
+/* Group gi's clients as a bin-packing class: every workload whose class
+ * may join the group (a class's workloads may be of several tenants of the
+ * trust set), alike ones one type (plan/poolcfg.c). Its configuration LP's
+ * dual prices give a cut: the group's cards are at least the prices of the
+ * clients in it (any card holds at most 1). A class's column is priced at
+ * the least of its workloads' prices, as any of them may be the ones in the
+ * group. Stronger than memory alone where sizes leave room no client
+ * fills. No cut when a client spreads or the class is too large to list.
+ * Returns 1 with a cut added, 0 without, -1 out of memory. */
 static int group_cut(struct cost *c, int gi)
 {
     const struct cost_group *g = &c->gs[gi];
     struct plan_pool_class pc = {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL};
-    size_t n = 0;
-    for (size_t a = 0; a < c->nalt; a++)
-        n += c->grp[a] == gi;
+    size_t n = 0, nrows = c->d->nrows;
+    for (size_t r = 0; r < nrows; r++)
+        for (size_t a = c->first[c->cls[r]]; a < c->first[c->cls[r] + 1]; a++)
+            n += c->grp[a] == gi;
     pc.rows = calloc(n + 1, sizeof(*pc.rows));
     pc.demand = calloc(n + 1, sizeof(*pc.demand));
     size_t *type = calloc(c->nalt + 1, sizeof(*type));
-    double *pi = calloc(n + 1, sizeof(*pi)), *val = calloc(n + 2, sizeof(*val));
-    int *ind = calloc(n + 2, sizeof(*ind)), ok = pc.rows && pc.demand && type && pi && val && ind;
-    int cut = ok;
-    for (size_t a = 0; cut && a < c->nalt; a++) {
-        const struct decide_row *x = &c->alt[a];
-        if (c->grp[a] != gi)
-            continue;
-        cut = !spread(x);
-        size_t t = 0;
-        while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
-            t++;
-        if (t == pc.ntypes)
-            pc.rows[pc.ntypes++] = x;
-        pc.demand[t] += x->workload->replicas * c->count[a];
-        type[a] = t;
+    double *pi = calloc(n + 1, sizeof(*pi)), *price = calloc(c->nalt + 1, sizeof(*price));
+    double *val = calloc(n + 2, sizeof(*val));
+    int *ind = calloc(n + 2, sizeof(*ind));
+    int ok = pc.rows && pc.demand && type && pi && price && val && ind, cut = ok;
+    for (size_t r = 0; cut && r < nrows; r++) {
+        size_t q = c->cls[r];
+        for (size_t a = c->first[q]; cut && a < c->first[q + 1]; a++) {
+            if (c->grp[a] != gi)
+                continue;
+            size_t mine = c->first[r] + (a - c->first[q]); /* r's alternative like a */
+            const struct decide_row *x = &c->alt[mine];
+            cut = !spread(x);
+            size_t t = 0;
+            while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
+                t++;
+            if (t == pc.ntypes)
+                pc.rows[pc.ntypes++] = x;
+            pc.demand[t] += x->workload->replicas;
+            type[mine] = t;
+        }
     }
     struct plan_cfg cfg = {.ntypes = pc.ntypes,
                            .demand = pc.demand,
@@ -575,13 +583,23 @@ static int group_cut(struct cost *c, int gi)
     pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
     cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
     plan__cfg_free(&cfg);
+    for (size_t a = 0; cut && a < c->nalt; a++)
+        price[a] = -1;
+    for (size_t r = 0; cut && r < nrows; r++) {
+        size_t q = c->cls[r];
+        for (size_t a = c->first[q]; a < c->first[q + 1]; a++) {
+            double p = c->grp[a] == gi ? pi[type[c->first[r] + (a - c->first[q])]] : -1;
+            if (c->grp[a] == gi && (price[a] < 0 || p < price[a]))
+                price[a] = p;
+        }
+    }
     int len = 1;
     ind[1] = g->col;
     val[1] = 1;
     for (size_t a = 0; cut && a < c->nalt; a++)
-        if (c->grp[a] == gi && pi[type[a]] > 0) {
+        if (c->grp[a] == gi && price[a] > 0) {
             ind[++len] = c->ycol[a];
-            val[len] = -pi[type[a]] * c->alt[a].workload->replicas;
+            val[len] = -price[a] * c->alt[a].workload->replicas;
         }
     if (cut) {
         int row = glp_add_rows(c->lp, 1);
@@ -593,6 +611,7 @@ static int group_cut(struct cost *c, int gi)
     free(pc.trust);
     free(type);
     free(pi);
+    free(price);
     free(val);
     free(ind);
     return ok ? cut : -1;
