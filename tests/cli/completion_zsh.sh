@@ -275,13 +275,16 @@ screen_has() {
 }
 # tab_line TYPED: type TYPED, press Tab once; the prompt line afterwards. A
 # marker typed after the Tab shows when zsh has handled it (keys are read in
-# order), so nothing sleeps for a guessed time; the marker is cut off again.
+# order), so nothing sleeps for a guessed time; each call's marker is its
+# own (the last call's may still be on the screen; each call runs in a
+# subshell of its own pid), and is cut off again.
 tab_line() {
+    local mark="@@${BASHPID}@@"
     tmux -S "$SOCK" send-keys -l "$1"
     tmux -S "$SOCK" send-keys Tab
-    tmux -S "$SOCK" send-keys -l "@@"
-    screen_has "@@" 20 || echo "(no answer to Tab in 20 s)"
-    grep -F 'READY> ' "$TMP/screen" | tail -1 | sed 's/@@ *$//; s/ *$//'
+    tmux -S "$SOCK" send-keys -l "$mark"
+    screen_has "$mark" 20 || echo "(no answer to Tab in 20 s)"
+    grep -F "READY> " "$TMP/screen" | grep -F "$mark" | tail -1 | sed "s/$mark *\$//; s/ *\$//"
     tmux -S "$SOCK" send-keys C-u
 }
 
