@@ -6,8 +6,10 @@
 #    the file with readelf), and names libdl.so.2 and libpthread.so.0, where
 #    glibc below 2.34 keeps dlopen and pthread_create;
 # 2. in an old Debian root made with debootstrap (buster, glibc 2.28, where
-#    the mirror still has it, else bullseye, 2.31; made once and kept under
-#    the build folder, in shim-glibc/), preloaded into the root's own
+#    the mirror still has it, else bullseye, 2.31; made once a machine, 46-61 s,
+#    and kept in TESSERA_OLDROOT_CACHE, default ~/.cache/tessera-oldroot, as
+#    the control plane's binaries are kept: a fresh clone or build folder
+#    finds it made; empty: under the build folder), preloaded into the root's own
 #    programs: the loader loads it with no version error and runs its init,
 #    perl loads XS modules through the shim's dlsym, and a CUDA caller
 #    (tests/shim/shim_oldroot.c) on the stand-in driver is held to the limit.
@@ -52,8 +54,9 @@ if [ -n "$SHIM_PRELOAD_FIRST" ]; then
 fi
 
 # ---- 2. an old Debian root ----
-cache="$(dirname "$TESSERA")/shim-glibc"
-mkdir -p "$cache"
+cache=${TESSERA_OLDROOT_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/tessera-oldroot}
+[ -n "$cache" ] || cache="$(dirname "$TESSERA")/shim-glibc"
+mkdir -p "$cache" || { bad "cannot make $cache (TESSERA_OLDROOT_CACHE)"; finish; exit; }
 exec 9>"$cache/lock"
 flock 9
 
