@@ -798,9 +798,17 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
 
 /* ---- what the planner asks ---- */
 
+/* With the pool groups' cuts (which the integer program may keep: no
+ * layout violates them), a pool that rounds up to a whole dear card shows
+ * its price to the LP, where memory alone made decide's model look the
+ * cheapest. */
 int plan__cost_worth_search(struct cost *c)
 {
-    return c->moves && glp_get_num_cols(c->lp) <= PLAN_COST_ALTS_MAX && !decided_at_lp(c);
+    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
+        return 0;
+    if (plan__cost_lp(c) >= 0 && pool_cuts(c) < 0)
+        return 0;
+    return !decided_at_lp(c);
 }
 
 struct cost_search {

@@ -67,6 +67,15 @@ expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-trust-chain.yaml -o js
 got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print("%.2f %s" % (s["costPerHour"], s["costLowerBound"] <= 2.28 + 1e-9))' "$TMP/out")
 check "trust chain: cost 2.28, bound at most 2.28: got '$got'" test "$got" = "2.28 True"
 
+# Pools that round up to a whole card (tests/fixtures/plan/guests-round-up.yaml):
+# by memory share the a100 looks cheaper, by whole cards the l40s is. The
+# cost program's LP with the pool cuts sees it and the search moves both
+# tenants: 2.86 USD/h, the optimum (the fixture's note); before, 5.04 against
+# a bound of 2.52.
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-round-up.yaml -o json
+got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print("%.2f %.2f" % (s["costPerHour"], s["costLowerBound"]))' "$TMP/out")
+check "round-up: cost and bound 2.86: got '$got'" test "$got" = "2.86 2.86"
+
 # The 1,000-GPU trace fleet (bench/trace_spec.py, load 0.55, seed 1; its
 # best-effort tenants do not trust each other): the plan meets the card bound
 # and is within 1% of the cost bound (a program of 211 columns: the cuts and
