@@ -1,8 +1,10 @@
 #!/bin/sh
 # bench/acceptance.sh - the long acceptance runs `make check` shortens, at full
 # length: the fight's A/A control at its default load (2,000 requests, 9
-# repeats; check: 1,000 and 5) and the SM-share matrix's 18 cases (check: 4
-# that hold each axis's values). Each prints its figures and its verdict.
+# repeats; check: 1,000 and 5), the SM-share matrix's 18 cases (check: 4
+# that hold each axis's values) and the webhook's 2,000 keep-alive
+# connections beside the prober (check: 1,000). Each prints its figures and
+# its verdict.
 set -u
 cd "$(dirname "$0")/.."
 TESSERA=${TESSERA:-build/tessera}
@@ -13,4 +15,5 @@ echo "## Acceptance runs at full length ($(nproc) cores, $(date -u +%Y-%m-%d), l
 echo
 FIGHT_CONTROL_FULL=1 bash tests/cli/fight_control.sh || rc=1
 SHIM_SM_MATRIX=full bash tests/cli/shim_sm.sh || rc=1
+WEBHOOK_ROBUST_CONNS=2000 bash tests/cli/webhook_robust.sh || rc=1
 exit "$rc"

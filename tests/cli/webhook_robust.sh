@@ -16,8 +16,11 @@
 #   - eight concurrent 3 MB reviews (long strings, and 100,000 env entries,
 #     which is refused with a 400 naming the limit) keep peak RSS (VmHWM)
 #     under 64 MB;
-#   - 2,000 concurrent keep-alive connections sending reviews, with the same
-#     prober.
+#   - CONNS concurrent keep-alive connections sending reviews, with the same
+#     prober: 1,000 in make check (5 times the first server's slots, 500
+#     times its threads), 2,000 in make bench (bench/acceptance.sh sets
+#     WEBHOOK_ROBUST_CONNS=2000): their TLS handshakes alone took 15 s of
+#     this serial test at 2,000.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PY=/usr/bin/python3
@@ -36,6 +39,7 @@ fast() {
     [ $limmax -ge 1000 ] || limmax=1000
     [ "$1" -lt $lim90 ] && [ "$2" -lt $limmax ]
 }
+CONNS=${WEBHOOK_ROBUST_CONNS:-1000}
 PORT=$(free_port)
 HPORT=$(free_port)
 URL=https://127.0.0.1:$PORT
@@ -243,13 +247,13 @@ n=$(awk '/^tessera_admission_busy_total/ {print $2}' "$TMP/metrics")
 n=$(awk '/^tessera_request_bodies_bytes/ {print $2}' "$TMP/metrics")
 [ "${n:-x}" = 0 ] && ok || bad "tessera_request_bodies_bytes $n after every review was answered"
 
-# 5. 2,000 concurrent keep-alive connections from 127.0.0.2-9, each POSTing a
+# 5. CONNS concurrent keep-alive connections from 127.0.0.2-9, each POSTing a
 # review every 1-2 s, while the prober (127.0.0.1) sees /healthz and
 # /validate answered within 100 ms, and the health listener too
 if [ "$(ulimit -n)" -lt 4500 ]; then
-    echo "SKIP 2,000 connections: ulimit -n is $(ulimit -n)"
+    skip "$CONNS connections: ulimit -n is $(ulimit -n)"
 else
-    $PY tests/tools/webhook_clients.py many "$PORT" "$CA" 2000 "$TMP/stop" "$TMP/small.json" \
+    $PY tests/tools/webhook_clients.py many "$PORT" "$CA" "$CONNS" "$TMP/stop" "$TMP/small.json" \
         127.0.0.2 127.0.0.3 127.0.0.4 127.0.0.5 127.0.0.6 127.0.0.7 127.0.0.8 127.0.0.9 \
         >"$TMP/many.out" 2>&1 &
     MANY=$!
@@ -257,23 +261,23 @@ else
     expect_in "$TMP/many.out" ready
     curl -sS --max-time 10 http://127.0.0.1:$HPORT/metrics >"$TMP/metrics" 2>&1
     n=$(awk '/^tessera_connections\{slots="general"\}/ {print $2}' "$TMP/metrics")
-    [ "${n:-0}" -ge 1990 ] && ok || { bad "connections open with 2,000 clients: $n"; grep -E 'connections|curl' "$TMP/metrics"; }
+    [ "${n:-0}" -ge $((CONNS - 10)) ] && ok || { bad "connections open with $CONNS clients: $n"; grep -E 'connections|curl' "$TMP/metrics"; }
     read -r p90 worst codes < <(probe /healthz)
-    fast "$p90" "$worst" && ok || bad "/healthz under 2,000 connections: ninth of ten ${p90} ms, slowest ${worst} ms"
-    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/healthz codes under 2,000 connections: $codes"
+    fast "$p90" "$worst" && ok || bad "/healthz under $CONNS connections: ninth of ten ${p90} ms, slowest ${worst} ms"
+    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/healthz codes under $CONNS connections: $codes"
     read -r p90 worst codes < <(probe /validate "$TMP/small.json")
-    fast "$p90" "$worst" && ok || bad "/validate under 2,000 connections: ninth of ten ${p90} ms, slowest ${worst} ms"
-    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/validate codes under 2,000 connections: $codes"
+    fast "$p90" "$worst" && ok || bad "/validate under $CONNS connections: ninth of ten ${p90} ms, slowest ${worst} ms"
+    [ "$(echo $codes | tr ' ' '\n' | sort -u)" = 200 ] && ok || bad "/validate codes under $CONNS connections: $codes"
     read -r p90 worst codes < <(probe http://127.0.0.1:$HPORT/healthz)
-    fast "$p90" "$worst" && ok || bad "health listener under 2,000 connections: ninth of ten ${p90} ms, slowest ${worst} ms"
+    fast "$p90" "$worst" && ok || bad "health listener under $CONNS connections: ninth of ten ${p90} ms, slowest ${worst} ms"
     touch "$TMP/stop"
     wait $MANY
     cat "$TMP/many.out"
     read -r _ connected _ answered _ failed < <(grep connected "$TMP/many.out")
-    [ "${connected:-0}" = 2000 ] && ok || bad "2,000 clients: $connected connected"
-    [ "${failed:-1}" = 0 ] && ok || bad "2,000 clients: $failed failed"
-    [ "${answered:-0}" -ge 2000 ] && ok || bad "2,000 clients: $answered answered"
+    [ "${connected:-0}" = "$CONNS" ] && ok || bad "$CONNS clients: $connected connected"
+    [ "${failed:-1}" = 0 ] && ok || bad "$CONNS clients: $failed failed"
+    [ "${answered:-0}" -ge "$CONNS" ] && ok || bad "$CONNS clients: $answered answered"
     hwm=$(awk '/VmHWM/ {print $2}' /proc/$SERVER/status)
-    echo "peak RSS with 2,000 connections: $hwm kB"
+    echo "peak RSS with $CONNS connections: $hwm kB"
 fi
 finish
