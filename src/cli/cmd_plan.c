@@ -83,7 +83,8 @@ const struct cli_verb cli_verb_plan = {
     "\"unplaced\") to stdout, and the exit code is 1. A replan that keeps running\n"
     "work but cannot place all new work within --max-drains prints its plan and\n"
     "steps, names each workload left out (stderr, and the replan's \"unplaced\"),\n"
-    "and exits 1.\n",
+    "and exits 1; so does a replan of a spec the fleet cannot hold whole, which\n"
+    "keeps first the workloads that run unchanged.\n",
     NULL,
     CLI_ALL};
 
@@ -346,12 +347,14 @@ static int plan_job(struct cli_job *job, const struct plan_args *a, struct curre
     if (rc != CLI_OK)
         return rc;
     ts_status st = plan_build(job->model, job->cat, job->decisions, &a->popt, &job->plan, &diag);
-    if (st != TS_OK) {
+    int refit = cur->prev_path && (st == TS_INFEASIBLE || st == TS_INVALID); /* replan_what_fits */
+    if (st != TS_OK && !refit) {
         cli_print_diag(&diag);
         if (diag.count == 0)
             fprintf(stderr, "tessera: plan: %s\n", ts_status_str(st));
-        return cli_exit(st, CLI_DOING);
     }
+    if (st != TS_OK)
+        return cli_exit(st, CLI_DOING);
     if (plan_verify(job->plan, &e) != TS_OK) {
         fprintf(stderr, "tessera: internal error: the plan breaks a rule: %s\n", e.msg);
         return CLI_FAIL;
@@ -366,6 +369,39 @@ static int replan(struct cli_job *job, struct current *cur)
     if (reconf_replan(&job->plan, &cur->prev, cur->ropt, &cur->steps, &e) != TS_OK)
         return cli_fail(&e, CLI_DOING);
     return CLI_OK;
+}
+
+/* The fleet cannot hold the new spec whole, and a running plan was given:
+ * the plan of what fits, the workloads that run unchanged taken first
+ * (reconf_running_first), is replanned against what runs; what it leaves
+ * out is named with the replan's own unplaced (exit 1, after the plan and
+ * its steps). f owns the rows that plan points to: free it after the job. */
+struct fits {
+    struct decide_result order;
+    struct plan_partial pp;
+};
+
+static int replan_what_fits(struct cli_job *job, struct current *cur, struct fits *f)
+{
+    struct plan_options heuristic = {PLAN_SOLVER_HEURISTIC, PLAN_TIME_LIMIT_DEFAULT_S};
+    if (reconf_running_first(&cur->prev, job->decisions, &f->order) != TS_OK ||
+        plan_build_partial(job->model, job->cat, &f->order, &heuristic, &f->pp) != TS_OK) {
+        fprintf(stderr,
+                "tessera: plan: the fleet cannot hold the spec, and planning what fits "
+                "failed: %s\n",
+                f->pp.nleft ? f->pp.why[0].msg : "out of memory");
+        return CLI_FAIL;
+    }
+    job->plan = f->pp.plan;
+    f->pp.plan = NULL;
+    int rc = replan(job, cur);
+    for (size_t i = 0; rc == CLI_OK && i < f->pp.nleft; i++) {
+        const struct decide_row *r = f->pp.left[i];
+        if (reconf_replan_unplaced_add(&cur->steps, r->tenant->name, r->workload->name,
+                                       r->workload->replicas, f->pp.why[i].msg) != TS_OK)
+            rc = CLI_FAIL;
+    }
+    return rc;
 }
 
 /* A replan kept running work but left new work out (its plan and steps
@@ -438,6 +474,7 @@ static int run(const struct plan_args *a)
 {
     struct cli_job job = {0};
     struct current cur = {.ropt = &a->ropt};
+    struct fits fits = {0};
     int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
     if (rc == CLI_OK && a->replan_flags && !cur.prev_path) {
         fprintf(stderr, "tessera: --max-drains, --max-cards, --max-cost, --prefer and "
@@ -447,16 +484,21 @@ static int run(const struct plan_args *a)
     }
     if (rc == CLI_OK)
         rc = plan_job(&job, a, &cur);
-    if (rc == CLI_FAIL && job.decisions && !job.plan && !cur.inv)
+    int refit = rc == CLI_FAIL && job.decisions && !job.plan;
+    if (refit && !cur.prev_path && !cur.n)
         rc = emit_partial(&job, a->format);
     cur.cat = job.cat;
-    if (rc == CLI_OK && cur.prev_path)
+    if (refit && cur.prev_path)
+        rc = replan_what_fits(&job, &cur, &fits);
+    else if (rc == CLI_OK && cur.prev_path)
         rc = replan(&job, &cur);
     if (rc == CLI_OK)
         rc = emit(job.plan, a->format, a->svg, &cur);
     if (rc == CLI_OK && cur.steps.nunplaced)
         rc = name_unplaced(&cur.steps);
     cli_job_free(&job);
+    plan_partial_free(&fits.pp);
+    free(fits.order.rows);
     reconf_replan_release(&cur.steps);
     reconf_plan_release(&cur.prev);
     free(cur.inv);

@@ -226,6 +226,18 @@ ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
                         struct ts_error *err);
 void reconf_replan_release(struct reconf_replan *r);
 
+/* A spec the fleet cannot hold whole (fits.c): d's rows into *out (its rows
+ * malloc'd, the caller frees out->rows; out->arena unused), first those
+ * that cur runs unchanged (an instance of the same tenant and workload on
+ * the decision's model and MIG profile), then the rest, each group in d's
+ * order: the order plan_build_partial keeps them in. TS_NOMEM or TS_OK. */
+ts_status reconf_running_first(const struct reconf_plan *cur, const struct decide_result *d,
+                               struct decide_result *out);
+/* Name one more workload a replan leaves out (why copied); the steps that
+ * destroy its running instances say so instead of "removed from the spec". */
+ts_status reconf_replan_unplaced_add(struct reconf_replan *r, const char *tenant,
+                                     const char *workload, int replicas, const char *why);
+
 /* The steps that turn cur into target (steps.c); sets unsafe to the first
  * workload with two or more running replicas that one drain would stop
  * all of ("tenant/workload"). TS_NOMEM or TS_OK. */

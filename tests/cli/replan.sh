@@ -90,6 +90,32 @@ assert [(u["tenant"], u["workload"], u["replicas"]) for u in r["unplaced"]] == \
 x = [i for g in new["gpus"] for i in g["instances"] if i["tenant"] == "client-x"]
 assert len(x) == 1, x
 PY
+# A spec the fleet cannot hold whole: client-c grows past its 1g.10gb, and
+# the four cards hold every other workload, not client-c at 2g.20gb. With
+# --max-drains 0 and without a limit, every other running instance stays
+# where it runs, client-c's old ones are destroyed without a drain, and
+# client-c is named (stderr, replan.unplaced; exit 1). Before, nothing was
+# printed and the error blamed provider/finetune, which runs.
+sed 's/memoryHighWaterGiB: 7.5/memoryHighWaterGiB: 12/' examples/four-h100.yaml >"$TMP/grown.yaml"
+for limit in --max-drains=0 --prefer=fewer-drains; do
+    expect_rc 1 T plan -f "$TMP/grown.yaml" --current "$TMP/w4.json" "$limit" -o json
+    expect_in "$TMP/err" "not placed: client-c/support-7b-int8, 2 replicas"
+    python3 - "$TMP/w4.json" "$TMP/out" <<'PY' && ok || bad "grown past the fleet ($limit)"
+import json, sys
+old, new = (json.load(open(p)) for p in sys.argv[1:])
+place = lambda g, i: (g["node"], g["index"], i["tenant"], i["workload"], i["profile"], i["start"])
+kept = {place(g, i) for g in new["gpus"] for i in g["instances"]}
+others = [place(g, i) for g in old["gpus"] for i in g["instances"] if i["tenant"] != "client-c"]
+assert len(others) >= 5 and all(p in kept for p in others), "a running one moved"
+r = new["replan"]
+assert r["drains"] == 0, r
+assert [(u["tenant"], u["workload"], u["replicas"]) for u in r["unplaced"]] == \
+    [("client-c", "support-7b-int8", 2)], r["unplaced"]
+assert {(s["action"], s["why"]) for s in r["steps"]} == \
+    {("destroy", "left out: the fleet cannot hold it now; see not placed")}, r["steps"]
+PY
+done
+
 # --prefer fewer-cards on the same change: the fresh plan's drains, within a limit of 3
 expect_rc 0 T plan -f "$d/five-h100.yaml" -f "$d/client-x.yaml" --current "$d/running.json" \
     --prefer fewer-cards --max-drains 1
