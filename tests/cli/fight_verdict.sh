@@ -13,7 +13,12 @@
 # checks judge at --tolerance 100 and the control at 10000 (either way):
 # time-slicing's queue moves the p99 fifty times and more: its open loop
 # falls behind by ~3.5 ms a request, so 300 requests a run put its p99 near
-# a second, far above a baseline run caught in a 100-200 ms host stall. fight_noise.sh
+# a second, far above a baseline run caught in a 100-200 ms host stall. On a
+# host busier still (two busy loops a core beside make check: load 10), a
+# baseline run's stall can come near it and the fight says INCONCLUSIVE
+# (exit 3): everything is checked as for FAIL but the verdict, which is
+# SKIPPED with the baseline's measured p99; time-slicing must never PASS
+# (exit 0) nor lean to it (the interval's upper end stays above +100%). fight_noise.sh
 # checks the control against injected noise. Needs TESSERA and TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 
@@ -27,18 +32,21 @@ ldd "$TESSERA" 2>/dev/null | grep -q libasan && shim="$TMP/no-shim-under-asan.so
 mechs=timeslice
 [ -e "$shim" ] && mechs=timeslice,shim
 
-expect_rc 1 "$TESSERA" fight --requests 300 --warmup 64 --rate 1000 --tolerance 100 --repeat 6 \
+"$TESSERA" fight --requests 300 --warmup 64 --rate 1000 --tolerance 100 --repeat 6 \
     --control-tolerance 10000 --seed 7 --mechanisms "$mechs,mps,mig" --expect timeslice \
     --shim "$shim" \
-    -o json --svg "$TMP/fight.svg"
-cp "$TMP/out" "$TMP/fight.json"
-if python3 - "$TMP/fight.json" "$mechs" <<'PY'
-import json, sys
+    -o json --svg "$TMP/fight.svg" >"$TMP/fight.json" 2>"$TMP/err"
+rc=$?
+check "fight exited $rc, not 1 (FAIL) or, on a contended host, 3 (INCONCLUSIVE): $(grep -v '^tessera: fight: ' "$TMP/err" | head -3)" \
+    [ $rc -eq 1 -o $rc -eq 3 ]
+python3 - "$TMP/fight.json" "$mechs" "$rc" <<'PY'
+import json, os, sys
 r = json.load(open(sys.argv[1]))
 mechs = sys.argv[2].split(",")
+rc = int(sys.argv[3])
 ph = {p["name"]: p for p in r["phases"]}
 assert r["version"] == 2 and r["device"] == "Stand-in GPU", r["device"]
-assert r["verdict"] == "FAIL" and r["config"]["synthetic"] is True
+assert r["verdict"] == ("FAIL" if rc == 1 else "INCONCLUSIVE") and r["config"]["synthetic"] is True
 assert r["config"]["seed"] == 7 and r["config"]["tolerance"] == 1.0
 assert r["config"]["arrival"] == "poisson" and r["config"]["rate"] == 1000
 assert r["config"]["repeat"] == 6 and r["config"]["noisy_depth"] == 4
@@ -58,7 +66,8 @@ assert ph["timeslice"]["card"]["readings"] == 6 and ph["mps"].get("card") is Non
 b, t = ph["baseline"]["sla"], ph["timeslice"]
 assert b["requests"] == 1800 and len(b["p99_runs_us"]) == 6 and b["p50_us"] >= 100, b
 assert b["p50_us"] <= b["p99_us"] <= b["p999_us"] <= b["max_us"]
-assert t["status"] == "fail" and t["gating"] is True and t["baseline"] == "baseline"
+assert t["status"] == ("fail" if rc == 1 else "inconclusive"), t["status"]
+assert t["gating"] is True and t["baseline"] == "baseline"
 c = t["change"]
 assert c["repeats"] == 6 and abs(c["coverage"] - 62 / 64) < 1e-9, c
 # the interval is [min, max] of the six paired ratios, computed here again
@@ -66,7 +75,10 @@ ratios = sorted(x / y for x, y in zip(t["sla"]["p99_runs_us"], b["p99_runs_us"])
 assert abs(c["interval"][0] - ratios[0]) < 1e-9 * ratios[0], (c, ratios)
 assert abs(c["interval"][1] - ratios[-1]) < 1e-9 * ratios[-1], (c, ratios)
 assert abs(c["ratio"] - (ratios[2] + ratios[3]) / 2) < 1e-9 * c["ratio"], (c, ratios)
-assert c["interval"][0] > 2.0, c                      # FAIL: the lower end above +100%
+if rc == 1:
+    assert c["interval"][0] > 2.0, c                  # FAIL: the lower end above +100%
+else:
+    assert c["interval"][1] > 2.0, c                  # never near a PASS
 assert t["noisy"]["throughput_ops"] > 0 and t["noisy"]["slowdown"] > 0
 assert ph["noisy-solo"]["noisy"]["throughput_ops"] > 0
 for m in ("mps", "mig"):
@@ -79,8 +91,17 @@ if "shim" in mechs:
     assert ph["shim-alone"]["baseline"] == "baseline" and ph["shim-alone"]["change"]["repeats"] == 6
     print("shim change %.2f %s, its cost %.2f, timeslice %.2f" % (s["change"]["ratio"],
           s["change"]["interval"], ph["shim-alone"]["change"]["ratio"], c["ratio"]))
+if rc == 3:  # every check above held; only the verdict could not be reached
+    print("SKIPPED: time-slicing's p99 change %s straddles the +100%% tolerance at load %.1f on "
+          "%d cores: the baseline's per-run p99 reached %.0f us"
+          % (c["interval"], os.getloadavg()[0], os.cpu_count(), max(b["p99_runs_us"])))
+    sys.exit(3)
 PY
-then ok; else bad "fight JSON"; fi
+case $? in
+0) ok ;;
+3) SKIP=$((SKIP + 1)) ;;
+*) bad "fight JSON" ;;
+esac
 # one progress line a run on stderr: 12 of the control, 6 a phase after it
 check "progress lines" test "$(grep -c '^tessera: fight: \(control\|main\) run ' "$TMP/err")" \
     -eq $((12 + 6 * (2 + $(echo "$mechs" | tr ',' '\n' | wc -l) * 2 - 1)))
