@@ -37,6 +37,27 @@ struct klass {
     size_t *first;
 };
 
+/* k's arrays for up to ncards cards, ntypes item types and nclients clients
+ * (k->pc's other fields kept); 0: NOMEM (klass_free frees what was made). */
+static int klass_alloc(struct klass *k, size_t ncards, size_t ntypes, size_t nclients)
+{
+    k->cards = calloc(ncards + 1, sizeof(*k->cards));
+    k->pc.rows = calloc(ntypes + 1, sizeof(*k->pc.rows));
+    k->pc.demand = calloc(ntypes + 1, sizeof(int));
+    k->clients = calloc(nclients + 1, sizeof(*k->clients));
+    k->first = calloc(ntypes + 2, sizeof(*k->first));
+    return k->cards && k->pc.rows && k->pc.demand && k->clients && k->first;
+}
+
+static void klass_free(struct klass *k)
+{
+    free(k->cards);
+    free(k->pc.rows);
+    free(k->pc.demand);
+    free(k->clients);
+    free(k->first);
+}
+
 /* Row r's type: an alike client's (plan__pool_same_client), else a new one. */
 static size_t type_of(struct klass *k, const struct decide_row *r)
 {
@@ -205,25 +226,15 @@ static ts_status solve_components(struct plan_build *b, struct klass *k)
 {
     size_t n = k->pc.ntypes, *comp = calloc(n + 1, sizeof(*comp));
     struct klass sub = {k->pc, NULL, 0, NULL, 0, NULL};
-    sub.cards = calloc(k->ncards + 1, sizeof(*sub.cards));
-    sub.pc.rows = calloc(n + 1, sizeof(*sub.pc.rows));
-    sub.pc.demand = calloc(n + 1, sizeof(int));
-    sub.clients = calloc(k->nclients + 1, sizeof(*sub.clients));
-    sub.first = calloc(n + 1, sizeof(*sub.first));
-    ts_status st = comp && sub.cards && sub.pc.rows && sub.pc.demand && sub.clients && sub.first
-                       ? TS_OK
-                       : TS_NOMEM;
+    int made = klass_alloc(&sub, k->ncards, n, k->nclients);
+    ts_status st = comp && made ? TS_OK : TS_NOMEM;
     size_t ncomp = st == TS_OK ? plan__pool_components(&k->pc, comp) : 0;
     if (ncomp == 1)
         st = interchangeable(k) ? solve_class(b, k) : TS_OK;
     for (size_t c = 0; ncomp > 1 && st == TS_OK && c < ncomp; c++)
         st = solve_component(b, k, comp, c, &sub);
     free(comp);
-    free(sub.cards);
-    free(sub.pc.rows);
-    free(sub.pc.demand);
-    free(sub.clients);
-    free(sub.first);
+    klass_free(&sub);
     return st;
 }
 
@@ -234,12 +245,7 @@ static ts_status one_class(struct plan_build *b, const struct cat_model *model, 
     size_t n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
         n += p->gpus[i].model == model && p->gpus[i].mode == mode ? p->gpus[i].ninst : 0;
-    k.cards = calloc(p->ngpus + 1, sizeof(*k.cards));
-    k.pc.rows = calloc(n + 1, sizeof(*k.pc.rows));
-    k.pc.demand = calloc(n + 1, sizeof(int));
-    k.clients = calloc(n + 1, sizeof(*k.clients));
-    k.first = calloc(n + 2, sizeof(*k.first));
-    ts_status st = k.cards && k.pc.rows && k.pc.demand && k.clients && k.first ? TS_OK : TS_NOMEM;
+    ts_status st = klass_alloc(&k, p->ngpus, n, n) ? TS_OK : TS_NOMEM;
     for (size_t i = 0; st == TS_OK && i < p->ngpus; i++)
         if (p->gpus[i].model == model && p->gpus[i].mode == mode && !named_pool(&p->gpus[i]))
             k.cards[k.ncards++] = &p->gpus[i];
@@ -249,11 +255,7 @@ static ts_status one_class(struct plan_build *b, const struct cat_model *model, 
         st = solve_components(b, &k);
         free(k.pc.trust);
     }
-    free(k.cards);
-    free(k.pc.rows);
-    free(k.pc.demand);
-    free(k.clients);
-    free(k.first);
+    klass_free(&k);
     return st;
 }
 
