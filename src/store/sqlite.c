@@ -8,6 +8,7 @@
 #include "store/backend.h"
 
 #define BUSY_TIMEOUT_MS 30000
+#define WAL_RETRY_MS 10
 
 struct sq {
     sqlite3 *db;
@@ -20,6 +21,24 @@ static ts_status sq_exec(void *db, const char *sql, store_row_fn row, void *ctx,
 static ts_status sq_fail(struct sq *q, struct ts_error *err)
 {
     return ts_err(err, TS_IO, "sqlite: %s", sqlite3_errmsg(q->db));
+}
+
+/* The file into WAL mode. Processes that open a new file at once each read
+ * it (a shared lock) and then ask for the exclusive lock the switch needs;
+ * SQLite answers all but one SQLITE_BUSY at once, without the busy handler
+ * (waiting would deadlock): one of 8 ledger writers failed so under load
+ * (tests/cli/ledger_concurrent.sh beside scripts/busy-check). Once one has
+ * switched the file, asking again finds it in WAL: so ask again, for at
+ * most the busy timeout, then once more to report what is wrong. */
+static ts_status sq_wal(struct sq *q, struct ts_error *err)
+{
+    for (int waited = 0; waited < BUSY_TIMEOUT_MS; waited += WAL_RETRY_MS) {
+        int rc = sqlite3_exec(q->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY)
+            break;
+        sqlite3_sleep(WAL_RETRY_MS);
+    }
+    return sq_exec(q, "PRAGMA journal_mode=WAL", NULL, NULL, err);
 }
 
 static ts_status sq_open(const char *path, int create, void **out, struct ts_error *err)
@@ -42,7 +61,7 @@ static ts_status sq_open(const char *path, int create, void **out, struct ts_err
     }
     sqlite3_busy_timeout(q->db, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(q->db, 1);
-    ts_status rc = sq_exec(q, "PRAGMA journal_mode=WAL", NULL, NULL, err);
+    ts_status rc = sq_wal(q, err);
     if (rc == TS_OK)
         rc = sq_exec(q, "PRAGMA synchronous=NORMAL", NULL, NULL, err);
     if (rc == TS_OK)

@@ -7,7 +7,8 @@
 # writer's entries all present. Before appends were serialised, the head was
 # read outside the insert's transaction: "stored as seq N but hashed as M".
 # On PostgreSQL, an append rolled back must not leave a hole that breaks the
-# next one (the seq is the head's + 1, not the identity counter's).
+# next one (the seq is the head's + 1, not the identity counter's). A new
+# SQLite file whose write lock another process holds: the writer waits.
 source "$TESSERA_SRC/tests/lib.sh"
 cd "$TESSERA_SRC" || exit 1
 
@@ -52,6 +53,27 @@ PY
 }
 
 hammer sqlite "sqlite:$TMP/c.db"
+
+# A new SQLite file whose write lock another process holds (as one creating
+# it does): switching it to WAL, a writer read it and then asked for the lock,
+# and SQLite answers that SQLITE_BUSY at once, without the busy handler (it
+# could deadlock), so the writer failed "database is locked" (1 of 8 writers
+# beside scripts/busy-check). It must wait for the lock and record.
+/usr/bin/python3 - "$TMP/held.db" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[1] + ".held", "w").close()
+time.sleep(0.5)
+c.execute("COMMIT")
+PY
+holder=$!
+for _ in $(seq 100); do [ -e "$TMP/held.db.held" ] && break; sleep 0.05; done
+expect_rc 0 "$TESSERA" ledger record --db "sqlite:$TMP/held.db" --from-nvidia-smi "$smi" \
+    --tenant w1 --node n1 --at 1796036401
+wait "$holder"
+expect_rc 0 "$TESSERA" ledger verify --db "sqlite:$TMP/held.db"
+expect_in "$TMP/out" "ledger intact: $PER entries"
 
 PG="$TMP/pg"
 PORT=$(free_port)
