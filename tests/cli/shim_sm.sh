@@ -23,9 +23,11 @@
 # So the card must be measured at least 90% busy for the split to be judged;
 # when it is not (a loaded machine starves the 90% tenant), the split is
 # reported as SKIPPED, loudly, and only the bound "share + idle time" is
-# checked. The splits through NVML are judged in the plain build only (SKIPPED
-# under ASan, whose slowdown moves the first samples: a fresh make check
-# measured 0.151 there, 0.102 in the plain build of the same run).
+# checked; that skip is counted in the test's summary. Each split is
+# measured once more before it fails (twice, below). The splits through
+# NVML are judged in the plain build only (SKIPPED under ASan, whose
+# slowdown moves the first samples: a fresh make check measured 0.151
+# there, 0.102 in the plain build of the same run).
 # Needs TESSERA, TESSERA_SRC; shim-test.env next to $TESSERA.
 source "$TESSERA_SRC/tests/lib.sh"
 
@@ -118,18 +120,38 @@ if a / (secs * 1e9) > want + (1 - min(card, 1)) + 0.05:
 if card < 0.90:
     print(f"SKIPPED {sys.argv[5]}: card only {card:.3f} busy (under 0.90, loaded machine): "
           "the split is not judged, only the bound share + idle")
-    sys.exit(0)
+    sys.exit(3)
 if sys.argv[7] == "1" and sys.argv[5].startswith("nvml_"):
     print(f"SKIPPED {sys.argv[5]}: the split through NVML samples is judged in the plain build; "
           "under ASan the first samples' timing is the sanitizer's (only the bound share + idle)")
-    sys.exit(0)
+    sys.exit(3)
 sys.exit(0 if share - want <= 0.05 and (sys.argv[6] != "map" or want - share <= 0.05) else 1)
 PY
 }
 
-split 10 one one 1 map && ok || bad "10/90 with a pid map: outside 0.05"
-split 10 four one 4 map && ok || bad "10/90 with four processes: outside 0.05"
-split 10 legacy legacy 1 map && ok || bad "10/90 on the legacy launches: outside 0.05"
+# twice CMD...: CMD, and once more when it fails or skips, both figures
+# printed; fails when both do. A 3 s split on 2 shared cores is a noisy
+# measurement: one matrix case passed 0.15 in 2 of 26 runs while its traced
+# steady state stays under 0.13 (docs/shim.md), and the four-process split
+# measured outside 0.05 once in a make check at -j6 (0.103-0.121 in the runs
+# around it); a fault that is real fails both.
+twice() { "$@" || { echo "measuring ${3:-it} once more"; "$@"; }; }
+# judge WHAT CMD...: CMD's verdict counted: 0 passes, 3 is a skip its judge
+# has printed (SKIPPED, with the measured contention), else WHAT fails.
+judge() {
+    local what=$1
+    shift
+    "$@"
+    case $? in
+    0) ok ;;
+    3) SKIP=$((SKIP + 1)) ;;
+    *) bad "$what" ;;
+    esac
+}
+
+judge "10/90 with a pid map: outside 0.05" twice split 10 one one 1 map
+judge "10/90 with four processes: outside 0.05" twice split 10 four one 4 map
+judge "10/90 on the legacy launches: outside 0.05" twice split 10 legacy legacy 1 map
 grep -h "host pids unknown\|cannot be measured" "$TMP"/one.out.* "$TMP"/four.out.* \
     "$TMP"/legacy.out.* && bad "a mapped tenant said it cannot measure" || ok
 [ -e "$TMP/gpu.lock.nvml" ] && bad "NVML answered utilisation without its state file" || ok
@@ -146,7 +168,7 @@ nvml_split() {
         'pci=00000000:1B:00.0;memory_mib=81559;mig=0;pending=0;compute_mode=0' >"$TMP/node.state"
     export TESSERA_STANDIN_NVML="$TMP/node.state" TESSERA_STANDIN_NVML_SAMPLE_MS=$1
     SECS=$2
-    split 10 "$3" one "$4" map && ok || bad "10/90 from NVML at $1 ms samples ($3): outside 0.05"
+    judge "10/90 from NVML at $1 ms samples ($3): outside 0.05" twice split 10 "$3" one "$4" map
     [ -e "$TMP/gpu.lock.nvml" ] && ok || bad "$3: the shim did not ask NVML for utilisation"
     SECS=$secs
     unset TESSERA_STANDIN_NVML TESSERA_STANDIN_NVML_SAMPLE_MS
@@ -171,11 +193,6 @@ host_tenant() {
         done
         wait' _ "$TMP/$n" "$preload" "$PROBE" "$4" "$SECS" "$3" "$TESSERA_STANDIN_KERNEL_US" &
 }
-# twice CMD...: CMD, and once more when it fails, both figures printed; fails
-# when both do. A 3 s split on 2 shared cores is a noisy measurement: one
-# matrix case passed 0.15 in 2 of 26 runs while its traced steady state stays
-# under 0.13 (docs/shim.md); a fault that is real fails both.
-twice() { "$@" || { echo "measuring ${3:-it} once more"; "$@"; }; }
 matrix() {
     local kus=$TESSERA_STANDIN_KERNEL_US secs=$SECS
     printf 'gpu;uuid=GPU-0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0;name=NVIDIA H100 80GB HBM3;%s\n' \
@@ -187,11 +204,11 @@ matrix() {
         IFS=: read -r np us ns <<<"$case"
         export TESSERA_STANDIN_KERNEL_US=$us
         if [ "$ns" = ns ]; then
-            twice split 10 "nvml_ns_${np}p_${us}us" one "$np" map && ok \
-                || bad "10/90 from NVML, pid namespaces, $np processes, $us us kernels: outside 0.05"
+            judge "10/90 from NVML, pid namespaces, $np processes, $us us kernels: outside 0.05" \
+                twice split 10 "nvml_ns_${np}p_${us}us" one "$np" map
         else
-            HOSTNS=1 twice split 10 "nvml_host_${np}p_${us}us" one "$np" map && ok \
-                || bad "10/90 from NVML, host namespace, $np processes, $us us kernels: outside 0.05"
+            HOSTNS=1 judge "10/90 from NVML, host namespace, $np processes, $us us kernels: outside 0.05" \
+                twice split 10 "nvml_host_${np}p_${us}us" one "$np" map
         fi
     done
     SECS=$secs
@@ -212,7 +229,7 @@ grep -h "host pids unknown\|cannot be measured" "$TMP"/nvml_*.out.* \
 
 # No pid map: said on stderr, and the tenant is still held (charged as
 # busy every tick, so at most its share).
-split 10 nomap one 1 none && ok || bad "10/90 with no pid map: over its share"
+judge "10/90 with no pid map: over its share" split 10 nomap one 1 none
 expect_in "$TMP/nomap.out.1" "$TMP/nomap.map: cannot open the pid map"
 expect_in "$TMP/nomap.out.1" "cannot be measured: every tick with a launch is charged as fully busy"
 
