@@ -15,7 +15,17 @@ workload's replicas on distinct cards (the spec's default spread: gpu). Nothing 
 tessera's cost program (classes, configurations, pool groups) is reused, so the exact
 optimum checks both tessera's plan (is it the cheapest?) and its LP bound (is it at most
 the optimum?).
-Usage: bench/cost_bench.py TESSERA [--quick] [--cases N]
+
+--pools: the family of small priced pools instead (bench/RESULTS.md, "A bound above
+the optimum"): 2-3 best-effort tenants, each pair trusting each other or not (both
+ways), 4-15 best-effort guests of 4.5-23.5 GiB, two card models of a100-80gb / l40s /
+a30 at random prices, 16 cards of each (more than the guests: the fleet never binds).
+Every guest time-slices on either model (the same mechanism, its cap its memory), so
+the exact optimum is a bin packing with two card prices: a card holds guests whose
+memory adds up to at most its own, of tenants that trust each other pairwise. It is
+found by brute force here (`pool_optimum`: a search over what is left to place, each
+card filled to a maximal set of what is left, memoised), sharing nothing with tessera.
+Usage: bench/cost_bench.py TESSERA [--quick] [--cases N] [--pools] [--seed0 S] [--cases-out DIR]
 """
 import json, math, os, random, re, subprocess, sys, tempfile, time
 
@@ -172,8 +182,207 @@ def plan(tessera, path, limit):
                                  + (["--time-limit", "0"] if limit == 0 else []))
 
 
+# ---- --pools: best-effort guests of tenants with or without mutual trust ----
+
+POOL_MODELS = ["a100-80gb", "l40s", "a30"]
+POOL_SIZES = [4.5, 6.5, 9, 13, 19, 23.5]
+
+
+def pool_case(seed):
+    """(models [(name, price)], tenants [name], trust {(a, b)}, guests [(tenant, GiB)])"""
+    r = random.Random(seed)
+    models = [(m, "%.2f" % r.uniform(0.5, 3.0)) for m in r.sample(POOL_MODELS, 2)]
+    tenants = ["d%d" % i for i in range(r.choice([2, 3]))]
+    trust = set()
+    for i in range(len(tenants)):
+        for j in range(i + 1, len(tenants)):
+            if r.random() < 0.5:
+                trust |= {(tenants[i], tenants[j]), (tenants[j], tenants[i])}
+    guests = [(r.choice(tenants), r.choice(POOL_SIZES)) for _ in range(r.randint(4, 15))]
+    return models, tenants, trust, guests
+
+
+def pool_spec(models, tenants, trust, guests, pin=None):
+    """The spec; pin: every workload's gpuModel (decide on that model alone)."""
+    out = ["apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:"]
+    out += ["  - {name: n%d, gpus: [{model: %s, count: 16}]}" % (k, m)
+            for k, (m, _) in enumerate(models)]
+    out.append("---\napiVersion: tessera.dev/v1alpha1\nkind: PriceBook\nmetadata: {name: p}\n"
+               "spec:\n  currency: USD\n  prices:")
+    out += ["  - {model: %s, perGpuHour: \"%s\"}" % mp for mp in models]
+    present = [t for t in tenants if any(g[0] == t for g in guests)]
+    for t in present:
+        trusts = [u for u in present if (t, u) in trust]
+        out.append("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\n"
+                   "spec:\n  contract: best-effort\n  namespaces: [%s]%s\n  workloads:"
+                   % (t, t, "\n  trusts: [%s]" % ", ".join(trusts) if trusts else ""))
+        out += ["  - {name: w%d, kind: batch, bestEffort: true, memoryHighWaterGiB: %g%s}"
+                % (i, g, ", gpuModel: %s" % pin if pin else "")
+                for i, (_, g) in enumerate([g for g in guests if g[0] == t])]
+    return "\n".join(out) + "\n"
+
+
+def decisions(tessera, path):
+    """{(tenant, workload): (model, mechanism, cap)} of `tessera plan --time-limit 0`
+    (decide's own answers, no cost program), or None."""
+    p = subprocess.run([tessera, "plan", "-f", path, "-o", "json", "--time-limit", "0"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    return dict(((d["tenant"], d["workload"]), (d["gpuModel"], d["mechanism"], d["capGiB"]))
+                for d in json.loads(p.stdout)["decisions"])
+
+
+def pool_options(tessera, tmp, seed, case):
+    """Per guest, in spec order: (tenant, mechanism, {model: cap}), the models where decide
+    gives it the mechanism it gives it unpinned (as a whole card: any cap); None when a
+    decision is missing or neither time-slicing nor a whole card."""
+    models, tenants, trust, guests = case
+    own, on = None, {}
+    for pin in [None] + [m for m, _ in models]:
+        path = os.path.join(tmp, "pools-%d-%s.yaml" % (seed, pin or "own"))
+        open(path, "w").write(pool_spec(models, tenants, trust, guests, pin))
+        got = decisions(tessera, path)
+        if pin is None:
+            own = got
+        elif got is not None:
+            on[pin] = got
+    if own is None:
+        return None
+    out = []
+    for t in tenants:
+        for i in range(sum(1 for g in guests if g[0] == t)):
+            key = (t, "w%d" % i)
+            if key not in own or own[key][1] not in ("time-slicing", "whole"):
+                return None
+            mech = own[key][1]
+            caps = dict((m, d[key][2]) for m, d in on.items()
+                        if key in d and d[key][1] == mech and d[key][0] == m)
+            caps[own[key][0]] = own[key][2]
+            out.append((t, mech, caps))
+    return out
+
+
+def pool_optimum(models, trust, options, cat):
+    """The least price of cards holding every guest (options: pool_options). A whole
+    card's guest takes its cheapest model alone. A time-sliced card of a model holds
+    guests allowed there whose caps add up to at most its memory, of tenants that trust
+    each other. A state is how many guests of each kind (tenant, caps) are left; its
+    first kind's next guest goes on some card, with a maximal set of what is left beside
+    it on that model (a card filled less is never cheaper: what is left costs no more
+    with fewer guests)."""
+    price = dict((m, float(p)) for m, p in models)
+    fixed = sum(min(price[m] for m in caps) for _, mech, caps in options if mech == "whole")
+    shared = [(t, tuple(sorted(caps.items()))) for t, mech, caps in options if mech != "whole"]
+    kinds = sorted(set(shared), key=lambda k: (-max(c for _, c in k[1]), k))
+    start = tuple(sum(1 for g in shared if g == k) for k in kinds)
+
+    def ok(a, b):
+        return a == b or (a, b) in trust
+
+    def cards(state, model):
+        """Every maximal set (counts per kind) of state holding one of its first
+        kind, on a time-sliced card of model."""
+        mem = cat[model]["memory"]
+        cap = [dict(k[1]).get(model) for k in kinds]
+        first = next(i for i, n in enumerate(state) if n)
+        if cap[first] is None or cap[first] > mem + 1e-9:
+            return []
+        found = []
+
+        def grow(i, take, used, who):
+            if i == len(kinds):
+                # maximal: no kind left with room, trust and a guest to spare
+                for j, k in enumerate(kinds):
+                    if cap[j] is not None and take[j] < state[j] and \
+                            used + cap[j] <= mem + 1e-9 and all(ok(k[0], w) for w in who):
+                        return
+                found.append(tuple(take))
+                return
+            lo = 1 if i == first else 0
+            hi = 0
+            if cap[i] is not None and all(ok(kinds[i][0], w) for w in who):
+                hi = min(state[i], int((mem - used) / cap[i] + 1e-9))
+            for n in range(hi, lo - 1, -1):
+                take[i] = n
+                grow(i + 1, take, used + n * (cap[i] or 0), who | ({kinds[i][0]} if n else set()))
+            take[i] = 0
+
+        grow(first, [0] * len(kinds), 0.0, set())
+        return found
+
+    memo = {}
+
+    def best(state):
+        if not any(state):
+            return 0.0
+        if state in memo:
+            return memo[state]
+        v = math.inf
+        for model in price:
+            for take in cards(state, model):
+                v = min(v, price[model] + best(tuple(a - b for a, b in zip(state, take))))
+        memo[state] = v
+        return v
+
+    return fixed + best(start)
+
+
+def pools_main(tessera, n, seed0, keep):
+    cat = catalog()
+    print("| seed | models and prices | tenants (trust) | guests | before /h | tessera /h | "
+          "cost bound /h | optimum /h | tessera / optimum | bound <= optimum |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    rat, at_opt, bound_at, bad_bound, before_opt, none, skipped = [], 0, 0, 0, 0, 0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(seed0, seed0 + n):
+            case = pool_case(seed)
+            models, tenants, trust, guests = case
+            spec = os.path.join(keep or tmp, "pools-%d.yaml" % seed)
+            open(spec, "w").write(pool_spec(models, tenants, trust, guests))
+            before, _ = plan(tessera, spec, 0)
+            after, _ = plan(tessera, spec, 10)
+            opts = pool_options(tessera, tmp, seed, case)
+            if opts is None:
+                skipped += 1
+                print("| %d | (a guest decide gives neither time-slicing nor a whole card) |" % seed)
+                continue
+            best = pool_optimum(models, trust, opts, cat)
+            if after is None:
+                none += 1
+                print("| %d | tessera: no layout; optimum %.2f |" % (seed, best))
+                continue
+            cost, bound = after["costPerHour"], after["costLowerBound"]
+            r = cost / best
+            rat.append(r)
+            at_opt += abs(cost - best) < 1e-6
+            before_opt += before is not None and abs(before["costPerHour"] - best) < 1e-6
+            ok_bound = bound is not None and bound <= best + 1e-6
+            bad_bound += not ok_bound
+            bound_at += ok_bound and abs(bound - best) < 1e-6
+            pairs = sorted("%s-%s" % (a[1:], b[1:]) for a, b in trust if a < b)
+            print("| %d | %s | %d (%s) | %d | %s | %.2f | %.2f | %.2f | %.3f | %s |"
+                  % (seed, " ".join("%s %s" % mp for mp in models), len(tenants),
+                     " ".join(pairs) or "none", len(guests),
+                     "%.2f" % before["costPerHour"] if before else "no layout", cost,
+                     bound if bound is not None else -1, best, r,
+                     "yes" if ok_bound else "**no**"))
+            sys.stdout.flush()
+    if rat:
+        print("\n%d cases (seeds %d-%d): tessera at the optimum in %d (before, decide's models: "
+              "%d); plan / optimum worst %.3f, mean %.4f; bound at the optimum in %d, above it "
+              "in %d; %d without a layout, %d skipped"
+              % (len(rat), seed0, seed0 + n - 1, at_opt, before_opt, max(rat),
+                 sum(rat) / len(rat), bound_at, bad_bound, none, skipped))
+
+
 def main():
     tessera = sys.argv[1]
+    if "--pools" in sys.argv:
+        arg = lambda k, d: int(sys.argv[sys.argv.index(k) + 1]) if k in sys.argv else d
+        keep = sys.argv[sys.argv.index("--cases-out") + 1] if "--cases-out" in sys.argv else None
+        return pools_main(tessera, arg("--cases", 20 if "--quick" in sys.argv else 150),
+                          arg("--seed0", 0), keep)
     n = 6 if "--quick" in sys.argv else 20
     if "--cases" in sys.argv:
         n = int(sys.argv[sys.argv.index("--cases") + 1])
