@@ -78,7 +78,7 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     *out = NULL;
     if (!m->pricebook || opt->time_limit_s <= 0 || opt->solver == PLAN_SOLVER_HEURISTIC)
         return TS_OK;
-    struct cost *c = plan__cost_open(m, cat, d);
+    struct cost *c = plan__cost_open(m, cat, d, 1);
     const struct cat_model **pins = calloc(d->nrows + 1, sizeof(*pins));
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
     double obj = 0;

@@ -30,6 +30,7 @@
 
 #include <glpk.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util/grow.h"
@@ -53,6 +54,7 @@ struct cost_group {
     int mech;
     size_t owner;
     int col, mem, sm, clients;
+    int cut; /* its configuration cut was tried (group_cut) */
 };
 
 struct cost {
@@ -67,6 +69,11 @@ struct cost {
     struct cost_model_row models[DECIDE_MODELS_MAX];
     size_t nmodels;
     size_t *trust; /* per tenant: its trust set (union-find) */
+    int search;    /* the search's program: pools per clique of trust (cost_cliques) */
+    uint32_t *clq; /* the cliques: members, bits of cpos, of the set of clq_root */
+    size_t *clq_root, nclq, clqcap;
+    size_t *cpos; /* per tenant: its bit in its trust set's cliques */
+    size_t *own;  /* per alternative: the pool it joins (owner_of, or a clique) */
     glp_prob *lp;
     int *ycol;                     /* per alternative: its column (0: not a class's) */
     int *count;                    /* per alternative: its class's workloads (0: not a class's) */
@@ -225,16 +232,134 @@ static size_t owner_of(struct cost *c, const struct decide_row *x)
     return x->mech == DECIDE_MPS ? t : trust_root(c->trust, t);
 }
 
-/* 1 when a and b take the same cards in the program (the same workload
- * for it, whatever its name). */
-static int same_alt(struct cost *c, const struct decide_row *a, const struct decide_row *b)
+/* Bron-Kerbosch on the members of one trust set (bits; adj: whom each
+ * trusts): its maximal cliques appended; 0 when over PLAN_COST_CLIQUES_MAX. */
+static int cliques_of(struct cost *c, size_t root, const uint32_t *adj, uint32_t r, uint32_t p,
+                      uint32_t x)
 {
+    if (!p && !x) {
+        if (c->nclq == PLAN_COST_CLIQUES_MAX ||
+            !ts_grow((void **)&c->clq, &c->clqcap, c->nclq, sizeof(*c->clq)))
+            return 0;
+        c->clq[c->nclq] = r;
+        c->clq_root[c->nclq++] = root;
+        return 1;
+    }
+    uint32_t u = p | x, pivot = adj[__builtin_ctz(u)];
+    for (uint32_t cand = p & ~pivot; cand; cand &= cand - 1) {
+        uint32_t v = cand & -cand;
+        size_t b = (size_t)__builtin_ctz(v);
+        if (!cliques_of(c, root, adj, r | v, p & adj[b], x & adj[b]))
+            return 0;
+        p &= ~v;
+        x |= v;
+    }
+    return 1;
+}
+
+/* For the search: each trust set that is not a clique (trust need not be
+ * transitive: d2 trusts d0 and d1, they do not trust each other) as its
+ * maximal cliques, the pools a layout can make; a set of more than 32
+ * tenants, or with too many cliques, stays whole. */
+static ts_status cost_cliques(struct cost *c)
+{
+    const struct spec_model *m = c->m;
+    c->cpos = calloc(m->ntenants + 1, sizeof(*c->cpos));
+    c->clq_root = calloc(PLAN_COST_CLIQUES_MAX + 1, sizeof(*c->clq_root));
+    size_t *who = calloc(m->ntenants + 1, sizeof(*who));
+    ts_status st = c->cpos && c->clq_root && who ? TS_OK : TS_NOMEM;
+    for (size_t root = 0; st == TS_OK && root < m->ntenants; root++) {
+        size_t n = 0;
+        for (size_t t = 0; t < m->ntenants; t++)
+            if (trust_root(c->trust, t) == root && n <= 32)
+                c->cpos[t] = n, who[n++] = t;
+        if (n < 3 || n > 32)
+            continue;
+        uint32_t adj[32] = {0}, all = n == 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
+        int clique = 1;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                if (i != j &&
+                    spec_tenants_trust(m, m->tenants[who[i]].name, m->tenants[who[j]].name))
+                    adj[i] |= UINT32_C(1) << j;
+        for (size_t i = 0; i < n; i++)
+            clique &= (adj[i] | (UINT32_C(1) << i)) == all;
+        size_t before = c->nclq;
+        if (!clique && !cliques_of(c, root, adj, 0, all, 0))
+            c->nclq = before; /* too many: the set stays one pool */
+    }
+    free(who);
+    return st;
+}
+
+/* Alternative x's copies, one per pool it may join: a sharing-pool client
+ * (not MPS, which is per tenant) of a set split into cliques joins one of
+ * its tenant's cliques; else its owner_of. Appended to alt and own. */
+static int owned_copies(struct cost *c, const struct decide_row *x, struct decide_row **alt,
+                        size_t *n, size_t *cap, size_t *owncap)
+{
+    size_t t = (size_t)(x->tenant - c->m->tenants), root = trust_root(c->trust, t), added = 0;
+    int split = c->search && decide_mech_shares_card(x->mech) && !x->profile &&
+                x->mech != DECIDE_MPS;
+    for (size_t q = 0; split && q <= c->nclq; q++) {
+        int mine = q < c->nclq && c->clq_root[q] == root && (c->clq[q] >> c->cpos[t] & 1);
+        if (q == c->nclq && added)
+            break;
+        if (q < c->nclq && !mine)
+            continue;
+        if (!ts_grow((void **)alt, cap, *n, sizeof(**alt)) ||
+            !ts_grow((void **)&c->own, owncap, *n, sizeof(*c->own)))
+            return 0;
+        (*alt)[*n] = *x;
+        c->own[(*n)++] = q < c->nclq ? c->m->ntenants + q : owner_of(c, x);
+        added++;
+    }
+    if (split)
+        return 1;
+    if (!ts_grow((void **)alt, cap, *n, sizeof(**alt)) ||
+        !ts_grow((void **)&c->own, owncap, *n, sizeof(*c->own)))
+        return 0;
+    (*alt)[*n] = *x;
+    c->own[(*n)++] = owner_of(c, x);
+    return 1;
+}
+
+/* Every alternative with the pool it joins (c->own), copied per clique
+ * where the search's program splits a trust set. */
+static ts_status owners(struct cost *c)
+{
+    if (c->search && cost_cliques(c) != TS_OK)
+        return TS_NOMEM;
+    struct decide_row *alt = NULL;
+    size_t n = 0, cap = 0, owncap = 0;
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t from = c->first[r];
+        c->first[r] = n;
+        for (size_t a = from; a < c->first[r + 1]; a++)
+            if (!owned_copies(c, &c->alt[a], &alt, &n, &cap, &owncap)) {
+                free(alt);
+                return TS_NOMEM;
+            }
+    }
+    c->first[c->d->nrows] = n;
+    free(c->alt);
+    c->alt = alt;
+    c->nalt = n;
+    c->altcap = cap;
+    return TS_OK;
+}
+
+/* 1 when alternatives i and j take the same cards in the program (the
+ * same workload for it, whatever its name). */
+static int same_alt(struct cost *c, size_t i, size_t j)
+{
+    const struct decide_row *a = &c->alt[i], *b = &c->alt[j];
     const struct spec_workload *x = a->workload, *y = b->workload;
     return a->model == b->model && a->mech == b->mech && a->profile == b->profile &&
            a->gpus == b->gpus && a->cap_gib == b->cap_gib && a->sm_percent == b->sm_percent &&
            x->replicas == y->replicas && x->spread == y->spread &&
            plan__is_guest(a) == plan__is_guest(b) && !x->schedule == !y->schedule &&
-           (!decide_mech_shares_card(a->mech) || owner_of(c, a) == owner_of(c, b));
+           (!decide_mech_shares_card(a->mech) || c->own[i] == c->own[j]);
 }
 
 static int same_alts(struct cost *c, size_t r, size_t q)
@@ -243,7 +368,7 @@ static int same_alts(struct cost *c, size_t r, size_t q)
     if (n != c->first[q + 1] - c->first[q])
         return 0;
     for (size_t a = 0; a < n; a++)
-        if (!same_alt(c, &c->alt[c->first[r] + a], &c->alt[c->first[q] + a]))
+        if (!same_alt(c, c->first[r] + a, c->first[q] + a))
             return 0;
     return 1;
 }
@@ -485,16 +610,16 @@ static int mig_model(struct cost *c, size_t k)
 
 /* ---- sharing pools: cards of a group hold its clients' shares ---- */
 
-static int pool_group(struct cost *c, const struct decide_row *x, struct cost_group **gs, size_t *n,
-                      size_t *cap)
+static int pool_group(struct cost *c, size_t a, struct cost_group **gs, size_t *n, size_t *cap)
 {
-    size_t k = slot_of(c, x->model), owner = owner_of(c, x); /* guests too: trust */
+    const struct decide_row *x = &c->alt[a];
+    size_t k = slot_of(c, x->model), owner = c->own[a]; /* guests too: trust */
     for (size_t i = 0; i < *n; i++)
         if ((*gs)[i].slot == k && (*gs)[i].mech == x->mech && (*gs)[i].owner == owner)
             return (int)i;
     if (!ts_grow((void **)gs, cap, *n, sizeof(**gs)))
         return -1;
-    struct cost_group g = {k, x->mech, owner, card_col(c, k), new_row(c, 0), 0, 0};
+    struct cost_group g = {k, x->mech, owner, card_col(c, k), new_row(c, 0), 0, 0, 0};
     int mps = x->mech == DECIDE_MPS, maxc = x->model->mps_max_clients;
     g.sm = mps ? new_row(c, 0) : 0;
     g.clients = mps && maxc > 0 ? new_row(c, 0) : 0;
@@ -617,16 +742,20 @@ static int group_cut(struct cost *c, int gi)
     return ok ? cut : -1;
 }
 
-/* Cuts for the groups the program's LP solution uses (groups it leaves
- * empty need none to be bounded; a cut is optional, so a group the
- * solution moves to afterwards is still bounded by its memory). Returns
- * the cuts added, -1 when out of memory. */
-static int pool_cuts(struct cost *c)
+/* Cuts for the groups the program's LP solution (mip: its integer
+ * solution) uses and that have none yet (groups it leaves empty need none
+ * to be bounded; a cut is optional, so a group the solution moves to
+ * afterwards is still bounded by its memory). Returns the cuts added, -1
+ * when out of memory. */
+static int pool_cuts(struct cost *c, int mip)
 {
     int n = 0;
     for (size_t g = 0; g < c->ngs; g++) {
-        if (glp_get_col_prim(c->lp, c->gs[g].col) <= 1e-9)
+        int col = c->gs[g].col;
+        double v = mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
+        if (c->gs[g].cut || v <= 1e-9)
             continue;
+        c->gs[g].cut = 1;
         int r = group_cut(c, (int)g);
         if (r < 0)
             return -1;
@@ -647,7 +776,7 @@ static int pools(struct cost *c)
         if (!c->ycol[a] || x->profile || !decide_mech_shares_card(x->mech) || k >= c->nmodels ||
             (plan__is_guest(x) && c->models[k].hosts))
             continue;
-        int g = pool_group(c, x, &c->gs, &c->ngs, &c->gscap);
+        int g = pool_group(c, a, &c->gs, &c->ngs, &c->gscap);
         ok = g >= 0 && pool_client(c, &c->gs[g], x, c->ycol[a], c->count[a]);
         c->grp[a] = g;
     }
@@ -698,117 +827,16 @@ double plan__cost_lp(struct cost *c)
     return -1;
 }
 
-/* Every workload fixed on decide's model (its own alternative, the first
- * of its row), or (fix 0) free again. */
+/* Every workload fixed on decide's model (its own alternatives: the
+ * first, and its copies for other cliques), or (fix 0) free again. */
 static void fix_decided(struct cost *c, int fix)
 {
     for (size_t r = 0; r < c->d->nrows; r++)
         for (size_t a = c->first[r]; c->cls[r] == r && a < c->first[r + 1]; a++) {
-            double n = c->count[a], v = a == c->first[r] ? n : 0;
-            glp_set_col_bnds(c->lp, c->ycol[a], fix ? GLP_FX : GLP_DB, fix ? v : 0, fix ? v : n);
+            double n = c->count[a];
+            int off = fix && c->alt[a].model != c->d->rows[r].model;
+            glp_set_col_bnds(c->lp, c->ycol[a], off ? GLP_FX : GLP_DB, 0, off ? 0 : n);
         }
-}
-
-/* 1 when the program's LP finds decide's models as cheap as any (within
- * PLAN_COST_MIP_GAP): then its integer solution is not worth the time. */
-static int decided_at_lp(struct cost *c)
-{
-    double free_lp = plan__cost_lp(c);
-    fix_decided(c, 1);
-    double fixed = plan__cost_lp(c);
-    fix_decided(c, 0);
-    return free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
-}
-
-/* The integer solution's workloads per alternative, handed to the class's
- * rows in spec order; 0 on out of memory. */
-static int read_pins(struct cost *c, const struct cat_model **pins)
-{
-    long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!left)
-        return 0;
-    for (size_t a = 0; a < c->nalt; a++)
-        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
-    for (size_t r = 0; r < c->d->nrows; r++) {
-        size_t q = c->cls[r], a = c->first[q];
-        while (a + 1 < c->first[q + 1] && left[a] <= 0)
-            a++;
-        left[a]--;
-        pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
-    }
-    free(left);
-    return 1;
-}
-
-int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
-{
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = PLAN_COST_MIP_GAP;
-    parm.tm_lim = (int)(time_limit_s * 1000.0);
-    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
-    if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) || !(st == GLP_OPT || st == GLP_FEAS))
-        return 0;
-    *obj = glp_mip_obj_val(c->lp);
-    return read_pins(c, pins);
-}
-
-/* ---- opening and closing ---- */
-
-void plan__cost_close(struct cost *c)
-{
-    if (!c)
-        return;
-    if (c->lp)
-        glp_delete_prob(c->lp);
-    free(c->alt);
-    free(c->first);
-    free(c->trust);
-    free(c->ycol);
-    free(c->count);
-    free(c->cls);
-    free(c->nzs);
-    free(c->mig_cols);
-    free(c->gs);
-    free(c->grp);
-    ts_arena_free(&c->arena);
-    free(c);
-}
-
-struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalog *cat,
-                             const struct decide_result *d)
-{
-    struct cost *c = calloc(1, sizeof(*c));
-    if (!c || !m->pricebook) {
-        free(c);
-        return NULL;
-    }
-    *c = (struct cost){.m = m, .cat = cat, .d = d};
-    ts_arena_init(&c->arena);
-    fleet_models(c);
-    if (alternatives(c) != TS_OK || trust_sets(c) != TS_OK || classes(c) != TS_OK ||
-        program(c) != TS_OK) {
-        plan__cost_close(c);
-        return NULL;
-    }
-    return c;
-}
-
-/* ---- what the planner asks ---- */
-
-/* With the pool groups' cuts (which the integer program may keep: no
- * layout violates them), a pool that rounds up to a whole dear card shows
- * its price to the LP, where memory alone made decide's model look the
- * cheapest. */
-int plan__cost_worth_search(struct cost *c)
-{
-    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
-        return 0;
-    if (plan__cost_lp(c) >= 0 && pool_cuts(c) < 0)
-        return 0;
-    return !decided_at_lp(c);
 }
 
 struct cost_search {
@@ -835,6 +863,149 @@ static void search_bound(glp_tree *tree, void *info)
     }
     if (++s->nodes > s->max)
         glp_ios_terminate(tree);
+}
+
+/* The program's integer optimum with decide's models fixed (each pool
+ * group a whole number of cards), or lp when branch and bound finds no
+ * layout in its node budget (counted, as the bound's). */
+static double decided_int(struct cost *c, double lp)
+{
+    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.cb_func = search_bound;
+    parm.cb_info = &s;
+    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+    if ((rc == 0 || rc == GLP_ESTOP || rc == GLP_EMIPGAP) && (st == GLP_OPT || st == GLP_FEAS))
+        return glp_mip_obj_val(c->lp);
+    return lp;
+}
+
+/* 1 when decide's models are as cheap as any (within PLAN_COST_MIP_GAP)
+ * by the program's LP, and stay so in whole cards: then its integer
+ * solution is not worth the time. The LP alone is not enough: where it
+ * fills a dear big card with everything (memory as a fluid), decide's
+ * models match it, while in whole cards the big card's last one is
+ * mostly empty and cheap small cards would hold the rest (a relaxation
+ * agreeing with decide says nothing of rounding). */
+static int decided_at_lp(struct cost *c)
+{
+    double free_lp = plan__cost_lp(c);
+    fix_decided(c, 1);
+    double fixed = plan__cost_lp(c);
+    int at = free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+    if (at)
+        at = decided_int(c, fixed) <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+    fix_decided(c, 0);
+    return at;
+}
+
+/* The integer solution's workloads per alternative, handed to the class's
+ * rows in spec order; 0 on out of memory. */
+static int read_pins(struct cost *c, const struct cat_model **pins)
+{
+    long *left = calloc(c->nalt + 1, sizeof(*left));
+    if (!left)
+        return 0;
+    for (size_t a = 0; a < c->nalt; a++)
+        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t q = c->cls[r], a = c->first[q];
+        while (a + 1 < c->first[q + 1] && left[a] <= 0)
+            a++;
+        left[a]--;
+        pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
+    }
+    free(left);
+    return 1;
+}
+
+/* The integer program within the time limit; its pool groups without a
+ * cut that the solution uses get theirs, and it is solved again (at most
+ * PLAN_COST_CUT_ROUNDS times): a group the LP left empty has only its
+ * memory row, which lets the integer solution fill its cards as a fluid
+ * (small cards that no packing fills that well). */
+int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
+{
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.tm_lim = (int)(time_limit_s * 1000.0);
+    for (int round = 0;; round++) {
+        int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) ||
+            !(st == GLP_OPT || st == GLP_FEAS))
+            return 0;
+        if (round == PLAN_COST_CUT_ROUNDS || pool_cuts(c, 1) <= 0)
+            break;
+    }
+    *obj = glp_mip_obj_val(c->lp);
+    return read_pins(c, pins);
+}
+
+/* ---- opening and closing ---- */
+
+void plan__cost_close(struct cost *c)
+{
+    if (!c)
+        return;
+    if (c->lp)
+        glp_delete_prob(c->lp);
+    free(c->alt);
+    free(c->first);
+    free(c->trust);
+    free(c->clq);
+    free(c->clq_root);
+    free(c->cpos);
+    free(c->own);
+    free(c->ycol);
+    free(c->count);
+    free(c->cls);
+    free(c->nzs);
+    free(c->mig_cols);
+    free(c->gs);
+    free(c->grp);
+    ts_arena_free(&c->arena);
+    free(c);
+}
+
+struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalog *cat,
+                             const struct decide_result *d, int search)
+{
+    struct cost *c = calloc(1, sizeof(*c));
+    if (!c || !m->pricebook) {
+        free(c);
+        return NULL;
+    }
+    *c = (struct cost){.m = m, .cat = cat, .d = d, .search = search};
+    ts_arena_init(&c->arena);
+    fleet_models(c);
+    if (alternatives(c) != TS_OK || trust_sets(c) != TS_OK || owners(c) != TS_OK ||
+        classes(c) != TS_OK || program(c) != TS_OK) {
+        plan__cost_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- what the planner asks ---- */
+
+/* With the pool groups' cuts (which the integer program may keep: no
+ * layout violates them), a pool that rounds up to a whole dear card shows
+ * its price to the LP, where memory alone made decide's model look the
+ * cheapest. */
+int plan__cost_worth_search(struct cost *c)
+{
+    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
+        return 0;
+    if (plan__cost_lp(c) >= 0 && pool_cuts(c, 0) < 0)
+        return 0;
+    return !decided_at_lp(c);
 }
 
 /* The program's integer optimum when GLPK proves it within the short
@@ -870,9 +1041,9 @@ static double proven_optimum(struct cost *c, double lp)
 int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
                          const struct decide_result *d, int card_bound)
 {
-    struct cost *c = plan__cost_open(m, cat, d);
+    struct cost *c = plan__cost_open(m, cat, d, 0);
     double lp = c ? plan__cost_lp(c) : -1;
-    int cuts = lp >= 0 ? pool_cuts(c) : 0;
+    int cuts = lp >= 0 ? pool_cuts(c, 0) : 0;
     lp = cuts > 0 ? plan__cost_lp(c) : cuts < 0 ? -1 : lp;
     lp = c ? proven_optimum(c, lp) : -1;
     if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)

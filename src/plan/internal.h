@@ -275,12 +275,14 @@ ts_status plan__decide_pinned(const struct spec_model *m, const struct cat_catal
                               const struct cat_model *const *pins, const struct decide_result *was,
                               struct decide_result **out, struct ts_diag *diag);
 /* The cost program of d's workloads over the fleet's models (NULL without
- * a PriceBook or memory); its LP optimum in currency units per hour (-1:
+ * a PriceBook or memory; search: the search's, whose pools are per clique
+ * of tenants that trust each other, where the bound's are per trust set,
+ * a relaxation); its LP optimum in currency units per hour (-1:
  * none); its integer solution as each movable row's model and its cost in
  * *obj (0: none). */
 struct cost;
 struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalog *cat,
-                             const struct decide_result *d);
+                             const struct decide_result *d, int search);
 void plan__cost_close(struct cost *c);
 double plan__cost_lp(struct cost *c);
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);

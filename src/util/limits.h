@@ -260,6 +260,12 @@
  * group keeps its memory row alone (a big card of many small clients). */
 #define PLAN_COST_CUT_STEPS_MAX 20000
 #define PLAN_COST_PROOF_S 0.2
+/* The cost program's search adds the cuts of the pool groups its integer
+ * solution uses and solves again at most this many times. */
+#define PLAN_COST_CUT_ROUNDS 3
+/* The search's cost program splits a trust set that is not a clique into
+ * its maximal cliques, at most this many in all (else it stays one pool). */
+#define PLAN_COST_CLIQUES_MAX 16
 /* Larger programs: branch and bound runs this many nodes divided by the
  * program's columns (counted, not timed, so a loaded machine gives the same
  * bound; about 0.1 s) and its least open bound is kept. */

@@ -76,6 +76,32 @@ expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-round-up.yaml -o json
 got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print("%.2f %.2f" % (s["costPerHour"], s["costLowerBound"]))' "$TMP/out")
 check "round-up: cost and bound 2.86: got '$got'" test "$got" = "2.86 2.86"
 
+# Small cards that round better (tests/fixtures/plan/guests-small-cards.yaml):
+# the LP of the cost program agrees with decide's a100 (memory as a fluid),
+# in whole cards one a100 and four a30 are cheaper. The search now asks
+# the program in whole cards, and adds the cuts of the pools its integer
+# solution uses: 4.16 USD/h, the optimum (the fixture's note); before, 5.40.
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-small-cards.yaml -o json
+got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print("%.2f %.2f" % (s["costPerHour"], s["costLowerBound"]))' "$TMP/out")
+check "small cards: cost and bound 4.16: got '$got'" test "$got" = "4.16 4.16"
+
+# Trust that is not transitive, where it decides the models
+# (tests/fixtures/plan/guests-trust-clique.yaml): d0's guests on an a30,
+# d1's and d2's on an a100, 3.85 USD/h, the optimum; no card holds both d0
+# and d2. Before, the search's pools were per trust set and its layout
+# mixed them: 5.76.
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-trust-clique.yaml -o json
+cp "$TMP/out" "$TMP/clique.json"
+got=$(python3 - "$TMP/clique.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = p["summary"]
+bad = sum(1 for g in p["gpus"] if {"d0", "d2"} <= {i["tenant"] for i in g["instances"]})
+print("%.2f %.2f %d" % (s["costPerHour"], s["costLowerBound"], bad))
+PY
+)
+check "trust clique: cost and bound 3.85, no card with d0 and d2: got '$got'" test "$got" = "3.85 3.85 0"
+
 # The 1,000-GPU trace fleet (bench/trace_spec.py, load 0.55, seed 1; its
 # best-effort tenants do not trust each other): the plan meets the card bound
 # and is within 1% of the cost bound (a program of 211 columns: the cuts and
