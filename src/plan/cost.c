@@ -9,7 +9,8 @@
  *   x[M,k]  cards of model M filled with MIG configuration k (every maximal
  *           set of the profiles the alternatives use on M, plan/config.c);
  *   z[g]    cards of sharing-pool group g (model, mechanism, and the MPS
- *           tenant or the set of tenants that trust each other, guests too);
+ *           tenant or the tenants that trust each other, guests too:
+ *           plan/costtrust.c);
  *   whole cards: GPUs x replicas of the alternative.
  * Profile counts cover the chosen replicas, a pool's cards hold its
  * clients' memory caps, MPS SM shares and clients, replicas kept apart
@@ -18,75 +19,16 @@
  * best-effort guests on cards a scheduled whole card might host are left
  * out, so the program relaxes the planner's problem: its LP relaxation (or,
  * on a small program, its proven integer optimum) is a lower bound on the
- * cost of any plan of these workloads. For the bound, each pool group the
- * LP uses gets a configuration cut (its cards cover the dual prices of its
- * clients' configuration LP), and a short branch and bound's least open
- * bound raises it further; neither cuts off an integer solution. Its
- * integer solution is the
- * models the planner then tries (plan_choose_models, plan/choose.c). Alike workloads
+ * cost of any plan of these workloads. Its cuts, its search (the integer
+ * solution is the models the planner then tries, plan_choose_models in
+ * plan/choose.c) and the bound are plan/costsolve.c's. Alike workloads
  * (the same alternatives) share one integer column per alternative.
  */
-#include "plan/internal.h"
+#include "plan/cost_int.h"
 
-#include <glpk.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include "util/grow.h"
 #include "util/units.h"
-
-struct cost_model_row {
-    const struct cat_model *model;
-    int cards;
-    double price; /* per card hour, currency units */
-    int guests;   /* some alternative is a best-effort guest on it */
-    int hosts;    /* some alternative is a scheduled whole card on it: guests may ride free */
-};
-
-struct cost_nz {
-    int i, j;
-    double v;
-};
-
-struct cost_group {
-    size_t slot;
-    int mech;
-    size_t owner;
-    int col, mem, sm, clients;
-    int cut; /* its configuration cut was tried (group_cut) */
-};
-
-struct cost {
-    const struct spec_model *m;
-    const struct cat_catalog *cat;
-    const struct decide_result *d;
-    struct ts_arena arena;
-    struct decide_row *alt; /* row r's: alt[first[r]] (its own) .. alt[first[r + 1] - 1] */
-    size_t nalt, altcap;
-    size_t *first;
-    int moves; /* some workload has two alternatives or more */
-    struct cost_model_row models[DECIDE_MODELS_MAX];
-    size_t nmodels;
-    size_t *trust; /* per tenant: its trust set (union-find) */
-    int search;    /* the search's program: pools per clique of trust (cost_cliques) */
-    uint32_t *clq; /* the cliques: members, bits of cpos, of the set of clq_root */
-    size_t *clq_root, nclq, clqcap;
-    size_t *cpos; /* per tenant: its bit in its trust set's cliques */
-    size_t *own;  /* per alternative: the pool it joins (owner_of, or a clique) */
-    glp_prob *lp;
-    int *ycol;                     /* per alternative: its column (0: not a class's) */
-    int *count;                    /* per alternative: its class's workloads (0: not a class's) */
-    size_t *cls;                   /* per row: the first row of its class */
-    int caprow[DECIDE_MODELS_MAX]; /* per model: its cards */
-    struct cost_nz *nzs;           /* the matrix, 1-based rows and columns */
-    size_t nz, nzcap;
-    int *mig_cols; /* scratch: a model's MIG card columns */
-    size_t nmig, migcap;
-    struct cost_group *gs; /* the sharing-pool groups */
-    size_t ngs, gscap;
-    int *grp; /* per alternative: its group, or -1 */
-};
 
 /* ---- the fleet's models and prices ---- */
 
@@ -201,154 +143,6 @@ static ts_status alternatives(struct cost *c)
     return st;
 }
 
-static size_t trust_root(size_t *set, size_t i)
-{
-    while (set[i] != i)
-        i = set[i] = set[set[i]];
-    return i;
-}
-
-static ts_status trust_sets(struct cost *c)
-{
-    const struct spec_model *m = c->m;
-    c->trust = calloc(m->ntenants + 1, sizeof(*c->trust));
-    if (!c->trust)
-        return TS_NOMEM;
-    for (size_t i = 0; i < m->ntenants; i++)
-        c->trust[i] = i;
-    for (size_t i = 0; i < m->ntenants; i++)
-        for (size_t k = 0; k < m->tenants[i].ntrusts; k++) {
-            const struct spec_tenant *o = spec_tenant_find(m, m->tenants[i].trusts[k]);
-            if (o && spec_tenants_trust(m, m->tenants[i].name, o->name))
-                c->trust[trust_root(c->trust, i)] = trust_root(c->trust, (size_t)(o - m->tenants));
-        }
-    return TS_OK;
-}
-
-/* The pool a row's clients join: MPS per tenant, else per trust set. */
-static size_t owner_of(struct cost *c, const struct decide_row *x)
-{
-    size_t t = (size_t)(x->tenant - c->m->tenants);
-    return x->mech == DECIDE_MPS ? t : trust_root(c->trust, t);
-}
-
-/* Bron-Kerbosch on the members of one trust set (bits; adj: whom each
- * trusts): its maximal cliques appended; 0 when over PLAN_COST_CLIQUES_MAX. */
-static int cliques_of(struct cost *c, size_t root, const uint32_t *adj, uint32_t r, uint32_t p,
-                      uint32_t x)
-{
-    if (!p && !x) {
-        if (c->nclq == PLAN_COST_CLIQUES_MAX ||
-            !ts_grow((void **)&c->clq, &c->clqcap, c->nclq, sizeof(*c->clq)))
-            return 0;
-        c->clq[c->nclq] = r;
-        c->clq_root[c->nclq++] = root;
-        return 1;
-    }
-    uint32_t u = p | x, pivot = adj[__builtin_ctz(u)];
-    for (uint32_t cand = p & ~pivot; cand; cand &= cand - 1) {
-        uint32_t v = cand & -cand;
-        size_t b = (size_t)__builtin_ctz(v);
-        if (!cliques_of(c, root, adj, r | v, p & adj[b], x & adj[b]))
-            return 0;
-        p &= ~v;
-        x |= v;
-    }
-    return 1;
-}
-
-/* For the search: each trust set that is not a clique (trust need not be
- * transitive: d2 trusts d0 and d1, they do not trust each other) as its
- * maximal cliques, the pools a layout can make; a set of more than 32
- * tenants, or with too many cliques, stays whole. */
-static ts_status cost_cliques(struct cost *c)
-{
-    const struct spec_model *m = c->m;
-    c->cpos = calloc(m->ntenants + 1, sizeof(*c->cpos));
-    c->clq_root = calloc(PLAN_COST_CLIQUES_MAX + 1, sizeof(*c->clq_root));
-    size_t *who = calloc(m->ntenants + 1, sizeof(*who));
-    ts_status st = c->cpos && c->clq_root && who ? TS_OK : TS_NOMEM;
-    for (size_t root = 0; st == TS_OK && root < m->ntenants; root++) {
-        size_t n = 0;
-        for (size_t t = 0; t < m->ntenants; t++)
-            if (trust_root(c->trust, t) == root && n <= 32)
-                c->cpos[t] = n, who[n++] = t;
-        if (n < 3 || n > 32)
-            continue;
-        uint32_t adj[32] = {0}, all = n == 32 ? UINT32_MAX : (UINT32_C(1) << n) - 1;
-        int clique = 1;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < n; j++)
-                if (i != j &&
-                    spec_tenants_trust(m, m->tenants[who[i]].name, m->tenants[who[j]].name))
-                    adj[i] |= UINT32_C(1) << j;
-        for (size_t i = 0; i < n; i++)
-            clique &= (adj[i] | (UINT32_C(1) << i)) == all;
-        size_t before = c->nclq;
-        if (!clique && !cliques_of(c, root, adj, 0, all, 0))
-            c->nclq = before; /* too many: the set stays one pool */
-    }
-    free(who);
-    return st;
-}
-
-/* Alternative x's copies, one per pool it may join: a sharing-pool client
- * (not MPS, which is per tenant) of a set split into cliques joins one of
- * its tenant's cliques; else its owner_of. Appended to alt and own. */
-static int owned_copies(struct cost *c, const struct decide_row *x, struct decide_row **alt,
-                        size_t *n, size_t *cap, size_t *owncap)
-{
-    size_t t = (size_t)(x->tenant - c->m->tenants), root = trust_root(c->trust, t), added = 0;
-    int split = c->search && decide_mech_shares_card(x->mech) && !x->profile &&
-                x->mech != DECIDE_MPS;
-    for (size_t q = 0; split && q <= c->nclq; q++) {
-        int mine = q < c->nclq && c->clq_root[q] == root && (c->clq[q] >> c->cpos[t] & 1);
-        if (q == c->nclq && added)
-            break;
-        if (q < c->nclq && !mine)
-            continue;
-        if (!ts_grow((void **)alt, cap, *n, sizeof(**alt)) ||
-            !ts_grow((void **)&c->own, owncap, *n, sizeof(*c->own)))
-            return 0;
-        (*alt)[*n] = *x;
-        c->own[(*n)++] = q < c->nclq ? c->m->ntenants + q : owner_of(c, x);
-        added++;
-    }
-    if (split)
-        return 1;
-    if (!ts_grow((void **)alt, cap, *n, sizeof(**alt)) ||
-        !ts_grow((void **)&c->own, owncap, *n, sizeof(*c->own)))
-        return 0;
-    (*alt)[*n] = *x;
-    c->own[(*n)++] = owner_of(c, x);
-    return 1;
-}
-
-/* Every alternative with the pool it joins (c->own), copied per clique
- * where the search's program splits a trust set. */
-static ts_status owners(struct cost *c)
-{
-    if (c->search && cost_cliques(c) != TS_OK)
-        return TS_NOMEM;
-    struct decide_row *alt = NULL;
-    size_t n = 0, cap = 0, owncap = 0;
-    for (size_t r = 0; r < c->d->nrows; r++) {
-        size_t from = c->first[r];
-        c->first[r] = n;
-        for (size_t a = from; a < c->first[r + 1]; a++)
-            if (!owned_copies(c, &c->alt[a], &alt, &n, &cap, &owncap)) {
-                free(alt);
-                return TS_NOMEM;
-            }
-    }
-    c->first[c->d->nrows] = n;
-    free(c->alt);
-    c->alt = alt;
-    c->nalt = n;
-    c->altcap = cap;
-    return TS_OK;
-}
-
 /* 1 when alternatives i and j take the same cards in the program (the
  * same workload for it, whatever its name). */
 static int same_alt(struct cost *c, size_t i, size_t j)
@@ -441,7 +235,7 @@ static int is_whole(const struct decide_row *a)
     return !a->profile && (a->mech == DECIDE_WHOLE || a->mech == DECIDE_VGPU);
 }
 
-static int spread(const struct decide_row *a)
+int plan__cost_spread(const struct decide_row *a)
 {
     return a->workload->spread != SPEC_SPREAD_NONE && a->workload->replicas > 1;
 }
@@ -535,7 +329,7 @@ static size_t mig_type(struct cost_mig *cm, const struct cat_profile *p, size_t 
 /* Alternative a's MIG type in cm. */
 static size_t type_of(struct cost *c, struct cost_mig *cm, size_t a)
 {
-    return mig_type(cm, c->alt[a].profile, a, spread(&c->alt[a]) ? c->count[a] : 0);
+    return mig_type(cm, c->alt[a].profile, a, plan__cost_spread(&c->alt[a]) ? c->count[a] : 0);
 }
 
 /* The configurations' columns, or (too many to list) one column of cards
@@ -602,7 +396,7 @@ static int mig_model(struct cost *c, size_t k)
         int ok = urow ? put(c, urow, y, -(double)x->profile->mem_units * rep) &&
                             put(c, crow, y, -(double)x->profile->compute * rep)
                       : put(c, cm.row[type_of(c, &cm, a)], y, -rep);
-        if (!ok || (spread(x) && !mig_spread(c, y, (double)rep / c->count[a])))
+        if (!ok || (plan__cost_spread(x) && !mig_spread(c, y, (double)rep / c->count[a])))
             return 0;
     }
     return 1;
@@ -638,7 +432,7 @@ static int pool_client(struct cost *c, const struct cost_group *g, const struct 
         (g->sm && !put(c, g->sm, y, -x->sm_percent * rep)) ||
         (g->clients && !put(c, g->clients, y, -rep)))
         return 0;
-    if (!spread(x))
+    if (!plan__cost_spread(x))
         return 1;
     int row = new_row(c, 0);
     return put(c, row, g->col, 1) && put(c, row, y, -(double)rep / n);
@@ -656,112 +450,6 @@ static void guest_hosts(struct cost *c)
         c->models[k].guests |= !x->profile && plan__is_guest(x);
         c->models[k].hosts |= is_whole(x) && x->workload->schedule;
     }
-}
-
-/* Group gi's clients as a bin-packing class: every workload whose class
- * may join the group (a class's workloads may be of several tenants of the
- * trust set), alike ones one type (plan/poolcfg.c). Its configuration LP's
- * dual prices give a cut: the group's cards are at least the prices of the
- * clients in it (any card holds at most 1). A class's column is priced at
- * the least of its workloads' prices, as any of them may be the ones in the
- * group. Stronger than memory alone where sizes leave room no client
- * fills. No cut when a client spreads or the class is too large to list.
- * Returns 1 with a cut added, 0 without, -1 out of memory. */
-static int group_cut(struct cost *c, int gi)
-{
-    const struct cost_group *g = &c->gs[gi];
-    struct plan_pool_class pc = {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL};
-    size_t n = 0, nrows = c->d->nrows;
-    for (size_t r = 0; r < nrows; r++)
-        for (size_t a = c->first[c->cls[r]]; a < c->first[c->cls[r] + 1]; a++)
-            n += c->grp[a] == gi;
-    pc.rows = calloc(n + 1, sizeof(*pc.rows));
-    pc.demand = calloc(n + 1, sizeof(*pc.demand));
-    size_t *type = calloc(c->nalt + 1, sizeof(*type));
-    double *pi = calloc(n + 1, sizeof(*pi)), *price = calloc(c->nalt + 1, sizeof(*price));
-    double *val = calloc(n + 2, sizeof(*val));
-    int *ind = calloc(n + 2, sizeof(*ind));
-    int ok = pc.rows && pc.demand && type && pi && price && val && ind, cut = ok;
-    for (size_t r = 0; cut && r < nrows; r++) {
-        size_t q = c->cls[r];
-        for (size_t a = c->first[q]; cut && a < c->first[q + 1]; a++) {
-            if (c->grp[a] != gi)
-                continue;
-            size_t mine = c->first[r] + (a - c->first[q]); /* r's alternative like a */
-            const struct decide_row *x = &c->alt[mine];
-            cut = !spread(x);
-            size_t t = 0;
-            while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
-                t++;
-            if (t == pc.ntypes)
-                pc.rows[pc.ntypes++] = x;
-            pc.demand[t] += x->workload->replicas;
-            type[mine] = t;
-        }
-    }
-    struct plan_cfg cfg = {.ntypes = pc.ntypes,
-                           .demand = pc.demand,
-                           .fits = plan__pool_fits,
-                           .ctx = &pc,
-                           .more = plan__pool_fits_more,
-                           .max_steps = PLAN_COST_CUT_STEPS_MAX};
-    pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
-    cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
-    plan__cfg_free(&cfg);
-    for (size_t a = 0; cut && a < c->nalt; a++)
-        price[a] = -1;
-    for (size_t r = 0; cut && r < nrows; r++) {
-        size_t q = c->cls[r];
-        for (size_t a = c->first[q]; a < c->first[q + 1]; a++) {
-            double p = c->grp[a] == gi ? pi[type[c->first[r] + (a - c->first[q])]] : -1;
-            if (c->grp[a] == gi && (price[a] < 0 || p < price[a]))
-                price[a] = p;
-        }
-    }
-    int len = 1;
-    ind[1] = g->col;
-    val[1] = 1;
-    for (size_t a = 0; cut && a < c->nalt; a++)
-        if (c->grp[a] == gi && price[a] > 0) {
-            ind[++len] = c->ycol[a];
-            val[len] = -price[a] * c->alt[a].workload->replicas;
-        }
-    if (cut) {
-        int row = glp_add_rows(c->lp, 1);
-        glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
-        glp_set_mat_row(c->lp, row, len, ind, val);
-    }
-    free(pc.rows);
-    free(pc.demand);
-    free(pc.trust);
-    free(type);
-    free(pi);
-    free(price);
-    free(val);
-    free(ind);
-    return ok ? cut : -1;
-}
-
-/* Cuts for the groups the program's LP solution (mip: its integer
- * solution) uses and that have none yet (groups it leaves empty need none
- * to be bounded; a cut is optional, so a group the solution moves to
- * afterwards is still bounded by its memory). Returns the cuts added, -1
- * when out of memory. */
-static int pool_cuts(struct cost *c, int mip)
-{
-    int n = 0;
-    for (size_t g = 0; g < c->ngs; g++) {
-        int col = c->gs[g].col;
-        double v = mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
-        if (c->gs[g].cut || v <= 1e-9)
-            continue;
-        c->gs[g].cut = 1;
-        int r = group_cut(c, (int)g);
-        if (r < 0)
-            return -1;
-        n += r;
-    }
-    return n;
 }
 
 static int pools(struct cost *c)
@@ -814,140 +502,6 @@ static ts_status program(struct cost *c)
     return ar ? TS_OK : TS_NOMEM;
 }
 
-/* ---- solving ---- */
-
-double plan__cost_lp(struct cost *c)
-{
-    glp_smcp parm;
-    glp_init_smcp(&parm);
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.presolve = GLP_ON;
-    if (glp_simplex(c->lp, &parm) == 0 && glp_get_status(c->lp) == GLP_OPT)
-        return glp_get_obj_val(c->lp);
-    return -1;
-}
-
-/* Every workload fixed on decide's model (its own alternatives: the
- * first, and its copies for other cliques), or (fix 0) free again. */
-static void fix_decided(struct cost *c, int fix)
-{
-    for (size_t r = 0; r < c->d->nrows; r++)
-        for (size_t a = c->first[r]; c->cls[r] == r && a < c->first[r + 1]; a++) {
-            double n = c->count[a];
-            int off = fix && c->alt[a].model != c->d->rows[r].model;
-            glp_set_col_bnds(c->lp, c->ycol[a], off ? GLP_FX : GLP_DB, 0, off ? 0 : n);
-        }
-}
-
-struct cost_search {
-    long nodes, max;
-    double bound; /* the least bound of the open nodes (or the incumbent) */
-    int seen;
-};
-
-/* Keeps the search's bound: the least of its open nodes' bounds and its
- * best layout's cost; stops after max nodes. */
-static void search_bound(glp_tree *tree, void *info)
-{
-    struct cost_search *s = info;
-    if (glp_ios_reason(tree) != GLP_ISELECT)
-        return;
-    glp_prob *lp = glp_ios_get_prob(tree);
-    int best = glp_ios_best_node(tree);
-    if (best) {
-        double b = glp_ios_node_bound(tree, best);
-        if (glp_mip_status(lp) == GLP_FEAS && glp_mip_obj_val(lp) < b)
-            b = glp_mip_obj_val(lp);
-        s->bound = b;
-        s->seen = 1;
-    }
-    if (++s->nodes > s->max)
-        glp_ios_terminate(tree);
-}
-
-/* The program's integer optimum with decide's models fixed (each pool
- * group a whole number of cards), or lp when branch and bound finds no
- * layout in its node budget (counted, as the bound's). */
-static double decided_int(struct cost *c, double lp)
-{
-    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = PLAN_COST_MIP_GAP;
-    parm.cb_func = search_bound;
-    parm.cb_info = &s;
-    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
-    if ((rc == 0 || rc == GLP_ESTOP || rc == GLP_EMIPGAP) && (st == GLP_OPT || st == GLP_FEAS))
-        return glp_mip_obj_val(c->lp);
-    return lp;
-}
-
-/* 1 when decide's models are as cheap as any (within PLAN_COST_MIP_GAP)
- * by the program's LP, and stay so in whole cards: then its integer
- * solution is not worth the time. The LP alone is not enough: where it
- * fills a dear big card with everything (memory as a fluid), decide's
- * models match it, while in whole cards the big card's last one is
- * mostly empty and cheap small cards would hold the rest (a relaxation
- * agreeing with decide says nothing of rounding). */
-static int decided_at_lp(struct cost *c)
-{
-    double free_lp = plan__cost_lp(c);
-    fix_decided(c, 1);
-    double fixed = plan__cost_lp(c);
-    int at = free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
-    if (at)
-        at = decided_int(c, fixed) <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
-    fix_decided(c, 0);
-    return at;
-}
-
-/* The integer solution's workloads per alternative, handed to the class's
- * rows in spec order; 0 on out of memory. */
-static int read_pins(struct cost *c, const struct cat_model **pins)
-{
-    long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!left)
-        return 0;
-    for (size_t a = 0; a < c->nalt; a++)
-        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
-    for (size_t r = 0; r < c->d->nrows; r++) {
-        size_t q = c->cls[r], a = c->first[q];
-        while (a + 1 < c->first[q + 1] && left[a] <= 0)
-            a++;
-        left[a]--;
-        pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
-    }
-    free(left);
-    return 1;
-}
-
-/* The integer program within the time limit; its pool groups without a
- * cut that the solution uses get theirs, and it is solved again (at most
- * PLAN_COST_CUT_ROUNDS times): a group the LP left empty has only its
- * memory row, which lets the integer solution fill its cards as a fluid
- * (small cards that no packing fills that well). */
-int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
-{
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = PLAN_COST_MIP_GAP;
-    parm.tm_lim = (int)(time_limit_s * 1000.0);
-    for (int round = 0;; round++) {
-        int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
-        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) ||
-            !(st == GLP_OPT || st == GLP_FEAS))
-            return 0;
-        if (round == PLAN_COST_CUT_ROUNDS || pool_cuts(c, 1) <= 0)
-            break;
-    }
-    *obj = glp_mip_obj_val(c->lp);
-    return read_pins(c, pins);
-}
-
 /* ---- opening and closing ---- */
 
 void plan__cost_close(struct cost *c)
@@ -985,69 +539,10 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
     *c = (struct cost){.m = m, .cat = cat, .d = d, .search = search};
     ts_arena_init(&c->arena);
     fleet_models(c);
-    if (alternatives(c) != TS_OK || trust_sets(c) != TS_OK || owners(c) != TS_OK ||
-        classes(c) != TS_OK || program(c) != TS_OK) {
+    if (alternatives(c) != TS_OK || plan__cost_owners(c) != TS_OK || classes(c) != TS_OK ||
+        program(c) != TS_OK) {
         plan__cost_close(c);
         return NULL;
     }
     return c;
-}
-
-/* ---- what the planner asks ---- */
-
-/* With the pool groups' cuts (which the integer program may keep: no
- * layout violates them), a pool that rounds up to a whole dear card shows
- * its price to the LP, where memory alone made decide's model look the
- * cheapest. */
-int plan__cost_worth_search(struct cost *c)
-{
-    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
-        return 0;
-    if (plan__cost_lp(c) >= 0 && pool_cuts(c, 0) < 0)
-        return 0;
-    return !decided_at_lp(c);
-}
-
-/* The program's integer optimum when GLPK proves it within the short
- * budget of a bound (a small program), else the best bound its branch and
- * bound reached in PLAN_COST_BOUND_NODES_MAX nodes (the least over its open
- * nodes: each is a relaxation of its part of the integer program), else
- * lp: the program relaxes the planner's problem, so its integer optimum,
- * and any bound on it, bounds the cost too. */
-static double proven_optimum(struct cost *c, double lp)
-{
-    if (lp < 0)
-        return lp;
-    int small = glp_get_num_cols(c->lp) <= PLAN_COST_PROOF_COLS_MAX;
-    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
-    parm.msg_lev = GLP_MSG_OFF;
-    if (small)
-        parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
-    else {
-        parm.cb_func = search_bound;
-        parm.cb_info = &s;
-    }
-    int rc = glp_intopt(c->lp, &parm);
-    if (rc == 0 && glp_mip_status(c->lp) == GLP_OPT && glp_mip_obj_val(c->lp) > lp)
-        return glp_mip_obj_val(c->lp);
-    if (!small && s.seen && s.bound > lp)
-        return s.bound;
-    return lp;
-}
-
-int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
-                         const struct decide_result *d, int card_bound)
-{
-    struct cost *c = plan__cost_open(m, cat, d, 0);
-    double lp = c ? plan__cost_lp(c) : -1;
-    int cuts = lp >= 0 ? pool_cuts(c, 0) : 0;
-    lp = cuts > 0 ? plan__cost_lp(c) : cuts < 0 ? -1 : lp;
-    lp = c ? proven_optimum(c, lp) : -1;
-    if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
-        lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
-    plan__cost_close(c);
-    return lp < 0 ? -1 : (int64_t)floor(lp * TS_MICRO + 1e-3);
 }

@@ -84,7 +84,7 @@ struct plan_summary {
                             * or a used card's model has no price */
     int optimal;           /* 1 when gpus_used is proven minimal */
     /* No plan of these workloads on any of their card models costs less
-     * (plan/cost.c: the LP of the cost program, or its proven integer
+     * (plan/costsolve.c: the LP of the cost program, or its proven integer
      * optimum when small), micro-units; <= 0: none
      * (no PriceBook). The gap is the cost's over it, in percent. */
     int64_t cost_lower_bound;

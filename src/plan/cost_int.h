@@ -1,0 +1,74 @@
+/*
+ * cost_int.h - what the cost program's files share (plan/cost.c builds the
+ * program, plan/costtrust.c says which pool each alternative joins,
+ * plan/costsolve.c solves it: cuts, the search, the bound). Not part of
+ * plan's interface; the rest of plan sees struct cost through internal.h.
+ */
+#ifndef PLAN_COST_INT_H
+#define PLAN_COST_INT_H
+
+#include <glpk.h>
+#include <stdint.h>
+#include "plan/internal.h"
+
+struct cost_model_row {
+    const struct cat_model *model;
+    int cards;
+    double price; /* per card hour, currency units */
+    int guests;   /* some alternative is a best-effort guest on it */
+    int hosts;    /* some alternative is a scheduled whole card on it: guests may ride free */
+};
+
+struct cost_nz {
+    int i, j;
+    double v;
+};
+
+struct cost_group {
+    size_t slot;
+    int mech;
+    size_t owner;
+    int col, mem, sm, clients;
+    int cut; /* its configuration cut was tried (group_cut) */
+};
+
+struct cost {
+    const struct spec_model *m;
+    const struct cat_catalog *cat;
+    const struct decide_result *d;
+    struct ts_arena arena;
+    struct decide_row *alt; /* row r's: alt[first[r]] (its own) .. alt[first[r + 1] - 1] */
+    size_t nalt, altcap;
+    size_t *first;
+    int moves; /* some workload has two alternatives or more */
+    struct cost_model_row models[DECIDE_MODELS_MAX];
+    size_t nmodels;
+    size_t *trust; /* per tenant: its trust set (union-find) */
+    int search;    /* the search's program: pools per clique of trust (cost_cliques) */
+    uint32_t *clq; /* the cliques: members, bits of cpos, of the set of clq_root */
+    size_t *clq_root, nclq, clqcap;
+    size_t *cpos; /* per tenant: its bit in its trust set's cliques */
+    size_t *own;  /* per alternative: the pool it joins (owner_of, or a clique) */
+    glp_prob *lp;
+    int *ycol;                     /* per alternative: its column (0: not a class's) */
+    int *count;                    /* per alternative: its class's workloads (0: not a class's) */
+    size_t *cls;                   /* per row: the first row of its class */
+    int caprow[DECIDE_MODELS_MAX]; /* per model: its cards */
+    struct cost_nz *nzs;           /* the matrix, 1-based rows and columns */
+    size_t nz, nzcap;
+    int *mig_cols; /* scratch: a model's MIG card columns */
+    size_t nmig, migcap;
+    struct cost_group *gs; /* the sharing-pool groups */
+    size_t ngs, gscap;
+    int *grp; /* per alternative: its group, or -1 */
+};
+
+/* 1 when a's replicas are kept apart (spread, more than one replica). */
+int plan__cost_spread(const struct decide_row *a);
+/* Each tenant's trust set, and (c->search) the sets that are not cliques
+ * as their maximal cliques; then c->alt with each alternative's pool in
+ * c->own, copied per clique a sharing-pool client may join (c->first
+ * renumbered). TS_NOMEM on out of memory. */
+ts_status plan__cost_owners(struct cost *c);
+
+#endif

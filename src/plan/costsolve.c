@@ -1,0 +1,311 @@
+/*
+ * costsolve.c - the cost program (plan/cost.c) solved. Its LP, raised by
+ * a configuration cut for each sharing-pool group a solution uses (the
+ * group's cards cover the dual prices of its clients' configuration LP;
+ * no layout violates one). The search (plan_choose_models, plan/choose.c):
+ * asked only where decide's models are not already the cheapest, by the
+ * LP and in whole cards; its integer solution, with the cuts of the groups
+ * it uses, read as each workload's model. The lower bound on cost: the LP
+ * with cuts, the integer optimum where GLPK proves it quickly, else the
+ * least open bound of a short branch and bound.
+ */
+#include "plan/cost_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include "util/units.h"
+
+/* Group gi's clients as a bin-packing class: every workload whose class
+ * may join the group (a class's workloads may be of several tenants of the
+ * trust set), alike ones one type (plan/poolcfg.c). Its configuration LP's
+ * dual prices give a cut: the group's cards are at least the prices of the
+ * clients in it (any card holds at most 1). A class's column is priced at
+ * the least of its workloads' prices, as any of them may be the ones in the
+ * group. Stronger than memory alone where sizes leave room no client
+ * fills. No cut when a client spreads or the class is too large to list.
+ * Returns 1 with a cut added, 0 without, -1 out of memory. */
+static int group_cut(struct cost *c, int gi)
+{
+    const struct cost_group *g = &c->gs[gi];
+    struct plan_pool_class pc = {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL};
+    size_t n = 0, nrows = c->d->nrows;
+    for (size_t r = 0; r < nrows; r++)
+        for (size_t a = c->first[c->cls[r]]; a < c->first[c->cls[r] + 1]; a++)
+            n += c->grp[a] == gi;
+    pc.rows = calloc(n + 1, sizeof(*pc.rows));
+    pc.demand = calloc(n + 1, sizeof(*pc.demand));
+    size_t *type = calloc(c->nalt + 1, sizeof(*type));
+    double *pi = calloc(n + 1, sizeof(*pi)), *price = calloc(c->nalt + 1, sizeof(*price));
+    double *val = calloc(n + 2, sizeof(*val));
+    int *ind = calloc(n + 2, sizeof(*ind));
+    int ok = pc.rows && pc.demand && type && pi && price && val && ind, cut = ok;
+    for (size_t r = 0; cut && r < nrows; r++) {
+        size_t q = c->cls[r];
+        for (size_t a = c->first[q]; cut && a < c->first[q + 1]; a++) {
+            if (c->grp[a] != gi)
+                continue;
+            size_t mine = c->first[r] + (a - c->first[q]); /* r's alternative like a */
+            const struct decide_row *x = &c->alt[mine];
+            cut = !plan__cost_spread(x);
+            size_t t = 0;
+            while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
+                t++;
+            if (t == pc.ntypes)
+                pc.rows[pc.ntypes++] = x;
+            pc.demand[t] += x->workload->replicas;
+            type[mine] = t;
+        }
+    }
+    struct plan_cfg cfg = {.ntypes = pc.ntypes,
+                           .demand = pc.demand,
+                           .fits = plan__pool_fits,
+                           .ctx = &pc,
+                           .more = plan__pool_fits_more,
+                           .max_steps = PLAN_COST_CUT_STEPS_MAX};
+    pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
+    cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
+    plan__cfg_free(&cfg);
+    for (size_t a = 0; cut && a < c->nalt; a++)
+        price[a] = -1;
+    for (size_t r = 0; cut && r < nrows; r++) {
+        size_t q = c->cls[r];
+        for (size_t a = c->first[q]; a < c->first[q + 1]; a++) {
+            double p = c->grp[a] == gi ? pi[type[c->first[r] + (a - c->first[q])]] : -1;
+            if (c->grp[a] == gi && (price[a] < 0 || p < price[a]))
+                price[a] = p;
+        }
+    }
+    int len = 1;
+    ind[1] = g->col;
+    val[1] = 1;
+    for (size_t a = 0; cut && a < c->nalt; a++)
+        if (c->grp[a] == gi && price[a] > 0) {
+            ind[++len] = c->ycol[a];
+            val[len] = -price[a] * c->alt[a].workload->replicas;
+        }
+    if (cut) {
+        int row = glp_add_rows(c->lp, 1);
+        glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
+        glp_set_mat_row(c->lp, row, len, ind, val);
+    }
+    free(pc.rows);
+    free(pc.demand);
+    free(pc.trust);
+    free(type);
+    free(pi);
+    free(price);
+    free(val);
+    free(ind);
+    return ok ? cut : -1;
+}
+
+/* Cuts for the groups the program's LP solution (mip: its integer
+ * solution) uses and that have none yet (groups it leaves empty need none
+ * to be bounded; a cut is optional, so a group the solution moves to
+ * afterwards is still bounded by its memory). Returns the cuts added, -1
+ * when out of memory. */
+static int pool_cuts(struct cost *c, int mip)
+{
+    int n = 0;
+    for (size_t g = 0; g < c->ngs; g++) {
+        int col = c->gs[g].col;
+        double v = mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
+        if (c->gs[g].cut || v <= 1e-9)
+            continue;
+        c->gs[g].cut = 1;
+        int r = group_cut(c, (int)g);
+        if (r < 0)
+            return -1;
+        n += r;
+    }
+    return n;
+}
+
+double plan__cost_lp(struct cost *c)
+{
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.presolve = GLP_ON;
+    if (glp_simplex(c->lp, &parm) == 0 && glp_get_status(c->lp) == GLP_OPT)
+        return glp_get_obj_val(c->lp);
+    return -1;
+}
+
+/* Every workload fixed on decide's model (its own alternatives: the
+ * first, and its copies for other cliques), or (fix 0) free again. */
+static void fix_decided(struct cost *c, int fix)
+{
+    for (size_t r = 0; r < c->d->nrows; r++)
+        for (size_t a = c->first[r]; c->cls[r] == r && a < c->first[r + 1]; a++) {
+            double n = c->count[a];
+            int off = fix && c->alt[a].model != c->d->rows[r].model;
+            glp_set_col_bnds(c->lp, c->ycol[a], off ? GLP_FX : GLP_DB, 0, off ? 0 : n);
+        }
+}
+
+struct cost_search {
+    long nodes, max;
+    double bound; /* the least bound of the open nodes (or the incumbent) */
+    int seen;
+};
+
+/* Keeps the search's bound: the least of its open nodes' bounds and its
+ * best layout's cost; stops after max nodes. */
+static void search_bound(glp_tree *tree, void *info)
+{
+    struct cost_search *s = info;
+    if (glp_ios_reason(tree) != GLP_ISELECT)
+        return;
+    glp_prob *lp = glp_ios_get_prob(tree);
+    int best = glp_ios_best_node(tree);
+    if (best) {
+        double b = glp_ios_node_bound(tree, best);
+        if (glp_mip_status(lp) == GLP_FEAS && glp_mip_obj_val(lp) < b)
+            b = glp_mip_obj_val(lp);
+        s->bound = b;
+        s->seen = 1;
+    }
+    if (++s->nodes > s->max)
+        glp_ios_terminate(tree);
+}
+
+/* The program's integer optimum with decide's models fixed (each pool
+ * group a whole number of cards), or lp when branch and bound finds no
+ * layout in its node budget (counted, as the bound's). */
+static double decided_int(struct cost *c, double lp)
+{
+    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.cb_func = search_bound;
+    parm.cb_info = &s;
+    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+    if ((rc == 0 || rc == GLP_ESTOP || rc == GLP_EMIPGAP) && (st == GLP_OPT || st == GLP_FEAS))
+        return glp_mip_obj_val(c->lp);
+    return lp;
+}
+
+/* 1 when decide's models are as cheap as any (within PLAN_COST_MIP_GAP)
+ * by the program's LP, and stay so in whole cards: then its integer
+ * solution is not worth the time. The LP alone is not enough: where it
+ * fills a dear big card with everything (memory as a fluid), decide's
+ * models match it, while in whole cards the big card's last one is
+ * mostly empty and cheap small cards would hold the rest (a relaxation
+ * agreeing with decide says nothing of rounding). */
+static int decided_at_lp(struct cost *c)
+{
+    double free_lp = plan__cost_lp(c);
+    fix_decided(c, 1);
+    double fixed = plan__cost_lp(c);
+    int at = free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+    if (at)
+        at = decided_int(c, fixed) <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+    fix_decided(c, 0);
+    return at;
+}
+
+/* The integer solution's workloads per alternative, handed to the class's
+ * rows in spec order; 0 on out of memory. */
+static int read_pins(struct cost *c, const struct cat_model **pins)
+{
+    long *left = calloc(c->nalt + 1, sizeof(*left));
+    if (!left)
+        return 0;
+    for (size_t a = 0; a < c->nalt; a++)
+        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t q = c->cls[r], a = c->first[q];
+        while (a + 1 < c->first[q + 1] && left[a] <= 0)
+            a++;
+        left[a]--;
+        pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
+    }
+    free(left);
+    return 1;
+}
+
+/* The integer program within the time limit; its pool groups without a
+ * cut that the solution uses get theirs, and it is solved again (at most
+ * PLAN_COST_CUT_ROUNDS times): a group the LP left empty has only its
+ * memory row, which lets the integer solution fill its cards as a fluid
+ * (small cards that no packing fills that well). */
+int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
+{
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = GLP_ON;
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.tm_lim = (int)(time_limit_s * 1000.0);
+    for (int round = 0;; round++) {
+        int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) ||
+            !(st == GLP_OPT || st == GLP_FEAS))
+            return 0;
+        if (round == PLAN_COST_CUT_ROUNDS || pool_cuts(c, 1) <= 0)
+            break;
+    }
+    *obj = glp_mip_obj_val(c->lp);
+    return read_pins(c, pins);
+}
+
+/* With the pool groups' cuts (which the integer program may keep: no
+ * layout violates them), a pool that rounds up to a whole dear card shows
+ * its price to the LP, where memory alone made decide's model look the
+ * cheapest. */
+int plan__cost_worth_search(struct cost *c)
+{
+    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
+        return 0;
+    if (plan__cost_lp(c) >= 0 && pool_cuts(c, 0) < 0)
+        return 0;
+    return !decided_at_lp(c);
+}
+
+/* The program's integer optimum when GLPK proves it within the short
+ * budget of a bound (a small program), else the best bound its branch and
+ * bound reached in PLAN_COST_BOUND_NODES_MAX nodes (the least over its open
+ * nodes: each is a relaxation of its part of the integer program), else
+ * lp: the program relaxes the planner's problem, so its integer optimum,
+ * and any bound on it, bounds the cost too. */
+static double proven_optimum(struct cost *c, double lp)
+{
+    if (lp < 0)
+        return lp;
+    int small = glp_get_num_cols(c->lp) <= PLAN_COST_PROOF_COLS_MAX;
+    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
+    glp_iocp parm;
+    glp_init_iocp(&parm);
+    parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
+    parm.msg_lev = GLP_MSG_OFF;
+    if (small)
+        parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
+    else {
+        parm.cb_func = search_bound;
+        parm.cb_info = &s;
+    }
+    int rc = glp_intopt(c->lp, &parm);
+    if (rc == 0 && glp_mip_status(c->lp) == GLP_OPT && glp_mip_obj_val(c->lp) > lp)
+        return glp_mip_obj_val(c->lp);
+    if (!small && s.seen && s.bound > lp)
+        return s.bound;
+    return lp;
+}
+
+int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
+                         const struct decide_result *d, int card_bound)
+{
+    struct cost *c = plan__cost_open(m, cat, d, 0);
+    double lp = c ? plan__cost_lp(c) : -1;
+    int cuts = lp >= 0 ? pool_cuts(c, 0) : 0;
+    lp = cuts > 0 ? plan__cost_lp(c) : cuts < 0 ? -1 : lp;
+    lp = c ? proven_optimum(c, lp) : -1;
+    if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
+        lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
+    plan__cost_close(c);
+    return lp < 0 ? -1 : (int64_t)floor(lp * TS_MICRO + 1e-3);
+}
