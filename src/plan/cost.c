@@ -473,6 +473,7 @@ static int pools(struct cost *c)
 
 static ts_status program(struct cost *c)
 {
+    glp_term_out(GLP_OFF); /* GLPK's basis messages go to stdout, msg_lev or not */
     c->lp = glp_create_prob();
     c->ycol = calloc(c->nalt + 1, sizeof(*c->ycol));
     if (!c->ycol)

@@ -102,6 +102,14 @@ PY
 )
 check "trust clique: cost and bound 3.85, no card with d0 and d2: got '$got'" test "$got" = "3.85 3.85 0"
 
+# GLPK says nothing on stdout (tests/fixtures/plan/guests-trust-quiet.yaml:
+# a cost program whose presolved LP builds a basis; GLPK printed
+# "Constructing initial basis..." before the JSON): the output is JSON
+# alone, at the optimum, 7.49 USD/h.
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-trust-quiet.yaml -o json
+got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print("%.2f" % s["costPerHour"])' "$TMP/out" 2>&1 | tail -1)
+check "quiet: JSON alone on stdout, cost 7.49: got '$got'" test "$got" = "7.49"
+
 # The 1,000-GPU trace fleet (bench/trace_spec.py, load 0.55, seed 1; its
 # best-effort tenants do not trust each other): the plan meets the card bound
 # and is within 1% of the cost bound (a program of 211 columns: the cuts and
