@@ -310,8 +310,10 @@ static int import_file(const struct meter_args *a, struct cli_meter *m, const ch
     int too_big = fstat(fileno(f), &sb) == 0 && sb.st_size > STORE_EXPOSITION_MAX;
     ts_sbuf_init(&body, too_big ? 0 : STORE_EXPOSITION_MAX);
     ts_status st = meter_ingest_new(&m->ctx, m->st, a->at_ms, path, &diag, &in);
-    if (st == TS_OK)
+    if (st == TS_OK) {
+        meter_ingest_overlap(in); /* the store is this file's until its summary */
         st = stream_file(f, path, in, &body, &e);
+    }
     fclose(f);
     cli_print_diag(&diag);
     if (e.code)

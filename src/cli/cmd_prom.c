@@ -163,8 +163,10 @@ static ts_status read_range(struct prom_args *a, struct cli_meter *m, const char
     struct ts_diag diag = {0};
     struct meter_ingest *in = NULL;
     ts_status st = meter_ingest_new(&m->ctx, m->st, a->o.from_ms, shown, &diag, &in);
-    if (st == TS_OK)
+    if (st == TS_OK) {
+        meter_ingest_overlap(in); /* the store is this range's until it is read */
         st = meter_promq_import(&a->o, in, e);
+    }
     if (st == TS_OK)
         st = meter_ingest_finish(in, e);
     cli_print_diag(&diag);

@@ -5,6 +5,7 @@
  * times are attributed (attrib.c) and flushed in batches.
  */
 #include "meter/ingest.h"
+#include "meter/batch.h"
 #include "meter/requests.h"
 #include "util/grow.h"
 
@@ -32,36 +33,23 @@ struct entry {
     int foreign;                 /* of them, not the owner's on a card time-sliced to guests */
 };
 
-/* A consumer's request counter to a shared workload at one time (requests.h),
- * of one series (its label set, hashed: series_id). */
-struct req {
-    const char *owner, *workload, *consumer; /* the spec's names */
-    int64_t ts_ms;
-    double value;
-    char series[17];
-    size_t seq; /* the order read: the first of a repeat is kept */
-};
-
 struct meter_ingest {
     const struct meter_ctx *ctx;
-    struct store *store; /* where the request counters go (NULL: nowhere) */
-    struct req *reqs;
-    size_t nreqs, reqs_cap;
+    struct store *store;           /* where the request counters go (NULL: nowhere) */
+    struct meter_request_log reqs; /* the shared workloads' request counters read */
     const char *source;
     struct ts_diag *diag;
     int64_t at_ms, newest_ms;
     int64_t win_lo, win_hi; /* the scrape times taken (ctx's window around now) */
-    meter_sink_fn sink;
-    void *sink_arg;
     struct meter_expo *parser;
     struct entry *entries; /* device-times gathering, any order */
     size_t nentries, cap, flush_at;
     uint32_t *slots; /* open-addressing index of entries: position + 1, 0 free */
     size_t nslots;
-    int64_t flushed_ms;           /* scrape times up to this one are stored (INT64_MIN: none) */
-    struct store_sample *pending; /* attributed, not yet stored */
-    size_t npending, pending_cap;
-    struct ts_arena pending_arena;
+    int64_t flushed_ms;         /* scrape times up to this one are stored (INT64_MIN: none) */
+    struct meter_batch pending; /* attributed, not yet stored */
+    struct meter_writer writer; /* stores the last batch (overlap) or a refused one */
+    int overlap;                /* meter_ingest_overlap: batches stored on their own thread */
     struct ts_error flush_err;
     int flush_failed, table_full_warned, unknown_warned, ambiguous_warned, mismatch_warned;
     int stale_warned, dup_warned, window_warned;
@@ -84,13 +72,6 @@ static void warn(struct meter_ingest *in, const struct entry *d, const char *wha
 }
 
 /* ---- flushing ---- */
-
-static struct store_sample *pending_slot(struct meter_ingest *in)
-{
-    if (!ts_grow((void **)&in->pending, &in->pending_cap, in->npending, sizeof(*in->pending)))
-        return NULL;
-    return &in->pending[in->npending++];
-}
 
 static void note_violation(struct meter_ingest *in, const struct entry *d,
                            const struct meter_verdict *v)
@@ -155,34 +136,6 @@ static void seen_of(const struct entry *d, struct meter_seen *seen)
                                 d->ns,   d->pod, d->pods, d->pod_index, d->foreign};
 }
 
-/* x then y, copied into a: ts_arena_printf's result without its cost
- * (this runs for every sample stored). */
-static char *arena_join(struct ts_arena *a, const char *x, const char *y)
-{
-    size_t nx = strlen(x), ny = strlen(y);
-    char *s = ts_arena_alloc(a, nx + ny + 1);
-    if (s) {
-        memcpy(s, x, nx);
-        memcpy(s + nx, y, ny + 1);
-    }
-    return s;
-}
-
-/* Copies of src[0..n) (at most 8) into out, in one allocation of a: 0 when
- * out of memory. A sample's seven texts, for every sample stored. */
-static int arena_copies(struct ts_arena *a, const char *const *src, const char **out, size_t n)
-{
-    size_t len[8], total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += len[i] = strlen(src[i]) + 1;
-    char *p = ts_arena_alloc(a, total);
-    for (size_t i = 0; p && i < n; p += len[i], i++) {
-        memcpy(p, src[i], len[i]);
-        out[i] = p;
-    }
-    return p != NULL;
-}
-
 static ts_status attribute(struct meter_ingest *in, const struct entry *d)
 {
     struct meter_seen seen;
@@ -196,15 +149,15 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     int64_t util = ratio < 0 ? -1 : (int64_t)llround(fmin(fmax(ratio, 0.0), 1.0) * TS_PPM);
     if (util < 0 && d->unreadable)
         in->counts.unreadable++;
-    struct ts_arena *a = &in->pending_arena;
+    struct meter_batch *b = &in->pending;
     for (size_t i = 0; i < v.ncharges; i++) {
-        struct store_sample *s = pending_slot(in);
-        const char *key = arena_join(a, d->key, v.charges[i].suffix);
+        struct store_sample *s = meter_batch_slot(b);
+        const char *key = meter_batch_join(b, d->key, v.charges[i].suffix);
         enum { NODE, MODEL, PROFILE, TENANT, NS, POD, WORKLOAD, NTEXT };
         const char *src[NTEXT] = {d->node, d->model, d->profile,           v.charges[i].tenant,
                                   d->ns,   d->pod,   v.charges[i].workload},
                    *text[NTEXT];
-        if (!s || !key || !arena_copies(a, src, text, NTEXT))
+        if (!s || !key || !meter_batch_copies(b, src, text, NTEXT))
             return TS_NOMEM;
         int64_t share = v.charges[i].share_ppm < 0 ? TS_PPM : v.charges[i].share_ppm;
         *s = (struct store_sample){text[NODE],    key,          d->ts_ms,      text[MODEL],
@@ -214,20 +167,49 @@ static ts_status attribute(struct meter_ingest *in, const struct entry *d)
     return TS_OK;
 }
 
+static void count_stored(struct meter_ingest *in, size_t n, size_t inserted)
+{
+    in->counts.inserted += inserted;
+    in->counts.already_stored += n - inserted;
+}
+
+/* Store b on this thread; emptied when stored. */
+static ts_status store_now(struct meter_ingest *in, struct meter_batch *b, struct ts_error *err)
+{
+    size_t inserted = 0;
+    if (!b->n)
+        return TS_OK;
+    ts_status st = in->writer.sink(in->writer.arg, b->s, b->n, &inserted, err);
+    if (st == TS_OK) {
+        count_stored(in, b->n, inserted);
+        meter_batch_clear(b);
+    }
+    return st;
+}
+
+/* The batch on the writer's thread waited for, and counted when stored. */
+static ts_status wait_writer(struct meter_ingest *in, struct ts_error *err)
+{
+    size_t n, inserted;
+    ts_status st = meter_writer_wait(&in->writer, &n, &inserted, err);
+    if (st == TS_OK)
+        count_stored(in, n, inserted);
+    return st;
+}
+
+/* Store the pending batch, after the one before it (stored on the writer's
+ * thread, or refused before and stored again here first). With overlap the
+ * pending batch goes to the writer's thread and this returns at once. */
 static ts_status store_pending(struct meter_ingest *in, struct ts_error *err)
 {
-    if (!in->npending)
-        return TS_OK;
-    size_t inserted = 0;
-    ts_status st = in->sink(in->sink_arg, in->pending, in->npending, &inserted, err);
-    if (st != TS_OK)
+    ts_status st = wait_writer(in, err);
+    if (st == TS_OK)
+        st = store_now(in, &in->writer.batch, err);
+    if (st != TS_OK || !in->pending.n)
         return st;
-    in->counts.inserted += inserted;
-    in->counts.already_stored += in->npending - inserted;
-    in->npending = 0;
-    ts_arena_free(&in->pending_arena);
-    ts_arena_init(&in->pending_arena);
-    return TS_OK;
+    if (in->overlap && meter_writer_start(&in->writer, &in->pending) == 0)
+        return TS_OK;
+    return store_now(in, &in->pending, err);
 }
 
 /* Entries in the order of a sorted import: time, device, namespace, pod. */
@@ -362,15 +344,8 @@ struct ident {
     int64_t ts;
 };
 
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u; /* FNV-1a */
-    return (h ^ 0xff) * 1099511628211u;
-}
-
 /* s into h eight bytes at a time (the index's hash, run for every line;
- * series_id keeps FNV-1a: its ids are stored). */
+ * the request counters' series ids keep FNV-1a: they are stored). */
 static uint64_t mix_str(uint64_t h, const char *s)
 {
     const uint64_t k = 0x9e3779b97f4a7c15u;
@@ -575,43 +550,21 @@ static int too_long(struct meter_ingest *in, const struct meter_sample *x, const
     return 1;
 }
 
-static int cmp_label(const void *x, const void *y)
-{
-    const struct meter_label *a = x, *b = y;
-    int c = strcmp(a->name, b->name);
-    return c ? c : strcmp(a->value, b->value);
-}
-
-/* The series of x: FNV-1a 64 of its labels in name order, in hex, so one
- * series is one id whatever order its lines list the labels in. */
-static void series_id(const struct meter_sample *x, char out[17])
-{
-    struct meter_label l[METER_LABELS_MAX];
-    memcpy(l, x->labels, x->nlabels * sizeof(*l));
-    qsort(l, x->nlabels, sizeof(*l), cmp_label);
-    uint64_t h = 14695981039346656037u;
-    for (size_t i = 0; i < x->nlabels; i++)
-        h = hash_str(hash_str(h, l[i].name), l[i].value);
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
-}
-
 /* A sample of the shared workloads' request counter: kept, or refused
  * with its line when it names a consumer that is none. */
 static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
 {
-    struct req r = {NULL,     NULL, NULL,     x->has_timestamp ? x->timestamp_ms : in->at_ms,
-                    x->value, "",   in->nreqs};
+    const char *owner, *workload, *consumer;
     char why[4 * METER_NAME_MAX];
-    enum meter_request_verdict v = meter_request_of(in->ctx->model, x, &r.owner, &r.workload,
-                                                    &r.consumer, why, sizeof(why));
+    enum meter_request_verdict v = meter_request_of(in->ctx->model, x, &owner, &workload, &consumer,
+                                                    why, sizeof(why));
     if (v == METER_REQ_REFUSE) {
         ts_diag_addf(in->diag, TS_SEV_ERROR, TS_INVALID, in->source, (int)x->line, 1, NULL, "%s",
                      why);
         in->counts.rejected_lines++;
-    } else if (v == METER_REQ_KEEP && isfinite(x->value) && x->value >= 0 &&
-               ts_grow((void **)&in->reqs, &in->reqs_cap, in->nreqs, sizeof(*in->reqs))) {
-        series_id(x, r.series);
-        in->reqs[in->nreqs++] = r;
+    } else if (v == METER_REQ_KEEP && isfinite(x->value) && x->value >= 0) {
+        int64_t ts = x->has_timestamp ? x->timestamp_ms : in->at_ms;
+        meter_requests_keep(&in->reqs, owner, workload, consumer, ts, x);
     }
 }
 
@@ -709,16 +662,17 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     in->flush_at = METER_GATHER_MAX;
     meter_ingest_set_sink(in, to_store, st);
     in->store = st;
-    ts_arena_init(&in->pending_arena);
     *out = in;
     return TS_OK;
 }
 
 void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, void *arg)
 {
-    in->sink = fn;
-    in->sink_arg = arg;
+    in->writer.sink = fn;
+    in->writer.arg = arg;
 }
+
+void meter_ingest_overlap(struct meter_ingest *in) { in->overlap = 1; }
 
 static ts_status failed_flush(struct meter_ingest *in, struct ts_error *err)
 {
@@ -736,48 +690,6 @@ ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t le
     return in->flush_failed ? failed_flush(in, err) : st;
 }
 
-static int cmp_req(const void *x, const void *y)
-{
-    const struct req *a = x, *b = y;
-    int c = strcmp(a->owner, b->owner);
-    c = c ? c : strcmp(a->workload, b->workload);
-    c = c ? c : strcmp(a->consumer, b->consumer);
-    c = c ? c : strcmp(a->series, b->series);
-    return c ? c : (a->ts_ms > b->ts_ms) - (a->ts_ms < b->ts_ms);
-}
-
-static int cmp_req_read(const void *x, const void *y)
-{
-    const struct req *a = x, *b = y;
-    int c = cmp_req(a, b);
-    return c ? c : (a->seq > b->seq) - (a->seq < b->seq);
-}
-
-/* The request counters, one per series and time (a series repeated at one
- * time keeps its first value, as the store keeps the first stored). */
-static ts_status store_requests(struct meter_ingest *in, struct ts_error *err)
-{
-    if (!in->nreqs || !in->store)
-        return TS_OK;
-    qsort(in->reqs, in->nreqs, sizeof(*in->reqs), cmp_req_read);
-    struct store_request *out = malloc(in->nreqs * sizeof(*out));
-    if (!out)
-        return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
-    size_t n = 0;
-    for (size_t i = 0; i < in->nreqs; i++) {
-        const struct req *r = &in->reqs[i];
-        if (n && i && !cmp_req(r, &in->reqs[i - 1]))
-            continue;
-        out[n++] = (struct store_request){r->owner, r->workload,       r->consumer,
-                                          r->ts_ms, llround(r->value), r->series};
-    }
-    ts_status st = store_put_requests(in->store, out, n, err);
-    free(out);
-    if (st == TS_OK)
-        in->nreqs = 0;
-    return st;
-}
-
 ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
 {
     if (in->parser) { /* the first call ends the body; retries only flush */
@@ -789,7 +701,8 @@ ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
     }
     in->flush_failed = 0;
     ts_status st = flush(in, INT64_MAX, err);
-    return st == TS_OK ? store_requests(in, err) : st;
+    st = st == TS_OK ? wait_writer(in, err) : st;
+    return st == TS_OK ? meter_requests_store(&in->reqs, in->store, in->source, err) : st;
 }
 
 void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_counts *c)
@@ -808,10 +721,10 @@ void meter_ingest_free(struct meter_ingest *in)
     if (!in)
         return;
     meter_expo_free(in->parser);
+    meter_writer_free(&in->writer); /* first: its thread may still be storing */
     free(in->entries);
     free(in->slots);
-    free(in->pending);
-    free(in->reqs);
-    ts_arena_free(&in->pending_arena);
+    meter_batch_free(&in->pending);
+    meter_requests_free(&in->reqs);
     free(in);
 }

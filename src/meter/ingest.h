@@ -30,6 +30,7 @@
 #define METER_INGEST_H
 
 #include "meter/attrib.h"
+#include "meter/batch.h"
 #include "meter/expo.h"
 #include "store/store.h"
 #include "util/limits.h" /* METER_GATHER_MAX, METER_SCRAPE_DEVICES_MAX */
@@ -66,10 +67,6 @@ struct meter_ingest_counts {
     size_t already_stored; /* samples the store had (device, time): the first kept */
 };
 
-/* Where flushed samples go: the store by default (tests may divert). */
-typedef ts_status (*meter_sink_fn)(void *arg, const struct store_sample *s, size_t n,
-                                   size_t *inserted, struct ts_error *err);
-
 struct meter_ingest;
 
 /* source names the body in messages (a file path or a URL); at_ms is the
@@ -77,7 +74,13 @@ struct meter_ingest;
  * unknown profiles. */
 ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_t at_ms,
                            const char *source, struct ts_diag *diag, struct meter_ingest **out);
+/* Where flushed samples go (meter_sink_fn, batch.h): the store by default
+ * (tests may divert). */
 void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, void *arg);
+/* Store each batch on a thread of its own while the next is parsed: only
+ * where nothing else uses the store (or the sink) from the first feed until
+ * meter_ingest_finish returns or the ingest is freed. */
+void meter_ingest_overlap(struct meter_ingest *in);
 /* Feed the next chunk. Fails only when a flush to the store fails (err). */
 ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t len,
                             struct ts_error *err);

@@ -55,22 +55,21 @@ static const char *spec =
 
 #define ROWS_MAX 200000
 
-/* A sink that keeps "device|ts|tenant|share|util|profile" rows; fail_next
- * makes the next batch fail like a store that went away. */
+/* A sink that keeps "device|ts|tenant|share|util|profile" rows; its call
+ * number fail_call fails like a store that went away (set before the first
+ * feed: with overlap the sink runs on the writer's thread). */
 struct sink {
     char *rows[ROWS_MAX];
     size_t n;
-    int fail_next, batches;
+    int fail_call, calls, batches;
 };
 
 static ts_status keep(void *arg, const struct store_sample *s, size_t n, size_t *inserted,
                       struct ts_error *err)
 {
     struct sink *k = arg;
-    if (k->fail_next) {
-        k->fail_next = 0;
+    if (++k->calls == k->fail_call)
         return ts_err(err, TS_IO, "store went away");
-    }
     k->batches++;
     for (size_t i = 0; i < n && k->n < ROWS_MAX; i++) {
         char row[512];
@@ -647,30 +646,36 @@ static void test_too_late(void **state)
     done(&e);
 }
 
-/* A day-like body: more scrape times than the table holds, flushed in
- * batches, every (device, time) once; a store failure in the middle is
- * retried by finish and loses nothing. */
-static void test_history_and_retry(void **state)
+/* A day-like body: more scrape times than the table holds (flushed in
+ * batches), GPUS devices every 15 s. */
+enum { TIMES = METER_GATHER_MAX / 40 + 300, GPUS = 40 };
+static void history(struct ts_sbuf *body)
 {
-    (void)state;
-    struct env e;
-    start(&e, NULL);
-    struct ts_sbuf body;
-    ts_sbuf_init(&body, 64u << 20);
-    enum { TIMES = METER_GATHER_MAX / 40 + 300, GPUS = 40 };
+    ts_sbuf_init(body, 64u << 20);
     for (int t = 0; t < TIMES; t++)
         for (int g = 0; g < GPUS; g++)
-            ts_sbuf_printf(&body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
+            ts_sbuf_printf(body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
                            g, g, 1700000000000LL + t * 15000LL);
-    e.sink.fail_next = 0;
+}
+
+/* Every (device, time) once; a store failure in the middle is retried by
+ * finish and loses nothing, whether batches are stored on this thread or
+ * the writer's (overlap: the failure is found by the flush after it). */
+static void history_and_retry(int overlap)
+{
+    struct env e;
+    start(&e, NULL);
+    if (overlap)
+        meter_ingest_overlap(e.in);
+    struct ts_sbuf body;
+    history(&body);
+    e.sink.fail_call = 2; /* the second batch fails */
     struct ts_error err = {0};
-    size_t half = body.len / 2;
-    assert_int_equal(meter_ingest_feed(e.in, body.data, half, &err), TS_OK);
-    e.sink.fail_next = 1; /* the next flush fails */
-    ts_status st = meter_ingest_feed(e.in, body.data + half, body.len - half, &err);
+    ts_status st = meter_ingest_feed(e.in, body.data, body.len, &err);
     if (st == TS_OK)
         st = meter_ingest_finish(e.in, &err);
     assert_int_equal(st, TS_IO);
+    assert_string_equal(err.msg, "store went away");
     assert_int_equal(meter_ingest_finish(e.in, &err), TS_OK); /* the retry */
     ts_sbuf_release(&body);
     /* the failure stopped the feed: what was fed before it is all there */
@@ -683,6 +688,46 @@ static void test_history_and_retry(void **state)
             assert_string_not_equal(e.sink.rows[i], e.sink.rows[j]);
     assert_true(c.inserted >= (size_t)(TIMES * GPUS / 2));
     done(&e);
+}
+
+static void test_history_and_retry(void **state)
+{
+    (void)state;
+    history_and_retry(0);
+}
+
+static void test_history_and_retry_overlap(void **state)
+{
+    (void)state;
+    history_and_retry(1);
+}
+
+/* Batches stored on the writer's thread: the same rows in the same order,
+ * the same counts, as stored on this one. */
+static void test_overlap_same_rows(void **state)
+{
+    (void)state;
+    struct env a, b;
+    start(&a, NULL);
+    start(&b, NULL);
+    meter_ingest_overlap(b.in);
+    struct ts_sbuf body;
+    history(&body);
+    feed(&a, body.data, 100000);
+    feed(&b, body.data, 100000);
+    ts_sbuf_release(&body);
+    assert_int_equal(a.sink.n, (size_t)TIMES * GPUS);
+    assert_int_equal(b.sink.n, a.sink.n);
+    assert_true(b.sink.batches >= 2);
+    for (size_t i = 0; i < a.sink.n; i++)
+        assert_string_equal(a.sink.rows[i], b.sink.rows[i]);
+    struct meter_ingest_counts ca, cb;
+    meter_ingest_counts(a.in, &ca);
+    meter_ingest_counts(b.in, &cb);
+    assert_int_equal(ca.inserted, cb.inserted);
+    assert_int_equal(ca.devices, cb.devices);
+    done(&a);
+    done(&b);
 }
 
 /* Fed a byte at a time or at once: the same rows. */
@@ -730,6 +775,8 @@ int main(void)
         cmocka_unit_test(test_violation),
         cmocka_unit_test(test_share_basis),
         cmocka_unit_test(test_history_and_retry),
+        cmocka_unit_test(test_history_and_retry_overlap),
+        cmocka_unit_test(test_overlap_same_rows),
         cmocka_unit_test(test_chunking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
