@@ -20,11 +20,14 @@ the optimum?).
 the optimum"): 2-3 best-effort tenants, each pair trusting each other or not (both
 ways), 4-15 best-effort guests of 4.5-23.5 GiB, two card models of a100-80gb / l40s /
 a30 at random prices, 16 cards of each (more than the guests: the fleet never binds).
-Every guest time-slices on either model (the same mechanism, its cap its memory), so
-the exact optimum is a bin packing with two card prices: a card holds guests whose
-memory adds up to at most its own, of tenants that trust each other pairwise. It is
-found by brute force here (`pool_optimum`: a search over what is left to place, each
-card filled to a maximal set of what is left, memoised), sharing nothing with tessera.
+A guest may run on each model where decide gives it the mechanism it gives it unpinned
+(asked of `tessera plan --time-limit 0` with every workload pinned by gpuModel: decide's
+rules, not the cost program; a 23.5 GiB guest is a whole card on an a30 alone), at the
+cap decided there. The exact optimum is then a bin packing with two card prices: a
+time-sliced card holds guests whose caps add up to at most its memory, of tenants that
+trust each other pairwise; a whole card holds its guest alone. It is found by brute
+force here (`pool_optimum`: a search over what is left to place, each card filled to a
+maximal set of what is left, memoised), sharing nothing with tessera's cost program.
 Usage: bench/cost_bench.py TESSERA [--quick] [--cases N] [--pools] [--seed0 S] [--cases-out DIR]
 """
 import json, math, os, random, re, subprocess, sys, tempfile, time
