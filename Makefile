@@ -19,14 +19,6 @@ JOBS     ?= $(shell nproc)
 # then starts nothing at all while the load average is over it, as on a
 # machine busy with something else.)
 CTEST_PAR ?= -j $(shell expr 3 \* $(JOBS))
-# The tests' temporary files (tests/lib.sh's mktemp: stores, servers' data,
-# rendered trees) go to memory where the machine has a tmpfs with room
-# (8 GiB free on /dev/shm), else to $TMPDIR: on this 2-core VM with a slow
-# disk the plain stage took 429-447 s on /tmp and 327 s on /dev/shm, the
-# same tests passing. The end-to-end scenarios keep the default.
-TEST_TMPDIR ?= $(shell df --output=avail -k /dev/shm 2>/dev/null | \
-    awk 'NR == 2 && $$1 > 8388608 { print "/dev/shm" }')
-CTEST    := TMPDIR=$(or $(TEST_TMPDIR),$${TMPDIR:-/tmp}) ctest
 BUILD    := build
 ASAN     := build-asan
 CROSS    := build-arm64
@@ -108,7 +100,7 @@ check-beside-builds: deps-check build e2e-build $(ASAN)/build.ninja $(FUZZ)/buil
 	@setsid sh -c 'nice -n 19 ninja -C $(ASAN) && nice -n 19 ninja -C $(FUZZ)' \
 	    >$(ASAN)/beside.log 2>&1 & \
 	builds=$$!; \
-	(cd $(BUILD) && $(CTEST) --output-on-failure $(CTEST_PAR)); rc=$$?; \
+	(cd $(BUILD) && ctest --output-on-failure $(CTEST_PAR)); rc=$$?; \
 	scripts/test-skips $(BUILD); \
 	[ $$rc -ne 0 ] || { TESSERA=$(CURDIR)/$(TESSERA) tests/e2e/run; rc=$$?; }; \
 	kill -TERM -$$builds 2>/dev/null && echo "check: the builds beside the tests go on at normal priority"; \
@@ -130,13 +122,13 @@ e2e-build:
 
 # kubectl for the tests that read deploy/ with kustomize is the one built here
 check-build: build e2e-build
-	cd $(BUILD) && $(CTEST) --output-on-failure $(CTEST_PAR)
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_PAR)
 	scripts/test-skips $(BUILD)
 
 # The edit-compile-test loop: the plain build, the unit tests and the CLI
 # tests not labelled slow (CONTRIBUTING.md), in under 2 minutes.
 check-quick: build
-	cd $(BUILD) && $(CTEST) --output-on-failure $(CTEST_PAR) -LE slow
+	cd $(BUILD) && ctest --output-on-failure $(CTEST_PAR) -LE slow
 	scripts/test-skips $(BUILD)
 
 # The end-to-end tests (tests/e2e/run): every scenario against one control
@@ -153,7 +145,7 @@ $(ASAN)/build.ninja:
 check-asan: deps-check $(ASAN)/build.ninja
 	ninja -C $(ASAN)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	    $(CTEST) --output-on-failure $(CTEST_PAR) -LE '^(timing|nosan)$$'
+	    ctest --output-on-failure $(CTEST_PAR) -LE '^(timing|nosan)$$'
 	scripts/test-skips $(ASAN)
 
 $(FUZZ)/build.ninja:
@@ -161,7 +153,7 @@ $(FUZZ)/build.ninja:
 
 check-fuzz: deps-check $(FUZZ)/build.ninja
 	ninja -C $(FUZZ)
-	cd $(FUZZ) && $(CTEST) --output-on-failure $(CTEST_PAR)
+	cd $(FUZZ) && ctest --output-on-failure $(CTEST_PAR)
 
 # Real fuzzing: every target for FUZZ_SECONDS, new finds kept in the corpus.
 fuzz: deps-fuzz $(FUZZ)/build.ninja
