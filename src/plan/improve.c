@@ -129,8 +129,8 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
                 for (int n = 0; n < c->configs[j * c->ntypes + t] && left[t] > 0; n++) {
                     const struct client *cl = &k->clients[k->first[t] + (size_t)--left[t]];
                     const struct decide_row *r = cl->row;
-                    struct plan_inst in = {r, cl->tag / 2, NULL,          0,          0,
-                                           0, r->cap_gib,  r->sm_percent, cl->tag % 2};
+                    struct plan_inst in = {r, cl->tag / 2, NULL,          0,           0,
+                                           0, r->cap_gib,  r->sm_percent, cl->tag % 2, 0};
                     if (!plan__add_inst(b->p, g, &in))
                         return TS_NOMEM;
                 }

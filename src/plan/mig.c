@@ -103,6 +103,7 @@ static ts_status write_card(struct plan_build *b, const struct plan_mig *pm, con
                                0,
                                profs[i]->memory_gib,
                                0,
+                               0,
                                0};
         if (!plan__add_inst(b->p, gpu, &in))
             return TS_NOMEM;

@@ -241,7 +241,9 @@ void plan_summarise(struct plan *p)
             if (in->guest)
                 continue;
             reserved += in->mem_gib;
-            if (in->row) /* a multi-GPU replica's need is spread over its GPUs */
+            /* a multi-GPU replica's need is spread over its GPUs; a held
+             * instance (kept under its need by a replan) reserves none unused */
+            if (in->row && !in->held)
                 s->reserved_unused_gib += in->mem_gib - in->row->need_gib / in->row->gpus;
         }
         if (g->model->memory_gib > reserved)

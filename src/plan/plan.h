@@ -56,6 +56,9 @@ struct plan_inst {
     double mem_gib;                    /* memory reserved for it */
     int sm_percent;                    /* MPS */
     int guest;                         /* time-sliced guest on a whole card */
+    int held; /* a running MIG instance a replan keeps at a profile under its row's
+               * need (--max-drains: the workload grew, its growth is named as not
+               * placed); plan_verify refuses an under-sized instance without it */
 };
 
 /* A card's instances: MIG ones in start order (plan_build sorts them). */
@@ -152,8 +155,12 @@ int64_t plan_cost_per_hour(const struct plan *p);
  * optimal against summary.lower_bound) after the cards changed. */
 void plan_summarise(struct plan *p);
 
-/* Verify a plan's invariants (placements, caps, spread, trust); TS_OK or err. */
+/* Verify a plan's invariants (placements, caps, spread, trust, each MIG
+ * instance's profile holding its row's need unless held); TS_OK or err. */
 ts_status plan_verify(const struct plan *p, struct ts_error *err);
+/* 1 when MIG profile pr holds row r's need: its memory and compute slices
+ * (decide's rule for the smallest fitting profile). */
+int plan_profile_holds(const struct cat_profile *pr, const struct decide_row *r);
 
 /* When the fleet cannot hold every workload (plan_build's TS_INFEASIBLE):
  * the plan of those that fit, taken in decision order and each kept when

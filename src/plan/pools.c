@@ -61,7 +61,7 @@ static ts_status take_node(struct plan_pidx *x, size_t i, const struct decide_ro
             continue;
         g->mode = r->mech == DECIDE_VGPU ? PLAN_VGPU : PLAN_WHOLE;
         struct plan_inst in = {r,   replica, NULL, 0, g->model->grid, part++, g->model->memory_gib,
-                               100, 0};
+                               100, 0,       0};
         if (!plan__pidx_add(x, k, &in))
             return TS_NOMEM;
     }
@@ -215,7 +215,7 @@ static ts_status pool_replica(struct plan_pidx *x, const struct decide_row *r, i
         no_card_left(x->b, r, replica);
         return TS_INFEASIBLE;
     }
-    struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, r->sm_percent, 0};
+    struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, r->sm_percent, 0, 0};
     return plan__pidx_add(x, card_no(x, target), &in) ? TS_OK : TS_NOMEM;
 }
 
@@ -262,7 +262,7 @@ static ts_status guest_replica(struct plan_pidx *x, const struct decide_row *r, 
             if (!hosts_guest(x, g, r))
                 continue;
             g->sharing = g->mode == PLAN_WHOLE;
-            struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, 0, 1};
+            struct plan_inst in = {r, replica, NULL, 0, 0, 0, r->cap_gib, 0, 1, 0};
             return plan__pidx_add(x, lists[pass]->at[i], &in) ? TS_OK : TS_NOMEM;
         }
     return pool_replica(x, r, replica);

@@ -2,7 +2,9 @@
  * verify.c - plan_verify: re-check a finished plan against the hard rules,
  * independently of how it was built: MIG geometries valid on the board,
  * sharing caps within the card, only mutually trusting tenants on a shared
- * card, replicas spread as asked, every replica placed exactly once.
+ * card, replicas spread as asked, every replica placed exactly once, each
+ * MIG instance of a profile that holds its workload (only an instance a
+ * replan keeps as it runs, marked held, may be smaller).
  * Tests and the fuzz target call it on every plan they make.
  */
 #include "plan/internal.h"
@@ -54,6 +56,25 @@ static ts_status check_shared(const struct spec_model *m, const struct plan_gpu 
         return ts_err(err, TS_INTERNAL, "%s gpu %d: MPS shares add up to %d%%", g->node->name,
                       g->index, sm);
     return TS_OK;
+}
+
+int plan_profile_holds(const struct cat_profile *pr, const struct decide_row *r)
+{
+    return pr->memory_gib + 1e-9 >= r->need_gib && pr->compute >= r->workload->compute_slices;
+}
+
+/* A MIG instance under its row's need, unless held (a kept running one). */
+static ts_status check_size(const struct plan_gpu *g, const struct plan_inst *in,
+                            struct ts_error *err)
+{
+    if (!in->profile || in->held || plan_profile_holds(in->profile, in->row))
+        return TS_OK;
+    return ts_err(err, TS_INTERNAL,
+                  "%s gpu %d: %s/%s r%d: %s (%.2f GiB, compute %d) is under its need "
+                  "(%.2f GiB, compute %d)",
+                  g->node->name, g->index, in->row->tenant->name, in->row->workload->name,
+                  in->replica, in->profile->name, in->profile->memory_gib, in->profile->compute,
+                  in->row->need_gib, in->row->workload->compute_slices);
 }
 
 /* One instance of a row: where (a card, or for node spread its node) and
@@ -122,6 +143,8 @@ static ts_status check_rows(const struct plan *p, struct ts_error *err)
             const struct plan_inst *in = &p->gpus[i].inst[k];
             if (!in->row)
                 continue;
+            if ((st = check_size(&p->gpus[i], in, err)) != TS_OK)
+                break;
             int node = in->row->workload->spread == SPEC_SPREAD_NODE;
             size_t where = node ? (size_t)(p->gpus[i].node - p->model->fleet->nodes) : i;
             s[base[(size_t)(in->row - d->rows) + 1]++] = (struct seen){where, in->replica};

@@ -411,6 +411,30 @@ static void test_verify_catches_corruption(void **state)
     th_free(&j);
 }
 
+/* A MIG instance under its workload's need is refused, unless it is held
+ * (a running instance a replan keeps at its old size, issue 30). */
+static void test_verify_undersized(void **state)
+{
+    (void)state;
+    struct th_job j;
+    th_run_file(&j, th_src_path("examples/four-h100.yaml"), PLAN_SOLVER_AUTO);
+    assert_int_equal(j.st, TS_OK);
+    struct ts_error e;
+    struct plan_inst *in = &j.plan->gpus[0].inst[0];
+    const struct cat_profile *small = cat_profile_find(j.plan->gpus[0].model, "1g.10gb");
+    assert_non_null(small);
+    assert_true(in->row->need_gib > small->memory_gib);
+    assert_true(plan_profile_holds(in->profile, in->row));
+    assert_false(plan_profile_holds(small, in->row));
+    in->profile = small; /* at the same start, inside the old slot */
+    in->size = small->mem_units;
+    assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "1g.10gb (9.75 GiB, compute 1) is under its need"));
+    in->held = 1;
+    assert_int_equal(plan_verify(j.plan, &e), TS_OK);
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_multi_gpu_same_node),
         cmocka_unit_test(test_fleet_too_small),
         cmocka_unit_test(test_verify_catches_corruption),
+        cmocka_unit_test(test_verify_undersized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
