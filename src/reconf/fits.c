@@ -119,6 +119,7 @@ ts_status reconf_replan_unplaced_add(struct reconf_replan *r, const char *tenant
     if (!copy ||
         !ts_arena_grow(&r->arena, (void **)&r->unplaced, &cap, r->nunplaced, sizeof(*r->unplaced)))
         return TS_NOMEM;
-    r->unplaced[r->nunplaced++] = (struct reconf_unplaced){tenant, workload, replicas, copy};
+    r->unplaced[r->nunplaced++] = (struct reconf_unplaced){
+        .tenant = tenant, .workload = workload, .replicas = replicas, .why = copy};
     return TS_OK;
 }

@@ -24,16 +24,21 @@ struct reconf__keepix {
     struct plan_inst *tpl;
     char *has; /* tpl[row] is set */
     int *mode;
-    int pinned; /* rows pinned */
+    const struct cat_profile **wanted; /* held rows: the decision's profile; else NULL */
+    int pinned;                        /* rows pinned or held */
     struct ts_arena a;
 };
 /* 0: NOMEM. A row is pinned when every running instance of it is on one
  * model other than its decision's that it may run on (gpuModel and
  * gpuModels allow it; MIG: the running profile holds its memory and compute
  * slices; off MIG: the same kind of card, holding its memory), so a price
- * change or a spilled decision keeps running work where it is. */
+ * change or a spilled decision keeps running work where it is. hold (the
+ * no-drain plan): a MIG row whose running instances all have one other
+ * profile of its decision's model is held at that profile (wanted[row]:
+ * the decision's), so they stay as they run; one under the workload's need
+ * is kept, marked held, and its new size named as not placed (keep.c). */
 int reconf__keepix_build(const struct plan *fresh, const struct reconf_plan *cur,
-                         struct reconf__keepix *ix);
+                         struct reconf__keepix *ix, int hold);
 void reconf__keepix_free(struct reconf__keepix *ix);
 
 /* The plan that keeps every running instance of cur whose workload fresh's

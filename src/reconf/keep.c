@@ -10,7 +10,10 @@
  * its instances go back to their own starts where still free, else
  * elsewhere; the fewest cards wins. Instances copy their fields from
  * the fresh plan's instance of the same decision, so the two plans agree on
- * memory, shares and flags; the result must pass plan_verify.
+ * memory, shares and flags; the result must pass plan_verify. The no-drain
+ * plan (partial) may hold a row at the MIG profile it runs on (pin.c): a
+ * kept instance under the workload's need is marked held, and the row is
+ * named as not placed at its new size (no replica of it is added).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,6 +117,7 @@ static int keep_held(struct keep *k, struct plan_gpu *g, const struct reconf_car
     if (c->mig) {
         in.start = h->start;
         in.size = h->size;
+        in.held = k->ix->wanted[row] && !plan_profile_holds(in.profile, in.row);
     }
     g->mode = c->mig ? PLAN_MIG : mode;
     g->sharing |= in.guest;
@@ -326,9 +330,51 @@ static int give_up(struct keep *k, size_t row, int want, const char *why)
     size_t cap = u->nunplaced;
     if (!ts_arena_grow(&u->arena, (void **)&u->unplaced, &cap, u->nunplaced, sizeof(*u->unplaced)))
         return 0;
-    u->unplaced[u->nunplaced++] = (struct reconf_unplaced){
-        r->tenant->name, r->workload->name, want - k->placed[row], ts_arena_strdup(&u->arena, why)};
+    u->unplaced[u->nunplaced++] = (struct reconf_unplaced){.tenant = r->tenant->name,
+                                                           .workload = r->workload->name,
+                                                           .replicas = want - k->placed[row],
+                                                           .why = ts_arena_strdup(&u->arena, why)};
     k->gave_up[row] = 1;
+    return 1;
+}
+
+/* Why held row r (n of its replicas kept) is named, in a; NULL: NOMEM. */
+static const char *held_why(struct ts_arena *a, const struct decide_row *r, int n,
+                            const struct cat_profile *want)
+{
+    const char *kept = n == r->workload->replicas ? "kept" : ts_arena_printf(a, "kept %d", n);
+    if (!kept)
+        return NULL;
+    return ts_arena_printf(a,
+                           "%s at its running profile %s; its new size %s is not placed "
+                           "(growing a running instance drains its card)",
+                           kept, r->profile->name, want->name);
+}
+
+/* The no-drain plan's rows kept under their new size (pin.c's hold): each
+ * named as not placed, none of its replicas added; 0: NOMEM. */
+static int name_held(struct keep *k)
+{
+    struct reconf_replan *u = k->partial;
+    for (size_t row = 0; u && row < k->ix->d->nrows; row++) {
+        const struct decide_row *r = &k->ix->d->rows[row];
+        const struct cat_profile *want = k->ix->wanted[row];
+        if (!want || plan_profile_holds(r->profile, r))
+            continue;
+        size_t cap = u->nunplaced;
+        const char *why = held_why(&u->arena, r, k->placed[row], want);
+        if (!why || !ts_arena_grow(&u->arena, (void **)&u->unplaced, &cap, u->nunplaced,
+                                   sizeof(*u->unplaced)))
+            return 0;
+        u->unplaced[u->nunplaced++] = (struct reconf_unplaced){.tenant = r->tenant->name,
+                                                               .workload = r->workload->name,
+                                                               .replicas = r->workload->replicas,
+                                                               .why = why,
+                                                               .kept = k->placed[row],
+                                                               .kept_profile = r->profile->name,
+                                                               .new_profile = want->name};
+        k->gave_up[row] = 1;
+    }
     return 1;
 }
 
@@ -507,7 +553,7 @@ static ts_status keep_one(const struct plan *fresh, const struct reconf_plan *cu
     k.gave_up = calloc(n, 1);
     k.head = calloc(n, sizeof(*k.head));
     int ok = k.p && k.placed && k.held_back && k.gave_up && k.head && keep_running(&k) &&
-             place_missing(&k) && finish(&k);
+             name_held(&k) && place_missing(&k) && finish(&k);
     free(k.placed);
     free(k.held_back);
     free(k.gave_up);

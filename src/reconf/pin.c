@@ -6,7 +6,10 @@
  * pinned to the model it runs on when it may run there: the keep plan then
  * keeps it in place (its own decision row, the running model and profile,
  * which render and admit read), and the fresh plan is the other point of
- * the trade (fewer cost, its drains).
+ * the trade (fewer cost, its drains). For the no-drain plan alone, a MIG
+ * workload whose decision now names another profile of the model it runs on
+ * (its memory grew or shrank) is held at the profile it runs: its
+ * instances stay, and a growth is named as not placed (keep.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +94,33 @@ static int pin_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
     return r->reason != NULL;
 }
 
-static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur)
+/* Row i held at the one MIG profile of its model it runs on, when that is
+ * not its decision's (hold: the no-drain plan). */
+static int hold_row(struct reconf__keepix *ix, size_t i, const struct runs *run)
+{
+    struct decide_row *r = &ix->own.rows[i];
+    struct plan_inst *t = &ix->tpl[i];
+    const struct cat_profile *p;
+    if (!ix->has[i] || ix->mode[i] != PLAN_MIG || !t->profile || !run->model || run->mixed ||
+        !run->profile || strcmp(run->mode, "mig") || strcmp(run->model, r->model->name) ||
+        !strcmp(run->profile, t->profile->name) || !(p = cat_profile_find(r->model, run->profile)))
+        return 1;
+    ix->wanted[i] = t->profile;
+    r->profile = t->profile = p;
+    t->size = p->mem_units;
+    t->mem_gib = p->memory_gib;
+    r->reason = ts_arena_printf(&ix->a,
+                                "%s; kept at its running profile %s (replanning within "
+                                "--max-drains: its new size %s %s)",
+                                r->reason, p->name, ix->wanted[i]->name,
+                                plan_profile_holds(p, r) ? "would drain its card"
+                                                         : "is not placed");
+    ix->pinned++;
+    return r->reason != NULL;
+}
+
+static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur,
+               int hold)
 {
     size_t n = f->decisions->nrows;
     struct runs *run = calloc(n + 1, sizeof(*run));
@@ -103,7 +132,7 @@ static int pin(struct reconf__keepix *ix, const struct plan *f, const struct rec
                 note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
         }
     for (size_t i = 0; ok && i < n; i++)
-        ok = pin_row(ix, f, i, &run[i]);
+        ok = pin_row(ix, f, i, &run[i]) && (!hold || hold_row(ix, i, &run[i]));
     free(run);
     return ok;
 }
@@ -123,7 +152,7 @@ static void templates(struct reconf__keepix *ix, const struct plan *f)
 }
 
 int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
-                         struct reconf__keepix *ix)
+                         struct reconf__keepix *ix, int hold)
 {
     size_t n = f->decisions->nrows;
     memset(ix, 0, sizeof *ix);
@@ -133,14 +162,15 @@ int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
     ix->tpl = calloc(n + 1, sizeof(*ix->tpl));
     ix->has = calloc(n + 1, 1);
     ix->mode = calloc(n + 1, sizeof(*ix->mode));
-    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode ||
+    ix->wanted = calloc(n + 1, sizeof(*ix->wanted));
+    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode || !ix->wanted ||
         !reconf__rows_index(f->decisions, &ix->rows))
         return 0;
     if (n)
         memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
     ix->d = &ix->own;
     templates(ix, f);
-    if (!pin(ix, f, cur))
+    if (!pin(ix, f, cur, hold))
         return 0;
     if (!ix->pinned) { /* nothing pinned: the fresh plan's rows, as they are */
         ix->d = f->decisions;
@@ -157,6 +187,7 @@ void reconf__keepix_free(struct reconf__keepix *ix)
     free(ix->tpl);
     free(ix->has);
     free(ix->mode);
+    free(ix->wanted);
     reconf__rows_free(&ix->rows);
     ts_arena_free(&ix->a);
     memset(ix, 0, sizeof *ix);

@@ -186,6 +186,7 @@ struct reconf_point {
     int drains, cards;
     int removed_drains; /* of drains, on nodes that leave the fleet */
     int unplaced;       /* replicas it leaves out (the no-drain plan); 0: none */
+    int held;           /* replicas it keeps under their new size (the no-drain plan) */
     int64_t cost;       /* used cards per hour, micro-units; -1: no PriceBook */
     const char *why;    /* refused: why (a limit, the replica rule); NULL: allowed */
     int chosen, pareto;
@@ -195,8 +196,12 @@ struct reconf_point {
  * (--max-drains 0 keeps what runs and names what does not fit). */
 struct reconf_unplaced {
     const char *tenant, *workload;
-    int replicas; /* replicas missing */
+    int replicas; /* replicas missing (at their new size) */
     const char *why;
+    /* A workload that grew past the MIG profile it runs on: kept replicas
+     * run on at kept_profile, none at new_profile (0 and NULL otherwise). */
+    int kept;
+    const char *kept_profile, *new_profile;
 };
 
 struct reconf_replan {

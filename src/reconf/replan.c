@@ -17,7 +17,9 @@
  * (drains, cards or cost first) and the first within --max-drains,
  * --max-cards and --max-cost that never drains every replica of a
  * workload wins. When none is and a drain limit is given, the keep plan
- * without any drain: what does not fit is named (struct reconf_unplaced).
+ * without any drain: what does not fit is named (struct reconf_unplaced),
+ * and a MIG workload that grew past the profile it runs on stays as it
+ * runs, its new size named as not placed (pin.c's hold).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -227,11 +229,12 @@ static int pareto(const struct search *s, size_t i)
     return 1;
 }
 
-static int missing(const struct reconf_replan *r)
+/* Replicas r leaves out; kept: those it keeps under their new size. */
+static int missing(const struct reconf_replan *r, int kept)
 {
     int n = 0;
     for (size_t i = 0; i < r->nunplaced; i++)
-        n += r->unplaced[i].replicas;
+        n += kept ? r->unplaced[i].kept : r->unplaced[i].replicas - r->unplaced[i].kept;
     return n;
 }
 
@@ -248,7 +251,8 @@ static int points(struct search *s, size_t chosen, const char *const *no, struct
             .drains = c->r.drains,
             .cards = c->p->summary.gpus_used,
             .removed_drains = c->r.removed_drains,
-            .unplaced = missing(&c->r),
+            .unplaced = missing(&c->r, 0),
+            .held = missing(&c->r, 1),
             .cost = cost(c),
             .why = no[i] ? ts_arena_strdup(&r->arena, no[i]) : NULL,
             .chosen = i == chosen,
@@ -340,16 +344,21 @@ static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
     return st;
 }
 
-/* No candidate is allowed under a drain limit: keep what runs, place what
- * fits without a drain, name the rest. */
+/* No candidate is allowed under a drain limit: keep what runs (a grown MIG
+ * workload held at the profile it runs), place what fits without a drain,
+ * name the rest. */
 static ts_status keep_partial(struct search *s, const struct plan *fresh,
-                              const struct reconf_plan *cur, const struct reconf__keepix *ix)
+                              const struct reconf_plan *cur)
 {
     struct plan *p = NULL;
     const char *why = NULL;
     struct reconf_replan names = {0};
+    struct reconf__keepix ix = {0};
     ts_arena_init(&names.arena);
-    ts_status st = reconf__keep_partial(fresh, cur, ix, &p, &names, &why, &s->a);
+    ts_status st = reconf__keepix_build(fresh, cur, &ix, 1) ? TS_OK : TS_NOMEM;
+    if (st == TS_OK)
+        st = reconf__keep_partial(fresh, cur, &ix, &p, &names, &why, &s->a);
+    reconf__keepix_free(&ix);
     if (st == TS_OK)
         st = add(s, p, cur, "keep, no drain", p ? NULL : why);
     if (st == TS_OK && p) {
@@ -367,8 +376,8 @@ static ts_status keep_partial(struct search *s, const struct plan *fresh,
 }
 
 static ts_status choose(struct search *s, const struct plan *fresh, const struct reconf_plan *cur,
-                        const struct reconf__keepix *ix, const struct reconf_replan_opts *o,
-                        size_t *pick, struct reconf_replan *out, struct ts_error *err)
+                        const struct reconf_replan_opts *o, size_t *pick, struct reconf_replan *out,
+                        struct ts_error *err)
 {
     const char **no = calloc(s->n + 2, sizeof(*no));
     if (!no)
@@ -378,7 +387,7 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
     if (*pick == s->n && o->max_drains >= 0) {
         size_t before_n = s->n;
         const char **more = realloc(no, (s->n + 2) * sizeof(*no));
-        st = more ? keep_partial(s, fresh, cur, ix) : TS_NOMEM;
+        st = more ? keep_partial(s, fresh, cur) : TS_NOMEM;
         no = more ? more : no;
         if (st == TS_OK && s->n > before_n && s->c[before_n].p) {
             no[before_n] = NULL;
@@ -417,11 +426,11 @@ ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
     remap(*p, cur);
     ts_status st = add(&s, *p, cur, "fresh", NULL);
     if (st == TS_OK)
-        st = reconf__keepix_build(*p, cur, &ix) ? TS_OK : TS_NOMEM;
+        st = reconf__keepix_build(*p, cur, &ix, 0) ? TS_OK : TS_NOMEM;
     if (st == TS_OK)
         st = keep_and_empty(&s, *p, cur, &ix);
     if (st == TS_OK)
-        st = choose(&s, *p, cur, &ix, o, &pick, out, err);
+        st = choose(&s, *p, cur, o, &pick, out, err);
     else
         ts_err(err, st, "out of memory");
     reconf__keepix_free(&ix);

@@ -21,6 +21,9 @@ static void point_text(const struct reconf_point *pt, struct ts_sbuf *out)
     if (pt->unplaced)
         ts_sbuf_printf(out, " (leaves %d replica%s out)", pt->unplaced,
                        pt->unplaced == 1 ? "" : "s");
+    if (pt->held)
+        ts_sbuf_printf(out, " (keeps %d replica%s at a smaller running profile)", pt->held,
+                       pt->held == 1 ? "" : "s");
     if (pt->removed_drains)
         ts_sbuf_printf(out, " (%d of the drains on nodes that leave the fleet)",
                        pt->removed_drains);
@@ -92,11 +95,11 @@ static json_t *points_json(const struct reconf_replan *r)
     for (size_t i = 0; i < r->npoints; i++) {
         const struct reconf_point *p = &r->points[i];
         json_t *cost = p->cost >= 0 ? json_real((double)p->cost / TS_MICRO) : json_null();
-        json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:b, s:b, s:s?}", "how",
-                                           p->how, "drains", p->drains, "removedDrains",
+        json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:i, s:o, s:i, s:i, s:b, s:b, s:s?}",
+                                           "how", p->how, "drains", p->drains, "removedDrains",
                                            p->removed_drains, "cards", p->cards, "costPerHour",
-                                           cost, "unplaced", p->unplaced, "pareto", p->pareto,
-                                           "chosen", p->chosen, "refused", p->why));
+                                           cost, "unplaced", p->unplaced, "held", p->held, "pareto",
+                                           p->pareto, "chosen", p->chosen, "refused", p->why));
     }
     return a;
 }
@@ -104,10 +107,13 @@ static json_t *points_json(const struct reconf_replan *r)
 static json_t *unplaced_json(const struct reconf_replan *r)
 {
     json_t *a = json_array();
-    for (size_t i = 0; i < r->nunplaced; i++)
-        json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:s}", "tenant", r->unplaced[i].tenant,
-                                           "workload", r->unplaced[i].workload, "replicas",
-                                           r->unplaced[i].replicas, "reason", r->unplaced[i].why));
+    for (size_t i = 0; i < r->nunplaced; i++) {
+        const struct reconf_unplaced *u = &r->unplaced[i];
+        json_array_append_new(
+            a, json_pack("{s:s, s:s, s:i, s:s, s:i, s:s?, s:s?}", "tenant", u->tenant, "workload",
+                         u->workload, "replicas", u->replicas, "reason", u->why, "kept", u->kept,
+                         "keptProfile", u->kept_profile, "newProfile", u->new_profile));
+    }
     return a;
 }
 
