@@ -51,7 +51,7 @@ with tarfile.open(src) as oci, tarfile.open(dst, "w") as out:
         if m.name == layer:  # the same name: the check reads, it does not verify digests
             buf = io.BytesIO()
             with tarfile.open(fileobj=io.BytesIO(data)) as t, \
-                    tarfile.open(fileobj=buf, mode="w:gz") as new:
+                    tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as new:
                 for f in t.getmembers():
                     if "libyaml-0.so" not in f.name:
                         new.addfile(f, t.extractfile(f) if f.isfile() else None)
