@@ -50,22 +50,42 @@ check "the zsh script still goes through bash's" \
 complete_zsh() {
     rm -rf "$TMP/zc"
     mkdir "$TMP/zc"
+    ZC_READ=() GOT=() DESC=()
     local mode=$1 script=$2
     shift 2
     (cd "$TMP/work" && PATH=$BIN:/usr/bin:/bin zsh -f "$CAPTURE" "$mode" "$script" "$TMP/zc" "$@")
 }
+# zc_read I: line I's answers read once (hundreds of checks read them: no
+# process a check): GOT[I], its matches sorted once each (cut -f1 | sort -u),
+# and DESC[I<TAB>MATCH], the description of MATCH's first line (its second
+# tab-separated field, as awk -F'\t' reads it)
+declare -A ZC_READ GOT DESC
+zc_read() {
+    [ -n "${ZC_READ[$1]}" ] && return
+    ZC_READ[$1]=1
+    GOT[$1]=$(cut -f1 "$TMP/zc/$1" | sort -u)
+    local line m d
+    while IFS= read -r line || [ -n "$line" ]; do
+        m=${line%%$'\t'*} d=
+        [[ $line == *$'\t'* ]] && d=${line#*$'\t'} && d=${d%%$'\t'*}
+        [ -n "${DESC[$1$'\t'$m]+set}" ] || DESC[$1$'\t'$m]=$d
+    done <"$TMP/zc/$1"
+}
 # got I: the matches of line I, sorted, once each
-got() { cut -f1 "$TMP/zc/$1" | sort -u; }
+got() { zc_read "$1" && printf '%s' "${GOT[$1]}${GOT[$1]:+$'\n'}"; }
 # described I MATCH: the description zsh gives MATCH in line I
-described() { awk -F'\t' -v m="$2" '$1 == m {print $2; exit}' "$TMP/zc/$1"; }
+described() { zc_read "$1" && printf '%s' "${DESC[$1$'\t'$2]}${DESC[$1$'\t'$2]:+$'\n'}"; }
+# described_is I MATCH WANT: as [ "$(described I MATCH)" = WANT ], without a subshell
+described_is() { zc_read "$1" && [ "${DESC[$1$'\t'$2]}" = "$3" ]; }
 # words WORD...: sorted, one a line
 words() { printf '%s\n' "$@" | sort -u; }
 # same WHAT I WORD...: line I offered exactly WORD...
 same() {
-    local what=$1 i=$2
+    local what=$1 i=$2 want
     shift 2
-    check "$what: offered $(got "$i" | tr '\n' ' '), not $(words "$@" | tr '\n' ' ')" \
-        [ "$(got "$i")" = "$(words "$@")" ]
+    zc_read "$i"
+    want=$(words "$@")
+    check "$what: offered ${GOT[$i]//$'\n'/ } , not ${want//$'\n'/ } " [ "${GOT[$i]}" = "$want" ]
 }
 # help_described CMD...: "OPTION<TAB>DESCRIPTION" for each option of CMD --help
 # (-k and --name), the description's lines joined by a space
@@ -161,22 +181,25 @@ for mode in source fpath; do
     same "$mode: tessera <Tab>" 1 $commands
     "$T" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\)  *\(.*\)$/\1\t\2/p' >"$TMP/summaries"
     while IFS=$'\t' read -r c summary; do
-        check "$mode: '$c' described as '$(described 1 "$c")', not '$summary'" \
-            [ "$(described 1 "$c")" = "$summary" ]
+        check "$mode: '$c' described as '${DESC[1$'\t'$c]}', not '$summary'" \
+            described_is 1 "$c" "$summary"
     done <"$TMP/summaries"
     same "$mode: tessera --<Tab>" 2 --help --version
     check "$mode: --version has no description" [ -n "$(described 2 --version)" ]
     # every command's and subcommand's options, with the text of its --help
     i=3
     for p in "${paths[@]}"; do
+        # (each path's --help read once, in the first mode, for both)
+        help=$TMP/help-$i
         # shellcheck disable=SC2086
-        help_described $p >"$TMP/help"
-        check "tessera $p --help lists no options" [ -s "$TMP/help" ]
-        same "$mode: tessera $p -<Tab>" "$i" $(cut -f1 "$TMP/help")
+        [ -e "$help" ] || help_described $p >"$help"
+        check "tessera $p --help lists no options" [ -s "$help" ]
+        same "$mode: tessera $p -<Tab>" "$i" $(cut -f1 "$help")
+        zc_read "$i"
         while IFS=$'\t' read -r o want; do
-            check "$mode: tessera $p $o described as '$(described "$i" "$o")', not '$want'" \
-                [ "$(described "$i" "$o")" = "$want" ]
-        done <"$TMP/help"
+            check "$mode: tessera $p $o described as '${DESC[$i$'\t'$o]}', not '$want'" \
+                described_is "$i" "$o" "$want"
+        done <"$help"
         i=$((i + 1))
     done
     # the subcommands of each command, as its usage lines name them
