@@ -83,8 +83,9 @@ const struct cli_verb cli_verb_plan = {
     "\"unplaced\") to stdout, and the exit code is 1. A replan that keeps running\n"
     "work but cannot place all new work within --max-drains prints its plan and\n"
     "steps, names each workload left out (stderr, and the replan's \"unplaced\"),\n"
-    "and exits 1; so does a replan of a spec the fleet cannot hold whole, which\n"
-    "keeps first the workloads that run unchanged.\n",
+    "and exits 1 (a running MIG workload that grew past its slice stays at its\n"
+    "running profile, its new size named); so does a replan of a spec the fleet\n"
+    "cannot hold whole, which keeps first the workloads that run unchanged.\n",
     NULL,
     CLI_ALL};
 
