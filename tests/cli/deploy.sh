@@ -150,11 +150,31 @@ c = extra[("Certificate", "tessera-webhook-tls")]["spec"]
 assert (c["duration"], c["renewBefore"]) == ("2160h", "720h"), c
 ' "$TMP/deploy.yaml" "$TMP/deploy_overlays_cert-manager.yaml"
 # each agreement the checker holds, broken once in a copy of the install
+# breaks SED-EXPRESSION EXPECTED-MESSAGE: the copy of $O made now, judged by
+# judge_breaks at the end: the checker runs on every copy in one python3
+# (check_deploy.py --batch: each run as if alone, in a file of its own), and
+# each must exit 1 with the message in its output
 O="$TMP/deploy.yaml"
-breaks() { # SED-EXPRESSION EXPECTED-MESSAGE
-    sed "$1" "$O" >"$TMP/broken.yaml"
-    expect_rc 1 $C "$TMP/broken.yaml" "$VERSION" "$TESSERA"
-    expect_in "$TMP/out" "$2"
+BREAK_MSG=()
+breaks() {
+    local n=${#BREAK_MSG[@]}
+    sed "$1" "$O" >"$TMP/broken-$n.yaml"
+    printf '%s\t%s\t%s\t%s\n' "$TMP/broken-$n.yaml" "$VERSION" "$TESSERA" "$TMP/broken-$n.out" \
+        >>"$TMP/breaks.list"
+    BREAK_MSG+=("$2")
+}
+judge_breaks() {
+    local n rc
+    $C --batch "$TMP/breaks.list" >"$TMP/batch.out" 2>&1 ||
+        bad "check_deploy.py --batch: $(tail -3 "$TMP/batch.out")"
+    for ((n = 0; n < ${#BREAK_MSG[@]}; n++)); do
+        rc=$(cat "$TMP/broken-$n.out.rc" 2>/dev/null)
+        if [ "$rc" = 1 ]; then ok; else
+            bad "$C $TMP/broken-$n.yaml $VERSION $TESSERA exited ${rc:-nothing}, expected 1"
+            head -5 "$TMP/broken-$n.out.err"
+        fi
+        expect_in "$TMP/broken-$n.out" "${BREAK_MSG[n]}"
+    done
 }
 breaks "0,/image: tessera:$VERSION/s//image: tessera:latest/" "image tessera:latest, not tessera:$VERSION"
 breaks 's|--shim-path=/opt/tessera/lib/|--shim-path=/usr/lib/|' \
@@ -390,4 +410,6 @@ assert ds["containers"][0]["env"][0] == {"name": "NODE_NAME",
                                          "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}}
 PY
 then ok; else bad "webhook and agent settings"; fi
+
+judge_breaks
 finish

@@ -12,8 +12,14 @@ of Markdown files (docs/install.md), each finding naming FILE:LINE.
 With --user-made, the output is an install whose Secrets in USER_MADE the
 user creates (overlays/postgres): pods may name them although the output lacks
 them; --user-made=NAME,... names which of them, and each must be used.
-Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] [--user-made[=NAME,...]] | --commands TESSERA FILE.md...
+With --batch LIST, several runs in one process (the tests break one agreement
+at a time in dozens of copies; Python and PyYAML start once): each line of LIST
+is a run's arguments and then a file OUT, tab-separated; each run is judged as
+if alone, its output in OUT, its stderr in OUT.err, its exit status in OUT.rc.
+Usage: check_deploy.py OUTPUT.yaml VERSION [TESSERA] [--user-made[=NAME,...]] | --commands TESSERA FILE.md... | --batch LIST
 """
+import contextlib
+import traceback
 import re
 import shlex
 import subprocess
@@ -538,7 +544,7 @@ def verb_words(args):
 def help_options(tessera, words, cache={}):
     """The options `tessera WORDS --help` lists (-x and --long), or None when
     the verb does not exist (exit status other than 0)."""
-    key = tuple(words)
+    key = (tessera,) + tuple(words)
     if key not in cache:
         r = subprocess.run([tessera] + words + ["--help"], capture_output=True, text=True)
         cache[key] = None if r.returncode != 0 else set(
@@ -625,11 +631,29 @@ def main_commands(tessera, files):
     return 1 if problems or not count else 0
 
 
-def main():
-    if len(sys.argv) >= 4 and sys.argv[1] == "--commands":
-        return main_commands(sys.argv[2], sys.argv[3:])
+def main_batch(listfile):
+    for line in open(listfile):
+        *args, out = line.rstrip("\n").split("\t")
+        del problems[:]  # each run's own
+        with open(out, "w") as o, open(out + ".err", "w") as e, \
+                contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+            try:
+                rc = main([sys.argv[0]] + args)
+            except Exception:  # as a run alone: a traceback and exit 1
+                traceback.print_exc()
+                rc = 1
+        open(out + ".rc", "w").write("%d\n" % rc)
+    return 0
+
+
+def main(args=None):
+    args = sys.argv if args is None else args
+    if len(args) >= 4 and args[1] == "--commands":
+        return main_commands(args[2], args[3:])
+    if len(args) == 3 and args[1] == "--batch":
+        return main_batch(args[2])
     user_made, listed = {}, {}
-    for a in sys.argv:
+    for a in args:
         if a == "--user-made":
             user_made = dict(USER_MADE)
         elif a.startswith("--user-made="):
@@ -639,7 +663,7 @@ def main():
                 print("check_deploy: --user-made: %s not in USER_MADE" % unknown, file=sys.stderr)
                 return 2
             user_made = listed = {("Secret", n): USER_MADE[("Secret", n)] for n in names}
-    argv = [a for a in sys.argv if not a.startswith("--user-made")]
+    argv = [a for a in args if not a.startswith("--user-made")]
     if len(argv) not in (3, 4):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
