@@ -59,7 +59,12 @@ for s in (1, 2, 3):
         f.writelines("%s %s %d\n" % (c, CARD[c][1], ts) for c, ts in sorted(set(done)))
 PY
 # want S: "tenant microGpuHours" of January after stage S, by the rule
+# (worked out once a stage: $TMP/S.all is written once, both stores read it)
 want() {
+    [ -s "$TMP/want-$1" ] || want_rule "$1" >"$TMP/want-$1"
+    cat "$TMP/want-$1"
+}
+want_rule() {
     python3 - "$TMP/$1.all" "$END" <<'PY'
 import sys
 end = int(sys.argv[2]) * 1000
@@ -78,13 +83,16 @@ for t in sorted(num):
     print(t, (num[t] + 1800000) // 3600000)
 PY
 }
-# got DB: "tenant microGpuHours" from January's invoices
+# got DB: "tenant microGpuHours" from January's invoices (both read by one python3)
 got() {
     for t in lab team; do
-        "$TESSERA" invoice -f "$TMP/spec.yaml" --db "$1" --tenant $t --period 2026-01 -o json |
-            python3 -c 'import json, sys; d = json.load(sys.stdin)
-print(sys.argv[1], sum(l["microGpuHours"] for l in d["lines"]))' $t
+        "$TESSERA" invoice -f "$TMP/spec.yaml" --db "$1" --tenant $t --period 2026-01 -o json \
+            >"$TMP/invoice-$t.json"
     done
+    python3 -c 'import json, sys
+for t in sys.argv[2:]:
+    d = json.load(open(sys.argv[1] % t))
+    print(t, sum(l["microGpuHours"] for l in d["lines"]))' "$TMP/invoice-%s.json" lab team
 }
 # windows DB: the number of windows the aggregate holds
 windows() {
