@@ -28,24 +28,24 @@ expect_rc 0 demo_day "$TMP/demo"
 DAY=$TMP/demo/dcgm-2026-11-02.prom INV=$TMP/demo/inventory-gpu-node-1.json
 
 # spec variants of the worked example: sharedSplit and the uses' weights
-variant() { # NAME SPLIT RAG_E_WEIGHT RAG_H_WEIGHT
-    python3 - "$TMP/$1.yaml" "$2" "$3" "$4" <<'PY'
+# (NAME SPLIT RAG_E_WEIGHT RAG_H_WEIGHT, four at a time: one python3 writes them)
+variants() {
+    python3 - "$TMP" "$@" <<'PY'
 import sys
-out, split, we, wh = sys.argv[1:]
-s = open("examples/four-h100.yaml").read()
-if split:
-    s = s.replace("  migShareBasis: memory\n", f"  migShareBasis: memory\n  sharedSplit: {split}\n")
-for t, w in (("rag-e", we), ("rag-h", wh)):
-    old = f"namespaces: [{t}]\n  uses: [{{tenant: provider, workload: embedding}}]"
-    assert old in s, old
-    s = s.replace(old, old[:-2] + f", weight: {w}}}]")
-open(out, "w").write(s)
+d, args = sys.argv[1], sys.argv[2:]
+for name, split, we, wh in zip(*[iter(args)] * 4):
+    s = open("examples/four-h100.yaml").read()
+    if split:
+        s = s.replace("  migShareBasis: memory\n", f"  migShareBasis: memory\n  sharedSplit: {split}\n")
+    for t, w in (("rag-e", we), ("rag-h", wh)):
+        old = f"namespaces: [{t}]\n  uses: [{{tenant: provider, workload: embedding}}]"
+        assert old in s, old
+        s = s.replace(old, old[:-2] + f", weight: {w}}}]")
+    open(f"{d}/{name}.yaml", "w").write(s)
 PY
 }
-variant default "" 1 1
-variant equal equal 1 1
-variant weight weight 2 3
-variant none none 2 3
+variants default "" 1 1 equal equal 1 1 weight weight 2 3 none none 2 3 ||
+    bad "the spec variants were not written"
 
 # invoices DB SPEC DIR: every tenant's November invoice in JSON, and the usage
 invoices() {
@@ -57,9 +57,17 @@ invoices() {
     done
 }
 
-# verify DIR SPLIT WEIGHTS: the checks above on one backend's invoices
-verify() {
-    python3 - "$1" "$2" "$3" >"$TMP/py.out" 2>&1 <<'PY'
+# verify DIR SPLIT WEIGHTS: the checks above on one backend's invoices,
+# queued; verify_all judges the queue in one python3: the check (BODY) runs
+# for each DIR as it would alone (its own sys.argv and globals; exit 0 or
+# falling off the end passes, an exception or another exit fails)
+VERIFY=()
+verify() { VERIFY+=("$1" "$2" "$3"); }
+verify_all() {
+    local n
+    python3 - "${VERIFY[@]}" >"$TMP/py.out" 2>&1 <<'PY'
+import sys, traceback
+BODY = r"""
 import json, sys
 d, split, weights = sys.argv[1], sys.argv[2], [int(w) for w in sys.argv[3].split(",")]
 tenants = "client-a client-b client-c client-d rag-e rag-f rag-g rag-h provider platform-dev".split()
@@ -99,8 +107,28 @@ assert l["amountMinor"] == -sum(cents(p) for p in parts), l
 own = [l for l in inv["provider"]["lines"] if l["profile"] == "1g.10gb" and "note" not in l]
 assert own[0]["microGpuHours"] == pool, own
 print("ok", split, parts)
+"""
+code = compile(BODY, "verify", "exec")
+args = sys.argv[1:]
+for i in range(0, len(args), 3):
+    sys.argv = ["verify"] + args[i:i + 3]
+    try:
+        exec(code, {"__name__": "__main__"})
+        good = True
+    except SystemExit as e:
+        good = e.code in (None, 0)
+    except BaseException:
+        traceback.print_exc(file=sys.stdout)
+        good = False
+    sys.stdout.flush()
+    print("verdict %s %s" % (args[i], "ok" if good else "bad"), flush=True)
 PY
-    if [ $? -eq 0 ]; then ok; else bad "$1 $2: $(tail -3 "$TMP/py.out")"; fi
+    for ((n = 0; n < ${#VERIFY[@]}; n += 3)); do
+        if grep -qxF "verdict ${VERIFY[n]} ok" "$TMP/py.out"; then ok; else
+            bad "${VERIFY[n]} ${VERIFY[n + 1]}: $(grep -B3 -xF "verdict ${VERIFY[n]} bad" "$TMP/py.out" | sed '$d')"
+        fi
+    done
+    VERIFY=()
 }
 
 DB=sqlite:$TMP/demo/metering.db
@@ -112,6 +140,7 @@ invoices "$DB" "$TMP/weight.yaml" "$TMP/sqlite-weight"
 verify "$TMP/sqlite-weight" weight 2,1,1,3
 invoices "$DB" "$TMP/none.yaml" "$TMP/sqlite-none"
 verify "$TMP/sqlite-none" none 1,1,1,1
+verify_all
 # the text invoice says it too, with a negative line for the owner
 expect_rc 0 "$TESSERA" invoice -f "$TMP/weight.yaml" --db "$DB" --tenant provider --period 2026-11
 expect_in "$TMP/out" "passed on: provider/embedding"
@@ -192,6 +221,7 @@ expect_rc 0 "$TESSERA" meter import -f examples/four-h100.yaml --db "$URL" \
 expect_in "$TMP/out" "95040 new samples"
 invoices "$URL" "$TMP/weight.yaml" "$TMP/pg-weight"
 verify "$TMP/pg-weight" weight 2,1,1,3
+verify_all
 for t in $TENANTS; do
     cmp -s "$TMP/sqlite-weight/$t.json" "$TMP/pg-weight/$t.json" || bad "$t: PostgreSQL differs"
 done
