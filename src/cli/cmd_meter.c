@@ -236,6 +236,20 @@ static void keep_exposition(struct cli_meter *m, const char *path, int64_t at_ms
         cli_print_error(&e);
 }
 
+/* The chunk added to the file's copy; past its cap the copy is of no use
+ * and its memory goes at once (a history piped in held 16 MiB to the end). */
+static void keep_chunk(struct ts_sbuf *body, const char *chunk, size_t got)
+{
+    if (body->failed)
+        return;
+    ts_sbuf_add(body, chunk, got);
+    if (body->failed) {
+        int why = body->failed;
+        ts_sbuf_release(body);
+        body->failed = why;
+    }
+}
+
 /* Stream f through the ingest (its text kept in body as far as it fits). */
 static ts_status stream_file(FILE *f, const char *path, struct meter_ingest *in,
                              struct ts_sbuf *body, struct ts_error *e)
@@ -245,8 +259,7 @@ static ts_status stream_file(FILE *f, const char *path, struct meter_ingest *in,
     ts_status st = TS_OK;
     while (st == TS_OK && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
         st = meter_ingest_feed(in, chunk, got, e);
-        if (!body->failed)
-            ts_sbuf_add(body, chunk, got);
+        keep_chunk(body, chunk, got);
     }
     if (st == TS_OK && ferror(f))
         st = ts_err(e, TS_IO, "%s: read error: %s", path, strerror(errno));

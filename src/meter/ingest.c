@@ -48,7 +48,7 @@ struct meter_ingest {
     size_t nslots;
     int64_t flushed_ms;         /* scrape times up to this one are stored (INT64_MIN: none) */
     struct meter_batch pending; /* attributed, not yet stored */
-    struct meter_writer writer; /* stores the last batch (overlap) or a refused one */
+    struct meter_writer writer; /* stores batches (overlap: on its thread), keeps refused ones */
     int overlap;                /* meter_ingest_overlap: batches stored on their own thread */
     struct ts_error flush_err;
     int flush_failed, table_full_warned, unknown_warned, ambiguous_warned, mismatch_warned;
@@ -61,7 +61,15 @@ struct meter_ingest {
 static ts_status to_store(void *arg, const struct store_sample *s, size_t n, size_t *inserted,
                           struct ts_error *err)
 {
-    return store_put_samples(arg, s, n, inserted, err);
+    return store_hold_samples(arg, s, n, inserted, err);
+}
+
+static ts_status commit_store(void *arg, int keep, struct ts_error *err)
+{
+    if (keep)
+        return store_commit_samples(arg, err);
+    store_abort_samples(arg);
+    return TS_OK;
 }
 
 /* A problem that rejects no line: the device is still billed. */
@@ -173,43 +181,40 @@ static void count_stored(struct meter_ingest *in, size_t n, size_t inserted)
     in->counts.already_stored += n - inserted;
 }
 
-/* Store b on this thread; emptied when stored. */
-static ts_status store_now(struct meter_ingest *in, struct meter_batch *b, struct ts_error *err)
-{
-    size_t inserted = 0;
-    if (!b->n)
-        return TS_OK;
-    ts_status st = in->writer.sink(in->writer.arg, b->s, b->n, &inserted, err);
-    if (st == TS_OK) {
-        count_stored(in, b->n, inserted);
-        meter_batch_clear(b);
-    }
-    return st;
-}
-
-/* The batch on the writer's thread waited for, and counted when stored. */
+/* Collect what the writer committed since the last call, and the status
+ * of the put it ran on its thread (none: TS_OK). */
 static ts_status wait_writer(struct meter_ingest *in, struct ts_error *err)
 {
     size_t n, inserted;
     ts_status st = meter_writer_wait(&in->writer, &n, &inserted, err);
-    if (st == TS_OK)
-        count_stored(in, n, inserted);
+    count_stored(in, n, inserted);
     return st;
 }
 
-/* Store the pending batch, after the one before it (stored on the writer's
- * thread, or refused before and stored again here first). With overlap the
- * pending batch goes to the writer's thread and this returns at once. */
-static ts_status store_pending(struct meter_ingest *in, struct ts_error *err)
+static ts_status put_here(struct meter_ingest *in, struct meter_batch *b, int commit_now,
+                          struct ts_error *err)
 {
+    ts_status st = meter_writer_put(&in->writer, b, commit_now, err);
+    ts_status counted = wait_writer(in, err);
+    return st != TS_OK ? st : counted;
+}
+
+/* Store the pending batch, after the one before it (stored on the writer's
+ * thread, or refused before and stored again here first). With overlap
+ * the pending batch goes to the writer's thread and this returns at once,
+ * and up to METER_COMMIT_BATCHES share a commit (commit_now: commit what
+ * is held); without, the store may be shared and each batch is committed. */
+static ts_status store_pending(struct meter_ingest *in, int commit_now, struct ts_error *err)
+{
+    commit_now |= !in->overlap;
     ts_status st = wait_writer(in, err);
-    if (st == TS_OK)
-        st = store_now(in, &in->writer.batch, err);
-    if (st != TS_OK || !in->pending.n)
+    if (st == TS_OK && in->writer.refused)
+        st = put_here(in, NULL, commit_now, err);
+    if (st != TS_OK)
         return st;
-    if (in->overlap && meter_writer_start(&in->writer, &in->pending) == 0)
+    if (in->overlap && meter_writer_start(&in->writer, &in->pending, commit_now) == 0)
         return TS_OK;
-    return store_now(in, &in->pending, err);
+    return put_here(in, &in->pending, commit_now, err);
 }
 
 /* Entries in the order of a sorted import: time, device, namespace, pod. */
@@ -275,7 +280,7 @@ static int reindex(struct meter_ingest *in, size_t want);
  * would, and later lines of the times flushed are refused (on_sample). */
 static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_error *err)
 {
-    ts_status st = store_pending(in, err);
+    ts_status st = store_pending(in, 0, err);
     if (st != TS_OK)
         return st;
     if (in->nentries)
@@ -294,7 +299,7 @@ static ts_status flush(struct meter_ingest *in, int64_t before_ms, struct ts_err
     in->nentries -= n;
     if (in->nentries + n && !reindex(in, in->nslots)) /* sorted: every position moved */
         return ts_err(err, TS_NOMEM, "%s: out of memory", in->source);
-    return store_pending(in, err);
+    return store_pending(in, before_ms == INT64_MAX, err);
 }
 
 /* ---- gathering ---- */
@@ -660,15 +665,17 @@ ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_
     in->newest_ms = in->flushed_ms = INT64_MIN;
     window_of(ctx, &in->win_lo, &in->win_hi);
     in->flush_at = METER_GATHER_MAX;
-    meter_ingest_set_sink(in, to_store, st);
+    meter_ingest_set_sink(in, to_store, commit_store, st);
     in->store = st;
     *out = in;
     return TS_OK;
 }
 
-void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, void *arg)
+void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, meter_commit_fn commit,
+                           void *arg)
 {
     in->writer.sink = fn;
+    in->writer.commit = commit;
     in->writer.arg = arg;
 }
 
@@ -702,6 +709,7 @@ ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
     in->flush_failed = 0;
     ts_status st = flush(in, INT64_MAX, err);
     st = st == TS_OK ? wait_writer(in, err) : st;
+    st = st == TS_OK ? put_here(in, NULL, 1, err) : st; /* what was held, committed */
     return st == TS_OK ? meter_requests_store(&in->reqs, in->store, in->source, err) : st;
 }
 

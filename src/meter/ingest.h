@@ -74,9 +74,11 @@ struct meter_ingest;
  * unknown profiles. */
 ts_status meter_ingest_new(const struct meter_ctx *ctx, struct store *st, int64_t at_ms,
                            const char *source, struct ts_diag *diag, struct meter_ingest **out);
-/* Where flushed samples go (meter_sink_fn, batch.h): the store by default
+/* Where flushed samples go (meter_sink_fn and meter_commit_fn, batch.h;
+ * commit may be NULL: each sink call is final): the store by default
  * (tests may divert). */
-void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, void *arg);
+void meter_ingest_set_sink(struct meter_ingest *in, meter_sink_fn fn, meter_commit_fn commit,
+                           void *arg);
 /* Store each batch on a thread of its own while the next is parsed: only
  * where nothing else uses the store (or the sink) from the first feed until
  * meter_ingest_finish returns or the ingest is freed. */

@@ -33,6 +33,7 @@ struct store {
     void *db;
     char *last[LEDGER_NTEXT];  /* strings of the entry store_ledger_last returned */
     char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
+    int samples_open;          /* a transaction of samples is held open (store_hold_samples) */
 };
 
 static inline struct store_param store__str(const char *s) { return (struct store_param){.s = s}; }

@@ -427,31 +427,62 @@ static ts_status drop_stale(struct store *st, const struct store_sample **order,
     return st->ops->run(st->db, STORE_ST_AGG_STALE, p, 2, NULL, NULL, NULL, err);
 }
 
-/* The batch in one transaction: by COPY where the backend has it; when
- * that meets a sample already stored (a re-import, an overlapping writer),
- * the transaction is rolled back and the batch inserted again skipping
- * what is there. */
+/* A transaction for samples, unless one is held open (store_hold_samples). */
+static ts_status open_samples(struct store *st, struct ts_error *err)
+{
+    if (st->samples_open)
+        return TS_OK;
+    ts_status rc = begin_samples(st, err);
+    st->samples_open = rc == TS_OK;
+    return rc;
+}
+
+static void abort_samples(struct store *st)
+{
+    if (st->samples_open)
+        store__rollback(st);
+    st->samples_open = 0;
+}
+
+/* The batch in the open transaction: by COPY where the backend has it,
+ * behind a savepoint; when that meets a sample already stored (a
+ * re-import, an overlapping writer), back to the savepoint and the batch
+ * inserted again skipping what is there. */
 static ts_status put_sorted(struct store *st, const struct store_sample **order, size_t n,
                             size_t *total, struct ts_error *err)
 {
     int conflict = 0;
-    ts_status rc = begin_samples(st, err);
-    if (rc == TS_OK && st->ops->copy_rows)
-        rc = copy_samples(st, order, n, total, &conflict, err);
-    if (rc == TS_OK && conflict) {
-        store__rollback(st);
-        *total = 0;
-        rc = begin_samples(st, err);
+    ts_status rc = open_samples(st, err);
+    if (rc == TS_OK && st->ops->copy_rows) {
+        rc = store__exec(st, "SAVEPOINT copy_samples", err);
+        if (rc == TS_OK)
+            rc = copy_samples(st, order, n, total, &conflict, err);
+        if (rc == TS_OK && conflict) {
+            *total = 0;
+            rc = store__exec(st, "ROLLBACK TO SAVEPOINT copy_samples", err);
+        }
     }
     if (rc == TS_OK && (!st->ops->copy_rows || conflict))
         rc = insert_samples(st, order, n, total, err);
     if (rc == TS_OK && *total)
         rc = drop_stale(st, order, n, err);
-    if (rc == TS_OK)
-        return store__exec(st, "COMMIT", err);
-    store__rollback(st);
+    if (rc != TS_OK)
+        abort_samples(st);
     return rc;
 }
+
+ts_status store_commit_samples(struct store *st, struct ts_error *err)
+{
+    if (!st->samples_open)
+        return TS_OK;
+    st->samples_open = 0;
+    ts_status rc = store__exec(st, "COMMIT", err);
+    if (rc != TS_OK)
+        store__rollback(st);
+    return rc;
+}
+
+void store_abort_samples(struct store *st) { abort_samples(st); }
 
 /* Rows go in key order: concurrent writers of overlapping batches take
  * their row locks in the same order and never deadlock, and consecutive
@@ -459,14 +490,16 @@ static ts_status put_sorted(struct store *st, const struct store_sample **order,
  * less server CPU than in time order, where each row's leaf is another
  * device's). A batch still spans a few minutes of scrapes, so the heap
  * stays in time order at the BRIN index's grain (128 pages). */
-ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
-                            size_t *inserted, struct ts_error *err)
+ts_status store_hold_samples(struct store *st, const struct store_sample *s, size_t n,
+                             size_t *inserted, struct ts_error *err)
 {
     if (inserted)
         *inserted = 0;
     const struct store_sample **order = malloc((n ? n : 1) * sizeof(*order));
-    if (!order)
+    if (!order) {
+        abort_samples(st);
         return ts_err(err, TS_NOMEM, "out of memory");
+    }
     for (size_t i = 0; i < n; i++)
         order[i] = &s[i];
     sort_samples(order, n, sample_cmp);
@@ -475,6 +508,17 @@ ts_status store_put_samples(struct store *st, const struct store_sample *s, size
     free(order);
     if (rc == TS_OK && inserted)
         *inserted = total;
+    return rc;
+}
+
+ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
+                            size_t *inserted, struct ts_error *err)
+{
+    ts_status rc = store_hold_samples(st, s, n, inserted, err);
+    if (rc == TS_OK)
+        rc = store_commit_samples(st, err);
+    if (rc != TS_OK && inserted)
+        *inserted = 0;
     return rc;
 }
 

@@ -81,6 +81,18 @@ const char *store_backend(const struct store *st);
  * new ones. On failure nothing of the batch is stored. */
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err);
+/* The same, in a transaction held open until store_commit_samples (one is
+ * begun when none is open): several batches share one commit. Nothing
+ * else may use st until that commit. On failure the whole open
+ * transaction is rolled back: every batch held since the last commit is
+ * gone, and the caller stores them again. */
+ts_status store_hold_samples(struct store *st, const struct store_sample *s, size_t n,
+                             size_t *inserted, struct ts_error *err);
+/* Commit the held batches (none open: TS_OK). On failure they are rolled
+ * back, all of them. */
+ts_status store_commit_samples(struct store *st, struct ts_error *err);
+/* Roll the held batches back (none open: nothing happens). */
+void store_abort_samples(struct store *st);
 
 /* Every sample with from_ms <= ts_ms < to_ms, ordered by device (in byte
  * order on both backends, whatever the database's collation), ts_ms.

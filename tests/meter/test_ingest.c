@@ -60,16 +60,42 @@ static const char *spec =
  * feed: with overlap the sink runs on the writer's thread). */
 struct sink {
     char *rows[ROWS_MAX];
-    size_t n;
-    int fail_call, calls, batches;
+    size_t n, committed; /* with commit_rows: rows[committed..n) are uncommitted */
+    int fail_call, calls, batches, fail_commit, commits;
+    int txn; /* used with commit_rows */
 };
+
+/* Rows since the last commit dropped, as a transaction rolled back. */
+static void roll_back(struct sink *k)
+{
+    while (k->n > k->committed)
+        free(k->rows[--k->n]);
+}
+
+/* keep's commit, for a sink used as a transaction: its call number
+ * fail_commit fails (and rolls back, as a store's failed COMMIT does). */
+static ts_status commit_rows(void *arg, int keep_rows, struct ts_error *err)
+{
+    struct sink *k = arg;
+    if (keep_rows && ++k->commits == k->fail_commit)
+        keep_rows = 0, ts_err(err, TS_IO, "commit failed");
+    if (!keep_rows) {
+        roll_back(k);
+        return err && err->code ? err->code : TS_OK;
+    }
+    k->committed = k->n;
+    return TS_OK;
+}
 
 static ts_status keep(void *arg, const struct store_sample *s, size_t n, size_t *inserted,
                       struct ts_error *err)
 {
     struct sink *k = arg;
-    if (++k->calls == k->fail_call)
+    if (++k->calls == k->fail_call) {
+        if (k->txn)
+            roll_back(k); /* what the transaction held is gone */
         return ts_err(err, TS_IO, "store went away");
+    }
     k->batches++;
     for (size_t i = 0; i < n && k->n < ROWS_MAX; i++) {
         char row[512];
@@ -97,7 +123,7 @@ static void start(struct env *e, const char *yaml)
     e->ctx = (struct meter_ctx){e->job.model, e->job.cat, e->job.plan, NULL, 0, 0, 0, 0};
     assert_int_equal(meter_ingest_new(&e->ctx, NULL, 1700000000000LL, "t.prom", &e->diag, &e->in),
                      TS_OK);
-    meter_ingest_set_sink(e->in, keep, &e->sink);
+    meter_ingest_set_sink(e->in, keep, NULL, &e->sink);
 }
 
 static void feed(struct env *e, const char *text, size_t chunk)
@@ -730,6 +756,83 @@ static void test_overlap_same_rows(void **state)
     done(&b);
 }
 
+/* A body of more batches than share one commit. */
+enum { LONG_TIMES = METER_GATHER_MAX * (METER_COMMIT_BATCHES + 2) / GPUS + 300 };
+static void long_history(struct ts_sbuf *body)
+{
+    ts_sbuf_init(body, 64u << 20);
+    for (int t = 0; t < LONG_TIMES; t++)
+        for (int g = 0; g < GPUS; g++)
+            ts_sbuf_printf(body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
+                           g, g, 1700000000000LL + t * 15000LL);
+}
+
+/* Batches sharing a commit (overlap, a sink with a commit): a commit that
+ * fails loses every batch it held, and the retry stores them all again,
+ * in order: the same committed rows and counts as a run without failure. */
+static void test_group_commit_retry(void **state)
+{
+    (void)state;
+    struct env a, b;
+    start(&a, NULL);
+    start(&b, NULL);
+    meter_ingest_set_sink(b.in, keep, commit_rows, &b.sink);
+    b.sink.txn = 1;
+    meter_ingest_overlap(b.in);
+    b.sink.fail_commit = 1; /* the first commit: METER_COMMIT_BATCHES batches */
+    struct ts_sbuf body;
+    long_history(&body);
+    feed(&a, body.data, 100000);
+    struct ts_error err = {0};
+    ts_status st = meter_ingest_feed(b.in, body.data, body.len, &err);
+    if (st == TS_OK)
+        st = meter_ingest_finish(b.in, &err);
+    assert_int_equal(st, TS_IO);
+    assert_string_equal(err.msg, "commit failed");
+    assert_int_equal(b.sink.committed, 0);
+    assert_int_equal(b.sink.batches, METER_COMMIT_BATCHES);
+    assert_int_equal(meter_ingest_finish(b.in, &err), TS_OK); /* the retry */
+    ts_sbuf_release(&body);
+    assert_int_equal(b.sink.n, b.sink.committed);
+    assert_int_equal(b.sink.n, (size_t)LONG_TIMES * GPUS);
+    assert_int_equal(a.sink.n, b.sink.n);
+    for (size_t i = 0; i < a.sink.n; i++)
+        assert_string_equal(a.sink.rows[i], b.sink.rows[i]);
+    assert_true(b.sink.commits >= 2);
+    struct meter_ingest_counts ca, cb;
+    meter_ingest_counts(a.in, &ca);
+    meter_ingest_counts(b.in, &cb);
+    assert_int_equal(cb.inserted, ca.inserted);
+    assert_int_equal(cb.inserted, b.sink.n);
+    done(&a);
+    done(&b);
+}
+
+/* An ingest freed before its finish leaves nothing uncommitted: what it
+ * held is rolled back. */
+static void test_group_commit_abandoned(void **state)
+{
+    (void)state;
+    struct env e;
+    start(&e, NULL);
+    meter_ingest_set_sink(e.in, keep, commit_rows, &e.sink);
+    e.sink.txn = 1;
+    meter_ingest_overlap(e.in);
+    struct ts_sbuf body;
+    long_history(&body);
+    struct ts_error err = {0};
+    assert_int_equal(meter_ingest_feed(e.in, body.data, body.len, &err), TS_OK);
+    ts_sbuf_release(&body);
+    meter_ingest_free(e.in); /* no finish */
+    e.in = NULL;
+    assert_int_equal(e.sink.commits, 1);                /* the first METER_COMMIT_BATCHES batches */
+    assert_true(e.sink.batches > METER_COMMIT_BATCHES); /* and one or more after them */
+    assert_true(e.sink.committed > 0);
+    assert_int_equal(e.sink.n, e.sink.committed);
+    assert_true(e.sink.n < (size_t)LONG_TIMES * GPUS);
+    done(&e);
+}
+
 /* Fed a byte at a time or at once: the same rows. */
 static void test_chunking(void **state)
 {
@@ -777,6 +880,8 @@ int main(void)
         cmocka_unit_test(test_history_and_retry),
         cmocka_unit_test(test_history_and_retry_overlap),
         cmocka_unit_test(test_overlap_same_rows),
+        cmocka_unit_test(test_group_commit_retry),
+        cmocka_unit_test(test_group_commit_abandoned),
         cmocka_unit_test(test_chunking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

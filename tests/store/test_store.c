@@ -332,6 +332,45 @@ static void test_concurrent_writers(void **state)
     store_close(st);
 }
 
+static size_t hold(struct store *st, const struct store_sample *s, size_t n)
+{
+    size_t ins = 0;
+    struct ts_error err = {0};
+    ts_status rc = store_hold_samples(st, s, n, &ins, &err);
+    if (rc != TS_OK)
+        print_message("hold: %s\n", err.msg);
+    assert_int_equal(rc, TS_OK);
+    return ins;
+}
+
+/* Batches held in one transaction: a second connection sees none of them
+ * before the commit and all after; a batch meeting samples already stored
+ * (PostgreSQL: COPY fails behind a savepoint) keeps the batches held
+ * before it; an abort leaves nothing. */
+static void test_held_batches(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store *other = open_or_skip(state); /* opening migrates: before the hold */
+    enum { N = 600 };
+    struct store_sample s[N];
+    for (int i = 0; i < N; i++)
+        s[i] = sample(i % 3 ? "GPU-x" : "GPU-y", 1000 + i * 15000);
+    assert_int_equal(put(st, s + 250, 10), 10);
+    assert_int_equal(hold(st, s, 200), 200);
+    assert_int_equal(hold(st, s + 200, 100), 90); /* meets the 10 stored */
+    assert_int_equal(scan_all(other, 0, INT64_MAX).n, 10);
+    struct ts_error err = {0};
+    assert_int_equal(store_commit_samples(st, &err), TS_OK);
+    assert_int_equal(scan_all(other, 0, INT64_MAX).n, 300);
+    assert_int_equal(hold(st, s + 300, 300), 300);
+    store_abort_samples(st);
+    assert_int_equal(store_commit_samples(st, &err), TS_OK); /* nothing open */
+    assert_int_equal(scan_all(other, 0, INT64_MAX).n, 300);
+    assert_int_equal(put(st, s, N), 300);
+    store_close(other);
+    store_close(st);
+}
+
 #define CASES(setup, teardown)                                                    \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),        \
@@ -345,6 +384,7 @@ static void test_concurrent_writers(void **state)
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),           \
         cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(test_held_batches, setup, teardown),      \
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
 
 int main(void)
