@@ -45,8 +45,10 @@ while read -r order; do
     imp "${files[@]}" >"$TMP/o.yaml" 2>"$TMP/o.err" || rc=$?
     if [[ $order == *L* && $order == *A* && $order == *B* && $order == *P* ]]; then
         good=$((good + 1))
-        check "$order: rc $rc, differs: $(diff "$TMP/one.yaml" "$TMP/o.yaml" | head -4)" \
-            cmp -s "$TMP/one.yaml" "$TMP/o.yaml"
+        # (the diff only for the message of a failure: 144 orderings pass)
+        if cmp -s "$TMP/one.yaml" "$TMP/o.yaml"; then ok; else
+            bad "$order: rc $rc, differs: $(diff "$TMP/one.yaml" "$TMP/o.yaml" | head -4)"
+        fi
     else
         bad=$((bad + 1))
         check "$order: rc $rc, want 2 and a message" test "$rc" = 2 -a -s "$TMP/o.err"
