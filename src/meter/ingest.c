@@ -51,6 +51,8 @@ struct meter_ingest {
     struct meter_writer writer; /* stores batches (overlap: on its thread), keeps refused ones */
     int overlap;                /* meter_ingest_overlap: batches stored on their own thread */
     struct ts_error flush_err;
+    int lost; /* out of memory while gathering: a line was not kept (final) */
+    struct ts_error lost_err;
     int flush_failed, table_full_warned, unknown_warned, ambiguous_warned, mismatch_warned;
     int stale_warned, dup_warned, window_warned;
     struct meter_violation violations[METER_VIOLATIONS_MAX];
@@ -425,10 +427,25 @@ static struct entry *find(struct meter_ingest *in, const struct ident *id, uint6
 
 static void copy(char *dst, size_t size, const char *src) { join2(dst, size, src ? src : "", ""); }
 
+/* Out of memory while gathering: the line cannot be kept, so the feed
+ * fails and so does every finish after it (what was stored before stays:
+ * importing the file again stores the rest), never a line dropped silently. */
+static void lose_line(struct meter_ingest *in, const struct meter_sample *x)
+{
+    if (in->lost++)
+        return;
+    ts_err(&in->lost_err, TS_NOMEM, "%s:%ld: out of memory: the line cannot be kept", in->source,
+           (long)x->line);
+    if (!in->flush_failed) {
+        in->flush_failed = 1;
+        in->flush_err = in->lost_err;
+    }
+}
+
 /* Room for one more entry (of time ts): past METER_GATHER_MAX the times
  * before both the newest and ts (a late time still arriving) are stored,
  * at most once per METER_GATHER_MAX new entries. */
-static int make_room(struct meter_ingest *in, int64_t ts)
+static int make_room(struct meter_ingest *in, const struct meter_sample *x, int64_t ts)
 {
     if (in->nentries >= in->flush_at && !in->flush_failed) {
         if (flush(in, ts < in->newest_ms ? ts : in->newest_ms, &in->flush_err) != TS_OK)
@@ -445,9 +462,11 @@ static int make_room(struct meter_ingest *in, int64_t ts)
         }
         return 0;
     }
-    if (!ts_grow((void **)&in->entries, &in->cap, in->nentries, sizeof(*in->entries)))
-        return 0;
-    return 2 * (in->nentries + 1) <= in->nslots || reindex(in, 2 * in->nslots);
+    if (ts_grow((void **)&in->entries, &in->cap, in->nentries, sizeof(*in->entries)) &&
+        (2 * (in->nentries + 1) <= in->nslots || reindex(in, 2 * in->nslots)))
+        return 1;
+    lose_line(in, x);
+    return 0;
 }
 
 /* A line of a scrape time already stored: refused, never merged half. */
@@ -463,7 +482,7 @@ static void late_line(struct meter_ingest *in, const struct meter_sample *x, int
 static struct entry *add(struct meter_ingest *in, const struct meter_sample *x,
                          const struct ident *id)
 {
-    if (!make_room(in, id->ts))
+    if (!make_room(in, x, id->ts))
         return NULL;
     if (in->flushed_ms != INT64_MIN && id->ts <= in->flushed_ms) {
         late_line(in, x, id->ts); /* its time was stored by make_room */
@@ -569,7 +588,8 @@ static void take_requests(struct meter_ingest *in, const struct meter_sample *x)
         in->counts.rejected_lines++;
     } else if (v == METER_REQ_KEEP && isfinite(x->value) && x->value >= 0) {
         int64_t ts = x->has_timestamp ? x->timestamp_ms : in->at_ms;
-        meter_requests_keep(&in->reqs, owner, workload, consumer, ts, x);
+        if (!meter_requests_keep(&in->reqs, owner, workload, consumer, ts, x))
+            lose_line(in, x);
     }
 }
 
@@ -705,6 +725,11 @@ ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err)
         in->parser = NULL;
         if (st != TS_OK)
             return ts_err(err, st, "%s: cannot parse the body", in->source);
+    }
+    if (in->lost) {
+        if (err)
+            *err = in->lost_err;
+        return in->lost_err.code;
     }
     in->flush_failed = 0;
     ts_status st = flush(in, INT64_MAX, err);

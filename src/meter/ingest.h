@@ -86,7 +86,9 @@ void meter_ingest_overlap(struct meter_ingest *in);
 /* Feed the next chunk. Fails only when a flush to the store fails (err). */
 ts_status meter_ingest_feed(struct meter_ingest *in, const char *data, size_t len,
                             struct ts_error *err);
-/* End of body: flush everything pending; may be retried after a failure. */
+/* End of body: flush everything pending; may be retried after a failure
+ * of the store. Out of memory while gathering (a line could not be kept)
+ * is final: the feed and every finish after it fail, naming the line. */
 ts_status meter_ingest_finish(struct meter_ingest *in, struct ts_error *err);
 void meter_ingest_counts(const struct meter_ingest *in, struct meter_ingest_counts *c);
 /* The custody violations found (valid until free). */
