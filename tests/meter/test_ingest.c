@@ -675,14 +675,15 @@ static void test_too_late(void **state)
 /* A day-like body: more scrape times than the table holds (flushed in
  * batches), GPUS devices every 15 s. */
 enum { TIMES = METER_GATHER_MAX / 40 + 300, GPUS = 40 };
-static void history(struct ts_sbuf *body)
+static void history_of(struct ts_sbuf *body, int times)
 {
     ts_sbuf_init(body, 64u << 20);
-    for (int t = 0; t < TIMES; t++)
+    for (int t = 0; t < times; t++)
         for (int g = 0; g < GPUS; g++)
             ts_sbuf_printf(body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
                            g, g, 1700000000000LL + t * 15000LL);
 }
+static void history(struct ts_sbuf *body) { history_of(body, TIMES); }
 
 /* Every (device, time) once; a store failure in the middle is retried by
  * finish and loses nothing, whether batches are stored on this thread or
@@ -758,14 +759,7 @@ static void test_overlap_same_rows(void **state)
 
 /* A body of more batches than share one commit. */
 enum { LONG_TIMES = METER_GATHER_MAX * (METER_COMMIT_BATCHES + 2) / GPUS + 300 };
-static void long_history(struct ts_sbuf *body)
-{
-    ts_sbuf_init(body, 64u << 20);
-    for (int t = 0; t < LONG_TIMES; t++)
-        for (int g = 0; g < GPUS; g++)
-            ts_sbuf_printf(body, "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-x%d\"} %d %lld\n", g,
-                           g, g, 1700000000000LL + t * 15000LL);
-}
+static void long_history(struct ts_sbuf *body) { history_of(body, LONG_TIMES); }
 
 /* Batches sharing a commit (overlap, a sink with a commit): a commit that
  * fails loses every batch it held, and the retry stores them all again,
