@@ -376,11 +376,27 @@ static int replan(struct cli_job *job, struct current *cur)
  * the plan of what fits, the workloads that run unchanged taken first
  * (reconf_running_first), is replanned against what runs; what it leaves
  * out is named with the replan's own unplaced (exit 1, after the plan and
- * its steps). f owns the rows that plan points to: free it after the job. */
+ * its steps). Under a drain limit the replan's no-drain plan keeps a
+ * workload left out that runs on MIG (a growth held at its running
+ * profile, named there): it is in that plan's rows, so not named again. A
+ * running instance of one the plan leaves out is a drain. f owns the rows
+ * that plan points to, and the options that name them: free it after the
+ * job. */
 struct fits {
     struct decide_result order;
     struct plan_partial pp;
+    struct reconf_replan_opts ropt;
 };
+
+/* 1 when plan p's decision rows hold tenant/workload. */
+static int has_row(const struct plan *p, const char *tenant, const char *workload)
+{
+    for (size_t i = 0; i < p->decisions->nrows; i++)
+        if (!strcmp(p->decisions->rows[i].tenant->name, tenant) &&
+            !strcmp(p->decisions->rows[i].workload->name, workload))
+            return 1;
+    return 0;
+}
 
 static int replan_what_fits(struct cli_job *job, struct current *cur, struct fits *f)
 {
@@ -395,9 +411,16 @@ static int replan_what_fits(struct cli_job *job, struct current *cur, struct fit
     }
     job->plan = f->pp.plan;
     f->pp.plan = NULL;
+    f->ropt = *cur->ropt;
+    f->ropt.left = f->pp.left;
+    f->ropt.nleft = f->pp.nleft;
+    cur->ropt = &f->ropt;
     int rc = replan(job, cur);
+    int kept = rc == CLI_OK && job->plan->decisions->nrows > f->pp.fit.nrows;
     for (size_t i = 0; rc == CLI_OK && i < f->pp.nleft; i++) {
         const struct decide_row *r = f->pp.left[i];
+        if (kept && has_row(job->plan, r->tenant->name, r->workload->name))
+            continue; /* the no-drain plan keeps it (pin.c), and names what it lacks */
         if (reconf_replan_unplaced_add(&cur->steps, r->tenant->name, r->workload->name,
                                        r->workload->replicas, f->pp.why[i].msg) != TS_OK)
             rc = CLI_FAIL;

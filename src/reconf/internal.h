@@ -36,9 +36,14 @@ struct reconf__keepix {
  * no-drain plan): a MIG row whose running instances all have one other
  * profile of its decision's model is held at that profile (wanted[row]:
  * the decision's), so they stay as they run; one under the workload's need
- * is kept, marked held, and its new size named as not placed (keep.c). */
+ * is kept, marked held, and its new size named as not placed (keep.c).
+ * left (hold only; nleft rows, NULL: none): rows of a spec the fleet cannot
+ * hold whole that fresh leaves out; those that run on MIG cards of their
+ * decision's model at one profile are added to the rows (after fresh's)
+ * and held or kept as they run. */
 int reconf__keepix_build(const struct plan *fresh, const struct reconf_plan *cur,
-                         struct reconf__keepix *ix, int hold);
+                         struct reconf__keepix *ix, int hold, const struct decide_row *const *left,
+                         size_t nleft);
 void reconf__keepix_free(struct reconf__keepix *ix);
 
 /* The plan that keeps every running instance of cur whose workload fresh's

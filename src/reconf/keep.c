@@ -547,7 +547,7 @@ static ts_status keep_one(const struct plan *fresh, const struct reconf_plan *cu
                      .released = released,
                      .ix = ix,
                      .partial = partial};
-    size_t n = fresh->decisions->nrows + 1;
+    size_t n = ix->d->nrows + 1;
     k.placed = calloc(n, sizeof(int));
     k.held_back = calloc(n, sizeof(int));
     k.gave_up = calloc(n, 1);

@@ -9,7 +9,11 @@
  * the trade (fewer cost, its drains). For the no-drain plan alone, a MIG
  * workload whose decision now names another profile of the model it runs on
  * (its memory grew or shrank) is held at the profile it runs: its
- * instances stay, and a growth is named as not placed (keep.c).
+ * instances stay, and a growth is named as not placed (keep.c). When the
+ * fleet cannot hold the spec whole, the rows the plan of what fits left out
+ * that run on MIG cards of their decision's model at one profile join the
+ * no-drain plan's rows, their template at the decision's profile, and are
+ * held (or, at the same profile, kept) the same way (add_left).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +126,7 @@ static int hold_row(struct reconf__keepix *ix, size_t i, const struct runs *run)
 static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur,
                int hold)
 {
-    size_t n = f->decisions->nrows;
+    size_t n = ix->own.nrows;
     struct runs *run = calloc(n + 1, sizeof(*run));
     int ok = run != NULL;
     for (int c = 0; ok && c < cur->n; c++)
@@ -151,28 +155,77 @@ static void templates(struct reconf__keepix *ix, const struct plan *f)
             }
 }
 
-int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
-                         struct reconf__keepix *ix, int hold)
+/* 1 when a row left out (decided r) runs as run says on MIG cards of its
+ * decision's model, at one profile of it: the no-drain plan keeps it. */
+static int keeps_left(const struct decide_row *r, const struct runs *run)
 {
-    size_t n = f->decisions->nrows;
+    return r->mech == DECIDE_MIG && r->profile && run->model && !run->mixed && run->profile &&
+           !strcmp(run->mode, "mig") && !strcmp(run->model, r->model->name) &&
+           cat_profile_find(r->model, run->profile) != NULL;
+}
+
+/* The rows left out (hold only) that keeps_left takes, appended to
+ * ix->own with a template at the decision's profile (pin's hold_row then
+ * holds them at the profile they run); 0: NOMEM. */
+static int add_left(struct reconf__keepix *ix, const struct reconf_plan *cur,
+                    const struct decide_row *const *left, size_t nleft)
+{
+    struct decide_result l = {.rows = malloc((nleft + 1) * sizeof(*l.rows)), .nrows = nleft};
+    struct runs *run = calloc(nleft + 1, sizeof(*run));
+    struct reconf__rows lix = {0};
+    int ok = l.rows && run;
+    for (size_t i = 0; ok && i < nleft; i++)
+        l.rows[i] = *left[i];
+    ok = ok && reconf__rows_index(&l, &lix);
+    for (int c = 0; ok && c < cur->n; c++)
+        for (int h = 0; !cur->t[c].removed && h < cur->t[c].nheld; h++) {
+            int row = reconf__row(&lix, cur->t[c].held[h].tenant, cur->t[c].held[h].workload);
+            if (row >= 0)
+                note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
+        }
+    for (size_t i = 0; ok && i < nleft; i++) {
+        if (!keeps_left(left[i], &run[i]))
+            continue;
+        size_t k = ix->own.nrows++;
+        const struct cat_profile *p = left[i]->profile;
+        ix->own.rows[k] = *left[i];
+        ix->tpl[k] = (struct plan_inst){
+            .row = &ix->own.rows[k], .profile = p, .size = p->mem_units, .mem_gib = p->memory_gib};
+        ix->has[k] = 1;
+        ix->mode[k] = PLAN_MIG;
+    }
+    reconf__rows_free(&lix);
+    free(l.rows);
+    free(run);
+    return ok;
+}
+
+int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
+                         struct reconf__keepix *ix, int hold, const struct decide_row *const *left,
+                         size_t nleft)
+{
+    size_t n = f->decisions->nrows, all = n + (hold ? nleft : 0);
     memset(ix, 0, sizeof *ix);
     ts_arena_init(&ix->a);
-    ix->own.rows = malloc((n + 1) * sizeof(*ix->own.rows));
+    ix->own.rows = malloc((all + 1) * sizeof(*ix->own.rows));
     ix->own.nrows = n;
-    ix->tpl = calloc(n + 1, sizeof(*ix->tpl));
-    ix->has = calloc(n + 1, 1);
-    ix->mode = calloc(n + 1, sizeof(*ix->mode));
-    ix->wanted = calloc(n + 1, sizeof(*ix->wanted));
-    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode || !ix->wanted ||
-        !reconf__rows_index(f->decisions, &ix->rows))
+    ix->tpl = calloc(all + 1, sizeof(*ix->tpl));
+    ix->has = calloc(all + 1, 1);
+    ix->mode = calloc(all + 1, sizeof(*ix->mode));
+    ix->wanted = calloc(all + 1, sizeof(*ix->wanted));
+    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode || !ix->wanted)
         return 0;
     if (n)
         memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
+    if ((hold && nleft && !add_left(ix, cur, left, nleft)) ||
+        !reconf__rows_index(&ix->own, &ix->rows))
+        return 0;
     ix->d = &ix->own;
     templates(ix, f);
     if (!pin(ix, f, cur, hold))
         return 0;
-    if (!ix->pinned) { /* nothing pinned: the fresh plan's rows, as they are */
+    /* nothing pinned, held or added: the fresh plan's rows, as they are */
+    if (!ix->pinned && ix->own.nrows == n) {
         ix->d = f->decisions;
         for (size_t i = 0; i < n; i++)
             ix->tpl[i].row = &f->decisions->rows[i];

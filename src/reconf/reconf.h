@@ -153,6 +153,13 @@ struct reconf_replan_opts {
     int prefer;       /* enum reconf_prefer */
     int max_cards;    /* a card budget: at most this many used cards; 0: none */
     int64_t max_cost; /* a cost budget, micro-units per hour (PriceBook); 0: none */
+    /* A spec the fleet cannot hold whole: the rows the plan of what fits
+     * left out (plan_partial's left). Under a drain limit, the no-drain
+     * plan keeps those that run on MIG cards of their decision's model at
+     * one profile as they run (a growth held at its running profile and
+     * named, as pin.c holds any row). NULL: none. */
+    const struct decide_row *const *left;
+    size_t nleft;
 };
 
 enum reconf_op_kind {
@@ -210,6 +217,7 @@ struct reconf_replan {
     size_t nop, cap;
     int drains, cards_kept, cards_changed;
     int removed_drains;          /* of drains, cards of nodes that left the fleet */
+    int evicted;                 /* running instances the drains evict (ties: fewer first) */
     struct reconf_point *points; /* every plan found, the chosen one marked */
     size_t npoints;
     struct reconf_unplaced *unplaced;

@@ -193,16 +193,18 @@ static const char *refusal(struct ts_arena *a, const struct cand *c,
 /* -1, 0, 1 as x is less than, equal to or more than y. */
 static int cmp3(int64_t x, int64_t y) { return (x > y) - (x < y); }
 
-/* 1 when a goes before b under prefer (else the one found first). */
+/* 1 when a goes before b under prefer, then the fewer running instances
+ * evicted (else the one found first). */
 static int before(const struct cand *a, const struct cand *b, int prefer)
 {
     int d = cmp3(a->r.drains, b->r.drains);
     int c = cmp3(a->p->summary.gpus_used, b->p->summary.gpus_used);
     int m = cmp3(cost(a), cost(b));
-    int order[][3] = {[RECONF_PREFER_FEWER_DRAINS] = {d, c, m},
-                      [RECONF_PREFER_FEWER_CARDS] = {c, d, m},
-                      [RECONF_PREFER_LOWER_COST] = {m, d, c}};
-    for (int i = 0; i < 3; i++)
+    int e = cmp3(a->r.evicted, b->r.evicted);
+    int order[][4] = {[RECONF_PREFER_FEWER_DRAINS] = {d, c, m, e},
+                      [RECONF_PREFER_FEWER_CARDS] = {c, d, m, e},
+                      [RECONF_PREFER_LOWER_COST] = {m, d, c, e}};
+    for (int i = 0; i < 4; i++)
         if (order[prefer][i])
             return order[prefer][i] < 0;
     return 0;
@@ -308,10 +310,20 @@ static const char *note(struct search *s, size_t pick, const char *const *no,
     for (size_t i = 0; i < s->n; i++) {
         if (i == pick)
             continue;
+        const struct cand *c = &s->c[i], *w = &s->c[pick];
+        int tie = !no[i] && c->r.drains == w->r.drains &&
+                  c->p->summary.gpus_used == w->p->summary.gpus_used && cost(c) == cost(w) &&
+                  c->r.evicted != w->r.evicted;
         const char *why = no[i] ? no[i]
-                                : ts_arena_printf(a, "--prefer %s (%d drains, %d cards)",
-                                                  reconf_prefer_names[o->prefer], s->c[i].r.drains,
-                                                  s->c[i].p->summary.gpus_used);
+                          : tie
+                              ? ts_arena_printf(a,
+                                                "--prefer %s (%d drains, %d cards; its drains "
+                                                "evict %d running instances, not %d)",
+                                                reconf_prefer_names[o->prefer], c->r.drains,
+                                                c->p->summary.gpus_used, c->r.evicted, w->r.evicted)
+                              : ts_arena_printf(a, "--prefer %s (%d drains, %d cards)",
+                                                reconf_prefer_names[o->prefer], c->r.drains,
+                                                c->p->summary.gpus_used);
         const char *one = ts_arena_printf(a, "not \"%s\": %s", s->c[i].how, why);
         all = all ? ts_arena_printf(a, "%s; %s", all, one) : one;
     }
@@ -348,14 +360,14 @@ static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
  * workload held at the profile it runs), place what fits without a drain,
  * name the rest. */
 static ts_status keep_partial(struct search *s, const struct plan *fresh,
-                              const struct reconf_plan *cur)
+                              const struct reconf_plan *cur, const struct reconf_replan_opts *o)
 {
     struct plan *p = NULL;
     const char *why = NULL;
     struct reconf_replan names = {0};
     struct reconf__keepix ix = {0};
     ts_arena_init(&names.arena);
-    ts_status st = reconf__keepix_build(fresh, cur, &ix, 1) ? TS_OK : TS_NOMEM;
+    ts_status st = reconf__keepix_build(fresh, cur, &ix, 1, o->left, o->nleft) ? TS_OK : TS_NOMEM;
     if (st == TS_OK)
         st = reconf__keep_partial(fresh, cur, &ix, &p, &names, &why, &s->a);
     reconf__keepix_free(&ix);
@@ -387,7 +399,7 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
     if (*pick == s->n && o->max_drains >= 0) {
         size_t before_n = s->n;
         const char **more = realloc(no, (s->n + 2) * sizeof(*no));
-        st = more ? keep_partial(s, fresh, cur) : TS_NOMEM;
+        st = more ? keep_partial(s, fresh, cur, o) : TS_NOMEM;
         no = more ? more : no;
         if (st == TS_OK && s->n > before_n && s->c[before_n].p) {
             no[before_n] = NULL;
@@ -404,7 +416,8 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
             r->note = ts_arena_printf(&r->arena,
                                       "it still drains %d card%s: running instances the new "
                                       "decisions cannot hold (a larger profile, another "
-                                      "mechanism) are replaced; %s",
+                                      "mechanism) are replaced, and those of work the fleet "
+                                      "cannot hold now stopped; %s",
                                       forced, forced == 1 ? "" : "s", r->note ? r->note : "");
         st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
         *out = s->c[*pick].r;
@@ -426,7 +439,7 @@ ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
     remap(*p, cur);
     ts_status st = add(&s, *p, cur, "fresh", NULL);
     if (st == TS_OK)
-        st = reconf__keepix_build(*p, cur, &ix, 0) ? TS_OK : TS_NOMEM;
+        st = reconf__keepix_build(*p, cur, &ix, 0, NULL, 0) ? TS_OK : TS_NOMEM;
     if (st == TS_OK)
         st = keep_and_empty(&s, *p, cur, &ix);
     if (st == TS_OK)

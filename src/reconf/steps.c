@@ -8,10 +8,13 @@
  * uncordoned alone (one wave). Not moves: what removed tenants left, and
  * the replicas a workload no longer has (a scale-down: of its instances
  * that are not kept, as many as it now has fewer, on the cards where that
- * saves a drain); both are destroyed without a drain (wave 0). A card of
- * the running plan that the target has not (a node removed from the fleet)
- * is torn down: cordon, drain, destroy, its last waves. New instances go
- * into free space without a drain (wave 0).
+ * saves a drain); both are destroyed without a drain (wave 0). A running
+ * instance of a workload the spec has but the target leaves out (a spec
+ * the fleet cannot hold whole) stops: its pods are evicted, so its card is
+ * drained as for a move, and the drain counted. A card of the running plan
+ * that the target has not (a node removed from the fleet) is torn down:
+ * cordon, drain, destroy, its last waves. New instances go into free space
+ * without a drain (wave 0).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +36,9 @@ struct sx {
     const struct plan *p;
     const struct reconf_plan *cur;
     struct reconf__rows rows;
-    int **hrow;     /* [card of cur][held]: decision row, -1 removed */
+    int **hrow;     /* [card of cur][held]: decision row, -1 removed or left out */
     char **dropped; /* [card of cur][held]: a replica the spec dropped */
+    char **left;    /* [card of cur][held]: in the spec, not in the target's rows */
     char *matched;  /* [card of cur]: the target has the card */
 };
 
@@ -107,10 +111,12 @@ static int add_op(struct reconf_replan *r, int kind, int wave, const struct card
     return 1;
 }
 
-/* A running instance that must find another place: live, not kept, not dropped. */
+/* A running instance whose pods are evicted: live (or left out), not kept,
+ * not dropped. */
 static int moves(const struct sx *x, const struct card_cmp *k, int h)
 {
-    return !k->kept_h[h] && hrow(x, k->c, h) >= 0 && !x->dropped[k->c - x->cur->t][h];
+    size_t c = (size_t)(k->c - x->cur->t);
+    return !k->kept_h[h] && (hrow(x, k->c, h) >= 0 ? !x->dropped[c][h] : x->left[c][h]);
 }
 
 static void compare(const struct sx *x, struct card_cmp *k)
@@ -142,6 +148,8 @@ static const char *destroy_why(const struct sx *x, const struct card_cmp *k, int
 {
     if (!k->c->held[h].tenant)
         return k->g ? "the canary moves" : "its node leaves the fleet";
+    if (x->left[k->c - x->cur->t][h])
+        return "left out: the fleet cannot hold it now; see not placed";
     if (hrow(x, k->c, h) < 0)
         return "removed from the spec";
     if (x->dropped[k->c - x->cur->t][h])
@@ -213,6 +221,7 @@ static int emit_card(struct reconf_replan *r, const struct sx *x, struct card_cm
     if (ok && k->disturbed && k->g) /* a removed node's card stays cordoned */
         ok = add_op(r, RECONF_OP_UNCORDON, wave, k, NULL, NULL, NULL);
     r->removed_drains += k->disturbed && !k->g;
+    r->evicted += k->disturbed;
     return ok;
 }
 
@@ -384,20 +393,36 @@ static int drained_waves(struct reconf_replan *r, const struct sx *x)
 
 /* ---- the shared state: rows, matched cards, scale-down drops --------------- */
 
+/* 1 when the spec of m has workload tenant/workload (a target without its
+ * row left it out: the fleet cannot hold it). */
+static int in_spec(const struct spec_model *m, const char *tenant, const char *workload)
+{
+    const struct spec_tenant *t = m && tenant && workload ? spec_tenant_find(m, tenant) : NULL;
+    for (size_t i = 0; t && i < t->nworkloads; i++)
+        if (!strcmp(t->workloads[i].name, workload))
+            return 1;
+    return 0;
+}
+
 static int sx_open(struct sx *x, const struct plan *p, const struct reconf_plan *cur)
 {
     *x = (struct sx){.p = p, .cur = cur};
     x->hrow = calloc((size_t)cur->n + 1, sizeof(*x->hrow));
     x->dropped = calloc((size_t)cur->n + 1, sizeof(*x->dropped));
+    x->left = calloc((size_t)cur->n + 1, sizeof(*x->left));
     x->matched = calloc((size_t)cur->n + 1, 1);
-    int ok = x->hrow && x->dropped && x->matched && reconf__rows_index(p->decisions, &x->rows);
+    int ok = x->hrow && x->dropped && x->left && x->matched &&
+             reconf__rows_index(p->decisions, &x->rows);
     for (int i = 0; ok && i < cur->n; i++) {
         x->hrow[i] = malloc(((size_t)cur->t[i].nheld + 1) * sizeof(int));
         x->dropped[i] = calloc((size_t)cur->t[i].nheld + 1, 1);
-        ok = x->hrow[i] && x->dropped[i];
-        for (int h = 0; ok && h < cur->t[i].nheld; h++)
-            x->hrow[i][h] = reconf__row(&x->rows, cur->t[i].held[h].tenant,
-                                        cur->t[i].held[h].workload);
+        x->left[i] = calloc((size_t)cur->t[i].nheld + 1, 1);
+        ok = x->hrow[i] && x->dropped[i] && x->left[i];
+        for (int h = 0; ok && h < cur->t[i].nheld; h++) {
+            const struct reconf_want *w = &cur->t[i].held[h];
+            x->hrow[i][h] = reconf__row(&x->rows, w->tenant, w->workload);
+            x->left[i][h] = (char)(x->hrow[i][h] < 0 && in_spec(p->model, w->tenant, w->workload));
+        }
     }
     for (size_t i = 0; ok && i < p->ngpus; i++) {
         const struct reconf_card *c = current_card(cur, &p->gpus[i]);
@@ -409,12 +434,14 @@ static int sx_open(struct sx *x, const struct plan *p, const struct reconf_plan 
 
 static void sx_close(struct sx *x)
 {
-    for (int i = 0; x->hrow && x->dropped && i < x->cur->n; i++) {
+    for (int i = 0; x->hrow && x->dropped && x->left && i < x->cur->n; i++) {
         free(x->hrow[i]);
         free(x->dropped[i]);
+        free(x->left[i]);
     }
     free(x->hrow);
     free(x->dropped);
+    free(x->left);
     free(x->matched);
     reconf__rows_free(&x->rows);
 }
@@ -448,11 +475,11 @@ static void drop_on(struct sx *x, struct card_cmp *k, int *surplus, int all)
     for (int h = 0; h < k->c->nheld; h++) {
         int row = hrow(x, k->c, h);
         live += moves(x, k, h);
-        drop += moves(x, k, h) && surplus[row] > 0 && one_part(x, row);
+        drop += moves(x, k, h) && row >= 0 && surplus[row] > 0 && one_part(x, row);
     }
     for (int h = 0; (all || live == drop) && h < k->c->nheld; h++) {
         int row = hrow(x, k->c, h);
-        if (moves(x, k, h) && surplus[row] > 0 && one_part(x, row)) {
+        if (moves(x, k, h) && row >= 0 && surplus[row] > 0 && one_part(x, row)) {
             x->dropped[k->c - x->cur->t][h] = 1;
             surplus[row]--;
         }

@@ -7,8 +7,8 @@
 # on one card, client-a keeps one replica in place, and the JSON steps are
 # cordon, drain, destroy, create, uncordon for that card; an unchanged spec
 # has no step; a removed client's instances are destroyed without a drain;
-# --max-drains 0 keeps running work and names what does not fit (exit 1);
-# bad flags and bad
+# --max-drains 0 keeps running work and names what does not fit (exit 1),
+# a workload grown past the fleet included; bad flags and bad
 # plan JSON exit 2 naming the flag or the JSON path. Needs TESSERA,
 # TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -91,28 +91,42 @@ x = [i for g in new["gpus"] for i in g["instances"] if i["tenant"] == "client-x"
 assert len(x) == 1, x
 PY
 # A spec the fleet cannot hold whole: client-c grows past its 1g.10gb, and
-# the four cards hold every other workload, not client-c at 2g.20gb. With
-# --max-drains 0 and without a limit, every other running instance stays
-# where it runs, client-c's old ones are destroyed without a drain, and
-# client-c is named (stderr, replan.unplaced; exit 1). Before, nothing was
-# printed and the error blamed provider/finetune, which runs.
+# the four cards hold every other workload, not client-c at 1g.20gb. Every
+# other running instance stays where it runs and client-c is named (stderr,
+# replan.unplaced; exit 1). Before, nothing was printed and the error blamed
+# provider/finetune, which runs. With --max-drains 0 client-c's two running
+# instances stay too, held at 1g.10gb (its new size 1g.20gb named, no
+# step, 0 drains); without a limit they are destroyed, and their pods
+# evicted: a drain each, on cards 0 and 1 (2 drains; before, they were
+# destroyed in wave 0 and "0 drains" reported).
 sed 's/memoryHighWaterGiB: 7.5/memoryHighWaterGiB: 12/' examples/four-h100.yaml >"$TMP/grown.yaml"
 for limit in --max-drains=0 --prefer=fewer-drains; do
     expect_rc 1 T plan -f "$TMP/grown.yaml" --current "$TMP/w4.json" "$limit" -o json
     expect_in "$TMP/err" "not placed: client-c/support-7b-int8, 2 replicas"
-    python3 - "$TMP/w4.json" "$TMP/out" <<'PY' && ok || bad "grown past the fleet ($limit)"
+    python3 - "$TMP/w4.json" "$TMP/out" "$limit" <<'PY' && ok || bad "grown past the fleet ($limit)"
 import json, sys
-old, new = (json.load(open(p)) for p in sys.argv[1:])
+old, new = (json.load(open(p)) for p in sys.argv[1:3])
+held = sys.argv[3] == "--max-drains=0"
 place = lambda g, i: (g["node"], g["index"], i["tenant"], i["workload"], i["profile"], i["start"])
 kept = {place(g, i) for g in new["gpus"] for i in g["instances"]}
 others = [place(g, i) for g in old["gpus"] for i in g["instances"] if i["tenant"] != "client-c"]
 assert len(others) >= 5 and all(p in kept for p in others), "a running one moved"
+c = [place(g, i) for g in old["gpus"] for i in g["instances"] if i["tenant"] == "client-c"]
+assert len(c) == 2 and all((p in kept) == held for p in c), (c, kept)
 r = new["replan"]
-assert r["drains"] == 0, r
-assert [(u["tenant"], u["workload"], u["replicas"]) for u in r["unplaced"]] == \
-    [("client-c", "support-7b-int8", 2)], r["unplaced"]
-assert {(s["action"], s["why"]) for s in r["steps"]} == \
-    {("destroy", "left out: the fleet cannot hold it now; see not placed")}, r["steps"]
+u = [(x["tenant"], x["workload"], x["replicas"], x["kept"], x["keptProfile"], x["newProfile"])
+     for x in r["unplaced"]]
+if held:
+    assert r["drains"] == 0 and r["steps"] == [], r
+    assert u == [("client-c", "support-7b-int8", 2, 2, "1g.10gb", "1g.20gb")], u
+else:
+    assert r["drains"] == 2, r
+    assert u == [("client-c", "support-7b-int8", 2, 0, None, None)], u
+    assert {(s["action"], s["why"]) for s in r["steps"]} == \
+        {("cordon", None), ("drain", None), ("uncordon", None),
+         ("destroy", "left out: the fleet cannot hold it now; see not placed")}, r["steps"]
+    drained = sorted(s["index"] for s in r["steps"] if s["action"] == "drain")
+    assert drained == sorted({p[1] for p in c}), (drained, c)
 PY
 done
 

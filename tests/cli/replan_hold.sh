@@ -14,6 +14,19 @@
 #   H. a shrinks from 18 to 9 GiB while it runs 1g.20gb at 2: --max-drains 0
 #      keeps the larger instance (it holds the need: nothing named, exit 0,
 #      0 drains); without a limit it shrinks (1 drain).
+#   I. the fleet cannot hold the grown spec at all: one H100, full (a
+#      1g.10gb at 0, d 1g.10gb at 1, c 1g.20gb at 2, b 3g.40gb at 4: 8
+#      memory units of 8), and a grows from 9 to 30 GiB: 3g.40gb, 4 units,
+#      so a, b, c, d need 4 + 4 + 2 + 1 = 11 units. The plan of what fits
+#      leaves a out. --max-drains 0: a's instance kept byte for byte, held at
+#      1g.10gb, 0 drains, no step, a named (kept 1, 1g.10gb, 3g.40gb), exit
+#      1. Without a limit (and with --max-drains 1) a's instance is
+#      destroyed and its pod evicted: 1 drain (card 0), b, c, d kept where
+#      they run, a named, exit 1. Before: destroyed in wave 0, 0 drains
+#      reported, --max-drains 0 included.
+#   J. I, and x (new, 1g.10gb) asks for a's slot: --max-drains 0 keeps the
+#      card as it runs and names a (held) and x (no free slice), 0 drains;
+#      without a limit x takes slot 0 and a's pod is evicted: 1 drain.
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 T() { "$TESSERA" "$@"; }
@@ -119,4 +132,98 @@ PY
 expect_rc 0 T plan -f h-new.yaml --current h-run.json -o json
 check "H: no limit, it shrinks" python3 -c '
 import json, sys; r = json.load(open(sys.argv[1]))["replan"]; assert r["drains"] == 1, r' "$TMP/out"
+
+# ---- I, J: the fleet cannot hold the grown spec at all --------------------------
+python3 - <<'PY'
+import json
+H = "h100-80gb-sxm"
+def tenant(t, mem, kv):
+    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
+            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
+            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
+            " trust: untrusted, replicas: 1, spread: none}\n" % (t, t, mem, kv))
+fleet = ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
+         "  nodes:\n  - name: n1\n    gpus:\n    - {model: %s, count: 1}\n" % H)
+P = {"1g.10gb": (1, 9.75), "1g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
+def inst(t, prof, start):
+    return {"profile": prof, "start": start, "size": P[prof][0], "tenant": t, "workload": "w",
+            "replica": 0, "gpuPart": 0, "memoryGiB": P[prof][1], "smPercent": 0, "guest": False,
+            "canary": False}
+json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": [
+    {"node": "n1", "index": 0, "model": H, "mode": "mig", "instances": [
+        inst("a", "1g.10gb", 0), inst("d", "1g.10gb", 1), inst("c", "1g.20gb", 2),
+        inst("b", "3g.40gb", 4)]}]}, open("i-run.json", "w"), indent=1)
+i = fleet + tenant("a", 28, 2) + tenant("b", 28, 2) + tenant("c", 16, 2) + tenant("d", 7.5, 1.5)
+open("i-new.yaml", "w").write(i)
+open("j-new.yaml", "w").write(i + tenant("x", 7.5, 1.5))
+PY
+expect_rc 1 T plan -f i-new.yaml --current i-run.json --max-drains 0 -o json
+cp "$TMP/out" i1.json
+check "I: the full card kept as it runs" kept i-run.json i1.json
+expect_in "$TMP/err" "not placed: a/w, 1 replica: kept at its running profile 1g.10gb; its new size 3g.40gb is not placed"
+python3 - i1.json <<'PY' && ok || bad "I: 0 drains, no step, a named once, held"
+import json, sys
+p = json.load(open(sys.argv[1]))
+r = p["replan"]
+assert r["drains"] == 0 and r["steps"] == [], r
+assert "still drains" not in (r["note"] or ""), r["note"]
+u = r["unplaced"]
+assert [(x["tenant"], x["replicas"], x["kept"], x["keptProfile"], x["newProfile"]) for x in u] == \
+       [("a", 1, 1, "1g.10gb", "3g.40gb")], u
+d = [x for x in p["decisions"] if x["tenant"] == "a"]
+assert len(d) == 1 and d[0]["profile"] == "1g.10gb", d
+assert "kept at its running profile 1g.10gb" in d[0]["reason"], d
+chosen = [x for x in r["points"] if x["chosen"]]
+assert len(chosen) == 1 and chosen[0]["drains"] == 0 and chosen[0]["held"] == 1, chosen
+PY
+expect_rc 1 T plan -f i-new.yaml --current i-run.json --max-drains 0
+expect_in "$TMP/out" "a/w: 1 replica: kept at its running profile 1g.10gb; its new size 3g.40gb is not placed"
+expect_in "$TMP/out" "drained 0"
+check "I: a named once on stderr" test "$(grep -c 'not placed: a/w' "$TMP/err")" -eq 1
+# no limit, and --max-drains 1: a's instance destroyed, its pod evicted: 1 drain
+for lim in "" "--max-drains 1"; do
+    expect_rc 1 T plan -f i-new.yaml --current i-run.json $lim -o json
+    python3 - i-run.json "$TMP/out" <<'PY' && ok || bad "I: a stops, 1 drain, with ${lim:-no limit}"
+import json, sys
+old, p = (json.load(open(f)) for f in sys.argv[1:])
+r = p["replan"]
+assert r["drains"] == 1, r
+steps = [(s["wave"], s["action"], s["index"], s["tenants"], s["why"]) for s in r["steps"]]
+assert steps == [(1, "cordon", 0, None, None), (1, "drain", 0, "a/w r0", None),
+                 (1, "destroy", 0, "a/w r0",
+                  "left out: the fleet cannot hold it now; see not placed"),
+                 (1, "uncordon", 0, None, None)], steps
+place = lambda i: (i["tenant"], i["profile"], i["start"])
+now = sorted(place(i) for g in p["gpus"] for i in g["instances"])
+assert now == sorted(place(i) for g in old["gpus"] for i in g["instances"] if i["tenant"] != "a"), now
+assert [(x["tenant"], x["replicas"], x["kept"]) for x in r["unplaced"]] == [("a", 1, 0)], r
+chosen = [x for x in r["points"] if x["chosen"]]
+assert len(chosen) == 1 and chosen[0]["drains"] == 1, chosen
+PY
+    expect_in "$TMP/err" "not placed: a/w, 1 replica"
+done
+expect_rc 1 T plan -f i-new.yaml --current i-run.json
+expect_in "$TMP/out" "drained 1"
+
+# J: x, new, asks for a's slot
+expect_rc 1 T plan -f j-new.yaml --current i-run.json --max-drains 0 -o json
+cp "$TMP/out" j1.json
+check "J: the full card kept as it runs" kept i-run.json j1.json
+python3 - j1.json <<'PY' && ok || bad "J: 0 drains, a held and x named"
+import json, sys
+r = json.load(open(sys.argv[1]))["replan"]
+assert r["drains"] == 0 and r["steps"] == [], r
+assert sorted((x["tenant"], x["replicas"], x["kept"], x["newProfile"]) for x in r["unplaced"]) == \
+       [("a", 1, 1, "3g.40gb"), ("x", 1, 0, None)], r["unplaced"]
+PY
+expect_rc 1 T plan -f j-new.yaml --current i-run.json -o json
+python3 - "$TMP/out" <<'PY' && ok || bad "J: no limit, x takes slot 0, 1 drain"
+import json, sys
+p = json.load(open(sys.argv[1]))
+r = p["replan"]
+assert r["drains"] == 1, r
+x = [(i["profile"], i["start"]) for g in p["gpus"] for i in g["instances"] if i["tenant"] == "x"]
+assert x == [("1g.10gb", 0)], x
+assert [s["tenants"] for s in r["steps"] if s["action"] == "drain"] == ["a/w r0"], r["steps"]
+PY
 finish

@@ -312,6 +312,112 @@ static void test_max_drains_zero(void **state)
     run_free(&x);
 }
 
+/* A spec the fleet cannot hold whole (issue 30): client-c grows past its
+ * 1g.10gb on the worked example's four cards, which hold everything else
+ * but not client-c at its new size; replanned, as `plan --current` does,
+ * from the plan of what fits (running work first), client-c left out.
+ * Drains are counted here from the two plans: a card is drained when a
+ * running instance of a workload the spec still has (in the plan or left
+ * out of it) is not at the same place. --max-drains 0 keeps client-c's two
+ * instances where they run, held at 1g.10gb (0 drains, named with its new
+ * profile); without a limit they stop: a drain each (before: 0 drains, and
+ * --max-drains 0 destroyed them too). */
+static int spec_has(const struct spec_model *m, const char *tenant, const char *workload)
+{
+    const struct spec_tenant *t = tenant ? spec_tenant_find(m, tenant) : NULL;
+    for (size_t i = 0; t && i < t->nworkloads; i++)
+        if (!strcmp(t->workloads[i].name, workload))
+            return 1;
+    return 0;
+}
+
+static int drained_in_spec(const struct plan *p, const struct reconf_plan *cur)
+{
+    int n = 0;
+    for (int i = 0; i < cur->n; i++) {
+        int moves = 0;
+        for (int h = 0; h < cur->t[i].nheld; h++)
+            moves += spec_has(p->model, cur->t[i].held[h].tenant, cur->t[i].held[h].workload) &&
+                     !still_there(p, &cur->t[i], &cur->t[i].held[h]);
+        n += moves > 0;
+    }
+    return n;
+}
+
+static void grown_past(struct run *x, int max, struct decide_result *order, struct plan_partial *pp)
+{
+    char *grown = (char *)worked(1, 4, NULL, NULL), *at = strstr(grown, "support-7b-int8");
+    assert_non_null(at);
+    at = strstr(at, "memoryHighWaterGiB: 7.5");
+    assert_non_null(at);
+    memcpy(at + strlen("memoryHighWaterGiB: "), "12 ", 3);
+    memset(x, 0, sizeof *x);
+    th_run_text(&x->old, worked(0, 4, NULL, NULL), PLAN_SOLVER_HEURISTIC);
+    th_run_text(&x->neu, grown, PLAN_SOLVER_HEURISTIC);
+    assert_int_equal(x->old.st, TS_OK);
+    assert_int_equal(x->neu.st, TS_INFEASIBLE);
+    struct ts_sbuf js;
+    ts_sbuf_init(&js, 1 << 24);
+    assert_int_equal(report_json(x->old.plan, &js), TS_OK);
+    assert_int_equal(reconf_plan_parse(js.data, js.len, "old.json", &x->cur, &x->e), TS_OK);
+    ts_sbuf_release(&js);
+    struct plan_options heuristic = {PLAN_SOLVER_HEURISTIC, PLAN_TIME_LIMIT_DEFAULT_S};
+    assert_int_equal(reconf_running_first(&x->cur, x->neu.d, order), TS_OK);
+    assert_int_equal(plan_build_partial(x->neu.model, x->neu.cat, order, &heuristic, pp), TS_OK);
+    assert_int_equal(pp->nleft, 1);
+    assert_string_equal(pp->left[0]->tenant->name, "client-c");
+    struct reconf_replan_opts o = {.max_drains = max,
+                                   .prefer = RECONF_PREFER_FEWER_DRAINS,
+                                   .left = pp->left,
+                                   .nleft = pp->nleft};
+    x->neu.plan = pp->plan;
+    pp->plan = NULL;
+    x->st = reconf_replan(&x->neu.plan, &x->cur, &o, &x->r, &x->e);
+    assert_int_equal(x->st, TS_OK);
+    assert_int_equal(plan_verify(x->neu.plan, &x->e), TS_OK);
+}
+
+static void test_grown_past_fleet(void **state)
+{
+    (void)state;
+    struct run x;
+    struct decide_result order;
+    struct plan_partial pp;
+    int runs = 0, cards = 0;
+    grown_past(&x, 0, &order, &pp);
+    assert_int_equal(x.r.drains, 0);
+    assert_int_equal(x.r.nop, 0);
+    assert_int_equal(drained_in_spec(x.neu.plan, &x.cur), 0);
+    for (int i = 0; i < x.cur.n; i++) { /* every running instance where it runs */
+        int here = 0;
+        for (int h = 0; h < x.cur.t[i].nheld; h++) {
+            const struct reconf_want *w = &x.cur.t[i].held[h];
+            assert_true(!w->tenant || still_there(x.neu.plan, &x.cur.t[i], w));
+            here += w->tenant && !strcmp(w->tenant, "client-c");
+        }
+        runs += here;
+        cards += here > 0;
+    }
+    assert_int_equal(runs, 2);
+    assert_int_equal(x.r.nunplaced, 1);
+    assert_string_equal(x.r.unplaced[0].tenant, "client-c");
+    assert_int_equal(x.r.unplaced[0].kept, 2);
+    assert_string_equal(x.r.unplaced[0].kept_profile, "1g.10gb");
+    assert_string_equal(x.r.unplaced[0].new_profile, "1g.20gb");
+    run_free(&x);
+    plan_partial_free(&pp);
+    free(order.rows);
+
+    grown_past(&x, -1, &order, &pp);
+    assert_int_equal(x.r.drains, cards);
+    assert_int_equal(x.r.drains, drained_in_spec(x.neu.plan, &x.cur));
+    assert_int_equal(ops_of(&x.r, RECONF_OP_DRAIN), x.r.drains);
+    assert_int_equal(x.r.nunplaced, 0); /* named by the caller (plan_partial's left) */
+    run_free(&x);
+    plan_partial_free(&pp);
+    free(order.rows);
+}
+
 /* Every tenant removed in turn, client-x added with 1 to 3 replicas, on 4
  * to 6 cards, both preferences: each replan that succeeds passes the
  * checker, drains what the two plans say it drains, and keeps a replica of
@@ -366,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_remove_client_no_drain),
         cmocka_unit_test(test_empty_cards_no_drain),
         cmocka_unit_test(test_max_drains_zero),
+        cmocka_unit_test(test_grown_past_fleet),
         cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
