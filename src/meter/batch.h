@@ -46,10 +46,11 @@ typedef ts_status (*meter_sink_fn)(void *arg, const struct store_sample *s, size
 typedef ts_status (*meter_commit_fn)(void *arg, int keep, struct ts_error *err);
 
 /* Batches a transaction. SQLite at 512 GPUs on 2 cores (with its 16 MiB
- * cache, store/sqlite.c), an hour's import side by side: 1.53-1.65 s at 4,
- * 2.01-2.28 s at 1, where each commit rewrote the 512 devices' leaves of
- * the primary key into the WAL and checkpointed. A held batch is ~2.5 MiB
- * there; a refused transaction's batches are all kept for the retry. */
+ * cache, store/sqlite.c), an hour's import side by side on a quiet machine:
+ * 1.25 s (median) at 4, 1.73 s at 1, where each commit rewrote the 512
+ * devices' leaves of the primary key into the WAL and checkpointed. A held
+ * batch is ~2.5 MiB there; a refused transaction's batches are all kept
+ * for the retry. */
 #define METER_COMMIT_BATCHES 4
 
 struct meter_writer {
