@@ -9,7 +9,10 @@
 # import left whole batches only; the second import stored exactly the rest;
 # a third stores nothing and says so; every device-scrape is stored once; `tessera usage -o json` equals the
 # generator's closed-form reference to the micro-GPU-hour. Under ASan (the
-# binary links libasan) the history is 2 hours, not 24, and the test says so.
+# binary links libasan) the history is 7 hours, not 24, and the test says so:
+# import commits every 4 batches of up to 16,384 device-times
+# (METER_COMMIT_BATCHES x METER_GATHER_MAX, 65,536) and the rest at its end,
+# so a history must be longer than one commit for a kill to land mid-way.
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC" || exit 1
 PG="$TMP/pg"
@@ -18,7 +21,7 @@ trap 'kill -9 $IPID 2>/dev/null; scripts/pg-test-server stop "$PG" >/dev/null 2>
 
 HOURS=24
 if ldd "$TESSERA" 2>/dev/null | grep -q libasan; then
-    HOURS=2
+    HOURS=7 # 107,520 device-scrapes: one commit, then the rest
     echo "meter_crash: ASan build: a history of $HOURS hours x 64 GPUs instead of 24"
 fi
 python3 tests/tools/gen_history.py --hours $HOURS --out "$TMP/history.prom" \
@@ -31,9 +34,8 @@ echo "meter_crash: $TOTAL device-scrapes in $(stat -c %s "$TMP/history.prom") by
 crash_and_recover() {
     label=$1 db=$2; shift 2
     # kill once between 10% and 40% of the samples are stored: the import
-    # gathers up to METER_GATHER_MAX device-times before it stores the
-    # oldest, so the last 16,384 are stored together at the end (half of the
-    # ASan build's short history)
+    # stores them a commit at a time (65,536 device-scrapes, the ASan
+    # build's short history: its first commit), the last ones at the end
     at=$((TOTAL * (10 + RANDOM % 31) / 100))
     "$TESSERA" meter import -f "$TMP/spec.yaml" --db "$db" --at 0 "$TMP/history.prom" \
         >"$TMP/first.out" 2>&1 &
