@@ -81,14 +81,20 @@ esac
 # of requests ends more than a period (2 ms) after its due time and fewer
 # than 5 stops were seen, that is said with the measured lateness and the
 # load, and not judged.
-TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker sla --requests 2000 --rate 500 --arrival fixed \
-    >"$TMP/host.lat" 2>"$TMP/host.err" &
-worker=$!
-sleep 0.3
-for _ in $(seq 10); do kill -STOP $worker; sleep 0.15; kill -CONT $worker; sleep 0.2; done
-wait $worker
-check "the stopped sla worker failed: $(head -3 "$TMP/host.err")" test $? -eq 0
-python3 - "$TMP/host.lat" <<'PY'
+# host_stalls: the experiment once; the judge's status (0 seen, 1 not, 3
+# not judged). A stop inside a request is not seen, and the sanitized
+# build's requests are longer (2 of 10 seen once, at -j6, while its fastest
+# tenth kept to schedule): a failure is measured once more, and judged on
+# that; a worker that never reports its stalls fails both.
+host_stalls() {
+    TESSERA_FIGHT_FD=1 "$TESSERA" fight --worker sla --requests 2000 --rate 500 --arrival fixed \
+        >"$TMP/host.lat" 2>"$TMP/host.err" &
+    worker=$!
+    sleep 0.3
+    for _ in $(seq 10); do kill -STOP $worker; sleep 0.15; kill -CONT $worker; sleep 0.2; done
+    wait $worker
+    check "the stopped sla worker failed: $(head -3 "$TMP/host.err")" test $? -eq 0
+    python3 - "$TMP/host.lat" <<'PY'
 import os, statistics, sys
 lines = [l.split() for l in open(sys.argv[1]) if l.startswith("latency_us")]
 assert len(lines) == 2000 and all(len(l) == 6 and l[4] == "host_us" for l in lines), len(lines)
@@ -104,7 +110,15 @@ if len(seen) < 5 and late > 2000:
     sys.exit(3)
 assert 5 <= len(seen) <= 10 and sum(seen) >= 5 * 150000, seen
 PY
-case $? in
+}
+host_stalls
+rc=$?
+if [ $rc -eq 1 ]; then
+    echo "fight_standin: the host stalls measured once more"
+    host_stalls
+    rc=$?
+fi
+case $rc in
 0) ok ;;
 3) SKIP=$((SKIP + 1)) ;;
 *) bad "host_us did not show the stops of the sla tenant" ;;
