@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct meter_ingest *in;
     if (meter_ingest_new(ctx, NULL, 1700000000000LL, "fuzz", &diag, &in) != TS_OK)
         return 0;
-    meter_ingest_set_sink(in, check, NULL);
+    meter_ingest_set_sink(in, check, NULL, NULL);
     for (size_t off = 1; off < size; off += chunk)
         if (meter_ingest_feed(in, (const char *)data + off, size - off < chunk ? size - off : chunk,
                               &err) != TS_OK)
