@@ -74,12 +74,20 @@ assert run == now, (run, now)
 PY
 }
 
-# ---- F: one workload grows past its slice ----------------------------------
-expect_rc 1 T plan -f f-new.yaml --current f-run.json --max-drains 0 -o json
-cp "$TMP/out" f1.json
-check "F: the instance kept as it runs" kept f-run.json f1.json
-expect_in "$TMP/err" "not placed: a/w, 1 replica: kept at its running profile 1g.10gb; its new size 1g.20gb is not placed"
-python3 - f1.json <<'PY' && ok || bad "F: 0 drains, no step, a named"
+# held_once CASE NEW RUN NEWPROFILE: --max-drains 0 keeps a/w's one running
+# 1g.10gb instance of RUN as it runs (every instance of RUN byte for byte),
+# 0 drains, no step, no "still drains" note, exit 1; a/w named once (stderr,
+# text, replan.unplaced: kept 1 at 1g.10gb, NEWPROFILE not placed), its one
+# decision row at 1g.10gb saying so, the chosen point at 0 drains, 1 held.
+held_once() {
+    local c=$1 new=$2 run=$3 prof=$4
+    local named="kept at its running profile 1g.10gb; its new size $prof is not placed"
+    expect_rc 1 T plan -f "$new" --current "$run" --max-drains 0 -o json
+    cp "$TMP/out" "$c.json"
+    check "$c: every running instance kept as it runs" kept "$run" "$c.json"
+    expect_in "$TMP/err" "not placed: a/w, 1 replica: $named"
+    check "$c: a named once on stderr" test "$(grep -c 'not placed: a/w' "$TMP/err")" -eq 1
+    python3 - "$c.json" "$prof" <<'PY' && ok || bad "$c: 0 drains, no step, a named once, held"
 import json, sys
 p = json.load(open(sys.argv[1]))
 r = p["replan"]
@@ -87,15 +95,20 @@ assert r["drains"] == 0 and r["steps"] == [], r
 assert "still drains" not in (r["note"] or ""), r["note"]
 u = r["unplaced"]
 assert [(x["tenant"], x["replicas"], x["kept"], x["keptProfile"], x["newProfile"]) for x in u] == \
-       [("a", 1, 1, "1g.10gb", "1g.20gb")], u
-d = [x for x in p["decisions"] if x["tenant"] == "a"][0]
-assert d["profile"] == "1g.10gb" and "kept at its running profile 1g.10gb" in d["reason"], d
+       [("a", 1, 1, "1g.10gb", sys.argv[2])], u
+d = [x for x in p["decisions"] if x["tenant"] == "a"]
+assert len(d) == 1 and d[0]["profile"] == "1g.10gb", d
+assert "kept at its running profile 1g.10gb" in d[0]["reason"], d
 chosen = [x for x in r["points"] if x["chosen"]]
 assert len(chosen) == 1 and chosen[0]["drains"] == 0 and chosen[0]["held"] == 1, chosen
 PY
-expect_rc 1 T plan -f f-new.yaml --current f-run.json --max-drains 0
-expect_in "$TMP/out" "a/w: 1 replica: kept at its running profile 1g.10gb; its new size 1g.20gb is not placed"
-expect_in "$TMP/out" "drained 0"
+    expect_rc 1 T plan -f "$new" --current "$run" --max-drains 0
+    expect_in "$TMP/out" "a/w: 1 replica: $named"
+    expect_in "$TMP/out" "drained 0"
+}
+
+# ---- F: one workload grows past its slice ----------------------------------
+held_once F f-new.yaml f-run.json 1g.20gb
 # no limit, and --max-drains 1: it grows (1 drain, card 0), as before
 for lim in "" "--max-drains 1"; do
     expect_rc 0 T plan -f f-new.yaml --current f-run.json $lim -o json
@@ -157,29 +170,7 @@ i = fleet + tenant("a", 28, 2) + tenant("b", 28, 2) + tenant("c", 16, 2) + tenan
 open("i-new.yaml", "w").write(i)
 open("j-new.yaml", "w").write(i + tenant("x", 7.5, 1.5))
 PY
-expect_rc 1 T plan -f i-new.yaml --current i-run.json --max-drains 0 -o json
-cp "$TMP/out" i1.json
-check "I: the full card kept as it runs" kept i-run.json i1.json
-expect_in "$TMP/err" "not placed: a/w, 1 replica: kept at its running profile 1g.10gb; its new size 3g.40gb is not placed"
-python3 - i1.json <<'PY' && ok || bad "I: 0 drains, no step, a named once, held"
-import json, sys
-p = json.load(open(sys.argv[1]))
-r = p["replan"]
-assert r["drains"] == 0 and r["steps"] == [], r
-assert "still drains" not in (r["note"] or ""), r["note"]
-u = r["unplaced"]
-assert [(x["tenant"], x["replicas"], x["kept"], x["keptProfile"], x["newProfile"]) for x in u] == \
-       [("a", 1, 1, "1g.10gb", "3g.40gb")], u
-d = [x for x in p["decisions"] if x["tenant"] == "a"]
-assert len(d) == 1 and d[0]["profile"] == "1g.10gb", d
-assert "kept at its running profile 1g.10gb" in d[0]["reason"], d
-chosen = [x for x in r["points"] if x["chosen"]]
-assert len(chosen) == 1 and chosen[0]["drains"] == 0 and chosen[0]["held"] == 1, chosen
-PY
-expect_rc 1 T plan -f i-new.yaml --current i-run.json --max-drains 0
-expect_in "$TMP/out" "a/w: 1 replica: kept at its running profile 1g.10gb; its new size 3g.40gb is not placed"
-expect_in "$TMP/out" "drained 0"
-check "I: a named once on stderr" test "$(grep -c 'not placed: a/w' "$TMP/err")" -eq 1
+held_once I i-new.yaml i-run.json 3g.40gb
 # no limit, and --max-drains 1: a's instance destroyed, its pod evicted: 1 drain
 for lim in "" "--max-drains 1"; do
     expect_rc 1 T plan -f i-new.yaml --current i-run.json $lim -o json
