@@ -84,8 +84,10 @@ const struct cli_verb cli_verb_plan = {
     "work but cannot place all new work within --max-drains prints its plan and\n"
     "steps, names each workload left out (stderr, and the replan's \"unplaced\"),\n"
     "and exits 1 (a running MIG workload that grew past its slice stays at its\n"
-    "running profile, its new size named); so does a replan of a spec the fleet\n"
-    "cannot hold whole, which keeps first the workloads that run unchanged.\n",
+    "running profile, its new size named; one whose new decision cannot keep it in\n"
+    "place, e.g. another mechanism, stays as it runs, named); so does a replan of\n"
+    "a spec the fleet cannot hold whole, which keeps first the workloads that run\n"
+    "unchanged.\n",
     NULL,
     CLI_ALL};
 
@@ -377,8 +379,8 @@ static int replan(struct cli_job *job, struct current *cur)
  * (reconf_running_first), is replanned against what runs; what it leaves
  * out is named with the replan's own unplaced (exit 1, after the plan and
  * its steps). Under a drain limit the replan's no-drain plan keeps a
- * workload left out that runs on MIG (a growth held at its running
- * profile, named there): it is in that plan's rows, so not named again. A
+ * workload left out that runs (held at its running MIG profile, or kept as
+ * it runs; named there): it is in that plan's rows, so not named again. A
  * running instance of one the plan leaves out is a drain. f owns the rows
  * that plan points to, and the options that name them: free it after the
  * job. */

@@ -25,7 +25,10 @@ struct reconf__keepix {
     char *has; /* tpl[row] is set */
     int *mode;
     const struct cat_profile **wanted; /* held rows: the decision's profile; else NULL */
-    int pinned;                        /* rows pinned or held */
+    char *as_runs; /* rows kept as they run (hold): each running instance as it is */
+    const struct decide_row **was; /* each row as decided (fresh's, or left's) */
+    size_t nfresh;                 /* rows [0, nfresh) are fresh's, the rest left out */
+    int pinned;                    /* rows pinned or held */
     struct ts_arena a;
 };
 /* 0: NOMEM. A row is pinned when every running instance of it is on one
@@ -37,10 +40,15 @@ struct reconf__keepix {
  * profile of its decision's model is held at that profile (wanted[row]:
  * the decision's), so they stay as they run; one under the workload's need
  * is kept, marked held, and its new size named as not placed (keep.c).
+ * Any other row that runs in a way its decision cannot keep (another
+ * mechanism or model, several models or profiles) is kept as it runs
+ * (as_runs[row]): its decision row becomes what runs (model, mechanism,
+ * profile, GPUs a replica), each running instance stays as it is, and its
+ * decision (was[row]) is named as not applied (keep.c).
  * left (hold only; nleft rows, NULL: none): rows of a spec the fleet cannot
- * hold whole that fresh leaves out; those that run on MIG cards of their
- * decision's model at one profile are added to the rows (after fresh's)
- * and held or kept as they run. */
+ * hold whole that fresh leaves out; those that run are added to the rows
+ * (after fresh's): one on MIG cards of its decision's model at one profile
+ * is held or kept as it runs at that profile, any other kept as it runs. */
 int reconf__keepix_build(const struct plan *fresh, const struct reconf_plan *cur,
                          struct reconf__keepix *ix, int hold, const struct decide_row *const *left,
                          size_t nleft);

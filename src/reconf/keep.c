@@ -13,7 +13,9 @@
  * memory, shares and flags; the result must pass plan_verify. The no-drain
  * plan (partial) may hold a row at the MIG profile it runs on (pin.c): a
  * kept instance under the workload's need is marked held, and the row is
- * named as not placed at its new size (no replica of it is added).
+ * named as not placed at its new size (no replica of it is added); or keep
+ * a row as it runs (pin.c's as_runs): each running instance copied from
+ * the running plan (profile, start, memory, share, part), the row named.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,10 +103,50 @@ static const struct plan_inst *keepable(const struct keep *k, const struct plan_
     return tpl;
 }
 
+/* The plan mode named mode (a card of a running plan), or PLAN_FREE. */
+static int mode_of(const char *mode)
+{
+    for (int m = 0; plan_mode_names[m]; m++)
+        if (!strcmp(plan_mode_names[m], mode))
+            return m;
+    return PLAN_FREE;
+}
+
+/* Running instance h of card c, on g exactly as it runs, for a row kept as
+ * it runs (pin.c): its profile, start, memory, share and part; held when
+ * under the workload's need. */
+static int keep_as_runs(struct keep *k, struct plan_gpu *g, const struct reconf_card *c,
+                        const struct reconf_want *h, int row)
+{
+    const struct decide_row *r = &k->ix->d->rows[row];
+    const struct cat_profile *p = c->mig && h->profile ? cat_profile_find(g->model, h->profile)
+                                                       : NULL;
+    if (c->mig && !p)
+        return 1; /* not a profile of the card (checked with the plan): not kept */
+    int rep = replica_for(k, row, h->replica);
+    if (rep < 0)
+        return rep == -1;
+    struct plan_inst in = {.row = r,
+                           .replica = rep,
+                           .profile = p,
+                           .start = p ? h->start : 0,
+                           .size = p ? h->size : 0,
+                           .gpu_part = h->gpu_part,
+                           .mem_gib = h->mem_gib,
+                           .sm_percent = h->sm_percent,
+                           .guest = h->guest,
+                           .held = p && !plan_profile_holds(p, r)};
+    g->mode = c->mig ? PLAN_MIG : mode_of(c->mode);
+    g->sharing |= in.guest;
+    return add_inst(k->p, g, &in);
+}
+
 static int keep_held(struct keep *k, struct plan_gpu *g, const struct reconf_card *c,
                      const struct reconf_want *h)
 {
-    int mode, row;
+    int mode, row = row_of(k, h->tenant, h->workload);
+    if (row >= 0 && k->ix->as_runs[row])
+        return keep_as_runs(k, g, c, h, row);
     const struct plan_inst *tpl = keepable(k, g, c, h, &row, &mode);
     if (!tpl)
         return 1; /* removed, or decided otherwise now: not kept */
@@ -338,11 +380,31 @@ static int give_up(struct keep *k, size_t row, int want, const char *why)
     return 1;
 }
 
+/* "kept" or "kept N" (n of r's replicas); NULL: NOMEM. */
+static const char *kept_words(struct ts_arena *a, const struct decide_row *r, int n)
+{
+    return n == r->workload->replicas ? "kept" : ts_arena_printf(a, "kept %d", n);
+}
+
+/* "mps 30.00 GiB on h100-80gb-sxm", "mig 1g.20gb on ...", "whole, 2 GPUs a
+ * replica, on ...": row r's placement. */
+static const char *placement(struct ts_arena *a, const struct decide_row *r)
+{
+    const char *what = r->profile ? r->profile->name : "";
+    if (!r->profile && r->gpus > 1)
+        what = ts_arena_printf(a, ", %d GPUs a replica,", r->gpus);
+    else if (decide_mech_shares_card(r->mech))
+        what = ts_arena_printf(a, " %.2f GiB", r->cap_gib);
+    return what ? ts_arena_printf(a, "%s%s%s on %s", decide_mech_names[r->mech],
+                                  r->profile ? " " : "", what, r->model->name)
+                : NULL;
+}
+
 /* Why held row r (n of its replicas kept) is named, in a; NULL: NOMEM. */
 static const char *held_why(struct ts_arena *a, const struct decide_row *r, int n,
                             const struct cat_profile *want)
 {
-    const char *kept = n == r->workload->replicas ? "kept" : ts_arena_printf(a, "kept %d", n);
+    const char *kept = kept_words(a, r, n);
     if (!kept)
         return NULL;
     return ts_arena_printf(a,
@@ -351,29 +413,60 @@ static const char *held_why(struct ts_arena *a, const struct decide_row *r, int 
                            kept, r->profile->name, want->name);
 }
 
-/* The no-drain plan's rows kept under their new size (pin.c's hold): each
- * named as not placed, none of its replicas added; 0: NOMEM. */
-static int name_held(struct keep *k)
+/* Why row r, kept as it runs (n of its replicas; was: its decision; left:
+ * the fleet cannot hold it now), is named, in a; NULL: NOMEM. */
+static const char *as_runs_why(struct ts_arena *a, const struct decide_row *r, int n,
+                               const struct decide_row *was, int left)
+{
+    const char *kept = kept_words(a, r, n), *now = placement(a, r), *new = placement(a, was);
+    if (!kept || !now || !new)
+        return NULL;
+    return ts_arena_printf(a, "%s as it runs (%s); its new placement %s %s", kept, now, new,
+                           left ? "does not fit the fleet now (moving it drains its card)"
+                                : "is not applied (changing a running workload's "
+                                  "mechanism, model or size drains its card)");
+}
+
+/* Row row of the no-drain plan named as not placed (kept: how many of its
+ * replicas run on as they run), none of its replicas added; 0: NOMEM. */
+static int name_row(struct keep *k, size_t row, const char *why, const struct decide_row *was)
 {
     struct reconf_replan *u = k->partial;
-    for (size_t row = 0; u && row < k->ix->d->nrows; row++) {
-        const struct decide_row *r = &k->ix->d->rows[row];
+    const struct decide_row *r = &k->ix->d->rows[row];
+    size_t cap = u->nunplaced;
+    if (!why ||
+        !ts_arena_grow(&u->arena, (void **)&u->unplaced, &cap, u->nunplaced, sizeof(*u->unplaced)))
+        return 0;
+    u->unplaced[u->nunplaced++] = (struct reconf_unplaced){
+        .tenant = r->tenant->name,
+        .workload = r->workload->name,
+        .replicas = r->workload->replicas,
+        .why = why,
+        .kept = k->placed[row],
+        .kept_profile = r->profile ? r->profile->name : NULL,
+        .new_profile = was->profile ? was->profile->name : NULL,
+        .kept_mode = decide_mech_names[r->mech],
+        .new_mode = decide_mech_names[was->mech]};
+    k->gave_up[row] = 1;
+    return 1;
+}
+
+/* The no-drain plan's rows kept under their new size or as they run
+ * (pin.c's hold): each named as not placed; 0: NOMEM. */
+static int name_held(struct keep *k)
+{
+    struct ts_arena *a = k->partial ? &k->partial->arena : NULL;
+    for (size_t row = 0; a && row < k->ix->d->nrows; row++) {
+        const struct decide_row *r = &k->ix->d->rows[row], *was = k->ix->was[row];
         const struct cat_profile *want = k->ix->wanted[row];
-        if (!want || plan_profile_holds(r->profile, r))
-            continue;
-        size_t cap = u->nunplaced;
-        const char *why = held_why(&u->arena, r, k->placed[row], want);
-        if (!why || !ts_arena_grow(&u->arena, (void **)&u->unplaced, &cap, u->nunplaced,
-                                   sizeof(*u->unplaced)))
+        int ok = 1;
+        if (k->ix->as_runs[row])
+            ok = name_row(k, row, as_runs_why(a, r, k->placed[row], was, row >= k->ix->nfresh),
+                          was);
+        else if (want && !plan_profile_holds(r->profile, r))
+            ok = name_row(k, row, held_why(a, r, k->placed[row], want), was);
+        if (!ok)
             return 0;
-        u->unplaced[u->nunplaced++] = (struct reconf_unplaced){.tenant = r->tenant->name,
-                                                               .workload = r->workload->name,
-                                                               .replicas = r->workload->replicas,
-                                                               .why = why,
-                                                               .kept = k->placed[row],
-                                                               .kept_profile = r->profile->name,
-                                                               .new_profile = want->name};
-        k->gave_up[row] = 1;
     }
     return 1;
 }

@@ -9,29 +9,41 @@
  * the trade (fewer cost, its drains). For the no-drain plan alone, a MIG
  * workload whose decision now names another profile of the model it runs on
  * (its memory grew or shrank) is held at the profile it runs: its
- * instances stay, and a growth is named as not placed (keep.c). When the
- * fleet cannot hold the spec whole, the rows the plan of what fits left out
- * that run on MIG cards of their decision's model at one profile join the
- * no-drain plan's rows, their template at the decision's profile, and are
- * held (or, at the same profile, kept) the same way (add_left).
+ * instances stay, and a growth is named as not placed (keep.c). Any other
+ * row whose running instances its decision cannot keep in place (another
+ * mechanism or model, several profiles or models, a pool client or a
+ * whole-GPU replica grown) is kept as it runs (as_runs_row): its decision
+ * row becomes what runs, and keep.c keeps each instance as it is and names
+ * the row. When the fleet cannot hold the spec whole, the rows the plan of
+ * what fits left out that run join the no-drain plan's rows (add_left):
+ * those on MIG cards of their decision's model at one profile with a
+ * template at the decision's profile, held (or, at the same profile, kept)
+ * the same way; the others kept as they run.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "reconf/internal.h"
 
-/* What row runs on now: one model (NULL and mixed when several), the
- * running card's mode, a MIG profile name. */
+/* What row runs on now: one model (mixed when several), the running
+ * card's mode, a MIG profile name (the first instance's), the most GPU
+ * parts a replica has, and the least memory and MPS share an instance
+ * has. */
 struct runs {
     const char *model, *mode, *profile;
-    int mixed;
+    int mixed, parts, sm;
+    double mem;
 };
 
 static void note_run(struct runs *r, const struct reconf_card *c, const struct reconf_want *w)
 {
+    int parts = w->gpu_part + 1 > r->parts ? w->gpu_part + 1 : r->parts;
     if (!r->model) {
-        *r = (struct runs){c->model, c->mode, w->profile, 0};
+        *r = (struct runs){c->model, c->mode, w->profile, 0, parts, w->sm_percent, w->mem_gib};
         return;
     }
+    r->parts = parts;
+    r->sm = w->sm_percent < r->sm ? w->sm_percent : r->sm;
+    r->mem = w->mem_gib < r->mem ? w->mem_gib : r->mem;
     r->mixed |= strcmp(r->model, c->model) || strcmp(r->mode, c->mode) ||
                 (r->profile && (!w->profile || strcmp(r->profile, w->profile)));
 }
@@ -123,6 +135,67 @@ static int hold_row(struct reconf__keepix *ix, size_t i, const struct runs *run)
     return r->reason != NULL;
 }
 
+/* 1 when row i runs (hold), as pin_row and hold_row left it, in a way its
+ * decision cannot keep: several models, modes or profiles, or another
+ * model, mode or MIG profile than its template's (or none: left out), or
+ * a pool client that grew (memory or MPS share) or whole GPUs that grew in
+ * number: keeping its instances at the new size would overfill its card. */
+static int runs_otherwise(const struct reconf__keepix *ix, size_t i, const struct runs *run)
+{
+    const struct decide_row *r = &ix->own.rows[i];
+    const struct plan_inst *t = &ix->tpl[i];
+    if (!run->model || !r->workload->replicas)
+        return 0;
+    if (!ix->has[i] || run->mixed)
+        return 1;
+    return strcmp(run->model, r->model->name) || strcmp(run->mode, plan_mode_names[ix->mode[i]]) ||
+           (t->profile && (!run->profile || strcmp(run->profile, t->profile->name))) ||
+           (ix->mode[i] == PLAN_WHOLE && run->parts != r->gpus) ||
+           (plan_mode_shares_card(ix->mode[i]) &&
+            (run->mem + 1e-6 < t->mem_gib || run->sm < t->sm_percent));
+}
+
+/* The decision mechanism of a plan mode name, or -1. */
+static int mech_of(const char *mode)
+{
+    for (int m = 0; decide_mech_names[m]; m++)
+        if (!strcmp(decide_mech_names[m], mode))
+            return m;
+    return -1;
+}
+
+/* Row i kept as it runs (hold): its decision row becomes what runs (the
+ * first instance's model, mechanism and profile), its instances stay each
+ * as it is (keep.c), and its decision is named as not applied. */
+static int as_runs_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
+                       const struct runs *run)
+{
+    struct decide_row *r = &ix->own.rows[i];
+    const struct cat_model *m = model_named(f, run->model);
+    int mech = mech_of(run->mode);
+    if (!m || mech < 0)
+        return 1; /* a card the fleet has no more: not kept */
+    r->model = m;
+    r->profile = run->profile ? cat_profile_find(m, run->profile) : NULL;
+    r->gpus = mech == DECIDE_WHOLE || mech == DECIDE_VGPU ? run->parts : 1;
+    r->cap_gib = decide_mech_shares_card(mech) ? run->mem : r->cap_gib;
+    r->security_boundary = !decide_mech_shares_card(mech); /* as decide.c has it */
+    if (mech != r->mech) /* a shim-enforced fraction runs anywhere */
+        r->enforce = mech == DECIDE_MEMORY_FRACTION ? DECIDE_ENFORCE_SHIM : DECIDE_ENFORCE_NONE;
+    r->mech = mech;
+    r->reason = ts_arena_printf(&ix->a,
+                                "%s; kept as it runs (%s%s%s on %s%s; replanning within "
+                                "--max-drains)",
+                                r->reason, run->mode, run->profile ? " " : "",
+                                run->profile ? run->profile : "", m->name,
+                                run->mixed ? ", and more" : "");
+    ix->tpl[i] = (struct plan_inst){.row = r, .profile = r->profile};
+    ix->has[i] = ix->as_runs[i] = 1;
+    ix->mode[i] = PLAN_FREE;
+    ix->pinned++;
+    return r->reason != NULL;
+}
+
 static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur,
                int hold)
 {
@@ -135,8 +208,11 @@ static int pin(struct reconf__keepix *ix, const struct plan *f, const struct rec
             if (row >= 0)
                 note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
         }
-    for (size_t i = 0; ok && i < n; i++)
+    for (size_t i = 0; ok && i < n; i++) {
         ok = pin_row(ix, f, i, &run[i]) && (!hold || hold_row(ix, i, &run[i]));
+        if (ok && hold && runs_otherwise(ix, i, &run[i]))
+            ok = as_runs_row(ix, f, i, &run[i]);
+    }
     free(run);
     return ok;
 }
@@ -156,7 +232,7 @@ static void templates(struct reconf__keepix *ix, const struct plan *f)
 }
 
 /* 1 when a row left out (decided r) runs as run says on MIG cards of its
- * decision's model, at one profile of it: the no-drain plan keeps it. */
+ * decision's model, at one profile of it: held at that profile. */
 static int keeps_left(const struct decide_row *r, const struct runs *run)
 {
     return r->mech == DECIDE_MIG && r->profile && run->model && !run->mixed && run->profile &&
@@ -164,9 +240,10 @@ static int keeps_left(const struct decide_row *r, const struct runs *run)
            cat_profile_find(r->model, run->profile) != NULL;
 }
 
-/* The rows left out (hold only) that keeps_left takes, appended to
- * ix->own with a template at the decision's profile (pin's hold_row then
- * holds them at the profile they run); 0: NOMEM. */
+/* The rows left out (hold only) that run, appended to ix->own: those
+ * keeps_left takes with a template at the decision's profile (pin's
+ * hold_row then holds them at the profile they run), the others with none
+ * (pin keeps them as they run); 0: NOMEM. */
 static int add_left(struct reconf__keepix *ix, const struct reconf_plan *cur,
                     const struct decide_row *const *left, size_t nleft)
 {
@@ -184,11 +261,14 @@ static int add_left(struct reconf__keepix *ix, const struct reconf_plan *cur,
                 note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
         }
     for (size_t i = 0; ok && i < nleft; i++) {
-        if (!keeps_left(left[i], &run[i]))
+        if (!run[i].model)
             continue;
         size_t k = ix->own.nrows++;
         const struct cat_profile *p = left[i]->profile;
         ix->own.rows[k] = *left[i];
+        ix->was[k] = left[i];
+        if (!keeps_left(left[i], &run[i]))
+            continue;
         ix->tpl[k] = (struct plan_inst){
             .row = &ix->own.rows[k], .profile = p, .size = p->mem_units, .mem_gib = p->memory_gib};
         ix->has[k] = 1;
@@ -213,10 +293,16 @@ int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
     ix->has = calloc(all + 1, 1);
     ix->mode = calloc(all + 1, sizeof(*ix->mode));
     ix->wanted = calloc(all + 1, sizeof(*ix->wanted));
-    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode || !ix->wanted)
+    ix->as_runs = calloc(all + 1, 1);
+    ix->was = calloc(all + 1, sizeof(*ix->was));
+    ix->nfresh = n;
+    if (!ix->own.rows || !ix->tpl || !ix->has || !ix->mode || !ix->wanted || !ix->as_runs ||
+        !ix->was)
         return 0;
     if (n)
         memcpy(ix->own.rows, f->decisions->rows, n * sizeof(*ix->own.rows));
+    for (size_t i = 0; i < n; i++)
+        ix->was[i] = &f->decisions->rows[i];
     if ((hold && nleft && !add_left(ix, cur, left, nleft)) ||
         !reconf__rows_index(&ix->own, &ix->rows))
         return 0;
@@ -241,6 +327,8 @@ void reconf__keepix_free(struct reconf__keepix *ix)
     free(ix->has);
     free(ix->mode);
     free(ix->wanted);
+    free(ix->as_runs);
+    free(ix->was);
     reconf__rows_free(&ix->rows);
     ts_arena_free(&ix->a);
     memset(ix, 0, sizeof *ix);

@@ -155,9 +155,9 @@ struct reconf_replan_opts {
     int64_t max_cost; /* a cost budget, micro-units per hour (PriceBook); 0: none */
     /* A spec the fleet cannot hold whole: the rows the plan of what fits
      * left out (plan_partial's left). Under a drain limit, the no-drain
-     * plan keeps those that run on MIG cards of their decision's model at
-     * one profile as they run (a growth held at its running profile and
-     * named, as pin.c holds any row). NULL: none. */
+     * plan keeps every one that runs, as it runs (a growth on MIG held at
+     * its running profile, anything else kept as it runs; named, as
+     * pin.c keeps any row). NULL: none. */
     const struct decide_row *const *left;
     size_t nleft;
 };
@@ -205,10 +205,13 @@ struct reconf_unplaced {
     const char *tenant, *workload;
     int replicas; /* replicas missing (at their new size) */
     const char *why;
-    /* A workload that grew past the MIG profile it runs on: kept replicas
-     * run on at kept_profile, none at new_profile (0 and NULL otherwise). */
+    /* A workload kept as it runs (--max-drains: it grew past the MIG
+     * profile it runs on, changed mechanism or model, or the fleet cannot
+     * hold it now): kept replicas run on as kept_mode at kept_profile (MIG;
+     * else NULL), none as new_mode at new_profile (0 and NULL otherwise). */
     int kept;
     const char *kept_profile, *new_profile;
+    const char *kept_mode, *new_mode; /* mechanisms: "mig", "mps", "whole", ... */
 };
 
 struct reconf_replan {

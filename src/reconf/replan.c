@@ -18,8 +18,10 @@
  * --max-cards and --max-cost that never drains every replica of a
  * workload wins. When none is and a drain limit is given, the keep plan
  * without any drain: what does not fit is named (struct reconf_unplaced),
- * and a MIG workload that grew past the profile it runs on stays as it
- * runs, its new size named as not placed (pin.c's hold).
+ * a MIG workload that grew past the profile it runs on stays as it runs,
+ * its new size named as not placed, and one its new decision cannot keep in
+ * place (another mechanism or model, several profiles, grown off MIG, left
+ * out) stays as it runs, named (pin.c's hold).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -401,10 +403,12 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
         const char **more = realloc(no, (s->n + 2) * sizeof(*no));
         st = more ? keep_partial(s, fresh, cur, o) : TS_NOMEM;
         no = more ? more : no;
+        *pick = s->n; /* none, unless the no-drain plan was made */
         if (st == TS_OK && s->n > before_n && s->c[before_n].p) {
             no[before_n] = NULL;
             *pick = before_n;
-        }
+        } else if (s->n > before_n)
+            no[before_n] = s->c[before_n].why;
     }
     if (st == TS_OK && *pick == s->n)
         st = ts_err(err, TS_INFEASIBLE, "no plan meets the replanning limits: %s", reasons(s, no));
@@ -414,10 +418,9 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
         r->note = note(s, *pick, no, o, &r->arena);
         if (o->max_drains >= 0 && forced > o->max_drains) /* the no-drain plan */
             r->note = ts_arena_printf(&r->arena,
-                                      "it still drains %d card%s: running instances the new "
-                                      "decisions cannot hold (a larger profile, another "
-                                      "mechanism) are replaced, and those of work the fleet "
-                                      "cannot hold now stopped; %s",
+                                      "it still drains %d card%s: running instances it "
+                                      "cannot keep as they run (a card or profile the fleet "
+                                      "no longer has) are replaced or stopped; %s",
                                       forced, forced == 1 ? "" : "s", r->note ? r->note : "");
         st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
         *out = s->c[*pick].r;

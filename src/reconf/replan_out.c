@@ -22,8 +22,8 @@ static void point_text(const struct reconf_point *pt, struct ts_sbuf *out)
         ts_sbuf_printf(out, " (leaves %d replica%s out)", pt->unplaced,
                        pt->unplaced == 1 ? "" : "s");
     if (pt->held)
-        ts_sbuf_printf(out, " (keeps %d replica%s at a smaller running profile)", pt->held,
-                       pt->held == 1 ? "" : "s");
+        ts_sbuf_printf(out, " (keeps %d replica%s as running, short of the new placement)",
+                       pt->held, pt->held == 1 ? "" : "s");
     if (pt->removed_drains)
         ts_sbuf_printf(out, " (%d of the drains on nodes that leave the fleet)",
                        pt->removed_drains);
@@ -110,9 +110,10 @@ static json_t *unplaced_json(const struct reconf_replan *r)
     for (size_t i = 0; i < r->nunplaced; i++) {
         const struct reconf_unplaced *u = &r->unplaced[i];
         json_array_append_new(
-            a, json_pack("{s:s, s:s, s:i, s:s, s:i, s:s?, s:s?}", "tenant", u->tenant, "workload",
-                         u->workload, "replicas", u->replicas, "reason", u->why, "kept", u->kept,
-                         "keptProfile", u->kept_profile, "newProfile", u->new_profile));
+            a, json_pack("{s:s, s:s, s:i, s:s, s:i, s:s?, s:s?, s:s?, s:s?}", "tenant", u->tenant,
+                         "workload", u->workload, "replicas", u->replicas, "reason", u->why, "kept",
+                         u->kept, "keptProfile", u->kept_profile, "newProfile", u->new_profile,
+                         "keptMode", u->kept_mode, "newMode", u->new_mode));
     }
     return a;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # replan_hold.sh - --max-drains 0 when a running workload's memory grew past
-# its MIG slice (issue 30: "--max-drains 0 always succeeds by keeping what
-# runs"). Running plans are written here by hand; every figure is counted in
+# its MIG slice, or its new decision cannot keep it in place at all (issue
+# 30: "--max-drains 0 always succeeds by keeping what runs"). Running plans are written here by hand; every figure is counted in
 # the comments, not read from tessera:
 #   F. a (1g.10gb at 0 on card 0, beside b's 1g.10gb at 1) grows from 9 to
 #      18 GiB: its decision is now 1g.20gb (2 units). --max-drains 0 keeps
@@ -27,6 +27,25 @@
 #   J. I, and x (new, 1g.10gb) asks for a's slot: --max-drains 0 keeps the
 #      card as it runs and names a (held) and x (no free slice), 0 drains;
 #      without a limit x takes slot 0 and a's pod is evicted: 1 drain.
+#   K-O. --max-drains 0 keeps any running workload its new decision cannot
+#      keep in place, as it runs (every instance byte for byte, its smPercent
+#      too), 0 drains, no step, and names it (kept, keptMode, newMode; exit
+#      1); without a limit each drains 1 card, as before:
+#   K. a runs 1g.10gb at 0 on card 0 beside b (1g.10gb at 1); the spec now
+#      asks isolation: mps for a (MIG to MPS).
+#   L. a runs an MPS client (9 GiB, 15%) on card 0, b one on card 1; the
+#      spec now asks isolation: mig for a (MPS to MIG).
+#   M. one card, MPS clients t/a and t/b (30 GiB, 40% each); a grows to 60
+#      GiB: 60 + 30 > 79.6, and the plan of what fits takes a and leaves b
+#      out. Both kept at 30 GiB: a named (its 60 GiB not applied), b named
+#      (does not fit the fleet now); without a limit b is stopped (exit 1).
+#   N. two cards, whole-card training jobs a and b; a now asks gpus: 2: the
+#      plan of what fits gives a both cards and leaves b out. Both kept on
+#      their one card each and named; without a limit b is stopped (exit 1).
+#   O. a, 2 replicas of 18 GiB (1g.20gb), runs r0 at 1g.10gb (card 0) and
+#      r1 at 1g.20gb (card 1): two profiles. Both kept, a named (kept 2).
+#   P. M on a time-slicing card (best-effort t/a and its guest t/b, 30 GiB
+#      each; a grows to 60 GiB): both kept, both named.
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 T() { "$TESSERA" "$@"; }
@@ -217,4 +236,102 @@ x = [(i["profile"], i["start"]) for g in p["gpus"] for i in g["instances"] if i[
 assert x == [("1g.10gb", 0)], x
 assert [s["tenants"] for s in r["steps"] if s["action"] == "drain"] == ["a/w r0"], r["steps"]
 PY
+# ---- K-O: kept as it runs (another mechanism, size or profiles; left out) ----
+python3 - <<'PY'
+import json
+H = "h100-80gb-sxm"
+def fleet(n):
+    return ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
+            "  nodes:\n  - name: n1\n    mps: true\n    gpus:\n    - {model: %s, count: %d}\n" % (H, n))
+def tenant(t, works, contract="shared-trusted", trust="trusted"):
+    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
+            "  contract: %s\n  namespaces: [%s]\n  workloads:\n" % (t, contract, t) +
+            "".join("  - {name: %s, trust: %s, %s}\n" % (w, trust, x) for w, x in works))
+inf = lambda mem, kv, more="": ("kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300%s"
+                                % (mem, kv, more))
+job = lambda more="": "kind: training, memoryHighWaterGiB: 60, kvCacheGiB: 0" + more
+def inst(t, w="w", prof=None, start=None, size=None, mem=9.75, sm=0, rep=0):
+    return {"profile": prof, "start": start, "size": size, "tenant": t, "workload": w,
+            "replica": rep, "gpuPart": 0, "memoryGiB": mem, "smPercent": sm, "guest": False,
+            "canary": False}
+def card(i, mode, insts):
+    return {"node": "n1", "index": i, "model": H, "mode": mode, "instances": insts}
+def plan(name, gpus):
+    json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
+              open(name, "w"), indent=1)
+mig = lambda t, start: inst(t, prof="1g.10gb", start=start, size=1)
+mps = lambda t, w="w", mem=9.0, sm=15: inst(t, w, mem=mem, sm=sm)
+open("k-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(7.5, 1.5, ", isolation: mps"))]) +
+                              tenant("b", [("w", inf(7.5, 1.5, ", isolation: mig"))]))
+plan("k-run.json", [card(0, "mig", [mig("a", 0), mig("b", 1)]), card(1, "free", [])])
+open("l-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(7.5, 1.5, ", isolation: mig"))]) +
+                              tenant("b", [("w", inf(7.5, 1.5, ", isolation: mps"))]))
+plan("l-run.json", [card(0, "mps", [mps("a")]), card(1, "mps", [mps("b")])])
+open("m-new.yaml", "w").write(fleet(1) + tenant("t", [("a", inf(58, 2, ", isolation: mps")),
+                                                      ("b", inf(28, 2, ", isolation: mps"))]))
+plan("m-run.json", [card(0, "mps", [mps("t", "a", 30, 40), mps("t", "b", 30, 40)])])
+open("n-new.yaml", "w").write(fleet(2) + tenant("a", [("w", job(", gpus: 2"))]) +
+                              tenant("b", [("w", job())]))
+plan("n-run.json", [card(0, "whole", [inst("a", mem=79.6, sm=100)]),
+                    card(1, "whole", [inst("b", mem=79.6, sm=100)])])
+open("o-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(16, 2, ", replicas: 2"))],
+                                                "isolated", "untrusted"))
+open("p-new.yaml", "w").write(
+    fleet(1) + tenant("t", [(w, "kind: dev, memoryHighWaterGiB: %d, kvCacheGiB: 0" % m)
+                            for w, m in (("a", 60), ("b", 30))], "best-effort"))
+plan("p-run.json", [card(0, "time-slicing", [inst("t", "a", mem=30), dict(inst("t", "b", mem=30),
+                                                                          guest=True)])])
+plan("o-run.json", [card(0, "mig", [mig("a", 0)]),
+                    card(1, "mig", [dict(mig("a", 0), profile="1g.20gb", size=2, memoryGiB=19.62,
+                                         replica=1)])])
+PY
+
+# as_runs CASE RUN NAMED RC: --max-drains 0 keeps every instance of
+# CASE-run.json as it runs (smPercent too), 0 drains, no step, no "still
+# drains" note, exit 1, and names NAMED ("tenant/workload:kept:keptMode:
+# newMode ..."), each kept as it runs (reason, decision row); without a
+# limit 1 drain, exit RC, as before.
+as_runs() {
+    local c=$1 named=$2 rc=$3
+    expect_rc 1 T plan -f "$c-new.yaml" --current "$c-run.json" --max-drains 0 -o json
+    cp "$TMP/out" "$c-0.json"
+    check "$c: every running instance kept as it runs" kept "$c-run.json" "$c-0.json"
+    expect_in "$TMP/err" "kept as it runs ("
+    python3 - "$c-run.json" "$c-0.json" "$named" <<'PY' && ok || bad "$c: 0 drains, named as kept"
+import json, sys
+old, p = (json.load(open(f)) for f in sys.argv[1:3])
+r = p["replan"]
+assert r["drains"] == 0 and r["steps"] == [], r
+assert "still drains" not in (r["note"] or ""), r["note"]
+sm = lambda q: sorted((i["tenant"], i["workload"], i["smPercent"]) for g in q["gpus"]
+                      for i in g["instances"])
+assert sm(old) == sm(p), (sm(old), sm(p))
+u = sorted("%s/%s:%d:%s:%s" % (x["tenant"], x["workload"], x["kept"], x["keptMode"], x["newMode"])
+           for x in r["unplaced"])
+assert u == sorted(sys.argv[3].split()), u
+assert all(x["reason"].startswith("kept as it runs (") for x in r["unplaced"]), r["unplaced"]
+for x in r["unplaced"]:
+    d = [y for y in p["decisions"] if (y["tenant"], y["workload"]) == (x["tenant"], x["workload"])]
+    assert len(d) == 1 and d[0]["mechanism"] == x["keptMode"], d
+    assert "kept as it runs" in d[0]["reason"], d
+chosen = [x for x in r["points"] if x["chosen"]]
+assert len(chosen) == 1 and chosen[0]["drains"] == 0, chosen
+PY
+    expect_rc 1 T plan -f "$c-new.yaml" --current "$c-run.json" --max-drains 0
+    expect_in "$TMP/out" "drained 0"
+    expect_rc "$rc" T plan -f "$c-new.yaml" --current "$c-run.json" -o json
+    check "$c: no limit, 1 drain as before" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1]))["replan"]; assert r["drains"] == 1, r' "$TMP/out"
+}
+as_runs k "a/w:1:mig:mps" 0
+expect_in k-0.json "its new placement mps 9.00 GiB on h100-80gb-sxm is not applied"
+as_runs l "a/w:1:mps:mig" 0
+expect_in l-0.json "kept as it runs (mps 9.00 GiB on h100-80gb-sxm); its new placement mig 1g.10gb"
+as_runs m "t/a:1:mps:mps t/b:1:mps:mps" 1
+expect_in m-0.json "kept as it runs (mps 30.00 GiB on h100-80gb-sxm); its new placement mps 60.00 GiB"
+expect_in m-0.json "its new placement mps 30.00 GiB on h100-80gb-sxm does not fit the fleet now"
+as_runs n "a/w:1:whole:whole b/w:1:whole:whole" 1
+expect_in n-0.json "kept as it runs (whole on h100-80gb-sxm); its new placement whole, 2 GPUs a replica, on"
+as_runs o "a/w:2:mig:mig" 0
+as_runs p "t/a:1:time-slicing:time-slicing t/b:1:time-slicing:time-slicing" 1
 finish
