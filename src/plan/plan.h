@@ -56,9 +56,11 @@ struct plan_inst {
     double mem_gib;                    /* memory reserved for it */
     int sm_percent;                    /* MPS */
     int guest;                         /* time-sliced guest on a whole card */
-    int held; /* a running MIG instance a replan keeps at a profile under its row's
-               * need (--max-drains: the workload grew, its growth is named as not
-               * placed); plan_verify refuses an under-sized instance without it */
+    int held; /* a running instance a replan keeps under its row's need (a MIG
+               * profile, or a pool client's memory; --max-drains: the workload
+               * grew, its growth is named as not placed); plan_verify refuses an
+               * under-sized MIG instance without it; the summary counts no unused
+               * memory for it */
 };
 
 /* A card's instances: MIG ones in start order (plan_build sorts them). */

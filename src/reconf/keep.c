@@ -135,7 +135,8 @@ static int keep_as_runs(struct keep *k, struct plan_gpu *g, const struct reconf_
                            .mem_gib = h->mem_gib,
                            .sm_percent = h->sm_percent,
                            .guest = h->guest,
-                           .held = p && !plan_profile_holds(p, r)};
+                           .held = p ? !plan_profile_holds(p, r)
+                                     : h->mem_gib + 1e-9 < r->need_gib / (r->gpus ? r->gpus : 1)};
     g->mode = c->mig ? PLAN_MIG : mode_of(c->mode);
     g->sharing |= in.guest;
     return add_inst(k->p, g, &in);

@@ -316,6 +316,7 @@ for x in r["unplaced"]:
     assert "kept as it runs" in d[0]["reason"], d
 chosen = [x for x in r["points"] if x["chosen"]]
 assert len(chosen) == 1 and chosen[0]["drains"] == 0, chosen
+assert p["summary"]["reservedUnusedGiB"] >= 0, p["summary"]  # a client kept under its need
 PY
     expect_rc 1 T plan -f "$c-new.yaml" --current "$c-run.json" --max-drains 0
     expect_in "$TMP/out" "drained 0"
