@@ -99,13 +99,11 @@ ts_status reconf_running_first(const struct reconf_plan *cur, const struct decid
     return TS_OK;
 }
 
-/* 1 when op destroys an instance of tenant/workload ("tenant/workload rN"). */
+/* 1 when op destroys an instance of tenant/workload. */
 static int destroys_of(const struct reconf_op *op, const char *tenant, const char *workload)
 {
-    size_t t = strlen(tenant), w = strlen(workload);
-    const char *s = op->tenants;
-    return op->kind == RECONF_OP_DESTROY && s && strncmp(s, tenant, t) == 0 && s[t] == '/' &&
-           strncmp(s + t + 1, workload, w) == 0 && s[t + 1 + w] == ' ';
+    return op->kind == RECONF_OP_DESTROY && op->tenant && op->workload &&
+           !strcmp(op->tenant, tenant) && !strcmp(op->workload, workload);
 }
 
 ts_status reconf_replan_unplaced_add(struct reconf_replan *r, const char *tenant,

@@ -184,6 +184,7 @@ struct reconf_op {
     const char *why;     /* destroy: "removed from the spec" etc., or NULL */
     int row;             /* destroy/create: the decision row of a live workload's first GPU
                           * part (the replica rule counts these), else -1 */
+    const char *tenant, *workload; /* destroy: whose instance (NULL: the canary), copied */
 };
 
 /* One plan the replanner found (a Pareto point when no other has fewer or
@@ -250,7 +251,8 @@ void reconf_replan_release(struct reconf_replan *r);
 ts_status reconf_running_first(const struct reconf_plan *cur, const struct decide_result *d,
                                struct decide_result *out);
 /* Name one more workload a replan leaves out (why copied); the steps that
- * destroy its running instances say so instead of "removed from the spec". */
+ * destroy its running instances (their tenant and workload) say so instead
+ * of "removed from the spec". */
 ts_status reconf_replan_unplaced_add(struct reconf_replan *r, const char *tenant,
                                      const char *workload, int replicas, const char *why);
 

@@ -106,8 +106,15 @@ static int add_op(struct reconf_replan *r, int kind, int wave, const struct card
 {
     if (!ts_arena_grow(&r->arena, (void **)&r->op, &r->cap, r->nop, sizeof(*r->op)))
         return 0;
-    r->op[r->nop++] = (struct reconf_op){kind, wave,    k->node, k->model, k->index,
-                                         what, tenants, why,     -1};
+    r->op[r->nop++] = (struct reconf_op){.kind = kind,
+                                         .wave = wave,
+                                         .node = k->node,
+                                         .model = k->model,
+                                         .index = k->index,
+                                         .what = what,
+                                         .tenants = tenants,
+                                         .why = why,
+                                         .row = -1};
     return 1;
 }
 
@@ -166,6 +173,12 @@ static int destroys(struct reconf_replan *r, const struct sx *x, const struct ca
             continue;
         ok = add_op(r, RECONF_OP_DESTROY, wave, k, held_what(&r->arena, w, k->c->mode),
                     who(&r->arena, w->tenant, w->workload, w->replica), destroy_why(x, k, h));
+        if (ok && w->tenant) { /* copied: the steps outlive cur */
+            struct reconf_op *op = &r->op[r->nop - 1];
+            op->tenant = ts_arena_strdup(&r->arena, w->tenant);
+            op->workload = ts_arena_strdup(&r->arena, w->workload);
+            ok = op->tenant && op->workload;
+        }
         if (ok && !w->gpu_part)
             r->op[r->nop - 1].row = hrow(x, k->c, h);
     }

@@ -442,6 +442,35 @@ static void check_one(const char *old_yaml, const char *new_yaml, int prefer)
     run_free(&x);
 }
 
+/* reconf_replan_unplaced_add relabels the destroys of the workload it names
+ * by the tenant and workload they destroy, not by their text: a/w's, never
+ * a/w2's or ab/w's, nor one whose text only reads like a/w's. */
+static void test_unplaced_relabels_by_name(void **state)
+{
+    (void)state;
+    static const char *const who[][3] = {
+        {"a", "w", "a/w r0"}, {"a", "w2", "a/w2 r0"}, {"ab", "w", "ab/w r0"}, {"b", "x", "a/w r1"}};
+    struct reconf_replan r = {0};
+    ts_arena_init(&r.arena);
+    r.op = ts_arena_array(&r.arena, 4, sizeof(*r.op));
+    assert_non_null(r.op);
+    r.nop = r.cap = 4;
+    for (size_t i = 0; i < 4; i++)
+        r.op[i] = (struct reconf_op){.kind = RECONF_OP_DESTROY,
+                                     .tenants = who[i][2],
+                                     .why = "removed from the spec",
+                                     .row = -1,
+                                     .tenant = who[i][0],
+                                     .workload = who[i][1]};
+    assert_int_equal(reconf_replan_unplaced_add(&r, "a", "w", 1, "no room"), TS_OK);
+    assert_string_equal(r.op[0].why, "left out: the fleet cannot hold it now; see not placed");
+    for (size_t i = 1; i < 4; i++)
+        assert_string_equal(r.op[i].why, "removed from the spec");
+    assert_int_equal(r.nunplaced, 1);
+    assert_string_equal(r.unplaced[0].why, "no room");
+    reconf_replan_release(&r);
+}
+
 static void test_sweep(void **state)
 {
     (void)state;
@@ -473,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_empty_cards_no_drain),
         cmocka_unit_test(test_max_drains_zero),
         cmocka_unit_test(test_grown_past_fleet),
+        cmocka_unit_test(test_unplaced_relabels_by_name),
         cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
