@@ -81,12 +81,16 @@ check "files: $(diff "$TMP/want" "$TMP/files" | grep '^[<>]' | tr '\n' ' ')" \
 # lintian: no error, no warning (info and pedantic tags are printed, not
 # counted), no override in the package. The same package as it once was (the
 # shim in /opt, no copyright file, no changelog, a maintainer at localhost)
-# must get each of those tags. The two lintian runs go side by side.
-# lint DEB NAME: lintian's tags for DEB in $TMP/NAME.lint, its stderr in
-# $TMP/NAME.err.
+# must get each of those tags: lintian runs only the checks that emit them
+# there (--tags; every check: 4.3 CPU s, those: 2.0). The two lintian runs go
+# side by side.
+# lint DEB NAME [OPTION...]: lintian's tags for DEB in $TMP/NAME.lint, its
+# stderr in $TMP/NAME.err.
 lint() {
-    lintian --tag-display-limit 0 -I --pedantic --show-overrides "$1" >"$TMP/$2.lint" 2>"$TMP/$2.err"
+    lintian --tag-display-limit 0 -I --pedantic --show-overrides "${@:3}" "$1" \
+        >"$TMP/$2.lint" 2>"$TMP/$2.err"
 }
+BROKEN_TAGS=dir-or-file-in-opt,no-copyright-file,no-changelog,bogus-mail-host
 if ! command -v lintian >/dev/null; then
     bad "lintian is not installed (scripts/install-deps check)"
 else
@@ -98,7 +102,7 @@ else
         "$TMP/broken/DEBIAN/control"
     rm "$TMP/broken/DEBIAN/md5sums"
     dpkg-deb --root-owner-group --build "$TMP/broken" "$TMP/broken.deb" >/dev/null
-    lint "$TMP/broken.deb" broken &
+    lint "$TMP/broken.deb" broken --tags "$BROKEN_TAGS" &
     lint "$DEB" good
     wait
     [ -s "$TMP/good.lint" ] && sed 's/^/deb: lintian: /' "$TMP/good.lint"
