@@ -20,7 +20,8 @@
 #     prober: 1,000 in make check (5 times the first server's slots, 500
 #     times its threads), 2,000 in make bench (bench/acceptance.sh sets
 #     WEBHOOK_ROBUST_CONNS=2000): their TLS handshakes alone took 15 s of
-#     this serial test at 2,000.
+#     this serial test at 2,000 with an RSA-2048 serving key (the test
+#     certificates are ECDSA P-256 since, as tessera cert's: tests/lib.sh).
 . "$(dirname "$0")/../lib.sh"
 cd "$TESSERA_SRC"
 PY=/usr/bin/python3
