@@ -45,6 +45,22 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
     SEP X(share_ppm, INT)             \
     SEP X(util_ppm, INT)              \
     SEP X(workload, OPT)
+/* Since schema v9 a sample is stored as a reading (its device, time and
+ * numbers) naming its attribution (the texts many readings share), each
+ * attribution stored once; view samples joins them back into the columns
+ * above. */
+#define STORE_READING_COLUMNS(X, SEP) \
+    X(device, TEXT) SEP X(ts_ms, INT) \
+    SEP X(attribution, INT)           \
+    SEP X(share_ppm, INT)             \
+    SEP X(util_ppm, INT)
+#define STORE_ATTRIBUTION_COLUMNS(X, SEP) \
+    X(node, TEXT) SEP X(model, TEXT)      \
+    SEP X(profile, TEXT)                  \
+    SEP X(tenant, TEXT)                   \
+    SEP X(ns, TEXT)                       \
+    SEP X(pod, TEXT)                      \
+    SEP X(workload, OPT)
 #define STORE_LEDGER_COLUMNS(X, SEP) \
     X(ts_ms, INT) SEP X(node, TEXT)  \
     SEP X(gpu_uuid, TEXT)            \
@@ -65,6 +81,8 @@ typedef int (*store_row_fn)(void *ctx, const char *const *cols, const size_t *le
 #define STORE_ONE_(name, type) 1
 enum {
     STORE_SAMPLE_NCOLS = STORE_SAMPLE_COLUMNS(STORE_ONE_, +),
+    STORE_READING_NCOLS = STORE_READING_COLUMNS(STORE_ONE_, +),
+    STORE_ATTRIBUTION_NCOLS = STORE_ATTRIBUTION_COLUMNS(STORE_ONE_, +),
     STORE_LEDGER_NCOLS = STORE_LEDGER_COLUMNS(STORE_ONE_, +),
     STORE_EXPO_NCOLS = STORE_EXPO_COLUMNS(STORE_ONE_, +),
 };
@@ -75,11 +93,11 @@ enum {
 _Static_assert(1 + STORE_LEDGER_NCOLS <= STORE_MAX_COLS, "ledger rows exceed STORE_MAX_COLS");
 
 /* The statements store.c prepares once per connection, by id.
- * INS_BLOCK inserts STORE_BLOCK samples in one statement; INS_ARRAYS, only
- * where the backend has run_rows, up to STORE_ARRAY_ROWS samples given as
+ * INS_BLOCK inserts STORE_BLOCK readings in one statement; INS_ARRAYS, only
+ * where the backend has run_rows, up to STORE_ARRAY_ROWS readings given as
  * one array per column. */
 #define STORE_BLOCK 64
-#define STORE_MAX_PARAMS (STORE_BLOCK * STORE_SAMPLE_NCOLS)
+#define STORE_MAX_PARAMS (STORE_BLOCK * STORE_READING_NCOLS)
 #define STORE_ARRAY_ROWS 8192
 enum {
     STORE_ST_INS_SAMPLE,
@@ -109,6 +127,9 @@ enum {
     STORE_ST_AGG_TOTALS,
     STORE_ST_AGG_TAILS,
     STORE_ST_AGG_STALE,
+    STORE_ST_ATTR_FIND,
+    STORE_ST_ATTR_ADD,
+    STORE_ST_ATTR_RECENT,
     STORE_ST_COUNT
 };
 
@@ -125,6 +146,7 @@ struct store_ops {
      * commit (agg.c) */
     const char *lock_samples, *lock_agg;
     const char *device_order; /* ORDER BY device in byte order (a device's keys adjacent) */
+    const char *keep_order;   /* ends a sorted subquery the planner must not flatten */
     int seek_devices;         /* scan samples one device at a time (store.c) */
     /* url without changes; *db gets the connection. With create 0 a database
      * that does not exist is TS_NOT_FOUND naming it, and none is made. */

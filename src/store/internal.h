@@ -23,10 +23,24 @@
 
 /* "node, device, ..." */
 #define SAMPLE_COLS STORE_SAMPLE_COLUMNS(COL_NAME, ", ")
+#define READING_COLS STORE_READING_COLUMNS(COL_NAME, ", ")
+#define ATTRIBUTION_COLS STORE_ATTRIBUTION_COLUMNS(COL_NAME, ", ")
 #define LEDGER_COLS STORE_LEDGER_COLUMNS(COL_NAME, ", ")
 #define EXPO_COLS STORE_EXPO_COLUMNS(COL_NAME, ", ")
 /* The ledger's string columns, kept by store_ledger_last. */
 enum { LEDGER_NTEXT = STORE_LEDGER_COLUMNS(IS_TEXT, +) };
+
+/* The attributions this connection has seen, by their texts (attrib.c). */
+struct store_attr_slot {
+    uint64_t hash;
+    int64_t id;
+    char *key; /* the texts, each ending in NUL; NULL: a free slot */
+    size_t len;
+};
+struct store_attr_cache {
+    struct store_attr_slot *slot;
+    size_t cap, n; /* cap a power of two, or 0 */
+};
 
 struct store {
     const struct store_ops *ops;
@@ -34,7 +48,20 @@ struct store {
     char *last[LEDGER_NTEXT];  /* strings of the entry store_ledger_last returned */
     char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
     int samples_open;          /* a transaction of samples is held open (store_hold_samples) */
+    struct store_attr_cache attrs;
 };
+
+/* The newest attributions an empty cache is filled with, in one statement. */
+#define STORE_ATTR_RECENT 32768
+#define STORE_STR_(x) #x
+#define STORE_STR(x) STORE_STR_(x)
+
+/* attrib.c: the attribution id of each of order[0..n) into id[], looked
+ * up, else added, in the open transaction. */
+ts_status store__attributions(struct store *st, const struct store_sample *const *order, size_t n,
+                              int64_t *id, struct ts_error *err);
+/* Forget every attribution seen: the transaction that added some is gone. */
+void store__attributions_forget(struct store *st);
 
 static inline struct store_param store__str(const char *s) { return (struct store_param){.s = s}; }
 static inline struct store_param store__int(int64_t i)

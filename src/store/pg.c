@@ -422,6 +422,7 @@ const struct store_ops store_pg_ops = {
     .lock_samples = "SELECT pg_advisory_xact_lock_shared(7598452149)",
     .lock_agg = "SELECT pg_advisory_xact_lock(7598452149)",
     .device_order = "device COLLATE \"C\"", /* not the database's locale */
+    .keep_order = "OFFSET 0",
     .open = pq_open,
     .close = pq_close,
     .prepare = pq_prepare,

@@ -186,6 +186,7 @@ const struct store_ops store_sqlite_ops = {
     .lock_samples = NULL, /* BEGIN IMMEDIATE: one writer at a time */
     .lock_agg = NULL,
     .device_order = "device", /* BINARY: byte order */
+    .keep_order = "LIMIT -1 OFFSET 0",
     .seek_devices = 1,
     .open = sq_open,
     .close = sq_close,

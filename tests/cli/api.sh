@@ -76,6 +76,8 @@ client apiserver "$TMP/apiserver" kube-apiserver-webhook-client
 # on client-a, on a day of their own
 /usr/bin/python3 - "$TMP/demo/metering.db" <<'PY'
 import sqlite3, sys
+sys.path.insert(0, "tests/tools")
+from stored_samples import put_sample
 db = sqlite3.connect(sys.argv[1])
 rows = [(b"GPU-h1", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="alert(1)">'),
         (b"GPU-h2", b"NVIDIA H100 \xff\xfe", b"1g.10gb"),
@@ -83,9 +85,8 @@ rows = [(b"GPU-h1", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="alert(1)">')
         (b"GPU-h4", b"line1\nFORGED line", b"\x1b[31mred")]
 for dev, model, prof in rows:
     for i in range(3):
-        db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
-                   " CAST(? AS TEXT), CAST(? AS TEXT), 'client-a', 'ns', 'pod', 1000000, 500000, '')",
-                   (b"n1", dev, 1793836800000 + 15000 * i, model, prof))
+        put_sample(db, b"n1", dev, 1793836800000 + 15000 * i, model, prof, "client-a", "ns",
+                   "pod", 1000000, 500000)
 # written behind tessera's back: the usage aggregate (schema v7) the demo day's
 # invoice kept no longer holds, so it goes too, as no ingest would leave it
 for table in ("agg_tails", "agg_totals", "agg_periods"):

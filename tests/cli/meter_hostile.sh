@@ -23,6 +23,8 @@ expect_rc 0 "$TESSERA" ledger record --db "sqlite:$DB" --tenant lab --gpu-uuid G
     --at 1700000000
 python3 - "$DB" <<'PY'
 import sqlite3, sys
+sys.path.insert(0, "tests/tools")
+from stored_samples import put_sample
 db = sqlite3.connect(sys.argv[1])
 rows = [  # device, model, profile (bytes: any)
     (b"GPU-a", b"NVIDIA H100 80GB HBM3", b'<img src=x onerror="document.title=\'pwned\'">'),
@@ -32,9 +34,8 @@ rows = [  # device, model, profile (bytes: any)
 ]
 for dev, model, prof in rows:
     for i in range(3):  # 0, 15, 30 s: 30 s charged per device
-        db.execute("INSERT INTO samples VALUES (CAST(? AS TEXT), CAST(? AS TEXT), ?,"
-                   " CAST(? AS TEXT), CAST(? AS TEXT), 'lab', 'ns', 'pod', 1000000, 500000, '')",
-                   (b"n1", dev, 1700000000000 + 15000 * i, model, prof))
+        put_sample(db, b"n1", dev, 1700000000000 + 15000 * i, model, prof, "lab", "ns", "pod",
+                   1000000, 500000)
 db.commit()
 PY
 U() { "$TESSERA" usage -f "$TMP/spec.yaml" --db "sqlite:$DB" "$@"; }

@@ -51,13 +51,14 @@ expect_rc 0 "$TESSERA" ledger record --db "sqlite:$DB" --tenant lab --gpu-uuid G
     --at 1700000000
 python3 - "$DB" <<'PY'
 import sqlite3, sys
+sys.path.insert(0, "tests/tools")
+from stored_samples import put_sample
 db = sqlite3.connect(sys.argv[1])
 rows = [("GPU-a", "h100-80gb-sxm", "1g.10gb"), ("GPU-b", "h100-80gb-sxm", "2g.20gb"),
         ("GPU-c", "h100-80gb-sxm", "3g.40gb"), ("GPU-d", "l40s", "")]
 for dev, model, prof in rows:
     for t in (1700000000000, 1700003600000):
-        db.execute("INSERT INTO samples VALUES ('n1', ?, ?, ?, ?, 'lab', 'lab-ns', 'pod',"
-                   " 500000, 400000, '')", (dev, t, model, prof))
+        put_sample(db, "n1", dev, t, model, prof, "lab", "lab-ns", "pod", 500000, 400000)
 db.commit()
 PY
 I() { "$TESSERA" invoice -f "$TMP/spec-$1.yaml" --db "sqlite:$DB" --tenant lab \

@@ -116,9 +116,8 @@ check "resumed at $first, want $want (the ms after the fourth page)" test "$firs
 expect_in "$TMP/two.out" "new_samples=0 "
 
 # a stored sample from the future (2100): follow warns and reads now, never waits for it
-sqlite3 "$TMP/prom.db" "INSERT INTO samples (node, device, ts_ms, model, profile, tenant, ns,
-    pod, share_ppm, util_ppm, workload) SELECT node, device, 4102444800000, model, profile,
-    tenant, ns, pod, share_ppm, util_ppm, workload FROM samples LIMIT 1" ||
+sqlite3 "$TMP/prom.db" "INSERT INTO readings (device, ts_ms, attribution, share_ppm, util_ppm)
+    SELECT device, 4102444800000, attribution, share_ppm, util_ppm FROM readings LIMIT 1" ||
     bad "could not store a sample from 2100"
 "${F[@]}" --follow >"$TMP/three.out" 2>"$TMP/three.log" &
 FOLLOW=$!

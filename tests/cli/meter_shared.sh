@@ -208,7 +208,7 @@ got=$(python3 -c 'import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 print(db.execute("SELECT max(version) FROM schema_version").fetchone()[0],
       db.execute("SELECT count(*) FROM samples WHERE workload = \"\"").fetchone()[0])' "$TMP/v2.db")
-check "sqlite v2 upgraded: '$got', expected '8 2'" [ "$got" = "8 2" ]
+check "sqlite v2 upgraded: '$got', expected '9 2'" [ "$got" = "9 2" ]
 
 # ---- PostgreSQL: the same day, the same invoices; the same upgrade ----------
 if ! URL=$(scripts/pg-test-server start "$PG" "$PORT" 2>"$TMP/start.err"); then
@@ -237,5 +237,5 @@ psql "$V2URL" -AtXqc "CREATE TABLE ledger (seq BIGINT GENERATED ALWAYS AS IDENTI
 upgraded "$V2URL"
 got=$(psql "$V2URL" -AtXqc "SELECT max(version) || ' ' || (SELECT count(*) FROM samples
     WHERE workload = '') FROM schema_version")
-check "postgresql v2 upgraded: '$got', expected '8 2'" [ "$got" = "8 2" ]
+check "postgresql v2 upgraded: '$got', expected '9 2'" [ "$got" = "9 2" ]
 finish

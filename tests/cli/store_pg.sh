@@ -50,7 +50,7 @@ rc=$?
 check "restart failed: $(cat "$TMP/restart.err")" [ "$rc" -eq 0 ]
 after=$(count)
 check "samples after restart: $after, before: $before" [ "$after" = "$before" ]
-check "schema_version is not 8 (the migrations in src/store/schema.c)" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 8 ]
+check "schema_version is not 9 (the migrations in src/store/schema.c)" [ "$(psql "$URL" -AtXqc 'SELECT max(version) FROM schema_version')" = 9 ]
 
 run_suite "after restart"
 finish

@@ -63,9 +63,8 @@ static inline int pg_setup(void **state)
     }
     PGconn *c = PQconnectdb(url);
     PQsetNoticeProcessor(c, quiet, NULL);
-    PGresult *r = PQexec(
-        c, "DROP TABLE IF EXISTS samples, ledger, expositions, requests, schema_version, "
-           "agg_periods, agg_totals, agg_tails");
+    /* every table and view of any schema version */
+    PGresult *r = PQexec(c, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     if (!ok)
         fprintf(stderr, "pg_setup: %s", PQerrorMessage(c));

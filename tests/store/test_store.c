@@ -276,7 +276,12 @@ static void test_failed_batch(void **state)
     assert_non_null(strstr(err.msg, store_backend(st)));
     assert_non_null(strcasestr(err.msg, "null")); /* the database's own words */
     assert_int_equal(scan_all(st, 0, 100).n, 1);
-    s[2].device = "GPU-1"; /* the store is usable after a failure */
+    s[2].device = "GPU-1";
+    s[1].node = NULL; /* a text of the attribution: refused as well */
+    assert_int_equal(store_put_samples(st, s, 4, &ins, &err), TS_IO);
+    assert_non_null(strcasestr(err.msg, "null"));
+    assert_int_equal(scan_all(st, 0, 100).n, 1);
+    s[1].node = "node-1"; /* the store is usable after a failure */
     assert_int_equal(put(st, s, 4), 4);
     store_close(st);
 }
@@ -371,6 +376,82 @@ static void test_held_batches(void **state)
     store_close(st);
 }
 
+/* The rows of table in the fixture's database (SQLite or PostgreSQL). */
+static int64_t count_rows(void **state, const char *table)
+{
+    const char *url = ((struct fx *)*state)->url;
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+    if (strncmp(url, "sqlite:", 7) == 0) {
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(url + 7, &db), SQLITE_OK);
+        int64_t n = sqlite_int(db, sql);
+        sqlite3_close(db);
+        return n;
+    }
+    PGconn *c = PQconnectdb(url);
+    PGresult *r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    int64_t n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    PQfinish(c);
+    return n;
+}
+
+/* Every scanned sample has pod want[device's last letter - 'a']. */
+struct pods {
+    const char *want[3];
+    size_t n, bad;
+};
+
+static int check_pod(void *ctx, const struct store_sample *s)
+{
+    struct pods *p = ctx;
+    size_t i = (size_t)(s->device[strlen(s->device) - 1] - 'a');
+    p->n++;
+    if (i >= 3 || strcmp(s->pod, p->want[i]) != 0) {
+        print_message("%s at %lld: pod %s\n", s->device, (long long)s->ts_ms, s->pod);
+        p->bad++;
+    }
+    return 0;
+}
+
+/* Schema v9: a sample's texts are stored once, as an attribution, for
+ * all the readings that share them, whoever adds it. A batch rolled back
+ * takes the attributions it added with it, and its writer never names
+ * their ids afterwards (SQLite gives a rolled-back id to the next
+ * attribution another writer adds: a reading naming it would read back
+ * with that one's texts; PostgreSQL's would name none and vanish from
+ * scans). A new connection finds the attributions stored. */
+static void test_attributions(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store *other = open_or_skip(state);
+    struct store_sample s[6] = {sample("GPU-a", 1), sample("GPU-a", 2), sample("GPU-b", 1),
+                                sample("GPU-b", 2), sample("GPU-c", 1), sample("GPU-c", 2)};
+    s[2].pod = s[3].pod = "pod-b";
+    s[4].pod = s[5].pod = "pod-c";
+    assert_int_equal(hold(st, s, 4), 4);
+    store_abort_samples(st);
+    assert_int_equal(count_rows(state, "attributions"), 0);
+    assert_int_equal(put(other, s + 4, 2), 2); /* takes the first id again on SQLite */
+    assert_int_equal(put(st, s, 4), 4);
+    struct pods p = {{"pod-a", "pod-b", "pod-c"}, 0, 0};
+    struct ts_error err = {0};
+    assert_int_equal(store_scan_samples(st, 0, 100, check_pod, &p, &err), TS_OK);
+    assert_int_equal(p.n, 6);
+    assert_int_equal(p.bad, 0);
+    assert_int_equal(count_rows(state, "attributions"), 3);
+    assert_int_equal(count_rows(state, "readings"), 6);
+    store_close(other);
+    struct store *fresh = open_or_skip(state); /* fills its cache from the store */
+    s[0].ts_ms = s[2].ts_ms = s[4].ts_ms = 3;
+    assert_int_equal(put(fresh, s, 5), 3);
+    assert_int_equal(count_rows(state, "attributions"), 3);
+    store_close(fresh);
+    store_close(st);
+}
+
 #define CASES(setup, teardown)                                                    \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),        \
@@ -385,6 +466,7 @@ static void test_held_batches(void **state)
         cmocka_unit_test_setup_teardown(test_big_batch, setup, teardown),         \
         cmocka_unit_test_setup_teardown(test_failed_batch, setup, teardown),      \
         cmocka_unit_test_setup_teardown(test_held_batches, setup, teardown),      \
+        cmocka_unit_test_setup_teardown(test_attributions, setup, teardown),      \
         cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown)
 
 int main(void)

@@ -1,9 +1,12 @@
 /*
  * test_store_schema.c - opening a store (store_suite.h): URLs refused
  * without echoing credentials, each migration recorded once, databases of
- * older schemas upgraded in place (v1 and v7 on SQLite, v3 on PostgreSQL),
+ * older schemas upgraded in place (v1, v7 and v8 on SQLite, v3 on
+ * PostgreSQL),
  * a newer one refused, and PostgreSQL's reconnect after its backend died.
  */
+#include <inttypes.h>
+
 #include "store_suite.h"
 
 /* ---- cases ------------------------------------------------------------- */
@@ -46,11 +49,11 @@ static void test_schema_versions(void **state)
         store_close(open_or_skip(state));
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 8);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
-    /* v8: no index on time beside the primary key */
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM schema_version"), 9);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 9);
+    /* v8: no index on time beside the primary key (v9: of the readings) */
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' "
-                                    "AND tbl_name = 'samples' AND sql IS NOT NULL"),
+                                    "AND tbl_name = 'readings' AND sql IS NOT NULL"),
                      0);
     sqlite3_stmt *s = NULL;
     sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
@@ -115,7 +118,7 @@ static PGresult *pg_ok(PGconn *c, const char *sql, ExecStatusType want)
 }
 
 /* PostgreSQL only: a database of schema v3 (samples_ts a B-tree) is moved
- * to v5 in place: samples_ts becomes a BRIN index, the rows stay. */
+ * to v9 in place: the rows stay, as readings with a BRIN index on time. */
 static void test_pg_upgrade_from_v3(void **state)
 {
     if (!*state)
@@ -149,11 +152,11 @@ static void test_pg_upgrade_from_v3(void **state)
     store_close(st);
     PGresult *r = pg_ok(c,
                         "SELECT (SELECT max(version) FROM schema_version), "
-                        "(SELECT indexdef FROM pg_indexes WHERE indexname = 'samples_ts'), "
+                        "(SELECT indexdef FROM pg_indexes WHERE indexname = 'readings_ts'), "
                         "(SELECT count(*) FROM samples)",
                         PGRES_TUPLES_OK);
-    assert_string_equal(PQgetvalue(r, 0, 0), "8");
-    assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)")); /* v8 keeps it */
+    assert_string_equal(PQgetvalue(r, 0, 0), "9");
+    assert_non_null(strstr(PQgetvalue(r, 0, 1), "USING brin (ts_ms)")); /* v9: the readings' */
     assert_string_equal(PQgetvalue(r, 0, 2), "2");
     PQclear(r);
     PQfinish(c);
@@ -189,52 +192,123 @@ static void test_upgrade_from_v1(void **state)
     assert_int_equal(put_expo(st, "f", 1, "x 1\n", 4), TS_OK);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 9);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM expositions"), 1);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples WHERE workload = ''"), 1);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
 }
 
-/* A SQLite database of schema v7 (samples_ts a B-tree on time) moves to v8
- * in place: the index goes, the rows stay, the newest sample and a split
- * device's next scrape are still found (from the primary key). */
-static void test_upgrade_from_v7(void **state)
+/* What a database of schema v8 held: one wide table of samples, each with
+ * its texts (made here from a v9 database's). */
+static const char to_v8[] =
+    "CREATE TABLE wide AS SELECT * FROM samples;"
+    "DROP VIEW samples; DROP TABLE readings; DROP TABLE attributions;"
+    "CREATE TABLE samples (node TEXT NOT NULL, device TEXT NOT NULL, ts_ms BIGINT NOT NULL,"
+    " model TEXT NOT NULL, profile TEXT NOT NULL, tenant TEXT NOT NULL, ns TEXT NOT NULL,"
+    " pod TEXT NOT NULL, share_ppm BIGINT NOT NULL, util_ppm BIGINT NOT NULL,"
+    " workload TEXT NOT NULL DEFAULT '', PRIMARY KEY (device, ts_ms));"
+    "INSERT INTO samples SELECT * FROM wide; DROP TABLE wide;"
+    "DELETE FROM schema_version WHERE version = 9;";
+
+/* Samples on two devices, two attributions on one (its pod moved), one
+ * split key "DEVICE#..."; the same texts where they repeat. */
+static size_t old_samples(struct store_sample *s)
+{
+    s[0] = sample("GPU-a", 10);
+    s[1] = sample("GPU-a", 20);
+    s[2] = sample("GPU-a#t/p", 70);
+    s[3] = sample("GPU-b", 40);
+    s[1].pod = "p-moved";
+    s[1].workload = "w2";
+    s[3].tenant = "other";
+    return 4;
+}
+
+/* Each scanned sample equals want[i] in every column. */
+struct compare {
+    const struct store_sample *want;
+    size_t n, i, bad;
+};
+
+static int compare_row(void *ctx, const struct store_sample *s)
+{
+    struct compare *c = ctx;
+    const struct store_sample *w = c->i < c->n ? &c->want[c->i] : NULL;
+    c->i++;
+    if (!w || strcmp(w->node, s->node) || strcmp(w->device, s->device) || w->ts_ms != s->ts_ms ||
+        strcmp(w->model, s->model) || strcmp(w->profile, s->profile) ||
+        strcmp(w->tenant, s->tenant) || strcmp(w->ns, s->ns) || strcmp(w->pod, s->pod) ||
+        w->share_ppm != s->share_ppm || w->util_ppm != s->util_ppm ||
+        strcmp(w->workload ? w->workload : "", s->workload)) {
+        print_message("row %zu: %s at %" PRId64 " differs\n", c->i, s->device, s->ts_ms);
+        c->bad++;
+    }
+    return 0;
+}
+
+static void expect_samples(struct store *st, const struct store_sample *want, size_t n)
+{
+    struct compare c = {want, n, 0, 0};
+    struct ts_error err = {0};
+    assert_int_equal(store_scan_samples(st, 0, 100, compare_row, &c, &err), TS_OK);
+    assert_int_equal(c.i, n);
+    assert_int_equal(c.bad, 0);
+}
+
+/* A SQLite database of schema v7 (samples_ts a B-tree on time) or v8
+ * moves to v9 in place: the index goes, each sample becomes a reading and
+ * its attribution (one per distinct texts), every column stays, the
+ * newest sample and a split device's next scrape are still found, and a
+ * new batch reuses the attributions there. */
+static void upgrade_from(void **state, const char *old_sql)
 {
     assert_int_equal(sqlite_setup(state), 0);
     struct fx *f = *state;
     struct store *st = open_or_skip(state);
-    struct store_sample s[3] = {sample("GPU-a", 10), sample("GPU-a#t/p", 70), sample("GPU-b", 40)};
-    assert_int_equal(put(st, s, 3), 3);
+    struct store_sample s[5];
+    size_t n = old_samples(s);
+    assert_int_equal(put(st, s, n), n);
     store_close(st);
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-                                  "CREATE INDEX samples_ts ON samples (ts_ms);"
-                                  "DELETE FROM schema_version WHERE version = 8",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, to_v8, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, old_sql, NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     st = open_or_skip(state);
     int found = 0;
     assert_int_equal(last_sample(st, &found), 70);
     assert_int_equal(scraped_after(st, "GPU-a", 1, 40), 1);
-    assert_int_equal(scan_all(st, 0, 100).n, 3);
+    expect_samples(st, s, n);
+    s[n] = sample("GPU-b", 50);
+    s[n].tenant = "other";
+    assert_int_equal(put(st, &s[n], 1), 1);
+    expect_samples(st, s, n + 1);
     store_close(st);
     assert_int_equal(sqlite3_open(f->url + 7, &db), SQLITE_OK);
-    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 8);
+    assert_int_equal(sqlite_int(db, "SELECT max(version) FROM schema_version"), 9);
     assert_int_equal(sqlite_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'samples_ts'"),
                      0);
-    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM samples"), 3);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM readings"), 5);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM attributions"), 3);
     sqlite3_close(db);
     assert_int_equal(sqlite_teardown(state), 0);
 }
+
+static void test_upgrade_from_v7(void **state)
+{
+    upgrade_from(state, "CREATE INDEX samples_ts ON samples (ts_ms);"
+                        "DELETE FROM schema_version WHERE version = 8");
+}
+
+static void test_upgrade_from_v8(void **state) { upgrade_from(state, ""); }
 
 int main(void)
 {
     const struct CMUnitTest common[] = {
         cmocka_unit_test(test_bad_urls), cmocka_unit_test(test_schema_versions),
-        cmocka_unit_test(test_upgrade_from_v1), cmocka_unit_test(test_upgrade_from_v7)};
+        cmocka_unit_test(test_upgrade_from_v1), cmocka_unit_test(test_upgrade_from_v7),
+        cmocka_unit_test(test_upgrade_from_v8)};
     const struct CMUnitTest pg[] = {
         cmocka_unit_test_setup_teardown(test_pg_reconnect, pg_setup, pg_teardown),
         cmocka_unit_test_setup_teardown(test_pg_upgrade_from_v3, pg_setup, pg_teardown)};
