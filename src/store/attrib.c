@@ -136,13 +136,17 @@ static int row_id(void *ctx, const char *const *cols, const size_t *lens, int n)
     return 1;
 }
 
-/* A row of STORE_ST_ATTR_RECENT: id, then the texts, kept. */
+/* A row of STORE_ST_ATTR_RECENT: id, then the texts, kept; not one with a
+ * NUL inside a text (written behind tessera's back: it would be kept as
+ * its text up to the NUL, and another attribution's samples named by it). */
 static int row_recent(void *ctx, const char *const *c, const size_t *lens, int n)
 {
-    (void)lens;
     struct store *st = ctx;
     if (n < 1 + STORE_ATTRIBUTION_NCOLS)
         return 1;
+    for (int i = 1; i <= STORE_ATTRIBUTION_NCOLS; i++)
+        if (c[i] && strlen(c[i]) != lens[i])
+            return 0;
     struct store_sample s = {.node = store__col_str(c[1]),
                              .model = store__col_str(c[2]),
                              .profile = store__col_str(c[3]),

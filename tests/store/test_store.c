@@ -452,6 +452,32 @@ static void test_attributions(void **state)
     store_close(st);
 }
 
+/* SQLite only (PostgreSQL's text holds no NUL): an attribution written
+ * behind tessera's back with a NUL inside its pod is not taken for the
+ * attribution of its text up to the NUL. */
+static void test_attribution_with_nul(void **state)
+{
+    const char *url = ((struct fx *)*state)->url;
+    struct store *st = open_or_skip(state);
+    struct store_sample s = sample("GPU-a", 1);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(url + 7, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO attributions (node, model, profile, tenant, ns, "
+                                  "pod, workload) VALUES ('node-1', 'NVIDIA H100 80GB HBM3', "
+                                  "'1g.10gb', 'client-a', 'ns-a', 'pod-a' || char(0) || 'x', "
+                                  "'chat')",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    store_close(st);
+    st = open_or_skip(state); /* its cache filled from the store */
+    assert_int_equal(put(st, &s, 1), 1);
+    assert_int_equal(sqlite_int(db, "SELECT count(*) FROM attributions"), 2);
+    assert_int_equal(sqlite_int(db, "SELECT length(CAST(pod AS BLOB)) FROM samples"), 5);
+    sqlite3_close(db);
+    store_close(st);
+}
+
 #define CASES(setup, teardown)                                                    \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),        \
@@ -471,7 +497,9 @@ static void test_attributions(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest sqlite[] = {CASES(sqlite_setup, sqlite_teardown)};
+    const struct CMUnitTest sqlite[] = {
+        CASES(sqlite_setup, sqlite_teardown),
+        cmocka_unit_test_setup_teardown(test_attribution_with_nul, sqlite_setup, sqlite_teardown)};
     const struct CMUnitTest pg[] = {CASES(pg_setup, pg_teardown)};
     return store_suite_run("store", NULL, 0, sqlite, STORE_NCASES(sqlite), pg, STORE_NCASES(pg));
 }
