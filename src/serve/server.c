@@ -428,7 +428,11 @@ static struct MHD_Daemon *start(struct serve_state *s, const struct sockaddr_sto
     const struct serve_options *o = s->opt;
     unsigned max = serve_slots_max(), nthreads = o->threads ? o->threads : cores();
     unsigned per_client = o->per_client ? o->per_client : (max / 8 ? max / 8 : 1);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+    /* poll, not epoll: libmicrohttpd 0.9.75's epoll mode spins a thread on a
+     * connection whose TLS handshake waits for the client (recv EAGAIN at
+     * once, 5 CPU s in 10 s per such client, tests/cli/webhook_handshake.sh);
+     * poll waits, at the same CPU per request (bench/RESULTS.md) */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_TLS |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     /* libmicrohttpd splits its connection limit between the pool's threads;
      * serve_accept holds the real one, so any thread may take any slot */
