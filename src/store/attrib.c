@@ -68,7 +68,7 @@ void store__attributions_forget(struct store *st)
     for (size_t i = 0; i < c->cap; i++)
         free(c->slot[i].key);
     free(c->slot);
-    *c = (struct store_attr_cache){0};
+    *c = (struct store_attr_cache){.generation = c->generation};
 }
 
 /* Room for one more id: the table doubled at half full, emptied at
@@ -251,6 +251,10 @@ ts_status store__attributions(struct store *st, const struct store_sample *const
     if (!miss)
         return ts_err(err, TS_NOMEM, "out of memory");
     ts_status rc = TS_OK;
+    unsigned gen = st->ops->generation ? st->ops->generation(st->db) : 0;
+    if (gen != st->attrs.generation)
+        store__attributions_forget(st); /* another connection: perhaps another database */
+    st->attrs.generation = gen;
     if (!st->attrs.n && n)
         rc = st->ops->run(st->db, STORE_ST_ATTR_RECENT, NULL, 0, row_recent, st, NULL, err);
     size_t nmiss = 0;
@@ -272,6 +276,10 @@ ts_status store__attributions(struct store *st, const struct store_sample *const
         if (!hit)
             miss[nmiss++] = (struct attr_miss){order[i], &id[i]};
     }
+    /* new ones are added first in a transaction: a writer holding batches
+     * commits them before it waits for another's additions */
+    if (rc == TS_OK && nmiss)
+        rc = store__samples_afresh(st, err);
     if (rc == TS_OK)
         rc = attr_fetch_misses(st, miss, nmiss, err);
     free(miss);

@@ -173,6 +173,11 @@ struct store_ops {
     ts_status (*copy_rows)(void *db, const char *copy_sql, const struct store_param *p, int ncols,
                            size_t nrows, int64_t *changes, int *conflict, struct ts_error *err);
     int brin; /* has BRIN indexes: runs the migrations' "BRIN:" statements, not "BTREE:" */
+    /* Optional (NULL: the connection is never remade): a number that
+     * changes each time the backend connects again (a restart, a
+     * failover, a restored database), so what the store cached of the
+     * database it talked to goes. */
+    unsigned (*generation)(void *db);
 };
 
 extern const struct store_ops store_sqlite_ops;

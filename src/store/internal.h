@@ -39,7 +39,8 @@ struct store_attr_slot {
 };
 struct store_attr_cache {
     struct store_attr_slot *slot;
-    size_t cap, n; /* cap a power of two, or 0 */
+    size_t cap, n;       /* cap a power of two, or 0 */
+    unsigned generation; /* the backend's connection the ids are from */
 };
 
 struct store {
@@ -48,6 +49,7 @@ struct store {
     char *last[LEDGER_NTEXT];  /* strings of the entry store_ledger_last returned */
     char *sql[STORE_ST_COUNT]; /* the text of each statement, while prepared */
     int samples_open;          /* a transaction of samples is held open (store_hold_samples) */
+    size_t samples_held;       /* the batches stored in it */
     struct store_attr_cache attrs;
 };
 
@@ -62,6 +64,10 @@ ts_status store__attributions(struct store *st, const struct store_sample *const
                               int64_t *id, struct ts_error *err);
 /* Forget every attribution seen: the transaction that added some is gone. */
 void store__attributions_forget(struct store *st);
+/* store.c: commit the batches the open transaction of samples holds and
+ * begin another (attrib.c: a transaction adds attributions before it
+ * stores anything, so two writers never wait on each other's). */
+ts_status store__samples_afresh(struct store *st, struct ts_error *err);
 
 static inline struct store_param store__str(const char *s) { return (struct store_param){.s = s}; }
 static inline struct store_param store__int(int64_t i)

@@ -33,6 +33,7 @@ struct pq {
     PGconn *c;
     const char *sql[STORE_ST_COUNT];
     int in_tx;
+    unsigned generation; /* connections made since the first */
 };
 
 static ts_status pq_fail(struct pq *q, const PGresult *r, struct ts_error *err)
@@ -69,6 +70,8 @@ static ts_status pq_open(const char *url, int create, void **out, struct ts_erro
     return TS_OK;
 }
 
+static unsigned pq_generation(void *db) { return ((struct pq *)db)->generation; }
+
 static void pq_close(void *db)
 {
     struct pq *q = db;
@@ -103,6 +106,7 @@ static ts_status pq_ensure(struct pq *q, struct ts_error *err)
     PQreset(q->c);
     if (PQstatus(q->c) != CONNECTION_OK)
         return pq_fail(q, NULL, err);
+    q->generation++;
     ts_status rc = TS_OK;
     for (int i = 0; rc == TS_OK && i < STORE_ST_COUNT; i++)
         if (q->sql[i])
@@ -429,6 +433,7 @@ const struct store_ops store_pg_ops = {
     .run = pq_run,
     .exec = pq_exec,
     .run_rows = pq_run_rows,
+    .generation = pq_generation,
     .copy_rows = pq_copy_rows,
     .brin = 1,
 };

@@ -474,6 +474,7 @@ static ts_status open_samples(struct store *st, struct ts_error *err)
         return TS_OK;
     ts_status rc = begin_samples(st, err);
     st->samples_open = rc == TS_OK;
+    st->samples_held = 0;
     return rc;
 }
 
@@ -512,7 +513,16 @@ static ts_status put_sorted(struct store *st, const struct store_sample **order,
         rc = drop_stale(st, order, n, err);
     if (rc != TS_OK)
         abort_samples(st);
+    st->samples_held += rc == TS_OK;
     return rc;
+}
+
+ts_status store__samples_afresh(struct store *st, struct ts_error *err)
+{
+    if (!st->samples_held)
+        return TS_OK;
+    ts_status rc = store_commit_samples(st, err);
+    return rc == TS_OK ? open_samples(st, err) : rc;
 }
 
 ts_status store_commit_samples(struct store *st, struct ts_error *err)

@@ -478,6 +478,98 @@ static void test_attribution_with_nul(void **state)
     store_close(st);
 }
 
+/* One of two writers holding a batch whose attribution is new, then
+ * adding the other's (test_attribution_order). */
+struct crossing {
+    const char *url;
+    const char *mine, *theirs; /* pods */
+    int64_t ts;
+    pthread_barrier_t *both_held;
+    ts_status rc;
+    char msg[TS_MSG_MAX];
+};
+
+static void *crossing_main(void *arg)
+{
+    struct crossing *x = arg;
+    struct store *st = NULL;
+    struct ts_error err = {0};
+    x->rc = store_open(x->url, &st, &err);
+    struct store_sample s[2] = {sample("GPU-x", x->ts), sample("GPU-x", x->ts + 1)};
+    s[0].pod = x->mine;
+    s[1].pod = x->theirs;
+    size_t ins = 0;
+    if (x->rc == TS_OK)
+        x->rc = store_hold_samples(st, &s[0], 1, &ins, &err);
+    pthread_barrier_wait(x->both_held);
+    if (x->rc == TS_OK)
+        x->rc = store_hold_samples(st, &s[1], 1, &ins, &err);
+    if (x->rc == TS_OK)
+        x->rc = store_commit_samples(st, &err);
+    if (x->rc != TS_OK)
+        snprintf(x->msg, sizeof(x->msg), "%s", err.msg);
+    store_close(st);
+    return NULL;
+}
+
+/* PostgreSQL only (SQLite has one writer at a time): two writers each
+ * hold a batch with a new attribution, then each stores a batch with the
+ * other's. The second batch commits the first before it adds one, so
+ * neither waits on the other while holding what the other waits on (it
+ * was "deadlock detected" on the attributions' unique index). */
+static void test_attribution_order(void **state)
+{
+    struct store *st = open_or_skip(state); /* migrated before the race */
+    pthread_barrier_t both;
+    pthread_barrier_init(&both, NULL, 2);
+    const char *url = ((struct fx *)*state)->url;
+    struct crossing x[2] = {{url, "pod-x", "pod-y", 10, &both, TS_OK, ""},
+                            {url, "pod-y", "pod-x", 20, &both, TS_OK, ""}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, crossing_main, &x[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&both);
+    for (int i = 0; i < 2; i++) {
+        if (x[i].rc != TS_OK)
+            print_message("writer %d: %s\n", i, x[i].msg);
+        assert_int_equal(x[i].rc, TS_OK);
+    }
+    assert_int_equal(scan_all(st, 0, 100).n, 4);
+    assert_int_equal(count_rows(state, "attributions"), 2);
+    store_close(st);
+}
+
+/* PostgreSQL only: the database behind a writer is restored from a
+ * backup (its attributions gone, their ids free again) while the writer
+ * runs: the connection it had is cut, and the ids it kept must not name
+ * the attributions added after the restore. */
+static void test_attributions_after_restore(void **state)
+{
+    struct store *st = open_or_skip(state);
+    struct store_sample a = sample("GPU-a", 1), b = sample("GPU-b", 1);
+    b.tenant = "client-b";
+    assert_int_equal(put(st, &a, 1), 1);
+    PGconn *c = PQconnectdb(((struct fx *)*state)->url);
+    PQclear(PQexec(c, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
+                      "pg_backend_pid() AND datname = current_database()"));
+    PGresult *r = PQexec(c, "TRUNCATE readings, attributions RESTART IDENTITY");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(c);
+    struct store *other = open_or_skip(state);
+    assert_int_equal(put(other, &b, 1), 1); /* takes the first id again */
+    store_close(other);
+    a.ts_ms = 2;
+    assert_int_equal(put(st, &a, 1), 1);
+    struct scan sc = scan_all(st, 0, 100);
+    assert_int_equal(sc.n, 2);
+    assert_string_equal(sc.tenant, "client-a"); /* GPU-a's, first in order */
+    assert_int_equal(count_rows(state, "attributions"), 2);
+    store_close(st);
+}
+
 #define CASES(setup, teardown)                                                    \
     cmocka_unit_test_setup_teardown(test_migrations_idempotent, setup, teardown), \
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),        \
@@ -500,6 +592,9 @@ int main(void)
     const struct CMUnitTest sqlite[] = {
         CASES(sqlite_setup, sqlite_teardown),
         cmocka_unit_test_setup_teardown(test_attribution_with_nul, sqlite_setup, sqlite_teardown)};
-    const struct CMUnitTest pg[] = {CASES(pg_setup, pg_teardown)};
+    const struct CMUnitTest pg[] = {
+        CASES(pg_setup, pg_teardown),
+        cmocka_unit_test_setup_teardown(test_attribution_order, pg_setup, pg_teardown),
+        cmocka_unit_test_setup_teardown(test_attributions_after_restore, pg_setup, pg_teardown)};
     return store_suite_run("store", NULL, 0, sqlite, STORE_NCASES(sqlite), pg, STORE_NCASES(pg));
 }
