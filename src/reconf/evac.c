@@ -2,13 +2,20 @@
  * evac.c - replanning's trade of drains for cards: from a plan (the keep
  * candidate), empty one used card at a time by moving its instances into
  * free space on the other used cards of its kind (MIG slices, or pool room
- * among tenants that trust each other), never onto a free card. A card that
+ * among tenants that trust each other), never onto a free card; or empty a
+ * MIG card with one other used MIG card laid out again beside it (the two
+ * cards' instances, largest first, into the other card at its lowest free
+ * starts, or at its highest, then into the rest's free space), which a
+ * swap or a repack of two cards needs. A card that
  * holds no instance kept from the running plan, or is drained anyway, goes
  * first (moving what is not running yet, or off a drained card, costs no
  * more drain), then the cards with the fewest kept instances and the least
- * load. Each emptied card gives one more plan, one
- * card fewer; the caller counts its drains (reconf_steps) and keeps the
- * Pareto points.
+ * load. The search is depth first: its first path is that order's first
+ * card that empties alone at each step, then the other cards, orders and
+ * pairs (bounded: RECONF_EVAC_SEARCH_MAX), a path dropped where it drains
+ * more than the best found for as many cards emptied. The best plan for
+ * each number of cards emptied is one plan, one card fewer each; the
+ * caller counts its drains (reconf_steps) and keeps the Pareto points.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -162,92 +169,219 @@ static struct plan_gpu *home(struct plan *p, const struct plan_inst *in, int mod
     return NULL;
 }
 
-/* Move every instance of card i elsewhere; 1 done, 0 not (p unchanged), -1 NOMEM. */
-static int empty_card(struct plan *p, size_t i)
+/* The highest legal free start for profile pr on MIG card g, or -1. */
+static int top_start(const struct plan_gpu *g, const struct cat_profile *pr)
 {
-    struct plan_gpu *g = &p->gpus[i];
-    size_t n = g->ninst, k = 0;
-    int mode = g->mode, ok = 1;
-    struct plan_inst *moved = malloc((n + 1) * sizeof(*moved));
-    struct plan_gpu **to = malloc((n + 1) * sizeof(*to));
-    if (!moved || !to) {
-        free(moved);
-        free(to);
+    if (reconf__mig_start(g, pr) < 0) /* count, compute, and a start at all */
         return -1;
+    for (size_t s = pr->nstarts; s-- > 0;) {
+        int at = pr->starts[s];
+        if (at + pr->mem_units <= g->model->grid && !reconf__overlaps(g, NULL, at, pr->mem_units))
+            return at;
     }
-    memcpy(moved, g->inst, n * sizeof(*moved));
-    qsort(moved, n, sizeof(*moved), cmp_size);
-    g->ninst = 0;
-    g->mode = PLAN_FREE;
-    for (; ok == 1 && k < n; k++) {
-        struct plan_inst in = moved[k];
-        to[k] = home(p, &in, mode, i);
-        if (to[k] && in.profile)
-            in.start = reconf__mig_start(to[k], in.profile);
-        ok = !to[k] ? 0
-             : ts_arena_grow(&p->arena, (void **)&to[k]->inst, &to[k]->cap, to[k]->ninst,
-                             sizeof(in))
-                 ? 1
-                 : -1;
-        if (ok == 1)
-            to[k]->inst[to[k]->ninst++] = in;
+    return -1;
+}
+
+/* Instance in of card from into used card b (repacked: tried first) or
+ * another used card of mode; NULL: nowhere. */
+static struct plan_gpu *home2(struct plan *p, const struct plan_inst *in, int mode, size_t from,
+                              struct plan_gpu *b)
+{
+    if (b && reconf__usable(p, b, in->row) && reconf__mig_start(b, in->profile) >= 0)
+        return b;
+    return home(p, in, mode, from);
+}
+
+/* moved[0..n) placed in order (b first, at its highest starts when top,
+ * then the other used cards of mode at their lowest), to[k] each one's
+ * card; *k: how many were tried. 1, 0 one did not fit, -1 NOMEM. */
+static int place_all(struct plan *p, const struct plan_inst *moved, size_t n, struct plan_gpu **to,
+                     int mode, size_t from, struct plan_gpu *b, int top, size_t *k)
+{
+    int ok = 1;
+    for (*k = 0; ok == 1 && *k < n; (*k)++) {
+        struct plan_inst in = moved[*k];
+        struct plan_gpu *g = to[*k] = home2(p, &in, mode, from, b);
+        if (g && in.profile)
+            in.start = top && g == b ? top_start(g, in.profile) : reconf__mig_start(g, in.profile);
+        if (!g)
+            ok = 0;
+        else if (!ts_arena_grow(&p->arena, (void **)&g->inst, &g->cap, g->ninst, sizeof(in)))
+            ok = -1;
+        else
+            g->inst[g->ninst++] = in;
     }
-    if (ok != 1) {                       /* undo: each card took its instances last */
-        for (size_t u = k - 1; u-- > 0;) /* k - 1 failed and was not added */
+    return ok;
+}
+
+/* Move every instance of card i elsewhere, card j (a used MIG card, or
+ * (size_t)-1 for none) laid out again with them, j's first (from its top
+ * when top); probe: undo even when it works. 1 done, 0 not (p unchanged),
+ * -1 NOMEM. */
+static int empty_card(struct plan *p, size_t i, size_t j, int top, int probe)
+{
+    struct plan_gpu *g = &p->gpus[i], *b = j < p->ngpus ? &p->gpus[j] : NULL;
+    size_t ng = g->ninst, nb = b ? b->ninst : 0, n = ng + nb, k = 0;
+    int mode = g->mode, ok = -1;
+    struct plan_inst *was = malloc(2 * (n + 1) * sizeof(*was)), *moved = was ? was + n + 1 : NULL;
+    struct plan_gpu **to = malloc((n + 1) * sizeof(*to));
+    if (was && to) {
+        memcpy(was, g->inst, ng * sizeof(*was));
+        if (nb)
+            memcpy(was + ng, b->inst, nb * sizeof(*was));
+        memcpy(moved, was, n * sizeof(*moved));
+        qsort(moved, n, sizeof(*moved), cmp_size);
+        g->ninst = 0;
+        g->mode = PLAN_FREE;
+        if (b)
+            b->ninst = 0;
+        ok = place_all(p, moved, n, to, mode, i, b, top, &k);
+    }
+    if (was && to && (ok != 1 || probe)) {             /* undo: each card took its instances last */
+        for (size_t u = ok == 1 ? k : k - 1; u-- > 0;) /* a failed k - 1 was not added */
             to[u]->ninst--;
-        memcpy(g->inst, moved, n * sizeof(*moved));
-        g->ninst = n;
+        memcpy(g->inst, was, ng * sizeof(*was));
+        g->ninst = ng;
         g->mode = mode;
+        if (nb)
+            memcpy(b->inst, was + ng, nb * sizeof(*was));
+        if (b)
+            b->ninst = nb;
     }
-    for (size_t u = 0; ok == 1 && u < n; u++)
-        if (mode == PLAN_MIG)
-            qsort(to[u]->inst, to[u]->ninst, sizeof(*to[u]->inst), cmp_start);
-    free(moved);
+    for (size_t u = 0; ok == 1 && !probe && mode == PLAN_MIG && u < n; u++)
+        qsort(to[u]->inst, to[u]->ninst, sizeof(*to[u]->inst), cmp_start);
+    free(was);
     free(to);
     return ok;
 }
 
-/* One round: empty the first card in order that can be; 1, 0 none, -1 NOMEM. */
-static int round_once(struct plan *p, const struct reconf_plan *cur,
-                      const struct reconf__rows *rows)
+/* Cards of p a drain empties now: a running instance of a workload the
+ * spec keeps that is not where it ran (the drains reconf_steps counts on
+ * these MIG and pool moves). */
+static int drains(const struct plan *p, const struct reconf_plan *cur,
+                  const struct reconf__rows *rows)
+{
+    int n = 0;
+    for (size_t i = 0; i < p->ngpus; i++) {
+        const struct plan_gpu *g = &p->gpus[i];
+        const struct reconf_card *c = reconf_plan_card(cur, g->node->name, g->index);
+        int same = c && !strcmp(c->model, g->model->name) &&
+                   !strcmp(c->mode, plan_mode_names[g->mode]);
+        for (int h = 0; c && h < c->nheld; h++) {
+            int kept = 0;
+            for (size_t t = 0; same && !kept && t < g->ninst; t++)
+                kept = at_place(&g->inst[t], &c->held[h]);
+            if (!kept && reconf__row(rows, c->held[h].tenant, c->held[h].workload) >= 0) {
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* The search: the best plan found for each number of cards emptied. */
+struct evac {
+    const struct reconf_plan *cur;
+    struct reconf__rows rows;
+    struct plan *best[RECONF_EVACUATIONS_MAX];
+    int best_drains[RECONF_EVACUATIONS_MAX];
+    size_t n;    /* depths found */
+    long budget; /* cards to scan left, past the first order's one-card tries */
+    int first;   /* still on the first order (the depth-first path's way down) */
+};
+
+/* Cards of p worth emptying, in order (kept, load, index): *n of them. */
+static struct order *ordered(const struct plan *p, const struct evac *e, size_t *n)
 {
     struct order *o = malloc((p->ngpus + 1) * sizeof(*o));
-    size_t n = 0;
-    int got = 0;
-    if (!o)
-        return -1;
-    for (size_t i = 0; i < p->ngpus; i++)
+    *n = 0;
+    for (size_t i = 0; o && i < p->ngpus; i++)
         if (emptiable(&p->gpus[i]))
-            o[n++] = (struct order){i, kept_here(&p->gpus[i], cur, rows), load(&p->gpus[i])};
-    qsort(o, n, sizeof(*o), cmp_order);
-    for (size_t t = 0; !got && t < n && t < RECONF_EVAC_TRIES_MAX; t++)
-        got = empty_card(p, o[t].i);
+            o[(*n)++] = (struct order){i, kept_here(&p->gpus[i], e->cur, &e->rows),
+                                       load(&p->gpus[i])};
+    if (o && *n)
+        qsort(o, *n, sizeof(*o), cmp_order);
+    return o;
+}
+
+static int descend(struct evac *e, struct plan *p, size_t depth);
+
+/* Card i emptied (j repacked with it) works on p: its plan q is kept at
+ * depth when it drains fewer cards than the best there, and searched on
+ * unless it drains more. 1 went on, 0 not, -1 NOMEM. */
+static int take(struct evac *e, const struct plan *p, size_t depth, size_t i, size_t j, int top)
+{
+    struct plan *q = reconf__plan_copy(p);
+    int ok = q ? empty_card(q, i, j, top, 0) : -1, d = ok == 1 ? drains(q, e->cur, &e->rows) : 0;
+    if (ok == 1 && depth == e->n) {
+        e->best[e->n++] = q;
+        e->best_drains[depth] = d;
+        q = reconf__plan_copy(q);
+        ok = q ? 1 : -1;
+    } else if (ok == 1 && d < e->best_drains[depth]) {
+        plan_free(e->best[depth]);
+        e->best[depth] = q;
+        e->best_drains[depth] = d;
+        q = reconf__plan_copy(q);
+        ok = q ? 1 : -1;
+    } else if (ok == 1 && d > e->best_drains[depth])
+        ok = 0;
+    if (ok == 1 && depth + 1 < RECONF_EVACUATIONS_MAX)
+        ok = descend(e, q, depth + 1) < 0 ? -1 : 1;
+    plan_free(q);
+    return ok;
+}
+
+/* One try: card i emptied, j (or none) repacked (from its top when top);
+ * probed first in place. */
+static int try_one(struct evac *e, struct plan *p, size_t depth, size_t i, size_t j, int top)
+{
+    if (!(e->first && j >= p->ngpus) && (e->budget -= (long)p->ngpus + 1) < 0)
+        return 0;
+    int ok = empty_card(p, i, j, top, 1);
+    return ok == 1 ? take(e, p, depth, i, j, top) : ok;
+}
+
+/* Every card of p emptied alone, then with another MIG card repacked, each
+ * that works searched on: depth first, so the first path is the old
+ * one-card-at-a-time order. -1 NOMEM. */
+static int descend(struct evac *e, struct plan *p, size_t depth)
+{
+    size_t n = 0;
+    struct order *o = ordered(p, e, &n);
+    int st = o ? 0 : -1;
+    for (size_t t = 0; st >= 0 && t < n && t < RECONF_EVAC_TRIES_MAX; t++)
+        st = try_one(e, p, depth, o[t].i, (size_t)-1, 0);
+    for (size_t t = 0; st >= 0 && t < n && t < RECONF_EVAC_TRIES_MAX; t++)
+        for (size_t u = 0; st >= 0 && u < n && u < RECONF_EVAC_PAIRS_MAX; u++)
+            if (u != t && p->gpus[o[t].i].mode == PLAN_MIG && p->gpus[o[u].i].mode == PLAN_MIG)
+                for (int top = 0; st >= 0 && top < 2; top++)
+                    st = try_one(e, p, depth, o[t].i, o[u].i, top);
+    e->first = 0;
     free(o);
-    return got;
+    return st < 0 ? -1 : 0;
 }
 
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
                            struct plan ***out, size_t *n)
 {
+    struct evac e = {.cur = cur, .budget = RECONF_EVAC_SEARCH_MAX, .first = 1};
     struct plan *p = reconf__plan_copy(base);
-    struct reconf__rows rows = {0};
-    size_t cap = 0;
-    int got = p && reconf__rows_index(p->decisions, &rows) ? 1 : -1;
-    *out = NULL;
+    int st = p && reconf__rows_index(p->decisions, &e.rows) ? descend(&e, p, 0) : -1;
+    *out = e.n ? malloc(e.n * sizeof(**out)) : NULL;
     *n = 0;
-    while (got == 1 && *n < RECONF_EVACUATIONS_MAX) {
-        got = round_once(p, cur, &rows);
-        struct plan *q = got == 1 ? reconf__plan_copy(p) : NULL;
-        if (got == 1 && (!q || !ts_grow((void **)out, &cap, *n, sizeof(**out)))) {
-            plan_free(q);
-            got = -1;
-        } else if (got == 1) {
-            plan_summarise(q);
-            q->summary.solver = "replan: running placements kept, cards emptied";
-            (*out)[(*n)++] = q;
+    st = e.n && !*out ? -1 : st;
+    for (size_t k = 0; k < e.n; k++) {
+        if (st < 0) {
+            plan_free(e.best[k]);
+            continue;
         }
+        plan_summarise(e.best[k]);
+        e.best[k]->summary.solver = "replan: running placements kept, cards emptied";
+        (*out)[(*n)++] = e.best[k];
     }
     plan_free(p);
-    reconf__rows_free(&rows);
-    return got < 0 ? TS_NOMEM : TS_OK;
+    reconf__rows_free(&e.rows);
+    return st < 0 ? TS_NOMEM : TS_OK;
 }

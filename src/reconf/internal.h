@@ -69,10 +69,12 @@ ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_pla
                                struct ts_arena *a);
 
 /* Empty used MIG and pool cards of base one at a time, their instances
- * moved into free space on the other used cards (no new card), cards with
- * no instance kept from cur first: each emptied card is one more plan in
- * *out (n of them, at most RECONF_EVACUATIONS_MAX, each with one card
- * fewer than the one before). TS_NOMEM only. */
+ * moved into free space on the other used cards (no new card), or a MIG
+ * card with one other used MIG card laid out again beside it, cards with
+ * no instance kept from cur first, searched depth first over the orders:
+ * the plan draining fewest cards found for each number of cards emptied is
+ * one more plan in *out (n of them, at most RECONF_EVACUATIONS_MAX, each
+ * with one card fewer than the one before). TS_NOMEM only. */
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
                            struct plan ***out, size_t *n);
 

@@ -208,11 +208,20 @@
  * this the fresh plan is the only other candidate. */
 #define RECONF_RELEASE_TRIES_MAX 256
 /* Replanning's drains-for-cards search (reconf/evac.c): cards emptied one
- * at a time, each a plan kept in memory (a 10,000-card plan is about 2 MB)
- * and a point reported; and cards tried per round, each try scanning the
- * fleet once for room. Past them the search stops with what it found. */
+ * at a time, each a plan kept in memory (a 10,000-card plan is about 2 MB;
+ * the best for each count, and one on the search's path for each: twice
+ * that at most) and a point reported; and cards tried per step, each try
+ * scanning the fleet once for room. Past them the search stops with what it
+ * found. */
 #define RECONF_EVACUATIONS_MAX 64
 #define RECONF_EVAC_TRIES_MAX 64
+/* The same search's other orders and its two-card repacks (a card emptied
+ * with one other MIG card laid out again beside it): partners tried for a
+ * card, and the work of every try but the first order's one-card ones, in
+ * cards scanned (a try scans the fleet once: about 13 tries on a
+ * 10,000-card plan, 18,000 on 6 cards). */
+#define RECONF_EVAC_PAIRS_MAX 16
+#define RECONF_EVAC_SEARCH_MAX (1L << 17)
 /* `plan --max-cards N`: a card budget, at most the cards a plan can use. */
 #define RECONF_MAX_CARDS_MAX PLAN_MAX_INSTANCES
 /* A plan's JSON as `plan --current` and `agent apply` read it: cards (above

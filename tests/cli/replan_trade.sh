@@ -11,7 +11,10 @@
 #   D. a pool that grows gets the room on its card, no drain;
 #   E. a node removed from the fleet: teardown steps, its drains counted,
 #      --max-drains 0 still succeeds (a removed node's drains are forced);
-#      a node the fleet still has, or that runs nothing, is bad input (exit 2).
+#      a node the fleet still has, or that runs nothing, is bad input (exit 2);
+#   F. two cards repacked together: no card can be emptied into the others'
+#      free space as they are laid out, but one emptied with another laid out
+#      again saves a card at 2 drains, where the fresh plan drains 3.
 # Drains are also counted from the two plans' JSON (a card is drained when a
 # running instance of a workload the spec keeps is not at the same place).
 # Needs TESSERA, TESSERA_SRC.
@@ -264,4 +267,44 @@ expect_rc 2 T plan -f e-new.yaml --max-cards 0 --current e-run.json
 expect_in "$TMP/err" "--max-cards must be a whole number from 1 to"
 expect_rc 2 T plan -f e-new.yaml --max-cost abc --current e-run.json
 expect_in "$TMP/err" "--max-cost must be a price per hour above 0"
+# ---- F: two cards repacked together ------------------------------------------------
+# Three H100s each run a 3g.40gb and a 1g.10gb (nothing changes in the spec):
+# card 0 a 3g@0 b 1g@5, card 1 c 3g@4 d 1g@1, card 2 e 3g@0 f 1g@5. Compute
+# 3*3 + 3*1 = 12 <= 14 and memory 3*4 + 3 = 15 <= 16: 2 cards hold them (two
+# 3g at 0 and 4 on one, the other 3g and the three 1g on the other). Every
+# card holds running work, so 2 cards drain 1 at least; a 3g needs slots 0-3
+# or 4-7 free, and every card keeps a 1g in the other half, so no card's 3g
+# fits another card as it is: 1 drain cannot do it. Card 0 kept as it runs, c
+# and e together on card 1 (so d moves off it), d and f into card 0's slots 4
+# and 6: 2 drains. Before: the fresh plan, 3 drains.
+python3 - <<'PY'
+import json
+H = "h100-80gb-sxm"
+def t(name, mem, kv):
+    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
+            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
+            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
+            " trust: untrusted, replicas: 1, spread: none}\n" % (name, name, mem, kv))
+open("f-new.yaml", "w").write(
+    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
+    "  - name: n1\n    gpus:\n    - {model: %s, count: 3}\n" % H
+    + "".join(t(n, 28, 8) for n in "ace") + "".join(t(n, 7.5, 1.5) for n in "bdf"))
+def inst(n, start, profile, size):
+    return {"profile": profile, "start": start, "size": size, "tenant": n, "workload": "w",
+            "replica": 0, "gpuPart": 0}
+cards = [(("a", 0), ("b", 5)), (("c", 4), ("d", 1)), (("e", 0), ("f", 5))]
+gpus = [{"node": "n1", "index": i, "model": H, "mode": "mig",
+         "instances": [inst(big[0], big[1], "3g.40gb", 4), inst(one[0], one[1], "1g.10gb", 1)]}
+        for i, (big, one) in enumerate(cards)]
+json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
+          open("f-run.json", "w"), indent=1)
+PY
+expect_rc 0 T plan -f f-new.yaml --current f-run.json --prefer fewer-cards -o json
+cp "$TMP/out" f1.json
+check "F: 2 cards" test "$(python3 -c 'import json;print(json.load(open("f1.json"))["summary"]["gpusUsed"])')" = 2
+check "F: 2 drains (the fewest for 2 cards)" test "$(drained f-run.json f1.json)" = 2
+check "F: 2 drains reported" test "$(python3 -c 'import json;print(json.load(open("f1.json"))["replan"]["drains"])')" = 2
+expect_rc 0 T plan -f f-new.yaml --current f-run.json --max-drains 2 --prefer fewer-cards
+expect_in "$TMP/out" "GPUs used          2 of 3"
+expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied"
 finish
