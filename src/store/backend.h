@@ -130,6 +130,8 @@ enum {
     STORE_ST_ATTR_FIND,
     STORE_ST_ATTR_ADD,
     STORE_ST_ATTR_RECENT,
+    STORE_ST_ATTR_FIND_MANY,
+    STORE_ST_ATTR_ADD_MANY,
     STORE_ST_COUNT
 };
 
@@ -162,9 +164,9 @@ struct store_ops {
     ts_status (*exec)(void *db, const char *sql, store_row_fn row, void *ctx, struct ts_error *err);
     /* Optional (NULL: the backend has no arrays): run statement id, which
      * takes one array per column, on nrows rows of ncols values, p row after
-     * row; no rows come back. */
+     * row; rows go to row (may be NULL). */
     ts_status (*run_rows)(void *db, int id, const struct store_param *p, int ncols, size_t nrows,
-                          int64_t *changes, struct ts_error *err);
+                          store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err);
     /* Optional (NULL: no bulk load): run copy_sql, a COPY ... FROM STDIN,
      * on nrows rows of ncols values (p row after row) inside the open
      * transaction; *changes gets the rows stored. A row whose key is

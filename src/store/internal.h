@@ -54,7 +54,7 @@ struct store {
 };
 
 /* The newest attributions an empty cache is filled with, in one statement. */
-#define STORE_ATTR_RECENT 32768
+#define STORE_ATTR_RECENT 131072
 #define STORE_STR_(x) #x
 #define STORE_STR(x) STORE_STR_(x)
 

@@ -237,7 +237,7 @@ static void pq_element(struct ts_sbuf *b, const struct store_param *p)
 }
 
 static ts_status pq_run_rows(void *db, int id, const struct store_param *p, int ncols, size_t nrows,
-                             int64_t *changes, struct ts_error *err)
+                             store_row_fn row, void *ctx, int64_t *changes, struct ts_error *err)
 {
     struct pq *q = db;
     struct ts_sbuf col[STORE_MAX_COLS];
@@ -260,7 +260,7 @@ static ts_status pq_run_rows(void *db, int id, const struct store_param *p, int 
             rc = ts_err(err, TS_TOO_LARGE, "postgresql: an array of %zu rows too large", nrows);
     }
     if (rc == TS_OK)
-        rc = pq_send(q, id, ncols, vals, NULL, NULL, NULL, NULL, changes, err);
+        rc = pq_send(q, id, ncols, vals, NULL, NULL, row, ctx, changes, err);
     for (int c = 0; c < ncols; c++)
         ts_sbuf_release(&col[c]);
     return rc;

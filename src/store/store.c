@@ -35,6 +35,7 @@ struct stmt {
 };
 
 static const char *const reading_arrays[] = {STORE_READING_COLUMNS(ARRAY_OF, COMMA)};
+static const char *const attribution_arrays[] = {STORE_ATTRIBUTION_COLUMNS(ARRAY_OF, COMMA)};
 
 /* samples are written as readings and attributions (schema v9), and read
  * back whole from view samples */
@@ -53,7 +54,8 @@ _Static_assert(STORE_SAMPLE_NCOLS == 11, "SAMPLE_FROM names 11 columns");
 #define ATTR_IS                                                                           \
     "node = $1 AND model = $2 AND profile = $3 AND tenant = $4 AND ns = $5 AND pod = $6 " \
     "AND workload = $7"
-_Static_assert(STORE_ATTRIBUTION_NCOLS == 7, "ATTR_IS names 7 columns");
+#define ATTR_OF_A "a.node, a.model, a.profile, a.tenant, a.ns, a.pod, a.workload"
+_Static_assert(STORE_ATTRIBUTION_NCOLS == 7, "ATTR_IS and ATTR_OF_A name 7 columns");
 
 static const struct stmt stmts[STORE_ST_COUNT] = {
     [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE,
@@ -154,6 +156,18 @@ static const struct stmt stmts[STORE_ST_COUNT] = {
                            .ncols = STORE_ATTRIBUTION_NCOLS,
                            .nrows = 1,
                            .tail = ON_CONFLICT " RETURNING id"},
+    /* many at once, where the backend has arrays: id and texts of those
+     * there, and of those added (in the arrays' order) */
+    [STORE_ST_ATTR_FIND_MANY] = {.sql = "SELECT a.id, " ATTR_OF_A " FROM unnest(",
+                                 .ncols = STORE_ATTRIBUTION_NCOLS,
+                                 .arrays = attribution_arrays,
+                                 .tail = ") AS m (" ATTRIBUTION_COLS ") JOIN attributions a "
+                                         "USING (" ATTRIBUTION_COLS ")"},
+    [STORE_ST_ATTR_ADD_MANY] = {.sql = "INSERT INTO attributions (" ATTRIBUTION_COLS
+                                       ") SELECT * FROM unnest(",
+                                .ncols = STORE_ATTRIBUTION_NCOLS,
+                                .arrays = attribution_arrays,
+                                .tail = ")" ON_CONFLICT " RETURNING id, " ATTRIBUTION_COLS},
     [STORE_ST_ATTR_RECENT] = {.sql = "SELECT id, " ATTRIBUTION_COLS " FROM attributions ORDER BY "
                                      "id DESC LIMIT " STORE_STR(STORE_ATTR_RECENT)},
 };
@@ -387,8 +401,8 @@ static ts_status put_arrays(struct store *st, const struct store_sample **order,
         for (size_t j = 0; j < k; j++)
             reading_params(p + STORE_READING_NCOLS * j, order[i + j], attr[i + j]);
         int64_t changes = 0;
-        rc = st->ops->run_rows(st->db, STORE_ST_INS_ARRAYS, p, STORE_READING_NCOLS, k, &changes,
-                               err);
+        rc = st->ops->run_rows(st->db, STORE_ST_INS_ARRAYS, p, STORE_READING_NCOLS, k, NULL, NULL,
+                               &changes, err);
         *total += (size_t)changes;
     }
     free(p);
