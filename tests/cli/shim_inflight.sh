@@ -60,22 +60,41 @@ most=$(cat "$TMP"/four.* | sed -n 's/.*max_outstanding_ns=\([0-9]*\).*/\1/p' | s
     || bad "four processes: ${most:-?} ns outstanding in the container, over twice 10% x 50 ms"
 
 # Beside a 90% tenant (shim_probe launch: 8 kernels in flight) for 3 s.
+# As in shim_sm.sh, the split is judged only where the card was measured
+# at least 90% busy (on a loaded machine the 90% tenant's launcher gets too
+# little CPU to keep it so, and the queueing tenant takes the idle time:
+# 0.163 at -j6 beside five other tests); else SKIPPED with the figure, and
+# only the bound "share + idle time" is judged. Measured once more before
+# it fails.
 limits big 90
-rm -f "$TMP/gpu.lock" "$TMP/small.region" "$TMP/big.region"
-P "$TMP/small" queue 3 1000 1000000 >"$TMP/a.out" 2>&1 &
-a=$!
-P "$TMP/big" launch 3 1000 one >"$TMP/b.out" 2>&1
-wait "$a"
-cat "$TMP/a.out" "$TMP/b.out"
-python3 - "$(field busy_ns "$TMP/a.out")" "$(field busy_ns "$TMP/b.out")" \
-    "$(field max_outstanding_ns "$TMP/a.out")" <<'PY' && ok || bad "10/90 with a queueing tenant"
+queueing() {
+    rm -f "$TMP/gpu.lock" "$TMP/small.region" "$TMP/big.region"
+    local a t0 t1
+    t0=$(date +%s%N)
+    P "$TMP/small" queue 3 1000 1000000 >"$TMP/a.out" 2>&1 &
+    a=$!
+    P "$TMP/big" launch 3 1000 one >"$TMP/b.out" 2>&1
+    wait "$a"
+    t1=$(date +%s%N)
+    cat "$TMP/a.out" "$TMP/b.out"
+    python3 - "$(field busy_ns "$TMP/a.out")" "$(field busy_ns "$TMP/b.out")" \
+        "$(field max_outstanding_ns "$TMP/a.out")" "$((t1 - t0))" <<'PY'
 import sys
-a, b, most = (int(x) for x in sys.argv[1:4])
-share = a / (a + b)
+a, b, most, ns = (int(x) for x in sys.argv[1:5])
+share, card = a / (a + b), (a + b) / ns
 print(f"queueing 10% tenant got {share:.3f} of the card's busy time "
-      f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), at most {most / 1e6:.1f} ms outstanding")
-sys.exit(0 if abs(share - 0.10) <= 0.05 and most <= 10000000 else 1)
+      f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), at most {most / 1e6:.1f} ms outstanding, "
+      f"card {card:.3f} busy")
+if most > 10000000 or a / ns > 0.10 + (1 - min(card, 1)) + 0.05:
+    sys.exit(1)
+if card < 0.90:
+    print(f"SKIPPED queueing: card only {card:.3f} busy (under 0.90, loaded machine): "
+          "the split is not judged, only the bound share + idle")
+    sys.exit(3)
+sys.exit(0 if abs(share - 0.10) <= 0.05 else 1)
 PY
+}
+judge "10/90 with a queueing tenant" twice queueing
 
 # Three siblings that stopped launching without synchronising: their counts
 # of launches in flight (together up to three times the worth) stay in the

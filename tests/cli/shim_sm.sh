@@ -129,33 +129,7 @@ sys.exit(0 if share - want <= 0.05 and (sys.argv[6] != "map" or want - share <= 
 PY
 }
 
-# twice CMD...: CMD, and once more when it fails (not when it skips: a
-# skip is counted once), both figures printed; fails when both do. A 3 s
-# split on 2 shared cores is a noisy measurement: one matrix case passed
-# 0.15 in 2 of 26 runs while its traced steady state stays under 0.13
-# (docs/shim.md), and the four-process split measured outside 0.05 once in
-# a make check at -j6 (0.103-0.121 in the runs around it); a fault that is
-# real fails both.
-twice() {
-    "$@"
-    local rc=$?
-    case $rc in 0 | 3) return $rc ;; esac
-    echo "measuring ${3:-it} once more"
-    "$@"
-}
-# judge WHAT CMD...: CMD's verdict counted: 0 passes, 3 is a skip its judge
-# has printed (SKIPPED, with the measured contention), else WHAT fails.
-judge() {
-    local what=$1
-    shift
-    "$@"
-    case $? in
-    0) ok ;;
-    3) SKIP=$((SKIP + 1)) ;;
-    *) bad "$what" ;;
-    esac
-}
-
+# twice and judge: tests/lib.sh
 judge "10/90 with a pid map: outside 0.05" twice split 10 one one 1 map
 judge "10/90 with four processes: outside 0.05" twice split 10 four one 4 map
 judge "10/90 on the legacy launches: outside 0.05" twice split 10 legacy legacy 1 map
