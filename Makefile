@@ -15,7 +15,8 @@ JOBS     ?= $(shell nproc)
 # Tests wait more than they compute (servers starting, Prometheus scraping):
 # ctest runs three times as many as there are cores; a test labelled timing
 # takes two of those slots. On 2 cores the plain stage took 325 s at -j6 and
-# 417-486 s at -j4 (its CPU: 490-510 s either way). (Not --test-load: ctest
+# 417-486 s at -j4 (its CPU: 490-510 s either way); 225-227 s at -j6 in a built
+# folder since the test CPU cuts of 2026-12-06. (Not --test-load: ctest
 # then starts nothing at all while the load average is over it, as on a
 # machine busy with something else.)
 CTEST_PAR ?= -j $(shell expr 3 \* $(JOBS))
