@@ -19,10 +19,17 @@
 #define ATTR_CACHE_MAX ((size_t)1 << 18)
 _Static_assert(ATTR_CACHE_MAX / 2 == STORE_ATTR_RECENT, "the cache holds what is preloaded");
 
+/* The attribution's columns of s, in backend.h's order. */
+#define ATTR_FIELD(name, type) s->name
+/* Whether a column may be NULL in a struct store_sample (bound as ""). */
+#define ATTR_NULLABLE(name, type) ATTR_NULLABLE_##type
+#define ATTR_NULLABLE_TEXT 0
+#define ATTR_NULLABLE_OPT 1
+
+/* Text i of s's attribution ("" for NULL). */
 static const char *attr_text(const struct store_sample *s, int i)
 {
-    const char *t[STORE_ATTRIBUTION_NCOLS] = {s->node, s->model, s->profile, s->tenant,
-                                              s->ns,   s->pod,   s->workload};
+    const char *t[] = {STORE_ATTRIBUTION_COLUMNS(ATTR_FIELD, COMMA)};
     return t[i] ? t[i] : "";
 }
 
@@ -148,13 +155,11 @@ static int row_recent(void *ctx, const char *const *c, const size_t *lens, int n
     for (int i = 1; i <= STORE_ATTRIBUTION_NCOLS; i++)
         if (c[i] && strlen(c[i]) != lens[i])
             return 0;
-    struct store_sample s = {.node = store__col_str(c[1]),
-                             .model = store__col_str(c[2]),
-                             .profile = store__col_str(c[3]),
-                             .tenant = store__col_str(c[4]),
-                             .ns = store__col_str(c[5]),
-                             .pod = store__col_str(c[6]),
-                             .workload = store__col_str(c[7])};
+    struct store_sample s = {0};
+    const char *const *text = c + 1; /* after the id */
+#define ATTR_GET(name, type) GET_##type(s.name, *text++);
+    STORE_ATTRIBUTION_COLUMNS(ATTR_GET, )
+#undef ATTR_GET
     attr_keep(st, attr_hash(&s), &s, store__col_i64(c[0]));
     return 0;
 }
@@ -276,10 +281,11 @@ static ts_status attr_fetch_misses(struct store *st, struct attr_miss *miss, siz
  * says NOT NULL, and "" is a value (store.h). */
 static const char *attr_null(const struct store_sample *s)
 {
-    const char *name[] = {"node", "model", "profile", "tenant", "ns", "pod"};
-    const char *t[] = {s->node, s->model, s->profile, s->tenant, s->ns, s->pod};
+    const char *name[] = {STORE_ATTRIBUTION_COLUMNS(COL_NAME, COMMA)};
+    const char *t[] = {STORE_ATTRIBUTION_COLUMNS(ATTR_FIELD, COMMA)};
+    const int nullable[] = {STORE_ATTRIBUTION_COLUMNS(ATTR_NULLABLE, COMMA)};
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-        if (!t[i])
+        if (!t[i] && !nullable[i])
             return name[i];
     return NULL;
 }

@@ -54,8 +54,9 @@ _Static_assert(STORE_SAMPLE_NCOLS == 11, "SAMPLE_FROM names 11 columns");
 #define ATTR_IS                                                                           \
     "node = $1 AND model = $2 AND profile = $3 AND tenant = $4 AND ns = $5 AND pod = $6 " \
     "AND workload = $7"
-#define ATTR_OF_A "a.node, a.model, a.profile, a.tenant, a.ns, a.pod, a.workload"
-_Static_assert(STORE_ATTRIBUTION_NCOLS == 7, "ATTR_IS and ATTR_OF_A name 7 columns");
+#define COL_OF_A(name, type) "a." #name
+#define ATTR_OF_A STORE_ATTRIBUTION_COLUMNS(COL_OF_A, ", ")
+_Static_assert(STORE_ATTRIBUTION_NCOLS == 7, "ATTR_IS names 7 columns");
 
 static const struct stmt stmts[STORE_ST_COUNT] = {
     [STORE_ST_INS_SAMPLE] = {.sql = INS_SAMPLE,
