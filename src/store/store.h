@@ -82,10 +82,12 @@ const char *store_backend(const struct store *st);
 ts_status store_put_samples(struct store *st, const struct store_sample *s, size_t n,
                             size_t *inserted, struct ts_error *err);
 /* The same, in a transaction held open until store_commit_samples (one is
- * begun when none is open): several batches share one commit. Nothing
- * else may use st until that commit. On failure the whole open
+ * begun when none is open): several batches share one commit. A batch
+ * that brings attributions the store has not seen commits the batches held
+ * before it first (new attributions come first in a transaction: attrib.c).
+ * Nothing else may use st until that commit. On failure the whole open
  * transaction is rolled back: every batch held since the last commit is
- * gone, and the caller stores them again. */
+ * gone, and the caller stores them again (storing one twice is harmless). */
 ts_status store_hold_samples(struct store *st, const struct store_sample *s, size_t n,
                              size_t *inserted, struct ts_error *err);
 /* Commit the held batches (none open: TS_OK). On failure they are rolled
