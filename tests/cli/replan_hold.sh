@@ -50,34 +50,19 @@
 source "$TESSERA_SRC/tests/lib.sh"
 T() { "$TESSERA" "$@"; }
 cd "$TMP"
+export PYTHONPATH="$TESSERA_SRC/tests/tools${PYTHONPATH:+:$PYTHONPATH}"
 
 python3 - <<'PY'
-import json
-H = "h100-80gb-sxm"
-def tenant(t, mem, kv, reps=1, spread="none"):
-    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
-            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
-            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
-            " trust: untrusted, replicas: %d, spread: %s}\n" % (t, t, mem, kv, reps, spread))
-fleet = ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
-         "  nodes:\n  - name: n1\n    gpus:\n    - {model: %s, count: 2}\n" % H)
-def inst(t, start, replica=0):
-    return {"profile": "1g.10gb", "start": start, "size": 1, "tenant": t, "workload": "w",
-            "replica": replica, "gpuPart": 0, "memoryGiB": 9.75, "smPercent": 0, "guest": False,
-            "canary": False}
-def card(i, mode, insts):
-    return {"node": "n1", "index": i, "model": H, "mode": mode, "instances": insts}
-def plan(name, gpus):
-    json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
-              open(name, "w"), indent=1)
-open("f-new.yaml", "w").write(fleet + tenant("a", 16, 2) + tenant("b", 7.5, 1.5))
-plan("f-run.json", [card(0, "mig", [inst("a", 0), inst("b", 1)]), card(1, "free", [])])
-open("g-new.yaml", "w").write(fleet + tenant("a", 16, 2, 3) + tenant("b", 7.5, 1.5))
-open("h-new.yaml", "w").write(fleet + tenant("a", 7.5, 1.5) + tenant("b", 7.5, 1.5))
-plan("h-run.json", [card(0, "mig", [dict(inst("a", 2), profile="1g.20gb", size=2,
-                                         memoryGiB=19.62), inst("b", 1)]), card(1, "free", [])])
-plan("g-run.json", [card(0, "mig", [inst("a", 0), inst("b", 1)]),
-                    card(1, "mig", [inst("a", 0, 1)])])
+from plan_fixture import fleet, one_inference, mig, card, plan
+a = lambda t, start, rep=0: mig(t, "1g.10gb", start, rep)
+open("f-new.yaml", "w").write(fleet(2) + one_inference("a", 16, 2) + one_inference("b", 7.5, 1.5))
+plan("f-run.json", [card(0, "mig", [a("a", 0), a("b", 1)]), card(1, "free", [])])
+open("g-new.yaml", "w").write(fleet(2) + one_inference("a", 16, 2, 3) +
+                              one_inference("b", 7.5, 1.5))
+open("h-new.yaml", "w").write(fleet(2) + one_inference("a", 7.5, 1.5) +
+                              one_inference("b", 7.5, 1.5))
+plan("h-run.json", [card(0, "mig", [mig("a", "1g.20gb", 2), a("b", 1)]), card(1, "free", [])])
+plan("g-run.json", [card(0, "mig", [a("a", 0), a("b", 1)]), card(1, "mig", [a("a", 0, 1)])])
 PY
 
 # kept RUN NEW: every running instance is in the new plan exactly as it ran
@@ -167,27 +152,13 @@ import json, sys; r = json.load(open(sys.argv[1]))["replan"]; assert r["drains"]
 
 # ---- I, J: the fleet cannot hold the grown spec at all --------------------------
 python3 - <<'PY'
-import json
-H = "h100-80gb-sxm"
-def tenant(t, mem, kv):
-    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
-            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
-            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
-            " trust: untrusted, replicas: 1, spread: none}\n" % (t, t, mem, kv))
-fleet = ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
-         "  nodes:\n  - name: n1\n    gpus:\n    - {model: %s, count: 1}\n" % H)
-P = {"1g.10gb": (1, 9.75), "1g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
-def inst(t, prof, start):
-    return {"profile": prof, "start": start, "size": P[prof][0], "tenant": t, "workload": "w",
-            "replica": 0, "gpuPart": 0, "memoryGiB": P[prof][1], "smPercent": 0, "guest": False,
-            "canary": False}
-json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": [
-    {"node": "n1", "index": 0, "model": H, "mode": "mig", "instances": [
-        inst("a", "1g.10gb", 0), inst("d", "1g.10gb", 1), inst("c", "1g.20gb", 2),
-        inst("b", "3g.40gb", 4)]}]}, open("i-run.json", "w"), indent=1)
-i = fleet + tenant("a", 28, 2) + tenant("b", 28, 2) + tenant("c", 16, 2) + tenant("d", 7.5, 1.5)
+from plan_fixture import fleet, one_inference, mig, card, plan
+plan("i-run.json", [card(0, "mig", [mig("a", "1g.10gb", 0), mig("d", "1g.10gb", 1),
+                                    mig("c", "1g.20gb", 2), mig("b", "3g.40gb", 4)])])
+i = (fleet(1) + one_inference("a", 28, 2) + one_inference("b", 28, 2) +
+     one_inference("c", 16, 2) + one_inference("d", 7.5, 1.5))
 open("i-new.yaml", "w").write(i)
-open("j-new.yaml", "w").write(i + tenant("x", 7.5, 1.5))
+open("j-new.yaml", "w").write(i + one_inference("x", 7.5, 1.5))
 PY
 held_once I i-new.yaml i-run.json 3g.40gb
 # no limit, and --max-drains 1: a's instance destroyed, its pod evicted: 1 drain
@@ -238,52 +209,32 @@ assert [s["tenants"] for s in r["steps"] if s["action"] == "drain"] == ["a/w r0"
 PY
 # ---- K-O: kept as it runs (another mechanism, size or profiles; left out) ----
 python3 - <<'PY'
-import json
-H = "h100-80gb-sxm"
-def fleet(n):
-    return ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
-            "  nodes:\n  - name: n1\n    mps: true\n    gpus:\n    - {model: %s, count: %d}\n" % (H, n))
-def tenant(t, works, contract="shared-trusted", trust="trusted"):
-    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
-            "  contract: %s\n  namespaces: [%s]\n  workloads:\n" % (t, contract, t) +
-            "".join("  - {name: %s, trust: %s, %s}\n" % (w, trust, x) for w, x in works))
-inf = lambda mem, kv, more="": ("kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300%s"
-                                % (mem, kv, more))
-job = lambda more="": "kind: training, memoryHighWaterGiB: 60, kvCacheGiB: 0" + more
-def inst(t, w="w", prof=None, start=None, size=None, mem=9.75, sm=0, rep=0):
-    return {"profile": prof, "start": start, "size": size, "tenant": t, "workload": w,
-            "replica": rep, "gpuPart": 0, "memoryGiB": mem, "smPercent": sm, "guest": False,
-            "canary": False}
-def card(i, mode, insts):
-    return {"node": "n1", "index": i, "model": H, "mode": mode, "instances": insts}
-def plan(name, gpus):
-    json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
-              open(name, "w"), indent=1)
-mig = lambda t, start: inst(t, prof="1g.10gb", start=start, size=1)
-mps = lambda t, w="w", mem=9.0, sm=15: inst(t, w, mem=mem, sm=sm)
-open("k-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(7.5, 1.5, ", isolation: mps"))]) +
-                              tenant("b", [("w", inf(7.5, 1.5, ", isolation: mig"))]))
-plan("k-run.json", [card(0, "mig", [mig("a", 0), mig("b", 1)]), card(1, "free", [])])
-open("l-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(7.5, 1.5, ", isolation: mig"))]) +
-                              tenant("b", [("w", inf(7.5, 1.5, ", isolation: mps"))]))
+from plan_fixture import fleet, tenant, inference as inf, training as job, inst, mig, mps, card, plan
+shared = lambda t, works, contract="shared-trusted": tenant(t, works, contract, "trusted")
+m10 = lambda t, start: mig(t, "1g.10gb", start)
+open("k-new.yaml", "w").write(fleet(2, True) +
+                              shared("a", [("w", inf(7.5, 1.5, ", isolation: mps"))]) +
+                              shared("b", [("w", inf(7.5, 1.5, ", isolation: mig"))]))
+plan("k-run.json", [card(0, "mig", [m10("a", 0), m10("b", 1)]), card(1, "free", [])])
+open("l-new.yaml", "w").write(fleet(2, True) +
+                              shared("a", [("w", inf(7.5, 1.5, ", isolation: mig"))]) +
+                              shared("b", [("w", inf(7.5, 1.5, ", isolation: mps"))]))
 plan("l-run.json", [card(0, "mps", [mps("a")]), card(1, "mps", [mps("b")])])
-open("m-new.yaml", "w").write(fleet(1) + tenant("t", [("a", inf(58, 2, ", isolation: mps")),
-                                                      ("b", inf(28, 2, ", isolation: mps"))]))
+open("m-new.yaml", "w").write(fleet(1, True) + shared("t", [("a", inf(58, 2, ", isolation: mps")),
+                                                            ("b", inf(28, 2, ", isolation: mps"))]))
 plan("m-run.json", [card(0, "mps", [mps("t", "a", 30, 40), mps("t", "b", 30, 40)])])
-open("n-new.yaml", "w").write(fleet(2) + tenant("a", [("w", job(", gpus: 2"))]) +
-                              tenant("b", [("w", job())]))
+open("n-new.yaml", "w").write(fleet(2, True) + shared("a", [("w", job(", gpus: 2"))]) +
+                              shared("b", [("w", job())]))
 plan("n-run.json", [card(0, "whole", [inst("a", mem=79.6, sm=100)]),
                     card(1, "whole", [inst("b", mem=79.6, sm=100)])])
-open("o-new.yaml", "w").write(fleet(2) + tenant("a", [("w", inf(16, 2, ", replicas: 2"))],
-                                                "isolated", "untrusted"))
+open("o-new.yaml", "w").write(fleet(2, True) +
+                              tenant("a", [("w", inf(16, 2, ", replicas: 2"))]))
 open("p-new.yaml", "w").write(
-    fleet(1) + tenant("t", [(w, "kind: dev, memoryHighWaterGiB: %d, kvCacheGiB: 0" % m)
-                            for w, m in (("a", 60), ("b", 30))], "best-effort"))
+    fleet(1, True) + shared("t", [(w, "kind: dev, memoryHighWaterGiB: %d, kvCacheGiB: 0" % m)
+                                  for w, m in (("a", 60), ("b", 30))], "best-effort"))
 plan("p-run.json", [card(0, "time-slicing", [inst("t", "a", mem=30), dict(inst("t", "b", mem=30),
                                                                           guest=True)])])
-plan("o-run.json", [card(0, "mig", [mig("a", 0)]),
-                    card(1, "mig", [dict(mig("a", 0), profile="1g.20gb", size=2, memoryGiB=19.62,
-                                         replica=1)])])
+plan("o-run.json", [card(0, "mig", [m10("a", 0)]), card(1, "mig", [mig("a", "1g.20gb", 0, 1)])])
 PY
 
 # as_runs CASE RUN NAMED RC: --max-drains 0 keeps every instance of
