@@ -2,18 +2,29 @@
  * check.c - a running plan (a previous `tessera plan -o json`) checked
  * against the fleet and the catalog before replanning relies on it, by the
  * rules a new plan passes (plan_verify's MIG geometry, memory and SM caps,
- * each replica part once) and by where it says it runs: each card a GPU of
- * a fleet node, of the model the fleet has there, listed once. Every
+ * each replica part once, its parts numbered from 0) and by where it says
+ * it runs: each card a GPU of a fleet node, of the model the fleet has
+ * there, in a mode the node allows (decide's rule), listed once. Plan
+ * JSON's numbers and flags must be ones a plan writes: a MIG instance
+ * reserves its profile's memory, a client its cap, a guest rides a whole or
+ * time-slicing card, the canary is a MIG slice of no tenant. Every
  * problem is reported, each naming its JSON path, the card (node and GPU
  * index) and the instance. The running spec is not at hand, so what only
  * it decides (trust, spread) is not checked.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "decide/decide.h"
 #include "reconf/reconf.h"
 #include "util/jsonread.h"
+
+/* How far a MIG instance's memoryGiB may be from its profile's: a plan
+ * writes the catalog's figure, which has two decimals. (Absent or 0, the
+ * profile's is meant: it is what the instance has.) */
+#define MIG_MEM_SLACK_GIB 0.005
 
 /* An instance named in a message: profile, placement, tenant/workload rN. */
 #define LABEL_MAX (2 * TS_K8S_NAME_MAX + 160)
@@ -158,6 +169,61 @@ static int check_once(struct chk *c)
 
 /* ---- what: the card's mode and its instances ------------------------------ */
 
+/* Plan JSON (not a NodeConfig, which gives geometry only): its numbers and
+ * flags are checked too. */
+static int from_json(const struct chk *c) { return c->p->node == NULL; }
+
+/* The node allows the card's mode (vgpu: licensed, mps: allowed), by
+ * decide's rule for a row of that mechanism. */
+static void check_node(struct chk *c, int i, const struct cat_model *pm, int mode)
+{
+    const struct reconf_card *t = &c->p->t[i];
+    const struct spec_fleet_node *n = node_named(c, t->node);
+    struct decide_row trial = {.mech = mode == PLAN_VGPU ? DECIDE_VGPU : DECIDE_MPS, .model = pm};
+    const char *why;
+    if (n && pm && (mode == PLAN_VGPU || mode == PLAN_MPS) &&
+        (why = decide_card_refuses(&trial, n, pm)))
+        bad(c, i, -1, "mode %s on node %s: %s", t->mode, t->node, why);
+}
+
+/* Plan JSON's "sharing": none, or time-slicing on a whole card its guests
+ * ride. */
+static void check_sharing(struct chk *c, int i, int mode)
+{
+    const struct reconf_card *t = &c->p->t[i];
+    int guests = 0;
+    if (!t->sharing)
+        return;
+    for (int k = 0; k < t->nheld; k++)
+        guests += t->held[k].guest;
+    if (strcmp(t->sharing, "none") && strcmp(t->sharing, "time-slicing"))
+        bad(c, i, -1, "sharing '%s' is not none or time-slicing", t->sharing);
+    else if (mode == PLAN_WHOLE && guests && strcmp(t->sharing, "time-slicing"))
+        bad(c, i, -1, "best-effort guests ride this whole card, but sharing is '%s'", t->sharing);
+    else if (!strcmp(t->sharing, "time-slicing") && (mode != PLAN_WHOLE || !guests))
+        bad(c, i, -1, "sharing time-slicing is for a whole card with best-effort guests");
+}
+
+/* One occupant of plan JSON: its flags and memory as a plan writes them. */
+static void check_occupant(struct chk *c, int i, int k, int mode)
+{
+    const struct reconf_card *t = &c->p->t[i];
+    const struct reconf_want *w = &t->held[k];
+    if (w->canary && w->tenant)
+        bad(c, i, k, "the canary slice names no tenant");
+    else if (w->canary && mode != PLAN_MIG)
+        bad(c, i, k, "the canary slice is a MIG instance, not on a card in %s mode", t->mode);
+    else if (!w->canary && !w->tenant)
+        bad(c, i, k, "names no tenant and is not the canary slice");
+    if (w->guest && mode != PLAN_WHOLE && mode != PLAN_TIME_SLICING)
+        bad(c, i, k, "a best-effort guest rides a whole or time-slicing card, not one in %s mode",
+            t->mode);
+    if (w->gpu_part > 0 && mode != PLAN_WHOLE && mode != PLAN_VGPU)
+        bad(c, i, k, "gpuPart %d: only whole cards hold the later GPUs of a replica", w->gpu_part);
+    if (mode != PLAN_MIG && mode != PLAN_FREE && w->tenant && !(w->mem_gib > 0))
+        bad(c, i, k, "reserves no memory (memoryGiB %.2f)", w->mem_gib);
+}
+
 static int mode_index(const char *mode)
 {
     for (int i = 0; plan_mode_names[i]; i++)
@@ -194,6 +260,9 @@ static const struct cat_profile *mig_inst(struct chk *c, int i, int k, const str
     else if (!cat_profile_allows(pr, w->start))
         bad(c, i, k, "%s cannot start at unit %d on a %s (its starts: %s)", pr->name, w->start,
             pm->name, starts);
+    if (from_json(c) && w->mem_gib != 0 && fabs(w->mem_gib - pr->memory_gib) > MIG_MEM_SLACK_GIB)
+        bad(c, i, k, "memoryGiB %.2f, but a %s instance has %.2f GiB", w->mem_gib, pr->name,
+            pr->memory_gib);
     return pr;
 }
 
@@ -275,6 +344,12 @@ static void check_card(struct chk *c, int i)
         check_mig(c, i, pm);
     else if (pm && mode != PLAN_FREE)
         check_shared(c, i, pm, mode);
+    if (mode < 0 || !from_json(c))
+        return;
+    check_node(c, i, pm, mode);
+    check_sharing(c, i, mode);
+    for (int k = 0; k < t->nheld; k++)
+        check_occupant(c, i, k, mode);
 }
 
 /* ---- each replica part once ----------------------------------------------- */
@@ -299,10 +374,15 @@ static int cmp_part(const void *a, const void *b)
     return k ? k : (x->inst > y->inst) - (x->inst < y->inst);
 }
 
+static int same_replica(const struct reconf_want *x, const struct reconf_want *y)
+{
+    return x->replica == y->replica && !strcmp(x->tenant, y->tenant) &&
+           !strcmp(x->workload, y->workload);
+}
+
 static int same_part(const struct part *x, const struct part *y)
 {
-    return x->w->replica == y->w->replica && x->w->gpu_part == y->w->gpu_part &&
-           !strcmp(x->w->tenant, y->w->tenant) && !strcmp(x->w->workload, y->w->workload);
+    return x->w->gpu_part == y->w->gpu_part && same_replica(x->w, y->w);
 }
 
 static int check_parts(struct chk *c)
@@ -318,10 +398,16 @@ static int check_parts(struct chk *c)
             if (c->p->t[i].held[k].tenant && c->p->t[i].held[k].workload)
                 s[n++] = (struct part){&c->p->t[i].held[k], i, k};
     qsort(s, n, sizeof(*s), cmp_part);
-    for (size_t k = 1; k < n; k++)
-        if (same_part(&s[k - 1], &s[k]))
+    for (size_t k = 0; k < n; k++) {
+        const struct reconf_want *w = s[k].w;
+        if (k > 0 && same_part(&s[k - 1], &s[k]))
             bad(c, s[k].card, s[k].inst, "this replica part is also at gpus[%d].instances[%d]",
                 s[k - 1].card, s[k - 1].inst);
+        else if (w->gpu_part > 0 &&
+                 !(k > 0 && same_replica(s[k - 1].w, w) && s[k - 1].w->gpu_part == w->gpu_part - 1))
+            bad(c, s[k].card, s[k].inst, "gpuPart %d, but %s/%s r%d has no gpuPart %d", w->gpu_part,
+                w->tenant, w->workload, w->replica, w->gpu_part - 1);
+    }
     free(s);
     return 1;
 }

@@ -198,6 +198,8 @@ static ts_status plan_gpu(const struct ts_jread *r, struct ts_arena *a, json_t *
         st = plan_str(r, a, o, "model", path, 0, &t->model);
     if (st == TS_OK)
         st = plan_str(r, a, o, "mode", path, 0, &t->mode);
+    if (st == TS_OK && json_object_get(o, "sharing"))
+        st = plan_str(r, a, o, "sharing", path, 0, &t->sharing);
     if (st == TS_OK)
         st = ts_jread_arr(r, o, "instances", path, RECONF_CARD_INSTANCES_MAX, &insts);
     if (st != TS_OK)

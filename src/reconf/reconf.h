@@ -35,6 +35,7 @@ struct reconf_want {
  * of that tenant), "shared" when several, NULL when free or from JSON. */
 struct reconf_card {
     const char *node, *model, *mode;
+    const char *sharing; /* plan JSON's "sharing" when given, else NULL */
     const char *owner, *owner_workload;
     int index, mig;
     struct reconf_want *want;

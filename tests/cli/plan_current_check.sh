@@ -10,7 +10,13 @@
 # instance past the card, too many instances of a profile, an unknown mode,
 # a free card holding instances, a MIG profile off MIG, memory and MPS
 # shares over the card, a replica part twice, a tenant without workload,
-# fields of the wrong type. Several corruptions are reported in one run.
+# fields of the wrong type; and numbers or flags no plan writes (issue 30:
+# "validated exactly like a new one"): a mode the node does not allow (vGPU
+# without a licence), a MIG instance's memory not its profile's, an unknown
+# or contradicting "sharing", a guest on a MIG card, a client reserving no
+# memory, a later GPU part off a whole card or without the part before it,
+# the canary naming a tenant or off MIG, an instance of no tenant that is
+# not the canary. Several corruptions are reported in one run.
 # Good plans (every example, and a replan's own output) pass. Needs
 # TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
@@ -104,6 +110,37 @@ corrupt gtype 'g[3]["instances"][1]["guest"] = "yes"'
 refused gtype "gpus[3].instances[1].guest: expected true or false"
 corrupt mtype 'g[3]["instances"][0]["memoryGiB"] = -5'
 refused mtype "gpus[3].instances[0].memoryGiB: expected a number from 0 to"
+
+# numbers and flags a plan never writes; gpus[3] is a whole card (provider/
+# finetune) with a best-effort guest (sharing time-slicing) on gpu-node-1,
+# which has mps: true and no vGPU licence
+corrupt vgpu 'g[3].update(mode="vgpu", sharing="none", instances=g[3]["instances"][:1])'
+refused vgpu "gpus[3]: running plan: node gpu-node-1 GPU 3: mode vgpu on node gpu-node-1: vGPU needs a node with vgpuLicensed: true"
+corrupt migmem 'g[1]["instances"][0]["memoryGiB"] = 5000'
+refused migmem "gpus[1].instances[0]: running plan: node gpu-node-1 GPU 1, 2g.20gb at 0:2 (client-b/code-7b r1): memoryGiB 5000.00, but a 2g.20gb instance has 19.62 GiB"
+corrupt migmem3 'g[0]["instances"][3]["memoryGiB"] = 3'
+refused migmem3 "gpus[0].instances[3]" "memoryGiB 3.00, but a 3g.40gb instance has 39.50 GiB"
+corrupt sharing 'g[1]["sharing"] = "weird"'
+refused sharing "gpus[1]: running plan: node gpu-node-1 GPU 1: sharing 'weird' is not none or time-slicing"
+corrupt sharenone 'g[3]["sharing"] = "none"'
+refused sharenone "gpus[3]: running plan: node gpu-node-1 GPU 3: best-effort guests ride this whole card, but sharing is 'none'"
+corrupt sharemig 'g[0]["sharing"] = "time-slicing"'
+refused sharemig "gpus[0]: running plan: node gpu-node-1 GPU 0: sharing time-slicing is for a whole card with best-effort guests"
+corrupt guestmig 'g[0]["instances"][1]["guest"] = True'
+refused guestmig "gpus[0].instances[1]" "a best-effort guest rides a whole or time-slicing card, not one in mig mode"
+corrupt nomem 'g[3]["instances"][0]["memoryGiB"] = 0'
+refused nomem "gpus[3].instances[0]: running plan: node gpu-node-1 GPU 3, provider/finetune r0: reserves no memory (memoryGiB 0.00)"
+corrupt partmig 'g[0]["instances"][0]["gpuPart"] = 1'
+refused partmig "gpus[0].instances[0]" "gpuPart 1: only whole cards hold the later GPUs of a replica" \
+    "gpuPart 1, but client-b/code-7b r0 has no gpuPart 0"
+corrupt partgap 'g[3]["instances"][0]["gpuPart"] = 2'
+refused partgap "gpus[3].instances[0]" "gpuPart 2, but provider/finetune r0 has no gpuPart 1"
+corrupt canary 'g[2]["instances"][0]["canary"] = True'
+refused canary "gpus[2].instances[0]" "the canary slice names no tenant"
+corrupt canarywhole 'g[3]["instances"].append(dict(g[3]["instances"][1], tenant=None, workload=None, guest=False, canary=True))'
+refused canarywhole "gpus[3].instances[2]" "the canary slice is a MIG instance, not on a card in whole mode"
+corrupt nobody 'g[2]["instances"][0].update(tenant=None, workload=None)'
+refused nobody "gpus[2].instances[0]" "names no tenant and is not the canary slice"
 
 # several corruptions: every one reported in one run
 corrupt many 'g[0]["model"] = "h100-80gb-pcie"; g[0]["instances"][2]["start"] = 2; g[1]["node"] = "gpu-node-9"; g[3]["index"] = 7; g[2]["instances"][6]["start"] = 9'
