@@ -337,23 +337,22 @@ static void decide_timeslice(struct decide__ctx *c, struct wctx *x, const char *
                         why, x->sizing, shim_sm_share(c, x, 1)));
 }
 
-/* A model for x's vGPU on a vGPU-licensed node: MIG-backed with the
- * smallest fitting profile (sets *profile) first, else a non-MIG card the
- * VM takes whole. NULL when no licensed node has a card that fits. */
+/* A model for x's vGPU on a vGPU-licensed node: MIG-backed, with the
+ * smallest fitting profile (sets *profile). NULL when no licensed node has
+ * a MIG card with a profile that holds it. A vGPU on a card without MIG
+ * would be a time-sliced type sized to the whole card: render names vGPU
+ * types only MIG-backed, so such a VM gets the card by pass-through. */
 static const struct cat_model *vgpu_fit(struct decide__ctx *c, const struct wctx *x,
                                         const struct cat_profile **profile)
 {
     const struct cat_model *cands[DECIDE_MODELS_MAX + 1];
     candidates(c, x, cands);
-    for (int pass = 0; pass < 2 && x->w->gpus == 1; pass++)
-        for (size_t i = 0; cands[i]; i++) {
-            if (cands[i]->mig != (pass == 0) ||
-                !decide__eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
-                continue;
-            *profile = pass == 0 ? smallest_profile(cands[i], x->need, x->w->compute_slices) : NULL;
-            if (pass == 0 ? *profile != NULL : x->need <= cands[i]->memory_gib)
-                return cands[i];
-        }
+    for (size_t i = 0; cands[i] && x->w->gpus == 1; i++) {
+        if (!cands[i]->mig || !decide__eligible_nodes(c, cands[i], DECIDE_VGPU, 0, NULL))
+            continue;
+        if ((*profile = smallest_profile(cands[i], x->need, x->w->compute_slices)))
+            return cands[i];
+    }
     return NULL;
 }
 
@@ -365,7 +364,9 @@ static const char *no_vgpu_reason(struct decide__ctx *c, const struct wctx *x)
     if (x->w->gpus > 1)
         return ts_arena_printf(c->arena, "a vGPU is one GPU and it needs %d per replica",
                                x->w->gpus);
-    return ts_arena_printf(c->arena, "no vGPU-licensed node has a %s that holds %g GiB",
+    return ts_arena_printf(c->arena,
+                           "no vGPU-licensed node has a MIG %s with a profile that holds %g GiB "
+                           "(a vGPU is MIG-backed here; without MIG it would be the whole card)",
                            x->w->gpu_model     ? x->w->gpu_model
                            : x->w->ngpu_models ? "card of its gpuModels"
                                                : "card",
@@ -376,18 +377,9 @@ static void decide_vm(struct decide__ctx *c, struct wctx *x)
 {
     const struct cat_profile *p = NULL;
     const struct cat_model *model = vgpu_fit(c, x, &p);
-    if (model && p) {
+    if (model) {
         decide_mig(c, x, model, p, "R1", "runs in a VM on a vGPU-licensed node: MIG-backed vGPU");
         x->row->mech = DECIDE_VGPU;
-        return;
-    }
-    if (model) {
-        x->row->gpus = 1;
-        set(c, x, DECIDE_VGPU, model, "R1",
-            ts_arena_printf(c->arena,
-                            "runs in a VM on a vGPU-licensed node: time-sliced vGPU sized to "
-                            "the whole card; %s -> 1 whole %s (%.1f GiB)",
-                            x->sizing, model->name, model->memory_gib));
         return;
     }
     const char *why = no_vgpu_reason(c, x);

@@ -45,8 +45,14 @@ static const struct rule_case rules[] = {
      "the whole GPU is passed through (a MIG instance reaches a VM only as", 1},
     {"", L40S, "  contract: vm\n", "kind: inference, memoryHighWaterGiB: 15", "whole", NULL, "R1",
      "whole GPU is passed through", 1},
+    /* a licensed node without MIG: a vGPU there would be a time-sliced type
+     * the size of the whole card, which render does not name (before: the
+     * plan said vgpu and render passed the card through, issue 30), so the
+     * card is passed through and the plan says so */
     {"    vgpuLicensed: true\n", L40S, "  contract: shared-trusted\n",
-     "kind: inference, memoryHighWaterGiB: 15, vm: true", "vgpu", NULL, "R1", "time-sliced vGPU",
+     "kind: inference, memoryHighWaterGiB: 15, vm: true", "whole", NULL, "R1",
+     "no vGPU-licensed node has a MIG card with a profile that holds 15 GiB (a vGPU is "
+     "MIG-backed here; without MIG it would be the whole card): the whole GPU is passed through",
      1},
     /* R2: whole GPUs */
     {"", H100, "  contract: dedicated\n", "kind: fine-tune, memoryHighWaterGiB: 40", "whole", NULL,
