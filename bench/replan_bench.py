@@ -14,9 +14,15 @@ no overlap) and spread: gpu; it shares no code with tessera.
 Part 2 (speed): an unchanged trace fleet (bench/trace_spec.py) replanned against its own
 plan at 1,000, 3,000 and 10,000 GPUs (heuristic planner: --time-limit 0), next to
 planning it alone in the same run.
-Usage: bench/replan_bench.py TESSERA [--quick]   (glpsol missing: part 1 says so)
+Usage: bench/replan_bench.py TESSERA [--quick] [--seed0 S] [--cases N] [--cards 8,10]
+                              [--list] [--dump DIR] [--quality-only]
+  (glpsol missing: part 1 says so). The default run is seeds 0-9 (--quick: 0-3) of each
+change on 4-6 cards. --seed0 S --cases N run seeds S..S+N-1 instead (held-out seeds: 1000
+and up never meet the default's); --cards draws each case's card count from that list
+(tenants 5-9 scaled by the largest count over 6); --list prints every case above the exact
+minimum; --dump DIR writes each case's spec and running plan there.
 """
-import json, os, random, shutil, subprocess, sys, tempfile, time
+import argparse, json, math, os, random, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 H = "h100-80gb-sxm"
@@ -25,6 +31,7 @@ PROF = {"1g.10gb": (1, 1, range(7), 7, 7.5, 1.5, 0),
         "2g.20gb": (2, 2, (0, 2, 4), 3, 15, 3, 2),
         "3g.40gb": (4, 3, (0, 4), 2, 28, 8, 0)}
 GRID, COMPUTE = 8, 7
+GIB = {"1g.10gb": 9.75, "2g.20gb": 19.62, "3g.40gb": 39.5}  # the catalog's, as a plan writes
 
 
 def tenant(name, prof, reps):
@@ -59,13 +66,15 @@ def scatter(r, work, cards):
     return layout
 
 
-def case(seed, change):
+def case(seed, change, sizes=(4, 5, 6)):
     """(old work, new work, running layout, cards) for one seed and change."""
     r = random.Random(seed * 7 + ["add", "grow", "remove", "profile"].index(change) * 1000)
-    cards = r.choice([4, 5, 6])
+    cards = r.choice(sizes)
+    scale = max(1, max(sizes) / 6)
     for _ in range(100):
         work = [("t%d" % i, r.choice(["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]),
-                 r.choice([1, 1, 2])) for i in range(r.randint(5, 9))]
+                 r.choice([1, 1, 2])) for i in range(r.randint(math.ceil(5 * scale),
+                                                                math.ceil(9 * scale)))]
         layout = scatter(r, work, cards)
         if not layout:
             continue
@@ -98,7 +107,7 @@ def running_json(layout):
     gpus = []
     for c, card in enumerate(layout):
         insts = [{"profile": p, "start": s, "size": PROF[p][0], "tenant": t, "workload": "w",
-                  "replica": rep, "gpuPart": 0} for p, s, (t, rep) in card]
+                  "replica": rep, "gpuPart": 0, "memoryGiB": GIB[p]} for p, s, (t, rep) in card]
         gpus.append({"node": "n1", "index": c, "model": H, "mode": "mig" if insts else "free",
                      "instances": insts})
     return {"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus}
@@ -160,13 +169,17 @@ def mathprog(new, layout, cards, max_cards, minimise):
     # running instances beyond what the new spec has: none in these changes
     if max_cards:
         out.append("s.t. budget: sum{c in C} y[c] <= %d;" % max_cards)
+    if minimise == "cards":  # the cards are alike: the used ones first (symmetry broken)
+        out += ["s.t. sym%d: y[%d] >= y[%d];" % (c, c, c + 1) for c in range(cards - 1)]
     return "\n".join(out) + "\nsolve;\nprintf \"OBJ %d\\n\", obj;\nend;\n"
 
 
 def glpsol(model, tmp):
     path = os.path.join(tmp, "m.mod")
     open(path, "w").write(model)
-    p = subprocess.run(["glpsol", "--math", path, "--tmlim", "60"], capture_output=True, text=True)
+    p = subprocess.run(["glpsol", "--math", path, "--tmlim", "300"], capture_output=True, text=True)
+    if "INTEGER OPTIMAL SOLUTION FOUND" not in p.stdout:
+        return None  # over the time limit: not proven, not used
     for line in p.stdout.splitlines():
         if line.startswith("OBJ "):
             return int(line.split()[1])
@@ -184,7 +197,7 @@ def tessera_replan(tessera, spec, run, *flags):
     return doc["replan"]["drains"], doc["summary"]["gpusUsed"]
 
 
-def quality(tessera, quick, tmp):
+def quality(tessera, a, tmp):
     print("### Drains against the exact minimum (GLPK, glpsol)\n")
     if not shutil.which("glpsol"):
         print("SKIPPED: glpsol not installed (scripts/install-deps bench installs glpk-utils)\n")
@@ -193,11 +206,12 @@ def quality(tessera, quick, tmp):
           "exact: fewest drains at tessera's cards | cases at the minimum | "
           "--max-drains 0: plans given, their cards (drains) |")
     print("|---|---|---|---|---|---|---|")
-    seeds = range(4 if quick else 10)
+    seeds = range(a.seed0, a.seed0 + (a.cases or (4 if a.quick else 10)))
+    above = []
     for change in ("add", "grow", "remove", "profile"):
         n = td = tc = ec = ed = at_min = z_n = z_c = z_d = 0
         for seed in seeds:
-            c = case(seed, change)
+            c = case(seed, change, a.cards)
             if not c:
                 continue
             work, new, layout, cards = c
@@ -205,6 +219,9 @@ def quality(tessera, quick, tmp):
             run = os.path.join(tmp, "run.json")
             open(spec, "w").write(fleet(cards) + "".join(tenant(*w) for w in new))
             json.dump(running_json(layout), open(run, "w"))
+            if a.dump:
+                shutil.copy(spec, os.path.join(a.dump, "%s-%d.yaml" % (change, seed)))
+                shutil.copy(run, os.path.join(a.dump, "%s-%d.json" % (change, seed)))
             got = tessera_replan(tessera, spec, run, "--prefer", "fewer-cards")
             zero = tessera_replan(tessera, spec, run, "--max-drains", "0")
             best_cards = glpsol(mathprog(new, layout, cards, 0, "cards"), tmp)
@@ -213,6 +230,13 @@ def quality(tessera, quick, tmp):
                       best_cards), file=sys.stderr)
                 continue
             best_drains = glpsol(mathprog(new, layout, cards, got[1], "drains"), tmp)
+            if best_drains is None:
+                print("case %s/%d: no proven fewest drains" % (change, seed), file=sys.stderr)
+                continue
+            if got[0] != best_drains or got[1] != best_cards:
+                above.append("%s/%d (%d cards): tessera %d drains / %d cards; exact %d drains "
+                             "at %d cards, fewest cards %d" % (change, seed, cards, got[0],
+                             got[1], best_drains, got[1], best_cards))
             n += 1
             td += got[0]
             tc += got[1]
@@ -228,13 +252,15 @@ def quality(tessera, quick, tmp):
             print("| %s | %d | %.1f / %.1f | %.1f | %.1f | %d of %d | %s |"
                   % (change, n, td / n, tc / n, ec / n, ed / n, at_min, n, zero))
     print()
+    if a.list:
+        print("Above the exact minimum: %s\n" % ("; ".join(above) if above else "none"))
 
 
-def speed(tessera, quick, tmp):
+def speed(tessera, a, tmp):
     print("### Replanning an unchanged trace fleet against its own plan (--time-limit 0)\n")
     print("| GPUs | plan s | replan s | replan - plan s | drains |")
     print("|---|---|---|---|---|")
-    for gpus in ((1000, 3000) if quick else (1000, 3000, 10000)):
+    for gpus in ((1000, 3000) if a.quick else (1000, 3000, 10000)):
         spec = os.path.join(tmp, "t%d.yaml" % gpus)
         with open(spec, "w") as f:
             subprocess.run([sys.executable, os.path.join(HERE, "trace_spec.py"), "--gpus",
@@ -257,11 +283,21 @@ def speed(tessera, quick, tmp):
 
 
 def main():
-    tessera = sys.argv[1]
-    quick = "--quick" in sys.argv
+    ap = argparse.ArgumentParser(description="replanning's drains against the exact minimum")
+    ap.add_argument("tessera")
+    ap.add_argument("--quick", action="store_true", help="4 seeds, 1k and 3k GPUs")
+    ap.add_argument("--seed0", type=int, default=0, help="the first seed (default 0)")
+    ap.add_argument("--cases", type=int, default=0, help="seeds per change (default 10)")
+    ap.add_argument("--cards", default="4,5,6", help="card counts to draw from (default 4,5,6)")
+    ap.add_argument("--list", action="store_true", help="print each case above the minimum")
+    ap.add_argument("--dump", help="write each case's spec and running plan into DIR")
+    ap.add_argument("--quality-only", action="store_true", help="no speed rows")
+    a, _ = ap.parse_known_args()  # bench/run passes every bench the same flags
+    a.cards = tuple(int(x) for x in a.cards.split(","))
     with tempfile.TemporaryDirectory() as tmp:
-        quality(tessera, quick, tmp)
-        speed(tessera, quick, tmp)
+        quality(a.tessera, a, tmp)
+        if not a.quality_only:
+            speed(a.tessera, a, tmp)
 
 
 if __name__ == "__main__":
