@@ -4,7 +4,8 @@
  * sharing caps within the card, only mutually trusting tenants on a shared
  * card, replicas spread as asked, every replica placed exactly once, each
  * MIG instance of a profile that holds its workload (only an instance a
- * replan keeps as it runs, marked held, may be smaller).
+ * replan keeps as it runs, marked held, may be smaller), a replica of
+ * several GPUs on one node.
  * Tests and the fuzz target call it on every plan they make.
  */
 #include "plan/internal.h"
@@ -82,6 +83,7 @@ static ts_status check_size(const struct plan_gpu *g, const struct plan_inst *in
 struct seen {
     size_t where;
     int replica;
+    size_t node; /* the card's node: a replica's GPUs are one pod's */
 };
 
 static int cmp_seen(const void *a, const void *b)
@@ -90,6 +92,27 @@ static int cmp_seen(const void *a, const void *b)
     if (x->where != y->where)
         return x->where < y->where ? -1 : 1;
     return (x->replica > y->replica) - (x->replica < y->replica);
+}
+
+static int cmp_replica(const void *a, const void *b)
+{
+    const struct seen *x = a, *y = b;
+    if (x->replica != y->replica)
+        return (x->replica > y->replica) - (x->replica < y->replica);
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* A replica of several GPUs on one node (one pod): sorted by replica and
+ * node, a replica on two nodes has two neighbours that differ in node. */
+static ts_status check_one_node(const struct decide_row *r, struct seen *s, size_t n,
+                                struct ts_error *err)
+{
+    qsort(s, n, sizeof(*s), cmp_replica);
+    for (size_t k = 1; k < n; k++)
+        if (s[k].replica == s[k - 1].replica && s[k].node != s[k - 1].node)
+            return ts_err(err, TS_INTERNAL, "%s/%s replica r%d: its GPUs are on two nodes",
+                          r->tenant->name, r->workload->name, s[k].replica);
+    return TS_OK;
 }
 
 /* Each replica (and GPU part) of r placed exactly once, spread as asked:
@@ -115,7 +138,7 @@ static ts_status check_row(const struct decide_row *r, struct seen *s, size_t n,
         if (count[rep] != parts)
             return ts_err(err, TS_INTERNAL, "%s/%s replica r%d placed %d times (expected %d)",
                           r->tenant->name, r->workload->name, rep, count[rep], parts);
-    return TS_OK;
+    return parts > 1 ? check_one_node(r, s, n, err) : TS_OK;
 }
 
 /* Every row's instances gathered in one pass over the cards (bucketed by
@@ -145,9 +168,9 @@ static ts_status check_rows(const struct plan *p, struct ts_error *err)
                 continue;
             if ((st = check_size(&p->gpus[i], in, err)) != TS_OK)
                 break;
-            int node = in->row->workload->spread == SPEC_SPREAD_NODE;
-            size_t where = node ? (size_t)(p->gpus[i].node - p->model->fleet->nodes) : i;
-            s[base[(size_t)(in->row - d->rows) + 1]++] = (struct seen){where, in->replica};
+            size_t node = (size_t)(p->gpus[i].node - p->model->fleet->nodes);
+            size_t where = in->row->workload->spread == SPEC_SPREAD_NODE ? node : i;
+            s[base[(size_t)(in->row - d->rows) + 1]++] = (struct seen){where, in->replica, node};
         }
     for (size_t r = 0; st == TS_OK && r < d->nrows; r++)
         st = check_row(&d->rows[r], s + base[r], base[r + 1] - base[r], count, err);

@@ -2,9 +2,10 @@
  * check.c - a running plan (a previous `tessera plan -o json`) checked
  * against the fleet and the catalog before replanning relies on it, by the
  * rules a new plan passes (plan_verify's MIG geometry, memory and SM caps,
- * each replica part once, its parts numbered from 0) and by where it says
- * it runs: each card a GPU of a fleet node, of the model the fleet has
- * there, in a mode the node allows (decide's rule), listed once. Plan
+ * each replica part once, its parts numbered from 0 and on one node) and
+ * by where it says it runs: each card a GPU of a fleet node, of the model
+ * the fleet has there, in a mode the node allows (decide's rule), listed
+ * once. Plan
  * JSON's numbers and flags must be ones a plan writes: a MIG instance
  * reserves its profile's memory, a client its cap, a guest rides a whole or
  * time-slicing card, the canary is a MIG slice of no tenant. Every
@@ -407,6 +408,11 @@ static int check_parts(struct chk *c)
                  !(k > 0 && same_replica(s[k - 1].w, w) && s[k - 1].w->gpu_part == w->gpu_part - 1))
             bad(c, s[k].card, s[k].inst, "gpuPart %d, but %s/%s r%d has no gpuPart %d", w->gpu_part,
                 w->tenant, w->workload, w->replica, w->gpu_part - 1);
+        else if (w->gpu_part > 0 && strcmp(c->p->t[s[k].card].node, c->p->t[s[k - 1].card].node))
+            bad(c, s[k].card, s[k].inst,
+                "gpuPart %d is on node %s, gpuPart %d of the same replica on node %s: a "
+                "replica's GPUs are one pod's, on one node",
+                w->gpu_part, c->p->t[s[k].card].node, w->gpu_part - 1, c->p->t[s[k - 1].card].node);
     }
     free(s);
     return 1;

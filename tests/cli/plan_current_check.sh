@@ -14,7 +14,8 @@
 # "validated exactly like a new one"): a mode the node does not allow (vGPU
 # without a licence), a MIG instance's memory not its profile's, an unknown
 # or contradicting "sharing", a guest on a MIG card, a client reserving no
-# memory, a later GPU part off a whole card or without the part before it,
+# memory, a later GPU part off a whole card, without the part before it or
+# on another node than it,
 # the canary naming a tenant or off MIG, an instance of no tenant that is
 # not the canary. Several corruptions are reported in one run.
 # Good plans (every example, and a replan's own output) pass. Needs
@@ -141,6 +142,39 @@ corrupt canarywhole 'g[3]["instances"].append(dict(g[3]["instances"][1], tenant=
 refused canarywhole "gpus[3].instances[2]" "the canary slice is a MIG instance, not on a card in whole mode"
 corrupt nobody 'g[2]["instances"][0].update(tenant=None, workload=None)'
 refused nobody "gpus[2].instances[0]" "names no tenant and is not the canary slice"
+
+# a replica of 2 whole GPUs (one pod) split over two nodes: a plan never
+# does that, and the keep plan would keep it (before: exit 0)
+cat >"$TMP/two.yaml" <<'YAML'
+apiVersion: tessera.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  nodes:
+  - {name: n1, gpus: [{model: h100-80gb-sxm, count: 2}]}
+  - {name: n2, gpus: [{model: h100-80gb-sxm, count: 2}]}
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: a}
+spec:
+  contract: dedicated
+  namespaces: [a]
+  workloads:
+  - {name: train, kind: training, memoryHighWaterGiB: 60, gpus: 2}
+YAML
+expect_rc 0 T plan -f "$TMP/two.yaml" -o json
+python3 - "$TMP/out" "$TMP/split.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = {(c["node"], c["index"]): c for c in p["gpus"]}
+assert g[("n1", 0)]["instances"][0]["gpuPart"] == 0 and g[("n1", 1)]["instances"][0]["gpuPart"] == 1, p["gpus"]
+g[("n2", 0)]["instances"], g[("n1", 1)]["instances"] = g[("n1", 1)]["instances"], []
+g[("n2", 0)]["mode"], g[("n1", 1)]["mode"] = "whole", "free"
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_rc 2 T plan -f "$TMP/two.yaml" --current "$TMP/split.json"
+expect_in "$TMP/err" "gpus[2].instances[0]: running plan: node n2 GPU 0, a/train r0 (a later GPU part): gpuPart 1 is on node n2, gpuPart 0 of the same replica on node n1: a replica's GPUs are one pod's, on one node"
 
 # several corruptions: every one reported in one run
 corrupt many 'g[0]["model"] = "h100-80gb-pcie"; g[0]["instances"][2]["start"] = 2; g[1]["node"] = "gpu-node-9"; g[3]["index"] = 7; g[2]["instances"][6]["start"] = 9'

@@ -363,6 +363,15 @@ static void test_multi_gpu_same_node(void **state)
             assert_string_equal(j.plan->gpus[i].node->name, "n2");
     assert_int_equal(j.plan->summary.naive, 2);
     assert_verified(j.plan);
+    /* one of its two cards said to be on n1: plan_verify refuses it */
+    struct ts_error e;
+    for (size_t i = 0; i < j.plan->ngpus; i++)
+        if (j.plan->gpus[i].mode == PLAN_WHOLE) {
+            j.plan->gpus[i].node = &j.plan->model->fleet->nodes[0];
+            break;
+        }
+    assert_int_equal(plan_verify(j.plan, &e), TS_INTERNAL);
+    assert_non_null(strstr(e.msg, "a/train replica r0: its GPUs are on two nodes"));
     th_free(&j);
 }
 
