@@ -389,21 +389,40 @@ void cat_free(struct cat_catalog *c)
     free(c);
 }
 
+/* name is m's display or product name, in any case */
+static int product_named(const struct cat_model *m, const char *name)
+{
+    if (strcasecmp(m->display, name) == 0)
+        return 1;
+    for (size_t j = 0; j < m->nproduct_names; j++)
+        if (strcasecmp(m->product_names[j], name) == 0)
+            return 1;
+    return 0;
+}
+
 const struct cat_model *cat_model_find(const struct cat_catalog *c, const char *name)
 {
     for (size_t i = 0; i < c->nmodels; i++)
         if (strcasecmp(c->models[i].name, name) == 0)
             return &c->models[i];
     /* product names: models loaded later (--catalog files) win */
-    for (size_t i = c->nmodels; i-- > 0;) {
-        const struct cat_model *m = &c->models[i];
-        if (strcasecmp(m->display, name) == 0)
-            return m;
-        for (size_t j = 0; j < m->nproduct_names; j++)
-            if (strcasecmp(m->product_names[j], name) == 0)
-                return m;
-    }
+    for (size_t i = c->nmodels; i-- > 0;)
+        if (product_named(&c->models[i], name))
+            return &c->models[i];
     return NULL;
+}
+
+int cat_model_named(const struct cat_model *m, const char *name)
+{
+    return strcasecmp(m->name, name) == 0 || product_named(m, name);
+}
+
+int64_t cat_price_of(const struct spec_pricebook *pb, const struct cat_model *model)
+{
+    for (size_t i = 0; pb && model && i < pb->nprices; i++)
+        if (cat_model_named(model, pb->prices[i].model))
+            return pb->prices[i].per_gpu_hour;
+    return -1;
 }
 
 /* "3g.40gb+me" -> compute 3, gb 40, attrs "+me"; "1c.3g.40gb" is not a GI name. */

@@ -79,6 +79,15 @@ extern const char cat_builtin_yaml[];
 
 /* Model by catalog name, product name or display name (case-insensitive). */
 const struct cat_model *cat_model_find(const struct cat_catalog *c, const char *name);
+/* 1 if name names m as cat_model_find reads names: its key, display or
+ * product name, in any case. */
+int cat_model_named(const struct cat_model *m, const char *name);
+/* The PriceBook's price for a GPU hour of model, in micro-units, or -1 when
+ * pb (may be NULL) lists none; an entry names its model as cat_model_named
+ * reads it ("L40S" prices l40s). Decide refuses a PriceBook listing one
+ * model twice. */
+struct spec_pricebook;
+int64_t cat_price_of(const struct spec_pricebook *pb, const struct cat_model *model);
 
 /* Profile by exact name, or by the (compute, memory GB, attrs) its name
  * encodes, so "7g.79gb" finds the catalog's "7g.80gb". NULL if none. */

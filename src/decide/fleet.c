@@ -54,6 +54,26 @@ static void check_canary(struct decide__ctx *c, const struct spec_fleet_node *n,
                         n->name, canary);
 }
 
+/* Each PriceBook entry a model of the catalog, each model priced once
+ * ("L40S" and "l40s" are one model). */
+static void check_prices(struct decide__ctx *c, const struct spec_pricebook *pb)
+{
+    for (size_t i = 0; i < pb->nprices; i++) {
+        const struct spec_price *p = &pb->prices[i];
+        const struct cat_model *model = cat_model_find(c->cat, p->model);
+        if (!model) {
+            suggest_models(c, &p->loc, p->model);
+            continue;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (cat_model_find(c->cat, pb->prices[j].model) == model) {
+                spec_report_loc(c->diag, &p->loc, "'%s' names %s, priced already as '%s' (line %d)",
+                                p->model, model->name, pb->prices[j].model, pb->prices[j].loc.line);
+                break;
+            }
+    }
+}
+
 /* Room for each GPU entry's model (left NULL when out of memory). */
 static void alloc_entries(struct decide__ctx *c)
 {
@@ -94,11 +114,7 @@ void decide__check_fleet(struct decide__ctx *c)
             check_canary(c, n, canary, n->canary != NULL);
     }
     if (c->m->pricebook)
-        for (size_t i = 0; i < c->m->pricebook->nprices; i++) {
-            const struct spec_price *p = &c->m->pricebook->prices[i];
-            if (!cat_model_find(c->cat, p->model))
-                suggest_models(c, &p->loc, p->model);
-        }
+        check_prices(c, c->m->pricebook);
 }
 
 /* ---- cost: which model first ---- */
@@ -111,13 +127,11 @@ double decide__model_price(const struct decide__ctx *c, const struct cat_model *
     const struct spec_pricebook *pb = c->m->pricebook;
     if (!pb)
         return 1;
+    int64_t price = cat_price_of(pb, model);
     double top = 1;
-    for (size_t i = 0; i < pb->nprices; i++) {
-        if (cat_model_find(c->cat, pb->prices[i].model) == model)
-            return (double)pb->prices[i].per_gpu_hour;
+    for (size_t i = 0; price < 0 && i < pb->nprices; i++)
         top = (double)pb->prices[i].per_gpu_hour > top ? (double)pb->prices[i].per_gpu_hour : top;
-    }
-    return top;
+    return price >= 0 ? (double)price : top;
 }
 
 /* Order the fleet's models by price per GiB of card memory, cheapest first

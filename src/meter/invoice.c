@@ -26,15 +26,6 @@ int invoice_period(const char *period, int64_t *from_ms, int64_t *to_ms)
     return ts_time_parse(a, from_ms) && ts_time_parse(b, to_ms);
 }
 
-static int64_t price_of(const struct spec_model *m, const struct cat_catalog *cat,
-                        const struct cat_model *model)
-{
-    for (size_t i = 0; m->pricebook && model && i < m->pricebook->nprices; i++)
-        if (cat_model_find(cat, m->pricebook->prices[i].model) == model)
-            return m->pricebook->prices[i].per_gpu_hour;
-    return -1;
-}
-
 /* ISO 4217 minor units (exponents) of the currencies a PriceBook may use. */
 static const struct {
     char code[4];
@@ -122,7 +113,8 @@ static void add_line(struct invoice *inv, const struct meter_total *t, const str
 {
     const struct cat_model *model = cat_model_find(cat, t->model);
     struct invoice_line *l = &inv->lines[inv->nlines++];
-    int64_t price = price_of(m, cat, model), alloc = meter_alloc_uh(t), used = meter_usage_uh(t);
+    int64_t price = cat_price_of(m->pricebook, model), alloc = meter_alloc_uh(t),
+            used = meter_usage_uh(t);
     *l = (struct invoice_line){model ? model->name : ts_arena_strdup(arena, t->model),
                                ts_arena_strdup(arena, t->profile),
                                alloc,
@@ -150,7 +142,7 @@ static ts_status add_part(struct invoice *inv, const struct meter_shared_part *p
 {
     const struct meter_shared_part *p = &parts[k];
     const struct cat_model *model = cat_model_find(cat, p->model);
-    int64_t price = price_of(m, cat, model), alloc = 0, used = 0;
+    int64_t price = cat_price_of(m->pricebook, model), alloc = 0, used = 0;
     if (!p->passed_on)
         part_amounts(p, price, inv->exponent, &alloc, &used);
     for (size_t i = 0; p->passed_on && i < n; i++) {

@@ -44,10 +44,7 @@ int64_t plan_cost_per_hour(const struct plan *p)
     for (size_t i = 0; pb && i < p->ngpus; i++) {
         if (p->gpus[i].mode == PLAN_FREE)
             continue;
-        int64_t price = -1;
-        for (size_t k = 0; k < pb->nprices && price < 0; k++)
-            if (strcmp(pb->prices[k].model, p->gpus[i].model->name) == 0)
-                price = pb->prices[k].per_gpu_hour;
+        int64_t price = cat_price_of(pb, p->gpus[i].model);
         if (price < 0)
             return -1;
         cost += price;
@@ -257,10 +254,17 @@ void plan_summarise(struct plan *p)
                                        ? 100.0 * (s->dedicated - s->gpus_used) / s->dedicated
                                        : 0;
     s->optimal = s->gpus_used <= s->lower_bound;
-    s->cost_gap_percent = s->cost_per_hour >= 0 && s->cost_lower_bound > 0
+    s->cost_gap_percent = !plan_has_cost_bound(s) ? 0
+                          : s->cost_lower_bound > 0
                               ? 100.0 * (double)(s->cost_per_hour - s->cost_lower_bound) /
                                     (double)s->cost_lower_bound
-                              : 0;
+                          : s->cost_per_hour > 0 ? -1
+                                                 : 0;
+}
+
+int plan_has_cost_bound(const struct plan_summary *s)
+{
+    return s->cost_per_hour >= 0 && s->cost_lower_bound >= 0;
 }
 
 static void totals(struct plan_build *b)

@@ -90,11 +90,15 @@ struct plan_summary {
     int optimal;           /* 1 when gpus_used is proven minimal */
     /* No plan of these workloads on any of their card models costs less
      * (plan/costsolve.c: the LP of the cost program, or its proven integer
-     * optimum when small), micro-units; <= 0: none
-     * (no PriceBook). The gap is the cost's over it, in percent. */
+     * optimum when small), micro-units; -1: none (no PriceBook, or no
+     * cost). 0 where a model is free. The gap is the cost's over it, in
+     * percent; -1 where the bound is 0 and the cost is not. */
     int64_t cost_lower_bound;
     double cost_gap_percent;
 };
+
+/* 1 when s has a cost and a cost lower bound (0 included) to print. */
+int plan_has_cost_bound(const struct plan_summary *s);
 
 struct plan {
     struct ts_arena arena;

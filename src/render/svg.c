@@ -186,9 +186,10 @@ static void svg_cost(const struct plan *p, struct ts_sbuf *out)
                    (double)s->cost_per_hour / TS_MICRO);
     ts_sbuf_xml(out, p->model->pricebook->currency);
     ts_sbuf_puts(out, " per hour");
-    if (s->cost_lower_bound > 0)
-        ts_sbuf_printf(out, ", lower bound %.2f (gap %.1f%%)",
-                       (double)s->cost_lower_bound / TS_MICRO, s->cost_gap_percent);
+    if (plan_has_cost_bound(s))
+        ts_sbuf_printf(out, ", lower bound %.2f", (double)s->cost_lower_bound / TS_MICRO);
+    if (plan_has_cost_bound(s) && s->cost_gap_percent >= 0)
+        ts_sbuf_printf(out, " (gap %.1f%%)", s->cost_gap_percent);
     ts_sbuf_puts(out, "</text>\n");
 }
 

@@ -174,11 +174,16 @@ static void text_summary(const struct plan_summary *s, const char *currency, str
         ts_sbuf_printf(
             out, "  cost               %.2f %s per hour (the used cards at PriceBook prices)\n",
             (double)s->cost_per_hour / TS_MICRO, currency);
-    if (s->cost_per_hour >= 0 && s->cost_lower_bound > 0)
+    if (plan_has_cost_bound(s) && s->cost_gap_percent >= 0)
         ts_sbuf_printf(out,
                        "  cost lower bound   %.2f %s per hour (gap %.1f%%: no plan of these "
                        "workloads on their card models costs less)\n",
                        (double)s->cost_lower_bound / TS_MICRO, currency, s->cost_gap_percent);
+    else if (plan_has_cost_bound(s))
+        ts_sbuf_printf(out,
+                       "  cost lower bound   0.00 %s per hour (no gap in percent: a plan on the "
+                       "free cards alone might cost nothing)\n",
+                       currency);
     ts_sbuf_printf(out,
                    "  lower bound        %d%s\n"
                    "  solver             %s\n"
@@ -264,11 +269,12 @@ static json_t *json_summary(const struct plan *p)
                         s->cost_per_hour >= 0 ? json_real((double)s->cost_per_hour / TS_MICRO)
                                               : json_null());
     json_object_set_new(o, "currency", pb ? json_string(pb->currency) : json_null());
-    int bound = s->cost_per_hour >= 0 && s->cost_lower_bound > 0;
+    int bound = plan_has_cost_bound(s);
     json_object_set_new(o, "costLowerBound",
                         bound ? json_real((double)s->cost_lower_bound / TS_MICRO) : json_null());
     json_object_set_new(o, "costGapPercent",
-                        bound ? round_to(s->cost_gap_percent, 0.1) : json_null());
+                        bound && s->cost_gap_percent >= 0 ? round_to(s->cost_gap_percent, 0.1)
+                                                          : json_null());
     json_object_set_new(o, "gpusUsed", json_integer(s->gpus_used));
     json_object_set_new(o, "gpusTotal", json_integer(s->gpus_total));
     json_object_set_new(o, "naiveGpus", json_integer(s->naive));

@@ -10,7 +10,9 @@
 # choice needs is known), not taken from tessera's output; the plan must
 # cost exactly that, its lower bound must not exceed it, and with
 # --time-limit 0 (no GLPK: decide's models) the old, dearer plan is still
-# what comes out. Text, JSON and SVG carry cost, bound and gap.
+# what comes out. Text, JSON and SVG carry cost, bound and gap. A PriceBook
+# names its models as the catalog does (any case, or the display name), each
+# once; a free model's bound is 0.00, not left out.
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 cd "$TESSERA_SRC"
@@ -92,4 +94,56 @@ expect_rc 0 "$TESSERA" plan -f "$TMP/unpriced.yaml" -o json
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]
 assert s["costPerHour"] is None and s["costLowerBound"] is None and s["costGapPercent"] is None, s' \
     "$TMP/out" && ok || bad "unpriced: cost fields null"
+
+# a PriceBook names a model as the fleet and the catalog do, in any case or by
+# its display name: "L40S" prices the l40s (before: accepted, and the plan
+# had no cost at all); the same model priced twice under two names is refused
+# at the second entry; a free model (price 0) still gets its bound, 0.00
+priced_l40s() {
+    cat <<YAML
+apiVersion: tessera.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  nodes:
+  - {name: n1, gpus: [{model: l40s, count: 2}, {model: a30, count: 2}]}
+---
+apiVersion: tessera.dev/v1alpha1
+kind: Tenant
+metadata: {name: t}
+spec:
+  contract: shared-trusted
+  namespaces: [t]
+  workloads:
+  - {name: w, kind: batch, memoryHighWaterGiB: 20, gpuModel: l40s}
+---
+apiVersion: tessera.dev/v1alpha1
+kind: PriceBook
+metadata: {name: p}
+spec:
+  currency: EUR
+  prices:
+$1
+YAML
+}
+priced_l40s '  - {model: L40S, perGpuHour: "1.10"}
+  - {model: a30, perGpuHour: "0.50"}' >"$TMP/upper.yaml"
+expect_rc 0 "$TESSERA" plan -f "$TMP/upper.yaml"
+expect_in "$TMP/out" "cost               1.10 EUR per hour"
+expect_in "$TMP/out" "cost lower bound   1.10 EUR per hour (gap 0.0%"
+priced_l40s '  - {model: NVIDIA L40S 48GB, perGpuHour: "1.10"}
+  - {model: a30, perGpuHour: "0.50"}' >"$TMP/display.yaml"
+expect_rc 0 "$TESSERA" plan -f "$TMP/display.yaml"
+expect_in "$TMP/out" "cost               1.10 EUR per hour"
+priced_l40s '  - {model: L40S, perGpuHour: "1.10"}
+  - {model: a30, perGpuHour: "0.50"}
+  - {model: l40s, perGpuHour: "2.00"}' >"$TMP/twice.yaml"
+expect_rc 2 "$TESSERA" plan -f "$TMP/twice.yaml"
+expect_in "$TMP/err" "twice.yaml:25:5: PriceBook/p.spec.prices[2]: 'l40s' names l40s, priced already as 'L40S' (line 23)"
+priced_l40s '  - {model: l40s, perGpuHour: "0"}
+  - {model: a30, perGpuHour: "0.50"}' >"$TMP/free.yaml"
+expect_rc 0 "$TESSERA" plan -f "$TMP/free.yaml" -o json
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]
+assert (s["costPerHour"], s["costLowerBound"], s["costGapPercent"]) == (0, 0, 0), s' \
+    "$TMP/out" && ok || bad "free model: cost 0, bound 0, gap 0"
 finish
