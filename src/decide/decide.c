@@ -231,6 +231,12 @@ static int default_sm_percent(double need, double card)
     return pct < 5 ? 5 : pct > 100 ? 100 : pct;
 }
 
+int decide_mps_sm_percent(const struct decide_row *r, const struct cat_model *model)
+{
+    return r->workload->sm_percent ? r->workload->sm_percent
+                                   : default_sm_percent(r->need_gib, model->memory_gib);
+}
+
 static void decide_mps(struct decide__ctx *c, struct wctx *x, const char *why)
 {
     const struct cat_model *model = share_model(c, x, DECIDE_MPS, 0, 0);
@@ -243,8 +249,7 @@ static void decide_mps(struct decide__ctx *c, struct wctx *x, const char *why)
     }
     x->row->gpus = 1;
     x->row->cap_gib = cap_for(x->need);
-    x->row->sm_percent = x->w->sm_percent ? x->w->sm_percent
-                                          : default_sm_percent(x->need, model->memory_gib);
+    x->row->sm_percent = decide_mps_sm_percent(x->row, model);
     set(c, x, DECIDE_MPS, model, "R4",
         ts_arena_printf(c->arena,
                         "%s shares one MPS server per tenant; %s -> %g GiB pinned-"

@@ -71,6 +71,11 @@ struct decide_result {
  * labels or zones, so nothing else restricts a node. */
 const char *decide_card_refuses(const struct decide_row *r, const struct spec_fleet_node *n,
                                 const struct cat_model *model);
+/* The MPS share of SMs row r (an MPS row) gets on a card of model: the
+ * spec's smPercent, else its need over the card's memory, rounded up to
+ * 5% (5 to 100). A replan that keeps r on another model than its
+ * decision's re-derives it there. */
+int decide_mps_sm_percent(const struct decide_row *r, const struct cat_model *model);
 /* The CUDA version (major * 100 + minor) from which the driver enforces
  * memory fractions. */
 #define DECIDE_CUDA_FRACTIONS 1304

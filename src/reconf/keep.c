@@ -10,7 +10,10 @@
  * its instances go back to their own starts where still free, else
  * elsewhere; the fewest cards wins. Instances copy their fields from
  * the fresh plan's instance of the same decision, so the two plans agree on
- * memory, shares and flags; the result must pass plan_verify. The no-drain
+ * memory, shares and flags; the result must pass plan_verify, so a shared
+ * card keeps only what still fits it (memory, MPS shares and clients,
+ * trust: a pool client that grew may not) and the rest moves, the fewest
+ * instances it can (keep_card). The no-drain
  * plan (partial) may hold a row at the MIG profile it runs on (pin.c): a
  * kept instance under the workload's need is marked held, and the row is
  * named as not placed at its new size (no replica of it is added); or keep
@@ -22,6 +25,8 @@
 #include <string.h>
 #include "reconf/internal.h"
 #include "util/grow.h"
+
+struct cand;
 
 struct keep {
     const struct plan *fresh;
@@ -41,7 +46,13 @@ struct keep {
     const struct reconf__keepix *ix;
     struct reconf_replan *partial; /* not NULL: what does not fit goes to its unplaced */
     char *gave_up;                 /* per row: partial, its missing replicas named */
+    int *parts;                    /* per row: the most GPU parts a running replica has */
+    struct cand *cand;             /* keep_card's scratch: one card's kept candidates */
+    int *untrust;
+    size_t capcand, capuntrust;
 };
+
+static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r);
 
 static int row_of(const struct keep *k, const char *tenant, const char *workload)
 {
@@ -80,13 +91,23 @@ static int replica_for(struct keep *k, int row, int cur)
     return k->placed[row]++;
 }
 
-/* 1 when running instance h of card c may stay as an instance like tpl. */
+/* 1 when running instance h of card c may stay as an instance like tpl:
+ * the same MIG profile, or off MIG the same kind of card. A time-slicing
+ * client's guest flag is a label on a time-sliced card (the pod runs the
+ * same either way), so such a card keeps a client or guest of a
+ * time-slicing row whichever the template is, and a guest riding a whole
+ * card stays a guest there. */
 static int fits_kind(const struct reconf_card *c, const struct reconf_want *h,
                      const struct plan_inst *tpl, int mode)
 {
     if (c->mig)
         return tpl->profile && h->profile && !strcmp(tpl->profile->name, h->profile);
-    return !tpl->profile && !strcmp(c->mode, plan_mode_names[mode]) && h->guest == tpl->guest;
+    if (tpl->profile)
+        return 0;
+    if (tpl->row->mech == DECIDE_TIME_SLICING)
+        return !strcmp(c->mode, plan_mode_names[PLAN_TIME_SLICING]) ||
+               (h->guest && !strcmp(c->mode, plan_mode_names[PLAN_WHOLE]));
+    return !strcmp(c->mode, plan_mode_names[mode]) && h->guest == tpl->guest;
 }
 
 /* The fresh plan's instance like running instance h of card c on g, or
@@ -112,63 +133,203 @@ static int mode_of(const char *mode)
     return PLAN_FREE;
 }
 
-/* Running instance h of card c, on g exactly as it runs, for a row kept as
- * it runs (pin.c): its profile, start, memory, share and part; held when
- * under the workload's need. */
-static int keep_as_runs(struct keep *k, struct plan_gpu *g, const struct reconf_card *c,
-                        const struct reconf_want *h, int row)
+/* Running instance h of card c, exactly as it runs, for a row kept as it
+ * runs (pin.c): its profile, start, memory, share and part; held when
+ * under the workload's need. 0: not kept. */
+static int as_runs_inst(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
+                        const struct reconf_want *h, int row, struct plan_inst *in)
 {
     const struct decide_row *r = &k->ix->d->rows[row];
     const struct cat_profile *p = c->mig && h->profile ? cat_profile_find(g->model, h->profile)
                                                        : NULL;
     if (c->mig && !p)
-        return 1; /* not a profile of the card (checked with the plan): not kept */
-    int rep = replica_for(k, row, h->replica);
-    if (rep < 0)
-        return rep == -1;
-    struct plan_inst in = {.row = r,
-                           .replica = rep,
-                           .profile = p,
-                           .start = p ? h->start : 0,
-                           .size = p ? h->size : 0,
-                           .gpu_part = h->gpu_part,
-                           .mem_gib = h->mem_gib,
-                           .sm_percent = h->sm_percent,
-                           .guest = h->guest,
-                           .held = p ? !plan_profile_holds(p, r)
-                                     : h->mem_gib + 1e-9 < r->need_gib / (r->gpus ? r->gpus : 1)};
-    g->mode = c->mig ? PLAN_MIG : mode_of(c->mode);
-    g->sharing |= in.guest;
-    return add_inst(k->p, g, &in);
+        return 0; /* not a profile of the card (checked with the plan): not kept */
+    *in = (struct plan_inst){.row = r,
+                             .profile = p,
+                             .start = p ? h->start : 0,
+                             .size = p ? h->size : 0,
+                             .gpu_part = h->gpu_part,
+                             .mem_gib = h->mem_gib,
+                             .sm_percent = h->sm_percent,
+                             .guest = h->guest,
+                             .held = p ? !plan_profile_holds(p, r)
+                                       : h->mem_gib + 1e-9 < r->need_gib / (r->gpus ? r->gpus : 1)};
+    return 1;
 }
 
-static int keep_held(struct keep *k, struct plan_gpu *g, const struct reconf_card *c,
-                     const struct reconf_want *h)
+/* The instance running instance h of card c stays as on g (its replica
+ * not yet numbered), and its row; 0: not kept (removed, or decided
+ * otherwise now). */
+static int kept_inst(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
+                     const struct reconf_want *h, int *row, struct plan_inst *in)
 {
-    int mode, row = row_of(k, h->tenant, h->workload);
-    if (row >= 0 && k->ix->as_runs[row])
-        return keep_as_runs(k, g, c, h, row);
-    const struct plan_inst *tpl = keepable(k, g, c, h, &row, &mode);
+    int mode;
+    *row = row_of(k, h->tenant, h->workload);
+    if (*row >= 0 && k->ix->as_runs[*row])
+        return as_runs_inst(k, g, c, h, *row, in);
+    const struct plan_inst *tpl = keepable(k, g, c, h, row, &mode);
     if (!tpl)
-        return 1; /* removed, or decided otherwise now: not kept */
-    int rep = replica_for(k, row, h->replica);
-    if (rep < 0)
-        return rep == -1;
-    struct plan_inst in = *tpl;
-    in.replica = rep;
-    in.gpu_part = h->gpu_part;
+        return 0;
+    if (!c->mig && !tpl->guest && !tpl->profile &&
+        (tpl->row->mech == DECIDE_WHOLE || tpl->row->mech == DECIDE_VGPU) &&
+        k->parts[*row] != tpl->row->gpus)
+        return 0; /* a replica of another number of GPUs now: it moves whole */
+    *in = *tpl;
+    in->gpu_part = h->gpu_part;
+    in->guest = c->mig ? 0 : h->guest;
     if (c->mig) {
-        in.start = h->start;
-        in.size = h->size;
-        in.held = k->ix->wanted[row] && !plan_profile_holds(in.profile, in.row);
+        in->start = h->start;
+        in->size = h->size;
+        in->held = k->ix->wanted[*row] && !plan_profile_holds(in->profile, in->row);
     }
-    g->mode = c->mig ? PLAN_MIG : mode;
-    g->sharing |= in.guest;
-    return add_inst(k->p, g, &in);
+    return 1;
+}
+
+/* ---- what a shared card keeps ---------------------------------------------- */
+
+/* A card's kept candidates: the instance each would be, its row, and
+ * whether it stays. */
+struct cand {
+    struct plan_inst in;
+    int row, h, on;
+};
+
+/* Memory, MPS share and clients of the candidates on, and the pairs of
+ * tenants that do not trust each other (untrust[i]: i's). */
+struct load {
+    double mem;
+    int sm, clients, distrust;
+};
+
+static struct load load_of(const struct keep *k, int mode, struct cand *x, int n, int *untrust)
+{
+    struct load l = {0};
+    for (int i = 0; i < n; i++) {
+        untrust[i] = 0;
+        if (!x[i].on)
+            continue;
+        l.mem += mode == PLAN_WHOLE && x[i].in.guest ? 0 : x[i].in.mem_gib;
+        l.sm += mode == PLAN_MPS ? x[i].in.sm_percent : 0;
+        l.clients++;
+        for (int j = 0; j < i; j++)
+            if (x[j].on && !spec_tenants_trust(k->p->model, x[i].in.row->tenant->name,
+                                               x[j].in.row->tenant->name)) {
+                untrust[i]++;
+                untrust[j]++;
+                l.distrust++;
+            }
+    }
+    return l;
+}
+
+static int load_fits(const struct plan_gpu *g, int mode, struct load l)
+{
+    return l.mem <= g->model->memory_gib + 1e-6 && l.sm <= 100 && !l.distrust &&
+           (mode != PLAN_MPS || l.clients <= g->model->mps_max_clients);
+}
+
+/* 1 when candidate x grew: the instance it becomes is larger than it runs. */
+static int grew(const struct cand *x, const struct reconf_want *h)
+{
+    return x->in.mem_gib > h->mem_gib + 1e-6 || x->in.sm_percent > h->sm_percent;
+}
+
+/* The candidate that moves next off an overfull card: one that tenants
+ * distrust most; else of those whose move alone makes the card fit, a
+ * grown one, then the smallest; else the largest (a grown one first). */
+static int victim(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
+                  int mode, struct cand *x, int n, int *untrust)
+{
+    struct load l = load_of(k, mode, x, n, untrust);
+    int best = -1, most = 0, alone = 0;
+    for (int i = 0; l.distrust && i < n; i++)
+        if (x[i].on && untrust[i] > most)
+            best = i, most = untrust[i];
+    if (best >= 0)
+        return best;
+    for (int i = 0; i < n; i++) {
+        if (!x[i].on)
+            continue;
+        struct load w = l;
+        w.mem -= mode == PLAN_WHOLE && x[i].in.guest ? 0 : x[i].in.mem_gib;
+        w.sm -= mode == PLAN_MPS ? x[i].in.sm_percent : 0;
+        w.clients--;
+        int fixes = load_fits(g, mode, w), up = grew(&x[i], &c->held[x[i].h]);
+        double m = x[i].in.mem_gib;
+        if (best < 0 || fixes > alone ||
+            (fixes == alone && (up > grew(&x[best], &c->held[x[best].h]) ||
+                                (up == grew(&x[best], &c->held[x[best].h]) &&
+                                 (fixes ? m <= x[best].in.mem_gib : m >= x[best].in.mem_gib)))))
+            best = i, alone = fixes;
+    }
+    return best;
+}
+
+/* Off MIG, the keep plan (not the no-drain one) keeps what fits on the
+ * card: memory, MPS shares and clients, trust, as plan_verify checks; the
+ * rest moves (is placed like new work), the fewest it can. */
+static void fit_card(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
+                     struct cand *x, int n, int *untrust)
+{
+    int mode = mode_of(c->mode);
+    if (c->mig || k->partial)
+        return;
+    while (!load_fits(g, mode, load_of(k, mode, x, n, untrust))) {
+        int v = victim(k, g, c, mode, x, n, untrust);
+        if (v < 0)
+            return;
+        x[v].on = 0;
+    }
+}
+
+/* Running card c's instances kept on g: those that fit it (fit_card), of
+ * rows that still want a replica, spread as asked; 0: NOMEM. */
+static int keep_card(struct keep *k, struct plan_gpu *g, const struct reconf_card *c)
+{
+    int n = 0;
+    if (!ts_grow((void **)&k->cand, &k->capcand, (size_t)c->nheld, sizeof(*k->cand)) ||
+        !ts_grow((void **)&k->untrust, &k->capuntrust, (size_t)c->nheld, sizeof(*k->untrust)))
+        return 0;
+    for (int h = 0; h < c->nheld; h++) {
+        struct cand *x = &k->cand[n];
+        if (kept_inst(k, g, c, &c->held[h], &x->row, &x->in))
+            x->h = h, x->on = 1, n++;
+    }
+    fit_card(k, g, c, k->cand, n, k->untrust);
+    for (int i = 0; i < n; i++) {
+        struct cand *x = &k->cand[i];
+        const struct reconf_want *h = &c->held[x->h];
+        if (!x->on || (!k->partial && x->in.row->gpus <= 1 && !spread_ok(k->p, g, x->in.row)))
+            continue;
+        int rep = replica_for(k, x->row, h->replica);
+        if (rep == -2)
+            return 0;
+        if (rep < 0)
+            continue;
+        x->in.replica = rep;
+        g->mode = c->mig ? PLAN_MIG : mode_of(c->mode);
+        g->sharing |= x->in.guest && g->mode == PLAN_WHOLE;
+        if (!add_inst(k->p, g, &x->in))
+            return 0;
+    }
+    return 1;
+}
+
+/* Each row's most GPU parts a running replica has (k->parts). */
+static void count_parts(struct keep *k)
+{
+    for (int c = 0; c < k->cur->n; c++)
+        for (int h = 0; h < k->cur->t[c].nheld; h++) {
+            const struct reconf_want *w = &k->cur->t[c].held[h];
+            int row = row_of(k, w->tenant, w->workload);
+            if (row >= 0 && w->gpu_part + 1 > k->parts[row])
+                k->parts[row] = w->gpu_part + 1;
+        }
 }
 
 static int keep_running(struct keep *k)
 {
+    count_parts(k);
     for (size_t i = 0; i < k->p->ngpus; i++) {
         struct plan_gpu *g = &k->p->gpus[i];
         const struct reconf_card *c = reconf_plan_card(k->cur, g->node->name, g->index);
@@ -178,9 +339,8 @@ static int keep_running(struct keep *k)
             int row = row_of(k, c->held[h].tenant, c->held[h].workload);
             k->held_back[row < 0 ? k->ix->d->nrows : (size_t)row] += !c->held[h].gpu_part;
         }
-        for (int h = 0; i != k->released && h < c->nheld; h++)
-            if (!keep_held(k, g, c, &c->held[h]))
-                return 0;
+        if (i != k->released && !keep_card(k, g, c))
+            return 0;
     }
     return 1;
 }
@@ -338,7 +498,8 @@ int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const stru
         if (!spec_tenants_trust(p->model, in->row->tenant->name, g->inst[i].row->tenant->name))
             return 0;
     }
-    return mem <= g->model->memory_gib + 1e-6 && (mode != PLAN_MPS || sm <= 100);
+    return mem <= g->model->memory_gib + 1e-6 &&
+           (mode != PLAN_MPS || (sm <= 100 && (int)g->ninst < g->model->mps_max_clients));
 }
 
 /* One more client of a sharing pool (MPS, time-slicing, memory fraction):
@@ -354,6 +515,7 @@ static int place_pool(struct keep *k, int row, const struct plan_inst *tpl, int 
                 continue;
             struct plan_inst in = *tpl;
             in.replica = k->placed[row]++;
+            in.guest = tpl->guest && g->ninst > 0; /* a guest joins a card, or opens one */
             g->mode = mode;
             return add_inst(k->p, g, &in) ? 1 : -1;
         }
@@ -478,6 +640,8 @@ static int place_row(struct keep *k, size_t row, int want)
     int mode;
     const struct plan_inst *tpl = template_of(k, (int)row, &mode);
     const struct decide_row *r = &k->ix->d->rows[row];
+    if (tpl && r->mech == DECIDE_TIME_SLICING)
+        mode = PLAN_TIME_SLICING; /* a guest riding a whole card, new: a time-sliced client */
     while (tpl && !k->why && !k->gave_up[row] && k->placed[row] < want) {
         int got = mode == PLAN_MIG                    ? place_mig(k, (int)row, tpl)
                   : mode == PLAN_WHOLE && !tpl->guest ? place_whole(k, (int)row, tpl)
@@ -646,13 +810,17 @@ static ts_status keep_one(const struct plan *fresh, const struct reconf_plan *cu
     k.held_back = calloc(n, sizeof(int));
     k.gave_up = calloc(n, 1);
     k.head = calloc(n, sizeof(*k.head));
-    int ok = k.p && k.placed && k.held_back && k.gave_up && k.head && keep_running(&k) &&
+    k.parts = calloc(n, sizeof(int));
+    int ok = k.p && k.placed && k.held_back && k.gave_up && k.head && k.parts && keep_running(&k) &&
              name_held(&k) && place_missing(&k) && finish(&k);
     free(k.placed);
     free(k.held_back);
     free(k.gave_up);
     free(k.head);
     free(k.map);
+    free(k.cand);
+    free(k.untrust);
+    free(k.parts);
     *out = ok && !k.why ? k.p : NULL;
     *why = k.why;
     if (!*out)

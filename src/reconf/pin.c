@@ -5,7 +5,9 @@
  * decision now names another (a price change, a model that filled up) is
  * pinned to the model it runs on when it may run there: the keep plan then
  * keeps it in place (its own decision row, the running model and profile,
- * which render and admit read), and the fresh plan is the other point of
+ * which render and admit read; the mechanism's numbers derived again for
+ * that model: an MPS share of its SMs, whole GPUs a replica as it runs),
+ * and the fresh plan is the other point of
  * the trade (fewer cost, its drains). For the no-drain plan alone, a MIG
  * workload whose decision now names another profile of the model it runs on
  * (its memory grew or shrank) is held at the profile it runs: its
@@ -80,11 +82,31 @@ static int pinned_tpl(const struct decide_row *r, const struct plan_inst *fresh_
         out->mem_gib = p->memory_gib;
         return 1;
     }
-    double need = plan_mode_shares_card(fmode) ? r->cap_gib : r->need_gib / (r->gpus ? r->gpus : 1);
-    if (strcmp(run->mode, plan_mode_names[fmode]) || m->memory_gib + 1e-9 < need)
+    if (fresh_tpl->profile)
+        return 0; /* a MIG-backed vGPU: not pinned */
+    int whole = (fmode == PLAN_WHOLE || fmode == PLAN_VGPU) && !fresh_tpl->guest;
+    int ts = r->mech == DECIDE_TIME_SLICING && !strcmp(run->mode, "time-slicing");
+    double need = plan_mode_shares_card(fmode) ? r->cap_gib
+                  : whole                      ? r->need_gib / run->parts
+                                               : r->need_gib;
+    if ((!ts && strcmp(run->mode, plan_mode_names[fmode])) || m->memory_gib + 1e-9 < need ||
+        (whole && run->parts > SPEC_REPLICA_GPUS_MAX))
         return 0;
-    out->mem_gib = fmode == PLAN_WHOLE || fmode == PLAN_VGPU ? m->memory_gib : fresh_tpl->mem_gib;
+    out->mem_gib = whole ? m->memory_gib : fresh_tpl->mem_gib;
+    /* the mechanism's numbers on m: an MPS share is of m's SMs */
+    out->sm_percent = r->mech == DECIDE_MPS ? decide_mps_sm_percent(r, m) : fresh_tpl->sm_percent;
     return 1;
+}
+
+/* What the pin changed in the row's numbers, for its reason: "" when
+ * nothing but the model (NULL: NOMEM). */
+static const char *pinned_numbers(struct ts_arena *a, const struct decide_row *r)
+{
+    if (r->mech == DECIDE_MPS)
+        return ts_arena_printf(a, ": %d%% of its SMs", r->sm_percent);
+    if ((r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU) && !r->profile)
+        return ts_arena_printf(a, ": %d GPU%s a replica", r->gpus, r->gpus == 1 ? "" : "s");
+    return "";
 }
 
 /* Row i pinned to what it runs on, when it may be. */
@@ -101,10 +123,13 @@ static int pin_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
     const char *was = r->model->name;
     r->model = m;
     r->profile = t.profile;
+    r->sm_percent = t.sm_percent;
+    if (ix->mode[i] == PLAN_WHOLE || ix->mode[i] == PLAN_VGPU)
+        r->gpus = run->parts; /* whole GPUs of m a replica, as it runs */
     r->reason = ts_arena_printf(&ix->a,
                                 "%s; kept on the %s it runs on (replanning: the decision's %s "
-                                "would move it)",
-                                r->reason, m->name, was);
+                                "would move it)%s",
+                                r->reason, m->name, was, pinned_numbers(&ix->a, r));
     ix->tpl[i] = t;
     ix->pinned++;
     return r->reason != NULL;

@@ -403,10 +403,10 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
         const char **more = realloc(no, (s->n + 2) * sizeof(*no));
         st = more ? keep_partial(s, fresh, cur, o) : TS_NOMEM;
         no = more ? more : no;
-        *pick = s->n; /* none, unless the no-drain plan was made */
+        *pick = s->n; /* none, unless the no-drain plan was made and meets the limits */
         if (st == TS_OK && s->n > before_n && s->c[before_n].p) {
-            no[before_n] = NULL;
-            *pick = before_n;
+            no[before_n] = refusal(&s->a, &s->c[before_n], o);
+            *pick = no[before_n] ? s->n : before_n;
         } else if (s->n > before_n)
             no[before_n] = s->c[before_n].why;
     }
@@ -414,14 +414,7 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
         st = ts_err(err, TS_INFEASIBLE, "no plan meets the replanning limits: %s", reasons(s, no));
     if (st == TS_OK) {
         struct reconf_replan *r = &s->c[*pick].r;
-        int forced = r->drains - r->removed_drains;
         r->note = note(s, *pick, no, o, &r->arena);
-        if (o->max_drains >= 0 && forced > o->max_drains) /* the no-drain plan */
-            r->note = ts_arena_printf(&r->arena,
-                                      "it still drains %d card%s: running instances it "
-                                      "cannot keep as they run (a card or profile the fleet "
-                                      "no longer has) are replaced or stopped; %s",
-                                      forced, forced == 1 ? "" : "s", r->note ? r->note : "");
         st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
         *out = s->c[*pick].r;
         s->c[*pick].r = (struct reconf_replan){0};

@@ -63,8 +63,9 @@ static int same_place(const struct reconf_want *h, const struct reconf_card *c,
     if (g->mode == PLAN_MIG)
         return c->mig && h->profile && !strcmp(h->profile, in->profile->name) &&
                h->start == in->start;
-    return !strcmp(c->mode, plan_mode_names[g->mode]) && h->guest == in->guest &&
-           h->gpu_part == in->gpu_part;
+    /* a time-sliced card's guest flag is a label: its pod runs the same */
+    return !strcmp(c->mode, plan_mode_names[g->mode]) &&
+           (g->mode == PLAN_TIME_SLICING || h->guest == in->guest) && h->gpu_part == in->gpu_part;
 }
 
 static const char *held_what(struct ts_arena *a, const struct reconf_want *h, const char *mode)
