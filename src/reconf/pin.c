@@ -98,6 +98,19 @@ static int pinned_tpl(const struct decide_row *r, const struct plan_inst *fresh_
     return 1;
 }
 
+/* A memory fraction pinned to model m: enforced by the driver when every
+ * node of the fleet holding m runs CUDA 13.4+ (decide_fraction's rule),
+ * else by tessera's shim, which also holds the spec's smPercent; the
+ * row's share (0 under the driver). */
+static int fraction_on(struct decide_row *r, const struct plan *f, const struct cat_model *m)
+{
+    r->enforce = DECIDE_ENFORCE_DRIVER;
+    for (size_t g = 0; g < f->ngpus && r->enforce == DECIDE_ENFORCE_DRIVER; g++)
+        if (f->gpus[g].model == m && decide_card_refuses(r, f->gpus[g].node, m))
+            r->enforce = DECIDE_ENFORCE_SHIM;
+    return r->sm_percent = r->enforce == DECIDE_ENFORCE_SHIM ? r->workload->sm_percent : 0;
+}
+
 /* What the pin changed in the row's numbers, for its reason: "" when
  * nothing but the model (NULL: NOMEM). */
 static const char *pinned_numbers(struct ts_arena *a, const struct decide_row *r)
@@ -106,6 +119,9 @@ static const char *pinned_numbers(struct ts_arena *a, const struct decide_row *r
         return ts_arena_printf(a, ": %d%% of its SMs", r->sm_percent);
     if ((r->mech == DECIDE_WHOLE || r->mech == DECIDE_VGPU) && !r->profile)
         return ts_arena_printf(a, ": %d GPU%s a replica", r->gpus, r->gpus == 1 ? "" : "s");
+    if (r->mech == DECIDE_MEMORY_FRACTION)
+        return r->enforce == DECIDE_ENFORCE_SHIM ? ": its fraction enforced by tessera's shim"
+                                                 : ": its fraction enforced by the driver";
     return "";
 }
 
@@ -126,6 +142,8 @@ static int pin_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
     r->sm_percent = t.sm_percent;
     if (ix->mode[i] == PLAN_WHOLE || ix->mode[i] == PLAN_VGPU)
         r->gpus = run->parts; /* whole GPUs of m a replica, as it runs */
+    if (r->mech == DECIDE_MEMORY_FRACTION)
+        t.sm_percent = fraction_on(r, f, m);
     r->reason = ts_arena_printf(&ix->a,
                                 "%s; kept on the %s it runs on (replanning: the decision's %s "
                                 "would move it)%s",

@@ -28,6 +28,12 @@
 #      keep plan pins it to the a100 with 2 GPUs a replica: 0 drains,
 #      chosen; --max-drains 0 exits 0; its decision row says 2 GPUs on
 #      a100-80gb.
+#   E. memory fractions a and b (20 GiB each) run on an a100 of a node with
+#      CUDA 13.2; a price change decides them on the l40s, whose node runs
+#      13.4: enforced by the driver there. Pinned to the a100, where the
+#      driver cannot enforce a fraction (13.2 < 13.4), they are enforced by
+#      tessera's shim: the keep plan keeps both, 0 drains, chosen;
+#      --max-drains 0 exits 0, rows a100-80gb, enforcement shim.
 # Every replan here: the chosen point is within --max-drains (drains less
 # the removed node's) and --max-cards; a "keep, no drain" point has 0
 # drains; each card's MPS shares add up to 100% at most and its memory caps
@@ -40,11 +46,12 @@ cd "$TMP"
 python3 - <<'PY'
 import json
 
-def fleet(nodes, mps=True):
+def fleet(nodes, mps=True, cuda=None):
     s = ("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
          "  nodes:\n")
     for name, model, count in nodes:
         s += "  - name: %s\n" % name + ("    mps: true\n" if mps else "")
+        s += '    cudaVersion: "%s"\n' % cuda[name] if cuda else ""
         s += "    gpus:\n    - {model: %s, count: %d}\n" % (model, count)
     return s
 
@@ -111,6 +118,16 @@ open("d.yaml", "w").write(fleet([("n1", A100, 2), ("n2", H200, 1)]) +
 plan("d.json", [card("n1", 0, A100, "whole", [inst("ml", "train", 80)]),
                 card("n1", 1, A100, "whole", [inst("ml", "train", 80, part=1)]),
                 free("n2", 0, H200)])
+
+# E: memory fractions on an a100 whose node's driver cannot enforce them
+open("e.yaml", "w").write(fleet([("n1", A100, 2), ("n2", L40S, 2)], mps=False,
+                                cuda={"n1": "13.2", "n2": "13.4"}) +
+    tenant("lab", "shared-trusted", [("a", "kind: batch, memoryHighWaterGiB: 20"),
+                                     ("b", "kind: batch, memoryHighWaterGiB: 20")]) +
+    prices([(A100, "3.20"), (L40S, "1.10")]))
+plan("e.json", [card("n1", 0, A100, "memory-fraction", [inst("lab", "a", 20),
+                                                        inst("lab", "b", 20)]),
+                free("n1", 1, A100), free("n2", 0, L40S), free("n2", 1, L40S)])
 PY
 
 # limits OUT MAXDRAINS [MAXCARDS]: the chosen point is within the limits,
@@ -216,5 +233,18 @@ check "D --max-drains 0: limits" limits d0.json 0
 check "D --max-drains 0: 2 whole a100s, nothing named" \
     test "$(field d0.json "([(d['gpuModel'], d['gpus']) for d in p['decisions']], len(r.get('unplaced') or []))")" \
     = "([('a100-80gb', 2)], 0)"
+
+# E: fractions pinned to the a100, enforced by the shim there
+expect_rc 0 T plan -f e.yaml --current e.json -o json
+cp "$TMP/out" e-out.json
+check "E: limits" limits e-out.json -1
+check "E: keep is a point at 0 drains, chosen" \
+    test "$(field e-out.json "[(x['drains'], x['chosen']) for x in r['points'] if x['how'] == 'keep']")" = "[(0, True)]"
+expect_rc 0 T plan -f e.yaml --current e.json --max-drains 0 -o json
+cp "$TMP/out" e0.json
+check "E --max-drains 0: limits" limits e0.json 0
+check "E --max-drains 0: a100, the shim, nothing named" \
+    test "$(field e0.json "(sorted(set((d['gpuModel'], d['enforcement']) for d in p['decisions'])), len(r.get('unplaced') or []))")" \
+    = "([('a100-80gb', 'shim')], 0)"
 
 finish
