@@ -84,10 +84,11 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     double obj = 0;
     int solved = c && pins && plan__cost_worth_search(c) && plan__cost_ilp(c, limit, pins, &obj) &&
                  moves_any(d, pins);
+    double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
     plan__cost_close(c);
     struct cost_trial base = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0};
     /* the program finds no saving on d's plan: no trial of its models */
-    solved &= base.cost < 0 || obj * TS_MICRO < (double)base.cost * (1 - PLAN_COST_MIP_GAP);
+    solved &= base.cost < 0 || obj * TS_MICRO < (double)base.cost * (1 - gap) - 1e-3;
     struct decide_result *alt = solved ? try_pins(m, cat, d, opt, pins, base) : NULL;
     for (size_t r = 0; solved && !alt && r < d->nrows; r++)
         if (decide_mech_shares_card(d->rows[r].mech))

@@ -28,8 +28,8 @@ struct cost_group {
     size_t slot;
     int mech;
     size_t owner;
-    int col, mem, sm, clients;
-    int cut; /* its configuration cut was tried (group_cut) */
+    int col, mem, sm, clients; /* fluid cards (0: its configurations' columns instead) */
+    int cut;                   /* its configuration cut was tried (group_cut), or it needs none */
 };
 
 struct cost {
@@ -45,6 +45,11 @@ struct cost {
     size_t nmodels;
     size_t *trust; /* per tenant: its trust set (union-find) */
     int search;    /* the search's program: pools per clique of trust (cost_cliques) */
+    /* A small fleet (at most PLAN_COST_PROOF_COLS_MAX workloads): a class
+     * of pool clients is of one tenant, so its pool groups may be their
+     * configurations (plan/costcfg.c); else classes join the tenants of a
+     * pool, the program stays as small as it can. */
+    int small;
     uint32_t *clq; /* the cliques: members, bits of cpos, of the set of clq_root */
     size_t *clq_root, nclq, clqcap;
     size_t *cpos; /* per tenant: its bit in its trust set's cliques */
@@ -60,8 +65,28 @@ struct cost {
     size_t nmig, migcap;
     struct cost_group *gs; /* the sharing-pool groups */
     size_t ngs, gscap;
-    int *grp; /* per alternative: its group, or -1 */
+    int *grp;     /* per alternative: its group, or -1 */
+    int cfg_cols; /* the groups' configuration columns (plan/costcfg.c) */
 };
+
+/* Each sharing-pool group split into its parts that never share a card
+ * (tenants joined by mutual trust among those with clients in it;
+ * plan/costtrust.c); 0 on out of memory. */
+int plan__cost_split_groups(struct cost *c);
+/* A nonzero of the matrix (1-based row and column); 0 on out of memory. */
+int plan__cost_put(struct cost *c, int row, int col, double v);
+/* A row sum >= 0 (covering), or fixed at fx when fx > 0. */
+int plan__cost_row(struct cost *c, double fx);
+/* A card column of model slot k: priced, counted against its cards (-1:
+ * out of memory). */
+int plan__cost_card_col(struct cost *c, size_t k);
+/* Group gi's cards as a column per configuration of its clients (plan/
+ * costcfg.c): 1 when made, 0 when they are too many to list (or a client
+ * spreads), -1 on out of memory. */
+int plan__cost_group_configs(struct cost *c, int gi);
+/* The program's columns but the groups' configurations: its size as the
+ * budgets of the search and the bound count it. */
+int plan__cost_cols(const struct cost *c);
 
 /* 1 when a's replicas are kept apart (spread, more than one replica). */
 int plan__cost_spread(const struct decide_row *a);

@@ -109,8 +109,10 @@ static int pool_cuts(struct cost *c, int mip)
     int n = 0;
     for (size_t g = 0; g < c->ngs; g++) {
         int col = c->gs[g].col;
+        if (c->gs[g].cut)
+            continue;
         double v = mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
-        if (c->gs[g].cut || v <= 1e-9)
+        if (v <= 1e-9)
             continue;
         c->gs[g].cut = 1;
         int r = group_cut(c, (int)g);
@@ -170,6 +172,15 @@ static void search_bound(glp_tree *tree, void *info)
         glp_ios_terminate(tree);
 }
 
+/* On a small program (PLAN_COST_PROOF_COLS_MAX, as the bound's proof) no
+ * tolerance, as GLPK closes it in milliseconds (seed 527 of
+ * `bench/cost_bench.py --pools`: decide's 10.92 was within 0.1% of the
+ * optimum 10.91, and kept). */
+double plan__cost_gap(struct cost *c)
+{
+    return plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX ? 0 : PLAN_COST_MIP_GAP;
+}
+
 /* The program's integer optimum with decide's models fixed (each pool
  * group a whole number of cards), or lp when branch and bound finds no
  * layout in its node budget (counted, as the bound's). */
@@ -180,7 +191,7 @@ static double decided_int(struct cost *c, double lp)
     glp_init_iocp(&parm);
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.mip_gap = plan__cost_gap(c);
     parm.cb_func = search_bound;
     parm.cb_info = &s;
     int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
@@ -204,9 +215,10 @@ static int decided_at_lp(struct cost *c)
     double free_lp = plan__cost_lp(c);
     fix_decided(c, 1);
     double fixed = plan__cost_lp(c);
-    int at = free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
-    if (at && glp_get_num_cols(c->lp) <= PLAN_COST_PROOF_COLS_MAX)
-        at = decided_int(c, fixed) <= free_lp * (1 + PLAN_COST_MIP_GAP) + 1e-9;
+    double gap = plan__cost_gap(c);
+    int at = free_lp >= 0 && fixed >= 0 && fixed <= free_lp * (1 + gap) + 1e-9;
+    if (at && plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX)
+        at = decided_int(c, fixed) <= free_lp * (1 + gap) + 1e-9;
     fix_decided(c, 0);
     return at;
 }
@@ -237,13 +249,15 @@ static int read_pins(struct cost *c, const struct cat_model **pins)
  * round the limit stopped): a group the LP left empty has only its memory
  * row, which lets the integer solution fill its cards as a fluid (small
  * cards that no packing fills that well). */
+int plan__cost_cols(const struct cost *c) { return glp_get_num_cols(c->lp) - c->cfg_cols; }
+
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
 {
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = PLAN_COST_MIP_GAP;
+    parm.mip_gap = plan__cost_gap(c);
     double start = glp_time(), left = time_limit_s;
     int found = 0;
     for (int round = 0; left > 0; round++) {
@@ -269,7 +283,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
  * cheapest. */
 int plan__cost_worth_search(struct cost *c)
 {
-    if (!c->moves || glp_get_num_cols(c->lp) > PLAN_COST_ALTS_MAX)
+    if (!c->moves || plan__cost_cols(c) > PLAN_COST_ALTS_MAX)
         return 0;
     if (plan__cost_lp(c) >= 0 && pool_cuts(c, 0) < 0)
         return 0;
@@ -286,7 +300,7 @@ static double proven_optimum(struct cost *c, double lp)
 {
     if (lp < 0)
         return lp;
-    int small = glp_get_num_cols(c->lp) <= PLAN_COST_PROOF_COLS_MAX;
+    int small = plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX;
     struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
     glp_iocp parm;
     glp_init_iocp(&parm);

@@ -161,3 +161,81 @@ ts_status plan__cost_owners(struct cost *c)
     c->altcap = cap;
     return TS_OK;
 }
+
+/* ---- a pool group's parts that never share a card ---- */
+
+static size_t tenant_of(const struct cost *c, const struct decide_row *x)
+{
+    return (size_t)(x->tenant - c->m->tenants);
+}
+
+/* Marks the tenants of group gi's clients (a class's workloads are its
+ * column's together: one part) in seen, joined in set; their count. */
+static size_t group_tenants(struct cost *c, int gi, size_t *set, unsigned char *seen, size_t *who)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < c->d->nrows; r++) {
+        size_t q = c->cls[r], a = c->first[q];
+        while (a < c->first[q + 1] && c->grp[a] != gi)
+            a++;
+        if (a == c->first[q + 1])
+            continue;
+        size_t t = tenant_of(c, &c->d->rows[r]), rep = tenant_of(c, &c->alt[a]);
+        if (!seen[t])
+            who[n++] = t;
+        seen[t] = 1;
+        set[trust_root(set, t)] = trust_root(set, rep);
+    }
+    return n;
+}
+
+/* Group gi split into its parts: tenants joined by mutual trust among
+ * those with clients in it (and by a class of alike workloads). A card's
+ * clients trust each other pairwise, so they lie in one part: parts never
+ * share a card, and each part's cards are counted alone. Where a trust
+ * set's tenants are joined through one with no client in the group (dev-0
+ * and dev-2 both trust team-0, the 1,000-GPU trace fleet), its clients
+ * were one group and a card could hold both as a fluid. The first part
+ * keeps gi; -1 on out of memory. */
+static int split_group(struct cost *c, int gi, size_t *set, unsigned char *seen, size_t *who)
+{
+    const struct spec_model *m = c->m;
+    for (size_t i = 0; i < m->ntenants; i++) {
+        set[i] = i;
+        seen[i] = 0;
+    }
+    size_t n = group_tenants(c, gi, set, seen, who);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = i + 1; k < n; k++)
+            if (spec_tenants_trust(m, m->tenants[who[i]].name, m->tenants[who[k]].name))
+                set[trust_root(set, who[i])] = trust_root(set, who[k]);
+    size_t first = n ? trust_root(set, who[0]) : 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t root = trust_root(set, who[i]);
+        if (root == first || seen[root] == 2)
+            continue;
+        if (!ts_grow((void **)&c->gs, &c->gscap, c->ngs, sizeof(*c->gs)))
+            return -1;
+        int part = (int)c->ngs++;
+        c->gs[part] = c->gs[gi];
+        seen[root] = 2; /* the part has its group */
+        for (size_t a = 0; a < c->nalt; a++)
+            if (c->grp[a] == gi && trust_root(set, tenant_of(c, &c->alt[a])) == root)
+                c->grp[a] = part;
+    }
+    return 0;
+}
+
+int plan__cost_split_groups(struct cost *c)
+{
+    size_t nt = c->m->ntenants, ngs = c->ngs;
+    size_t *set = calloc(nt + 1, sizeof(*set)), *who = calloc(nt + 1, sizeof(*who));
+    unsigned char *seen = calloc(nt + 1, 1);
+    int ok = set && who && seen;
+    for (size_t g = 0; ok && g < ngs; g++)
+        ok = split_group(c, (int)g, set, seen, who) == 0;
+    free(set);
+    free(who);
+    free(seen);
+    return ok;
+}

@@ -288,8 +288,12 @@ double plan__cost_lp(struct cost *c);
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
 /* 1 when the integer search may pay: some workload may move, the program
  * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
- * already optimal for its LP (within PLAN_COST_MIP_GAP). */
+ * already optimal for its LP (within plan__cost_gap). */
 int plan__cost_worth_search(struct cost *c);
+/* The fraction by which the search's layout may stay above its bound, and
+ * a trial must save to be laid out: 0 on a small program (it proves in
+ * milliseconds), else PLAN_COST_MIP_GAP. */
+double plan__cost_gap(struct cost *c);
 /* The lower bound on cost, micro-units per hour (-1: none): the program's
  * LP (its integer optimum when GLPK proves it quickly), and for a one-model
  * fleet at least card_bound cards at its price. */

@@ -269,6 +269,13 @@
  * group keeps its memory row alone (a big card of many small clients). */
 #define PLAN_COST_CUT_STEPS_MAX 20000
 #define PLAN_COST_PROOF_S 0.2
+/* On a small program (PLAN_COST_PROOF_COLS_MAX workloads and columns) a
+ * sharing-pool group is its configurations' columns (plan/costcfg.c) when
+ * they are at most this many (listed in the cut's steps above), else one
+ * column of fluid cards and its cut. The small priced pools of
+ * `bench/cost_bench.py --pools` have 5-130; a group of 400 keeps GLPK's
+ * proof of a small program within milliseconds. */
+#define PLAN_COST_GROUP_CFGS_MAX 400
 /* The cost program's search adds the cuts of the pool groups its integer
  * solution uses and solves again at most this many times. */
 #define PLAN_COST_CUT_ROUNDS 3
@@ -277,8 +284,11 @@
 #define PLAN_COST_CLIQUES_MAX 16
 /* Larger programs: branch and bound runs this many nodes divided by the
  * program's columns (counted, not timed, so a loaded machine gives the same
- * bound; about 0.1 s) and its least open bound is kept. */
-#define PLAN_COST_BOUND_WORK 40000
+ * bound; about 0.1 s) and its least open bound is kept. 80,000: the 1,000-
+ * GPU trace fleet's program (211 columns) closes in 305 nodes (its integer
+ * optimum 588.00 proven, where 189 nodes left 587.57); 51 nodes at 10,000
+ * GPUs (1,544 columns). */
+#define PLAN_COST_BOUND_WORK 80000
 /* GLPK's pass over one pool class (plan/improve.c): configurations (its
  * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
  * work of a class is about nodes x configurations; at 3,756 configurations
