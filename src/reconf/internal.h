@@ -71,12 +71,14 @@ ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_pla
 /* Empty used MIG and pool cards of base one at a time, their instances
  * moved into free space on the other used cards (no new card), or a MIG
  * card with one other used MIG card laid out again beside it, cards with
- * no instance kept from cur first, searched depth first over the orders:
- * the plan draining fewest cards found for each number of cards emptied is
- * one more plan in *out (n of them, at most RECONF_EVACUATIONS_MAX, each
- * with one card fewer than the one before). TS_NOMEM only. */
+ * no instance kept from cur first, searched depth first over the orders;
+ * then again with base's new MIG work placed after the emptying: the plan
+ * draining fewest cards found for each number of cards below base's is one
+ * more plan in *out (n of them, at most RECONF_EVACUATIONS_MAX, fewest
+ * cards emptied first), relaid[k] its drained cards that still hold
+ * instances (both arrays the caller's to free). TS_NOMEM only. */
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
-                           struct plan ***out, size_t *n);
+                           struct plan ***out, int **relaid, size_t *n);
 
 /* A deep copy of p (cards, instances, its decision rows); NULL: NOMEM. */
 struct plan *reconf__plan_copy(const struct plan *p);

@@ -12,7 +12,8 @@
  *     a new pool or guest needs the fresh plan). No drain by construction.
  *   keep, cards emptied: the keep plan with its used cards emptied one at
  *     a time into the others' free space (evac.c), each a plan with one
- *     card fewer and the drains that costs.
+ *     card fewer and the drains that costs, named by the cards emptied and
+ *     the drained cards laid out again ("keep, 1 card emptied, 1 re-laid").
  * Every plan found is a point (drains, cards, cost); --prefer orders them
  * (drains, cards or cost first) and the first within --max-drains,
  * --max-cards and --max-cost that never drains every replica of a
@@ -295,11 +296,14 @@ static const char *strategy(struct ts_arena *a, const char *how)
         return "fresh plan, cards renumbered to keep running instances";
     if (!strcmp(how, "keep, no drain"))
         return "running placements kept, no drain: what does not fit is named";
-    if (!strncmp(how, "keep, ", 6))
+    if (!strncmp(how, "keep, ", 6)) { /* "1 card emptied" [", 1 re-laid"] */
+        const char *relaid = strstr(how + 6, ", ");
+        int n = relaid ? (int)(relaid - how - 6) : (int)strlen(how + 6);
         return ts_arena_printf(a,
-                               "running placements kept, new work in free space, %s into the "
-                               "others",
-                               how + 6);
+                               "running placements kept, new work in free space, %.*s into the "
+                               "others%s",
+                               n, how + 6, relaid ? relaid : "");
+    }
     return "running placements kept, new work in free space";
 }
 
@@ -334,27 +338,43 @@ static const char *note(struct search *s, size_t pick, const char *const *no,
 
 /* ---- the search ----------------------------------------------------------- */
 
+/* "keep, 1 card emptied", "keep, 2 cards emptied, 1 re-laid": emptied
+ * cards (those fewer than the keep plan's), and the drained cards that
+ * still hold instances, laid out again. */
+static const char *emptied_how(struct ts_arena *a, int emptied, int relaid)
+{
+    const char *how = ts_arena_printf(a, "keep, %d card%s emptied", emptied,
+                                      emptied == 1 ? "" : "s");
+    return relaid && how ? ts_arena_printf(a, "%s, %d re-laid", how, relaid) : how;
+}
+
 static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
                                 const struct reconf_plan *cur, const struct reconf__keepix *ix)
 {
     struct plan *keep = NULL, **emptied = NULL;
+    int *relaid = NULL;
     const char *why = NULL;
     size_t n = 0;
     ts_status st = reconf__keep_plan(fresh, cur, ix, &keep, &why, &s->a);
     if (st == TS_OK && keep && keep->summary.gpus_used > fresh->summary.gpus_used)
-        st = reconf__evacuate(keep, cur, &emptied, &n);
+        st = reconf__evacuate(keep, cur, &emptied, &relaid, &n);
+    int cards = keep ? keep->summary.gpus_used : 0;
     if (st == TS_OK)
         st = add(s, keep, cur, "keep", why);
     else
         plan_free(keep);
     for (size_t i = 0; i < n; i++) {
-        const char *how = ts_arena_printf(&s->a, "keep, %zu card%s emptied", i + 1, i ? "s" : "");
-        if (st == TS_OK)
+        const char *how = st == TS_OK
+                              ? emptied_how(&s->a, cards - emptied[i]->summary.gpus_used, relaid[i])
+                              : NULL;
+        st = st == TS_OK && !how ? TS_NOMEM : st;
+        if (how)
             st = add(s, emptied[i], cur, how, NULL);
         else
             plan_free(emptied[i]);
     }
     free(emptied);
+    free(relaid);
     return st;
 }
 

@@ -222,6 +222,11 @@
  * 10,000-card plan, 18,000 on 6 cards). */
 #define RECONF_EVAC_PAIRS_MAX 16
 #define RECONF_EVAC_SEARCH_MAX (1L << 17)
+/* The same search run again from the keep plan with its new work taken
+ * out, placed as cards are emptied (so a card the keep plan drained for it
+ * may stay as it runs): at most this many new MIG instances carried (each
+ * try's work counted that many times over); past it, not run. */
+#define RECONF_EVAC_PENDING_MAX 64
 /* `plan --max-cards N`: a card budget, at most the cards a plan can use. */
 #define RECONF_MAX_CARDS_MAX PLAN_MAX_INSTANCES
 /* A plan's JSON as `plan --current` and `agent apply` read it: cards (above
@@ -284,11 +289,11 @@
 #define PLAN_COST_CLIQUES_MAX 16
 /* Larger programs: branch and bound runs this many nodes divided by the
  * program's columns (counted, not timed, so a loaded machine gives the same
- * bound; about 0.1 s) and its least open bound is kept. 80,000: the 1,000-
- * GPU trace fleet's program (211 columns) closes in 305 nodes (its integer
- * optimum 588.00 proven, where 189 nodes left 587.57); 51 nodes at 10,000
- * GPUs (1,544 columns). */
-#define PLAN_COST_BOUND_WORK 80000
+ * bound; about 0.1 s) and its least open bound is kept. Twice as many
+ * raised the 1,000-GPU trace fleet's bound from 588.13 to 589.09 (its
+ * program's optimum is 592.2: glpsol, 8,559 nodes) and nothing at 10,000
+ * GPUs, for 0.04 and 0.09 s CPU more (bench/RESULTS.md, 2026-12-06). */
+#define PLAN_COST_BOUND_WORK 40000
 /* GLPK's pass over one pool class (plan/improve.c): configurations (its
  * columns) and branch-and-bound nodes. Each node re-solves the LP, so the
  * work of a class is about nodes x configurations; at 3,756 configurations

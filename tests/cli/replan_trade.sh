@@ -15,6 +15,12 @@
 #   F. two cards repacked together: no card can be emptied into the others'
 #      free space as they are laid out, but one emptied with another laid out
 #      again saves a card at 2 drains, where the fresh plan drains 3.
+#      Its point is named for both: "keep, 1 card emptied, 1 re-laid"
+#      (text and JSON), where A's, which lays out no card again, is not;
+#   G. new work placed after emptying: a workload grows from 1g.10gb to
+#      2g.20gb; the keep plan puts the new 2g.20gb in the first free slot,
+#      the one a card's 3g.40gb needs to be emptied with 1 drain; placed
+#      after the emptying instead, 1 drain, where the parent drains 2.
 # Drains are also counted from the two plans' JSON (a card is drained when a
 # running instance of a workload the spec keeps is not at the same place).
 # Needs TESSERA, TESSERA_SRC.
@@ -306,5 +312,74 @@ check "F: 2 drains (the fewest for 2 cards)" test "$(drained f-run.json f1.json)
 check "F: 2 drains reported" test "$(python3 -c 'import json;print(json.load(open("f1.json"))["replan"]["drains"])')" = 2
 expect_rc 0 T plan -f f-new.yaml --current f-run.json --max-drains 2 --prefer fewer-cards
 expect_in "$TMP/out" "GPUs used          2 of 3"
-expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied"
+expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied, 1 re-laid"
+expect_in "$TMP/out" "running placements kept, new work in free space, 1 card emptied into the others, 1 re-laid"
+# the label counts what was done, read here from the two plans: of the 2
+# cards drained, one holds nothing now (emptied), the other holds instances
+# laid out again
+python3 - f-run.json f1.json <<'PY' && ok || bad "F: its point names the card laid out again"
+import json, sys
+old, new = (json.load(open(p)) for p in sys.argv[1:])
+chosen = [x for x in new["replan"]["points"] if x["chosen"]]
+assert [x["how"] for x in chosen] == ["keep, 1 card emptied, 1 re-laid"], chosen
+now = {(g["node"], g["index"]): {(i["tenant"], i["profile"], i["start"]) for i in g["instances"]}
+       for g in new["gpus"]}
+drained = [k for k in ((g["node"], g["index"]) for g in old["gpus"])
+           if any((i["tenant"], i["profile"], i["start"]) not in now.get(k, set())
+                  for g in old["gpus"] if (g["node"], g["index"]) == k for i in g["instances"])]
+assert sorted(bool(now.get(k)) for k in drained) == [False, True], (drained, now)
+PY
+# A's plan empties one card into the others and lays none out again
+python3 - a2.json <<'PY' && ok || bad "A: its point names no card laid out again"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [x["how"] for x in p["replan"]["points"] if x["chosen"]] == ["keep, 1 card emptied"]
+PY
+
+# ---- G: new work placed after emptying ------------------------------------------------
+# Three H100s: card 0 a 2g@0 b 1g@2; card 1 p 1g@1 c 3g@4; card 2 d 1g@3 e 3g@4.
+# p grows to 2g.20gb: its running 1g.10gb cannot stay, so card 1 is drained
+# whatever the plan. Units 2+1+2+4+1+4 = 14 <= 16 and compute 2+1+2+3+1+3 =
+# 12 <= 14: 2 cards hold them, and 1 cannot (14 > 8). 2 cards drain card 1
+# at least, and 1 is enough: c 3g into card 0's free 4-7 (compute 2+1+3 = 6),
+# p's 2g into card 2's free 0-1 (compute 1+3+2 = 6), card 1 emptied. The keep
+# plan puts p's 2g first, at card 0's first free 2g start (4), so c fits no
+# card as they stand: before, emptying card 0 as well, 2 drains.
+python3 - <<'PY'
+import json
+H = "h100-80gb-sxm"
+def t(name, mem, kv, slices=""):
+    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
+            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
+            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
+            " trust: untrusted, replicas: 1, spread: none%s}\n" % (name, name, mem, kv, slices))
+open("g-new.yaml", "w").write(
+    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
+    "  - name: n1\n    gpus:\n    - {model: %s, count: 3}\n" % H
+    + t("a", 15, 3, ", computeSlices: 2") + t("p", 15, 3, ", computeSlices: 2")
+    + t("c", 28, 8) + t("e", 28, 8) + t("b", 7.5, 1.5) + t("d", 7.5, 1.5))
+prof = {"1g.10gb": (1, 9.75), "2g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
+def inst(n, start, profile):
+    return {"profile": profile, "start": start, "size": prof[profile][0], "tenant": n,
+            "workload": "w", "replica": 0, "gpuPart": 0, "memoryGiB": prof[profile][1]}
+cards = [[("a", 0, "2g.20gb"), ("b", 2, "1g.10gb")], [("p", 1, "1g.10gb"), ("c", 4, "3g.40gb")],
+         [("d", 3, "1g.10gb"), ("e", 4, "3g.40gb")]]
+gpus = [{"node": "n1", "index": i, "model": H, "mode": "mig",
+         "instances": [inst(*x) for x in card]} for i, card in enumerate(cards)]
+json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
+          open("g-run.json", "w"), indent=1)
+PY
+expect_rc 0 T plan -f g-new.yaml --current g-run.json --prefer fewer-cards -o json
+cp "$TMP/out" g1.json
+check "G: 2 cards" test "$(python3 -c 'import json;print(json.load(open("g1.json"))["summary"]["gpusUsed"])')" = 2
+check "G: 1 drain (the fewest for 2 cards)" test "$(drained g-run.json g1.json)" = 1
+python3 - g1.json <<'PY' && ok || bad "G: c moved to card 0, p's 2g.20gb beside d and e"
+import json, sys
+p = json.load(open(sys.argv[1]))
+at = {i["tenant"]: (g["index"], i["profile"], i["start"]) for g in p["gpus"] for i in g["instances"]}
+assert p["replan"]["drains"] == 1, p["replan"]
+assert at["a"] == (0, "2g.20gb", 0) and at["b"] == (0, "1g.10gb", 2), at
+assert at["d"] == (2, "1g.10gb", 3) and at["e"] == (2, "3g.40gb", 4), at
+assert at["c"][:2] == (0, "3g.40gb") and at["p"][:2] == (2, "2g.20gb"), at
+PY
 finish
