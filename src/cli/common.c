@@ -73,7 +73,12 @@ int cli_job_decide_opt(struct cli_job *job, const struct cli_files *spec,
     }
     ts_status st = cat_load(catalog->paths, catalog->n, &job->cat, &diag);
     if (st == TS_OK)
-        st = spec_load(spec->paths, spec->n, &job->model, &diag);
+        st = spec_load_for_report(spec->paths, spec->n, &job->model, &diag);
+    if (st == TS_INVALID && job->model) {
+        decide_report_rest(job->model, job->cat, &diag);
+        spec_model_free(job->model);
+        job->model = NULL;
+    }
     if (st == TS_OK)
         st = plan_decide(job->model, job->cat, opt, &job->decisions, &diag);
     if (st != TS_OK) {

@@ -699,6 +699,34 @@ static void check_pools(struct decide__ctx *c, const struct decide_result *r)
     }
 }
 
+/* 1 if diag has an error at path or inside it (path.field, path[i]): the
+ * loader found it wrong, so decide does not judge it again. */
+static int named_at(const struct ts_diag *diag, const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    for (int i = 0; n && i < diag->count; i++) {
+        const struct ts_error *e = &diag->items[i];
+        char next = e->path[strlen(e->path) < n ? 0 : n];
+        if (e->severity == TS_SEV_ERROR && strncmp(e->path, path, n) == 0 &&
+            (next == '\0' || next == '.' || next == '['))
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if every error in diag is inside a Tenant or PriceBook document: the
+ * fleet and the model's shape are sound, so the rest can be decided. */
+static int only_tenants_named(const struct ts_diag *diag)
+{
+    for (int i = 0; i < diag->count; i++) {
+        const char *path = diag->items[i].path;
+        if (diag->items[i].severity == TS_SEV_ERROR && strncmp(path, "Tenant/", 7) &&
+            strncmp(path, "PriceBook/", 10))
+            return 0;
+    }
+    return diag->dropped == 0;
+}
+
 ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
                      struct decide_result **out, struct ts_diag *diag)
 {
@@ -707,8 +735,9 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
         return TS_NOMEM;
     ts_arena_init(&r->arena);
     struct decide__ctx c = {.m = m, .cat = cat, .arena = &r->arena, .diag = diag};
+    int before = ts_diag_errors(diag); /* the loader's, when it reports on */
     decide__check_fleet(&c);
-    int fleet_ok = diag->count == 0 && diag->dropped == 0;
+    int fleet_ok = ts_diag_errors(diag) == before;
     decide__order_by_cost(&c);
     decide__groups_init(&c);
     size_t total = 0;
@@ -718,6 +747,8 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
     /* every tenant's workloads, so one run reports every workload's problem */
     for (size_t i = 0; r->rows && fleet_ok && i < m->ntenants; i++)
         for (size_t j = 0; j < m->tenants[i].nworkloads; j++) {
+            if (named_at(diag, m->tenants[i].workloads[j].loc.path))
+                continue;
             struct decide_row *row = &r->rows[r->nrows];
             row->tenant = &m->tenants[i];
             row->workload = &m->tenants[i].workloads[j];
@@ -725,15 +756,23 @@ ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
             struct wctx x = {.t = row->tenant, .w = row->workload, .row = row};
             decide_spilling(&c, &x);
         }
-    if (r->rows && diag->count == 0)
+    if (r->rows && ts_diag_errors(diag) == before)
         check_pools(&c, r);
-    if (!r->rows || diag->count || diag->dropped) {
+    if (!r->rows || ts_diag_errors(diag) > 0) {
         ts_status st = r->rows ? TS_INVALID : TS_NOMEM;
         decide_free(r);
         return st;
     }
     *out = r;
     return TS_OK;
+}
+
+void decide_report_rest(const struct spec_model *m, const struct cat_catalog *cat,
+                        struct ts_diag *diag)
+{
+    struct decide_result *r = NULL;
+    if (m->fleet && only_tenants_named(diag) && decide_run(m, cat, &r, diag) == TS_OK)
+        decide_free(r);
 }
 
 void decide_free(struct decide_result *r)

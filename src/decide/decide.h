@@ -83,6 +83,11 @@ int decide_mps_sm_percent(const struct decide_row *r, const struct cat_model *mo
 /* Decide every workload of m. On failure diag names each problem. */
 ts_status decide_run(const struct spec_model *m, const struct cat_catalog *cat,
                      struct decide_result **out, struct ts_diag *diag);
+/* After the loader found m wrong (diag holds its errors), what decide finds
+ * in the workloads it did not name, added to diag: one run names every
+ * problem of a spec. */
+void decide_report_rest(const struct spec_model *m, const struct cat_catalog *cat,
+                        struct ts_diag *diag);
 void decide_free(struct decide_result *r);
 
 #endif

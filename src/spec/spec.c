@@ -380,7 +380,7 @@ static void check_trusts(struct ts_arena *a, const struct objlist *l, int all, s
 /* The cross-document rules on the objects that read cleanly, so one run
  * reports every error of the files; when all did, the model is assembled. */
 static ts_status finish_load(struct spec_model *m, const struct objlist *l, struct spec_model **out,
-                             struct ts_diag *diag)
+                             struct ts_diag *diag, int keep)
 {
     int clean = diag->count == 0 && diag->dropped == 0;
     if (clean)
@@ -388,7 +388,10 @@ static ts_status finish_load(struct spec_model *m, const struct objlist *l, stru
     check_namespace_owners(&m->arena, l, diag);
     check_trusts(&m->arena, l, clean, diag);
     if (diag->count || diag->dropped) {
-        spec_model_free(m);
+        if (keep && clean)
+            *out = m;
+        else
+            spec_model_free(m);
         return TS_INVALID;
     }
     *out = m;
@@ -411,15 +414,28 @@ static ts_status no_memory(struct ts_diag *diag)
     return TS_NOMEM;
 }
 
-ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model **out,
-                    struct ts_diag *diag)
+static ts_status load_paths(const char *const *paths, size_t npaths, struct spec_model **out,
+                            struct ts_diag *diag, int keep)
 {
     struct spec_model *m = new_model();
     if (!m)
         return no_memory(diag);
     struct objlist l = {0};
     load_files(paths, npaths, spec__kinds, spec__nkinds, &m->arena, &l, diag);
-    return finish_load(m, &l, out, diag);
+    return finish_load(m, &l, out, diag, keep);
+}
+
+ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model **out,
+                    struct ts_diag *diag)
+{
+    return load_paths(paths, npaths, out, diag, 0);
+}
+
+ts_status spec_load_for_report(const char *const *paths, size_t npaths, struct spec_model **out,
+                               struct ts_diag *diag)
+{
+    *out = NULL;
+    return load_paths(paths, npaths, out, diag, 1);
 }
 
 ts_status spec_load_text(const char *text, size_t len, const char *name, struct spec_model **out,
@@ -430,7 +446,7 @@ ts_status spec_load_text(const char *text, size_t len, const char *name, struct 
         return no_memory(diag);
     struct objlist l = {0};
     load_text(text, len, name, spec__kinds, spec__nkinds, &m->arena, &l, diag);
-    return finish_load(m, &l, out, diag);
+    return finish_load(m, &l, out, diag, 0);
 }
 
 void spec_model_free(struct spec_model *m)

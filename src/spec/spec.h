@@ -49,6 +49,12 @@ ts_status spec_load(const char *const *paths, size_t npaths, struct spec_model *
                     struct ts_diag *diag);
 ts_status spec_load_text(const char *text, size_t len, const char *name, struct spec_model **out,
                          struct ts_diag *diag);
+/* spec_load, but where every document read cleanly and only the model's
+ * own rules failed (TS_INVALID), *out is the model anyway (else NULL), so
+ * the caller can report what decide finds in the rest in the same run
+ * (decide_run skips the workloads diag already names); the caller frees it. */
+ts_status spec_load_for_report(const char *const *paths, size_t npaths, struct spec_model **out,
+                               struct ts_diag *diag);
 void spec_model_free(struct spec_model *m);
 
 /* Why tenant t's contract or data forbids w's explicit isolation (a
