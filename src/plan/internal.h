@@ -156,7 +156,9 @@ struct plan_build {
     int glpk_timeout; /* GLPK stopped at its time limit somewhere */
     int bound;        /* lower bound, summed over models */
     int whole_done;   /* plan__whole ran: plan__pools leaves whole GPUs alone */
-    int pool_ffd;     /* pool clients by first fit decreasing (else open, then worst fit) */
+    int pool_ffd;     /* pool clients by first fit decreasing (else open, then worst fit);
+                         2: the clients that spread first */
+    int pools_failed; /* the last layout failed in its pools alone (plan.c tries them again) */
     int bound_known;  /* bound is already summed (a second layout): plan__mig keeps it */
     int hold_spread;  /* hold cards for pool replicas spread by node (hold.c) */
     size_t *held;     /* the held cards (indexes into p->gpus) */

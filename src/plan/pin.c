@@ -30,14 +30,31 @@ static int listed(const struct cat_catalog *cat, const struct spec_workload *w,
 }
 
 /* 1 when a (r decided on another model) isolates as well as r: the same
- * mechanism (a fraction no less enforced), or a whole card for an
- * automatic MIG instance (a whole card is the stronger boundary). */
+ * mechanism (a fraction no less enforced), or, for a workload whose
+ * isolation is automatic, a whole card (the stronger boundary) for a MIG
+ * instance, and (not a VM) for a memory fraction, or a MIG instance for a
+ * whole card or a fraction. decide gives a workload MIG on a model only
+ * where its rules accept MIG for it (R3's boundary, a profile large
+ * enough), so r's whole card or fraction there was for want of MIG room
+ * when r was decided: the workloads decided before it took the MIG cards
+ * (issue 30: without it, the bound was above a plan decide itself lays out
+ * when one of those workloads is pinned elsewhere). */
 static int admissible(const struct decide_row *r, const struct decide_row *a)
 {
+    const struct spec_workload *w = r->workload;
     if (a->mech == r->mech)
         return a->mech != DECIDE_MEMORY_FRACTION || a->enforce <= r->enforce;
-    return r->mech == DECIDE_MIG && a->mech == DECIDE_WHOLE &&
-           r->workload->isolation == SPEC_ISO_AUTO;
+    if (w->isolation != SPEC_ISO_AUTO)
+        return 0;
+    if (r->mech == DECIDE_MIG && a->mech == DECIDE_WHOLE)
+        return 1;
+    if (w->vm || r->tenant->contract == SPEC_CONTRACT_VM)
+        return 0;
+    int r_whole = r->mech == DECIDE_WHOLE && !r->profile;
+    int r_fraction = r->mech == DECIDE_MEMORY_FRACTION;
+    if (a->mech == DECIDE_WHOLE && !a->profile)
+        return r_fraction;
+    return a->mech == DECIDE_MIG && (r_whole || r_fraction);
 }
 
 /* r's workload decided alone on model into *out (reason copied to arena):

@@ -203,10 +203,18 @@ static ts_status canonical_order(struct plan *p)
 
 /* How the layout was made. Optimality is claimed only when the lower
  * bound proves it; GLPK's own proofs cover the parts it solved, not the
- * plan, so they are not stated as the plan's. */
-static const char *solver_note(const struct plan_build *b, int optimal)
+ * plan, so they are not stated as the plan's. With a PriceBook the plan
+ * is optimal only at the cost bound: a plan that meets the card bound but
+ * costs more says which bound it meets (issue 30). */
+static const char *solver_note(const struct plan_build *b, const struct plan_summary *s)
 {
-    if (optimal)
+    int cost_open = s->cost_lower_bound > 0 && s->cost_per_hour > s->cost_lower_bound;
+    if (s->optimal && cost_open)
+        return b->used_exact ? "exact (GLPK; the plan meets the card lower bound, its cost is "
+                               "above the cost lower bound)"
+                             : "heuristic (the plan meets the card lower bound, its cost is "
+                               "above the cost lower bound)";
+    if (s->optimal)
         return b->used_exact ? "exact (GLPK)" : "heuristic (the plan meets the lower bound)";
     if (b->glpk_timeout)
         return b->used_exact ? "exact (GLPK, stopped at its time or work limit)"
@@ -273,7 +281,7 @@ static void totals(struct plan_build *b)
     s->lower_bound = b->bound;
     s->cost_lower_bound = b->cost_bound ? plan__cost_bound(b->m, b->cat, b->d, b->bound) : -1;
     plan_summarise(b->p);
-    s->solver = solver_note(b, s->optimal);
+    s->solver = solver_note(b, s);
 }
 
 /* The planner's input cap: instances (replicas x GPUs) over all workloads. */
@@ -314,8 +322,13 @@ static ts_status layout(struct plan_build *b, int whole_first, struct plan **out
         st = plan__mig(b);
     if (b->hold_spread)
         plan__hold_release(b);
-    if (st == TS_OK)
+    int before = b->diag->count + b->diag->dropped;
+    b->pools_failed = 0;
+    if (st == TS_OK) {
         st = plan__pools(b);
+        b->pools_failed = before == 0 &&
+                          (st == TS_INFEASIBLE || b->diag->count + b->diag->dropped > before);
+    }
     if (st == TS_OK && (b->diag->count || b->diag->dropped))
         st = TS_INFEASIBLE;
     if (st != TS_OK) {
@@ -354,16 +367,49 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
     return TS_OK;
 }
 
+/* When only the pools place not everything: the pools packed first fit
+ * decreasing, then with the clients that spread first (pool_ffd 1, 2),
+ * each improved by GLPK; the first that places everything replaces b.
+ * Worst fit and first fit decreasing both strand a spread client where
+ * packing by size leaves each card too full for one of its replicas
+ * (issue 30: 20, 20, 12, 12 and a spread 4 GiB x2 on two 40 GiB cards).
+ * Otherwise st, with b's errors (the first layout's). */
+static ts_status rescued_layout(struct plan_build *b, int whole_first, ts_status st,
+                                struct plan **out)
+{
+    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && ffd <= 2; ffd++) {
+        struct plan_build f = *b;
+        f.diag = calloc(1, sizeof(*f.diag));
+        f.pool_ffd = ffd;
+        f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = 0;
+        f.bound = f.bound_known = 0; /* the first may have stopped before summing it */
+        ts_status fst = f.diag ? improved_layout(&f, whole_first, out) : TS_NOMEM;
+        free(f.diag);
+        if (fst == TS_INFEASIBLE)
+            continue;
+        if (fst == TS_OK) {
+            f.diag = b->diag;
+            memset(b->diag, 0, sizeof(*b->diag)); /* the first layout's errors */
+            *b = f;
+        }
+        return fst;
+    }
+    return st;
+}
+
 /* That layout and, unless it meets the lower bound, the pools packed first
  * fit decreasing: the cheaper of the two. Neither rule wins on every spec
  * (bench/RESULTS.md), so the plan is never worse than first-fit decreasing.
  * GLPK does not run again on the second (it found nothing there on the
  * trace fleets and took seconds). Failures are the first layout's (the
- * second is tried only when the first places everything). */
+ * second is tried only when the first places everything; when it does
+ * not, rescued_layout). */
 static ts_status best_layout(struct plan_build *b, int whole_first, struct plan **out)
 {
     struct plan *p = NULL, *q = NULL;
     ts_status st = improved_layout(b, whole_first, &p);
+    if (st == TS_INFEASIBLE)
+        return rescued_layout(b, whole_first, st, out);
     if (st != TS_OK || p->summary.gpus_used <= b->bound) {
         *out = p;
         return st;

@@ -8,7 +8,8 @@
  * The rules are first fit over cards in fleet order (whole GPUs, new pool
  * cards, guests) and worst fit over a group's open cards (pool clients), or
  * (pool_ffd, plan.c keeps the cheaper layout) first fit decreasing for pool
- * clients and guests;
+ * clients and guests (pool_ffd 2, when the others place not everything:
+ * the clients that spread first);
  * the index (poolidx.c) finds those cards without scanning the fleet, so a
  * replica costs about the cards it may use (bench/RESULTS.md).
  */
@@ -231,6 +232,23 @@ static int cmp_rows(const void *a, const void *b)
     return x->index - y->index;
 }
 
+/* (pool_ffd 2) The clients whose replicas keep to distinct cards first:
+ * they have the fewest cards to choose; then as cmp_rows. Three of 20, 12
+ * and 4 GiB (the 4 spread) fill two 40 GiB cards only this way. */
+static int spreads(const struct decide_row *r)
+{
+    return r->workload->spread != SPEC_SPREAD_NONE && r->workload->replicas > 1;
+}
+
+static int cmp_spread_rows(const void *a, const void *b)
+{
+    const struct decide_row *x = *(const struct decide_row *const *)a;
+    const struct decide_row *y = *(const struct decide_row *const *)b;
+    if (x->mech == y->mech && spreads(x) != spreads(y))
+        return spreads(y) - spreads(x);
+    return cmp_rows(a, b);
+}
+
 /* ---- guests ---- */
 
 static int hosts_guest(struct plan_pidx *x, const struct plan_gpu *g, const struct decide_row *r)
@@ -304,7 +322,8 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
         } else if (plan__in_pool(r) && !plan__is_guest(r))
             order[n++] = r;
     }
-    qsort(order, n, sizeof(*order), cmp_rows);
+    int (*cmp)(const void *, const void *) = x->b->pool_ffd == 2 ? cmp_spread_rows : cmp_rows;
+    qsort(order, n, sizeof(*order), cmp);
     for (size_t i = 0; i < n && st == TS_OK; i++)
         st = replicas(x, order[i], pool_replica);
     n = 0; /* guests in spec order, or (pool_ffd) the biggest first */
@@ -312,7 +331,7 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
         if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
             order[n++] = &d->rows[i];
     if (x->b->pool_ffd)
-        qsort(order, n, sizeof(*order), cmp_rows);
+        qsort(order, n, sizeof(*order), cmp);
     for (size_t i = 0; i < n && st == TS_OK; i++)
         st = replicas(x, order[i], guest_replica);
     return st;

@@ -45,12 +45,90 @@ packs_best=$(cheapest '{"options": [[["a30",1],["a100",1]]], "cards": {"a30": 1,
                        "price": {"a30": 0.80, "a100": 1.60}}')
 check "packs: enumeration gives 0.80" test "$packs_best" = 0.80
 
+# Exhaustive with shared cards: each workload picks one option (a model and
+# its replicas as items); the items of one bin class (a model and how cards
+# are shared: MIG slices, a pool of tenants that trust each other) are packed
+# by backtracking on as few cards as hold them, a card holding "cap" units, a
+# spreading workload's replicas on distinct cards; whole cards are cards
+# each. The cheapest choice within the fleet's cards -> cost.
+cheapest_packed() {
+    python3 - "$@" <<'PY'
+import itertools, json, sys
+case = json.loads(sys.argv[1])
+
+def bins(items, cap):  # items: (size, owner or None when it may share) -> fewest cards
+    items = sorted(items, reverse=True, key=lambda i: i[0])
+    for k in range(1, len(items) + 1):
+        load, owners = [0] * k, [set() for _ in range(k)]
+        def place(i):
+            if i == len(items):
+                return True
+            size, who = items[i]
+            for b in range(k):
+                if load[b] + size <= cap and (who is None or who not in owners[b]):
+                    load[b] += size; owners[b].add(who)
+                    if place(i + 1):
+                        return True
+                    load[b] -= size; owners[b].discard(who)
+                if load[b] == 0:
+                    break  # empty cards are alike
+            return False
+        if place(0):
+            return k
+    return 0
+
+best = None
+for pick in itertools.product(*case["options"]):
+    classes, used = {}, {}
+    for w, opt in enumerate(pick):
+        model, cls = opt["model"], opt["class"]
+        if cls == "whole":
+            used[model] = used.get(model, 0) + opt["replicas"]
+            continue
+        who = w if opt.get("spread") else None
+        c = classes.setdefault((model, cls), [opt["cap"], []])
+        c[1] += [(opt["size"], who)] * opt["replicas"]
+    for (model, cls), (cap, items) in classes.items():
+        used[model] = used.get(model, 0) + bins(items, cap)
+    if all(n <= case["cards"][m] for m, n in used.items()):
+        cost = sum(case["price"][m] * n for m, n in used.items())
+        best = cost if best is None else min(best, cost)
+print("%.2f" % best)
+PY
+}
+
+# mig-whole-spill: w0 3 x 1g.20gb (2 of a card's 8 memory slices) on the h100
+# or an a100, or 3 whole l40s; w1 3 x 3g.40gb (4 slices) likewise; t1/w0 one
+# MPS card, h100 or l40s (the a100 node runs no MPS). Slices of 2 and 4 pack
+# as their sum allows (3g@0 + 1g@4 + 1g@6), compute (3 + 1 + 1 of 7) too.
+spill_best=$(cheapest_packed '{"cards": {"h100": 1, "l40s": 4, "a100": 2},
+  "price": {"h100": 2.51, "l40s": 1.43, "a100": 1.58},
+  "options": [
+    [{"model": "h100", "class": "mig", "cap": 8, "size": 2, "replicas": 3},
+     {"model": "a100", "class": "mig", "cap": 8, "size": 2, "replicas": 3},
+     {"model": "l40s", "class": "whole", "replicas": 3}],
+    [{"model": "h100", "class": "mig", "cap": 8, "size": 4, "replicas": 3},
+     {"model": "a100", "class": "mig", "cap": 8, "size": 4, "replicas": 3},
+     {"model": "l40s", "class": "whole", "replicas": 3}],
+    [{"model": "h100", "class": "mps-t1", "cap": 80, "size": 20, "replicas": 1},
+     {"model": "l40s", "class": "mps-t1", "cap": 48, "size": 20, "replicas": 1}]]}')
+check "mig-whole-spill: enumeration gives 7.10 (the fixture's note)" test "$spill_best" = 7.10
+# pool-spread-pack: every workload on either a100; the three best-effort ones
+# time-slice in one pool (their tenants trust each other), t1/w0 is MPS;
+# t1/w0 and t2/w0 spread over cards.
+ts() { echo "{\"model\": \"$1\", \"class\": \"ts\", \"cap\": $2, \"size\": $3, \"replicas\": 2, \"spread\": $4}"; }
+mps() { echo "{\"model\": \"$1\", \"class\": \"mps\", \"cap\": $2, \"size\": 5, \"replicas\": 2, \"spread\": true}"; }
+pack_best=$(cheapest_packed "{\"cards\": {\"a80\": 4, \"a40\": 4}, \"price\": {\"a80\": 1.93, \"a40\": 1.46},
+  \"options\": [[$(ts a80 80 12 false), $(ts a40 40 12 false)], [$(ts a80 80 20 false), $(ts a40 40 20 false)],
+                [$(mps a80 80), $(mps a40 40)], [$(ts a80 80 4 true), $(ts a40 40 4 true)]]}")
+check "pool-spread-pack: enumeration gives 5.84 (the fixture's note)" test "$pack_best" = 5.84
+
 summary() { # FILE -> "cost bound gap"
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]
 print("%.2f %.2f %.1f" % (s["costPerHour"], s["costLowerBound"], s["costGapPercent"]))' "$1"
 }
 
-for c in swap:$swap_best packs:$packs_best; do
+for c in swap:$swap_best packs:$packs_best mig-whole-spill:$spill_best pool-spread-pack:$pack_best; do
     name=${c%%:*} best=${c#*:}
     expect_rc 0 "$TESSERA" plan -f $fx/$name.yaml -o json
     read -r cost bound gap < <(summary "$TMP/out")
@@ -67,6 +145,43 @@ check "swap without GLPK: 1.10 + 2 x 1.60 = 4.30 (got $cost)" test "$cost" = 4.3
 expect_rc 0 "$TESSERA" plan --time-limit 0 -f $fx/packs.yaml -o json
 read -r cost bound gap < <(summary "$TMP/out")
 check "packs without GLPK: one a100 = 1.60 (got $cost)" test "$cost" = 1.60
+
+# the cost bound is below the plan decide's models alone lay out (8.38: w1 on
+# whole l40s, t1/w0 on the h100) and below the plan with w0 pinned to the
+# h100 (7.10), which was under the old bound of 7.30
+expect_rc 0 "$TESSERA" plan --solver heuristic -f $fx/mig-whole-spill.yaml -o json
+read -r cost bound gap < <(summary "$TMP/out")
+check "mig-whole-spill without GLPK: 8.38 (got $cost)" test "$cost" = 8.38
+check "mig-whole-spill: bound $bound at most $spill_best" python3 -c "assert $bound <= $spill_best + 1e-9"
+python3 - $fx/mig-whole-spill.yaml "$TMP/pinned.yaml" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+old = "{name: w0, kind: batch, memoryHighWaterGiB: 18, replicas: 3, spread: none}"
+assert old in s
+open(sys.argv[2], "w").write(s.replace(old, old[:-1] + ", gpuModel: h100-80gb-sxm}"))
+PY
+expect_rc 0 "$TESSERA" plan --solver heuristic -f "$TMP/pinned.yaml" -o json
+read -r cost bound gap < <(summary "$TMP/out")
+check "mig-whole-spill, w0 pinned to the h100: 7.10 (got $cost)" test "$cost" = 7.10
+# the solver line claims the lower bound only when the cost meets the cost bound
+expect_rc 0 "$TESSERA" plan --solver heuristic -f $fx/pool-spread-pack.yaml
+expect_in "$TMP/out" "cost               7.72 EUR per hour"
+expect_in "$TMP/out" "solver             heuristic (the plan meets the card lower bound, its cost is above the cost lower bound)"
+expect_rc 0 "$TESSERA" plan -f $fx/pool-spread-pack.yaml
+expect_in "$TMP/out" "solver             heuristic (the plan meets the lower bound)"
+# every workload pinned to the a100-40gb: worst fit and first fit decreasing
+# both leave no card for the second spread 4 GiB replica; spread clients
+# first pack 20 + 12 + 4 on each of two cards (it was "does not fit")
+python3 - $fx/pool-spread-pack.yaml "$TMP/all40.yaml" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+s, n = re.subn(r"(spread: (none|gpu))\}", r"\1, gpuModel: a100-40gb}", s)
+assert n == 4, n
+open(sys.argv[2], "w").write(s)
+PY
+expect_rc 0 "$TESSERA" plan -f "$TMP/all40.yaml" -o json
+read -r cost bound gap < <(summary "$TMP/out")
+check "pool-spread-pack on the a100-40gb alone: 4 x 1.46 = 5.84 (got $cost)" test "$cost" = 5.84
 
 # where the workloads went, and the reason says why
 expect_rc 0 "$TESSERA" plan -f $fx/swap.yaml -o json
