@@ -197,12 +197,12 @@ static const char *refusal(struct ts_arena *a, const struct cand *c,
 static int cmp3(int64_t x, int64_t y) { return (x > y) - (x < y); }
 
 /* 1 when a goes before b under prefer, then the fewer running instances
- * evicted (else the one found first). */
+ * evicted (else the one found first). Unpriced, cost is the cards. */
 static int before(const struct cand *a, const struct cand *b, int prefer)
 {
     int d = cmp3(a->r.drains, b->r.drains);
     int c = cmp3(a->p->summary.gpus_used, b->p->summary.gpus_used);
-    int m = cmp3(cost(a), cost(b));
+    int m = cost(a) >= 0 && cost(b) >= 0 ? cmp3(cost(a), cost(b)) : c;
     int e = cmp3(a->r.evicted, b->r.evicted);
     int order[][4] = {[RECONF_PREFER_FEWER_DRAINS] = {d, c, m, e},
                       [RECONF_PREFER_FEWER_CARDS] = {c, d, m, e},

@@ -4,7 +4,8 @@
 # expected figure is counted by hand in the comments, not read from tessera:
 #   A. one drain saves a card: --max-drains 1 --prefer fewer-cards gives the
 #      fewest cards there are at the fewest drains for them, and the Pareto
-#      points are reported (text and JSON);
+#      points are reported (text and JSON); without a PriceBook, lower cost
+#      is fewer cards;
 #   B. a price change: --max-drains 0 keeps the running layout (exit 0);
 #      --prefer lower-cost takes the cheaper cards and their drains;
 #   C. a pure scale-down drains nothing;
@@ -189,6 +190,12 @@ cp "$TMP/out" a3.json
 check "A: --max-cards 2, 1 drain" test "$(drained a-run.json a3.json)" = 1
 expect_rc 1 T plan -f a-new.yaml --current a-run.json --max-cards 1
 expect_in "$TMP/err" "over --max-cards 1"
+# lower cost without a PriceBook: cost is the cards, so 2 cards at 1 drain,
+# as fewer-cards (before: the 3 cards the fewest drains keep)
+expect_rc 0 T plan -f a-new.yaml --current a-run.json --prefer lower-cost -o json
+cp "$TMP/out" a4.json
+check "A: lower-cost unpriced, 2 cards" test "$(python3 -c 'import json;print(json.load(open("a4.json"))["summary"]["gpusUsed"])')" = 2
+check "A: lower-cost unpriced, 1 drain" test "$(drained a-run.json a4.json)" = 1
 # a cost budget without a PriceBook: every plan refused, saying why
 expect_rc 1 T plan -f a-new.yaml --current a-run.json --max-cost 10
 expect_in "$TMP/err" "--max-cost needs a PriceBook price"
