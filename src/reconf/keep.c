@@ -495,11 +495,14 @@ int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const stru
     for (size_t i = 0; i < g->ninst; i++) {
         mem += g->inst[i].mem_gib;
         sm += g->inst[i].sm_percent;
+    }
+    if (mem > g->model->memory_gib + 1e-6 ||
+        (mode == PLAN_MPS && (sm > 100 || (int)g->ninst >= g->model->mps_max_clients)))
+        return 0;
+    for (size_t i = 0; i < g->ninst; i++) /* trust (names compared) last: the dearest */
         if (!spec_tenants_trust(p->model, in->row->tenant->name, g->inst[i].row->tenant->name))
             return 0;
-    }
-    return mem <= g->model->memory_gib + 1e-6 &&
-           (mode != PLAN_MPS || (sm <= 100 && (int)g->ninst < g->model->mps_max_clients));
+    return 1;
 }
 
 /* One more client of a sharing pool (MPS, time-slicing, memory fraction):
