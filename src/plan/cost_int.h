@@ -47,8 +47,8 @@ struct cost {
     int search;    /* the search's program: pools per clique of trust (cost_cliques) */
     /* A small fleet (at most PLAN_COST_PROOF_COLS_MAX workloads): a class
      * of pool clients is of one tenant, so its pool groups may be their
-     * configurations (plan/costcfg.c); else classes join the tenants of a
-     * pool, the program stays as small as it can. */
+     * configurations (plan/costcfg.c); else of tenants that trust each
+     * other (plan/cost.c's same_client). */
     int small;
     uint32_t *clq; /* the cliques: members, bits of cpos, of the set of clq_root */
     size_t *clq_root, nclq, clqcap;
