@@ -499,7 +499,8 @@ static int emit_partial(const struct cli_job *job, const char *format)
 static int run(const struct plan_args *a)
 {
     struct cli_job job = {0};
-    struct current cur = {.ropt = &a->ropt};
+    struct reconf_replan_opts ropt = a->ropt;
+    struct current cur = {.ropt = &ropt};
     struct fits fits = {0};
     int rc = a->current.n ? load_current(&a->current, &cur) : CLI_OK;
     if (rc == CLI_OK && a->replan_flags && !cur.prev_path) {
@@ -514,6 +515,7 @@ static int run(const struct plan_args *a)
     if (refit && !cur.prev_path && !cur.n)
         rc = emit_partial(&job, a->format);
     cur.cat = job.cat;
+    ropt.cat = job.cat;
     if (refit && cur.prev_path)
         rc = replan_what_fits(&job, &cur, &fits);
     else if (rc == CLI_OK && cur.prev_path)

@@ -91,6 +91,13 @@ int plan__decide_on(const struct spec_model *m, const struct cat_catalog *cat,
     return ok;
 }
 
+int plan_decide_on(const struct spec_model *m, const struct cat_catalog *cat,
+                   const struct decide_row *r, const struct cat_model *model,
+                   struct ts_arena *arena, struct decide_row *out)
+{
+    return plan__decide_on(m, cat, r, model, arena, out);
+}
+
 /* A copy of m's tenants and workloads with row i's workload pinned to
  * pins[i] (NULL: as it is); *wl receives the workloads block to free. */
 static struct spec_tenant *pinned_copy(const struct spec_model *m,

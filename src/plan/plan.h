@@ -139,6 +139,13 @@ void plan_free(struct plan *p);
 ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
                              const struct decide_result *d, const struct plan_options *opt,
                              struct decide_result **out);
+/* Row r's workload decided alone on model into *out (its reason in
+ * arena): 1, or 0 when decide refuses it there or it would isolate less
+ * than r (the cost objective's alternatives; a replan keeps a workload on
+ * the model it runs on with it). */
+int plan_decide_on(const struct spec_model *m, const struct cat_catalog *cat,
+                   const struct decide_row *r, const struct cat_model *model,
+                   struct ts_arena *arena, struct decide_row *out);
 /* decide_run, then plan_choose_models: the decisions every verb plans. */
 ts_status plan_decide(const struct spec_model *m, const struct cat_catalog *cat,
                       const struct plan_options *opt, struct decide_result **out,

@@ -51,7 +51,7 @@ struct reconf__keepix {
  * is held or kept as it runs at that profile, any other kept as it runs. */
 int reconf__keepix_build(const struct plan *fresh, const struct reconf_plan *cur,
                          struct reconf__keepix *ix, int hold, const struct decide_row *const *left,
-                         size_t nleft);
+                         size_t nleft, const struct cat_catalog *cat);
 void reconf__keepix_free(struct reconf__keepix *ix);
 
 /* The plan that keeps every running instance of cur whose workload fresh's

@@ -3,7 +3,9 @@
  * row's template (the instance a kept or new replica copies) and the
  * decisions they keep by. A workload that runs on one card model while its
  * decision now names another (a price change, a model that filled up) is
- * pinned to the model it runs on when it may run there: the keep plan then
+ * pinned to the model it runs on when it may run there (with its decision's
+ * mechanism, or, where the cost objective chose another mechanism too, as
+ * decide has it on that model: alt_row): the keep plan then
  * keeps it in place (its own decision row, the running model and profile,
  * which render and admit read; the mechanism's numbers derived again for
  * that model: an MPS share of its SMs, whole GPUs a replica as it runs),
@@ -125,18 +127,61 @@ static const char *pinned_numbers(struct ts_arena *a, const struct decide_row *r
     return "";
 }
 
-/* Row i pinned to what it runs on, when it may be. */
+/* The plan mode named mode, or -1. */
+static int plan_mode_of(const char *mode)
+{
+    for (int k = 0; plan_mode_names[k]; k++)
+        if (!strcmp(plan_mode_names[k], mode))
+            return k;
+    return -1;
+}
+
+/* Row i (its decision on another model and mechanism than it runs on)
+ * decided alone on model m, the one it runs on (plan_decide_on: the cost
+ * objective's alternative there), when that is the mechanism it runs:
+ * the row becomes that decision, its template that decision's instance
+ * (*mode its card's mode). 0: not so. */
+static int alt_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
+                   const struct runs *run, const struct cat_model *m, const struct cat_catalog *cat,
+                   struct plan_inst *t, int *mode)
+{
+    struct decide_row *r = &ix->own.rows[i], a;
+    if (!cat || !plan_decide_on(f->model, cat, ix->was[i], m, &ix->a, &a) ||
+        (a.mech == DECIDE_VGPU && a.profile))
+        return 0;
+    int k = plan_mode_of(decide_mech_names[a.mech]);
+    struct plan_inst tpl = {.row = r,
+                            .profile = a.profile,
+                            .size = a.profile ? a.profile->mem_units : 0,
+                            .mem_gib = a.profile ? a.profile->memory_gib
+                                       : a.mech == DECIDE_WHOLE || a.mech == DECIDE_VGPU
+                                           ? m->memory_gib
+                                           : a.cap_gib,
+                            .sm_percent = a.sm_percent};
+    if (k < 0 || !pinned_tpl(&a, &tpl, k, run, m, t))
+        return 0;
+    *r = a;
+    t->row = r;
+    *mode = k;
+    return 1;
+}
+
+/* Row i pinned to what it runs on, when it may be: its decision on that
+ * model, or decided again there (another mechanism, alt_row). */
 static int pin_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
-                   const struct runs *run)
+                   const struct runs *run, const struct cat_catalog *cat)
 {
     struct decide_row *r = &ix->own.rows[i];
     const struct cat_model *m;
     struct plan_inst t;
+    int mode = ix->mode[i];
+    const char *was = r->model->name;
     if (!ix->has[i] || !run->model || run->mixed || !strcmp(run->model, r->model->name) ||
         !allowed(r->workload, run->model) || !(m = model_named(f, run->model)) ||
-        !pinned_tpl(r, &ix->tpl[i], ix->mode[i], run, m, &t))
+        (!pinned_tpl(r, &ix->tpl[i], ix->mode[i], run, m, &t) &&
+         !alt_row(ix, f, i, run, m, cat, &t, &mode)))
         return 1;
-    const char *was = r->model->name;
+    ix->mode[i] = mode;
     r->model = m;
     r->profile = t.profile;
     r->sm_percent = t.sm_percent;
@@ -240,7 +285,7 @@ static int as_runs_row(struct reconf__keepix *ix, const struct plan *f, size_t i
 }
 
 static int pin(struct reconf__keepix *ix, const struct plan *f, const struct reconf_plan *cur,
-               int hold)
+               int hold, const struct cat_catalog *cat)
 {
     size_t n = ix->own.nrows;
     struct runs *run = calloc(n + 1, sizeof(*run));
@@ -252,7 +297,7 @@ static int pin(struct reconf__keepix *ix, const struct plan *f, const struct rec
                 note_run(&run[row], &cur->t[c], &cur->t[c].held[h]);
         }
     for (size_t i = 0; ok && i < n; i++) {
-        ok = pin_row(ix, f, i, &run[i]) && (!hold || hold_row(ix, i, &run[i]));
+        ok = pin_row(ix, f, i, &run[i], cat) && (!hold || hold_row(ix, i, &run[i]));
         if (ok && hold && runs_otherwise(ix, i, &run[i]))
             ok = as_runs_row(ix, f, i, &run[i]);
     }
@@ -325,7 +370,7 @@ static int add_left(struct reconf__keepix *ix, const struct reconf_plan *cur,
 
 int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
                          struct reconf__keepix *ix, int hold, const struct decide_row *const *left,
-                         size_t nleft)
+                         size_t nleft, const struct cat_catalog *cat)
 {
     size_t n = f->decisions->nrows, all = n + (hold ? nleft : 0);
     memset(ix, 0, sizeof *ix);
@@ -351,7 +396,7 @@ int reconf__keepix_build(const struct plan *f, const struct reconf_plan *cur,
         return 0;
     ix->d = &ix->own;
     templates(ix, f);
-    if (!pin(ix, f, cur, hold))
+    if (!pin(ix, f, cur, hold, cat))
         return 0;
     /* nothing pinned, held or added: the fresh plan's rows, as they are */
     if (!ix->pinned && ix->own.nrows == n) {

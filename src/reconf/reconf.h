@@ -161,6 +161,10 @@ struct reconf_replan_opts {
      * pin.c keeps any row). NULL: none. */
     const struct decide_row *const *left;
     size_t nleft;
+    /* The catalog (NULL: none): a workload whose decision moved it to
+     * another model and mechanism is kept on the one it runs on as decide
+     * has it there (plan_decide_on), when that is how it runs. */
+    const struct cat_catalog *cat;
 };
 
 enum reconf_op_kind {

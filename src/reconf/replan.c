@@ -389,7 +389,8 @@ static ts_status keep_partial(struct search *s, const struct plan *fresh,
     struct reconf_replan names = {0};
     struct reconf__keepix ix = {0};
     ts_arena_init(&names.arena);
-    ts_status st = reconf__keepix_build(fresh, cur, &ix, 1, o->left, o->nleft) ? TS_OK : TS_NOMEM;
+    ts_status st = reconf__keepix_build(fresh, cur, &ix, 1, o->left, o->nleft, o->cat) ? TS_OK
+                                                                                       : TS_NOMEM;
     if (st == TS_OK)
         st = reconf__keep_partial(fresh, cur, &ix, &p, &names, &why, &s->a);
     reconf__keepix_free(&ix);
@@ -455,7 +456,7 @@ ts_status reconf_replan(struct plan **p, const struct reconf_plan *cur,
     remap(*p, cur);
     ts_status st = add(&s, *p, cur, "fresh", NULL);
     if (st == TS_OK)
-        st = reconf__keepix_build(*p, cur, &ix, 0, NULL, 0) ? TS_OK : TS_NOMEM;
+        st = reconf__keepix_build(*p, cur, &ix, 0, NULL, 0, o->cat) ? TS_OK : TS_NOMEM;
     if (st == TS_OK)
         st = keep_and_empty(&s, *p, cur, &ix);
     if (st == TS_OK)

@@ -34,10 +34,16 @@
 #      driver cannot enforce a fraction (13.2 < 13.4), they are enforced by
 #      tessera's shim: the keep plan keeps both, 0 drains, chosen;
 #      --max-drains 0 exits 0, rows a100-80gb, enforcement shim.
+#   F. an untrusted inference workload (4 GiB) runs a 1g.10gb MIG instance
+#      at 0 on an h100; with l4s cheap (0.50 against 2.90) its decision is a
+#      whole l4 (not MIG-capable): another model and another mechanism. The
+#      keep plan keeps it on the h100 as decide has it there (1g.10gb, the
+#      cost objective's alternative): 0 drains, chosen; --max-drains 0 exits
+#      0, its row mig 1g.10gb on h100-80gb-sxm, nothing named.
 # Every replan here: the chosen point is within --max-drains (drains less
 # the removed node's) and --max-cards; a "keep, no drain" point has 0
 # drains; each card's MPS shares add up to 100% at most and its memory caps
-# to its memory (a100-80gb 80 GiB, l40s 48, h200-141gb 141).
+# to its memory (a100-80gb and h100-80gb-sxm 80 GiB, l40s 48, h200-141gb 141, l4 24).
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 T() { "$TESSERA" "$@"; }
@@ -128,6 +134,15 @@ open("e.yaml", "w").write(fleet([("n1", A100, 2), ("n2", L40S, 2)], mps=False,
 plan("e.json", [card("n1", 0, A100, "memory-fraction", [inst("lab", "a", 20),
                                                         inst("lab", "b", 20)]),
                 free("n1", 1, A100), free("n2", 0, L40S), free("n2", 1, L40S)])
+
+# F: MIG on the h100, a whole l4 cheaper now
+H100, L4 = "h100-80gb-sxm", "l4"
+open("f.yaml", "w").write(fleet([("n1", H100, 1), ("n2", L4, 2)], mps=False) +
+    tenant("a", "isolated", [("w", "kind: inference, trust: untrusted, p99Ms: 300, "
+                                   "memoryHighWaterGiB: 4")]) +
+    prices([(H100, "2.90"), (L4, "0.50")]))
+mig = dict(inst("a", "w", 9.75), profile="1g.10gb", start=0, size=1)
+plan("f.json", [card("n1", 0, H100, "mig", [mig]), free("n2", 0, L4), free("n2", 1, L4)])
 PY
 
 # limits OUT MAXDRAINS [MAXCARDS]: the chosen point is within the limits,
@@ -148,7 +163,7 @@ assert maxc < 0 or c["cards"] <= maxc, (c, maxc)
 for x in r["points"]:
     if x["how"] == "keep, no drain":
         assert x["drains"] - x.get("removedDrains", 0) == 0, x
-memory = {"a100-80gb": 80, "l40s": 48, "h200-141gb": 141}
+memory = {"a100-80gb": 80, "l40s": 48, "h200-141gb": 141, "h100-80gb-sxm": 80, "l4": 24}
 for g in p["gpus"]:
     sm = sum(i["smPercent"] for i in g["instances"]) if g["mode"] == "mps" else 0
     mem = sum(i["memoryGiB"] for i in g["instances"]
@@ -246,5 +261,18 @@ check "E --max-drains 0: limits" limits e0.json 0
 check "E --max-drains 0: a100, the shim, nothing named" \
     test "$(field e0.json "(sorted(set((d['gpuModel'], d['enforcement']) for d in p['decisions'])), len(r.get('unplaced') or []))")" \
     = "([('a100-80gb', 'shim')], 0)"
+
+# F: kept on the h100 at 1g.10gb, decide's decision there
+expect_rc 0 T plan -f f.yaml --current f.json -o json
+cp "$TMP/out" f-out.json
+check "F: limits" limits f-out.json -1
+check "F: keep is a point at 0 drains, chosen" \
+    test "$(field f-out.json "[(x['drains'], x['chosen']) for x in r['points'] if x['how'] == 'keep']")" = "[(0, True)]"
+expect_rc 0 T plan -f f.yaml --current f.json --max-drains 0 -o json
+cp "$TMP/out" f0.json
+check "F --max-drains 0: limits" limits f0.json 0
+check "F --max-drains 0: mig 1g.10gb on the h100, nothing named" \
+    test "$(field f0.json "([(d['mechanism'], d['profile'], d['gpuModel']) for d in p['decisions']], len(r.get('unplaced') or []))")" \
+    = "([('mig', '1g.10gb', 'h100-80gb-sxm')], 0)"
 
 finish
