@@ -127,11 +127,12 @@ static const char *pinned_numbers(struct ts_arena *a, const struct decide_row *r
     return "";
 }
 
-/* The plan mode named mode, or -1. */
-static int plan_mode_of(const char *mode)
+/* The index of name in the NULL-ended names (plan_mode_names,
+ * decide_mech_names), or -1. */
+static int index_of(const char *const *names, const char *name)
 {
-    for (int k = 0; plan_mode_names[k]; k++)
-        if (!strcmp(plan_mode_names[k], mode))
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(names[k], name))
             return k;
     return -1;
 }
@@ -149,7 +150,7 @@ static int alt_row(struct reconf__keepix *ix, const struct plan *f, size_t i,
     if (!cat || !plan_decide_on(f->model, cat, ix->was[i], m, &ix->a, &a) ||
         (a.mech == DECIDE_VGPU && a.profile))
         return 0;
-    int k = plan_mode_of(decide_mech_names[a.mech]);
+    int k = index_of(plan_mode_names, decide_mech_names[a.mech]);
     struct plan_inst tpl = {.row = r,
                             .profile = a.profile,
                             .size = a.profile ? a.profile->mem_units : 0,
@@ -243,15 +244,6 @@ static int runs_otherwise(const struct reconf__keepix *ix, size_t i, const struc
             (run->mem + 1e-6 < t->mem_gib || run->sm < t->sm_percent));
 }
 
-/* The decision mechanism of a plan mode name, or -1. */
-static int mech_of(const char *mode)
-{
-    for (int m = 0; decide_mech_names[m]; m++)
-        if (!strcmp(decide_mech_names[m], mode))
-            return m;
-    return -1;
-}
-
 /* Row i kept as it runs (hold): its decision row becomes what runs (the
  * first instance's model, mechanism and profile), its instances stay each
  * as it is (keep.c), and its decision is named as not applied. */
@@ -260,7 +252,7 @@ static int as_runs_row(struct reconf__keepix *ix, const struct plan *f, size_t i
 {
     struct decide_row *r = &ix->own.rows[i];
     const struct cat_model *m = model_named(f, run->model);
-    int mech = mech_of(run->mode);
+    int mech = index_of(decide_mech_names, run->mode);
     if (!m || mech < 0)
         return 1; /* a card the fleet has no more: not kept */
     r->model = m;

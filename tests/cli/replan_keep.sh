@@ -249,30 +249,30 @@ check "D --max-drains 0: 2 whole a100s, nothing named" \
     test "$(field d0.json "([(d['gpuModel'], d['gpus']) for d in p['decisions']], len(r.get('unplaced') or []))")" \
     = "([('a100-80gb', 2)], 0)"
 
+# pinned CASE WHAT EXPR EXPECTED: the keep plan of CASE.yaml against CASE.json
+# is a point at 0 drains and chosen; --max-drains 0 exits 0, and EXPR of
+# its JSON is EXPECTED (not "want": expect_rc sets that one).
+pinned() {
+    local c=$1 what=$2 expr=$3 expected=$4
+    expect_rc 0 T plan -f $c.yaml --current $c.json -o json
+    cp "$TMP/out" $c-out.json
+    check "$c: limits" limits $c-out.json -1
+    check "$c: keep is a point at 0 drains, chosen" \
+        test "$(field $c-out.json "[(x['drains'], x['chosen']) for x in r['points'] if x['how'] == 'keep']")" = "[(0, True)]"
+    expect_rc 0 T plan -f $c.yaml --current $c.json --max-drains 0 -o json
+    cp "$TMP/out" ${c}0.json
+    check "$c --max-drains 0: limits" limits ${c}0.json 0
+    check "$c --max-drains 0: $what" test "$(field ${c}0.json "$expr")" = "$expected"
+}
+
 # E: fractions pinned to the a100, enforced by the shim there
-expect_rc 0 T plan -f e.yaml --current e.json -o json
-cp "$TMP/out" e-out.json
-check "E: limits" limits e-out.json -1
-check "E: keep is a point at 0 drains, chosen" \
-    test "$(field e-out.json "[(x['drains'], x['chosen']) for x in r['points'] if x['how'] == 'keep']")" = "[(0, True)]"
-expect_rc 0 T plan -f e.yaml --current e.json --max-drains 0 -o json
-cp "$TMP/out" e0.json
-check "E --max-drains 0: limits" limits e0.json 0
-check "E --max-drains 0: a100, the shim, nothing named" \
-    test "$(field e0.json "(sorted(set((d['gpuModel'], d['enforcement']) for d in p['decisions'])), len(r.get('unplaced') or []))")" \
-    = "([('a100-80gb', 'shim')], 0)"
+pinned e "a100, the shim, nothing named" \
+    "(sorted(set((d['gpuModel'], d['enforcement']) for d in p['decisions'])), len(r.get('unplaced') or []))" \
+    "([('a100-80gb', 'shim')], 0)"
 
 # F: kept on the h100 at 1g.10gb, decide's decision there
-expect_rc 0 T plan -f f.yaml --current f.json -o json
-cp "$TMP/out" f-out.json
-check "F: limits" limits f-out.json -1
-check "F: keep is a point at 0 drains, chosen" \
-    test "$(field f-out.json "[(x['drains'], x['chosen']) for x in r['points'] if x['how'] == 'keep']")" = "[(0, True)]"
-expect_rc 0 T plan -f f.yaml --current f.json --max-drains 0 -o json
-cp "$TMP/out" f0.json
-check "F --max-drains 0: limits" limits f0.json 0
-check "F --max-drains 0: mig 1g.10gb on the h100, nothing named" \
-    test "$(field f0.json "([(d['mechanism'], d['profile'], d['gpuModel']) for d in p['decisions']], len(r.get('unplaced') or []))")" \
-    = "([('mig', '1g.10gb', 'h100-80gb-sxm')], 0)"
+pinned f "mig 1g.10gb on the h100, nothing named" \
+    "([(d['mechanism'], d['profile'], d['gpuModel']) for d in p['decisions']], len(r.get('unplaced') or []))" \
+    "([('mig', '1g.10gb', 'h100-80gb-sxm')], 0)"
 
 finish
