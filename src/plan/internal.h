@@ -188,6 +188,10 @@ ts_status plan__mig(struct plan_build *b);
 ts_status plan__whole(struct plan_build *b);
 /* Whole GPUs (unless plan__whole ran), sharing pools, best-effort guests. */
 ts_status plan__pools(struct plan_build *b);
+/* When first fit fails on a small fleet: every card not MIG laid out again
+ * (whole GPUs, pools, guests) by a bounded search (plan/search.c); TS_OK
+ * with the plan rewritten, else TS_INFEASIBLE and the plan as it was. */
+ts_status plan__search_pools(struct plan_build *b);
 /* GLPK on the pool cards the heuristic used, per model and pool mode
  * (plan/improve.c); fewer cards replace them. */
 ts_status plan__improve_pools(struct plan_build *b);

@@ -9,7 +9,8 @@
  * cards, guests) and worst fit over a group's open cards (pool clients), or
  * (pool_ffd, plan.c keeps the cheaper layout) first fit decreasing for pool
  * clients and guests (pool_ffd 2, when the others place not everything:
- * the clients that spread first);
+ * guests spread by node before every client, then the clients that spread
+ * first; when that fails too, on a small fleet, the search of search.c);
  * the index (poolidx.c) finds those cards without scanning the fleet, so a
  * replica costs about the cards it may use (bench/RESULTS.md).
  */
@@ -309,11 +310,35 @@ static ts_status replicas(struct plan_pidx *x, const struct decide_row *r, place
     return st;
 }
 
-static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
+/* (pool_ffd 2) A guest whose replicas keep to distinct nodes needs a card
+ * on as many nodes: placed after the pool clients, it found them full
+ * (issue 30: nine MPS replicas spread by GPU filled the two small nodes a
+ * guest's four replicas spread by node needed). These go first. */
+static int node_guest(const struct plan_build *b, const struct decide_row *r)
+{
+    return b->pool_ffd == 2 && plan__in_pool(r) && plan__is_guest(r) &&
+           r->workload->spread == SPEC_SPREAD_NODE && r->workload->replicas > 1;
+}
+
+static ts_status node_guests_first(struct plan_pidx *x, const struct decide_row **order)
 {
     const struct decide_result *d = x->b->d;
     size_t n = 0;
     ts_status st = TS_OK;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (node_guest(x->b, &d->rows[i]))
+            order[n++] = &d->rows[i];
+    qsort(order, n, sizeof(*order), cmp_rows);
+    for (size_t i = 0; i < n && st == TS_OK; i++)
+        st = replicas(x, order[i], guest_replica);
+    return st;
+}
+
+static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
+{
+    const struct decide_result *d = x->b->d;
+    size_t n = 0;
+    ts_status st = node_guests_first(x, order);
     for (size_t i = 0; i < d->nrows && st == TS_OK; i++) {
         const struct decide_row *r = &d->rows[i];
         if (is_whole(r)) {
@@ -328,7 +353,8 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
         st = replicas(x, order[i], pool_replica);
     n = 0; /* guests in spec order, or (pool_ffd) the biggest first */
     for (size_t i = 0; i < d->nrows; i++)
-        if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]))
+        if (plan__in_pool(&d->rows[i]) && plan__is_guest(&d->rows[i]) &&
+            !node_guest(x->b, &d->rows[i]))
             order[n++] = &d->rows[i];
     if (x->b->pool_ffd)
         qsort(order, n, sizeof(*order), cmp);
@@ -337,9 +363,14 @@ static ts_status phases(struct plan_pidx *x, const struct decide_row **order)
     return st;
 }
 
+/* First fit; when it still leaves a replica out in plan.c's last rescue
+ * (pool_ffd 2: spread clients first), on a small fleet the search
+ * (search.c) lays out whole GPUs, pools and guests again, and its layout
+ * takes back first fit's errors. */
 ts_status plan__pools(struct plan_build *b)
 {
     struct plan_pidx x;
+    int errors = b->diag->count, dropped = b->diag->dropped;
     const struct decide_row **order = calloc(b->d->nrows + 1, sizeof(*order));
     ts_status st = order ? plan__pidx_init(&x, b) : TS_NOMEM;
     if (st == TS_OK)
@@ -347,6 +378,15 @@ ts_status plan__pools(struct plan_build *b)
     if (order)
         plan__pidx_free(&x);
     free(order);
+    if (st == TS_INFEASIBLE && b->pool_ffd == 2) {
+        ts_status found = plan__search_pools(b);
+        if (found != TS_INFEASIBLE)
+            st = found;
+        if (found == TS_OK) {
+            b->diag->count = errors;
+            b->diag->dropped = dropped;
+        }
+    }
     return st;
 }
 
