@@ -258,19 +258,28 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
     parm.mip_gap = plan__cost_gap(c);
+    /* counted, not timed: the same answer on a busy machine as on a quiet
+     * one; every round draws on the one budget */
+    double size = glp_get_num_cols(c->lp) + glp_get_num_rows(c->lp) + 1;
+    double nodes = PLAN_COST_SEARCH_WORK / (size * sqrt(size));
+    struct cost_search s = {
+        0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
+    parm.cb_func = search_bound;
+    parm.cb_info = &s;
     double start = glp_time(), left = time_limit_s;
     int found = 0;
     for (int round = 0; left > 0; round++) {
         parm.tm_lim = (int)(left * 1000.0);
         int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
-        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_EMIPGAP) ||
+        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) ||
             !(st == GLP_OPT || st == GLP_FEAS))
             break; /* the last round's solution stands */
         *obj = glp_mip_obj_val(c->lp);
         if (!read_pins(c, pins))
             return 0;
         found = 1;
-        if (rc == GLP_ETMLIM || round == PLAN_COST_CUT_ROUNDS || pool_cuts(c, 1) <= 0)
+        if (rc == GLP_ETMLIM || rc == GLP_ESTOP || round == PLAN_COST_CUT_ROUNDS ||
+            pool_cuts(c, 1) <= 0)
             break;
         left = time_limit_s - glp_difftime(glp_time(), start);
     }

@@ -260,11 +260,21 @@
  * this fraction of the best bound of the open nodes (0.1%: well inside
  * the gap to the LP bound that the planner reports). */
 #define PLAN_COST_MIP_GAP 0.001
-/* Seconds GLPK may spend on the cost program (at most the plan's own time
- * limit): small fleets' programs close in milliseconds; a 3,000-GPU trace
- * fleet's did not close in 2 s, and its layouts were no cheaper than
- * decide's (bench/RESULTS.md), so it gets no more than this. */
-#define PLAN_COST_TIME_S 0.5
+/* The cost program's search (plan/costsolve.c) stops after this much work,
+ * counted, not timed, so a busy machine plans what a quiet one does (with
+ * a time limit of 0.5 s, the 1,000-GPU trace fleet at load 0.8, seed 5,
+ * planned 655 cards quiet and 664 beside other builds). A node's work
+ * grows as the program's (rows + columns) to the power 1.5 (measured: 0.08
+ * ms at 94, 0.26 ms at 404, 6.3 ms at 3,445): about 0.8 s on these 2
+ * cores, and at most PLAN_COST_SEARCH_NODES nodes (a small program's tree
+ * grows dearer per node as it deepens). Small fleets' programs close in
+ * milliseconds. */
+#define PLAN_COST_SEARCH_WORK 24000000.0
+#define PLAN_COST_SEARCH_NODES 6000L
+/* Seconds of wall clock the search may take at most (and at most the
+ * plan's own time limit): a ceiling only a machine far slower than the
+ * work budget expects reaches. */
+#define PLAN_COST_TIME_S 5.0
 /* The cost bound: on a program of at most this many columns GLPK also
  * tries to prove its integer optimum (a stronger bound than the LP's) for
  * at most this long; small priced fleets prove in milliseconds. */
