@@ -72,8 +72,8 @@ static int cover_rows(struct cost *c, int gi, struct group_types *gt)
  * cards (row link); integer in the search's program (its solution is a
  * packing), continuous in the bound's: a relaxation whose integer
  * optimum (the group's cards and the workloads' models whole) GLPK proves
- * in milliseconds, where with integer configurations it ran out of
- * PLAN_COST_PROOF_S (seed 886 of `bench/cost_bench.py --pools`). */
+ * in milliseconds, where with integer configurations it ran out of its
+ * 0.2 s budget of then (seed 886 of `bench/cost_bench.py --pools`). */
 static int config_col(struct cost *c, int link)
 {
     int j = glp_add_cols(c->lp, 1);

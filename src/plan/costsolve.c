@@ -310,17 +310,16 @@ static double proven_optimum(struct cost *c, double lp)
     if (lp < 0)
         return lp;
     int small = plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX;
-    struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
+    long nodes = small ? PLAN_COST_PROOF_NODES
+                       : PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1);
+    struct cost_search s = {0, nodes, lp, 0};
     glp_iocp parm;
     glp_init_iocp(&parm);
     parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
     parm.msg_lev = GLP_MSG_OFF;
-    if (small)
-        parm.tm_lim = (int)(PLAN_COST_PROOF_S * 1000.0);
-    else {
-        parm.cb_func = search_bound;
-        parm.cb_info = &s;
-    }
+    parm.cb_func = search_bound; /* nodes counted: a busy machine proves what a quiet one does */
+    parm.cb_info = &s;
+    parm.tm_lim = (int)(PLAN_COST_TIME_S * 1000.0); /* a ceiling only */
     int rc = glp_intopt(c->lp, &parm);
     if (rc == 0 && glp_mip_status(c->lp) == GLP_OPT && glp_mip_obj_val(c->lp) > lp)
         return glp_mip_obj_val(c->lp);

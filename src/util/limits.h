@@ -276,14 +276,18 @@
  * work budget expects reaches. */
 #define PLAN_COST_TIME_S 5.0
 /* The cost bound: on a program of at most this many columns GLPK also
- * tries to prove its integer optimum (a stronger bound than the LP's) for
- * at most this long; small priced fleets prove in milliseconds. */
+ * tries to prove its integer optimum (a stronger bound than the LP's) in
+ * at most PLAN_COST_PROOF_NODES nodes; small priced fleets prove in
+ * milliseconds. */
 #define PLAN_COST_PROOF_COLS_MAX 100
 /* The cost program's cut for a sharing-pool group (plan/cost.c) lists the
  * group's configurations in at most this many search steps, else the
  * group keeps its memory row alone (a big card of many small clients). */
 #define PLAN_COST_CUT_STEPS_MAX 20000
-#define PLAN_COST_PROOF_S 0.2
+/* Branch-and-bound nodes GLPK may take to prove a small program's integer
+ * optimum (counted, not timed): the fixtures of tests/ prove in 1 to 105
+ * nodes (10 ms, the 100-GPU trace fleet at load 0.8). */
+#define PLAN_COST_PROOF_NODES 5000L
 /* On a small program (PLAN_COST_PROOF_COLS_MAX workloads and columns) a
  * sharing-pool group is its configurations' columns (plan/costcfg.c) when
  * they are at most this many (listed in the cut's steps above), else one
