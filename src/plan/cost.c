@@ -138,8 +138,8 @@ static ts_status other_models(struct cost *c, size_t i, size_t *seen, size_t *ns
 static void model_order(struct cost *c, size_t from)
 {
     for (size_t i = from + 1; i < c->nalt; i++)
-        for (size_t j = i; j > from && slot_of(c, c->alt[j].model) < slot_of(c, c->alt[j - 1].model);
-             j--) {
+        for (size_t j = i;
+             j > from && slot_of(c, c->alt[j].model) < slot_of(c, c->alt[j - 1].model); j--) {
             struct decide_row t = c->alt[j];
             c->alt[j] = c->alt[j - 1];
             c->alt[j - 1] = t;
