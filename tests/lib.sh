@@ -171,6 +171,27 @@ else:
 PY
 }
 
+# dead_port: a loopback port that refuses connections for as long as this test
+# runs: bound, never listening, by a sleeper that exits with the test's shell.
+# No server of a test beside this one can take it, as it could a port merely
+# free now (a follower meant to find nothing there once read another test's
+# exporter page, in a fresh make check at load 8).
+dead_port() {
+    local f="$TMP/dead_port.$RANDOM"
+    /usr/bin/python3 - "$f" "$$" <<'PY' >/dev/null 2>&1 &
+import os, socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % s.getsockname()[1])
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while os.path.exists("/proc/" + sys.argv[2]):
+    time.sleep(1)
+PY
+    while [ ! -s "$f" ]; do sleep 0.05; done
+    cat "$f"
+}
+
 # The tests' certificates (scripts/make-test-cert, client_cert) have ECDSA P-256
 # keys, as `tessera cert` makes by default: an RSA-2048 key took 0.2-0.7 CPU s
 # to make here, about 80 of them a ctest run. A test that needs an RSA key

@@ -58,7 +58,7 @@ utc() { date -u -d @$1 +%Y-%m-%dT%H:%M:%SZ; }
 
 # Prometheus down: failed windows, retried after 1 s then 2 s (run while the
 # real one starts)
-DEAD=$(free_port)
+DEAD=$(dead_port)
 "${F[@]}" --url http://127.0.0.1:$DEAD --follow --from $T0 --delay 1s \
     >"$TMP/dead.out" 2>"$TMP/dead.log" &
 DEADF=$!

@@ -18,7 +18,7 @@ if ! command -v nginx >/dev/null; then
 fi
 H100=nvidia-dcgm-exporter-issue512-h100-80gb-hbm3-mig-1g10gb-pods.prom   # 3 devices
 A30=nvidia-dcgm-exporter-issue317-a30-mig-1g6gb-x4.prom                  # 6 devices
-P_HTTP=$(free_port) P_TLS=$(free_port) P_STUB=$(free_port) P_DEAD=$(free_port)
+P_HTTP=$(free_port) P_TLS=$(free_port) P_STUB=$(free_port) P_DEAD=$(dead_port)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 

@@ -281,7 +281,7 @@ check "without an identity: $(code "https://127.0.0.1:$C1/api/v1/denials"), want
     [ "$(code "https://127.0.0.1:$C1/api/v1/denials")" = 401 ]
 
 # ---- C2: --denials-from nobody answers; C3: a hostile /denials ----
-DEAD=$(free_port) HOST=$(free_port) C2=$(free_port) C3=$(free_port) C4=$(free_port)
+DEAD=$(dead_port) HOST=$(free_port) C2=$(free_port) C3=$(free_port) C4=$(free_port)
 mkdir -p "$TMP/hostile"
 echo good >"$TMP/hostile/mode"
 /usr/bin/python3 tests/tools/denials_server.py $HOST "$TMP/hostile" 2>"$TMP/hostile.log" &
