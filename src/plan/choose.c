@@ -5,11 +5,14 @@
  * plan_decide, the decisions every planning verb uses. A layout the
  * program's relaxations promised but the fleet does not hold (node
  * constraints, trust on time-sliced cards) is retried without the moves
- * of sharing-pool workloads, which the program relaxes most.
+ * of sharing-pool workloads, which the program relaxes most; on a small
+ * program, a layout that fails or costs more than the program said is
+ * ruled out and the program solved again (a few rounds, counted).
  */
 #include "plan/internal.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include "util/units.h"
 
 /* A plan's cost and cards for comparing (cost -2: it does not build). */
@@ -43,17 +46,19 @@ static int cheaper_than(struct cost_trial a, struct cost_trial base)
 }
 
 /* The decisions with pins applied when their plan costs less than base
- * (d's plan); else NULL. */
+ * (d's plan), its trial in *got; else NULL. */
 static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
                                       const struct decide_result *d, const struct plan_options *opt,
-                                      const struct cat_model **pins, struct cost_trial base)
+                                      const struct cat_model **pins, struct cost_trial base,
+                                      struct cost_trial *got)
 {
     struct ts_diag *diag = calloc(1, sizeof(*diag));
     struct decide_result *alt = NULL;
     if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
         alt = NULL;
     free(diag);
-    if (alt && !cheaper_than(trial(m, cat, alt, opt), base)) {
+    *got = alt ? trial(m, cat, alt, opt) : (struct cost_trial){-2, 0};
+    if (alt && !cheaper_than(*got, base)) {
         decide_free(alt);
         alt = NULL;
     }
@@ -69,6 +74,46 @@ static int moves_any(const struct decide_result *d, const struct cat_model **pin
     return 0;
 }
 
+/* pins' decisions when their plan costs less than base, else the same
+ * without the moves of sharing-pool workloads (kept in *scratch: pools
+ * are what the program relaxes most, decide's models stand); NULL when
+ * neither does. */
+static struct decide_result *try_models(const struct spec_model *m, const struct cat_catalog *cat,
+                                        const struct decide_result *d,
+                                        const struct plan_options *opt,
+                                        const struct cat_model **pins,
+                                        const struct cat_model **scratch, struct cost_trial base,
+                                        struct cost_trial *got)
+{
+    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, got);
+    if (alt)
+        return alt;
+    for (size_t r = 0; r < d->nrows; r++)
+        scratch[r] = decide_mech_shares_card(d->rows[r].mech) ? NULL : pins[r];
+    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got) : NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* 1 when the program's objective obj (currency units) is below t's cost by
+ * more than gap. */
+static int saves(double obj, struct cost_trial t, double gap)
+{
+    return t.cost < 0 || obj * TS_MICRO < (double)t.cost * (1 - gap) - 1e-3;
+}
+
+/* The search, then its models laid out. Where the layout fails or costs
+ * more than the program said (its relaxations: memory as a fluid in a pool
+ * of spreading clients, alike workloads of one class sharing a spread
+ * count), a small program (plan__cost_gap 0) whose search closed is solved
+ * again with those models ruled out (plan__cost_exclude), at most
+ * PLAN_COST_RESOLVE_ROUNDS times (counted; the wall clock a ceiling, as
+ * the search's); the cheapest layout found stands. */
 ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
                              const struct decide_result *d, const struct plan_options *opt,
                              struct decide_result **out)
@@ -79,22 +124,31 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     if (!m->pricebook || opt->time_limit_s <= 0 || opt->solver == PLAN_SOLVER_HEURISTIC)
         return TS_OK;
     struct cost *c = plan__cost_open(m, cat, d, 1);
-    const struct cat_model **pins = calloc(d->nrows + 1, sizeof(*pins));
+    const struct cat_model **pins = calloc(2 * (d->nrows + 1), sizeof(*pins));
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
-    double obj = 0;
-    int solved = c && pins && plan__cost_worth_search(c) && plan__cost_ilp(c, limit, pins, &obj) &&
-                 moves_any(d, pins);
+    double obj = 0, start = now_s();
+    int solved = c && pins && plan__cost_worth_search(c) ? plan__cost_ilp(c, limit, pins, &obj) : 0;
+    solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
+    struct cost_trial best = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0}, got;
+    struct decide_result *alt = NULL;
+    /* the program finds no saving on the best plan: no trial of its models */
+    for (int round = 0; solved && saves(obj, best, gap); round++) {
+        struct decide_result *next = try_models(m, cat, d, opt, pins, pins + d->nrows + 1, best,
+                                                &got);
+        if (next) {
+            decide_free(alt);
+            alt = next;
+            best = got;
+        }
+        double left = limit - (now_s() - start);
+        if (!saves(obj, best, gap) || gap > 0 || solved != 2 || round == PLAN_COST_RESOLVE_ROUNDS ||
+            left <= 0 || !plan__cost_exclude(c, pins))
+            break;
+        solved = plan__cost_ilp(c, left, pins, &obj);
+        solved = solved && moves_any(d, pins) ? solved : 0;
+    }
     plan__cost_close(c);
-    struct cost_trial base = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0};
-    /* the program finds no saving on d's plan: no trial of its models */
-    solved &= base.cost < 0 || obj * TS_MICRO < (double)base.cost * (1 - gap) - 1e-3;
-    struct decide_result *alt = solved ? try_pins(m, cat, d, opt, pins, base) : NULL;
-    for (size_t r = 0; solved && !alt && r < d->nrows; r++)
-        if (decide_mech_shares_card(d->rows[r].mech))
-            pins[r] = NULL; /* pools are what the program relaxes most: decide's stand */
-    if (solved && !alt && moves_any(d, pins))
-        alt = try_pins(m, cat, d, opt, pins, base);
     free(pins);
     *out = alt;
     return TS_OK;

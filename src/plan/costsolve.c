@@ -277,7 +277,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
         *obj = glp_mip_obj_val(c->lp);
         if (!read_pins(c, pins))
             return 0;
-        found = 1;
+        found = rc == GLP_ETMLIM || rc == GLP_ESTOP ? 1 : 2; /* 2: it closed */
         if (rc == GLP_ETMLIM || rc == GLP_ESTOP || round == PLAN_COST_CUT_ROUNDS ||
             pool_cuts(c, 1) <= 0)
             break;
@@ -340,4 +340,44 @@ int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *c
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
     plan__cost_close(c);
     return lp < 0 ? -1 : (int64_t)floor(lp * TS_MICRO + 1e-3);
+}
+
+/* The models pins gives d's rows (a row left NULL: its own model) ruled
+ * out of the search: a row is laid out from its model alone (plan__decide_
+ * pinned), so every solution that puts each class's workloads on models
+ * that class got in pins lays out as pins did. The cut keeps at least one
+ * workload on another model: the sum of y over those alternatives is at
+ * most the workloads less one. It may rule out more than that layout (a
+ * class's counts over its models), so it is the search's, never the
+ * bound's. 1 when added, 0 when out of memory. */
+int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins)
+{
+    size_t nrows = c->d->nrows;
+    int *ind = calloc(c->nalt + 1, sizeof(*ind));
+    double *val = calloc(c->nalt + 1, sizeof(*val));
+    unsigned char *in = calloc(c->nalt + 1, 1);
+    if (!ind || !val || !in) {
+        free(ind);
+        free(val);
+        free(in);
+        return 0;
+    }
+    for (size_t r = 0; r < nrows; r++) {
+        const struct cat_model *model = pins[r] ? pins[r] : c->d->rows[r].model;
+        for (size_t a = c->first[c->cls[r]]; a < c->first[c->cls[r] + 1]; a++)
+            in[a] |= c->ycol[a] && c->alt[a].model == model;
+    }
+    int len = 0;
+    for (size_t a = 0; a < c->nalt; a++)
+        if (in[a]) {
+            ind[++len] = c->ycol[a];
+            val[len] = 1;
+        }
+    int row = glp_add_rows(c->lp, 1);
+    glp_set_row_bnds(c->lp, row, GLP_UP, 0, (double)nrows - 1);
+    glp_set_mat_row(c->lp, row, len, ind, val);
+    free(ind);
+    free(val);
+    free(in);
+    return 1;
 }

@@ -291,7 +291,13 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
                              const struct decide_result *d, int search);
 void plan__cost_close(struct cost *c);
 double plan__cost_lp(struct cost *c);
+/* plan__cost_ilp: 2 when its last round closed (within its gap), 1 when
+ * its work budget or the time limit stopped it with a solution, 0 none. */
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
+/* The search's models pins (NULL: the row's own) ruled out of its later
+ * solutions: some workload then goes to a model its class did not get (a
+ * cut of the search's program, not a relaxation's). 0 on out of memory. */
+int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins);
 /* 1 when the integer search may pay: some workload may move, the program
  * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
  * already optimal for its LP (within plan__cost_gap). */

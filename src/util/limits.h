@@ -300,6 +300,11 @@
 /* The cost program's search adds the cuts of the pool groups its integer
  * solution uses and solves again at most this many times. */
 #define PLAN_COST_CUT_ROUNDS 3
+/* On a small program whose search closed, the search's models whose layout
+ * fails or costs more than the program said are ruled out and it is solved
+ * again at most this many times (plan_choose_models; counted, each search
+ * its own work budget, PLAN_COST_TIME_S the wall-clock ceiling of all). */
+#define PLAN_COST_RESOLVE_ROUNDS 8
 /* The search's cost program splits a trust set that is not a clique into
  * its maximal cliques, at most this many in all (else it stays one pool). */
 #define PLAN_COST_CLIQUES_MAX 16

@@ -122,6 +122,28 @@ pack_best=$(cheapest_packed "{\"cards\": {\"a80\": 4, \"a40\": 4}, \"price\": {\
   \"options\": [[$(ts a80 80 12 false), $(ts a40 40 12 false)], [$(ts a80 80 20 false), $(ts a40 40 20 false)],
                 [$(mps a80 80), $(mps a40 40)], [$(ts a80 80 4 true), $(ts a40 40 4 true)]]}")
 check "pool-spread-pack: enumeration gives 5.84 (the fixture's note)" test "$pack_best" = 5.84
+# mig-spread-class: MIG memory slices of 8 per card on either a100 (compute
+# and placements left out: a relaxation, so its minimum is at most the
+# optimum); a whole card each replica is the other alternative of a MIG
+# workload. t0/w0 and t1/w0 spread.
+mig() { echo "{\"model\": \"$1\", \"class\": \"mig\", \"cap\": 8, \"size\": $2, \"replicas\": $3, \"spread\": $4}"; }
+whole() { echo "{\"model\": \"$1\", \"class\": \"whole\", \"replicas\": $2}"; }
+class_best=$(cheapest_packed "{\"cards\": {\"a80\": 3, \"a40\": 2}, \"price\": {\"a80\": 2.77, \"a40\": 0.91},
+  \"options\": [[$(mig a80 2 2 true), $(mig a40 4 2 true), $(whole a80 2), $(whole a40 2)],
+                [$(mig a80 2 2 true), $(mig a40 4 2 true), $(whole a80 2), $(whole a40 2)],
+                [$(mig a80 1 3 false), $(mig a40 2 3 false), $(whole a80 3), $(whole a40 3)],
+                [$(mig a80 4 2 false), $(mig a40 8 2 false), $(whole a80 2), $(whole a40 2)],
+                [$(whole a80 1), $(whole a40 1)]]}")
+check "mig-spread-class: enumeration gives 7.36 (the fixture's note)" test "$class_best" = 7.36
+# pool-spread-fluid: t0's time-slicing pool (memory caps) and t1's MPS card
+# on l40s (45 GiB), l4 (22.5) or a30 (23.7); t0/w1 spreads.
+tsl() { echo "{\"model\": \"$1\", \"class\": \"ts\", \"cap\": $2, \"size\": $3, \"replicas\": 3, \"spread\": $4}"; }
+mps1() { echo "{\"model\": \"$1\", \"class\": \"mps\", \"cap\": $2, \"size\": 4, \"replicas\": 1}"; }
+fluid_best=$(cheapest_packed "{\"cards\": {\"l40s\": 3, \"l4\": 4, \"a30\": 4}, \"price\": {\"l40s\": 1.31, \"l4\": 0.41, \"a30\": 0.86},
+  \"options\": [[$(tsl l40s 45 8 false), $(tsl l4 22.5 8 false), $(tsl a30 23.7 8 false)],
+                [$(tsl l40s 45 15 true), $(tsl l4 22.5 15 true), $(tsl a30 23.7 15 true)],
+                [$(mps1 l40s 45), $(mps1 l4 22.5), $(mps1 a30 23.7)]]}")
+check "pool-spread-fluid: enumeration gives 2.95 (the fixture's note)" test "$fluid_best" = 2.95
 
 # trace-100-classes: the 100-GPU trace fleet at load 0.8 (seed 3). Counted
 # here, not by tessera: 80.00 for the 56 whole cards on the 16 a30, 4 l40s,
@@ -153,7 +175,7 @@ print("%.2f %.2f %.1f" % (s["costPerHour"], s["costLowerBound"], s["costGapPerce
 }
 
 for c in swap:$swap_best packs:$packs_best mig-whole-spill:$spill_best pool-spread-pack:$pack_best \
-         trace-100-classes:$trace_best; do
+         trace-100-classes:$trace_best mig-spread-class:$class_best pool-spread-fluid:$fluid_best; do
     name=${c%%:*} best=${c#*:}
     expect_rc 0 "$TESSERA" plan -f $fx/$name.yaml -o json
     read -r cost bound gap < <(summary "$TMP/out")
