@@ -12,7 +12,16 @@
 # --time-limit 0 (no GLPK: decide's models) the old, dearer plan is still
 # what comes out. Text, JSON and SVG carry cost, bound and gap. A PriceBook
 # names its models as the catalog does (any case, or the display name), each
-# once; a free model's bound is 0.00, not left out.
+# once; a free model's bound is 0.00, not left out. The adversarial review's
+# fleets (stop 42), each optimum enumerated here too:
+#   mig-whole-spill.yaml    a workload decide gave a whole card for want of
+#                           MIG room has its MIG alternative (bound 7.10);
+#   pool-spread-pack.yaml   pools laid out again when first fit fails (5.84);
+#   mig-spread-class.yaml, pool-spread-fluid.yaml  the search's answer that
+#                           is no layout is ruled out and solved again (7.36,
+#                           2.95);
+#   trace-100-classes.yaml  the bound of a 100-GPU trace fleet proven (113.80);
+# and a trace fleet plans the same beside busy loops (the search is counted).
 # Needs TESSERA, TESSERA_SRC.
 source "$TESSERA_SRC/tests/lib.sh"
 cd "$TESSERA_SRC"
