@@ -290,27 +290,13 @@ expect_in "$TMP/err" "--max-cost must be a price per hour above 0"
 # fits another card as it is: 1 drain cannot do it. Card 0 kept as it runs, c
 # and e together on card 1 (so d moves off it), d and f into card 0's slots 4
 # and 6: 2 drains. Before: the fresh plan, 3 drains.
-python3 - <<'PY'
-import json
-H = "h100-80gb-sxm"
-def t(name, mem, kv):
-    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
-            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
-            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
-            " trust: untrusted, replicas: 1, spread: none}\n" % (name, name, mem, kv))
-open("f-new.yaml", "w").write(
-    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
-    "  - name: n1\n    gpus:\n    - {model: %s, count: 3}\n" % H
-    + "".join(t(n, 28, 8) for n in "ace") + "".join(t(n, 7.5, 1.5) for n in "bdf"))
-def inst(n, start, profile, size):
-    return {"profile": profile, "start": start, "size": size, "tenant": n, "workload": "w",
-            "replica": 0, "gpuPart": 0}
-cards = [(("a", 0), ("b", 5)), (("c", 4), ("d", 1)), (("e", 0), ("f", 5))]
-gpus = [{"node": "n1", "index": i, "model": H, "mode": "mig",
-         "instances": [inst(big[0], big[1], "3g.40gb", 4), inst(one[0], one[1], "1g.10gb", 1)]}
-        for i, (big, one) in enumerate(cards)]
-json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
-          open("f-run.json", "w"), indent=1)
+PYTHONPATH="$TESSERA_SRC/tests/tools" python3 - <<'PY'
+from plan_fixture import fleet, one_inference, mig, card, plan
+open("f-new.yaml", "w").write(fleet(3) + "".join(one_inference(n, 28, 8) for n in "ace") +
+                              "".join(one_inference(n, 7.5, 1.5) for n in "bdf"))
+halves = [(("a", 0), ("b", 5)), (("c", 4), ("d", 1)), (("e", 0), ("f", 5))]
+plan("f-run.json", [card(i, "mig", [mig(big[0], "3g.40gb", big[1]), mig(one[0], "1g.10gb", one[1])])
+                    for i, (big, one) in enumerate(halves)])
 PY
 expect_rc 0 T plan -f f-new.yaml --current f-run.json --prefer fewer-cards -o json
 cp "$TMP/out" f1.json
@@ -352,29 +338,16 @@ PY
 # p's 2g into card 2's free 0-1 (compute 1+3+2 = 6), card 1 emptied. The keep
 # plan puts p's 2g first, at card 0's first free 2g start (4), so c fits no
 # card as they stand: before, emptying card 0 as well, 2 drains.
-python3 - <<'PY'
-import json
-H = "h100-80gb-sxm"
-def t(name, mem, kv, slices=""):
-    return ("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: %s}\nspec:\n"
-            "  contract: isolated\n  namespaces: [%s]\n  workloads:\n"
-            "  - {name: w, kind: inference, memoryHighWaterGiB: %s, kvCacheGiB: %s, p99Ms: 300,"
-            " trust: untrusted, replicas: 1, spread: none%s}\n" % (name, name, mem, kv, slices))
-open("g-new.yaml", "w").write(
-    "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
-    "  - name: n1\n    gpus:\n    - {model: %s, count: 3}\n" % H
-    + t("a", 15, 3, ", computeSlices: 2") + t("p", 15, 3, ", computeSlices: 2")
-    + t("c", 28, 8) + t("e", 28, 8) + t("b", 7.5, 1.5) + t("d", 7.5, 1.5))
-prof = {"1g.10gb": (1, 9.75), "2g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
-def inst(n, start, profile):
-    return {"profile": profile, "start": start, "size": prof[profile][0], "tenant": n,
-            "workload": "w", "replica": 0, "gpuPart": 0, "memoryGiB": prof[profile][1]}
-cards = [[("a", 0, "2g.20gb"), ("b", 2, "1g.10gb")], [("p", 1, "1g.10gb"), ("c", 4, "3g.40gb")],
-         [("d", 3, "1g.10gb"), ("e", 4, "3g.40gb")]]
-gpus = [{"node": "n1", "index": i, "model": H, "mode": "mig",
-         "instances": [inst(*x) for x in card]} for i, card in enumerate(cards)]
-json.dump({"apiVersion": "tessera.dev/v1alpha1", "kind": "Plan", "gpus": gpus},
-          open("g-run.json", "w"), indent=1)
+PYTHONPATH="$TESSERA_SRC/tests/tools" python3 - <<'PY'
+from plan_fixture import fleet, tenant, inference, one_inference, mig, card, plan
+two_slices = lambda n: tenant(n, [("w", inference(15, 3, ", replicas: 1, spread: none, "
+                                                  "computeSlices: 2"))])
+open("g-new.yaml", "w").write(fleet(3) + two_slices("a") + two_slices("p") +
+                              one_inference("c", 28, 8) + one_inference("e", 28, 8) +
+                              one_inference("b", 7.5, 1.5) + one_inference("d", 7.5, 1.5))
+cards = [[("a", "2g.20gb", 0), ("b", "1g.10gb", 2)], [("p", "1g.10gb", 1), ("c", "3g.40gb", 4)],
+         [("d", "1g.10gb", 3), ("e", "3g.40gb", 4)]]
+plan("g-run.json", [card(i, "mig", [mig(*x) for x in c]) for i, c in enumerate(cards)])
 PY
 expect_rc 0 T plan -f g-new.yaml --current g-run.json --prefer fewer-cards -o json
 cp "$TMP/out" g1.json

@@ -9,7 +9,7 @@ import json
 
 H100 = "h100-80gb-sxm"
 # An H100's MIG profiles the tests use: (memory units, GiB).
-MIG = {"1g.10gb": (1, 9.75), "1g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
+MIG = {"1g.10gb": (1, 9.75), "1g.20gb": (2, 19.62), "2g.20gb": (2, 19.62), "3g.40gb": (4, 39.5)}
 
 
 def fleet(count, mps=False):
