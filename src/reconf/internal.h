@@ -87,6 +87,9 @@ struct plan *reconf__plan_copy(const struct plan *p);
  * The workloads stay shared (the spec's). 0: NOMEM. */
 int reconf__own_rows(struct plan *p);
 
+/* 1 when g may take another replica of r by r's spread (none, one a GPU,
+ * one a node) against the instances already in p. */
+int reconf__spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r);
 /* 1 when r may take another instance on g: its model, node eligibility,
  * and its spread against the instances already in p. */
 int reconf__usable(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r);
@@ -96,6 +99,15 @@ int reconf__mig_start(const struct plan_gpu *g, const struct cat_profile *pr);
 /* 1 when pool card g (of mode, or free) takes one more client like in. */
 int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const struct plan_inst *in,
                       int mode);
+
+/* Why held row r (n of its replicas kept at its running profile, want
+ * its new one) is named as not placed, in a; NULL: NOMEM. */
+const char *reconf__held_why(struct ts_arena *a, const struct decide_row *r, int n,
+                             const struct cat_profile *want);
+/* Why row r, kept as it runs (n of its replicas; was: its decision; left:
+ * the fleet cannot hold it now), is named, in a; NULL: NOMEM. */
+const char *reconf__as_runs_why(struct ts_arena *a, const struct decide_row *r, int n,
+                                const struct decide_row *was, int left);
 
 /* 1 when a MIG instance of g other than self overlaps [start, start + size). */
 int reconf__overlaps(const struct plan_gpu *g, const struct plan_inst *self, int start, int size);

@@ -52,8 +52,6 @@ struct keep {
     size_t capcand, capuntrust;
 };
 
-static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r);
-
 static int row_of(const struct keep *k, const char *tenant, const char *workload)
 {
     return reconf__row(&k->ix->rows, tenant, workload);
@@ -299,7 +297,8 @@ static int keep_card(struct keep *k, struct plan_gpu *g, const struct reconf_car
     for (int i = 0; i < n; i++) {
         struct cand *x = &k->cand[i];
         const struct reconf_want *h = &c->held[x->h];
-        if (!x->on || (!k->partial && x->in.row->gpus <= 1 && !spread_ok(k->p, g, x->in.row)))
+        if (!x->on ||
+            (!k->partial && x->in.row->gpus <= 1 && !reconf__spread_ok(k->p, g, x->in.row)))
             continue;
         int rep = replica_for(k, x->row, h->replica);
         if (rep == -2)
@@ -347,15 +346,6 @@ static int keep_running(struct keep *k)
 
 /* ---- placing what is missing ------------------------------------------------ */
 
-int reconf__overlaps(const struct plan_gpu *g, const struct plan_inst *self, int start, int size)
-{
-    for (size_t k = 0; k < g->ninst; k++)
-        if (&g->inst[k] != self && g->inst[k].profile && g->inst[k].start < start + size &&
-            start < g->inst[k].start + g->inst[k].size)
-            return 1;
-    return 0;
-}
-
 /* Running instances of card g (released) that [start, start + size)
  * overlaps and that would go back there (avoid NULL: none). */
 static int covers(const struct keep *k, const struct plan_gpu *g, const struct reconf_card *c,
@@ -395,40 +385,6 @@ static int mig_start(const struct keep *k, const struct plan_gpu *g, const struc
 int reconf__mig_start(const struct plan_gpu *g, const struct cat_profile *pr)
 {
     return mig_start(NULL, g, pr, NULL);
-}
-
-/* Spread: may row r get another replica on g? */
-static int holds(const struct plan_gpu *o, const struct decide_row *r)
-{
-    for (size_t k = 0; k < o->ninst; k++)
-        if (o->inst[k].row == r)
-            return 1;
-    return 0;
-}
-
-/* A node's cards are neighbours in p->gpus (plan_build lays cards out node
- * by node): only they are looked at. */
-static int spread_ok(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
-{
-    int spread = r->workload->spread;
-    if (spread == SPEC_SPREAD_NONE)
-        return 1;
-    if (spread == SPEC_SPREAD_GPU)
-        return !holds(g, r);
-    size_t at = (size_t)(g - p->gpus), lo = at, hi = at;
-    while (lo > 0 && p->gpus[lo - 1].node == g->node)
-        lo--;
-    while (hi < p->ngpus && p->gpus[hi].node == g->node)
-        hi++;
-    for (size_t i = lo; i < hi; i++)
-        if (holds(&p->gpus[i], r))
-            return 0;
-    return 1;
-}
-
-int reconf__usable(const struct plan *p, const struct plan_gpu *g, const struct decide_row *r)
-{
-    return g->model == r->model && !decide_card_refuses(r, g->node, g->model) && spread_ok(p, g, r);
 }
 
 /* One more MIG replica of row; 1 placed, 0 no room, -1 NOMEM. */
@@ -485,26 +441,6 @@ static int place_whole(struct keep *k, int row, const struct plan_inst *tpl)
     return 0;
 }
 
-int reconf__pool_room(const struct plan *p, const struct plan_gpu *g, const struct plan_inst *in,
-                      int mode)
-{
-    double mem = in->mem_gib;
-    int sm = in->sm_percent;
-    if (g->mode != mode && g->mode != PLAN_FREE)
-        return 0;
-    for (size_t i = 0; i < g->ninst; i++) {
-        mem += g->inst[i].mem_gib;
-        sm += g->inst[i].sm_percent;
-    }
-    if (mem > g->model->memory_gib + 1e-6 ||
-        (mode == PLAN_MPS && (sm > 100 || (int)g->ninst >= g->model->mps_max_clients)))
-        return 0;
-    for (size_t i = 0; i < g->ninst; i++) /* trust (names compared) last: the dearest */
-        if (!spec_tenants_trust(p->model, in->row->tenant->name, g->inst[i].row->tenant->name))
-            return 0;
-    return 1;
-}
-
 /* One more client of a sharing pool (MPS, time-slicing, memory fraction):
  * a card of that pool with room and tenants it trusts, else a free card. */
 static int place_pool(struct keep *k, int row, const struct plan_inst *tpl, int mode)
@@ -546,53 +482,6 @@ static int give_up(struct keep *k, size_t row, int want, const char *why)
     return 1;
 }
 
-/* "kept" or "kept N" (n of r's replicas); NULL: NOMEM. */
-static const char *kept_words(struct ts_arena *a, const struct decide_row *r, int n)
-{
-    return n == r->workload->replicas ? "kept" : ts_arena_printf(a, "kept %d", n);
-}
-
-/* "mps 30.00 GiB on h100-80gb-sxm", "mig 1g.20gb on ...", "whole, 2 GPUs a
- * replica, on ...": row r's placement. */
-static const char *placement(struct ts_arena *a, const struct decide_row *r)
-{
-    const char *what = r->profile ? r->profile->name : "";
-    if (!r->profile && r->gpus > 1)
-        what = ts_arena_printf(a, ", %d GPUs a replica,", r->gpus);
-    else if (decide_mech_shares_card(r->mech))
-        what = ts_arena_printf(a, " %.2f GiB", r->cap_gib);
-    return what ? ts_arena_printf(a, "%s%s%s on %s", decide_mech_names[r->mech],
-                                  r->profile ? " " : "", what, r->model->name)
-                : NULL;
-}
-
-/* Why held row r (n of its replicas kept) is named, in a; NULL: NOMEM. */
-static const char *held_why(struct ts_arena *a, const struct decide_row *r, int n,
-                            const struct cat_profile *want)
-{
-    const char *kept = kept_words(a, r, n);
-    if (!kept)
-        return NULL;
-    return ts_arena_printf(a,
-                           "%s at its running profile %s; its new size %s is not placed "
-                           "(growing a running instance drains its card)",
-                           kept, r->profile->name, want->name);
-}
-
-/* Why row r, kept as it runs (n of its replicas; was: its decision; left:
- * the fleet cannot hold it now), is named, in a; NULL: NOMEM. */
-static const char *as_runs_why(struct ts_arena *a, const struct decide_row *r, int n,
-                               const struct decide_row *was, int left)
-{
-    const char *kept = kept_words(a, r, n), *now = placement(a, r), *new = placement(a, was);
-    if (!kept || !now || !new)
-        return NULL;
-    return ts_arena_printf(a, "%s as it runs (%s); its new placement %s %s", kept, now, new,
-                           left ? "does not fit the fleet now (moving it drains its card)"
-                                : "is not applied (changing a running workload's "
-                                  "mechanism, model or size drains its card)");
-}
-
 /* Row row of the no-drain plan named as not placed (kept: how many of its
  * replicas run on as they run), none of its replicas added; 0: NOMEM. */
 static int name_row(struct keep *k, size_t row, const char *why, const struct decide_row *was)
@@ -627,10 +516,10 @@ static int name_held(struct keep *k)
         const struct cat_profile *want = k->ix->wanted[row];
         int ok = 1;
         if (k->ix->as_runs[row])
-            ok = name_row(k, row, as_runs_why(a, r, k->placed[row], was, row >= k->ix->nfresh),
-                          was);
+            ok = name_row(
+                k, row, reconf__as_runs_why(a, r, k->placed[row], was, row >= k->ix->nfresh), was);
         else if (want && !plan_profile_holds(r->profile, r))
-            ok = name_row(k, row, held_why(a, r, k->placed[row], want), was);
+            ok = name_row(k, row, reconf__held_why(a, r, k->placed[row], want), was);
         if (!ok)
             return 0;
     }

@@ -2,9 +2,10 @@
  * replan_out.c - a replan as text and as the plan JSON's "replan" key
  * (docs/plan-json.md): the steps, the plans found with their drains, cards
  * and cost (the Pareto points an operator chooses among), and what a
- * no-drain plan could not place.
+ * no-drain plan could not place, with why (the texts keep.c names it by).
  */
 #include <stdio.h>
+#include "reconf/internal.h"
 #include "reconf/reconf.h"
 #include "util/units.h"
 
@@ -143,4 +144,53 @@ json_t *reconf_replan_json(const struct reconf_replan *r, const struct reconf_re
         "maxCards", cards, "maxCostPerHour", cost, "drains", r->drains, "removedDrains",
         r->removed_drains, "cardsKept", r->cards_kept, "cardsChanged", r->cards_changed, "points",
         points_json(r), "unplaced", unplaced_json(r), "steps", steps_json(r));
+}
+
+/* ---- why a row of the no-drain plan is named ---------------------------------- */
+
+/* "kept" or "kept N" (n of r's replicas); NULL: NOMEM. */
+static const char *kept_words(struct ts_arena *a, const struct decide_row *r, int n)
+{
+    return n == r->workload->replicas ? "kept" : ts_arena_printf(a, "kept %d", n);
+}
+
+/* "mps 30.00 GiB on h100-80gb-sxm", "mig 1g.20gb on ...", "whole, 2 GPUs a
+ * replica, on ...": row r's placement. */
+static const char *placement(struct ts_arena *a, const struct decide_row *r)
+{
+    const char *what = r->profile ? r->profile->name : "";
+    if (!r->profile && r->gpus > 1)
+        what = ts_arena_printf(a, ", %d GPUs a replica,", r->gpus);
+    else if (decide_mech_shares_card(r->mech))
+        what = ts_arena_printf(a, " %.2f GiB", r->cap_gib);
+    return what ? ts_arena_printf(a, "%s%s%s on %s", decide_mech_names[r->mech],
+                                  r->profile ? " " : "", what, r->model->name)
+                : NULL;
+}
+
+/* Why held row r (n of its replicas kept) is named, in a; NULL: NOMEM. */
+const char *reconf__held_why(struct ts_arena *a, const struct decide_row *r, int n,
+                             const struct cat_profile *want)
+{
+    const char *kept = kept_words(a, r, n);
+    if (!kept)
+        return NULL;
+    return ts_arena_printf(a,
+                           "%s at its running profile %s; its new size %s is not placed "
+                           "(growing a running instance drains its card)",
+                           kept, r->profile->name, want->name);
+}
+
+/* Why row r, kept as it runs (n of its replicas; was: its decision; left:
+ * the fleet cannot hold it now), is named, in a; NULL: NOMEM. */
+const char *reconf__as_runs_why(struct ts_arena *a, const struct decide_row *r, int n,
+                                const struct decide_row *was, int left)
+{
+    const char *kept = kept_words(a, r, n), *now = placement(a, r), *new = placement(a, was);
+    if (!kept || !now || !new)
+        return NULL;
+    return ts_arena_printf(a, "%s as it runs (%s); its new placement %s %s", kept, now, new,
+                           left ? "does not fit the fleet now (moving it drains its card)"
+                                : "is not applied (changing a running workload's "
+                                  "mechanism, model or size drains its card)");
 }
