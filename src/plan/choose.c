@@ -5,13 +5,16 @@
  * plan_decide, the decisions every planning verb uses. A layout the
  * program's relaxations promised but the fleet does not hold (node
  * constraints, trust on time-sliced cards) is retried without the moves
- * of sharing-pool workloads, which the program relaxes most; on a small
- * program, a layout that fails or costs more than the program said is
- * ruled out and the program solved again (a few rounds, counted).
+ * of sharing-pool workloads, which the program relaxes most. A layout
+ * that fails or costs more than the program said is told to the program
+ * and it is solved again (a few rounds, counted): on a small program those
+ * models are ruled out; on a large one, a model whose cards ran out gets
+ * fewer, and pool groups hold what the layout could put on a card.
  */
 #include "plan/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "util/units.h"
 
@@ -19,16 +22,24 @@
 struct cost_trial {
     int64_t cost;
     int cards;
+    const struct cat_model *failed; /* the model of the workload it failed on, or NULL */
+    int learned;                    /* pool groups the program now holds to it */
 };
 
+/* d laid out; learn (when not NULL, d being its search's models) told
+ * which pool groups needed more cards than it said. */
 static struct cost_trial trial(const struct spec_model *m, const struct cat_catalog *cat,
-                               const struct decide_result *d, const struct plan_options *opt)
+                               const struct decide_result *d, const struct plan_options *opt,
+                               struct cost *learn)
 {
-    struct cost_trial t = {-2, 0};
+    struct cost_trial t = {-2, 0, NULL, 0};
     struct plan *p = NULL;
     struct ts_diag *diag = calloc(1, sizeof(*diag));
-    if (diag && plan__build(m, cat, d, opt, 0, &p, diag) == TS_OK)
-        t = (struct cost_trial){p->summary.cost_per_hour, p->summary.gpus_used};
+    if (diag && plan__build(m, cat, d, opt, learn ? -1 : 0, &p, diag, &t.failed) == TS_OK) {
+        t.cost = p->summary.cost_per_hour;
+        t.cards = p->summary.gpus_used;
+        t.learned = learn ? plan__cost_learn(learn, d, p) : 0;
+    }
     plan_free(p);
     free(diag);
     return t;
@@ -46,18 +57,18 @@ static int cheaper_than(struct cost_trial a, struct cost_trial base)
 }
 
 /* The decisions with pins applied when their plan costs less than base
- * (d's plan), its trial in *got; else NULL. */
+ * (d's plan), its trial in *got (learn: as trial's); else NULL. */
 static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
                                       const struct decide_result *d, const struct plan_options *opt,
                                       const struct cat_model **pins, struct cost_trial base,
-                                      struct cost_trial *got)
+                                      struct cost_trial *got, struct cost *learn)
 {
     struct ts_diag *diag = calloc(1, sizeof(*diag));
     struct decide_result *alt = NULL;
     if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
         alt = NULL;
     free(diag);
-    *got = alt ? trial(m, cat, alt, opt) : (struct cost_trial){-2, 0};
+    *got = alt ? trial(m, cat, alt, opt, learn) : (struct cost_trial){-2, 0, NULL, 0};
     if (alt && !cheaper_than(*got, base)) {
         decide_free(alt);
         alt = NULL;
@@ -77,20 +88,19 @@ static int moves_any(const struct decide_result *d, const struct cat_model **pin
 /* pins' decisions when their plan costs less than base, else the same
  * without the moves of sharing-pool workloads (kept in *scratch: pools
  * are what the program relaxes most, decide's models stand); NULL when
- * neither does. */
-static struct decide_result *try_models(const struct spec_model *m, const struct cat_catalog *cat,
-                                        const struct decide_result *d,
-                                        const struct plan_options *opt,
-                                        const struct cat_model **pins,
-                                        const struct cat_model **scratch, struct cost_trial base,
-                                        struct cost_trial *got)
+ * neither does. pins' own trial in *first, c told what it showed. */
+static struct decide_result *try_models(
+    const struct spec_model *m, const struct cat_catalog *cat, const struct decide_result *d,
+    const struct plan_options *opt, const struct cat_model **pins, const struct cat_model **scratch,
+    struct cost_trial base, struct cost_trial *got, struct cost_trial *first, struct cost *c)
 {
-    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, got);
-    if (alt)
+    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, first, c);
+    *got = *first;
+    if (alt || c) /* c: the search is told and solved again instead */
         return alt;
     for (size_t r = 0; r < d->nrows; r++)
         scratch[r] = decide_mech_shares_card(d->rows[r].mech) ? NULL : pins[r];
-    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got) : NULL;
+    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got, NULL) : NULL;
 }
 
 static double now_s(void)
@@ -107,13 +117,28 @@ static int saves(double obj, struct cost_trial t, double gap)
     return t.cost < 0 || obj * TS_MICRO < (double)t.cost * (1 - gap) - 1e-3;
 }
 
-/* The search, then its models laid out. Where the layout fails or costs
- * more than the program said (its relaxations: memory as a fluid in a pool
- * of spreading clients, alike workloads of one class sharing a spread
- * count), a small program (plan__cost_gap 0) whose search closed is solved
- * again with those models ruled out (plan__cost_exclude), at most
- * PLAN_COST_RESOLVE_ROUNDS times (counted; the wall clock a ceiling, as
- * the search's); the cheapest layout found stands. */
+/* The program told what the trial t of its models pins showed: on a
+ * small program (plan__cost_gap 0) whose search closed, those models are
+ * ruled out (plan__cost_exclude; its relaxations: memory as a fluid in a
+ * pool of spreading clients, alike workloads of one class sharing a spread
+ * count); else, where the layout ran out of a model's cards, fewer of
+ * them (plan__cost_fewer), and where pool groups needed more cards, they
+ * hold what it put on one (plan__cost_learn, in the trial). 0 when
+ * nothing was told. */
+static int told(struct cost *c, const struct cost_trial *t, double gap, int solved,
+                const struct cat_model *const *pins)
+{
+    if (gap == 0 && solved == 2)
+        return plan__cost_exclude(c, pins);
+    if (t->failed)
+        return plan__cost_fewer(c, t->failed);
+    return t->learned > 0;
+}
+
+/* The search, then its models laid out; where the layout fails or costs
+ * more than the program said, the program is told (told) and solved
+ * again, at most PLAN_COST_RESOLVE_ROUNDS times (counted; the wall clock
+ * a ceiling, as the search's); the cheapest layout found stands. */
 ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalog *cat,
                              const struct decide_result *d, const struct plan_options *opt,
                              struct decide_result **out)
@@ -124,29 +149,42 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     if (!m->pricebook || opt->time_limit_s <= 0 || opt->solver == PLAN_SOLVER_HEURISTIC)
         return TS_OK;
     struct cost *c = plan__cost_open(m, cat, d, 1);
-    const struct cat_model **pins = calloc(2 * (d->nrows + 1), sizeof(*pins));
+    size_t n = d->nrows + 1;
+    const struct cat_model **pins = calloc(3 * n, sizeof(*pins)), **tried = pins + 2 * n;
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
     double obj = 0, start = now_s();
-    int solved = c && pins && plan__cost_worth_search(c) ? plan__cost_ilp(c, limit, pins, &obj) : 0;
+    int worth = c && pins && plan__cost_worth_search(c);
+    int solved = worth ? plan__cost_ilp(c, limit, pins, &obj) : 0;
+    int rounding = worth && !solved; /* no integer solution in its budget */
+    if (rounding)
+        solved = plan__cost_rounded(c, pins, &obj);
     solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
-    struct cost_trial best = solved ? trial(m, cat, d, opt) : (struct cost_trial){-2, 0}, got;
+    struct cost_trial best = {-2, 0, NULL, 0}, got, first;
+    if (solved)
+        best = trial(m, cat, d, opt, NULL);
     struct decide_result *alt = NULL;
     /* the program finds no saving on the best plan: no trial of its models */
     for (int round = 0; solved && saves(obj, best, gap); round++) {
-        struct decide_result *next = try_models(m, cat, d, opt, pins, pins + d->nrows + 1, best,
-                                                &got);
+        double was = (double)best.cost;
+        struct decide_result *next = try_models(m, cat, d, opt, pins, pins + n, best, &got, &first,
+                                                gap > 0 || solved != 2 ? c : NULL);
         if (next) {
             decide_free(alt);
             alt = next;
             best = got;
         }
         double left = limit - (now_s() - start);
-        if (!saves(obj, best, gap) || gap > 0 || solved != 2 || round == PLAN_COST_RESOLVE_ROUNDS ||
-            left <= 0 || !plan__cost_exclude(c, pins))
+        /* told, and it laid out no better by the search's gap */
+        int stale = first.cost >= 0 && gap > 0 && round > 0 && best.cost >= was * (1 - gap);
+        if (!saves(obj, best, gap) || round == PLAN_COST_RESOLVE_ROUNDS || left <= 0 || stale ||
+            !told(c, &first, gap, solved, pins))
             break;
-        solved = plan__cost_ilp(c, left, pins, &obj);
-        solved = solved && moves_any(d, pins) ? solved : 0;
+        memcpy(tried, pins, n * sizeof(*pins));
+        solved = rounding ? plan__cost_rounded(c, pins, &obj) : plan__cost_ilp(c, left, pins, &obj);
+        /* models tried already: nothing new to lay out */
+        solved = solved && moves_any(d, pins) && memcmp(tried, pins, n * sizeof(*pins)) ? solved
+                                                                                        : 0;
     }
     plan__cost_close(c);
     free(pins);

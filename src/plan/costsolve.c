@@ -5,9 +5,10 @@
  * no layout violates one). The search (plan_choose_models, plan/choose.c):
  * asked only where decide's models are not already the cheapest, by the
  * LP and in whole cards; its integer solution, with the cuts of the groups
- * it uses, read as each workload's model. The lower bound on cost: the LP
- * with cuts, the integer optimum where GLPK proves it quickly, else the
- * least open bound of a short branch and bound.
+ * it uses, read as each workload's model (where it finds none in its
+ * budget, the LP rounded per class). The lower bound on cost: the LP with
+ * cuts, the integer optimum where GLPK proves it quickly, else the least
+ * open bound of a short branch and bound with Gomory cuts.
  */
 #include "plan/cost_int.h"
 
@@ -223,23 +224,77 @@ static int decided_at_lp(struct cost *c)
     return at;
 }
 
-/* The integer solution's workloads per alternative, handed to the class's
- * rows in spec order; 0 on out of memory. */
-static int read_pins(struct cost *c, const struct cat_model **pins)
+double plan__cost_col_val(const struct cost *c, int j)
+{
+    return c->rounded ? glp_get_col_prim(c->lp, j) : glp_mip_col_val(c->lp, j);
+}
+
+double plan__cost_row_val(const struct cost *c, int i)
+{
+    return c->rounded ? glp_get_row_prim(c->lp, i) : glp_mip_row_val(c->lp, i);
+}
+
+/* Class q's workloads per alternative from the LP's values: each value
+ * rounded down, and those left over one each to the alternatives of the
+ * largest fractions. */
+static void round_class(const struct cost *c, size_t q, long *left)
+{
+    size_t lo = c->first[q], hi = c->first[q + 1];
+    long rest = c->count[lo];
+    for (size_t a = lo; a < hi; a++) {
+        left[a] = (long)floor(glp_get_col_prim(c->lp, c->ycol[a]) + 1e-6);
+        rest -= left[a];
+    }
+    for (; rest > 0; rest--) {
+        size_t best = lo;
+        double most = -1;
+        for (size_t a = lo; a < hi; a++) {
+            double f = glp_get_col_prim(c->lp, c->ycol[a]) - (double)left[a];
+            if (f > most) {
+                most = f;
+                best = a;
+            }
+        }
+        left[best]++;
+    }
+}
+
+/* The solution's workloads per alternative (mip: the integer solution's,
+ * else the LP's rounded per class), handed to the class's rows in spec
+ * order; 0 on out of memory. */
+static int read_pins(struct cost *c, const struct cat_model **pins, int mip)
 {
     long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!left)
+    if (!c->pick)
+        c->pick = calloc(c->d->nrows + 1, sizeof(*c->pick));
+    if (!left || !c->pick) {
+        free(left);
         return 0;
-    for (size_t a = 0; a < c->nalt; a++)
+    }
+    c->rounded = !mip;
+    for (size_t a = 0; mip && a < c->nalt; a++)
         left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
+    for (size_t r = 0; !mip && r < c->d->nrows; r++)
+        if (c->cls[r] == r)
+            round_class(c, r, left);
     for (size_t r = 0; r < c->d->nrows; r++) {
         size_t q = c->cls[r], a = c->first[q];
         while (a + 1 < c->first[q + 1] && left[a] <= 0)
             a++;
         left[a]--;
+        c->pick[r] = a;
         pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
     }
     free(left);
+    return 1;
+}
+
+int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *obj)
+{
+    double lp = plan__cost_lp(c);
+    if (lp < 0 || !read_pins(c, pins, 0))
+        return 0;
+    *obj = lp;
     return 1;
 }
 
@@ -275,7 +330,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
             !(st == GLP_OPT || st == GLP_FEAS))
             break; /* the last round's solution stands */
         *obj = glp_mip_obj_val(c->lp);
-        if (!read_pins(c, pins))
+        if (!read_pins(c, pins, 1))
             return 0;
         found = rc == GLP_ETMLIM || rc == GLP_ESTOP ? 1 : 2; /* 2: it closed */
         if (rc == GLP_ETMLIM || rc == GLP_ESTOP || round == PLAN_COST_CUT_ROUNDS ||
@@ -317,6 +372,7 @@ static double proven_optimum(struct cost *c, double lp)
     glp_init_iocp(&parm);
     parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
     parm.msg_lev = GLP_MSG_OFF;
+    parm.gmi_cuts = GLP_ON; /* valid for the integer program: 1,000 GPUs at load 0.8 1009 -> 1015 */
     parm.cb_func = search_bound; /* nodes counted: a busy machine proves what a quiet one does */
     parm.cb_info = &s;
     parm.tm_lim = (int)(PLAN_COST_TIME_S * 1000.0); /* a ceiling only */
@@ -379,5 +435,21 @@ int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins)
     free(ind);
     free(val);
     free(in);
+    return 1;
+}
+
+int plan__cost_fewer(struct cost *c, const struct cat_model *model)
+{
+    size_t k = 0;
+    while (k < c->nmodels && c->models[k].model != model)
+        k++;
+    if (k == c->nmodels || !c->pick)
+        return 0;
+    double used = floor(plan__cost_row_val(c, c->caprow[k]) + 1e-6);
+    double fewer = ceil(used * PLAN_COST_FEWER_SHARE);
+    fewer = fewer < 1 ? 1 : fewer;
+    if (used < fewer)
+        return 0;
+    glp_set_row_bnds(c->lp, c->caprow[k], GLP_UP, 0, used - fewer);
     return 1;
 }

@@ -164,13 +164,21 @@ struct plan_build {
     size_t *held;     /* the held cards (indexes into p->gpus) */
     size_t nheld;
     int cost_bound; /* give summary.cost_lower_bound (plan_build; not the cost trials) */
+    int quick;      /* a large cost trial: no second try after a failed layout */
+    const struct cat_model *failed_model; /* the first failure's row's model (plan__fail) */
 };
 
-/* plan_build; cost_bound 0 leaves the cost bound out (-1): the trial
- * plans of plan_choose_models only compare costs. */
+/* plan_build; cost_bound 0 leaves the bounds out (cost -1, cards 0: the
+ * trial plans of plan_choose_models only compare costs, and each tries
+ * its pools packed first fit decreasing too); -1 also fails at the
+ * first layout that fails (a trial of a large program, which the search
+ * is told of and solved again, plan/choose.c). When it fails,
+ * *failed_model (if not NULL) is the model of the workload its first
+ * reported error names (NULL when none is named). */
 ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
                       const struct decide_result *d, const struct plan_options *opt, int cost_bound,
-                      struct plan **out, struct ts_diag *diag);
+                      struct plan **out, struct ts_diag *diag,
+                      const struct cat_model **failed_model);
 
 /* hold.c: one card per replica of each sharing pool spread by node, on
  * nodes of their own, made not free (plan__hold) while whole GPUs and MIG
@@ -294,10 +302,30 @@ double plan__cost_lp(struct cost *c);
 /* plan__cost_ilp: 2 when its last round closed (within its gap), 1 when
  * its work budget or the time limit stopped it with a solution, 0 none. */
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
+/* Where the search found no integer solution in its budget (a fleet of
+ * thousands of GPUs): the program's LP, with the cuts of the groups it
+ * uses, rounded per class of alike workloads as each row's model; its
+ * objective in *obj. 1, or 0 when the LP has none. */
+int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *obj);
+/* Where the search found no integer solution in its budget (a fleet of
+ * thousands of GPUs): the program's LP rounded per class of alike
+ * workloads as each row's model; its objective in *obj. 1, or 0 when the
+ * LP has none. */
+int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *obj);
 /* The search's models pins (NULL: the row's own) ruled out of its later
  * solutions: some workload then goes to a model its class did not get (a
  * cut of the search's program, not a relaxation's). 0 on out of memory. */
 int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins);
+/* The search's cards of model held below what its last integer solution
+ * used, by PLAN_COST_FEWER_SHARE of them (at least one): its models did
+ * not lay out for want of that model's cards. 0 when there is no
+ * solution, model is not the program's or it used none. */
+int plan__cost_fewer(struct cost *c, const struct cat_model *model);
+/* After p, the layout of the search's last integer solution (its rows
+ * alt's): each sharing-pool group p gave more cards than the solution
+ * holds less per card in later searches (plan/costlearn.c). The groups
+ * so held, -1 on out of memory. */
+int plan__cost_learn(struct cost *c, const struct decide_result *alt, const struct plan *p);
 /* 1 when the integer search may pay: some workload may move, the program
  * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
  * already optimal for its LP (within plan__cost_gap). */

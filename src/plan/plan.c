@@ -30,6 +30,8 @@ int plan__add_inst(struct plan *p, struct plan_gpu *gpu, const struct plan_inst 
 void plan__fail(struct plan_build *b, const struct decide_row *r, const char *fmt, ...)
 {
     const struct spec_loc *loc = r ? &r->workload->loc : &b->m->fleet->loc;
+    if (r && !b->failed_model)
+        b->failed_model = r->model;
     va_list ap;
     va_start(ap, fmt);
     ts_diag_vaddf(b->diag, TS_SEV_ERROR, TS_INFEASIBLE, loc->file, loc->line, loc->column,
@@ -377,12 +379,13 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
 static ts_status rescued_layout(struct plan_build *b, int whole_first, ts_status st,
                                 struct plan **out)
 {
-    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && ffd <= 2; ffd++) {
+    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && !b->quick && ffd <= 2; ffd++) {
         struct plan_build f = *b;
         f.diag = calloc(1, sizeof(*f.diag));
         f.pool_ffd = ffd;
         f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = 0;
-        f.bound = f.bound_known = 0; /* the first may have stopped before summing it */
+        f.bound = 0; /* the first may have stopped before summing it */
+        f.bound_known = !b->cost_bound;
         ts_status fst = f.diag ? improved_layout(&f, whole_first, out) : TS_NOMEM;
         free(f.diag);
         if (fst == TS_INFEASIBLE)
@@ -464,12 +467,13 @@ ts_status plan_build(const struct spec_model *m, const struct cat_catalog *cat,
                      const struct decide_result *d, const struct plan_options *opt,
                      struct plan **out, struct ts_diag *diag)
 {
-    return plan__build(m, cat, d, opt, 1, out, diag);
+    return plan__build(m, cat, d, opt, 1, out, diag, NULL);
 }
 
 ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
                       const struct decide_result *d, const struct plan_options *opt, int cost_bound,
-                      struct plan **out, struct ts_diag *diag)
+                      struct plan **out, struct ts_diag *diag,
+                      const struct cat_model **failed_model)
 {
     static const struct plan_options defaults = PLAN_OPTIONS_DEFAULT;
     struct plan_options no_time = {PLAN_SOLVER_HEURISTIC, 0};
@@ -488,15 +492,24 @@ ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
                            .d = d,
                            .opt = opt ? opt : &defaults,
                            .diag = scratch,
-                           .cost_bound = cost_bound};
+                           .cost_bound = cost_bound > 0,
+                           .bound_known = cost_bound <= 0,
+                           .quick = cost_bound < 0};
     ts_status st = attempt(&b, 1, out);
-    int ran_mig_first = st == TS_INFEASIBLE;
+    int ran_mig_first = st == TS_INFEASIBLE && !b.quick;
+    const struct cat_model *failed = b.failed_model;
     if (ran_mig_first) {
-        b = (struct plan_build){
-            .m = m, .cat = cat, .d = d, .opt = b.opt, .diag = mig_first, .cost_bound = cost_bound};
+        b = (struct plan_build){.m = m,
+                                .cat = cat,
+                                .d = d,
+                                .opt = b.opt,
+                                .diag = mig_first,
+                                .cost_bound = cost_bound > 0,
+                                .bound_known = cost_bound <= 0};
         st = attempt(&b, 0, out);
+        failed = b.failed_model;
     }
-    if (st == TS_INFEASIBLE && plan__hold_wanted(d)) {
+    if (st == TS_INFEASIBLE && ran_mig_first && plan__hold_wanted(d)) {
         memset(scratch, 0, sizeof(*scratch));
         b = (struct plan_build){.m = m,
                                 .cat = cat,
@@ -504,7 +517,8 @@ ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
                                 .opt = b.opt,
                                 .diag = scratch,
                                 .hold_spread = 1,
-                                .cost_bound = cost_bound};
+                                .cost_bound = cost_bound > 0,
+                                .bound_known = cost_bound <= 0};
         ts_status held = attempt(&b, 1, out);
         st = held == TS_INFEASIBLE ? st : held;
     }
@@ -512,6 +526,8 @@ ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,
         ts_diag_add(diag, &mig_first->items[i]);
     if (st != TS_OK && ran_mig_first)
         diag->dropped += mig_first->dropped;
+    if (failed_model)
+        *failed_model = st == TS_OK ? NULL : failed;
     free(scratch);
     free(mig_first);
     return st;

@@ -300,11 +300,15 @@
 /* The cost program's search adds the cuts of the pool groups its integer
  * solution uses and solves again at most this many times. */
 #define PLAN_COST_CUT_ROUNDS 3
-/* On a small program whose search closed, the search's models whose layout
- * fails or costs more than the program said are ruled out and it is solved
- * again at most this many times (plan_choose_models; counted, each search
- * its own work budget, PLAN_COST_TIME_S the wall-clock ceiling of all). */
+/* Where the search's models do not lay out or cost more than the program
+ * said, it is told so and solved again at most this many times
+ * (plan_choose_models; counted, each search its own work budget,
+ * PLAN_COST_TIME_S the wall-clock ceiling of all): on a small program whose
+ * search closed, those models are ruled out; else a model whose cards ran
+ * out gets PLAN_COST_FEWER_SHARE fewer, and a pool group laid out on more
+ * cards holds less per card (plan/costlearn.c). */
 #define PLAN_COST_RESOLVE_ROUNDS 8
+#define PLAN_COST_FEWER_SHARE 0.01
 /* The search's cost program splits a trust set that is not a clique into
  * its maximal cliques, at most this many in all (else it stays one pool). */
 #define PLAN_COST_CLIQUES_MAX 16
