@@ -264,3 +264,182 @@ int plan__cfg_ilp(const struct plan_cfg *c, double time_limit_s, int upper, int 
     glp_delete_prob(lp);
     return used;
 }
+
+/* Residual demand left[] packed first fit, types by falling dual price
+ * (an item's share of a card), each new card appended to c's
+ * configurations with one copy in x. Returns the cards opened, -1 when an
+ * item fits no card alone or memory runs out. */
+static int pack_rest(struct plan_cfg *c, int *left, const double *pi, int **x)
+{
+    size_t n = c->ntypes, first = c->nconfigs;
+    int *counts = calloc(n + 1, sizeof(int));
+    size_t *order = calloc(n + 1, sizeof(size_t));
+    int opened = counts && order ? 0 : -1;
+    for (size_t t = 0; t < n && order; t++)
+        order[t] = t;
+    for (size_t i = 1; opened == 0 && i < n; i++)
+        for (size_t j = i; j > 0 && pi[order[j]] > pi[order[j - 1]]; j--) {
+            size_t tmp = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = tmp;
+        }
+    for (size_t o = 0; opened >= 0 && o < n; o++) {
+        size_t t = order[o];
+        for (; opened >= 0 && left[t] > 0; left[t]--) {
+            size_t k = first;
+            for (; k < c->nconfigs; k++) {
+                int *cfg = &c->configs[k * n];
+                cfg[t]++;
+                if (c->fits(c->ctx, cfg))
+                    break;
+                cfg[t]--;
+            }
+            if (k < c->nconfigs)
+                continue;
+            memset(counts, 0, n * sizeof(int));
+            counts[t] = 1;
+            int *grown = c->fits(c->ctx, counts)
+                             ? realloc(c->configs, (c->nconfigs + 1) * n * sizeof(int))
+                             : NULL;
+            int *more = grown ? realloc(*x, (c->nconfigs + 2) * sizeof(int)) : NULL;
+            if (grown)
+                c->configs = grown;
+            if (!more) {
+                opened = -1;
+                break;
+            }
+            *x = more;
+            memcpy(&c->configs[c->nconfigs * n], counts, n * sizeof(int));
+            (*x)[c->nconfigs++] = 1;
+            opened++;
+        }
+    }
+    free(counts);
+    free(order);
+    return opened;
+}
+
+/* The integer program on the configurations the LP prices at its optimum
+ * (reduced cost 0: a layout of those alone costs the LP's optimum if one
+ * is integer): cards used and x filled, or -1. */
+static int tight_ilp(const struct plan_cfg *c, glp_prob *lp, double time_limit_s, int *x)
+{
+    size_t n = c->ntypes, m = 0;
+    size_t *which = calloc(c->nconfigs + 1, sizeof(size_t));
+    int *cfg = calloc(c->nconfigs * n + 1, sizeof(int));
+    for (size_t k = 0; which && cfg && k < c->nconfigs; k++)
+        if (glp_get_col_dual(lp, (int)k + 1) <= 1e-7) {
+            memcpy(&cfg[m * n], &c->configs[k * n], n * sizeof(int));
+            which[m++] = k;
+        }
+    struct plan_cfg t = {n, c->demand, c->fits, c->ctx, cfg, m, c->more, PLAN_POOL_ILP_NODES_MAX,
+                         0};
+    int *tx = which && cfg && m <= PLAN_POOL_ILP_CONFIGS_MAX ? calloc(m + 1, sizeof(int)) : NULL;
+    int optimal = 0, used = tx ? plan__cfg_ilp(&t, time_limit_s, -1, tx, &optimal) : -1;
+    for (size_t k = 0; used >= 0 && k < c->nconfigs; k++)
+        x[k] = 0;
+    for (size_t j = 0; used >= 0 && j < m; j++)
+        x[which[j]] = tx[j];
+    free(tx);
+    free(cfg);
+    free(which);
+    return used;
+}
+
+/* Residual demand left[] packed by the integer program on its own (few
+ * items: those of the fractional configurations), its cards appended to
+ * c's configurations and x. The cards, -2 when it is too large or finds
+ * no layout (then nothing was appended), -1 when memory runs out. */
+static int pack_rest_exact(struct plan_cfg *c, const int *left, double time_limit_s, int **x)
+{
+    struct plan_cfg r = {
+        c->ntypes, left, c->fits, c->ctx, NULL, 0, c->more, PLAN_POOL_ILP_NODES_MAX, c->max_steps};
+    int listed = plan__cfg_enumerate(&r) && r.nconfigs > 0 &&
+                 r.nconfigs <= PLAN_POOL_ILP_CONFIGS_MAX;
+    int *rx = listed ? calloc(r.nconfigs + 1, sizeof(int)) : NULL, optimal = 0, used = -2;
+    if (rx)
+        used = plan__cfg_ilp(&r, time_limit_s, -1, rx, &optimal);
+    size_t n = c->ntypes, add = 0;
+    for (size_t k = 0; used >= 0 && k < r.nconfigs; k++)
+        add += rx[k] > 0;
+    int *grown = used > 0 ? realloc(c->configs, (c->nconfigs + add) * n * sizeof(int)) : NULL;
+    int *more = grown ? realloc(*x, (c->nconfigs + add + 1) * sizeof(int)) : NULL;
+    if (grown)
+        c->configs = grown;
+    if (more)
+        *x = more;
+    if (used > 0 && !more)
+        used = -1;
+    for (size_t k = 0; used > 0 && k < r.nconfigs; k++) {
+        if (rx[k] <= 0)
+            continue;
+        memcpy(&c->configs[c->nconfigs * n], &r.configs[k * n], n * sizeof(int));
+        (*x)[c->nconfigs++] = rx[k];
+    }
+    free(rx);
+    plan__cfg_free(&r);
+    return used == -1 && listed ? -2 : used;
+}
+
+/* LP solution lp's configurations rounded down into *x, the items left
+ * over packed on their own (pack_rest_exact, else pack_rest). Cards, or -1. */
+static int floor_rest(struct plan_cfg *c, glp_prob *lp, double time_limit_s, int **x)
+{
+    size_t n = c->ntypes;
+    int *left = calloc(n + 1, sizeof(int));
+    double *pi = calloc(n + 1, sizeof(double));
+    *x = calloc(c->nconfigs + 1, sizeof(int));
+    int cards = left && pi && *x ? 0 : -1;
+    for (size_t t = 0; cards == 0 && t < n; t++) {
+        left[t] = c->demand[t];
+        pi[t] = glp_get_row_dual(lp, (int)t + 1);
+    }
+    for (size_t k = 0; cards >= 0 && k < c->nconfigs; k++) {
+        (*x)[k] = (int)floor(glp_get_col_prim(lp, (int)k + 1) + 1e-9);
+        cards += (*x)[k];
+        for (size_t t = 0; t < n; t++)
+            left[t] -= (*x)[k] * c->configs[k * n + t];
+    }
+    for (size_t t = 0; cards >= 0 && t < n; t++)
+        left[t] = left[t] > 0 ? left[t] : 0;
+    int rest = cards >= 0 ? pack_rest_exact(c, left, time_limit_s, x) : -1;
+    if (rest == -2)
+        rest = pack_rest(c, left, pi, x);
+    free(left);
+    free(pi);
+    return rest < 0 ? -1 : cards + rest;
+}
+
+int plan__cfg_lp_round(struct plan_cfg *c, double time_limit_s, int **x)
+{
+    *x = NULL;
+    glp_prob *lp = c->nconfigs ? program(c, 0, -1) : NULL;
+    if (!lp)
+        return -1;
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    int ok = glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+    size_t listed = c->nconfigs;
+    int *tx = ok ? calloc(listed + 1, sizeof(int)) : NULL, *fx = NULL;
+    /* the LP's tight configurations first: at the LP's ceiling, optimal */
+    int tight = tx ? tight_ilp(c, lp, time_limit_s, tx) : -1, rounded = -1;
+    if (tx && (tight < 0 || tight > ceil(glp_get_obj_val(lp) - 1e-6)))
+        rounded = floor_rest(c, lp, time_limit_s, &fx);
+    glp_delete_prob(lp);
+    if (rounded >= 0 && (tight < 0 || rounded < tight)) {
+        free(tx);
+        *x = fx;
+        return rounded;
+    }
+    free(fx);
+    int *grown = tx ? realloc(tx, (c->nconfigs + 1) * sizeof(int)) : NULL;
+    if (!grown || tight < 0) {
+        free(grown ? grown : tx);
+        return -1;
+    }
+    for (size_t k = listed; k < c->nconfigs; k++) /* floor_rest's cards, unused */
+        grown[k] = 0;
+    *x = grown;
+    return tight;
+}

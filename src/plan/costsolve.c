@@ -62,7 +62,7 @@ static int group_cut(struct cost *c, int gi)
                            .fits = plan__pool_fits,
                            .ctx = &pc,
                            .more = plan__pool_fits_more,
-                           .max_steps = PLAN_COST_CUT_STEPS_MAX};
+                           .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
     pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
     cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
     plan__cfg_free(&cfg);

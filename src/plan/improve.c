@@ -12,7 +12,9 @@
  * configurations. Skipped when the cards are not interchangeable for the
  * clients (node eligibility, replicas spread across nodes). The work is
  * capped (util/limits.h): a class of more than PLAN_POOL_ILP_CONFIGS_MAX
- * configurations keeps the heuristic layout, and GLPK stops after
+ * configurations gets its configuration LP rounded instead (the integer
+ * program on the LP's tight configurations, else each rounded down and the
+ * rest packed on its own; plan__cfg_lp_round), and GLPK stops after
  * PLAN_POOL_ILP_NODES_MAX branch-and-bound nodes with the best layout it
  * found, so the pass costs at most a constant per class.
  */
@@ -139,7 +141,25 @@ static ts_status refill(struct plan_build *b, struct klass *k, const struct plan
     return TS_OK;
 }
 
-/* Solve k exactly; refill its cards when GLPK finds fewer. */
+/* k too large for the integer program: its configuration LP rounded
+ * (plan__cfg_lp_round); its cards refilled when that uses fewer. Frees c. */
+static ts_status rounded_class(struct plan_build *b, struct klass *k, struct plan_cfg *c)
+{
+    int *x = NULL, used = plan__cfg_lp_round(c, b->opt->time_limit_s, &x);
+    ts_status st = TS_OK;
+    b->glpk_ran = 1;
+    b->glpk_skipped |= used < 0;
+    if (used >= 0 && (size_t)used < k->ncards) {
+        st = refill(b, k, c, x);
+        b->used_exact = 1;
+    }
+    free(x);
+    plan__cfg_free(c);
+    return st;
+}
+
+/* Solve k exactly (too large: rounded_class); refill its cards when GLPK
+ * finds fewer. */
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
     struct plan_cfg c = {k->pc.ntypes,
@@ -151,11 +171,13 @@ static ts_status solve_class(struct plan_build *b, struct klass *k)
                          plan__pool_fits_more,
                          PLAN_POOL_ILP_NODES_MAX,
                          0};
-    if (!plan__cfg_enumerate(&c) || c.nconfigs > PLAN_POOL_ILP_CONFIGS_MAX) {
+    if (!plan__cfg_enumerate(&c)) {
         plan__cfg_free(&c);
         b->glpk_skipped = 1;
         return TS_OK;
     }
+    if (c.nconfigs > PLAN_POOL_ILP_CONFIGS_MAX)
+        return rounded_class(b, k, &c);
     int bound = plan__cfg_lp_bound(&c), optimal = 0, used = -1;
     int *x = calloc(c.nconfigs + 1, sizeof(int));
     ts_status st = x ? TS_OK : TS_NOMEM;

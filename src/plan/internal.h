@@ -94,6 +94,14 @@ int plan__cfg_lp_bound(const struct plan_cfg *c);
  * them, so cards >= sum_t pi[t] * count[t] for any counts up to the
  * demands. 0 when the LP is not solved. */
 int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi);
+/* The configuration LP rounded: each configuration's cards rounded down,
+ * the items left over packed by the integer program on their own (few
+ * configurations; else first fit), on new cards appended to c's
+ * configurations. Cards used, x[k] (*x, malloc'd) cards of configuration
+ * k; -1 when the LP is not solved or memory runs out. Cheap where the
+ * integer program is too large for GLPK: a trace fleet's pool class of 98
+ * guests in 3,364 configurations, 16 cards where first fit took 17. */
+int plan__cfg_lp_round(struct plan_cfg *c, double time_limit_s, int **x);
 /* The integer program: cards used (x[k] cards of configuration k; at most
  * upper when upper >= 0) or -1; *optimal when GLPK proved the answer (for
  * -1: that no layout within upper exists). Stopped by the time limit or

@@ -282,10 +282,16 @@
  * at most PLAN_COST_PROOF_NODES nodes; small priced fleets prove in
  * milliseconds. */
 #define PLAN_COST_PROOF_COLS_MAX 100
-/* The cost program's cut for a sharing-pool group (plan/cost.c) lists the
- * group's configurations in at most this many search steps, else the
- * group keeps its memory row alone (a big card of many small clients). */
+/* A small program's pool group lists its configurations as columns
+ * (plan/costcfg.c) in at most this many search steps. */
 #define PLAN_COST_CUT_STEPS_MAX 20000
+/* The cost program's cut for a sharing-pool group (plan/costsolve.c) lists
+ * the group's configurations in at most this many search steps, else the
+ * group keeps its memory row alone. 20,000 left a trace fleet's groups of
+ * ~98 guests in 9-11 sizes on a 141 GiB card (2,000-8,500 configurations)
+ * without a cut: the search filled 16 cards at 99% where 17 are needed
+ * (1,000 GPUs at load 0.8: 1.8% -> 0.9% over the bound, 3.1 -> 2.6 s). */
+#define PLAN_COST_GROUP_CUT_STEPS_MAX 200000
 /* Branch-and-bound nodes GLPK may take to prove a small program's integer
  * optimum (counted, not timed): the fixtures of tests/ prove in 1 to 105
  * nodes (10 ms, the 100-GPU trace fleet at load 0.8). */
