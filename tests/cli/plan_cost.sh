@@ -341,12 +341,14 @@ check "the same plan beside two busy loops" cmp -s "$TMP/alone.json" "$TMP/out"
 
 # the search is told what its models' layout showed and solved again: trace
 # fleets at load 0.8, seed 3. At 1,000 GPUs its first answer runs out of
-# a30 cards, then lays four pool groups out a card over each; at 10,000 it
-# finds no integer solution in its budget and the LP is rounded. The plan
-# within 2% of the bound (parent: 3.5% and 3.1%; 2.8% and 2.7% against
-# this bound, raised by GLPK's Gomory cuts). 10,000 GPUs in the plain build
-# only (the sanitized one takes minutes).
-for gpus in 1000 10000; do
+# a30 cards, then lays pool groups out a card over each; at 10,000 it
+# finds no integer solution in its budget and the LP is rounded. With the
+# big guest groups' cuts and their LP-rounded layouts, the plan within 1%
+# of the bound at 1,000 GPUs and 1.5% at 10,000 (stop 42: 3.5% and 3.1%;
+# 2.8% and 2.7% against this bound, raised by GLPK's Gomory cuts).
+# 10,000 GPUs in the plain build only (the sanitized one takes minutes).
+for case in 1000:1.01 10000:1.015; do
+    gpus=${case%%:*} within=${case#*:}
     if [ "$gpus" = 10000 ] && ldd "$TESSERA" | grep -q libasan; then
         echo "10,000-GPU trace: skipped in the sanitized build"
         continue
@@ -354,7 +356,7 @@ for gpus in 1000 10000; do
     python3 bench/trace_spec.py --gpus "$gpus" --load 0.8 --seed 3 >"$TMP/t$gpus.yaml"
     expect_rc 0 "$TESSERA" plan -f "$TMP/t$gpus.yaml" -o json --time-limit 60
     python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]
-assert s["costPerHour"] <= s["costLowerBound"] * 1.02, s' "$TMP/out" &&
-        ok || bad "$gpus-GPU trace at load 0.8: cost within 2% of the bound"
+assert s["costPerHour"] <= s["costLowerBound"] * float(sys.argv[2]), s' "$TMP/out" "$within" &&
+        ok || bad "$gpus-GPU trace at load 0.8: cost within $within of the bound"
 done
 finish
