@@ -9,7 +9,7 @@
  * that fails or costs more than the program said is told to the program
  * and it is solved again (a few rounds, counted): on a small program those
  * models are ruled out; on a large one, a model whose cards ran out gets
- * fewer, and pool groups hold what the layout could put on a card.
+ * fewer.
  */
 #include "plan/internal.h"
 
@@ -23,22 +23,20 @@ struct cost_trial {
     int64_t cost;
     int cards;
     const struct cat_model *failed; /* the model of the workload it failed on, or NULL */
-    int learned;                    /* pool groups the program now holds to it */
 };
 
-/* d laid out; learn (when not NULL, d being its search's models) told
- * which pool groups needed more cards than it said. */
+/* d laid out (quick: a large program's trial, which fails at its first
+ * failed layout). */
 static struct cost_trial trial(const struct spec_model *m, const struct cat_catalog *cat,
                                const struct decide_result *d, const struct plan_options *opt,
-                               struct cost *learn)
+                               int quick)
 {
-    struct cost_trial t = {-2, 0, NULL, 0};
+    struct cost_trial t = {-2, 0, NULL};
     struct plan *p = NULL;
     struct ts_diag *diag = calloc(1, sizeof(*diag));
-    if (diag && plan__build(m, cat, d, opt, learn ? -1 : 0, &p, diag, &t.failed) == TS_OK) {
+    if (diag && plan__build(m, cat, d, opt, quick ? -1 : 0, &p, diag, &t.failed) == TS_OK) {
         t.cost = p->summary.cost_per_hour;
         t.cards = p->summary.gpus_used;
-        t.learned = learn ? plan__cost_learn(learn, d, p) : 0;
     }
     plan_free(p);
     free(diag);
@@ -57,18 +55,18 @@ static int cheaper_than(struct cost_trial a, struct cost_trial base)
 }
 
 /* The decisions with pins applied when their plan costs less than base
- * (d's plan), its trial in *got (learn: as trial's); else NULL. */
+ * (d's plan), its trial in *got (quick: as trial's); else NULL. */
 static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
                                       const struct decide_result *d, const struct plan_options *opt,
                                       const struct cat_model **pins, struct cost_trial base,
-                                      struct cost_trial *got, struct cost *learn)
+                                      struct cost_trial *got, int quick)
 {
     struct ts_diag *diag = calloc(1, sizeof(*diag));
     struct decide_result *alt = NULL;
     if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
         alt = NULL;
     free(diag);
-    *got = alt ? trial(m, cat, alt, opt, learn) : (struct cost_trial){-2, 0, NULL, 0};
+    *got = alt ? trial(m, cat, alt, opt, quick) : (struct cost_trial){-2, 0, NULL};
     if (alt && !cheaper_than(*got, base)) {
         decide_free(alt);
         alt = NULL;
@@ -88,19 +86,22 @@ static int moves_any(const struct decide_result *d, const struct cat_model **pin
 /* pins' decisions when their plan costs less than base, else the same
  * without the moves of sharing-pool workloads (kept in *scratch: pools
  * are what the program relaxes most, decide's models stand); NULL when
- * neither does. pins' own trial in *first, c told what it showed. */
-static struct decide_result *try_models(
-    const struct spec_model *m, const struct cat_catalog *cat, const struct decide_result *d,
-    const struct plan_options *opt, const struct cat_model **pins, const struct cat_model **scratch,
-    struct cost_trial base, struct cost_trial *got, struct cost_trial *first, struct cost *c)
+ * neither does. pins' own trial in *first; on a large program (quick)
+ * pins alone, the program being told and solved again instead. */
+static struct decide_result *try_models(const struct spec_model *m, const struct cat_catalog *cat,
+                                        const struct decide_result *d,
+                                        const struct plan_options *opt,
+                                        const struct cat_model **pins,
+                                        const struct cat_model **scratch, struct cost_trial base,
+                                        struct cost_trial *got, struct cost_trial *first, int quick)
 {
-    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, first, c);
+    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, first, quick);
     *got = *first;
-    if (alt || c) /* c: the search is told and solved again instead */
+    if (alt || quick)
         return alt;
     for (size_t r = 0; r < d->nrows; r++)
         scratch[r] = decide_mech_shares_card(d->rows[r].mech) ? NULL : pins[r];
-    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got, NULL) : NULL;
+    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got, 0) : NULL;
 }
 
 static double now_s(void)
@@ -122,17 +123,13 @@ static int saves(double obj, struct cost_trial t, double gap)
  * ruled out (plan__cost_exclude; its relaxations: memory as a fluid in a
  * pool of spreading clients, alike workloads of one class sharing a spread
  * count); else, where the layout ran out of a model's cards, fewer of
- * them (plan__cost_fewer), and where pool groups needed more cards, they
- * hold what it put on one (plan__cost_learn, in the trial). 0 when
- * nothing was told. */
+ * them (plan__cost_fewer). 0 when nothing was told. */
 static int told(struct cost *c, const struct cost_trial *t, double gap, int solved,
                 const struct cat_model *const *pins)
 {
     if (gap == 0 && solved == 2)
         return plan__cost_exclude(c, pins);
-    if (t->failed)
-        return plan__cost_fewer(c, t->failed);
-    return t->learned > 0;
+    return t->failed && plan__cost_fewer(c, t->failed);
 }
 
 /* The search, then its models laid out; where the layout fails or costs
@@ -160,24 +157,21 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
         solved = plan__cost_rounded(c, pins, &obj);
     solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
-    struct cost_trial best = {-2, 0, NULL, 0}, got, first;
+    struct cost_trial best = {-2, 0, NULL}, got, first;
     if (solved)
-        best = trial(m, cat, d, opt, NULL);
+        best = trial(m, cat, d, opt, 0);
     struct decide_result *alt = NULL;
     /* the program finds no saving on the best plan: no trial of its models */
     for (int round = 0; solved && saves(obj, best, gap); round++) {
-        double was = (double)best.cost;
         struct decide_result *next = try_models(m, cat, d, opt, pins, pins + n, best, &got, &first,
-                                                gap > 0 || solved != 2 ? c : NULL);
+                                                gap > 0 || solved != 2);
         if (next) {
             decide_free(alt);
             alt = next;
             best = got;
         }
         double left = limit - (now_s() - start);
-        /* told, and it laid out no better by the search's gap */
-        int stale = first.cost >= 0 && gap > 0 && round > 0 && best.cost >= was * (1 - gap);
-        if (!saves(obj, best, gap) || round == PLAN_COST_RESOLVE_ROUNDS || left <= 0 || stale ||
+        if (!saves(obj, best, gap) || round == PLAN_COST_RESOLVE_ROUNDS || left <= 0 ||
             !told(c, &first, gap, solved, pins))
             break;
         memcpy(tried, pins, n * sizeof(*pins));

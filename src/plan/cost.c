@@ -611,7 +611,6 @@ void plan__cost_close(struct cost *c)
     free(c->mig_cols);
     free(c->gs);
     free(c->grp);
-    free(c->pick);
     ts_arena_free(&c->arena);
     free(c);
 }

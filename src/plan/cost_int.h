@@ -67,14 +67,8 @@ struct cost {
     size_t ngs, gscap;
     int *grp;     /* per alternative: its group, or -1 */
     int cfg_cols; /* the groups' configuration columns (plan/costcfg.c) */
-    size_t *pick; /* per row: the alternative the last integer solution gave it */
-    int rounded;  /* that solution is the LP's, rounded (plan__cost_rounded) */
+    int rounded;  /* the last solution is the LP's, rounded (plan__cost_rounded) */
 };
-
-/* Column j's or row i's value in the search's last solution (its integer
- * one, or the LP's where it rounded that). */
-double plan__cost_col_val(const struct cost *c, int j);
-double plan__cost_row_val(const struct cost *c, int i);
 
 /* Each sharing-pool group split into its parts that never share a card
  * (tenants joined by mutual trust among those with clients in it;

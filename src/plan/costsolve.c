@@ -224,16 +224,6 @@ static int decided_at_lp(struct cost *c)
     return at;
 }
 
-double plan__cost_col_val(const struct cost *c, int j)
-{
-    return c->rounded ? glp_get_col_prim(c->lp, j) : glp_mip_col_val(c->lp, j);
-}
-
-double plan__cost_row_val(const struct cost *c, int i)
-{
-    return c->rounded ? glp_get_row_prim(c->lp, i) : glp_mip_row_val(c->lp, i);
-}
-
 /* Class q's workloads per alternative from the LP's values: each value
  * rounded down, and those left over one each to the alternatives of the
  * largest fractions. */
@@ -265,12 +255,8 @@ static void round_class(const struct cost *c, size_t q, long *left)
 static int read_pins(struct cost *c, const struct cat_model **pins, int mip)
 {
     long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!c->pick)
-        c->pick = calloc(c->d->nrows + 1, sizeof(*c->pick));
-    if (!left || !c->pick) {
-        free(left);
+    if (!left)
         return 0;
-    }
     c->rounded = !mip;
     for (size_t a = 0; mip && a < c->nalt; a++)
         left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
@@ -282,7 +268,6 @@ static int read_pins(struct cost *c, const struct cat_model **pins, int mip)
         while (a + 1 < c->first[q + 1] && left[a] <= 0)
             a++;
         left[a]--;
-        c->pick[r] = a;
         pins[r] = plan__movable(&c->d->rows[r]) ? c->alt[a].model : NULL;
     }
     free(left);
@@ -372,7 +357,10 @@ static double proven_optimum(struct cost *c, double lp)
     glp_init_iocp(&parm);
     parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
     parm.msg_lev = GLP_MSG_OFF;
-    parm.gmi_cuts = GLP_ON; /* valid for the integer program: 1,000 GPUs at load 0.8 1009 -> 1015 */
+    /* Gomory cuts, valid for the integer program, on a larger one: the
+     * 1,000-GPU trace fleet at load 0.8 1009 -> 1015; a small one's proof
+     * took twice as long with them at 100 GPUs (5,000 nodes, no closer) */
+    parm.gmi_cuts = small ? GLP_OFF : GLP_ON;
     parm.cb_func = search_bound; /* nodes counted: a busy machine proves what a quiet one does */
     parm.cb_info = &s;
     parm.tm_lim = (int)(PLAN_COST_TIME_S * 1000.0); /* a ceiling only */
@@ -443,9 +431,11 @@ int plan__cost_fewer(struct cost *c, const struct cat_model *model)
     size_t k = 0;
     while (k < c->nmodels && c->models[k].model != model)
         k++;
-    if (k == c->nmodels || !c->pick)
+    if (k == c->nmodels)
         return 0;
-    double used = floor(plan__cost_row_val(c, c->caprow[k]) + 1e-6);
+    double val = c->rounded ? glp_get_row_prim(c->lp, c->caprow[k])
+                            : glp_mip_row_val(c->lp, c->caprow[k]);
+    double used = floor(val + 1e-6);
     double fewer = ceil(used * PLAN_COST_FEWER_SHARE);
     fewer = fewer < 1 ? 1 : fewer;
     if (used < fewer)

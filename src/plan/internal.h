@@ -329,11 +329,6 @@ int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins);
  * not lay out for want of that model's cards. 0 when there is no
  * solution, model is not the program's or it used none. */
 int plan__cost_fewer(struct cost *c, const struct cat_model *model);
-/* After p, the layout of the search's last integer solution (its rows
- * alt's): each sharing-pool group p gave more cards than the solution
- * holds less per card in later searches (plan/costlearn.c). The groups
- * so held, -1 on out of memory. */
-int plan__cost_learn(struct cost *c, const struct decide_result *alt, const struct plan *p);
 /* 1 when the integer search may pay: some workload may move, the program
  * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
  * already optimal for its LP (within plan__cost_gap). */

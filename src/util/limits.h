@@ -311,8 +311,7 @@
  * (plan_choose_models; counted, each search its own work budget,
  * PLAN_COST_TIME_S the wall-clock ceiling of all): on a small program whose
  * search closed, those models are ruled out; else a model whose cards ran
- * out gets PLAN_COST_FEWER_SHARE fewer, and a pool group laid out on more
- * cards holds less per card (plan/costlearn.c). */
+ * out gets PLAN_COST_FEWER_SHARE fewer. */
 #define PLAN_COST_RESOLVE_ROUNDS 8
 #define PLAN_COST_FEWER_SHARE 0.01
 /* The search's cost program splits a trust set that is not a clique into
