@@ -25,8 +25,9 @@ struct cost_trial {
     const struct cat_model *failed; /* the model of the workload it failed on, or NULL */
 };
 
-/* d laid out (quick: a large program's trial, which fails at its first
- * failed layout). */
+/* d laid out (quick: a large program's trial, compared with quick ones
+ * only: it fails at its first failed layout, and its pools are not
+ * improved by GLPK, which the plan of the models chosen then does). */
 static struct cost_trial trial(const struct spec_model *m, const struct cat_catalog *cat,
                                const struct decide_result *d, const struct plan_options *opt,
                                int quick)
@@ -158,13 +159,14 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
     struct cost_trial best = {-2, 0, NULL}, got, first;
+    int quick = gap > 0 || solved != 2; /* a large program: quick trials, decide's too */
     if (solved)
-        best = trial(m, cat, d, opt, 0);
+        best = trial(m, cat, d, opt, quick);
     struct decide_result *alt = NULL;
     /* the program finds no saving on the best plan: no trial of its models */
     for (int round = 0; solved && saves(obj, best, gap); round++) {
         struct decide_result *next = try_models(m, cat, d, opt, pins, pins + n, best, &got, &first,
-                                                gap > 0 || solved != 2);
+                                                quick);
         if (next) {
             decide_free(alt);
             alt = next;

@@ -304,6 +304,8 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
     double nodes = PLAN_COST_SEARCH_WORK / (size * sqrt(size));
     struct cost_search s = {
         0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
+    if (nodes < PLAN_COST_SEARCH_MIN_NODES)
+        return 0; /* the budget finds no integer solution: the LP is rounded */
     parm.cb_func = search_bound;
     parm.cb_info = &s;
     double start = glp_time(), left = time_limit_s;

@@ -172,15 +172,16 @@ struct plan_build {
     size_t *held;     /* the held cards (indexes into p->gpus) */
     size_t nheld;
     int cost_bound; /* give summary.cost_lower_bound (plan_build; not the cost trials) */
-    int quick;      /* a large cost trial: no second try after a failed layout */
+    int quick;      /* a large cost trial: no second try after a failed layout, no
+                       GLPK pass over the pools (plan__improve_pools) */
     const struct cat_model *failed_model; /* the first failure's row's model (plan__fail) */
 };
 
 /* plan_build; cost_bound 0 leaves the bounds out (cost -1, cards 0: the
  * trial plans of plan_choose_models only compare costs, and each tries
  * its pools packed first fit decreasing too); -1 also fails at the
- * first layout that fails (a trial of a large program, which the search
- * is told of and solved again, plan/choose.c). When it fails,
+ * first layout that fails and leaves the pools as the heuristic packed
+ * them (a trial of a large program, plan/choose.c). When it fails,
  * *failed_model (if not NULL) is the model of the workload its first
  * reported error names (NULL when none is named). */
 ts_status plan__build(const struct spec_model *m, const struct cat_catalog *cat,

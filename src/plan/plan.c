@@ -353,11 +353,11 @@ static int cheaper(const struct plan *a, const struct plan *b)
 }
 
 /* The layout with the pools packed as ever (the group's bound opened, then
- * worst fit) and improved by GLPK where it runs. */
+ * worst fit) and improved by GLPK where it runs (not in a quick trial). */
 static ts_status improved_layout(struct plan_build *b, int whole_first, struct plan **out)
 {
     ts_status st = layout(b, whole_first, out);
-    if (st == TS_OK)
+    if (st == TS_OK && !b->quick)
         st = plan__improve_pools(b);
     if (st != TS_OK) {
         if (*out)
