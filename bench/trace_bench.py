@@ -2,12 +2,14 @@
 """trace_bench.py - the planner on trace-derived fleets, side by side with its baselines.
 
 For fleets of 100, 1,000, 3,000 and 10,000 GPUs (mixed A100/H100/H200/A30/L40S), one
-spec each from bench/trace_spec.py (Alibaba 2023 GPU pods, seed 1), runs
+spec each from bench/trace_spec.py (Alibaba 2023 GPU pods; load 0.55, seed 1 unless
+--load/--seed say otherwise), runs
 `tessera plan -o json` once and reports, in one table: cards and cost per hour used,
 the lower bound the planner reports, a first-fit-decreasing baseline packed here from
 the planner's own decisions, wall and CPU time, and peak RSS (wait4's ru_maxrss of
 the tessera process). Also writes an SVG of cards used against the bound.
 Usage: bench/trace_bench.py TESSERA [--quick] [--svg FILE] [--sizes N,N,...]
+                             [--load F] [--seed N]
 """
 import argparse, json, os, re, subprocess, sys, tempfile, time
 
@@ -158,6 +160,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--svg", default=os.path.join("build", "plan-trace.svg"))
     ap.add_argument("--sizes", default="100,1000,3000,10000")
+    ap.add_argument("--load", default="0.55")
+    ap.add_argument("--seed", default="1")
     a = ap.parse_args()
     sizes = [int(s) for s in a.sizes.split(",")][:2 if a.quick else None]
     cat = catalog()
@@ -170,7 +174,7 @@ def main():
             spec = os.path.join(tmp, "fleet-%d.yaml" % n)
             with open(spec, "w") as f:
                 subprocess.run([sys.executable, os.path.join(HERE, "trace_spec.py"), "--gpus",
-                                str(n), "--load", "0.55", "--seed", "1"], stdout=f, check=True)
+                                str(n), "--load", a.load, "--seed", a.seed], stdout=f, check=True)
             plan, wall, cpu, rss = run_plan(a.tessera, spec)
             s = plan["summary"]
             fcards, fcost = ffd(plan["decisions"], cat)
