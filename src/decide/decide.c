@@ -716,12 +716,17 @@ static int named_at(const struct ts_diag *diag, const char *path)
 
 /* 1 if every error in diag is inside a Tenant or PriceBook document: the
  * fleet and the model's shape are sound, so the rest can be decided. */
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
 static int only_tenants_named(const struct ts_diag *diag)
 {
     for (int i = 0; i < diag->count; i++) {
         const char *path = diag->items[i].path;
-        if (diag->items[i].severity == TS_SEV_ERROR && strncmp(path, "Tenant/", 7) &&
-            strncmp(path, "PriceBook/", 10))
+        if (diag->items[i].severity == TS_SEV_ERROR && !starts_with(path, "Tenant/") &&
+            !starts_with(path, "PriceBook/"))
             return 0;
     }
     return diag->dropped == 0;

@@ -13,9 +13,9 @@
  */
 #include "plan/internal.h"
 
+#include <glpk.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "util/units.h"
 
 /* A plan's cost and cards for comparing (cost -2: it does not build). */
@@ -118,13 +118,6 @@ static struct decide_result *try_full(const struct spec_model *m, const struct c
     return try_pins(m, cat, d, opt, pins, base, got, 0);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* 1 when the program's objective obj (currency units) is below t's cost by
  * more than gap. */
 static int saves(double obj, struct cost_trial t, double gap)
@@ -163,7 +156,7 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     size_t n = d->nrows + 1;
     const struct cat_model **pins = calloc(3 * n, sizeof(*pins)), **tried = pins + 2 * n;
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
-    double obj = 0, start = now_s();
+    double obj = 0, start = glp_time(); /* the wall clock as the search's: a ceiling */
     int worth = c && pins && plan__cost_worth_search(c);
     int solved = worth ? plan__cost_ilp(c, limit, pins, &obj) : 0;
     int rounding = worth && !solved; /* no integer solution in its budget */
@@ -187,7 +180,7 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
             alt = next;
             best = got;
         }
-        double left = limit - (now_s() - start);
+        double left = limit - glp_difftime(glp_time(), start);
         int rounds = quick ? PLAN_COST_FEWER_ROUNDS : PLAN_COST_RESOLVE_ROUNDS;
         if (!saves(obj, best, gap) || round == rounds || left <= 0 ||
             !told(c, &first, gap, solved, pins))
