@@ -81,8 +81,11 @@ spec:
   accessModes: [ReadWriteOnce]
   hostPath: {path: /var/lib/e2e-metering}
 EOF
+# The install's own default wait (300 s a component): at 120 s KWOK's agent
+# pod, Running 1/1 after 2m7s, was not yet counted ready on a machine
+# busy with other builds (stop 43).
 if install --spec "$TESSERA_SRC/examples/four-h100.yaml" --image $IMAGE --apiserver-cidr "$CP_HOST_IP/32" \
-    --timeout 120 >"$TMP/inst.out" 2>&1; then ok; else
+    --timeout 300 >"$TMP/inst.out" 2>&1; then ok; else
     bad "deploy/install with its wait failed"; tail -20 "$TMP/inst.out"
     kc -n tessera-system get pods -o wide; fi
 for w in deployment/tessera-webhook deployment/tessera-console deployment/tessera-meter daemonset/tessera-agent; do
