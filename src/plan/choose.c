@@ -8,8 +8,8 @@
  * of sharing-pool workloads, which the program relaxes most. A layout
  * that fails or costs more than the program said is told to the program
  * and it is solved again (a few rounds, counted): on a small program those
- * models are ruled out; on a large one, a model whose cards ran out gets
- * fewer.
+ * models are ruled out; on a large one, the pool groups it uses get their
+ * cuts and a model whose cards ran out gets fewer.
  */
 #include "plan/internal.h"
 
@@ -105,17 +105,52 @@ static struct decide_result *try_models(const struct spec_model *m, const struct
     return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got, 0) : NULL;
 }
 
+/* The models laid out so far and the cheapest of them. */
+struct choice {
+    struct decide_result *alt; /* the cheapest models (NULL: decide's) */
+    struct cost_trial best;    /* their trial (quick on a large program) */
+    struct cost_trial full;    /* their trial in full (cost -3: not made yet) */
+};
+
 /* pins' decisions when, laid out in full (GLPK's pass over the pools
- * included), they cost less than decide's laid out in full; quick trials
- * leave the pools as the heuristic packed them, which may favour decide's
- * models (3,000 GPUs at load 0.8, seed 2: 3259.50 against 3247.10 quick,
- * 3227.00 against 3247.10 in full). Their trial in *got, else NULL. */
+ * included), they cost less than ch's laid out in full (then ch->full is
+ * theirs); quick trials leave the pools as the heuristic packed them,
+ * which may favour the models chosen so far (3,000 GPUs at load 0.8, seed
+ * 2: 3259.50 against 3247.10 quick, 3227.00 against 3247.10 in full).
+ * Else NULL. */
 static struct decide_result *try_full(const struct spec_model *m, const struct cat_catalog *cat,
                                       const struct decide_result *d, const struct plan_options *opt,
-                                      const struct cat_model **pins, struct cost_trial *got)
+                                      const struct cat_model **pins, struct choice *ch)
 {
-    struct cost_trial base = trial(m, cat, d, opt, 0);
-    return try_pins(m, cat, d, opt, pins, base, got, 0);
+    struct cost_trial full;
+    if (ch->full.cost == -3)
+        ch->full = trial(m, cat, ch->alt ? ch->alt : d, opt, 0);
+    struct decide_result *next = try_pins(m, cat, d, opt, pins, ch->full, &full, 0);
+    if (next)
+        ch->full = full;
+    return next;
+}
+
+/* pins' trial (and those try_models and try_full make) kept in ch when
+ * cheaper; pins' own trial in *first. */
+static void try_all(const struct spec_model *m, const struct cat_catalog *cat,
+                    const struct decide_result *d, const struct plan_options *opt,
+                    const struct cat_model **pins, const struct cat_model **scratch, int quick,
+                    struct choice *ch, struct cost_trial *first)
+{
+    struct cost_trial got;
+    struct decide_result *next = try_models(m, cat, d, opt, pins, scratch, ch->best, &got, first,
+                                            quick);
+    int full = !next && quick && first->cost >= 0;
+    if (full)
+        next = try_full(m, cat, d, opt, pins, ch);
+    if (!next)
+        return;
+    decide_free(ch->alt);
+    ch->alt = next;
+    ch->best = full ? *first : got;
+    if (!full)
+        ch->full.cost = -3;
 }
 
 /* 1 when the program's objective obj (currency units) is below t's cost by
@@ -126,17 +161,21 @@ static int saves(double obj, struct cost_trial t, double gap)
 }
 
 /* The program told what the trial t of its models pins showed: on a
- * small program (plan__cost_gap 0) whose search closed, those models are
- * ruled out (plan__cost_exclude; its relaxations: memory as a fluid in a
- * pool of spreading clients, alike workloads of one class sharing a spread
- * count); else, where the layout ran out of a model's cards, fewer of
- * them (plan__cost_fewer). 0 when nothing was told. */
-static int told(struct cost *c, const struct cost_trial *t, double gap, int solved,
+ * small program whose search closed (closed), those models are ruled out
+ * (plan__cost_exclude; its relaxations: memory as a fluid in a pool of
+ * spreading clients, alike workloads of one class sharing a spread count);
+ * else the cuts of the pool groups its solution uses that have none yet
+ * (cut: its integer solution, whose search its budget stopped before its
+ * own rounds of cuts), and where the layout ran out of a model's cards,
+ * fewer of them (plan__cost_fewer). 0 when nothing was told. */
+static int told(struct cost *c, const struct cost_trial *t, int closed, int cut,
                 const struct cat_model *const *pins)
 {
-    if (gap == 0 && solved == 2)
+    if (closed)
         return plan__cost_exclude(c, pins);
-    return t->failed && plan__cost_fewer(c, t->failed);
+    int cuts = cut ? plan__cost_cut_used(c) : 0;
+    int fewer = t->failed && plan__cost_fewer(c, t->failed);
+    return cuts > 0 || fewer;
 }
 
 /* The search, then its models laid out; where the layout fails or costs
@@ -164,26 +203,18 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
         solved = plan__cost_rounded(c, pins, &obj);
     solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
-    struct cost_trial best = {-2, 0, NULL}, got, first;
+    struct choice ch = {NULL, {-2, 0, NULL}, {-3, 0, NULL}};
+    struct cost_trial first;
     int quick = gap > 0 || solved != 2; /* a large program: quick trials, decide's too */
     if (solved)
-        best = trial(m, cat, d, opt, quick);
-    struct decide_result *alt = NULL;
+        ch.best = trial(m, cat, d, opt, quick);
     /* the program finds no saving on the best plan: no trial of its models */
-    for (int round = 0; solved && saves(obj, best, gap); round++) {
-        struct decide_result *next = try_models(m, cat, d, opt, pins, pins + n, best, &got, &first,
-                                                quick);
-        if (!next && quick && first.cost >= 0)
-            next = try_full(m, cat, d, opt, pins, &got);
-        if (next) {
-            decide_free(alt);
-            alt = next;
-            best = got;
-        }
+    for (int round = 0; solved && saves(obj, ch.best, gap); round++) {
+        try_all(m, cat, d, opt, pins, pins + n, quick, &ch, &first);
         double left = limit - glp_difftime(glp_time(), start);
         int rounds = quick ? PLAN_COST_FEWER_ROUNDS : PLAN_COST_RESOLVE_ROUNDS;
-        if (!saves(obj, best, gap) || round == rounds || left <= 0 ||
-            !told(c, &first, gap, solved, pins))
+        if (!saves(obj, ch.best, gap) || round == rounds || left <= 0 ||
+            !told(c, &first, !quick, !rounding, pins))
             break;
         memcpy(tried, pins, n * sizeof(*pins));
         solved = rounding ? plan__cost_rounded(c, pins, &obj) : plan__cost_ilp(c, left, pins, &obj);
@@ -193,7 +224,7 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
     }
     plan__cost_close(c);
     free(pins);
-    *out = alt;
+    *out = ch.alt;
     return TS_OK;
 }
 

@@ -445,3 +445,5 @@ int plan__cost_fewer(struct cost *c, const struct cat_model *model)
     glp_set_row_bnds(c->lp, c->caprow[k], GLP_UP, 0, used - fewer);
     return 1;
 }
+
+int plan__cost_cut_used(struct cost *c) { return pool_cuts(c, !c->rounded); }

@@ -330,6 +330,10 @@ int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins);
  * not lay out for want of that model's cards. 0 when there is no
  * solution, model is not the program's or it used none. */
 int plan__cost_fewer(struct cost *c, const struct cat_model *model);
+/* The cuts of the pool groups the search's last solution uses that have
+ * none yet (as its own rounds add, where its budget stopped it first);
+ * how many, -1 on out of memory. */
+int plan__cost_cut_used(struct cost *c);
 /* 1 when the integer search may pay: some workload may move, the program
  * is small enough (PLAN_COST_ALTS_MAX), and decide's models are not
  * already optimal for its LP (within plan__cost_gap). */

@@ -314,8 +314,9 @@
  * said, it is told so and solved again at most this many times
  * (plan_choose_models; counted, each search its own work budget,
  * PLAN_COST_TIME_S the wall-clock ceiling of all): on a small program whose
- * search closed, those models are ruled out; else a model whose cards ran
- * out gets PLAN_COST_FEWER_SHARE fewer. */
+ * search closed, those models are ruled out; else the pool groups its
+ * solution uses get their cuts, and a model whose cards ran out gets
+ * PLAN_COST_FEWER_SHARE fewer. */
 #define PLAN_COST_RESOLVE_ROUNDS 8
 #define PLAN_COST_FEWER_SHARE 0.01
 /* A large program is told so at most this many times (each round a search
