@@ -193,7 +193,8 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
         return TS_OK;
     struct cost *c = plan__cost_open(m, cat, d, 1);
     size_t n = d->nrows + 1;
-    const struct cat_model **pins = calloc(3 * n, sizeof(*pins)), **tried = pins + 2 * n;
+    const struct cat_model **pins = calloc(3 * n, sizeof(*pins));
+    const struct cat_model **tried = pins ? pins + 2 * n : NULL;
     double limit = opt->time_limit_s < PLAN_COST_TIME_S ? opt->time_limit_s : PLAN_COST_TIME_S;
     double obj = 0, start = glp_time(); /* the wall clock as the search's: a ceiling */
     int worth = c && pins && plan__cost_worth_search(c);
