@@ -32,7 +32,7 @@
 
 /* ---- the fleet's models and prices ---- */
 
-static size_t slot_of(const struct cost *c, const struct cat_model *model)
+size_t plan__cost_slot(const struct cost *c, const struct cat_model *model)
 {
     for (size_t i = 0; i < c->nmodels; i++)
         if (c->models[i].model == model)
@@ -59,7 +59,7 @@ static void fleet_models(struct cost *c)
     for (size_t i = 0; i < f->nnodes; i++)
         for (size_t g = 0; g < f->nodes[i].ngpus; g++) {
             const struct cat_model *model = cat_model_find(c->cat, f->nodes[i].gpus[g].model);
-            size_t s = model ? slot_of(c, model) : SIZE_MAX;
+            size_t s = model ? plan__cost_slot(c, model) : SIZE_MAX;
             if (model && s == SIZE_MAX && c->nmodels < DECIDE_MODELS_MAX) {
                 s = c->nmodels++;
                 c->models[s] = (struct cost_model_row){model, 0, price_of(c, model), 0, 0};
@@ -138,8 +138,9 @@ static ts_status other_models(struct cost *c, size_t i, size_t *seen, size_t *ns
 static void model_order(struct cost *c, size_t from)
 {
     for (size_t i = from + 1; i < c->nalt; i++)
-        for (size_t j = i;
-             j > from && slot_of(c, c->alt[j].model) < slot_of(c, c->alt[j - 1].model); j--) {
+        for (size_t j = i; j > from && plan__cost_slot(c, c->alt[j].model) <
+                                           plan__cost_slot(c, c->alt[j - 1].model);
+             j--) {
             struct decide_row t = c->alt[j];
             c->alt[j] = c->alt[j - 1];
             c->alt[j - 1] = t;
@@ -294,7 +295,7 @@ static int assign_rows(struct cost *c)
         int n = c->count[c->first[r]], row = new_row(c, n);
         for (size_t a = c->first[r]; a < c->first[r + 1]; a++) {
             const struct decide_row *x = &c->alt[a];
-            size_t k = slot_of(c, x->model);
+            size_t k = plan__cost_slot(c, x->model);
             double cards = is_whole(x) ? (double)x->gpus * x->workload->replicas : 0;
             c->ycol[a] = new_col(c, k < c->nmodels ? cards * c->models[k].price : 0, n);
             if (!put(c, row, c->ycol[a], 1) ||
@@ -453,7 +454,7 @@ static int mig_model(struct cost *c, size_t k)
 static int pool_group(struct cost *c, size_t a)
 {
     const struct decide_row *x = &c->alt[a];
-    size_t k = slot_of(c, x->model), owner = c->own[a]; /* guests too: trust */
+    size_t k = plan__cost_slot(c, x->model), owner = c->own[a]; /* guests too: trust */
     for (size_t i = 0; i < c->ngs; i++)
         if (c->gs[i].slot == k && c->gs[i].mech == x->mech && c->gs[i].owner == owner)
             return (int)i;
@@ -499,7 +500,7 @@ static void guest_hosts(struct cost *c)
 {
     for (size_t a = 0; a < c->nalt; a++) {
         const struct decide_row *x = &c->alt[a];
-        size_t k = slot_of(c, x->model);
+        size_t k = plan__cost_slot(c, x->model);
         if (k >= c->nmodels)
             continue;
         c->models[k].guests |= !x->profile && plan__is_guest(x);
@@ -511,7 +512,7 @@ static void guest_hosts(struct cost *c)
 static int client_group(struct cost *c, size_t a)
 {
     const struct decide_row *x = &c->alt[a];
-    size_t k = slot_of(c, x->model);
+    size_t k = plan__cost_slot(c, x->model);
     if (!c->ycol[a] || x->profile || !decide_mech_shares_card(x->mech) || k >= c->nmodels ||
         (plan__is_guest(x) && c->models[k].hosts))
         return -2;

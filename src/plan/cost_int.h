@@ -74,6 +74,8 @@ struct cost {
  * (tenants joined by mutual trust among those with clients in it;
  * plan/costtrust.c); 0 on out of memory. */
 int plan__cost_split_groups(struct cost *c);
+/* model's slot in c->models, SIZE_MAX when the fleet has none. */
+size_t plan__cost_slot(const struct cost *c, const struct cat_model *model);
 /* A nonzero of the matrix (1-based row and column); 0 on out of memory. */
 int plan__cost_put(struct cost *c, int row, int col, double v);
 /* A row sum >= 0 (covering), or fixed at fx when fx > 0. */

@@ -430,10 +430,8 @@ int plan__cost_exclude(struct cost *c, const struct cat_model *const *pins)
 
 int plan__cost_fewer(struct cost *c, const struct cat_model *model)
 {
-    size_t k = 0;
-    while (k < c->nmodels && c->models[k].model != model)
-        k++;
-    if (k == c->nmodels)
+    size_t k = plan__cost_slot(c, model);
+    if (k >= c->nmodels)
         return 0;
     double val = c->rounded ? glp_get_row_prim(c->lp, c->caprow[k])
                             : glp_mip_row_val(c->lp, c->caprow[k]);
