@@ -180,15 +180,34 @@ int plan__cfg_lp_bound(const struct plan_cfg *c)
     return bound;
 }
 
-int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi)
+/* The kept LP (plan__cfg_lp_duals) with c's demands, solved from its last
+ * basis (still dual feasible: only the demands moved); 1 when optimal. */
+static int resolve(glp_prob *lp, const struct plan_cfg *c)
 {
-    glp_prob *lp = c->nconfigs ? program(c, 0, -1) : NULL;
-    if (!lp)
-        return 0;
+    for (size_t t = 0; t < c->ntypes; t++)
+        glp_set_row_bnds(lp, (int)t + 1, GLP_LO, c->demand[t], 0.0);
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
-    int ok = glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+    parm.meth = GLP_DUALP;
+    return glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+}
+
+int plan__cfg_lp_duals(const struct plan_cfg *c, glp_prob **keep, double *pi)
+{
+    int ok = 0;
+    glp_prob *lp = keep ? *keep : NULL;
+    if (lp)
+        ok = resolve(lp, c);
+    else {
+        lp = c->nconfigs ? program(c, 0, -1) : NULL;
+        if (!lp)
+            return 0;
+        glp_smcp parm;
+        glp_init_smcp(&parm);
+        parm.msg_lev = GLP_MSG_OFF;
+        ok = glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT;
+    }
     for (size_t t = 0; ok && t < c->ntypes; t++) {
         double v = glp_get_row_dual(lp, (int)t + 1);
         pi[t] = v > 0 ? v : 0;
@@ -204,7 +223,10 @@ int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi)
     }
     for (size_t t = 0; ok && t < c->ntypes; t++)
         pi[t] /= top * (1 + 1e-9);
-    glp_delete_prob(lp);
+    if (keep)
+        *keep = lp;
+    else
+        glp_delete_prob(lp);
     return ok;
 }
 

@@ -460,7 +460,7 @@ static int pool_group(struct cost *c, size_t a)
             return (int)i;
     if (!ts_grow((void **)&c->gs, &c->gscap, c->ngs, sizeof(*c->gs)))
         return -1;
-    c->gs[c->ngs] = (struct cost_group){k, x->mech, owner, 0, 0, 0, 0, 0};
+    c->gs[c->ngs] = (struct cost_group){k, x->mech, owner, 0, 0, 0, 0, 0, NULL};
     return (int)c->ngs++;
 }
 
@@ -610,6 +610,8 @@ void plan__cost_close(struct cost *c)
     free(c->cls);
     free(c->nzs);
     free(c->mig_cols);
+    for (size_t g = 0; g < c->ngs; g++)
+        plan__cost_cut_class_free(c->gs[g].cuts);
     free(c->gs);
     free(c->grp);
     ts_arena_free(&c->arena);

@@ -24,12 +24,39 @@ struct cost_nz {
     double v;
 };
 
+/* A pool group's clients as the bin-packing class its cuts price
+ * (plan/costsolve.c), made at its first cut. */
+struct cost_cut_pair {
+    size_t alt;  /* a class column's alternative in the group */
+    size_t type; /* the type of one of its class's workloads */
+    int own;     /* that workload is the class's first: the column's own type */
+    size_t head; /* the column's own pair (which holds its price) */
+};
+struct cost_cut_class {
+    struct plan_cfg cfg; /* types, each one's demand, configurations */
+    int *demand;
+    struct cost_cut_pair *pairs;
+    size_t npairs;
+    int *last;    /* the demands of its last separation (NULL: none yet) */
+    glp_prob *lp; /* its configuration LP, kept for the next separation */
+};
+void plan__cost_cut_class_free(struct cost_cut_class *k);
+
 struct cost_group {
     size_t slot;
     int mech;
     size_t owner;
-    int col, mem, sm, clients; /* fluid cards (0: its configurations' columns instead) */
-    int cut;                   /* its configuration cut was tried (group_cut), or it needs none */
+    int col, mem, sm, clients;   /* fluid cards (0: its configurations' columns instead) */
+    int cut;                     /* enum cost_cut */
+    struct cost_cut_class *cuts; /* NULL until its first cut */
+};
+
+/* A pool group's configuration cuts (plan/costsolve.c's group_cut). */
+enum cost_cut {
+    COST_CUT_NONE, /* not tried yet */
+    COST_CUT_DONE, /* none can be made (too large to list, a client spreads), or
+                    * none is needed (its configurations are its columns) */
+    COST_CUT_MORE, /* made: an integer solution may call for a stronger one */
 };
 
 struct cost {

@@ -104,7 +104,7 @@ static int config_cols(struct cost *c, int gi, struct group_types *gt, const str
                 return 0;
     }
     c->cfg_cols += (int)cfg->nconfigs;
-    g->cut = 1; /* exact: no cut raises it */
+    g->cut = COST_CUT_DONE; /* exact: no cut raises it */
     return 1;
 }
 

@@ -14,114 +14,272 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "util/units.h"
 
 /* Group gi's clients as a bin-packing class: every workload whose class
  * may join the group (a class's workloads may be of several tenants of the
- * trust set), alike ones one type (plan/poolcfg.c). Its configuration LP's
- * dual prices give a cut: the group's cards are at least the prices of the
- * clients in it (any card holds at most 1). A class's column is priced at
- * the least of its workloads' prices, as any of them may be the ones in the
- * group. Stronger than memory alone where sizes leave room no client
- * fills. No cut when a client spreads or the class is too large to list.
- * Returns 1 with a cut added, 0 without, -1 out of memory. */
-static int group_cut(struct cost *c, int gi)
+ * trust set), alike ones one type (plan/poolcfg.c), its configurations
+ * listed up to each type's demand (every client's replicas); per class
+ * column, the types of its workloads (k->pairs). NULL when a client
+ * spreads, the class is too large to list, or out of memory (*nomem). */
+static struct cost_cut_class *cut_class(const struct cost *c, int gi, int *nomem)
 {
     const struct cost_group *g = &c->gs[gi];
     struct plan_pool_class pc = {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL};
-    size_t n = 0, nrows = c->d->nrows;
-    for (size_t r = 0; r < nrows; r++)
+    size_t n = 0;
+    for (size_t r = 0; r < c->d->nrows; r++)
         for (size_t a = c->first[c->cls[r]]; a < c->first[c->cls[r] + 1]; a++)
             n += c->grp[a] == gi;
+    struct cost_cut_class *k = calloc(1, sizeof(*k));
     pc.rows = calloc(n + 1, sizeof(*pc.rows));
-    pc.demand = calloc(n + 1, sizeof(*pc.demand));
-    size_t *type = calloc(c->nalt + 1, sizeof(*type));
-    double *pi = calloc(n + 1, sizeof(*pi)), *price = calloc(c->nalt + 1, sizeof(*price));
-    double *val = calloc(n + 2, sizeof(*val));
-    int *ind = calloc(n + 2, sizeof(*ind));
-    int ok = pc.rows && pc.demand && type && pi && price && val && ind, cut = ok;
-    for (size_t r = 0; cut && r < nrows; r++) {
+    int *demand = calloc(n + 1, sizeof(*demand));
+    struct cost_cut_pair *pairs = calloc(n + 1, sizeof(*pairs));
+    size_t *head = calloc(c->nalt + 1, sizeof(*head)); /* per column: its own pair */
+    int ok = k && pc.rows && demand && pairs && head, spread = 0;
+    for (size_t r = 0; ok && !spread && r < c->d->nrows; r++) {
         size_t q = c->cls[r];
-        for (size_t a = c->first[q]; cut && a < c->first[q + 1]; a++) {
+        for (size_t a = c->first[q]; !spread && a < c->first[q + 1]; a++) {
             if (c->grp[a] != gi)
                 continue;
-            size_t mine = c->first[r] + (a - c->first[q]); /* r's alternative like a */
-            const struct decide_row *x = &c->alt[mine];
-            cut = !plan__cost_spread(x);
+            const struct decide_row *x = &c->alt[c->first[r] + (a - c->first[q])];
+            spread = plan__cost_spread(x);
             size_t t = 0;
             while (t < pc.ntypes && !plan__pool_same_client(pc.rows[t], x))
                 t++;
             if (t == pc.ntypes)
                 pc.rows[pc.ntypes++] = x;
-            pc.demand[t] += x->workload->replicas;
-            type[mine] = t;
+            demand[t] += x->workload->replicas;
+            if (r == q)
+                head[a] = k->npairs;
+            pairs[k->npairs++] = (struct cost_cut_pair){a, t, r == q, 0};
         }
     }
-    struct plan_cfg cfg = {.ntypes = pc.ntypes,
-                           .demand = pc.demand,
-                           .fits = plan__pool_fits,
-                           .ctx = &pc,
-                           .more = plan__pool_fits_more,
-                           .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
-    pc.trust = cut ? plan__pool_trust_memo(c->m) : NULL;
-    cut = cut && plan__cfg_enumerate(&cfg) && plan__cfg_lp_duals(&cfg, pi);
-    plan__cfg_free(&cfg);
-    for (size_t a = 0; cut && a < c->nalt; a++)
-        price[a] = -1;
-    for (size_t r = 0; cut && r < nrows; r++) {
-        size_t q = c->cls[r];
-        for (size_t a = c->first[q]; a < c->first[q + 1]; a++) {
-            double p = c->grp[a] == gi ? pi[type[c->first[r] + (a - c->first[q])]] : -1;
-            if (c->grp[a] == gi && (price[a] < 0 || p < price[a]))
-                price[a] = p;
-        }
-    }
-    int len = 1;
-    ind[1] = g->col;
-    val[1] = 1;
-    for (size_t a = 0; cut && a < c->nalt; a++)
-        if (c->grp[a] == gi && price[a] > 0) {
-            ind[++len] = c->ycol[a];
-            val[len] = -price[a] * c->alt[a].workload->replicas;
-        }
-    if (cut) {
-        int row = glp_add_rows(c->lp, 1);
-        glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
-        glp_set_mat_row(c->lp, row, len, ind, val);
+    for (size_t i = 0; ok && i < k->npairs; i++)
+        pairs[i].head = head[pairs[i].alt];
+    pc.demand = demand;
+    if (ok && !spread) {
+        k->cfg = (struct plan_cfg){.ntypes = pc.ntypes,
+                                   .demand = demand,
+                                   .fits = plan__pool_fits,
+                                   .ctx = &pc,
+                                   .more = plan__pool_fits_more,
+                                   .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
+        pc.trust = plan__pool_trust_memo(c->m);
+        ok = pc.trust && plan__cfg_enumerate(&k->cfg);
+        k->cfg.ctx = NULL; /* pc is gone after this */
+        k->cfg.fits = NULL;
+        k->cfg.more = NULL;
     }
     free(pc.rows);
-    free(pc.demand);
     free(pc.trust);
-    free(type);
+    free(head);
+    *nomem = !(k && pc.rows && demand && pairs && head);
+    if (!ok || spread) {
+        free(demand);
+        free(pairs);
+        if (k)
+            plan__cfg_free(&k->cfg);
+        free(k);
+        return NULL;
+    }
+    k->demand = demand;
+    k->pairs = pairs;
+    return k;
+}
+
+void plan__cost_cut_class_free(struct cost_cut_class *k)
+{
+    if (!k)
+        return;
+    plan__cfg_free(&k->cfg);
+    if (k->lp)
+        glp_delete_prob(k->lp);
+    free(k->demand);
+    free(k->pairs);
+    free(k->last);
+    free(k);
+}
+
+/* A column's value in the program's last solution: its integer one (mip),
+ * else its LP's. */
+static double col_val(const struct cost *c, int col, int mip)
+{
+    return mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
+}
+
+/* The replicas of each type the last solution (mip: the integer one) puts
+ * in the group (its class columns' values), in at[], scaled to whole
+ * numbers below INT_MAX (an LP's are fractions; only their ratios matter
+ * to the dual prices); sum: scratch for ntypes. */
+static void solution_demand(const struct cost *c, const struct cost_cut_class *k, int mip,
+                            double *sum, int *at)
+{
+    double top = 0;
+    for (size_t t = 0; t < k->cfg.ntypes; t++)
+        sum[t] = 0;
+    for (size_t i = 0; i < k->npairs; i++) {
+        size_t a = k->pairs[i].alt;
+        if (k->pairs[i].own)
+            sum[k->pairs[i].type] += col_val(c, c->ycol[a], mip) * c->alt[a].workload->replicas;
+    }
+    for (size_t t = 0; t < k->cfg.ntypes; t++)
+        top = sum[t] > top ? sum[t] : top;
+    double scale = top > 0 ? PLAN_COST_SEPARATION_SCALE / top : 0;
+    for (size_t t = 0; t < k->cfg.ntypes; t++)
+        at[t] = (int)lround(sum[t] * scale);
+}
+
+/* Each class column's price (per pair, in price[], -1 where another pair
+ * of the column holds it): the least of its workloads' types' prices pi,
+ * as any of them may be the ones in the group, rounded down to
+ * PLAN_COST_CUT_PRICE_STEP (lower prices keep the cut valid; without tiny
+ * ones GLPK's bases stay well conditioned). */
+static void class_prices(const struct cost_cut_class *k, const double *pi, double *price)
+{
+    for (size_t i = 0; i < k->npairs; i++)
+        price[i] = -1;
+    for (size_t i = 0; i < k->npairs; i++) {
+        double p = pi[k->pairs[i].type];
+        size_t j = k->pairs[i].head;
+        price[j] = price[j] < 0 || p < price[j] ? p : price[j];
+    }
+    for (size_t i = 0; i < k->npairs; i++)
+        if (price[i] > 0)
+            price[i] = floor(price[i] / PLAN_COST_CUT_PRICE_STEP) * PLAN_COST_CUT_PRICE_STEP;
+}
+
+/* The cut: group gi's cards >= each class column's price times its
+ * replicas; a separation (sep) added only when the last solution (mip:
+ * the integer one) breaks it. ind and val: room for the row. 1 when
+ * added. */
+static int add_cut(struct cost *c, int gi, const double *price, int sep, int mip, int *ind,
+                   double *val)
+{
+    const struct cost_cut_class *k = c->gs[gi].cuts;
+    int len = 1, col = c->gs[gi].col;
+    double sum = 0;
+    ind[1] = col;
+    val[1] = 1;
+    for (size_t i = 0; i < k->npairs; i++)
+        if (price[i] > 0) {
+            size_t a = k->pairs[i].alt;
+            ind[++len] = c->ycol[a];
+            val[len] = -price[i] * c->alt[a].workload->replicas;
+            sum -= val[len] * col_val(c, ind[len], mip);
+        }
+    if (sep && sum <= col_val(c, col, mip) + PLAN_COST_SEPARATION_MIN)
+        return 0; /* the solution keeps it: no stronger cut here */
+    int row = glp_add_rows(c->lp, 1);
+    glp_set_row_bnds(c->lp, row, GLP_LO, 0, 0);
+    glp_set_mat_row(c->lp, row, len, ind, val);
+    return 1;
+}
+
+/* Group gi's clients as a bin-packing class (cut_class, made once). Its
+ * configuration LP's dual prices give a cut: the group's cards are at least
+ * the prices of the clients in it (any card holds at most 1). Stronger than
+ * memory alone where sizes leave room no client fills. The configurations
+ * are listed up to every client's demand, so any dual prices are valid for
+ * every solution; the LP's demands pick which: every client's (the group's
+ * first cut), or (sep) those of the last solution (mip: the integer one),
+ * the cut then the strongest at that solution (a separation, added only
+ * when the solution breaks it). No cut when a client spreads or the class
+ * is too large to list. Returns 1 with a cut added, 0 without, -1 out of
+ * memory. */
+static int group_cut(struct cost *c, int gi, int sep, int mip)
+{
+    int nomem = 0;
+    if (!c->gs[gi].cuts)
+        c->gs[gi].cuts = cut_class(c, gi, &nomem);
+    struct cost_cut_class *k = c->gs[gi].cuts;
+    if (!k)
+        return nomem ? -1 : 0;
+    size_t n = k->npairs > k->cfg.ntypes ? k->npairs : k->cfg.ntypes;
+    int *at = calloc(n + 1, sizeof(*at)), *ind = calloc(n + 2, sizeof(*ind));
+    double *pi = calloc(n + 1, sizeof(*pi)), *price = calloc(n + 1, sizeof(*price));
+    double *val = calloc(n + 2, sizeof(*val));
+    int ok = at && ind && pi && price && val, cut = ok;
+    struct plan_cfg cfg = k->cfg;
+    if (cut && sep) {
+        solution_demand(c, k, mip, pi, at);
+        cfg.demand = at;
+        /* the clients of its last separation: that cut holds them */
+        cut = !k->last || memcmp(k->last, at, k->cfg.ntypes * sizeof(*at)) != 0;
+    }
+    cut = cut && plan__cfg_lp_duals(&cfg, &k->lp, pi);
+    if (cut) {
+        class_prices(k, pi, price);
+        cut = add_cut(c, gi, price, sep, mip, ind, val);
+    }
+    if (sep && ok) {
+        free(k->last);
+        k->last = at;
+        at = NULL;
+    }
+    free(at);
+    free(ind);
     free(pi);
     free(price);
     free(val);
-    free(ind);
     return ok ? cut : -1;
 }
 
 /* Cuts for the groups the program's LP solution (mip: its integer
- * solution) uses and that have none yet (groups it leaves empty need none
- * to be bounded; a cut is optional, so a group the solution moves to
- * afterwards is still bounded by its memory). Returns the cuts added, -1
- * when out of memory. */
+ * solution) uses: a first cut where they have none yet (groups it leaves
+ * empty need none to be bounded; a cut is optional, so a group the
+ * solution moves to afterwards is still bounded by its memory), and at an
+ * integer solution, a stronger one where it breaks the group's cut at
+ * those clients (group_cut). Returns the cuts added, -1 when out of
+ * memory. */
 static int pool_cuts(struct cost *c, int mip)
 {
     int n = 0;
     for (size_t g = 0; g < c->ngs; g++) {
-        int col = c->gs[g].col;
-        if (c->gs[g].cut)
+        struct cost_group *x = &c->gs[g];
+        if (x->cut == COST_CUT_DONE || col_val(c, x->col, mip) <= 1e-9)
             continue;
-        double v = mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
-        if (v <= 1e-9)
-            continue;
-        c->gs[g].cut = 1;
-        int r = group_cut(c, (int)g);
+        int r = group_cut(c, (int)g, x->cut == COST_CUT_MORE, mip);
         if (r < 0)
             return -1;
+        x->cut = r || x->cut == COST_CUT_MORE ? COST_CUT_MORE : COST_CUT_DONE;
         n += r;
     }
     return n;
+}
+
+/* The program's LP solved again from its last basis (cuts added since:
+ * their rows basic, the basis still dual feasible); its optimum, -1 when
+ * not solved. */
+static double warm_lp(struct cost *c)
+{
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.meth = GLP_DUALP;
+    if (glp_get_status(c->lp) != GLP_OPT || glp_simplex(c->lp, &parm) != 0 ||
+        glp_get_status(c->lp) != GLP_OPT)
+        return plan__cost_lp(c);
+    return glp_get_obj_val(c->lp);
+}
+
+/* The program's LP raised by the pool groups' cuts, rounds of them at its
+ * solutions (PLAN_COST_SEPARATION_ROUNDS, counted) until none is broken:
+ * its optimum, -1 when not solved, -2 when out of memory. */
+static double separated_lp(struct cost *c)
+{
+    double lp = plan__cost_lp(c), seen[PLAN_COST_SEPARATION_ROUNDS + 1];
+    for (int round = 0; lp >= 0 && round < PLAN_COST_SEPARATION_ROUNDS; round++) {
+        seen[round] = lp;
+        if (round >= PLAN_COST_SEPARATION_WINDOW &&
+            lp - seen[round - PLAN_COST_SEPARATION_WINDOW] < PLAN_COST_SEPARATION_GAIN * lp)
+            break; /* tailing off */
+        int cuts = pool_cuts(c, 0);
+        if (cuts <= 0)
+            return cuts < 0 ? -2 : lp;
+        lp = warm_lp(c);
+    }
+    return lp;
 }
 
 double plan__cost_lp(struct cost *c)
@@ -336,7 +494,7 @@ int plan__cost_worth_search(struct cost *c)
 {
     if (!c->moves || plan__cost_cols(c) > PLAN_COST_ALTS_MAX)
         return 0;
-    if (plan__cost_lp(c) >= 0 && pool_cuts(c, 0) < 0)
+    if (separated_lp(c) == -2)
         return 0;
     return !decided_at_lp(c);
 }
@@ -357,31 +515,29 @@ static double proven_optimum(struct cost *c, double lp)
     struct cost_search s = {0, nodes, lp, 0};
     glp_iocp parm;
     glp_init_iocp(&parm);
-    parm.presolve = small ? GLP_ON : GLP_OFF; /* off: the tree's bounds are the program's */
+    parm.presolve = GLP_OFF; /* the LP's basis is there; the tree's bounds are the program's */
     parm.msg_lev = GLP_MSG_OFF;
-    /* Gomory cuts, valid for the integer program, on a larger one: the
-     * 1,000-GPU trace fleet at load 0.8 1009 -> 1015; a small one's proof
-     * took twice as long with them at 100 GPUs (5,000 nodes, no closer) */
-    parm.gmi_cuts = small ? GLP_OFF : GLP_ON;
+    /* Gomory and mixed-integer rounding cuts, valid for the integer
+     * program: the 100-GPU trace fleet at load 0.8, seed 1 ends its 1,500
+     * nodes at 115.58 against the optimum 115.90, where 5,000 nodes
+     * without them reached 114.73 (and either alone, no closer) */
+    parm.gmi_cuts = GLP_ON;
+    parm.mir_cuts = GLP_ON;
     parm.cb_func = search_bound; /* nodes counted: a busy machine proves what a quiet one does */
     parm.cb_info = &s;
     parm.tm_lim = (int)(PLAN_COST_TIME_S * 1000.0); /* a ceiling only */
     int rc = glp_intopt(c->lp, &parm);
     if (rc == 0 && glp_mip_status(c->lp) == GLP_OPT && glp_mip_obj_val(c->lp) > lp)
         return glp_mip_obj_val(c->lp);
-    if (!small && s.seen && s.bound > lp)
-        return s.bound;
-    return lp;
+    return s.seen && s.bound > lp ? s.bound : lp;
 }
 
 int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *cat,
                          const struct decide_result *d, int card_bound)
 {
     struct cost *c = plan__cost_open(m, cat, d, 0);
-    double lp = c ? plan__cost_lp(c) : -1;
-    int cuts = lp >= 0 ? pool_cuts(c, 0) : 0;
-    lp = cuts > 0 ? plan__cost_lp(c) : cuts < 0 ? -1 : lp;
-    lp = c ? proven_optimum(c, lp) : -1;
+    double lp = c ? separated_lp(c) : -1;
+    lp = c && lp >= 0 ? proven_optimum(c, lp) : -1;
     if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
     plan__cost_close(c);

@@ -92,8 +92,12 @@ int plan__cfg_lp_bound(const struct plan_cfg *c);
 /* The configuration LP's dual prices, pi[t] >= 0 per type, scaled so that
  * no configuration's sum of prices is over 1: any card holds at most 1 of
  * them, so cards >= sum_t pi[t] * count[t] for any counts up to the
- * demands. 0 when the LP is not solved. */
-int plan__cfg_lp_duals(const struct plan_cfg *c, double *pi);
+ * demands the configurations were listed for (c->demand may be others: the
+ * LP's, which pick the prices). keep: NULL, or where the LP is kept for the
+ * next call on the same configurations, solved again from its last basis
+ * (the caller deletes it). 0 when the LP is not solved. */
+struct glp_prob;
+int plan__cfg_lp_duals(const struct plan_cfg *c, struct glp_prob **keep, double *pi);
 /* The configuration LP rounded: each configuration's cards rounded down,
  * the items left over packed by the integer program on their own (few
  * configurations; else first fit), on new cards appended to c's
@@ -175,7 +179,16 @@ struct plan_build {
     int quick;      /* a large cost trial: no second try after a failed layout, no
                        GLPK pass over the pools (plan__improve_pools) */
     const struct cat_model *failed_model; /* the first failure's row's model (plan__fail) */
+    int spare;                            /* the pools laid out with spare cards (plan/spare.c) */
+    size_t fleet_cards;                   /* with spare: the fleet's cards, before the spare ones */
 };
+
+/* spare.c: spare cards of each model after the fleet's (plan__spare_add,
+ * before the pools); after GLPK's pass over the pools, what is left on
+ * them moved to free cards of the fleet and they are gone (plan__spare_
+ * remove: TS_INFEASIBLE when some spare card's instances fit on none). */
+ts_status plan__spare_add(struct plan_build *b);
+ts_status plan__spare_remove(struct plan_build *b);
 
 /* plan_build; cost_bound 0 leaves the bounds out (cost -1, cards 0: the
  * trial plans of plan_choose_models only compare costs, and each tries

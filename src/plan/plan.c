@@ -324,6 +324,8 @@ static ts_status layout(struct plan_build *b, int whole_first, struct plan **out
         st = plan__mig(b);
     if (b->hold_spread)
         plan__hold_release(b);
+    if (st == TS_OK && b->spare)
+        st = plan__spare_add(b);
     int before = b->diag->count + b->diag->dropped;
     b->pools_failed = 0;
     if (st == TS_OK) {
@@ -359,6 +361,8 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
     ts_status st = layout(b, whole_first, out);
     if (st == TS_OK && !b->quick)
         st = plan__improve_pools(b);
+    if (st == TS_OK && b->spare)
+        st = plan__spare_remove(b);
     if (st != TS_OK) {
         if (*out)
             plan_free(*out);
@@ -371,7 +375,8 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
 
 /* When only the pools place not everything: the pools packed first fit
  * decreasing, then with the clients that spread first (pool_ffd 1, 2),
- * each improved by GLPK; the first that places everything replaces b.
+ * then as at first with spare cards (plan/spare.c), each improved by
+ * GLPK; the first that places everything replaces b.
  * Worst fit and first fit decreasing both strand a spread client where
  * packing by size leaves each card too full for one of its replicas
  * (issue 30: 20, 20, 12, 12 and a spread 4 GiB x2 on two 40 GiB cards).
@@ -379,10 +384,11 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
 static ts_status rescued_layout(struct plan_build *b, int whole_first, ts_status st,
                                 struct plan **out)
 {
-    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && !b->quick && ffd <= 2; ffd++) {
+    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && !b->quick && ffd <= 3; ffd++) {
         struct plan_build f = *b;
         f.diag = calloc(1, sizeof(*f.diag));
-        f.pool_ffd = ffd;
+        f.pool_ffd = ffd < 3 ? ffd : 0;
+        f.spare = ffd == 3;
         f.used_exact = f.glpk_ran = f.glpk_skipped = f.glpk_timeout = 0;
         f.bound = 0; /* the first may have stopped before summing it */
         f.bound_known = !b->cost_bound;

@@ -297,9 +297,10 @@
  * (1,000 GPUs at load 0.8: 1.8% -> 0.9% over the bound, 3.1 -> 2.6 s). */
 #define PLAN_COST_GROUP_CUT_STEPS_MAX 200000
 /* Branch-and-bound nodes GLPK may take to prove a small program's integer
- * optimum (counted, not timed): the fixtures of tests/ prove in 1 to 105
- * nodes (10 ms, the 100-GPU trace fleet at load 0.8). */
-#define PLAN_COST_PROOF_NODES 5000L
+ * optimum (counted, not timed), with Gomory and MIR cuts (about 3 ms a
+ * node on the 100-GPU trace fleet at load 0.8, seed 1, which leaves
+ * 0.3% open after them); else the least bound of its open nodes. */
+#define PLAN_COST_PROOF_NODES 1500L
 /* On a small program (PLAN_COST_PROOF_COLS_MAX workloads and columns) a
  * sharing-pool group is its configurations' columns (plan/costcfg.c) when
  * they are at most this many (listed in the cut's steps above), else one
@@ -310,6 +311,28 @@
 /* The cost program's search adds the cuts of the pool groups its integer
  * solution uses and solves again at most this many times. */
 #define PLAN_COST_CUT_ROUNDS 3
+/* Spare cards per model for a layout whose pools ran out of cards
+ * (plan/spare.c): this share of the model's cards, at least
+ * PLAN_POOL_SPARE_MIN. */
+#define PLAN_POOL_SPARE_SHARE 0.05
+#define PLAN_POOL_SPARE_MIN 8
+/* A pool group's separation (plan/costsolve.c's group_cut): the clients a
+ * solution puts in it, scaled to whole numbers for the configuration LP
+ * (the most of a type PLAN_COST_SEPARATION_SCALE: only their ratios matter
+ * to its dual prices); a cut broken by less than PLAN_COST_SEPARATION_MIN
+ * cards is not added. */
+#define PLAN_COST_SEPARATION_SCALE 100000.0
+/* Rounds of separation at the LP's solutions (the bound, and the search's
+ * LP), each solving the LP again: at most PLAN_COST_SEPARATION_ROUNDS, and
+ * none once the last PLAN_COST_SEPARATION_WINDOW raised it by less than
+ * PLAN_COST_SEPARATION_GAIN of its value (the 10,000-GPU trace fleet at
+ * load 0.7: 8201.4 -> 8214.1 in 15 rounds, 8214.6 in 40). */
+#define PLAN_COST_SEPARATION_ROUNDS 40
+#define PLAN_COST_SEPARATION_WINDOW 3
+#define PLAN_COST_SEPARATION_GAIN 1e-4
+#define PLAN_COST_SEPARATION_MIN 1e-3
+/* A cut's prices (cards per client) rounded down to this step. */
+#define PLAN_COST_CUT_PRICE_STEP 1e-4
 /* Where the search's models do not lay out or cost more than the program
  * said, it is told so and solved again at most this many times
  * (plan_choose_models; counted, each search its own work budget,
@@ -324,6 +347,10 @@
  * at load 0.7, seed 3, failed three times and then cost more than decide's
  * models (4.6 s against 1.5). */
 #define PLAN_COST_FEWER_ROUNDS 2
+/* Fleets of more cards than this compare their models' quick layouts
+ * first (plan/choose.c's TRIAL_RANK): a full layout of the 10,000-GPU
+ * trace fleet takes 1.2 s, of the 1,000-GPU one 10-50 ms. */
+#define PLAN_COST_FULL_TRIAL_GPUS 4000
 /* The search's cost program splits a trust set that is not a clique into
  * its maximal cliques, at most this many in all (else it stays one pool). */
 #define PLAN_COST_CLIQUES_MAX 16
