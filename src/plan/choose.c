@@ -48,31 +48,11 @@ static struct cost_trial trial(const struct spec_model *m, const struct cat_cata
  * that builds beats one that does not. */
 static int cheaper_than(struct cost_trial a, struct cost_trial base)
 {
-    if (a.cost == -2 || a.cost == -1)
+    if (a.cost < 0)
         return 0;
     if (base.cost < 0 || a.cost != base.cost)
         return base.cost < 0 || a.cost < base.cost;
     return a.cards < base.cards;
-}
-
-/* The decisions with pins applied when their plan costs less than base
- * (d's plan), its trial in *got (quick: as trial's); else NULL. */
-static struct decide_result *try_pins(const struct spec_model *m, const struct cat_catalog *cat,
-                                      const struct decide_result *d, const struct plan_options *opt,
-                                      const struct cat_model **pins, struct cost_trial base,
-                                      struct cost_trial *got, int quick)
-{
-    struct ts_diag *diag = calloc(1, sizeof(*diag));
-    struct decide_result *alt = NULL;
-    if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
-        alt = NULL;
-    free(diag);
-    *got = alt ? trial(m, cat, alt, opt, quick) : (struct cost_trial){-2, 0, NULL};
-    if (alt && !cheaper_than(*got, base)) {
-        decide_free(alt);
-        alt = NULL;
-    }
-    return alt;
 }
 
 /* 1 when some row's pin moves it off d's model. */
@@ -84,73 +64,111 @@ static int moves_any(const struct decide_result *d, const struct cat_model **pin
     return 0;
 }
 
-/* pins' decisions when their plan costs less than base, else the same
- * without the moves of sharing-pool workloads (kept in *scratch: pools
- * are what the program relaxes most, decide's models stand); NULL when
- * neither does. pins' own trial in *first; on a large program (quick)
- * pins alone, the program being told and solved again instead. */
-static struct decide_result *try_models(const struct spec_model *m, const struct cat_catalog *cat,
-                                        const struct decide_result *d,
-                                        const struct plan_options *opt,
-                                        const struct cat_model **pins,
-                                        const struct cat_model **scratch, struct cost_trial base,
-                                        struct cost_trial *got, struct cost_trial *first, int quick)
+/* d's decisions with pins applied; NULL when they cannot be made. */
+static struct decide_result *pinned(const struct spec_model *m, const struct cat_catalog *cat,
+                                    const struct decide_result *d, const struct cat_model **pins)
 {
-    struct decide_result *alt = try_pins(m, cat, d, opt, pins, base, first, quick);
-    *got = *first;
-    if (alt || quick)
-        return alt;
-    for (size_t r = 0; r < d->nrows; r++)
-        scratch[r] = decide_mech_shares_card(d->rows[r].mech) ? NULL : pins[r];
-    return moves_any(d, scratch) ? try_pins(m, cat, d, opt, scratch, base, got, 0) : NULL;
+    struct ts_diag *diag = calloc(1, sizeof(*diag));
+    struct decide_result *alt = NULL;
+    if (diag && plan__decide_pinned(m, cat, pins, d, &alt, diag) != TS_OK)
+        alt = NULL;
+    free(diag);
+    return alt;
 }
 
-/* The models laid out so far and the cheapest of them. */
+/* The cheapest models laid out so far, compared in full (GLPK's pass over
+ * the pools included): a quick trial leaves the pools as the heuristic
+ * packed them, which may rank models otherwise (3,000 GPUs at load 0.8,
+ * seed 2: 3259.50 against 3247.10 quick, 3227.00 against 3247.10 in full;
+ * 1,000 GPUs at load 0.7, seed 3: 825.60 kept for 830.10 by quick trials). */
 struct choice {
-    struct decide_result *alt; /* the cheapest models (NULL: decide's) */
-    struct cost_trial best;    /* their trial (quick on a large program) */
-    struct cost_trial full;    /* their trial in full (cost -3: not made yet) */
+    struct decide_result *alt; /* NULL: decide's */
+    struct cost_trial best;    /* their trial in full (cost -3: not made yet) */
+    struct cost_trial quick;   /* their quick trial (cost -3: not made yet) */
 };
 
-/* pins' decisions when, laid out in full (GLPK's pass over the pools
- * included), they cost less than ch's laid out in full (then ch->full is
- * theirs); quick trials leave the pools as the heuristic packed them,
- * which may favour the models chosen so far (3,000 GPUs at load 0.8, seed
- * 2: 3259.50 against 3247.10 quick, 3227.00 against 3247.10 in full).
- * Else NULL. */
-static struct decide_result *try_full(const struct spec_model *m, const struct cat_catalog *cat,
-                                      const struct decide_result *d, const struct plan_options *opt,
-                                      const struct cat_model **pins, struct choice *ch)
+/* ch's models' trial in full (quick: their quick one), made when not yet. */
+static struct cost_trial best_of(const struct spec_model *m, const struct cat_catalog *cat,
+                                 const struct decide_result *d, const struct plan_options *opt,
+                                 struct choice *ch, int quick)
 {
-    struct cost_trial full;
-    if (ch->full.cost == -3)
-        ch->full = trial(m, cat, ch->alt ? ch->alt : d, opt, 0);
-    struct decide_result *next = try_pins(m, cat, d, opt, pins, ch->full, &full, 0);
-    if (next)
-        ch->full = full;
-    return next;
+    struct cost_trial *t = quick ? &ch->quick : &ch->best;
+    if (t->cost == -3)
+        *t = trial(m, cat, ch->alt ? ch->alt : d, opt, quick);
+    return *t;
 }
 
-/* pins' trial (and those try_models and try_full make) kept in ch when
- * cheaper; pins' own trial in *first. */
+/* How the models of a solution are laid out (plan_choose_models). */
+enum trial_way {
+    TRIAL_FULL,  /* a small program: in full at once */
+    TRIAL_QUICK, /* quick first (it stops at its first failed layout), in full
+                  * when that builds */
+    TRIAL_BOTH,  /* quick first, then in full either way (the search's integer
+                  * solution: where it fills a model's cards, only the full
+                  * layout's last rescue, spare cards, may build it) */
+    TRIAL_RANK,  /* a fleet of over PLAN_COST_FULL_TRIAL_GPUS: quick, kept when
+                  * cheaper than ch's quick; else in full, compared in full
+                  * (a full layout there takes a second or more) */
+};
+
+/* alt (freed unless kept) laid out as way says; kept in ch when cheaper.
+ * Its first trial in *first; 1 when kept. */
+static int keep_cheaper(const struct spec_model *m, const struct cat_catalog *cat,
+                        const struct decide_result *d, const struct plan_options *opt,
+                        struct decide_result *alt, enum trial_way way, struct choice *ch,
+                        struct cost_trial *first)
+{
+    *first = alt ? trial(m, cat, alt, opt, way != TRIAL_FULL) : (struct cost_trial){-2, 0, NULL};
+    struct cost_trial full = {-3, 0, NULL}, quick = way == TRIAL_FULL ? full : *first;
+    int by_quick = way == TRIAL_RANK && cheaper_than(quick, best_of(m, cat, d, opt, ch, 1));
+    if (!by_quick) {
+        int again = alt && (way == TRIAL_BOTH || (way != TRIAL_FULL && first->cost >= 0));
+        full = again ? trial(m, cat, alt, opt, 0) : *first;
+        if (full.cost < 0 || !cheaper_than(full, best_of(m, cat, d, opt, ch, 0))) {
+            decide_free(alt);
+            return 0;
+        }
+    }
+    decide_free(ch->alt);
+    ch->alt = alt;
+    ch->best = full;
+    ch->quick = quick;
+    return 1;
+}
+
+/* pins' models kept in ch when their plan costs less; on a small program
+ * (not quick) when they do not, the same without the moves of sharing-pool
+ * workloads (in scratch: pools are what the program relaxes most, decide's
+ * models stand for them); on a large one the program is told and solved
+ * again instead. pins' own first trial in *first. */
 static void try_all(const struct spec_model *m, const struct cat_catalog *cat,
                     const struct decide_result *d, const struct plan_options *opt,
-                    const struct cat_model **pins, const struct cat_model **scratch, int quick,
-                    struct choice *ch, struct cost_trial *first)
+                    const struct cat_model **pins, const struct cat_model **scratch,
+                    enum trial_way way, struct choice *ch, struct cost_trial *first)
 {
-    struct cost_trial got;
-    struct decide_result *next = try_models(m, cat, d, opt, pins, scratch, ch->best, &got, first,
-                                            quick);
-    int full = !next && quick && first->cost >= 0;
-    if (full)
-        next = try_full(m, cat, d, opt, pins, ch);
-    if (!next)
+    if (keep_cheaper(m, cat, d, opt, pinned(m, cat, d, pins), way, ch, first) || way != TRIAL_FULL)
         return;
-    decide_free(ch->alt);
-    ch->alt = next;
-    ch->best = full ? *first : got;
-    if (!full)
-        ch->full.cost = -3;
+    for (size_t r = 0; r < d->nrows; r++)
+        scratch[r] = decide_mech_shares_card(d->rows[r].mech) ? NULL : pins[r];
+    struct cost_trial without;
+    if (moves_any(d, scratch))
+        keep_cheaper(m, cat, d, opt, pinned(m, cat, d, scratch), TRIAL_FULL, ch, &without);
+}
+
+/* ch's models' cost as laid out so far: in full where known, else quick. */
+static struct cost_trial known(const struct choice *ch)
+{
+    return ch->best.cost != -3 ? ch->best : ch->quick;
+}
+
+/* The fleet's cards. */
+static long fleet_gpus(const struct spec_model *m)
+{
+    long n = 0;
+    for (size_t i = 0; i < m->fleet->nnodes; i++)
+        for (size_t g = 0; g < m->fleet->nodes[i].ngpus; g++)
+            n += m->fleet->nodes[i].gpus[g].count;
+    return n;
 }
 
 /* 1 when the program's objective obj (currency units) is below t's cost by
@@ -204,17 +222,21 @@ ts_status plan_choose_models(const struct spec_model *m, const struct cat_catalo
         solved = plan__cost_rounded(c, pins, &obj);
     solved = solved && moves_any(d, pins) ? solved : 0;
     double gap = solved ? plan__cost_gap(c) : PLAN_COST_MIP_GAP;
-    struct choice ch = {NULL, {-2, 0, NULL}, {-3, 0, NULL}};
+    struct choice ch = {NULL, {-3, 0, NULL}, {-3, 0, NULL}};
     struct cost_trial first;
-    int quick = gap > 0 || solved != 2; /* a large program: quick trials, decide's too */
+    int quick = gap > 0 || solved != 2; /* a large program: quick trials first */
     if (solved)
-        ch.best = trial(m, cat, d, opt, quick);
+        best_of(m, cat, d, opt, &ch, quick);
     /* the program finds no saving on the best plan: no trial of its models */
-    for (int round = 0; solved && saves(obj, ch.best, gap); round++) {
-        try_all(m, cat, d, opt, pins, pins + n, quick, &ch, &first);
+    for (int round = 0; solved && saves(obj, known(&ch), gap); round++) {
+        enum trial_way way = !quick                                      ? TRIAL_FULL
+                             : fleet_gpus(m) > PLAN_COST_FULL_TRIAL_GPUS ? TRIAL_RANK
+                             : rounding                                  ? TRIAL_QUICK
+                                                                         : TRIAL_BOTH;
+        try_all(m, cat, d, opt, pins, pins + n, way, &ch, &first);
         double left = limit - glp_difftime(glp_time(), start);
         int rounds = quick ? PLAN_COST_FEWER_ROUNDS : PLAN_COST_RESOLVE_ROUNDS;
-        if (!saves(obj, ch.best, gap) || round == rounds || left <= 0 ||
+        if (!saves(obj, known(&ch), gap) || round == rounds || left <= 0 ||
             !told(c, &first, !quick, !rounding, pins))
             break;
         memcpy(tried, pins, n * sizeof(*pins));
