@@ -135,4 +135,24 @@ expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-lp-round.yaml -o json
 got=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1]))["summary"]; print(s["gpusUsed"] == s["lowerBound"], s["solver"].startswith("exact"))' "$TMP/out")
 check "a class past GLPK's integer program: its LP rounded meets the bound: got '$got'" test "$got" = "True True"
 
+# The same guests on exactly the 18 cards they need
+# (tests/fixtures/plan/guests-tight.yaml): the heuristic's pools run out at
+# 19, spare cards let GLPK's pass pack 18, and none is left in the plan
+# (stop 43: "no h200-141gb card left"). On 17 cards the same error as ever,
+# naming a guest, and the partial plan on stdout holds the fleet's 17 cards
+# alone (no spare card left in it), with what does not fit named.
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/guests-tight.yaml -o json
+got=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); s = d["summary"]
+nodes = sorted({g["node"] for g in d["gpus"]})
+print(s["gpusUsed"], s["gpusTotal"], len(d["gpus"]), " ".join(nodes))' "$TMP/out")
+check "tight fleet: 18 of 18 cards, all of the fleet's nodes: got '$got'" test "$got" = "18 18 18 n0 n1 n2"
+sed 's/count: 2}/count: 1}/' tests/fixtures/plan/guests-tight.yaml >"$TMP/tight17.yaml"
+expect_rc 1 "$TESSERA" plan -f "$TMP/tight17.yaml" -o json
+check "17 cards: the guest named" grep -q "no h200-141gb card left for replica r0 of dev-2/w" "$TMP/err"
+got=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1]))
+print(len(d["gpus"]), d["summary"]["gpusTotal"], " ".join(sorted({g["node"] for g in d["gpus"]})),
+      len(d["unplaced"]) > 0)' "$TMP/out")
+check "17 cards: the partial plan holds the fleet's cards alone: got '$got'" \
+    test "$got" = "17 17 n0 n1 n2 True"
+
 finish
