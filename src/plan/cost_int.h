@@ -92,9 +92,10 @@ struct cost {
     size_t nmig, migcap;
     struct cost_group *gs; /* the sharing-pool groups */
     size_t ngs, gscap;
-    int *grp;     /* per alternative: its group, or -1 */
-    int cfg_cols; /* the groups' configuration columns (plan/costcfg.c) */
-    int rounded;  /* the last solution is the LP's, rounded (plan__cost_rounded) */
+    int *grp;             /* per alternative: its group, or -1 */
+    int cfg_cols;         /* the groups' configuration columns (plan/costcfg.c) */
+    int rounded;          /* the last solution is the LP's, rounded (plan__cost_rounded) */
+    long separation_work; /* configurations of the group LPs solved (group_cut) */
 };
 
 /* Each sharing-pool group split into its parts that never share a card

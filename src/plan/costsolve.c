@@ -208,6 +208,7 @@ static int group_cut(struct cost *c, int gi, int sep, int mip)
         cut = !k->last || memcmp(k->last, at, k->cfg.ntypes * sizeof(*at)) != 0;
     }
     cut = cut && plan__cfg_lp_duals(&cfg, &k->lp, pi);
+    c->separation_work += (long)k->cfg.nconfigs;
     if (cut) {
         class_prices(k, pi, price);
         cut = add_cut(c, gi, price, sep, mip, ind, val);
@@ -263,17 +264,20 @@ static double warm_lp(struct cost *c)
     return glp_get_obj_val(c->lp);
 }
 
-/* The program's LP raised by the pool groups' cuts, rounds of them at its
- * solutions (PLAN_COST_SEPARATION_ROUNDS, counted) until none is broken:
- * its optimum, -1 when not solved, -2 when out of memory. */
-static double separated_lp(struct cost *c)
+/* The program's LP raised by the pool groups' cuts, at most rounds rounds
+ * of them at its solutions (counted: PLAN_COST_SEPARATION_WINDOW and
+ * _GAIN, _WORK), until none is broken: its optimum, -1 when not solved, -2
+ * when out of memory. */
+static double separated_lp(struct cost *c, int rounds)
 {
     double lp = plan__cost_lp(c), seen[PLAN_COST_SEPARATION_ROUNDS + 1];
-    for (int round = 0; lp >= 0 && round < PLAN_COST_SEPARATION_ROUNDS; round++) {
+    for (int round = 0; lp >= 0 && round < rounds; round++) {
         seen[round] = lp;
         if (round >= PLAN_COST_SEPARATION_WINDOW &&
             lp - seen[round - PLAN_COST_SEPARATION_WINDOW] < PLAN_COST_SEPARATION_GAIN * lp)
             break; /* tailing off */
+        if (c->separation_work > PLAN_COST_SEPARATION_WORK)
+            break;
         int cuts = pool_cuts(c, 0);
         if (cuts <= 0)
             return cuts < 0 ? -2 : lp;
@@ -449,6 +453,14 @@ int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *ob
  * cards that no packing fills that well). */
 int plan__cost_cols(const struct cost *c) { return glp_get_num_cols(c->lp) - c->cfg_cols; }
 
+/* The search's node budget: PLAN_COST_SEARCH_WORK over the program's size
+ * to the power 1.5 (GLPK's work per node grows about so). */
+static double search_nodes(const struct cost *c)
+{
+    double size = glp_get_num_cols(c->lp) + glp_get_num_rows(c->lp) + 1;
+    return PLAN_COST_SEARCH_WORK / (size * sqrt(size));
+}
+
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
 {
     glp_iocp parm;
@@ -458,8 +470,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
     parm.mip_gap = plan__cost_gap(c);
     /* counted, not timed: the same answer on a busy machine as on a quiet
      * one; every round draws on the one budget */
-    double size = glp_get_num_cols(c->lp) + glp_get_num_rows(c->lp) + 1;
-    double nodes = PLAN_COST_SEARCH_WORK / (size * sqrt(size));
+    double nodes = search_nodes(c);
     struct cost_search s = {
         0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
     if (nodes < PLAN_COST_SEARCH_MIN_NODES)
@@ -494,7 +505,10 @@ int plan__cost_worth_search(struct cost *c)
 {
     if (!c->moves || plan__cost_cols(c) > PLAN_COST_ALTS_MAX)
         return 0;
-    if (separated_lp(c) == -2)
+    /* a program too large to search is rounded from the LP with its groups'
+     * first cuts (separating 10,000 GPUs at load 0.7 took 1-2 s) */
+    int search = search_nodes(c) >= PLAN_COST_SEARCH_MIN_NODES;
+    if (separated_lp(c, search ? PLAN_COST_SEPARATION_ROUNDS : 1) == -2)
         return 0;
     return !decided_at_lp(c);
 }
@@ -536,7 +550,7 @@ int64_t plan__cost_bound(const struct spec_model *m, const struct cat_catalog *c
                          const struct decide_result *d, int card_bound)
 {
     struct cost *c = plan__cost_open(m, cat, d, 0);
-    double lp = c ? separated_lp(c) : -1;
+    double lp = c ? separated_lp(c, PLAN_COST_SEPARATION_ROUNDS) : -1;
     lp = c && lp >= 0 ? proven_optimum(c, lp) : -1;
     if (c && c->nmodels == 1 && card_bound * c->models[0].price > lp)
         lp = card_bound * c->models[0].price; /* one model: cost is cards at one price */
