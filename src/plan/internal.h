@@ -180,7 +180,7 @@ struct plan_build {
                        GLPK pass over the pools (plan__improve_pools) */
     const struct cat_model *failed_model; /* the first failure's row's model (plan__fail) */
     int spare;                            /* the pools laid out with spare cards (plan/spare.c) */
-    size_t fleet_cards;                   /* with spare: the fleet's cards, before the spare ones */
+    size_t fleet_cards; /* the fleet's cards (p->gpus[0..fleet_cards)), before spare ones */
 };
 
 /* spare.c: spare cards of each model after the fleet's (plan__spare_add,

@@ -99,6 +99,7 @@ static ts_status make_cards(struct plan_build *b)
                 gpu->model = cat_model_find(b->cat, f->nodes[i].gpus[g].model);
             }
     }
+    b->fleet_cards = b->p->ngpus;
     return TS_OK;
 }
 

@@ -70,12 +70,13 @@ static ts_status take_node(struct plan_pidx *x, size_t i, const struct decide_ro
     return TS_OK;
 }
 
-/* The first node (fleet order) with r->gpus free cards r may use. */
+/* The first node (fleet order) with r->gpus free cards r may use; the
+ * fleet's cards alone, never spare ones (plan/spare.c). */
 static ts_status whole_replica(struct plan_pidx *x, const struct decide_row *r, int replica)
 {
     struct plan_build *b = x->b;
-    size_t from = plan__pidx_first_free(x, r->model);
-    for (size_t i = from < b->p->ngpus ? x->first[from] : from; i < b->p->ngpus; i = x->end[i]) {
+    size_t from = plan__pidx_first_free(x, r->model), end = b->fleet_cards;
+    for (size_t i = from < end ? x->first[from] : from; i < end; i = x->end[i]) {
         if (free_on_node(x, i, r) < (size_t)r->gpus)
             continue;
         if (r->workload->spread == SPEC_SPREAD_NODE && node_holds_replica(x, i, r))

@@ -9,7 +9,10 @@
  * of a node that has the model), GLPK's pass packs them tight, and what is
  * left on a spare card moves, card by card, to a free card of the fleet
  * that takes it; a spare card still in use fails the layout, and the
- * spare cards are gone from every plan that builds.
+ * spare cards are gone from every plan that builds. Pool clients and
+ * guests alone use them: whole GPUs, even those placed with the pools
+ * (MIG first), keep to the fleet's cards (plan/pools.c), as a card moved
+ * alone would split a multi-GPU replica across nodes.
  */
 #include "plan/internal.h"
 
@@ -49,7 +52,6 @@ ts_status plan__spare_add(struct plan_build *b)
         return TS_NOMEM;
     memcpy(gpus, p->gpus, p->ngpus * sizeof(*gpus));
     p->gpus = gpus;
-    b->fleet_cards = p->ngpus;
     for (size_t m = 0; m < b->cat->nmodels; m++) {
         const struct cat_model *model = &b->cat->models[m];
         int n = cards_of(p, model, &last);
