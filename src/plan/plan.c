@@ -385,7 +385,9 @@ static ts_status improved_layout(struct plan_build *b, int whole_first, struct p
 static ts_status rescued_layout(struct plan_build *b, int whole_first, ts_status st,
                                 struct plan **out)
 {
-    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && !b->quick && ffd <= 3; ffd++) {
+    /* spare cards only where GLPK's pass may empty them */
+    int last = b->opt->solver == PLAN_SOLVER_HEURISTIC ? 2 : 3;
+    for (int ffd = 1; st == TS_INFEASIBLE && b->pools_failed && !b->quick && ffd <= last; ffd++) {
         struct plan_build f = *b;
         f.diag = calloc(1, sizeof(*f.diag));
         f.pool_ffd = ffd < 3 ? ffd : 0;

@@ -155,4 +155,19 @@ print(len(d["gpus"]), d["summary"]["gpusTotal"], " ".join(sorted({g["node"] for 
 check "17 cards: the partial plan holds the fleet's cards alone: got '$got'" \
     test "$got" = "17 17 n0 n1 n2 True"
 
+# Spare cards never take whole GPUs (tests/fixtures/plan/spare-whole-split.yaml):
+# a 2-GPU replica laid out with the pools (MIG first) once took two spare
+# cards and was moved to two nodes. It goes to the h100 node at 12.00 USD/h;
+# without the h100 node, the error names it (no internal error).
+expect_rc 0 "$TESSERA" plan -f tests/fixtures/plan/spare-whole-split.yaml -o json
+got=$(python3 -c 'import json,sys; d = json.load(open(sys.argv[1]))
+nodes = sorted({g["node"] for g in d["gpus"] for i in g["instances"] if i["workload"] == "train"})
+print("%.2f" % d["summary"]["costPerHour"], " ".join(nodes))' "$TMP/out")
+check "whole replica on one node, not on spare cards: got '$got'" test "$got" = "12.00 c"
+sed -e '/name: c,/d' -e '/model: h100/d' -e 's/gpuModels: \[h100-80gb-sxm, a100-80gb\]/gpuModel: a100-80gb/' \
+    tests/fixtures/plan/spare-whole-split.yaml >"$TMP/split.yaml"
+expect_rc 1 "$TESSERA" plan -f "$TMP/split.yaml" -o json
+check "no h100: the replica named" grep -q "no node has 2 free a100-80gb cards for replica r0 of t1/train" "$TMP/err"
+check "no h100: no internal error" test "$(grep -c 'internal error' "$TMP/err")" = 0
+
 finish
