@@ -71,10 +71,10 @@ static struct cost_cut_class *cut_class(const struct cost *c, int gi, int *nomem
         k->cfg.fits = NULL;
         k->cfg.more = NULL;
     }
+    *nomem = !(k && pc.rows && demand && pairs && head);
     free(pc.rows);
     free(pc.trust);
     free(head);
-    *nomem = !(k && pc.rows && demand && pairs && head);
     if (!ok || spread) {
         free(demand);
         free(pairs);
@@ -207,8 +207,10 @@ static int group_cut(struct cost *c, int gi, int sep, int mip)
         /* the clients of its last separation: that cut holds them */
         cut = !k->last || memcmp(k->last, at, k->cfg.ntypes * sizeof(*at)) != 0;
     }
-    cut = cut && plan__cfg_lp_duals(&cfg, &k->lp, pi);
-    c->separation_work += (long)k->cfg.nconfigs;
+    if (cut) {
+        c->separation_work += (long)k->cfg.nconfigs;
+        cut = plan__cfg_lp_duals(&cfg, &k->lp, pi);
+    }
     if (cut) {
         class_prices(k, pi, price);
         cut = add_cut(c, gi, price, sep, mip, ind, val);
@@ -229,9 +231,9 @@ static int group_cut(struct cost *c, int gi, int sep, int mip)
 /* Cuts for the groups the program's LP solution (mip: its integer
  * solution) uses: a first cut where they have none yet (groups it leaves
  * empty need none to be bounded; a cut is optional, so a group the
- * solution moves to afterwards is still bounded by its memory), and at an
- * integer solution, a stronger one where it breaks the group's cut at
- * those clients (group_cut). Returns the cuts added, -1 when out of
+ * solution moves to afterwards is still bounded by its memory), and where
+ * they have one, a stronger one where the solution breaks the group's cut
+ * at its clients (group_cut). Returns the cuts added, -1 when out of
  * memory. */
 static int pool_cuts(struct cost *c, int mip)
 {

@@ -44,9 +44,10 @@ ts_status plan__spare_add(struct plan_build *b)
     struct plan *p = b->p;
     size_t total = p->ngpus;
     const struct spec_fleet_node *last = NULL;
-    for (size_t m = 0; m < b->cat->nmodels; m++)
-        if (cards_of(p, &b->cat->models[m], &last) > 0)
-            total += (size_t)spares_for(cards_of(p, &b->cat->models[m], &last));
+    for (size_t m = 0; m < b->cat->nmodels; m++) {
+        int n = cards_of(p, &b->cat->models[m], &last);
+        total += n > 0 ? (size_t)spares_for(n) : 0;
+    }
     struct plan_gpu *gpus = ts_arena_array(&p->arena, total, sizeof(*gpus));
     if (!gpus)
         return TS_NOMEM;
