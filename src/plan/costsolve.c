@@ -5,8 +5,10 @@
  * no layout violates one). The search (plan_choose_models, plan/choose.c):
  * asked only where decide's models are not already the cheapest, by the
  * LP and in whole cards; its integer solution, with the cuts of the groups
- * it uses, read as each workload's model (where it finds none in its
- * budget, the LP rounded per class). The lower bound on cost: the LP with
+ * it uses, read as each workload's model. A program too large for it gets
+ * the kept search (the LP's whole choices kept, the rest searched depth
+ * first), a medium one both; where neither finds a solution, the LP is
+ * rounded per class. The lower bound on cost: the LP with
  * cuts, the integer optimum where GLPK proves it quickly, else the least
  * open bound of a short branch and bound with Gomory cuts.
  */
@@ -463,6 +465,75 @@ static double search_nodes(const struct cost *c)
     return PLAN_COST_SEARCH_WORK / (size * sqrt(size));
 }
 
+/* Each class alternative to which the program's LP gives a whole number
+ * of workloads held there (hold), or every one free again (its bounds 0
+ * to its class's workloads, as fix_decided leaves them). */
+static void hold_whole(struct cost *c, int hold)
+{
+    for (size_t a = 0; a < c->nalt; a++) {
+        if (!c->ycol[a])
+            continue;
+        double v = hold ? glp_get_col_prim(c->lp, c->ycol[a]) : 0, n = floor(v + 0.5);
+        if (!hold)
+            glp_set_col_bnds(c->lp, c->ycol[a], GLP_DB, 0, c->count[a]);
+        else if (fabs(v - n) < 1e-6)
+            glp_set_col_bnds(c->lp, c->ycol[a], GLP_FX, n, n);
+    }
+}
+
+/* A program too large for the search (plan__cost_ilp): the workloads its
+ * LP puts whole on an alternative stay there, and a depth-first search of
+ * PLAN_COST_KEPT_NODES nodes (counted) chooses for the rest, down to a
+ * first integer solution and on to better ones near it. Its pool groups
+ * then get their cuts at that solution (pool_cuts: its LP fills a group
+ * split over two models as a fluid, where the layout packs each part)
+ * and it is solved again, at most PLAN_COST_CUT_ROUNDS times. 1 with a
+ * solution (its models in pins, its objective in *obj), else 0. */
+static int kept_search(struct cost *c, double time_limit_s, const struct cat_model **pins,
+                       double *obj)
+{
+    double start = glp_time();
+    int found = 0;
+    for (int round = 0; round <= PLAN_COST_CUT_ROUNDS; round++) {
+        double left = time_limit_s - glp_difftime(glp_time(), start);
+        if (left <= 0 || warm_lp(c) < 0)
+            break;
+        hold_whole(c, 1);
+        struct cost_search s = {0, PLAN_COST_KEPT_NODES, 0, 0};
+        glp_iocp parm;
+        glp_init_iocp(&parm);
+        parm.presolve = GLP_ON;
+        parm.msg_lev = GLP_MSG_OFF;
+        parm.mip_gap = plan__cost_gap(c);
+        parm.bt_tech = GLP_BT_DFS;
+        parm.br_tech = GLP_BR_DTH;
+        parm.cb_func = search_bound;
+        parm.cb_info = &s;
+        parm.tm_lim = (int)(left * 1000.0);
+        int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+        hold_whole(c, 0);
+        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) ||
+            !(st == GLP_OPT || st == GLP_FEAS))
+            break; /* the last round's solution stands */
+        *obj = glp_mip_obj_val(c->lp);
+        if (!read_pins(c, pins, 1))
+            return 0;
+        found = 1;
+        if (rc == GLP_ETMLIM || pool_cuts(c, 1) <= 0)
+            break;
+    }
+    return found;
+}
+
+int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model **pins,
+                    double *obj)
+{
+    if (plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX ||
+        search_nodes(c) < PLAN_COST_SEARCH_MIN_NODES)
+        return 0; /* a small one closes; a large one gets no other search */
+    return kept_search(c, time_limit_s, pins, obj);
+}
+
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
 {
     glp_iocp parm;
@@ -476,7 +547,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
     struct cost_search s = {
         0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
     if (nodes < PLAN_COST_SEARCH_MIN_NODES)
-        return 0; /* the budget finds no integer solution: the LP is rounded */
+        return kept_search(c, time_limit_s, pins, obj);
     parm.cb_func = search_bound;
     parm.cb_info = &s;
     double start = glp_time(), left = time_limit_s;
@@ -507,8 +578,9 @@ int plan__cost_worth_search(struct cost *c)
 {
     if (!c->moves || plan__cost_cols(c) > PLAN_COST_ALTS_MAX)
         return 0;
-    /* a program too large to search is rounded from the LP with its groups'
-     * first cuts (separating 10,000 GPUs at load 0.7 took 1-2 s) */
+    /* a program too large for the full search gets the kept one from the
+     * LP with its groups' first cuts (separating 10,000 GPUs at load 0.7
+     * took 1-2 s) and the cuts at its answers */
     int search = search_nodes(c) >= PLAN_COST_SEARCH_MIN_NODES;
     if (separated_lp(c, search ? PLAN_COST_SEPARATION_ROUNDS : 1) == -2)
         return 0;

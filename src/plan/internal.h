@@ -322,17 +322,18 @@ struct cost *plan__cost_open(const struct spec_model *m, const struct cat_catalo
 void plan__cost_close(struct cost *c);
 double plan__cost_lp(struct cost *c);
 /* plan__cost_ilp: 2 when its last round closed (within its gap), 1 when
- * its work budget or the time limit stopped it with a solution, 0 none. */
+ * its work budget or the time limit stopped it with a solution, 0 none.
+ * A program too large for its search (a fleet of thousands of GPUs) keeps
+ * the choices its LP makes whole and searches the rest (1 or 0). */
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj);
-/* Where the search found no integer solution in its budget (a fleet of
- * thousands of GPUs): the program's LP, with the cuts of the groups it
- * uses, rounded per class of alike workloads as each row's model; its
- * objective in *obj. 1, or 0 when the LP has none. */
-int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *obj);
-/* Where the search found no integer solution in its budget (a fleet of
- * thousands of GPUs): the program's LP rounded per class of alike
- * workloads as each row's model; its objective in *obj. 1, or 0 when the
- * LP has none. */
+/* A program neither small (PLAN_COST_PROOF_COLS_MAX) nor too large for
+ * the search: the kept search a program too large gets (plan__cost_ilp),
+ * as a first answer before the full one. 1 with a solution, else 0. */
+int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model **pins,
+                    double *obj);
+/* Where the search found no integer solution: the program's LP, with the
+ * cuts of the groups it uses, rounded per class of alike workloads as
+ * each row's model; its objective in *obj. 1, or 0 when the LP has none. */
 int plan__cost_rounded(struct cost *c, const struct cat_model **pins, double *obj);
 /* The search's models pins (NULL: the row's own) ruled out of its later
  * solutions: some workload then goes to a model its class did not get (a

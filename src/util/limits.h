@@ -272,9 +272,13 @@
 #define PLAN_COST_SEARCH_WORK 24000000.0
 #define PLAN_COST_SEARCH_NODES 6000L
 /* A search of fewer nodes is not made: at 10,000 GPUs (117-140 nodes of
- * 6 ms) GLPK found no integer solution in them, and the LP is rounded
- * instead (plan__cost_rounded); 3,000 GPUs get 600-750 and find one. */
+ * 6 ms) GLPK found no integer solution in them, and the kept search runs
+ * instead; 3,000 GPUs get 600-750 and find one. */
 #define PLAN_COST_SEARCH_MIN_NODES 300.0
+/* The kept search (plan/costsolve.c): the LP's whole choices kept, the
+ * rest searched depth first in this many nodes a round (counted; about
+ * 0.2 s at 10,000 GPUs; 500 planned the same at load 0.8, seed 3). */
+#define PLAN_COST_KEPT_NODES 200L
 /* Seconds of wall clock the search and the proof may take at most, and at
  * most the plan's own --time-limit (10 s by default): a ceiling only a
  * machine far slower or busier than the work budget expects reaches (the
