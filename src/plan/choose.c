@@ -212,9 +212,8 @@ static enum trial_way large_way(const struct spec_model *m, int rounding)
  * lay out at 825.40), and the full search is not laid out where it finds
  * no saving on them. n: the rows plus one (pins holds two sets). */
 static void try_kept(const struct spec_model *m, const struct cat_catalog *cat,
-                     const struct decide_result *d, const struct plan_options *opt,
-                     struct cost *c, double limit, const struct cat_model **pins, size_t n,
-                     struct choice *ch)
+                     const struct decide_result *d, const struct plan_options *opt, struct cost *c,
+                     double limit, const struct cat_model **pins, size_t n, struct choice *ch)
 {
     double obj;
     struct cost_trial first;

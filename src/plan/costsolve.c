@@ -525,8 +525,7 @@ static int kept_search(struct cost *c, double time_limit_s, const struct cat_mod
     return found;
 }
 
-int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model **pins,
-                    double *obj)
+int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
 {
     if (plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX ||
         search_nodes(c) < PLAN_COST_SEARCH_MIN_NODES)
