@@ -220,6 +220,7 @@ def quality(tessera, a, tmp):
             open(spec, "w").write(fleet(cards) + "".join(tenant(*w) for w in new))
             json.dump(running_json(layout), open(run, "w"))
             if a.dump:
+                os.makedirs(a.dump, exist_ok=True)
                 shutil.copy(spec, os.path.join(a.dump, "%s-%d.yaml" % (change, seed)))
                 shutil.copy(run, os.path.join(a.dump, "%s-%d.json" % (change, seed)))
             got = tessera_replan(tessera, spec, run, "--prefer", "fewer-cards")
