@@ -21,9 +21,10 @@
 struct walk {
     struct plan_cfg *c;
     int *counts;
-    size_t *nz; /* types with a nonzero count, ascending (dfs sets them in order) */
-    size_t nnz;
-    size_t cap; /* of c->configs, in configurations */
+    size_t present; /* types with a nonzero count */
+    double *sum;    /* per resource, the counts' use (c->sums) */
+    int *blocked;   /* per type, the present types it is apart from (c->sums) */
+    size_t cap;     /* of c->configs, in configurations */
     long steps;
     int full; /* a cap was hit or memory ran out */
 };
@@ -32,12 +33,36 @@ struct walk {
 static int one_more(struct walk *w, size_t t)
 {
     const struct plan_cfg *c = w->c;
-    if (c->more)
-        return c->more(c->ctx, w->counts, w->nz, w->nnz, t);
-    w->counts[t]++;
-    int fits = c->fits(c->ctx, w->counts);
-    w->counts[t]--;
-    return fits;
+    const struct plan_cfg_sums *s = c->sums;
+    if (!s) {
+        w->counts[t]++;
+        int fits = c->fits(c->ctx, w->counts);
+        w->counts[t]--;
+        return fits;
+    }
+    if (w->counts[t] >= s->most[t] || (!w->counts[t] && w->blocked[t]))
+        return 0;
+    for (size_t r = 0; r < s->nres; r++)
+        if (w->sum[r] + s->use[t * s->nres + r] > s->cap[r])
+            return 0;
+    return 1;
+}
+
+/* counts[t] moved by delta (+1 or -1), the sums kept. */
+static void step(struct walk *w, size_t t, int delta)
+{
+    const struct plan_cfg_sums *s = w->c->sums;
+    int was = w->counts[t];
+    w->counts[t] += delta;
+    if (!was != !w->counts[t])
+        w->present += delta;
+    if (!s)
+        return;
+    for (size_t r = 0; r < s->nres; r++)
+        w->sum[r] += delta * s->use[t * s->nres + r];
+    if (!was != !w->counts[t])
+        for (size_t u = 0; u < w->c->ntypes; u++)
+            w->blocked[u] += delta * (s->apart[u * w->c->ntypes + t] != 0);
 }
 
 static int maximal(struct walk *w)
@@ -46,7 +71,7 @@ static int maximal(struct walk *w)
     for (size_t t = 0; t < c->ntypes; t++)
         if (w->counts[t] < c->demand[t] && one_more(w, t))
             return 0;
-    return w->nnz > 0;
+    return w->present > 0;
 }
 
 static void keep(struct walk *w)
@@ -66,7 +91,8 @@ static void keep(struct walk *w)
     c->nconfigs++;
 }
 
-/* Counts for types t.. on top of counts[0..t-1] (which fit). */
+/* Counts for types t.. on top of counts[0..t-1] (which fit): as many of
+ * type t as fit, then one fewer at a time. */
 static void dfs(struct walk *w, size_t t)
 {
     long cap = w->c->max_steps > 0 ? w->c->max_steps : PLAN_CFG_NODES_MAX;
@@ -79,37 +105,41 @@ static void dfs(struct walk *w, size_t t)
             keep(w);
         return;
     }
-    int k = 0;
-    while (k < w->c->demand[t] && one_more(w, t)) {
-        w->counts[t] = ++k;
-        if (k == 1)
-            w->nz[w->nnz++] = t;
-    }
-    for (; k >= 0 && !w->full; k--) {
-        w->counts[t] = k;
-        if (k == 0 && w->nnz && w->nz[w->nnz - 1] == t)
-            w->nnz--;
+    while (w->counts[t] < w->c->demand[t] && one_more(w, t))
+        step(w, t, 1);
+    for (;;) {
         dfs(w, t + 1);
+        if (w->full || w->counts[t] == 0)
+            break;
+        step(w, t, -1);
     }
-    if (w->nnz && w->nz[w->nnz - 1] == t)
-        w->nnz--;
-    w->counts[t] = 0;
+    while (w->counts[t] > 0)
+        step(w, t, -1);
+}
+
+void plan__cfg_sums_free(struct plan_cfg_sums *s)
+{
+    free(s->use);
+    free(s->most);
+    free(s->apart);
+    memset(s, 0, sizeof(*s));
 }
 
 int plan__cfg_enumerate(struct plan_cfg *c)
 {
     c->configs = NULL;
     c->nconfigs = 0;
-    struct walk w = {
-        c, calloc(c->ntypes + 1, sizeof(int)), calloc(c->ntypes + 1, sizeof(size_t)), 0, 0, 0, 0};
-    if (!w.counts || !w.nz) {
-        free(w.counts);
-        free(w.nz);
-        return 0;
-    }
-    dfs(&w, 0);
+    struct walk w = {.c = c,
+                     .counts = calloc(c->ntypes + 1, sizeof(int)),
+                     .sum = calloc(PLAN_CFG_RES_MAX, sizeof(double)),
+                     .blocked = calloc(c->ntypes + 1, sizeof(int))};
+    if (w.counts && w.sum && w.blocked)
+        dfs(&w, 0);
+    else
+        w.full = 1;
     free(w.counts);
-    free(w.nz);
+    free(w.sum);
+    free(w.blocked);
     if (w.full) {
         plan__cfg_free(c);
         return 0;
@@ -354,7 +384,7 @@ static int tight_ilp(const struct plan_cfg *c, glp_prob *lp, double time_limit_s
             memcpy(&cfg[m * n], &c->configs[k * n], n * sizeof(int));
             which[m++] = k;
         }
-    struct plan_cfg t = {n, c->demand, c->fits, c->ctx, cfg, m, c->more, PLAN_POOL_ILP_NODES_MAX,
+    struct plan_cfg t = {n, c->demand, c->fits, c->ctx, cfg, m, c->sums, PLAN_POOL_ILP_NODES_MAX,
                          0};
     int *tx = which && cfg && m <= PLAN_POOL_ILP_CONFIGS_MAX ? calloc(m + 1, sizeof(int)) : NULL;
     int optimal = 0, used = tx ? plan__cfg_ilp(&t, time_limit_s, -1, tx, &optimal) : -1;
@@ -375,7 +405,7 @@ static int tight_ilp(const struct plan_cfg *c, glp_prob *lp, double time_limit_s
 static int pack_rest_exact(struct plan_cfg *c, const int *left, double time_limit_s, int **x)
 {
     struct plan_cfg r = {
-        c->ntypes, left, c->fits, c->ctx, NULL, 0, c->more, PLAN_POOL_ILP_NODES_MAX, c->max_steps};
+        c->ntypes, left, c->fits, c->ctx, NULL, 0, c->sums, PLAN_POOL_ILP_NODES_MAX, c->max_steps};
     int listed = plan__cfg_enumerate(&r) && r.nconfigs > 0 &&
                  r.nconfigs <= PLAN_POOL_ILP_CONFIGS_MAX;
     int *rx = listed ? calloc(r.nconfigs + 1, sizeof(int)) : NULL, optimal = 0, used = -2;

@@ -113,8 +113,9 @@ int plan__cost_group_configs(struct cost *c, int gi)
     struct cost_group *g = &c->gs[gi];
     struct group_types gt = {
         {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL}, NULL, NULL};
+    struct plan_cfg_sums sums = {0};
     struct plan_cfg cfg = {.fits = plan__pool_fits,
-                           .more = plan__pool_fits_more,
+                           .sums = &sums,
                            .ctx = &gt.pc,
                            .max_steps = PLAN_COST_CUT_STEPS_MAX};
     int done = group_types(c, gi, &gt);
@@ -122,11 +123,15 @@ int plan__cost_group_configs(struct cost *c, int gi)
         gt.pc.trust = plan__pool_trust_memo(c->m);
         cfg.ntypes = gt.pc.ntypes;
         cfg.demand = gt.pc.demand;
+        done = plan__pool_sums(&gt.pc, &sums) ? 1 : -1;
+    }
+    if (done > 0) {
         done = plan__cfg_enumerate(&cfg) && cfg.nconfigs <= PLAN_COST_GROUP_CFGS_MAX;
         if (done)
             done = cover_rows(c, gi, &gt) && config_cols(c, gi, &gt, &cfg) ? 1 : -1;
         plan__cfg_free(&cfg);
     }
+    plan__cfg_sums_free(&sums);
     free(gt.pc.rows);
     free(gt.pc.demand);
     free(gt.pc.trust);

@@ -61,17 +61,19 @@ static struct cost_cut_class *cut_class(const struct cost *c, int gi, int *nomem
         pairs[i].head = head[pairs[i].alt];
     pc.demand = demand;
     if (ok && !spread) {
+        struct plan_cfg_sums sums = {0};
         k->cfg = (struct plan_cfg){.ntypes = pc.ntypes,
                                    .demand = demand,
                                    .fits = plan__pool_fits,
                                    .ctx = &pc,
-                                   .more = plan__pool_fits_more,
+                                   .sums = &sums,
                                    .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
         pc.trust = plan__pool_trust_memo(c->m);
-        ok = pc.trust && plan__cfg_enumerate(&k->cfg);
-        k->cfg.ctx = NULL; /* pc is gone after this */
+        ok = pc.trust && plan__pool_sums(&pc, &sums) && plan__cfg_enumerate(&k->cfg);
+        plan__cfg_sums_free(&sums);
+        k->cfg.ctx = NULL; /* pc and its sums are gone after this */
         k->cfg.fits = NULL;
-        k->cfg.more = NULL;
+        k->cfg.sums = NULL;
     }
     *nomem = !(k && pc.rows && demand && pairs && head);
     free(pc.rows);

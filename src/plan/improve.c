@@ -158,19 +158,9 @@ static ts_status rounded_class(struct plan_build *b, struct klass *k, struct pla
     return st;
 }
 
-/* Solve k exactly (too large: rounded_class); refill its cards when GLPK
- * finds fewer. */
-static ts_status solve_class(struct plan_build *b, struct klass *k)
+/* k's configurations c listed and solved (solve_class). */
+static ts_status solve_configs(struct plan_build *b, struct klass *k, struct plan_cfg c)
 {
-    struct plan_cfg c = {k->pc.ntypes,
-                         k->pc.demand,
-                         plan__pool_fits,
-                         &k->pc,
-                         NULL,
-                         0,
-                         plan__pool_fits_more,
-                         PLAN_POOL_ILP_NODES_MAX,
-                         0};
     if (!plan__cfg_enumerate(&c)) {
         plan__cfg_free(&c);
         b->glpk_skipped = 1;
@@ -192,6 +182,27 @@ static ts_status solve_class(struct plan_build *b, struct klass *k)
     }
     free(x);
     plan__cfg_free(&c);
+    return st;
+}
+
+/* Solve k exactly (too large: rounded_class); refill its cards when GLPK
+ * finds fewer. */
+static ts_status solve_class(struct plan_build *b, struct klass *k)
+{
+    struct plan_cfg_sums sums;
+    if (!plan__pool_sums(&k->pc, &sums))
+        return TS_NOMEM;
+    struct plan_cfg c = {k->pc.ntypes,
+                         k->pc.demand,
+                         plan__pool_fits,
+                         &k->pc,
+                         NULL,
+                         0,
+                         &sums,
+                         PLAN_POOL_ILP_NODES_MAX,
+                         0};
+    ts_status st = solve_configs(b, k, c);
+    plan__cfg_sums_free(&sums);
     return st;
 }
 

@@ -69,6 +69,18 @@ int plan__is_guest(const struct decide_row *r);
  * types, demand[t] items of type t, fits(ctx, counts) 1 when one card holds
  * counts[t] items of each type. Enumeration fills configs (nconfigs rows of
  * ntypes counts, maximal ones only); 0 when a cap (PLAN_CFG_MAX) is hit. */
+/* What one card holds as sums: each type's use of nres resources (use[t *
+ * nres + r]) within cap[r] in all, at most most[t] of a type, and no type on
+ * a card with one it is apart from (apart[t * ntypes + u] nonzero). */
+struct plan_cfg_sums {
+    size_t nres;
+    double cap[PLAN_CFG_RES_MAX];
+    double *use;
+    int *most;
+    unsigned char *apart;
+};
+void plan__cfg_sums_free(struct plan_cfg_sums *s);
+
 struct plan_cfg {
     size_t ntypes;
     const int *demand;
@@ -76,9 +88,9 @@ struct plan_cfg {
     const void *ctx;
     int *configs;
     size_t nconfigs;
-    /* Optional, the same test made incremental: counts fit (nz: its types
-     * with a nonzero count, ascending); does counts plus one of type t? */
-    int (*more)(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t);
+    /* Optional, the same test as sums, which the enumeration keeps as it
+     * goes (plan__cfg_enumerate; NULL: it asks fits of each step). */
+    const struct plan_cfg_sums *sums;
     /* For plan__cfg_ilp: 0, or the branch-and-bound nodes GLPK may open
      * (it then also stops once its best layout meets the proven bound). */
     long max_nodes;
@@ -124,8 +136,9 @@ struct plan_pool_class {
     unsigned char *trust; /* tenants x tenants memo (plan__pool_trust_memo) or NULL */
 };
 int plan__pool_fits(const void *ctx, const int *counts);
-int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, size_t nnz,
-                         size_t t);
+/* pc's plan__pool_fits as sums (memory; for MPS, SM shares and clients),
+ * for its enumeration; 0 on out of memory. */
+int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s);
 /* A zeroed tenants x tenants trust memo for m, or NULL (too many tenants,
  * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */
 unsigned char *plan__pool_trust_memo(const struct spec_model *m);

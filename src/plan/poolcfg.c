@@ -12,6 +12,7 @@
  */
 #include "plan/internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,38 +114,33 @@ static int totals_fit(const struct plan_pool_class *pc, double mem, int sm, int 
     return pc->mech != DECIDE_MPS || (sm <= 100 && clients <= pc->model->mps_max_clients);
 }
 
-int plan__pool_fits_more(const void *ctx, const int *counts, const size_t *nz, size_t nnz, size_t t)
+int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s)
 {
-    const struct plan_pool_class *pc = ctx;
-    const struct decide_row *r = pc->rows[t];
-    if (counts[t] > 0 && spreads(r))
+    size_t n = pc->ntypes;
+    int mps = pc->mech == DECIDE_MPS;
+    *s = (struct plan_cfg_sums){
+        .nres = mps ? 3 : 1,
+        .cap = {pc->model->memory_gib + 1e-9, 100, pc->model->mps_max_clients},
+        .use = calloc(3 * n + 1, sizeof(double)),
+        .most = calloc(n + 1, sizeof(int)),
+        .apart = calloc(n * n + 1, 1)};
+    if (!s->use || !s->most || !s->apart) {
+        plan__cfg_sums_free(s);
         return 0;
-    double mem = 0;
-    int sm = 0, clients = 0, added = 0;
-    for (size_t i = 0; i <= nnz; i++) {
-        size_t u = i < nnz ? nz[i] : t;
-        if (!added && u > t) { /* t is new: its one client, in type order */
-            mem += r->cap_gib;
-            sm += r->sm_percent;
-            clients++;
-            added = 1;
+    }
+    for (size_t t = 0; t < n; t++) {
+        const struct decide_row *r = pc->rows[t];
+        double *use = &s->use[t * s->nres];
+        use[0] = r->cap_gib;
+        if (mps) {
+            use[1] = r->sm_percent;
+            use[2] = 1;
         }
-        if (i == nnz)
-            break;
-        int n = counts[u] + (u == t);
-        added |= u == t;
-        if (u != t && !counts[t] && !compatible(pc, pc->rows[u], r))
-            return 0;
-        mem += pc->rows[u]->cap_gib * n;
-        sm += pc->rows[u]->sm_percent * n;
-        clients += n;
+        s->most[t] = spreads(r) ? 1 : INT_MAX;
+        for (size_t u = 0; u < n; u++)
+            s->apart[t * n + u] = u != t && !compatible(pc, pc->rows[u], r);
     }
-    if (!added) {
-        mem += r->cap_gib;
-        sm += r->sm_percent;
-        clients++;
-    }
-    return totals_fit(pc, mem, sm, clients);
+    return 1;
 }
 
 int plan__pool_fits(const void *ctx, const int *counts)
@@ -173,10 +169,13 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc)
 {
     if (pc->ntypes == 0)
         return 0;
-    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, plan__pool_fits_more,
-                         0,          0};
+    struct plan_cfg_sums sums;
+    if (!plan__pool_sums(pc, &sums))
+        return -1;
+    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, &sums, 0, 0};
     int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
     plan__cfg_free(&c);
+    plan__cfg_sums_free(&sums);
     return bound;
 }
 

@@ -248,6 +248,9 @@
  * heuristic layout. */
 #define PLAN_CFG_MAX 20000
 #define PLAN_CFG_NODES_MAX 400000
+/* Resources a configuration's sums count (plan_cfg_sums): pools count
+ * memory, SM shares and clients. */
+#define PLAN_CFG_RES_MAX 3
 /* The cost objective (plan/cost.c): MIG profile types per card model in its
  * program (a catalog model has a few dozen at most; past it no cost bound
  * is given and decide's models stand), and its columns (a class of alike

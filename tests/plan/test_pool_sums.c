@@ -1,0 +1,143 @@
+/*
+ * test_pool_sums.c - a pool class's card configurations listed two ways
+ * agree: by asking plan__pool_fits of every step, and by the sums the
+ * enumeration keeps as it goes (plan__pool_sums: memory, MPS SM shares and
+ * clients, spread replicas at most one a card, tenants that may not share a
+ * card). On seeded random specs (tenants that trust each other or not,
+ * MPS, time-slicing and guests, named pools, spread replicas, memory caps
+ * that are not all quarter GiB), every sharing class decide makes lists the
+ * same configurations in the same order, or runs out of steps in both. A
+ * failing seed prints itself.
+ */
+#include "helpers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "plan/internal.h"
+
+#define SEEDS 300
+#define STEPS 20000
+
+static unsigned long long rng;
+static unsigned rnd(unsigned n)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(rng >> 33) % n;
+}
+
+static const char *const models[] = {"a100-80gb", "l40s", "h200-141gb", "a30"};
+static const char *const contracts[] = {"shared-trusted", "best-effort", "shared-trusted"};
+static const char *const kinds[] = {"inference", "batch", "dev", "embedding"};
+
+#define PUT(...) (n += (size_t)snprintf(buf + n, size - n, __VA_ARGS__))
+
+/* One node of one model; tenants of sharing contracts. */
+static void gen_spec(char *buf, size_t size)
+{
+    size_t n = 0;
+    PUT("apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  nodes:\n"
+        "  - name: n0\n    gpus: [{model: %s, count: 64}]\n",
+        models[rnd(4)]);
+    int tenants = 1 + (int)rnd(3);
+    for (int t = 0; t < tenants; t++) {
+        const char *contract = contracts[rnd(3)];
+        PUT("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t%d}\n"
+            "spec:\n  contract: %s\n  namespaces: [t%d]\n",
+            t, contract, t);
+        if (tenants > 1 && rnd(2)) {
+            PUT("  trusts: [");
+            for (int o = 0, c = 0; o < tenants; o++)
+                if (o != t)
+                    PUT("%st%d", c++ ? ", " : "", o);
+            PUT("]\n");
+        }
+        PUT("  workloads:\n");
+        int w = 2 + (int)rnd(6);
+        for (int k = 0; k < w; k++) {
+            PUT("  - {name: w%d, kind: %s, memoryHighWaterGiB: %u.%u, replicas: %u", k,
+                kinds[rnd(4)], 1 + rnd(18), rnd(10), 1 + rnd(4));
+            if (rnd(2) && strcmp(contract, "best-effort") != 0)
+                PUT(", p99Ms: %u", 50 + rnd(200));
+            if (rnd(3) == 0)
+                PUT(", spread: none");
+            if (rnd(8) == 0)
+                PUT(", pool: t%d-p", t);
+            PUT("}\n");
+        }
+    }
+}
+
+/* configs listed with sums (1) or without: 1 when listed, configs in c. */
+static int listed(const struct plan_pool_class *pc, int with_sums, struct plan_cfg *c)
+{
+    struct plan_cfg_sums sums;
+    assert_true(plan__pool_sums(pc, &sums));
+    *c = (struct plan_cfg){.ntypes = pc->ntypes,
+                           .demand = pc->demand,
+                           .fits = plan__pool_fits,
+                           .ctx = pc,
+                           .sums = with_sums ? &sums : NULL,
+                           .max_steps = STEPS};
+    int ok = plan__cfg_enumerate(c);
+    plan__cfg_sums_free(&sums);
+    return ok;
+}
+
+/* The class of d's rows on model with mechanism mech; 1 when it has any. */
+static int pool_class(const struct th_job *j, int mech, const struct decide_row **rows, int *demand,
+                      struct plan_pool_class *pc)
+{
+    *pc = (struct plan_pool_class){j->model, NULL, mech, rows, 0, demand, NULL};
+    for (size_t r = 0; r < j->d->nrows; r++) {
+        const struct decide_row *x = &j->d->rows[r];
+        if (x->mech != mech || x->gpus != 1)
+            continue;
+        pc->model = x->model;
+        rows[pc->ntypes] = x;
+        demand[pc->ntypes++] = x->workload->replicas;
+    }
+    return pc->ntypes > 0;
+}
+
+static void test_sums_list_what_fits_lists(void **state)
+{
+    (void)state;
+    static char buf[32768];
+    int classes = 0, compared = 0;
+    for (int seed = 0; seed < SEEDS; seed++) {
+        rng = 0x5eed0000ull + (unsigned long long)seed;
+        gen_spec(buf, sizeof(buf));
+        struct th_job j;
+        th_run_text(&j, buf, PLAN_SOLVER_HEURISTIC);
+        for (int mech = DECIDE_MPS; j.d && mech <= DECIDE_TIME_SLICING; mech++) {
+            const struct decide_row *rows[64];
+            int demand[64];
+            struct plan_pool_class pc;
+            if (j.d->nrows > 64 || !pool_class(&j, mech, rows, demand, &pc))
+                continue;
+            struct plan_cfg a, b;
+            int la = listed(&pc, 1, &a), lb = listed(&pc, 0, &b);
+            classes++;
+            if (la != lb || a.nconfigs != b.nconfigs ||
+                (la && memcmp(a.configs, b.configs, a.nconfigs * pc.ntypes * sizeof(int))))
+                fail_msg("seed %d, %s: with sums %d (%zu configurations), without %d (%zu)", seed,
+                         decide_mech_names[mech], la, a.nconfigs, lb, b.nconfigs);
+            compared += la;
+            plan__cfg_free(&a);
+            plan__cfg_free(&b);
+        }
+        th_free(&j);
+    }
+    /* the seeds reach both mechanisms and list most classes whole */
+    assert_true(classes > SEEDS / 2);
+    assert_true(compared > classes / 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sums_list_what_fits_lists),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
