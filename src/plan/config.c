@@ -1,7 +1,8 @@
 /*
  * config.c - bin packing in cutting-stock form: a class of items (types with
  * demands) and a test of what one card holds; every maximal configuration
- * (counts per type one card holds, no type can be added) is enumerated, then
+ * (counts per type one card holds, no type can be added) is enumerated (the
+ * caller's test asked at each step, or its sums kept as the walk goes), then
  *   - the LP relaxation (min sum x_k, sum_k a_tk x_k >= d_t, x >= 0) gives
  *     the configuration lower bound, ceil(LP);
  *   - the same program in integers (GLPK) gives the fewest cards exactly.
