@@ -306,3 +306,12 @@ char *th_read(const char *path, size_t *len)
     struct ts_error err = {0};
     return ts_file_read(path, (size_t)64 << 20, &text, len, &err) == TS_OK ? text : NULL;
 }
+
+void th_put_trusts(char *buf, size_t size, size_t *n, int t, int tenants)
+{
+    *n += (size_t)snprintf(buf + *n, size - *n, "  trusts: [");
+    for (int o = 0, c = 0; o < tenants; o++)
+        if (o != t)
+            *n += (size_t)snprintf(buf + *n, size - *n, "%st%d", c++ ? ", " : "", o);
+    *n += (size_t)snprintf(buf + *n, size - *n, "]\n");
+}

@@ -49,6 +49,11 @@ struct admit_policy *th_admit_policy(const char *rel, const char *shim);
  * replica spread. NULL when the plan holds, else what is wrong (static). */
 const char *th_check_plan(const struct plan *p);
 
+/* "  trusts: [...]\n" naming every tenant t0 .. t(tenants - 1) but t,
+ * written at buf + *n (buf holds size bytes), *n moved past it: a tenant of
+ * a generated spec that trusts every other. */
+void th_put_trusts(char *buf, size_t size, size_t *n, int t, int tenants);
+
 /* The first diag message, for asserts ("" when none). */
 const char *th_first_error(const struct th_job *j);
 

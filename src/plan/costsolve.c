@@ -341,6 +341,18 @@ static void search_bound(glp_tree *tree, void *info)
         glp_ios_terminate(tree);
 }
 
+/* GLPK's branch and bound on the program, its nodes counted in s
+ * (search_bound): presolved, silent, stopping at plan__cost_gap. */
+static void search_parm(struct cost *c, glp_iocp *parm, struct cost_search *s)
+{
+    glp_init_iocp(parm);
+    parm->presolve = GLP_ON;
+    parm->msg_lev = GLP_MSG_OFF;
+    parm->mip_gap = plan__cost_gap(c);
+    parm->cb_func = search_bound;
+    parm->cb_info = s;
+}
+
 /* On a small program (PLAN_COST_PROOF_COLS_MAX, as the bound's proof) no
  * tolerance, as GLPK closes it in milliseconds (seed 527 of
  * `bench/cost_bench.py --pools`: decide's 10.92 was within 0.1% of the
@@ -357,12 +369,7 @@ static double decided_int(struct cost *c, double lp)
 {
     struct cost_search s = {0, PLAN_COST_BOUND_WORK / (glp_get_num_cols(c->lp) + 1), lp, 0};
     glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = plan__cost_gap(c);
-    parm.cb_func = search_bound;
-    parm.cb_info = &s;
+    search_parm(c, &parm, &s);
     int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
     if ((rc == 0 || rc == GLP_ESTOP || rc == GLP_EMIPGAP) && (st == GLP_OPT || st == GLP_FEAS))
         return glp_mip_obj_val(c->lp);
@@ -503,14 +510,9 @@ static int kept_search(struct cost *c, double time_limit_s, const struct cat_mod
         hold_whole(c, 1);
         struct cost_search s = {0, PLAN_COST_KEPT_NODES, 0, 0};
         glp_iocp parm;
-        glp_init_iocp(&parm);
-        parm.presolve = GLP_ON;
-        parm.msg_lev = GLP_MSG_OFF;
-        parm.mip_gap = plan__cost_gap(c);
+        search_parm(c, &parm, &s);
         parm.bt_tech = GLP_BT_DFS;
         parm.br_tech = GLP_BR_DTH;
-        parm.cb_func = search_bound;
-        parm.cb_info = &s;
         parm.tm_lim = (int)(left * 1000.0);
         int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
         hold_whole(c, 0);
@@ -537,11 +539,6 @@ int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model 
 
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
 {
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.presolve = GLP_ON;
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.mip_gap = plan__cost_gap(c);
     /* counted, not timed: the same answer on a busy machine as on a quiet
      * one; every round draws on the one budget */
     double nodes = search_nodes(c);
@@ -549,8 +546,8 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
         0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
     if (nodes < PLAN_COST_SEARCH_MIN_NODES)
         return kept_search(c, time_limit_s, pins, obj);
-    parm.cb_func = search_bound;
-    parm.cb_info = &s;
+    glp_iocp parm;
+    search_parm(c, &parm, &s);
     double start = glp_time(), left = time_limit_s;
     int found = 0;
     for (int round = 0; left > 0; round++) {

@@ -72,13 +72,8 @@ static void gen_spec(char *buf, size_t size)
         const char *contract = contracts[rnd(4)];
         PUT(DOC "kind: Tenant\nmetadata: {name: t%d}\nspec:\n  contract: %s\n  namespaces: [t%d]\n",
             t, contract, t);
-        if (rnd(2)) {
-            PUT("  trusts: [");
-            for (int o = 0, c = 0; o < tenants; o++)
-                if (o != t)
-                    PUT("%st%d", c++ ? ", " : "", o);
-            PUT("]\n");
-        }
+        if (rnd(2))
+            th_put_trusts(buf, size, &n, t, tenants);
         PUT("  workloads:\n");
         int w = 1 + (int)rnd(3);
         for (int k = 0; k < w; k++) {

@@ -45,13 +45,8 @@ static void gen_spec(char *buf, size_t size)
         PUT("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t%d}\n"
             "spec:\n  contract: %s\n  namespaces: [t%d]\n",
             t, contract, t);
-        if (tenants > 1 && rnd(2)) {
-            PUT("  trusts: [");
-            for (int o = 0, c = 0; o < tenants; o++)
-                if (o != t)
-                    PUT("%st%d", c++ ? ", " : "", o);
-            PUT("]\n");
-        }
+        if (tenants > 1 && rnd(2))
+            th_put_trusts(buf, size, &n, t, tenants);
         PUT("  workloads:\n");
         int w = 2 + (int)rnd(6);
         for (int k = 0; k < w; k++) {

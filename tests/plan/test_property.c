@@ -54,13 +54,8 @@ static void gen_spec(char *buf, size_t size, int *ntenants)
         PUT("---\napiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t%d}\n"
             "spec:\n  contract: %s\n  namespaces: [t%d]\n",
             t, contract, t);
-        if (rnd(2)) { /* trust every other tenant */
-            PUT("  trusts: [");
-            for (int o = 0, c = 0; o < tenants; o++)
-                if (o != t)
-                    PUT("%st%d", c++ ? ", " : "", o);
-            PUT("]\n");
-        }
+        if (rnd(2)) /* trust every other tenant */
+            th_put_trusts(buf, size, &n, t, tenants);
         PUT("  workloads:\n");
         int w = 1 + (int)rnd(4);
         for (int k = 0; k < w; k++) {
