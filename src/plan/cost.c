@@ -610,6 +610,7 @@ void plan__cost_close(struct cost *c)
     free(c->cls);
     free(c->nzs);
     free(c->mig_cols);
+    free(c->sol);
     for (size_t g = 0; g < c->ngs; g++)
         plan__cost_cut_class_free(c->gs[g].cuts);
     free(c->gs);

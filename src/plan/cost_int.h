@@ -92,9 +92,15 @@ struct cost {
     size_t nmig, migcap;
     struct cost_group *gs; /* the sharing-pool groups */
     size_t ngs, gscap;
-    int *grp;             /* per alternative: its group, or -1 */
-    int cfg_cols;         /* the groups' configuration columns (plan/costcfg.c) */
-    int rounded;          /* the last solution is the LP's, rounded (plan__cost_rounded) */
+    int *grp;     /* per alternative: its group, or -1 */
+    int cfg_cols; /* the groups' configuration columns (plan/costcfg.c) */
+    int rounded;  /* the last solution is the LP's, rounded (plan__cost_rounded) */
+    /* The last integer solution read (plan/costsolve.c's read_pins), kept
+     * apart from GLPK's, which a later search that finds none clears: per
+     * column (1-based), and its cards per model. */
+    double *sol;
+    int nsol;
+    double sol_cards[DECIDE_MODELS_MAX];
     long separation_work; /* configurations of the group LPs solved (group_cut) */
 };
 

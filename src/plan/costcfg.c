@@ -123,9 +123,8 @@ int plan__cost_group_configs(struct cost *c, int gi)
         gt.pc.trust = plan__pool_trust_memo(c->m);
         cfg.ntypes = gt.pc.ntypes;
         cfg.demand = gt.pc.demand;
-        done = plan__pool_sums(&gt.pc, &sums) ? 1 : -1;
-    }
-    if (done > 0) {
+        if (!plan__pool_sums(&gt.pc, &sums))
+            cfg.sums = NULL;
         done = plan__cfg_enumerate(&cfg) && cfg.nconfigs <= PLAN_COST_GROUP_CFGS_MAX;
         if (done)
             done = cover_rows(c, gi, &gt) && config_cols(c, gi, &gt, &cfg) ? 1 : -1;

@@ -69,7 +69,9 @@ static struct cost_cut_class *cut_class(const struct cost *c, int gi, int *nomem
                                    .sums = &sums,
                                    .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
         pc.trust = plan__pool_trust_memo(c->m);
-        ok = pc.trust && plan__pool_sums(&pc, &sums) && plan__cfg_enumerate(&k->cfg);
+        if (!plan__pool_sums(&pc, &sums))
+            k->cfg.sums = NULL;
+        ok = pc.trust && plan__cfg_enumerate(&k->cfg);
         plan__cfg_sums_free(&sums);
         k->cfg.ctx = NULL; /* pc and its sums are gone after this */
         k->cfg.fits = NULL;
@@ -105,11 +107,11 @@ void plan__cost_cut_class_free(struct cost_cut_class *k)
     free(k);
 }
 
-/* A column's value in the program's last solution: its integer one (mip),
- * else its LP's. */
+/* A column's value in the program's last solution: the integer one read
+ * last (mip), else its LP's. */
 static double col_val(const struct cost *c, int col, int mip)
 {
-    return mip ? glp_mip_col_val(c->lp, col) : glp_get_col_prim(c->lp, col);
+    return mip ? c->sol[col] : glp_get_col_prim(c->lp, col);
 }
 
 /* The replicas of each type the last solution (mip: the integer one) puts
@@ -424,17 +426,37 @@ static void round_class(const struct cost *c, size_t q, long *left)
     }
 }
 
+/* GLPK's integer solution kept as the last one read (c->sol); 0 on out
+ * of memory. */
+static int keep_solution(struct cost *c)
+{
+    int n = glp_get_num_cols(c->lp);
+    if (n != c->nsol) {
+        free(c->sol);
+        c->nsol = (c->sol = calloc((size_t)n + 1, sizeof(*c->sol))) ? n : 0;
+    }
+    if (!c->sol)
+        return 0;
+    for (int j = 1; j <= n; j++)
+        c->sol[j] = glp_mip_col_val(c->lp, j);
+    for (size_t k = 0; k < c->nmodels; k++)
+        c->sol_cards[k] = glp_mip_row_val(c->lp, c->caprow[k]);
+    return 1;
+}
+
 /* The solution's workloads per alternative (mip: the integer solution's,
- * else the LP's rounded per class), handed to the class's rows in spec
- * order; 0 on out of memory. */
+ * kept in c->sol, else the LP's rounded per class), handed to the class's
+ * rows in spec order; 0 on out of memory. */
 static int read_pins(struct cost *c, const struct cat_model **pins, int mip)
 {
     long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!left)
+    if (!left || (mip && !keep_solution(c))) {
+        free(left);
         return 0;
+    }
     c->rounded = !mip;
     for (size_t a = 0; mip && a < c->nalt; a++)
-        left[a] = c->ycol[a] ? lround(glp_mip_col_val(c->lp, c->ycol[a])) : 0;
+        left[a] = c->ycol[a] ? lround(c->sol[c->ycol[a]]) : 0;
     for (size_t r = 0; !mip && r < c->d->nrows; r++)
         if (c->cls[r] == r)
             round_class(c, r, left);
@@ -675,8 +697,7 @@ int plan__cost_fewer(struct cost *c, const struct cat_model *model)
     size_t k = plan__cost_slot(c, model);
     if (k >= c->nmodels)
         return 0;
-    double val = c->rounded ? glp_get_row_prim(c->lp, c->caprow[k])
-                            : glp_mip_row_val(c->lp, c->caprow[k]);
+    double val = c->rounded ? glp_get_row_prim(c->lp, c->caprow[k]) : c->sol_cards[k];
     double used = floor(val + 1e-6);
     double fewer = ceil(used * PLAN_COST_FEWER_SHARE);
     fewer = fewer < 1 ? 1 : fewer;

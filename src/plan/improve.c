@@ -190,15 +190,14 @@ static ts_status solve_configs(struct plan_build *b, struct klass *k, struct pla
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
     struct plan_cfg_sums sums;
-    if (!plan__pool_sums(&k->pc, &sums))
-        return TS_NOMEM;
+    int summed = plan__pool_sums(&k->pc, &sums);
     struct plan_cfg c = {k->pc.ntypes,
                          k->pc.demand,
                          plan__pool_fits,
                          &k->pc,
                          NULL,
                          0,
-                         &sums,
+                         summed ? &sums : NULL,
                          PLAN_POOL_ILP_NODES_MAX,
                          0};
     ts_status st = solve_configs(b, k, c);

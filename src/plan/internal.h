@@ -137,7 +137,9 @@ struct plan_pool_class {
 };
 int plan__pool_fits(const void *ctx, const int *counts);
 /* pc's plan__pool_fits as sums (memory; for MPS, SM shares and clients),
- * for its enumeration; 0 on out of memory. */
+ * for its enumeration: 1, or 0 (s zeroed) when pc has over
+ * PLAN_CFG_SUMS_TYPES_MAX types or memory runs out: it is then listed by
+ * plan__pool_fits alone. */
 int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s);
 /* A zeroed tenants x tenants trust memo for m, or NULL (too many tenants,
  * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */

@@ -118,6 +118,9 @@ int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s)
 {
     size_t n = pc->ntypes;
     int mps = pc->mech == DECIDE_MPS;
+    *s = (struct plan_cfg_sums){0};
+    if (n > PLAN_CFG_SUMS_TYPES_MAX)
+        return 0;
     *s = (struct plan_cfg_sums){
         .nres = mps ? 3 : 1,
         .cap = {pc->model->memory_gib + 1e-9, 100, pc->model->mps_max_clients},
@@ -170,9 +173,9 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc)
     if (pc->ntypes == 0)
         return 0;
     struct plan_cfg_sums sums;
-    if (!plan__pool_sums(pc, &sums))
-        return -1;
-    struct plan_cfg c = {pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, &sums, 0, 0};
+    int summed = plan__pool_sums(pc, &sums);
+    struct plan_cfg c = {
+        pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, summed ? &sums : NULL, 0, 0};
     int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
     plan__cfg_free(&c);
     plan__cfg_sums_free(&sums);

@@ -251,6 +251,11 @@
 /* Resources a configuration's sums count (plan_cfg_sums): pools count
  * memory, SM shares and clients. */
 #define PLAN_CFG_RES_MAX 3
+/* A pool class of more types lists its configurations by asking its fits
+ * test at each step, without sums: their table of types that may not
+ * share a card grows as the types squared, and the walk of so many types
+ * ends at its step cap whichever way it goes. */
+#define PLAN_CFG_SUMS_TYPES_MAX 512
 /* The cost objective (plan/cost.c): MIG profile types per card model in its
  * program (a catalog model has a few dozen at most; past it no cost bound
  * is given and decide's models stand), and its columns (a class of alike

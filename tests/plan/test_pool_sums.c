@@ -4,10 +4,13 @@
  * enumeration keeps as it goes (plan__pool_sums: memory, MPS SM shares and
  * clients, spread replicas at most one a card, tenants that may not share a
  * card). On seeded random specs (tenants that trust each other or not,
- * MPS, time-slicing and guests, named pools, spread replicas, memory caps
- * that are not all quarter GiB), every sharing class decide makes lists the
- * same configurations in the same order, or runs out of steps in both. A
- * failing seed prints itself.
+ * MPS, time-slicing and guests, named pools, spread replicas), every
+ * sharing class decide makes lists the same configurations in the same
+ * order, or runs out of steps in both; and again with its memory caps
+ * moved off decide's quarter GiB (a running plan's caps, replanned, are
+ * the instances' own), where sums and the fits test might round apart. A
+ * class of over PLAN_CFG_SUMS_TYPES_MAX types gets no sums. A failing seed
+ * prints itself.
  */
 #include "helpers.h"
 
@@ -95,6 +98,21 @@ static int pool_class(const struct th_job *j, int mech, const struct decide_row 
     return pc->ntypes > 0;
 }
 
+/* pc listed with sums and without: the same configurations in the same
+ * order (fails the test otherwise); 1 when listed. */
+static int same_lists(const struct plan_pool_class *pc, int seed, const char *what)
+{
+    struct plan_cfg a, b;
+    int la = listed(pc, 1, &a), lb = listed(pc, 0, &b);
+    if (la != lb || a.nconfigs != b.nconfigs ||
+        (la && memcmp(a.configs, b.configs, a.nconfigs * pc->ntypes * sizeof(int))))
+        fail_msg("seed %d, %s, %s: with sums %d (%zu configurations), without %d (%zu)", seed,
+                 decide_mech_names[pc->mech], what, la, a.nconfigs, lb, b.nconfigs);
+    plan__cfg_free(&a);
+    plan__cfg_free(&b);
+    return la;
+}
+
 static void test_sums_list_what_fits_lists(void **state)
 {
     (void)state;
@@ -111,16 +129,15 @@ static void test_sums_list_what_fits_lists(void **state)
             struct plan_pool_class pc;
             if (j.d->nrows > 64 || !pool_class(&j, mech, rows, demand, &pc))
                 continue;
-            struct plan_cfg a, b;
-            int la = listed(&pc, 1, &a), lb = listed(&pc, 0, &b);
             classes++;
-            if (la != lb || a.nconfigs != b.nconfigs ||
-                (la && memcmp(a.configs, b.configs, a.nconfigs * pc.ntypes * sizeof(int))))
-                fail_msg("seed %d, %s: with sums %d (%zu configurations), without %d (%zu)", seed,
-                         decide_mech_names[mech], la, a.nconfigs, lb, b.nconfigs);
-            compared += la;
-            plan__cfg_free(&a);
-            plan__cfg_free(&b);
+            compared += same_lists(&pc, seed, "decide's caps");
+            struct decide_row moved[64];
+            for (size_t t = 0; t < pc.ntypes; t++) {
+                moved[t] = *rows[t];
+                moved[t].cap_gib = rows[t]->cap_gib * (0.6 + 0.1 * rnd(7)) + 0.1 * rnd(10);
+                rows[t] = &moved[t];
+            }
+            same_lists(&pc, seed, "caps off the quarter GiB");
         }
         th_free(&j);
     }
@@ -129,10 +146,48 @@ static void test_sums_list_what_fits_lists(void **state)
     assert_true(compared > classes / 2);
 }
 
+/* Too many types for sums: none made, and the class is listed by its fits
+ * test alone (its walk ends at its step cap). */
+static void test_no_sums_past_the_types_cap(void **state)
+{
+    (void)state;
+    struct th_job j;
+    th_run_text(&j,
+                "apiVersion: tessera.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n"
+                "  nodes:\n  - name: n0\n    gpus: [{model: a100-80gb, count: 8}]\n---\n"
+                "apiVersion: tessera.dev/v1alpha1\nkind: Tenant\nmetadata: {name: t}\nspec:\n"
+                "  contract: best-effort\n  namespaces: [t]\n  workloads:\n"
+                "  - {name: w, kind: dev, memoryHighWaterGiB: 3}\n",
+                PLAN_SOLVER_HEURISTIC);
+    assert_non_null(j.d);
+    size_t n = PLAN_CFG_SUMS_TYPES_MAX + 1;
+    const struct decide_row **rows = calloc(n, sizeof(*rows));
+    int *demand = calloc(n, sizeof(*demand));
+    assert_non_null(rows);
+    assert_non_null(demand);
+    for (size_t t = 0; t < n; t++) {
+        rows[t] = &j.d->rows[0];
+        demand[t] = 1;
+    }
+    struct plan_pool_class pc = {j.model, j.d->rows[0].model, j.d->rows[0].mech, rows, n, demand,
+                                 NULL};
+    struct plan_cfg_sums sums;
+    assert_false(plan__pool_sums(&pc, &sums));
+    assert_null(sums.use);
+    assert_null(sums.apart);
+    pc.ntypes = PLAN_CFG_SUMS_TYPES_MAX;
+    assert_true(plan__pool_sums(&pc, &sums));
+    plan__cfg_sums_free(&sums);
+    free(rows);
+    free(demand);
+    th_free(&j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sums_list_what_fits_lists),
+        cmocka_unit_test(test_no_sums_past_the_types_cap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
