@@ -114,17 +114,14 @@ int plan__cost_group_configs(struct cost *c, int gi)
     struct group_types gt = {
         {c->m, c->models[g->slot].model, g->mech, NULL, 0, NULL, NULL}, NULL, NULL};
     struct plan_cfg_sums sums = {0};
-    struct plan_cfg cfg = {.fits = plan__pool_fits,
-                           .sums = &sums,
-                           .ctx = &gt.pc,
-                           .max_steps = PLAN_COST_CUT_STEPS_MAX};
+    struct plan_cfg cfg = {
+        .fits = plan__pool_fits, .ctx = &gt.pc, .max_steps = PLAN_COST_CUT_STEPS_MAX};
     int done = group_types(c, gi, &gt);
     if (done > 0) {
         gt.pc.trust = plan__pool_trust_memo(c->m);
         cfg.ntypes = gt.pc.ntypes;
         cfg.demand = gt.pc.demand;
-        if (!plan__pool_sums(&gt.pc, &sums))
-            cfg.sums = NULL;
+        cfg.sums = plan__pool_sums(&gt.pc, &sums);
         done = plan__cfg_enumerate(&cfg) && cfg.nconfigs <= PLAN_COST_GROUP_CFGS_MAX;
         if (done)
             done = cover_rows(c, gi, &gt) && config_cols(c, gi, &gt, &cfg) ? 1 : -1;

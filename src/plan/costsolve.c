@@ -61,16 +61,14 @@ static struct cost_cut_class *cut_class(const struct cost *c, int gi, int *nomem
         pairs[i].head = head[pairs[i].alt];
     pc.demand = demand;
     if (ok && !spread) {
-        struct plan_cfg_sums sums = {0};
+        struct plan_cfg_sums sums;
+        pc.trust = plan__pool_trust_memo(c->m);
         k->cfg = (struct plan_cfg){.ntypes = pc.ntypes,
                                    .demand = demand,
                                    .fits = plan__pool_fits,
                                    .ctx = &pc,
-                                   .sums = &sums,
+                                   .sums = plan__pool_sums(&pc, &sums),
                                    .max_steps = PLAN_COST_GROUP_CUT_STEPS_MAX};
-        pc.trust = plan__pool_trust_memo(c->m);
-        if (!plan__pool_sums(&pc, &sums))
-            k->cfg.sums = NULL;
         ok = pc.trust && plan__cfg_enumerate(&k->cfg);
         plan__cfg_sums_free(&sums);
         k->cfg.ctx = NULL; /* pc and its sums are gone after this */
@@ -497,22 +495,20 @@ static double search_nodes(const struct cost *c)
 }
 
 /* Each class alternative to which the program's LP gives a whole number
- * of workloads held there (hold), or every one free again (its bounds 0
- * to its class's workloads, as fix_decided leaves them). */
-static void hold_whole(struct cost *c, int hold)
+ * of workloads held there (fix_decided(c, 0) frees them again). */
+static void hold_whole(struct cost *c)
 {
     for (size_t a = 0; a < c->nalt; a++) {
         if (!c->ycol[a])
             continue;
-        double v = hold ? glp_get_col_prim(c->lp, c->ycol[a]) : 0, n = floor(v + 0.5);
-        if (!hold)
-            glp_set_col_bnds(c->lp, c->ycol[a], GLP_DB, 0, c->count[a]);
-        else if (fabs(v - n) < 1e-6)
+        double v = glp_get_col_prim(c->lp, c->ycol[a]), n = floor(v + 0.5);
+        if (fabs(v - n) < 1e-6)
             glp_set_col_bnds(c->lp, c->ycol[a], GLP_FX, n, n);
     }
 }
 
-/* A program too large for the search (plan__cost_ilp): the workloads its
+/* The kept search, of a program too large for the full one (plan__cost_
+ * ilp) or before it on a medium one (plan__cost_kept): the workloads its
  * LP puts whole on an alternative stay there, and a depth-first search of
  * PLAN_COST_KEPT_NODES nodes (counted) chooses for the rest, down to a
  * first integer solution and on to better ones near it. Its pool groups
@@ -529,7 +525,7 @@ static int kept_search(struct cost *c, double time_limit_s, const struct cat_mod
         double left = time_limit_s - glp_difftime(glp_time(), start);
         if (left <= 0 || warm_lp(c) < 0)
             break;
-        hold_whole(c, 1);
+        hold_whole(c);
         struct cost_search s = {0, PLAN_COST_KEPT_NODES, 0, 0};
         glp_iocp parm;
         search_parm(c, &parm, &s);
@@ -537,7 +533,7 @@ static int kept_search(struct cost *c, double time_limit_s, const struct cat_mod
         parm.br_tech = GLP_BR_DTH;
         parm.tm_lim = (int)(left * 1000.0);
         int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
-        hold_whole(c, 0);
+        fix_decided(c, 0);
         if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) ||
             !(st == GLP_OPT || st == GLP_FEAS))
             break; /* the last round's solution stands */

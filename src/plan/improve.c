@@ -190,14 +190,13 @@ static ts_status solve_configs(struct plan_build *b, struct klass *k, struct pla
 static ts_status solve_class(struct plan_build *b, struct klass *k)
 {
     struct plan_cfg_sums sums;
-    int summed = plan__pool_sums(&k->pc, &sums);
     struct plan_cfg c = {k->pc.ntypes,
                          k->pc.demand,
                          plan__pool_fits,
                          &k->pc,
                          NULL,
                          0,
-                         summed ? &sums : NULL,
+                         plan__pool_sums(&k->pc, &sums),
                          PLAN_POOL_ILP_NODES_MAX,
                          0};
     ts_status st = solve_configs(b, k, c);

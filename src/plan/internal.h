@@ -65,10 +65,6 @@ int plan__group_bound(const struct decide_result *d, const struct decide_row *r)
 /* 1 for best-effort time-slicing that may ride on other tenants' cards. */
 int plan__is_guest(const struct decide_row *r);
 
-/* A bin-packing class in cutting-stock form (plan/config.c): ntypes item
- * types, demand[t] items of type t, fits(ctx, counts) 1 when one card holds
- * counts[t] items of each type. Enumeration fills configs (nconfigs rows of
- * ntypes counts, maximal ones only); 0 when a cap (PLAN_CFG_MAX) is hit. */
 /* What one card holds as sums: each type's use of nres resources (use[t *
  * nres + r]) within cap[r] in all, at most most[t] of a type, and no type on
  * a card with one it is apart from (apart[t * ntypes + u] nonzero). */
@@ -81,6 +77,10 @@ struct plan_cfg_sums {
 };
 void plan__cfg_sums_free(struct plan_cfg_sums *s);
 
+/* A bin-packing class in cutting-stock form (plan/config.c): ntypes item
+ * types, demand[t] items of type t, fits(ctx, counts) 1 when one card holds
+ * counts[t] items of each type. Enumeration fills configs (nconfigs rows of
+ * ntypes counts, maximal ones only); 0 when a cap (PLAN_CFG_MAX) is hit. */
 struct plan_cfg {
     size_t ntypes;
     const int *demand;
@@ -136,11 +136,12 @@ struct plan_pool_class {
     unsigned char *trust; /* tenants x tenants memo (plan__pool_trust_memo) or NULL */
 };
 int plan__pool_fits(const void *ctx, const int *counts);
-/* pc's plan__pool_fits as sums (memory; for MPS, SM shares and clients),
- * for its enumeration: 1, or 0 (s zeroed) when pc has over
+/* pc's plan__pool_fits as sums (memory; for MPS, SM shares and clients)
+ * in *s, for its enumeration: s, or NULL (s zeroed) when pc has over
  * PLAN_CFG_SUMS_TYPES_MAX types or memory runs out: it is then listed by
- * plan__pool_fits alone. */
-int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s);
+ * plan__pool_fits alone. Free with plan__cfg_sums_free either way. */
+const struct plan_cfg_sums *plan__pool_sums(const struct plan_pool_class *pc,
+                                            struct plan_cfg_sums *s);
 /* A zeroed tenants x tenants trust memo for m, or NULL (too many tenants,
  * PLAN_TRUST_MEMO_TENANTS_MAX, or no memory: trust is then asked each time). */
 unsigned char *plan__pool_trust_memo(const struct spec_model *m);

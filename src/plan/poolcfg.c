@@ -114,13 +114,14 @@ static int totals_fit(const struct plan_pool_class *pc, double mem, int sm, int 
     return pc->mech != DECIDE_MPS || (sm <= 100 && clients <= pc->model->mps_max_clients);
 }
 
-int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s)
+const struct plan_cfg_sums *plan__pool_sums(const struct plan_pool_class *pc,
+                                            struct plan_cfg_sums *s)
 {
     size_t n = pc->ntypes;
     int mps = pc->mech == DECIDE_MPS;
     *s = (struct plan_cfg_sums){0};
     if (n > PLAN_CFG_SUMS_TYPES_MAX)
-        return 0;
+        return NULL;
     *s = (struct plan_cfg_sums){
         .nres = mps ? 3 : 1,
         .cap = {pc->model->memory_gib + 1e-9, 100, pc->model->mps_max_clients},
@@ -129,7 +130,7 @@ int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s)
         .apart = calloc(n * n + 1, 1)};
     if (!s->use || !s->most || !s->apart) {
         plan__cfg_sums_free(s);
-        return 0;
+        return NULL;
     }
     for (size_t t = 0; t < n; t++) {
         const struct decide_row *r = pc->rows[t];
@@ -143,7 +144,7 @@ int plan__pool_sums(const struct plan_pool_class *pc, struct plan_cfg_sums *s)
         for (size_t u = 0; u < n; u++)
             s->apart[t * n + u] = u != t && !compatible(pc, pc->rows[u], r);
     }
-    return 1;
+    return s;
 }
 
 int plan__pool_fits(const void *ctx, const int *counts)
@@ -173,9 +174,8 @@ int plan__pool_cfg_bound(const struct plan_pool_class *pc)
     if (pc->ntypes == 0)
         return 0;
     struct plan_cfg_sums sums;
-    int summed = plan__pool_sums(pc, &sums);
     struct plan_cfg c = {
-        pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, summed ? &sums : NULL, 0, 0};
+        pc->ntypes, pc->demand, plan__pool_fits, pc, NULL, 0, plan__pool_sums(pc, &sums), 0, 0};
     int bound = plan__cfg_enumerate(&c) ? plan__cfg_lp_bound(&c) : -1;
     plan__cfg_free(&c);
     plan__cfg_sums_free(&sums);
