@@ -60,12 +60,15 @@ most=$(cat "$TMP"/four.* | sed -n 's/.*max_outstanding_ns=\([0-9]*\).*/\1/p' | s
     || bad "four processes: ${most:-?} ns outstanding in the container, over twice 10% x 50 ms"
 
 # Beside a 90% tenant (shim_probe launch: 8 kernels in flight) for 3 s.
-# As in shim_sm.sh, the split is judged only where the card was measured
-# at least 90% busy (on a loaded machine the 90% tenant's launcher gets too
-# little CPU to keep it so, and the queueing tenant takes the idle time:
-# 0.163 at -j6 beside five other tests); else SKIPPED with the figure, and
-# only the bound "share + idle time" is judged. Measured once more before
-# it fails.
+# As in shim_sm.sh, the split is judged only where the card was measured at
+# least 90% busy (else SKIPPED with the figure: on a loaded machine the 90%
+# tenant's launcher gets too little CPU). The limiter is work-conserving, so
+# the 10% tenant may also take what the 90% one leaves while the card still
+# looks busy (in CI: 0.250 at 0.912 busy): the stand-in counts the time the
+# 90% tenant's queue stood empty (dry_ns), and a share over 0.15 is SKIPPED,
+# with that figure, where it passed 3% of the run. The 10% tenant's time is
+# always held to its share + what the other left (or the idle time) + 0.05.
+# Measured once more before it fails.
 limits big 90
 queueing() {
     rm -f "$TMP/gpu.lock" "$TMP/small.region" "$TMP/big.region"
@@ -78,18 +81,23 @@ queueing() {
     t1=$(date +%s%N)
     cat "$TMP/a.out" "$TMP/b.out"
     python3 - "$(field busy_ns "$TMP/a.out")" "$(field busy_ns "$TMP/b.out")" \
-        "$(field max_outstanding_ns "$TMP/a.out")" "$((t1 - t0))" <<'PY'
+        "$(field max_outstanding_ns "$TMP/a.out")" "$((t1 - t0))" "$(field dry_ns "$TMP/b.out")" <<'PY'
 import sys
-a, b, most, ns = (int(x) for x in sys.argv[1:5])
-share, card = a / (a + b), (a + b) / ns
+a, b, most, ns, dry = (int(x) for x in sys.argv[1:6])
+share, card, left = a / (a + b), (a + b) / ns, dry / ns
 print(f"queueing 10% tenant got {share:.3f} of the card's busy time "
       f"({a / 1e9:.2f} s of {(a + b) / 1e9:.2f} s), at most {most / 1e6:.1f} ms outstanding, "
-      f"card {card:.3f} busy")
-if most > 10000000 or a / ns > 0.10 + (1 - min(card, 1)) + 0.05:
+      f"card {card:.3f} busy, the 90% tenant's queue empty {left:.3f} of the run")
+if most > 10000000 or a / ns > 0.10 + max(left, 1 - min(card, 1)) + 0.05:
     sys.exit(1)
 if card < 0.90:
     print(f"SKIPPED queueing: card only {card:.3f} busy (under 0.90, loaded machine): "
           "the split is not judged, only the bound share + idle")
+    sys.exit(3)
+if share - 0.10 > 0.05 and left > 0.03:
+    print(f"SKIPPED queueing: over 0.15, but the 90% tenant's queue stood empty {left:.3f} "
+          "of the run (over 0.03, its launcher short of CPU): the excess is not judged, "
+          "only the bound share + what the other left")
     sys.exit(3)
 sys.exit(0 if abs(share - 0.10) <= 0.05 else 1)
 PY

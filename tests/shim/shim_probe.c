@@ -18,10 +18,11 @@
  *                        the four legacy ones (cuLaunch, cuLaunchGrid,
  *                        cuLaunchGridAsync, ...MultiDevice: set
  *                        TESSERA_STANDIN_KERNEL_US=US, they pass no
- *                        parameters); two in flight (an event each, the
+ *                        parameters); LAUNCH_DEPTH (8) in flight (an event each, the
  *                        oldest waited for), all waited for at the end;
  *                        busy_ns is the card time of this process, by its
- *                        host pid as the stand-in counts
+ *                        host pid as the stand-in counts, dry_ns the time
+ *                        its queue stood empty (it left the card to others)
  *   bench N [BYTES]      ns per cuMemAlloc_v2 + cuMemFree_v2 pair (of 4096
  *                        bytes, or BYTES)
  *   queue SECS US MAX [card|ctx|idle]
@@ -392,7 +393,10 @@ static int mode_launch(int argc, char **argv)
     for (int i = 0; i < LAUNCH_DEPTH; i++)
         cuEventDestroy_v2(ev[i]);
     uint64_t (*busy)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_busy_ns");
-    printf("launches=%ld busy_ns=%llu\n", n, busy ? (unsigned long long)busy(host_pid()) : 0ull);
+    uint64_t (*dry)(int) = (uint64_t(*)(int))dlsym(driver(), "tessera_standin_dry_ns");
+    printf("launches=%ld busy_ns=%llu dry_ns=%llu\n", n,
+           busy ? (unsigned long long)busy(host_pid()) : 0ull,
+           dry ? (unsigned long long)dry(host_pid()) : 0ull);
     if (g)
         cuGraphExecDestroy(g);
     cuModuleUnload(m);

@@ -155,6 +155,8 @@ struct standin_card_slot *standin_card_slot(struct standin_card *c, int pid, int
             atomic_store(&s->c.busy_ns, 0);
             atomic_store(&s->c.launches, 0);
             atomic_store(&s->mem, 0);
+            atomic_store(&s->dry_ns, 0);
+            s->last_end = 0;
             s->head = s->n = 0;
             atomic_store(&s->pid, pid);
             return s;
@@ -189,10 +191,13 @@ uint64_t standin_card_submit(struct standin_card *c, int host_pid, uint64_t afte
     }
     make_room(c, s);
     uint64_t start = standin_card_now_ns();
+    if (!s->n && s->last_end && start > s->last_end)
+        atomic_fetch_add(&s->dry_ns, start - s->last_end);
     start = start > after ? start : after;
     start = start > c->free_at ? start : c->free_at;
     start = stall ? stall(start) : start;
     uint64_t end = start + dur_ns;
+    s->last_end = end;
     s->pending[(s->head + s->n) % STANDIN_CARD_PENDING] = (struct standin_card_seg){start, end};
     s->n++;
     c->free_at = end;
@@ -232,6 +237,12 @@ uint64_t standin_card_busy_ns(struct standin_card *c, int host_pid, uint64_t now
     }
     standin_card_unlock(c);
     return b;
+}
+
+uint64_t standin_card_dry_ns(struct standin_card *c, int host_pid)
+{
+    struct standin_card_slot *s = c && host_pid > 0 ? standin_card_slot(c, host_pid, 0) : NULL;
+    return s ? atomic_load(&s->dry_ns) : 0;
 }
 
 uint64_t standin_card_launches(struct standin_card *c, int host_pid)

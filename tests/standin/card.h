@@ -19,7 +19,7 @@
 #pragma GCC visibility push(hidden)
 
 #define STANDIN_CARD_MAGIC 0x44524143u /* "CARD" */
-#define STANDIN_CARD_VERSION 3u
+#define STANDIN_CARD_VERSION 4u
 #define STANDIN_CARD_SLOTS 256
 /* Kernels one process may have queued and not finished: a launch beyond
  * them blocks until its oldest ends (a real launch blocks on a full push
@@ -37,11 +37,15 @@ struct standin_card_seg {
 
 /* One process's slot: pid 0 is a free slot. c.busy_ns holds its finished
  * kernels; pending[head..head+n) (a ring, oldest first) the ones placed and
- * not yet folded into it. */
+ * not yet folded into it. dry_ns is the time its queue stood empty between
+ * its first launch and its last (from its previous kernel's end to its next
+ * launch): time it left the card to others. */
 struct standin_card_slot {
     _Atomic int32_t pid;
     uint32_t head, n;
     struct standin_card_counters c;
+    uint64_t last_end;
+    _Atomic uint64_t dry_ns;
     _Atomic uint64_t mem; /* device memory the process holds */
     struct standin_card_seg pending[STANDIN_CARD_PENDING];
 };
@@ -76,6 +80,9 @@ uint64_t standin_card_submit(struct standin_card *c, int host_pid, uint64_t afte
 /* Card time pid's kernels (pid 0: every process) have run up to now_ns:
  * elapsed time only, never work still queued. */
 uint64_t standin_card_busy_ns(struct standin_card *c, int host_pid, uint64_t now_ns);
+/* Time pid's queue stood empty between two of its launches (0 without a
+ * slot): how long it asked nothing of the card. */
+uint64_t standin_card_dry_ns(struct standin_card *c, int host_pid);
 /* Kernels pid (0: every process) has launched. */
 uint64_t standin_card_launches(struct standin_card *c, int host_pid);
 /* Kernels pid (0: every process) has placed that have not ended by now_ns. */

@@ -99,7 +99,9 @@
  *     HOST pid: the first field of NSpid in /proc/self/status (the pid in
  *     the namespace of the /proc mount, the host's under `unshare --pid`
  *     without --mount-proc), not getpid() inside a pid namespace;
- *     tessera_standin_launches(pid) counts launches the same way and
+ *     tessera_standin_launches(pid) counts launches the same way,
+ *     tessera_standin_dry_ns(pid) the time pid's queue stood empty between
+ *     two of its launches (time it left the card to others), and
  *     unsigned tessera_standin_pending(int pid) the kernels it has queued
  *     that have not ended (pid 0: every process's). The file holds a struct standin_card (../card.h):
  *     header, then 256 per-process slots, each with a ring of its pending
@@ -1195,6 +1197,11 @@ EXPORT uint64_t tessera_standin_mem_bytes(int pid)
 EXPORT uint64_t tessera_standin_busy_ns(int pid)
 {
     return standin_card_busy_ns(standin_card_map(), pid, now_ns());
+}
+
+EXPORT uint64_t tessera_standin_dry_ns(int pid)
+{
+    return standin_card_dry_ns(standin_card_map(), pid);
 }
 
 EXPORT uint64_t tessera_standin_launches(int pid)
