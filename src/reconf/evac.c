@@ -22,7 +22,9 @@
  * lay one card out again for it alone), and each step's plan, the work in
  * the used cards' free space, a candidate when all of it fits. The best
  * plan for each number of cards (fewer than the keep plan's) is one plan;
- * the caller counts its drains (reconf_steps) and keeps the Pareto points.
+ * last, relay.c's exact re-layout of the used MIG cards replaces one where
+ * it drains fewer. The caller counts their drains (reconf_steps) and
+ * keeps the Pareto points.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +87,7 @@ static int same_str(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* 1 when instance in of g is where running instance h of c is. */
-static int at_place(const struct plan_inst *in, const struct reconf_want *h)
+int reconf__at_place(const struct plan_inst *in, const struct reconf_want *h)
 {
     return in->row && same_str(h->tenant, in->row->tenant->name) &&
            same_str(h->workload, in->row->workload->name) &&
@@ -106,7 +107,7 @@ static int kept_here(const struct plan_gpu *g, const struct reconf_plan *cur,
     for (int h = 0; h < c->nheld; h++) {
         int kept = 0;
         for (size_t t = 0; !kept && t < g->ninst; t++)
-            kept = at_place(&g->inst[t], &c->held[h]);
+            kept = reconf__at_place(&g->inst[t], &c->held[h]);
         if (!kept && reconf__row(rows, c->held[h].tenant, c->held[h].workload) >= 0)
             return 0;
         n += kept;
@@ -330,18 +331,15 @@ static int empty_card(struct plan *p, size_t i, size_t j, int top, const struct 
     return ok;
 }
 
-/* 1 when a drain empties g now: a running instance of a workload the
- * spec keeps that is not where it ran (the drains reconf_steps counts on
- * these MIG and pool moves). */
-static int drained(const struct plan_gpu *g, const struct reconf_plan *cur,
-                   const struct reconf__rows *rows)
+int reconf__drained(const struct plan_gpu *g, const struct reconf_plan *cur,
+                    const struct reconf__rows *rows)
 {
     const struct reconf_card *c = reconf_plan_card(cur, g->node->name, g->index);
     int same = c && !strcmp(c->model, g->model->name) && !strcmp(c->mode, plan_mode_names[g->mode]);
     for (int h = 0; c && h < c->nheld; h++) {
         int kept = 0;
         for (size_t t = 0; same && !kept && t < g->ninst; t++)
-            kept = at_place(&g->inst[t], &c->held[h]);
+            kept = reconf__at_place(&g->inst[t], &c->held[h]);
         if (!kept && reconf__row(rows, c->held[h].tenant, c->held[h].workload) >= 0)
             return 1;
     }
@@ -354,7 +352,7 @@ static int drains(const struct plan *p, const struct reconf_plan *cur,
 {
     int n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
-        n += drained(&p->gpus[i], cur, rows);
+        n += reconf__drained(&p->gpus[i], cur, rows);
     return n;
 }
 
@@ -373,7 +371,7 @@ static int relaid(const struct plan *p, const struct reconf_plan *cur,
 {
     int n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
-        n += p->gpus[i].ninst && drained(&p->gpus[i], cur, rows);
+        n += p->gpus[i].ninst && reconf__drained(&p->gpus[i], cur, rows);
     return n;
 }
 
@@ -514,7 +512,7 @@ static int goes_back(const struct plan *p, const struct plan_gpu *g, const struc
 {
     struct plan_inst at = *in;
     at.start = h->start;
-    return (g->mode == PLAN_MIG || g->mode == PLAN_FREE) && at_place(&at, h) &&
+    return (g->mode == PLAN_MIG || g->mode == PLAN_FREE) && reconf__at_place(&at, h) &&
            in->size == h->size && !reconf__overlaps(g, NULL, h->start, in->size) &&
            reconf__mig_start(g, in->profile) >= 0 && reconf__usable(p, g, in->row);
 }
@@ -527,7 +525,7 @@ static int put_back(struct plan *p, struct plan_gpu *g, const struct reconf_card
     for (int h = 0; c && c->mig && h < c->nheld; h++) {
         int kept = 0;
         for (size_t t = 0; !kept && t < g->ninst; t++)
-            kept = at_place(&g->inst[t], &c->held[h]);
+            kept = reconf__at_place(&g->inst[t], &c->held[h]);
         for (size_t k = 0; !kept && k < w->n; k++) {
             if (!goes_back(p, g, &w->in[k], &c->held[h]))
                 continue;
@@ -559,7 +557,7 @@ static int lift(struct plan *p, const struct evac *e, struct pending *w)
         for (size_t t = 0; g->mode == PLAN_MIG && t < g->ninst; t++) {
             int kept = !g->inst[t].row || !g->inst[t].profile;
             for (int h = 0; same && !kept && h < c->nheld; h++)
-                kept = at_place(&g->inst[t], &c->held[h]);
+                kept = reconf__at_place(&g->inst[t], &c->held[h]);
             if (!kept && w->n == RECONF_EVAC_PENDING_MAX)
                 return 0;
             if (kept)
@@ -596,6 +594,22 @@ static int search_lifted(struct evac *e, const struct plan *base)
     return st < 0 ? -1 : 0;
 }
 
+/* The exact re-layout's plans (relay.c), each kept where it drains fewer
+ * cards than the search's best for as many. 0, or -1 NOMEM. */
+static int exact(struct evac *e, const struct plan *base)
+{
+    struct plan *x[RECONF_EVACUATIONS_MAX];
+    int known[RECONF_EVACUATIONS_MAX];
+    for (size_t k = 0; k < RECONF_EVACUATIONS_MAX; k++)
+        known[k] = e->best[k] ? e->best_drains[k] : -1;
+    if (reconf__relay(base, e->cur, &e->rows, known, x, RECONF_EVACUATIONS_MAX) != TS_OK)
+        return -1;
+    for (size_t k = 0; k < RECONF_EVACUATIONS_MAX; k++)
+        if (x[k])
+            keep_best(e, x[k], slot(e, x[k]), drains(x[k], e->cur, &e->rows));
+    return 0;
+}
+
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
                            struct plan ***out, int **relays, size_t *n)
 {
@@ -604,6 +618,7 @@ ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cu
     struct pending none = {0};
     int st = p && reconf__rows_index(p->decisions, &e.rows) ? descend(&e, p, &none, 0) : -1;
     st = st < 0 ? st : search_lifted(&e, base);
+    st = st < 0 ? st : exact(&e, base);
     *out = malloc((RECONF_EVACUATIONS_MAX + 1) * sizeof(**out));
     *relays = malloc((RECONF_EVACUATIONS_MAX + 1) * sizeof(**relays));
     *n = 0;

@@ -75,10 +75,30 @@ ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_pla
  * then again with base's new MIG work placed after the emptying: the plan
  * draining fewest cards found for each number of cards below base's is one
  * more plan in *out (n of them, at most RECONF_EVACUATIONS_MAX, fewest
- * cards emptied first), relaid[k] its drained cards that still hold
- * instances (both arrays the caller's to free). TS_NOMEM only. */
+ * cards emptied first), or reconf__relay's where it drains fewer; relaid[k]
+ * its drained cards that still hold instances (both arrays the caller's to
+ * free). TS_NOMEM only. */
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
                            struct plan ***out, int **relaid, size_t *n);
+
+/* 1 when instance in is where running instance h is (its workload; on
+ * MIG, its profile and start). */
+int reconf__at_place(const struct plan_inst *in, const struct reconf_want *h);
+/* 1 when a drain empties g now: a running instance of a workload the
+ * spec keeps that is not where it ran (the drains reconf_steps counts on
+ * MIG and pool moves). */
+int reconf__drained(const struct plan_gpu *g, const struct reconf_plan *cur,
+                    const struct reconf__rows *rows);
+
+/* The used MIG cards of p laid out again exactly (relay.c): out[k - 1] the
+ * plan draining fewest cards with k cards fewer than p's (k = 1 .. nout),
+ * when it drains fewer than known[k - 1] (-1: none known); NULL where none
+ * does, none was found in the node budget, or the program is too large
+ * (RECONF_RELAY_COLS_MAX: all NULL). Each passed plan_verify; the
+ * caller's to free. TS_NOMEM only. */
+ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
+                        const struct reconf__rows *rows, const int *known, struct plan **out,
+                        size_t nout);
 
 /* A deep copy of p (cards, instances, its decision rows); NULL: NOMEM. */
 struct plan *reconf__plan_copy(const struct plan *p);

@@ -22,6 +22,10 @@
 #      2g.20gb; the keep plan puts the new 2g.20gb in the first free slot,
 #      the one a card's 3g.40gb needs to be emptied with 1 drain; placed
 #      after the emptying instead, 1 drain, where the parent drains 2.
+#   H. three cards interlocked by spread: no card empties alone, and the
+#      search's repacks (largest first into one card) find none either; the
+#      exact re-layout (reconf/relay.c) empties one and lays out another at 2
+#      drains, where the parent's fresh plan drains 3.
 # Drains are also counted from the two plans' JSON (a card is drained when a
 # running instance of a workload the spec keeps is not at the same place).
 # Needs TESSERA, TESSERA_SRC.
@@ -362,4 +366,42 @@ assert at["a"] == (0, "2g.20gb", 0) and at["b"] == (0, "1g.10gb", 2), at
 assert at["d"] == (2, "1g.10gb", 3) and at["e"] == (2, "3g.40gb", 4), at
 assert at["c"][:2] == (0, "3g.40gb") and at["p"][:2] == (2, "2g.20gb"), at
 PY
+# ---- H: an exact re-layout --------------------------------------------------------------
+# Three H100s (7 compute slices, memory units 0-7): card 0 t2 2g@0 t3 3g@4;
+# card 1 t1 1g@3; card 2 t0 2g@0 t1 1g@3 t4 1g@6. t1 has 2 replicas, spread
+# gpu; new tenant x, a 2g.20gb with 2 replicas, spread gpu. Compute: four 2g
+# (t0 t2 x x) 8 + t3's 3g 3 + three 1g 3 = 14 = 2 cards x 7, so 2 cards hold
+# it only full, and every card runs work: 2 cards drain 1 at least. 1 drain
+# cannot do it (the other two cards kept as they run, taking work in their
+# free units):
+#   card 1 emptied: card 0 has 2 compute free, card 2 3; an x on each, and
+#     t1's moved replica not beside t1 on card 2, so on card 0: 2 + 1 > 2;
+#   card 0 emptied: t3's 3g fits only card 1's 4-7; then card 1 has 0-2
+#     free (one 2g) and card 2 one 2g at 4: 2 places for t2 and both x;
+#   card 2 emptied: t1's replica must go to card 0 (t1 runs on card 1), and
+#     with t4 fills card 0's 2 free compute, so t0 and both x go to card 1,
+#     two x on one card.
+# 2 drains do it: card 0 emptied, card 1 keeps t1 at 3 and takes x 2g@0, t4
+# 1g@2, t3 3g@4 (2+1+1+3 = 7); card 2 laid out again keeps t0 2g@0 and takes
+# x 2g and t2 2g, its t1 at 6 (2+2+2+1 = 7). Before: the fresh plan, 3 drains.
+PYTHONPATH="$TESSERA_SRC/tests/tools" python3 - <<'PY'
+from plan_fixture import fleet, tenant, inference, one_inference, mig, card, plan
+two = lambda n, reps: tenant(n, [("w", inference(15, 3, ", replicas: %d, spread: gpu, "
+                                                 "computeSlices: 2" % reps))])
+open("h-new.yaml", "w").write(fleet(3) + two("t0", 1) + two("t2", 1) + two("x", 2) +
+                              one_inference("t3", 28, 8) + one_inference("t4", 7.5, 1.5) +
+                              one_inference("t1", 7.5, 1.5, 2, "gpu"))
+cards = [[("t2", "2g.20gb", 0), ("t3", "3g.40gb", 4)], [("t1", "1g.10gb", 3, 1)],
+         [("t0", "2g.20gb", 0), ("t1", "1g.10gb", 3), ("t4", "1g.10gb", 6)]]
+plan("h-run.json", [card(i, "mig", [mig(*x) for x in c]) for i, c in enumerate(cards)])
+PY
+expect_rc 0 T plan -f h-new.yaml --current h-run.json --prefer fewer-cards -o json
+cp "$TMP/out" h1.json
+check "H: 2 cards" test "$(python3 -c 'import json;print(json.load(open("h1.json"))["summary"]["gpusUsed"])')" = 2
+check "H: 2 drains (the fewest for 2 cards)" test "$(drained h-run.json h1.json)" = 2
+check "H: 2 drains reported" test "$(python3 -c 'import json;print(json.load(open("h1.json"))["replan"]["drains"])')" = 2
+expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 2 --prefer fewer-cards
+expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied, 1 re-laid"
+expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 1 --prefer fewer-cards
+expect_in "$TMP/out" "GPUs used          3 of 3"
 finish
