@@ -365,9 +365,8 @@ static size_t used(const struct plan *p)
     return n;
 }
 
-/* Drained cards of p that still hold instances (laid out again). */
-static int relaid(const struct plan *p, const struct reconf_plan *cur,
-                  const struct reconf__rows *rows)
+int reconf__relaid(const struct plan *p, const struct reconf_plan *cur,
+                   const struct reconf__rows *rows)
 {
     int n = 0;
     for (size_t i = 0; i < p->ngpus; i++)
@@ -594,20 +593,32 @@ static int search_lifted(struct evac *e, const struct plan *base)
     return st < 0 ? -1 : 0;
 }
 
-/* The exact re-layout's plans (relay.c), each kept where it drains fewer
- * cards than the search's best for as many. 0, or -1 NOMEM. */
+/* The exact re-layout's plans (relay.c) with fewer MIG cards than base's,
+ * each kept where it drains fewer cards than the search's best for as
+ * many. 0, or -1 NOMEM. */
 static int exact(struct evac *e, const struct plan *base)
 {
-    struct plan *x[RECONF_EVACUATIONS_MAX];
-    int known[RECONF_EVACUATIONS_MAX];
-    for (size_t k = 0; k < RECONF_EVACUATIONS_MAX; k++)
-        known[k] = e->best[k] ? e->best_drains[k] : -1;
-    if (reconf__relay(base, e->cur, &e->rows, known, x, RECONF_EVACUATIONS_MAX) != TS_OK)
-        return -1;
-    for (size_t k = 0; k < RECONF_EVACUATIONS_MAX; k++)
-        if (x[k])
+    size_t mig = 0, other = e->cards;
+    for (size_t i = 0; i < base->ngpus; i++)
+        mig += base->gpus[i].mode == PLAN_MIG && base->gpus[i].ninst;
+    other -= mig;
+    struct plan **x = calloc(mig + 1, sizeof(*x));
+    int *known = malloc((mig + 1) * sizeof(*known));
+    int st = x && known ? 0 : -1;
+    for (size_t k = 0; !st && k < mig; k++) { /* k MIG cards: slot cards - (other + k) - 1 */
+        size_t at = e->cards - (other + k) - 1;
+        known[k] = at < RECONF_EVACUATIONS_MAX && e->best[at] ? e->best_drains[at] : -1;
+    }
+    if (!st && reconf__relay(base, e->cur, &e->rows, known, x, mig) != TS_OK)
+        st = -1;
+    for (size_t k = 0; x && k < mig; k++)
+        if (x[k] && !st)
             keep_best(e, x[k], slot(e, x[k]), drains(x[k], e->cur, &e->rows));
-    return 0;
+        else
+            plan_free(x[k]);
+    free(x);
+    free(known);
+    return st;
 }
 
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
@@ -630,7 +641,7 @@ ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cu
         }
         plan_summarise(e.best[k]);
         e.best[k]->summary.solver = "replan: running placements kept, cards emptied";
-        (*relays)[*n] = relaid(e.best[k], cur, &e.rows);
+        (*relays)[*n] = reconf__relaid(e.best[k], cur, &e.rows);
         (*out)[(*n)++] = e.best[k];
     }
     if (st < 0) {

@@ -90,15 +90,29 @@ int reconf__at_place(const struct plan_inst *in, const struct reconf_want *h);
 int reconf__drained(const struct plan_gpu *g, const struct reconf_plan *cur,
                     const struct reconf__rows *rows);
 
-/* The used MIG cards of p laid out again exactly (relay.c): out[k - 1] the
- * plan draining fewest cards with k cards fewer than p's (k = 1 .. nout),
- * when it drains fewer than known[k - 1] (-1: none known); NULL where none
- * does, none was found in the node budget, or the program is too large
- * (RECONF_RELAY_COLS_MAX: all NULL). Each passed plan_verify; the
- * caller's to free. TS_NOMEM only. */
+/* Drained cards of p that still hold instances (laid out again). */
+int reconf__relaid(const struct plan *p, const struct reconf_plan *cur,
+                   const struct reconf__rows *rows);
+
+/* The MIG cards of p (its used ones, and its free ones that run MIG in
+ * cur) laid out again exactly (relay.c): out[k] (k < n) the plan draining
+ * fewest cards with at most k of them used, when it drains fewer than
+ * known[k] (-1: none known); NULL where none does, none was found in the
+ * node budget, or the program is too large (RECONF_RELAY_COLS_MAX: all
+ * NULL). Each passed plan_verify; the caller's to free. TS_NOMEM only. */
 ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
                         const struct reconf__rows *rows, const int *known, struct plan **out,
-                        size_t nout);
+                        size_t n);
+
+/* No keep plan (new work fits only by moving running work): fresh's MIG
+ * cards laid out again by reconf__relay, from the most cards down, a plan
+ * with fresh's number of MIG cards only where it drains fewer than
+ * fresh_drains. *out (n plans, most cards first), and for each the cards
+ * that ran work and hold none (emptied) and the drained ones still holding
+ * instances (relaid): the caller's to free. TS_NOMEM only. */
+ts_status reconf__relay_fresh(const struct plan *fresh, const struct reconf_plan *cur,
+                              int fresh_drains, struct plan ***out, int **emptied, int **relaid,
+                              size_t *n);
 
 /* A deep copy of p (cards, instances, its decision rows); NULL: NOMEM. */
 struct plan *reconf__plan_copy(const struct plan *p);

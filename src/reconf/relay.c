@@ -1,24 +1,28 @@
 /*
  * relay.c - replanning's exact trade of drains for cards on MIG, for
- * fleets small enough: the keep plan's used MIG cards laid out again as one
- * integer program (GLPK), beside evac.c's search, which it may beat.
- *   x[i,c,s] = instance i on card c at start s: c a used MIG card of its
- *     row's model that the row may run on, s a legal start of its profile;
- *     a held instance (kept under its need) or the canary only where it is;
+ * fleets small enough: a plan's MIG cards laid out again as one integer
+ * program (GLPK). Its cards: the plan's used MIG cards, and the cards that
+ * run MIG now and are free in it. From the keep plan it competes with
+ * evac.c's search for each number of cards below the keep plan's; from the
+ * fresh plan, where no keep plan exists (new work that fits only by moving
+ * running work), it gives the plans between the fresh one and what runs.
+ *   x[i,c,s] = instance i on card c at start s: c a card of its row's
+ *     model that the row may run on, s a legal start of its profile; a
+ *     held instance (kept under its need) or the canary only where it is;
  *   y[c] = card c used; d[c] = card c drained.
  * Rows: each instance once; on each card every grid unit at most once,
  * compute slices and each profile's count within the board's (y[c] off:
- * nothing); a spread row's replicas one a card (or a node); for an
- * instance where it runs now, x there + d[c] >= 1 (a card already drained
- * in the keep plan: d[c] = 1); the cards used at most the keep plan's
- * minus k, and the drains fewer than the best plan known for as many
- * cards (the search's: so a solve that cannot beat it ends at its bound).
- * Objective: fewest drains. Solved for k = 1, 2, ... until no plan of
- * so few cards exists, the solves together bounded in branch-and-bound nodes
- * (RECONF_RELAY_NODES, counted, so a busy machine plans the same; a
- * wall-clock ceiling too, RECONF_RELAY_MS); a program over
- * RECONF_RELAY_COLS_MAX columns is left to the search. Each answer is
- * checked by plan_verify.
+ * nothing); a spread row's replicas one a card (or a node); for each
+ * instance running on card c of a workload the spec keeps, an instance of
+ * its workload and profile at its start there, or d[c] = 1 (replicas are
+ * interchangeable, as reconf_steps counts); the cards used at most K, and
+ * the drains fewer than the best plan known with K cards (so a solve that
+ * cannot beat it ends at its bound). Objective: fewest drains. Solved for
+ * K from the most down until no plan of so few cards exists, the solves
+ * together bounded in branch-and-bound nodes (RECONF_RELAY_NODES, counted,
+ * so a busy machine plans the same; a wall-clock ceiling too,
+ * RECONF_RELAY_MS); a program over RECONF_RELAY_COLS_MAX columns is left
+ * alone. Each answer is checked by plan_verify.
  */
 #include <glpk.h>
 #include <stdlib.h>
@@ -28,7 +32,6 @@
 
 struct relay_item {
     size_t g, t; /* p->gpus[g].inst[t] */
-    int home;    /* x's column where it runs now, 0: not running there */
 };
 
 struct relay_col {
@@ -59,25 +62,36 @@ static const struct plan_inst *inst_of(const struct relay *r, int i)
     return &r->p->gpus[r->items[i].g].inst[r->items[i].t];
 }
 
-/* The used MIG cards of p and their instances: 1, 0 when fewer than two
- * cards (nothing to trade), -1 NOMEM. */
+/* 1 when card i of p runs MIG now (a card of the same model). */
+static int runs_mig(const struct relay *r, size_t i)
+{
+    const struct plan_gpu *g = &r->p->gpus[i];
+    const struct reconf_card *c = reconf_plan_card(r->cur, g->node->name, g->index);
+    return c && c->mig && c->nheld > 0 && !strcmp(c->model, g->model->name);
+}
+
+/* The cards (p's used MIG cards, and its free ones that run MIG now) and
+ * their instances: 1, 0 when fewer than two cards (nothing to trade), -1
+ * NOMEM. */
 static int collect(struct relay *r)
 {
     const struct plan *p = r->p;
     size_t n = 0;
     if (!(r->card = malloc((p->ngpus + 1) * sizeof(*r->card))))
         return -1;
-    for (size_t i = 0; i < p->ngpus; i++)
-        if (p->gpus[i].mode == PLAN_MIG && p->gpus[i].ninst) {
+    for (size_t i = 0; i < p->ngpus; i++) {
+        const struct plan_gpu *g = &p->gpus[i];
+        if ((g->mode == PLAN_MIG && g->ninst) || (g->mode == PLAN_FREE && runs_mig(r, i))) {
             r->card[r->ncards++] = i;
-            n += p->gpus[i].ninst;
+            n += g->ninst;
         }
+    }
     if (!(r->items = malloc((n + 1) * sizeof(*r->items))))
         return -1;
     for (size_t c = 0; c < r->ncards; c++)
         for (size_t t = 0; t < p->gpus[r->card[c]].ninst; t++)
-            r->items[r->nitems++] = (struct relay_item){r->card[c], t, 0};
-    return r->ncards > 1;
+            r->items[r->nitems++] = (struct relay_item){r->card[c], t};
+    return r->ncards > 1 && r->nitems;
 }
 
 /* 1 when instance i may go on card c at all (model, node, held or canary:
@@ -203,38 +217,44 @@ static void spread_rows(struct relay *r)
     }
 }
 
-/* Each instance's column where it runs now (at its card and start, which
- * the running plan names for its workload), 0 for new work. */
-static void homes(struct relay *r)
+static int same_str(const char *a, const char *b)
 {
-    for (int k = 0; k < r->nx; k++) {
-        const struct relay_col *v = &r->cols[k];
-        const struct plan_inst *in = inst_of(r, v->item);
-        const struct plan_gpu *g = &r->p->gpus[r->card[v->card]];
-        const struct reconf_card *rc = reconf_plan_card(r->cur, g->node->name, g->index);
-        if (r->card[v->card] != r->items[v->item].g || v->start != in->start || !rc)
-            continue;
-        for (int h = 0; h < rc->nheld && !r->items[v->item].home; h++)
-            if (reconf__at_place(in, &rc->held[h]))
-                r->items[v->item].home = k + 1;
-    }
+    return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-/* x where it runs + d[c] >= 1; d[c] = 1 on a card the keep plan drains. */
+/* Column k places what h ran at its card and start. */
+static int runs_as(const struct relay *r, int k, size_t c, const struct reconf_want *h)
+{
+    const struct relay_col *v = &r->cols[k];
+    const struct plan_inst *in = inst_of(r, v->item);
+    return v->card == (int)c && v->start == h->start && in->row &&
+           same_str(in->row->tenant->name, h->tenant) &&
+           same_str(in->row->workload->name, h->workload) &&
+           same_str(in->profile->name, h->profile);
+}
+
+/* For each instance running on card c of a workload the spec keeps: one
+ * of its workload and profile at its start, or d[c] = 1. */
 static void drain_rows(struct relay *r)
 {
-    homes(r);
     for (size_t c = 0; c < r->ncards; c++) {
-        if (reconf__drained(&r->p->gpus[r->card[c]], r->cur, r->rows)) {
-            glp_set_col_bnds(r->lp, d_col(r, c), GLP_FX, 1.0, 1.0);
-            continue;
-        }
-        for (size_t i = 0; i < r->nitems; i++)
-            if (r->items[i].home && r->items[i].g == r->card[c]) {
-                term(r, r->items[i].home, 1.0);
-                term(r, d_col(r, c), 1.0);
-                row(r, GLP_LO, 1.0);
+        const struct plan_gpu *g = &r->p->gpus[r->card[c]];
+        const struct reconf_card *rc = reconf_plan_card(r->cur, g->node->name, g->index);
+        int same = rc && rc->mig && !strcmp(rc->model, g->model->name);
+        for (int h = 0; rc && h < rc->nheld; h++) {
+            if (reconf__row(r->rows, rc->held[h].tenant, rc->held[h].workload) < 0)
+                continue; /* its workload left the spec */
+            for (int k = 0; same && k < r->nx; k++)
+                if (runs_as(r, k, c, &rc->held[h]))
+                    term(r, k + 1, 1.0);
+            if (!r->len) { /* no way to keep it: drained */
+                glp_set_col_bnds(r->lp, d_col(r, c), GLP_FX, 1.0, 1.0);
+                break;
             }
+            term(r, d_col(r, c), 1.0);
+            row(r, GLP_LO, 1.0);
+        }
+        r->len = 0;
     }
 }
 
@@ -354,10 +374,10 @@ static void relay_free(struct relay *r)
 
 ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
                         const struct reconf__rows *rows, const int *known, struct plan **out,
-                        size_t nout)
+                        size_t n)
 {
     struct relay r = {.p = p, .cur = cur, .rows = rows};
-    memset(out, 0, nout * sizeof(*out));
+    memset(out, 0, n * sizeof(*out));
     int st = collect(&r);
     st = st == 1 ? columns(&r) : st;
     if (st == 1) {
@@ -365,13 +385,65 @@ ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
         glp_term_out(GLP_OFF);
     }
     struct relay_budget b = {RECONF_RELAY_NODES, glp_time()};
-    for (size_t k = 1; st >= 0 && r.lp && k <= nout && k < r.ncards; k++) {
-        int cut = known[k - 1] >= 0,
-            got = solve(&r, r.ncards - k, cut ? known[k - 1] - 1 : (int)r.ncards, &b);
+    size_t top = !n ? 0 : r.ncards < n ? r.ncards : n - 1;
+    for (size_t cards = top; st >= 0 && r.lp && cards > 0; cards--) {
+        int cut = known[cards] >= 0,
+            got = solve(&r, cards, cut ? known[cards] - 1 : (int)r.ncards, &b);
         if (got < 0 || (got == 0 && !cut))
             break; /* out of budget, or no plan of so few cards */
-        st = got ? answer(&r, &out[k - 1]) : st;
+        st = got ? answer(&r, &out[cards]) : st;
     }
     relay_free(&r);
     return st < 0 ? TS_NOMEM : TS_OK;
+}
+
+/* Cards that ran work in cur and hold none in p. */
+static int emptied(const struct plan *p, const struct reconf_plan *cur)
+{
+    int n = 0;
+    for (size_t i = 0; i < p->ngpus; i++) {
+        const struct plan_gpu *g = &p->gpus[i];
+        const struct reconf_card *c = reconf_plan_card(cur, g->node->name, g->index);
+        n += !g->ninst && c && c->nheld > 0;
+    }
+    return n;
+}
+
+ts_status reconf__relay_fresh(const struct plan *fresh, const struct reconf_plan *cur,
+                              int fresh_drains, struct plan ***out, int **empty, int **relaid,
+                              size_t *n)
+{
+    size_t all = fresh->ngpus + 1, mig = 0;
+    struct reconf__rows rows = {0};
+    struct plan **x = calloc(all, sizeof(*x));
+    int *known = malloc(all * sizeof(*known));
+    *out = calloc(all, sizeof(**out));
+    *empty = malloc(all * sizeof(**empty));
+    *relaid = malloc(all * sizeof(**relaid));
+    *n = 0;
+    ts_status st = x && known && *out && *empty && *relaid &&
+                           reconf__rows_index(fresh->decisions, &rows)
+                       ? TS_OK
+                       : TS_NOMEM;
+    for (size_t i = 0; i < fresh->ngpus; i++)
+        mig += fresh->gpus[i].mode == PLAN_MIG && fresh->gpus[i].ninst;
+    for (size_t k = 0; st == TS_OK && k < all; k++)
+        known[k] = k == mig ? fresh_drains : -1;
+    if (st == TS_OK)
+        st = reconf__relay(fresh, cur, &rows, known, x, all);
+    for (size_t k = all; x && k-- > 0;) {
+        if (!x[k] || st != TS_OK) {
+            plan_free(x[k]);
+            continue;
+        }
+        plan_summarise(x[k]);
+        x[k]->summary.solver = "replan: running placements kept, MIG cards laid out again";
+        (*empty)[*n] = emptied(x[k], cur);
+        (*relaid)[*n] = reconf__relaid(x[k], cur, &rows);
+        (*out)[(*n)++] = x[k];
+    }
+    reconf__rows_free(&rows);
+    free(x);
+    free(known);
+    return st;
 }

@@ -296,6 +296,13 @@ static const char *strategy(struct ts_arena *a, const char *how)
         return "fresh plan, cards renumbered to keep running instances";
     if (!strcmp(how, "keep, no drain"))
         return "running placements kept, no drain: what does not fit is named";
+    if (!strncmp(how, "keep, ", 6) && !strstr(how, "emptied")) { /* "keep, 2 re-laid" */
+        int n = atoi(how + 6);
+        return ts_arena_printf(a,
+                               "running placements kept, %d card%s laid out again for the "
+                               "new work",
+                               n, n == 1 ? "" : "s");
+    }
     if (!strncmp(how, "keep, ", 6)) { /* "1 card emptied" [", 1 re-laid"] */
         const char *relaid = strstr(how + 6, ", ");
         int n = relaid ? (int)(relaid - how - 6) : (int)strlen(how + 6);
@@ -338,14 +345,40 @@ static const char *note(struct search *s, size_t pick, const char *const *no,
 
 /* ---- the search ----------------------------------------------------------- */
 
-/* "keep, 1 card emptied", "keep, 2 cards emptied, 1 re-laid": emptied
- * cards (those fewer than the keep plan's), and the drained cards that
+/* "keep, 1 card emptied", "keep, 2 cards emptied, 1 re-laid", "keep, 2
+ * re-laid": emptied cards (those fewer than the keep plan's, or without
+ * one, cards that ran work and hold none), and the drained cards that
  * still hold instances, laid out again. */
 static const char *emptied_how(struct ts_arena *a, int emptied, int relaid)
 {
+    if (!emptied)
+        return ts_arena_printf(a, "keep, %d re-laid", relaid);
     const char *how = ts_arena_printf(a, "keep, %d card%s emptied", emptied,
                                       emptied == 1 ? "" : "s");
     return relaid && how ? ts_arena_printf(a, "%s, %d re-laid", how, relaid) : how;
+}
+
+/* No keep plan: fresh's MIG cards laid out again for fewer drains
+ * (relay.c), each a point. */
+static ts_status relay_fresh(struct search *s, const struct plan *fresh,
+                             const struct reconf_plan *cur)
+{
+    struct plan **x = NULL;
+    int *emptied = NULL, *relaid = NULL;
+    size_t n = 0;
+    ts_status st = reconf__relay_fresh(fresh, cur, s->c[0].r.drains, &x, &emptied, &relaid, &n);
+    for (size_t i = 0; i < n; i++) {
+        const char *how = st == TS_OK ? emptied_how(&s->a, emptied[i], relaid[i]) : NULL;
+        st = st == TS_OK && !how ? TS_NOMEM : st;
+        if (how)
+            st = add(s, x[i], cur, how, NULL);
+        else
+            plan_free(x[i]);
+    }
+    free(x);
+    free(emptied);
+    free(relaid);
+    return st;
 }
 
 static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
@@ -363,6 +396,8 @@ static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
         st = add(s, keep, cur, "keep", why);
     else
         plan_free(keep);
+    if (st == TS_OK && !keep)
+        st = relay_fresh(s, fresh, cur);
     for (size_t i = 0; i < n; i++) {
         const char *how = st == TS_OK
                               ? emptied_how(&s->a, cards - emptied[i]->summary.gpus_used, relaid[i])

@@ -26,6 +26,10 @@
 #      search's repacks (largest first into one card) find none either; the
 #      exact re-layout (reconf/relay.c) empties one and lays out another at 2
 #      drains, where the parent's fresh plan drains 3.
+#   I. new work that fits only by moving running work, so no keep plan: the
+#      fresh plan's MIG cards laid out again give 1 drain on 4 cards beside
+#      the fresh plan's 4 drains on 3, and --prefer fewer-drains takes it
+#      (the parent: only the fresh plan, 4 drains).
 # Drains are also counted from the two plans' JSON (a card is drained when a
 # running instance of a workload the spec keeps is not at the same place).
 # Needs TESSERA, TESSERA_SRC.
@@ -404,4 +408,42 @@ expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 2 --prefer fe
 expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied, 1 re-laid"
 expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 1 --prefer fewer-cards
 expect_in "$TMP/out" "GPUs used          3 of 3"
+# ---- I: new work that fits only by moving running work -----------------------------------
+# Four H100s, all running: card 0 t1 1g@0 t3 1g@1 t6 2g@4; card 1 t5 3g@0
+# t2 3g@4; card 2 t2 3g@0 t0 2g@4 t1 1g@6; card 3 t3 1g@0 t0 2g@2 t4 1g@4.
+# t0, t1, t2, t3 run 2 replicas, spread gpu; t3 grows to 3. Its third
+# replica may not join cards 0 or 3 (t3 runs there); card 1 has no free
+# unit, card 2 only unit 7, where no 1g.10gb starts. So no plan keeps
+# every card (no keep plan), and 1 drain is the fewest: e.g. card 2's t1
+# 1g moves to card 3 (free units 1, 5-7; t1 is not on card 3), card 3 only
+# gains an instance, and t3's replica takes card 2's unit 6.
+PYTHONPATH="$TESSERA_SRC/tests/tools" python3 - <<'PY'
+from plan_fixture import fleet, tenant, inference, one_inference, mig, card, plan
+two = lambda n, reps: tenant(n, [("w", inference(15, 3, ", replicas: %d, spread: gpu, "
+                                                 "computeSlices: 2" % reps))])
+open("i-new.yaml", "w").write(fleet(4) + two("t0", 2) + two("t6", 1) +
+                              one_inference("t1", 7.5, 1.5, 2, "gpu") +
+                              one_inference("t3", 7.5, 1.5, 3, "gpu") +
+                              one_inference("t4", 7.5, 1.5) + one_inference("t5", 28, 8) +
+                              one_inference("t2", 28, 8, 2, "gpu"))
+cards = [[("t1", "1g.10gb", 0, 1), ("t3", "1g.10gb", 1), ("t6", "2g.20gb", 4)],
+         [("t5", "3g.40gb", 0), ("t2", "3g.40gb", 4)],
+         [("t2", "3g.40gb", 0, 1), ("t0", "2g.20gb", 4, 1), ("t1", "1g.10gb", 6)],
+         [("t3", "1g.10gb", 0, 1), ("t0", "2g.20gb", 2), ("t4", "1g.10gb", 4)]]
+plan("i-run.json", [card(i, "mig", [mig(*x) for x in c]) for i, c in enumerate(cards)])
+PY
+expect_rc 0 T plan -f i-new.yaml --current i-run.json --prefer fewer-drains -o json
+cp "$TMP/out" i1.json
+check "I: 1 drain (the fewest)" test "$(drained i-run.json i1.json)" = 1
+python3 - i1.json <<'PY' && ok || bad "I: t3's third replica on card 1 or 2, on its own card"
+import json, sys
+p = json.load(open(sys.argv[1]))
+r = p["replan"]
+assert r["drains"] == 1 and p["summary"]["gpusUsed"] == 4, r
+assert [x["how"] for x in r["points"] if x["chosen"]] == ["keep, 1 re-laid"], r["points"]
+t3 = [g["index"] for g in p["gpus"] for i in g["instances"] if i["tenant"] == "t3"]
+assert sorted(t3)[:1] == [0] and 3 in t3 and len(set(t3)) == 3 and set(t3) & {1, 2}, t3
+PY
+expect_rc 0 T plan -f i-new.yaml --current i-run.json --max-drains 1
+expect_in "$TMP/out" "Replanning (running placements kept, 1 card laid out again for the new work)"
 finish
