@@ -319,6 +319,19 @@ static int solve(struct relay *r, size_t cards, int drains, struct relay_budget 
     return rc == GLP_ENOPFS || rc == GLP_ENODFS || st == GLP_NOFEAS ? 0 : -1;
 }
 
+/* Cards the solution puts an instance on (y[c] may be 1 on an empty one). */
+static size_t used(const struct relay *r)
+{
+    size_t n = 0;
+    for (size_t c = 0; c < r->ncards; c++) {
+        int any = 0;
+        for (int k = 0; !any && k < r->nx; k++)
+            any = r->cols[k].card == (int)c && glp_mip_col_val(r->lp, k + 1) > 0.5;
+        n += any;
+    }
+    return n;
+}
+
 static int by_start(const void *a, const void *b)
 {
     return ((const struct plan_inst *)a)->start - ((const struct plan_inst *)b)->start;
@@ -391,7 +404,10 @@ ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
             got = solve(&r, cards, cut ? known[cards] - 1 : (int)r.ncards, &b);
         if (got < 0 || (got == 0 && !cut))
             break; /* out of budget, or no plan of so few cards */
-        st = got ? answer(&r, &out[cards]) : st;
+        size_t u = got ? used(&r) : cards;
+        if (got && u < cards) /* it holds for u cards too: the next tries fewer */
+            cards = u + 1;
+        st = got ? answer(&r, &out[u]) : st;
     }
     relay_free(&r);
     return st < 0 ? TS_NOMEM : TS_OK;
