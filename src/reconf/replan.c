@@ -358,6 +358,22 @@ static const char *emptied_how(struct ts_arena *a, int emptied, int relaid)
     return relaid && how ? ts_arena_printf(a, "%s, %d re-laid", how, relaid) : how;
 }
 
+/* Plans x[0..n) added as points named by their emptied and re-laid cards
+ * (each owned from now on: freed when st or a name fails). */
+static ts_status add_laid(struct search *s, ts_status st, const struct reconf_plan *cur,
+                          struct plan **x, const int *emptied, const int *relaid, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *how = st == TS_OK ? emptied_how(&s->a, emptied[i], relaid[i]) : NULL;
+        st = st == TS_OK && !how ? TS_NOMEM : st;
+        if (how)
+            st = add(s, x[i], cur, how, NULL);
+        else
+            plan_free(x[i]);
+    }
+    return st;
+}
+
 /* No keep plan: fresh's MIG cards laid out again for fewer drains
  * (relay.c), each a point. */
 static ts_status relay_fresh(struct search *s, const struct plan *fresh,
@@ -367,14 +383,7 @@ static ts_status relay_fresh(struct search *s, const struct plan *fresh,
     int *emptied = NULL, *relaid = NULL;
     size_t n = 0;
     ts_status st = reconf__relay_fresh(fresh, cur, s->c[0].r.drains, &x, &emptied, &relaid, &n);
-    for (size_t i = 0; i < n; i++) {
-        const char *how = st == TS_OK ? emptied_how(&s->a, emptied[i], relaid[i]) : NULL;
-        st = st == TS_OK && !how ? TS_NOMEM : st;
-        if (how)
-            st = add(s, x[i], cur, how, NULL);
-        else
-            plan_free(x[i]);
-    }
+    st = add_laid(s, st, cur, x, emptied, relaid, n);
     free(x);
     free(emptied);
     free(relaid);
@@ -398,16 +407,12 @@ static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
         plan_free(keep);
     if (st == TS_OK && !keep)
         st = relay_fresh(s, fresh, cur);
-    for (size_t i = 0; i < n; i++) {
-        const char *how = st == TS_OK
-                              ? emptied_how(&s->a, cards - emptied[i]->summary.gpus_used, relaid[i])
-                              : NULL;
-        st = st == TS_OK && !how ? TS_NOMEM : st;
-        if (how)
-            st = add(s, emptied[i], cur, how, NULL);
-        else
-            plan_free(emptied[i]);
-    }
+    int *fewer = n ? malloc(n * sizeof(*fewer)) : NULL; /* cards fewer than the keep plan's */
+    st = n && !fewer && st == TS_OK ? TS_NOMEM : st;
+    for (size_t i = 0; fewer && i < n; i++)
+        fewer[i] = cards - emptied[i]->summary.gpus_used;
+    st = add_laid(s, st, cur, emptied, fewer, relaid, n);
+    free(fewer);
     free(emptied);
     free(relaid);
     return st;

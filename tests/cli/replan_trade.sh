@@ -167,6 +167,17 @@ for m in moved:
 print(len(cards))
 PY
 }
+# cards_and_drains CASE RUNNING NEW CARDS DRAINS: NEW uses CARDS cards and
+# drains DRAINS, counted from the two plans (the fewest for CARDS, by the
+# case's comment) and as it reports
+cards_and_drains() {
+    local cards drains
+    cards=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"]["gpusUsed"])' "$3")
+    drains=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["replan"]["drains"])' "$3")
+    check "$1: $4 cards" test "$cards" = "$4"
+    check "$1: $5 drains (the fewest for $4 cards)" test "$(drained "$2" "$3")" = "$5"
+    check "$1: $5 drains reported" test "$drains" = "$5"
+}
 
 # ---- A: one drain saves a card -------------------------------------------
 expect_rc 0 T plan -f a-new.yaml --current a-run.json --max-drains 1 --prefer fewer-cards -o json
@@ -308,9 +319,7 @@ plan("f-run.json", [card(i, "mig", [mig(big[0], "3g.40gb", big[1]), mig(one[0], 
 PY
 expect_rc 0 T plan -f f-new.yaml --current f-run.json --prefer fewer-cards -o json
 cp "$TMP/out" f1.json
-check "F: 2 cards" test "$(python3 -c 'import json;print(json.load(open("f1.json"))["summary"]["gpusUsed"])')" = 2
-check "F: 2 drains (the fewest for 2 cards)" test "$(drained f-run.json f1.json)" = 2
-check "F: 2 drains reported" test "$(python3 -c 'import json;print(json.load(open("f1.json"))["replan"]["drains"])')" = 2
+cards_and_drains F f-run.json f1.json 2 2
 expect_rc 0 T plan -f f-new.yaml --current f-run.json --max-drains 2 --prefer fewer-cards
 expect_in "$TMP/out" "GPUs used          2 of 3"
 expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied, 1 re-laid"
@@ -401,9 +410,7 @@ plan("h-run.json", [card(i, "mig", [mig(*x) for x in c]) for i, c in enumerate(c
 PY
 expect_rc 0 T plan -f h-new.yaml --current h-run.json --prefer fewer-cards -o json
 cp "$TMP/out" h1.json
-check "H: 2 cards" test "$(python3 -c 'import json;print(json.load(open("h1.json"))["summary"]["gpusUsed"])')" = 2
-check "H: 2 drains (the fewest for 2 cards)" test "$(drained h-run.json h1.json)" = 2
-check "H: 2 drains reported" test "$(python3 -c 'import json;print(json.load(open("h1.json"))["replan"]["drains"])')" = 2
+cards_and_drains H h-run.json h1.json 2 2
 expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 2 --prefer fewer-cards
 expect_in "$TMP/out" "*  2 drains,   2 cards: keep, 1 card emptied, 1 re-laid"
 expect_rc 0 T plan -f h-new.yaml --current h-run.json --max-drains 1 --prefer fewer-cards
