@@ -595,8 +595,8 @@ static int search_lifted(struct evac *e, const struct plan *base)
 
 /* The exact re-layout's plans (relay.c) with fewer MIG cards than base's,
  * each kept where it drains fewer cards than the search's best for as
- * many. 0, or -1 NOMEM. */
-static int exact(struct evac *e, const struct plan *base)
+ * many (and than the fresh plan, at its count). 0, or -1 NOMEM. */
+static int exact(struct evac *e, const struct plan *base, const struct reconf__found *fresh)
 {
     size_t mig = 0, other = e->cards;
     for (size_t i = 0; i < base->ngpus; i++)
@@ -608,6 +608,8 @@ static int exact(struct evac *e, const struct plan *base)
     for (size_t k = 0; !st && k < mig; k++) { /* k MIG cards: slot cards - (other + k) - 1 */
         size_t at = e->cards - (other + k) - 1;
         known[k] = at < RECONF_EVACUATIONS_MAX && e->best[at] ? e->best_drains[at] : -1;
+        if (other + k == fresh->cards && (known[k] < 0 || fresh->drains < known[k]))
+            known[k] = fresh->drains;
     }
     if (!st && reconf__relay(base, e->cur, &e->rows, known, x, mig) != TS_OK)
         st = -1;
@@ -622,14 +624,15 @@ static int exact(struct evac *e, const struct plan *base)
 }
 
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
-                           struct plan ***out, int **relays, size_t *n)
+                           const struct reconf__found *fresh, struct plan ***out, int **relays,
+                           size_t *n)
 {
     struct evac e = {.cur = cur, .cards = used(base), .budget = RECONF_EVAC_SEARCH_MAX, .first = 1};
     struct plan *p = reconf__plan_copy(base);
     struct pending none = {0};
     int st = p && reconf__rows_index(p->decisions, &e.rows) ? descend(&e, p, &none, 0) : -1;
     st = st < 0 ? st : search_lifted(&e, base);
-    st = st < 0 ? st : exact(&e, base);
+    st = st < 0 ? st : exact(&e, base, fresh);
     *out = malloc((RECONF_EVACUATIONS_MAX + 1) * sizeof(**out));
     *relays = malloc((RECONF_EVACUATIONS_MAX + 1) * sizeof(**relays));
     *n = 0;

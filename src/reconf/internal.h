@@ -75,11 +75,18 @@ ts_status reconf__keep_partial(const struct plan *fresh, const struct reconf_pla
  * then again with base's new MIG work placed after the emptying: the plan
  * draining fewest cards found for each number of cards below base's is one
  * more plan in *out (n of them, at most RECONF_EVACUATIONS_MAX, fewest
- * cards emptied first), or reconf__relay's where it drains fewer; relaid[k]
+ * cards emptied first), or reconf__relay's where it drains fewer (and
+ * fewer than fresh, the fresh plan's point, at its cards); relaid[k]
  * its drained cards that still hold instances (both arrays the caller's to
  * free). TS_NOMEM only. */
+/* A plan found: its cards and drains (not counting a removed node's). */
+struct reconf__found {
+    size_t cards;
+    int drains;
+};
 ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cur,
-                           struct plan ***out, int **relaid, size_t *n);
+                           const struct reconf__found *fresh, struct plan ***out, int **relaid,
+                           size_t *n);
 
 /* 1 when instance in is where running instance h is (its workload; on
  * MIG, its profile and start). */
@@ -107,9 +114,10 @@ ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
 /* No keep plan (new work fits only by moving running work): fresh's MIG
  * cards laid out again by reconf__relay, from the most cards down, a plan
  * with fresh's number of MIG cards only where it drains fewer than
- * fresh_drains. *out (n plans, most cards first), and for each the cards
- * that ran work and hold none (emptied) and the drained ones still holding
- * instances (relaid): the caller's to free. TS_NOMEM only. */
+ * fresh_drains (not counting a removed node's). *out (n plans, most cards
+ * first), and for each the cards that ran work and hold none (emptied)
+ * and the drained ones still holding instances (relaid): the caller's to
+ * free. TS_NOMEM only. */
 ts_status reconf__relay_fresh(const struct plan *fresh, const struct reconf_plan *cur,
                               int fresh_drains, struct plan ***out, int **emptied, int **relaid,
                               size_t *n);

@@ -7,8 +7,9 @@
  * fresh plan, where no keep plan exists (new work that fits only by moving
  * running work), it gives the plans between the fresh one and what runs.
  *   x[i,c,s] = instance i on card c at start s: c a card of its row's
- *     model that the row may run on, s a legal start of its profile; a
- *     held instance (kept under its need) or the canary only where it is;
+ *     model that the row may run on, s a legal start of its profile; the
+ *     canary (and a held instance, which only the no-drain plan has, never
+ *     laid out here) only where it is;
  *   y[c] = card c used; d[c] = card c drained.
  * Rows: each instance once; on each card every grid unit at most once,
  * compute slices and each profile's count within the board's (y[c] off:
@@ -16,13 +17,17 @@
  * instance running on card c of a workload the spec keeps, an instance of
  * its workload and profile at its start there, or d[c] = 1 (replicas are
  * interchangeable, as reconf_steps counts); the cards used at most K, and
- * the drains fewer than the best plan known with K cards (so a solve that
- * cannot beat it ends at its bound). Objective: fewest drains. Solved for
- * K from the most down until no plan of so few cards exists, the solves
- * together bounded in branch-and-bound nodes (RECONF_RELAY_NODES, counted,
- * so a busy machine plans the same; a wall-clock ceiling too,
- * RECONF_RELAY_MS); a program over RECONF_RELAY_COLS_MAX columns is left
- * alone. Each answer is checked by plan_verify.
+ * the drains fewer than the best plan known with K cards less the drains
+ * outside the program (so a solve that cannot beat it ends at its bound).
+ * Objective: fewest drains. Solved for K from the most down to the cards
+ * the instances need at least (compute, memory, a spread row's replicas),
+ * until no plan of so few cards exists; the solves together bounded in
+ * branch-and-bound nodes (RECONF_RELAY_NODES, counted, so a busy machine
+ * plans the same; RECONF_RELAY_MS a wall-clock ceiling that only a far
+ * slower one reaches), so an answer is the fewest drains proven where a
+ * solve closes, else the fewest found. A program over
+ * RECONF_RELAY_COLS_MAX columns is left alone. Each answer is checked by
+ * plan_verify.
  */
 #include <glpk.h>
 #include <stdlib.h>
@@ -117,8 +122,11 @@ static int columns(struct relay *r)
 {
     long n = 0;
     for (size_t i = 0; i < r->nitems && n <= RECONF_RELAY_COLS_MAX; i++)
-        for (size_t c = 0; c < r->ncards && n <= RECONF_RELAY_COLS_MAX; c++)
-            n += may_go(r, (int)i, c) ? (long)inst_of(r, (int)i)->profile->nstarts : 0;
+        for (size_t c = 0; c < r->ncards && n <= RECONF_RELAY_COLS_MAX; c++) {
+            const struct cat_profile *pr = inst_of(r, (int)i)->profile;
+            for (size_t s = 0; may_go(r, (int)i, c) && s < pr->nstarts; s++)
+                n += may_start(r, (int)i, c, pr->starts[s]);
+        }
     if (n > RECONF_RELAY_COLS_MAX)
         return 0;
     size_t all = (size_t)n + 2 * r->ncards + 1;
@@ -385,6 +393,65 @@ static void relay_free(struct relay *r)
     free(r->val);
 }
 
+static const struct cat_model *model_of(const struct relay *r, size_t i)
+{
+    return r->p->gpus[r->items[i].g].model;
+}
+
+/* Instances of item i's row, where its replicas must spread (else 0). */
+static long spread_of(const struct relay *r, size_t i)
+{
+    const struct decide_row *w = inst_of(r, (int)i)->row;
+    long n = 0;
+    for (size_t k = 0; w && w->workload->spread != SPEC_SPREAD_NONE && k < r->nitems; k++)
+        n += inst_of(r, (int)k)->row == w;
+    return n;
+}
+
+/* Cards the instances need at least: on each model, its compute slices
+ * and memory units over a card's, and a spread row's replicas. */
+static size_t need(const struct relay *r)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < r->nitems; i++) {
+        const struct cat_model *m = model_of(r, i);
+        int first = 1;
+        for (size_t j = 0; first && j < i; j++)
+            first = model_of(r, j) != m;
+        long compute = 0, units = 0, cards = 0;
+        for (size_t j = i; first && j < r->nitems; j++) {
+            if (model_of(r, j) != m)
+                continue;
+            compute += inst_of(r, (int)j)->profile->compute;
+            units += inst_of(r, (int)j)->profile->mem_units;
+            long spread = spread_of(r, j);
+            cards = spread > cards ? spread : cards;
+        }
+        if (!first)
+            continue;
+        long by_compute = (compute + m->compute_slices - 1) / m->compute_slices;
+        long by_units = (units + m->grid - 1) / m->grid;
+        cards = by_compute > cards ? by_compute : cards;
+        total += (size_t)(by_units > cards ? by_units : cards);
+    }
+    return total;
+}
+
+/* Cards of p outside the program that a drain empties (the same in every
+ * answer: the program's drains are counted against known less them). */
+static int outside(const struct relay *r)
+{
+    int n = 0;
+    for (size_t i = 0, c = 0; i < r->p->ngpus; i++) {
+        if (c < r->ncards && r->card[c] == i) {
+            c++;
+            continue;
+        }
+        n += reconf__drained(&r->p->gpus[i], r->cur, r->rows);
+    }
+    return n;
+}
+
 ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
                         const struct reconf__rows *rows, const int *known, struct plan **out,
                         size_t n)
@@ -398,10 +465,11 @@ ts_status reconf__relay(const struct plan *p, const struct reconf_plan *cur,
         glp_term_out(GLP_OFF);
     }
     struct relay_budget b = {RECONF_RELAY_NODES, glp_time()};
-    size_t top = !n ? 0 : r.ncards < n ? r.ncards : n - 1;
-    for (size_t cards = top; st >= 0 && r.lp && cards > 0; cards--) {
+    size_t top = !n ? 0 : r.ncards < n ? r.ncards : n - 1, least = r.lp ? need(&r) : 0;
+    int off = r.lp ? outside(&r) : 0;
+    for (size_t cards = top; st >= 0 && r.lp && cards > 0 && cards >= least; cards--) {
         int cut = known[cards] >= 0,
-            got = solve(&r, cards, cut ? known[cards] - 1 : (int)r.ncards, &b);
+            got = solve(&r, cards, cut ? known[cards] - off - 1 : (int)r.ncards, &b);
         if (got < 0 || (got == 0 && !cut))
             break; /* out of budget, or no plan of so few cards */
         size_t u = got ? used(&r) : cards;

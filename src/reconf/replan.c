@@ -382,7 +382,9 @@ static ts_status relay_fresh(struct search *s, const struct plan *fresh,
     struct plan **x = NULL;
     int *emptied = NULL, *relaid = NULL;
     size_t n = 0;
-    ts_status st = reconf__relay_fresh(fresh, cur, s->c[0].r.drains, &x, &emptied, &relaid, &n);
+    const struct reconf_replan *f = &s->c[0].r;
+    ts_status st = reconf__relay_fresh(fresh, cur, f->drains - f->removed_drains, &x, &emptied,
+                                       &relaid, &n);
     st = add_laid(s, st, cur, x, emptied, relaid, n);
     free(x);
     free(emptied);
@@ -398,8 +400,10 @@ static ts_status keep_and_empty(struct search *s, const struct plan *fresh,
     const char *why = NULL;
     size_t n = 0;
     ts_status st = reconf__keep_plan(fresh, cur, ix, &keep, &why, &s->a);
+    const struct reconf_replan *f = &s->c[0].r;
+    struct reconf__found was = {(size_t)fresh->summary.gpus_used, f->drains - f->removed_drains};
     if (st == TS_OK && keep && keep->summary.gpus_used > fresh->summary.gpus_used)
-        st = reconf__evacuate(keep, cur, &emptied, &relaid, &n);
+        st = reconf__evacuate(keep, cur, &was, &emptied, &relaid, &n);
     int cards = keep ? keep->summary.gpus_used : 0;
     if (st == TS_OK)
         st = add(s, keep, cur, "keep", why);
