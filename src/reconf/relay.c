@@ -225,20 +225,12 @@ static void spread_rows(struct relay *r)
     }
 }
 
-static int same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Column k places what h ran at its card and start. */
+/* Column k places what h ran at its card and start (reconf__at_place). */
 static int runs_as(const struct relay *r, int k, size_t c, const struct reconf_want *h)
 {
-    const struct relay_col *v = &r->cols[k];
-    const struct plan_inst *in = inst_of(r, v->item);
-    return v->card == (int)c && v->start == h->start && in->row &&
-           same_str(in->row->tenant->name, h->tenant) &&
-           same_str(in->row->workload->name, h->workload) &&
-           same_str(in->profile->name, h->profile);
+    struct plan_inst at = *inst_of(r, r->cols[k].item);
+    at.start = r->cols[k].start;
+    return r->cols[k].card == (int)c && reconf__at_place(&at, h);
 }
 
 /* For each instance running on card c of a workload the spec keeps: one
