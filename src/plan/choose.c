@@ -108,8 +108,9 @@ enum trial_way {
                   * solution: where it fills a model's cards, only the full
                   * layout's last rescue, spare cards, may build it) */
     TRIAL_RANK,  /* a fleet of over PLAN_COST_FULL_TRIAL_GPUS: quick, kept when
-                  * cheaper than ch's quick; else in full, compared in full
-                  * (a full layout there takes a second or more) */
+                  * cheaper than ch's quick; else (failed too: as TRIAL_BOTH)
+                  * in full, compared in full (a full layout there takes a
+                  * second or more) */
 };
 
 /* alt (freed unless kept) laid out as way says; kept in ch when cheaper.
@@ -123,7 +124,8 @@ static int keep_cheaper(const struct spec_model *m, const struct cat_catalog *ca
     struct cost_trial full = {-3, 0, NULL}, quick = way == TRIAL_FULL ? full : *first;
     int by_quick = way == TRIAL_RANK && cheaper_than(quick, best_of(m, cat, d, opt, ch, 1));
     if (!by_quick) {
-        int again = alt && (way == TRIAL_BOTH || (way != TRIAL_FULL && first->cost >= 0));
+        int again = alt && (way == TRIAL_BOTH || way == TRIAL_RANK ||
+                            (way == TRIAL_QUICK && first->cost >= 0));
         full = again ? trial(m, cat, alt, opt, 0) : *first;
         if (full.cost < 0 || !cheaper_than(full, best_of(m, cat, d, opt, ch, 0))) {
             decide_free(alt);

@@ -7,10 +7,11 @@
  * LP and in whole cards; its integer solution, with the cuts of the groups
  * it uses, read as each workload's model. A program too large for it gets
  * the kept search (the LP's whole choices kept, the rest searched depth
- * first), a medium one both; where neither finds a solution, the LP is
- * rounded per class. The lower bound on cost: the LP with
- * cuts, the integer optimum where GLPK proves it quickly, else the least
- * open bound of a short branch and bound with Gomory cuts.
+ * first; then its answer's neighbourhood where that breaks the cuts of the
+ * pool groups it uses), a medium one both; where neither finds a
+ * solution, the LP is rounded per class. The lower bound on cost: the LP
+ * with cuts, the integer optimum where GLPK proves it quickly, else the
+ * least open bound of a short branch and bound with Gomory cuts.
  */
 #include "plan/cost_int.h"
 
@@ -239,7 +240,7 @@ static int group_cut(struct cost *c, int gi, int sep, int mip)
  * they have one, a stronger one where the solution breaks the group's cut
  * at its clients (group_cut). Returns the cuts added, -1 when out of
  * memory. */
-static int pool_cuts(struct cost *c, int mip)
+static int pool_cuts(struct cost *c, int mip, unsigned char *hit)
 {
     int n = 0;
     for (size_t g = 0; g < c->ngs; g++) {
@@ -250,6 +251,8 @@ static int pool_cuts(struct cost *c, int mip)
         if (r < 0)
             return -1;
         x->cut = r || x->cut == COST_CUT_MORE ? COST_CUT_MORE : COST_CUT_DONE;
+        if (hit)
+            hit[g] |= r > 0;
         n += r;
     }
     return n;
@@ -284,7 +287,7 @@ static double separated_lp(struct cost *c, int rounds)
             break; /* tailing off */
         if (c->separation_work > PLAN_COST_SEPARATION_WORK)
             break;
-        int cuts = pool_cuts(c, 0);
+        int cuts = pool_cuts(c, 0, NULL);
         if (cuts <= 0)
             return cuts < 0 ? -2 : lp;
         lp = warm_lp(c);
@@ -443,15 +446,13 @@ static int keep_solution(struct cost *c)
 }
 
 /* The solution's workloads per alternative (mip: the integer solution's,
- * kept in c->sol, else the LP's rounded per class), handed to the class's
- * rows in spec order; 0 on out of memory. */
+ * kept in c->sol by keep_solution, else the LP's rounded per class),
+ * handed to the class's rows in spec order; 0 on out of memory. */
 static int read_pins(struct cost *c, const struct cat_model **pins, int mip)
 {
     long *left = calloc(c->nalt + 1, sizeof(*left));
-    if (!left || (mip && !keep_solution(c))) {
-        free(left);
+    if (!left)
         return 0;
-    }
     c->rounded = !mip;
     for (size_t a = 0; mip && a < c->nalt; a++)
         left[a] = c->ycol[a] ? lround(c->sol[c->ycol[a]]) : 0;
@@ -507,23 +508,170 @@ static void hold_whole(struct cost *c)
     }
 }
 
-/* The kept search, of a program too large for the full one (plan__cost_
- * ilp) or before it on a medium one (plan__cost_kept): the workloads its
- * LP puts whole on an alternative stay there, and a depth-first search of
- * PLAN_COST_KEPT_NODES nodes (counted) chooses for the rest, down to a
- * first integer solution and on to better ones near it. Its pool groups
- * then get their cuts at that solution (pool_cuts: its LP fills a group
- * split over two models as a fluid, where the layout packs each part)
- * and it is solved again, at most PLAN_COST_CUT_ROUNDS times. 1 with a
- * solution (its models in pins, its objective in *obj), else 0. */
-static int kept_search(struct cost *c, double time_limit_s, const struct cat_model **pins,
-                       double *obj)
+/* Each full model's cards (the LP fills them to within PLAN_COST_FULL_
+ * SLACK) held below the fleet's by the card columns the LP leaves
+ * fractional on it: room to round each of them up. ind: room for a row. */
+static void rounding_room(struct cost *c, int *ind)
 {
-    double start = glp_time();
-    int found = 0;
-    for (int round = 0; round <= PLAN_COST_CUT_ROUNDS; round++) {
-        double left = time_limit_s - glp_difftime(glp_time(), start);
-        if (left <= 0 || warm_lp(c) < 0)
+    for (size_t k = 0; k < c->nmodels; k++) {
+        int row = c->caprow[k], frac = 0;
+        double ub = glp_get_row_ub(c->lp, row);
+        if (glp_get_row_prim(c->lp, row) <= ub - PLAN_COST_FULL_SLACK)
+            continue;
+        int len = glp_get_mat_row(c->lp, row, ind, NULL);
+        for (int i = 1; i <= len; i++) {
+            double v = glp_get_col_prim(c->lp, ind[i]);
+            frac += fabs(v - floor(v + 0.5)) > 1e-6;
+        }
+        glp_set_row_bnds(c->lp, row, GLP_UP, 0, ub > frac ? ub - frac : 0);
+    }
+}
+
+/* A column's bounds, saved while a neighbourhood search holds it. */
+struct col_bounds {
+    int type;
+    double lb, ub;
+};
+
+/* The incumbent's neighbourhood (a local search): what it frees, the
+ * rest held as the incumbent has it. Freed are the classes with workloads
+ * in a group that got a cut at the incumbent (hit), every group those
+ * classes may join, and the MIG configurations of a model one of them may
+ * take a profile on. */
+struct hood {
+    unsigned char *col; /* per column (1-based): 1 when free */
+    unsigned char *grp; /* per group: 1 when free */
+    unsigned char *mig; /* per model slot: its MIG configurations free */
+};
+
+static void hood_free(struct hood *h)
+{
+    free(h->col);
+    free(h->grp);
+    free(h->mig);
+}
+
+/* Class q's alternatives, its groups and MIG models freed in h. */
+static void hood_class(const struct cost *c, size_t q, struct hood *h)
+{
+    for (size_t a = c->first[q]; a < c->first[q + 1]; a++) {
+        size_t k = plan__cost_slot(c, c->alt[a].model);
+        h->col[c->ycol[a]] = 1;
+        if (c->grp[a] >= 0)
+            h->grp[c->grp[a]] = 1;
+        if (c->alt[a].profile && k < c->nmodels)
+            h->mig[k] = 1;
+    }
+}
+
+/* 1 when column j counts cards of a model whose MIG configurations h
+ * frees (ind: room for the column's rows). */
+static int on_freed_model(const struct cost *c, int j, const struct hood *h, int *ind)
+{
+    int len = glp_get_mat_col(c->lp, j, ind, NULL);
+    for (int i = 1; i <= len; i++)
+        for (size_t k = 0; k < c->nmodels; k++)
+            if (ind[i] == c->caprow[k] && h->mig[k])
+                return 1;
+    return 0;
+}
+
+/* h marked around the incumbent (c->sol) and the groups hit; 0 on out of
+ * memory. */
+static int hood_mark(const struct cost *c, const unsigned char *hit, struct hood *h)
+{
+    int n = glp_get_num_cols(c->lp);
+    h->col = calloc((size_t)n + 1, 1);
+    h->grp = calloc(c->ngs + 1, 1);
+    h->mig = calloc(c->nmodels + 1, 1);
+    unsigned char *kind = calloc((size_t)n + 1, 1); /* 1: a class's, 2: a group's */
+    int *ind = calloc((size_t)glp_get_num_rows(c->lp) + 1, sizeof(*ind));
+    int ok = h->col && h->grp && h->mig && kind && ind;
+    for (size_t q = 0; ok && q < c->d->nrows; q++) {
+        int in = 0;
+        for (size_t a = c->first[q]; c->cls[q] == q && a < c->first[q + 1]; a++) {
+            kind[c->ycol[a]] = 1;
+            in |= c->grp[a] >= 0 && hit[c->grp[a]] && c->sol[c->ycol[a]] > 0.5;
+        }
+        if (in)
+            hood_class(c, q, h);
+    }
+    for (size_t g = 0; ok && g < c->ngs; g++) {
+        kind[c->gs[g].col] = 2;
+        h->col[c->gs[g].col] = h->grp[g];
+    }
+    for (int j = 1; ok && j <= n; j++)
+        if (!kind[j])
+            h->col[j] = on_freed_model(c, j, h, ind);
+    free(kind);
+    free(ind);
+    return ok;
+}
+
+/* Every column outside h held at the incumbent's value, its bounds saved
+ * in b; or (restore) put back. */
+static void hood_hold(struct cost *c, const struct hood *h, struct col_bounds *b, int restore)
+{
+    int n = glp_get_num_cols(c->lp);
+    for (int j = 1; j <= n; j++) {
+        if (h->col[j])
+            continue;
+        if (restore) {
+            glp_set_col_bnds(c->lp, j, b[j].type, b[j].lb, b[j].ub);
+            continue;
+        }
+        b[j] = (struct col_bounds){glp_get_col_type(c->lp, j), glp_get_col_lb(c->lp, j),
+                                   glp_get_col_ub(c->lp, j)};
+        glp_set_col_bnds(c->lp, j, GLP_FX, c->sol[j], c->sol[j]);
+    }
+}
+
+/* The best integer solution in the incumbent's neighbourhood around the
+ * groups hit (hood_mark), by a search of PLAN_COST_HOOD_NODES nodes
+ * (counted): the incumbent breaks their new cuts, and the whole program's
+ * search finds no solution near it in its budget (every group's cards
+ * fractional at once). 1 with a solution (GLPK's), 0 without, -1 on out
+ * of memory. */
+static int hood_search(struct cost *c, const unsigned char *hit, double left)
+{
+    struct hood h = {NULL, NULL, NULL};
+    struct col_bounds *b = calloc((size_t)glp_get_num_cols(c->lp) + 1, sizeof(*b));
+    if (!b || !hood_mark(c, hit, &h)) {
+        free(b);
+        hood_free(&h);
+        return -1;
+    }
+    hood_hold(c, &h, b, 0);
+    struct cost_search s = {0, PLAN_COST_HOOD_NODES, 0, 0};
+    glp_iocp parm;
+    search_parm(c, &parm, &s);
+    parm.bt_tech = GLP_BT_DFS; /* a first solution soon, and better ones near it */
+    parm.br_tech = GLP_BR_DTH;
+    parm.tm_lim = (int)(left * 1000.0);
+    int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
+    hood_hold(c, &h, b, 1);
+    free(b);
+    hood_free(&h);
+    return (rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) &&
+           (st == GLP_OPT || st == GLP_FEAS);
+}
+
+/* The kept search's first solution: the workloads the LP puts whole on an
+ * alternative stay there, and a depth-first search of PLAN_COST_KEPT_NODES
+ * nodes (counted) chooses for the rest, down to a first integer solution
+ * and on to better ones near it; where it finds none, the same with
+ * rounding room on the full models (rounding_room: a solution within it
+ * keeps the fleet's cards). 1 with one (GLPK's). */
+static int kept_first(struct cost *c, double left)
+{
+    int found = 0, *ind = calloc((size_t)glp_get_num_cols(c->lp) + 1, sizeof(*ind));
+    double cap[DECIDE_MODELS_MAX];
+    for (size_t k = 0; k < c->nmodels; k++)
+        cap[k] = glp_get_row_ub(c->lp, c->caprow[k]);
+    for (int room = 0; ind && !found && room < 2; room++) {
+        if (room)
+            rounding_room(c, ind);
+        if (room && warm_lp(c) < 0)
             break;
         hold_whole(c);
         struct cost_search s = {0, PLAN_COST_KEPT_NODES, 0, 0};
@@ -534,16 +682,67 @@ static int kept_search(struct cost *c, double time_limit_s, const struct cat_mod
         parm.tm_lim = (int)(left * 1000.0);
         int rc = glp_intopt(c->lp, &parm), st = glp_mip_status(c->lp);
         fix_decided(c, 0);
-        if (!(rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) ||
-            !(st == GLP_OPT || st == GLP_FEAS))
-            break; /* the last round's solution stands */
+        found = (rc == 0 || rc == GLP_ETMLIM || rc == GLP_ESTOP || rc == GLP_EMIPGAP) &&
+                (st == GLP_OPT || st == GLP_FEAS);
+    }
+    for (size_t k = 0; k < c->nmodels; k++)
+        glp_set_row_bnds(c->lp, c->caprow[k], GLP_UP, 0, cap[k]);
+    free(ind);
+    return found;
+}
+
+/* The round's solution of the kept search, kept in c->sol: where there
+ * is an incumbent (hood), its neighbourhood's (hood_search) or the
+ * depth-first search's (kept_first), the one tried first (hood_first)
+ * unless it finds none. 1 with one, its objective in *obj; 0 with none;
+ * -1 on out of memory. */
+static int kept_round(struct cost *c, const unsigned char *hit, int hood, int hood_first,
+                      double left, double *obj)
+{
+    int got = hood && hood_first ? hood_search(c, hit, left) : 0;
+    if (got == 0)
+        got = kept_first(c, left);
+    if (got == 0 && hood && !hood_first)
+        got = hood_search(c, hit, left);
+    if (got > 0) {
         *obj = glp_mip_obj_val(c->lp);
-        if (!read_pins(c, pins, 1))
-            return 0;
+        got = keep_solution(c) ? 1 : -1;
+    }
+    return got;
+}
+
+/* The kept search, of a program too large for the full one (plan__cost_
+ * ilp) or before it on a medium one (plan__cost_kept): a first solution
+ * (kept_first); its pool groups then get their cuts at it (pool_cuts: its
+ * LP fills a group as a fluid, where the layout packs it), and where it
+ * breaks them, a solution that keeps them (kept_round: hood_first, a
+ * large program's, the neighbourhood's first: its depth-first search
+ * mostly finds none once the cuts are in, and where it does, one that
+ * breaks as many again), at most PLAN_COST_HOOD_ROUNDS times. 1 with a
+ * solution (its models in pins, its objective in *obj), else 0. */
+static int kept_search(struct cost *c, double time_limit_s, int hood_first,
+                       const struct cat_model **pins, double *obj)
+{
+    double start = glp_time();
+    unsigned char *hit = calloc(c->ngs + 1, 1);
+    int found = 0;
+    for (int round = 0; hit && round <= PLAN_COST_HOOD_ROUNDS; round++) {
+        double left = time_limit_s - glp_difftime(glp_time(), start), val;
+        if (left <= 0 || warm_lp(c) < 0)
+            break;
+        int hood = c->sol && round > 0;
+        int got = kept_round(c, hit, hood, hood_first, left, &val);
+        if (got <= 0 || !read_pins(c, pins, 1)) {
+            found = got < 0 ? 0 : found;
+            break; /* the last round's solution stands */
+        }
+        *obj = val;
         found = 1;
-        if (rc == GLP_ETMLIM || pool_cuts(c, 1) <= 0)
+        memset(hit, 0, c->ngs + 1);
+        if (pool_cuts(c, 1, hit) <= 0)
             break;
     }
+    free(hit);
     return found;
 }
 
@@ -552,7 +751,7 @@ int plan__cost_kept(struct cost *c, double time_limit_s, const struct cat_model 
     if (plan__cost_cols(c) <= PLAN_COST_PROOF_COLS_MAX ||
         search_nodes(c) < PLAN_COST_SEARCH_MIN_NODES)
         return 0; /* a small one closes; a large one gets no other search */
-    return kept_search(c, time_limit_s, pins, obj);
+    return kept_search(c, time_limit_s, 0, pins, obj);
 }
 
 int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model **pins, double *obj)
@@ -563,7 +762,7 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
     struct cost_search s = {
         0, nodes < PLAN_COST_SEARCH_NODES ? (long)nodes : PLAN_COST_SEARCH_NODES, 0, 0};
     if (nodes < PLAN_COST_SEARCH_MIN_NODES)
-        return kept_search(c, time_limit_s, pins, obj);
+        return kept_search(c, time_limit_s, 1, pins, obj);
     glp_iocp parm;
     search_parm(c, &parm, &s);
     double start = glp_time(), left = time_limit_s;
@@ -575,11 +774,11 @@ int plan__cost_ilp(struct cost *c, double time_limit_s, const struct cat_model *
             !(st == GLP_OPT || st == GLP_FEAS))
             break; /* the last round's solution stands */
         *obj = glp_mip_obj_val(c->lp);
-        if (!read_pins(c, pins, 1))
+        if (!keep_solution(c) || !read_pins(c, pins, 1))
             return 0;
         found = rc == GLP_ETMLIM || rc == GLP_ESTOP ? 1 : 2; /* 2: it closed */
         if (rc == GLP_ETMLIM || rc == GLP_ESTOP || round == PLAN_COST_CUT_ROUNDS ||
-            pool_cuts(c, 1) <= 0)
+            pool_cuts(c, 1, NULL) <= 0)
             break;
         left = time_limit_s - glp_difftime(glp_time(), start);
     }
@@ -703,4 +902,4 @@ int plan__cost_fewer(struct cost *c, const struct cat_model *model)
     return 1;
 }
 
-int plan__cost_cut_used(struct cost *c) { return pool_cuts(c, !c->rounded); }
+int plan__cost_cut_used(struct cost *c) { return pool_cuts(c, !c->rounded, NULL); }

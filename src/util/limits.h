@@ -298,6 +298,17 @@
  * rest searched depth first in this many nodes a round (counted; about
  * 0.2 s at 10,000 GPUs; 500 planned the same at load 0.8, seed 3). */
 #define PLAN_COST_KEPT_NODES 200L
+/* Its solution's neighbourhood searched again where it breaks the cuts of
+ * the pool groups it uses (plan/costsolve.c's hood_search): this many
+ * nodes a round (counted), at most this many rounds. */
+#define PLAN_COST_HOOD_NODES 500L
+#define PLAN_COST_HOOD_ROUNDS 6
+/* A model whose cards the LP fills to within this many is full: where the
+ * kept search finds nothing, it searches again with a full model's cards
+ * held below the fleet's by the card columns its LP leaves fractional
+ * (room to round each up; the 10,000-GPU trace fleet at load 0.72, seed
+ * 6, found none in 200 nodes with every model but two full). */
+#define PLAN_COST_FULL_SLACK 0.5
 /* Seconds of wall clock the search and the proof may take at most, and at
  * most the plan's own --time-limit (10 s by default): a ceiling only a
  * machine far slower or busier than the work budget expects reaches (the
@@ -369,7 +380,7 @@
  * solution uses get their cuts, and a model whose cards ran out gets
  * PLAN_COST_FEWER_SHARE fewer. */
 #define PLAN_COST_RESOLVE_ROUNDS 8
-#define PLAN_COST_FEWER_SHARE 0.01
+#define PLAN_COST_FEWER_SHARE 0.003
 /* A large program is told so at most this many times (each round a search
  * of ~0.8 s): the trace fleets at load 0.8 lay out after one; 1,000 GPUs
  * at load 0.7, seed 3, failed three times and then cost more than decide's
