@@ -82,16 +82,17 @@ struct plan *reconf__plan_copy(const struct plan *p)
     return q;
 }
 
-static int same_str(const char *a, const char *b)
+int reconf__same_str(const char *a, const char *b)
 {
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
 int reconf__at_place(const struct plan_inst *in, const struct reconf_want *h)
 {
-    return in->row && same_str(h->tenant, in->row->tenant->name) &&
-           same_str(h->workload, in->row->workload->name) &&
-           (!in->profile || (h->start == in->start && same_str(h->profile, in->profile->name)));
+    return in->row && reconf__same_str(h->tenant, in->row->tenant->name) &&
+           reconf__same_str(h->workload, in->row->workload->name) &&
+           (!in->profile ||
+            (h->start == in->start && reconf__same_str(h->profile, in->profile->name)));
 }
 
 /* Instances of g that run at the same place now (emptying g drains it);

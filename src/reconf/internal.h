@@ -88,6 +88,8 @@ ts_status reconf__evacuate(const struct plan *base, const struct reconf_plan *cu
                            const struct reconf__found *fresh, struct plan ***out, int **relaid,
                            size_t *n);
 
+/* 1 when a and b are the same name, or both none. */
+int reconf__same_str(const char *a, const char *b);
 /* 1 when instance in is where running instance h is (its workload; on
  * MIG, its profile and start). */
 int reconf__at_place(const struct plan_inst *in, const struct reconf_want *h);

@@ -32,11 +32,6 @@
 
 const char *const reconf_prefer_names[] = {"fewer-drains", "fewer-cards", "lower-cost", NULL};
 
-static int same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /* ---- fresh: renumber cards, keep starts ----------------------------------- */
 
 /* Instances of g that c runs (same tenant, workload and MIG profile). */
@@ -47,9 +42,9 @@ static int score(const struct plan_gpu *g, const struct reconf_card *c)
         const struct plan_inst *in = &g->inst[t];
         const char *prof = in->profile ? in->profile->name : NULL;
         for (int h = 0; in->row && h < c->nheld && h < INV_GIS_MAX * 8; h++)
-            if (!used[h] && same_str(c->held[h].tenant, in->row->tenant->name) &&
-                same_str(c->held[h].workload, in->row->workload->name) &&
-                same_str(c->held[h].profile, prof)) {
+            if (!used[h] && reconf__same_str(c->held[h].tenant, in->row->tenant->name) &&
+                reconf__same_str(c->held[h].workload, in->row->workload->name) &&
+                reconf__same_str(c->held[h].profile, prof)) {
                 used[h] = 1;
                 n++;
                 break;
@@ -66,10 +61,8 @@ static int cmp_start(const void *a, const void *b)
 /* 1 when c runs in's workload with in's profile at in's start. */
 static int runs_there(const struct reconf_card *c, const struct plan_inst *in)
 {
-    for (int h = 0; in->row && h < c->nheld; h++)
-        if (c->held[h].start == in->start && same_str(c->held[h].profile, in->profile->name) &&
-            same_str(c->held[h].tenant, in->row->tenant->name) &&
-            same_str(c->held[h].workload, in->row->workload->name))
+    for (int h = 0; h < c->nheld; h++)
+        if (reconf__at_place(in, &c->held[h]))
             return 1;
     return 0;
 }

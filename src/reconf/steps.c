@@ -47,18 +47,13 @@ static int hrow(const struct sx *x, const struct reconf_card *c, int h)
     return x->hrow[c - x->cur->t][h];
 }
 
-static int same_str(const char *a, const char *b)
-{
-    return a == b || (a && b && strcmp(a, b) == 0);
-}
-
 /* 1 when held instance h of card c is target instance in of card g. */
 static int same_place(const struct reconf_want *h, const struct reconf_card *c,
                       const struct plan_gpu *g, const struct plan_inst *in)
 {
     const char *tenant = in->row ? in->row->tenant->name : NULL;
     const char *workload = in->row ? in->row->workload->name : NULL;
-    if (!same_str(h->tenant, tenant) || !same_str(h->workload, workload))
+    if (!reconf__same_str(h->tenant, tenant) || !reconf__same_str(h->workload, workload))
         return 0;
     if (g->mode == PLAN_MIG)
         return c->mig && h->profile && !strcmp(h->profile, in->profile->name) &&
