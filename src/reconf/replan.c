@@ -141,6 +141,7 @@ struct cand {
     struct plan *p; /* NULL: no plan (why says why) */
     struct reconf_replan r;
     const char *how, *why;
+    int emptied, relaid; /* a "keep, ..." point's cards (add_laid), else 0 */
 };
 
 struct search {
@@ -282,29 +283,25 @@ static const char *reasons(struct search *s, const char *const *no)
     return all ? all : "no candidate";
 }
 
-/* The report's words for the plan found as how. */
-static const char *strategy(struct ts_arena *a, const char *how)
+/* The report's words for the plan c. */
+static const char *strategy(struct ts_arena *a, const struct cand *c)
 {
-    if (!strcmp(how, "fresh"))
+    if (!strcmp(c->how, "fresh"))
         return "fresh plan, cards renumbered to keep running instances";
-    if (!strcmp(how, "keep, no drain"))
+    if (!strcmp(c->how, "keep, no drain"))
         return "running placements kept, no drain: what does not fit is named";
-    if (!strncmp(how, "keep, ", 6) && !strstr(how, "emptied")) { /* "keep, 2 re-laid" */
-        int n = atoi(how + 6);
+    if (!c->emptied && c->relaid)
         return ts_arena_printf(a,
                                "running placements kept, %d card%s laid out again for the "
                                "new work",
-                               n, n == 1 ? "" : "s");
-    }
-    if (!strncmp(how, "keep, ", 6)) { /* "1 card emptied" [", 1 re-laid"] */
-        const char *relaid = strstr(how + 6, ", ");
-        int n = relaid ? (int)(relaid - how - 6) : (int)strlen(how + 6);
-        return ts_arena_printf(a,
-                               "running placements kept, new work in free space, %.*s into the "
-                               "others%s",
-                               n, how + 6, relaid ? relaid : "");
-    }
-    return "running placements kept, new work in free space";
+                               c->relaid, c->relaid == 1 ? "" : "s");
+    if (!c->emptied)
+        return "running placements kept, new work in free space";
+    const char *relaid = c->relaid ? ts_arena_printf(a, ", %d re-laid", c->relaid) : "";
+    return ts_arena_printf(a,
+                           "running placements kept, new work in free space, %d card%s "
+                           "emptied into the others%s",
+                           c->emptied, c->emptied == 1 ? "" : "s", relaid ? relaid : "");
 }
 
 /* Why each other plan lost: "not the fresh plan (...): it drains 3 cards,
@@ -359,10 +356,16 @@ static ts_status add_laid(struct search *s, ts_status st, const struct reconf_pl
     for (size_t i = 0; i < n; i++) {
         const char *how = st == TS_OK ? emptied_how(&s->a, emptied[i], relaid[i]) : NULL;
         st = st == TS_OK && !how ? TS_NOMEM : st;
-        if (how)
-            st = add(s, x[i], cur, how, NULL);
-        else
+        if (!how) {
             plan_free(x[i]);
+            continue;
+        }
+        size_t at = s->n;
+        st = add(s, x[i], cur, how, NULL);
+        if (s->n > at) {
+            s->c[at].emptied = emptied[i];
+            s->c[at].relaid = relaid[i];
+        }
     }
     return st;
 }
@@ -476,7 +479,7 @@ static ts_status choose(struct search *s, const struct plan *fresh, const struct
         st = points(s, *pick, no, &s->c[*pick].r) ? TS_OK : TS_NOMEM;
         *out = s->c[*pick].r;
         s->c[*pick].r = (struct reconf_replan){0};
-        out->strategy = strategy(&out->arena, s->c[*pick].how);
+        out->strategy = strategy(&out->arena, &s->c[*pick]);
     }
     free(no);
     return st;
