@@ -122,7 +122,10 @@ static int keep_cheaper(const struct spec_model *m, const struct cat_catalog *ca
 {
     *first = alt ? trial(m, cat, alt, opt, way != TRIAL_FULL) : (struct cost_trial){-2, 0, NULL};
     struct cost_trial full = {-3, 0, NULL}, quick = way == TRIAL_FULL ? full : *first;
-    int by_quick = way == TRIAL_RANK && cheaper_than(quick, best_of(m, cat, d, opt, ch, 1));
+    /* ranked by quick trials only against one that built (ch's may have been
+     * kept in full after its quick one failed) */
+    struct cost_trial ch_quick = way == TRIAL_RANK ? best_of(m, cat, d, opt, ch, 1) : full;
+    int by_quick = ch_quick.cost >= 0 && cheaper_than(quick, ch_quick);
     if (!by_quick) {
         int again = alt && (way == TRIAL_BOTH || way == TRIAL_RANK ||
                             (way == TRIAL_QUICK && first->cost >= 0));

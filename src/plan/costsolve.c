@@ -509,21 +509,23 @@ static void hold_whole(struct cost *c)
 }
 
 /* Each full model's cards (the LP fills them to within PLAN_COST_FULL_
- * SLACK) held below the fleet's by the card columns the LP leaves
- * fractional on it: room to round each of them up. ind: room for a row. */
-static void rounding_room(struct cost *c, int *ind)
+ * SLACK) held below the fleet's by the cards its fractional columns would
+ * add rounded up (each column's cards a unit times what rounding adds):
+ * room to round every one of them up. ind, val: room for a row. */
+static void rounding_room(struct cost *c, int *ind, double *val)
 {
     for (size_t k = 0; k < c->nmodels; k++) {
-        int row = c->caprow[k], frac = 0;
-        double ub = glp_get_row_ub(c->lp, row);
+        int row = c->caprow[k];
+        double ub = glp_get_row_ub(c->lp, row), room = 0;
         if (glp_get_row_prim(c->lp, row) <= ub - PLAN_COST_FULL_SLACK)
             continue;
-        int len = glp_get_mat_row(c->lp, row, ind, NULL);
+        int len = glp_get_mat_row(c->lp, row, ind, val);
         for (int i = 1; i <= len; i++) {
-            double v = glp_get_col_prim(c->lp, ind[i]);
-            frac += fabs(v - floor(v + 0.5)) > 1e-6;
+            double v = glp_get_col_prim(c->lp, ind[i]), up = ceil(v - 1e-6) - v;
+            room += up > 1e-6 ? up * val[i] : 0;
         }
-        glp_set_row_bnds(c->lp, row, GLP_UP, 0, ub > frac ? ub - frac : 0);
+        room = ceil(room - 1e-6);
+        glp_set_row_bnds(c->lp, row, GLP_UP, 0, ub > room ? ub - room : 0);
     }
 }
 
@@ -597,6 +599,8 @@ static int hood_mark(const struct cost *c, const unsigned char *hit, struct hood
             hood_class(c, q, h);
     }
     for (size_t g = 0; ok && g < c->ngs; g++) {
+        if (!c->gs[g].col)
+            continue; /* its configurations' columns instead (a small program's) */
         kind[c->gs[g].col] = 2;
         h->col[c->gs[g].col] = h->grp[g];
     }
@@ -661,16 +665,19 @@ static int hood_search(struct cost *c, const unsigned char *hit, double left)
  * nodes (counted) chooses for the rest, down to a first integer solution
  * and on to better ones near it; where it finds none, the same with
  * rounding room on the full models (rounding_room: a solution within it
- * keeps the fleet's cards). 1 with one (GLPK's). */
+ * keeps the fleet's cards). 1 with one (GLPK's), 0 without, -1 on out of
+ * memory. */
 static int kept_first(struct cost *c, double left)
 {
     int found = 0, *ind = calloc((size_t)glp_get_num_cols(c->lp) + 1, sizeof(*ind));
+    double *val = calloc((size_t)glp_get_num_cols(c->lp) + 1, sizeof(*val));
     double cap[DECIDE_MODELS_MAX];
     for (size_t k = 0; k < c->nmodels; k++)
         cap[k] = glp_get_row_ub(c->lp, c->caprow[k]);
-    for (int room = 0; ind && !found && room < 2; room++) {
+    found = ind && val ? 0 : -1;
+    for (int room = 0; found == 0 && room < 2; room++) {
         if (room)
-            rounding_room(c, ind);
+            rounding_room(c, ind, val);
         if (room && warm_lp(c) < 0)
             break;
         hold_whole(c);
@@ -688,6 +695,7 @@ static int kept_first(struct cost *c, double left)
     for (size_t k = 0; k < c->nmodels; k++)
         glp_set_row_bnds(c->lp, c->caprow[k], GLP_UP, 0, cap[k]);
     free(ind);
+    free(val);
     return found;
 }
 
@@ -732,9 +740,10 @@ static int kept_search(struct cost *c, double time_limit_s, int hood_first,
             break;
         int hood = c->sol && round > 0;
         int got = kept_round(c, hit, hood, hood_first, left, &val);
-        if (got <= 0 || !read_pins(c, pins, 1)) {
-            found = got < 0 ? 0 : found;
-            break; /* the last round's solution stands */
+        got = got > 0 && !read_pins(c, pins, 1) ? -1 : got;
+        if (got <= 0) {
+            found = got < 0 ? 0 : found; /* out of memory: none */
+            break;                       /* none: the last round's solution stands */
         }
         *obj = val;
         found = 1;

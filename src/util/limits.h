@@ -302,7 +302,7 @@
  * the pool groups it uses (plan/costsolve.c's hood_search): this many
  * nodes a round (counted), at most this many rounds. */
 #define PLAN_COST_HOOD_NODES 500L
-#define PLAN_COST_HOOD_ROUNDS 6
+#define PLAN_COST_HOOD_ROUNDS 10
 /* A model whose cards the LP fills to within this many is full: where the
  * kept search finds nothing, it searches again with a full model's cards
  * held below the fleet's by the card columns its LP leaves fractional
