@@ -300,14 +300,16 @@
 #define PLAN_COST_KEPT_NODES 200L
 /* Its solution's neighbourhood searched again where it breaks the cuts of
  * the pool groups it uses (plan/costsolve.c's hood_search): this many
- * nodes a round (counted), at most this many rounds. */
+ * nodes a round (counted), at most this many rounds (10,000-GPU trace
+ * fleets: load 0.7, seed 3 keeps every cut after 4, load 0.72, seed 6
+ * after 2, load 0.7, seed 21 still broke some after 6). */
 #define PLAN_COST_HOOD_NODES 500L
 #define PLAN_COST_HOOD_ROUNDS 10
 /* A model whose cards the LP fills to within this many is full: where the
  * kept search finds nothing, it searches again with a full model's cards
- * held below the fleet's by the card columns its LP leaves fractional
- * (room to round each up; the 10,000-GPU trace fleet at load 0.72, seed
- * 6, found none in 200 nodes with every model but two full). */
+ * held below the fleet's by what rounding its fractional columns up adds
+ * (the 10,000-GPU trace fleet at load 0.72, seed 6, found none in 200
+ * nodes with every model but two full). */
 #define PLAN_COST_FULL_SLACK 0.5
 /* Seconds of wall clock the search and the proof may take at most, and at
  * most the plan's own --time-limit (10 s by default): a ceiling only a

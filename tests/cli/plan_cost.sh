@@ -359,7 +359,7 @@ check "the same plan beside two busy loops" cmp -s "$TMP/alone.json" "$TMP/out"
 # layout fails: 10,000 GPUs, seed 3, 0.99% (stop 46: 1.56%); 3,000 GPUs,
 # seed 2, 0.96% (1.46%). At load 0.72, seed 6, 10,000 GPUs, no depth-first
 # search found a first answer until it is given room to round the full
-# models' pools up: 1.11% (1.45%; 1.012 guards it, the aim is 1%).
+# models' pools up: 1.05% (1.45%; 1.012 guards it, the aim is 1%).
 # 10,000 GPUs in the plain build only (the sanitized one takes minutes).
 for case in 1000:0.8:3:1.01 10000:0.8:3:1.01 1000:0.7:3:1.01 3000:0.8:2:1.01 100:0.8:1:1.01 \
     10000:0.7:3:1.01 3000:0.7:2:1.01 10000:0.72:6:1.012; do
