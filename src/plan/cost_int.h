@@ -1,8 +1,9 @@
 /*
  * cost_int.h - what the cost program's files share (plan/cost.c builds the
  * program, plan/costtrust.c says which pool each alternative joins,
- * plan/costsolve.c solves it: cuts, the search, the bound). Not part of
- * plan's interface; the rest of plan sees struct cost through internal.h.
+ * plan/costcut.c makes its cuts, plan/costsolve.c solves it: the searches,
+ * the bound). Not part of plan's interface; the rest of plan sees struct
+ * cost through internal.h.
  */
 #ifndef PLAN_COST_INT_H
 #define PLAN_COST_INT_H
@@ -25,7 +26,7 @@ struct cost_nz {
 };
 
 /* A pool group's clients as the bin-packing class its cuts price
- * (plan/costsolve.c), made at its first cut. */
+ * (plan/costcut.c), made at its first cut. */
 struct cost_cut_pair {
     size_t alt;  /* a class column's alternative in the group */
     size_t type; /* the type of one of its class's workloads */
@@ -51,7 +52,7 @@ struct cost_group {
     struct cost_cut_class *cuts; /* NULL until its first cut */
 };
 
-/* A pool group's configuration cuts (plan/costsolve.c's group_cut). */
+/* A pool group's configuration cuts (plan/costcut.c's group_cut). */
 enum cost_cut {
     COST_CUT_NONE, /* not tried yet */
     COST_CUT_DONE, /* none can be made (too large to list, a client spreads), or
@@ -125,6 +126,14 @@ int plan__cost_group_configs(struct cost *c, int gi);
  * budgets of the search and the bound count it. */
 int plan__cost_cols(const struct cost *c);
 
+/* Cuts for the groups the program's LP solution (mip: its integer
+ * solution) uses (plan/costcut.c): a first cut where they have none yet
+ * (groups it leaves empty need none to be bounded; a cut is optional, so a
+ * group the solution moves to afterwards is still bounded by its memory),
+ * and where they have one, a stronger one where the solution breaks the
+ * group's cut at its clients. hit (may be NULL): per group, set where a
+ * cut was added. Returns the cuts added, -1 when out of memory. */
+int plan__cost_pool_cuts(struct cost *c, int mip, unsigned char *hit);
 /* 1 when a's replicas are kept apart (spread, more than one replica). */
 int plan__cost_spread(const struct decide_row *a);
 /* Each tenant's trust set, and (c->search) the sets that are not cliques

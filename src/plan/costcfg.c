@@ -12,7 +12,7 @@
  * (PLAN_COST_PROOF_COLS_MAX workloads and columns before its pools) where
  * the list is short (PLAN_COST_GROUP_CFGS_MAX): small priced pools, where
  * rounding is much of the cost; a trace fleet's groups keep one column of
- * fluid cards and their configuration cut (plan/costsolve.c).
+ * fluid cards and their configuration cut (plan/costcut.c).
  */
 #include "plan/cost_int.h"
 

@@ -312,7 +312,7 @@ int plan__pidx_trust(struct plan_pidx *x, const struct spec_tenant *a, const str
 int plan__pidx_group_cards(const struct plan_pidx *x, const struct decide_row *r);
 int plan__pidx_group_bound(struct plan_pidx *x, const struct decide_row *r);
 
-/* ---- the cost objective (plan/pin.c, plan/cost.c, plan/costsolve.c) ---- */
+/* ---- the cost objective (plan/pin.c, plan/cost.c, plan/costcut.c, plan/costsolve.c) ---- */
 
 /* 1 when the cost objective may put r on another card model. */
 int plan__movable(const struct decide_row *r);

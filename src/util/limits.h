@@ -298,11 +298,9 @@
  * rest searched depth first in this many nodes a round (counted; about
  * 0.2 s at 10,000 GPUs; 500 planned the same at load 0.8, seed 3). */
 #define PLAN_COST_KEPT_NODES 200L
-/* Its solution's neighbourhood searched again where it breaks the cuts of
- * the pool groups it uses (plan/costsolve.c's hood_search): this many
- * nodes a round (counted), at most this many rounds (10,000-GPU trace
- * fleets: load 0.7, seed 3 keeps every cut after 4, load 0.72, seed 6
- * after 2, load 0.7, seed 21 still broke some after 6). */
+/* Its answer's neighbourhood where it breaks its pool groups' cuts
+ * (hood_search): nodes a round (counted), rounds at most (10,000 GPUs at
+ * load 0.7: seed 3 keeps every cut after 4 rounds, seed 21 after 7-9). */
 #define PLAN_COST_HOOD_NODES 500L
 #define PLAN_COST_HOOD_ROUNDS 10
 /* A model whose cards the LP fills to within this many is full: where the
@@ -325,7 +323,7 @@
 /* A small program's pool group lists its configurations as columns
  * (plan/costcfg.c) in at most this many search steps. */
 #define PLAN_COST_CUT_STEPS_MAX 20000
-/* The cost program's cut for a sharing-pool group (plan/costsolve.c) lists
+/* The cost program's cut for a sharing-pool group (plan/costcut.c) lists
  * the group's configurations in at most this many search steps, else the
  * group keeps its memory row alone. 20,000 left a trace fleet's groups of
  * ~98 guests in 9-11 sizes on a 141 GiB card (2,000-8,500 configurations)
@@ -352,7 +350,7 @@
  * PLAN_POOL_SPARE_MIN. */
 #define PLAN_POOL_SPARE_SHARE 0.05
 #define PLAN_POOL_SPARE_MIN 8
-/* A pool group's separation (plan/costsolve.c's group_cut): the clients a
+/* A pool group's separation (plan/costcut.c's group_cut): the clients a
  * solution puts in it, scaled to whole numbers for the configuration LP
  * (the most of a type PLAN_COST_SEPARATION_SCALE: only their ratios matter
  * to its dual prices); a cut broken by less than PLAN_COST_SEPARATION_MIN
